@@ -1,0 +1,1 @@
+"""Run-time support: host kernels, JIT loading. Never imports xDSL."""

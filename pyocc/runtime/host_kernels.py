@@ -1,0 +1,90 @@
+"""Host kernels: one numpy function per DNN operator, ONNX semantics.
+
+Compiled models call one kernel per operation with views into the planned
+memory pool. Every kernel writes its result into the keyword-only ``out``
+(or ``outs``) array and never returns or rebinds it; inputs are never
+modified; ``out`` may hold stale data, so it is never read before written.
+Aliasing: unary, binary, channel_affine and batch_norm are correct when
+``out`` is one of their inputs (in-place reuse); every other kernel assumes
+``out`` does not overlap its inputs.
+
+The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
+single place callers import them from.
+"""
+
+from pyocc.runtime.kernels.conv import conv, conv_transpose
+from pyocc.runtime.kernels.elementwise import (
+    ACTIVATIONS,
+    binary,
+    cast,
+    copy,
+    unary,
+    variadic,
+    where,
+)
+from pyocc.runtime.kernels.linalg import gemm, matmul
+from pyocc.runtime.kernels.normalization import (
+    batch_norm,
+    channel_affine,
+    layer_norm,
+    log_softmax,
+    lrn,
+    softmax,
+)
+from pyocc.runtime.kernels.pool import average_pool, global_average_pool, global_max_pool, max_pool
+from pyocc.runtime.kernels.reduction import arg_max, arg_min, reduce
+from pyocc.runtime.kernels.resize import resize
+from pyocc.runtime.kernels.tensor import (
+    concat,
+    constant_of_shape,
+    expand,
+    gather,
+    gather_elements,
+    gather_nd,
+    pad,
+    range,
+    slice,
+    split,
+    tile,
+    transpose,
+)
+
+__all__ = [
+    "ACTIVATIONS",
+    "arg_max",
+    "arg_min",
+    "average_pool",
+    "batch_norm",
+    "binary",
+    "cast",
+    "channel_affine",
+    "concat",
+    "constant_of_shape",
+    "conv",
+    "conv_transpose",
+    "copy",
+    "expand",
+    "gather",
+    "gather_elements",
+    "gather_nd",
+    "gemm",
+    "global_average_pool",
+    "global_max_pool",
+    "layer_norm",
+    "log_softmax",
+    "lrn",
+    "matmul",
+    "max_pool",
+    "pad",
+    "range",
+    "reduce",
+    "resize",
+    "slice",
+    "softmax",
+    "split",
+    "tile",
+    "transpose",
+    "unary",
+    "variadic",
+    "where",
+]
