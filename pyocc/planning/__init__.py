@@ -1,0 +1,32 @@
+"""pyocc's static memory planner: buffers with live ranges -> offsets in one pool.
+
+A plain library over plain data (no IR, no xDSL): describe buffers as
+``Buffer(name, size, first, last, alignment)``, call ``plan_memory`` and get a
+verified ``Plan``. ``problem_to_json``/``plan_to_json`` and the ``plan-json``
+command (cli.py) let other compilers use it through files.
+"""
+
+from .algorithms import ALGORITHMS
+from .bounds import lower_bound, max_live, naive_bytes
+from .planner import plan_memory
+from .problem import Buffer, Plan, PlanError, PlanningError, Problem
+from .serialize import plan_from_json, plan_to_json, problem_from_json, problem_to_json
+from .verify import verify_plan
+
+__all__ = [
+    "ALGORITHMS",
+    "Buffer",
+    "Plan",
+    "PlanError",
+    "PlanningError",
+    "Problem",
+    "lower_bound",
+    "max_live",
+    "naive_bytes",
+    "plan_from_json",
+    "plan_memory",
+    "plan_to_json",
+    "problem_from_json",
+    "problem_to_json",
+    "verify_plan",
+]

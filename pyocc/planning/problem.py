@@ -1,0 +1,138 @@
+"""The planner's plain-data vocabulary: buffers, problems, plans and errors.
+
+A *problem* is a set of buffers, each with a byte size and a live range
+``[first, last]`` (inclusive) on an abstract step axis. A *plan* gives every
+buffer a byte offset in one pool so that two buffers whose live ranges overlap
+never share a byte. Nothing here knows about IR: any compiler can build these.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+class PlanningError(Exception):
+    """A problem the planner cannot accept: bad sizes, ranges, names or options.
+
+    The message is one line a user can act on.
+    """
+
+
+class PlanError(Exception):
+    """A plan that breaks a rule of the problem (found by ``verify_plan``).
+
+    The message names the buffer(s) involved and the rule broken.
+    """
+
+
+def _is_int(value: object) -> bool:
+    """True for real integers; ``bool`` is an ``int`` subclass but never a size."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """One buffer to place: its size in bytes and the steps it is live.
+
+    ``first`` and ``last`` are inclusive: the buffer holds data from the start
+    of step ``first`` to the end of step ``last``. Two buffers conflict when
+    their ranges share a step and both have a non-zero size.
+    """
+
+    name: str
+    size: int
+    """Bytes, >= 0. Zero-size buffers conflict with nothing."""
+    first: int
+    """First step the buffer is live (inclusive)."""
+    last: int
+    """Last step the buffer is live (inclusive), >= first."""
+    alignment: int = 1
+    """The offset must be a multiple of this (>= 1; not necessarily a power of two)."""
+    pools: tuple[str, ...] = ()
+    """Ordered pool candidates; carried through JSON, ignored by single-pool planning."""
+
+    def overlaps(self, other: Buffer) -> bool:
+        """True when the two live ranges share at least one step."""
+        return self.first <= other.last and other.first <= self.last
+
+
+def _check_buffer(index: int, buffer: Buffer) -> None:
+    """Raise ``PlanningError`` naming the buffer when one of its fields is invalid."""
+    where = f"buffer {index} ({buffer.name!r})"
+    if not isinstance(buffer.name, str) or not buffer.name:
+        raise PlanningError(f"buffer {index}: name must be a non-empty string")
+    if not _is_int(buffer.size) or buffer.size < 0:
+        raise PlanningError(f"{where}: size must be a non-negative integer, got {buffer.size!r}")
+    if not _is_int(buffer.first) or not _is_int(buffer.last):
+        raise PlanningError(f"{where}: first and last must be integers")
+    if buffer.last < buffer.first:
+        raise PlanningError(
+            f"{where}: last ({buffer.last}) is before first ({buffer.first})"
+        )
+    if not _is_int(buffer.alignment) or buffer.alignment < 1:
+        raise PlanningError(
+            f"{where}: alignment must be an integer >= 1, got {buffer.alignment!r}"
+        )
+
+
+@dataclass(frozen=True)
+class Problem:
+    """The buffers to place in one pool; validated on construction.
+
+    Raises ``PlanningError`` for a negative size, ``last < first``, an
+    alignment below 1 or two buffers with the same name.
+    """
+
+    buffers: tuple[Buffer, ...]
+    pools: tuple[dict, ...] = field(default=(), compare=False)
+    """Optional pool descriptions (``{"name": ..., "size": None | int}``) from
+    JSON, carried through unchanged; single-pool planning does not use them."""
+
+    def __post_init__(self) -> None:
+        # Accept any iterable (a list is the natural thing to write) but store
+        # a tuple so the problem stays immutable.
+        if not isinstance(self.buffers, tuple):
+            object.__setattr__(self, "buffers", tuple(self.buffers))
+        if not isinstance(self.pools, tuple):
+            object.__setattr__(self, "pools", tuple(self.pools))
+        seen: set[str] = set()
+        for index, buffer in enumerate(self.buffers):
+            if not isinstance(buffer, Buffer):
+                raise PlanningError(f"buffer {index}: expected a Buffer, got {type(buffer).__name__}")
+            _check_buffer(index, buffer)
+            if buffer.name in seen:
+                raise PlanningError(f"buffer {index}: duplicate buffer name {buffer.name!r}")
+            seen.add(buffer.name)
+
+    def __len__(self) -> int:
+        """The number of buffers."""
+        return len(self.buffers)
+
+    def by_name(self) -> dict[str, Buffer]:
+        """Buffers keyed by name."""
+        return {buffer.name: buffer for buffer in self.buffers}
+
+    @property
+    def steps(self) -> range:
+        """The steps from the earliest ``first`` to the latest ``last`` (empty if no buffers)."""
+        if not self.buffers:
+            return range(0)
+        return range(
+            min(b.first for b in self.buffers), max(b.last for b in self.buffers) + 1
+        )
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where every buffer lives in the pool, and how the plan was found."""
+
+    offsets: dict[str, int]
+    """Buffer name -> byte offset in the pool."""
+    pool_size: int
+    """max(offset + size) over all buffers; 0 when there are none."""
+    algorithm: str
+    """The algorithm that produced the plan ("auto:<winner>" for auto)."""
+    optimal: bool
+    """True only when proven optimal: the pool meets the lower bound, or exact finished."""
+    plan_ms: float
+    """Wall-clock milliseconds spent planning (including verification)."""

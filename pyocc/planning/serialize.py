@@ -1,0 +1,179 @@
+"""The planner's tool-agnostic JSON formats (in the spirit of TVM USMP's
+BufferInfo / PoolAllocation), so any compiler can hand pyocc a problem file.
+
+Problem::
+
+    {"format": "pyocc-plan-problem", "version": 1,
+     "buffers": [{"name": "conv1", "size": 4096, "first": 0, "last": 3,
+                  "alignment": 64, "pools": ["sram"]}, ...],
+     "pools": [{"name": "sram", "size": 262144}]}
+
+``name``, ``size`` (bytes, >= 0), ``first`` and ``last`` (inclusive steps,
+``last >= first``) are required; ``alignment`` (>= 1, default 1) and
+``pools`` (ordered candidate pool names, default []) are optional. The
+top-level ``pools`` (``size`` null for unbounded) is optional and carried
+through; single-pool planning does not use it yet. Unknown keys are errors
+(they are usually typos).
+
+Solution::
+
+    {"format": "pyocc-plan-solution", "version": 1,
+     "algorithm": "auto:greedy-by-size", "pool_size": 8192,
+     "lower_bound": 8192, "naive": 12288, "optimal": true, "plan_ms": 0.4,
+     "allocations": [{"name": "conv1", "offset": 0, "size": 4096,
+                      "first": 0, "last": 3}, ...]}
+
+Readers raise ``PlanningError`` with one precise line, e.g.
+``buffer 3 ('conv1'): 'size' must be a non-negative integer``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .bounds import lower_bound, naive_bytes
+from .problem import Buffer, Plan, PlanningError, Problem, _is_int
+
+PROBLEM_FORMAT = "pyocc-plan-problem"
+SOLUTION_FORMAT = "pyocc-plan-solution"
+VERSION = 1
+
+_BUFFER_KEYS = {"name", "size", "first", "last", "alignment", "pools"}
+_POOL_KEYS = {"name", "size"}
+
+
+def _check_header(data: Any, expected_format: str) -> None:
+    """The document is an object with the right ``format`` and ``version``."""
+    if not isinstance(data, dict):
+        raise PlanningError(f"expected a JSON object, got {type(data).__name__}")
+    if data.get("format") != expected_format:
+        raise PlanningError(f"'format' must be {expected_format!r}, got {data.get('format')!r}")
+    if data.get("version") != VERSION:
+        raise PlanningError(f"unsupported 'version' {data.get('version')!r} (this reader knows {VERSION})")
+
+
+def _read_buffer(index: int, entry: Any) -> Buffer:
+    """One entry of ``buffers``, checked field by field."""
+    if not isinstance(entry, dict):
+        raise PlanningError(f"buffer {index}: expected an object, got {type(entry).__name__}")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise PlanningError(f"buffer {index}: 'name' must be a non-empty string")
+    where = f"buffer {index} ({name!r})"
+    unknown = sorted(set(entry) - _BUFFER_KEYS)
+    if unknown:
+        raise PlanningError(f"{where}: unknown key {unknown[0]!r}")
+    for key in ("size", "first", "last"):
+        if key not in entry:
+            raise PlanningError(f"{where}: missing {key!r}")
+    size = entry["size"]
+    if not _is_int(size) or size < 0:
+        raise PlanningError(f"{where}: 'size' must be a non-negative integer")
+    for key in ("first", "last"):
+        if not _is_int(entry[key]):
+            raise PlanningError(f"{where}: {key!r} must be an integer")
+    if entry["last"] < entry["first"]:
+        raise PlanningError(f"{where}: 'last' ({entry['last']}) is before 'first' ({entry['first']})")
+    alignment = entry.get("alignment", 1)
+    if not _is_int(alignment) or alignment < 1:
+        raise PlanningError(f"{where}: 'alignment' must be an integer >= 1")
+    pools = entry.get("pools", [])
+    if not isinstance(pools, list) or not all(isinstance(p, str) for p in pools):
+        raise PlanningError(f"{where}: 'pools' must be a list of pool names")
+    return Buffer(name, size, entry["first"], entry["last"], alignment, tuple(pools))
+
+
+def _read_pool(index: int, entry: Any) -> dict:
+    """One entry of the optional top-level ``pools``."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+        raise PlanningError(f"pool {index}: expected an object with a string 'name'")
+    unknown = sorted(set(entry) - _POOL_KEYS)
+    if unknown:
+        raise PlanningError(f"pool {index} ({entry['name']!r}): unknown key {unknown[0]!r}")
+    size = entry.get("size")
+    if size is not None and (not _is_int(size) or size < 0):
+        raise PlanningError(f"pool {index} ({entry['name']!r}): 'size' must be null or a non-negative integer")
+    return {"name": entry["name"], "size": size}
+
+
+def problem_from_json(data: dict) -> Problem:
+    """Read a problem document (see module docstring); ``PlanningError`` if invalid."""
+    _check_header(data, PROBLEM_FORMAT)
+    buffers = data.get("buffers")
+    if not isinstance(buffers, list):
+        raise PlanningError("'buffers' must be a list")
+    pools = data.get("pools", [])
+    if not isinstance(pools, list):
+        raise PlanningError("'pools' must be a list")
+    return Problem(
+        tuple(_read_buffer(i, entry) for i, entry in enumerate(buffers)),
+        tuple(_read_pool(i, entry) for i, entry in enumerate(pools)),
+    )
+
+
+def problem_to_json(problem: Problem) -> dict:
+    """The problem as a JSON-ready dict (see module docstring)."""
+    data: dict[str, Any] = {
+        "format": PROBLEM_FORMAT,
+        "version": VERSION,
+        "buffers": [
+            {
+                "name": b.name,
+                "size": b.size,
+                "first": b.first,
+                "last": b.last,
+                "alignment": b.alignment,
+                "pools": list(b.pools),
+            }
+            for b in problem.buffers
+        ],
+    }
+    if problem.pools:
+        data["pools"] = [dict(pool) for pool in problem.pools]
+    return data
+
+
+def plan_to_json(problem: Problem, plan: Plan) -> dict:
+    """The solution document for ``plan`` (allocations in problem order)."""
+    return {
+        "format": SOLUTION_FORMAT,
+        "version": VERSION,
+        "algorithm": plan.algorithm,
+        "pool_size": plan.pool_size,
+        "lower_bound": lower_bound(problem),
+        "naive": naive_bytes(problem),
+        "optimal": plan.optimal,
+        "plan_ms": round(plan.plan_ms, 3),
+        "allocations": [
+            {"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first": b.first, "last": b.last}
+            for b in problem.buffers
+        ],
+    }
+
+
+def plan_from_json(data: dict) -> Plan:
+    """Read a solution document back into a ``Plan``; ``PlanningError`` if invalid."""
+    _check_header(data, SOLUTION_FORMAT)
+    if not isinstance(data.get("algorithm"), str):
+        raise PlanningError("'algorithm' must be a string")
+    if not _is_int(data.get("pool_size")) or data["pool_size"] < 0:
+        raise PlanningError("'pool_size' must be a non-negative integer")
+    if not isinstance(data.get("optimal"), bool):
+        raise PlanningError("'optimal' must be true or false")
+    plan_ms = data.get("plan_ms", 0.0)
+    if not isinstance(plan_ms, (int, float)) or isinstance(plan_ms, bool):
+        raise PlanningError("'plan_ms' must be a number")
+    allocations = data.get("allocations")
+    if not isinstance(allocations, list):
+        raise PlanningError("'allocations' must be a list")
+    offsets: dict[str, int] = {}
+    for index, entry in enumerate(allocations):
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise PlanningError(f"allocation {index}: expected an object with a string 'name'")
+        offset = entry.get("offset")
+        if not _is_int(offset) or offset < 0:
+            raise PlanningError(f"allocation {index} ({entry['name']!r}): 'offset' must be a non-negative integer")
+        if entry["name"] in offsets:
+            raise PlanningError(f"allocation {index}: duplicate name {entry['name']!r}")
+        offsets[entry["name"]] = offset
+    return Plan(offsets, data["pool_size"], data["algorithm"], data["optimal"], float(plan_ms))
