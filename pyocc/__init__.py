@@ -1,0 +1,9 @@
+"""pyocc: a memory-efficient DNN inference compiler on xDSL.
+
+An ONNX model goes in; every byte it needs is planned before it runs; native
+code that runs it out of one pre-planned memory pool comes out. The package
+root stays light (no onnx, numpy or llvmlite import) so that `pyocc-opt`
+starts fast.
+"""
+
+__version__ = "0.1.0"

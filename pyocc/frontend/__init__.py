@@ -1,0 +1,1 @@
+"""Frontends: ONNX models into the `onnx` dialect."""

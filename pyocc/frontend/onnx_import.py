@@ -1,0 +1,677 @@
+"""ONNX ModelProto -> a module with one `func.func` in the `onnx` dialect.
+
+The import runs in three steps:
+
+1. **Load and check**: the file parses, every op is in the default domain
+   and known to pyocc, and every graph input has a static shape (the user may
+   fix dynamic dimensions with `shapes={"x": (1, 3, 224, 224)}`).
+2. **Fold and infer**: ONNX shape inference gives every value a type; nodes
+   whose inputs are all constants (Constant, Shape of a static tensor, the
+   Concat/Gather/Unsqueeze chains exporters emit to compute shapes) are
+   evaluated with numpy, and inference runs again until nothing changes.
+3. **Emit**: one op per remaining node. Shape-like inputs (Reshape's shape,
+   Slice's bounds, ...) become properties, so every op has one form whatever
+   the opset. Weights become `onnx.Constant` (see pyocc/weights.py) or stay
+   `onnx.ConstantOfShape` when the model fills them with one value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from xdsl.builder import Builder
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    BFloat16Type,
+    ArrayAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    Signedness,
+    StringAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from pyocc.dialects.onnx import OP_BY_TYPE
+from pyocc.dialects.onnx.base import OnnxOp
+from pyocc.dialects.onnx.tensor import ConstantOfShapeOp, ConstantOp
+from pyocc.errors import PyoccError
+from pyocc.weights import INLINE_LIMIT, store_array
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+#: Inputs that pyocc needs at compile time, by op type: input index -> the
+#: property it becomes. Older opsets carry the same values as attributes of
+#: the same name, so both forms meet here.
+CONSTANT_INPUTS: dict[str, dict[int, str]] = {
+    "Reshape": {1: "shape"},
+    "Unsqueeze": {1: "axes"},
+    "Squeeze": {1: "axes"},
+    "ReduceSum": {1: "axes"},
+    "ReduceMean": {1: "axes"},
+    "ReduceMax": {1: "axes"},
+    "ReduceMin": {1: "axes"},
+    "ReduceProd": {1: "axes"},
+    "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"},
+    "Pad": {1: "pads", 2: "constant_value", 3: "axes"},
+    "Resize": {1: "roi", 2: "scales", 3: "sizes"},
+    "Expand": {1: "shape"},
+    "Tile": {1: "repeats"},
+    "Clip": {1: "min", 2: "max"},
+    "Split": {1: "split"},
+    "Dropout": {1: "ratio", 2: "training_mode"},
+}
+
+#: Attributes that carry no meaning at inference and are dropped.
+IGNORED_ATTRIBUTES = {"is_test", "consumed_inputs", "training_mode", "seed", "to",
+                      "num_outputs", "spatial", "roi", "sizes", "antialias",
+                      "keep_aspect_ratio_policy", "extrapolation_value", "value"}
+
+#: Ops that must not be folded even when their inputs are constant: their
+#: result would be a large materialised weight that the op states in a line.
+NEVER_FOLD = {"ConstantOfShape"}
+
+#: Fold a constant subgraph only while its result stays this small; larger
+#: constant computations (e.g. a transposed weight) stay ops.
+FOLD_LIMIT_ELEMENTS = 1 << 16
+
+
+def element_type(onnx_type: int) -> Attribute:
+    """The xDSL element type of an ONNX TensorProto data type."""
+    from onnx import TensorProto
+
+    table: dict[int, Attribute] = {
+        TensorProto.FLOAT: Float32Type(),
+        TensorProto.DOUBLE: Float64Type(),
+        TensorProto.FLOAT16: Float16Type(),
+        TensorProto.BFLOAT16: BFloat16Type(),
+        TensorProto.INT64: IntegerType(64),
+        TensorProto.INT32: IntegerType(32),
+        TensorProto.INT16: IntegerType(16),
+        TensorProto.INT8: IntegerType(8),
+        TensorProto.UINT8: IntegerType(8, Signedness.UNSIGNED),
+        TensorProto.BOOL: IntegerType(1),
+    }
+    if onnx_type not in table:
+        name = TensorProto.DataType.Name(onnx_type) if onnx_type in TensorProto.DataType.values() else str(onnx_type)
+        raise PyoccError(f"tensor element type {name} is not supported by pyocc")
+    return table[onnx_type]
+
+
+def value_name(name: str) -> str:
+    """An SSA name hint from an ONNX tensor name (`gpu_0/conv1_0` -> `gpu_0_conv1_0`)."""
+    hint = re.sub(r"[^A-Za-z0-9_$.]", "_", name)
+    return hint if hint and not hint[0].isdigit() else "v" + hint
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """`1x3x224x224` -> (1, 3, 224, 224); raises PyoccError on bad text."""
+    try:
+        dims = tuple(int(d) for d in text.lower().split("x"))
+    except ValueError:
+        raise PyoccError(f"shape '{text}' is not of the form 1x3x224x224") from None
+    if any(d < 0 for d in dims):
+        raise PyoccError(f"shape '{text}' has a negative dimension")
+    return dims
+
+
+def load_model(path: str | Path) -> onnx.ModelProto:
+    """Read an .onnx file, with one-line errors for missing or broken files."""
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    path = Path(path)
+    if not path.exists():
+        raise PyoccError(f"{path}: no such file")
+    if path.is_dir():
+        raise PyoccError(f"{path}: is a directory, expected an .onnx file")
+    try:
+        model = onnx.load(str(path))
+    except (DecodeError, ValueError, RuntimeError, OSError) as e:
+        raise PyoccError(
+            f"{path}: not a valid ONNX model (the file is corrupt or truncated: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
+        ) from None
+    if not model.graph.node and not model.graph.output:
+        raise PyoccError(f"{path}: not a valid ONNX model (it has no graph)")
+    return model
+
+
+def import_model(
+    model: onnx.ModelProto | str | Path,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    function_name: str = "main_graph",
+) -> ModuleOp:
+    """Import an ONNX model (a ModelProto or a path) into the `onnx` dialect.
+
+    `shapes` fixes graph input shapes (needed for dynamic dimensions).
+    Raises PyoccError for anything the user must fix."""
+    if not hasattr(model, "graph"):
+        model = load_model(model)  # type: ignore[arg-type]
+    return _Importer(model, dict(shapes or {}), function_name).run()  # type: ignore[arg-type]
+
+
+@dataclass
+class Splat:
+    """A constant tensor of one repeated value (ConstantOfShape's output)."""
+
+    value: Any
+    shape: tuple[int, ...]
+    onnx_type: int
+
+    def materialize(self) -> np.ndarray:
+        import numpy as np
+        from onnx import helper
+
+        return np.full(self.shape, self.value, dtype=helper.tensor_dtype_to_np_dtype(self.onnx_type))
+
+
+@dataclass
+class _Importer:
+    model: onnx.ModelProto
+    shapes: dict[str, Sequence[int]]
+    function_name: str
+    consts: dict[str, Any] = field(default_factory=dict)
+    types: dict[str, TensorType] = field(default_factory=dict)
+    values: dict[str, SSAValue] = field(default_factory=dict)
+
+    # -- step 1 ----------------------------------------------------------
+    def check_ops(self) -> None:
+        opset = self.opset()
+        for node in self.model.graph.node:
+            if node.domain not in ("", "ai.onnx"):
+                raise PyoccError(
+                    f"node '{node.name or node.output[0]}' uses op {node.op_type} of domain "
+                    f"'{node.domain}', which pyocc does not support (only the default ONNX domain)"
+                )
+            if node.op_type not in OP_BY_TYPE:
+                raise PyoccError(
+                    f"unsupported op {node.op_type} (node '{node.name or node.output[0]}', opset {opset}); "
+                    f"pyocc supports: {', '.join(sorted(OP_BY_TYPE))}"
+                )
+            for attr in node.attribute:
+                if attr.type == attr.GRAPH or attr.type == attr.GRAPHS:
+                    raise PyoccError(f"op {node.op_type} with a subgraph is not supported")
+
+    def opset(self) -> int:
+        for entry in self.model.opset_import:
+            if entry.domain in ("", "ai.onnx"):
+                return entry.version
+        return 1
+
+    def fix_input_shapes(self) -> None:
+        graph = self.model.graph
+        initializers = {t.name for t in graph.initializer}
+        inputs = [i for i in graph.input if i.name not in initializers]
+        known = {i.name for i in inputs}
+        for name in self.shapes:
+            if name not in known:
+                raise PyoccError(
+                    f"--shape names '{name}', which is not a graph input "
+                    f"(inputs: {', '.join(sorted(known)) or 'none'})"
+                )
+        for inp in inputs:
+            ttype = inp.type.tensor_type
+            if not inp.type.HasField("tensor_type"):
+                raise PyoccError(f"graph input '{inp.name}' is not a tensor")
+            if inp.name in self.shapes:
+                given = list(self.shapes[inp.name])
+                if ttype.HasField("shape") and len(ttype.shape.dim) != len(given):
+                    raise PyoccError(
+                        f"--shape for '{inp.name}' has rank {len(given)} but the model says rank {len(ttype.shape.dim)}"
+                    )
+                for i, dim in enumerate(ttype.shape.dim):
+                    if dim.HasField("dim_value") and dim.dim_value != given[i]:
+                        raise PyoccError(
+                            f"--shape for '{inp.name}' sets dimension {i} to {given[i]} but the model fixes it to {dim.dim_value}"
+                        )
+                del ttype.shape.dim[:]
+                for d in given:
+                    ttype.shape.dim.add().dim_value = int(d)
+                continue
+            if not ttype.HasField("shape"):
+                raise PyoccError(
+                    f"graph input '{inp.name}' has no shape; give one with --shape {inp.name}=1x3x224x224"
+                )
+            for i, dim in enumerate(ttype.shape.dim):
+                if not dim.HasField("dim_value") or dim.dim_value <= 0:
+                    label = f" ('{dim.dim_param}')" if dim.dim_param else ""
+                    example = "x".join(
+                        str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0 else "1"
+                        for d in ttype.shape.dim
+                    )
+                    raise PyoccError(
+                        f"graph input '{inp.name}' has a dynamic dimension {i}{label}; "
+                        f"fix it with --shape {inp.name}={example} (or shapes={{'{inp.name}': ...}} in the API)"
+                    )
+
+    # -- step 2 ----------------------------------------------------------
+    def fold_and_infer(self) -> None:
+        import onnx
+        from onnx import numpy_helper
+
+        graph = self.model.graph
+        for init in graph.initializer:
+            self.consts[init.name] = numpy_helper.to_array(init)
+        nodes = list(graph.node)
+        for _round in range(8):
+            self.infer_types(nodes)
+            remaining = []
+            for node in nodes:
+                folded = self.try_fold(node)
+                if not folded:
+                    remaining.append(node)
+            done = len(remaining) == len(nodes)
+            nodes = remaining
+            if done:
+                break
+        self.nodes = nodes
+        del onnx
+
+    def infer_types(self, nodes: list) -> None:
+        import onnx
+        from onnx import helper, numpy_helper
+
+        graph = self.model.graph
+        initializers = [
+            numpy_helper.from_array(v, name) if not isinstance(v, Splat) else None
+            for name, v in self.consts.items()
+        ]
+        splat_nodes = [
+            helper.make_node(
+                "ConstantOfShape", [name + "__pyocc_shape"], [name],
+                value=helper.make_tensor("value", v.onnx_type, [1], [v.value]),
+            )
+            for name, v in self.consts.items() if isinstance(v, Splat)
+        ]
+        shape_inits = [
+            numpy_helper.from_array(__import__("numpy").array(v.shape, dtype="int64"), name + "__pyocc_shape")
+            for name, v in self.consts.items() if isinstance(v, Splat)
+        ]
+        init_names = set(self.consts)
+        new_graph = helper.make_graph(
+            splat_nodes + nodes,
+            graph.name or "graph",
+            [i for i in graph.input if i.name not in init_names],
+            list(graph.output),
+            [t for t in initializers if t is not None] + shape_inits,
+        )
+        new_model = helper.make_model(new_graph, opset_imports=list(self.model.opset_import))
+        new_model.ir_version = max(self.model.ir_version, 4)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(new_model, strict_mode=True, data_prop=True)
+        except Exception as e:  # onnx raises several types; all mean the same here
+            raise PyoccError(f"ONNX shape inference failed: {str(e).splitlines()[0]}") from None
+        for vi in [*inferred.graph.input, *inferred.graph.value_info, *inferred.graph.output]:
+            tt = vi.type.tensor_type
+            if not vi.type.HasField("tensor_type") or not tt.HasField("shape"):
+                continue
+            dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
+            if any(d < 0 for d in dims):
+                continue
+            self.types[vi.name] = TensorType(element_type(tt.elem_type), dims)
+        for name, v in self.consts.items():
+            if name not in self.types:
+                if isinstance(v, Splat):
+                    self.types[name] = TensorType(element_type(v.onnx_type), v.shape)
+                else:
+                    self.types[name] = TensorType(
+                        element_type(helper.np_dtype_to_tensor_dtype(v.dtype)), v.shape
+                    )
+
+    def try_fold(self, node: onnx.NodeProto) -> bool:
+        """Evaluate `node` with numpy if all its inputs are constants."""
+        import numpy as np
+        from onnx import helper, numpy_helper
+
+        if node.op_type in ("Shape", "Size") and node.input[0] in self.types:
+            shape = self.types[node.input[0]].get_shape()
+            if node.op_type == "Size":
+                self.consts[node.output[0]] = np.array(math.prod(shape), dtype=np.int64)
+                return True
+            attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+            start, end = attrs.get("start", 0), attrs.get("end", len(shape))
+            self.consts[node.output[0]] = np.array(shape[start:end], dtype=np.int64)
+            return True
+        if node.op_type == "ConstantOfShape":
+            if node.input[0] not in self.consts:
+                return False
+            shape = tuple(int(d) for d in np.asarray(self._array(node.input[0])).reshape(-1))
+            value = next((a.t for a in node.attribute if a.name == "value"), None)
+            if value is None:
+                splat = Splat(0.0, shape, 1)
+            else:
+                arr = numpy_helper.to_array(value).reshape(-1)
+                splat = Splat(arr[0].item(), shape, value.data_type)
+            if math.prod(shape) <= INLINE_LIMIT:
+                self.consts[node.output[0]] = splat.materialize()
+            else:
+                self.consts[node.output[0]] = splat
+            return True
+        inputs = [i for i in node.input if i]
+        if not all(i in self.consts for i in inputs):
+            return False
+        if node.op_type in NEVER_FOLD:
+            return False
+        if any(_size(self.consts[i]) > FOLD_LIMIT_ELEMENTS for i in inputs):
+            return False
+        from onnx.reference import ReferenceEvaluator
+
+        sub = helper.make_graph(
+            [node], "fold", [], [helper.make_value_info(o, helper.TypeProto()) for o in node.output if o],
+            [numpy_helper.from_array(np.asarray(self._array(i)), i) for i in inputs],
+        )
+        try:
+            results = ReferenceEvaluator(
+                helper.make_model(sub, opset_imports=list(self.model.opset_import))
+            ).run(None, {})
+        except Exception:  # the reference evaluator lacks a few ops: leave the node as it is
+            return False
+        if any(np.asarray(r).size > FOLD_LIMIT_ELEMENTS for r in results):
+            return False
+        for name, value in zip([o for o in node.output if o], results):
+            self.consts[name] = np.asarray(value)
+        return True
+
+    def _array(self, name: str) -> np.ndarray:
+        v = self.consts[name]
+        return v.materialize() if isinstance(v, Splat) else v
+
+    # -- step 3 ----------------------------------------------------------
+    def run(self) -> ModuleOp:
+        self.check_ops()
+        self.fix_input_shapes()
+        self.fold_and_infer()
+        graph = self.model.graph
+        init_names = set(t.name for t in graph.initializer)
+        inputs = [i for i in graph.input if i.name not in init_names]
+        arg_types = [self.types[i.name] for i in inputs]
+        for out in graph.output:
+            if out.name not in self.types:
+                raise PyoccError(
+                    f"graph output '{out.name}' has no static shape after shape inference; "
+                    "pyocc needs static shapes (fix the inputs with --shape)"
+                )
+        result_types = [self.types[o.name] for o in graph.output]
+        block = Block(arg_types=arg_types)
+        for arg, inp in zip(block.args, inputs):
+            arg.name_hint = value_name(inp.name)
+            self.values[inp.name] = arg
+        self.builder = Builder(InsertPoint.at_end(block))
+        for node in self.nodes:
+            self.emit_node(node)
+        outputs = [self.value(o.name) for o in graph.output]
+        self.builder.insert(func.ReturnOp(*outputs))
+        function = func.FuncOp(
+            self.function_name,
+            (arg_types, result_types),
+            Region(block),
+            arg_attrs=ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(i.name)}) for i in inputs]),
+            res_attrs=ArrayAttr([DictionaryAttr({"onnx.name": StringAttr(o.name)}) for o in graph.output]),
+        )
+        module = ModuleOp([function])
+        if graph.name:
+            module.attributes["onnx.graph_name"] = StringAttr(graph.name)
+        module.verify()
+        return module
+
+    def value(self, name: str) -> SSAValue:
+        """The SSA value of ONNX tensor `name`, materialising constants lazily."""
+        if name in self.values:
+            return self.values[name]
+        if name not in self.consts:
+            raise PyoccError(f"tensor '{name}' is used but never defined in the graph")
+        const = self.consts[name]
+        op = self.constant_op(name, const)
+        self.builder.insert(op)
+        op.results[0].name_hint = value_name(name)
+        self.values[name] = op.results[0]
+        return op.results[0]
+
+    def constant_op(self, name: str, const: Any) -> OnnxOp:
+        import numpy as np
+        from onnx import helper
+
+        if isinstance(const, Splat):
+            ttype = TensorType(element_type(const.onnx_type), const.shape)
+            scalar_type = TensorType(ttype.element_type, [1])
+            value = DenseIntOrFPElementsAttr.from_list(scalar_type, [const.value])
+            return ConstantOfShapeOp.create(result_types=[ttype], properties={"value": value})
+        array = np.asarray(const)
+        ttype = TensorType(element_type(helper.np_dtype_to_tensor_dtype(array.dtype)), array.shape)
+        flat = array.reshape(-1)
+        if array.size <= INLINE_LIMIT or (array.size and (flat == flat[0]).all()):
+            if array.size > INLINE_LIMIT:
+                return ConstantOp(_splat(ttype, flat[0].item()))
+            return ConstantOp(DenseIntOrFPElementsAttr.from_list(ttype, flat.tolist()))
+        return ConstantOp(store_array(name, array, ttype))
+
+    def emit_node(self, node: onnx.NodeProto) -> None:
+        from onnx import helper
+
+        op_type = node.op_type
+        cls = OP_BY_TYPE[op_type]
+        special = SPECIAL_IMPORTS.get(op_type)
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        const_inputs = CONSTANT_INPUTS.get(op_type, {})
+        operands: list[SSAValue] = []
+        for index, name in enumerate(node.input):
+            if index in const_inputs:
+                if name:
+                    if name not in self.consts:
+                        raise PyoccError(
+                            f"{op_type} node '{node.name or node.output[0]}': input "
+                            f"'{const_inputs[index]}' must be a constant (pyocc plans memory "
+                            "statically), but it is computed at run time"
+                        )
+                    attrs[const_inputs[index]] = self._array(name)
+                continue
+            if not name:
+                continue
+            operands.append(self.value(name))
+        outputs = [o for o in node.output if o]
+        for extra in outputs[1:]:
+            if op_type not in ("Split",) and self.is_used(extra):
+                raise PyoccError(
+                    f"{op_type} node '{node.name or outputs[0]}': output {extra!r} is used, "
+                    "but pyocc supports only the first output of this op"
+                )
+        if op_type != "Split":
+            outputs = outputs[:1]
+        for o in outputs:
+            if o not in self.types:
+                raise PyoccError(
+                    f"{op_type} node '{node.name or o}': output '{o}' has no static shape "
+                    "after shape inference; pyocc needs static shapes"
+                )
+        result_types = [self.types[o] for o in outputs]
+        if special is not None:
+            op = special(self, node, operands, attrs, result_types)
+        else:
+            op = cls.create(
+                operands=operands,
+                result_types=result_types,
+                properties=self.properties(cls, node, attrs),
+            )
+        if op is None:
+            return
+        self.builder.insert(op)
+        for name, result in zip(outputs, op.results):
+            result.name_hint = value_name(name)
+            self.values[name] = result
+
+    def is_used(self, name: str) -> bool:
+        return any(name in n.input for n in self.nodes) or any(
+            o.name == name for o in self.model.graph.output
+        )
+
+    def properties(self, cls: type[OnnxOp], node: onnx.NodeProto, attrs: dict[str, Any]) -> dict[str, Attribute]:
+        """ONNX attributes -> xDSL properties, checked against the op's declaration."""
+        declared = cls.get_irdl_definition().properties
+        props: dict[str, Attribute] = {}
+        for key, value in attrs.items():
+            if key not in declared:
+                if key in IGNORED_ATTRIBUTES:
+                    continue
+                raise PyoccError(
+                    f"{node.op_type} node '{node.name or node.output[0]}': attribute '{key}' "
+                    "is not supported by pyocc"
+                )
+            props[key] = to_property(key, value, declared[key])
+        return props
+
+
+def _size(const: Any) -> int:
+    """Element count of a folded constant (a Splat is not materialised)."""
+    return math.prod(const.shape) if isinstance(const, Splat) else const.size
+
+
+def _splat(ttype: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
+    """A splat dense attribute without materialising the full array."""
+    import numpy as np
+
+    from xdsl.dialects.builtin import BytesAttr
+
+    elem = ttype.element_type
+    dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+             "i32": np.int32, "i8": np.int8, "i1": np.int8, "i16": np.int16, "ui8": np.uint8}.get(str(elem))
+    if dtype is None:
+        return DenseIntOrFPElementsAttr.from_list(ttype, [value] * math.prod(ttype.get_shape()))
+    data = np.full(math.prod(ttype.get_shape()), value, dtype=dtype).tobytes()
+    return DenseIntOrFPElementsAttr(ttype, BytesAttr(data))
+
+
+def to_property(key: str, value: Any, definition: Any) -> Attribute:
+    """One ONNX attribute (or folded constant input) as an xDSL property of
+    the kind the op declares (int, float, string, ints, floats)."""
+    import numpy as np
+
+    constr = str(definition.constr)
+    if isinstance(value, bytes):
+        return StringAttr(value.decode())
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, np.ndarray):
+        if "FloatAttr" in constr:
+            return FloatAttr(float(value.reshape(-1)[0]), f32)
+        if "IntegerAttr" in constr:
+            return IntegerAttr(int(value.reshape(-1)[0]), i64)
+        value = value.reshape(-1).tolist()
+    if isinstance(value, (list, tuple)):
+        if value and isinstance(value[0], float):
+            return DenseArrayBase.from_list(f32, [float(v) for v in value])
+        return DenseArrayBase.from_list(i64, [int(v) for v in value])
+    if isinstance(value, float) or "FloatAttr" in constr:
+        return FloatAttr(float(value), f32)
+    if isinstance(value, int):
+        return IntegerAttr(int(value), i64)
+    raise PyoccError(f"attribute '{key}' has a kind pyocc cannot import ({type(value).__name__})")
+
+
+# ---------------------------------------------------------------------------
+# Per-op import rules where ONNX's forms differ from the dialect's one form.
+# ---------------------------------------------------------------------------
+
+ImportRule = Callable[[_Importer, Any, list[SSAValue], dict[str, Any], list[TensorType]], OnnxOp | None]
+
+
+def _import_cast(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    # `to` is the result's element type; nothing else to carry.
+    return OP_BY_TYPE["Cast"].create(operands=operands, result_types=types)
+
+
+def _import_softmax(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp | None:
+    """Before opset 13, Softmax flattened the input to 2-D at `axis` (default
+    1); since 13 it works along one axis (default -1). When the axis is the
+    last one both agree; otherwise the old form becomes Reshape-Softmax-Reshape."""
+    cls = OP_BY_TYPE[node.op_type]
+    shape = list(types[0].get_shape())
+    rank = len(shape)
+    if imp.opset() >= 13:
+        return cls.create(operands=operands, result_types=types, properties=imp.properties(cls, node, attrs))
+    axis = attrs.get("axis", 1) % max(rank, 1)
+    if axis == rank - 1:
+        return cls.create(operands=operands, result_types=types,
+                          properties={"axis": IntegerAttr(-1, i64)})
+    flat = TensorType(types[0].element_type, [math.prod(shape[:axis]), math.prod(shape[axis:])])
+    reshape = OP_BY_TYPE["Reshape"]
+    to2d = reshape.create(operands=operands, result_types=[flat],
+                          properties={"shape": DenseArrayBase.from_list(i64, list(flat.get_shape()))})
+    soft = cls.create(operands=[to2d.results[0]], result_types=[flat], properties={"axis": IntegerAttr(-1, i64)})
+    imp.builder.insert(to2d)
+    imp.builder.insert(soft)
+    return reshape.create(operands=[soft.results[0]], result_types=types,
+                          properties={"shape": DenseArrayBase.from_list(i64, shape)})
+
+
+def _import_dropout(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    ratio = attrs.get("ratio", 0.5)
+    ratio = float(ratio.reshape(-1)[0]) if hasattr(ratio, "reshape") else float(ratio)
+    return OP_BY_TYPE["Dropout"].create(operands=operands, result_types=types,
+                                        properties={"ratio": FloatAttr(ratio, f32)})
+
+
+def _import_resize(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    cls = OP_BY_TYPE["Resize"]
+    scales = attrs.pop("scales", None)
+    attrs.pop("roi", None)
+    attrs.pop("sizes", None)
+    if attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize",):
+        raise PyoccError("Resize with coordinate_transformation_mode=tf_crop_and_resize is not supported")
+    props = imp.properties(cls, node, attrs)
+    in_shape = operands[0].type.get_shape()  # type: ignore[union-attr]
+    out_shape = types[0].get_shape()
+    if scales is None or len(scales) == 0:
+        scales = [o / i for o, i in zip(out_shape, in_shape)]
+    props["scales"] = DenseArrayBase.from_list(f32, [float(s) for s in list(scales)])
+    return cls.create(operands=operands, result_types=types, properties=props)
+
+
+def _import_upsample_like_clip(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    cls = OP_BY_TYPE["Clip"]
+    props: dict[str, Attribute] = {}
+    for bound in ("min", "max"):
+        if bound in attrs and attrs[bound] is not None:
+            v = attrs[bound]
+            props[bound] = FloatAttr(float(v.reshape(-1)[0]) if hasattr(v, "reshape") else float(v), f32)
+    return cls.create(operands=operands, result_types=types, properties=props)
+
+
+def _import_split(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    cls = OP_BY_TYPE["Split"]
+    attrs.pop("split", None)  # the result types say it
+    return cls.create(operands=operands, result_types=types, properties=imp.properties(cls, node, attrs))
+
+
+def _import_range(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    raise PyoccError("Range with inputs computed at run time is not supported (pyocc needs static shapes)")
+
+
+SPECIAL_IMPORTS: dict[str, ImportRule] = {
+    "Cast": _import_cast,
+    "Softmax": _import_softmax,
+    "LogSoftmax": _import_softmax,
+    "Dropout": _import_dropout,
+    "Resize": _import_resize,
+    "Clip": _import_upsample_like_clip,
+    "Split": _import_split,
+    "Range": _import_range,
+}

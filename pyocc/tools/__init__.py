@@ -1,0 +1,1 @@
+"""Command-line tools: `pyocc-opt` (pass pipelines) and `pyocc` (compile, run, plan)."""

@@ -1,0 +1,148 @@
+"""`pyocc-opt`: xdsl-opt with pyocc's dialects, passes and an ONNX frontend.
+
+    pyocc-opt model.onnx                      # the model in the onnx dialect
+    pyocc-opt model.onnx -p occamy-lazy       # a named pipeline
+    pyocc-opt in.mlir -p "dnn-insert-memory-ops{mode=eager}"
+
+Everything heavy (onnx, numpy, llvmlite) is imported only by the frontend or
+pass that needs it, so `pyocc-opt --help` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from typing import IO
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from pyocc.errors import PyoccError
+from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
+
+
+class PyoccOptMain(xDSLOptMain):
+    """xdsl-opt, plus `.onnx` inputs, `--shape NAME=1x3x224x224`, and pyocc's
+    dialects and passes (registered lazily)."""
+
+    def register_all_dialects(self) -> None:
+        super().register_all_dialects()
+        for name, factory in PYOCC_DIALECTS.items():
+            self.ctx.register_dialect(name, factory)
+
+    def register_all_passes(self) -> None:
+        super().register_all_passes()
+        for name, factory in PYOCC_PASSES.items():
+            self.register_pass(name, factory)
+
+    def register_all_frontends(self) -> None:
+        super().register_all_frontends()
+        self.available_frontends["onnx"] = self.parse_onnx
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        super().register_all_arguments(arg_parser)
+        arg_parser.add_argument(
+            "--shape",
+            action="append",
+            default=[],
+            metavar="NAME=1x3x224x224",
+            help="fix the shape of an ONNX graph input (repeatable); needed for dynamic dimensions",
+        )
+
+    def parse_onnx(self, stream: IO[bytes]) -> ModuleOp:
+        """The `.onnx` frontend: bytes -> onnx-dialect module."""
+        import onnx
+        from google.protobuf.message import DecodeError
+
+        from pyocc.frontend.onnx_import import import_model, parse_shape
+
+        shapes = {}
+        for spec in self.args.shape:
+            name, sep, dims = spec.rpartition("=")
+            if not sep or not name:
+                raise PyoccError(f"--shape '{spec}' must look like NAME=1x3x224x224")
+            shapes[name] = parse_shape(dims)
+        data = stream.read()
+        try:
+            model = onnx.load_model_from_string(data)
+        except (DecodeError, ValueError, RuntimeError) as e:
+            raise PyoccError(
+                f"{self.args.input_file}: not a valid ONNX model (the file is corrupt or truncated: "
+                f"{str(e).splitlines()[0] if str(e) else type(e).__name__})"
+            ) from None
+        if not model.graph.node and not model.graph.output:
+            raise PyoccError(f"{self.args.input_file}: not a valid ONNX model (it has no graph)")
+        module = import_model(model, shapes)
+        # Load the dialects the module uses so that the printer finds the
+        # builtin blob store (weights) when it writes the resources section.
+        for name in ("builtin", "func", "onnx"):
+            self.ctx.get_dialect(name)
+        return module
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `pyocc-opt`: user errors are one line on stderr and a
+    non-zero exit, never a traceback; output is written only on success."""
+    from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        tool = PyoccOptMain(description="pyocc's modular optimizer driver", args=args)
+        if tool.args.input_file is not None:
+            _check_input_file(tool.args.input_file)
+        output_file = tool.args.output_file
+        if output_file is not None:
+            # Write nothing half-way: collect the output, then write it at once.
+            tool.args.output_file = None
+            from io import StringIO
+
+            buffer = StringIO()
+            real_stdout, sys.stdout = sys.stdout, buffer
+            try:
+                tool.run()
+            finally:
+                sys.stdout = real_stdout
+            with open(output_file, "w") as f:
+                f.write(buffer.getvalue())
+        else:
+            tool.run()
+    except PyoccError as e:
+        print(f"pyocc-opt: error: {e}", file=sys.stderr)
+        return 1
+    except (ParseError, VerifyException, PassFailedException, DiagnosticException) as e:
+        print(f"pyocc-opt: error: {_one_line(e)}", file=sys.stderr)
+        return 1
+    except ValueError as e:  # xDSL raises ValueError for unknown passes / options
+        print(f"pyocc-opt: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    return 0
+
+
+def _check_input_file(path: str) -> None:
+    import os
+
+    if not os.path.exists(path):
+        raise PyoccError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise PyoccError(f"{path}: is a directory")
+
+
+def _one_line(e: BaseException) -> str:
+    """The informative line of an xDSL exception (they often carry the whole
+    module in their message)."""
+    text = str(e).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for ln in lines:
+        stripped = ln.strip().lstrip("^").strip()
+        if stripped and ("error" in stripped.lower() or ": " in stripped) and not stripped.startswith(("%", '"', "builtin.", "func.")):
+            return stripped
+    return lines[0] if lines else type(e).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""The ONNX frontend: light models import and round-trip, op counts match
+the file, and every bad input gets one clear line."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from pyocc.errors import PyoccError
+from pyocc.frontend.onnx_import import import_model
+from tests.conftest import light_model_path
+
+PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
+
+#: ops that the importer may fold into constants, so their count can shrink
+CONSTANT_LIKE = {"ConstantOfShape", "Constant", "Unsqueeze", "Shape", "Reshape"}
+
+
+def op_counts(module) -> collections.Counter:
+    return collections.Counter(
+        op.name.removeprefix("onnx.") for op in module.walk() if op.name.startswith("onnx.")
+    )
+
+
+def test_light_model_imports_with_matching_op_counts(light_model: Path) -> None:
+    model = onnx.load(str(light_model))
+    expected = collections.Counter(n.op_type for n in model.graph.node)
+    got = op_counts(import_model(model))
+    for op_type, count in expected.items():
+        if op_type in CONSTANT_LIKE:
+            continue
+        assert got[op_type] == count, op_type
+    # Weights are either kept as ConstantOfShape or folded into constants.
+    assert got["ConstantOfShape"] + got["Constant"] >= 1
+
+
+def test_light_model_round_trips_through_pyocc_opt(light_model: Path, tmp_path: Path) -> None:
+    first = subprocess.run([PYOCC_OPT, str(light_model)], capture_output=True, text=True, check=True).stdout
+    second = subprocess.run([PYOCC_OPT], input=first, capture_output=True, text=True, check=True).stdout
+    assert first == second
+    assert len(first) < 250_000  # readable: weights are not printed in full
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=17) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "test", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def test_random_weights_round_trip_byte_exact(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    model = make_model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 5, 5])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    path = tmp_path / "conv.onnx"
+    onnx.save(model, str(path))
+    text = subprocess.run([PYOCC_OPT, str(path)], capture_output=True, text=True, check=True).stdout
+    assert "dense_resource<w>" in text
+    again = subprocess.run([PYOCC_OPT], input=text, capture_output=True, text=True, check=True).stdout
+    assert again == text
+    blob = text.split('w: "0x')[1].split('"')[0]
+    assert bytes.fromhex(blob)[4:] == w.tobytes()
+
+
+def test_opset_forms_are_normalised_to_properties() -> None:
+    # Unsqueeze axes: an attribute at opset 11, an input at opset 13.
+    for opset, node, inits in [
+        (11, helper.make_node("Unsqueeze", ["x"], ["y"], axes=[0]), []),
+        (13, helper.make_node("Unsqueeze", ["x", "axes"], ["y"]),
+         [numpy_helper.from_array(np.array([0], dtype=np.int64), "axes")]),
+    ]:
+        model = make_model(
+            [node],
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+            inits, opset=opset,
+        )
+        text = str(import_model(model))
+        assert '"onnx.Unsqueeze"(%x) <{axes = array<i64: 0>}>' in text, text
+
+
+def test_shape_computations_fold_away() -> None:
+    # Reshape(x, Concat(Shape(x)[0], -1)) as exporters write it.
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+        helper.make_node("Unsqueeze", ["n", "axes"], ["n1"]),
+        helper.make_node("Concat", ["n1", "minus1"], ["shape"], axis=0),
+        helper.make_node("Reshape", ["x", "shape"], ["y"]),
+    ]
+    model = make_model(
+        nodes,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(0, dtype=np.int64), "zero"),
+         numpy_helper.from_array(np.array([0], dtype=np.int64), "axes"),
+         numpy_helper.from_array(np.array([-1], dtype=np.int64), "minus1")],
+    )
+    module = import_model(model)
+    assert dict(op_counts(module)) == {"Reshape": 1}
+    assert "tensor<2x12xf32>" in str(module)
+
+
+def _run_opt(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYOCC_OPT, *args], capture_output=True, text=True)
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing", "no such file"),
+        ("truncated", "not a valid ONNX model"),
+        ("garbage", "not a valid ONNX model"),
+        ("unsupported_op", "unsupported op NonMaxSuppression"),
+        ("foreign_domain", "of domain 'com.microsoft'"),
+        ("dynamic_dim", "has a dynamic dimension 0 ('N'); fix it with --shape x=1x3"),
+        ("bad_shape_flag", "--shape names 'nope', which is not a graph input"),
+    ],
+)
+def test_bad_input_gets_one_clear_line(case: str, message: str, tmp_path: Path) -> None:
+    path = tmp_path / "model.onnx"
+    args: list[str] = [str(path)]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])
+    if case == "truncated":
+        path.write_bytes(light_model_path("squeezenet").read_bytes()[:1000])
+    elif case == "garbage":
+        path.write_bytes(b"\x00\xffnot a model at all" * 10)
+    elif case == "unsupported_op":
+        onnx.save(make_model([helper.make_node("NonMaxSuppression", ["x", "x"], ["y"])], [x], [y]), str(path))
+    elif case == "foreign_domain":
+        model = make_model([helper.make_node("FusedGemm", ["x"], ["y"], domain="com.microsoft")], [x], [y])
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+        onnx.save(model, str(path))
+    elif case == "dynamic_dim":
+        xd = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+        onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [xd], [y]), str(path))
+    elif case == "bad_shape_flag":
+        onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [x], [y]), str(path))
+        args += ["--shape", "nope=1x3"]
+    result = _run_opt(*args)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert message in lines[0]
+
+
+def test_dynamic_dimension_fixed_by_the_user() -> None:
+    xd = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    module = import_model(make_model([helper.make_node("Relu", ["x"], ["y"])], [xd], [y]), {"x": (4, 3)})
+    assert "tensor<4x3xf32>" in str(module)
+    with pytest.raises(PyoccError, match="dynamic dimension"):
+        import_model(make_model([helper.make_node("Relu", ["x"], ["y"])], [xd], [y]))
+
+
+def test_output_file_is_not_written_on_error(tmp_path: Path) -> None:
+    out = tmp_path / "out.mlir"
+    result = _run_opt(str(tmp_path / "missing.onnx"), "-o", str(out))
+    assert result.returncode != 0 and not out.exists()
