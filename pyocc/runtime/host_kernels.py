@@ -4,9 +4,10 @@ Compiled models call one kernel per operation with views into the planned
 memory pool. Every kernel writes its result into the keyword-only ``out``
 (or ``outs``) array and never returns or rebinds it; inputs are never
 modified; ``out`` may hold stale data, so it is never read before written.
-Aliasing: unary, binary, channel_affine and batch_norm are correct when
-``out`` is one of their inputs (in-place reuse); every other kernel assumes
-``out`` does not overlap its inputs.
+Aliasing: unary, binary, channel_affine, batch_norm, softmax, log_softmax
+and layer_norm are correct when ``out`` is (for binary: the same-shaped)
+one of their data inputs (in-place reuse); every other kernel assumes ``out``
+does not overlap its inputs.
 
 The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
 single place callers import them from.

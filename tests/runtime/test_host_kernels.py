@@ -119,6 +119,10 @@ CONV_CASES = [
     pytest.param((1, 8, 9, 9), (6, 4, 3, 3), dict(group=2, pads=[1, 1, 1, 1]), id="grouped"),
     pytest.param((1, 6, 9, 9), (6, 1, 3, 3), dict(group=6, pads=[1, 1, 1, 1], strides=[2, 2]), id="depthwise-s2"),
     pytest.param((2, 4, 7, 7), (8, 1, 3, 3), dict(group=4, pads=[1, 1, 1, 1]), id="depthwise-multiplier2"),
+    pytest.param((1, 5, 10, 9), (5, 1, 3, 2), dict(group=5, dilations=[2, 3], pads=[2, 0, 1, 3]), id="depthwise-dilated"),
+    pytest.param((1, 3, 11, 10), (3, 1, 3, 3), dict(group=3, strides=[3, 2], pads=[4, 0, 2, 1]), id="depthwise-s3-bigpad"),
+    pytest.param((2, 4, 15), (4, 1, 5), dict(group=4, strides=[2], pads=[2, 2]), id="depthwise-1d"),
+    pytest.param((1, 2, 5, 6, 4), (2, 1, 3, 3, 2), dict(group=2, pads=[1, 1, 0, 1, 1, 1]), id="depthwise-3d"),
     pytest.param((2, 16, 7, 7), (8, 16, 1, 1), {}, id="pointwise"),
     pytest.param((1, 16, 8, 8), (8, 16, 1, 1), dict(strides=[2, 2]), id="pointwise-stride2"),
     pytest.param((1, 3, 32, 32), (8, 3, 7, 7), dict(strides=[2, 2], pads=[3, 3, 3, 3]), id="7x7-stride2"),
@@ -465,32 +469,46 @@ def test_channel_affine(rng: np.random.Generator, activation, in_place: bool) ->
     assert_matches(out, want)
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "in-place"])
 @pytest.mark.parametrize("x_shape", [(2, 4, 5, 5), (3, 4)], ids=["nchw", "nc"])
-def test_batch_norm(rng: np.random.Generator, x_shape) -> None:
+def test_batch_norm(rng: np.random.Generator, x_shape, in_place: bool) -> None:
     x = randn(rng, *x_shape)
     c = x_shape[1]
     scale, bias, mean = randn(rng, c), randn(rng, c), randn(rng, c)
     var = rng.uniform(0.5, 2.0, c).astype(F32)
     (want,) = ort_run("BatchNormalization", {"x": x, "s": scale, "b": bias, "m": mean, "v": var}, {"epsilon": 1e-3})
-    assert_matches(run_kernel(hk.batch_norm, want, x, scale, bias, mean, var, epsilon=1e-3), want)
+    if in_place:
+        hk.batch_norm(x, scale, bias, mean, var, out=x, epsilon=1e-3)
+        assert_matches(x, want)
+    else:
+        assert_matches(run_kernel(hk.batch_norm, want, x, scale, bias, mean, var, epsilon=1e-3), want)
 
 
 @pytest.mark.parametrize("kernel, op_type", [(hk.softmax, "Softmax"), (hk.log_softmax, "LogSoftmax")], ids=["softmax", "log_softmax"])
-@pytest.mark.parametrize("axis", [-1, 1, 0])
-def test_softmax(rng: np.random.Generator, kernel, op_type, axis: int) -> None:
+@pytest.mark.parametrize("axis, in_place", [(-1, False), (1, False), (0, False), (1, True)])
+def test_softmax(rng: np.random.Generator, kernel, op_type, axis: int, in_place: bool) -> None:
     x = randn(rng, 3, 4, 5) * 10
     (want,) = ort_run(op_type, {"x": x}, {"axis": axis}, opset=13)
-    assert_matches(run_kernel(kernel, want, x, axis=axis), want)
+    if in_place:
+        kernel(x, out=x, axis=axis)
+        assert_matches(x, want)
+    else:
+        assert_matches(run_kernel(kernel, want, x, axis=axis), want)
 
 
+@pytest.mark.parametrize("in_place", [False, True], ids=["out", "in-place"])
 @pytest.mark.parametrize("axis, with_bias", [(-1, True), (1, True), (-1, False), (2, True)])
-def test_layer_norm(rng: np.random.Generator, axis: int, with_bias: bool) -> None:
+def test_layer_norm(rng: np.random.Generator, axis: int, with_bias: bool, in_place: bool) -> None:
     x = randn(rng, 2, 3, 4, 5) * 3 + 1
     normalised = x.shape[axis % 4 :]
     scale = randn(rng, *normalised)
     bias = randn(rng, *normalised) if with_bias else None
     (want,) = ort_run("LayerNormalization", {"x": x, "s": scale, "b": bias}, {"axis": axis, "epsilon": 1e-3}, opset=17)
-    assert_matches(run_kernel(hk.layer_norm, want, x, scale, bias, axis=axis, epsilon=1e-3), want)
+    if in_place:
+        hk.layer_norm(x, scale, bias, out=x, axis=axis, epsilon=1e-3)
+        assert_matches(x, want)
+    else:
+        assert_matches(run_kernel(hk.layer_norm, want, x, scale, bias, axis=axis, epsilon=1e-3), want)
 
 
 @pytest.mark.parametrize("size", [1, 3, 4, 5])

@@ -350,9 +350,12 @@ def where(cond: np.ndarray, a: np.ndarray, b: np.ndarray, *, out: np.ndarray) ->
 def cast(x: np.ndarray, *, out: np.ndarray) -> None:
     """ONNX Cast to ``out.dtype``; float to int truncates toward zero like
     onnxruntime's ``static_cast``, anything to bool is ``x != 0``."""
-    np.copyto(out, x, casting="unsafe")
+    # NaN/inf to int is undefined in ONNX too; numpy would only warn about it.
+    with np.errstate(invalid="ignore"):
+        np.copyto(out, x, casting="unsafe")
 
 
 def copy(x: np.ndarray, *, out: np.ndarray) -> None:
-    """Copy ``x`` into ``out`` (Identity, Reshape/Flatten/Squeeze when not elided)."""
+    """Copy ``x`` into ``out`` (Identity; also Reshape/Flatten/Squeeze when the
+    compiler materialises them, hence the reshape when sizes agree)."""
     np.copyto(out, x.reshape(out.shape) if x.shape != out.shape and x.size == out.size else x)

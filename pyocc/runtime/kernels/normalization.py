@@ -1,8 +1,9 @@
 """Normalisation host kernels: per-channel affine (folded BatchNormalization),
 batch_norm, softmax, log_softmax, layer_norm and LRN.
 
-channel_affine may write in place (``out`` is ``x``); the others assume
-``out`` does not overlap their inputs.
+channel_affine, batch_norm, softmax, log_softmax and layer_norm may write in
+place (``out`` is ``x``): each reads x only in its first step, which writes
+out. lrn assumes ``out`` does not overlap ``x``.
 """
 
 from __future__ import annotations
@@ -57,14 +58,16 @@ def batch_norm(
 
 
 def softmax(x: np.ndarray, *, out: np.ndarray, axis: int = -1) -> None:
-    """ONNX Softmax (opset >= 13: along one axis), shifted by the max for stability."""
+    """ONNX Softmax (opset >= 13: along one axis), shifted by the max for
+    stability; ``out`` may be ``x``."""
     np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     np.exp(out, out=out)
     out /= np.sum(out, axis=axis, keepdims=True)
 
 
 def log_softmax(x: np.ndarray, *, out: np.ndarray, axis: int = -1) -> None:
-    """ONNX LogSoftmax (opset >= 13): ``x - max - log(sum(exp(x - max)))``."""
+    """ONNX LogSoftmax (opset >= 13): ``x - max - log(sum(exp(x - max)))``;
+    ``out`` may be ``x``."""
     np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     out -= np.log(np.sum(np.exp(out), axis=axis, keepdims=True))
 
@@ -79,7 +82,7 @@ def layer_norm(
     epsilon: float = 1e-5,
 ) -> None:
     """ONNX LayerNormalization (Y only): normalise over dims ``axis..end``,
-    then ``* scale + bias`` (both broadcast over those dims)."""
+    then ``* scale + bias`` (both broadcast over those dims); ``out`` may be ``x``."""
     axes = tuple(range(axis % x.ndim, x.ndim))
     np.subtract(x, np.mean(x, axis=axes, keepdims=True), out=out)
     variance = np.mean(np.square(out), axis=axes, keepdims=True)
@@ -99,7 +102,8 @@ def lrn(
     bias: float = 1.0,
 ) -> None:
     """ONNX LRN across channels: ``x / (bias + alpha/size * window_sum(x^2))^beta``
-    where channel c's window spans c - floor((size-1)/2) .. c + ceil((size-1)/2)."""
+    where channel c's window spans c - floor((size-1)/2) .. c + ceil((size-1)/2).
+    ``out`` must not overlap ``x`` (it accumulates the window sums)."""
     channels = x.shape[1]
     before = (size - 1) // 2
     # Zero-padded channel axis: 'before' zeros in front, the rest behind.
