@@ -16,8 +16,14 @@ __all__ = ["average_pool", "global_average_pool", "global_max_pool", "max_pool"]
 
 
 def _lowest(dtype: np.dtype) -> float | int:
-    """The identity of max for ``dtype``: -inf for floats, the minimum for ints."""
-    return -np.inf if np.issubdtype(dtype, np.floating) else np.iinfo(dtype).min
+    """Padding value for max pooling: the lowest finite value of ``dtype``.
+
+    Not -inf: onnxruntime starts each window's max at the lowest finite value,
+    which is what a window lying entirely in padding outputs (possible with
+    dilation).
+    """
+    info = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+    return info.min
 
 
 def max_pool(
@@ -30,7 +36,8 @@ def max_pool(
     dilations: Sequence[int] | None = None,
     ceil_mode: int = 0,
 ) -> None:
-    """ONNX MaxPool (Y output only): padding never wins the max."""
+    """ONNX MaxPool (Y output only); padding holds the lowest finite value,
+    so it only wins in windows with no data at all."""
     del ceil_mode  # encoded in out.shape; padding with -inf covers partial windows
     window = Window.from_onnx(kernel_shape, strides, pads, dilations)
     out_spatial = out.shape[2:]

@@ -1,0 +1,1 @@
+"""Tests of the run-time support: host kernels against onnxruntime."""
