@@ -47,6 +47,7 @@ def densenet_like(blocks: tuple[int, ...] = (6, 12, 24, 16), growth: int = 32) -
     batch_bytes = 4  # float32, batch 1
 
     def add(name: str, ch: int, last: int | None = None) -> None:
+        """A ``ch``-channel activation produced now, read by the next op (or until ``last``)."""
         buffers.append(Buffer(name, ch * side * side * batch_bytes, step, step + 1 if last is None else last, 64))
 
     add("stem", channels)
@@ -102,6 +103,30 @@ def unet_like(levels: int = 5, convs: int = 60) -> Problem:
     return Problem(tuple(buffers))
 
 
+def resnet_like(blocks: int = 250) -> Problem:
+    """A deep residual chain, 4 buffers per block (conv, relu, conv, add): each
+    block's input stays live until the block's add reads it; everything else
+    feeds the next op. Channels double and the image halves every 50 blocks."""
+    sizes: list[int] = []
+    ranges: list[list[int]] = []  # [first, last] per buffer, last extended below
+    channels, side = 64, 112
+    sizes.append(channels * side * side * 4)
+    ranges.append([0, 1])
+    step = 0
+    for b in range(blocks):
+        if b and b % 50 == 0:
+            channels, side = channels * 2, max(7, side // 2)
+        block_input = len(sizes) - 1
+        for _ in range(4):  # conv1, relu, conv2, add
+            step += 1
+            sizes.append(channels * side * side * 4)
+            ranges.append([step, step + 1])
+        ranges[block_input][1] = step  # read again by the add
+    return Problem(
+        tuple(Buffer(f"r{i}", size, first, last, 64) for i, (size, (first, last)) in enumerate(zip(sizes, ranges)))
+    )
+
+
 def run_row(case: str, problem: Problem, algorithm: str, bound: int, budget_ms: float) -> None:
     """Plan ``problem`` with ``algorithm`` and print one table row."""
     plan = plan_memory(problem, algorithm, time_budget_ms=budget_ms)
@@ -123,6 +148,7 @@ def main() -> None:
     every = [name for name in ALGORITHMS if name != "exact"] + ["auto"]
     cases.append(("densenet-like", densenet_like(), every))
     cases.append(("unet-like", unet_like(), every))
+    cases.append(("resnet-like", resnet_like(), every))
     cases.append(("synthetic", synthetic_problem(1_000, seed=1), every))
     if not args.quick:
         cases.append(("synthetic", synthetic_problem(10_000, seed=2),

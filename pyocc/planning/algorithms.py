@@ -138,6 +138,7 @@ def occamy_first_fit_offsets(prep: PreparedProblem) -> list[int]:
     pending_frees: list[tuple[int, int]] = []  # heap of (last, index)
 
     def release(start: int, end: int) -> None:
+        """Return ``[start, end)`` to the free list, merging with touching blocks."""
         position = bisect_left(block_start, start)
         if position > 0 and block_end[position - 1] == start:
             position -= 1
@@ -262,6 +263,7 @@ def _by_name(
     """Wrap an index-based algorithm as ``Problem -> {name: offset}``."""
 
     def run(problem: Problem, **options: object) -> dict[str, int]:
+        # The docstring is copied from the wrapped algorithm below.
         prep = PreparedProblem(problem)
         return prep.offsets_by_name(offsets_of(prep, **options))
 

@@ -58,11 +58,43 @@ def solve_exact(
         first, second = greedy_by_size_offsets(prep), best_fit_decreasing_offsets(prep)
         incumbent = first if prep.pool_size(first) <= prep.pool_size(second) else second
     best_offsets = list(incumbent)
-    best_size = prep.pool_size(best_offsets)
-    if best_size <= lower_bound(prep):
+    bound = lower_bound(prep)
+    if prep.pool_size(best_offsets) <= bound:
         return best_offsets, True
+    deadline = time.perf_counter() + time_budget_ms / 1000.0
+    finished = True
+    for group in _independent_groups(prep):
+        # A group at or below the global bound cannot be what makes the pool big.
+        if max(best_offsets[i] + prep.sizes[i] for i in group) > bound:
+            finished &= _search(prep, group, best_offsets, deadline)
+    return best_offsets, finished
 
-    # Local numbering 0..m-1 of the non-empty buffers; steps compressed to the
+
+def _independent_groups(prep: PreparedProblem) -> list[list[int]]:
+    """Non-empty buffers split where no buffer is live across a step boundary.
+
+    Groups never conflict, so each can be solved alone; the pool is the
+    largest group's. Real networks often split at narrow points.
+    """
+    groups: list[list[int]] = []
+    reach = None  # the last step of the current group so far
+    for i in sorted(prep.active, key=prep.firsts.__getitem__):
+        if reach is None or prep.firsts[i] > reach:
+            groups.append([])
+            reach = prep.lasts[i]
+        groups[-1].append(i)
+        reach = max(reach, prep.lasts[i])
+    return groups
+
+
+def _search(prep: PreparedProblem, active: list[int], best_offsets: list[int], deadline: float) -> bool:
+    """Branch and bound over one group; improves ``best_offsets`` in place.
+
+    Returns True when the search finished (the group's part is optimal).
+    """
+    best_size = max(best_offsets[i] + prep.sizes[i] for i in active)
+
+    # Local numbering 0..m-1 of the group's buffers; steps compressed to the
     # distinct first steps (every set of buffers live together is live at one).
     m = len(active)
     size = [prep.sizes[i] for i in active]
@@ -81,10 +113,10 @@ def solve_exact(
             unplaced_live[p] += size[k]
     offset = [-1] * m
     placed: list[int] = []
-    deadline = time.perf_counter() + time_budget_ms / 1000.0
     nodes = 0
 
     def search(floor: int, last_placed: int, top: int) -> None:
+        """Extend the placement; next offsets >= ``floor``; ``top`` is the pool so far."""
         nonlocal best_size, nodes
         nodes += 1
         if nodes & 255 == 0 and time.perf_counter() > deadline:
@@ -135,5 +167,5 @@ def solve_exact(
     try:
         search(0, -1, 0)
     except _Timeout:
-        return best_offsets, False
-    return best_offsets, True
+        return False
+    return True

@@ -73,6 +73,7 @@ def _auto(prep: PreparedProblem, time_budget_ms: float) -> tuple[list[int], str,
             return best, winner, True
 
     def remaining_ms() -> float:
+        """What is left of the time budget."""
         return time_budget_ms - (time.perf_counter() - start) * 1000.0
 
     small_enough = prep.total_conflicts() <= GRAPH_PAIR_LIMIT

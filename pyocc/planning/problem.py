@@ -89,6 +89,7 @@ class Problem:
     JSON, carried through unchanged; single-pool planning does not use them."""
 
     def __post_init__(self) -> None:
+        """Normalise to tuples and validate every buffer (``PlanningError``)."""
         # Accept any iterable (a list is the natural thing to write) but store
         # a tuple so the problem stays immutable.
         if not isinstance(self.buffers, tuple):
