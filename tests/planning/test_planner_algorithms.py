@@ -171,3 +171,22 @@ def test_registry_functions_take_a_problem() -> None:
     for name, run in ALGORITHMS.items():
         assert set(run(STACK)) == {"big", "mid", "small"}, name
     assert set(HEURISTICS) | {"exact"} == set(ALGORITHMS)
+
+
+def test_long_lived_first_on_a_thousand_buffers_with_long_ones() -> None:
+    # Seeded mix like the benchmark: 5% of buffers live through most steps.
+    import random
+
+    rng = random.Random(5)
+    buffers = []
+    for i in range(1000):
+        if i % 20 == 0:
+            first, last = rng.randrange(50), rng.randrange(450, 500)
+        else:
+            first = rng.randrange(500)
+            last = first + rng.randrange(5)
+        buffers.append(Buffer(f"t{i}", rng.randrange(1, 5000), first, last, rng.choice([1, 64])))
+    problem = Problem(buffers)
+    plan = plan_memory(problem, "long-lived-first")  # verified inside
+    assert plan.pool_size >= lower_bound(problem)
+    assert plan.pool_size <= plan_memory(problem, "occamy-first-fit").pool_size

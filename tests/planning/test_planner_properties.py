@@ -88,3 +88,19 @@ def test_placement_engines_agree(problem: Problem) -> None:
             assert place_in_order(prep, order, best_fit=best_fit, engine="graph") == place_in_order(
                 prep, order, best_fit=best_fit, engine="vector"
             )
+
+
+@settings(max_examples=50, deadline=None)
+@given(problems())
+def test_auto_on_the_large_problem_path(problem: Problem) -> None:
+    # Pretend every problem has too many conflicts to list: auto must take the
+    # scalable path and still return a verified plan no worse than it.
+    import pytest
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pyocc.planning.planner.GRAPH_PAIR_LIMIT", -1)
+        auto = plan_memory(problem, "auto", time_budget_ms=5)
+    verify_plan(problem, auto)
+    # (exact still runs on problems this small, and may improve on it.)
+    assert auto.algorithm in ("auto:long-lived-first", "auto:exact")
+    assert auto.pool_size <= plan_memory(problem, "long-lived-first").pool_size
