@@ -14,7 +14,12 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
+
+# Measure the working tree this file belongs to, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pyocc.planning import ALGORITHMS, Buffer, Problem, lower_bound, plan_memory
 from pyocc.planning.exact import MAX_EXACT_BUFFERS
