@@ -34,4 +34,6 @@ def _lazy_pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     return factory
 
 
-PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {}
+PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
+}

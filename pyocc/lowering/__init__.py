@@ -1,0 +1,1 @@
+"""Lowerings between pyocc's dialects: onnx -> dnn, and dnn -> llvm per target."""

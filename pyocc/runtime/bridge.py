@@ -1,0 +1,247 @@
+"""The ctypes bridge between generated code and the host kernels.
+
+Generated code (see pyocc.lowering.convert_dnn_to_llvm for the ABI) calls one
+C callback, `kernel(site, buffers)`. `KernelBridge` implements it from the
+model's JSON site table: it wraps each data pointer as a numpy array of the
+site's shape and dtype and calls `host_kernels.<kernel>(*inputs, out=...,
+**kwargs)`. `NativeModel` drives a compiled model through the ABI (JIT and
+AOT alike): it checks inputs, fills the pointer arrays, runs, and reads the
+allocation counters. `pack_weight_pool` builds the constant pool.
+
+Like all of pyocc.runtime, this module never imports xDSL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pyocc.errors import PyoccError
+
+#: void kernel(int64_t site, void **buffers)
+KERNEL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
+_INIT = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_DESTROY = ctypes.CFUNCTYPE(None)
+
+ABI_VERSION = 1
+STATE_SLOTS = 4  # allocator calls, free calls, bytes allocated now, peak bytes
+
+
+def aligned_bytes(nbytes: int, alignment: int = 64) -> np.ndarray:
+    """A zeroed uint8 array of `nbytes` whose data pointer is `alignment`-aligned."""
+    raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+    start = (-raw.ctypes.data) % alignment
+    return raw[start:start + nbytes]
+
+
+def _view(address: int | None, spec: dict[str, Any]) -> np.ndarray:
+    """The numpy array of shape/dtype `spec` whose data lives at `address`."""
+    dtype = np.dtype(spec["dtype"])
+    shape = tuple(spec["shape"])
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes == 0:
+        return np.empty(shape, dtype)
+    if not address:
+        raise PyoccError(f"generated code passed a NULL buffer for a {spec['dtype']}{list(shape)} tensor")
+    memory = (ctypes.c_char * nbytes).from_address(address)
+    return np.frombuffer(memory, dtype=dtype).reshape(shape)
+
+
+class KernelBridge:
+    """The C callback of one model: site number -> host-kernel call.
+
+    A Python exception cannot cross the C frames of the generated code, so
+    the callback records the first one, skips every later site of that run,
+    and `raise_pending()` re-raises it once `run` has returned.
+    """
+
+    def __init__(self, sites: list[dict[str, Any]]):
+        from pyocc.runtime import host_kernels as hk
+
+        self.sites = sites
+        self.kernels: list[Callable[..., None]] = []
+        for site in sites:
+            kernel = getattr(hk, site["kernel"], None)
+            if kernel is None or not callable(kernel):
+                raise PyoccError(f"site {site['site']} ({site['op']}): no host kernel named '{site['kernel']}'")
+            self.kernels.append(kernel)
+        self.error: BaseException | None = None
+        self.error_site = -1
+        # ctypes frees the trampoline with the CFUNCTYPE object: keep both alive
+        self.callback = KERNEL_CALLBACK(self._dispatch)
+        self.table = (ctypes.c_void_p * 1)(ctypes.cast(self.callback, ctypes.c_void_p).value)
+
+    def _dispatch(self, site: int, buffers: Any) -> None:
+        if self.error is not None:
+            return
+        try:
+            self._call(site, buffers)
+        except BaseException as e:  # noqa: BLE001 - re-raised by raise_pending
+            self.error, self.error_site = e, site
+
+    def _call(self, site_index: int, buffers: Any) -> None:
+        site = self.sites[site_index]
+        slot = 0
+        inputs: list[Any] = []
+        for spec in site["inputs"]:
+            if spec is None:
+                inputs.append(None)
+                slot += 1
+            elif isinstance(spec, list):
+                inputs.append([_view(buffers[slot + i], s) for i, s in enumerate(spec)])
+                slot += len(spec)
+            else:
+                inputs.append(_view(buffers[slot], spec))
+                slot += 1
+        outs = [_view(buffers[slot + i], s) for i, s in enumerate(site["outputs"])]
+        # trailing absent optionals are simply not passed (the kernel's default)
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+        destination = outs if site["out_keyword"] == "outs" else outs[0]
+        self.kernels[site_index](*inputs, **{site["out_keyword"]: destination}, **site["kwargs"])
+
+    def raise_pending(self) -> None:
+        """Re-raise the first kernel failure of the last run, naming the site."""
+        error, self.error = self.error, None
+        if error is not None:
+            site = self.sites[self.error_site]
+            raise PyoccError(f"site {site['site']} ({site['op']}, kernel '{site['kernel']}') failed: "
+                             f"{type(error).__name__}: {error}") from error
+
+
+def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[str, Any]], bytes]) -> np.ndarray:
+    """The constant pool of a model: every weight at its planned offset.
+
+    Splats are filled with np.full, inline values come from the table, and
+    `read_resource(key, entry)` supplies the bytes of a `dense_resource` blob
+    (the compiler reads pyocc's weight store; an AOT model ships the packed
+    pool as a file instead)."""
+    layout = meta["weights"]
+    pool = aligned_bytes(layout["bytes"], layout["alignment"])
+    for entry in layout["entries"]:
+        dtype = np.dtype(entry["dtype"])
+        shape = tuple(entry["shape"])
+        target = pool[entry["offset"]:entry["offset"] + entry["nbytes"]].view(dtype).reshape(shape)
+        source = entry["source"]
+        if "splat" in source:
+            target[...] = np.full(shape, source["splat"], dtype=dtype)
+        elif "values" in source:
+            values = np.asarray(source["values"], dtype=dtype)
+            # a dense splat (`dense<1.0> : tensor<4xf32>`) lists one value
+            target[...] = values.reshape(shape) if values.size == target.size else values.reshape(-1)[0]
+        else:
+            data = read_resource(source["resource"], entry)
+            if len(data) != entry["nbytes"]:
+                raise PyoccError(f"weight '{source['resource']}' has {len(data)} bytes, its "
+                                 f"{entry['dtype']}{list(shape)} type needs {entry['nbytes']}")
+            target[...] = np.frombuffer(data, dtype=dtype.newbyteorder("<")).reshape(shape)
+    return pool
+
+
+@dataclass(frozen=True)
+class AllocStats:
+    """What the generated code allocated during the last run."""
+
+    allocations: int
+    """calls to the allocator (aligned_alloc)"""
+    frees: int
+    """calls to free"""
+    peak_bytes: int
+    """the most bytes allocated at once (the IR's sizes, not rounded)"""
+    live_bytes: int
+    """bytes still allocated at the end (0 unless the IR leaks)"""
+
+
+class NativeModel:
+    """A compiled model behind the C ABI: `run(inputs) -> outputs`.
+
+    `functions` maps "init", "run", "destroy" to their addresses; `keepalive`
+    holds whatever owns that code (a JIT engine, a loaded library)."""
+
+    def __init__(self, meta: dict[str, Any], weight_pool: np.ndarray, functions: dict[str, int],
+                 keepalive: Any = None):
+        if meta.get("abi") != ABI_VERSION:
+            raise PyoccError(f"the model uses ABI version {meta.get('abi')}; this runtime reads version {ABI_VERSION}")
+        if weight_pool.nbytes != meta["weights"]["bytes"]:
+            raise PyoccError(f"the weight pool has {weight_pool.nbytes} bytes; the model expects "
+                             f"{meta['weights']['bytes']}")
+        self.meta = meta
+        self.name: str = meta["name"]
+        self.weight_pool = weight_pool
+        self._keepalive = keepalive
+        self._bridge = KernelBridge(meta["sites"])
+        self._run = _RUN(functions["run"])
+        self._destroy = _DESTROY(functions["destroy"])
+        _INIT(functions["init"])(ctypes.addressof(self._bridge.table))
+        self._stats = AllocStats(0, 0, 0, 0)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [spec["name"] for spec in self.meta["inputs"]]
+
+    @property
+    def output_names(self) -> list[str]:
+        return [spec["name"] for spec in self.meta["outputs"]]
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the model on `inputs` (ONNX input name -> array of exactly the
+        declared shape and dtype); returns ONNX output name -> a new array."""
+        expected = self.input_names
+        missing = [n for n in expected if n not in inputs]
+        extra = [n for n in inputs if n not in expected]
+        if missing or extra:
+            raise PyoccError(f"{self.name}: inputs {sorted(inputs)} do not match the model's inputs {expected}"
+                             + (f" (missing {missing})" if missing else "")
+                             + (f" (unknown {extra})" if extra else ""))
+        arrays = []
+        for spec in self.meta["inputs"]:
+            array = np.asarray(inputs[spec["name"]])
+            if array.dtype != np.dtype(spec["dtype"]):
+                raise PyoccError(f"{self.name}: input '{spec['name']}' has dtype {array.dtype}, "
+                                 f"the model takes {spec['dtype']} (cast it first)")
+            if list(array.shape) != spec["shape"]:
+                raise PyoccError(f"{self.name}: input '{spec['name']}' has shape {list(array.shape)}, "
+                                 f"the model takes {spec['shape']}")
+            arrays.append(np.ascontiguousarray(array))
+        outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
+
+        # named locals: the pointer arrays must outlive the call
+        input_pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        state = (ctypes.c_int64 * STATE_SLOTS)()
+        status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
+                           self.weight_pool.ctypes.data, ctypes.addressof(state))
+        self._stats = AllocStats(allocations=state[0], frees=state[1], live_bytes=state[2], peak_bytes=state[3])
+        self._bridge.raise_pending()
+        if status == 1:
+            raise PyoccError(f"{self.name}: out of memory (the allocator returned NULL); "
+                             f"the model needs {self.meta['memory']['peak_bytes']} bytes of activations")
+        if status != 0:
+            raise PyoccError(f"{self.name}: the generated code returned status {status}")
+        return dict(zip(self.output_names, outputs))
+
+    def alloc_stats(self) -> AllocStats:
+        """Allocator calls and bytes of the last `run` (counted in native code)."""
+        return self._stats
+
+    def expected_alloc_stats(self) -> dict[str, int]:
+        """What the IR implies per run: allocator calls and peak bytes."""
+        return dict(self.meta["memory"])
+
+    def close(self) -> None:
+        """Forget the kernel callback in the generated code."""
+        if self._destroy is not None:
+            self._destroy()
+            self._destroy = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

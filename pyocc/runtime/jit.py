@@ -1,0 +1,138 @@
+"""JIT and AOT for models lowered by `convert-dnn-to-llvm{target=host}`.
+
+`CompiledModel(llvm_ir, meta, weight_pool)` compiles the LLVM IR in-process
+with llvmlite's MCJIT and runs it through the C ABI (pyocc.runtime.bridge).
+The only external symbols generated code may use are a few libc functions;
+they are resolved explicitly from libc (`llvm.add_symbol`), and any other
+undefined symbol is an error, not a silent lookup in the process.
+
+The same compiled module is written to disk as LLVM IR (`write_llvm_ir`), an
+object file (`write_object`) or a shared library plus its weights file
+(`write_shared_library`), which pyocc.runtime.loader runs in any process.
+
+The compiler side (`pyocc.lowering.convert_dnn_to_llvm.compile_module`)
+builds a CompiledModel from an xDSL module; this module never imports xDSL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pyocc.errors import PyoccError
+from pyocc.runtime.bridge import NativeModel
+
+#: the libc functions generated code may call
+LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
+
+_initialised = False
+
+
+def _llvm() -> Any:
+    """llvmlite.binding, initialised once for the native target."""
+    global _initialised
+    import llvmlite.binding as llvm
+
+    if not _initialised:
+        # llvmlite 0.50: initialize() raises; the native target is enough
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        _initialised = True
+    return llvm
+
+
+def _libc() -> ctypes.CDLL:
+    name = ctypes.util.find_library("c")
+    return ctypes.CDLL(name) if name else ctypes.CDLL(None)
+
+
+def _target_machine() -> Any:
+    llvm = _llvm()
+    target = llvm.Target.from_default_triple()
+    # PIC so that the same object links into a shared library
+    return target.create_target_machine(opt=2, reloc="pic", codemodel="default")
+
+
+def weights_path_for(library: str | os.PathLike[str]) -> Path:
+    """Where a shared library's weight pool lives: beside it, `.weights`."""
+    return Path(library).with_suffix(".weights")
+
+
+class CompiledModel(NativeModel):
+    """A model JIT-compiled in this process. `llvm_ir` is the module text,
+    `meta` the function's JSON table, `weight_pool` its packed constants."""
+
+    def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray):
+        llvm = _llvm()
+        self.llvm_ir = llvm_ir
+        self._machine = _target_machine()
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = self._machine.triple
+        module.data_layout = str(self._machine.target_data)
+        module.verify()
+        _resolve_externals(module)
+        self._module = module
+        engine = llvm.create_mcjit_compiler(module, self._machine)
+        engine.finalize_object()
+        name = meta["name"]
+        functions = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "run", "destroy")}
+        super().__init__(meta, weight_pool, functions, keepalive=engine)
+
+    def write_llvm_ir(self, path: str | os.PathLike[str]) -> None:
+        """The module as LLVM IR text (`.ll`)."""
+        Path(path).write_text(str(self._module))
+
+    def write_object(self, path: str | os.PathLike[str]) -> None:
+        """The module as a native, position-independent object file (`.o`)."""
+        Path(path).write_bytes(self._machine.emit_object(self._module))
+
+    def write_weights(self, path: str | os.PathLike[str]) -> None:
+        """The packed weight pool, the raw bytes the `weights` argument points to."""
+        Path(path).write_bytes(self.weight_pool.tobytes())
+
+    def write_shared_library(self, path: str | os.PathLike[str]) -> Path:
+        """Link the object into a shared library at `path` with the system C
+        compiler (`$CC`, else `cc`), and write its weight pool beside it
+        (`weights_path_for(path)`). Returns the weights file's path."""
+        compiler = shutil.which(os.environ.get("CC", "cc"))
+        if compiler is None:
+            raise PyoccError("no C compiler found (set CC or install cc) to link the shared library; "
+                             "write_object() writes a .o without one")
+        path = Path(path)
+        with tempfile.TemporaryDirectory() as tmp:
+            obj = Path(tmp) / f"{self.name}.o"
+            self.write_object(obj)
+            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj)],
+                                    capture_output=True, text=True)
+            if result.returncode != 0:
+                raise PyoccError(f"linking {path} failed: {result.stderr.strip()}")
+        weights = weights_path_for(path)
+        self.write_weights(weights)
+        return weights
+
+
+def _resolve_externals(module: Any) -> None:
+    """Bind each declared external function to libc's, by address; refuse
+    any symbol that is neither an LLVM intrinsic nor an allowed libc one."""
+    llvm = _llvm()
+    libc = _libc()
+    for function in module.functions:
+        if not function.is_declaration or function.name.startswith("llvm."):
+            continue
+        if function.name not in LIBC_SYMBOLS:
+            raise PyoccError(f"generated code calls '{function.name}', which the host runtime does not provide "
+                             f"(allowed: {', '.join(LIBC_SYMBOLS)})")
+        try:
+            address = ctypes.cast(getattr(libc, function.name), ctypes.c_void_p).value
+        except AttributeError:
+            raise PyoccError(f"libc has no '{function.name}' (needed by generated code)") from None
+        llvm.add_symbol(function.name, address)
+
