@@ -18,8 +18,15 @@ def _onnx_dialect() -> Dialect:
     return Onnx
 
 
+def _dnn_dialect() -> Dialect:
+    from pyocc.dialects.dnn import Dnn
+
+    return Dnn
+
+
 PYOCC_DIALECTS: dict[str, Callable[[], Dialect]] = {
     "onnx": _onnx_dialect,
+    "dnn": _dnn_dialect,
 }
 
 
@@ -35,5 +42,12 @@ def _lazy_pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 
 PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
+    "convert-onnx-to-dnn": _lazy_pass("pyocc.lowering.convert_onnx_to_dnn", "ConvertOnnxToDnnPass"),
+    "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
+    "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
+    "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
+    "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),
+    "occamy-lazy": _lazy_pass("pyocc.pipelines", "OccamyLazyPipeline"),
+    "occamy-pool": _lazy_pass("pyocc.pipelines", "OccamyPoolPipeline"),
 }

@@ -361,12 +361,6 @@ class LeakyReluOp(UnaryElementwiseOp):
 
 
 @irdl_op_definition
-class EluOp(UnaryElementwiseOp):
-    name = "onnx.Elu"
-    alpha = float_prop(1.0)
-
-
-@irdl_op_definition
 class HardSigmoidOp(UnaryElementwiseOp):
     name = "onnx.HardSigmoid"
     alpha = float_prop(0.2)
@@ -376,11 +370,6 @@ class HardSigmoidOp(UnaryElementwiseOp):
 @irdl_op_definition
 class HardSwishOp(UnaryElementwiseOp):
     name = "onnx.HardSwish"
-
-
-@irdl_op_definition
-class SoftplusOp(UnaryElementwiseOp):
-    name = "onnx.Softplus"
 
 
 @irdl_op_definition
@@ -410,6 +399,6 @@ MATH_OPS = [
     IdentityOp, AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp, LessOrEqualOp,
     GreaterOp, GreaterOrEqualOp, AndOp, OrOp, XorOp, ModOp, SumOp, MaxOp, MinOp, MeanOp,
     WhereOp, MatMulOp, GemmOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
-    ReduceProdOp, ArgMaxOp, ReluOp, SigmoidOp, TanhOp, LeakyReluOp, EluOp, HardSigmoidOp,
-    HardSwishOp, SoftplusOp, GeluOp, ClipOp,
+    ReduceProdOp, ArgMaxOp, ReluOp, SigmoidOp, TanhOp, LeakyReluOp, HardSigmoidOp,
+    HardSwishOp, GeluOp, ClipOp,
 ]

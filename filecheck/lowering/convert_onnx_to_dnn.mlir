@@ -1,0 +1,51 @@
+// RUN: pyocc-opt %s --split-input-file -p convert-onnx-to-dnn | filecheck %s
+
+// CHECK-LABEL: func.func @conv_relu
+func.func @conv_relu(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
+  %w = "onnx.ConstantOfShape"() <{value = dense<0.5> : tensor<1xf32>}> : () -> tensor<4x3x3x3xf32>
+  // CHECK: %[[W:.*]] = "dnn.weight"() <{splat = dense<5.000000e-01> : tensor<1xf32>}> : () -> tensor<4x3x3x3xf32>
+  // CHECK: %[[C:.*]] = "dnn.conv"(%x, %[[W]]) <{{{.*}}pads = array<i64: 1, 1, 1, 1>
+  %c = "onnx.Conv"(%x, %w) <{auto_pad = "SAME_UPPER"}> : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK: "dnn.unary"(%[[C]]) <{fn = "relu"
+  %r = "onnx.Relu"(%c) : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  func.return %r : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Sum of three is a chain of two binary adds; Reshape is a view.
+// CHECK-LABEL: func.func @sum_and_view
+func.func @sum_and_view(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %c: tensor<2x3xf32>) -> tensor<6xf32> {
+  // CHECK: %[[S1:.*]] = "dnn.binary"(%a, %b) <{fn = "add"
+  // CHECK-NEXT: %[[S2:.*]] = "dnn.binary"(%[[S1]], %c) <{fn = "add"
+  %s = "onnx.Sum"(%a, %b, %c) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  // CHECK-NEXT: "dnn.view"(%[[S2]]) : (tensor<2x3xf32>) -> tensor<6xf32>
+  %v = "onnx.Reshape"(%s) <{shape = array<i64: 6>}> : (tensor<2x3xf32>) -> tensor<6xf32>
+  func.return %v : tensor<6xf32>
+}
+
+// -----
+
+// BatchNormalization with constant statistics folds into a channel_affine.
+// CHECK-LABEL: func.func @batchnorm
+func.func @batchnorm(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %s = "onnx.Constant"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %b = "onnx.Constant"() <{value = dense<[0.0, 1.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %m = "onnx.Constant"() <{value = dense<[0.5, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %v = "onnx.Constant"() <{value = dense<[3.0, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  // CHECK-NOT: dnn.batch_norm
+  // CHECK: "dnn.channel_affine"(%x,
+  %y = "onnx.BatchNormalization"(%x, %s, %b, %m, %v) <{epsilon = 1.0 : f32}> : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Negative: statistics computed at run time are not folded.
+// CHECK-LABEL: func.func @batchnorm_not_folded
+func.func @batchnorm_not_folded(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>) -> tensor<1x2x4x4xf32> {
+  // CHECK-NOT: dnn.channel_affine
+  // CHECK: "dnn.batch_norm"(%x, %s,
+  %y = "onnx.BatchNormalization"(%x, %s, %s, %s, %s) : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}

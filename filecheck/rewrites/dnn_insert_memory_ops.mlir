@@ -1,0 +1,62 @@
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=lazy}" | filecheck %s --check-prefix=LAZY
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=eager}" | filecheck %s --check-prefix=EAGER
+
+// A diamond: %a feeds two branches that meet in an add.
+// LAZY-LABEL: func.func @diamond
+// LAZY-SAME: (%x: memref<1024xf32>, %{{.*}}: memref<1024xf32> {dnn.output})
+// LAZY-NEXT: %[[A:.*]] = dnn.malloc {size = 4096 : i64} : memref<1024xf32>
+// LAZY-NEXT: "dnn.unary"(%x, %[[A]]) <{fn = "relu"
+// LAZY-NEXT: %[[B:.*]] = dnn.malloc {size = 4096 : i64}
+// LAZY-NEXT: "dnn.unary"(%[[A]], %[[B]]) <{fn = "exp"
+// LAZY-NEXT: %[[C:.*]] = dnn.malloc {size = 4096 : i64}
+// LAZY-NEXT: "dnn.unary"(%[[A]], %[[C]]) <{fn = "tanh"
+// LAZY-NEXT: dnn.dealloc %[[A]]
+// LAZY-NEXT: "dnn.binary"(%[[B]], %[[C]], %{{.*}}) <{fn = "add"
+// LAZY-DAG: dnn.dealloc %[[B]]
+// LAZY-DAG: dnn.dealloc %[[C]]
+// LAZY: func.return
+// EAGER-LABEL: func.func @diamond
+// EAGER-NEXT: dnn.malloc
+// EAGER-NEXT: dnn.malloc
+// EAGER-NEXT: dnn.malloc
+// EAGER-NEXT: "dnn.unary"
+// EAGER-NOT: dnn.dealloc
+// EAGER: "dnn.binary"
+// EAGER-NEXT: dnn.dealloc
+// EAGER-NEXT: dnn.dealloc
+// EAGER-NEXT: dnn.dealloc
+// EAGER-NEXT: func.return
+func.func @diamond(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %c = "dnn.unary"(%a) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %d = "dnn.binary"(%b, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  func.return %d : tensor<1024xf32>
+}
+
+// -----
+
+// A view keeps its root alive until the view's last use.
+// LAZY-LABEL: func.func @view_extends_life
+// LAZY: %[[A:.*]] = dnn.malloc {size = 64 : i64} : memref<4x4xf32>
+// LAZY: %[[V:.*]] = "dnn.view"(%[[A]])
+// LAZY: "dnn.unary"(%[[V]], %{{.*}}) <{fn = "exp"
+// LAZY-NEXT: dnn.dealloc %[[A]]
+func.func @view_extends_life(%x: tensor<4x4xf32>) -> tensor<16xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %v = "dnn.view"(%a) : (tensor<4x4xf32>) -> tensor<16xf32>
+  %e = "dnn.unary"(%v) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
+  func.return %e : tensor<16xf32>
+}
+
+// -----
+
+// Negative: a returned view is copied into the output, never aliased.
+// LAZY-LABEL: func.func @returned_view_is_copied
+// LAZY: "dnn.copy"
+// LAZY: func.return
+func.func @returned_view_is_copied(%x: tensor<4x4xf32>) -> tensor<16xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %v = "dnn.view"(%a) : (tensor<4x4xf32>) -> tensor<16xf32>
+  func.return %v : tensor<16xf32>
+}

@@ -1,0 +1,1 @@
+"""Analyses: facts about IR (liveness, aliases, costs). They never rewrite."""

@@ -1,0 +1,487 @@
+"""`convert-onnx-to-dnn`: ONNX operators become kernel-sized dnn ops on tensors.
+
+Most ops map one to one (`onnx.Conv` -> `dnn.conv`); the rest are
+decomposed where they belong:
+- Sum of two or more operands -> a chain of binary adds;
+- BatchNormalization with constant statistics -> `dnn.channel_affine` with
+  scale' = scale / sqrt(var + eps) and shift' = B - mean * scale', computed
+  now, at compile time;
+- Gemm keeps its transposes as kernel flags; MatMul stays a batched matmul;
+- Dropout (inference), Identity, Reshape, Flatten, Squeeze, Unsqueeze ->
+  `dnn.view`, which shares its operand's bytes;
+- PRelu -> where(x < 0, x * slope, x);
+- auto_pad becomes explicit pads, so kernels see one convention.
+After the pass no onnx op remains; one that cannot be lowered fails the pass
+with its name.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    DenseResourceAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    i1,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.onnx import base as ob
+from pyocc.dialects.onnx import math as om
+from pyocc.dialects.onnx import nn as on
+from pyocc.dialects.onnx import tensor as ot
+
+if TYPE_CHECKING:
+    import numpy as np
+
+#: onnx op -> (dnn.unary fn, onnx properties carried over as alpha/beta)
+UNARY_FNS: dict[type, tuple[str, tuple[str, ...]]] = {
+    om.ReluOp: ("relu", ()), om.SigmoidOp: ("sigmoid", ()), om.TanhOp: ("tanh", ()),
+    om.ExpOp: ("exp", ()), om.LogOp: ("log", ()), om.SqrtOp: ("sqrt", ()),
+    om.AbsOp: ("abs", ()), om.NegOp: ("neg", ()), om.ReciprocalOp: ("reciprocal", ()),
+    om.ErfOp: ("erf", ()), om.FloorOp: ("floor", ()), om.CeilOp: ("ceil", ()),
+    om.NotOp: ("not", ()), om.LeakyReluOp: ("leaky_relu", ("alpha",)),
+    om.HardSigmoidOp: ("hard_sigmoid", ("alpha", "beta")), om.HardSwishOp: ("hard_swish", ()),
+}
+
+BINARY_FNS: dict[type, str] = {
+    om.AddOp: "add", om.SubOp: "sub", om.MulOp: "mul", om.DivOp: "div", om.PowOp: "pow",
+    om.ModOp: "mod", om.EqualOp: "equal", om.LessOp: "less", om.LessOrEqualOp: "less_or_equal",
+    om.GreaterOp: "greater", om.GreaterOrEqualOp: "greater_or_equal", om.AndOp: "and",
+    om.OrOp: "or", om.XorOp: "xor",
+}
+
+VARIADIC_FNS: dict[type, str] = {om.MaxOp: "max", om.MinOp: "min", om.MeanOp: "mean"}
+
+REDUCE_FNS: dict[type, str] = {
+    om.ReduceSumOp: "sum", om.ReduceMeanOp: "mean", om.ReduceMaxOp: "max",
+    om.ReduceMinOp: "min", om.ReduceProdOp: "prod",
+}
+
+VIEW_OPS = (ot.ReshapeOp, ot.FlattenOp, ot.SqueezeOp, ot.UnsqueezeOp, om.IdentityOp, on.DropoutOp)
+
+
+def _ints(values: list[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, values)
+
+
+def _copy_props(op: Operation, names: tuple[str, ...], rename: dict[str, str] | None = None) -> dict[str, Attribute]:
+    """The listed properties of `op` that are present, optionally renamed."""
+    rename = rename or {}
+    return {rename.get(n, n): op.properties[n] for n in names if n in op.properties}
+
+
+def explicit_pads(op: ob.OnnxOp, in_shape: tuple[int, ...], kernel: list[int]) -> list[int] | None:
+    """The pads an op uses, with ONNX's auto_pad resolved to numbers."""
+    auto_pad = op.str_attr("auto_pad") if "auto_pad" in op.properties else "NOTSET"
+    spatial = in_shape[2:]
+    if auto_pad == "NOTSET":
+        return op.ints_attr("pads")
+    if auto_pad == "VALID":
+        return [0] * (2 * len(spatial))
+    strides = op.ints_attr("strides") or [1] * len(spatial)
+    dilations = (op.ints_attr("dilations") if "dilations" in op.properties else None) or [1] * len(spatial)
+    begins, ends = [], []
+    for size, k, s, dl in zip(spatial, kernel, strides, dilations):
+        out = math.ceil(size / s)
+        total = max(0, (out - 1) * s + (k - 1) * dl + 1 - size)
+        small, big = total // 2, total - total // 2
+        begins.append(small if auto_pad == "SAME_UPPER" else big)
+        ends.append(big if auto_pad == "SAME_UPPER" else small)
+    return begins + ends
+
+
+def weight_array(op: d.WeightOp) -> np.ndarray:
+    """The numpy value of a dnn.weight (compile-time folding needs it)."""
+    import numpy as np
+
+    from pyocc.weights import load_bytes
+
+    t = op.result.type
+    dtype = numpy_dtype(t.get_element_type())
+    shape = tuple(t.get_shape())
+    if op.splat is not None:
+        return np.full(shape, op.splat.get_values()[0], dtype=dtype)
+    value = op.value
+    if isinstance(value, DenseResourceAttr):
+        return np.frombuffer(load_bytes(value), dtype=dtype).reshape(shape)
+    return np.array(value.get_values(), dtype=dtype).reshape(shape)
+
+
+def numpy_dtype(t: Attribute) -> np.dtype:
+    """numpy dtype of an xDSL element type."""
+    import numpy as np
+
+    table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
+             "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
+    return np.dtype(table[str(t)])
+
+
+def weight_from_array(name: str, array: np.ndarray, ttype: TensorType) -> d.WeightOp:
+    """A dnn.weight holding `array` (inline when tiny, else a blob)."""
+    from pyocc.weights import INLINE_LIMIT, store_array
+
+    flat = array.reshape(-1)
+    if flat.size and (flat == flat[0]).all():
+        splat = DenseIntOrFPElementsAttr.from_list(TensorType(ttype.element_type, [1]), [flat[0].item()])
+        return d.WeightOp.create(result_types=[ttype], properties={"splat": splat})
+    if array.size <= INLINE_LIMIT:
+        value = DenseIntOrFPElementsAttr.from_list(ttype, flat.tolist())
+    else:
+        value = store_array(name, array, ttype)
+    return d.WeightOp.create(result_types=[ttype], properties={"value": value})
+
+
+class LowerOnnxOp(RewritePattern):
+    """Every onnx op, dispatched by class to a small rule below."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, ob.OnnxOp):
+            return
+        rule = self.rule_for(op)
+        if rule is None:
+            raise PassFailedException(
+                f"convert-onnx-to-dnn: no dnn lowering for {op.name} (at {op.results[0].name_hint or 'an unnamed value'})"
+            )
+        replacement = rule(op, rewriter)
+        if replacement is not None:
+            for old, new in zip(op.results, replacement.results if isinstance(replacement, Operation) else replacement):
+                if old.name_hint and isinstance(new, SSAValue):
+                    new.name_hint = old.name_hint
+            if isinstance(replacement, Operation):
+                rewriter.replace(op, [], list(replacement.results))
+            else:
+                rewriter.replace(op, [], list(replacement))
+
+    def rule_for(self, op: ob.OnnxOp) -> Callable[[ob.OnnxOp, PatternRewriter], object] | None:
+        for cls in type(op).__mro__:
+            if cls in RULES:
+                return RULES[cls]
+        if type(op) in UNARY_FNS:
+            return lower_unary
+        if type(op) in BINARY_FNS:
+            return lower_binary
+        if type(op) in VARIADIC_FNS:
+            return lower_variadic
+        if type(op) in REDUCE_FNS:
+            return lower_reduce
+        if isinstance(op, VIEW_OPS):
+            return lower_view
+        return None
+
+
+def _insert(rewriter: PatternRewriter, op: Operation) -> Operation:
+    rewriter.insert(op)
+    return op
+
+
+def _compute(cls: type[d.DnnComputeOp], operands: list, result: Attribute, props: dict[str, Attribute]) -> d.DnnComputeOp:
+    """Build a tensor-form dnn compute op; `operands` follows the op's operand
+    definitions in order (None for absent optional, list for variadic)."""
+    op_def = cls.get_irdl_definition()
+    flat: list[SSAValue] = []
+    sizes: list[int] = []
+    values = iter(operands)
+    for name, _ in op_def.operands:
+        if name in d.DnnComputeOp.NOT_INPUTS:
+            sizes.append(0)
+            continue
+        value = next(values)
+        if isinstance(value, list):
+            flat.extend(value)
+            sizes.append(len(value))
+        elif value is None:
+            sizes.append(0)
+        else:
+            flat.append(value)
+            sizes.append(1)
+    props = dict(props)
+    props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+    return cls.create(operands=flat, result_types=[result], properties=props)
+
+
+def lower_constant(op: ot.ConstantOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, d.WeightOp.create(result_types=[op.output.type], properties={"value": op.value}))
+
+
+def lower_constant_of_shape(op: ot.ConstantOfShapeOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, d.WeightOp.create(result_types=[op.output.type], properties={"splat": op.value}))
+
+
+def lower_conv(op: on.ConvOp, rewriter: PatternRewriter) -> Operation:
+    kernel = list(ob.shape_of(op.W)[2:])
+    props = _copy_props(op, ("strides", "dilations", "group"))
+    pads = explicit_pads(op, ob.shape_of(op.X), kernel)
+    if pads is not None:
+        props["pads"] = _ints(pads)
+    return _insert(rewriter, _compute(d.ConvOp, [op.X, op.W, op.B, None], op.Y.type, props))
+
+
+def lower_conv_transpose(op: on.ConvTransposeOp, rewriter: PatternRewriter) -> Operation:
+    if op.str_attr("auto_pad") != "NOTSET" or "output_shape" in op.properties:
+        raise PassFailedException(
+            "convert-onnx-to-dnn: onnx.ConvTranspose with auto_pad or output_shape is not supported; give explicit pads"
+        )
+    props = _copy_props(op, ("strides", "dilations", "group", "pads", "output_padding"))
+    return _insert(rewriter, _compute(d.ConvTransposeOp, [op.X, op.W, op.B], op.Y.type, props))
+
+
+def lower_pool(op: ob.PoolOp, rewriter: PatternRewriter) -> Operation:
+    kernel = op.ints_attr("kernel_shape") or []
+    cls = d.MaxPoolOp if isinstance(op, on.MaxPoolOp) else d.AveragePoolOp
+    names = ("kernel_shape", "strides", "ceil_mode") + (("dilations",) if cls is d.MaxPoolOp else ("count_include_pad",))
+    props = _copy_props(op, names)
+    pads = explicit_pads(op, ob.shape_of(op.X), kernel)
+    if pads is not None:
+        props["pads"] = _ints(pads)
+    return _insert(rewriter, _compute(cls, [op.X], op.Y.type, props))
+
+
+def lower_global_pool(op: ob.GlobalPoolOp, rewriter: PatternRewriter) -> Operation:
+    cls = d.GlobalMaxPoolOp if isinstance(op, on.GlobalMaxPoolOp) else d.GlobalAveragePoolOp
+    return _insert(rewriter, _compute(cls, [op.X], op.Y.type, {}))
+
+
+def lower_gemm(op: om.GemmOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("alpha", "beta", "transA", "transB"), {"transA": "trans_a", "transB": "trans_b"})
+    return _insert(rewriter, _compute(d.GemmOp, [op.A, op.B, op.C], op.Y.type, props))
+
+
+def lower_matmul(op: om.MatMulOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.MatMulOp, [op.A, op.B], op.Y.type, {}))
+
+
+def lower_unary(op: ob.UnaryElementwiseOp, rewriter: PatternRewriter) -> Operation:
+    fn, carried = UNARY_FNS[type(op)]
+    props: dict[str, Attribute] = {"fn": StringAttr(fn), **_copy_props(op, carried)}
+    return _insert(rewriter, _compute(d.UnaryOp, [op.X], op.Y.type, props))
+
+
+def lower_gelu(op: om.GeluOp, rewriter: PatternRewriter) -> Operation:
+    props = {"fn": StringAttr("gelu"), "approximate": op.properties["approximate"]}
+    return _insert(rewriter, _compute(d.UnaryOp, [op.X], op.Y.type, props))
+
+
+def lower_clip(op: om.ClipOp, rewriter: PatternRewriter) -> Operation:
+    props: dict[str, Attribute] = {"fn": StringAttr("clip"), **_copy_props(op, ("min", "max"), {"min": "alpha", "max": "beta"})}
+    return _insert(rewriter, _compute(d.UnaryOp, [op.X], op.Y.type, props))
+
+
+def lower_binary(op: ob.BinaryElementwiseOp, rewriter: PatternRewriter) -> Operation:
+    props: dict[str, Attribute] = {"fn": StringAttr(BINARY_FNS[type(op)])}
+    if isinstance(op, om.ModOp):
+        props["fmod"] = op.properties["fmod"]
+    return _insert(rewriter, _compute(d.BinaryOp, [op.A, op.B], op.C.type, props))
+
+
+def lower_sum(op: om.SumOp, rewriter: PatternRewriter) -> Operation:
+    """sum(a, b, c, ...) => add(add(a, b), c) ...: each step a binary kernel."""
+    inputs = list(op.data_0)
+    if len(inputs) == 1:
+        return _insert(rewriter, _compute(d.CopyOp, [inputs[0]], op.result.type, {}))
+    acc = inputs[0]
+    out_type = op.result.type
+    elem = out_type.element_type
+    for i, value in enumerate(inputs[1:], start=1):
+        last = i == len(inputs) - 1
+        shape = out_type.get_shape() if last else ob.broadcast_shapes(op.name, ob.shape_of(acc), ob.shape_of(value))
+        step = _insert(rewriter, _compute(d.BinaryOp, [acc, value], TensorType(elem, list(shape)), {"fn": StringAttr("add")}))
+        acc = step.results[0]
+    return step
+
+
+def lower_variadic(op: ob.VariadicElementwiseOp, rewriter: PatternRewriter) -> Operation:
+    props = {"fn": StringAttr(VARIADIC_FNS[type(op)])}
+    return _insert(rewriter, _compute(d.VariadicOp, [list(op.data_0)], op.result.type, props))
+
+
+def lower_where(op: om.WhereOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.WhereOp, [op.condition, op.X, op.Y], op.output.type, {}))
+
+
+def lower_batch_norm(op: on.BatchNormalizationOp, rewriter: PatternRewriter) -> Operation:
+    """batchnorm(x) with constant statistics => channel_affine(x, scale', shift')."""
+    import numpy as np
+
+    stats = [op.scale, op.B, op.input_mean, op.input_var]
+    eps = op.float_attr("epsilon")
+    if all(isinstance(v.owner, d.WeightOp) for v in stats):
+        scale, bias, mean, var = (weight_array(v.owner).astype(np.float64) for v in stats)  # type: ignore[arg-type]
+        new_scale = scale / np.sqrt(var + eps)
+        new_shift = bias - mean * new_scale
+        ttype = op.scale.type
+        dtype = numpy_dtype(ttype.element_type)
+        base = op.Y.name_hint or "bn"
+        s = _insert(rewriter, weight_from_array(base + "_scale", new_scale.astype(dtype), ttype))
+        t = _insert(rewriter, weight_from_array(base + "_shift", new_shift.astype(dtype), ttype))
+        return _insert(rewriter, _compute(d.ChannelAffineOp, [op.X, s.results[0], t.results[0]], op.Y.type, {}))
+    props = {"epsilon": op.properties["epsilon"]}
+    return _insert(rewriter, _compute(d.BatchNormOp, [op.X, *stats], op.Y.type, props))
+
+
+def lower_layer_norm(op: on.LayerNormalizationOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "epsilon"))
+    return _insert(rewriter, _compute(d.LayerNormOp, [op.X, op.Scale, op.B], op.Y.type, props))
+
+
+def lower_lrn(op: on.LRNOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("size", "alpha", "beta", "bias"))
+    return _insert(rewriter, _compute(d.LRNOp, [op.X], op.Y.type, props))
+
+
+def lower_softmax(op: on.SoftmaxLikeOp, rewriter: PatternRewriter) -> Operation:
+    cls = d.LogSoftmaxOp if isinstance(op, on.LogSoftmaxOp) else d.SoftmaxOp
+    return _insert(rewriter, _compute(cls, [op.input], op.output.type, _copy_props(op, ("axis",))))
+
+
+def lower_prelu(op: on.PReluOp, rewriter: PatternRewriter) -> Operation:
+    """prelu(x, s) => where(x < 0, x * s, x)."""
+    import numpy as np
+
+    x_type = op.X.type
+    zero = _insert(rewriter, weight_from_array("zero", np.zeros(1, dtype=numpy_dtype(x_type.element_type)),
+                                               TensorType(x_type.element_type, [1])))
+    negative = _insert(rewriter, _compute(d.BinaryOp, [op.X, zero.results[0]], TensorType(i1, x_type.get_shape()),
+                                          {"fn": StringAttr("less")}))
+    scaled = _insert(rewriter, _compute(d.BinaryOp, [op.X, op.slope], x_type, {"fn": StringAttr("mul")}))
+    return _insert(rewriter, _compute(d.WhereOp, [negative.results[0], scaled.results[0], op.X], op.Y.type, {}))
+
+
+def lower_view(op: ob.OnnxOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, d.ViewOp.create(operands=[op.operands[0]], result_types=[op.results[0].type]))
+
+
+def lower_reduce(op: ob.ReduceOp, rewriter: PatternRewriter) -> Operation:
+    props: dict[str, Attribute] = {"fn": StringAttr(REDUCE_FNS[type(op)]),
+                                   **_copy_props(op, ("axes", "keepdims", "noop_with_empty_axes"))}
+    return _insert(rewriter, _compute(d.ReduceOp, [op.data], op.reduced.type, props))
+
+
+def lower_arg_max(op: om.ArgMaxOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "keepdims", "select_last_index"))
+    return _insert(rewriter, _compute(d.ArgMaxOp, [op.data], op.reduced.type, props))
+
+
+def lower_transpose(op: ot.TransposeOp, rewriter: PatternRewriter) -> Operation:
+    perm = op.ints_attr("perm") or list(reversed(range(len(ob.shape_of(op.data)))))
+    return _insert(rewriter, _compute(d.TransposeOp, [op.data], op.transposed.type, {"perm": _ints(perm)}))
+
+
+def lower_concat(op: ot.ConcatOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.ConcatOp, [list(op.inputs)], op.concat_result.type,
+                                      {"axis": op.properties["axis"]}))
+
+
+def lower_split(op: ot.SplitOp, rewriter: PatternRewriter) -> Operation:
+    sizes = DenseArrayBase.from_list(i32, [1, 0])
+    return _insert(rewriter, d.SplitOp.create(
+        operands=[op.input], result_types=[r.type for r in op.outputs],
+        properties={"axis": op.properties["axis"], "operandSegmentSizes": sizes}))
+
+
+def lower_slice(op: ot.SliceOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.SliceOp, [op.data], op.output.type,
+                                      _copy_props(op, ("starts", "ends", "axes", "steps"))))
+
+
+def lower_gather(op: ob.OnnxOp, rewriter: PatternRewriter) -> Operation:
+    cls = {ot.GatherOp: d.GatherOp, ot.GatherElementsOp: d.GatherElementsOp, ot.GatherNDOp: d.GatherNDOp}[type(op)]
+    props = _copy_props(op, ("axis", "batch_dims"))
+    return _insert(rewriter, _compute(cls, [op.operands[0], op.operands[1]], op.results[0].type, props))
+
+
+def lower_expand(op: ot.ExpandOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.ExpandOp, [op.input], op.output.type, {}))
+
+
+def lower_tile(op: ot.TileOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.TileOp, [op.input], op.output.type, _copy_props(op, ("repeats",))))
+
+
+def lower_pad(op: ot.PadOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("pads", "mode", "constant_value"), {"constant_value": "value"})
+    return _insert(rewriter, _compute(d.PadOp, [op.data], op.output.type, props))
+
+
+def lower_resize(op: ot.ResizeOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("mode", "coordinate_transformation_mode", "nearest_mode",
+                             "cubic_coeff_a", "exclude_outside", "scales"))
+    return _insert(rewriter, _compute(d.ResizeOp, [op.X], op.Y.type, props))
+
+
+def lower_cast(op: ot.CastOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.CastOp, [op.input], op.output.type, {}))
+
+
+def lower_range(op: ot.RangeOp, rewriter: PatternRewriter) -> Operation:
+    return _insert(rewriter, _compute(d.RangeOp, [], op.output.type,
+                                      {"start": op.properties["start"], "delta": op.properties["delta"]}))
+
+
+def lower_shape(op: ot.ShapeOp, rewriter: PatternRewriter) -> Operation:
+    import numpy as np
+
+    shape = list(ob.shape_of(op.data))
+    end = op.opt_int_attr("end")
+    values = np.array(shape[op.int_attr("start"):end], dtype=np.int64)
+    return _insert(rewriter, weight_from_array("shape", values, op.shape.type))
+
+
+RULES: dict[type, Callable[..., object]] = {
+    ot.ConstantOp: lower_constant, ot.ConstantOfShapeOp: lower_constant_of_shape,
+    on.ConvOp: lower_conv, on.ConvTransposeOp: lower_conv_transpose, ob.PoolOp: lower_pool,
+    ob.GlobalPoolOp: lower_global_pool, om.GemmOp: lower_gemm, om.MatMulOp: lower_matmul,
+    om.GeluOp: lower_gelu, om.ClipOp: lower_clip, om.SumOp: lower_sum, om.WhereOp: lower_where,
+    on.BatchNormalizationOp: lower_batch_norm, on.LayerNormalizationOp: lower_layer_norm,
+    on.LRNOp: lower_lrn, on.SoftmaxLikeOp: lower_softmax, on.PReluOp: lower_prelu,
+    om.ArgMaxOp: lower_arg_max, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
+    ot.SplitOp: lower_split, ot.SliceOp: lower_slice, ot.GatherOp: lower_gather,
+    ot.GatherElementsOp: lower_gather, ot.GatherNDOp: lower_gather, ot.ExpandOp: lower_expand,
+    ot.TileOp: lower_tile, ot.PadOp: lower_pad, ot.ResizeOp: lower_resize, ot.CastOp: lower_cast,
+    ot.RangeOp: lower_range, ot.ShapeOp: lower_shape,
+}
+
+
+@dataclass(frozen=True)
+class ConvertOnnxToDnnPass(ModulePass):
+    """Lower every onnx op to tensor-form dnn ops (see the module docstring)."""
+
+    name = "convert-onnx-to-dnn"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(LowerOnnxOp(), apply_recursively=False).rewrite_module(op)
+        remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
+        if remaining:
+            raise PassFailedException(f"convert-onnx-to-dnn: {remaining[0].name} was not lowered")
+        _dead_weights(op)
+
+
+def _dead_weights(module: ModuleOp) -> None:
+    """Drop weights nothing reads any more (e.g. folded BN statistics)."""
+    changed = True
+    while changed:
+        changed = False
+        for o in list(module.walk()):
+            if isinstance(o, d.WeightOp) and not o.result.uses:
+                o.detach()
+                o.erase()
+                changed = True
+

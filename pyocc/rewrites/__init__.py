@@ -1,0 +1,1 @@
+"""Rewrite passes over dnn IR: memory-op insertion, fusion, coalescing, pools."""

@@ -1,0 +1,243 @@
+"""`dnn-insert-memory-ops{mode=eager|lazy}`: Occamy's liveness-aware insertion
+of memory operations. Tensor-form dnn becomes buffer-form dnn.
+
+- Every compute op gets a destination buffer (destination-passing style).
+- Graph outputs become trailing function arguments marked `dnn.output`; the op
+  that produces an output writes straight into it (a returned view, weight or
+  input is copied there with `dnn.copy`).
+- Intermediates get a `dnn.malloc` and a `dnn.dealloc`:
+  - eager: all mallocs at function entry, all deallocs before the return:
+    fast, largest footprint (the naive sum);
+  - lazy: malloc right before the producer, dealloc right after the last use
+    (views counted): the smallest footprint of this op order, the max-live
+    lower bound, but one allocator call per tensor at run time.
+- `memcpy=true` (for targets whose kernels see another memory space) copies
+  graph inputs in and outputs out with `dnn.memcpy`; the host needs none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import ops as d
+
+
+def to_buffer_type(t: Attribute) -> Attribute:
+    """tensor<...> -> memref<...> of the same shape and element type."""
+    if isinstance(t, TensorType):
+        return MemRefType(t.get_element_type(), t.get_shape())
+    return t
+
+
+@dataclass(frozen=True)
+class DnnInsertMemoryOpsPass(ModulePass):
+    """Tensor-form dnn -> buffer-form dnn with malloc/dealloc (module docstring)."""
+
+    name = "dnn-insert-memory-ops"
+
+    mode: str = "lazy"
+    """eager: allocate everything at entry, free at exit; lazy: allocate right
+    before the producer, free right after the last use."""
+
+    alignment: int = 64
+    """Byte alignment requested for every buffer."""
+
+    memcpy: bool = False
+    """Copy graph inputs/outputs between host and device memory with dnn.memcpy."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.mode not in ("eager", "lazy"):
+            raise PassFailedException(
+                f"dnn-insert-memory-ops: mode must be 'eager' or 'lazy', got '{self.mode}'"
+            )
+        if self.alignment < 1 or self.alignment & (self.alignment - 1):
+            raise PassFailedException(
+                f"dnn-insert-memory-ops: alignment must be a power of two, got {self.alignment}"
+            )
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            insert_memory_ops(function, self.mode, self.alignment, self.memcpy)
+
+
+def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, memcpy: bool = False) -> None:
+    """Rewrite one tensor-form function into buffer form, in place."""
+    block = function.body.block
+    ret = block.last_op
+    if not isinstance(ret, func.ReturnOp):
+        raise PassFailedException(f"dnn-insert-memory-ops: @{function.sym_name.data} does not end in func.return")
+    for o in block.ops:
+        if o.name.startswith("onnx."):
+            raise PassFailedException(
+                f"dnn-insert-memory-ops: {o.name} is not lowered yet; run convert-onnx-to-dnn first"
+            )
+        if isinstance(o, d.DnnComputeOp) and o.on_buffers:
+            raise PassFailedException(
+                f"dnn-insert-memory-ops: @{function.sym_name.data} is already in buffer form"
+            )
+    liveness = analyze_function(function)
+    last_use = {b.value: b.last for b in liveness.intermediates}
+    old_ops = list(block.ops)
+
+    # The new signature: inputs, then one destination argument per output.
+    in_types = [to_buffer_type(a.type) for a in block.args]
+    out_types = [to_buffer_type(v.type) for v in ret.arguments]
+    new_block = Block(arg_types=[*in_types, *out_types])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for old, new in zip(block.args, new_block.args):
+        new.name_hint = old.name_hint
+        mapping[old] = new
+    out_args = list(new_block.args[len(in_types):])
+    for value, arg in zip(ret.arguments, out_args):
+        arg.name_hint = (value.name_hint or "out") + "_out" if value.name_hint else "out"
+
+    # Which compute result writes straight into which output argument.
+    # (With memcpy, outputs are computed in device buffers and copied out.)
+    direct_output: dict[SSAValue, SSAValue] = {}
+    for value, arg in zip(ret.arguments, out_args):
+        if not memcpy and isinstance(value.owner, d.DnnComputeOp) and value not in direct_output:
+            direct_output[value] = arg
+
+    entry_allocs: list[Operation] = []
+    body: list[Operation] = []
+    frees_after: dict[int, list[SSAValue]] = {}
+    exit_frees: list[SSAValue] = []
+
+    for index, op in enumerate(old_ops):
+        if op is ret:
+            break
+        if isinstance(op, d.WeightOp | d.ViewOp):
+            new_op = _retype(op, mapping)
+            body.append(new_op)
+            continue
+        if not isinstance(op, d.DnnComputeOp):
+            raise PassFailedException(f"dnn-insert-memory-ops: cannot place {op.name}")
+        destinations: list[SSAValue] = []
+        for result in op.results:
+            if result in direct_output:
+                destinations.append(direct_output[result])
+                mapping[result] = direct_output[result]
+                continue
+            alloc = d.MallocOp(to_buffer_type(result.type), alignment)  # type: ignore[arg-type]
+            alloc.result.name_hint = result.name_hint
+            (entry_allocs if mode == "eager" else body).append(alloc)
+            destinations.append(alloc.result)
+            mapping[result] = alloc.result
+            if mode == "eager":
+                exit_frees.append(alloc.result)
+            else:
+                frees_after.setdefault(last_use.get(result, index), []).append(alloc.result)
+        body.append(_buffer_form(op, mapping, destinations))
+        for buffer in frees_after.pop(index, []):
+            body.append(d.DeallocOp(buffer))
+    # Buffers whose last use is the return (copied out at the end) or a view.
+    late_frees = [b for step in sorted(frees_after) for b in frees_after[step]]
+
+    # Outputs that are not written in place by their producer get a copy.
+    tail: list[Operation] = []
+    for value, arg in zip(ret.arguments, out_args):
+        if direct_output.get(value) is arg:
+            continue
+        source = mapping[value]
+        tail.append(_memcpy(source, arg, "device_to_host") if memcpy else _copy(source, arg))
+    for buffer in [*late_frees, *exit_frees]:
+        tail.append(d.DeallocOp(buffer))
+
+    new_block.add_ops([*entry_allocs, *body, *tail, func.ReturnOp()])
+    if memcpy:
+        _add_io_copies(new_block, len(in_types), out_args)
+
+    arg_attrs = list(function.arg_attrs.data) if function.arg_attrs is not None else [DictionaryAttr({})] * len(in_types)
+    res_attrs = list(function.res_attrs.data) if function.res_attrs is not None else [DictionaryAttr({})] * len(out_args)
+    out_attrs = [DictionaryAttr({**r.data, "dnn.output": UnitAttr()}) for r in res_attrs]
+    new_function = func.FuncOp(
+        function.sym_name.data,
+        ([a.type for a in new_block.args], []),
+        Region(new_block),
+        arg_attrs=ArrayAttr([*arg_attrs, *out_attrs]),
+    )
+    parent = function.parent_block()
+    assert parent is not None
+    parent.insert_op_before(new_function, function)
+    function.detach()
+    # Drop the old body's uses before erasing it.
+    for old in reversed(list(function.body.block.ops)):
+        old.drop_all_references()
+    function.erase(safe_erase=False)
+
+
+def _retype(op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
+    """A weight or view with memref types (operands through `mapping`)."""
+    new_op = op.__class__.create(
+        operands=[mapping[o] for o in op.operands],
+        result_types=[to_buffer_type(r.type) for r in op.results],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+    for old, new in zip(op.results, new_op.results):
+        new.name_hint = old.name_hint
+        mapping[old] = new
+    return new_op
+
+
+def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue]) -> Operation:
+    """The same kernel, reading mapped buffers and writing `destinations`."""
+    from xdsl.dialects.builtin import DenseArrayBase, i32
+
+    sizes: list[int] = []
+    operands: list[SSAValue] = []
+    op_def = op.get_irdl_definition()
+    for name, _ in op_def.operands:
+        if name in ("out", "outs"):
+            operands.extend(destinations)
+            sizes.append(len(destinations))
+            continue
+        value = getattr(op, name)
+        group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+        operands.extend(mapping[v] for v in group)
+        sizes.append(len(group))
+    props = dict(op.properties)
+    props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+    return op.__class__.create(operands=operands, result_types=[], properties=props, attributes=dict(op.attributes))
+
+
+def _copy(source: SSAValue, target: SSAValue) -> Operation:
+    from xdsl.dialects.builtin import DenseArrayBase, i32
+
+    return d.CopyOp.create(operands=[source, target], result_types=[],
+                           properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])})
+
+
+def _memcpy(source: SSAValue, target: SSAValue, kind: str) -> Operation:
+    return d.MemcpyOp.create(operands=[source, target], properties={
+        "kind": StringAttr(kind), "size": IntegerAttr(d.type_bytes(source.type), i64)})
+
+
+def _add_io_copies(block: Block, n_inputs: int, out_args: list[SSAValue]) -> None:
+    """Device targets: stage each graph input into a device buffer at entry
+    (and free it before the return)."""
+    first = block.first_op
+    ret = block.last_op
+    for arg in list(block.args[:n_inputs]):
+        staged = d.MallocOp(arg.type)  # type: ignore[arg-type]
+        copy = _memcpy(arg, staged.result, "host_to_device")
+        arg.replace_uses_with_if(staged.result, lambda use: use.operation is not copy)
+        block.insert_ops_before([staged, copy], first)
+        block.insert_op_before(d.DeallocOp(staged.result), ret)
+    del out_args
