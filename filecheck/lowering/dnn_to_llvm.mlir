@@ -1,0 +1,89 @@
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p convert-dnn-to-llvm | filecheck %s
+// RUN: not pyocc-opt %s --split-input-file -p "convert-dnn-to-llvm{target=cuda}" 2>&1 | filecheck %s --check-prefix=TARGET
+
+// A lazy conv + relu: one aligned_alloc/free pair with its accounting, one
+// kernel call per compute op through the dispatcher, weights as offsets into
+// the constant pool (the splat bias lands at the next 64-byte boundary).
+
+func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %w = "dnn.weight"() <{value = dense_resource<w> : tensor<4x3x3x3xf32>}> : () -> memref<4x3x3x3xf32>
+  %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<4xf32>
+  %t = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
+  "dnn.conv"(%x, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>}> : (memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>, memref<1x4x8x8xf32>) -> ()
+  %v = "dnn.view"(%t) : (memref<1x4x8x8xf32>) -> memref<256xf32>
+  "dnn.unary"(%t, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.dealloc %t {size = 1024 : i64} : memref<1x4x8x8xf32>
+  func.return
+}
+
+// CHECK:      llvm.mlir.global internal @conv_relu_kernel(0 : i64)
+// CHECK:      llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22kernel\22:\22conv\22{{.*}}\22kwargs\22:{\22pads\22:[1,1,1,1]}{{.*}}\22kernel\22:\22unary\22{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:1024}}\00")
+// CHECK:      llvm.func @conv_relu_init(%{{.*}}: !llvm.ptr)
+// CHECK:      llvm.func @conv_relu_destroy()
+// CHECK:      llvm.func internal @conv_relu_dispatch(%[[SITE:.*]]: i64, %[[BUFS:.*]]: !llvm.ptr)
+// CHECK:        %[[FN:.*]] = llvm.inttoptr
+// CHECK-NEXT:   llvm.call %[[FN]](%[[SITE]], %[[BUFS]]) : !llvm.ptr, (i64, !llvm.ptr) -> ()
+// CHECK:      llvm.func @conv_relu_meta() -> !llvm.ptr
+// CHECK:      llvm.func @conv_relu_run(%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[WTS:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr) -> i32
+// CHECK:        %[[SLOTS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
+// CHECK:        %[[X:.*]] = llvm.load %[[IN]] : !llvm.ptr -> !llvm.ptr
+// CHECK:        %[[Y:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
+// CHECK:        %[[B:.*]] = llvm.getelementptr inbounds %[[WTS]][448] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:        %[[T:.*]] = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
+// CHECK:        llvm.cond_br %{{.*}}, ^[[OOM:.*]], ^[[OK:.*]]
+// CHECK:      ^[[OK]]:
+// CHECK:        llvm.store %[[X]], %[[SLOTS]]
+// CHECK:        llvm.store %[[WTS]], %{{.*}}
+// CHECK:        llvm.store %[[B]], %{{.*}}
+// CHECK:        %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:        llvm.store %[[NULL]], %{{.*}}
+// CHECK:        llvm.store %[[T]], %{{.*}}
+// CHECK:        llvm.call @conv_relu_dispatch(%{{.*}}, %[[SLOTS]]) : (i64, !llvm.ptr) -> ()
+// CHECK:        llvm.store %[[T]], %[[SLOTS]]
+// CHECK:        llvm.store %[[Y]], %{{.*}}
+// CHECK:        llvm.call @conv_relu_dispatch(%{{.*}}, %[[SLOTS]]) : (i64, !llvm.ptr) -> ()
+// CHECK:        llvm.call @free(%[[T]]) : (!llvm.ptr) -> ()
+// CHECK:        llvm.mlir.constant(-1024) : i64
+// CHECK:        llvm.return %{{.*}} : i32
+// CHECK:      ^[[OOM]]:
+// CHECK-NEXT:   %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:   llvm.return %[[ONE]] : i32
+// CHECK:      llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
+// CHECK-NEXT: llvm.func @free(!llvm.ptr)
+// CHECK-NEXT: llvm.func @memcpy(!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
+// CHECK:      llvm.func @pyocc_functions() -> !llvm.ptr
+
+// TARGET: convert-dnn-to-llvm: target 'cuda' is not available yet
+
+// -----
+
+// Pool mode: one allocation; each buffer is the pool plus its offset.
+
+func.func @pool(%x: memref<16xf32> {onnx.name = "x"}, %y: memref<16xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 128 : i64} : memref<128xi8>
+  %a = dnn.mem_offset %p {offset = 0 : i64, size = 64 : i64} : memref<128xi8> -> memref<16xf32>
+  %b = dnn.mem_offset %p {offset = 64 : i64, size = 64 : i64} : memref<128xi8> -> memref<16xf32>
+  "dnn.unary"(%x, %a) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<16xf32>, memref<16xf32>) -> ()
+  "dnn.unary"(%a, %b) <{operandSegmentSizes = array<i32: 1, 1>, fn = "exp"}> : (memref<16xf32>, memref<16xf32>) -> ()
+  "dnn.memcpy"(%b, %y) <{kind = "host_to_host", size = 64 : i64}> : (memref<16xf32>, memref<16xf32>) -> ()
+  dnn.pool_release %p : memref<128xi8>
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @pool_run(
+// CHECK:         %[[P:.*]] = llvm.call @aligned_alloc
+// CHECK-NOT:     @aligned_alloc
+// CHECK:         %[[B:.*]] = llvm.getelementptr inbounds %[[P]][64] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.call @memcpy(%{{.*}}, %[[B]], %{{.*}})
+// CHECK:         llvm.call @free(%[[P]])
+
+// -----
+
+// Negative twin: an op without a host lowering stops the pass and is named.
+
+func.func @unknown_op(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {onnx.name = "y", dnn.output}) {
+  "dnn.memcpy"(%x, %y) <{kind = "host_to_device", size = 16 : i64}> : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.memcpy: kind 'host_to_device' needs a device
