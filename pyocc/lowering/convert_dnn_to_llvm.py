@@ -45,7 +45,6 @@ shim; every other op goes through `xdsl.backend.llvm`.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -582,7 +581,7 @@ def to_llvmlite(module: ModuleOp) -> llvmlite.ir.Module:
             if isinstance(op, llvm.CallOp) and op.callee is None:
                 target, *args = (values[a] for a in op.args)
                 signature = ir.FunctionType(
-                    ir.VoidType() if op.returned is None else values_type(op.returned.type),
+                    ir.VoidType() if op.returned is None else _llvm_type(op.returned.type),
                     [a.type for a in args])
                 # llvmlite's call() reads the signature from a typed pointer, and
                 # builder.bitcast() drops a ptr -> ptr cast: insert the cast by hand
@@ -596,7 +595,7 @@ def to_llvmlite(module: ModuleOp) -> llvmlite.ir.Module:
     return llvm_module
 
 
-def values_type(t: Attribute) -> llvmlite.ir.Type:
+def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
     from xdsl.backend.llvm.convert_type import convert_type
 
     return convert_type(t)
