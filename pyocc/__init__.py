@@ -7,3 +7,12 @@ starts fast.
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`pyocc.compile`, `pyocc.lower` and friends, imported on first use."""
+    if name in ("compile", "lower", "Model", "MemoryReport"):
+        from pyocc import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'pyocc' has no attribute {name!r}")

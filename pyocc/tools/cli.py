@@ -1,0 +1,174 @@
+"""`pyocc`: compile, run and plan ONNX models.
+
+    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager]
+    pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
+    pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
+    pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
+
+User mistakes are one line on stderr and a non-zero exit; nothing is written
+half-way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from pyocc.errors import PyoccError
+
+
+def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
+    from pyocc.frontend.onnx_import import parse_shape
+
+    shapes = {}
+    for spec in specs:
+        name, sep, dims = spec.rpartition("=")
+        if not sep or not name:
+            raise PyoccError(f"--shape '{spec}' must look like NAME=1x3x224x224")
+        shapes[name] = parse_shape(dims)
+    return shapes
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, then rename: never half a file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".pyocc-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="the .onnx file")
+    p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
+                   help="memory mode (default: pool)")
+    p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
+                   help="fix a graph input's shape (repeatable)")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from pyocc.api import compile as compile_model
+
+    model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                          shapes=_shapes(args.shape))
+    if args.inputs:
+        try:
+            data = np.load(args.inputs)
+        except (OSError, ValueError) as e:
+            raise PyoccError(f"{args.inputs}: cannot read inputs ({e})") from None
+        inputs = {k: data[k] for k in data.files}
+    else:
+        rng = np.random.default_rng(args.seed)
+        inputs = {}
+        for spec in model.native.meta["inputs"]:
+            name, shape, dtype = spec["name"], spec["shape"], spec["dtype"]
+            inputs[name] = (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
+                            else rng.integers(0, 2, shape).astype(dtype))
+    outputs = model.run(inputs)
+    if args.save_outputs:
+        import io
+
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        _write_atomically(Path(args.save_outputs), buffer.getvalue())
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}, mean {float(np.mean(value)):.6g}")
+    print(model.memory_report())
+    return 0
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from pyocc.api import compile as compile_model
+
+    out = Path(args.output)
+    if out.suffix not in (".so", ".o", ".ll"):
+        raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
+    model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                          shapes=_shapes(args.shape))
+    model.save(out)
+    print(f"wrote {out}")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from pyocc.api import lower
+
+    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape))
+    if args.liveness:
+        text = "\n".join(
+            f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"
+            for b in report.buffers) + "\n"
+    elif args.format == "json":
+        text = json.dumps(report.to_json(), indent=2) + "\n"
+    else:
+        text = str(report) + "\n"
+    if args.output:
+        _write_atomically(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
+    from pyocc.planning.cli import main as plan_json_main
+
+    return plan_json_main(rest)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `pyocc` (one subcommand per job)."""
+    parser = argparse.ArgumentParser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="compile and run a model on random or given inputs")
+    _common(run)
+    run.add_argument("--target", default="host", help="host (default)")
+    run.add_argument("--inputs", help=".npz with one array per graph input name")
+    run.add_argument("--save-outputs", help="write outputs to this .npz")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    comp = sub.add_parser("compile", help="compile a model to .so, .o or .ll")
+    _common(comp)
+    comp.add_argument("--target", default="host", help="host (default)")
+    comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
+    plan = sub.add_parser("plan", help="print the memory plan of a model")
+    _common(plan)
+    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
+    plan.add_argument("-o", "--output", help="write to this file")
+    sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `pyocc`."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["plan-json"]:
+        from pyocc.planning.cli import main as plan_json_main
+
+        return plan_json_main(args_list[1:])
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    try:
+        handler = {"run": cmd_run, "compile": cmd_compile, "plan": cmd_plan}[args.command]
+        return handler(args)
+    except PyoccError as e:
+        print(f"pyocc: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("pyocc: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

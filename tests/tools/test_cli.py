@@ -1,0 +1,62 @@
+"""The `pyocc` command: plan, run and compile, and one clear line for each
+user mistake."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import light_model_path
+
+PYOCC = str(Path(sys.executable).with_name("pyocc"))
+
+
+def pyocc(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([PYOCC, *args], capture_output=True, text=True)
+
+
+def test_plan_json_has_the_report_fields() -> None:
+    result = pyocc("plan", str(light_model_path("squeezenet")), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "naive_bytes",
+                "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
+        assert key in report
+    assert report["activation_bytes"] == report["lower_bound_bytes"] < report["naive_bytes"]
+    assert all({"name", "bytes", "offset", "first", "last"} <= set(b) for b in report["buffers"])
+
+
+def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
+    x = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", data_0=x)
+    out = tmp_path / "out.npz"
+    lazy = pyocc("run", str(light_model_path("squeezenet")), "--inputs", str(tmp_path / "in.npz"),
+                 "--save-outputs", str(out), "--memory", "lazy")
+    assert lazy.returncode == 0, lazy.stderr
+    first = np.load(out)["softmaxout_1"]
+    pool = pyocc("run", str(light_model_path("squeezenet")), "--inputs", str(tmp_path / "in.npz"),
+                 "--save-outputs", str(out), "--memory", "pool")
+    assert pool.returncode == 0, pool.stderr
+    np.testing.assert_allclose(np.load(out)["softmaxout_1"], first, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["run", "missing.onnx"], "missing.onnx: no such file"),
+    (["compile", "MODEL", "-o", "model.exe"], "unknown output kind '.exe'"),
+    (["plan", "MODEL", "--planner", "magic"], "unknown planner 'magic'"),
+    (["run", "MODEL", "--inputs", "nothing.npz"], "nothing.npz: cannot read inputs"),
+    (["run", "MODEL", "--target", "cuda"], "target 'cuda' is not available yet"),
+])
+def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
+    args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]
+    args = [str(tmp_path / a) if a.endswith((".exe", ".npz")) else a for a in args]
+    result = pyocc(*args)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert not any(tmp_path.iterdir())
