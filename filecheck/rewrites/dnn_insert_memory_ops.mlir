@@ -60,3 +60,43 @@ func.func @returned_view_is_copied(%x: tensor<4x4xf32>) -> tensor<16xf32> {
   %v = "dnn.view"(%a) : (tensor<4x4xf32>) -> tensor<16xf32>
   func.return %v : tensor<16xf32>
 }
+
+// -----
+
+// A residual block: the skip input stays alive across the branch.
+// LAZY-LABEL: func.func @residual
+// LAZY: %[[A:.*]] = dnn.malloc {size = 256 : i64}
+// LAZY: "dnn.unary"(%x, %[[A]]) <{fn = "relu"
+// LAZY: %[[B:.*]] = dnn.malloc {size = 256 : i64}
+// LAZY: "dnn.unary"(%[[A]], %[[B]]) <{fn = "exp"
+// LAZY-NOT: dnn.dealloc %[[A]]
+// LAZY: %[[C:.*]] = dnn.malloc {size = 256 : i64}
+// LAZY: "dnn.unary"(%[[B]], %[[C]]) <{fn = "tanh"
+// LAZY-NEXT: dnn.dealloc %[[B]]
+// LAZY-NEXT: "dnn.binary"(%[[C]], %[[A]], %{{.*}}) <{fn = "add"
+// LAZY-DAG: dnn.dealloc %[[A]]
+// LAZY-DAG: dnn.dealloc %[[C]]
+func.func @residual(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
+  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
+  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
+  %d = "dnn.binary"(%c, %a) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  func.return %d : tensor<64xf32>
+}
+
+// -----
+
+// A concat: both inputs live until the concat, then are freed together.
+// LAZY-LABEL: func.func @concat
+// LAZY: %[[A:.*]] = dnn.malloc {size = 64 : i64}
+// LAZY: %[[B:.*]] = dnn.malloc {size = 64 : i64}
+// LAZY: "dnn.concat"(%[[A]], %[[B]], %{{.*}}) <{axis = 0 : i64
+// LAZY-DAG: dnn.dealloc %[[A]]
+// LAZY-DAG: dnn.dealloc %[[B]]
+// LAZY: func.return
+func.func @concat(%x: tensor<16xf32>) -> tensor<32xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
+  %b = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
+  %c = "dnn.concat"(%a, %b) <{axis = 0 : i64, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  func.return %c : tensor<32xf32>
+}
