@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from pyocc.dialects.dnn import ops as d
 
@@ -169,5 +169,3 @@ def analyze_module(module: Operation) -> list[Liveness]:
     """Liveness of every function in a module."""
     return [analyze_function(op) for op in module.walk() if isinstance(op, func.FuncOp)]
 
-
-del BlockArgument

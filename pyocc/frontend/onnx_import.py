@@ -265,7 +265,6 @@ class _Importer:
 
     # -- step 2 ----------------------------------------------------------
     def fold_and_infer(self) -> None:
-        import onnx
         from onnx import numpy_helper
 
         graph = self.model.graph
@@ -284,9 +283,9 @@ class _Importer:
             if done:
                 break
         self.nodes = nodes
-        del onnx
 
     def infer_types(self, nodes: list) -> None:
+        import numpy as np
         import onnx
         from onnx import helper, numpy_helper
 
@@ -303,7 +302,7 @@ class _Importer:
             for name, v in self.consts.items() if isinstance(v, Splat)
         ]
         shape_inits = [
-            numpy_helper.from_array(__import__("numpy").array(v.shape, dtype="int64"), name + "__pyocc_shape")
+            numpy_helper.from_array(np.array(v.shape, dtype=np.int64), name + "__pyocc_shape")
             for name, v in self.consts.items() if isinstance(v, Splat)
         ]
         init_names = set(self.consts)
@@ -645,7 +644,7 @@ def _import_resize(imp: _Importer, node: Any, operands: list[SSAValue], attrs: d
     return cls.create(operands=operands, result_types=types, properties=props)
 
 
-def _import_upsample_like_clip(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+def _import_clip(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
     cls = OP_BY_TYPE["Clip"]
     props: dict[str, Attribute] = {}
     for bound in ("min", "max"):
@@ -671,7 +670,7 @@ SPECIAL_IMPORTS: dict[str, ImportRule] = {
     "LogSoftmax": _import_softmax,
     "Dropout": _import_dropout,
     "Resize": _import_resize,
-    "Clip": _import_upsample_like_clip,
+    "Clip": _import_clip,
     "Split": _import_split,
     "Range": _import_range,
 }

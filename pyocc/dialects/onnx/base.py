@@ -330,7 +330,7 @@ class PoolOp(OnnxOp, ABC):
         kernel = self.ints_attr("kernel_shape")
         if kernel is None:
             raise self.fail("attribute kernel_shape is required")
-        check_spatial_attrs(self, rank - 2, kernel=kernel)
+        check_spatial_attrs(self, rank - 2)
         if self.result_shape()[:2] != shape_of(self.X)[:2]:
             raise self.fail("result must keep the input's N and C dimensions")
 
@@ -400,7 +400,7 @@ def check_element_kind(op: OnnxOp, value: SSAValue, accepts: str) -> None:
         raise op.fail(f"operand must have {kind} element type, got {elem}")
 
 
-def check_spatial_attrs(op: OnnxOp, spatial: int, kernel: Sequence[int] | None) -> None:
+def check_spatial_attrs(op: OnnxOp, spatial: int) -> None:
     """kernel_shape, strides, dilations and pads must match the number of
     spatial dimensions (pads twice over: begins, then ends)."""
     for name, expected in (("kernel_shape", spatial), ("strides", spatial),
@@ -420,4 +420,3 @@ def check_spatial_attrs(op: OnnxOp, spatial: int, kernel: Sequence[int] | None) 
     auto_pad = op.str_attr("auto_pad") if "auto_pad" in op.properties else "NOTSET"
     if auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
         raise op.fail(f"auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got {auto_pad!r}")
-    del kernel

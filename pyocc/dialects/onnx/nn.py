@@ -54,7 +54,7 @@ class ConvLikeOp(OnnxOp):
         if group < 1:
             raise self.fail(f"group must be >= 1, got {group}")
         kernel = self.ints_attr("kernel_shape")
-        check_spatial_attrs(self, len(x) - 2, kernel)
+        check_spatial_attrs(self, len(x) - 2)
         if kernel is not None and list(kernel) != list(w[2:]):
             raise self.fail(f"kernel_shape {kernel} does not match the weight's spatial shape {list(w[2:])}")
         if w_in_channels_axis == 1 and x[1] != w[1] * group:
