@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyocc.errors import PyoccError
+from pyocc.pipelines import MEMORY_MODES, Options
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
-MEMORY_MODES = ("eager", "lazy", "pool")
 
 
 @dataclass
@@ -90,9 +90,11 @@ def lower(
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
+    options: Options | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report."""
+    mode; returns the module and its memory report. `options` (see
+    pyocc.pipelines.Options), when given, overrides memory/planner/alignment."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -100,24 +102,24 @@ def lower(
     from pyocc.analysis.liveness import analyze_function
     from pyocc.dialects.dnn import ops as d
     from pyocc.frontend.onnx_import import import_model
-    from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
-    from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
-    from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
+    from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
+    if options is None:
+        options = Options(memory=memory, planner=planner, alignment=alignment)
+    memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     module = import_model(model, shapes)
+    ctx = Context()
     try:
-        ConvertOnnxToDnnPass().apply(Context(), module)
+        run_passes(ctx, module, tensor_passes(options))
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
-        DnnInsertMemoryOpsPass(mode="eager" if memory == "eager" else "lazy", alignment=alignment).apply(Context(), module)
+        run_passes(ctx, module, buffer_passes(options))
         start = time.perf_counter()
-        if memory == "pool":
-            DnnMemoryPoolPass(planner=planner, alignment=alignment).apply(Context(), module)
+        run_passes(ctx, module, pool_passes(options))
         plan_ms = (time.perf_counter() - start) * 1000
-        module.verify()
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))

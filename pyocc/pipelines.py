@@ -3,6 +3,17 @@
     occamy-eager   onnx -> dnn -> buffers, everything allocated at entry
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
+
+A flow has three stages, each a list of passes built from `Options`:
+
+    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors
+    buffer_passes   tensor form -> buffer form with malloc/dealloc
+    pool_passes     malloc/dealloc -> one planned pool (pool mode only)
+
+The Python API (`pyocc.api.lower`) runs the same stages, so the command
+line, `pyocc-opt` and the API can never disagree about what a mode means.
+A new pass joins a flow by appending itself to the stage it belongs to,
+behind an `Options` field that can turn it off.
 """
 
 from __future__ import annotations
@@ -13,11 +24,54 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
-from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
+MEMORY_MODES = ("eager", "lazy", "pool")
 
 
-def _run(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None:
+@dataclass(frozen=True)
+class Options:
+    """What a flow does; every field has the default `pyocc` uses."""
+
+    memory: str = "pool"
+    """eager, lazy or pool."""
+
+    planner: str = "auto"
+    """The pool planner (see dnn-memory-pool); pool mode only."""
+
+    alignment: int = 64
+    """Byte alignment of every buffer."""
+
+
+def tensor_passes(options: Options) -> list[ModulePass]:
+    """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
+    from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+
+    return [ConvertOnnxToDnnPass()]
+
+
+def buffer_passes(options: Options) -> list[ModulePass]:
+    """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
+    from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
+
+    mode = "eager" if options.memory == "eager" else "lazy"
+    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+
+
+def pool_passes(options: Options) -> list[ModulePass]:
+    """malloc/dealloc -> one planned pool; empty outside pool mode."""
+    from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
+
+    if options.memory != "pool":
+        return []
+    return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment)]
+
+
+def all_passes(options: Options) -> list[ModulePass]:
+    """The whole flow, stage after stage."""
+    return [*tensor_passes(options), *buffer_passes(options), *pool_passes(options)]
+
+
+def run_passes(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None:
+    """Apply `passes` in order, verifying the module after each."""
     for p in passes:
         p.apply(ctx, module)
         module.verify()
@@ -30,7 +84,7 @@ class OccamyEagerPipeline(ModulePass):
     name = "occamy-eager"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(ctx, op, [ConvertOnnxToDnnPass(), DnnInsertMemoryOpsPass(mode="eager")])
+        run_passes(ctx, op, all_passes(Options(memory="eager")))
 
 
 @dataclass(frozen=True)
@@ -40,7 +94,7 @@ class OccamyLazyPipeline(ModulePass):
     name = "occamy-lazy"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        _run(ctx, op, [ConvertOnnxToDnnPass(), DnnInsertMemoryOpsPass(mode="lazy")])
+        run_passes(ctx, op, all_passes(Options(memory="lazy")))
 
 
 @dataclass(frozen=True)
@@ -56,10 +110,7 @@ class OccamyPoolPipeline(ModulePass):
     """Byte alignment of every buffer in the pool."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
-
-        _run(ctx, op, [ConvertOnnxToDnnPass(), DnnInsertMemoryOpsPass(mode="lazy"),
-                       DnnMemoryPoolPass(planner=self.planner, alignment=self.alignment)])
+        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment)))
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}
