@@ -40,6 +40,13 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    memory_pools: str = ""
+    """Named pools, e.g. "sram:size=1MiB,dram" (pool mode; see
+    pyocc.planning.pools); empty: one anonymous pool."""
+
+    pool_policy: str = "traffic"
+    """Which buffers a bounded pool keeps: traffic or first-fit (baseline)."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -62,7 +69,8 @@ def pool_passes(options: Options) -> list[ModulePass]:
 
     if options.memory != "pool":
         return []
-    return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment)]
+    return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
+                              pools=options.memory_pools, policy=options.pool_policy)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:
@@ -109,8 +117,12 @@ class OccamyPoolPipeline(ModulePass):
     alignment: int = 64
     """Byte alignment of every buffer in the pool."""
 
+    pools: str = ""
+    """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment)))
+        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
+                                               memory_pools=self.pools)))
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}
