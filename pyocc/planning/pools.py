@@ -15,9 +15,10 @@ pool in the given order, which of the buffers still unplaced it keeps:
   plus written per byte of footprint-time (``traffic / (size * steps)``:
   often-used and short-lived first, the larger first on ties), places them
   one by one at the lowest free gap and keeps each one whose end stays
-  within the limit. It also tries plain orders (most traffic first, program
-  order) and keeps whichever ranking serves the most traffic, then re-plans
-  the kept set with ``plan_memory`` and fills what that frees. The policy
+  within the limit. It also tries plain orders (most traffic first, most
+  traffic per byte, smallest first, program order) and keeps whichever
+  ranking serves the most traffic (so never less than the baseline), then
+  re-plans the kept set with ``plan_memory`` and fills what that frees. The policy
   ``first-fit`` is the simple baseline: program order, first fit, no
   ranking;
 * what a pool does not keep **spills** to the buffer's next candidate. A
@@ -268,7 +269,9 @@ def _rankings(buffers: list[Buffer], policy: str) -> list[list[Buffer]]:
 
     by_density = sorted(buffers, key=lambda b: (density(b), b.size), reverse=True)
     by_traffic = sorted(buffers, key=lambda b: (b.traffic_bytes(), -b.size), reverse=True)
-    return [by_density, by_traffic, program]
+    by_uses = sorted(buffers, key=lambda b: (b.traffic_bytes() / max(b.size, 1), -b.size), reverse=True)
+    by_small = sorted(buffers, key=lambda b: b.size)
+    return [by_density, by_traffic, program, by_uses, by_small]
 
 
 def _fill(packer: _Packer, order: Iterable[Buffer]) -> int:
