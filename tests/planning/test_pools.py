@@ -251,3 +251,40 @@ def test_bad_pool_json(pool: dict, message: str) -> None:
     with pytest.raises(PlanningError) as error:
         problem_from_json({"format": "pyocc-plan-problem", "version": 1, "buffers": [], "pools": [pool]})
     assert str(error.value) == message
+
+
+# ----------------------------------------------------------------- plan-json --pools
+
+
+def write_problem(tmp_path, dram_size: int | None) -> str:
+    """A three-buffer chain and a 4 KiB SRAM + DRAM problem file."""
+    import json
+
+    path = tmp_path / "problem.json"
+    path.write_text(json.dumps({
+        "format": "pyocc-plan-problem", "version": 1,
+        "buffers": [{"name": n, "size": 4096, "first": i, "last": i + 1} for i, n in enumerate("abc")],
+        "pools": [{"name": "sram", "size": 4096}, {"name": "dram", "size": dram_size}],
+    }))
+    return str(path)
+
+
+def test_plan_json_with_pools(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from pyocc.planning.cli import main
+
+    assert main([write_problem(tmp_path, None), "--pools"]) == 0
+    solution = json.loads(capsys.readouterr().out)
+    assert solution["format"] == "pyocc-pools-solution"
+    assert [[a["name"] for a in p["allocations"]] for p in solution["pools"]] == [["a", "c"], ["b"]]
+
+
+def test_plan_json_pool_overflow_is_one_line(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    from pyocc.planning.cli import main
+
+    problem = write_problem(tmp_path, 2048)
+    assert main([problem, "--pools"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"error: {problem}: buffer 'b' (4,096 bytes) fits in no pool: its last candidate, pool 'dram' "
+                   "(2,048 bytes), lacks 2,048 bytes; make 'dram' larger or add a pool after it\n")
