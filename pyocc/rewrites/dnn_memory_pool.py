@@ -149,6 +149,11 @@ class DnnMemoryPoolPass(ModulePass):
             mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
             if not mallocs:
                 continue
+            dynamic = next((m for m in mallocs if not _is_static(m.result.type)), None)
+            if dynamic is not None:
+                raise PassFailedException(
+                    f"dnn-memory-pool: buffer %{dynamic.result.name_hint or '?'} ({dynamic.result.type}) has no static "
+                    "size; fix the input shape, or give pools=... to leave it to the runtime allocator")
             problem = planning_problem(liveness, self.alignment)
             try:
                 plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
