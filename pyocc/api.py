@@ -144,10 +144,13 @@ def lower(
     alignment: int = 64,
     options: Options | None = None,
     memory_pools: str | None = None,
+    pool_candidates: str | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `memory_pools` (e.g.
-    "sram:size=1MiB,dram", pool mode only) plans across named pools.
+    "sram:size=1MiB,dram", pool mode only) plans across named pools;
+    `pool_candidates` ("concat=dram,conv=sram+dram") restricts the pools of
+    the buffers each kind of op writes.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/memory_pools."""
     from xdsl.context import Context
@@ -160,12 +163,15 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, memory_pools=memory_pools or "")
+        options = Options(memory=memory, planner=planner, alignment=alignment, memory_pools=memory_pools or "",
+                          pool_candidates=pool_candidates or "")
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
     if options.memory_pools and memory != "pool":
         raise PyoccError(f"memory pools need memory mode 'pool', got '{memory}'; drop --memory-pools or use --memory pool")
+    if options.pool_candidates and not options.memory_pools:
+        raise PyoccError("pool candidates need memory pools; add --memory-pools, e.g. 'sram:size=1MiB,dram'")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     module = import_model(model, shapes)
     ctx = Context()
@@ -298,14 +304,17 @@ def compile(  # noqa: A001 - the name users expect
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
     memory_pools: str | None = None,
+    pool_candidates: str | None = None,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'.
     `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
-    host every pool is plain memory, allocated once per run."""
+    host every pool is plain memory, allocated once per run.
+    `pool_candidates` ("concat=dram") restricts pools per kind of op."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, memory_pools=memory_pools)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, memory_pools=memory_pools,
+                           pool_candidates=pool_candidates)
     return Model(module, report, compile_module(module))

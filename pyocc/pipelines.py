@@ -47,6 +47,9 @@ class Options:
     pool_policy: str = "traffic"
     """Which buffers a bounded pool keeps: traffic or first-fit (baseline)."""
 
+    pool_candidates: str = ""
+    """Per op kind candidate pools with memory_pools, e.g. "concat=dram"."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -70,7 +73,8 @@ def pool_passes(options: Options) -> list[ModulePass]:
     if options.memory != "pool":
         return []
     return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
-                              pools=options.memory_pools, policy=options.pool_policy)]
+                              pools=options.memory_pools, policy=options.pool_policy,
+                              candidates=options.pool_candidates)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:

@@ -1,5 +1,7 @@
 // RUN: pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram:size=4KiB,dram"}' | filecheck %s
 // RUN: pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram,dram"}' | filecheck %s --check-prefix=UNBOUNDED
+// RUN: pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram:size=4KiB,dram" candidates="unary=dram"}' | filecheck %s --check-prefix=KIND
+// RUN: not pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram,dram" candidates="relu=dram"}' 2>&1 | filecheck %s --check-prefix=BADKIND
 // RUN: not pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram:size=4KiB,dram:size=2KiB"}' 2>&1 | filecheck %s --check-prefix=OVERFLOW
 // RUN: not pyocc-opt %s -p 'dnn-insert-memory-ops{mode=lazy},dnn-memory-pool{pools="sram:size=4KB,dram"}' 2>&1 | filecheck %s --check-prefix=BADSPEC
 
@@ -25,6 +27,15 @@
 // UNBOUNDED: dnn.pool_init {size = 8192 : i64, pool_name = "sram"}
 // UNBOUNDED-NOT: pool_name = "dram"
 // UNBOUNDED-NOT: dnn.malloc
+
+// Per-kind candidates: buffers written by dnn.unary may only use the DRAM,
+// so the SRAM keeps nothing and is not allocated.
+// KIND-NOT: pool_name = "sram"
+// KIND: %[[D:.*]] = dnn.pool_init {size = 8192 : i64, pool_name = "dram"}
+// KIND: %a = dnn.mem_offset %[[D]]
+// KIND: %b = dnn.mem_offset %[[D]]
+// KIND: %c = dnn.mem_offset %[[D]]
+// BADKIND: pyocc-opt: error: dnn-memory-pool: pool candidates: unknown op kind 'relu' (e.g. conv, concat, gemm, softmax)
 
 // OVERFLOW: pyocc-opt: error: dnn-memory-pool: buffer 'b' (4,096 bytes) fits in no pool: its last candidate, pool 'dram' (2,048 bytes), lacks 2,048 bytes; make 'dram' larger or add a pool after it
 // BADSPEC: pyocc-opt: error: dnn-memory-pool: memory pools: pool 'sram': size '4KB' must be a number of bytes, optionally with KiB, MiB or GiB (e.g. 512KiB)

@@ -162,6 +162,30 @@ def parse_memory_pools(spec: str, default_alignment: int = 1) -> tuple[MemoryPoo
     return tuple(pools)
 
 
+def parse_pool_candidates(spec: str, pools: Sequence[MemoryPool]) -> dict[str, tuple[str, ...]]:
+    """Per-kind candidate pools from ``KIND=POOL[+POOL...][,KIND=...]``, e.g.
+    ``"concat=dram,conv=sram+dram"``: buffers of that kind (for a compiler:
+    the kind of op that writes them) try only those pools, in that order.
+    ``PlanningError`` for a malformed entry, an unknown pool or a kind named
+    twice. An empty spec gives no overrides."""
+    known = {p.name for p in pools}
+    result: dict[str, tuple[str, ...]] = {}
+    if not spec.strip():
+        return result
+    for entry in spec.split(","):
+        kind, sep, names = (piece.strip() for piece in entry.partition("="))
+        if not sep or not kind or not names:
+            raise PlanningError(f"pool candidates: {entry.strip()!r} must look like KIND=POOL[+POOL...], e.g. conv=sram+dram")
+        chosen = tuple(name.strip() for name in names.split("+"))
+        for name in chosen:
+            if name not in known:
+                raise PlanningError(f"pool candidates: {kind}: unknown pool {name!r} (pools: {', '.join(p.name for p in pools)})")
+        if kind in result:
+            raise PlanningError(f"pool candidates: kind {kind!r} is named twice")
+        result[kind] = chosen
+    return result
+
+
 @dataclass(frozen=True)
 class PoolsPlan:
     """Where every buffer lives: a pool and an offset in it."""

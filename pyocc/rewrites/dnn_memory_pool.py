@@ -13,7 +13,8 @@ the IR is rewritten.
 
 `pools="sram:size=1MiB,dram"` plans across named pools instead
 (pyocc.planning.pools: the fast pool keeps the buffers that carry the most
-traffic, the rest spill to the next): one `dnn.pool_init {pool_name = "sram"}`
+traffic, the rest spill to the next; `candidates="concat=dram"` restricts
+the buffers a kind of op writes to some pools): one `dnn.pool_init {pool_name = "sram"}`
 per pool that holds a buffer, each `dnn.mem_offset` on its pool's value. A
 buffer's traffic is its bytes times the compute ops that touch it (its
 writer and every reader). A malloc without a static size stays a
@@ -38,10 +39,14 @@ from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function
 from pyocc.dialects.dnn import ops as d
 
 
-def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False):
+def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False,
+                     candidates: dict[str, tuple[str, ...]] | None = None,
+                     kinds: dict | None = None):
     """The planner's input: one Buffer per malloc, live from its malloc to
     its last use (views included). `with_traffic` adds each buffer's traffic
-    (see `buffer_traffic`) and marks mallocs without a static size dynamic."""
+    (see `buffer_traffic`) and marks mallocs without a static size dynamic;
+    `candidates` (kind -> pools) gives a buffer whose writer's kind is in
+    `kinds` (buffer value -> kind, see `writer_kinds`) its candidate pools."""
     from collections import Counter
 
     from pyocc.planning import Buffer, Problem
@@ -55,11 +60,29 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
             continue
         # with pools, names show in overflow errors: keep the IR's name when unique
         name = b.name if counts[b.name] == 1 else f"{b.name}#{index}"
+        pools = (candidates or {}).get((kinds or {}).get(b.value, ""), ())
         if _is_static(b.value.type):
-            buffers.append(Buffer(name, b.bytes, b.first, b.last, alignment, traffic=buffer_traffic(b)))
+            buffers.append(Buffer(name, b.bytes, b.first, b.last, alignment, pools, buffer_traffic(b)))
         else:
-            buffers.append(Buffer(name, None, b.first, b.last, alignment, traffic=0))
+            buffers.append(Buffer(name, None, b.first, b.last, alignment, pools, 0))
     return Problem(tuple(buffers))
+
+
+def writer_kinds(function: func.FuncOp) -> dict:
+    """Buffer value -> the kind of the first compute op that writes it
+    (`conv` for dnn.conv), through views."""
+    kinds: dict = {}
+    for op in function.body.block.ops:
+        if isinstance(op, d.DnnComputeOp):
+            for value in op.destinations():
+                while isinstance(value.owner, d.ViewOp):
+                    value = value.owner.source
+                kinds.setdefault(value, op.name.removeprefix("dnn."))
+    return kinds
+
+
+COMPUTE_KINDS = frozenset(op.name.removeprefix("dnn.") for op in d.COMPUTE_OPS)
+"""The kinds `candidates=` may name: compute op names without `dnn.`."""
 
 
 def buffer_traffic(buffer: LiveBuffer) -> int:
@@ -132,6 +155,10 @@ class DnnMemoryPoolPass(ModulePass):
     """How a bounded pool picks its buffers: traffic (most traffic served)
     or first-fit (program order, the baseline)."""
 
+    candidates: str = ""
+    """Per op kind candidate pools, e.g. "concat=dram,conv=sram+dram": a
+    buffer written by that kind of op tries only those pools, in order."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         from pyocc.planning import ALGORITHMS, PlanningError, plan_memory
 
@@ -163,17 +190,26 @@ class DnnMemoryPoolPass(ModulePass):
 
     def _apply_pools(self, op: ModuleOp) -> None:
         """Plan every function across the named pools and rewrite it."""
-        from pyocc.planning import PlanningError, plan_pools
+        from pyocc.planning import PlanningError, parse_pool_candidates, plan_pools
 
         pools = memory_pools(self.pools, self.alignment)
         writable = [p for p in pools if not p.read_only and p.accessible_from("host")]
         if not writable:
             raise PassFailedException("dnn-memory-pool: no read-write pool the host can reach")
+        try:
+            candidates = parse_pool_candidates(self.candidates, writable)
+        except PlanningError as e:
+            raise PassFailedException(f"dnn-memory-pool: {e}") from None
+        unknown = sorted(set(candidates) - COMPUTE_KINDS)
+        if unknown:
+            raise PassFailedException(
+                f"dnn-memory-pool: pool candidates: unknown op kind {unknown[0]!r} (e.g. conv, concat, gemm, softmax)")
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             plan_weights(function, pools, self.alignment)
             if not any(isinstance(o, d.MallocOp) for o in function.body.block.ops):
                 continue
-            problem = planning_problem(analyze_function(function), self.alignment, with_traffic=True)
+            problem = planning_problem(analyze_function(function), self.alignment, with_traffic=True,
+                                       candidates=candidates, kinds=writer_kinds(function))
             try:
                 result = plan_pools(problem, writable, policy=self.policy, algorithm=self.planner,
                                     time_budget_ms=self.time_budget_ms)

@@ -56,6 +56,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
                    help="named pools tried in order, e.g. 'sram:size=1MiB,dram' (pool mode; "
                         "options size=, align=, targets=, ro)")
+    p.add_argument("--pool-candidates", default=None, metavar="KIND=POOL[+POOL],...",
+                   help="with --memory-pools: pools for the buffers each kind of op writes, e.g. 'concat=dram'")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
 
@@ -66,7 +68,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), memory_pools=args.memory_pools)
+                          shapes=_shapes(args.shape), memory_pools=args.memory_pools,
+                          pool_candidates=args.pool_candidates)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -100,7 +103,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), memory_pools=args.memory_pools)
+                          shapes=_shapes(args.shape), memory_pools=args.memory_pools,
+                          pool_candidates=args.pool_candidates)
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -110,7 +114,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                      memory_pools=args.memory_pools)
+                      memory_pools=args.memory_pools,
+                      pool_candidates=args.pool_candidates)
     if args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"

@@ -23,7 +23,7 @@ from pyocc.planning import (
     problem_to_json,
     verify_pools_plan,
 )
-from pyocc.planning.pools import parse_memory_pools, parse_size
+from pyocc.planning.pools import parse_memory_pools, parse_pool_candidates, parse_size
 
 KIB = 1024
 
@@ -67,6 +67,18 @@ def test_bad_specs_give_one_precise_line(spec: str, message: str) -> None:
         parse_memory_pools(spec)
     assert str(error.value) == message
     assert "\n" not in str(error.value)
+
+
+def test_pool_candidates_by_kind() -> None:
+    pools = parse_memory_pools("sram:size=1KiB,dram")
+    assert parse_pool_candidates("concat=dram, conv=sram+dram", pools) == {"concat": ("dram",), "conv": ("sram", "dram")}
+    assert parse_pool_candidates("", pools) == {}
+    for spec, message in [("conv", "pool candidates: 'conv' must look like KIND=POOL[+POOL...], e.g. conv=sram+dram"),
+                          ("conv=tcm", "pool candidates: conv: unknown pool 'tcm' (pools: sram, dram)"),
+                          ("conv=dram,conv=sram", "pool candidates: kind 'conv' is named twice")]:
+        with pytest.raises(PlanningError) as error:
+            parse_pool_candidates(spec, pools)
+        assert str(error.value) == message
 
 
 # ----------------------------------------------------------------- planning

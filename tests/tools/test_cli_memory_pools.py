@@ -38,6 +38,8 @@ def test_plan_reports_each_pool_and_the_fast_pool_share() -> None:
      "pyocc: error: dnn-memory-pool: buffer 'r0' (3,154,176 bytes) fits in no pool"),
     (["run", "MODEL", "--memory-pools", "sram:size=1MB,dram"],
      "pyocc: error: dnn-memory-pool: memory pools: pool 'sram': size '1MB' must be a number of bytes"),
+    (["plan", "MODEL", "--pool-candidates", "concat=dram"],
+     "pyocc: error: pool candidates need memory pools; add --memory-pools"),
     (["plan", "MODEL", "--memory", "lazy", "--memory-pools", "dram"],
      "pyocc: error: memory pools need memory mode 'pool', got 'lazy'"),
     (["plan", "MODEL", "--memory-pools", "sram:size=1MiB,dram,flash:ro:size=1MiB,rom:ro:size=3MiB"],
