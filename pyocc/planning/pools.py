@@ -13,14 +13,18 @@ pool in the given order, which of the buffers still unplaced it keeps:
 * a **bounded** pool keeps the buffers that serve the most traffic. The
   *policy* ``traffic`` ranks the candidates by traffic density, bytes read
   plus written per byte of footprint-time (``traffic / (size * steps)``:
-  often-used and short-lived first, the larger first on ties), places them
-  one by one at the lowest free gap and keeps each one whose end stays
-  within the limit. It also tries plain orders (most traffic first, most
-  traffic per byte, smallest first, program order) and keeps whichever
-  ranking serves the most traffic (so never less than the baseline), then
-  re-plans the kept set with ``plan_memory`` and fills what that frees. The policy
-  ``first-fit`` is the simple baseline: program order, first fit, no
-  ranking;
+  often-used and short-lived first, the larger first on ties), and also by
+  plain orders (most traffic, most traffic per byte, smallest first, program
+  order). For each ranking it builds two selections: *online*, placing the
+  buffers one by one at the lowest free gap and keeping each whose end stays
+  within the limit; and *by capacity*, keeping each buffer while the bytes
+  live at every step stay within the limit, then planning the kept set with
+  ``plan_memory``'s fast heuristics (shrinking the capacity by the overshoot
+  while the plan does not fit) and filling the holes online. The selection
+  that serves the most traffic wins (so never less than the baseline); its
+  buffers are re-planned and what that frees is filled once more. Inner
+  plans use no clock-bound search, so the choice is reproducible. The policy
+  ``first-fit`` is the simple baseline: program order, online, no ranking;
 * what a pool does not keep **spills** to the buffer's next candidate. A
   buffer that no candidate keeps is an error (``PoolOverflowError``) naming
   the buffer, its last candidate pool and how many bytes that pool lacks.
@@ -42,6 +46,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .algorithms import HEURISTICS
 from .placement import choose_gap
 from .planner import plan_memory
 from .problem import Buffer, Plan, PlanError, PlanningError, Problem, _is_int
@@ -303,24 +308,78 @@ def _fill(packer: _Packer, order: Iterable[Buffer]) -> int:
     return sum(b.traffic_bytes() for b in order if packer.try_place(b))
 
 
+def _capacity_greedy(order: list[Buffer], capacity: int) -> list[Buffer]:
+    """The buffers of ``order`` kept, in turn, while the bytes live at every
+    step stay within ``capacity`` (offsets ignored: a necessary condition)."""
+    if not order:
+        return []
+    start = min(b.first for b in order)
+    usage = [0] * (max(b.last for b in order) - start + 1)
+    kept = []
+    for b in order:
+        size = -(-b.size // b.alignment) * b.alignment
+        span = range(b.first - start, b.last - start + 1)
+        if max(usage[i] for i in span) + size <= capacity:
+            for i in span:
+                usage[i] += size
+            kept.append(b)
+    return kept
+
+
+CAPACITY_ATTEMPTS = 6
+"""How many times the capacity strategy shrinks its step capacity before giving up."""
+
+
+def _by_capacity(order: list[Buffer], limit: int, algorithm: str) -> _Packer | None:
+    """Choose by step capacity, then plan the chosen set offline (tighter
+    than placing one by one); shrink the capacity by the overshoot while the
+    plan passes the limit. The plan's holes are then filled first fit."""
+    capacity = limit
+    for _ in range(CAPACITY_ATTEMPTS):
+        chosen = _capacity_greedy(order, capacity)
+        if not chosen:
+            return None
+        # no time budget: only auto's fast heuristics, so the choice never depends on the clock
+        plan = plan_memory(Problem(tuple(chosen)), algorithm, time_budget_ms=0)
+        if plan.pool_size <= limit:
+            packer = _Packer(limit)
+            packer.placed = [(b, plan.offsets[b.name]) for b in chosen]
+            names = {b.name for b in chosen}
+            _fill(packer, [b for b in order if b.name not in names])
+            return packer
+        capacity -= plan.pool_size - limit
+    return None
+
+
 def _select_for_bounded(buffers: list[Buffer], pool: MemoryPool, policy: str,
-                        algorithm: str, time_budget_ms: float) -> tuple[Problem, Plan]:
-    """The buffers a bounded pool keeps, and their verified plan within the limit."""
-    best: _Packer | None = None
-    best_served = -1
-    best_order: list[Buffer] = []
+                        algorithm: str) -> tuple[Problem, Plan]:
+    """The buffers a bounded pool keeps, and their verified plan within the
+    limit. Inner plans use ``algorithm`` when it is a fast heuristic, else
+    auto's heuristics (no clock-bound search: the choice is reproducible)."""
+    assert pool.size is not None
+    if algorithm not in HEURISTICS:
+        algorithm = "auto"
+    candidates: list[tuple[_Packer, list[Buffer], str]] = []
     for order in _rankings(buffers, policy):
         packer = _Packer(pool.size)
-        served = _fill(packer, order)
-        if served > best_served:
-            best, best_served, best_order = packer, served, order
-    assert best is not None
+        _fill(packer, order)
+        candidates.append((packer, order, f"{policy}:first-fit"))
+    if policy == "traffic":
+        orders = _rankings(buffers, policy)
+        for order in orders:
+            packer = _by_capacity(order, pool.size, algorithm)
+            if packer is not None:
+                candidates.append((packer, order, "traffic:capacity"))
+
+    def served(packer: _Packer) -> int:
+        return sum(b.traffic_bytes() for b, _ in packer.placed)
+
+    best, best_order, name = max(candidates, key=lambda c: served(c[0]))  # first on ties
     kept = [b for b, _ in best.placed]
     offsets = best.offsets()
-    name = f"{policy}:first-fit"
     if policy == "traffic" and kept:
         # a tighter plan of the same buffers may leave room for more of the rest
-        replanned = plan_memory(Problem(tuple(kept)), algorithm, time_budget_ms=time_budget_ms)
+        replanned = plan_memory(Problem(tuple(kept)), algorithm, time_budget_ms=0)
         if replanned.pool_size < max(offsets[b.name] + b.size for b in kept):
             packer = _Packer(pool.size)
             packer.placed = [(b, replanned.offsets[b.name]) for b in kept]
@@ -328,7 +387,7 @@ def _select_for_bounded(buffers: list[Buffer], pool: MemoryPool, policy: str,
             _fill(packer, [b for b in best_order if b.name not in chosen])
             kept = [b for b, _ in packer.placed]
             offsets = packer.offsets()
-            name = f"traffic:{replanned.algorithm}+first-fit"
+            name = f"{name}+{replanned.algorithm}"
     problem = Problem(tuple(sorted(kept, key=lambda b: (b.first, b.name))))
     size = max((offsets[b.name] + b.size for b in problem.buffers), default=0)
     return problem, Plan(offsets, size, name, False, 0.0)
@@ -377,7 +436,7 @@ def plan_pools(problem: Problem, pools: Sequence[MemoryPool], *, policy: str = "
             kept = Problem(tuple(offered))
             plan = plan_memory(kept, algorithm, time_budget_ms=time_budget_ms)
         else:
-            kept, plan = _select_for_bounded(offered, pool, policy, algorithm, time_budget_ms)
+            kept, plan = _select_for_bounded(offered, pool, policy, algorithm)
             verify_plan(kept, plan)
             if plan.pool_size > pool.size:
                 raise PlanError(f"pool {pool.name!r}: plan of {plan.pool_size} bytes passes the limit {pool.size}")

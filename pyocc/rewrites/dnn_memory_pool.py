@@ -27,6 +27,7 @@ fits no pool fails the pass with the planner's one-line overflow message.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -111,24 +112,32 @@ def memory_pools(spec: str, alignment: int):
 
 
 def plan_weights(function: func.FuncOp, pools, alignment: int = 64) -> dict[str, int]:
-    """Planned weight bytes per read-only pool: the function's weights fill
-    the read-only pools of `pools` in order (first fit, spilling to the next),
-    or one unbounded `constants` pool when there is none;
-    `PassFailedException` when they do not fit."""
-    from pyocc.planning import Buffer, MemoryPool, PlanningError, Problem, plan_pools
+    """Planned weight bytes per read-only pool. Weights live for the whole
+    run, so a pool's plan is a stack (each weight at the next aligned
+    offset); they fill the read-only pools of `pools` in order, spilling to
+    the next when one is full, or one unbounded `constants` pool when there
+    is none. `PassFailedException` names a weight no pool can hold."""
+    from pyocc.planning import MemoryPool
 
     read_only = [p for p in pools if p.read_only] or [MemoryPool(WEIGHT_POOL, None, alignment, read_only=True)]
-    names = tuple(p.name for p in read_only)
-    weights = [o for o in function.body.block.ops if isinstance(o, d.WeightOp)]
-    steps = max(len(function.body.block.ops) - 1, 0)
-    problem = Problem(tuple(
-        Buffer(f"{o.result.name_hint or 'weight'}#{i}", d.type_bytes(o.result.type), 0, steps, alignment, names)
-        for i, o in enumerate(weights)))
-    try:
-        result = plan_pools(problem, read_only, policy="first-fit", algorithm="greedy-by-size")
-    except PlanningError as e:
-        raise PassFailedException(f"dnn-memory-pool: weights: {e}") from None
-    return result.pool_sizes()
+    used = {p.name: 0 for p in read_only}
+    for op in function.body.block.ops:
+        if not isinstance(op, d.WeightOp):
+            continue
+        size = d.type_bytes(op.result.type)
+        for pool in read_only:
+            step = math.lcm(alignment, pool.alignment)
+            offset = -(-used[pool.name] // step) * step
+            if pool.size is None or offset + size <= pool.size:
+                used[pool.name] = offset + size
+                break
+        else:
+            last = read_only[-1]
+            raise PassFailedException(
+                f"dnn-memory-pool: weights: weight %{op.result.name_hint or '?'} ({size:,d} bytes) fits in no "
+                f"read-only pool: the last, pool '{last.name}' ({last.size:,d} bytes), lacks "
+                f"{offset + size - last.size:,d} bytes; make '{last.name}' larger or add a read-only pool after it")
+    return used
 
 
 @dataclass(frozen=True)

@@ -300,3 +300,19 @@ def test_plan_json_pool_overflow_is_one_line(tmp_path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert err == (f"error: {problem}: buffer 'b' (4,096 bytes) fits in no pool: its last candidate, pool 'dram' "
                    "(2,048 bytes), lacks 2,048 bytes; make 'dram' larger or add a pool after it\n")
+
+
+def test_bounded_choice_is_reproducible() -> None:
+    """The choice of the fast pool's buffers uses no clock-bound search."""
+    rng = random.Random(11)
+    buffers = []
+    for i in range(200):
+        first = rng.randrange(150)
+        size = rng.choice([1, 2, 4, 8, 16, 64]) * KIB
+        buffers.append(Buffer(f"t{i}", size, first, first + rng.randrange(10), 64, traffic=size * rng.randrange(1, 5)))
+    problem = Problem(tuple(buffers))
+    pools = [MemoryPool("sram", 96 * KIB, 64), MemoryPool("dram", None, 64)]
+    first = plan_pools(problem, pools, algorithm="greedy-by-size")
+    again = plan_pools(problem, pools, algorithm="greedy-by-size", time_budget_ms=1)
+    assert first.assignment == again.assignment
+    assert first.plans["sram"].offsets == again.plans["sram"].offsets

@@ -43,8 +43,8 @@ def test_plan_reports_each_pool_and_the_fast_pool_share() -> None:
     (["plan", "MODEL", "--memory", "lazy", "--memory-pools", "dram"],
      "pyocc: error: memory pools need memory mode 'pool', got 'lazy'"),
     (["plan", "MODEL", "--memory-pools", "sram:size=1MiB,dram,flash:ro:size=1MiB,rom:ro:size=3MiB"],
-     "pyocc: error: dnn-memory-pool: weights: buffer 'conv10_w#50' (2,048,000 bytes) fits in no pool: "
-     "its last candidate, pool 'rom' (3,145,728 bytes), lacks "),
+     "pyocc: error: dnn-memory-pool: weights: weight %conv10_w (2,048,000 bytes) fits in no read-only pool: "
+     "the last, pool 'rom' (3,145,728 bytes), lacks 774,144 bytes; make 'rom' larger or add a read-only pool after it"),
 ])
 def test_overflow_and_bad_specs_are_one_line(args: list[str], message: str, tmp_path) -> None:
     args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]
