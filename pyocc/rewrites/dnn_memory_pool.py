@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -39,10 +40,17 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function
 from pyocc.dialects.dnn import ops as d
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from xdsl.ir import Attribute, SSAValue
+
+    from pyocc.planning import MemoryPool, PoolsPlan, Problem
+
 
 def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False,
                      candidates: dict[str, tuple[str, ...]] | None = None,
-                     kinds: dict | None = None):
+                     kinds: dict[SSAValue, str] | None = None) -> Problem:
     """The planner's input: one Buffer per malloc, live from its malloc to
     its last use (views included). `with_traffic` adds each buffer's traffic
     (see `buffer_traffic`) and marks mallocs without a static size dynamic;
@@ -69,10 +77,10 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
     return Problem(tuple(buffers))
 
 
-def writer_kinds(function: func.FuncOp) -> dict:
+def writer_kinds(function: func.FuncOp) -> dict[SSAValue, str]:
     """Buffer value -> the kind of the first compute op that writes it
     (`conv` for dnn.conv), through views."""
-    kinds: dict = {}
+    kinds: dict[SSAValue, str] = {}
     for op in function.body.block.ops:
         if isinstance(op, d.DnnComputeOp):
             for value in op.destinations():
@@ -92,7 +100,7 @@ def buffer_traffic(buffer: LiveBuffer) -> int:
     return buffer.bytes * max(len(buffer.consumers), 1)
 
 
-def _is_static(t) -> bool:
+def _is_static(t: Attribute) -> bool:
     """True for a memref whose every dimension is known."""
     return isinstance(t, MemRefType) and all(dim >= 0 for dim in t.get_shape())
 
@@ -101,7 +109,7 @@ WEIGHT_POOL = "constants"
 """The read-only pool weights go to when the spec names none."""
 
 
-def memory_pools(spec: str, alignment: int):
+def memory_pools(spec: str, alignment: int) -> tuple[MemoryPool, ...]:
     """The pools of a `pools=` spec (`PassFailedException` if malformed)."""
     from pyocc.planning import PlanningError, parse_memory_pools
 
@@ -111,7 +119,7 @@ def memory_pools(spec: str, alignment: int):
         raise PassFailedException(f"dnn-memory-pool: {e}") from None
 
 
-def plan_weights(function: func.FuncOp, pools, alignment: int = 64) -> dict[str, int]:
+def plan_weights(function: func.FuncOp, pools: Sequence[MemoryPool], alignment: int = 64) -> dict[str, int]:
     """Planned weight bytes per read-only pool. Weights live for the whole
     run, so a pool's plan is a stack (each weight at the next aligned
     offset); they fill the read-only pools of `pools` in order, spilling to
@@ -259,7 +267,7 @@ def rewrite_to_pool(function: func.FuncOp, names: list[str], plan, alignment: in
     function.attributes["dnn.planner"] = StringAttr(plan.algorithm)
 
 
-def rewrite_to_pools(function: func.FuncOp, names: list[str], result) -> None:
+def rewrite_to_pools(function: func.FuncOp, names: list[str], result: PoolsPlan) -> None:
     """Apply a verified multi-pool plan: one named pool_init per pool that
     holds a buffer (in pool order), each malloc a mem_offset on its pool,
     deallocs gone except those of dynamic buffers, every pool released
