@@ -143,6 +143,7 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
@@ -163,8 +164,8 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, memory_pools=memory_pools or "",
-                          pool_candidates=pool_candidates or "")
+        options = Options(memory=memory, planner=planner, alignment=alignment, sanitize=sanitize,
+                          memory_pools=memory_pools or "", pool_candidates=pool_candidates or "")
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -303,11 +304,14 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'.
+    `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
+    out-of-bounds writes stop the run with an error (for testing).
     `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
     host every pool is plain memory, allocated once per run.
     `pool_candidates` ("concat=dram") restricts pools per kind of op."""
@@ -315,6 +319,6 @@ def compile(  # noqa: A001 - the name users expect
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, memory_pools=memory_pools,
-                           pool_candidates=pool_candidates)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, sanitize=sanitize,
+                           memory_pools=memory_pools, pool_candidates=pool_candidates)
     return Model(module, report, compile_module(module))

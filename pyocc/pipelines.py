@@ -40,6 +40,9 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
     memory_pools: str = ""
     """Named pools, e.g. "sram:size=1MiB,dram" (pool mode; see
     pyocc.planning.pools); empty: one anonymous pool."""
@@ -62,8 +65,13 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:
@@ -83,10 +91,14 @@ def all_passes(options: Options) -> list[ModulePass]:
 
 
 def run_passes(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None:
-    """Apply `passes` in order, verifying the module after each."""
+    """Apply `passes` in order, verifying the module after each (the op
+    verifiers, then the buffer lifetimes)."""
+    from pyocc.analysis.verify_lifetimes import check_lifetimes
+
     for p in passes:
         p.apply(ctx, module)
         module.verify()
+        check_lifetimes(module)
 
 
 @dataclass(frozen=True)
