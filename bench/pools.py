@@ -7,7 +7,8 @@ with: the single-pool plan's size; for the `traffic` policy (pyocc's default:
 highest traffic per byte-step first) and the `first-fit` baseline (program
 order, first fit), the SRAM and DRAM sizes and the bytes and fraction of the
 activation traffic (bytes read + written in intermediate buffers) that the
-SRAM serves. The last column checks the goal that with an unbounded fast pool
+SRAM serves. `bound` is an upper bound on that share: the traffic of the
+buffers small enough to fit the SRAM at all. The last column checks the goal that with an unbounded fast pool
 the pools together cost no more than the single pool plus alignment slack
 (64 bytes per buffer at most; it prints the excess in bytes).
 
@@ -41,6 +42,8 @@ def measure(name: str, sram: int) -> dict[str, object]:
         fast, slow = report.pools
         row[policy] = (fast.bytes, slow.bytes, report.fast_pool_traffic_bytes, report.fast_pool_traffic_fraction)
         row["traffic_total"] = report.activation_traffic_bytes
+        fits = sum(b.traffic for b in report.buffers if b.bytes <= sram)
+        row["bound"] = fits / report.activation_traffic_bytes if report.activation_traffic_bytes else 0.0
     _, unbounded = lower(path, memory_pools="sram,dram")
     row["excess"] = unbounded.activation_bytes - single.activation_bytes
     return row
@@ -61,7 +64,7 @@ def main() -> None:
     print(f"SRAM {sram:,d} B + unbounded DRAM; sizes in MiB; traffic = bytes read + written per run")
     header = (f"{'model':14s} {'single':>7s} {'traffic(MiB)':>12s} | {'traffic: sram':>13s} {'dram':>6s} "
               f"{'from sram':>10s} {'share':>6s} | {'first-fit: sram':>15s} {'dram':>6s} {'from sram':>10s} "
-              f"{'share':>6s} | {'unbounded excess B':>18s}")
+              f"{'share':>6s} | {'bound':>6s} | {'unbounded excess B':>18s}")
     print(header)
     print("-" * len(header))
     for name in args.models:
@@ -70,7 +73,7 @@ def main() -> None:
         f = row["first-fit"]
         print(f"{name:14s} {mib(row['single']):>7s} {mib(row['traffic_total']):>12s} | "
               f"{mib(t[0]):>13s} {mib(t[1]):>6s} {mib(t[2]):>10s} {t[3]:>6.1%} | "
-              f"{mib(f[0]):>15s} {mib(f[1]):>6s} {mib(f[2]):>10s} {f[3]:>6.1%} | {row['excess']:>18d}",
+              f"{mib(f[0]):>15s} {mib(f[1]):>6s} {mib(f[2]):>10s} {f[3]:>6.1%} | {row['bound']:>6.1%} | {row['excess']:>18d}",
               flush=True)
 
 
