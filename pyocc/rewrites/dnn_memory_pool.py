@@ -65,6 +65,10 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
     buffers = []
     for index, b in enumerate(mallocs):
         if not with_traffic:
+            if not _is_static(b.value.type):
+                raise PassFailedException(
+                    f"dnn-memory-pool: buffer %{b.name} ({b.value.type}) has no static size; fix the "
+                    "input shape, or give pools=... to leave it to the runtime allocator")
             buffers.append(Buffer(f"{b.name}#{index}", b.bytes, b.first, b.last, alignment))
             continue
         # with pools, names show in overflow errors: keep the IR's name when unique
@@ -183,21 +187,16 @@ class DnnMemoryPoolPass(ModulePass):
             raise PassFailedException(
                 f"dnn-memory-pool: unknown planner '{self.planner}' (choose from auto, {', '.join(sorted(ALGORITHMS))})"
             )
-        if self.alignment < 1:
-            raise PassFailedException("dnn-memory-pool: alignment must be positive")
         if self.pools:
             self._apply_pools(op)
             return
+        if self.alignment < 1:
+            raise PassFailedException("dnn-memory-pool: alignment must be positive")
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
             liveness = analyze_function(function)
             mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
             if not mallocs:
                 continue
-            dynamic = next((m for m in mallocs if not _is_static(m.result.type)), None)
-            if dynamic is not None:
-                raise PassFailedException(
-                    f"dnn-memory-pool: buffer %{dynamic.result.name_hint or '?'} ({dynamic.result.type}) has no static "
-                    "size; fix the input shape, or give pools=... to leave it to the runtime allocator")
             problem = planning_problem(liveness, self.alignment)
             try:
                 plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
@@ -209,6 +208,8 @@ class DnnMemoryPoolPass(ModulePass):
         """Plan every function across the named pools and rewrite it."""
         from pyocc.planning import PlanningError, parse_pool_candidates, plan_pools
 
+        if self.alignment < 1:
+            raise PassFailedException("dnn-memory-pool: alignment must be positive")
         pools = memory_pools(self.pools, self.alignment)
         writable = [p for p in pools if not p.read_only and p.accessible_from("host")]
         if not writable:
