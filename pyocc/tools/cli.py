@@ -3,8 +3,8 @@
     pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
     pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
-    (run, compile and plan take --memory-pools "sram:size=1MiB,dram")
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
+    (run, compile and plan take --memory-pools "sram:size=1MiB,dram" [--pool-candidates "concat=dram"])
 
 User mistakes are one line on stderr and a non-zero exit; nothing is written
 half-way.
@@ -114,8 +114,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                      memory_pools=args.memory_pools,
-                      pool_candidates=args.pool_candidates)
+                      memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
     if args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"
