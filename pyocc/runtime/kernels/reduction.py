@@ -45,27 +45,11 @@ def _numpy_reduction(function: Callable[..., np.ndarray]) -> Callable[[np.ndarra
     return apply
 
 
-def _extreme(function: Callable[..., np.ndarray], empty: float) -> Callable[[np.ndarray, _Axes, bool, np.ndarray], None]:
-    """np.max/np.min, with ONNX's value for a reduction over nothing:
-    ``empty`` (-inf for max, inf for min; the type's limit for integers)."""
-
-    def apply(x: np.ndarray, axes: _Axes, keepdims: bool, out: np.ndarray) -> None:
-        if x.size:
-            function(x, axis=axes, keepdims=keepdims, out=out)
-        elif np.issubdtype(out.dtype, np.integer):
-            limits = np.iinfo(out.dtype)
-            out.fill(limits.min if empty < 0 else limits.max)
-        else:
-            out.fill(empty)
-
-    return apply
-
-
 _REDUCTIONS = {
     "sum": _numpy_reduction(np.sum),
     "mean": _numpy_reduction(np.mean),
-    "max": _extreme(np.max, -np.inf),
-    "min": _extreme(np.min, np.inf),
+    "max": _numpy_reduction(np.max),
+    "min": _numpy_reduction(np.min),
     "prod": _numpy_reduction(np.prod),
     "l1": _sum_then(None, np.abs),
     "l2": _sum_then(np.sqrt, np.square),
