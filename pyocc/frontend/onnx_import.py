@@ -300,9 +300,16 @@ class _Importer:
         from onnx import helper, numpy_helper
 
         graph = self.model.graph
+        # Shape inference needs the values of small constants (shapes, axes)
+        # only; large ones (weights) go in as typed inputs, so each round does
+        # not copy and serialise every weight again.
         initializers = [
-            numpy_helper.from_array(v, name) if not isinstance(v, Splat) else None
+            numpy_helper.from_array(v, name) if not isinstance(v, Splat) and v.size <= FOLD_LIMIT_ELEMENTS else None
             for name, v in self.consts.items()
+        ]
+        weight_inputs = [
+            helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+            for name, v in self.consts.items() if not isinstance(v, Splat) and v.size > FOLD_LIMIT_ELEMENTS
         ]
         splat_nodes = [
             helper.make_node(
@@ -319,7 +326,7 @@ class _Importer:
         new_graph = helper.make_graph(
             splat_nodes + nodes,
             graph.name or "graph",
-            [i for i in graph.input if i.name not in init_names],
+            [i for i in graph.input if i.name not in init_names] + weight_inputs,
             list(graph.output),
             [t for t in initializers if t is not None] + shape_inits,
         )
