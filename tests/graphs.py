@@ -153,9 +153,9 @@ class GraphBuilder:
         return self.op("MatMul", self.op("Softmax", scores, axis=-1), v)
 
     def merge_heads(self, x: str, seq: int, hidden: int) -> str:
-        """[B, H, S, D] -> Transpose [B, S, H, D] -> Reshape [B, S, H*D]."""
+        """[B, H, S, D] -> Transpose [B, S, H, D] -> Reshape [B, S, H*D] (-1 = B)."""
         return self.op("Reshape", self.op("Transpose", x, perm=[0, 2, 1, 3]),
-                       self.const([1, seq, hidden], np.int64))
+                       self.const([-1, seq, hidden], np.int64))
 
 
 # ---------------------------------------------------------------------------
@@ -227,7 +227,8 @@ def unet(seed: int = 0) -> onnx.ModelProto:
     return g.model([(mask, TensorProto.FLOAT)])
 
 
-def bert(seed: int = 0, seq: int = 16, hidden: int = 32, heads: int = 4, vocab: int = 50) -> onnx.ModelProto:
+def bert(seed: int = 0, batch: int = 2, seq: int = 16, hidden: int = 32, heads: int = 4,
+         vocab: int = 50) -> onnx.ModelProto:
     """A two-layer BERT encoder as HuggingFace exports it: word, position
     (int64 position ids, a constant) and token-type (int32 ids) embeddings by Gather,
     LayerNormalization; an int64 attention_mask turned into an additive mask
@@ -238,19 +239,19 @@ def bert(seed: int = 0, seq: int = 16, hidden: int = 32, heads: int = 4, vocab: 
     ReduceMean/Sub/Pow/Sqrt/Div form. A pooler gathers token 0 and applies
     Gemm + Tanh. The merge-heads Reshape of layer 2 takes its target shape
     from a Shape -> Gather -> Concat chain, as tracing exporters write it.
-    Outputs: last hidden state [1, seq, hidden] and pooled [1, hidden]."""
+    Outputs: last hidden state [batch, seq, hidden] and pooled [batch, hidden]."""
     g = GraphBuilder("bert", seed)
     head_dim = hidden // heads
-    ids = g.input("input_ids", TensorProto.INT64, [1, seq], id_range=vocab)
-    types = g.input("token_type_ids", TensorProto.INT32, [1, seq], id_range=2)
-    mask = g.input("attention_mask", TensorProto.INT64, [1, seq], id_range=2)
+    ids = g.input("input_ids", TensorProto.INT64, [batch, seq], id_range=vocab)
+    types = g.input("token_type_ids", TensorProto.INT32, [batch, seq], id_range=2)
+    mask = g.input("attention_mask", TensorProto.INT64, [batch, seq], id_range=2)
 
     words = g.op("Gather", g.weight([vocab, hidden], fan_in=1), ids, axis=0)
     positions = g.op("Gather", g.weight([seq, hidden], fan_in=1), g.const(np.arange(seq)[None], np.int64), axis=0)
     token_types = g.op("Gather", g.weight([2, hidden], fan_in=1), types, axis=0)
     h = g.layer_norm(g.op("Add", g.op("Add", words, positions), token_types), hidden)
 
-    extended = g.op("Unsqueeze", mask, g.const([1, 2], np.int64))                # [1, 1, 1, seq]
+    extended = g.op("Unsqueeze", mask, g.const([1, 2], np.int64))                # [batch, 1, 1, seq]
     additive = g.op("Mul", g.op("Sub", g.const(1.0), g.op("Cast", extended, to=TensorProto.FLOAT)),
                     g.const(-10000.0))
     keep = g.op("Not", g.op("Equal", extended, g.const(0, np.int64)))
@@ -271,25 +272,28 @@ def bert(seed: int = 0, seq: int = 16, hidden: int = 32, heads: int = 4, vocab: 
         ffn = g.linear(g.gelu_erf(g.linear(h, hidden, 2 * hidden)), 2 * hidden, hidden)
         h = norm(g.op("Add", ffn, h), hidden)
 
-    first = g.op("Gather", h, g.const(0, np.int64), axis=1)                      # [1, hidden]
+    first = g.op("Gather", h, g.const(0, np.int64), axis=1)                      # [batch, hidden]
     pooled = g.op("Tanh", g.op("Gemm", first, g.weight([hidden, hidden]), g.bias(hidden), transB=1))
     return g.model([(h, TensorProto.FLOAT), (pooled, TensorProto.FLOAT)])
 
 
-def gpt2(seed: int = 0, seq: int = 16, hidden: int = 32, heads: int = 4, vocab: int = 64) -> onnx.ModelProto:
+def gpt2(seed: int = 0, batch: int = 2, seq: int = 16, hidden: int = 32, heads: int = 4,
+         vocab: int = 64) -> onnx.ModelProto:
     """A two-block GPT-2 decoder: int64 input_ids and a bool attention_mask
-    (padding) input, token and position embeddings by Gather, pre-LayerNormalization blocks with a fused QKV
-    projection (MatMul + Add, Split into q, k, v), scale by Mul, and a causal
-    mask: block 1 Slices a lower-triangular bool constant (the exporters'
-    `bias` buffer), block 2 builds it with Trilu; Where puts -10000 above the
-    diagonal or on padding (And of the causal and padding masks). The MLP runs Gemm on [seq, hidden] (Reshape around it) with
-    GELU in tanh form. A final LayerNormalization and an LM head tied to the
-    token embedding (MatMul with its Transpose) give logits [1, seq, vocab],
-    and a Gather with index -1 the next-token logits [1, vocab]."""
+    (padding) input, token and position embeddings by Gather,
+    pre-LayerNormalization blocks with a fused QKV projection (MatMul + Add,
+    Split into q, k, v), scale by Mul, and a causal mask: block 1 Slices a
+    lower-triangular bool constant (the exporters' `bias` buffer), block 2
+    builds it with Trilu; Where puts -10000 above the diagonal or on padding
+    (And of the causal and padding masks). The MLP runs Gemm on
+    [batch * seq, hidden] (Reshape around it) with GELU in tanh form. A final
+    LayerNormalization and an LM head tied to the token embedding (MatMul
+    with its Transpose) give logits [batch, seq, vocab], and a Gather with
+    index -1 the next-token logits [batch, vocab]."""
     g = GraphBuilder("gpt2", seed)
     head_dim = hidden // heads
-    ids = g.input("input_ids", TensorProto.INT64, [1, seq], id_range=vocab)
-    padding = g.op("Unsqueeze", g.input("attention_mask", TensorProto.BOOL, [1, seq]), g.const([1, 2], np.int64))
+    ids = g.input("input_ids", TensorProto.INT64, [batch, seq], id_range=vocab)
+    padding = g.op("Unsqueeze", g.input("attention_mask", TensorProto.BOOL, [batch, seq]), g.const([1, 2], np.int64))
     wte = g.weight([vocab, hidden], fan_in=1)
     h = g.op("Add", g.op("Gather", wte, ids, axis=0),
              g.op("Gather", g.weight([seq, hidden], fan_in=1), g.const(np.arange(seq), np.int64), axis=0))
@@ -309,11 +313,11 @@ def gpt2(seed: int = 0, seq: int = 16, hidden: int = 32, heads: int = 4, vocab: 
         keep = g.op("And", causal, padding)
         context = g.merge_heads(g.attention(q, k_t, v, ("where", keep), head_dim, scale_by="Mul"), seq, hidden)
         h = g.op("Add", h, g.linear(context, hidden, hidden))
-        flat = g.op("Reshape", g.layer_norm(h, hidden), g.const([seq, hidden], np.int64))
+        flat = g.op("Reshape", g.layer_norm(h, hidden), g.const([-1, hidden], np.int64))
         mlp = g.op("Gemm", g.gelu_tanh(g.op("Gemm", flat, g.weight([hidden, 4 * hidden], fan_in=hidden),
                                             g.bias(4 * hidden))),
                    g.weight([4 * hidden, hidden], fan_in=4 * hidden), g.bias(hidden))
-        h = g.op("Add", h, g.op("Reshape", mlp, g.const([1, seq, hidden], np.int64)))
+        h = g.op("Add", h, g.op("Reshape", mlp, g.const([batch, seq, hidden], np.int64)))
     logits = g.op("MatMul", g.layer_norm(h, hidden), g.op("Transpose", wte, perm=[1, 0]))
     next_token = g.op("Gather", logits, g.const(-1, np.int64), axis=1)
     return g.model([(logits, TensorProto.FLOAT), (next_token, TensorProto.FLOAT)])
