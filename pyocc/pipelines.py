@@ -40,6 +40,9 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -52,8 +55,13 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:
