@@ -129,18 +129,20 @@ def _run_opt(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYOCC_OPT, *args], capture_output=True, text=True)
 
 
-@pytest.mark.parametrize(
-    "case, message",
-    [
-        ("missing", "no such file"),
-        ("truncated", "not a valid ONNX model"),
-        ("garbage", "not a valid ONNX model"),
-        ("unsupported_op", "unsupported op NonMaxSuppression"),
-        ("foreign_domain", "of domain 'com.microsoft'"),
-        ("dynamic_dim", "has a dynamic dimension 0 ('N'); fix it with --shape x=1x3"),
-        ("bad_shape_flag", "--shape names 'nope', which is not a graph input"),
-    ],
-)
+#: case -> the line pyocc-opt prints (docs/guide.md's troubleshooting table
+#: shows each; tests/docs/test_guide.py checks it does)
+BAD_INPUT_MESSAGES = [
+    ("missing", "no such file"),
+    ("truncated", "not a valid ONNX model"),
+    ("garbage", "not a valid ONNX model"),
+    ("unsupported_op", "unsupported op NonMaxSuppression"),
+    ("foreign_domain", "of domain 'com.microsoft'"),
+    ("dynamic_dim", "has a dynamic dimension 0 ('N'); fix it with --shape x=1x3"),
+    ("bad_shape_flag", "--shape names 'nope', which is not a graph input"),
+]
+
+
+@pytest.mark.parametrize("case, message", BAD_INPUT_MESSAGES)
 def test_bad_input_gets_one_clear_line(case: str, message: str, tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
     args: list[str] = [str(path)]
