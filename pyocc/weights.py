@@ -24,6 +24,13 @@ INLINE_LIMIT = 16
 
 _BLOB_ALIGNMENT = 16
 
+#: key -> (the blob text stored for it, the array it encodes), until the
+#: first load_bytes of that key: the compiler stores a weight at import and
+#: reads it once when it packs the weight pool, so that read skips decoding
+#: hex (a second of CPU per 250 MB of weights). Popped on read so that the
+#: store does not hold every weight twice.
+_UNREAD: dict[str, tuple[str, np.ndarray]] = {}
+
 
 def _blob_store() -> OpAsmDialectInterface:
     interface = Builtin.get_interface(OpAsmDialectInterface)
@@ -46,12 +53,15 @@ def store_array(name: str, array: np.ndarray, tensor: TensorType) -> DenseResour
     key = store.declare_resource(resource_key(name))
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
     header = _BLOB_ALIGNMENT.to_bytes(4, "little")
-    store.parse_resource(key, "0x" + (header + data.tobytes()).hex().upper())
+    blob = "0x" + (header + data.tobytes()).hex().upper()
+    store.parse_resource(key, blob)
+    _UNREAD[key] = (blob, data)
     return DenseResourceAttr.from_params(key, tensor)
 
 
-def load_bytes(attr: DenseResourceAttr) -> bytes:
-    """The raw data bytes behind a `dense_resource` attribute."""
+def load_bytes(attr: DenseResourceAttr) -> bytes | memoryview:
+    """The raw data bytes behind a `dense_resource` attribute (a bytes-like
+    object: `bytes`, or a read-only view of the array it was stored from)."""
     from pyocc.errors import PyoccError
 
     key = attr.resource_handle.data
@@ -61,4 +71,8 @@ def load_bytes(attr: DenseResourceAttr) -> bytes:
             f"weight '{key}' has no data: the module references dense_resource<{key}> "
             "but its dialect_resources section does not define it"
         )
+    unread = _UNREAD.pop(key, None)
+    if unread is not None and unread[0] is blob:  # the very text store_array made
+        view = memoryview(unread[1]).cast("B")
+        return view.toreadonly()
     return bytes.fromhex(blob[2:])[4:]

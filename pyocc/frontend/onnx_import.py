@@ -54,6 +54,10 @@ from pyocc.dialects.onnx.tensor import ConstantOfShapeOp, ConstantOp
 from pyocc.errors import PyoccError
 from pyocc.weights import INLINE_LIMIT, store_array
 
+#: constants with more elements than this never hold a shape; shape inference
+#: gets only their type (their data would make each round serialise it)
+SHAPE_DATA_LIMIT = 1024
+
 if TYPE_CHECKING:
     import numpy as np
     import onnx
@@ -290,9 +294,21 @@ class _Importer:
         from onnx import helper, numpy_helper
 
         graph = self.model.graph
+        # Shape inference needs the values of shape-like constants (small),
+        # but only the types of weights: large constants go in as typed
+        # inputs, which spares serialising every weight on each round.
+        large = {
+            name for name, v in self.consts.items()
+            if not isinstance(v, Splat) and np.asarray(v).size > SHAPE_DATA_LIMIT
+        }
         initializers = [
-            numpy_helper.from_array(v, name) if not isinstance(v, Splat) else None
+            numpy_helper.from_array(v, name) if not isinstance(v, Splat) and name not in large else None
             for name, v in self.consts.items()
+        ]
+        typed_inputs = [
+            helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(self.consts[name].dtype),
+                                          self.consts[name].shape)
+            for name in large
         ]
         splat_nodes = [
             helper.make_node(
@@ -309,7 +325,7 @@ class _Importer:
         new_graph = helper.make_graph(
             splat_nodes + nodes,
             graph.name or "graph",
-            [i for i in graph.input if i.name not in init_names],
+            [i for i in graph.input if i.name not in init_names] + typed_inputs,
             list(graph.output),
             [t for t in initializers if t is not None] + shape_inits,
         )
