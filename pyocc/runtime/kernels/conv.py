@@ -119,6 +119,11 @@ def _conv_im2col(x: np.ndarray, w: np.ndarray, out: np.ndarray, window: Window, 
         )
 
 
+#: grid positions per channel up to which a depthwise conv stacks its taps and
+#: runs one batched matmul (faster at 14x14 and 28x28, 2.5x slower at 56x56)
+DEPTHWISE_MATMUL_SPAN = 1024
+
+
 def _conv_depthwise(x: np.ndarray, w: np.ndarray, out: np.ndarray, window: Window, group: int) -> None:
     """Depthwise conv (C/group == 1): out += w[:, tap] * shifted x, tap by tap.
 
@@ -163,19 +168,33 @@ def _conv_depthwise(x: np.ndarray, w: np.ndarray, out: np.ndarray, window: Windo
             phases[key] = flat
         return phases[key]
 
-    accumulator = np.empty((batch, group, multiplier, span), dtype=out.dtype)
-    product = np.empty_like(accumulator)
-    for index, tap in enumerate(window.taps()):
+    def tap_window(tap: tuple[int, ...]) -> np.ndarray:
+        """What tap `tap` reads for every grid position: (batch, C, span)."""
         shifts = [t * d for t, d in zip(tap, window.dilations)]
         key = tuple(shift % s for shift, s in zip(shifts, window.strides))
         offset = sum((shift // s) * p for shift, s, p in zip(shifts, window.strides, pitches))
-        source = phase(key)[:, :, offset : offset + span].reshape(batch, group, 1, span)
-        tap_weight = w[(slice(None), 0) + tap].reshape(group, multiplier, 1)
-        if index == 0:
-            np.multiply(source, tap_weight, out=accumulator)
-        else:
-            np.multiply(source, tap_weight, out=product)
-            accumulator += product
+        return phase(key)[:, :, offset : offset + span]
+
+    accumulator = np.empty((batch, group, multiplier, span), dtype=out.dtype)
+    taps = list(window.taps())
+    if span <= DEPTHWISE_MATMUL_SPAN:
+        # Small images: the per-tap sweeps are too short to pay for their
+        # numpy calls; stack the tap windows (they fit in cache) and do one
+        # batched (multiplier x taps) @ (taps x span) matmul per channel.
+        columns = np.empty((batch, group, len(taps), span), dtype=x.dtype)
+        for index, tap in enumerate(taps):
+            columns[:, :, index] = tap_window(tap)
+        np.matmul(w.reshape(group, multiplier, len(taps)), columns, out=accumulator)
+    else:
+        product = np.empty_like(accumulator)
+        for index, tap in enumerate(taps):
+            source = tap_window(tap).reshape(batch, group, 1, span)
+            tap_weight = w[(slice(None), 0) + tap].reshape(group, multiplier, 1)
+            if index == 0:
+                np.multiply(source, tap_weight, out=accumulator)
+            else:
+                np.multiply(source, tap_weight, out=product)
+                accumulator += product
     on_grid = accumulator.reshape(batch, group * multiplier, out_spatial[0], *grid[1:])
     np.copyto(out, on_grid[(Ellipsis,) + tuple(slice(0, o) for o in out_spatial[1:])])
 
