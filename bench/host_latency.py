@@ -20,9 +20,17 @@ before numpy loads and, when threadpoolctl is installed, also through
     python bench/host_latency.py                       # all nine, 1 thread
     python bench/host_latency.py --models resnet50 squeezenet --runs 20
     python bench/host_latency.py --threads 2 --markdown
+    python bench/host_latency.py --clock cpu           # steadier on a busy machine
+    python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
 
-The first compile in the process also pays for importing xDSL and
-llvmlite; that one-off cost is printed separately (``import``).
+On a machine shared with other work, wall-clock medians swing with the load;
+``--clock cpu`` times this process's CPU time instead (with one thread that
+is the latency on an idle core), and the two runtimes take turns run by run,
+so load bursts hit both alike. docs/performance.md has the measured tables.
+
+Importing pyocc's compiler stack (xDSL, llvmlite) is timed once, before
+the first compile, and printed under the table; compile times exclude it.
+Compile and run times use the same clock.
 """
 
 from __future__ import annotations
@@ -223,13 +231,14 @@ def profile(name: str) -> None:
 
     bridge = compiled.native._bridge
     kernels = bridge.kernels
+    clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     per_kernel: dict[str, float] = {}
     for index, kernel in enumerate(kernels):
         call = _site_runner(bridge, index)
-        start = time.perf_counter()
+        start = clock()
         for _ in range(ARGS.runs):
             call()
-        per_kernel[kernel.__name__] = per_kernel.get(kernel.__name__, 0.0) + (time.perf_counter() - start)
+        per_kernel[kernel.__name__] = per_kernel.get(kernel.__name__, 0.0) + (clock() - start)
     total = sum(per_kernel.values())
     print(f"per-kernel time (ms per run, kernels called on fresh arrays), total {total / ARGS.runs * 1e3:.2f} ms")
     for kernel, seconds in sorted(per_kernel.items(), key=lambda kv: -kv[1]):
@@ -237,7 +246,7 @@ def profile(name: str) -> None:
 
 
 def _site_runner(bridge: object, index: int) -> Callable[[], None]:
-    """A call of site `index`'s kernel on zero-filled arrays of its shapes."""
+    """A call of site `index`'s kernel on arrays of ones of its shapes."""
     site = bridge.sites[index]  # type: ignore[attr-defined]
 
     def array(spec: dict) -> np.ndarray:
