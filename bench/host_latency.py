@@ -192,7 +192,7 @@ def geomean(values: list[float]) -> float:
 
 def print_table(rows: list[Row], import_s: float) -> None:
     """The comparison table, plain or Markdown."""
-    header = ["model", "compile s", "pyocc ms", "ort ms", "ratio", "max |err|"]
+    header = ["model", "compile s", "pyocc ms", "ort ms", "ratio", "max abs err"]
     cells = [[r.model, f"{r.compile_s:.2f}", f"{r.pyocc_ms:.2f}", f"{r.ort_ms:.2f}", f"{r.ratio:.2f}",
               f"{r.max_abs_err:.1e}"] for r in rows]
     footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", ""]
