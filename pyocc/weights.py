@@ -46,7 +46,9 @@ def resource_key(name: str) -> str:
 
 def store_array(name: str, array: np.ndarray, tensor: TensorType) -> DenseResourceAttr:
     """Put `array`'s bytes into the blob store under a key derived from
-    `name` (made unique) and return the attribute that references it."""
+    `name` (made unique) and return the attribute that references it.
+    The store may keep `array` itself until the first `load_bytes` of the
+    key (see `_UNREAD`): do not modify it afterwards."""
     import numpy as np
 
     store = _blob_store()
