@@ -107,8 +107,13 @@ class OccamyEagerPipeline(ModulePass):
 
     name = "occamy-eager"
 
+    def stages(self) -> list[ModulePass]:
+        """The passes this pipeline runs (pyocc-opt --print-between-passes
+        prints the IR after each)."""
+        return all_passes(Options(memory="eager"))
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="eager")))
+        run_passes(ctx, op, self.stages())
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,13 @@ class OccamyLazyPipeline(ModulePass):
 
     name = "occamy-lazy"
 
+    def stages(self) -> list[ModulePass]:
+        """The passes this pipeline runs (pyocc-opt --print-between-passes
+        prints the IR after each)."""
+        return all_passes(Options(memory="lazy"))
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="lazy")))
+        run_passes(ctx, op, self.stages())
 
 
 @dataclass(frozen=True)
@@ -136,9 +146,14 @@ class OccamyPoolPipeline(ModulePass):
     pools: str = ""
     """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""
 
+    def stages(self) -> list[ModulePass]:
+        """The passes this pipeline runs (pyocc-opt --print-between-passes
+        prints the IR after each)."""
+        return all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
+                                  memory_pools=self.pools))
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
-                                               memory_pools=self.pools)))
+        run_passes(ctx, op, self.stages())
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}

@@ -52,6 +52,21 @@ class PyoccOptMain(xDSLOptMain):
             help="fix the shape of an ONNX graph input (repeatable); needed for dynamic dimensions",
         )
 
+    def setup_pipeline(self) -> None:
+        """xdsl-opt's pipeline; with --print-between-passes, each `occamy-*`
+        pipeline is replaced by its stages so the IR is printed after each
+        (a pipeline is one pass to xDSL, which would print nothing inside it)."""
+        super().setup_pipeline()
+        if self.args.print_between_passes:
+            from xdsl.passes import PassPipeline
+
+            from pyocc.pipelines import PIPELINES
+
+            pipelines = tuple(PIPELINES.values())
+            passes = [stage for p in self.pipeline.passes
+                      for stage in (p.stages() if isinstance(p, pipelines) else [p])]
+            self.pipeline = PassPipeline(tuple(passes), self.pipeline.callback)
+
     def parse_onnx(self, stream: IO[bytes]) -> ModuleOp:
         """The `.onnx` frontend: bytes -> onnx-dialect module."""
         import onnx
