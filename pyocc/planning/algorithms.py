@@ -105,11 +105,14 @@ def hill_climb_offsets(
         critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
         position = rng.choice(critical)
         if position > 0 and rng.random() < 0.5:
-            trial.insert(rng.randrange(position), trial.pop(position))
+            changed = rng.randrange(position)
+            trial.insert(changed, trial.pop(position))
         else:
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
-        placed = place_in_order(prep, trial)
+            changed = min(a, b)
+        # Buffers before the first changed position land where they were.
+        placed = place_in_order(prep, trial, keep=changed, kept=current)
         size = prep.pool_size(placed)
         if size <= top:
             order, current = trial, placed
