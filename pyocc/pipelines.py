@@ -41,6 +41,9 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -53,8 +56,13 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:
@@ -74,14 +82,18 @@ def all_passes(options: Options) -> list[ModulePass]:
 def run_passes(
     ctx: Context, module: ModuleOp, passes: list[ModulePass], timings: dict[str, float] | None = None
 ) -> None:
-    """Apply `passes` in order, verifying the module after each. `timings`,
-    when given, gets each pass's milliseconds (verification not included)."""
+    """Apply `passes` in order, verifying the module after each (the op
+    verifiers, then the buffer lifetimes). `timings`, when given, gets each
+    pass's milliseconds (verification not included)."""
+    from pyocc.analysis.verify_lifetimes import check_lifetimes
+
     for p in passes:
         start = time.perf_counter()
         p.apply(ctx, module)
         if timings is not None:
             timings[p.name] = timings.get(p.name, 0.0) + (time.perf_counter() - start) * 1000
         module.verify()
+        check_lifetimes(module)
 
 
 @dataclass(frozen=True)

@@ -119,6 +119,14 @@ def buffer_values(op: Operation) -> list[SSAValue]:
     return []
 
 
+def _allocated_bytes(value: SSAValue) -> int:
+    """The bytes a buffer occupies: a malloc's size (which may exceed its
+    type's, e.g. for the sanitizer's guard bytes), else its type's size."""
+    if isinstance(value.owner, d.MallocOp):
+        return value.owner.size.value.data
+    return d.type_bytes(value.type)  # type: ignore[arg-type]
+
+
 def analyze_function(function: func.FuncOp) -> Liveness:
     """Liveness of every buffer in `function` (see the module docstring)."""
     block = function.body.block
@@ -147,8 +155,9 @@ def analyze_function(function: func.FuncOp) -> Liveness:
         dtype, element_size = facts
         shape = tuple(t.get_shape())
         buffers[value] = LiveBuffer(
-            name=_name(value, len(buffers)), value=value, shape=shape,
-            dtype=dtype, bytes=math.prod(shape) * element_size, first=first, last=first,
+            name=_name(value, len(buffers)), value=value, shape=shape, dtype=dtype,
+            bytes=_allocated_bytes(value) if isinstance(value.owner, d.MallocOp) else math.prod(shape) * element_size,
+            first=first, last=first,
             kind=kind, producer=producer,
         )
 
