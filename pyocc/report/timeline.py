@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
 
     from pyocc.api import MemoryReport
 
@@ -90,7 +91,7 @@ class Timeline:
         return live.index(top), top
 
 
-def _op_label(op) -> str:
+def _op_label(op: Operation) -> str:
     """`dnn.conv`, or `dnn.unary(relu)` for ops with a function name."""
     fn = op.properties.get("fn")
     data = getattr(fn, "data", None)

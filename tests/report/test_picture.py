@@ -127,3 +127,13 @@ def test_plan_output_into_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
         f"pyocc: error: {tmp_path / 'missing' / 'plan.svg'}: cannot write there (No such file or directory)"]
+
+
+def test_a_failed_plan_leaves_the_output_file_alone(tmp_path: Path) -> None:
+    out = tmp_path / "plan.html"
+    out.write_text("the previous picture")
+    result = pyocc("plan", str(light_model_path("squeezenet")), "--format", "html", "--planner", "magic",
+                   "-o", str(out))
+    assert result.returncode == 1 and "unknown planner 'magic'" in result.stderr
+    assert out.read_text() == "the previous picture"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.html"]
