@@ -10,9 +10,8 @@ in-place reuse).
 
 from __future__ import annotations
 
+from pyocc.report.picture import unit_for
 from pyocc.report.timeline import Timeline
-
-MIB = 2**20
 
 
 def _op(timeline: Timeline, index: int | None) -> str:
@@ -36,19 +35,21 @@ def explain_peak(timeline: Timeline) -> str:
         return f"{t.model} ({t.memory} mode): no intermediate buffers, nothing to explain."
     step, peak = t.peak()
     alive = sorted((b for b in t.buffers if b.first <= step <= b.last), key=lambda b: (-b.bytes, b.id))
+    unit, unit_bytes = unit_for(peak)
+    decimals = 0 if unit_bytes == 1 else 2
     lines = [
         f"{t.model} ({t.memory} mode): the peak is at op {_op(t, step)}, with {peak:,d} bytes "
-        f"({peak / MIB:.2f} MiB) live in {len(alive)} buffers.",
-        f"No plan of this op order needs less than the lower bound, {t.lower_bound_bytes / MIB:.2f} MiB; "
+        f"({peak / unit_bytes:.{decimals}f} {unit}) live in {len(alive)} buffers.",
+        f"No plan of this op order needs less than the lower bound, {t.lower_bound_bytes / unit_bytes:.{decimals}f} {unit}; "
         "to lower it, end a lifetime below sooner or shrink a large buffer.",
         "",
     ]
-    rows = [("bytes", "MiB", "buffer", "shape", "written by", "read at/after the peak by", "kept alive until")]
+    rows = [("bytes", unit, "buffer", "shape", "written by", "read at/after the peak by", "kept alive until")]
     for b in alive:
         readers = [i for i in b.consumers if i >= step]
         keeper = max(readers) if readers else None
         rows.append((
-            f"{b.bytes:,d}", f"{b.bytes / MIB:.2f}", b.name,
+            f"{b.bytes:,d}", f"{b.bytes / unit_bytes:.{decimals}f}", b.name,
             f"{'x'.join(map(str, b.shape)) or 'scalar'} {b.dtype}",
             _op(t, b.producer),
             _readers(t, readers) if readers else "(nobody: written by the peak op)" if b.producer == step else "-",

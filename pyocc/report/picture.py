@@ -44,9 +44,19 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+def unit_for(n: int) -> tuple[str, int]:
+    """The unit sizes up to `n` bytes read best in: MiB, KiB or B."""
+    if n >= MIB:
+        return "MiB", MIB
+    if n >= 1024:
+        return "KiB", 1024
+    return "B", 1
+
+
 def _mib(n: int) -> str:
-    """Bytes as MiB with two decimals."""
-    return f"{n / MIB:.2f} MiB"
+    """Bytes in the unit that reads best: 8.04 MiB, 12.50 KiB, 160 B."""
+    name, size = unit_for(n)
+    return f"{n} B" if size == 1 else f"{n / size:.2f} {name}"
 
 
 def nice_step(span: float, ticks: int) -> float:
@@ -122,10 +132,13 @@ def _axes(s: _Scale, t: Timeline) -> list[str]:
     """Frame, ticks, grid lines and axis titles."""
     out = [f'<rect class="plot" x="{LEFT}" y="{TOP}" width="{s.width}" height="{s.height}" '
            f'fill="#fafafa" stroke="#999"/>']
-    step = nice_step(s.top / MIB, 8)
+    unit, unit_bytes = unit_for(s.top)
+    step = nice_step(s.top / unit_bytes, 8)
+    if unit_bytes == 1:
+        step = max(step, 1.0)  # whole bytes
     value = 0.0
-    while value * MIB <= s.top:
-        y = s.y(value * MIB)
+    while value * unit_bytes <= s.top:
+        y = s.y(value * unit_bytes)
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + s.width}" y2="{y:.1f}" stroke="#e4e4e4"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" class="tick">{value:g}</text>')
         value += step
@@ -138,7 +151,7 @@ def _axes(s: _Scale, t: Timeline) -> list[str]:
                "op index (time: ops run left to right)</text>")
     what = "address in the pool" if t.placement == "planned" else "address, as drawn"
     out.append(f'<text transform="translate(22,{TOP + s.height / 2:.0f}) rotate(-90)" text-anchor="middle" '
-               f'class="axis">{what} (MiB)</text>')
+               f'class="axis">{what} ({unit})</text>')
     return out
 
 

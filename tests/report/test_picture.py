@@ -44,7 +44,8 @@ def test_svg_is_xml_with_one_rect_per_buffer_and_both_lines() -> None:
     marks = [line for line in root.iter(f"{SVG}line") if line.get("class") == "mark"]
     assert len(marks) == 2  # lower bound and pool size
     texts = " ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
-    assert "lower bound 0.00 MiB" in texts and "pool size 0.00 MiB" in texts
+    assert "lower bound 160 B" in texts and "pool size 160 B" in texts
+    assert "address in the pool (B)" in texts  # a tiny pool is drawn in bytes, not 0.00 MiB
     assert "m<1>.onnx" in texts  # the title, unescaped by the parser
     assert "peak: op #2" in texts
     # The escaped name survives as the tooltip's text.
@@ -85,6 +86,12 @@ def test_lazy_and_eager_say_how_addresses_were_drawn() -> None:
     assert "owns its bytes for the whole run" in "".join(eager.itertext())
 
 
+def test_units_follow_the_size() -> None:
+    from pyocc.report.picture import unit_for
+
+    assert unit_for(160) == ("B", 1) and unit_for(4096) == ("KiB", 1024) and unit_for(9633792) == ("MiB", 2**20)
+
+
 def test_nice_steps() -> None:
     assert nice_step(9.19, 8) == 2
     assert nice_step(175, 10) == 20
@@ -94,7 +101,7 @@ def test_nice_steps() -> None:
 def test_explain_lists_the_peak_buffers_largest_first_with_their_keepers() -> None:
     text = explain_peak(small_timeline())
     lines = text.splitlines()
-    assert "peak is at op #2 dnn.binary(add), with 160 bytes (0.00 MiB) live in 3 buffers" in lines[0]
+    assert "peak is at op #2 dnn.binary(add), with 160 bytes (160 B) live in 3 buffers" in lines[0]
     rows = lines[4:]
     assert [r.split()[2] for r in rows] == ["a", "b", 'x<&"y']
     assert rows[0].rstrip().endswith("#2 dnn.binary(add)")  # a is kept alive by its last reader, op 2
