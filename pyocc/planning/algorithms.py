@@ -227,10 +227,9 @@ def long_lived_first_offsets(prep: PreparedProblem) -> list[int]:
         first_rank[i], last_rank[i] = f, l
     sizes, aligns = prep.sizes, prep.aligns
 
-    # Layer 1: long buffers, then their per-step floor.
-    long_offsets = place_in_order(
-        prep, sorted(long_, key=sizes.__getitem__, reverse=True), engine="vector"
-    )
+    # Layer 1: long buffers, then their per-step floor. (The engine follows
+    # the conflict count: numpy masks only pay off on really big problems.)
+    long_offsets = place_in_order(prep, sorted(long_, key=sizes.__getitem__, reverse=True))
     floor_array = np.zeros(len(distinct_firsts), dtype=np.int64)
     for i in sorted(long_, key=lambda i: long_offsets[i] + sizes[i]):
         # Ascending ends: each assignment raises the floor where the buffer lives.
