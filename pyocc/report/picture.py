@@ -121,6 +121,8 @@ def _title_lines(t: Timeline) -> list[str]:
                      f"naive {_mib(t.naive_bytes)}; {len(t.buffers)} buffers, {len(t.ops)} ops")
     lines.append("each box is one buffer: from the op that writes it to the last op that reads it (x), "
                  "at its bytes in the pool (y)")
+    if t.pools:
+        lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({_mib(size)})" for name, _, size in t.pools))
     if t.placement == "first-fit":
         lines.append("lazy mode: malloc picks addresses at run time; drawn as a first-fit allocator would place them")
     elif t.placement == "stacked":
@@ -228,6 +230,11 @@ def render_svg(timeline: Timeline, interactive: bool = False) -> str:
     out += _axes(s, t)
     for b in t.buffers:
         out += _buffer_rect(s, t, b, palette[kind_of(t, b)], interactive)
+    for name, base, size in t.pools:
+        y0, y1 = s.y(base + size), s.y(base)
+        out.append(f'<line class="pool-edge" x1="{LEFT}" y1="{y0:.1f}" x2="{LEFT + s.width}" y2="{y0:.1f}" '
+                   'stroke="#888" stroke-dasharray="1 2"/>')
+        out.append(f'<text x="{LEFT + 4}" y="{y1 - 4:.1f}" class="tick">{_e(name)}</text>')
     peak_step, peak_bytes = t.peak()
     if t.ops:
         x = s.x(peak_step + 0.5)

@@ -69,6 +69,10 @@ class Timeline:
     """How `offset` was found: "planned" (pool mode: the real offsets),
     "first-fit" (lazy: a first-fit allocator replayed, as malloc might do)
     or "stacked" (eager: every buffer its own bytes, in allocation order)."""
+    pools: list[tuple[str, int, int]] = field(default_factory=list)
+    """With several named pools (`--memory-pools`): (name, base, size) of
+    each, stacked bottom to top in the order they are created; a buffer's
+    `offset` is then its pool's base plus its offset in the pool."""
 
     def live_bytes(self) -> list[int]:
         """Bytes of live buffers at each op index."""
@@ -131,13 +135,22 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
             producer.setdefault(i, box.index)
         for i in box.reads:
             consumers[i].append(box.index)
+    # Several named pools are drawn one above the other.
+    pool_base: dict[object, int] = {}
+    pools: list[tuple[str, int, int]] = []
+    for op in function.body.block.ops:
+        if isinstance(op, d.PoolInitOp):
+            base = sum(size for _, _, size in pools)
+            pool_base[op.pool] = base
+            name = op.pool_name.data if op.pool_name is not None else "pool"
+            pools.append((name, base, op.size.value.data))
     buffers = []
     for i, b in enumerate(intermediates):
         steps = [s for s in (producer.get(i), *consumers[i]) if s is not None] or [0]
         owner = b.value.owner
         buffers.append(BufferBox(
             id=i, name=b.name, bytes=b.bytes,
-            offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else 0,
+            offset=owner.offset.value.data + pool_base.get(owner.pool, 0) if isinstance(owner, d.MemOffsetOp) else 0,
             first=min(steps), last=max(steps), shape=list(b.shape), dtype=b.dtype,
             producer=producer.get(i), consumers=consumers[i],
         ))
@@ -149,7 +162,7 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
     return Timeline(
         model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
         pool_bytes=report.activation_bytes, lower_bound_bytes=report.lower_bound_bytes,
-        naive_bytes=report.naive_bytes, placement=placement,
+        naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
     )
 
 

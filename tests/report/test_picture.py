@@ -144,3 +144,22 @@ def test_a_failed_plan_leaves_the_output_file_alone(tmp_path: Path) -> None:
     assert result.returncode == 1 and "unknown planner 'magic'" in result.stderr
     assert out.read_text() == "the previous picture"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan.html"]
+
+
+def test_named_pools_are_stacked_and_never_overlap(tmp_path: Path) -> None:
+    from pyocc.api import lower
+    from pyocc.report.timeline import build_timeline
+
+    module, report = lower(light_model_path("squeezenet"), memory_pools="sram:size=1MiB,dram")
+    timeline = build_timeline(module, report)
+    assert [name for name, _, _ in timeline.pools] == ["sram", "dram"]
+    (_, _, sram_size), (_, dram_base, _) = timeline.pools
+    assert dram_base == sram_size
+    boxes = timeline.buffers
+    for i, a in enumerate(boxes):  # stacked, live buffers of both pools still never share a byte
+        for b in boxes[i + 1:]:
+            if a.first <= b.last and b.first <= a.last:
+                assert a.offset + a.bytes <= b.offset or b.offset + b.bytes <= a.offset, (a.name, b.name)
+    svg = ET.fromstring(render_svg(timeline))
+    assert "pools stacked bottom to top: sram" in "".join(svg.itertext())
+    assert len(buffer_rects(svg)) == len(report.buffers)
