@@ -2,7 +2,7 @@
 
     pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
-    pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
+    pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json|svg|html] [--explain] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
     (run, compile and plan take --memory-pools "sram:size=1MiB,dram" [--pool-candidates "concat=dram"])
 
@@ -37,10 +37,16 @@ def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".pyocc-")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".pyocc-")
+    except OSError as e:
+        raise PyoccError(f"{path}: cannot write there ({e.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give what open() would
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -113,9 +119,21 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
-    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                      memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
-    if args.liveness:
+    module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+    if args.explain or args.format in ("svg", "html"):
+        from pyocc.report.timeline import build_timeline
+
+        timeline = build_timeline(module, report)
+    if args.explain:
+        from pyocc.report.explain import explain_peak
+
+        text = explain_peak(timeline) + "\n"
+    elif args.format in ("svg", "html"):
+        from pyocc.report.picture import render_html, render_svg
+
+        text = render_svg(timeline) if args.format == "svg" else render_html(timeline)
+    elif args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"
             for b in report.buffers) + "\n"
@@ -154,7 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
-    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.add_argument("--format", choices=["text", "json", "svg", "html"], default="text",
+                      help="text or json report, or the plan as a picture (svg, or html with hover details)")
+    plan.add_argument("--explain", action="store_true",
+                      help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
     plan.add_argument("-o", "--output", help="write to this file")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
