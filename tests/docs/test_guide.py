@@ -87,3 +87,15 @@ def test_every_pyocc_opt_option_of_pyocc_is_documented() -> None:
 @pytest.mark.parametrize("name", sorted(PYOCC_PASSES))
 def test_every_pass_is_in_the_pass_table(name: str) -> None:
     assert f"| `{name}` |" in TEXT, f"docs/guide.md's pass table lacks {name}"
+
+
+def test_every_memory_report_field_is_documented() -> None:
+    """The report table names every field of MemoryReport (its JSON keys)."""
+    import dataclasses
+
+    from pyocc.api import MemoryReport
+
+    fields = [f.name for f in dataclasses.fields(MemoryReport)] + ["fast_pool_traffic_fraction"]
+    section = TEXT.split("## The memory report", 1)[1].split("\n## ", 1)[0]
+    missing = [f for f in fields if f"`{f}`" not in section]
+    assert not missing, f"docs/guide.md's memory report table lacks {missing}"
