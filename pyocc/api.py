@@ -92,6 +92,19 @@ class MemoryReport:
             return None
         return self.fast_pool_traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
 
+    def check_limit(self, limit_bytes: int | None) -> None:
+        """Raise PyoccError if the activation memory exceeds `limit_bytes`
+        (None: no limit); the message says what to try."""
+        if limit_bytes is None or self.activation_bytes <= limit_bytes:
+            return
+        hint = ("; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
+                else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
+                else "")
+        raise PyoccError(
+            f"{self.model} needs {self.activation_bytes:,} bytes of activation memory in {self.memory} mode, "
+            f"more than the limit of {limit_bytes:,} (lower bound {self.lower_bound_bytes:,}){hint}"
+        )
+
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         import dataclasses

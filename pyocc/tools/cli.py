@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from pyocc.errors import PyoccError
 
@@ -33,6 +34,25 @@ def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
             raise PyoccError(f"--shape '{spec}' must look like NAME=1x3x224x224")
         shapes[name] = parse_shape(dims)
     return shapes
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a wrong option is one line (plus where to read more),
+    like every other user error of pyocc."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _size(text: str) -> int:
+    """A byte count like 8MiB, 512KiB or 1000 (argparse type)."""
+    from pyocc.planning import PlanningError
+    from pyocc.planning.pools import parse_size
+
+    try:
+        return parse_size(text)
+    except PlanningError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -64,6 +84,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "options size=, align=, targets=, ro)")
     p.add_argument("--pool-candidates", default=None, metavar="KIND=POOL[+POOL],...",
                    help="with --memory-pools: pools for the buffers each kind of op writes, e.g. 'concat=dram'")
+    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
 
@@ -76,6 +98,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), sanitize=args.sanitize, memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates)
+    model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -111,6 +134,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates)
+    model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -121,6 +145,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+    report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline
 
@@ -156,8 +181,8 @@ def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
-    parser = argparse.ArgumentParser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="compile and run a model on random or given inputs")
     _common(run)
     run.add_argument("--target", default="host", help="host (default)")
