@@ -13,7 +13,7 @@ The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
 single place callers import them from.
 """
 
-from pyocc.runtime.kernels.conv import conv, conv_transpose
+from pyocc.runtime.kernels.conv import conv, conv_transpose, preact_conv
 from pyocc.runtime.kernels.elementwise import (
     ACTIVATIONS,
     binary,
@@ -77,6 +77,7 @@ __all__ = [
     "matmul",
     "max_pool",
     "pad",
+    "preact_conv",
     "range",
     "reduce",
     "resize",

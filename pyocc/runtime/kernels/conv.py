@@ -1,5 +1,6 @@
-"""Convolution host kernels: conv (with fused bias, residual and activation)
-and conv_transpose, for any number of spatial dims.
+"""Convolution host kernels: conv (with fused bias, residual and activation),
+preact_conv (conv of a per-channel affine + relu of its input, DenseNet's
+pre-activation) and conv_transpose, for any number of spatial dims.
 
 ``out`` must not overlap any input.
 """
@@ -13,7 +14,7 @@ import numpy as np
 from pyocc.runtime.kernels._window import Window
 from pyocc.runtime.kernels.elementwise import apply_activation
 
-__all__ = ["conv", "conv_transpose"]
+__all__ = ["conv", "conv_transpose", "preact_conv"]
 
 
 def _bias_shape(spatial_rank: int) -> tuple[int, ...]:
@@ -73,6 +74,39 @@ def conv(
     apply_activation(target, activation, alpha, beta)
     if target is not out:
         np.copyto(out, target)
+
+
+def preact_conv(
+    x: np.ndarray,
+    pre_scale: np.ndarray,
+    pre_shift: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None = None,
+    residual: np.ndarray | None = None,
+    *,
+    out: np.ndarray,
+    pre_activation: str | None = None,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    group: int = 1,
+    activation: str | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+) -> None:
+    """``conv(pre_act(x * pre_scale[c] + pre_shift[c]), w, bias, residual)``
+    with ``pre_act`` None or relu, then the fused activation (see ``conv``).
+
+    The pre-activated input is computed into kernel scratch (like conv's
+    im2col columns) before padding, so padded positions stay zero as ONNX
+    requires; it is never a buffer of the memory plan.
+    """
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    activated = x * pre_scale.reshape(shape).astype(x.dtype, copy=False)
+    activated += pre_shift.reshape(shape).astype(x.dtype, copy=False)
+    apply_activation(activated, pre_activation)
+    conv(activated, w, bias, residual, out=out, strides=strides, pads=pads, dilations=dilations,
+         group=group, activation=activation, alpha=alpha, beta=beta)
 
 
 def _is_pointwise(window: Window) -> bool:
