@@ -91,10 +91,12 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    fuse: bool = True,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report. `options` (see
-    pyocc.pipelines.Options), when given, overrides memory/planner/alignment."""
+    mode; returns the module and its memory report. `fuse=False` skips layer
+    fusion (dnn-fuse). `options` (see pyocc.pipelines.Options), when given,
+    overrides memory/planner/alignment/fuse."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -105,7 +107,7 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment)
+        options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -212,12 +214,14 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    fuse: bool = True,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'."""
+    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
+    `fuse=False` turns layer fusion off."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse)
     return Model(module, report, compile_module(module))

@@ -6,7 +6,7 @@
 
 A flow has three stages, each a list of passes built from `Options`:
 
-    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors
+    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
     buffer_passes   tensor form -> buffer form with malloc/dealloc
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
@@ -40,12 +40,19 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    fuse: bool = True
+    """Run dnn-fuse (layer fusion) on the tensor form."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
     from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+    from pyocc.rewrites.dnn_fuse import DnnFusePass
 
-    return [ConvertOnnxToDnnPass()]
+    passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
+    if options.fuse:
+        passes.append(DnnFusePass())
+    return passes
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
