@@ -356,3 +356,38 @@ func.func @layer_norm_not_fused(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %y = "dnn.binary"(%m, %bias) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   func.return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// Attention scores: softmax(QK^T / sqrt(d) + mask) is one kernel.
+// CHECK-LABEL: func.func @attention_softmax_fused
+// CHECK: %[[Y:.*]] = "dnn.attention_softmax"(%q, %k, %mask) <{scale = 5.000000e-01 : f32
+// CHECK-NEXT: func.return %[[Y]]
+func.func @attention_softmax_fused(%q: tensor<2x3x4xf32>, %k: tensor<2x4x3xf32>, %mask: tensor<1x3x3xf32>) -> tensor<2x3x3xf32> {
+  %c = "dnn.weight"() <{value = dense<2.0> : tensor<f32>}> : () -> tensor<f32>
+  %s = "dnn.matmul"(%q, %k) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %d = "dnn.binary"(%s, %c) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2x3x3xf32>
+  %m = "dnn.binary"(%mask, %d) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x3x3xf32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %y = "dnn.softmax"(%m) <{axis = -1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  func.return %y : tensor<2x3x3xf32>
+}
+
+// -----
+
+// Negative: a softmax over another axis than the scores' last, and a
+// constant divided by the scores (not a scale).
+// CHECK-LABEL: func.func @attention_softmax_not_fused
+// CHECK-NOT: dnn.attention_softmax
+// CHECK: "dnn.softmax"
+// CHECK: "dnn.softmax"
+// CHECK-NOT: dnn.attention_softmax
+func.func @attention_softmax_not_fused(%q: tensor<2x3x4xf32>, %k: tensor<2x4x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xf32>) {
+  %c = "dnn.weight"() <{value = dense<2.0> : tensor<f32>}> : () -> tensor<f32>
+  %s = "dnn.matmul"(%q, %k) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %d = "dnn.binary"(%s, %c) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2x3x3xf32>
+  %y = "dnn.softmax"(%d) <{axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %t = "dnn.matmul"(%q, %k) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %e = "dnn.binary"(%c, %t) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<f32>, tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  %z = "dnn.softmax"(%e) <{axis = -1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  func.return %y, %z : tensor<2x3x3xf32>, tensor<2x3x3xf32>
+}

@@ -543,6 +543,31 @@ def gelu_of(approximate: str) -> Callable[[Match], Operation]:
     return produce
 
 
+def last_axis_softmax(m: Match) -> bool:
+    """The softmax runs along the last axis, the scale is one number and the
+    mask (if any) does not grow the scores by broadcasting."""
+    import numpy as np
+
+    scores = m["product"].results[0].type
+    rank = len(scores.get_shape())
+    axis = prop_value(m.root, "axis")
+    if (-1 if axis is None else axis) % rank != rank - 1 or math.prod(m["c"].type.get_shape()) != 1:
+        return False
+    if "mask" not in m.values:
+        return True
+    try:
+        return tuple(np.broadcast_shapes(tuple(m["mask"].type.get_shape()), tuple(scores.get_shape()))) == tuple(
+            scores.get_shape())
+    except ValueError:
+        return False
+
+
+def attention_softmax(m: Match) -> Operation:
+    c = float(m.array("c").reshape(-1)[0])
+    scale = c if m["scaled"].fn.data == "mul" else 1.0 / c
+    return m.build(d.AttentionSoftmaxOp, {"a": m["a"], "b": m["b"], "mask": m.values.get("mask")}, {"scale": scale})
+
+
 def layer_norm(m: Match) -> Operation:
     width = m["x"].type.get_shape()[-1]
     eps = float(m.array("eps").reshape(-1)[0])
@@ -589,6 +614,10 @@ _LAYER_NORM = op(
                    x=op("binary", "plus_eps", fn="add", b=const("eps"),
                         a=op("reduce", "var", fn="mean",
                              x=op("binary", "square", fn="pow", a=_CENTRED, b=const("two", approx=2.0))))))))
+
+# scale * (a @ b), with the scale written as a Mul or a Div by a constant
+_SCALED_SCORES = op("binary", "scaled", fn=frozenset({"mul", "div"}), a=op("matmul", "product", a=var("a"), b=var("b")),
+                    b=const("c"))
 
 RULES: tuple[Rule, ...] = (
     # channel_affine(conv(x), s, t)  =>  conv(x, w * s, b * s + t)   (folded BatchNormalization)
@@ -650,6 +679,13 @@ RULES: tuple[Rule, ...] = (
          produce=gelu_of("none")),
     # (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale + bias  =>  layer_norm(x, scale, bias)
     Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm),
+    # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
+    Rule("attention-softmax-masked",
+         match=op("softmax", "softmax", x=op("binary", "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
+         where=(last_axis_softmax,), produce=attention_softmax),
+    # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
+    Rule("attention-softmax", match=op("softmax", "softmax", x=_SCALED_SCORES),
+         where=(last_axis_softmax,), produce=attention_softmax),
 )
 
 

@@ -25,6 +25,7 @@ from pyocc.runtime.kernels.elementwise import (
 )
 from pyocc.runtime.kernels.linalg import gemm, matmul
 from pyocc.runtime.kernels.normalization import (
+    attention_softmax,
     batch_norm,
     channel_affine,
     layer_norm,
@@ -53,6 +54,7 @@ from pyocc.runtime.kernels.tensor import (
 __all__ = [
     "ACTIVATIONS",
     "arg_max",
+    "attention_softmax",
     "arg_min",
     "average_pool",
     "batch_norm",

@@ -145,6 +145,27 @@ def test_transformer_pieces_match_onnxruntime() -> None:
     assert fused == ["layer_norm", "gemm", "unary", "gemm"]
 
 
+def test_attention_softmax_matches_onnxruntime() -> None:
+    """softmax(Q K^T / sqrt(d) + mask) V: the scores are one kernel."""
+    heads, tokens, width = 2, 4, 8
+    nodes = [
+        helper.make_node("MatMul", ["q", "k"], ["s"]),
+        helper.make_node("Div", ["s", "root_d"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "mask"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "v"], ["y"]),
+    ]
+    inputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n, shape in
+              [("q", [heads, tokens, width]), ("k", [heads, width, tokens]), ("mask", [1, tokens, tokens]),
+               ("v", [heads, tokens, width])]]
+    graph = helper.make_graph(nodes, "attention", inputs,
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [heads, tokens, width])],
+                              [numpy_helper.from_array(np.array(np.sqrt(width), dtype=np.float32), "root_d")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    compare_with_onnxruntime(model, {"attention_softmax"})
+    assert kernels(tensor_form(model, fuse=True)) == ["attention_softmax", "matmul"]
+
+
 def test_cli_no_fuse_measures_fusion(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
     from pyocc.tools.cli import main
 

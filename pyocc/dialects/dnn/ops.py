@@ -446,6 +446,22 @@ class SoftmaxOp(UnaryKernelOp):
 
 
 @irdl_op_definition
+class AttentionSoftmaxOp(DnnComputeOp):
+    """Attention scores in one kernel (dnn-fuse's transformer rule):
+    out = softmax(scale * (a @ b) + mask) along the last axis; `mask`, when
+    given, broadcasts to the scores. `out` must not overlap `a` or `b`."""
+
+    name = "dnn.attention_softmax"
+    a = operand_def(TensorOrBuffer)
+    b = operand_def(TensorOrBuffer)
+    mask = opt_operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(Pure())
+    scale = _float()
+
+
+@irdl_op_definition
 class LogSoftmaxOp(UnaryKernelOp):
     name = "dnn.log_softmax"
     axis = _int()
@@ -787,7 +803,7 @@ class PoolReleaseOp(IRDLOperation):
 COMPUTE_OPS = [
     ConvOp, PreActConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
-    BatchNormOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
+    BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
