@@ -391,3 +391,50 @@ func.func @attention_softmax_not_fused(%q: tensor<2x3x4xf32>, %k: tensor<2x4x3xf
   %z = "dnn.softmax"(%e) <{axis = -1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
   func.return %y, %z : tensor<2x3x3xf32>, tensor<2x3x3xf32>
 }
+
+// -----
+
+// GELU's tanh approximation, as GPT-2 exports write it, becomes one gelu.
+// CHECK-LABEL: func.func @gelu_tanh_fused
+// CHECK: %[[Y:.*]] = "dnn.unary"(%x) <{fn = "gelu", approximate = "tanh"
+// CHECK-NEXT: func.return %[[Y]]
+func.func @gelu_tanh_fused(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %half = "dnn.weight"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %three = "dnn.weight"() <{value = dense<3.0> : tensor<f32>}> : () -> tensor<f32>
+  %c = "dnn.weight"() <{value = dense<0.044715> : tensor<f32>}> : () -> tensor<f32>
+  %k = "dnn.weight"() <{value = dense<0.7978846> : tensor<f32>}> : () -> tensor<f32>
+  %one = "dnn.weight"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32>
+  %h = "dnn.binary"(%x, %half) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %p = "dnn.binary"(%x, %three) <{fn = "pow", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %q = "dnn.binary"(%p, %c) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %r = "dnn.binary"(%x, %q) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = "dnn.binary"(%r, %k) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %t = "dnn.unary"(%s) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %u = "dnn.binary"(%t, %one) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %y = "dnn.binary"(%h, %u) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: the inner tanh value is also a graph output, so it must stay.
+// CHECK-LABEL: func.func @gelu_tanh_not_fused
+// CHECK: %[[T:.*]] = "dnn.unary"({{.*}}) <{fn = "tanh"
+// CHECK-NOT: "gelu"
+// CHECK: func.return %{{.*}}, %[[T]]
+func.func @gelu_tanh_not_fused(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %half = "dnn.weight"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %three = "dnn.weight"() <{value = dense<3.0> : tensor<f32>}> : () -> tensor<f32>
+  %c = "dnn.weight"() <{value = dense<0.044715> : tensor<f32>}> : () -> tensor<f32>
+  %k = "dnn.weight"() <{value = dense<0.7978846> : tensor<f32>}> : () -> tensor<f32>
+  %one = "dnn.weight"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32>
+  %h = "dnn.binary"(%x, %half) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %p = "dnn.binary"(%x, %three) <{fn = "pow", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %q = "dnn.binary"(%p, %c) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %r = "dnn.binary"(%x, %q) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = "dnn.binary"(%r, %k) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %t = "dnn.unary"(%s) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %u = "dnn.binary"(%t, %one) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %y = "dnn.binary"(%h, %u) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y, %t : tensor<2x8xf32>, tensor<2x8xf32>
+}

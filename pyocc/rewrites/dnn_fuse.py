@@ -604,6 +604,15 @@ def affine(**fields: Any) -> OpPattern:
 _ERF_GATE = op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
                a=op("unary", "erf", fn="erf",
                     x=op("binary", "scaled", fn="div", a=var("x"), b=const("sqrt2", approx=math.sqrt(2.0)))))
+# The tanh form of GELU: (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+_TANH_GELU = op(
+    "binary", "gated", fn="mul", a=op("binary", "half", fn="mul", a=var("x"), b=const("half", approx=0.5)),
+    b=op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
+         a=op("unary", "tanh", fn="tanh",
+              x=op("binary", "inner", fn="mul", b=const("k", approx=math.sqrt(2.0 / math.pi)),
+                   a=op("binary", "cubic", fn="add", a=var("x"),
+                        b=op("binary", "cube_scaled", fn="mul", b=const("c", approx=0.044715),
+                             a=op("binary", "cube", fn="pow", a=var("x"), b=const("three", approx=3.0))))))))
 # The decomposed LayerNormalization: d = x - mean(x); d / sqrt(mean(d^2) + eps) * scale + bias.
 _CENTRED = op("binary", "centred", fn="sub", a=var("x"), b=op("reduce", "mean", fn="mean", x=var("x")))
 _LAYER_NORM = op(
@@ -677,6 +686,8 @@ RULES: tuple[Rule, ...] = (
          match=op("binary", "gated", fn="mul", a=var("x"),
                   b=op("binary", "half", fn="mul", a=_ERF_GATE, b=const("half", approx=0.5))),
          produce=gelu_of("none")),
+    # (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  =>  gelu{approximate=tanh}(x)
+    Rule("gelu-tanh", match=_TANH_GELU, produce=gelu_of("tanh")),
     # (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale + bias  =>  layer_norm(x, scale, bias)
     Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm),
     # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
