@@ -159,20 +159,20 @@ func.func @matmul_add_relu_fused(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: t
 
 // -----
 
-// Negative: a batched (3-D) MatMul is no Gemm; an Add that grows the
-// product by broadcasting is no bias.
+// Negative: a product read twice stays; an Add that grows the product by
+// broadcasting is no bias.
 // CHECK-LABEL: func.func @matmul_add_not_fused
-// CHECK: "dnn.matmul"
-// CHECK: "dnn.binary"{{.*}}fn = "add"
+// CHECK: %[[M:.*]] = "dnn.matmul"
+// CHECK: "dnn.binary"(%[[M]], %c) <{fn = "add"
 // CHECK: "dnn.matmul"
 // CHECK: "dnn.binary"{{.*}}fn = "add"
 // CHECK-NOT: dnn.gemm
-func.func @matmul_add_not_fused(%a: tensor<2x2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<4xf32>, %p: tensor<1x3xf32>, %q: tensor<5x1xf32>) -> (tensor<2x2x4xf32>, tensor<5x4xf32>) {
-  %m = "dnn.matmul"(%a, %b) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x2x3xf32>, tensor<3x4xf32>) -> tensor<2x2x4xf32>
-  %y = "dnn.binary"(%m, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x2x4xf32>, tensor<4xf32>) -> tensor<2x2x4xf32>
+func.func @matmul_add_not_fused(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>, %c: tensor<4xf32>, %p: tensor<1x3xf32>, %q: tensor<5x1xf32>) -> (tensor<2x4xf32>, tensor<2x4xf32>, tensor<5x4xf32>) {
+  %m = "dnn.matmul"(%a, %b) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  %y = "dnn.binary"(%m, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   %n = "dnn.matmul"(%p, %b) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x3xf32>, tensor<3x4xf32>) -> tensor<1x4xf32>
   %z = "dnn.binary"(%n, %q) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4xf32>, tensor<5x1xf32>) -> tensor<5x4xf32>
-  func.return %y, %z : tensor<2x2x4xf32>, tensor<5x4xf32>
+  func.return %y, %m, %z : tensor<2x4xf32>, tensor<2x4xf32>, tensor<5x4xf32>
 }
 
 // -----
@@ -437,4 +437,33 @@ func.func @gelu_tanh_not_fused(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<
   %u = "dnn.binary"(%t, %one) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
   %y = "dnn.binary"(%h, %u) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
   func.return %y, %t : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// A batch of token rows times a weight matrix plus a bias: one Gemm on the
+// rows seen as a matrix (views cost nothing).
+// CHECK-LABEL: func.func @rows_matmul_add_fused
+// CHECK: %[[A:.*]] = "dnn.view"(%x) : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+// CHECK: %[[G:.*]] = "dnn.gemm"(%[[A]], %w, %b) {{.*}} -> tensor<6x5xf32>
+// CHECK: %[[Y:.*]] = "dnn.view"(%[[G]]) : (tensor<6x5xf32>) -> tensor<2x3x5xf32>
+// CHECK-NEXT: func.return %[[Y]]
+func.func @rows_matmul_add_fused(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %b: tensor<5xf32>) -> tensor<2x3x5xf32> {
+  %m = "dnn.matmul"(%x, %w) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  %y = "dnn.binary"(%m, %b) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  func.return %y : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Negative: a bias that varies per token is no Gemm bias; a batched weight
+// (attention's QK^T) is no matrix.
+// CHECK-LABEL: func.func @rows_matmul_add_not_fused
+// CHECK-NOT: dnn.gemm
+func.func @rows_matmul_add_not_fused(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>, %b: tensor<3x5xf32>, %v: tensor<2x4x5xf32>, %c: tensor<5xf32>) -> (tensor<2x3x5xf32>, tensor<2x3x5xf32>) {
+  %m = "dnn.matmul"(%x, %w) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  %y = "dnn.binary"(%m, %b) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x5xf32>, tensor<3x5xf32>) -> tensor<2x3x5xf32>
+  %n = "dnn.matmul"(%x, %v) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  %z = "dnn.binary"(%n, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
+  func.return %y, %z : tensor<2x3x5xf32>, tensor<2x3x5xf32>
 }

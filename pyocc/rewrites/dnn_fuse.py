@@ -206,10 +206,11 @@ class Match:
         self.new_ops.append(weight)
         return weight.result
 
-    def build(self, cls: type[d.DnnComputeOp], operands: dict[str, Any], props: dict[str, Any]) -> d.DnnComputeOp:
-        """A tensor-form `cls` op with the root's result type; `operands` by
-        field name (absent = None), `props` as Attributes or Python values
-        (None = absent)."""
+    def build(self, cls: type[d.DnnComputeOp], operands: dict[str, Any], props: dict[str, Any],
+              result_type: Attribute | None = None) -> d.DnnComputeOp:
+        """A tensor-form `cls` op with the root's result type (or
+        `result_type`); `operands` by field name (absent = None), `props` as
+        Attributes or Python values (None = absent)."""
         flat: list[SSAValue] = []
         sizes: list[int] = []
         for name, _ in cls.get_irdl_definition().operands:
@@ -224,7 +225,14 @@ class Match:
                 sizes.append(1)
         properties = {k: _attr(v) for k, v in props.items() if v is not None}
         properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
-        return cls.create(operands=flat, result_types=[self.root.results[0].type], properties=properties)
+        result_type = result_type or self.root.results[0].type
+        return cls.create(operands=flat, result_types=[result_type], properties=properties)
+
+    def view(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`value` reshaped (a dnn.view: no copy), inserted before the fused op."""
+        view = d.ViewOp.create(operands=[value], result_types=[TensorType(value.type.element_type, list(shape))])
+        self.new_ops.append(view)
+        return view.result
 
     def rebuild(self, name: str, operands: dict[str, Any] | None = None, **props: Any) -> d.DnnComputeOp:
         """The matched op `name` with some operands and properties replaced
@@ -425,6 +433,15 @@ def matrices(m: Match) -> bool:
         return False
 
 
+def rows_times_matrix(m: Match) -> bool:
+    """A batch of rows (rank >= 3) times a matrix, plus a bias over the last
+    axis: a Gemm on the rows flattened to one matrix."""
+    a, b, c = m["a"].type.get_shape(), m["b"].type.get_shape(), m["c"].type.get_shape()
+    out = list(m.root.results[0].type.get_shape())
+    return (len(a) >= 3 and len(b) == 2 and list(m["mm"].results[0].type.get_shape()) == out
+            and math.prod(c) == out[-1] and (len(c) == 0 or c[-1] == out[-1]))
+
+
 def channel_vectors(*names: str) -> Condition:
     """Condition: each named value is a vector of the input's channels."""
 
@@ -521,6 +538,21 @@ def with_residual(m: Match) -> Operation:
 
 def matmul_to_gemm(m: Match) -> Operation:
     return m.build(d.GemmOp, {"a": m["a"], "b": m["b"], "c": m["c"]}, {})
+
+
+def rows_to_gemm(m: Match) -> Operation:
+    """view(gemm(view(a, rows x k), b, view(c, n)), out shape)."""
+    a, out_type = m["a"], m.root.results[0].type
+    width = out_type.get_shape()[-1]
+    rows = math.prod(a.type.get_shape()[:-1])
+    bias = m["c"]
+    if list(bias.type.get_shape()) != [width]:
+        is_weight = isinstance(bias.owner, d.WeightOp)
+        bias = m.weight(m.array(bias).reshape(width), bias.type, "bias") if is_weight else m.view(bias, [width])
+    gemm = m.build(d.GemmOp, {"a": m.view(a, [rows, a.type.get_shape()[-1]]), "b": m["b"], "c": bias}, {},
+                   result_type=TensorType(out_type.element_type, [rows, width]))
+    m.new_ops.append(gemm)
+    return d.ViewOp.create(operands=[gemm.results[0]], result_types=[out_type])
 
 
 def gemm_with_bias(m: Match) -> Operation:
@@ -662,6 +694,10 @@ RULES: tuple[Rule, ...] = (
     Rule("matmul-add-to-gemm",
          match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
          where=(matrices,), produce=matmul_to_gemm),
+    # add(matmul(a, b), c)  =>  view(gemm(view(a), b, c))   (a a batch of rows, c a bias over the last axis)
+    Rule("rows-matmul-add-to-gemm",
+         match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
+         where=(rows_times_matrix,), produce=rows_to_gemm),
     # add(gemm(a, b), c)  =>  gemm(a, b, c)
     Rule("gemm-bias",
          match=op("binary", "add", fn="add", a=op("gemm", "gemm", c=None, activation=None, a=var("a"), b=var("b")),

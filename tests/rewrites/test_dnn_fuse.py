@@ -107,10 +107,10 @@ def test_preact_conv_matches_onnxruntime() -> None:
 
 
 def test_transformer_pieces_match_onnxruntime() -> None:
-    """A decomposed LayerNorm, MatMul + Add + Erf-GELU, MatMul + Add: fused to
-    layer_norm, gemm, gelu, gemm."""
+    """A decomposed LayerNorm, MatMul + Add + Erf-GELU, MatMul + Add on a
+    batch of token rows: fused to layer_norm, gemm, gelu, gemm."""
     rng = np.random.default_rng(1)
-    tokens, width, hidden = 6, 8, 16
+    batch, tokens, width, hidden = 2, 3, 8, 16
 
     def const(name: str, value: float) -> onnx.TensorProto:
         return numpy_helper.from_array(np.array(value, dtype=np.float32), name)
@@ -139,8 +139,9 @@ def test_transformer_pieces_match_onnxruntime() -> None:
              const("half", 0.5), random_initializer(rng, "gamma", [width]), random_initializer(rng, "beta", [width]),
              random_initializer(rng, "w1", [width, hidden]), random_initializer(rng, "b1", [hidden]),
              random_initializer(rng, "w2", [hidden, width]), random_initializer(rng, "b2", [width])]
-    graph = helper.make_graph(nodes, "block", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [tokens, width])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [tokens, width])], inits)
+    graph = helper.make_graph(nodes, "block",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, tokens, width])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, tokens, width])], inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     compare_with_onnxruntime(model, {"layer_norm", "gemm", "unary"})
     fused = kernels(tensor_form(model, fuse=True))
