@@ -1,6 +1,6 @@
 """Named pipelines: one pass name that runs a whole Occamy flow.
 
-    occamy-eager   onnx -> dnn -> buffers, everything allocated at entry
+    occamy-eager   onnx -> dnn (fused) -> buffers, everything allocated at entry
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
 
@@ -86,7 +86,7 @@ def run_passes(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None
 
 @dataclass(frozen=True)
 class OccamyEagerPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=eager}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=eager}."""
 
     name = "occamy-eager"
 
@@ -96,7 +96,7 @@ class OccamyEagerPipeline(ModulePass):
 
 @dataclass(frozen=True)
 class OccamyLazyPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=lazy}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=lazy}."""
 
     name = "occamy-lazy"
 
