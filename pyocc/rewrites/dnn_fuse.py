@@ -178,6 +178,7 @@ class Match:
     new_ops: list[Operation] = field(default_factory=list)
 
     def copy(self) -> Match:
+        """A copy to extend while trying one alternative (backtracking)."""
         return Match(self.root, dict(self.ops), dict(self.values), [])
 
     def __getitem__(self, name: str) -> Any:
@@ -342,6 +343,7 @@ class RulePattern(RewritePattern):
         self.rule = rule
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        """Match the rule at `op` (its root), check it, replace the matched ops."""
         if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1:
             return
         m = _match_op(self.rule.match, op, Match(op))
@@ -489,12 +491,14 @@ def _folded_conv(m: Match, scale: np.ndarray, shift: np.ndarray, **props: Any) -
 
 
 def fold_affine_into_conv(m: Match) -> Operation:
+    """produce: the conv with the affine folded into w and bias (and its activation)."""
     affine, channels = m["affine"], m["conv"].results[0].type.get_shape()[1]
     return _folded_conv(m, affine_vector(m, "s", channels), affine_vector(m, "t", channels),
                         activation=affine.activation, alpha=affine.alpha, beta=affine.beta)
 
 
 def fold_scale_into_conv(m: Match) -> Operation:
+    """produce: the conv with w and bias scaled per output channel."""
     import numpy as np
 
     c = channel_vector(m, "c", "conv")
@@ -502,6 +506,7 @@ def fold_scale_into_conv(m: Match) -> Operation:
 
 
 def fold_shift_into_conv(m: Match) -> Operation:
+    """produce: the conv with the constant added to its bias."""
     import numpy as np
 
     c = channel_vector(m, "c", "conv")
@@ -509,6 +514,7 @@ def fold_shift_into_conv(m: Match) -> Operation:
 
 
 def fold_scale_into_affine(m: Match) -> Operation:
+    """produce: the affine with scale and shift multiplied by the constant."""
     c = channel_vector(m, "c", "affine")
     s, t = affine_vector(m, "s", len(c)), affine_vector(m, "t", len(c))
     like = m["s"].type
@@ -516,6 +522,7 @@ def fold_scale_into_affine(m: Match) -> Operation:
 
 
 def fold_shift_into_affine(m: Match) -> Operation:
+    """produce: the affine with the constant added to its shift."""
     c = channel_vector(m, "c", "affine")
     t = affine_vector(m, "t", len(c))
     return m.rebuild("affine", {"shift": m.weight(t + c, m["t"].type, "shift")})
@@ -533,10 +540,12 @@ def with_activation(target: str, alpha: str = "alpha", beta: str = "beta") -> Ca
 
 
 def with_residual(m: Match) -> Operation:
+    """produce: the conv adding `r` to its result."""
     return m.rebuild("conv", {"residual": m["r"]})
 
 
 def matmul_to_gemm(m: Match) -> Operation:
+    """produce: gemm(a, b, c)."""
     return m.build(d.GemmOp, {"a": m["a"], "b": m["b"], "c": m["c"]}, {})
 
 
@@ -556,10 +565,12 @@ def rows_to_gemm(m: Match) -> Operation:
 
 
 def gemm_with_bias(m: Match) -> Operation:
+    """produce: the gemm with `c` as its bias (beta 1)."""
     return m.rebuild("gemm", {"c": m["c"]}, beta=1.0)
 
 
 def preact_conv(m: Match) -> Operation:
+    """produce: preact_conv(x, s, t, w, bias, residual) with the conv's properties."""
     conv, pre = m["conv"], m["pre"]
     operands = {f: getattr(conv, f) for f in ("w", "bias", "residual")}
     operands.update(x=m["x"], pre_scale=m["s"], pre_shift=m["t"])
@@ -595,12 +606,14 @@ def last_axis_softmax(m: Match) -> bool:
 
 
 def attention_softmax(m: Match) -> Operation:
+    """produce: attention_softmax{scale}(a, b, mask), a Div turned into its reciprocal scale."""
     c = float(m.array("c").reshape(-1)[0])
     scale = c if m["scaled"].fn.data == "mul" else 1.0 / c
     return m.build(d.AttentionSoftmaxOp, {"a": m["a"], "b": m["b"], "mask": m.values.get("mask")}, {"scale": scale})
 
 
 def layer_norm(m: Match) -> Operation:
+    """produce: layer_norm(x, scale, bias) over the last axis with the matched epsilon."""
     width = m["x"].type.get_shape()[-1]
     eps = float(m.array("eps").reshape(-1)[0])
     scale = m.weight(m.array("scale").reshape(width), m["scale"].type, "scale")
@@ -661,9 +674,9 @@ _SCALED_SCORES = op("binary", "scaled", fn=frozenset({"mul", "div"}), a=op("matm
                     b=const("c"))
 
 RULES: tuple[Rule, ...] = (
-    # channel_affine(conv(x), s, t)  =>  conv(x, w * s, b * s + t)   (folded BatchNormalization)
+    # channel_affine{act}(conv(x), s, t)  =>  conv{act}(x, w * s, b * s + t)   (folded BatchNormalization)
     Rule("fold-affine-into-conv",
-         match=affine(activation=None, x=op(CONV, "conv", activation=None, residual=None)),
+         match=affine(x=op(CONV, "conv", activation=None, residual=None)),
          where=(conv_weights_constant,), produce=fold_affine_into_conv),
     # mul(conv(x), c)  =>  conv(x, w * c, b * c)   (c one constant per output channel)
     Rule("fold-mul-into-conv",
@@ -753,6 +766,7 @@ class DnnFusePass(ModulePass):
     name = "dnn-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Rewrite with every rule until none matches, then drop dead weights."""
         PatternRewriteWalker(GreedyRewritePatternApplier(fusion_patterns()), apply_recursively=True).rewrite_module(op)
         _drop_dead_weights(op)
 
