@@ -417,9 +417,10 @@ func.func @gelu_tanh_fused(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
-// Negative: the inner tanh value is also a graph output, so it must stay.
+// Negative: the inner tanh value is also a graph output, so it must stay
+// (the tanh only joins the Mul before it, as its fused activation).
 // CHECK-LABEL: func.func @gelu_tanh_not_fused
-// CHECK: %[[T:.*]] = "dnn.unary"({{.*}}) <{fn = "tanh"
+// CHECK: %[[T:.*]] = "dnn.binary"({{.*}}) <{fn = "mul", activation = "tanh"
 // CHECK-NOT: "gelu"
 // CHECK: func.return %{{.*}}, %[[T]]
 func.func @gelu_tanh_not_fused(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
@@ -466,4 +467,32 @@ func.func @rows_matmul_add_not_fused(%x: tensor<2x3x4xf32>, %w: tensor<4x5xf32>,
   %n = "dnn.matmul"(%x, %v) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
   %z = "dnn.binary"(%n, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x5xf32>, tensor<5xf32>) -> tensor<2x3x5xf32>
   func.return %y, %z : tensor<2x3x5xf32>, tensor<2x3x5xf32>
+}
+
+// -----
+
+// An elementwise op and the activation after it are one kernel.
+// CHECK-LABEL: func.func @binary_activation_fused
+// CHECK: %[[Y:.*]] = "dnn.binary"(%a, %b) <{fn = "add", activation = "relu"
+// CHECK-NEXT: func.return %[[Y]]
+func.func @binary_activation_fused(%a: tensor<2x8xf32>, %b: tensor<8xf32>) -> tensor<2x8xf32> {
+  %s = "dnn.binary"(%a, %b) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  %y = "dnn.unary"(%s) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: pow takes no fused activation; a sum read twice stays.
+// CHECK-LABEL: func.func @binary_activation_not_fused
+// CHECK: %[[P:.*]] = "dnn.binary"(%a, %a) <{fn = "pow", operandSegmentSizes
+// CHECK: "dnn.unary"(%[[P]]) <{fn = "relu"
+// CHECK: %[[S:.*]] = "dnn.binary"(%a, %a) <{fn = "add", operandSegmentSizes
+// CHECK: "dnn.unary"(%[[S]]) <{fn = "tanh"
+func.func @binary_activation_not_fused(%a: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) {
+  %p = "dnn.binary"(%a, %a) <{fn = "pow", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %y = "dnn.unary"(%p) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %s = "dnn.binary"(%a, %a) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %z = "dnn.unary"(%s) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y, %z, %s : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }

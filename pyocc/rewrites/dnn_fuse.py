@@ -13,7 +13,8 @@ rule is data that reads like its one-line statement, not a graph walk:
 replaced, the last one) back to its producers; `where` lists named extra
 conditions; `produce` builds the op that replaces the root. One small engine
 (`RulePattern`) turns every rule into an xDSL `RewritePattern`; the pass
-applies them greedily, in table order, until none matches.
+applies them greedily, in table order, until none matches; composite rules
+(`stage=0`: GELU, LayerNorm, attention) run to completion before the rest.
 
 The pattern language:
 
@@ -56,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyFloat,
     DenseArrayBase,
     FloatAttr,
     IntegerAttr,
@@ -130,6 +132,10 @@ class Rule:
     match: OpPattern
     produce: Callable[[Match], Operation]
     where: tuple[Condition, ...] = ()
+    stage: int = 1
+    """Rules of a lower stage run to completion first: the composite
+    patterns (GELU, LayerNorm, attention) at stage 0, so that a small rule
+    (tanh as a fused activation) cannot eat the inside of a larger one."""
 
 
 # ---------------------------------------------------------------------------
@@ -444,6 +450,11 @@ def rows_times_matrix(m: Match) -> bool:
             and math.prod(c) == out[-1] and (len(c) == 0 or c[-1] == out[-1]))
 
 
+def floating(m: Match) -> bool:
+    """The fused result is a float tensor (activations are float functions)."""
+    return isinstance(m.root.results[0].type.element_type, AnyFloat)
+
+
 def channel_vectors(*names: str) -> Condition:
     """Condition: each named value is a vector of the input's channels."""
 
@@ -700,6 +711,10 @@ RULES: tuple[Rule, ...] = (
          where=(same_shape("r", "conv"),), produce=with_residual),
     # act(conv(x))  =>  conv{activation=act}(x)
     Rule("conv-activation", match=activation(op(CONV, "conv", activation=None)), produce=with_activation("conv")),
+    # act(binary(a, b))  =>  binary{activation=act}(a, b)   (add, sub, mul, div, max, min)
+    Rule("binary-activation",
+         match=activation(op("binary", "binary", fn=d.BinaryOp.ARITHMETIC, activation=None)),
+         where=(floating,), produce=with_activation("binary")),
     # act(channel_affine(x, s, t))  =>  channel_affine{activation=act}(x, s, t)
     Rule("affine-activation", match=activation(op("channel_affine", "affine", activation=None)),
          produce=with_activation("affine")),
@@ -729,23 +744,23 @@ RULES: tuple[Rule, ...] = (
     Rule("gelu-erf",
          match=op("binary", "half", fn="mul", b=const("half", approx=0.5),
                   a=op("binary", "gated", fn="mul", a=var("x"), b=_ERF_GATE)),
-         produce=gelu_of("none")),
+         produce=gelu_of("none"), stage=0),
     # x * ((erf(x / sqrt 2) + 1) * 0.5)  =>  gelu(x)
     Rule("gelu-erf-halved-gate",
          match=op("binary", "gated", fn="mul", a=var("x"),
                   b=op("binary", "half", fn="mul", a=_ERF_GATE, b=const("half", approx=0.5))),
-         produce=gelu_of("none")),
+         produce=gelu_of("none"), stage=0),
     # (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  =>  gelu{approximate=tanh}(x)
-    Rule("gelu-tanh", match=_TANH_GELU, produce=gelu_of("tanh")),
+    Rule("gelu-tanh", match=_TANH_GELU, produce=gelu_of("tanh"), stage=0),
     # (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale + bias  =>  layer_norm(x, scale, bias)
-    Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm),
+    Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm, stage=0),
     # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
     Rule("attention-softmax-masked",
          match=op("softmax", "softmax", x=op("binary", "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
-         where=(last_axis_softmax,), produce=attention_softmax),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
     # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
     Rule("attention-softmax", match=op("softmax", "softmax", x=_SCALED_SCORES),
-         where=(last_axis_softmax,), produce=attention_softmax),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
 )
 
 
@@ -754,9 +769,10 @@ RULES: tuple[Rule, ...] = (
 # ---------------------------------------------------------------------------
 
 
-def fusion_patterns(rules: Sequence[Rule] = RULES) -> list[RewritePattern]:
-    """The rule table compiled to rewrite patterns, in table order."""
-    return [RulePattern(rule) for rule in rules]
+def fusion_patterns(rules: Sequence[Rule] = RULES, stage: int | None = None) -> list[RewritePattern]:
+    """The rule table (or one stage of it) compiled to rewrite patterns, in
+    table order."""
+    return [RulePattern(rule) for rule in rules if stage is None or rule.stage == stage]
 
 
 @dataclass(frozen=True)
@@ -766,8 +782,11 @@ class DnnFusePass(ModulePass):
     name = "dnn-fuse"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        """Rewrite with every rule until none matches, then drop dead weights."""
-        PatternRewriteWalker(GreedyRewritePatternApplier(fusion_patterns()), apply_recursively=True).rewrite_module(op)
+        """Rewrite with every rule, stage by stage, until none matches; then
+        drop dead weights."""
+        for stage in sorted({rule.stage for rule in RULES}):
+            patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage))
+            PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(op)
         _drop_dead_weights(op)
 
 

@@ -358,8 +358,9 @@ class UnaryOp(UnaryKernelOp):
 
 @irdl_op_definition
 class BinaryOp(DnnComputeOp):
-    """Elementwise f(a, b) with broadcasting. Safe in place when `out` has an
-    operand's shape."""
+    """Elementwise act(f(a, b)) with broadcasting; the fused activation
+    (dnn-fuse) is optional and only for arithmetic fns. Safe in place when
+    `out` has an operand's shape."""
 
     name = "dnn.binary"
     a = operand_def(TensorOrBuffer)
@@ -369,6 +370,24 @@ class BinaryOp(DnnComputeOp):
     traits = traits_def(Pure())
     fn = prop_def(StringAttr)
     fmod = _int()
+    activation = _str()
+    alpha = _float()
+    beta = _float()
+
+    #: fns whose result an activation may follow inside the kernel
+    ARITHMETIC: ClassVar[frozenset[str]] = frozenset({"add", "sub", "mul", "div", "max", "min"})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.activation is None:
+            return
+        if self.activation.data not in FUSED_ACTIVATIONS:
+            raise VerifyException(
+                f"{self.name}: activation {self.activation.data!r} cannot be fused; "
+                f"expected one of {sorted(FUSED_ACTIVATIONS)}"
+            )
+        if self.fn.data not in self.ARITHMETIC:
+            raise VerifyException(f"{self.name}: only {sorted(self.ARITHMETIC)} take a fused activation, not {self.fn.data!r}")
 
 
 @irdl_op_definition
