@@ -496,3 +496,19 @@ func.func @binary_activation_not_fused(%a: tensor<2x8xf32>) -> (tensor<2x8xf32>,
   %z = "dnn.unary"(%s) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
   func.return %y, %z, %s : tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
 }
+
+// -----
+
+// Negative: the pre-activation is both the conv's input and its residual;
+// the fused conv would still need it, so nothing changes.
+// CHECK-LABEL: func.func @preact_conv_residual_not_fused
+// CHECK: %[[B:.*]] = "dnn.channel_affine"
+// CHECK: "dnn.conv"(%[[B]], %w, %[[B]])
+func.func @preact_conv_residual_not_fused(%x: tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32> {
+  %s = "dnn.weight"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %t = "dnn.weight"() <{value = dense<[0.0, 1.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %w = "dnn.weight"() <{value = dense<[[[[1.0]], [[2.0]]], [[[3.0]], [[4.0]]]]> : tensor<2x2x1x1xf32>}> : () -> tensor<2x2x1x1xf32>
+  %b = "dnn.channel_affine"(%x, %s, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> : (tensor<1x2x2x2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x2x2xf32>
+  %y = "dnn.conv"(%b, %w, %b) <{operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0>}> : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
+  func.return %y : tensor<1x2x2x2xf32>
+}

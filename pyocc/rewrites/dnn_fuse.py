@@ -358,6 +358,9 @@ class RulePattern(RewritePattern):
         if not all(condition(m) for condition in self.rule.where):
             return
         fused = self.rule.produce(m)
+        inside = set(m.ops.values())
+        if any(operand.owner in inside for new in [*m.new_ops, fused] for operand in new.operands):
+            return  # the replacement still reads a tensor the match removes
         fused.results[0].name_hint = op.results[0].name_hint
         rewriter.replace(op, [*m.new_ops, fused], [fused.results[0]])
         dead = [o for o in m.ops.values() if o is not op]
