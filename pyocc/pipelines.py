@@ -43,6 +43,9 @@ class Options:
     fuse: bool = True
     """Run dnn-fuse (layer fusion) on the tensor form."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -59,8 +62,13 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:
@@ -78,10 +86,14 @@ def all_passes(options: Options) -> list[ModulePass]:
 
 
 def run_passes(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None:
-    """Apply `passes` in order, verifying the module after each."""
+    """Apply `passes` in order, verifying the module after each (the op
+    verifiers, then the buffer lifetimes)."""
+    from pyocc.analysis.verify_lifetimes import check_lifetimes
+
     for p in passes:
         p.apply(ctx, module)
         module.verify()
+        check_lifetimes(module)
 
 
 @dataclass(frozen=True)

@@ -303,6 +303,9 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "pool", "planner": "hill-climb"},
     {"memory": "pool", "planner": "long-lived-first"},
     {"memory": "pool", "planner": "exact"},
+    {"memory": "lazy", "sanitize": True},
+    {"memory": "pool", "sanitize": True},
 ]
 """The compiler settings a differential run covers (keyword arguments of
-pyocc.compile): every memory mode and every planner."""
+pyocc.compile): every memory mode and every planner, and the sanitizer
+(dead buffers poisoned with NaN, guard bytes checked) on lazy and pool."""

@@ -712,7 +712,9 @@ class MallocOp(IRDLOperation):
 @irdl_op_definition
 class DeallocOp(IRDLOperation):
     """Free a buffer from dnn.malloc. Nothing in the block may use the buffer
-    (or a view of it) afterwards."""
+    (or a view of it) afterwards: pyocc.analysis.verify_lifetimes checks
+    that for a whole function in one walk (an op verifier would have to scan
+    the rest of the block for every dealloc)."""
 
     name = "dnn.dealloc"
     buffer = operand_def(MemRefType)
@@ -723,25 +725,6 @@ class DeallocOp(IRDLOperation):
     def __init__(self, buffer: SSAValue):
         super().__init__(operands=[buffer],
                          properties={"size": IntegerAttr(type_bytes(buffer.type), i64)})
-
-    def verify_(self) -> None:
-        aliases = {self.buffer}
-        changed = True
-        while changed:  # views of the buffer, transitively
-            changed = False
-            for value in list(aliases):
-                for use in value.uses:
-                    if isinstance(use.operation, ViewOp) and use.operation.result not in aliases:
-                        aliases.add(use.operation.result)
-                        changed = True
-        op: Operation | None = self.next_op
-        while op is not None:
-            for operand in op.operands:
-                if operand in aliases:
-                    raise VerifyException(
-                        f"dnn.dealloc: {op.name} uses a buffer after its dealloc"
-                    )
-            op = op.next_op
 
 
 @irdl_op_definition
@@ -819,11 +802,32 @@ class PoolReleaseOp(IRDLOperation):
     assembly_format = "$pool attr-dict `:` type($pool)"
 
 
+@irdl_op_definition
+class SanitizeOp(DnnComputeOp):
+    """The plan sanitizer's probe on one buffer (buffer form only; inserted
+    by dnn-sanitize). `action = "poison"` fills the buffer with a pattern
+    (NaN for floats) and its `guard` trailing bytes with 0xFD, so a read of
+    dead memory shows up as NaN; `action = "check"` verifies the guard bytes
+    after `writer` wrote the buffer named `buffer`, and fails naming both."""
+
+    name = "dnn.sanitize"
+    out = operand_def(MemRefType)
+    action = prop_def(StringAttr)
+    guard = prop_def(IntegerAttr)
+    writer = _str()
+    buffer = _str()
+
+    def verify_(self) -> None:
+        if self.action.data not in ("poison", "check"):
+            raise VerifyException(f"dnn.sanitize: action must be 'poison' or 'check', got '{self.action.data}'")
+
+
 COMPUTE_OPS = [
     ConvOp, PreActConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
+    SanitizeOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, *MEMORY_OPS]
