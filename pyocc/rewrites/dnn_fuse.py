@@ -31,11 +31,14 @@ The pattern language:
 
 Every rule also gets the condition fusion always needs: each matched op but
 the root is read only inside the match (no other reader, not a graph
-output), so the intermediate disappears and nothing else sees a change. The
-fused op takes the root's place; the ops it replaces sit right before their
-consumer in the models we compile, so no lifetime grows and the peak memory
-cannot rise (tests/rewrites/test_dnn_fuse.py checks it with the liveness
-analysis on every light model).
+output), so the intermediate disappears and nothing else sees a change; and
+the replacement never reads a tensor the match removes. The fused op takes
+the root's place, so the inputs of the fused-away producers live until
+there; in the models we compile a producer sits right before its consumer,
+so no lifetime grows and the peak cannot rise (tests/rewrites/test_dnn_fuse.py
+checks it with the liveness analysis on every light model). Kernel scratch
+(preact_conv's pre-activated input, like conv's im2col columns) is not a
+buffer of the plan.
 
 Adding a rule takes three steps:
   1. write its statement as a one-line comment (`f(g(x)) => h(x)`);
