@@ -84,26 +84,34 @@ def compare_with_onnxruntime(model: onnx.ModelProto, expect_kernels: set[str]) -
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_preact_conv_matches_onnxruntime() -> None:
-    """BatchNormalization -> Relu -> padded Conv (+ residual Add + Relu):
-    the pre-activation runs inside the conv, and padding stays zero after it."""
+@pytest.mark.parametrize("channels, kernel", [(4, 3), (70, 1)])
+def test_preact_conv_matches_onnxruntime(channels: int, kernel: int) -> None:
+    """BatchNormalization -> Relu -> Conv (+ residual Add + Relu): the
+    pre-activation runs inside the conv; padding stays zero after it (3x3),
+    and a pointwise conv sums blocks of input channels (70 > PREACT_BLOCK)."""
     rng = np.random.default_rng(0)
-    c, m = 4, 4
+    c, m = channels, 4
     nodes = [
         helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], ["bn"]),
         helper.make_node("Relu", ["bn"], ["pre"]),
-        helper.make_node("Conv", ["pre", "w", "wb"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["pre", "w", "wb"], ["conv"], pads=[kernel // 2] * 4),
         helper.make_node("Add", ["conv", "x"], ["sum"]),
         helper.make_node("Relu", ["sum"], ["y"]),
     ]
     inits = [random_initializer(rng, "s", [c]), random_initializer(rng, "b", [c]),
              random_initializer(rng, "mean", [c]), random_initializer(rng, "var", [c], positive=True),
-             random_initializer(rng, "w", [m, c, 3, 3]), random_initializer(rng, "wb", [m])]
+             random_initializer(rng, "w", [m, c, kernel, kernel]), random_initializer(rng, "wb", [m])]
     graph = helper.make_graph(nodes, "preact", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 6, 6])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, 6, 6])], inits)
+    if c != m:  # the residual must have the conv's shape: add a slice of x's channels instead
+        nodes[3].input[1] = "x_head"
+        nodes.insert(3, helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["x_head"]))
+        graph = helper.make_graph(nodes, "preact", list(graph.input), list(graph.output),
+                                  inits + [numpy_helper.from_array(np.array(v, dtype=np.int64), n)
+                                           for n, v in [("starts", [0]), ("ends", [m]), ("axes", [1])]])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     compare_with_onnxruntime(model, {"preact_conv"})
-    assert kernels(tensor_form(model, fuse=True)) == ["preact_conv"]
+    assert [k for k in kernels(tensor_form(model, fuse=True)) if k != "slice"] == ["preact_conv"]
 
 
 def test_transformer_pieces_match_onnxruntime() -> None:

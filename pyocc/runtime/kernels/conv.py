@@ -66,9 +66,23 @@ def conv(
     else:
         _conv_im2col(x, w, target, window, group)
 
-    spatial_rank = len(out_spatial)
+    _epilogue(target, out, bias, residual, activation, alpha, beta)
+
+
+def _epilogue(
+    target: np.ndarray,
+    out: np.ndarray,
+    bias: np.ndarray | None,
+    residual: np.ndarray | None,
+    activation: str | None,
+    alpha: float | None,
+    beta: float | None,
+) -> None:
+    """The fused tail of a convolution, in place on ``target``: ``+ bias``,
+    ``+ residual``, the activation; then ``target`` into ``out`` if it was a
+    staging buffer."""
     if bias is not None:
-        target += bias.reshape(_bias_shape(spatial_rank))
+        target += bias.reshape(_bias_shape(target.ndim - 2))
     if residual is not None:
         target += residual
     apply_activation(target, activation, alpha, beta)
@@ -97,16 +111,57 @@ def preact_conv(
     """``conv(pre_act(x * pre_scale[c] + pre_shift[c]), w, bias, residual)``
     with ``pre_act`` None or relu, then the fused activation (see ``conv``).
 
-    The pre-activated input is computed into kernel scratch (like conv's
-    im2col columns) before padding, so padded positions stay zero as ONNX
-    requires; it is never a buffer of the memory plan.
+    The pre-activated input is computed into kernel scratch before padding,
+    so padded positions stay zero as ONNX requires; it is never a buffer of
+    the memory plan. A pointwise conv (DenseNet's bottlenecks and
+    transitions, the convs that read the big concatenations) runs as a sum
+    over blocks of input channels, so its scratch is one block
+    (``PREACT_BLOCK`` channels), not a copy of the input.
     """
+    window = Window.from_onnx(w.shape[2:], strides, pads, dilations)
+    if group == 1 and _is_pointwise(window) and x.shape[2:] == out.shape[2:]:
+        target = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
+        _pointwise_preact(x, pre_scale, pre_shift, w, target, pre_activation)
+        _epilogue(target, out, bias, residual, activation, alpha, beta)
+        return
     shape = (1, -1) + (1,) * (x.ndim - 2)
     activated = x * pre_scale.reshape(shape).astype(x.dtype, copy=False)
     activated += pre_shift.reshape(shape).astype(x.dtype, copy=False)
     apply_activation(activated, pre_activation)
     conv(activated, w, bias, residual, out=out, strides=strides, pads=pads, dilations=dilations,
          group=group, activation=activation, alpha=alpha, beta=beta)
+
+
+#: input channels pre-activated at a time by a pointwise preact_conv
+PREACT_BLOCK = 64
+
+
+def _pointwise_preact(
+    x: np.ndarray, scale: np.ndarray, shift: np.ndarray, w: np.ndarray, out: np.ndarray, activation: str | None
+) -> None:
+    """out = W @ act(x * scale + shift) for a 1x1 stride-1 conv, one block of
+    input channels at a time: out = sum over blocks of W[:, block] @ act(x[block])."""
+    batch, channels = x.shape[:2]
+    positions = int(np.prod(x.shape[2:]))
+    weights = w.reshape(w.shape[0], channels)
+    rows = np.ascontiguousarray(x).reshape(batch, channels, positions)
+    scale = scale.reshape(-1, 1).astype(x.dtype, copy=False)
+    shift = shift.reshape(-1, 1).astype(x.dtype, copy=False)
+    block = np.empty((min(PREACT_BLOCK, channels), positions), dtype=x.dtype)
+    partial = np.empty((w.shape[0], positions), dtype=out.dtype)
+    for image in range(batch):
+        result = out[image].reshape(w.shape[0], positions)
+        for start in range(0, channels, PREACT_BLOCK):
+            stop = min(start + PREACT_BLOCK, channels)
+            activated = block[: stop - start]
+            np.multiply(rows[image, start:stop], scale[start:stop], out=activated)
+            activated += shift[start:stop]
+            apply_activation(activated, activation)
+            if start == 0:
+                np.matmul(weights[:, start:stop], activated, out=result)
+            else:
+                np.matmul(weights[:, start:stop], activated, out=partial)
+                result += partial
 
 
 def _is_pointwise(window: Window) -> bool:
