@@ -102,8 +102,11 @@ class OccamyEagerPipeline(ModulePass):
 
     name = "occamy-eager"
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="eager")))
+        run_passes(ctx, op, all_passes(Options(memory="eager", fuse=self.fuse)))
 
 
 @dataclass(frozen=True)
@@ -112,8 +115,11 @@ class OccamyLazyPipeline(ModulePass):
 
     name = "occamy-lazy"
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="lazy")))
+        run_passes(ctx, op, all_passes(Options(memory="lazy", fuse=self.fuse)))
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,12 @@ class OccamyPoolPipeline(ModulePass):
     alignment: int = 64
     """Byte alignment of every buffer in the pool."""
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment)))
+        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
+                                               fuse=self.fuse)))
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}

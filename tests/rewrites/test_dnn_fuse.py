@@ -208,3 +208,19 @@ def test_cli_no_fuse_measures_fusion(tmp_path: object, capsys: pytest.CaptureFix
         reports[bool(flags)] = json.loads(capsys.readouterr().out)
     assert len(reports[False]["buffers"]) < len(reports[True]["buffers"])
     assert reports[False]["activation_bytes"] < reports[True]["activation_bytes"]
+
+
+def test_pipelines_take_fuse_false() -> None:
+    """`pyocc-opt -p 'occamy-lazy{fuse=false}'` keeps every op of the model."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    opt = Path(sys.executable).parent / "pyocc-opt"
+    path = str(light_model_path("squeezenet"))
+    counts = {}
+    for flag in ("true", "false"):
+        text = subprocess.run([str(opt), path, "-p", f"occamy-lazy{{fuse={flag}}}"], capture_output=True,
+                              text=True, check=True).stdout
+        counts[flag] = text.count('"dnn.unary"')
+    assert counts == {"true": 0, "false": 26}
