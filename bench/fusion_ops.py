@@ -8,17 +8,23 @@ the activation bytes of pool mode (the planned pool) before and after
 
     python bench/fusion_ops.py [MODEL ...]
 
-Not a test: it prints a table. The ConstantOfShape weights of the light
-models are replaced by random initializers first, as in tests/e2e, so that
-onnxruntime sees real constants to fold (as a deployed model has).
+Not a test: it prints a table. The light models make their weights with
+ConstantOfShape nodes; onnxruntime gets them as initializers (as a deployed
+model has them: it folds batch norms into convs only then), pyocc the model
+as shipped (it folds either; weight values change no count and no byte).
+
+bench/memory.py (once on main) takes these as columns:
+``COLUMNS += memory_columns(Column)``.
 """
 
 from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -42,15 +48,10 @@ class FusionCounts:
 
 def dnn_op_count(model: object, fuse: bool) -> tuple[int, int]:
     """(kernel launches, pool-mode activation bytes) of the compiled model."""
-    from xdsl.dialects import func
-
     from pyocc.api import lower
-    from pyocc.dialects.dnn import ops as d
 
     module, report = lower(model, memory="pool", fuse=fuse)  # type: ignore[arg-type]
-    function = next(o for o in module.walk() if isinstance(o, func.FuncOp))
-    count = sum(isinstance(o, d.DnnComputeOp) for o in function.body.block.ops)
-    return count, report.activation_bytes
+    return kernel_launches(module), report.activation_bytes
 
 
 def ort_node_count(model: object) -> int:
@@ -68,14 +69,63 @@ def ort_node_count(model: object) -> int:
         return len(onnx.load(path, load_external_data=False).graph.node)
 
 
+def light_model(name: str) -> object:
+    """The light model `name` as shipped in the onnx wheel."""
+    import onnx
+
+    return onnx.load(str(Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"))
+
+
+def with_initializers(model: Any) -> Any:
+    """`model` with each ConstantOfShape node replaced by the initializer it
+    computes."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    model = type(model).FromString(model.SerializeToString())
+    inits = {t.name: t for t in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+            nodes.append(node)
+            continue
+        shape = [int(n) for n in numpy_helper.to_array(inits[node.input[0]])]
+        value = next((numpy_helper.to_array(helper.get_attribute_value(a)).reshape(-1)[0]
+                      for a in node.attribute if a.name == "value"), np.float32(0))
+        model.graph.initializer.append(numpy_helper.from_array(np.full(shape, value), node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+def kernel_launches(module: object) -> int:
+    """dnn compute ops (one kernel call each) in a lowered module."""
+    from pyocc.dialects.dnn import ops as d
+
+    return sum(isinstance(o, d.DnnComputeOp) for o in module.walk())  # type: ignore[attr-defined]
+
+
+def memory_columns(column: Callable[..., Any]) -> list[Any]:
+    """bench/memory.py columns (pass its ``Column``): kernel launches without
+    and with fusion, onnxruntime's optimised node count, and the max-live
+    bytes with fusion (its ``ModelContext.lower(fuse=...)``; its baseline
+    must keep ``fuse=False``)."""
+    from pyocc.planning import lower_bound
+
+    return [
+        column("ops", "count", lambda ctx: kernel_launches(ctx.lower(fuse=False).module)),
+        column("ops fused", "count", lambda ctx: kernel_launches(ctx.lower(fuse=True).module)),
+        column("ORT ops", "count", lambda ctx: ort_node_count(with_initializers(light_model(ctx.name)))),
+        column("max-live fused", "bytes", lambda ctx: lower_bound(ctx.lower(fuse=True).problem)),
+    ]
+
+
 def fusion_counts(name: str) -> FusionCounts:
     """Measure one light model."""
-    from tests.e2e.test_light_models_numerics import with_random_weights
-
-    model = with_random_weights(name)
+    model = light_model(name)
     before, pool_before = dnn_op_count(model, fuse=False)
     after, pool_after = dnn_op_count(model, fuse=True)
-    return FusionCounts(name, before, after, pool_before, pool_after, ort_node_count(model))
+    return FusionCounts(name, before, after, pool_before, pool_after, ort_node_count(with_initializers(model)))
 
 
 def main(argv: list[str]) -> None:
