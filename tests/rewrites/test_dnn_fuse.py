@@ -224,3 +224,23 @@ def test_pipelines_take_fuse_false() -> None:
                               text=True, check=True).stdout
         counts[flag] = text.count('"dnn.unary"')
     assert counts == {"true": 0, "false": 26}
+
+
+@pytest.mark.parametrize("kernel", [1, 3])
+def test_preact_conv_may_write_over_its_residual(kernel: int) -> None:
+    """dnn-coalesce may give preact_conv its dying residual as `out`: the
+    result is the same as into a fresh buffer."""
+    from pyocc.runtime.host_kernels import preact_conv
+
+    rng = np.random.default_rng(3)
+    c, m = 70, 8
+    x = rng.standard_normal((1, c, 5, 6)).astype(np.float32)
+    scale, shift = rng.standard_normal((2, c)).astype(np.float32)
+    w = rng.standard_normal((m, c, kernel, kernel)).astype(np.float32)
+    residual = rng.standard_normal((1, m, 5, 6)).astype(np.float32)
+    fresh = np.full_like(residual, np.nan)
+    preact_conv(x, scale, shift, w, None, residual, out=fresh, pre_activation="relu", pads=[kernel // 2] * 4)
+    in_place = residual.copy()
+    preact_conv(x, scale, shift, w, None, in_place, out=in_place, pre_activation="relu", pads=[kernel // 2] * 4)
+    np.testing.assert_array_equal(in_place, fresh)
+    assert not np.isnan(fresh).any()
