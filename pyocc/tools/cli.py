@@ -70,8 +70,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), fuse=args.fuse, sanitize=args.sanitize, memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates)
+                          shapes=_shapes(args.shape), fuse=args.fuse, sanitize=args.sanitize,
+                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -115,8 +115,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
-    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape), fuse=args.fuse,
-                      memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                      fuse=args.fuse, memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
     if args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"
