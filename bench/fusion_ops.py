@@ -6,7 +6,7 @@ the activation bytes of pool mode (the planned pool) before and after
 (fusion must never raise them), and the node count of onnxruntime's optimised graph
 (ORT_ENABLE_ALL, saved with optimized_model_filepath). Goal: ours <= ORT's.
 
-    python bench/fusion_ops.py [MODEL ...]
+    python bench/fusion_ops.py [MODEL ...] [--graphs]
 
 Not a test: it prints a table. The light models make their weights with
 ConstantOfShape nodes; onnxruntime gets them as initializers (as a deployed
@@ -128,11 +128,26 @@ def fusion_counts(name: str) -> FusionCounts:
     return FusionCounts(name, before, after, pool_before, pool_after, ort_node_count(with_initializers(model)))
 
 
+def graph_counts(name: str) -> FusionCounts:
+    """Measure one of the transformer/CNN test graphs (tests/graphs.py)."""
+    from tests.graphs import GRAPHS
+
+    model = GRAPHS[name](seed=0)
+    before, pool_before = dnn_op_count(model, fuse=False)
+    after, pool_after = dnn_op_count(model, fuse=True)
+    return FusionCounts(name, before, after, pool_before, pool_after, ort_node_count(model))
+
+
 def main(argv: list[str]) -> None:
-    """Print the table for the named (default: all) light models."""
+    """Print the table for the named (default: all) light models; `--graphs`
+    adds the small test graphs of tests/graphs.py (BERT, GPT-2, ViT, ...)."""
+    from tests.graphs import GRAPHS
+
+    graphs = "--graphs" in argv
+    names = [a for a in argv if a != "--graphs"] or LIGHT_MODELS
     print(f"{'model':14s} {'dnn ops':>8s} {'fused':>6s} {'ORT':>5s}  {'pool MiB':>9s} {'fused':>6s}")
-    for name in argv or LIGHT_MODELS:
-        r = fusion_counts(name)
+    rows = (fusion_counts(n) if n in LIGHT_MODELS else graph_counts(n) for n in names)
+    for r in [*rows, *(graph_counts(n) for n in (sorted(GRAPHS) if graphs else []))]:
         print(f"{r.model:14s} {r.ops_before:8d} {r.ops_after:6d} {r.ort_nodes:5d}  "
               f"{r.pool_before / 2**20:9.2f} {r.pool_after / 2**20:6.2f}", flush=True)
 
