@@ -13,8 +13,7 @@ ConstantOfShape nodes; onnxruntime gets them as initializers (as a deployed
 model has them: it folds batch norms into convs only then), pyocc the model
 as shipped (it folds either; weight values change no count and no byte).
 
-bench/memory.py (once on main) takes these as columns:
-``COLUMNS += memory_columns(Column)``.
+bench/memory.py shows the same as columns (``memory_columns``).
 """
 
 from __future__ import annotations
@@ -107,16 +106,17 @@ def kernel_launches(module: object) -> int:
 
 def memory_columns(column: Callable[..., Any]) -> list[Any]:
     """bench/memory.py columns (pass its ``Column``): kernel launches without
-    and with fusion, onnxruntime's optimised node count, and the max-live
-    bytes with fusion (its ``ModelContext.lower(fuse=...)``; its baseline
-    must keep ``fuse=False``)."""
-    from pyocc.planning import lower_bound
+    and with fusion, onnxruntime's optimised node count, the max-live bytes
+    and auto's pool with fusion (its ``ModelContext.lower(fuse=...)``; its
+    baseline keeps ``fuse=False``)."""
+    from pyocc.planning import lower_bound, plan_memory
 
     return [
         column("ops", "count", lambda ctx: kernel_launches(ctx.lower(fuse=False).module)),
         column("ops fused", "count", lambda ctx: kernel_launches(ctx.lower(fuse=True).module)),
         column("ORT ops", "count", lambda ctx: ort_node_count(with_initializers(light_model(ctx.name)))),
         column("max-live fused", "bytes", lambda ctx: lower_bound(ctx.lower(fuse=True).problem)),
+        column("auto fused", "bytes", lambda ctx: plan_memory(ctx.lower(fuse=True).problem, "auto").pool_size),
     ]
 
 
