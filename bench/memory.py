@@ -64,7 +64,7 @@ def baseline_options(alignment: int) -> Options:
     """The flow the goals are measured on: lazy lifetimes, the given op order,
     no fusion, no coalescing. A helper who adds a pass that is on by default
     turns it off here (and measures it on with ``ctx.lower(...)``)."""
-    return Options(memory="lazy", alignment=alignment)
+    return Options(memory="lazy", alignment=alignment, fuse=False)
 
 
 @dataclass
@@ -229,6 +229,12 @@ COLUMNS: list[Column] = [
     Column("auto vs bound", "text", _auto_gap),
 ]
 """The columns of the table, in order. Append to add one."""
+
+# Layer fusion (bench/fusion_ops.py): kernel launches without and with it,
+# onnxruntime's optimised node count, max-live and auto's pool with fusion.
+from bench.fusion_ops import memory_columns  # noqa: E402
+
+COLUMNS += memory_columns(Column)
 
 
 # ---------------------------------------------------------------- printing

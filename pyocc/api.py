@@ -155,17 +155,18 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    fuse: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report. `memory_pools` (e.g.
-    "sram:size=1MiB,dram", pool mode only) plans across named pools;
-    `pool_candidates` ("concat=dram,conv=sram+dram") restricts the pools of
-    the buffers each kind of op writes.
+    mode; returns the module and its memory report. `fuse=False` skips layer
+    fusion (dnn-fuse). `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode
+    only) plans across named pools; `pool_candidates` ("concat=dram,conv=sram+dram")
+    restricts the pools of the buffers each kind of op writes.
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/memory_pools."""
+    memory/planner/alignment/fuse/memory_pools."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -176,7 +177,7 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, sanitize=sanitize,
+        options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "")
     memory = options.memory
     if memory not in MEMORY_MODES:
@@ -316,14 +317,16 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    fuse: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'.
-    `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
-    out-of-bounds writes stop the run with an error (for testing).
+    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
+    `fuse=False` turns layer fusion off. `sanitize=True` adds dnn-sanitize:
+    dead buffers are poisoned with NaN and out-of-bounds writes stop the run
+    with an error (for testing).
     `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
     host every pool is plain memory, allocated once per run.
     `pool_candidates` ("concat=dram") restricts pools per kind of op."""
@@ -335,7 +338,7 @@ def compile(  # noqa: A001 - the name users expect
     from pyocc.weights import release, resource_keys
 
     before = resource_keys()
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, sanitize=sanitize,
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates)
     compiled = Model(module, report, compile_module(module))
     # the weights now live in the model's packed pool; drop the store's blobs

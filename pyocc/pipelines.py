@@ -1,12 +1,12 @@
 """Named pipelines: one pass name that runs a whole Occamy flow.
 
-    occamy-eager   onnx -> dnn -> buffers, everything allocated at entry
+    occamy-eager   onnx -> dnn (fused) -> buffers, everything allocated at entry
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
 
 A flow has three stages, each a list of passes built from `Options`:
 
-    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors
+    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
     buffer_passes   tensor form -> buffer form with malloc/dealloc
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
@@ -41,6 +41,9 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    fuse: bool = True
+    """Run dnn-fuse (layer fusion) on the tensor form."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
@@ -58,8 +61,12 @@ class Options:
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
     from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+    from pyocc.rewrites.dnn_fuse import DnnFusePass
 
-    return [ConvertOnnxToDnnPass()]
+    passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
+    if options.fuse:
+        passes.append(DnnFusePass())
+    return passes
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
@@ -110,14 +117,17 @@ def run_passes(
 
 @dataclass(frozen=True)
 class OccamyEagerPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=eager}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=eager}."""
 
     name = "occamy-eager"
+
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
 
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
-        return all_passes(Options(memory="eager"))
+        return all_passes(Options(memory="eager", fuse=self.fuse))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())
@@ -125,14 +135,17 @@ class OccamyEagerPipeline(ModulePass):
 
 @dataclass(frozen=True)
 class OccamyLazyPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=lazy}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=lazy}."""
 
     name = "occamy-lazy"
+
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
 
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
-        return all_passes(Options(memory="lazy"))
+        return all_passes(Options(memory="lazy", fuse=self.fuse))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())
@@ -153,11 +166,14 @@ class OccamyPoolPipeline(ModulePass):
     pools: str = ""
     """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
         return all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
-                                  memory_pools=self.pools))
+                                  memory_pools=self.pools, fuse=self.fuse))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())

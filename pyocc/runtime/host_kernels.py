@@ -13,7 +13,7 @@ The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
 single place callers import them from.
 """
 
-from pyocc.runtime.kernels.conv import conv, conv_transpose
+from pyocc.runtime.kernels.conv import conv, conv_transpose, preact_conv
 from pyocc.runtime.kernels.elementwise import (
     ACTIVATIONS,
     binary,
@@ -25,6 +25,7 @@ from pyocc.runtime.kernels.elementwise import (
 )
 from pyocc.runtime.kernels.linalg import gemm, matmul
 from pyocc.runtime.kernels.normalization import (
+    attention_softmax,
     batch_norm,
     channel_affine,
     layer_norm,
@@ -54,6 +55,7 @@ from pyocc.runtime.kernels.tensor import (
 __all__ = [
     "ACTIVATIONS",
     "arg_max",
+    "attention_softmax",
     "arg_min",
     "average_pool",
     "batch_norm",
@@ -78,6 +80,7 @@ __all__ = [
     "matmul",
     "max_pool",
     "pad",
+    "preact_conv",
     "range",
     "reduce",
     "resize",

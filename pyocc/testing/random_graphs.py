@@ -305,7 +305,10 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "pool", "planner": "exact"},
     {"memory": "lazy", "sanitize": True},
     {"memory": "pool", "sanitize": True},
+    {"memory": "pool", "fuse": False},
+    {"memory": "lazy", "fuse": False, "sanitize": True},
 ]
 """The compiler settings a differential run covers (keyword arguments of
-pyocc.compile): every memory mode and every planner, and the sanitizer
-(dead buffers poisoned with NaN, guard bytes checked) on lazy and pool."""
+pyocc.compile): every memory mode and every planner, with fusion on (the
+default) and off, and the sanitizer (dead buffers poisoned with NaN, guard
+bytes checked) on lazy and pool."""
