@@ -1,0 +1,421 @@
+"""Memory-aware scheduling: the op order with the smallest peak of live bytes.
+
+The order in which independent operators run decides which tensors are alive
+together, so the max-live lower bound of one order is not the lower bound of
+the model. This module picks the order. It is plain Python over a plain DAG
+(no IR): nodes are operators in their given order, tensors have a producer,
+a byte size and a set of consumer nodes.
+
+**The cost model** is the liveness analysis's (pyocc/analysis/liveness.py):
+a tensor is live from its producer's step to its last consumer's step,
+inclusive. Graph inputs, outputs and weights are simply not tensors here (or
+have zero bytes). With S the set of nodes already run, the live memory
+
+    mem(S) = bytes of tensors produced in S that some node outside S reads
+
+depends on the *set* S only, not on the order inside it; running node v next
+costs `mem(S) + out(v)` at its step, where out(v) are v's result bytes. The
+peak of an order is the largest step cost.
+
+**Strategies** (`schedule`):
+
+- `exact`: Serenity-style dynamic programming over scheduled sets
+  (MLSys 2020). Each set keeps the smallest peak any order reaches it with;
+  sets whose peak already reaches the best known schedule are pruned. Two
+  things keep real graphs small:
+  * divide and conquer at *cuts*: a node that is an ancestor or a descendant
+    of every other node runs at a moment when the scheduled set is fixed
+    (its ancestors), so the regions between consecutive cuts are solved
+    independently and the peak is the largest region peak;
+  * free moves: a ready node that does not raise live memory and whose step
+    stays under the region's lower bound can always run at once (moving it
+    to the front of any order never raises a later step), so such nodes are
+    scheduled without branching.
+  When it finishes, the result is proven optimal.
+- `greedy`: beam search over the same states, keeping the `beam_width`
+  states of each size with the smallest (peak, live memory) -- "allocate
+  least, free most", with look-ahead through the beam.
+- `auto`: the beam's order per region, then exact per region (smallest
+  regions first) while the time budget lasts; in each region the given
+  order is kept unless something is strictly better, so auto is never
+  worse than the given order.
+- `given`: the given order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+STRATEGIES = ("auto", "exact", "greedy", "given")
+
+
+class ScheduleTimeout(Exception):
+    """`exact` did not finish within its time budget."""
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor: `bytes` written by node `producer`, read by `consumers`."""
+
+    bytes: int
+    producer: int
+    consumers: frozenset[int] = frozenset()
+
+
+@dataclass(frozen=True)
+class ScheduleGraph:
+    """A DAG of `len(names)` nodes whose given order is 0, 1, 2, ...
+
+    Edges come from tensors (producer before consumers) and from `after`:
+    `after[v]` are extra nodes that must run before v (order constraints
+    that carry no bytes, e.g. around an op with side effects)."""
+
+    names: tuple[str, ...]
+    tensors: tuple[Tensor, ...]
+    after: tuple[frozenset[int], ...] = ()
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        if self.after and len(self.after) != n:
+            raise ValueError("after must have one entry per node")
+        for t in self.tensors:
+            if not 0 <= t.producer < n or t.bytes < 0:
+                raise ValueError(f"bad tensor {t}")
+            if any(not t.producer < c < n for c in t.consumers):
+                raise ValueError(f"tensor of node {t.producer}: consumers must come after it in the given order")
+        for v, preds in enumerate(self.after):
+            if any(not 0 <= p < v for p in preds):
+                raise ValueError(f"node {v}: nodes it runs after must come before it in the given order")
+
+    @property
+    def size(self) -> int:
+        """The number of nodes."""
+        return len(self.names)
+
+    def predecessors(self, v: int) -> frozenset[int]:
+        """The nodes that must run before node v."""
+        preds = {t.producer for t in self.tensors if v in t.consumers}
+        if self.after:
+            preds |= self.after[v]
+        return frozenset(preds)
+
+
+@dataclass
+class Schedule:
+    """The chosen order and what it costs."""
+
+    order: list[int]
+    peak: int
+    given_peak: int
+    strategy: str
+    proven_optimal: bool
+    """True when exact search finished in every region (or the order meets a lower bound)."""
+    regions: int = 0
+    exact_regions: int = 0
+    """Regions whose optimum exact search proved."""
+    ms: float = 0.0
+    region_sizes: list[int] = field(default_factory=list)
+
+
+class _Compiled:
+    """The graph as bit masks, for fast state updates (bit v = node v)."""
+
+    def __init__(self, graph: ScheduleGraph):
+        n = graph.size
+        self.n = n
+        self.pred_mask = [0] * n
+        self.inputs: list[list[int]] = [[] for _ in range(n)]
+        self.out_all = [0] * n
+        self.out_live = [0] * n
+        self.t_bytes = [t.bytes for t in graph.tensors]
+        self.t_consumers = [0] * len(graph.tensors)
+        for i, t in enumerate(graph.tensors):
+            self.out_all[t.producer] += t.bytes
+            if t.consumers:
+                self.out_live[t.producer] += t.bytes
+            for c in t.consumers:
+                self.t_consumers[i] |= 1 << c
+                self.pred_mask[c] |= 1 << t.producer
+                self.inputs[c].append(i)
+        if graph.after:
+            for v, preds in enumerate(graph.after):
+                for p in preds:
+                    self.pred_mask[v] |= 1 << p
+
+    def step(self, scheduled: int, mem: int, v: int) -> tuple[int, int]:
+        """Run v after the set `scheduled` with live memory `mem`: the step's
+        cost and the live memory afterwards."""
+        after = scheduled | (1 << v)
+        freed = 0
+        for t in self.inputs[v]:
+            if self.t_consumers[t] & ~after == 0:
+                freed += self.t_bytes[t]
+        return mem + self.out_all[v], mem + self.out_live[v] - freed
+
+    def in_bytes(self, v: int) -> int:
+        """Bytes of the tensors node v reads (all live at its step)."""
+        return sum(self.t_bytes[t] for t in self.inputs[v])
+
+
+def peak_of(graph: ScheduleGraph, order: Sequence[int]) -> int:
+    """The largest live bytes of any step when the nodes run in `order`."""
+    c = _Compiled(graph)
+    scheduled = mem = peak = 0
+    for v in order:
+        cost, mem = c.step(scheduled, mem, v)
+        scheduled |= 1 << v
+        peak = max(peak, cost)
+    return peak
+
+
+def is_topological(graph: ScheduleGraph, order: Sequence[int]) -> bool:
+    """True when `order` runs every node once, each after its predecessors."""
+    if sorted(order) != list(range(graph.size)):
+        return False
+    c = _Compiled(graph)
+    scheduled = 0
+    for v in order:
+        if c.pred_mask[v] & ~scheduled:
+            return False
+        scheduled |= 1 << v
+    return True
+
+
+def find_cuts(graph: ScheduleGraph) -> list[int]:
+    """Nodes that are an ancestor or a descendant of every other node, in
+    the given order (which they split into independent regions)."""
+    c = _Compiled(graph)
+    n = c.n
+    succ_mask = [0] * n
+    for v in range(n):
+        preds = c.pred_mask[v]
+        while preds:
+            low = preds & -preds
+            succ_mask[low.bit_length() - 1] |= 1 << v
+            preds ^= low
+    ancestors = [0] * n
+    for v in range(n):
+        preds, acc = c.pred_mask[v], c.pred_mask[v]
+        while preds:
+            low = preds & -preds
+            acc |= ancestors[low.bit_length() - 1]
+            preds ^= low
+        ancestors[v] = acc
+    descendants = [0] * n
+    for v in reversed(range(n)):
+        succs, acc = succ_mask[v], succ_mask[v]
+        while succs:
+            low = succs & -succs
+            acc |= descendants[low.bit_length() - 1]
+            succs ^= low
+        descendants[v] = acc
+    return [v for v in range(n) if ancestors[v].bit_count() + descendants[v].bit_count() + 1 == n]
+
+
+@dataclass
+class _Region:
+    """Given positions [start, stop) between two cuts, and the state before."""
+
+    start: int
+    stop: int
+    scheduled: int
+    mem: int
+    lower_bound: int = 0
+    order: list[int] = field(default_factory=list)
+    peak: int = 0
+    proven: bool = False
+
+    @property
+    def nodes(self) -> list[int]:
+        return list(range(self.start, self.stop))
+
+    @property
+    def full(self) -> int:
+        return self.scheduled | (((1 << self.stop) - 1) ^ ((1 << self.start) - 1))
+
+
+def _regions(graph: ScheduleGraph, c: _Compiled) -> list[_Region]:
+    """Split the given order at cuts; each region ends with its cut."""
+    cuts = find_cuts(graph)
+    bounds = [0]
+    for cut in cuts:
+        if cut + 1 > bounds[-1]:
+            bounds.append(cut + 1)
+    if bounds[-1] != c.n:
+        bounds.append(c.n)
+    regions = []
+    scheduled = mem = 0
+    for start, stop in zip(bounds, bounds[1:]):
+        region = _Region(start, stop, scheduled, mem)
+        peak = 0
+        for v in range(start, stop):
+            cost, mem = c.step(scheduled, mem, v)
+            scheduled |= 1 << v
+            peak = max(peak, cost)
+            # Every order runs v with its inputs and outputs live (and the
+            # bytes live across the whole region).
+            region.lower_bound = max(region.lower_bound, c.in_bytes(v) + c.out_all[v])
+        region.order, region.peak = list(range(start, stop)), peak
+        region.lower_bound = max(region.lower_bound, region.mem)
+        regions.append(region)
+    return regions
+
+
+def _ready(c: _Compiled, nodes: list[int], scheduled: int) -> list[int]:
+    """Nodes of the region that may run next."""
+    return [v for v in nodes if not scheduled >> v & 1 and c.pred_mask[v] & ~scheduled == 0]
+
+
+def _free_moves(c: _Compiled, nodes: list[int], scheduled: int, mem: int, peak: int,
+                bound: int) -> tuple[int, int, int, list[int]]:
+    """Run, one after another, ready nodes that do not raise live memory and
+    whose step costs at most max(peak, bound) (safe: see the module docstring)."""
+    moves: list[int] = []
+    progress = True
+    while progress:
+        progress = False
+        limit = max(peak, bound)
+        for v in _ready(c, nodes, scheduled):
+            cost, after = c.step(scheduled, mem, v)
+            if after <= mem and cost <= limit:
+                scheduled |= 1 << v
+                mem, peak = after, max(peak, cost)
+                moves.append(v)
+                progress = True
+    return scheduled, mem, peak, moves
+
+
+def _path(parents: dict[int, tuple[int | None, list[int]]], state: int) -> list[int]:
+    """The order that reached `state`."""
+    pieces = []
+    key: int | None = state
+    while key is not None:
+        parent, moves = parents[key]
+        pieces.append(moves)
+        key = parent
+    return [v for moves in reversed(pieces) for v in moves]
+
+
+def _beam(c: _Compiled, region: _Region, width: int) -> tuple[list[int], int]:
+    """Beam search: per number of scheduled nodes keep the `width` states
+    with the smallest (peak, live memory)."""
+    nodes, full = region.nodes, region.full
+    start, mem, peak, moves = _free_moves(c, nodes, region.scheduled, region.mem, 0, region.lower_bound)
+    parents: dict[int, tuple[int | None, list[int]]] = {start: (None, moves)}
+    states = {start: (peak, mem)}
+    buckets: dict[int, set[int]] = {start.bit_count(): {start}}
+    best: tuple[int, int] | None = None
+    while buckets:
+        size = min(buckets)
+        layer = sorted(buckets.pop(size), key=lambda s: states[s])[:width]
+        for state in layer:
+            peak, mem = states[state]
+            if state == full:
+                if best is None or peak < best[0]:
+                    best = (peak, state)
+                continue
+            for v in _ready(c, nodes, state):
+                cost, after = c.step(state, mem, v)
+                nxt, after, new_peak, moves = _free_moves(c, nodes, state | 1 << v, after, max(peak, cost),
+                                                          region.lower_bound)
+                if nxt not in states or (new_peak, after) < states[nxt]:
+                    states[nxt] = (new_peak, after)
+                    parents[nxt] = (state, [v, *moves])
+                    buckets.setdefault(nxt.bit_count(), set()).add(nxt)
+    assert best is not None
+    return _path(parents, best[1]), best[0]
+
+
+def _exact(c: _Compiled, region: _Region, deadline: float) -> tuple[list[int], int] | None:
+    """Dynamic programming over scheduled sets with pruning at the region's
+    best known peak; returns a strictly better order, or None when none
+    exists (the region's order is then optimal). Raises ScheduleTimeout."""
+    nodes, full = region.nodes, region.full
+    bound = region.peak
+    start, mem, peak, moves = _free_moves(c, nodes, region.scheduled, region.mem, 0, region.lower_bound)
+    parents: dict[int, tuple[int | None, list[int]]] = {start: (None, moves)}
+    states = {start: (peak, mem)}
+    buckets: dict[int, list[int]] = {start.bit_count(): [start]}
+    found: int | None = None
+    if start == full and peak < bound:
+        return _path(parents, start), peak
+    work = 0
+    while buckets:
+        size = min(buckets)
+        for state in buckets.pop(size):
+            peak, mem = states[state]
+            if peak >= bound:
+                continue
+            work += 1
+            if work & 255 == 0 and time.perf_counter() > deadline:
+                raise ScheduleTimeout()
+            for v in _ready(c, nodes, state):
+                cost, after = c.step(state, mem, v)
+                if max(peak, cost) >= bound:
+                    continue
+                nxt, after, new_peak, moves = _free_moves(c, nodes, state | 1 << v, after, max(peak, cost),
+                                                          region.lower_bound)
+                if new_peak >= bound:
+                    continue
+                if nxt in states and states[nxt][0] <= new_peak:
+                    continue
+                if nxt not in states:
+                    buckets.setdefault(nxt.bit_count(), []).append(nxt)
+                states[nxt] = (new_peak, after)
+                parents[nxt] = (state, [v, *moves])
+                if nxt == full:
+                    bound, found = new_peak, nxt
+    if found is None:
+        return None
+    return _path(parents, found), states[found][0]
+
+
+def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 500.0,
+             beam_width: int = 8) -> Schedule:
+    """An order of `graph`'s nodes with a small (auto, greedy) or the
+    smallest (exact) peak of live bytes; see the module docstring.
+    `exact` raises ScheduleTimeout when it does not finish in `budget_ms`."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
+    began = time.perf_counter()
+    deadline = began + budget_ms / 1000
+    c = _Compiled(graph)
+    regions = _regions(graph, c)
+    given_peak = max((r.peak for r in regions), default=0)
+    for region in regions:
+        region.proven = region.peak <= region.lower_bound or region.stop - region.start == 1
+    if strategy in ("auto", "greedy", "exact"):
+        for region in regions:
+            if region.proven:
+                continue
+            order, peak = _beam(c, region, beam_width)
+            if strategy == "greedy" or peak < region.peak:
+                region.order, region.peak = order, peak
+            region.proven = region.peak <= region.lower_bound
+    if strategy in ("auto", "exact"):
+        for region in sorted(regions, key=lambda r: r.stop - r.start):
+            if region.proven:
+                continue
+            try:
+                better = _exact(c, region, deadline)
+            except ScheduleTimeout:
+                if strategy == "exact":
+                    raise
+                continue
+            if better is not None:
+                region.order, region.peak = better
+            region.proven = True
+    order = [v for region in regions for v in region.order]
+    return Schedule(
+        order=order,
+        peak=max((r.peak for r in regions), default=0),
+        given_peak=given_peak,
+        strategy=strategy,
+        proven_optimal=all(r.proven for r in regions),
+        regions=len(regions),
+        exact_regions=sum(r.proven for r in regions),
+        ms=(time.perf_counter() - began) * 1000,
+        region_sizes=[r.stop - r.start for r in regions],
+    )

@@ -1,0 +1,152 @@
+"""`dnn-reorder{strategy=auto|exact|greedy|given, budget_ms=500}`: run the
+ops of a tensor-form function in the order with the smallest peak of live
+bytes (the max-live lower bound the pool planner then reaches).
+
+Any topological order computes the same values; which tensors are alive
+together depends on the order. The pass turns the function body into a
+plain DAG (pyocc.planning.schedule), lets a scheduling strategy pick an
+order, and moves the ops:
+
+- nodes are the compute ops; their tensor results are the DAG's tensors,
+  counted exactly as the liveness analysis counts them: graph inputs,
+  returned values and weights own no activation bytes, and a `dnn.view`
+  is transparent (its users read its root, keeping the root alive);
+- `dnn.weight` and `dnn.view` are not scheduled: each moves to just before
+  its first user in the new order (unused ones go before the return);
+- any other op (one with possible side effects) stays fixed relative to
+  every other node, and `func.return` stays last.
+
+The body is left untouched unless the new order's peak is strictly lower.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.dialects.dnn import ops as d
+from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
+
+
+def _floats(op: Operation) -> bool:
+    """Weights and views are placed with their users, not scheduled."""
+    return isinstance(op, d.WeightOp | d.ViewOp)
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value`, looking through views."""
+    readers: list[Operation] = []
+    for use in value.uses:
+        if isinstance(use.operation, d.ViewOp):
+            readers.extend(_readers(use.operation.result))
+        else:
+            readers.append(use.operation)
+    return readers
+
+
+def schedule_graph(block: Block) -> tuple[ScheduleGraph, list[Operation]]:
+    """The block as a DAG: one node per op that is not a weight or a view
+    (the return is the last node), in block order; also the node ops."""
+    ret = block.last_op
+    returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+    nodes = [op for op in block.ops if not _floats(op)]
+    index = {op: i for i, op in enumerate(nodes)}
+    tensors: list[Tensor] = []
+    after: list[frozenset[int]] = []
+    fixed: list[int] = []
+    for i, op in enumerate(nodes):
+        compute = isinstance(op, d.DnnComputeOp)
+        for result in op.results:
+            size = d.type_bytes(result.type) if compute and result not in returned else 0
+            consumers = frozenset(index[r] for r in _readers(result) if r in index and r is not op)
+            tensors.append(Tensor(size, i, consumers))
+        if compute:
+            after.append(frozenset(fixed))
+        else:
+            # Unknown ops and the return keep their place among all nodes.
+            after.append(frozenset(range(i)))
+            fixed.append(i)
+    names = tuple(op.results[0].name_hint or op.name if op.results else op.name for op in nodes)
+    return ScheduleGraph(names, tuple(tensors), tuple(after)), nodes
+
+
+def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> None:
+    """Move the ops of `block` so that `nodes` run in `order`; weights and
+    views go right before their first user, unused ones before the return."""
+    placed: set[Operation] = set()
+    new_ops: list[Operation] = []
+
+    def place(op: Operation) -> None:
+        if op in placed:
+            return
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner.parent is block and _floats(owner):
+                place(owner)
+        placed.add(op)
+        new_ops.append(op)
+
+    floating = [op for op in block.ops if _floats(op)]
+    ret = nodes[order[-1]] if isinstance(nodes[order[-1]], func.ReturnOp) else None
+    for v in order:
+        if nodes[v] is not ret:
+            place(nodes[v])
+    for op in floating:
+        place(op)
+    if ret is not None:
+        place(ret)
+    for op in new_ops:
+        op.detach()
+    block.add_ops(new_ops)
+
+
+def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float) -> Schedule:
+    """Reorder one function in place; returns the schedule it used."""
+    block = function.body.block
+    graph, nodes = schedule_graph(block)
+    result = schedule(graph, strategy, budget_ms)
+    if result.peak < result.given_peak:
+        reorder_block(block, result.order, nodes)
+    return result
+
+
+@dataclass(frozen=True)
+class DnnReorderPass(ModulePass):
+    """Reorder ops to lower the peak of live bytes (module docstring)."""
+
+    name = "dnn-reorder"
+
+    strategy: str = "auto"
+    """auto (exact per region within the budget, else the beam; never worse
+    than the given order), exact (optimal or fail), greedy (beam search) or
+    given (keep the order)."""
+
+    budget_ms: int = 500
+    """Time the exact search may spend per function."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.strategy not in STRATEGIES:
+            raise PassFailedException(
+                f"dnn-reorder: unknown strategy '{self.strategy}' (choose from {', '.join(STRATEGIES)})"
+            )
+        if self.budget_ms < 0:
+            raise PassFailedException("dnn-reorder: budget_ms must not be negative")
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            for o in function.body.block.ops:
+                if isinstance(o, d.DnnComputeOp) and o.on_buffers:
+                    raise PassFailedException(
+                        f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
+                    )
+            try:
+                reorder_function(function, self.strategy, self.budget_ms)
+            except ScheduleTimeout:
+                raise PassFailedException(
+                    f"dnn-reorder: exact search on @{function.sym_name.data} did not finish in "
+                    f"{self.budget_ms} ms; raise budget_ms or use strategy=auto"
+                ) from None
