@@ -56,6 +56,11 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
+    lower_bound_given_order_bytes: int | None = None
+    """The max-live lower bound of the op order before dnn-reorder ran."""
+    reorder: str | None = None
+    """dnn-reorder's strategy; None when the given order was kept."""
+    reorder_ms: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -72,6 +77,11 @@ class MemoryReport:
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
             f"lower bound      {mib(self.lower_bound_bytes)}",
+        ]
+        if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
+            lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
+                         f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
+        lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
             f"graph I/O        {mib(self.io_bytes)}",
@@ -91,10 +101,13 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    reorder: str = Options.reorder,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report. `options` (see
-    pyocc.pipelines.Options), when given, overrides memory/planner/alignment."""
+    mode; returns the module and its memory report. `reorder` is
+    dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX
+    order). `options` (see pyocc.pipelines.Options), when given, overrides
+    memory/planner/alignment/reorder."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -105,7 +118,7 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment)
+        options = Options(memory=memory, planner=planner, alignment=alignment, reorder=reorder)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -113,7 +126,7 @@ def lower(
     module = import_model(model, shapes)
     ctx = Context()
     try:
-        run_passes(ctx, module, tensor_passes(options))
+        given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options))
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
@@ -155,8 +168,33 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
+        lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
+        reorder=None if given_bound is None else options.reorder,
+        reorder_ms=reorder_ms,
     )
     return module, report
+
+
+def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
+    """Run the tensor stage; returns the lower bound of the order dnn-reorder
+    was given (None when it did not run) and the time it took."""
+    from xdsl.dialects import func
+
+    from pyocc.analysis.liveness import analyze_function
+    from pyocc.pipelines import run_passes
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    given_bound, reorder_ms = None, 0.0
+    for p in passes:
+        if isinstance(p, DnnReorderPass):
+            function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+            given_bound = analyze_function(function).lower_bound
+            start = time.perf_counter()
+            run_passes(ctx, module, [p])
+            reorder_ms += (time.perf_counter() - start) * 1000
+        else:
+            run_passes(ctx, module, [p])
+    return given_bound, reorder_ms
 
 
 class Model:
@@ -212,12 +250,14 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    reorder: str = Options.reorder,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'."""
+    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager', ops
+    ordered by dnn-reorder's `reorder` strategy ('given' keeps the order)."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, reorder=reorder)
     return Model(module, report, compile_module(module))

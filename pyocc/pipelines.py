@@ -40,12 +40,27 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    reorder: str = "auto"
+    """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
     from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 
-    return [ConvertOnnxToDnnPass()]
+    passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
+    passes += reorder_passes(options)
+    return passes
+
+
+def reorder_passes(options: Options) -> list[ModulePass]:
+    """dnn-reorder, last of the tensor rewrites (after fusion, which changes
+    the ops it orders); empty when the order is kept."""
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    if options.reorder == "given":
+        return []
+    return [DnnReorderPass(strategy=options.reorder)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:

@@ -143,6 +143,8 @@ class _Compiled:
             for v, preds in enumerate(graph.after):
                 for p in preds:
                     self.pred_mask[v] |= 1 << p
+        # A node that writes more than it could ever free is never a free move.
+        self.may_free = [self.out_live[v] <= self.in_bytes(v) for v in range(n)]
 
     def step(self, scheduled: int, mem: int, v: int) -> tuple[int, int]:
         """Run v after the set `scheduled` with live memory `mem`: the step's
@@ -278,6 +280,8 @@ def _free_moves(c: _Compiled, nodes: list[int], scheduled: int, mem: int, peak: 
         progress = False
         limit = max(peak, bound)
         for v in _ready(c, nodes, scheduled):
+            if not c.may_free[v]:
+                continue
             cost, after = c.step(scheduled, mem, v)
             if after <= mem and cost <= limit:
                 scheduled |= 1 << v
