@@ -143,6 +143,13 @@ class _Compiled:
             for v, preds in enumerate(graph.after):
                 for p in preds:
                     self.pred_mask[v] |= 1 << p
+        self.succs: list[list[int]] = [[] for _ in range(n)]
+        for v in range(n):
+            preds = self.pred_mask[v]
+            while preds:
+                low = preds & -preds
+                self.succs[low.bit_length() - 1].append(v)
+                preds ^= low
         # A node that writes more than it could ever free is never a free move.
         self.may_free = [self.out_live[v] <= self.in_bytes(v) for v in range(n)]
 
@@ -265,36 +272,82 @@ def _regions(graph: ScheduleGraph, c: _Compiled) -> list[_Region]:
     return regions
 
 
-def _ready(c: _Compiled, nodes: list[int], scheduled: int) -> list[int]:
-    """Nodes of the region that may run next."""
-    return [v for v in nodes if not scheduled >> v & 1 and c.pred_mask[v] & ~scheduled == 0]
+@dataclass(frozen=True)
+class _State:
+    """A search state: the scheduled set, its live memory, the peak of the
+    order that reached it, and the region's nodes that may run next."""
+
+    scheduled: int
+    mem: int
+    peak: int
+    ready: tuple[int, ...]
 
 
-def _free_moves(c: _Compiled, nodes: list[int], scheduled: int, mem: int, peak: int,
-                bound: int) -> tuple[int, int, int, list[int]]:
-    """Run, one after another, ready nodes that do not raise live memory and
-    whose step costs at most max(peak, bound) (safe: see the module docstring)."""
-    moves: list[int] = []
-    progress = True
-    while progress:
-        progress = False
-        limit = max(peak, bound)
-        for v in _ready(c, nodes, scheduled):
-            if not c.may_free[v]:
+class _Search:
+    """Moves between states of one region (shared by beam and exact search)."""
+
+    def __init__(self, c: _Compiled, region: _Region):
+        self.c = c
+        self.region = region
+        self.mask = region.full ^ region.scheduled
+        self.full = region.full
+
+    def start(self) -> tuple[_State, list[int]]:
+        """The region's first state, after its free moves."""
+        c, scheduled = self.c, self.region.scheduled
+        ready = tuple(v for v in self.region.nodes if c.pred_mask[v] & ~scheduled == 0)
+        return self.free_moves(_State(scheduled, self.region.mem, 0, ready))
+
+    def run(self, state: _State, v: int) -> _State:
+        """Run ready node v."""
+        c = self.c
+        cost, mem = c.step(state.scheduled, state.mem, v)
+        scheduled = state.scheduled | (1 << v)
+        ready = [u for u in state.ready if u != v]
+        for s in c.succs[v]:
+            if self.mask >> s & 1 and c.pred_mask[s] & ~scheduled == 0:
+                ready.append(s)
+        return _State(scheduled, mem, max(state.peak, cost), tuple(ready))
+
+    def free_moves(self, state: _State) -> tuple[_State, list[int]]:
+        """Run, one after another, ready nodes that do not raise live memory
+        and whose step costs at most max(peak, region lower bound) (safe: see
+        the module docstring)."""
+        c, bound = self.c, self.region.lower_bound
+        moves: list[int] = []
+        progress = True
+        while progress:
+            progress = False
+            limit = max(state.peak, bound)
+            for v in state.ready:
+                if not c.may_free[v]:
+                    continue
+                cost, after = c.step(state.scheduled, state.mem, v)
+                if after <= state.mem and cost <= limit:
+                    state = self.run(state, v)
+                    moves.append(v)
+                    progress = True
+                    break
+        return state, moves
+
+    def children(self, state: _State, bound: int | None = None) -> list[tuple[_State, list[int]]]:
+        """Every state one choice (plus its free moves) away, skipping those
+        whose peak reaches `bound`."""
+        out = []
+        for v in state.ready:
+            cost, _ = self.c.step(state.scheduled, state.mem, v)
+            if bound is not None and max(state.peak, cost) >= bound:
                 continue
-            cost, after = c.step(scheduled, mem, v)
-            if after <= mem and cost <= limit:
-                scheduled |= 1 << v
-                mem, peak = after, max(peak, cost)
-                moves.append(v)
-                progress = True
-    return scheduled, mem, peak, moves
+            child, moves = self.free_moves(self.run(state, v))
+            if bound is None or child.peak < bound:
+                out.append((child, [v, *moves]))
+        return out
 
 
-def _path(parents: dict[int, tuple[int | None, list[int]]], state: int) -> list[int]:
-    """The order that reached `state`."""
+def _path(parents: dict[int, tuple[int | None, list[int]]], scheduled: int) -> list[int]:
+    """The order that reached the state `scheduled`."""
     pieces = []
-    key: int | None = state
+    key: int | None = scheduled
     while key is not None:
         parent, moves = parents[key]
         pieces.append(moves)
@@ -305,75 +358,66 @@ def _path(parents: dict[int, tuple[int | None, list[int]]], state: int) -> list[
 def _beam(c: _Compiled, region: _Region, width: int) -> tuple[list[int], int]:
     """Beam search: per number of scheduled nodes keep the `width` states
     with the smallest (peak, live memory)."""
-    nodes, full = region.nodes, region.full
-    start, mem, peak, moves = _free_moves(c, nodes, region.scheduled, region.mem, 0, region.lower_bound)
-    parents: dict[int, tuple[int | None, list[int]]] = {start: (None, moves)}
-    states = {start: (peak, mem)}
-    buckets: dict[int, set[int]] = {start.bit_count(): {start}}
-    best: tuple[int, int] | None = None
+    search = _Search(c, region)
+    start, moves = search.start()
+    parents: dict[int, tuple[int | None, list[int]]] = {start.scheduled: (None, moves)}
+    states = {start.scheduled: start}
+    buckets: dict[int, set[int]] = {start.scheduled.bit_count(): {start.scheduled}}
+    best: _State | None = None
     while buckets:
         size = min(buckets)
-        layer = sorted(buckets.pop(size), key=lambda s: states[s])[:width]
+        layer = sorted((states[k] for k in buckets.pop(size)), key=lambda s: (s.peak, s.mem))[:width]
         for state in layer:
-            peak, mem = states[state]
-            if state == full:
-                if best is None or peak < best[0]:
-                    best = (peak, state)
+            if state.scheduled == search.full:
+                if best is None or state.peak < best.peak:
+                    best = state
                 continue
-            for v in _ready(c, nodes, state):
-                cost, after = c.step(state, mem, v)
-                nxt, after, new_peak, moves = _free_moves(c, nodes, state | 1 << v, after, max(peak, cost),
-                                                          region.lower_bound)
-                if nxt not in states or (new_peak, after) < states[nxt]:
-                    states[nxt] = (new_peak, after)
-                    parents[nxt] = (state, [v, *moves])
-                    buckets.setdefault(nxt.bit_count(), set()).add(nxt)
+            for child, moves in search.children(state):
+                key = child.scheduled
+                if key not in states or (child.peak, child.mem) < (states[key].peak, states[key].mem):
+                    states[key] = child
+                    parents[key] = (state.scheduled, moves)
+                    buckets.setdefault(key.bit_count(), set()).add(key)
     assert best is not None
-    return _path(parents, best[1]), best[0]
+    return _path(parents, best.scheduled), best.peak
 
 
 def _exact(c: _Compiled, region: _Region, deadline: float) -> tuple[list[int], int] | None:
     """Dynamic programming over scheduled sets with pruning at the region's
     best known peak; returns a strictly better order, or None when none
     exists (the region's order is then optimal). Raises ScheduleTimeout."""
-    nodes, full = region.nodes, region.full
+    search = _Search(c, region)
     bound = region.peak
-    start, mem, peak, moves = _free_moves(c, nodes, region.scheduled, region.mem, 0, region.lower_bound)
-    parents: dict[int, tuple[int | None, list[int]]] = {start: (None, moves)}
-    states = {start: (peak, mem)}
-    buckets: dict[int, list[int]] = {start.bit_count(): [start]}
+    start, moves = search.start()
+    parents: dict[int, tuple[int | None, list[int]]] = {start.scheduled: (None, moves)}
+    states = {start.scheduled: start}
+    buckets: dict[int, list[int]] = {start.scheduled.bit_count(): [start.scheduled]}
     found: int | None = None
-    if start == full and peak < bound:
-        return _path(parents, start), peak
+    if start.scheduled == search.full and start.peak < bound:
+        return _path(parents, start.scheduled), start.peak
     work = 0
     while buckets:
-        size = min(buckets)
-        for state in buckets.pop(size):
-            peak, mem = states[state]
-            if peak >= bound:
+        for key in buckets.pop(min(buckets)):
+            state = states[key]
+            if state.peak >= bound:
                 continue
             work += 1
             if work & 255 == 0 and time.perf_counter() > deadline:
                 raise ScheduleTimeout()
-            for v in _ready(c, nodes, state):
-                cost, after = c.step(state, mem, v)
-                if max(peak, cost) >= bound:
+            for child, moves in search.children(state, bound):
+                nxt = child.scheduled
+                known = states.get(nxt)
+                if known is not None and known.peak <= child.peak:
                     continue
-                nxt, after, new_peak, moves = _free_moves(c, nodes, state | 1 << v, after, max(peak, cost),
-                                                          region.lower_bound)
-                if new_peak >= bound:
-                    continue
-                if nxt in states and states[nxt][0] <= new_peak:
-                    continue
-                if nxt not in states:
+                if known is None:
                     buckets.setdefault(nxt.bit_count(), []).append(nxt)
-                states[nxt] = (new_peak, after)
-                parents[nxt] = (state, [v, *moves])
-                if nxt == full:
-                    bound, found = new_peak, nxt
+                states[nxt] = child
+                parents[nxt] = (key, moves)
+                if nxt == search.full:
+                    bound, found = child.peak, nxt
     if found is None:
         return None
-    return _path(parents, found), states[found][0]
+    return _path(parents, found), states[found].peak
 
 
 def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 500.0,
