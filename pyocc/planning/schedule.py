@@ -70,11 +70,17 @@ class ScheduleGraph:
 
     Edges come from tensors (producer before consumers) and from `after`:
     `after[v]` are extra nodes that must run before v (order constraints
-    that carry no bytes, e.g. around an op with side effects)."""
+    that carry no bytes, e.g. around an op with side effects).
+
+    `in_place[v]` are tensors (indices into `tensors`) that node v may write
+    its one result over when the tensor dies at v (v is its last reader
+    to run); each has the result's byte size. Then v's step needs no new
+    bytes."""
 
     names: tuple[str, ...]
     tensors: tuple[Tensor, ...]
     after: tuple[frozenset[int], ...] = ()
+    in_place: tuple[frozenset[int], ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.names)
@@ -88,6 +94,14 @@ class ScheduleGraph:
         for v, preds in enumerate(self.after):
             if any(not 0 <= p < v for p in preds):
                 raise ValueError(f"node {v}: nodes it runs after must come before it in the given order")
+        if self.in_place and len(self.in_place) != n:
+            raise ValueError("in_place must have one entry per node")
+        for v, candidates in enumerate(self.in_place):
+            results = [t for t in self.tensors if t.producer == v]
+            for i in candidates:
+                if len(results) != 1 or v not in self.tensors[i].consumers or \
+                        self.tensors[i].bytes != results[0].bytes or not results[0].bytes:
+                    raise ValueError(f"node {v}: may only write its one result over an input of the same size")
 
     @property
     def size(self) -> int:
@@ -150,6 +164,7 @@ class _Compiled:
                 low = preds & -preds
                 self.succs[low.bit_length() - 1].append(v)
                 preds ^= low
+        self.in_place = [tuple(graph.in_place[v]) if graph.in_place else () for v in range(n)]
         # A node that writes more than it could ever free is never a free move.
         self.may_free = [self.out_live[v] <= self.in_bytes(v) for v in range(n)]
 
@@ -161,7 +176,17 @@ class _Compiled:
         for t in self.inputs[v]:
             if self.t_consumers[t] & ~after == 0:
                 freed += self.t_bytes[t]
-        return mem + self.out_all[v], mem + self.out_live[v] - freed
+        cost = mem + self.out_all[v]
+        for t in self.in_place[v]:
+            if self.t_consumers[t] & ~after == 0:
+                cost -= self.out_all[v]  # the result takes the dying input's bytes
+                break
+        return cost, mem + self.out_live[v] - freed
+
+    def least_step(self, v: int) -> int:
+        """Bytes live at v's step in every order: its inputs and results
+        (less the result when it may take an input's bytes)."""
+        return self.in_bytes(v) + (0 if self.in_place[v] else self.out_all[v])
 
     def in_bytes(self, v: int) -> int:
         """Bytes of the tensors node v reads (all live at its step)."""
@@ -265,7 +290,7 @@ def _regions(graph: ScheduleGraph, c: _Compiled) -> list[_Region]:
             peak = max(peak, cost)
             # Every order runs v with its inputs and outputs live (and the
             # bytes live across the whole region).
-            region.lower_bound = max(region.lower_bound, c.in_bytes(v) + c.out_all[v])
+            region.lower_bound = max(region.lower_bound, c.least_step(v))
         region.order, region.peak = list(range(start, stop)), peak
         region.lower_bound = max(region.lower_bound, region.mem)
         regions.append(region)

@@ -17,6 +17,11 @@ order, and moves the ops:
   every other node, and `func.return` stays last.
 
 The body is left untouched unless the new order's peak is strictly lower.
+
+`in_place=true` also models dnn-coalesce's in-place writes: an op in
+`IN_PLACE_INPUTS` whose result has an input's type writes over that input
+when the input dies there, so its step needs no new bytes; the order then
+decides which reader of a tensor runs last and may reuse it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,20 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.dialects.dnn import ops as d
 from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
+
+
+#: op -> the operands its kernel may overwrite with its result. Mirrors
+#: dnn-coalesce's in-place rule (IN_PLACE_OPERANDS there); one table once both land.
+IN_PLACE_INPUTS: dict[type[d.DnnComputeOp], tuple[str, ...]] = {
+    d.UnaryOp: ("x",),
+    d.BinaryOp: ("a", "b"),
+    d.ChannelAffineOp: ("x",),
+    d.BatchNormOp: ("x",),
+    d.SoftmaxOp: ("x",),
+    d.LogSoftmaxOp: ("x",),
+    d.LayerNormOp: ("x",),
+    d.ConvOp: ("residual",),
+}
 
 
 def _floats(op: Operation) -> bool:
@@ -50,14 +69,25 @@ def _readers(value: SSAValue) -> list[Operation]:
     return readers
 
 
-def schedule_graph(block: Block) -> tuple[ScheduleGraph, list[Operation]]:
+def _in_place_inputs(op: Operation) -> list[SSAValue]:
+    """The operands `op` may write its result over (same type, not a view)."""
+    if type(op) not in IN_PLACE_INPUTS or len(op.results) != 1:
+        return []
+    values = [getattr(op, name) for name in IN_PLACE_INPUTS[type(op)]]
+    return [v for v in values if v is not None and v.type == op.results[0].type
+            and isinstance(v.owner, d.DnnComputeOp)]
+
+
+def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph, list[Operation]]:
     """The block as a DAG: one node per op that is not a weight or a view
-    (the return is the last node), in block order; also the node ops."""
+    (the return is the last node), in block order; also the node ops.
+    `in_place` adds the inputs each node may write over (IN_PLACE_INPUTS)."""
     ret = block.last_op
     returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
     nodes = [op for op in block.ops if not _floats(op)]
     index = {op: i for i, op in enumerate(nodes)}
     tensors: list[Tensor] = []
+    tensor_of: dict[SSAValue, int] = {}
     after: list[frozenset[int]] = []
     fixed: list[int] = []
     for i, op in enumerate(nodes):
@@ -65,6 +95,7 @@ def schedule_graph(block: Block) -> tuple[ScheduleGraph, list[Operation]]:
         for result in op.results:
             size = d.type_bytes(result.type) if compute and result not in returned else 0
             consumers = frozenset(index[r] for r in _readers(result) if r in index and r is not op)
+            tensor_of[result] = len(tensors)
             tensors.append(Tensor(size, i, consumers))
         if compute:
             after.append(frozenset(fixed))
@@ -73,7 +104,14 @@ def schedule_graph(block: Block) -> tuple[ScheduleGraph, list[Operation]]:
             after.append(frozenset(range(i)))
             fixed.append(i)
     names = tuple(op.results[0].name_hint or op.name if op.results else op.name for op in nodes)
-    return ScheduleGraph(names, tuple(tensors), tuple(after)), nodes
+    writes_over: list[frozenset[int]] = []
+    for i, op in enumerate(nodes):
+        own = tensors[tensor_of[op.results[0]]] if len(op.results) == 1 else None
+        writes_over.append(frozenset(
+            tensor_of[v] for v in (_in_place_inputs(op) if in_place else [])
+            if own is not None and own.bytes and tensors[tensor_of[v]].bytes == own.bytes
+        ))
+    return ScheduleGraph(names, tuple(tensors), tuple(after), tuple(writes_over) if in_place else ()), nodes
 
 
 def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> None:
@@ -106,10 +144,10 @@ def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> Non
     block.add_ops(new_ops)
 
 
-def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float) -> Schedule:
+def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False) -> Schedule:
     """Reorder one function in place; returns the schedule it used."""
     block = function.body.block
-    graph, nodes = schedule_graph(block)
+    graph, nodes = schedule_graph(block, in_place)
     result = schedule(graph, strategy, budget_ms)
     if result.peak < result.given_peak:
         reorder_block(block, result.order, nodes)
@@ -130,6 +168,9 @@ class DnnReorderPass(ModulePass):
     budget_ms: int = 500
     """Time the exact search may spend per function."""
 
+    in_place: bool = False
+    """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.strategy not in STRATEGIES:
             raise PassFailedException(
@@ -144,7 +185,7 @@ class DnnReorderPass(ModulePass):
                         f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
                     )
             try:
-                reorder_function(function, self.strategy, self.budget_ms)
+                reorder_function(function, self.strategy, self.budget_ms, self.in_place)
             except ScheduleTimeout:
                 raise PassFailedException(
                     f"dnn-reorder: exact search on @{function.sym_name.data} did not finish in "

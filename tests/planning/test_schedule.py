@@ -29,14 +29,21 @@ SETTINGS = settings(max_examples=100, deadline=None)
 
 def interval_peak(graph: ScheduleGraph, order: list[int]) -> int:
     """The peak by definition: each tensor is live from its producer's step
-    to its last consumer's step; sum per step, take the max."""
+    to its last consumer's step; sum per step, take the max. A node that
+    writes in place over an input whose last consumer it is shares those
+    bytes at its step."""
     position = {v: i for i, v in enumerate(order)}
     live = [0] * len(order)
-    for t in graph.tensors:
+    last_reader = {}
+    for i, t in enumerate(graph.tensors):
         first = position[t.producer]
         last = max((position[c] for c in t.consumers), default=first)
+        last_reader[i] = order[last]
         for step in range(first, last + 1):
             live[step] += t.bytes
+    for v, candidates in enumerate(graph.in_place):
+        if any(last_reader[i] == v for i in candidates):
+            live[position[v]] -= sum(t.bytes for t in graph.tensors if t.producer == v)
     return max(live, default=0)
 
 
@@ -62,18 +69,26 @@ def topological_orders(graph: ScheduleGraph) -> Iterator[list[int]]:
 @st.composite
 def dags(draw: st.DrawFn, max_nodes: int = 7) -> ScheduleGraph:
     """A random DAG whose node order 0..n-1 is topological: each node makes
-    0-2 tensors (some of zero bytes) read by later nodes, plus a few order-only edges."""
+    0-2 tensors (some of zero bytes) read by later nodes, plus a few
+    order-only edges and, for some nodes with one result, inputs of the same
+    size they may write over."""
     n = draw(st.integers(1, max_nodes))
     tensors = []
     for v in range(n):
         for _ in range(draw(st.integers(0, 2))):
             later = list(range(v + 1, n))
             consumers = draw(st.sets(st.sampled_from(later), max_size=3)) if later else set()
-            size = draw(st.one_of(st.just(0), st.integers(1, 100)))
+            size = draw(st.one_of(st.just(0), st.sampled_from([10, 20]), st.integers(1, 100)))
             tensors.append(Tensor(size, v, frozenset(consumers)))
     after = tuple(frozenset(draw(st.sets(st.integers(0, v - 1), max_size=1))) if v and draw(st.booleans())
                   else frozenset() for v in range(n))
-    return ScheduleGraph(tuple(f"n{v}" for v in range(n)), tuple(tensors), after)
+    in_place = []
+    for v in range(n):
+        results = [t for t in tensors if t.producer == v]
+        inputs = [i for i, t in enumerate(tensors) if v in t.consumers]
+        same = [i for i in inputs if len(results) == 1 and results[0].bytes and tensors[i].bytes == results[0].bytes]
+        in_place.append(frozenset(draw(st.sets(st.sampled_from(same), max_size=2))) if same else frozenset())
+    return ScheduleGraph(tuple(f"n{v}" for v in range(n)), tuple(tensors), after, tuple(in_place))
 
 
 @SETTINGS
@@ -163,14 +178,29 @@ def test_a_chain_is_all_cuts_and_keeps_its_order() -> None:
     assert result.order == [0, 1, 2] and result.peak == 16 and result.proven_optimal
 
 
-@pytest.mark.parametrize("tensors, after", [
-    ((Tensor(1, 1, frozenset({0})),), ()),  # consumer before producer
-    ((Tensor(-1, 0, frozenset({1})),), ()),  # negative size
-    ((), (frozenset(), frozenset({1}))),  # runs after itself
+@pytest.mark.parametrize("tensors, after, in_place", [
+    ((Tensor(1, 1, frozenset({0})),), (), ()),  # consumer before producer
+    ((Tensor(-1, 0, frozenset({1})),), (), ()),  # negative size
+    ((), (frozenset(), frozenset({1})), ()),  # runs after itself
+    ((Tensor(4, 0, frozenset({1})), Tensor(8, 1)), (), (frozenset(), frozenset({0}))),  # in place, other size
+    ((Tensor(4, 0), Tensor(4, 1)), (), (frozenset(), frozenset({0}))),  # in place over a tensor it does not read
 ])
-def test_graphs_not_in_topological_order_are_rejected(tensors: tuple[Tensor, ...], after: tuple) -> None:
+def test_malformed_graphs_are_rejected(tensors: tuple[Tensor, ...], after: tuple, in_place: tuple) -> None:
     with pytest.raises(ValueError):
-        ScheduleGraph(("a", "b"), tensors, after)
+        ScheduleGraph(("a", "b"), tensors, after, in_place)
+
+
+def test_in_place_decides_which_reader_runs_last() -> None:
+    # x (100 bytes) is read by a relu that may overwrite it and by a
+    # reduction; running the reduction first lets the relu work in place.
+    graph = ScheduleGraph(
+        ("x", "relu", "reduce", "sink"),
+        (Tensor(100, 0, frozenset({1, 2})), Tensor(100, 1, frozenset({3})), Tensor(1, 2, frozenset({3}))),
+        in_place=(frozenset(), frozenset({0}), frozenset(), frozenset()),
+    )
+    assert peak_of(graph, [0, 1, 2, 3]) == 201
+    result = schedule(graph, "exact")
+    assert result.order == [0, 2, 1, 3] and result.peak == 101
 
 
 def test_unknown_strategy_is_rejected() -> None:
