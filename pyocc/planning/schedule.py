@@ -15,18 +15,23 @@ have zero bytes). With S the set of nodes already run, the live memory
 
 depends on the *set* S only, not on the order inside it; running node v next
 costs `mem(S) + out(v)` at its step, where out(v) are v's result bytes. The
-peak of an order is the largest step cost.
+peak of an order is the largest step cost. Optionally (`in_place`) a node
+may write its result over an input that dies at its step (as dnn-coalesce
+does); that step then costs `mem(S)`, so the order also decides which
+reader of a tensor runs last.
 
 **Strategies** (`schedule`):
 
 - `exact`: Serenity-style dynamic programming over scheduled sets
   (MLSys 2020). Each set keeps the smallest peak any order reaches it with;
-  sets whose peak already reaches the best known schedule are pruned. Two
+  sets whose peak already reaches the best known schedule are pruned. Three
   things keep real graphs small:
   * divide and conquer at *cuts*: a node that is an ancestor or a descendant
     of every other node runs at a moment when the scheduled set is fixed
     (its ancestors), so the regions between consecutive cuts are solved
     independently and the peak is the largest region peak;
+  * a region whose peak is already under the lower bound of another
+    region cannot lower the function's peak and keeps its order;
   * free moves: a ready node that does not raise live memory and whose step
     stays under the region's lower bound can always run at once (moving it
     to the front of any order never raises a later step), so such nodes are
@@ -35,10 +40,9 @@ peak of an order is the largest step cost.
 - `greedy`: beam search over the same states, keeping the `beam_width`
   states of each size with the smallest (peak, live memory) -- "allocate
   least, free most", with look-ahead through the beam.
-- `auto`: the beam's order per region, then exact per region (smallest
-  regions first) while the time budget lasts; in each region the given
-  order is kept unless something is strictly better, so auto is never
-  worse than the given order.
+- `auto`: per region (smallest first), the beam's order as a first
+  bound, then exact search while the time budget lasts; in each region the given order is kept unless something is
+  strictly better, so auto is never worse than the given order.
 - `given`: the given order.
 """
 
@@ -125,10 +129,11 @@ class Schedule:
     given_peak: int
     strategy: str
     proven_optimal: bool
-    """True when exact search finished in every region (or the order meets a lower bound)."""
+    """True when the peak is proven the smallest of any order: every region
+    was solved exactly, meets its lower bound, or is under the function's."""
     regions: int = 0
     exact_regions: int = 0
-    """Regions whose optimum exact search proved."""
+    """Regions settled that way."""
     ms: float = 0.0
     region_sizes: list[int] = field(default_factory=list)
 
@@ -445,6 +450,12 @@ def _exact(c: _Compiled, region: _Region, deadline: float) -> tuple[list[int], i
     return _path(parents, found), states[found].peak
 
 
+def _improve(region: _Region, order: list[int], peak: int) -> None:
+    """Take `order` for the region when it is strictly better."""
+    if peak < region.peak:
+        region.order, region.peak = order, peak
+
+
 def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 500.0,
              beam_width: int = 8) -> Schedule:
     """An order of `graph`'s nodes with a small (auto, greedy) or the
@@ -457,29 +468,32 @@ def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 50
     c = _Compiled(graph)
     regions = _regions(graph, c)
     given_peak = max((r.peak for r in regions), default=0)
+    # No order of the function peaks below its largest region lower bound, so
+    # a region already under it cannot lower the peak: it keeps its order.
+    floor = max((r.lower_bound for r in regions), default=0)
     for region in regions:
-        region.proven = region.peak <= region.lower_bound or region.stop - region.start == 1
-    if strategy in ("auto", "greedy", "exact"):
-        for region in regions:
-            if region.proven:
-                continue
-            order, peak = _beam(c, region, beam_width)
-            if strategy == "greedy" or peak < region.peak:
-                region.order, region.peak = order, peak
+        region.proven = region.peak <= max(region.lower_bound, floor) or region.stop - region.start == 1
+    for region in sorted(regions, key=lambda r: r.stop - r.start):
+        if strategy == "given" or region.proven:
+            continue
+        if strategy == "greedy":
+            region.order, region.peak = _beam(c, region, beam_width)
             region.proven = region.peak <= region.lower_bound
-    if strategy in ("auto", "exact"):
-        for region in sorted(regions, key=lambda r: r.stop - r.start):
-            if region.proven:
-                continue
-            try:
-                better = _exact(c, region, deadline)
-            except ScheduleTimeout:
-                if strategy == "exact":
-                    raise
-                continue
-            if better is not None:
-                region.order, region.peak = better
+            continue
+        # The beam's order is a first bound that sharpens exact search's pruning.
+        _improve(region, *_beam(c, region, beam_width))
+        if region.peak <= max(region.lower_bound, floor):
             region.proven = True
+            continue
+        try:
+            better = _exact(c, region, deadline)
+        except ScheduleTimeout:
+            if strategy == "exact":
+                raise
+            continue
+        if better is not None:
+            _improve(region, *better)
+        region.proven = True
     order = [v for region in regions for v in region.order]
     return Schedule(
         order=order,
