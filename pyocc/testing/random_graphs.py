@@ -303,6 +303,9 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "pool", "planner": "hill-climb"},
     {"memory": "pool", "planner": "long-lived-first"},
     {"memory": "pool", "planner": "exact"},
+    {"memory": "lazy", "reorder": "greedy"},
+    {"memory": "pool", "reorder": "given"},
 ]
 """The compiler settings a differential run covers (keyword arguments of
-pyocc.compile): every memory mode and every planner."""
+pyocc.compile): every memory mode and every planner (with dnn-reorder's
+default, auto), and the other op orders."""

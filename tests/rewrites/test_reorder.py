@@ -54,6 +54,25 @@ def test_light_models_reorder_to_a_bound_no_higher(name: str, better: bool) -> N
     assert (result.peak < given) if better else (result.peak == given)
 
 
+def test_random_graphs_cost_model_is_the_liveness_analysis() -> None:
+    """On the fuzzer's random graphs (branches, skips, views, returned
+    intermediates) the DAG's given peak is the liveness lower bound, and the
+    exact order's peak is the lower bound of the reordered body."""
+    from pyocc.testing.random_graphs import random_graph
+
+    improved = 0
+    for seed in range(60):
+        function = tensor_function(random_graph(seed))
+        given = analyze_function(function).lower_bound
+        graph, _ = schedule_graph(function.body.block)
+        assert peak_of(graph, range(graph.size)) == given, seed
+        result = reorder_function(function, "exact", budget_ms=10_000)
+        function.verify()
+        assert analyze_function(function).lower_bound == result.peak <= given, seed
+        improved += result.peak < given
+    assert improved > 0
+
+
 def branches_model(k: int = 3, seed: int = 0) -> onnx.ModelProto:
     """k convolution branches of one input, each pooled, then concatenated;
     the nodes list every convolution first (a poor order)."""
