@@ -178,7 +178,7 @@ class DnnReorderPass(ModulePass):
             )
         if self.budget_ms < 0:
             raise PassFailedException("dnn-reorder: budget_ms must not be negative")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             for o in function.body.block.ops:
                 if isinstance(o, d.DnnComputeOp) and o.on_buffers:
                     raise PassFailedException(

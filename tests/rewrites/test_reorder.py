@@ -117,6 +117,15 @@ def test_given_keeps_the_order_and_reports_one_bound() -> None:
     assert report.lower_bound_bytes == report.lower_bound_given_order_bytes == 3 * 4096 + 64
 
 
+def test_exact_out_of_budget_is_a_user_error_and_auto_still_improves() -> None:
+    wide = branches_model(k=24)
+    with pytest.raises(PyoccError, match=r"dnn-reorder: exact search on @\w+ did not finish in 500 ms; "
+                                         r"raise budget_ms or use strategy=auto"):
+        pyocc.lower(wide, reorder="exact")
+    _, report = pyocc.lower(wide, reorder="auto")
+    assert report.lower_bound_bytes < report.lower_bound_given_order_bytes
+
+
 def test_unknown_strategy_is_a_user_error() -> None:
     with pytest.raises(PyoccError, match="dnn-reorder: unknown strategy 'magic'"):
         pyocc.lower(branches_model(), reorder="magic")
