@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 from xdsl.context import Context
 from xdsl.dialects import func
 
 import pyocc
 from pyocc.analysis.liveness import analyze_function
 from pyocc.errors import PyoccError
+from pyocc.examples.branches import build as branches_model
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import is_topological, peak_of
@@ -71,26 +71,6 @@ def test_random_graphs_cost_model_is_the_liveness_analysis() -> None:
         assert analyze_function(function).lower_bound == result.peak <= given, seed
         improved += result.peak < given
     assert improved > 0
-
-
-def branches_model(k: int = 3, seed: int = 0) -> onnx.ModelProto:
-    """k convolution branches of one input, each pooled, then concatenated;
-    the nodes list every convolution first (a poor order)."""
-    rng = np.random.default_rng(seed)
-    inits, convs, pools = [], [], []
-    for i in range(k):
-        inits.append(numpy_helper.from_array(rng.standard_normal((16, 4, 3, 3)).astype(np.float32), f"w{i}"))
-        inits.append(numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), f"b{i}"))
-        convs.append(helper.make_node("Conv", ["x", f"w{i}", f"b{i}"], [f"c{i}"], pads=[1, 1, 1, 1]))
-        pools.append(helper.make_node("GlobalAveragePool", [f"c{i}"], [f"p{i}"]))
-    concat = helper.make_node("Concat", [f"p{i}" for i in range(k)], ["y"], axis=1)
-    graph = helper.make_graph(
-        [*convs, *pools, concat], "branches",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16 * k, 1, 1])],
-        inits,
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
 @pytest.mark.parametrize("memory", ["lazy", "pool"])
