@@ -101,6 +101,7 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    sanitize: bool = False,
     reorder: str = Options.reorder,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
@@ -118,7 +119,8 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, reorder=reorder)
+        options = Options(memory=memory, planner=planner, alignment=alignment, sanitize=sanitize,
+                          reorder=reorder)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -250,14 +252,19 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    sanitize: bool = False,
     reorder: str = Options.reorder,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager', ops
-    ordered by dnn-reorder's `reorder` strategy ('given' keeps the order)."""
+    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'.
+    `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
+    out-of-bounds writes stop the run with an error (for testing). Ops run
+    in the order dnn-reorder's `reorder` strategy picks ('given' keeps the
+    model's order)."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, reorder=reorder)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, sanitize=sanitize,
+                           reorder=reorder)
     return Model(module, report, compile_module(module))

@@ -43,6 +43,9 @@ class Options:
     reorder: str = "auto"
     """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -67,8 +70,13 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:

@@ -303,9 +303,12 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "pool", "planner": "hill-climb"},
     {"memory": "pool", "planner": "long-lived-first"},
     {"memory": "pool", "planner": "exact"},
-    {"memory": "lazy", "reorder": "greedy"},
-    {"memory": "pool", "reorder": "given"},
+    {"memory": "lazy", "sanitize": True},
+    {"memory": "pool", "sanitize": True},
+    {"memory": "pool", "reorder": "greedy", "sanitize": True},
+    {"memory": "lazy", "reorder": "given"},
 ]
 """The compiler settings a differential run covers (keyword arguments of
 pyocc.compile): every memory mode and every planner (with dnn-reorder's
-default, auto), and the other op orders."""
+default order, auto), the sanitizer (dead buffers poisoned with NaN, guard
+bytes checked) on lazy and pool, and the other op orders."""
