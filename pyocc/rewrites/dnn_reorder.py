@@ -69,6 +69,14 @@ def _readers(value: SSAValue) -> list[Operation]:
     return readers
 
 
+def _enclosing(op: Operation, block: Block) -> Operation | None:
+    """The op of `block` that is or contains `op` (None if none does)."""
+    current: Operation | None = op
+    while current is not None and current.parent is not block:
+        current = current.parent_op()
+    return current
+
+
 def _in_place_inputs(op: Operation) -> list[SSAValue]:
     """The operands `op` may write its result over (same type, not a view)."""
     if type(op) not in IN_PLACE_INPUTS or len(op.results) != 1:
@@ -94,7 +102,8 @@ def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph,
         compute = isinstance(op, d.DnnComputeOp)
         for result in op.results:
             size = d.type_bytes(result.type) if compute and result not in returned else 0
-            consumers = frozenset(index[r] for r in _readers(result) if r in index and r is not op)
+            readers = (_enclosing(r, block) for r in _readers(result))
+            consumers = frozenset(index[r] for r in readers if r in index and r is not op)
             tensor_of[result] = len(tensors)
             tensors.append(Tensor(size, i, consumers))
         if compute:
