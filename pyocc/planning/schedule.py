@@ -163,12 +163,9 @@ class _Compiled:
                 for p in preds:
                     self.pred_mask[v] |= 1 << p
         self.succs: list[list[int]] = [[] for _ in range(n)]
-        for v in range(n):
-            preds = self.pred_mask[v]
-            while preds:
-                low = preds & -preds
-                self.succs[low.bit_length() - 1].append(v)
-                preds ^= low
+        for v, preds in enumerate(_predecessor_lists(graph)):
+            for p in preds:
+                self.succs[p].append(v)
         self.in_place = [tuple(graph.in_place[v]) if graph.in_place else () for v in range(n)]
         # A node that writes more than it could ever free is never a free move.
         self.may_free = [self.out_live[v] <= self.in_bytes(v) for v in range(n)]
@@ -224,33 +221,42 @@ def is_topological(graph: ScheduleGraph, order: Sequence[int]) -> bool:
 
 def find_cuts(graph: ScheduleGraph) -> list[int]:
     """Nodes that are an ancestor or a descendant of every other node, in
-    the given order (which they split into independent regions)."""
-    c = _Compiled(graph)
-    n = c.n
-    succ_mask = [0] * n
-    for v in range(n):
-        preds = c.pred_mask[v]
-        while preds:
-            low = preds & -preds
-            succ_mask[low.bit_length() - 1] |= 1 << v
-            preds ^= low
-    ancestors = [0] * n
-    for v in range(n):
-        preds, acc = c.pred_mask[v], c.pred_mask[v]
-        while preds:
-            low = preds & -preds
-            acc |= ancestors[low.bit_length() - 1]
-            preds ^= low
-        ancestors[v] = acc
-    descendants = [0] * n
-    for v in reversed(range(n)):
-        succs, acc = succ_mask[v], succ_mask[v]
-        while succs:
-            low = succs & -succs
-            acc |= descendants[low.bit_length() - 1]
-            succs ^= low
-        descendants[v] = acc
-    return [v for v in range(n) if ancestors[v].bit_count() + descendants[v].bit_count() + 1 == n]
+    the given order (which they split into independent regions).
+
+    Node p (its position in the given order) is one exactly when every node
+    before it has a successor at or before p (following such successors
+    climbs to p: all are ancestors) and every node after it has a
+    predecessor at or after p (all are descendants). Linear time."""
+    n = graph.size
+    preds = _predecessor_lists(graph)
+    first_succ = [n] * n
+    for w in range(n):
+        for u in preds[w]:
+            first_succ[u] = min(first_succ[u], w)
+    last_pred = [max(ps, default=-1) for ps in preds]
+    before_ok = [False] * n  # every node before p has a successor at or before p
+    reach = -1
+    for p in range(n):
+        before_ok[p] = reach <= p
+        reach = max(reach, first_succ[p])
+    cuts = []
+    back = n
+    for p in reversed(range(n)):
+        if before_ok[p] and back >= p:
+            cuts.append(p)
+        back = min(back, last_pred[p])
+    return cuts[::-1]
+
+
+def _predecessor_lists(graph: ScheduleGraph) -> list[list[int]]:
+    """For each node, the nodes that must run before it."""
+    preds: list[set[int]] = [set() for _ in range(graph.size)]
+    for t in graph.tensors:
+        for c in t.consumers:
+            preds[c].add(t.producer)
+    for v, extra in enumerate(graph.after):
+        preds[v] |= extra
+    return [sorted(p) for p in preds]
 
 
 @dataclass

@@ -26,6 +26,9 @@ decides which reader of a tensor runs last and may reuse it.
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -153,11 +156,26 @@ def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> Non
     block.add_ops(new_ops)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector. The search allocates many
+    small acyclic objects; with a large module in memory, the collector's
+    full passes over it would take longer than the search itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False) -> Schedule:
     """Reorder one function in place; returns the schedule it used."""
     block = function.body.block
-    graph, nodes = schedule_graph(block, in_place)
-    result = schedule(graph, strategy, budget_ms)
+    with _collector_paused():
+        graph, nodes = schedule_graph(block, in_place)
+        result = schedule(graph, strategy, budget_ms)
     if result.peak < result.given_peak:
         reorder_block(block, result.order, nodes)
     return result
