@@ -100,11 +100,14 @@ class ScheduleGraph:
                 raise ValueError(f"node {v}: nodes it runs after must come before it in the given order")
         if self.in_place and len(self.in_place) != n:
             raise ValueError("in_place must have one entry per node")
+        results: list[list[Tensor]] = [[] for _ in range(n)]
+        for t in self.tensors:
+            results[t.producer].append(t)
         for v, candidates in enumerate(self.in_place):
-            results = [t for t in self.tensors if t.producer == v]
             for i in candidates:
-                if len(results) != 1 or v not in self.tensors[i].consumers or \
-                        self.tensors[i].bytes != results[0].bytes or not results[0].bytes:
+                own = results[v]
+                if len(own) != 1 or v not in self.tensors[i].consumers or \
+                        self.tensors[i].bytes != own[0].bytes or not own[0].bytes:
                     raise ValueError(f"node {v}: may only write its one result over an input of the same size")
 
     @property
@@ -274,10 +277,12 @@ class _Region:
 
     @property
     def nodes(self) -> list[int]:
+        """The region's nodes."""
         return list(range(self.start, self.stop))
 
     @property
     def full(self) -> int:
+        """The scheduled set once the region has run."""
         return self.scheduled | (((1 << self.stop) - 1) ^ ((1 << self.start) - 1))
 
 
@@ -299,10 +304,10 @@ def _regions(graph: ScheduleGraph, c: _Compiled) -> list[_Region]:
             cost, mem = c.step(scheduled, mem, v)
             scheduled |= 1 << v
             peak = max(peak, cost)
-            # Every order runs v with its inputs and outputs live (and the
-            # bytes live across the whole region).
+            # Every order runs v with its inputs and outputs live.
             region.lower_bound = max(region.lower_bound, c.least_step(v))
         region.order, region.peak = list(range(start, stop)), peak
+        # What is live when the region starts is live at its first step.
         region.lower_bound = max(region.lower_bound, region.mem)
         regions.append(region)
     return regions
