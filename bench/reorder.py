@@ -5,8 +5,10 @@ Per light model (tensor-form dnn after convert-onnx-to-dnn): ops, regions
 between cuts and the largest one, the lower bound in the given order, after
 `greedy` (beam search alone) and after `auto` (exact per region within the
 budget), whether auto proved its order optimal, the time of the dnn-reorder
-pass, and the planned pool (`pyocc.lower`, memory=pool) with the given order
-and with auto. Then synthetic graphs of parallel branches whose given order
+pass, the planned pool (`pyocc.lower`, memory=pool) with the given order
+and with auto, and the bounds in the given order and after auto when
+in-place writes over dying inputs are modelled (`in_place=true`, the rule
+dnn-coalesce applies after memory insertion). Then synthetic graphs of parallel branches whose given order
 is poor (every big map first), where `exact` must reach the optimum.
 
     python bench/reorder.py            # the table (about a minute)
@@ -48,6 +50,7 @@ def model_row(name: str, budget_ms: float) -> list[str]:
     given = analyze_function(function).lower_bound
     graph, _ = schedule_graph(function.body.block)
     greedy = schedule(graph, "greedy", budget_ms)
+    in_place = schedule(schedule_graph(function.body.block, in_place=True)[0], "auto", budget_ms)
     start = time.perf_counter()
     auto = reorder_function(function, "auto", budget_ms)
     pass_ms = (time.perf_counter() - start) * 1000
@@ -57,7 +60,8 @@ def model_row(name: str, budget_ms: float) -> list[str]:
     _, pool_auto = pyocc.lower(light_model_path(name), reorder="auto")
     return [name, str(graph.size), str(auto.regions), str(max(auto.region_sizes)), f"{given:,}",
             f"{greedy.peak:,}", f"{after:,}", f"{after / given:.3f}", "yes" if auto.proven_optimal else "no",
-            f"{pass_ms:.0f}", f"{pool_given.activation_bytes:,}", f"{pool_auto.activation_bytes:,}"]
+            f"{pass_ms:.0f}", f"{pool_given.activation_bytes:,}", f"{pool_auto.activation_bytes:,}",
+            f"{in_place.given_peak:,}", f"{in_place.peak:,}"]
 
 
 def parallel_branches(k: int, big: int = 1 << 20, small: int = 1 << 10) -> ScheduleGraph:
@@ -79,7 +83,7 @@ def synthetic_row(k: int, budget_ms: float) -> list[str]:
     return [f"branches-{k}", str(graph.size), str(exact.regions), str(max(exact.region_sizes)),
             f"{exact.given_peak:,}", f"{greedy.peak:,}", f"{auto.peak:,}", f"{auto.peak / exact.given_peak:.3f}",
             f"{'yes' if auto.proven_optimal else 'no'} (exact {exact.peak:,}, {exact.ms:.0f} ms)",
-            f"{auto.ms:.0f}", "", ""]
+            f"{auto.ms:.0f}", "", "", "", ""]
 
 
 def main() -> None:
@@ -90,7 +94,7 @@ def main() -> None:
     args = parser.parse_args()
     names = ["squeezenet", "shufflenet", "inception_v1"] if args.quick else LIGHT_MODELS
     header = ["model", "ops", "regions", "largest", "LB given", "LB greedy", "LB auto", "auto/given",
-              "proven optimal", "reorder ms", "pool given", "pool auto"]
+              "proven optimal", "reorder ms", "pool given", "pool auto", "in-place given", "in-place auto"]
     rows = [model_row(name, args.budget_ms) for name in names]
     rows += [synthetic_row(k, args.budget_ms) for k in (4, 8, 12)]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
