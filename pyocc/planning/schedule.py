@@ -24,7 +24,8 @@ reader of a tensor runs last.
 
 - `exact`: Serenity-style dynamic programming over scheduled sets
   (MLSys 2020). Each set keeps the smallest peak any order reaches it with;
-  sets whose peak already reaches the best known schedule are pruned. Three
+  sets are expanded cheapest first, so the first complete set is optimal,
+  and sets whose peak already reaches the best known schedule are pruned. Three
   things keep real graphs small:
   * divide and conquer at *cuts*: a node that is an ancestor or a descendant
     of every other node runs at a moment when the scheduled set is fixed
@@ -48,6 +49,7 @@ reader of a tensor runs last.
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -339,10 +341,9 @@ class _Search:
         ready = tuple(v for v in self.region.nodes if c.pred_mask[v] & ~scheduled == 0)
         return self.free_moves(_State(scheduled, self.region.mem, 0, ready))
 
-    def run(self, state: _State, v: int) -> _State:
-        """Run ready node v."""
+    def run(self, state: _State, v: int, cost: int, mem: int) -> _State:
+        """Run ready node v, whose step costs `cost` and leaves `mem` live."""
         c = self.c
-        cost, mem = c.step(state.scheduled, state.mem, v)
         scheduled = state.scheduled | (1 << v)
         ready = [u for u in state.ready if u != v]
         for s in c.succs[v]:
@@ -365,7 +366,7 @@ class _Search:
                     continue
                 cost, after = c.step(state.scheduled, state.mem, v)
                 if after <= state.mem and cost <= limit:
-                    state = self.run(state, v)
+                    state = self.run(state, v, cost, after)
                     moves.append(v)
                     progress = True
                     break
@@ -376,10 +377,10 @@ class _Search:
         whose peak reaches `bound`."""
         out = []
         for v in state.ready:
-            cost, _ = self.c.step(state.scheduled, state.mem, v)
+            cost, mem = self.c.step(state.scheduled, state.mem, v)
             if bound is not None and max(state.peak, cost) >= bound:
                 continue
-            child, moves = self.free_moves(self.run(state, v))
+            child, moves = self.free_moves(self.run(state, v, cost, mem))
             if bound is None or child.peak < bound:
                 out.append((child, [v, *moves]))
         return out
@@ -424,41 +425,41 @@ def _beam(c: _Compiled, region: _Region, width: int) -> tuple[list[int], int]:
 
 
 def _exact(c: _Compiled, region: _Region, deadline: float) -> tuple[list[int], int] | None:
-    """Dynamic programming over scheduled sets with pruning at the region's
-    best known peak; returns a strictly better order, or None when none
-    exists (the region's order is then optimal). Raises ScheduleTimeout."""
+    """Dynamic programming over scheduled sets, best first: sets are
+    expanded in order of the peak that reached them (a peak never drops
+    along an order), so the first complete set taken is optimal. Sets whose
+    peak reaches the region's best known peak are pruned. Returns a
+    strictly better order, or None when none exists (the region's order is
+    then optimal). Raises ScheduleTimeout."""
     search = _Search(c, region)
     bound = region.peak
     start, moves = search.start()
     parents: dict[int, tuple[int | None, list[int]]] = {start.scheduled: (None, moves)}
     states = {start.scheduled: start}
-    buckets: dict[int, list[int]] = {start.scheduled.bit_count(): [start.scheduled]}
-    found: int | None = None
-    if start.scheduled == search.full and start.peak < bound:
-        return _path(parents, start.scheduled), start.peak
+    # Among equal peaks, fuller sets first: they reach the end sooner.
+    heap = [(start.peak, -start.scheduled.bit_count(), start.scheduled)]
     work = 0
-    while buckets:
-        for key in buckets.pop(min(buckets)):
-            state = states[key]
-            if state.peak >= bound:
+    while heap:
+        peak, _, key = heapq.heappop(heap)
+        state = states[key]
+        if peak > state.peak:
+            continue  # reached more cheaply since it was queued
+        if peak >= bound:
+            return None
+        if key == search.full:
+            return _path(parents, key), peak
+        work += 1
+        if work & 255 == 0 and time.perf_counter() > deadline:
+            raise ScheduleTimeout()
+        for child, moves in search.children(state, bound):
+            nxt = child.scheduled
+            known = states.get(nxt)
+            if known is not None and known.peak <= child.peak:
                 continue
-            work += 1
-            if work & 255 == 0 and time.perf_counter() > deadline:
-                raise ScheduleTimeout()
-            for child, moves in search.children(state, bound):
-                nxt = child.scheduled
-                known = states.get(nxt)
-                if known is not None and known.peak <= child.peak:
-                    continue
-                if known is None:
-                    buckets.setdefault(nxt.bit_count(), []).append(nxt)
-                states[nxt] = child
-                parents[nxt] = (key, moves)
-                if nxt == search.full:
-                    bound, found = child.peak, nxt
-    if found is None:
-        return None
-    return _path(parents, found), states[found].peak
+            states[nxt] = child
+            parents[nxt] = (key, moves)
+            heapq.heappush(heap, (child.peak, -nxt.bit_count(), nxt))
+    return None
 
 
 def _improve(region: _Region, order: list[int], peak: int) -> None:
