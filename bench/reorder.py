@@ -1,7 +1,8 @@
 """What dnn-reorder buys: the max-live lower bound in the given ONNX order and
 after reordering, the pool the planner then reaches, and the time it takes.
 
-Per light model (tensor-form dnn after convert-onnx-to-dnn): ops, regions
+Per light model and per toy architecture of tests/graphs.py (MobileNetV2,
+UNet, BERT, GPT-2, ViT), in tensor-form dnn after convert-onnx-to-dnn: ops, regions
 between cuts and the largest one, the lower bound in the given order, after
 `greedy` (beam search alone) and after `auto` (exact per region within the
 budget), whether auto proved its order optimal, the time of the dnn-reorder
@@ -22,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+import onnx
+
 # Measure the working tree this file belongs to, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -34,19 +37,20 @@ from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import ScheduleGraph, Tensor, schedule
 from pyocc.rewrites.dnn_reorder import reorder_function, schedule_graph
+from tests import graphs
 from tests.conftest import LIGHT_MODELS, light_model_path
 
 
-def tensor_function(path: Path) -> func.FuncOp:
+def tensor_function(model: Path | onnx.ModelProto) -> func.FuncOp:
     """The model's main function in tensor-form dnn."""
-    module = import_model(path)
+    module = import_model(model)
     ConvertOnnxToDnnPass().apply(Context(), module)
     return next(op for op in module.walk() if isinstance(op, func.FuncOp))
 
 
-def model_row(name: str, budget_ms: float) -> list[str]:
-    """One table row for a light model."""
-    function = tensor_function(light_model_path(name))
+def model_row(name: str, model: Path | onnx.ModelProto, budget_ms: float) -> list[str]:
+    """One table row for a model."""
+    function = tensor_function(model)
     given = analyze_function(function).lower_bound
     graph, _ = schedule_graph(function.body.block)
     greedy = schedule(graph, "greedy", budget_ms)
@@ -56,8 +60,8 @@ def model_row(name: str, budget_ms: float) -> list[str]:
     pass_ms = (time.perf_counter() - start) * 1000
     after = analyze_function(function).lower_bound
     assert after == auto.peak <= given
-    _, pool_given = pyocc.lower(light_model_path(name), reorder="given")
-    _, pool_auto = pyocc.lower(light_model_path(name), reorder="auto")
+    _, pool_given = pyocc.lower(model, reorder="given")
+    _, pool_auto = pyocc.lower(model, reorder="auto")
     return [name, str(graph.size), str(auto.regions), str(max(auto.region_sizes)), f"{given:,}",
             f"{greedy.peak:,}", f"{after:,}", f"{after / given:.3f}", "yes" if auto.proven_optimal else "no",
             f"{pass_ms:.0f}", f"{pool_given.activation_bytes:,}", f"{pool_auto.activation_bytes:,}",
@@ -95,7 +99,10 @@ def main() -> None:
     names = ["squeezenet", "shufflenet", "inception_v1"] if args.quick else LIGHT_MODELS
     header = ["model", "ops", "regions", "largest", "LB given", "LB greedy", "LB auto", "auto/given",
               "proven optimal", "reorder ms", "pool given", "pool auto", "in-place given", "in-place auto"]
-    rows = [model_row(name, args.budget_ms) for name in names]
+    rows = [model_row(name, light_model_path(name), args.budget_ms) for name in names]
+    if not args.quick:
+        rows += [model_row(name, getattr(graphs, name)(), args.budget_ms)
+                 for name in ("mobilenet_v2", "unet", "bert", "gpt2", "vit")]
     rows += [synthetic_row(k, args.budget_ms) for k in (4, 8, 12)]
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:
