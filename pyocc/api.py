@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +97,19 @@ class MemoryReport:
         if self.fast_pool_traffic_bytes is None:
             return None
         return self.fast_pool_traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
+
+    def check_limit(self, limit_bytes: int | None) -> None:
+        """Raise PyoccError if the activation memory exceeds `limit_bytes`
+        (None: no limit); the message says what to try."""
+        if limit_bytes is None or self.activation_bytes <= limit_bytes:
+            return
+        hint = ("; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
+                else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
+                else "")
+        raise PyoccError(
+            f"{self.model} needs {self.activation_bytes:,} bytes of activation memory in {self.memory} mode, "
+            f"more than the limit of {limit_bytes:,} (lower bound {self.lower_bound_bytes:,}){hint}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -195,9 +207,9 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
-        start = time.perf_counter()
-        run_passes(ctx, module, pool_passes(options))
-        plan_ms = (time.perf_counter() - start) * 1000
+        timings: dict[str, float] = {}
+        run_passes(ctx, module, pool_passes(options), timings)
+        plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -250,25 +262,21 @@ def lower(
 
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
     """Run the tensor stage; returns the lower bound of the order dnn-reorder
-    was given (None when it did not run) and the time it took."""
+    was given (None when it did not run) and the milliseconds it took."""
     from xdsl.dialects import func
 
     from pyocc.analysis.liveness import analyze_function
     from pyocc.pipelines import run_passes
     from pyocc.rewrites.dnn_reorder import DnnReorderPass
 
-    given_bound, reorder_ms = None, 0.0
+    given_bound = None
+    timings: dict[str, float] = {}
     for p in passes:
         if isinstance(p, DnnReorderPass):
             function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
             given_bound = analyze_function(function).lower_bound
-            start = time.perf_counter()
-            p.apply(ctx, module)
-            reorder_ms += (time.perf_counter() - start) * 1000
-            module.verify()  # tensor form: no buffer lifetimes to check yet
-        else:
-            run_passes(ctx, module, [p])
-    return given_bound, reorder_ms
+        run_passes(ctx, module, [p], timings)
+    return given_bound, timings.get(DnnReorderPass.name, 0.0)
 
 
 def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
