@@ -44,6 +44,9 @@ class Options:
     fuse: bool = True
     """Run dnn-fuse (layer fusion) on the tensor form."""
 
+    reorder: str = "auto"
+    """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
@@ -66,13 +69,23 @@ def tensor_passes(options: Options) -> list[ModulePass]:
     passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
     if options.fuse:
         passes.append(DnnFusePass())
+    passes += reorder_passes(options)
     return passes
+
+
+def reorder_passes(options: Options) -> list[ModulePass]:
+    """dnn-reorder, last of the tensor rewrites (after fusion, which changes
+    the ops it orders); empty when the order is kept."""
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    if options.reorder == "given":
+        return []
+    return [DnnReorderPass(strategy=options.reorder)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
-
     from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
 
     mode = "eager" if options.memory == "eager" else "lazy"

@@ -79,6 +79,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
     p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--reorder", default="auto", metavar="STRATEGY",
+                   help="op order: auto (default), exact, greedy, or given (keep the model's)")
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
                    help="named pools tried in order, e.g. 'sram:size=1MiB,dram' (pool mode; "
                         "options size=, align=, targets=, ro)")
@@ -99,7 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, sanitize=args.sanitize,
-                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
+                          reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
@@ -135,7 +138,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
@@ -146,7 +149,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                           fuse=args.fuse, memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+                           fuse=args.fuse, memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
+                           reorder=args.reorder)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline
