@@ -51,7 +51,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import (
+    ConstantLike,
+    EffectInstance,
+    MemoryEffect,
+    MemoryEffectKind,
+    Pure,
+)
 from xdsl.utils.exceptions import VerifyException
 
 TensorOrBuffer = TensorType | MemRefType
@@ -75,6 +81,19 @@ def type_bytes(t: Attribute) -> int:
 # ---------------------------------------------------------------------------
 # Compute ops
 # ---------------------------------------------------------------------------
+
+
+class KernelEffects(MemoryEffect):
+    """A compute op's side effects follow its form: none on tensors (a value
+    nobody reads can be deleted), a read and a write on buffers (the op
+    exists for what it writes, though it has no result). Plain `Pure` would
+    let dead-code elimination delete every buffer-form kernel call."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
+        if op.results:
+            return frozenset()
+        return frozenset((EffectInstance(MemoryEffectKind.READ), EffectInstance(MemoryEffectKind.WRITE)))
 
 
 class DnnComputeOp(IRDLOperation):
@@ -166,7 +185,7 @@ class UnaryKernelOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -182,7 +201,7 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -213,7 +232,7 @@ class PreActConvOp(DnnComputeOp):
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
@@ -266,7 +285,7 @@ class ConvTransposeOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -314,7 +333,7 @@ class GemmOp(DnnComputeOp):
     c = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     alpha = _float()
     beta = _float()
     trans_a = _int()
@@ -341,7 +360,7 @@ class MatMulOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -367,7 +386,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     fn = prop_def(StringAttr)
     fmod = _int()
     activation = _str()
@@ -398,7 +417,7 @@ class VariadicOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     fn = prop_def(StringAttr)
 
 
@@ -410,7 +429,7 @@ class WhereOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -434,7 +453,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
     activation = _str()
     alpha = _float()
@@ -454,7 +473,7 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     epsilon = _float()
 
 
@@ -476,7 +495,7 @@ class AttentionSoftmaxOp(DnnComputeOp):
     mask = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     scale = _float()
 
 
@@ -494,7 +513,7 @@ class LayerNormOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
     epsilon = _float()
 
@@ -531,7 +550,7 @@ class ConcatOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = prop_def(IntegerAttr)
 
 
@@ -541,7 +560,7 @@ class SplitOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
 
 
@@ -565,7 +584,7 @@ class GatherLikeOp(DnnComputeOp):
     indices = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -621,7 +640,7 @@ class RangeOp(DnnComputeOp):
     name = "dnn.range"
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     start = prop_def(FloatAttr)
     delta = prop_def(FloatAttr)
 
