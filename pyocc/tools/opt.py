@@ -41,7 +41,9 @@ class PyoccOptMain(xDSLOptMain):
     def setup_pipeline(self) -> None:
         """xdsl-opt's pipeline, which runs the op verifiers after every pass,
         plus pyocc's buffer-lifetime check (no use after dnn.dealloc);
-        `--disable-verify` turns both off."""
+        `--disable-verify` turns both off. With --print-between-passes each
+        `occamy-*` pipeline is replaced by its stages, so the IR is printed
+        (and checked) after each: to xDSL a pipeline is one pass."""
         import dataclasses
 
         from pyocc.analysis.verify_lifetimes import check_lifetimes
@@ -56,6 +58,8 @@ class PyoccOptMain(xDSLOptMain):
                 check_lifetimes(module)
 
         self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
+        if self.args.print_between_passes:
+            self.pipeline = dataclasses.replace(self.pipeline, passes=_expand_pipelines(self.pipeline.passes))
 
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
@@ -70,21 +74,6 @@ class PyoccOptMain(xDSLOptMain):
             metavar="NAME=1x3x224x224",
             help="fix the shape of an ONNX graph input (repeatable); needed for dynamic dimensions",
         )
-
-    def setup_pipeline(self) -> None:
-        """xdsl-opt's pipeline; with --print-between-passes, each `occamy-*`
-        pipeline is replaced by its stages so the IR is printed after each
-        (a pipeline is one pass to xDSL, which would print nothing inside it)."""
-        super().setup_pipeline()
-        if self.args.print_between_passes:
-            from xdsl.passes import PassPipeline
-
-            from pyocc.pipelines import PIPELINES
-
-            pipelines = tuple(PIPELINES.values())
-            passes = [stage for p in self.pipeline.passes
-                      for stage in (p.stages() if isinstance(p, pipelines) else [p])]
-            self.pipeline = PassPipeline(tuple(passes), self.pipeline.callback)
 
     def parse_onnx(self, stream: IO[bytes]) -> ModuleOp:
         """The `.onnx` frontend: bytes -> onnx-dialect module."""
@@ -115,6 +104,14 @@ class PyoccOptMain(xDSLOptMain):
         for name in ("builtin", "func", "onnx"):
             self.ctx.get_dialect(name)
         return module
+
+
+def _expand_pipelines(passes: Sequence[ModulePass]) -> tuple[ModulePass, ...]:
+    """`passes` with every occamy-* pipeline replaced by its stages."""
+    from pyocc.pipelines import PIPELINES
+
+    pipelines = tuple(PIPELINES.values())
+    return tuple(stage for p in passes for stage in (p.stages() if isinstance(p, pipelines) else [p]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
