@@ -91,10 +91,12 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    coalesce: bool = True,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report. `options` (see
-    pyocc.pipelines.Options), when given, overrides memory/planner/alignment."""
+    mode; returns the module and its memory report. `coalesce=False` skips
+    dnn-coalesce. `options` (see pyocc.pipelines.Options), when given,
+    overrides memory/planner/alignment/coalesce."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -105,7 +107,7 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment)
+        options = Options(memory=memory, planner=planner, alignment=alignment, coalesce=coalesce)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -117,6 +119,8 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
+        # the bound of the buffers the plan places (after coalescing)
+        buffer_liveness = analyze_function(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
         start = time.perf_counter()
         run_passes(ctx, module, pool_passes(options))
         plan_ms = (time.perf_counter() - start) * 1000
@@ -147,7 +151,8 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        lower_bound_bytes=tensor_liveness.lower_bound,
+        # eager mallocs sit at entry, so its buffer form has no lifetimes to bound
+        lower_bound_bytes=(tensor_liveness if memory == "eager" else buffer_liveness).lower_bound,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
@@ -212,12 +217,14 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    coalesce: bool = True,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager'."""
+    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
+    `coalesce=False` turns tensor coalescing (dnn-coalesce) off."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce)
     return Model(module, report, compile_module(module))

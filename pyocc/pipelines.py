@@ -7,7 +7,7 @@
 A flow has three stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors
-    buffer_passes   tensor form -> buffer form with malloc/dealloc
+    buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
 The Python API (`pyocc.api.lower`) runs the same stages, so the command
@@ -40,6 +40,9 @@ class Options:
     alignment: int = 64
     """Byte alignment of every buffer."""
 
+    coalesce: bool = True
+    """Run dnn-coalesce: in-place results, band views, concat elimination."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -53,7 +56,12 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
     mode = "eager" if options.memory == "eager" else "lazy"
-    return [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.coalesce:
+        from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
+
+        passes.append(DnnCoalescePass(mode=mode))
+    return passes
 
 
 def pool_passes(options: Options) -> list[ModulePass]:

@@ -45,6 +45,7 @@ PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-onnx-to-dnn": _lazy_pass("pyocc.lowering.convert_onnx_to_dnn", "ConvertOnnxToDnnPass"),
     "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
     "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
+    "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
     "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),

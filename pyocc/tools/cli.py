@@ -1,6 +1,6 @@
 """`pyocc`: compile, run and plan ONNX models.
 
-    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager]
+    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-coalesce]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
     pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
@@ -54,6 +54,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
+    p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
+                   help="turn tensor coalescing (dnn-coalesce) off")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -62,7 +64,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape))
+                          shapes=_shapes(args.shape), coalesce=args.coalesce)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -96,7 +98,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape))
+                          shapes=_shapes(args.shape), coalesce=args.coalesce)
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -105,7 +107,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
-    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape))
+    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                      coalesce=args.coalesce)
     if args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"

@@ -1,7 +1,9 @@
 """Convolution host kernels: conv (with fused bias, residual and activation)
 and conv_transpose, for any number of spatial dims.
 
-``out`` must not overlap any input.
+``out`` must not overlap any input, except that conv's ``residual`` may be
+``out`` itself (dnn-coalesce writes a residual convolution over its dying
+residual operand).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def conv(
     beta: float | None = None,
 ) -> None:
     """ONNX Conv, then ``+= residual`` (a fused Add), then a fused activation.
+    ``out`` may be ``residual`` itself; it must not overlap ``x``, ``w`` or ``bias``.
 
     x is (N, C, *spatial), w is (M, C/group, *kernel), out is (N, M, *out_spatial).
     pads follow ONNX order [x1_begin, x2_begin, ..., x1_end, x2_end];
@@ -58,7 +61,10 @@ def conv(
         raise ValueError(f"conv: x has {channels} channels and w {w.shape}, inconsistent with group={group}")
     # Results are written through reshaped views of out; a non-contiguous out
     # would make those reshapes copies, so such an out gets a staging buffer.
-    target = out if out.flags.c_contiguous else np.empty(out.shape, dtype=out.dtype)
+    # So does an out that is the residual (in place): the convolution must not
+    # overwrite the residual before adding it.
+    in_place = residual is not None and np.shares_memory(out, residual)
+    target = out if out.flags.c_contiguous and not in_place else np.empty(out.shape, dtype=out.dtype)
 
     if w.shape[1] == 1 and group > 1:
         _conv_depthwise(x, w, target, window, group)
