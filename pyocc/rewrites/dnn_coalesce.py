@@ -221,9 +221,9 @@ def _slice_as_band(op: d.SliceOp) -> int:
             if stride != 1 or axis in ranges:
                 return 0
             ranges[axis] = (first, max(stop, first))
-    if len(ranges) != 1 or not _is_malloc(op.out):
+    if len(ranges) > 1 or not _is_malloc(op.out):
         return 0
-    ((axis, (first, stop)),) = ranges.items()
+    ((axis, (first, stop)),) = ranges.items() if ranges else ((0, (0, shape[0] if shape else 1)),)
     if not _contiguous_band(shape, axis):
         return 0
     inner = math.prod(shape[axis + 1:]) * d.element_bytes(op.x.type.get_element_type())
