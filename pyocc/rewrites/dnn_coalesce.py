@@ -49,19 +49,20 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.dialects.dnn import ops as d
 
-#: op -> the operands its kernel may overwrite with its result (checked in
-#: pyocc/runtime/kernels: each reads that input before or while writing out)
-IN_PLACE_OPERANDS: dict[type[d.DnnComputeOp], tuple[str, ...]] = {
-    d.UnaryOp: ("x",),            # unary(x) into x
-    d.BinaryOp: ("a", "b"),       # binary(a, b) into a | into b (same shape)
-    d.VariadicOp: ("inputs[0]",),  # sum(x, ...) into x (folded left to right)
-    d.ChannelAffineOp: ("x",),    # x * scale + shift into x
-    d.BatchNormOp: ("x",),
-    d.SoftmaxOp: ("x",),
-    d.LogSoftmaxOp: ("x",),
-    d.LayerNormOp: ("x",),
-    d.WhereOp: ("b",),            # where(c, a, b) into b (b is copied first)
-    d.ConvOp: ("residual",),      # conv(x) + residual into residual
+#: op name -> the operands its kernel may overwrite with its result (checked
+#: in pyocc/runtime/kernels: each reads that input before or while writing out)
+IN_PLACE_OPERANDS: dict[str, tuple[str, ...]] = {
+    "dnn.unary": ("x",),              # unary(x) into x
+    "dnn.binary": ("a", "b"),         # binary(a, b) into a | into b (same shape)
+    "dnn.variadic": ("inputs[0]",),   # sum(x, ...) into x (folded left to right)
+    "dnn.channel_affine": ("x",),     # x * scale + shift into x
+    "dnn.batch_norm": ("x",),
+    "dnn.softmax": ("x",),
+    "dnn.log_softmax": ("x",),
+    "dnn.layer_norm": ("x",),
+    "dnn.where": ("b",),              # where(c, a, b) into b (b is copied first)
+    "dnn.conv": ("residual",),        # conv(x) + residual into residual
+    "dnn.preact_conv": ("residual",),  # the same after a fused pre-activation
 }
 
 #: Above this many inputs a concat's subsets are not all tried (one by one instead).
@@ -243,7 +244,7 @@ def _slice_as_band(op: d.SliceOp) -> int:
 def in_place_candidates(op: d.DnnComputeOp) -> list[SSAValue]:
     """The inputs `op`'s kernel may overwrite with its result."""
     values = []
-    for name in IN_PLACE_OPERANDS.get(type(op), ()):
+    for name in IN_PLACE_OPERANDS.get(op.name, ()):
         if name == "inputs[0]":
             inputs = list(getattr(op, "inputs"))
             value = inputs[0] if inputs else None
@@ -300,20 +301,7 @@ def _can_overwrite(op: d.DnnComputeOp, x: SSAValue, out: SSAValue, step: int, la
 # ---------------------------------------------------------------------------
 
 
-@dataclass
-class _Group:
-    """A buffer and the buffers merged into it: the bytes it owns, the steps
-    its members are live, and the steps at which they are written."""
-
-    bytes: int
-    first: int
-    last: int
-    own_writes: list[int] = field(default_factory=list)
-    writes: list[int] = field(default_factory=list)
-    counted: bool = True  # an intermediate (a graph output is not in the peak)
-
-
-@dataclass
+@dataclass(frozen=True)
 class _Band:
     """One concat input that may be written into its band of the output."""
 
@@ -324,73 +312,132 @@ class _Band:
     offset: int
 
 
-class _PeakModel:
-    """The live-bytes profile of the function's buffers, and what merging a
-    band into its concat output does to it."""
+@dataclass
+class _Buffer:
+    """What the choice needs to know of one buffer: its bytes, the steps it
+    is live, the steps at which it is written, and whether the pool holds it
+    (a graph output does not)."""
+
+    bytes: int
+    first: int
+    last: int
+    writes: list[int] = field(default_factory=list)
+    counted: bool = True
+
+
+class BandChoice:
+    """Which concat inputs to write into their band: the live-bytes profile
+    and legality of any set of bands, and a search for a good set.
+
+    A set of bands merges each input's buffer (with everything already
+    merged into it) into its concat output. The merged buffer lives from the
+    first step of any member to the last, so the peak can rise; the cost is
+    the max-live bound (lazy) or the sum of buffers (eager)."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
         import numpy as np
 
         self.eager = eager
-        self.groups: dict[SSAValue, _Group] = {}
+        self.buffers: dict[SSAValue, _Buffer] = {}
         for b in liveness.buffers:
-            if b.kind in ("intermediate", "output") and (b.kind == "output" or _is_malloc(b.value)):
-                self.groups[b.value] = _Group(b.bytes, b.first, b.last, counted=b.kind == "intermediate")
+            if b.kind == "output" or (b.kind == "intermediate" and _is_malloc(b.value)):
+                self.buffers[b.value] = _Buffer(b.bytes, b.first, b.last, counted=b.kind == "intermediate")
         for i, op in enumerate(ops):
             for value in _writes(op):
-                group = self.groups.get(root_buffer(value))
-                if group is not None:
-                    group.own_writes.append(i)
-                    group.writes.append(i)
-        self.profile = np.zeros(liveness.steps + 1, dtype=np.int64)
-        for g in self.groups.values():
-            if g.counted:
-                self.profile[g.first:g.last + 1] += g.bytes
+                buffer = self.buffers.get(root_buffer(value))
+                if buffer is not None:
+                    buffer.writes.append(i)
+        self.base = np.zeros(liveness.steps + 1, dtype=np.int64)
+        for b in self.buffers.values():
+            if b.counted:
+                self.base[b.first:b.last + 1] += b.bytes
+        self.base_sum = sum(b.bytes for b in self.buffers.values() if b.counted)
 
-    def cost(self, profile) -> int:  # noqa: ANN001 - a numpy array
-        """Lazy: the max-live bound; eager: the sum of all buffers."""
+    def cost(self, bands: list[_Band]) -> int | None:
+        """The cost with `bands` merged, or None when the set is illegal: a
+        band's bytes must be written only before its concat, and its output
+        not overwritten while the band is still read."""
+        parent = {band.root: band for band in bands}
+        members: dict[SSAValue, list[SSAValue]] = {}
+        for value in {*parent, *(band.output for band in bands)}:
+            top = value
+            while top in parent:
+                top = parent[top].output
+            members.setdefault(top, []).append(value)
+        for band in bands:
+            group = [band.root, *self._merged_into(band.root, parent)]
+            if any(w >= band.step for m in group for w in self.buffers[m].writes):
+                return None
+            group_last = max(self.buffers[m].last for m in group)
+            if any(w != band.step and w <= group_last for w in self.buffers[band.output].writes):
+                return None
         if self.eager:
-            return sum(g.bytes for g in self.groups.values() if g.counted)
+            return self.base_sum - sum(self.buffers[band.root].bytes for band in bands)
+        profile = self.base.copy()
+        for top, group in members.items():
+            for m in group:
+                b = self.buffers[m]
+                if b.counted:
+                    profile[b.first:b.last + 1] -= b.bytes
+            head = self.buffers[top]
+            if head.counted:
+                first = min(self.buffers[m].first for m in group)
+                last = max(self.buffers[m].last for m in group)
+                profile[first:last + 1] += head.bytes
         return int(profile.max()) if len(profile) else 0
 
-    def legal(self, band: _Band) -> bool:
-        """The band's bytes are written only before the concat, and the
-        output is not overwritten while the band is still read."""
-        group, output = self.groups.get(band.root), self.groups[band.output]
-        if group is None:
-            return False
-        if any(w >= band.step for w in group.writes):
-            return False
-        return all(w > group.last for w in output.own_writes if w != band.step)
+    @staticmethod
+    def _merged_into(value: SSAValue, parent: dict[SSAValue, _Band]) -> list[SSAValue]:
+        """Every buffer merged (transitively) into `value`."""
+        found, frontier = [], [value]
+        while frontier:
+            target = frontier.pop()
+            for root, band in parent.items():
+                if band.output is target:
+                    found.append(root)
+                    frontier.append(root)
+        return found
 
-    def trial(self, bands: list[_Band]):  # noqa: ANN201 - (cost, profile)
-        """The profile after merging `bands` (all into one output)."""
-        profile = self.profile.copy()
-        if not bands:
-            return self.cost(profile), profile
-        output = self.groups[bands[0].output]
-        first, last = output.first, output.last
-        eager_saved = 0
-        for band in bands:
-            g = self.groups[band.root]
-            profile[g.first:g.last + 1] -= g.bytes
-            first, last = min(first, g.first), max(last, g.last)
-            eager_saved += g.bytes
-        if output.counted:
-            profile[output.first:output.last + 1] -= output.bytes
-            profile[first:last + 1] += output.bytes
-        if self.eager:
-            return self.cost(profile) - eager_saved, profile
-        return self.cost(profile), profile
+    def choose(self, concats: list[list[_Band]]) -> list[_Band]:
+        """Greedy in program order (per concat, the subset of its inputs
+        with the lowest cost, ties to more bands), then local search: drop a
+        band or add one while that lowers the cost (adding: or keeps it)."""
+        chosen: list[_Band] = []
+        for bands in concats:
+            chosen = self._best_extension(chosen, bands)
+        return self._improve(chosen, [b for bands in concats for b in bands])
 
-    def merge(self, bands: list[_Band], profile) -> None:  # noqa: ANN001
-        """Commit a trial."""
-        self.profile = profile
-        for band in bands:
-            g = self.groups.pop(band.root)
-            output = self.groups[band.output]
-            output.first, output.last = min(output.first, g.first), max(output.last, g.last)
-            output.writes.extend(g.writes)
+    def _best_extension(self, chosen: list[_Band], bands: list[_Band]) -> list[_Band]:
+        best, best_cost = chosen, self.cost(chosen)
+        assert best_cost is not None
+        if len(bands) <= MAX_SUBSET_INPUTS:
+            subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
+        else:  # too many subsets: grow one input at a time
+            subsets = (bands[:n] for n in range(1, len(bands) + 1))
+        for subset in subsets:
+            cost = self.cost([*chosen, *subset])
+            if cost is not None and (cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best))):
+                best, best_cost = [*chosen, *subset], cost
+        return best
+
+    def _improve(self, chosen: list[_Band], candidates: list[_Band]) -> list[_Band]:
+        cost = self.cost(chosen)
+        assert cost is not None
+        improved = True
+        while improved:
+            improved = False
+            for band in list(chosen):
+                trial = [b for b in chosen if b is not band]
+                new = self.cost(trial)
+                if new is not None and new < cost:
+                    chosen, cost, improved = trial, new, True
+            for band in candidates:
+                if band in chosen or any(b.root is band.root for b in chosen):
+                    continue
+                new = self.cost([*chosen, band])
+                if new is not None and new <= cost:
+                    chosen, cost, improved = [*chosen, band], new, new < cost or improved
+        return chosen
 
 
 def concat_bands(concat: d.ConcatOp, step: int) -> list[_Band]:
@@ -417,36 +464,12 @@ def eliminate_concats(function: func.FuncOp, mode: str) -> int:
     raise the peak; the concat copies only the rest."""
     block = function.body.block
     ops = list(block.ops)
-    model = _PeakModel(analyze_function(function), ops, eager=mode == "eager")
-    chosen: list[_Band] = []
-    for step, op in enumerate(ops):
-        if isinstance(op, d.ConcatOp) and op.on_buffers:
-            bands = [b for b in concat_bands(op, step) if model.legal(b)]
-            best = _best_subset(model, bands)
-            if best:
-                cost, profile = model.trial(best)
-                model.merge(best, profile)
-                chosen.extend(best)
-    _apply_bands(block, chosen)
+    choice = BandChoice(analyze_function(function), ops, eager=mode == "eager")
+    concats = [concat_bands(op, step) for step, op in enumerate(ops)
+               if isinstance(op, d.ConcatOp) and op.on_buffers]
+    chosen = choice.choose([bands for bands in concats if bands])
+    _apply_bands(block, sorted(chosen, key=lambda band: band.step))
     return len(chosen)
-
-
-def _best_subset(model: _PeakModel, bands: list[_Band]) -> list[_Band]:
-    """The subset of `bands` with the lowest cost (ties: more bands), never
-    worse than merging none."""
-    best, (best_cost, _) = [], model.trial([])
-    if len(bands) <= MAX_SUBSET_INPUTS:
-        subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
-        for subset in subsets:
-            cost, _ = model.trial(subset)
-            if cost < best_cost or (cost == best_cost and len(subset) > len(best)):
-                best, best_cost = subset, cost
-        return best
-    for band in bands:  # too many subsets: add one input at a time
-        cost, _ = model.trial([*best, band])
-        if cost <= best_cost:
-            best, best_cost = [*best, band], cost
-    return best
 
 
 def _apply_bands(block: Block, bands: list[_Band]) -> None:

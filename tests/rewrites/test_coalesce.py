@@ -115,7 +115,7 @@ def test_cnn_graph_uses_every_rewrite() -> None:
     assert sum(isinstance(op, d.ConcatOp) for op in ops) == 1
     assert sum(isinstance(op, d.SubviewOp) for op in ops) >= 5
     in_place = [op for op in ops if isinstance(op, d.DnnComputeOp) and op.destinations()[0] in op.read_values()]
-    assert len(in_place) >= 4
+    assert len(in_place) >= 3  # relu and sigmoid may be fused into their convs
     # the Mul's result lives in the graph output (returned through views)
     assert not any(isinstance(op, d.CopyOp) for op in ops)
 
@@ -136,6 +136,9 @@ BEST_PEER_MIB = {
     "bvlc_alexnet": 2.14, "densenet121": 7.96, "inception_v1": 4.43, "inception_v2": 3.83,
     "resnet50": 6.89, "shufflenet": 2.78, "squeezenet": 3.75, "vgg19": 24.50, "zfnet512": 8.70,
 }
+#: models with a concat or a residual add: coalescing removes buffers even
+#: after fusion (the chain models fuse every elementwise op into its conv)
+HAS_CONCAT_OR_RESIDUAL = {"densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet", "squeezenet"}
 #: reached without fusion or reordering; ShuffleNet needs the reordering issue
 REACHED = set(BEST_PEER_MIB) - {"shufflenet"}
 
@@ -159,6 +162,8 @@ def test_coalescing_never_grows_the_pool(name: str) -> None:
     with_bytes, with_buffers = _pool_bytes(module, coalesce=True)
     without_bytes, without_buffers = _pool_bytes(module, coalesce=False)
     assert with_bytes <= without_bytes
-    assert with_buffers < without_buffers
+    assert with_buffers <= without_buffers
+    if name in HAS_CONCAT_OR_RESIDUAL:
+        assert with_buffers < without_buffers
     if name in REACHED:
         assert round(with_bytes / 2**20, 2) <= BEST_PEER_MIB[name]
