@@ -399,13 +399,20 @@ class BandChoice:
         return found
 
     def choose(self, concats: list[list[_Band]]) -> list[_Band]:
-        """Greedy in program order (per concat, the subset of its inputs
+        """Greedy over the concats (per concat, the subset of its inputs
         with the lowest cost, ties to more bands), then local search: drop a
-        band or add one while that lowers the cost (adding: or keeps it)."""
-        chosen: list[_Band] = []
-        for bands in concats:
-            chosen = self._best_extension(chosen, bands)
-        return self._improve(chosen, [b for bands in concats for b in bands])
+        band or add one while that lowers the cost (adding: or keeps it).
+        Greedy runs both in program order and backwards (one band can tie
+        the peak early and block a chain later), and the better result wins."""
+        candidates = [b for bands in concats for b in bands]
+        results = []
+        for order in (concats, concats[::-1]):
+            chosen: list[_Band] = []
+            for bands in order:
+                chosen = self._best_extension(chosen, bands)
+            chosen = self._improve(chosen, candidates)
+            results.append((self.cost(chosen), -len(chosen), chosen))
+        return min(results, key=lambda r: r[:2])[2]
 
     def _best_extension(self, chosen: list[_Band], bands: list[_Band]) -> list[_Band]:
         best, best_cost = chosen, self.cost(chosen)
