@@ -23,6 +23,7 @@ CASES = [
     ("shufflenet", "eager"), ("shufflenet", "lazy"), ("shufflenet", "pool"),
     ("inception_v1", "lazy"), ("inception_v1", "pool"),
     ("resnet50", "pool"), ("densenet121", "pool"), ("inception_v2", "lazy"),
+    ("inception_v2", "pool"),  # concat elimination and in-place chains in the pool
 ]
 
 

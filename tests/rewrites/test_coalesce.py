@@ -205,3 +205,20 @@ def test_coalescing_never_grows_the_pool(name: str) -> None:
         assert with_buffers < without_buffers
     if name in REACHED:
         assert round(with_bytes / 2**20, 2) <= BEST_PEER_MIB[name]
+
+
+def test_no_coalesce_flag_measures_coalescing(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    """`pyocc plan --no-coalesce` plans the buffers dnn-coalesce would remove."""
+    import json
+
+    from pyocc.tools.cli import main
+
+    path = tmp_path / "dense.onnx"
+    onnx.save(dense_chain_graph(), path)
+    reports = {}
+    for flags in ([], ["--no-coalesce"]):
+        assert main(["plan", str(path), "--format", "json", *flags]) == 0
+        reports[bool(flags)] = json.loads(capsys.readouterr().out)
+    assert reports[False]["activation_bytes"] == 40 * 1024
+    assert reports[True]["activation_bytes"] == 64 * 1024
+    assert len(reports[False]["buffers"]) < len(reports[True]["buffers"])
