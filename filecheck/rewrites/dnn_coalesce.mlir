@@ -268,6 +268,23 @@ func.func @split_not_strided(%x: tensor<2x8xf32>) -> (tensor<2x2xf32>, tensor<2x
 
 // -----
 
+// Negative: a Split band is part of a bigger buffer, so it cannot move into
+// the concat output (its whole buffer would have to); it is copied there.
+// CHECK-LABEL: func.func @concat_not_of_a_band
+// CHECK: %[[A:.*]] = dnn.malloc {size = 32 : i64} : memref<1x8xf32>
+// CHECK: %[[P:.*]] = dnn.subview %[[A]] {offset = 0 : i64} : memref<1x8xf32> -> memref<1x4xf32>
+// CHECK: "dnn.copy"(%[[P]], %{{.*}})
+func.func @concat_not_of_a_band(%x: tensor<1x8xf32>) -> tensor<1x8xf32> {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %p, %q = "dnn.split"(%a) <{axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x8xf32>) -> (tensor<1x4xf32>, tensor<1x4xf32>)
+  %e = "dnn.unary"(%q) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %o = "dnn.concat"(%p, %e) <{axis = 1 : i64, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x8xf32>
+  %n = "dnn.unary"(%o) <{fn = "neg", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  func.return %n : tensor<1x8xf32>
+}
+
+// -----
+
 // Slice of one contiguous range is a band; a strided slice is not.
 // CHECK-LABEL: func.func @slice_as_band
 // CHECK: %[[A:.*]] = dnn.malloc {size = 32 : i64}

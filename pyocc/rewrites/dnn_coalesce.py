@@ -460,10 +460,17 @@ def concat_bands(concat: d.ConcatOp, step: int) -> list[_Band]:
     roots = [root_buffer(v) for v in inputs]
     bands, offset = [], 0
     for value, root in zip(inputs, roots):
-        if _is_malloc(root) and roots.count(root) == 1 and root is not out:
+        if _is_malloc(root) and roots.count(root) == 1 and root is not out and _whole(value):
             bands.append(_Band(concat, step, out, root, offset))
         offset += d.type_bytes(value.type)
     return bands
+
+
+def _whole(value: SSAValue) -> bool:
+    """`value` is all of its buffer (itself or reshaped views), not a band."""
+    while isinstance(value.owner, d.ViewOp):
+        value = value.owner.source
+    return _is_malloc(value)
 
 
 def eliminate_concats(function: func.FuncOp, mode: str) -> int:
