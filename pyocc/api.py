@@ -92,6 +92,7 @@ def lower(
     alignment: int = 64,
     options: Options | None = None,
     coalesce: bool = True,
+    sanitize: bool = False,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `coalesce=False` skips
@@ -107,7 +108,8 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, coalesce=coalesce)
+        options = Options(memory=memory, planner=planner, alignment=alignment, coalesce=coalesce,
+                          sanitize=sanitize)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -218,13 +220,17 @@ def compile(  # noqa: A001 - the name users expect
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
     coalesce: bool = True,
+    sanitize: bool = False,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
-    `coalesce=False` turns tensor coalescing (dnn-coalesce) off."""
+    `coalesce=False` turns tensor coalescing (dnn-coalesce) off.
+    `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
+    out-of-bounds writes stop the run with an error (for testing)."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce,
+                           sanitize=sanitize)
     return Model(module, report, compile_module(module))

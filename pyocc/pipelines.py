@@ -43,6 +43,9 @@ class Options:
     coalesce: bool = True
     """Run dnn-coalesce: in-place results, band views, concat elimination."""
 
+    sanitize: bool = False
+    """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -55,12 +58,16 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 
+    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
     mode = "eager" if options.memory == "eager" else "lazy"
     passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
     if options.coalesce:
         from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 
         passes.append(DnnCoalescePass(mode=mode))
+    if options.sanitize:
+        passes.append(DnnSanitizePass())
     return passes
 
 

@@ -46,6 +46,7 @@ PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
     "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
     "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
+    "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
     "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),

@@ -126,6 +126,14 @@ def buffer_values(op: Operation) -> list[SSAValue]:
     return []
 
 
+def _allocated_bytes(value: SSAValue) -> int:
+    """The bytes a buffer occupies: a malloc's size (which may exceed its
+    type's, e.g. for the sanitizer's guard bytes), else its type's size."""
+    if isinstance(value.owner, d.MallocOp):
+        return value.owner.size.value.data
+    return d.type_bytes(value.type)  # type: ignore[arg-type]
+
+
 def analyze_function(function: func.FuncOp) -> Liveness:
     """Liveness of every buffer in `function` (see the module docstring)."""
     block = function.body.block
@@ -147,7 +155,7 @@ def analyze_function(function: func.FuncOp) -> Liveness:
         assert isinstance(t, TensorType | MemRefType)
         buffers[value] = LiveBuffer(
             name=_name(value, len(buffers)), value=value, shape=tuple(t.get_shape()),
-            dtype=str(t.get_element_type()), bytes=d.type_bytes(t), first=first, last=first,
+            dtype=str(t.get_element_type()), bytes=_allocated_bytes(value), first=first, last=first,
             kind=kind, producer=producer,
         )
 

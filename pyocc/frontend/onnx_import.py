@@ -47,11 +47,12 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
 from pyocc.dialects.onnx import OP_BY_TYPE
 from pyocc.dialects.onnx.base import OnnxOp
 from pyocc.dialects.onnx.tensor import ConstantOfShapeOp, ConstantOp
-from pyocc.errors import PyoccError
+from pyocc.errors import PyoccError, one_line
 from pyocc.weights import INLINE_LIMIT, store_array
 
 if TYPE_CHECKING:
@@ -252,6 +253,11 @@ class _Importer:
                     f"graph input '{inp.name}' has no shape; give one with --shape {inp.name}=1x3x224x224"
                 )
             for i, dim in enumerate(ttype.shape.dim):
+                if dim.HasField("dim_value") and dim.dim_value == 0:
+                    raise PyoccError(
+                        f"graph input '{inp.name}' has a zero-sized dimension {i}; pyocc compiles tensors "
+                        f"with at least one element: give a non-empty shape with --shape {inp.name}=..."
+                    )
                 if not dim.HasField("dim_value") or dim.dim_value <= 0:
                     label = f" ('{dim.dim_param}')" if dim.dim_param else ""
                     example = "x".join(
@@ -326,6 +332,7 @@ class _Importer:
             dims = [d.dim_value if d.HasField("dim_value") else -1 for d in tt.shape.dim]
             if any(d < 0 for d in dims):
                 continue
+            _check_size(vi.name, dims, tt.elem_type)
             self.types[vi.name] = TensorType(element_type(tt.elem_type), dims)
         for name, v in self.consts.items():
             if name not in self.types:
@@ -429,7 +436,10 @@ class _Importer:
         module = ModuleOp([function])
         if graph.name:
             module.attributes["onnx.graph_name"] = StringAttr(graph.name)
-        module.verify()
+        try:
+            module.verify()
+        except (VerifyException, DiagnosticException) as e:
+            raise PyoccError(f"the model is inconsistent: {one_line(e)}") from None
         return module
 
     def value(self, name: str) -> SSAValue:
@@ -536,6 +546,28 @@ class _Importer:
                 )
             props[key] = to_property(key, value, declared[key])
         return props
+
+
+MAX_TENSOR_BYTES = 2**48
+"""No tensor may be larger than this (256 TiB): beyond it sizes are certainly
+a mistake in the model, and byte counts would overflow the 64-bit offsets of
+the generated code."""
+
+
+def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
+    """Reject an empty or absurdly large tensor with one clear line."""
+    from onnx import helper
+
+    shape = "x".join(map(str, dims)) or "scalar"
+    if any(d == 0 for d in dims):
+        raise PyoccError(f"tensor '{name}' is empty (shape {shape}); pyocc does not compile empty tensors")
+    itemsize = helper.tensor_dtype_to_np_dtype(onnx_type).itemsize if onnx_type else 4
+    nbytes = math.prod(dims) * itemsize
+    if nbytes > MAX_TENSOR_BYTES:
+        raise PyoccError(
+            f"tensor '{name}' (shape {shape}) would take {nbytes:,} bytes, more than pyocc's limit of "
+            f"2^48; check the model's shapes or the --shape you gave"
+        )
 
 
 def _size(const: Any) -> int:

@@ -471,17 +471,15 @@ class ConvertOnnxToDnnPass(ModulePass):
         remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
         if remaining:
             raise PassFailedException(f"convert-onnx-to-dnn: {remaining[0].name} was not lowered")
-        _dead_weights(op)
+        _dead_code(op)
 
 
-def _dead_weights(module: ModuleOp) -> None:
-    """Drop weights nothing reads any more (e.g. folded BN statistics)."""
-    changed = True
-    while changed:
-        changed = False
-        for o in list(module.walk()):
-            if isinstance(o, d.WeightOp) and not o.result.uses:
-                o.detach()
-                o.erase()
-                changed = True
-
+def _dead_code(module: ModuleOp) -> None:
+    """Drop tensor-form dnn ops whose results nothing reads: folded BN
+    statistics, and nodes the model computes but never uses (a dead view
+    would otherwise outlive the buffer it views). Tensor-form dnn ops have
+    no side effects, so an unread one can go."""
+    for op in reversed(list(module.walk())):
+        if op.name.startswith("dnn.") and op.results and all(not r.uses for r in op.results):
+            op.detach()
+            op.erase()

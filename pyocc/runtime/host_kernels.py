@@ -37,6 +37,7 @@ from pyocc.runtime.kernels.normalization import (
 from pyocc.runtime.kernels.pool import average_pool, global_average_pool, global_max_pool, max_pool
 from pyocc.runtime.kernels.reduction import arg_max, arg_min, reduce
 from pyocc.runtime.kernels.resize import resize
+from pyocc.runtime.kernels.sanitize import sanitize
 from pyocc.runtime.kernels.tensor import (
     concat,
     constant_of_shape,
@@ -82,6 +83,7 @@ __all__ = [
     "range",
     "reduce",
     "resize",
+    "sanitize",
     "slice",
     "softmax",
     "split",

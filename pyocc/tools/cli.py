@@ -64,7 +64,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), coalesce=args.coalesce)
+                          shapes=_shapes(args.shape), coalesce=args.coalesce,
+                          sanitize=args.sanitize)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -140,6 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--inputs", help=".npz with one array per graph input name")
     run.add_argument("--save-outputs", help="write outputs to this .npz")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    run.add_argument("--sanitize", action="store_true",
+                     help="poison dead buffers with NaN and stop on out-of-bounds writes (slow; for testing)")
     comp = sub.add_parser("compile", help="compile a model to .so, .o or .ll")
     _common(comp)
     comp.add_argument("--target", default="host", help="host (default)")
@@ -171,6 +174,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("pyocc: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`pyocc run m.onnx | head -1`): not an error.
+        # Point stdout at /dev/null so the interpreter's final flush is quiet.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

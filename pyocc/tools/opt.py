@@ -20,7 +20,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pyocc.errors import PyoccError
+from pyocc.errors import PyoccError, one_line
 from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
 
 
@@ -113,10 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyocc-opt: error: {e}", file=sys.stderr)
         return 1
     except (ParseError, VerifyException, PassFailedException, DiagnosticException) as e:
-        print(f"pyocc-opt: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pyocc-opt: error: {one_line(e)}", file=sys.stderr)
         return 1
     except ValueError as e:  # xDSL raises ValueError for unknown passes / options
-        print(f"pyocc-opt: error: {_one_line(e)}", file=sys.stderr)
+        print(f"pyocc-opt: error: {one_line(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
@@ -130,18 +130,6 @@ def _check_input_file(path: str) -> None:
         raise PyoccError(f"{path}: no such file")
     if os.path.isdir(path):
         raise PyoccError(f"{path}: is a directory")
-
-
-def _one_line(e: BaseException) -> str:
-    """The informative line of an xDSL exception (they often carry the whole
-    module in their message)."""
-    text = str(e).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    for ln in lines:
-        stripped = ln.strip().lstrip("^").strip()
-        if stripped and ("error" in stripped.lower() or ": " in stripped) and not stripped.startswith(("%", '"', "builtin.", "func.")):
-            return stripped
-    return lines[0] if lines else type(e).__name__
 
 
 if __name__ == "__main__":

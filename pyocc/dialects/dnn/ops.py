@@ -745,11 +745,32 @@ class PoolReleaseOp(IRDLOperation):
     assembly_format = "$pool attr-dict `:` type($pool)"
 
 
+@irdl_op_definition
+class SanitizeOp(DnnComputeOp):
+    """The plan sanitizer's probe on one buffer (buffer form only; inserted
+    by dnn-sanitize). `action = "poison"` fills the buffer with a pattern
+    (NaN for floats) and its `guard` trailing bytes with 0xFD, so a read of
+    dead memory shows up as NaN; `action = "check"` verifies the guard bytes
+    after `writer` wrote the buffer named `buffer`, and fails naming both."""
+
+    name = "dnn.sanitize"
+    out = operand_def(MemRefType)
+    action = prop_def(StringAttr)
+    guard = prop_def(IntegerAttr)
+    writer = _str()
+    buffer = _str()
+
+    def verify_(self) -> None:
+        if self.action.data not in ("poison", "check"):
+            raise VerifyException(f"dnn.sanitize: action must be 'poison' or 'check', got '{self.action.data}'")
+
+
 COMPUTE_OPS = [
     ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
+    SanitizeOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]

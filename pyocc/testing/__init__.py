@@ -1,0 +1,1 @@
+"""Tools for testing pyocc and compilers like it: random graphs, differential runs."""

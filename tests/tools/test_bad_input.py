@@ -1,0 +1,121 @@
+"""Every bad input the user can give gets one clear line and a non-zero exit,
+and nothing is written half-way. One row per mistake; docs/guide.md's
+troubleshooting table lists the same messages.
+
+(The file-level mistakes that the frontend tests already cover, such as a
+missing, truncated or non-ONNX file, an unknown op or domain and a dynamic
+dimension, are in tests/frontend/test_onnx_import.py.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+BIN = Path(sys.executable).parent
+X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+
+
+def save(path: Path, nodes: list, inputs: list | None = None, inits: list | None = None) -> None:
+    """Write a one-graph opset-17 model (checked by onnx only when valid)."""
+    graph = helper.make_graph(nodes, "g", inputs or [X], [Y], inits or [])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+
+
+def relu(path: Path) -> None:
+    save(path, [helper.make_node("Relu", ["x"], ["y"])])
+
+
+def unsupported_attribute(path: Path) -> None:
+    save(path, [helper.make_node("Relu", ["x"], ["y"], foo=1)])
+
+
+def inconsistent_shapes(path: Path) -> None:
+    w = numpy_helper.from_array(np.ones((4, 5, 3, 3), np.float32), "w")
+    save(path, [helper.make_node("Conv", ["x", "w"], ["y"])], inits=[w])
+
+
+def incompatible_broadcast(path: Path) -> None:
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 4, 8, 8])
+    save(path, [helper.make_node("Add", ["x", "z"], ["y"])], inputs=[X, z])
+
+
+def zero_sized(path: Path) -> None:
+    save(path, [helper.make_node("Relu", ["x"], ["y"])],
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 0, 8])])
+
+
+def absurdly_large(path: Path) -> None:
+    save(path, [helper.make_node("Relu", ["x"], ["y"])],
+         inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**31, 2**31, 2**31])])
+
+
+def malformed_mlir(path: Path) -> None:
+    path.write_text("func.func @f( {\n")
+
+
+def npz(**arrays: np.ndarray) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        np.savez(path, **arrays)
+    return write
+
+
+GOOD = np.zeros((1, 3, 8, 8), np.float32)
+
+# name: (model maker, command with MODEL / ARG / OUT placeholders, file maker for ARG, expected message)
+CASES = {
+    "unsupported attribute": (unsupported_attribute, ["pyocc", "run", "MODEL", "--save-outputs", "OUT"], None,
+                              "Relu node 'y': attribute 'foo' is not supported by pyocc"),
+    "inconsistent shapes": (inconsistent_shapes, ["pyocc", "run", "MODEL", "--save-outputs", "OUT"], None,
+                            "the model is inconsistent: onnx.Conv: input channels 3 must equal weight channels 5"),
+    "incompatible broadcast": (incompatible_broadcast, ["pyocc", "plan", "MODEL", "-o", "OUT"], None,
+                               "ONNX shape inference failed"),
+    "zero-sized tensor": (zero_sized, ["pyocc", "compile", "MODEL", "-o", "OUT.so"], None,
+                          "graph input 'x' has a zero-sized dimension 1"),
+    "absurdly large tensor": (absurdly_large, ["pyocc", "plan", "MODEL", "-o", "OUT"], None,
+                              "tensor 'x' (shape 2147483648x2147483648x2147483648) would take"),
+    "npz missing an input": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
+                             npz(z=GOOD), "missing ['x']"),
+    "npz with an extra input": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
+                                npz(x=GOOD, z=GOOD), "unknown ['z']"),
+    "npz with a wrong shape": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
+                               npz(x=np.zeros((1, 3, 8, 9), np.float32)),
+                               "input 'x' has shape [1, 3, 8, 9], the model takes [1, 3, 8, 8]"),
+    "npz with a wrong dtype": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
+                               npz(x=GOOD.astype(np.int64)), "input 'x' has dtype int64, the model takes float32"),
+    "pass option that does not exist": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-insert-memory-ops{colour=red}", "-o", "OUT"],
+                                        None, "not found in expected arguments"),
+    "pass option with a wrong value": (relu, ["pyocc-opt", "MODEL", "-p",
+                                              "convert-onnx-to-dnn,dnn-insert-memory-ops{mode=sometimes}", "-o", "OUT"],
+                                       None, "mode must be 'eager' or 'lazy', got 'sometimes'"),
+    "pass that does not exist": (relu, ["pyocc-opt", "MODEL", "-p", "no-such-pass", "-o", "OUT"], None,
+                                 "Unrecognized passes: ['no-such-pass']"),
+    "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
+                            "model.mlir:1:15: Expected argument or type"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line(case: str, tmp_path: Path) -> None:
+    make_model, command, make_arg, message = CASES[case]
+    model = tmp_path / ("model.mlir" if make_model is malformed_mlir else "model.onnx")
+    make_model(model)
+    if make_arg is not None:
+        make_arg(tmp_path / "arg.npz")
+    places = {"MODEL": str(model), "ARG": str(tmp_path / "arg.npz"), "OUT": str(tmp_path / "out"), "OUT.so": str(tmp_path / "out.so")}
+    command = [str(BIN / command[0]), *(places.get(a, a) for a in command[1:])]
+    before = set(tmp_path.iterdir())
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert message in lines[0], lines[0]
+    assert set(tmp_path.iterdir()) == before, "a file was written although the command failed"
