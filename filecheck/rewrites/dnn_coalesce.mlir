@@ -285,6 +285,26 @@ func.func @concat_not_of_a_band(%x: tensor<1x8xf32>) -> tensor<1x8xf32> {
 
 // -----
 
+// A buffer read by two concats is a band of one of them at most; the other
+// copies it.
+// CHECK-LABEL: func.func @concat_input_shared_by_two_concats
+// CHECK: "dnn.copy"(%a, %{{.*}})
+// CHECK-NOT: "dnn.copy"
+// CHECK-NOT: dnn.concat
+// CHECK: func.return
+func.func @concat_input_shared_by_two_concats(%x: tensor<1x4xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %b = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %c = "dnn.unary"(%x) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4xf32>) -> tensor<1x4xf32>
+  %o = "dnn.concat"(%a, %b) <{axis = 1 : i64, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x8xf32>
+  %p = "dnn.concat"(%c, %a) <{axis = 1 : i64, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x8xf32>
+  %n = "dnn.unary"(%o) <{fn = "neg", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %m = "dnn.unary"(%p) <{fn = "neg", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  func.return %n, %m : tensor<1x8xf32>, tensor<1x8xf32>
+}
+
+// -----
+
 // Slice of one contiguous range is a band; a strided slice is not.
 // CHECK-LABEL: func.func @slice_as_band
 // CHECK: %[[A:.*]] = dnn.malloc {size = 32 : i64}

@@ -358,6 +358,8 @@ class BandChoice:
         band's bytes must be written only before its concat, and its output
         not overwritten while the band is still read."""
         parent = {band.root: band for band in bands}
+        if len(parent) < len(bands):
+            return None  # one buffer cannot be a band of two outputs
         members: dict[SSAValue, list[SSAValue]] = {}
         for value in {*parent, *(band.output for band in bands)}:
             top = value
