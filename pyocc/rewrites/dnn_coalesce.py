@@ -366,8 +366,11 @@ class BandChoice:
             while top in parent:
                 top = parent[top].output
             members.setdefault(top, []).append(value)
+        children: dict[SSAValue, list[SSAValue]] = {}
         for band in bands:
-            group = [band.root, *self._merged_into(band.root, parent)]
+            children.setdefault(band.output, []).append(band.root)
+        for band in bands:
+            group = [band.root, *self._merged_into(band.root, children)]
             if any(w >= band.step for m in group for w in self.buffers[m].writes):
                 return None
             group_last = max(self.buffers[m].last for m in group)
@@ -389,15 +392,13 @@ class BandChoice:
         return int(profile.max()) if len(profile) else 0
 
     @staticmethod
-    def _merged_into(value: SSAValue, parent: dict[SSAValue, _Band]) -> list[SSAValue]:
+    def _merged_into(value: SSAValue, children: dict[SSAValue, list[SSAValue]]) -> list[SSAValue]:
         """Every buffer merged (transitively) into `value`."""
         found, frontier = [], [value]
         while frontier:
-            target = frontier.pop()
-            for root, band in parent.items():
-                if band.output is target:
-                    found.append(root)
-                    frontier.append(root)
+            for child in children.get(frontier.pop(), []):
+                found.append(child)
+                frontier.append(child)
         return found
 
     def choose(self, concats: list[list[_Band]]) -> list[_Band]:
