@@ -102,7 +102,7 @@ def lower(
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
 
-    from pyocc.analysis.liveness import analyze_function
+    from pyocc.analysis.liveness import analyze_function, root_buffer
     from pyocc.dialects.dnn import ops as d
     from pyocc.frontend.onnx_import import import_model
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
@@ -138,7 +138,8 @@ def lower(
             name=b.name, bytes=b.bytes,
             offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
             first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
-            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp) and b.value in o.destinations()), ""),
+            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
+                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
             consumers=sorted(set(b.consumers) - {"dnn.view"}),
         ))
     if memory == "pool":
