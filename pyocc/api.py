@@ -121,8 +121,10 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
-        # the bound of the buffers the plan places (after coalescing)
-        buffer_liveness = analyze_function(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+        # the bound of the buffers the plan places (after coalescing), with
+        # lazy lifetimes even in eager mode
+        buffer_liveness = analyze_function(next(op for op in module.walk() if isinstance(op, func.FuncOp)),
+                                           from_first_use=True)
         start = time.perf_counter()
         run_passes(ctx, module, pool_passes(options))
         plan_ms = (time.perf_counter() - start) * 1000
@@ -154,8 +156,7 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        # eager mallocs sit at entry, so its buffer form has no lifetimes to bound
-        lower_bound_bytes=(tensor_liveness if memory == "eager" else buffer_liveness).lower_bound,
+        lower_bound_bytes=buffer_liveness.lower_bound,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),

@@ -134,8 +134,11 @@ def _allocated_bytes(value: SSAValue) -> int:
     return d.type_bytes(value.type)  # type: ignore[arg-type]
 
 
-def analyze_function(function: func.FuncOp) -> Liveness:
-    """Liveness of every buffer in `function` (see the module docstring)."""
+def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liveness:
+    """Liveness of every buffer in `function` (see the module docstring).
+    `from_first_use`: a buffer is live from its first use, not from the op
+    that allocates it (eager mallocs all sit at entry; this gives the
+    lifetimes lazy allocation would)."""
     block = function.body.block
     ops = list(block.ops)
     index = {op: i for i, op in enumerate(ops)}
@@ -149,6 +152,7 @@ def analyze_function(function: func.FuncOp) -> Liveness:
     }
 
     buffers: dict[SSAValue, LiveBuffer] = {}
+    first_use: dict[SSAValue, int] = {}
 
     def record(value: SSAValue, kind: str, first: int, producer: str) -> None:
         t = value.type
@@ -174,6 +178,10 @@ def analyze_function(function: func.FuncOp) -> Liveness:
                 if not isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)):
                     b.last = max(b.last, i)
                     b.consumers.append(op.name)
+                    first_use.setdefault(root, i)
+    if from_first_use:
+        for value, i in first_use.items():
+            buffers[value].first = i
     # Caller-owned and constant buffers live for the whole function.
     for b in buffers.values():
         if b.kind in ("input", "output", "weight"):
