@@ -23,8 +23,12 @@ rewrite below removes one malloc/dealloc pair; the liveness analysis
       p(...) into a; concat(a, c) into o   =>  p(...) into subview(o, 0); copy(c) into subview(o, |a|)
 
   This makes the output live as long as all its inputs together, which can
-  raise the peak (DenseNet-121), so each concat keeps the subset of its
-  inputs with the lowest max-live bound (eager mode: the smallest sum).
+  raise the peak (DenseNet-121), so the bands are chosen by the max-live
+  bound (eager mode: the sum of buffers): per concat the subset of its
+  inputs with the lowest bound, greedily forwards and backwards over the
+  concats, each followed by a local search that drops or adds single bands
+  (`BandChoice`). A band is legal only if its bytes are written before the
+  concat and the output is not overwritten while the band is still read.
 - **returned views**: a buffer whose only way out is a copy into a graph
   output (through a view) lives in that output instead.
 
