@@ -86,10 +86,14 @@ def all_passes(options: Options) -> list[ModulePass]:
 
 
 def run_passes(ctx: Context, module: ModuleOp, passes: list[ModulePass]) -> None:
-    """Apply `passes` in order, verifying the module after each."""
+    """Apply `passes` in order, verifying the module after each (the op
+    verifiers, then the buffer lifetimes)."""
+    from pyocc.analysis.verify_lifetimes import check_lifetimes
+
     for p in passes:
         p.apply(ctx, module)
         module.verify()
+        check_lifetimes(module)
 
 
 @dataclass(frozen=True)

@@ -638,7 +638,9 @@ class MallocOp(IRDLOperation):
 @irdl_op_definition
 class DeallocOp(IRDLOperation):
     """Free a buffer from dnn.malloc. Nothing in the block may use the buffer
-    (or a view of it) afterwards."""
+    (or a view of it) afterwards: pyocc.analysis.verify_lifetimes checks
+    that for a whole function in one walk (an op verifier would have to scan
+    the rest of the block for every dealloc)."""
 
     name = "dnn.dealloc"
     buffer = operand_def(MemRefType)
@@ -649,25 +651,6 @@ class DeallocOp(IRDLOperation):
     def __init__(self, buffer: SSAValue):
         super().__init__(operands=[buffer],
                          properties={"size": IntegerAttr(type_bytes(buffer.type), i64)})
-
-    def verify_(self) -> None:
-        aliases = {self.buffer}
-        changed = True
-        while changed:  # views of the buffer, transitively
-            changed = False
-            for value in list(aliases):
-                for use in value.uses:
-                    if isinstance(use.operation, ALIAS_OPS) and use.operation.results[0] not in aliases:
-                        aliases.add(use.operation.results[0])
-                        changed = True
-        op: Operation | None = self.next_op
-        while op is not None:
-            for operand in op.operands:
-                if operand in aliases:
-                    raise VerifyException(
-                        f"dnn.dealloc: {op.name} uses a buffer after its dealloc"
-                    )
-            op = op.next_op
 
 
 @irdl_op_definition
