@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, MemRefType, ModuleOp, i32
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
@@ -141,6 +141,7 @@ def coalesce_function(function: func.FuncOp, mode: str = "lazy", in_place: bool 
 
 
 def _is_malloc(value: SSAValue) -> bool:
+    """`value` is a buffer of its own (a dnn.malloc result)."""
     return isinstance(value.owner, d.MallocOp)
 
 
@@ -189,7 +190,7 @@ def band_views(block: Block) -> int:
 
 
 def _split_as_bands(op: d.SplitOp) -> int:
-    # split(x) -> y, z  =>  y = subview(x, 0), z = subview(x, |y|)
+    """split(x) -> y, z  =>  y = subview(x, 0), z = subview(x, |y|)."""
     shape = op.x.type.get_shape()
     axis = (op.axis.value.data if op.axis is not None else 0) % len(shape)
     if not _contiguous_band(shape, axis):
@@ -209,7 +210,7 @@ def _split_as_bands(op: d.SplitOp) -> int:
 
 
 def _slice_as_band(op: d.SliceOp) -> int:
-    # slice(x)[a:b] along one contiguous axis  =>  subview(x, a * inner bytes)
+    """slice(x)[a:b] along one contiguous axis  =>  subview(x, a * inner bytes)."""
     from pyocc.runtime.kernels.tensor import _onnx_slice
 
     shape = list(op.x.type.get_shape())
@@ -548,6 +549,7 @@ def _hoist_band_owners(block: Block) -> None:
 
 
 def _copy(source: SSAValue, target: SSAValue) -> Operation:
+    """A buffer-form dnn.copy of `source` into `target`."""
     return d.CopyOp.create(operands=[source, target], result_types=[],
                            properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])})
 
@@ -583,10 +585,12 @@ def returned_views(function: func.FuncOp) -> int:
 
 
 def _index(block: Block, op: Operation) -> int:
+    """The step of `op` in `block`."""
     return next(i for i, o in enumerate(block.ops) if o is op)
 
 
 def _write_steps(block: Block, root: SSAValue) -> list[int]:
+    """The steps of the ops that write `root` or any alias of it."""
     return [i for i, op in enumerate(block.ops) if any(root_buffer(v) is root for v in _writes(op))]
 
 
@@ -596,6 +600,7 @@ def _write_steps(block: Block, root: SSAValue) -> list[int]:
 
 
 def _erase_dead_aliases(block: Block) -> None:
+    """Drop views and subviews nothing uses any more."""
     changed = True
     while changed:
         changed = False
