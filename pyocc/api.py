@@ -37,6 +37,25 @@ class BufferReport:
     dtype: str
     producer: str
     consumers: list[str]
+    pool: str | None = None
+    """The named pool it lives in (`memory_pools`), None otherwise."""
+    traffic: int = 0
+    """Bytes read plus written: bytes times the compute ops that touch it."""
+
+
+@dataclass
+class PoolReport:
+    """One named memory pool in a memory report (`memory_pools`)."""
+
+    name: str
+    bytes: int
+    """Planned size: what the pool must hold."""
+    limit: int | None
+    """The pool's size limit; None: unbounded."""
+    buffers: int
+    traffic_bytes: int
+    """Activation traffic (bytes read + written) this pool serves."""
+    read_only: bool = False
 
 
 @dataclass
@@ -56,12 +75,31 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
+    pools: list[PoolReport] = field(default_factory=list)
+    """Per named pool (only with `memory_pools`); the first is the fast one."""
+    weight_bytes_by_pool: dict[str, int] = field(default_factory=dict)
+    """Planned weight bytes per read-only pool (only with `memory_pools`)."""
+    dynamic_buffers: list[str] = field(default_factory=list)
+    """Buffers without a static size, left to the runtime allocator."""
+    activation_traffic_bytes: int = 0
+    """Bytes read + written in intermediate buffers over one run."""
+    fast_pool_traffic_bytes: int | None = None
+    """Of that, what the first (fast) pool serves (only with `memory_pools`)."""
+
+    @property
+    def fast_pool_traffic_fraction(self) -> float | None:
+        """fast_pool_traffic_bytes / activation_traffic_bytes (None without pools)."""
+        if self.fast_pool_traffic_bytes is None:
+            return None
+        return self.fast_pool_traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         import dataclasses
 
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["fast_pool_traffic_fraction"] = self.fast_pool_traffic_fraction
+        return data
 
     def __str__(self) -> str:
         def mib(n: int) -> str:
@@ -81,6 +119,20 @@ class MemoryReport:
         ]
         if self.allocator_calls_per_run is not None:
             lines.append(f"allocator calls  {self.allocator_calls_per_run} per run")
+        for pool in self.pools:
+            limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
+            share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
+            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {pool.buffers} buffers, "
+                         f"{share:.1%} of activation traffic)")
+        for pool_name, nbytes in self.weight_bytes_by_pool.items():
+            lines.append(f"{'weights ' + pool_name:<16s} {mib(nbytes)}  (read-only pool)")
+        if self.fast_pool_traffic_bytes is not None and self.pools:
+            lines.append(f"fast pool        {self.pools[0].name}: {self.fast_pool_traffic_bytes:,d} B of "
+                         f"{self.activation_traffic_bytes:,d} B activation traffic "
+                         f"({self.fast_pool_traffic_fraction:.1%})")
+        if self.dynamic_buffers:
+            lines.append(f"dynamic buffers  {len(self.dynamic_buffers)} left to the runtime allocator: "
+                         + ", ".join(self.dynamic_buffers))
         return "\n".join(lines)
 
 
@@ -93,11 +145,16 @@ def lower(
     options: Options | None = None,
     coalesce: bool = True,
     sanitize: bool = False,
+    memory_pools: str | None = None,
+    pool_candidates: str | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `coalesce=False` skips
-    dnn-coalesce. `options` (see pyocc.pipelines.Options), when given,
-    overrides memory/planner/alignment/coalesce."""
+    dnn-coalesce. `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode only)
+    plans across named pools; `pool_candidates` ("concat=dram,conv=sram+dram")
+    restricts the pools of the buffers each kind of op writes.
+    `options` (see pyocc.pipelines.Options), when given, overrides
+    memory/planner/alignment/coalesce/memory_pools."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -109,10 +166,15 @@ def lower(
 
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, coalesce=coalesce,
-                          sanitize=sanitize)
+                          sanitize=sanitize, memory_pools=memory_pools or "",
+                          pool_candidates=pool_candidates or "")
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
+    if options.memory_pools and memory != "pool":
+        raise PyoccError(f"memory pools need memory mode 'pool', got '{memory}'; drop --memory-pools or use --memory pool")
+    if options.pool_candidates and not options.memory_pools:
+        raise PyoccError("pool candidates need memory pools; add --memory-pools, e.g. 'sram:size=1MiB,dram'")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     module = import_model(model, shapes)
     ctx = Context()
@@ -133,6 +195,9 @@ def lower(
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     ops = list(function.body.block.ops)
     liveness = analyze_function(function)
+    from pyocc.rewrites.dnn_memory_pool import buffer_traffic
+
+    pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
     buffers: list[BufferReport] = []
     for b in liveness.intermediates:
         owner = b.value.owner
@@ -143,11 +208,13 @@ def lower(
             producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
                            and any(root_buffer(v) is b.value for v in o.destinations())), ""),
             consumers=sorted(set(b.consumers) - {"dnn.view"}),
+            pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
+            traffic=buffer_traffic(b),
         ))
     if memory == "pool":
-        pool = next((o for o in ops if isinstance(o, d.PoolInitOp)), None)
-        activation = pool.size.value.data if pool is not None else 0
-        calls = 1 if pool is not None else 0
+        inits = [o for o in ops if isinstance(o, d.PoolInitOp)]
+        activation = sum(o.size.value.data for o in inits)
+        calls = len(inits) + sum(1 for o in ops if isinstance(o, d.MallocOp))
     elif memory == "lazy":
         activation, calls = liveness.lower_bound, len(buffers)
     else:
@@ -164,8 +231,31 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
+        activation_traffic_bytes=sum(b.traffic for b in buffers),
     )
+    if options.memory_pools:
+        _report_pools(report, function, options)
     return module, report
+
+
+def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
+    """Fill the per-pool part of a report: sizes, traffic, weights, dynamic buffers."""
+    from pyocc.dialects.dnn import ops as d
+    from pyocc.rewrites.dnn_memory_pool import memory_pools, plan_weights
+
+    pools = memory_pools(options.memory_pools, options.alignment)
+    sizes = {o.pool_name.data: o.size.value.data for o in function.body.block.ops
+             if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    for pool in pools:
+        if pool.read_only:
+            continue
+        held = [b for b in report.buffers if b.pool == pool.name]
+        report.pools.append(PoolReport(
+            name=pool.name, bytes=sizes.get(pool.name, 0), limit=pool.size, buffers=len(held),
+            traffic_bytes=sum(b.traffic for b in held)))
+    report.weight_bytes_by_pool = plan_weights(function, pools, options.alignment)
+    report.dynamic_buffers = [b.name for b in report.buffers if b.offset is None]
+    report.fast_pool_traffic_bytes = report.pools[0].traffic_bytes if report.pools else 0
 
 
 class Model:
@@ -223,16 +313,21 @@ def compile(  # noqa: A001 - the name users expect
     shapes: Mapping[str, Sequence[int]] | None = None,
     coalesce: bool = True,
     sanitize: bool = False,
+    memory_pools: str | None = None,
+    pool_candidates: str | None = None,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
     `coalesce=False` turns tensor coalescing (dnn-coalesce) off.
     `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
-    out-of-bounds writes stop the run with an error (for testing)."""
+    out-of-bounds writes stop the run with an error (for testing).
+    `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
+    host every pool is plain memory, allocated once per run.
+    `pool_candidates` ("concat=dram") restricts pools per kind of op."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
 
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce,
-                           sanitize=sanitize)
+                           sanitize=sanitize, memory_pools=memory_pools, pool_candidates=pool_candidates)
     return Model(module, report, compile_module(module))

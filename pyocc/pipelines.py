@@ -46,6 +46,16 @@ class Options:
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
+    memory_pools: str = ""
+    """Named pools, e.g. "sram:size=1MiB,dram" (pool mode; see
+    pyocc.planning.pools); empty: one anonymous pool."""
+
+    pool_policy: str = "traffic"
+    """Which buffers a bounded pool keeps: traffic or first-fit (baseline)."""
+
+    pool_candidates: str = ""
+    """Per op kind candidate pools with memory_pools, e.g. "concat=dram"."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -77,7 +87,9 @@ def pool_passes(options: Options) -> list[ModulePass]:
 
     if options.memory != "pool":
         return []
-    return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment)]
+    return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
+                              pools=options.memory_pools, policy=options.pool_policy,
+                              candidates=options.pool_candidates)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:
@@ -128,8 +140,12 @@ class OccamyPoolPipeline(ModulePass):
     alignment: int = 64
     """Byte alignment of every buffer in the pool."""
 
+    pools: str = ""
+    """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment)))
+        run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
+                                               memory_pools=self.pools)))
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}

@@ -49,3 +49,29 @@ func.func @batchnorm_not_folded(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>) -> t
   %y = "onnx.BatchNormalization"(%x, %s, %s, %s, %s) : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// ConvTranspose sized by auto_pad: total padding 2*(3-1) + 3 - 6 = 1,
+// SAME_UPPER puts the smaller half (0) first, SAME_LOWER the larger.
+// CHECK-LABEL: func.func @conv_transpose_auto_pad
+func.func @conv_transpose_auto_pad(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> (tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>) {
+  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 0, 1, 1>
+  %u = "onnx.ConvTranspose"(%x, %w) <{auto_pad = "SAME_UPPER", strides = array<i64: 2, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 1, 1, 0, 0>
+  %l = "onnx.ConvTranspose"(%x, %w) <{auto_pad = "SAME_LOWER", strides = array<i64: 2, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
+  func.return %u, %l : tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>
+}
+
+// -----
+
+// With output_shape alone (no pads), nothing is cropped at the start, and
+// given pads are kept as they are.
+// CHECK-LABEL: func.func @conv_transpose_output_shape
+func.func @conv_transpose_output_shape(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> (tensor<1x2x10x8xf32>, tensor<1x2x7x3xf32>) {
+  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 0, 0, 0>
+  %o = "onnx.ConvTranspose"(%x, %w) <{output_shape = array<i64: 10, 8>, strides = array<i64: 3, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x10x8xf32>
+  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 1, 0, 1>
+  %p = "onnx.ConvTranspose"(%x, %w) <{pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 2, 1>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x3xf32>
+  func.return %o, %p : tensor<1x2x10x8xf32>, tensor<1x2x7x3xf32>
+}

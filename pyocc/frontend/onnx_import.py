@@ -83,8 +83,7 @@ CONSTANT_INPUTS: dict[str, dict[int, str]] = {
 
 #: Attributes that carry no meaning at inference and are dropped.
 IGNORED_ATTRIBUTES = {"is_test", "consumed_inputs", "training_mode", "seed", "to",
-                      "num_outputs", "spatial", "roi", "sizes", "antialias",
-                      "keep_aspect_ratio_policy", "extrapolation_value", "value"}
+                      "num_outputs", "spatial", "roi", "sizes", "value"}
 
 #: Ops that must not be folded even when their inputs are constant: their
 #: result would be a large materialised weight that the op states in a line.
@@ -656,24 +655,73 @@ def _import_softmax(imp: _Importer, node: Any, operands: list[SSAValue], attrs: 
 def _import_dropout(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
     ratio = attrs.get("ratio", 0.5)
     ratio = float(ratio.reshape(-1)[0]) if hasattr(ratio, "reshape") else float(ratio)
+    training = attrs.get("training_mode")
+    if training is not None and bool(training.reshape(-1)[0]) and ratio != 0.0:
+        raise PyoccError(f"Dropout node '{node.name or node.output[0]}' is in training mode (random); "
+                         "pyocc compiles inference graphs only")
     return OP_BY_TYPE["Dropout"].create(operands=operands, result_types=types,
                                         properties={"ratio": FloatAttr(ratio, f32)})
 
 
+def _text(value: Any) -> str:
+    """An ONNX string attribute (bytes) as str."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _import_resize(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    """Resize's scales or sizes may name only some `axes` (opset 18) and
+    sizes may keep the aspect ratio; the dialect has one full-rank `scales`
+    (the output shape is in the result type)."""
     cls = OP_BY_TYPE["Resize"]
     scales = attrs.pop("scales", None)
+    sizes = attrs.pop("sizes", None)
+    axes = attrs.pop("axes", None)
+    policy = _text(attrs.pop("keep_aspect_ratio_policy", "stretch"))
     attrs.pop("roi", None)
-    attrs.pop("sizes", None)
-    if attrs.get("coordinate_transformation_mode") in ("tf_crop_and_resize",):
+    attrs.pop("extrapolation_value", None)  # read only by tf_crop_and_resize, refused below
+    if _text(attrs.get("coordinate_transformation_mode", "")) == "tf_crop_and_resize":
         raise PyoccError("Resize with coordinate_transformation_mode=tf_crop_and_resize is not supported")
+    if attrs.pop("antialias", 0):
+        raise PyoccError("Resize with antialias=1 is not supported")
     props = imp.properties(cls, node, attrs)
     in_shape = operands[0].type.get_shape()  # type: ignore[union-attr]
     out_shape = types[0].get_shape()
-    if scales is None or len(scales) == 0:
-        scales = [o / i for o, i in zip(out_shape, in_shape)]
-    props["scales"] = DenseArrayBase.from_list(f32, [float(s) for s in list(scales)])
+    rank = len(in_shape)
+    axes = [int(a) % rank for a in axes] if axes is not None else list(range(rank))
+    if scales is not None and len(scales):
+        full = [1.0] * rank
+        for axis, scale in zip(axes, list(scales)):
+            full[axis] = float(scale)
+    else:
+        full = [o / i for o, i in zip(out_shape, in_shape)]
+        if sizes is not None and len(sizes) and policy != "stretch":
+            # one scale for all named axes; the result type has its rounded sizes
+            ratios = [float(size) / in_shape[axis] for axis, size in zip(axes, list(sizes))]
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            for axis in axes:
+                full[axis] = scale
+    props["scales"] = DenseArrayBase.from_list(f32, full)
     return cls.create(operands=operands, result_types=types, properties=props)
+
+
+def _import_pad(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    """Pad's forms: opset 1 `paddings`, opset 2 `value` (attributes), since
+    11 `pads`/`constant_value` (inputs), since 18 pads for some `axes` only.
+    The dialect has one: pads for every axis and `constant_value`."""
+    cls = OP_BY_TYPE["Pad"]
+    if "paddings" in attrs:
+        attrs["pads"] = attrs.pop("paddings")
+    if "value" in attrs:
+        attrs["constant_value"] = attrs.pop("value")
+    axes = attrs.pop("axes", None)
+    if axes is not None:
+        rank = len(operands[0].type.get_shape())  # type: ignore[union-attr]
+        pads = [int(p) for p in list(attrs["pads"])]
+        full = [0] * (2 * rank)
+        for k, axis in enumerate(int(a) % rank for a in axes):
+            full[axis], full[axis + rank] = pads[k], pads[k + len(axes)]
+        attrs["pads"] = full
+    return cls.create(operands=operands, result_types=types, properties=imp.properties(cls, node, attrs))
 
 
 def _import_clip(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
@@ -696,13 +744,54 @@ def _import_range(imp: _Importer, node: Any, operands: list[SSAValue], attrs: di
     raise PyoccError("Range with inputs computed at run time is not supported (pyocc needs static shapes)")
 
 
+def _import_legacy_broadcast(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    """Before opset 7, binary ops and Gemm broadcast only with `broadcast=1`,
+    and a binary op's B then lines up with A from `axis` on (default: the
+    trailing axes, as numpy does). B is reshaped to put 1s after it, which
+    turns that rule into numpy broadcasting, the dialect's one rule."""
+    cls = OP_BY_TYPE[node.op_type]
+    attrs.pop("broadcast", None)
+    axis = attrs.pop("axis", None)
+    if axis is not None and len(operands) == 2:
+        a_rank = len(operands[0].type.get_shape())  # type: ignore[union-attr]
+        b_type = operands[1].type
+        b_shape = list(b_type.get_shape())  # type: ignore[union-attr]
+        trailing = a_rank - (axis % a_rank) - len(b_shape)
+        if trailing > 0:
+            operands = [operands[0], _reshaped(imp, operands[1], b_shape + [1] * trailing)]
+    return cls.create(operands=operands, result_types=types, properties=imp.properties(cls, node, attrs))
+
+
+def _import_prelu(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
+    """Before opset 7, a 1-D slope of C values applies per channel (axis 1);
+    reshaped to [C, 1, ...] it broadcasts the numpy way."""
+    cls = OP_BY_TYPE["PRelu"]
+    x_shape = list(operands[0].type.get_shape())  # type: ignore[union-attr]
+    slope_shape = list(operands[1].type.get_shape())  # type: ignore[union-attr]
+    if imp.opset() < 7 and len(x_shape) > 2 and slope_shape == [x_shape[1]]:
+        operands = [operands[0], _reshaped(imp, operands[1], slope_shape + [1] * (len(x_shape) - 2))]
+    return cls.create(operands=operands, result_types=types, properties=imp.properties(cls, node, attrs))
+
+
+def _reshaped(imp: _Importer, value: SSAValue, shape: list[int]) -> SSAValue:
+    """`value` viewed as `shape` (an onnx.Reshape inserted before the node)."""
+    reshape = OP_BY_TYPE["Reshape"].create(
+        operands=[value], result_types=[TensorType(value.type.element_type, shape)],  # type: ignore[attr-defined]
+        properties={"shape": DenseArrayBase.from_list(i64, shape)})
+    imp.builder.insert(reshape)
+    return reshape.results[0]
+
+
 SPECIAL_IMPORTS: dict[str, ImportRule] = {
     "Cast": _import_cast,
     "Softmax": _import_softmax,
     "LogSoftmax": _import_softmax,
     "Dropout": _import_dropout,
     "Resize": _import_resize,
+    "Pad": _import_pad,
     "Clip": _import_clip,
     "Split": _import_split,
     "Range": _import_range,
+    "PRelu": _import_prelu,
+    **{op: _import_legacy_broadcast for op in ("Add", "Sub", "Mul", "Div", "Pow", "Gemm")},
 }

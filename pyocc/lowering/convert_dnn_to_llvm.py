@@ -21,7 +21,9 @@ AOT shared library (ABI version 1):
   them up to date, so a run reports exactly what its allocations cost.
 - `run` returns 0, or 1 when the allocator returned NULL.
 
-Memory ops become real allocations: `dnn.malloc` and `dnn.pool_init` ->
+Memory ops become real allocations (on the host every named pool, SRAM or
+DRAM, is plain memory: one allocation per `dnn.pool_init` per run; the
+table lists them under "pools"): `dnn.malloc` and `dnn.pool_init` ->
 libc `aligned_alloc` (size rounded up to the alignment, as C11 requires; the
 accounting uses the IR's size), `dnn.dealloc` / `dnn.pool_release` -> `free`,
 `dnn.mem_offset` -> pool + offset, `dnn.view` -> the same pointer,
@@ -229,6 +231,8 @@ class _FunctionLowering:
     allocations: int = 0
     peak_bytes: int = 0
     live_bytes: int = 0
+    #: every dnn.pool_init: {"name", "size", "alignment"} (name null when anonymous)
+    pools: list[dict[str, Any]] = field(default_factory=list)
     #: llvm pointer of each memref value
     pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: IR byte size of each buffer that dnn.malloc / dnn.pool_init created
@@ -322,6 +326,9 @@ class _FunctionLowering:
                     raise _fail(op, f"alignment {alignment} is not a power of two")
                 self.pointers[result] = self._allocate(size, alignment)
                 self.allocated[result] = size
+                if isinstance(op, PoolInitOp):
+                    name = op.pool_name.data if op.pool_name is not None else None
+                    self.pools.append({"name": name, "size": size, "alignment": alignment})
             case DeallocOp() | PoolReleaseOp():
                 value = op.operands[0]
                 if value not in self.allocated:
@@ -443,6 +450,8 @@ class _FunctionLowering:
             "weights": {"bytes": self.weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": self.weights},
             "sites": self.sites,
             # what the IR implies; the native counters must agree after a run
+            # one entry per dnn.pool_init (several with named memory pools)
+            "pools": self.pools,
             "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
         }
 

@@ -235,12 +235,40 @@ def lower_conv(op: on.ConvOp, rewriter: PatternRewriter) -> Operation:
     return _insert(rewriter, _compute(d.ConvOp, [op.X, op.W, op.B, None], op.Y.type, props))
 
 
-def lower_conv_transpose(op: on.ConvTransposeOp, rewriter: PatternRewriter) -> Operation:
-    if op.str_attr("auto_pad") != "NOTSET" or "output_shape" in op.properties:
+def conv_transpose_pads(op: on.ConvTransposeOp) -> list[int] | None:
+    """The explicit pads of a ConvTranspose whose output size comes from
+    `output_shape` or `auto_pad` (the result type already has that size).
+    total = stride * (in - 1) + output_padding + (k - 1) * dilation + 1 - out;
+    SAME_UPPER puts the smaller half first, SAME_LOWER the larger; with
+    output_shape alone (NOTSET, no pads) nothing is cropped at the start."""
+    auto_pad = op.str_attr("auto_pad")
+    if auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
+        if "output_shape" in op.properties and "pads" not in op.properties:
+            return [0] * (2 * (len(ob.shape_of(op.X)) - 2))
+        return op.ints_attr("pads")
+    in_spatial, out_spatial = ob.shape_of(op.X)[2:], ob.shape_of(op.Y)[2:]
+    rank = len(in_spatial)
+    kernel = ob.shape_of(op.W)[2:]
+    strides = op.ints_attr("strides") or [1] * rank
+    dilations = op.ints_attr("dilations") or [1] * rank
+    output_padding = op.ints_attr("output_padding") or [0] * rank
+    begins, ends = [], []
+    for i, o, k, s, d, p in zip(in_spatial, out_spatial, kernel, strides, dilations, output_padding):
+        total = s * (i - 1) + p + (k - 1) * d + 1 - o
+        begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        begins.append(begin)
+        ends.append(total - begin)
+    if any(b < 0 for b in begins):
         raise PassFailedException(
-            "convert-onnx-to-dnn: onnx.ConvTranspose with auto_pad or output_shape is not supported; give explicit pads"
-        )
-    props = _copy_props(op, ("strides", "dilations", "group", "pads", "output_padding"))
+            f"convert-onnx-to-dnn: onnx.ConvTranspose with auto_pad={auto_pad} needs negative pads {begins}")
+    return begins + ends
+
+
+def lower_conv_transpose(op: on.ConvTransposeOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("strides", "dilations", "group", "output_padding"))
+    pads = conv_transpose_pads(op)
+    if pads is not None:
+        props["pads"] = _ints(pads)
     return _insert(rewriter, _compute(d.ConvTransposeOp, [op.X, op.W, op.B], op.Y.type, props))
 
 

@@ -2,20 +2,50 @@
 
 A plain library over plain data (no IR, no xDSL): describe buffers as
 ``Buffer(name, size, first, last, alignment)``, call ``plan_memory`` and get a
-verified ``Plan``. ``problem_to_json``/``plan_to_json`` and the ``plan-json``
+verified ``Plan``. ``plan_pools`` spreads buffers over several named pools
+with size limits (pools.py). ``problem_to_json``/``plan_to_json`` and the ``plan-json``
 command (cli.py) let other compilers use it through files.
 """
 
 from .algorithms import ALGORITHMS
 from .bounds import lower_bound, max_live, naive_bytes
 from .planner import plan_memory
+from .pools import (
+    POLICIES,
+    MemoryPool,
+    PoolOverflowError,
+    PoolsPlan,
+    parse_memory_pools,
+    parse_pool_candidates,
+    parse_size,
+    plan_pools,
+    verify_pools_plan,
+)
 from .problem import Buffer, Plan, PlanError, PlanningError, Problem
-from .serialize import plan_from_json, plan_to_json, problem_from_json, problem_to_json
+from .serialize import (
+    plan_from_json,
+    plan_to_json,
+    pools_from_json,
+    pools_plan_to_json,
+    problem_from_json,
+    problem_to_json,
+)
 from .verify import verify_plan
 
 __all__ = [
     "ALGORITHMS",
+    "POLICIES",
     "Buffer",
+    "MemoryPool",
+    "PoolOverflowError",
+    "PoolsPlan",
+    "parse_memory_pools",
+    "parse_pool_candidates",
+    "parse_size",
+    "plan_pools",
+    "pools_from_json",
+    "pools_plan_to_json",
+    "verify_pools_plan",
     "Plan",
     "PlanError",
     "PlanningError",

@@ -1,6 +1,7 @@
 """``plan-json``: plan a problem file and print or write the solution JSON.
 
     plan-json problem.json [--algorithm NAME] [--time-budget-ms N] [-o out.json]
+    plan-json problem.json --pools [--policy traffic|first-fit]   # several named pools
 
 The formats are described in serialize.py. Bad input (missing file, invalid
 JSON, a schema error, an unknown algorithm) prints one ``error: ...`` line on
@@ -18,7 +19,8 @@ import tempfile
 from .algorithms import ALGORITHMS
 from .planner import plan_memory
 from .problem import PlanningError
-from .serialize import plan_to_json, problem_from_json
+from .pools import plan_pools
+from .serialize import plan_to_json, pools_from_json, pools_plan_to_json, problem_from_json
 
 
 class _UsageError(Exception):
@@ -45,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--time-budget-ms", type=float, default=200.0, help="time for improving searches (default 200)"
     )
+    parser.add_argument("--pools", action="store_true",
+                        help="plan across the problem's named pools (plan_pools); writes a pyocc-pools-solution")
+    parser.add_argument("--policy", default="traffic", help="with --pools: traffic (default) or first-fit")
     parser.add_argument("-o", "--output", help="write the solution here instead of stdout")
     return parser
 
@@ -83,10 +88,17 @@ def main(argv: list[str] | None = None) -> int:
             raise _UsageError(f"{args.problem}: invalid JSON: {error}") from None
         try:
             problem = problem_from_json(data)
-            plan = plan_memory(problem, args.algorithm, time_budget_ms=args.time_budget_ms)
+            if args.pools:
+                if not problem.pools:
+                    raise PlanningError("--pools needs a top-level 'pools' list in the problem")
+                result = plan_pools(problem, pools_from_json(problem), policy=args.policy,
+                                    algorithm=args.algorithm, time_budget_ms=args.time_budget_ms)
+                solution = pools_plan_to_json(problem, result)
+            else:
+                solution = plan_to_json(problem, plan_memory(problem, args.algorithm, time_budget_ms=args.time_budget_ms))
         except PlanningError as error:
             raise _UsageError(f"{args.problem}: {error}") from None
-        text = json.dumps(plan_to_json(problem, plan), indent=2) + "\n"
+        text = json.dumps(solution, indent=2) + "\n"
         if args.output:
             try:
                 _write_whole(args.output, text)

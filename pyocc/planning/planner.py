@@ -111,6 +111,12 @@ def plan_memory(problem: Problem, algorithm: str = "auto", *, time_budget_ms: fl
     if algorithm != "auto" and algorithm not in ALGORITHMS:
         known = ", ".join(["auto", *ALGORITHMS])
         raise PlanningError(f"unknown algorithm {algorithm!r} (known: {known})")
+    dynamic = problem.dynamic
+    if dynamic:
+        raise PlanningError(
+            f"buffer {dynamic[0].name!r} has no static size; plan it with plan_pools, "
+            "which leaves dynamic buffers to the runtime allocator"
+        )
     start = time.perf_counter()
     prep = PreparedProblem(problem)
     optimal = False

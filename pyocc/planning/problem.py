@@ -40,8 +40,10 @@ class Buffer:
     """
 
     name: str
-    size: int
-    """Bytes, >= 0. Zero-size buffers conflict with nothing."""
+    size: int | None
+    """Bytes, >= 0. Zero-size buffers conflict with nothing. ``None`` marks a
+    dynamic buffer whose size is known only at run time: ``plan_pools`` leaves
+    it to the runtime allocator, ``plan_memory`` refuses it."""
     first: int
     """First step the buffer is live (inclusive)."""
     last: int
@@ -49,7 +51,23 @@ class Buffer:
     alignment: int = 1
     """The offset must be a multiple of this (>= 1; not necessarily a power of two)."""
     pools: tuple[str, ...] = ()
-    """Ordered pool candidates; carried through JSON, ignored by single-pool planning."""
+    """Ordered pool candidates (``plan_pools``); empty: every read-write pool
+    in pool order. Ignored by single-pool planning."""
+    traffic: int | None = None
+    """Bytes read plus written over the buffer's life; ``None``: assume one
+    write and one read (``2 * size``). ``plan_pools`` gives the fast pool to
+    the buffers that carry the most traffic."""
+
+    @property
+    def is_dynamic(self) -> bool:
+        """True when the size is unknown at compile time (``size is None``)."""
+        return self.size is None
+
+    def traffic_bytes(self) -> int:
+        """``traffic`` if given, else ``2 * size`` (0 for a dynamic buffer)."""
+        if self.traffic is not None:
+            return self.traffic
+        return 2 * self.size if self.size is not None else 0
 
     def overlaps(self, other: Buffer) -> bool:
         """True when the two live ranges share at least one step."""
@@ -61,7 +79,7 @@ def _check_buffer(index: int, buffer: Buffer) -> None:
     where = f"buffer {index} ({buffer.name!r})"
     if not isinstance(buffer.name, str) or not buffer.name:
         raise PlanningError(f"buffer {index}: name must be a non-empty string")
-    if not _is_int(buffer.size) or buffer.size < 0:
+    if buffer.size is not None and (not _is_int(buffer.size) or buffer.size < 0):
         raise PlanningError(f"{where}: size must be a non-negative integer, got {buffer.size!r}")
     if not _is_int(buffer.first) or not _is_int(buffer.last):
         raise PlanningError(f"{where}: first and last must be integers")
@@ -73,6 +91,10 @@ def _check_buffer(index: int, buffer: Buffer) -> None:
         raise PlanningError(
             f"{where}: alignment must be an integer >= 1, got {buffer.alignment!r}"
         )
+    if buffer.traffic is not None and (not _is_int(buffer.traffic) or buffer.traffic < 0):
+        raise PlanningError(f"{where}: traffic must be None or a non-negative integer, got {buffer.traffic!r}")
+    if isinstance(buffer.pools, str) or not all(isinstance(p, str) and p for p in buffer.pools):
+        raise PlanningError(f"{where}: pools must be a sequence of pool names")
 
 
 @dataclass(frozen=True)
@@ -108,6 +130,15 @@ class Problem:
     def __len__(self) -> int:
         """The number of buffers."""
         return len(self.buffers)
+
+    @property
+    def dynamic(self) -> tuple[Buffer, ...]:
+        """The buffers whose size is unknown at compile time."""
+        return tuple(b for b in self.buffers if b.size is None)
+
+    def static(self) -> Problem:
+        """The same problem without its dynamic buffers (pools kept)."""
+        return Problem(tuple(b for b in self.buffers if b.size is not None), self.pools)
 
     def by_name(self) -> dict[str, Buffer]:
         """Buffers keyed by name."""

@@ -8,12 +8,26 @@ Problem::
                   "alignment": 64, "pools": ["sram"]}, ...],
      "pools": [{"name": "sram", "size": 262144}]}
 
-``name``, ``size`` (bytes, >= 0), ``first`` and ``last`` (inclusive steps,
-``last >= first``) are required; ``alignment`` (>= 1, default 1) and
-``pools`` (ordered candidate pool names, default []) are optional. The
-top-level ``pools`` (``size`` null for unbounded) is optional and carried
-through; single-pool planning does not use it yet. Unknown keys are errors
-(they are usually typos).
+``name``, ``size`` (bytes, >= 0; null for a dynamic buffer, which
+``plan_pools`` leaves to the runtime allocator), ``first`` and ``last``
+(inclusive steps, ``last >= first``) are required; ``alignment`` (>= 1,
+default 1), ``pools`` (ordered candidate pool names, default []: every
+read-write pool) and ``traffic`` (bytes read + written, default 2 * size)
+are optional. The top-level ``pools`` is optional: each has a ``name`` and
+``size`` (null for unbounded) and optionally ``alignment`` (default 1),
+``targets`` (default []: all) and ``access`` ("rw" default, or "ro");
+``pools_from_json`` turns them into ``MemoryPool``s for ``plan_pools``.
+Single-pool planning ignores them. Unknown keys are errors (they are usually
+typos).
+
+Multi-pool solution (``pools_plan_to_json``)::
+
+    {"format": "pyocc-pools-solution", "version": 1, "policy": "traffic",
+     "pools": [{"name": "sram", "size": 262144, "alignment": 64,
+                "targets": [], "access": "rw", "pool_size": 196608,
+                "traffic": 1048576, "algorithm": "traffic:first-fit",
+                "allocations": [{"name": "conv1", "offset": 0, ...}, ...]}, ...],
+     "dynamic": ["reshape3"], "dynamic_traffic": 0, "plan_ms": 1.2}
 
 Solution::
 
@@ -32,14 +46,17 @@ from __future__ import annotations
 from typing import Any
 
 from .bounds import lower_bound, naive_bytes
+from .pools import MemoryPool, PoolsPlan
 from .problem import Buffer, Plan, PlanningError, Problem, _is_int
 
 PROBLEM_FORMAT = "pyocc-plan-problem"
 SOLUTION_FORMAT = "pyocc-plan-solution"
 VERSION = 1
 
-_BUFFER_KEYS = {"name", "size", "first", "last", "alignment", "pools"}
-_POOL_KEYS = {"name", "size"}
+POOLS_SOLUTION_FORMAT = "pyocc-pools-solution"
+
+_BUFFER_KEYS = {"name", "size", "first", "last", "alignment", "pools", "traffic"}
+_POOL_KEYS = {"name", "size", "alignment", "targets", "access"}
 
 
 def _check_header(data: Any, expected_format: str) -> None:
@@ -67,7 +84,7 @@ def _read_buffer(index: int, entry: Any) -> Buffer:
         if key not in entry:
             raise PlanningError(f"{where}: missing {key!r}")
     size = entry["size"]
-    if not _is_int(size) or size < 0:
+    if size is not None and (not _is_int(size) or size < 0):
         raise PlanningError(f"{where}: 'size' must be a non-negative integer")
     for key in ("first", "last"):
         if not _is_int(entry[key]):
@@ -80,7 +97,10 @@ def _read_buffer(index: int, entry: Any) -> Buffer:
     pools = entry.get("pools", [])
     if not isinstance(pools, list) or not all(isinstance(p, str) for p in pools):
         raise PlanningError(f"{where}: 'pools' must be a list of pool names")
-    return Buffer(name, size, entry["first"], entry["last"], alignment, tuple(pools))
+    traffic = entry.get("traffic")
+    if traffic is not None and (not _is_int(traffic) or traffic < 0):
+        raise PlanningError(f"{where}: 'traffic' must be a non-negative integer")
+    return Buffer(name, size, entry["first"], entry["last"], alignment, tuple(pools), traffic)
 
 
 def _read_pool(index: int, entry: Any) -> dict:
@@ -93,7 +113,21 @@ def _read_pool(index: int, entry: Any) -> dict:
     size = entry.get("size")
     if size is not None and (not _is_int(size) or size < 0):
         raise PlanningError(f"pool {index} ({entry['name']!r}): 'size' must be null or a non-negative integer")
-    return {"name": entry["name"], "size": size}
+    pool = {"name": entry["name"], "size": size}
+    where = f"pool {index} ({entry['name']!r})"
+    if "alignment" in entry:
+        if not _is_int(entry["alignment"]) or entry["alignment"] < 1:
+            raise PlanningError(f"{where}: 'alignment' must be an integer >= 1")
+        pool["alignment"] = entry["alignment"]
+    if "targets" in entry:
+        if not isinstance(entry["targets"], list) or not all(isinstance(t, str) for t in entry["targets"]):
+            raise PlanningError(f"{where}: 'targets' must be a list of target names")
+        pool["targets"] = list(entry["targets"])
+    if "access" in entry:
+        if entry["access"] not in ("rw", "ro"):
+            raise PlanningError(f"{where}: 'access' must be \"rw\" or \"ro\"")
+        pool["access"] = entry["access"]
+    return pool
 
 
 def problem_from_json(data: dict) -> Problem:
@@ -124,6 +158,7 @@ def problem_to_json(problem: Problem) -> dict:
                 "last": b.last,
                 "alignment": b.alignment,
                 "pools": list(b.pools),
+                **({"traffic": b.traffic} if b.traffic is not None else {}),
             }
             for b in problem.buffers
         ],
@@ -177,3 +212,40 @@ def plan_from_json(data: dict) -> Plan:
             raise PlanningError(f"allocation {index}: duplicate name {entry['name']!r}")
         offsets[entry["name"]] = offset
     return Plan(offsets, data["pool_size"], data["algorithm"], data["optimal"], float(plan_ms))
+
+
+def pools_from_json(problem: Problem) -> tuple[MemoryPool, ...]:
+    """The problem's top-level ``pools`` as ``MemoryPool``s (``PlanningError`` if invalid)."""
+    return tuple(
+        MemoryPool(p["name"], p.get("size"), p.get("alignment", 1), tuple(p.get("targets", ())),
+                   p.get("access", "rw") == "ro")
+        for p in problem.pools
+    )
+
+
+def pools_plan_to_json(problem: Problem, result: PoolsPlan) -> dict:
+    """The multi-pool solution document (see module docstring)."""
+    by_name = problem.by_name()
+    pools = []
+    for pool in result.pools:
+        plan = result.plans[pool.name]
+        pools.append({
+            **pool.to_json(),
+            "pool_size": plan.pool_size,
+            "traffic": result.traffic[pool.name],
+            "algorithm": plan.algorithm,
+            "allocations": [
+                {"name": b.name, "offset": plan.offsets[b.name], "size": b.size, "first": b.first, "last": b.last}
+                for b in problem.buffers if result.assignment.get(b.name) == pool.name
+            ],
+        })
+    return {
+        "format": POOLS_SOLUTION_FORMAT,
+        "version": VERSION,
+        "policy": result.policy,
+        "pools": pools,
+        "dynamic": [{"name": name, "first": by_name[name].first, "last": by_name[name].last}
+                    for name in result.dynamic],
+        "dynamic_traffic": result.dynamic_traffic,
+        "plan_ms": round(result.plan_ms, 3),
+    }

@@ -4,6 +4,7 @@
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
     pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
+    (run, compile and plan take --memory-pools "sram:size=1MiB,dram" [--pool-candidates "concat=dram"])
 
 User mistakes are one line on stderr and a non-zero exit; nothing is written
 half-way.
@@ -52,6 +53,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
     p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--memory-pools", default=None, metavar="SPEC",
+                   help="named pools tried in order, e.g. 'sram:size=1MiB,dram' (pool mode; "
+                        "options size=, align=, targets=, ro)")
+    p.add_argument("--pool-candidates", default=None, metavar="KIND=POOL[+POOL],...",
+                   help="with --memory-pools: pools for the buffers each kind of op writes, e.g. 'concat=dram'")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
@@ -64,8 +70,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), coalesce=args.coalesce,
-                          sanitize=args.sanitize)
+                          shapes=_shapes(args.shape), coalesce=args.coalesce, sanitize=args.sanitize,
+                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -99,7 +105,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), coalesce=args.coalesce)
+                          shapes=_shapes(args.shape), coalesce=args.coalesce, memory_pools=args.memory_pools,
+                          pool_candidates=args.pool_candidates)
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -109,7 +116,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                      coalesce=args.coalesce)
+                      coalesce=args.coalesce, memory_pools=args.memory_pools,
+                      pool_candidates=args.pool_candidates)
     if args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"

@@ -674,11 +674,15 @@ class MemcpyOp(IRDLOperation):
 @irdl_op_definition
 class PoolInitOp(IRDLOperation):
     """One memory pool of `size` bytes, allocated once; buffers are views
-    into it at planned offsets."""
+    into it at planned offsets. With several named pools (SRAM, DRAM) there is
+    one per pool, told apart by `pool_name`."""
 
     name = "dnn.pool_init"
     size = _size_prop()
     alignment = prop_def(IntegerAttr, default_value=IntegerAttr(64, i64))
+    pool_name = opt_prop_def(StringAttr)
+    """The named memory this pool lives in (`--memory-pools`); absent for
+    the one anonymous pool."""
     pool = result_def(MemRefType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict `:` type($pool)"

@@ -117,7 +117,8 @@ class FlattenOp(ViewLikeOp):
         axis = self.int_attr("axis")
         if not -len(shape) <= axis <= len(shape):
             raise self.fail(f"axis {axis} is out of range for rank {len(shape)}")
-        axis %= len(shape) + 1
+        if axis < 0:  # -1 splits before the last axis, not after it
+            axis += len(shape)
         self.check_result_shape((math.prod(shape[:axis]), math.prod(shape[axis:])))
 
 
