@@ -326,8 +326,16 @@ def compile(  # noqa: A001 - the name users expect
     `pool_candidates` ("concat=dram") restricts pools per kind of op."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
-    from pyocc.lowering.convert_dnn_to_llvm import compile_module
+    import weakref
 
+    from pyocc.lowering.convert_dnn_to_llvm import compile_module
+    from pyocc.weights import release, resource_keys
+
+    before = resource_keys()
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce,
                            sanitize=sanitize, memory_pools=memory_pools, pool_candidates=pool_candidates)
-    return Model(module, report, compile_module(module))
+    compiled = Model(module, report, compile_module(module))
+    # the weights now live in the model's packed pool; drop the store's blobs
+    # (which may be hundreds of MB) once nothing can print the module any more
+    weakref.finalize(compiled, release, resource_keys() - before)
+    return compiled

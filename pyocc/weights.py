@@ -6,6 +6,11 @@ printed once, as hex, in the `{-# dialect_resources ... #-}` section at the
 end of the module. The text round-trips byte for byte, and the op listing
 stays readable. Blobs follow MLIR's encoding: a 4-byte little-endian
 alignment, then the raw little-endian data.
+
+Weights pyocc creates itself stay numpy arrays in the store and become hex
+text only if the module is printed: hex-encoding and decoding a 500 MB VGG
+weight costs seconds and twice its size in memory, and compiling never needs
+the text. `release` drops blobs a finished compilation no longer needs.
 """
 
 from __future__ import annotations
@@ -25,10 +30,52 @@ INLINE_LIMIT = 16
 _BLOB_ALIGNMENT = 16
 
 
+class _LazyBlobs(dict):
+    """The builtin dialect's blob table (key -> hex text) where a value may
+    also be a numpy array, hex-encoded only when the printer reads it."""
+
+    def __getitem__(self, key: str) -> str:
+        value = super().__getitem__(key)
+        return _hex_blob(value) if not isinstance(value, str) else value
+
+    def get(self, key: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return self[key] if key in self else default
+
+    def raw(self, key: str) -> str | np.ndarray | None:
+        """The stored value as it is: hex text or an array."""
+        return super().get(key)
+
+
+def _hex_blob(array: np.ndarray) -> str:
+    """MLIR's blob text for `array`: 0x, the alignment, the data, as hex."""
+    header = _BLOB_ALIGNMENT.to_bytes(4, "little")
+    return "0x" + (header + array.tobytes()).hex().upper()
+
+
 def _blob_store() -> OpAsmDialectInterface:
     interface = Builtin.get_interface(OpAsmDialectInterface)
     assert interface is not None
+    # xDSL keeps blobs as hex text in `_blob_storage`; swap in the lazy table once
+    if not isinstance(interface._blob_storage, _LazyBlobs):  # pyright: ignore[reportPrivateUsage]
+        interface._blob_storage = _LazyBlobs(interface._blob_storage)  # pyright: ignore[reportPrivateUsage]
     return interface
+
+
+def _blobs() -> _LazyBlobs:
+    return _blob_store()._blob_storage  # type: ignore[return-value]  # pyright: ignore[reportPrivateUsage]
+
+
+def resource_keys() -> set[str]:
+    """Keys of every blob the store holds now."""
+    return set(_blobs())
+
+
+def release(keys: set[str]) -> None:
+    """Forget the blobs under `keys` (a module that references them can then
+    no longer be printed or compiled)."""
+    blobs = _blobs()
+    for key in keys:
+        blobs.pop(key, None)
 
 
 def resource_key(name: str) -> str:
@@ -38,24 +85,30 @@ def resource_key(name: str) -> str:
 
 
 def store_array(name: str, array: np.ndarray, tensor: TensorType) -> DenseResourceAttr:
-    """Put `array`'s bytes into the blob store under a key derived from
-    `name` (made unique) and return the attribute that references it."""
+    """Put `array` into the blob store under a key derived from `name` (made
+    unique) and return the attribute that references it. The store keeps the
+    array itself (no copy): the caller must not modify it afterwards."""
     import numpy as np
 
     store = _blob_store()
     key = store.declare_resource(resource_key(name))
-    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False)
-    header = _BLOB_ALIGNMENT.to_bytes(4, "little")
-    store.parse_resource(key, "0x" + (header + data.tobytes()).hex().upper())
+    data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).view()
+    data.flags.writeable = False
+    _blobs()[key] = data
     return DenseResourceAttr.from_params(key, tensor)
 
 
-def load_bytes(attr: DenseResourceAttr) -> bytes:
-    """The raw data bytes behind a `dense_resource` attribute."""
+def load_bytes(attr: DenseResourceAttr) -> bytes | memoryview:
+    """The raw data bytes behind a `dense_resource` attribute (a read-only
+    memoryview, without a copy, when the store holds the array)."""
+    import numpy as np
+
     from pyocc.errors import PyoccError
 
     key = attr.resource_handle.data
-    blob = _blob_store().lookup(key)
+    blob = _blobs().raw(key)
+    if blob is not None and not isinstance(blob, str):
+        return memoryview(blob.reshape(-1).view(np.uint8))
     if not blob:
         raise PyoccError(
             f"weight '{key}' has no data: the module references dense_resource<{key}> "

@@ -195,21 +195,31 @@ class _Importer:
 
     # -- step 1 ----------------------------------------------------------
     def check_ops(self) -> None:
-        opset = self.opset()
+        """Reject foreign domains, subgraphs, and ops pyocc cannot run. An
+        op pyocc lacks is fine when all its inputs are compile-time constants
+        (e.g. the Trilu that builds a causal mask): folding evaluates it."""
+        static = {t.name for t in self.model.graph.initializer}
         for node in self.model.graph.node:
             if node.domain not in ("", "ai.onnx"):
                 raise PyoccError(
                     f"node '{node.name or node.output[0]}' uses op {node.op_type} of domain "
                     f"'{node.domain}', which pyocc does not support (only the default ONNX domain)"
                 )
-            if node.op_type not in OP_BY_TYPE:
-                raise PyoccError(
-                    f"unsupported op {node.op_type} (node '{node.name or node.output[0]}', opset {opset}); "
-                    f"pyocc supports: {', '.join(sorted(OP_BY_TYPE))}"
-                )
+            foldable = node.op_type in ("Shape", "Size") or all(i in static for i in node.input if i)
+            if foldable:
+                static.update(o for o in node.output if o)
+            elif node.op_type not in OP_BY_TYPE:
+                self.reject_op(node)
             for attr in node.attribute:
                 if attr.type == attr.GRAPH or attr.type == attr.GRAPHS:
                     raise PyoccError(f"op {node.op_type} with a subgraph is not supported")
+
+    def reject_op(self, node: onnx.NodeProto) -> None:
+        """Raise the one-line error for an op pyocc has no lowering for."""
+        raise PyoccError(
+            f"unsupported op {node.op_type} (node '{node.name or node.output[0]}', opset {self.opset()}); "
+            f"pyocc supports: {', '.join(sorted(OP_BY_TYPE))}"
+        )
 
     def opset(self) -> int:
         for entry in self.model.opset_import:
@@ -295,9 +305,16 @@ class _Importer:
         from onnx import helper, numpy_helper
 
         graph = self.model.graph
+        # Shape inference needs the values of small constants (shapes, axes)
+        # only; large ones (weights) go in as typed inputs, so each round does
+        # not copy and serialise every weight again.
         initializers = [
-            numpy_helper.from_array(v, name) if not isinstance(v, Splat) else None
+            numpy_helper.from_array(v, name) if not isinstance(v, Splat) and v.size <= FOLD_LIMIT_ELEMENTS else None
             for name, v in self.consts.items()
+        ]
+        weight_inputs = [
+            helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), list(v.shape))
+            for name, v in self.consts.items() if not isinstance(v, Splat) and v.size > FOLD_LIMIT_ELEMENTS
         ]
         splat_nodes = [
             helper.make_node(
@@ -314,7 +331,7 @@ class _Importer:
         new_graph = helper.make_graph(
             splat_nodes + nodes,
             graph.name or "graph",
-            [i for i in graph.input if i.name not in init_names],
+            [i for i in graph.input if i.name not in init_names] + weight_inputs,
             list(graph.output),
             [t for t in initializers if t is not None] + shape_inits,
         )
@@ -405,6 +422,9 @@ class _Importer:
         self.check_ops()
         self.fix_input_shapes()
         self.fold_and_infer()
+        for node in self.nodes:
+            if node.op_type not in OP_BY_TYPE:  # constant inputs, but folding gave up
+                self.reject_op(node)
         graph = self.model.graph
         init_names = set(t.name for t in graph.initializer)
         inputs = [i for i in graph.input if i.name not in init_names]

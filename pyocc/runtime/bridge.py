@@ -53,12 +53,26 @@ def _view(address: int | None, spec: dict[str, Any]) -> np.ndarray:
     return np.frombuffer(memory, dtype=dtype).reshape(shape)
 
 
+def _slot_count(site: dict[str, Any]) -> int:
+    """How many pointers the generated code passes to a site: one per input
+    (absent optional ones included, variadic ones expanded) and output."""
+    inputs = sum(len(spec) if isinstance(spec, list) else 1 for spec in site["inputs"])
+    return inputs + len(site["outputs"])
+
+
 class KernelBridge:
     """The C callback of one model: site number -> host-kernel call.
 
     A Python exception cannot cross the C frames of the generated code, so
     the callback records the first one, skips every later site of that run,
     and `raise_pending()` re-raises it once `run` has returned.
+
+    Wrapping pointers as numpy arrays costs more than many small kernels, so
+    each site remembers the addresses of its last call and the arguments it
+    built from them; a call with the same addresses (the weights always, the
+    pool and the inputs usually) reuses them. An array over memory that was
+    freed is never used: it is reused only when the site gets exactly that
+    address again, which then holds the site's live buffer of the same shape.
     """
 
     def __init__(self, sites: list[dict[str, Any]]):
@@ -71,6 +85,9 @@ class KernelBridge:
             if kernel is None or not callable(kernel):
                 raise PyoccError(f"site {site['site']} ({site['op']}): no host kernel named '{site['kernel']}'")
             self.kernels.append(kernel)
+        self.slot_counts = [_slot_count(site) for site in sites]
+        # per site: (addresses, positional args, keyword args) of its last call
+        self._last: list[tuple[list[int | None], list[Any], dict[str, Any]] | None] = [None] * len(sites)
         self.error: BaseException | None = None
         self.error_site = -1
         # ctypes frees the trampoline with the CFUNCTYPE object: keep both alive
@@ -81,11 +98,16 @@ class KernelBridge:
         if self.error is not None:
             return
         try:
-            self._call(site, buffers)
+            addresses = buffers[:self.slot_counts[site]]
+            last = self._last[site]
+            if last is None or last[0] != addresses:
+                last = self._last[site] = (addresses, *self._arguments(site, addresses))
+            self.kernels[site](*last[1], **last[2])
         except BaseException as e:  # noqa: BLE001 - re-raised by raise_pending
             self.error, self.error_site = e, site
 
-    def _call(self, site_index: int, buffers: Any) -> None:
+    def _arguments(self, site_index: int, addresses: list[int | None]) -> tuple[list[Any], dict[str, Any]]:
+        """The kernel's positional and keyword arguments for these buffer addresses."""
         site = self.sites[site_index]
         slot = 0
         inputs: list[Any] = []
@@ -94,17 +116,17 @@ class KernelBridge:
                 inputs.append(None)
                 slot += 1
             elif isinstance(spec, list):
-                inputs.append([_view(buffers[slot + i], s) for i, s in enumerate(spec)])
+                inputs.append([_view(addresses[slot + i], s) for i, s in enumerate(spec)])
                 slot += len(spec)
             else:
-                inputs.append(_view(buffers[slot], spec))
+                inputs.append(_view(addresses[slot], spec))
                 slot += 1
-        outs = [_view(buffers[slot + i], s) for i, s in enumerate(site["outputs"])]
+        outs = [_view(addresses[slot + i], s) for i, s in enumerate(site["outputs"])]
         # trailing absent optionals are simply not passed (the kernel's default)
         while inputs and inputs[-1] is None:
             inputs.pop()
         destination = outs if site["out_keyword"] == "outs" else outs[0]
-        self.kernels[site_index](*inputs, **{site["out_keyword"]: destination}, **site["kwargs"])
+        return inputs, {site["out_keyword"]: destination, **site["kwargs"]}
 
     def raise_pending(self) -> None:
         """Re-raise the first kernel failure of the last run, naming the site."""

@@ -111,6 +111,20 @@ def test_shape_computations_fold_away() -> None:
     assert "tensor<2x12xf32>" in str(module)
 
 
+def test_op_without_lowering_folds_when_its_inputs_are_constant() -> None:
+    """Trilu has no dnn lowering, but a causal mask built by Trilu from a
+    constant folds away at import; on a run-time input it is rejected."""
+    ones = numpy_helper.from_array(np.ones((4, 4), dtype=np.float32), "ones")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 4])
+    folded = make_model([helper.make_node("Trilu", ["ones"], ["tril"], upper=0),
+                         helper.make_node("Mul", ["x", "tril"], ["y"])], [x], [y], [ones])
+    assert dict(op_counts(import_model(folded))) == {"Constant": 1, "Mul": 1}
+    runtime = make_model([helper.make_node("Trilu", ["x"], ["y"], upper=0)], [x], [y])
+    with pytest.raises(PyoccError, match="unsupported op Trilu"):
+        import_model(runtime)
+
+
 def _run_opt(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYOCC_OPT, *args], capture_output=True, text=True)
 

@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from pyocc.planning import Buffer, Problem, lower_bound, max_live, plan_memory, verify_plan
 from pyocc.planning.algorithms import HEURISTICS, lifetime_order, size_order
-from pyocc.planning.exact import solve_exact
 from pyocc.planning.placement import place_in_order
 from pyocc.planning.prepared import PreparedProblem
 
@@ -68,15 +67,15 @@ def test_auto_is_never_worse_than_any_fast_heuristic(problem: Problem) -> None:
 @SETTINGS
 @given(problems(max_buffers=12))
 def test_exact_when_finished_beats_every_heuristic(problem: Problem) -> None:
-    prep = PreparedProblem(problem)
-    offsets, finished = solve_exact(prep, time_budget_ms=50)
+    # One run decides both "finished" and the plan, so a loaded machine can
+    # only make the search stop early (optimal False), never make the two
+    # disagree.
     exact = plan_memory(problem, "exact", time_budget_ms=50)
     verify_plan(problem, exact)
-    assert prep.pool_size(offsets) >= lower_bound(problem)
-    if finished:
-        assert exact.optimal
+    assert exact.pool_size >= lower_bound(problem)
+    if exact.optimal:
         for algorithm in HEURISTICS:
-            assert prep.pool_size(offsets) <= plan_memory(problem, algorithm, time_budget_ms=5).pool_size
+            assert exact.pool_size <= plan_memory(problem, algorithm, time_budget_ms=5).pool_size
 
 
 @SETTINGS

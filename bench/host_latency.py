@@ -1,0 +1,299 @@
+"""End-to-end latency of pyocc's host code against onnxruntime, per light model.
+
+For each of the nine light models shipped with onnx (their ConstantOfShape
+weights replaced by seeded random ones, as the e2e numerics tests do, so
+that both sides do real work on real numbers) this prints:
+
+- compile: seconds from the ONNX ModelProto to a runnable native model
+  (``pyocc.compile``: import, passes, planning, llvm lowering, llvmlite JIT,
+  weight packing), in pool mode;
+- pyocc / ort: the median latency of ``Model.run`` and of
+  ``InferenceSession.run`` over ``--runs`` timed runs, both warmed first;
+- ratio = pyocc / ort, and the geometric mean of the ratios.
+
+Both sides use the same number of threads: ``--threads N`` (default 1) sets
+onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution)
+and pins numpy's BLAS to N threads, through OPENBLAS/OMP/MKL_NUM_THREADS set
+before numpy loads and, when threadpoolctl is installed, also through
+``threadpool_limits``. pyocc's non-BLAS numpy kernels are single-threaded.
+
+    python bench/host_latency.py                       # all nine, 1 thread
+    python bench/host_latency.py --models resnet50 squeezenet --runs 20
+    python bench/host_latency.py --threads 2 --markdown
+    python bench/host_latency.py --clock cpu           # steadier on a busy machine
+    python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
+
+On a machine shared with other work, wall-clock medians swing with the load;
+``--clock cpu`` times this process's CPU time instead (with one thread that
+is the latency on an idle core), and the two runtimes take turns run by run,
+so load bursts hit both alike. docs/performance.md has the measured tables.
+
+Importing pyocc's compiler stack (xDSL, llvmlite) is timed once, before
+the first compile, and printed under the table; compile times exclude it.
+Compile and run times use the same clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+LIGHT_MODELS = [
+    "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
+    "shufflenet", "squeezenet", "vgg19", "zfnet512",
+]
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=LIGHT_MODELS, choices=LIGHT_MODELS, metavar="MODEL",
+                        help=f"light models to run (default: all of {', '.join(LIGHT_MODELS)})")
+    parser.add_argument("--runs", type=int, default=10, help="timed runs per model and runtime (median reported)")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed runs before timing")
+    parser.add_argument("--threads", type=int, default=1, help="threads for BLAS and onnxruntime intra-op")
+    parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
+                        help="wall: elapsed time; cpu: this process's CPU time, steadier on a shared "
+                             "machine (meaningful with --threads 1 only)")
+    parser.add_argument("--memory", default="pool", choices=["pool", "lazy", "eager"], help="pyocc memory mode")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--profile", metavar="MODEL", choices=LIGHT_MODELS,
+                        help="instead of the table: cProfile pyocc's runs of MODEL and print per-kernel times")
+    return parser.parse_args()
+
+
+ARGS = _parse_args()
+# BLAS reads its thread count once, when numpy loads it: set it first.
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_variable] = str(ARGS.threads)
+# Measure the working tree this file belongs to, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+try:  # optional: enforce and report the BLAS thread count
+    from threadpoolctl import threadpool_info, threadpool_limits
+except ImportError:  # pragma: no cover - the environment variables suffice
+    threadpool_info = threadpool_limits = None
+
+
+def light_model_path(name: str) -> Path:
+    """Path of `light_<name>.onnx` inside the installed onnx package."""
+    return Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
+
+
+def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
+    """The light model with every ConstantOfShape output turned into a seeded
+    random initializer (variances kept positive so batch norm stays finite);
+    the same recipe as tests/e2e/test_light_models_numerics.py."""
+    model = onnx.load(str(light_model_path(name)))
+    rng = np.random.default_rng(seed)
+    inits = {t.name: t for t in model.graph.initializer}
+    nodes = []
+    for node in model.graph.node:
+        if node.op_type != "ConstantOfShape":
+            nodes.append(node)
+            continue
+        shape = [int(d) for d in numpy_helper.to_array(inits[node.input[0]])]
+        w = (rng.standard_normal(shape) * 0.1).astype(np.float32)
+        if "var" in node.output[0] or node.output[0].endswith("_riv_0"):
+            w = np.abs(w) + 0.5
+        model.graph.initializer.append(numpy_helper.from_array(w, node.output[0]))
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
+    """Seeded standard-normal float32 arrays for the graph's real inputs."""
+    rng = np.random.default_rng(seed)
+    init_names = {t.name for t in model.graph.initializer}
+    return {
+        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in model.graph.input if i.name not in init_names
+    }
+
+
+def ort_session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
+    """onnxruntime's CPU session on `threads` intra-op threads, sequential."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
+def median_seconds(runners: list[Callable[[], object]], runs: int, warmup: int) -> list[float]:
+    """Median time of each runner over `runs` calls, after `warmup` calls.
+
+    The runners take turns (one call each per round), so a burst of load on
+    a shared machine slows all of them alike instead of one of them."""
+    clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
+    for _ in range(warmup):
+        for run in runners:
+            run()
+    samples: list[list[float]] = [[] for _ in runners]
+    for _ in range(runs):
+        for run, times in zip(runners, samples):
+            start = clock()
+            run()
+            times.append(clock() - start)
+    return [statistics.median(times) for times in samples]
+
+
+@dataclass
+class Row:
+    """One model's measurements."""
+
+    model: str
+    compile_s: float
+    pyocc_ms: float
+    ort_ms: float
+    max_abs_err: float
+
+    @property
+    def ratio(self) -> float:
+        """pyocc latency / onnxruntime latency."""
+        return self.pyocc_ms / self.ort_ms
+
+
+def measure(name: str) -> Row:
+    """Compile, check and time one light model on both runtimes."""
+    import pyocc
+
+    model = with_random_weights(name)
+    inputs = random_inputs(model)
+    clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
+    start = clock()
+    compiled = pyocc.compile(model, memory=ARGS.memory)
+    compile_s = clock() - start
+    session = ort_session(model, ARGS.threads)
+    got = compiled.run(inputs)
+    want = session.run(None, inputs)
+    error = max(float(np.max(np.abs(g - w))) for g, w in zip(got.values(), want))
+    ours, theirs = median_seconds([lambda: compiled.run(inputs), lambda: session.run(None, inputs)],
+                                  ARGS.runs, ARGS.warmup)
+    return Row(name, compile_s, ours * 1e3, theirs * 1e3, error)
+
+
+def geomean(values: list[float]) -> float:
+    """Geometric mean of positive numbers."""
+    return float(np.exp(np.mean(np.log(values))))
+
+
+def print_table(rows: list[Row], import_s: float) -> None:
+    """The comparison table, plain or Markdown."""
+    header = ["model", "compile s", "pyocc ms", "ort ms", "ratio", "max abs err"]
+    cells = [[r.model, f"{r.compile_s:.2f}", f"{r.pyocc_ms:.2f}", f"{r.ort_ms:.2f}", f"{r.ratio:.2f}",
+              f"{r.max_abs_err:.1e}"] for r in rows]
+    footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", ""]
+    if ARGS.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
+        for line in cells + [footer]:
+            print("| " + " | ".join(line) + " |")
+    else:
+        widths = [max(len(c[i]) for c in [header, footer, *cells]) for i in range(len(header))]
+        for line in [header, *cells, footer]:
+            print("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths))))
+    print(f"\nimport of pyocc's compiler stack (xDSL, llvmlite), paid once: {import_s:.2f} s")
+
+
+def profile(name: str) -> None:
+    """cProfile `--runs` pyocc runs of one model; print the top functions and
+    the time per kernel (summed over its call sites)."""
+    import cProfile
+    import pstats
+
+    import pyocc
+
+    model = with_random_weights(name)
+    inputs = random_inputs(model)
+    compiled = pyocc.compile(model, memory=ARGS.memory)
+    for _ in range(ARGS.warmup):
+        compiled.run(inputs)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(ARGS.runs):
+        compiled.run(inputs)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
+
+    bridge = compiled.native._bridge
+    kernels = bridge.kernels
+    clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
+    per_kernel: dict[str, float] = {}
+    for index, kernel in enumerate(kernels):
+        call = _site_runner(bridge, index)
+        start = clock()
+        for _ in range(ARGS.runs):
+            call()
+        per_kernel[kernel.__name__] = per_kernel.get(kernel.__name__, 0.0) + (clock() - start)
+    total = sum(per_kernel.values())
+    print(f"per-kernel time (ms per run, kernels called on fresh arrays), total {total / ARGS.runs * 1e3:.2f} ms")
+    for kernel, seconds in sorted(per_kernel.items(), key=lambda kv: -kv[1]):
+        print(f"  {kernel:24s} {seconds / ARGS.runs * 1e3:9.2f}  {seconds / total:6.1%}")
+
+
+def _site_runner(bridge: object, index: int) -> Callable[[], None]:
+    """A call of site `index`'s kernel on arrays of ones of its shapes."""
+    site = bridge.sites[index]  # type: ignore[attr-defined]
+
+    def array(spec: dict) -> np.ndarray:
+        return np.ones(spec["shape"], dtype=spec["dtype"])
+
+    inputs = []
+    for spec in site["inputs"]:
+        if spec is None:
+            inputs.append(None)
+        elif isinstance(spec, list):
+            inputs.append([array(s) for s in spec])
+        else:
+            inputs.append(array(spec))
+    while inputs and inputs[-1] is None:
+        inputs.pop()
+    outs = [array(s) for s in site["outputs"]]
+    destination = outs if site["out_keyword"] == "outs" else outs[0]
+    kernel = bridge.kernels[index]  # type: ignore[attr-defined]
+    kwargs = {site["out_keyword"]: destination, **site["kwargs"]}
+    return lambda: kernel(*inputs, **kwargs)
+
+
+def main() -> None:
+    """Measure the chosen models and print the table."""
+    limiter = threadpool_limits(limits=ARGS.threads) if threadpool_limits is not None else None
+    blas = "env vars only (threadpoolctl not installed)"
+    if threadpool_info is not None:
+        blas = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info()) or "none found"
+    if ARGS.profile:
+        profile(ARGS.profile)
+        return
+    clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
+    start = clock()
+    import pyocc.api  # noqa: F401
+    import pyocc.lowering.convert_dnn_to_llvm  # noqa: F401
+    import pyocc.runtime.jit  # noqa: F401
+    import_s = clock() - start
+    print(f"threads: {ARGS.threads} (onnxruntime intra-op; BLAS: {blas}); memory {ARGS.memory}; "
+          f"{ARGS.clock} clock, median of {ARGS.runs} runs after {ARGS.warmup} warm-up; onnxruntime {ort.__version__}, "
+          f"numpy {np.__version__}, {os.cpu_count()} CPUs")
+    rows = []
+    for name in ARGS.models:
+        rows.append(measure(name))
+        print(f"  {name}: {rows[-1].ratio:.2f}x", file=sys.stderr, flush=True)
+    print_table(rows, import_s)
+    del limiter
+
+
+if __name__ == "__main__":
+    main()
