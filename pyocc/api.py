@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +91,19 @@ class MemoryReport:
         if self.fast_pool_traffic_bytes is None:
             return None
         return self.fast_pool_traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
+
+    def check_limit(self, limit_bytes: int | None) -> None:
+        """Raise PyoccError if the activation memory exceeds `limit_bytes`
+        (None: no limit); the message says what to try."""
+        if limit_bytes is None or self.activation_bytes <= limit_bytes:
+            return
+        hint = ("; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
+                else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
+                else "")
+        raise PyoccError(
+            f"{self.model} needs {self.activation_bytes:,} bytes of activation memory in {self.memory} mode, "
+            f"more than the limit of {limit_bytes:,} (lower bound {self.lower_bound_bytes:,}){hint}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
@@ -187,9 +199,9 @@ def lower(
         # lazy lifetimes even in eager mode
         buffer_liveness = analyze_function(next(op for op in module.walk() if isinstance(op, func.FuncOp)),
                                            from_first_use=True)
-        start = time.perf_counter()
-        run_passes(ctx, module, pool_passes(options))
-        plan_ms = (time.perf_counter() - start) * 1000
+        timings: dict[str, float] = {}
+        run_passes(ctx, module, pool_passes(options), timings)
+        plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))

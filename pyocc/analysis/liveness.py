@@ -20,11 +20,12 @@ never rewrites.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from pyocc.dialects.dnn import ops as d
 
@@ -141,7 +142,6 @@ def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liv
     lifetimes lazy allocation would)."""
     block = function.body.block
     ops = list(block.ops)
-    index = {op: i for i, op in enumerate(ops)}
     returned: set[SSAValue] = set()
     last_op = ops[-1] if ops else None
     if isinstance(last_op, func.ReturnOp):
@@ -153,32 +153,53 @@ def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liv
 
     buffers: dict[SSAValue, LiveBuffer] = {}
     first_use: dict[SSAValue, int] = {}
+    # Printing an element type goes through xDSL's printer: once per element
+    # type (cheap to hash, unlike shaped types, whose equality is deep).
+    element_facts: dict[Attribute, tuple[str, int]] = {}
 
     def record(value: SSAValue, kind: str, first: int, producer: str) -> None:
         t = value.type
         assert isinstance(t, TensorType | MemRefType)
+        element = t.get_element_type()
+        facts = element_facts.get(element)
+        if facts is None:
+            facts = element_facts[element] = (str(element), d.element_bytes(element))
+        dtype, element_size = facts
+        shape = tuple(t.get_shape())
         buffers[value] = LiveBuffer(
-            name=_name(value, len(buffers)), value=value, shape=tuple(t.get_shape()),
-            dtype=str(t.get_element_type()), bytes=_allocated_bytes(value), first=first, last=first,
+            name=_name(value, len(buffers)), value=value, shape=shape, dtype=dtype,
+            bytes=_allocated_bytes(value) if isinstance(value.owner, d.MallocOp) else math.prod(shape) * element_size,
+            first=first, last=first,
             kind=kind, producer=producer,
         )
 
     for arg in block.args:
         record(arg, "output" if arg in output_args else "input", 0, "")
-    for op in ops:
-        i = index[op]
-        if isinstance(op, d.WeightOp):
+    # isinstance on op classes is slow (ABC checks); ask once per op class.
+    # A dealloc or a view does not read its operand: it is not a use.
+    classes: dict[type, tuple[bool, bool, bool]] = {}
+    for i, op in enumerate(ops):
+        facts = classes.get(type(op))
+        if facts is None:
+            facts = classes[type(op)] = (
+                isinstance(op, d.WeightOp),
+                isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)),
+                isinstance(op, (d.DnnComputeOp, d.MallocOp, d.MemOffsetOp)),  # see buffer_values
+            )
+        is_weight, not_a_use, creates_buffers = facts
+        if is_weight:
             record(op.result, "weight", i, op.name)
-        for value in buffer_values(op):
-            record(value, "output" if value in returned else "intermediate", i, op.name)
+        if creates_buffers:
+            for value in buffer_values(op):
+                record(value, "output" if value in returned else "intermediate", i, op.name)
+        if not_a_use:
+            continue
         for operand in op.operands:
-            root = _root(operand)
-            if root in buffers:
-                b = buffers[root]
-                if not isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)):
-                    b.last = max(b.last, i)
-                    b.consumers.append(op.name)
-                    first_use.setdefault(root, i)
+            b = buffers.get(_root(operand))
+            if b is not None:
+                b.last = max(b.last, i)
+                b.consumers.append(op.name)
+                first_use.setdefault(b.value, i)
     if from_first_use:
         for value, i in first_use.items():
             buffers[value].first = i

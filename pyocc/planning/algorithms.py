@@ -105,11 +105,14 @@ def hill_climb_offsets(
         critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
         position = rng.choice(critical)
         if position > 0 and rng.random() < 0.5:
-            trial.insert(rng.randrange(position), trial.pop(position))
+            changed = rng.randrange(position)
+            trial.insert(changed, trial.pop(position))
         else:
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
-        placed = place_in_order(prep, trial)
+            changed = min(a, b)
+        # Buffers before the first changed position land where they were.
+        placed = place_in_order(prep, trial, keep=changed, kept=current)
         size = prep.pool_size(placed)
         if size <= top:
             order, current = trial, placed
@@ -224,10 +227,9 @@ def long_lived_first_offsets(prep: PreparedProblem) -> list[int]:
         first_rank[i], last_rank[i] = f, l
     sizes, aligns = prep.sizes, prep.aligns
 
-    # Layer 1: long buffers, then their per-step floor.
-    long_offsets = place_in_order(
-        prep, sorted(long_, key=sizes.__getitem__, reverse=True), engine="vector"
-    )
+    # Layer 1: long buffers, then their per-step floor. (The engine follows
+    # the conflict count: numpy masks only pay off on really big problems.)
+    long_offsets = place_in_order(prep, sorted(long_, key=sizes.__getitem__, reverse=True))
     floor_array = np.zeros(len(distinct_firsts), dtype=np.int64)
     for i in sorted(long_, key=lambda i: long_offsets[i] + sizes[i]):
         # Ascending ends: each assignment raises the floor where the buffer lives.

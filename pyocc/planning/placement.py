@@ -55,12 +55,17 @@ def choose_gap(busy: list[tuple[int, int]], size: int, alignment: int, best_fit:
     return round_up(running_end, alignment)
 
 
-def _place_graph(prep: PreparedProblem, order: Sequence[int], best_fit: bool) -> list[int]:
-    """Gap search over the conflict lists (see module docstring)."""
+def _place_graph(
+    prep: PreparedProblem, order: Sequence[int], best_fit: bool, keep: int = 0, kept: Sequence[int] = ()
+) -> list[int]:
+    """Gap search over the conflict lists (see module docstring); the first
+    ``keep`` buffers of ``order`` take their offsets from ``kept``."""
     adjacency = prep.adjacency()
     sizes, aligns = prep.sizes, prep.aligns
     offsets = [-1] * prep.n  # -1: not placed yet
-    for i in order:
+    for i in order[:keep]:
+        offsets[i] = kept[i]
+    for i in order[keep:]:
         busy = []
         for j in adjacency[i]:
             offset = offsets[j]
@@ -127,17 +132,24 @@ def place_in_order(
     *,
     best_fit: bool = False,
     engine: str | None = None,
+    keep: int = 0,
+    kept: Sequence[int] = (),
 ) -> list[int]:
     """Offsets (indexed like ``prep``) placing ``order``'s buffers one by one.
 
     Buffers not in ``order`` get offset 0 and are ignored while placing (so a
     caller can place a subset). ``engine`` is "graph", "vector" or None to
     choose by the number of conflicting pairs.
+
+    ``keep`` and ``kept``: a caller that changed only ``order[keep:]`` since
+    it placed ``order`` into ``kept`` passes both, and the first ``keep``
+    buffers keep their offsets (a buffer's place depends only on those
+    before it, so the result is the same; the graph engine then skips them).
     """
     if engine is None:
         engine = "graph" if prep.total_conflicts() <= GRAPH_PAIR_LIMIT else "vector"
     if engine == "graph":
-        return _place_graph(prep, order, best_fit)
+        return _place_graph(prep, order, best_fit, keep, kept)
     if engine == "vector":
         return _place_vector(prep, order, best_fit)
     raise ValueError(f"unknown placement engine {engine!r}")

@@ -9,6 +9,7 @@ once, on first use, and shared by every algorithm ``auto`` runs.
 from __future__ import annotations
 
 import heapq
+import operator
 
 import numpy as np
 
@@ -90,8 +91,7 @@ class PreparedProblem:
 
     def pool_size(self, offsets: list[int]) -> int:
         """max(offset + size) over all buffers, 0 when there are none."""
-        sizes = self.sizes
-        return max((offsets[i] + sizes[i] for i in range(self.n)), default=0)
+        return max(map(operator.add, offsets, self.sizes), default=0)
 
     def offsets_by_name(self, offsets: list[int]) -> dict[str, int]:
         """Index-ordered offsets as the name -> offset dict a ``Plan`` carries."""

@@ -193,12 +193,11 @@ class DnnMemoryPoolPass(ModulePass):
             return
         if self.alignment < 1:
             raise PassFailedException("dnn-memory-pool: alignment must be positive")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             liveness = analyze_function(function)
-            mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
-            if not mallocs:
-                continue
             problem = planning_problem(liveness, self.alignment)
+            if not problem.buffers:
+                continue
             try:
                 plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
             except PlanningError as e:
@@ -249,21 +248,40 @@ def rewrite_to_pool(function: func.FuncOp, names: list[str], plan, alignment: in
     )
     pool.pool.name_hint = "pool"
     block.insert_op_before(pool, block.first_op)
-    mallocs = [o for o in block.ops if isinstance(o, d.MallocOp)]
-    for malloc, name in zip(mallocs, names, strict=True):
-        view = d.MemOffsetOp.create(
-            operands=[pool.pool],
-            result_types=[malloc.result.type],
-            properties={"offset": IntegerAttr(plan.offsets[name], i64), "size": malloc.properties["size"]},
-        )
-        view.result.name_hint = malloc.result.name_hint
-        block.insert_op_before(view, malloc)
-        malloc.result.replace_all_uses_with(view.result)
-        malloc.detach()
-        malloc.erase()
-    for dealloc in [o for o in block.ops if isinstance(o, d.DeallocOp)]:
-        dealloc.detach()
-        dealloc.erase()
+    # Deallocs go first, so the mallocs' uses to move are fewer. Then each
+    # malloc becomes a mem_offset. This is the hot loop of the pass on big
+    # models, hence the shortcuts: equal offsets share one IntegerAttr, the
+    # malloc's location is reused (no lookup of the unknown location), and a
+    # replaced malloc is only detached: it has no operands to drop and no
+    # uses left to erase.
+    ops = list(block.ops)
+    for op in ops:
+        if isinstance(op, d.DeallocOp):
+            block.detach_op(op)
+            op.erase()
+    offset_attrs: dict[int, IntegerAttr] = {}
+    names_left = iter(names)
+    for op in ops:
+        if isinstance(op, d.MallocOp):
+            name = next(names_left, None)
+            if name is None:
+                raise ValueError("rewrite_to_pool: more mallocs than planned buffers")
+            offset = plan.offsets[name]
+            attr = offset_attrs.get(offset)
+            if attr is None:
+                attr = offset_attrs[offset] = IntegerAttr(offset, i64)
+            view = d.MemOffsetOp.create(
+                operands=[pool.pool],
+                result_types=[op.result.type],
+                properties={"offset": attr, "size": op.properties["size"]},
+                location=op.location,
+            )
+            view.result.name_hint = op.result.name_hint
+            block.insert_op_before(view, op)
+            op.result.replace_all_uses_with(view.result)
+            block.detach_op(op)
+    if next(names_left, None) is not None:
+        raise ValueError("rewrite_to_pool: fewer mallocs than planned buffers")
     release = d.PoolReleaseOp.create(operands=[pool.pool])
     block.insert_op_before(release, block.last_op)
     function.attributes["dnn.planner"] = StringAttr(plan.algorithm)

@@ -2,7 +2,7 @@
 
     pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-coalesce]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
-    pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json] [-o FILE]
+    pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json|svg|html] [--explain] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
     (run, compile and plan take --memory-pools "sram:size=1MiB,dram" [--pool-candidates "concat=dram"])
 
@@ -19,6 +19,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from pyocc.errors import PyoccError
 
@@ -35,12 +36,37 @@ def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a wrong option is one line (plus where to read more),
+    like every other user error of pyocc."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _size(text: str) -> int:
+    """A byte count like 8MiB, 512KiB or 1000 (argparse type)."""
+    from pyocc.planning import PlanningError
+    from pyocc.planning.pools import parse_size
+
+    try:
+        return parse_size(text)
+    except PlanningError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".pyocc-")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".pyocc-")
+    except OSError as e:
+        raise PyoccError(f"{path}: cannot write there ({e.strerror})") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give what open() would
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -58,6 +84,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "options size=, align=, targets=, ro)")
     p.add_argument("--pool-candidates", default=None, metavar="KIND=POOL[+POOL],...",
                    help="with --memory-pools: pools for the buffers each kind of op writes, e.g. 'concat=dram'")
+    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
+                   help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
@@ -72,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), coalesce=args.coalesce, sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+    model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -107,6 +136,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), coalesce=args.coalesce, memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates)
+    model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -115,10 +145,23 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
-    _, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                      coalesce=args.coalesce, memory_pools=args.memory_pools,
-                      pool_candidates=args.pool_candidates)
-    if args.liveness:
+    module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                           coalesce=args.coalesce, memory_pools=args.memory_pools,
+                           pool_candidates=args.pool_candidates)
+    report.check_limit(args.memory_limit)
+    if args.explain or args.format in ("svg", "html"):
+        from pyocc.report.timeline import build_timeline
+
+        timeline = build_timeline(module, report)
+    if args.explain:
+        from pyocc.report.explain import explain_peak
+
+        text = explain_peak(timeline) + "\n"
+    elif args.format in ("svg", "html"):
+        from pyocc.report.picture import render_html, render_svg
+
+        text = render_svg(timeline) if args.format == "svg" else render_html(timeline)
+    elif args.liveness:
         text = "\n".join(
             f"{b.name:30s} {'x'.join(map(str, b.shape)):>18s} {b.dtype:>5s} {b.bytes:>12,d} {b.first:>5d} {b.last:>5d}"
             for b in report.buffers) + "\n"
@@ -141,8 +184,8 @@ def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
-    parser = argparse.ArgumentParser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="compile and run a model on random or given inputs")
     _common(run)
     run.add_argument("--target", default="host", help="host (default)")
@@ -157,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
-    plan.add_argument("--format", choices=["text", "json"], default="text")
+    plan.add_argument("--format", choices=["text", "json", "svg", "html"], default="text",
+                      help="text or json report, or the plan as a picture (svg, or html with hover details)")
+    plan.add_argument("--explain", action="store_true",
+                      help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
     plan.add_argument("-o", "--output", help="write to this file")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)

@@ -89,6 +89,22 @@ def test_placement_engines_agree(problem: Problem) -> None:
             )
 
 
+@SETTINGS
+@given(problems(), st.randoms(use_true_random=False), st.integers(0, 30))
+def test_placing_a_changed_suffix_keeps_the_prefix(problem: Problem, rng, keep: int) -> None:
+    # Hill climb re-places only from the first changed position: the result
+    # must equal placing the whole new order from scratch.
+    prep = PreparedProblem(problem)
+    order = size_order(prep)
+    rng.shuffle(order)
+    before = place_in_order(prep, order, engine="graph")
+    keep = min(keep, len(order))
+    changed = order[:keep] + rng.sample(order[keep:], len(order) - keep)
+    assert place_in_order(prep, changed, keep=keep, kept=before, engine="graph") == place_in_order(
+        prep, changed, engine="graph"
+    )
+
+
 @settings(max_examples=50, deadline=None)
 @given(problems())
 def test_auto_on_the_large_problem_path(problem: Problem) -> None:

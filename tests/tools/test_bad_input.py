@@ -34,6 +34,12 @@ def relu(path: Path) -> None:
     save(path, [helper.make_node("Relu", ["x"], ["y"])])
 
 
+def relu_chain(path: Path) -> None:
+    """Two intermediates of 768 bytes each before the output."""
+    save(path, [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+                helper.make_node("Relu", ["b"], ["y"])])
+
+
 def unsupported_attribute(path: Path) -> None:
     save(path, [helper.make_node("Relu", ["x"], ["y"], foo=1)])
 
@@ -91,6 +97,13 @@ CASES = {
                                "input 'x' has shape [1, 3, 8, 9], the model takes [1, 3, 8, 8]"),
     "npz with a wrong dtype": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
                                npz(x=GOOD.astype(np.int64)), "input 'x' has dtype int64, the model takes float32"),
+    "model over --memory-limit": (relu_chain, ["pyocc", "run", "MODEL", "--memory", "eager", "--memory-limit", "1KiB",
+                                                "--save-outputs", "OUT"], None,
+                                  "needs 1,536 bytes of activation memory in eager mode, more than the limit of 1,024"),
+    "unreadable --memory-limit": (relu, ["pyocc", "plan", "MODEL", "--memory-limit", "lots", "-o", "OUT"], None,
+                                  "argument --memory-limit: size 'lots' must be a number of bytes"),
+    "command line option that does not exist": (relu, ["pyocc", "plan", "MODEL", "--colour", "red", "-o", "OUT"], None,
+                                                "unrecognized arguments: --colour red"),
     "pass option that does not exist": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-insert-memory-ops{colour=red}", "-o", "OUT"],
                                         None, "not found in expected arguments"),
     "pass option with a wrong value": (relu, ["pyocc-opt", "MODEL", "-p",

@@ -1,0 +1,186 @@
+"""A lowered function as plain data for pictures and explanations.
+
+The time axis is the index of *compute* ops (dnn ops that call a kernel):
+mallocs, views, deallocs and weights are bookkeeping, not time. A buffer is
+live from its producer to its last consumer (the lazy lifetime, whatever the
+memory mode). Its address is the planned offset in pool mode; in eager and
+lazy mode the allocator picks addresses at run time, so the timeline says
+how it drew them instead (see `Timeline.placement`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+    from xdsl.ir import Operation
+
+    from pyocc.api import MemoryReport
+
+
+@dataclass
+class OpBox:
+    """One compute op: its position on the time axis and what it touches."""
+
+    index: int
+    name: str
+    """The op name, with its `fn` when it has one: `dnn.unary(relu)`."""
+    produces: list[int] = field(default_factory=list)
+    """Ids of the intermediate buffers it writes."""
+    reads: list[int] = field(default_factory=list)
+    """Ids of the intermediate buffers it reads."""
+
+
+@dataclass
+class BufferBox:
+    """One intermediate buffer: a rectangle from `first` to `last` (op
+    indices, inclusive) and from `offset` to `offset + bytes`."""
+
+    id: int
+    name: str
+    bytes: int
+    offset: int
+    first: int
+    last: int
+    shape: list[int]
+    dtype: str
+    producer: int | None
+    """Index of the op that writes it (None if none does)."""
+    consumers: list[int]
+    """Indices of the ops that read it, in order."""
+
+
+@dataclass
+class Timeline:
+    """Everything a picture or an explanation needs, without IR."""
+
+    model: str
+    memory: str
+    planner: str | None
+    ops: list[OpBox]
+    buffers: list[BufferBox]
+    pool_bytes: int
+    """Activation bytes of the mode (pool size, lazy or eager peak)."""
+    lower_bound_bytes: int
+    naive_bytes: int
+    placement: str
+    """How `offset` was found: "planned" (pool mode: the real offsets),
+    "first-fit" (lazy: a first-fit allocator replayed, as malloc might do)
+    or "stacked" (eager: every buffer its own bytes, in allocation order)."""
+    pools: list[tuple[str, int, int]] = field(default_factory=list)
+    """With several named pools (`--memory-pools`): (name, base, size) of
+    each, stacked bottom to top in the order they are created; a buffer's
+    `offset` is then its pool's base plus its offset in the pool."""
+
+    def live_bytes(self) -> list[int]:
+        """Bytes of live buffers at each op index."""
+        delta = [0] * (len(self.ops) + 1)
+        for b in self.buffers:
+            delta[b.first] += b.bytes
+            delta[b.last + 1] -= b.bytes
+        live, running = [], 0
+        for d in delta[:-1]:
+            running += d
+            live.append(running)
+        return live
+
+    def peak(self) -> tuple[int, int]:
+        """(op index, bytes) of the first moment live bytes are highest."""
+        live = self.live_bytes()
+        if not live:
+            return 0, 0
+        top = max(live)
+        return live.index(top), top
+
+
+def _op_label(op: Operation) -> str:
+    """`dnn.conv`, or `dnn.unary(relu)` for ops with a function name."""
+    fn = op.properties.get("fn")
+    data = getattr(fn, "data", None)
+    return f"{op.name}({data})" if isinstance(data, str) else op.name
+
+
+def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
+    """The timeline of the (first) function of a lowered module, in the
+    memory mode of `report`, which also gives the numbers shown."""
+    from xdsl.dialects import func
+
+    from pyocc.analysis.liveness import analyze_function
+    from pyocc.dialects.dnn import ops as d
+
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    liveness = analyze_function(function)
+    intermediates = liveness.intermediates
+    buffer_id = {b.value: i for i, b in enumerate(intermediates)}
+    ops: list[OpBox] = []
+    for op in function.body.block.ops:
+        if not isinstance(op, d.DnnComputeOp):
+            continue
+        box = OpBox(len(ops), _op_label(op))
+        for value in op.destinations():
+            i = buffer_id.get(liveness.root_of(value))
+            if i is not None and i not in box.produces:
+                box.produces.append(i)
+        for value in op.read_values():
+            i = buffer_id.get(liveness.root_of(value))
+            if i is not None and i not in box.reads:
+                box.reads.append(i)
+        ops.append(box)
+    producer: dict[int, int] = {}
+    consumers: dict[int, list[int]] = {i: [] for i in range(len(intermediates))}
+    for box in ops:
+        for i in box.produces:
+            producer.setdefault(i, box.index)
+        for i in box.reads:
+            consumers[i].append(box.index)
+    # Several named pools are drawn one above the other.
+    pool_base: dict[object, int] = {}
+    pools: list[tuple[str, int, int]] = []
+    for op in function.body.block.ops:
+        if isinstance(op, d.PoolInitOp):
+            base = sum(size for _, _, size in pools)
+            pool_base[op.pool] = base
+            name = op.pool_name.data if op.pool_name is not None else "pool"
+            pools.append((name, base, op.size.value.data))
+    buffers = []
+    for i, b in enumerate(intermediates):
+        steps = [s for s in (producer.get(i), *consumers[i]) if s is not None] or [0]
+        owner = b.value.owner
+        buffers.append(BufferBox(
+            id=i, name=b.name, bytes=b.bytes,
+            offset=owner.offset.value.data + pool_base.get(owner.pool, 0) if isinstance(owner, d.MemOffsetOp) else 0,
+            first=min(steps), last=max(steps), shape=list(b.shape), dtype=b.dtype,
+            producer=producer.get(i), consumers=consumers[i],
+        ))
+    placement = {"pool": "planned", "lazy": "first-fit"}.get(report.memory, "stacked")
+    if placement == "first-fit":
+        _first_fit(buffers)
+    elif placement == "stacked":
+        _stack(buffers)
+    return Timeline(
+        model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
+        pool_bytes=report.activation_bytes, lower_bound_bytes=report.lower_bound_bytes,
+        naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
+    )
+
+
+def _first_fit(buffers: list[BufferBox]) -> None:
+    """Addresses a first-fit allocator would give (malloc at the producer,
+    free after the last consumer): Occamy's planner replays exactly that."""
+    from pyocc.planning import Buffer, Problem, plan_memory
+
+    problem = Problem([Buffer(f"b{b.id}", b.bytes, b.first, b.last) for b in buffers])
+    offsets = plan_memory(problem, "occamy-first-fit").offsets
+    for b in buffers:
+        b.offset = offsets[f"b{b.id}"]
+
+
+def _stack(buffers: list[BufferBox]) -> None:
+    """Eager: every buffer has its own bytes for the whole run, in order of
+    allocation (here: of production)."""
+    top = 0
+    for b in sorted(buffers, key=lambda b: (b.first, b.id)):
+        b.offset = top
+        top += b.bytes
