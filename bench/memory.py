@@ -5,7 +5,8 @@ the naive footprint (no reuse), the max-live lower bound, the pool size and
 planning time of every planner in ``pyocc.planning.ALGORITHMS``, and the plan
 ``auto`` (the default) chooses. Measured on the ops' given order, lazy
 lifetimes, before any fusion or coalescing (see ``baseline_options``), at
-alignment 64 and at alignment 1; then the buffers and auto's pool after
+alignment 64 and at alignment 1. Then, with dnn-reorder's order: the
+max-live bound and auto's pool, and the time dnn-reorder takes; the buffers and auto's pool after
 dnn-coalesce, next to the two peers of issue 6.
 
     python bench/memory.py                       # all models, both alignments
@@ -65,7 +66,7 @@ def baseline_options(alignment: int) -> Options:
     """The flow the goals are measured on: lazy lifetimes, the given op order,
     no fusion, no coalescing. A helper who adds a pass that is on by default
     turns it off here (and measures it on with ``ctx.lower(...)``)."""
-    return Options(memory="lazy", alignment=alignment, coalesce=False)
+    return Options(memory="lazy", alignment=alignment, fuse=False, reorder="given", coalesce=False)
 
 
 @dataclass
@@ -230,6 +231,66 @@ COLUMNS: list[Column] = [
     Column("auto vs bound", "text", _auto_gap),
 ]
 """The columns of the table, in order. Append to add one."""
+
+# Layer fusion (bench/fusion_ops.py): kernel launches without and with it,
+# onnxruntime's optimised node count, max-live and auto's pool with fusion.
+from bench.fusion_ops import memory_columns  # noqa: E402
+
+COLUMNS += memory_columns(Column)
+
+
+# ---------------------------------------------------------------- op order (dnn-reorder)
+
+
+def _reordered(ctx: ModelContext) -> Lowered:
+    """The model lowered with dnn-reorder's default strategy."""
+    return ctx.lower(reorder="auto")
+
+
+def _max_live_reordered(ctx: ModelContext) -> int:
+    """Max-live lower bound after dnn-reorder (compare with max-live: the
+    given order's)."""
+    from pyocc.planning import lower_bound
+
+    return lower_bound(_reordered(ctx).problem)
+
+
+def _auto_reordered(ctx: ModelContext) -> int | None:
+    """The pool auto plans for the reordered model."""
+    try:
+        return plan_memory(_reordered(ctx).problem, "auto", time_budget_ms=PLAN_BUDGET_MS).pool_size
+    except PlanningError:
+        return None
+
+
+def _reorder_cpu_ms(ctx: ModelContext) -> float:
+    """CPU milliseconds of dnn-reorder on the tensor-form model (fastest of
+    REPEATS, each on a fresh copy)."""
+    import time
+
+    from xdsl.context import Context
+
+    from pyocc.frontend.onnx_import import import_model
+    from pyocc.pipelines import run_passes
+    from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    tensor_form = import_model(ctx.path)
+    run_passes(Context(), tensor_form, [ConvertOnnxToDnnPass()])
+    times = []
+    for _ in range(REPEATS):
+        module = tensor_form.clone()
+        start = time.process_time()
+        DnnReorderPass().apply(Context(), module)
+        times.append((time.process_time() - start) * 1000)
+    return min(times)
+
+
+COLUMNS += [
+    Column("max-live reordered", "bytes", _max_live_reordered),
+    Column("auto reordered", "bytes", _auto_reordered),
+    Column("dnn-reorder CPU", "ms", _reorder_cpu_ms),
+]
 
 
 # issue 6, pool-mode activation bytes: (TVM Relax fused, onnxruntime

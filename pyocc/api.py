@@ -74,6 +74,12 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
+    lower_bound_given_order_bytes: int | None = None
+    """The max-live lower bound of the op order before dnn-reorder ran."""
+    reorder: str | None = None
+    """dnn-reorder's strategy; None when the given order was kept."""
+    reorder_ms: float = 0.0
+    """Milliseconds dnn-reorder took (not counting the IR verifier after it)."""
     pools: list[PoolReport] = field(default_factory=list)
     """Per named pool (only with `memory_pools`); the first is the fast one."""
     weight_bytes_by_pool: dict[str, int] = field(default_factory=dict)
@@ -122,6 +128,11 @@ class MemoryReport:
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
             f"lower bound      {mib(self.lower_bound_bytes)}",
+        ]
+        if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
+            lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
+                         f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
+        lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
             f"graph I/O        {mib(self.io_bytes)}",
@@ -155,18 +166,22 @@ def lower(
     shapes: Mapping[str, Sequence[int]] | None = None,
     alignment: int = 64,
     options: Options | None = None,
+    fuse: bool = True,
     coalesce: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
+    reorder: str = Options.reorder,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
-    mode; returns the module and its memory report. `coalesce=False` skips
-    dnn-coalesce. `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode only)
-    plans across named pools; `pool_candidates` ("concat=dram,conv=sram+dram")
-    restricts the pools of the buffers each kind of op writes.
+    mode; returns the module and its memory report. `fuse=False` skips layer
+    fusion (dnn-fuse), `coalesce=False` tensor coalescing (dnn-coalesce).
+    `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode only) plans across
+    named pools; `pool_candidates` ("concat=dram,conv=sram+dram") restricts
+    the pools of the buffers each kind of op writes. `reorder` is
+    dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX order).
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/coalesce/memory_pools."""
+    memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
@@ -177,9 +192,10 @@ def lower(
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, coalesce=coalesce,
-                          sanitize=sanitize, memory_pools=memory_pools or "",
-                          pool_candidates=pool_candidates or "")
+        options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
+                          sanitize=sanitize,
+                          memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
+                          reorder=reorder)
     memory = options.memory
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
@@ -191,7 +207,7 @@ def lower(
     module = import_model(model, shapes)
     ctx = Context()
     try:
-        run_passes(ctx, module, tensor_passes(options))
+        given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options))
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
@@ -243,11 +259,33 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
+        lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
+        reorder=None if given_bound is None else options.reorder,
+        reorder_ms=reorder_ms,
         activation_traffic_bytes=sum(b.traffic for b in buffers),
     )
     if options.memory_pools:
         _report_pools(report, function, options)
     return module, report
+
+
+def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
+    """Run the tensor stage; returns the lower bound of the order dnn-reorder
+    was given (None when it did not run) and the milliseconds it took."""
+    from xdsl.dialects import func
+
+    from pyocc.analysis.liveness import analyze_function
+    from pyocc.pipelines import run_passes
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    given_bound = None
+    timings: dict[str, float] = {}
+    for p in passes:
+        if isinstance(p, DnnReorderPass):
+            function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+            given_bound = analyze_function(function).lower_bound
+        run_passes(ctx, module, [p], timings)
+    return given_bound, timings.get(DnnReorderPass.name, 0.0)
 
 
 def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
@@ -323,19 +361,18 @@ def compile(  # noqa: A001 - the name users expect
     memory: str = "pool",
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
+    fuse: bool = True,
     coalesce: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
+    reorder: str = Options.reorder,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
-    `coalesce=False` turns tensor coalescing (dnn-coalesce) off.
+    `fuse=False` turns layer fusion off, `coalesce=False` tensor coalescing.
     `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
-    out-of-bounds writes stop the run with an error (for testing).
-    `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
-    host every pool is plain memory, allocated once per run.
-    `pool_candidates` ("concat=dram") restricts pools per kind of op."""
+    out-of-bounds writes stop the run with an error (for testing)."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     import weakref
@@ -344,8 +381,9 @@ def compile(  # noqa: A001 - the name users expect
     from pyocc.weights import release, resource_keys
 
     before = resource_keys()
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, coalesce=coalesce,
-                           sanitize=sanitize, memory_pools=memory_pools, pool_candidates=pool_candidates)
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
+                           sanitize=sanitize,
+                           memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder)
     compiled = Model(module, report, compile_module(module))
     # the weights now live in the model's packed pool; drop the store's blobs
     # (which may be hundreds of MB) once nothing can print the module any more

@@ -1,12 +1,12 @@
 """Named pipelines: one pass name that runs a whole Occamy flow.
 
-    occamy-eager   onnx -> dnn -> buffers, everything allocated at entry
+    occamy-eager   onnx -> dnn (fused) -> buffers, everything allocated at entry
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
 
 A flow has three stages, each a list of passes built from `Options`:
 
-    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors
+    tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
     buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
@@ -44,6 +44,12 @@ class Options:
     coalesce: bool = True
     """Run dnn-coalesce: in-place results, band views, concat elimination."""
 
+    fuse: bool = True
+    """Run dnn-fuse (layer fusion) on the tensor form."""
+
+    reorder: str = "auto"
+    """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
@@ -61,14 +67,28 @@ class Options:
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
     from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+    from pyocc.rewrites.dnn_fuse import DnnFusePass
 
-    return [ConvertOnnxToDnnPass()]
+    passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
+    if options.fuse:
+        passes.append(DnnFusePass())
+    passes += reorder_passes(options)
+    return passes
+
+
+def reorder_passes(options: Options) -> list[ModulePass]:
+    """dnn-reorder, last of the tensor rewrites (after fusion, which changes
+    the ops it orders); empty when the order is kept."""
+    from pyocc.rewrites.dnn_reorder import DnnReorderPass
+
+    if options.reorder == "given":
+        return []
+    return [DnnReorderPass(strategy=options.reorder)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
-
     from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
 
     mode = "eager" if options.memory == "eager" else "lazy"
@@ -117,22 +137,28 @@ def run_passes(
 
 @dataclass(frozen=True)
 class OccamyEagerPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=eager}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=eager}."""
 
     name = "occamy-eager"
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="eager")))
+        run_passes(ctx, op, all_passes(Options(memory="eager", fuse=self.fuse)))
 
 
 @dataclass(frozen=True)
 class OccamyLazyPipeline(ModulePass):
-    """convert-onnx-to-dnn, dnn-insert-memory-ops{mode=lazy}."""
+    """convert-onnx-to-dnn, dnn-fuse, dnn-insert-memory-ops{mode=lazy}."""
 
     name = "occamy-lazy"
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        run_passes(ctx, op, all_passes(Options(memory="lazy")))
+        run_passes(ctx, op, all_passes(Options(memory="lazy", fuse=self.fuse)))
 
 
 @dataclass(frozen=True)
@@ -150,9 +176,12 @@ class OccamyPoolPipeline(ModulePass):
     pools: str = ""
     """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""
 
+    fuse: bool = True
+    """Run dnn-fuse (false: measure the flow without layer fusion)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
-                                               memory_pools=self.pools)))
+                                               memory_pools=self.pools, fuse=self.fuse)))
 
 
 PIPELINES = {"eager": OccamyEagerPipeline, "lazy": OccamyLazyPipeline, "pool": OccamyPoolPipeline}

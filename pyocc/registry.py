@@ -43,10 +43,12 @@ def _lazy_pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
 
 PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "convert-onnx-to-dnn": _lazy_pass("pyocc.lowering.convert_onnx_to_dnn", "ConvertOnnxToDnnPass"),
+    "dnn-fuse": _lazy_pass("pyocc.rewrites.dnn_fuse", "DnnFusePass"),
     "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
     "dnn-verify-lifetimes": _lazy_pass("pyocc.analysis.verify_lifetimes", "DnnVerifyLifetimesPass"),
     "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
     "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
+    "dnn-reorder": _lazy_pass("pyocc.rewrites.dnn_reorder", "DnnReorderPass"),
     "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),

@@ -15,7 +15,7 @@ The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
 single place callers import them from.
 """
 
-from pyocc.runtime.kernels.conv import conv, conv_transpose
+from pyocc.runtime.kernels.conv import conv, conv_transpose, preact_conv
 from pyocc.runtime.kernels.elementwise import (
     ACTIVATIONS,
     binary,
@@ -27,6 +27,7 @@ from pyocc.runtime.kernels.elementwise import (
 )
 from pyocc.runtime.kernels.linalg import gemm, matmul
 from pyocc.runtime.kernels.normalization import (
+    attention_softmax,
     batch_norm,
     channel_affine,
     layer_norm,
@@ -56,6 +57,7 @@ from pyocc.runtime.kernels.tensor import (
 __all__ = [
     "ACTIVATIONS",
     "arg_max",
+    "attention_softmax",
     "arg_min",
     "average_pool",
     "batch_norm",
@@ -80,6 +82,7 @@ __all__ = [
     "matmul",
     "max_pool",
     "pad",
+    "preact_conv",
     "range",
     "reduce",
     "resize",

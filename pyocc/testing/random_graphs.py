@@ -305,7 +305,13 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "pool", "planner": "exact"},
     {"memory": "lazy", "sanitize": True},
     {"memory": "pool", "sanitize": True},
+    {"memory": "pool", "fuse": False},
+    {"memory": "lazy", "fuse": False, "sanitize": True},
+    {"memory": "pool", "reorder": "greedy", "sanitize": True},
+    {"memory": "lazy", "reorder": "given"},
 ]
 """The compiler settings a differential run covers (keyword arguments of
-pyocc.compile): every memory mode and every planner, and the sanitizer
-(dead buffers poisoned with NaN, guard bytes checked) on lazy and pool."""
+pyocc.compile): every memory mode and every planner (with fusion and
+dnn-reorder's default order, auto), fusion off, the sanitizer (dead buffers
+poisoned with NaN, guard bytes checked) on lazy and pool, and the other op
+orders."""

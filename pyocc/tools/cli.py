@@ -1,6 +1,6 @@
 """`pyocc`: compile, run and plan ONNX models.
 
-    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-coalesce]
+    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-fuse] [--no-coalesce]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
     pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json|svg|html] [--explain] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
@@ -79,6 +79,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
     p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--reorder", default="auto", metavar="STRATEGY",
+                   help="op order: auto (default), exact, greedy, or given (keep the model's)")
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
                    help="named pools tried in order, e.g. 'sram:size=1MiB,dram' (pool mode; "
                         "options size=, align=, targets=, ro)")
@@ -88,6 +90,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
+    p.add_argument("--no-fuse", dest="fuse", action="store_false",
+                   help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
                    help="turn tensor coalescing (dnn-coalesce) off")
 
@@ -98,8 +102,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), coalesce=args.coalesce, sanitize=args.sanitize,
-                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates)
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          sanitize=args.sanitize,
+                          memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
+                          reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
@@ -134,8 +140,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), coalesce=args.coalesce, memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates)
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          memory_pools=args.memory_pools,
+                          pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
@@ -146,8 +153,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                           coalesce=args.coalesce, memory_pools=args.memory_pools,
-                           pool_candidates=args.pool_candidates)
+                           fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
+                           pool_candidates=args.pool_candidates,
+                           reorder=args.reorder)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline

@@ -91,6 +91,8 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     for value, want in zip(got.values(), expected):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
+    # Compiled with the default dnn-reorder: never above the given order.
+    assert report.lower_bound_bytes <= report.lower_bound_given_order_bytes
     if memory == "pool":
         assert report.allocator_calls_per_run == 1
         assert report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)

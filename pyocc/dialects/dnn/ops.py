@@ -192,6 +192,72 @@ class ConvOp(DnnComputeOp):
     alpha = _float()
     beta = _float()
 
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_fused_conv(self)
+
+
+@irdl_op_definition
+class PreActConvOp(DnnComputeOp):
+    """Convolution of a pre-activated input (dnn-fuse's DenseNet rule):
+    out = act(conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual).
+
+    The per-channel affine and `pre_activation` (none or relu) are applied
+    inside the kernel, so the pre-activated tensor is never a buffer."""
+
+    name = "dnn.preact_conv"
+    x = operand_def(TensorOrBuffer)
+    pre_scale = operand_def(TensorOrBuffer)
+    pre_shift = operand_def(TensorOrBuffer)
+    w = operand_def(TensorOrBuffer)
+    bias = opt_operand_def(TensorOrBuffer)
+    residual = opt_operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(Pure())
+    pre_activation = _str()
+    strides = _ints()
+    pads = _ints()
+    dilations = _ints()
+    group = _int()
+    activation = _str()
+    alpha = _float()
+    beta = _float()
+
+    def verify_(self) -> None:
+        super().verify_()
+        _verify_fused_conv(self)
+        channels = self.x.type.get_shape()[1]
+        for operand in (self.pre_scale, self.pre_shift):
+            if list(operand.type.get_shape()) != [channels]:
+                raise VerifyException(
+                    f"{self.name}: pre_scale and pre_shift must be vectors of the input's {channels} channels, "
+                    f"got {operand.type}"
+                )
+        if self.pre_activation is not None and self.pre_activation.data != "relu":
+            raise VerifyException(f"{self.name}: pre_activation must be relu or absent, got {self.pre_activation.data!r}")
+
+
+#: activations a kernel can fuse onto its result (host_kernels.ACTIVATIONS)
+FUSED_ACTIVATIONS: frozenset[str] = frozenset(
+    {"relu", "leaky_relu", "clip", "sigmoid", "tanh", "hard_swish", "hard_sigmoid"}
+)
+
+
+def _verify_fused_conv(op: ConvOp | PreActConvOp) -> None:
+    """The fused parts of a convolution: a known activation, a residual of
+    the output's shape, a bias of one value per output channel."""
+    if op.activation is not None and op.activation.data not in FUSED_ACTIVATIONS:
+        raise VerifyException(
+            f"{op.name}: activation {op.activation.data!r} cannot be fused; expected one of {sorted(FUSED_ACTIVATIONS)}"
+        )
+    out_type = op.results[0].type if op.results else op.out.type  # type: ignore[union-attr]
+    out_shape = list(out_type.get_shape())
+    if op.residual is not None and list(op.residual.type.get_shape()) != out_shape:
+        raise VerifyException(f"{op.name}: the residual {op.residual.type} must have the output's shape {out_shape}")
+    if op.bias is not None and list(op.bias.type.get_shape()) != out_shape[1:2]:
+        raise VerifyException(f"{op.name}: the bias {op.bias.type} must hold one value per output channel")
+
 
 @irdl_op_definition
 class ConvTransposeOp(DnnComputeOp):
@@ -258,6 +324,14 @@ class GemmOp(DnnComputeOp):
     activation_alpha = _float()
     activation_beta = _float()
 
+    def verify_(self) -> None:
+        super().verify_()
+        if self.activation is not None and self.activation.data not in FUSED_ACTIVATIONS:
+            raise VerifyException(
+                f"{self.name}: activation {self.activation.data!r} cannot be fused; "
+                f"expected one of {sorted(FUSED_ACTIVATIONS)}"
+            )
+
 
 @irdl_op_definition
 class MatMulOp(DnnComputeOp):
@@ -285,8 +359,9 @@ class UnaryOp(UnaryKernelOp):
 
 @irdl_op_definition
 class BinaryOp(DnnComputeOp):
-    """Elementwise f(a, b) with broadcasting. Safe in place when `out` has an
-    operand's shape."""
+    """Elementwise act(f(a, b)) with broadcasting; the fused activation
+    (dnn-fuse) is optional and only for arithmetic fns. Safe in place when
+    `out` has an operand's shape."""
 
     name = "dnn.binary"
     a = operand_def(TensorOrBuffer)
@@ -296,6 +371,24 @@ class BinaryOp(DnnComputeOp):
     traits = traits_def(Pure())
     fn = prop_def(StringAttr)
     fmod = _int()
+    activation = _str()
+    alpha = _float()
+    beta = _float()
+
+    #: fns whose result an activation may follow inside the kernel
+    ARITHMETIC: ClassVar[frozenset[str]] = frozenset({"add", "sub", "mul", "div", "max", "min"})
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.activation is None:
+            return
+        if self.activation.data not in FUSED_ACTIVATIONS:
+            raise VerifyException(
+                f"{self.name}: activation {self.activation.data!r} cannot be fused; "
+                f"expected one of {sorted(FUSED_ACTIVATIONS)}"
+            )
+        if self.fn.data not in self.ARITHMETIC:
+            raise VerifyException(f"{self.name}: only {sorted(self.ARITHMETIC)} take a fused activation, not {self.fn.data!r}")
 
 
 @irdl_op_definition
@@ -370,6 +463,22 @@ class BatchNormOp(DnnComputeOp):
 class SoftmaxOp(UnaryKernelOp):
     name = "dnn.softmax"
     axis = _int()
+
+
+@irdl_op_definition
+class AttentionSoftmaxOp(DnnComputeOp):
+    """Attention scores in one kernel (dnn-fuse's transformer rule):
+    out = softmax(scale * (a @ b) + mask) along the last axis; `mask`, when
+    given, broadcasts to the scores. `out` must not overlap `a` or `b`."""
+
+    name = "dnn.attention_softmax"
+    a = operand_def(TensorOrBuffer)
+    b = operand_def(TensorOrBuffer)
+    mask = opt_operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(Pure())
+    scale = _float()
 
 
 @irdl_op_definition
@@ -753,9 +862,9 @@ class SanitizeOp(DnnComputeOp):
 
 
 COMPUTE_OPS = [
-    ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
+    ConvOp, PreActConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp, GlobalMaxPoolOp,
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
-    BatchNormOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
+    BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
     SanitizeOp,
 ]

@@ -1,9 +1,10 @@
-"""Convolution host kernels: conv (with fused bias, residual and activation)
-and conv_transpose, for any number of spatial dims.
+"""Convolution host kernels: conv (with fused bias, residual and activation),
+preact_conv (conv of a per-channel affine + relu of its input, DenseNet's
+pre-activation) and conv_transpose, for any number of spatial dims.
 
 ``out`` must not overlap any input, except that conv's ``residual`` may be
 ``out`` itself (dnn-coalesce writes a residual convolution over its dying
-residual operand).
+residual operand); preact_conv allows the same.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 from pyocc.runtime.kernels._window import Window
 from pyocc.runtime.kernels.elementwise import apply_activation
 
-__all__ = ["conv", "conv_transpose"]
+__all__ = ["conv", "conv_transpose", "preact_conv"]
 
 
 def _bias_shape(spatial_rank: int) -> tuple[int, ...]:
@@ -76,14 +77,103 @@ def conv(
     else:
         _conv_im2col(x, w, target, window, group)
 
-    spatial_rank = len(out_spatial)
+    _epilogue(target, out, bias, residual, activation, alpha, beta)
+
+
+def _epilogue(
+    target: np.ndarray,
+    out: np.ndarray,
+    bias: np.ndarray | None,
+    residual: np.ndarray | None,
+    activation: str | None,
+    alpha: float | None,
+    beta: float | None,
+) -> None:
+    """The fused tail of a convolution, in place on ``target``: ``+ bias``,
+    ``+ residual``, the activation; then ``target`` into ``out`` if it was a
+    staging buffer."""
     if bias is not None:
-        target += bias.reshape(_bias_shape(spatial_rank))
+        target += bias.reshape(_bias_shape(target.ndim - 2))
     if residual is not None:
         target += residual
     apply_activation(target, activation, alpha, beta)
     if target is not out:
         np.copyto(out, target)
+
+
+def preact_conv(
+    x: np.ndarray,
+    pre_scale: np.ndarray,
+    pre_shift: np.ndarray,
+    w: np.ndarray,
+    bias: np.ndarray | None = None,
+    residual: np.ndarray | None = None,
+    *,
+    out: np.ndarray,
+    pre_activation: str | None = None,
+    strides: Sequence[int] | None = None,
+    pads: Sequence[int] | None = None,
+    dilations: Sequence[int] | None = None,
+    group: int = 1,
+    activation: str | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+) -> None:
+    """``conv(pre_act(x * pre_scale[c] + pre_shift[c]), w, bias, residual)``
+    with ``pre_act`` None or relu, then the fused activation (see ``conv``).
+
+    The pre-activated input is computed into kernel scratch before padding,
+    so padded positions stay zero as ONNX requires; it is never a buffer of
+    the memory plan. A pointwise conv (DenseNet's bottlenecks and
+    transitions, the convs that read the big concatenations) runs as a sum
+    over blocks of input channels, so its scratch is one block
+    (``PREACT_BLOCK`` channels), not a copy of the input.
+    """
+    window = Window.from_onnx(w.shape[2:], strides, pads, dilations)
+    if group == 1 and _is_pointwise(window) and x.shape[2:] == out.shape[2:]:
+        in_place = residual is not None and np.shares_memory(out, residual)  # as in conv
+        target = out if out.flags.c_contiguous and not in_place else np.empty(out.shape, dtype=out.dtype)
+        _pointwise_preact(x, pre_scale, pre_shift, w, target, pre_activation)
+        _epilogue(target, out, bias, residual, activation, alpha, beta)
+        return
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    activated = x * pre_scale.reshape(shape).astype(x.dtype, copy=False)
+    activated += pre_shift.reshape(shape).astype(x.dtype, copy=False)
+    apply_activation(activated, pre_activation)
+    conv(activated, w, bias, residual, out=out, strides=strides, pads=pads, dilations=dilations,
+         group=group, activation=activation, alpha=alpha, beta=beta)
+
+
+#: input channels pre-activated at a time by a pointwise preact_conv
+PREACT_BLOCK = 64
+
+
+def _pointwise_preact(
+    x: np.ndarray, scale: np.ndarray, shift: np.ndarray, w: np.ndarray, out: np.ndarray, activation: str | None
+) -> None:
+    """out = W @ act(x * scale + shift) for a 1x1 stride-1 conv, one block of
+    input channels at a time: out = sum over blocks of W[:, block] @ act(x[block])."""
+    batch, channels = x.shape[:2]
+    positions = int(np.prod(x.shape[2:]))
+    weights = w.reshape(w.shape[0], channels)
+    rows = np.ascontiguousarray(x).reshape(batch, channels, positions)
+    scale = scale.reshape(-1, 1).astype(x.dtype, copy=False)
+    shift = shift.reshape(-1, 1).astype(x.dtype, copy=False)
+    block = np.empty((min(PREACT_BLOCK, channels), positions), dtype=x.dtype)
+    partial = np.empty((w.shape[0], positions), dtype=out.dtype)
+    for image in range(batch):
+        result = out[image].reshape(w.shape[0], positions)
+        for start in range(0, channels, PREACT_BLOCK):
+            stop = min(start + PREACT_BLOCK, channels)
+            activated = block[: stop - start]
+            np.multiply(rows[image, start:stop], scale[start:stop], out=activated)
+            activated += shift[start:stop]
+            apply_activation(activated, activation)
+            if start == 0:
+                np.matmul(weights[:, start:stop], activated, out=result)
+            else:
+                np.matmul(weights[:, start:stop], activated, out=partial)
+                result += partial
 
 
 def _is_pointwise(window: Window) -> bool:

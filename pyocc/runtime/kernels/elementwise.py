@@ -283,8 +283,19 @@ def _divide(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
             np.divide(a, b, out=out)
 
 
-def binary(a: np.ndarray, b: np.ndarray, *, out: np.ndarray, fn: str, fmod: int = 0) -> None:
-    """Compute ``out = fn(a, b)`` with numpy (= ONNX multidirectional) broadcasting.
+def binary(
+    a: np.ndarray,
+    b: np.ndarray,
+    *,
+    out: np.ndarray,
+    fn: str,
+    fmod: int = 0,
+    activation: str | None = None,
+    alpha: float | None = None,
+    beta: float | None = None,
+) -> None:
+    """Compute ``out = fn(a, b)`` with numpy (= ONNX multidirectional) broadcasting,
+    then an optional fused activation on ``out`` (see ``apply_activation``).
 
     ``fn`` is one of add, sub, mul, div, pow, max, min, equal, less, greater,
     less_or_equal, greater_or_equal, and, or, xor, mod. Comparisons and logical
@@ -309,6 +320,7 @@ def binary(a: np.ndarray, b: np.ndarray, *, out: np.ndarray, fn: str, fmod: int 
     else:
         known = sorted([*_BINARY_UFUNCS, "div", "pow", "mod"])
         raise ValueError(f"binary: unknown fn {fn!r}; expected one of {known}")
+    apply_activation(out, activation, alpha, beta)
 
 
 _VARIADIC_UFUNCS: dict[str, np.ufunc] = {

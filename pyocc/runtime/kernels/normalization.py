@@ -1,5 +1,6 @@
 """Normalisation host kernels: per-channel affine (folded BatchNormalization),
-batch_norm, softmax, log_softmax, layer_norm and LRN.
+batch_norm, softmax, attention_softmax (fused scaled, masked scores),
+log_softmax, layer_norm and LRN.
 
 channel_affine, batch_norm, softmax, log_softmax and layer_norm may write in
 place (``out`` is ``x``): each reads x only in its first step, which writes
@@ -12,7 +13,7 @@ import numpy as np
 
 from pyocc.runtime.kernels.elementwise import apply_activation
 
-__all__ = ["batch_norm", "channel_affine", "layer_norm", "log_softmax", "lrn", "softmax"]
+__all__ = ["attention_softmax", "batch_norm", "channel_affine", "layer_norm", "log_softmax", "lrn", "softmax"]
 
 
 def _per_channel(vector: np.ndarray, ndim: int, axis: int, dtype: np.dtype) -> np.ndarray:
@@ -63,6 +64,25 @@ def softmax(x: np.ndarray, *, out: np.ndarray, axis: int = -1) -> None:
     np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
     np.exp(out, out=out)
     out /= np.sum(out, axis=axis, keepdims=True)
+
+
+def attention_softmax(
+    a: np.ndarray,
+    b: np.ndarray,
+    mask: np.ndarray | None = None,
+    *,
+    out: np.ndarray,
+    scale: float = 1.0,
+) -> None:
+    """Attention scores ``softmax(scale * (a @ b) + mask)`` along the last
+    axis, in one call: the product, the scaled and the masked scores are
+    never separate tensors. ``out`` must not overlap ``a`` or ``b``."""
+    np.matmul(a, b, out=out)
+    if scale != 1.0:
+        out *= np.asarray(scale, dtype=out.dtype)
+    if mask is not None:
+        out += mask
+    softmax(out, out=out, axis=-1)
 
 
 def log_softmax(x: np.ndarray, *, out: np.ndarray, axis: int = -1) -> None:

@@ -1,0 +1,107 @@
+// RUN: pyocc-opt %s -p "dnn-reorder" | filecheck %s
+// RUN: pyocc-opt %s -p "dnn-print-liveness" | filecheck %s --check-prefix=BEFORE
+// RUN: pyocc-opt %s -p "dnn-reorder{strategy=exact},dnn-print-liveness" | filecheck %s --check-prefix=AFTER
+// RUN: pyocc-opt %s -p "dnn-reorder{strategy=greedy},dnn-print-liveness" | filecheck %s --check-prefix=AFTER
+// RUN: pyocc-opt %s -p "dnn-reorder{strategy=given}" | filecheck %s --check-prefix=GIVEN
+// RUN: pyocc-opt %s -p "dnn-reorder{in_place=true}" | filecheck %s --check-prefix=INPLACE
+// RUN: not pyocc-opt %s -p "dnn-reorder{strategy=magic}" 2>&1 | filecheck %s --check-prefix=BAD
+// RUN: not pyocc-opt %s -p "dnn-insert-memory-ops,dnn-reorder" 2>&1 | filecheck %s --check-prefix=BUFFERS
+
+// Two branches, each a 4096-byte map reduced to 16 bytes. The given order
+// runs both maps first: 4096 + 4096 + 16 = 8208 bytes live at the first
+// pooling. Finishing one branch before starting the other keeps one map at
+// a time: the peak is 16 + 4096 + 16 = 4128 bytes (at the second pooling).
+// Either branch may go first; the weight moves to just before its user.
+// BEFORE-LABEL: liveness of @two_branches
+// BEFORE: max-live lower bound: 8208 bytes
+// AFTER-LABEL: liveness of @two_branches
+// AFTER: max-live lower bound: 4128 bytes
+// CHECK-LABEL: func.func @two_branches
+// CHECK-NEXT: %[[M1:.*]] = "dnn.unary"(%x)
+// CHECK-NEXT: %[[R1:.*]] = "dnn.global_average_pool"(%[[M1]])
+// CHECK-NEXT: %[[M2:.*]] = "dnn.unary"(%x)
+// CHECK-NEXT: %[[R2:.*]] = "dnn.global_average_pool"(%[[M2]])
+// CHECK-NEXT: %s = "dnn.binary"(%a2, %c2)
+// CHECK-NEXT: %w = "dnn.weight"()
+// CHECK-NEXT: %t = "dnn.binary"(%s, %w)
+// CHECK-NEXT: func.return %t
+// GIVEN-LABEL: func.func @two_branches
+// GIVEN-NEXT: %w = "dnn.weight"()
+// GIVEN-NEXT: %a1 = "dnn.unary"(%x)
+// GIVEN-NEXT: %c1 = "dnn.unary"(%x)
+// GIVEN-NEXT: %a2 = "dnn.global_average_pool"(%a1)
+// GIVEN-NEXT: %c2 = "dnn.global_average_pool"(%c1)
+// BAD: dnn-reorder: unknown strategy 'magic'
+// BUFFERS: dnn-reorder: @two_branches is in buffer form; reorder before dnn-insert-memory-ops
+func.func @two_branches(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
+  %w = "dnn.weight"() <{splat = dense<5.000000e-01> : tensor<1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %c1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %a2 = "dnn.global_average_pool"(%a1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %c2 = "dnn.global_average_pool"(%c1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %s = "dnn.binary"(%a2, %c2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %t = "dnn.binary"(%s, %w) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  func.return %t : tensor<1x4x1x1xf32>
+}
+
+// A view moves with its user: the branch whose result is read through a
+// view is still finished before the other starts (peak 4128 bytes again).
+// AFTER-LABEL: liveness of @view_branch
+// AFTER: max-live lower bound: 4128 bytes
+// CHECK-LABEL: func.func @view_branch
+// CHECK: "dnn.global_average_pool"
+// CHECK-NEXT: "dnn.unary"(%x)
+// CHECK: %v = "dnn.view"(%b2)
+// CHECK-NEXT: %s = "dnn.binary"(%v, %a2)
+func.func @view_branch(%x: tensor<1x4x16x16xf32>) -> tensor<4xf32> {
+  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %b1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %a1v = "dnn.view"(%a1) : (tensor<1x4x16x16xf32>) -> tensor<1x4x256xf32>
+  %a2 = "dnn.reduce"(%a1v) <{fn = "mean", axes = array<i64: 2>, keepdims = 0 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x256xf32>) -> tensor<1x4xf32>
+  %b2 = "dnn.global_average_pool"(%b1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %v = "dnn.view"(%b2) : (tensor<1x4x1x1xf32>) -> tensor<1x4xf32>
+  %s = "dnn.binary"(%v, %a2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %r = "dnn.view"(%s) : (tensor<1x4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// Negative: a chain has one order; the body is left exactly as it was
+// (the weight stays at the top).
+// BEFORE-LABEL: liveness of @chain
+// BEFORE: max-live lower bound: 8192 bytes
+// AFTER-LABEL: liveness of @chain
+// AFTER: max-live lower bound: 8192 bytes
+// CHECK-LABEL: func.func @chain
+// CHECK-NEXT: %w = "dnn.weight"()
+// CHECK-NEXT: %a = "dnn.unary"(%x)
+// CHECK-NEXT: %b = "dnn.binary"(%a, %w)
+// CHECK-NEXT: %c = "dnn.unary"(%b)
+// CHECK-NEXT: func.return %c
+func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %w = "dnn.weight"() <{splat = dense<2.000000e+00> : tensor<1xf32>}> : () -> tensor<1024xf32>
+  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %b = "dnn.binary"(%a, %w) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  func.return %c : tensor<1024xf32>
+}
+
+// With in-place writes modelled, the pooling of %x runs first so that the
+// relu is %x's last reader and may write over it: at most one 4096-byte map
+// is live. Without them no order beats the given one, which is kept.
+// CHECK-LABEL: func.func @in_place_last_reader
+// CHECK-NEXT: %x = "dnn.unary"(%arg)
+// CHECK-NEXT: %r = "dnn.unary"(%x)
+// CHECK-NEXT: %m = "dnn.global_average_pool"(%x)
+// INPLACE-LABEL: func.func @in_place_last_reader
+// INPLACE-NEXT: %x = "dnn.unary"(%arg)
+// INPLACE-NEXT: %m = "dnn.global_average_pool"(%x)
+// INPLACE-NEXT: %r = "dnn.unary"(%x)
+// INPLACE-NEXT: %g = "dnn.global_average_pool"(%r)
+func.func @in_place_last_reader(%arg: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
+  %x = "dnn.unary"(%arg) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %r = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %m = "dnn.global_average_pool"(%x) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %g = "dnn.global_average_pool"(%r) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %s = "dnn.binary"(%m, %g) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  func.return %s : tensor<1x4x1x1xf32>
+}

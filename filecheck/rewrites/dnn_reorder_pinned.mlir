@@ -1,0 +1,38 @@
+// RUN: pyocc-opt %s -p "dnn-reorder" | filecheck %s
+// RUN: pyocc-opt %s -p "dnn-reorder{strategy=exact}" | filecheck %s
+
+// Negative: an op that is not a dnn op (here a call, which may have side
+// effects) keeps its place among all others, so the maps stay before it and
+// the poolings after it; no better order is left and the body is kept.
+// CHECK-LABEL: func.func @pinned_by_a_call
+// CHECK-NEXT: %a1 = "dnn.unary"(%x)
+// CHECK-NEXT: %c1 = "dnn.unary"(%x)
+// CHECK-NEXT: func.call @observe(%a1)
+// CHECK-NEXT: %a2 = "dnn.global_average_pool"(%a1)
+// CHECK-NEXT: %c2 = "dnn.global_average_pool"(%c1)
+
+// Without the call the same body is reordered (one branch at a time).
+// CHECK-LABEL: func.func @not_pinned
+// CHECK-NEXT: %[[M1:.*]] = "dnn.unary"(%x)
+// CHECK-NEXT: "dnn.global_average_pool"(%[[M1]])
+// CHECK-NEXT: %[[M2:.*]] = "dnn.unary"(%x)
+// CHECK-NEXT: "dnn.global_average_pool"(%[[M2]])
+func.func private @observe(tensor<1x4x16x16xf32>) -> ()
+func.func @pinned_by_a_call(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
+  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %c1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  func.call @observe(%a1) : (tensor<1x4x16x16xf32>) -> ()
+  %a2 = "dnn.global_average_pool"(%a1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %c2 = "dnn.global_average_pool"(%c1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %s = "dnn.binary"(%a2, %c2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  func.return %s : tensor<1x4x1x1xf32>
+}
+
+func.func @not_pinned(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
+  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %c1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %a2 = "dnn.global_average_pool"(%a1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %c2 = "dnn.global_average_pool"(%c1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %s = "dnn.binary"(%a2, %c2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  func.return %s : tensor<1x4x1x1xf32>
+}

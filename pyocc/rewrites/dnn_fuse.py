@@ -1,0 +1,804 @@
+"""`dnn-fuse`: layer fusion on tensor-form dnn, written as a table of rules.
+
+Fusion merges a producer into its consumer so the tensor between them is
+never stored and one kernel runs instead of two (Occamy's second step). Each
+rule is data that reads like its one-line statement, not a graph walk:
+
+    # relu(conv(x))  =>  conv{activation=relu}(x)
+    Rule("conv-activation",
+         match=op("unary", "act", fn=ACTIVATION, x=op(CONV, "conv", activation=None)),
+         produce=with_activation("conv")),
+
+`match` is an expression over dnn ops, read from the root (the op that is
+replaced, the last one) back to its producers; `where` lists named extra
+conditions; `produce` builds the op that replaces the root. One small engine
+(`RulePattern`) turns every rule into an xDSL `RewritePattern`; the pass
+applies them greedily, in table order, until none matches; composite rules
+(`stage=0`: GELU, LayerNorm, attention) run to completion before the rest.
+
+The pattern language:
+
+    op(kind, name, **fields)  a `dnn.<kind>` op (kind may be a tuple of kinds),
+                              bound to `name`. A field that names an operand
+                              takes a sub-pattern (None: an absent optional
+                              operand); one that names a property
+                              takes a value it must equal, None (absent), a
+                              frozenset (one of) or a predicate on the value.
+    var("x")                  any value, bound to "x"; a name bound twice must
+                              be the same value (how a DAG shares a node).
+    const("c", approx=v)      a dnn.weight; with `approx`, a scalar close to v.
+    Binary add and mul match either operand order.
+
+Every rule also gets the condition fusion always needs: each matched op but
+the root is read only inside the match (no other reader, not a graph
+output), so the intermediate disappears and nothing else sees a change; and
+the replacement never reads a tensor the match removes. The fused op takes
+the root's place, so the inputs of the fused-away producers live until
+there; in the models we compile a producer sits right before its consumer,
+so no lifetime grows and the peak cannot rise (tests/rewrites/test_dnn_fuse.py
+checks it with the liveness analysis on every light model). Kernel scratch
+(preact_conv's pre-activated input, like conv's im2col columns) is not a
+buffer of the plan.
+
+Adding a rule takes three steps:
+  1. write its statement as a one-line comment (`f(g(x)) => h(x)`);
+  2. add `Rule(name, match=..., where=..., produce=...)` to RULES, before any
+     more general rule it must win over; `produce` is usually `m.rebuild(...)`
+     (the matched op with changed operands/properties) or `m.build(...)`;
+  3. add a positive case and a `<case>_not_fused` case to
+     filecheck/rewrites/dnn_fuse.mlir.
+A rule whose fused op needs a new kernel ability also extends the op in
+pyocc/dialects/dnn/ops.py and its kernel in pyocc/runtime/kernels/.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+from pyocc.dialects.dnn import ops as d
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# ---------------------------------------------------------------------------
+# The pattern language
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Var:
+    """A leaf of a pattern: any value (or only a weight), bound to `name`."""
+
+    name: str
+    constant: bool = False
+    approx: float | None = None
+
+
+@dataclass(frozen=True)
+class OpPattern:
+    """A `dnn.<kind>` op bound to `name`, with per-field conditions."""
+
+    kinds: tuple[str, ...]
+    name: str
+    fields: tuple[tuple[str, Any], ...]
+
+
+def op(kind: str | tuple[str, ...], name: str, **fields: Any) -> OpPattern:
+    """Pattern of one dnn op (see the module docstring)."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    return OpPattern(kinds, name, tuple(fields.items()))
+
+
+def var(name: str) -> Var:
+    """Pattern of any value, bound to `name`."""
+    return Var(name)
+
+
+def const(name: str, approx: float | None = None) -> Var:
+    """Pattern of a dnn.weight (with `approx`: a scalar close to it)."""
+    return Var(name, constant=True, approx=approx)
+
+
+Condition = Callable[["Match"], bool]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One fusion rule: what to match, when it applies, what replaces it."""
+
+    name: str
+    match: OpPattern
+    produce: Callable[[Match], Operation]
+    where: tuple[Condition, ...] = ()
+    stage: int = 1
+    """Rules of a lower stage run to completion first: the composite
+    patterns (GELU, LayerNorm, attention) at stage 0, so that a small rule
+    (tanh as a fused activation) cannot eat the inside of a larger one."""
+
+
+# ---------------------------------------------------------------------------
+# The engine: match a rule at a root op, check, rewrite
+# ---------------------------------------------------------------------------
+
+COMMUTATIVE = frozenset({"add", "mul"})
+
+
+def prop_value(operation: Operation, name: str) -> Any:
+    """A property as a Python value (None when absent)."""
+    attr = operation.properties.get(name)
+    if attr is None:
+        return None
+    if isinstance(attr, IntegerAttr | FloatAttr):
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    if isinstance(attr, DenseArrayBase):
+        return tuple(attr.get_values())
+    return attr
+
+
+def _prop_holds(test: Any, value: Any) -> bool:
+    if test is None:
+        return value is None
+    if isinstance(test, frozenset):
+        return value in test
+    if callable(test):
+        return value is not None and bool(test(value))
+    return value == test
+
+
+def _operand_names(cls: type[Operation]) -> frozenset[str]:
+    return frozenset(name for name, _ in cls.get_irdl_definition().operands)
+
+
+@dataclass
+class Match:
+    """What a rule matched: ops and values by pattern name, plus the weights
+    `produce` creates (inserted before the fused op)."""
+
+    root: Operation
+    ops: dict[str, Operation] = field(default_factory=dict)
+    values: dict[str, SSAValue] = field(default_factory=dict)
+    new_ops: list[Operation] = field(default_factory=list)
+
+    def copy(self) -> Match:
+        """A copy to extend while trying one alternative (backtracking)."""
+        return Match(self.root, dict(self.ops), dict(self.values), [])
+
+    def __getitem__(self, name: str) -> Any:
+        return self.ops[name] if name in self.ops else self.values[name]
+
+    # -- reading constants -------------------------------------------------
+
+    def array(self, value: SSAValue | str) -> np.ndarray:
+        """The numpy value of a weight (a bound name or an SSA value)."""
+        from pyocc.lowering.convert_onnx_to_dnn import weight_array
+
+        value = self.values[value] if isinstance(value, str) else value
+        assert isinstance(value.owner, d.WeightOp)
+        return weight_array(value.owner)
+
+    # -- building the replacement -------------------------------------------
+
+    def weight(self, array: np.ndarray, like: TensorType, name: str = "fused") -> SSAValue:
+        """A new weight of `like`'s element type holding `array`."""
+        from pyocc.lowering.convert_onnx_to_dnn import numpy_dtype, weight_from_array
+
+        ttype = TensorType(like.element_type, list(array.shape))
+        hint = (self.root.results[0].name_hint or "fused") + "_" + name
+        weight = weight_from_array(hint, array.astype(numpy_dtype(like.element_type)), ttype)
+        weight.result.name_hint = hint
+        self.new_ops.append(weight)
+        return weight.result
+
+    def build(self, cls: type[d.DnnComputeOp], operands: dict[str, Any], props: dict[str, Any],
+              result_type: Attribute | None = None) -> d.DnnComputeOp:
+        """A tensor-form `cls` op with the root's result type (or
+        `result_type`); `operands` by field name (absent = None), `props` as
+        Attributes or Python values (None = absent)."""
+        flat: list[SSAValue] = []
+        sizes: list[int] = []
+        for name, _ in cls.get_irdl_definition().operands:
+            value = None if name in d.DnnComputeOp.NOT_INPUTS else operands.get(name)
+            if isinstance(value, list | tuple):
+                flat.extend(value)
+                sizes.append(len(value))
+            elif value is None:
+                sizes.append(0)
+            else:
+                flat.append(value)
+                sizes.append(1)
+        properties = {k: _attr(v) for k, v in props.items() if v is not None}
+        properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+        result_type = result_type or self.root.results[0].type
+        return cls.create(operands=flat, result_types=[result_type], properties=properties)
+
+    def view(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
+        """`value` reshaped (a dnn.view: no copy), inserted before the fused op."""
+        view = d.ViewOp.create(operands=[value], result_types=[TensorType(value.type.element_type, list(shape))])
+        self.new_ops.append(view)
+        return view.result
+
+    def rebuild(self, name: str, operands: dict[str, Any] | None = None, **props: Any) -> d.DnnComputeOp:
+        """The matched op `name` with some operands and properties replaced
+        (a property set to None is dropped), typed like the root."""
+        source = self.ops[name]
+        assert isinstance(source, d.DnnComputeOp)
+        current: dict[str, Any] = {f: getattr(source, f) for f, _ in source.get_irdl_definition().operands}
+        current.update(operands or {})
+        properties: dict[str, Any] = dict(source.kernel_attributes())
+        properties.update(props)
+        return self.build(type(source), current, properties)
+
+
+def _attr(value: Any) -> Attribute:
+    """A Python value as a property attribute (Attributes pass through)."""
+    if isinstance(value, Attribute):
+        return value
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, bool | int):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f32)
+    if isinstance(value, list | tuple):
+        return DenseArrayBase.from_list(i64, list(value))
+    raise TypeError(f"dnn-fuse: no property form for {value!r}")
+
+
+def _match_value(pattern: OpPattern | Var, value: SSAValue, m: Match) -> Match | None:
+    if isinstance(pattern, Var):
+        bound = m.values.get(pattern.name)
+        if bound is not None:
+            return m if bound is value else None
+        if pattern.constant and not isinstance(value.owner, d.WeightOp):
+            return None
+        if pattern.approx is not None and not _is_scalar_near(m, value, pattern.approx):
+            return None
+        m = m.copy()
+        m.values[pattern.name] = value
+        return m
+    owner = value.owner
+    if not isinstance(owner, d.DnnComputeOp) or len(owner.results) != 1:
+        return None
+    return _match_op(pattern, owner, m)
+
+
+def _is_scalar_near(m: Match, value: SSAValue, target: float) -> bool:
+    if math.prod(value.type.get_shape()) != 1:  # type: ignore[attr-defined]
+        return False
+    return math.isclose(float(m.array(value).reshape(-1)[0]), target, rel_tol=1e-3)
+
+
+def _match_op(pattern: OpPattern, operation: d.DnnComputeOp, m: Match) -> Match | None:
+    if pattern.name in m.ops:
+        return m if m.ops[pattern.name] is operation else None
+    if operation.kernel not in pattern.kinds:
+        return None
+    operand_names = _operand_names(type(operation))
+    operand_fields = []
+    for name, test in pattern.fields:
+        if name in operand_names:
+            operand_fields.append((name, test))
+        elif not _prop_holds(test, prop_value(operation, name)):
+            return None
+    m = m.copy()
+    m.ops[pattern.name] = operation
+    swaps = [{}]
+    if isinstance(operation, d.BinaryOp) and operation.fn.data in COMMUTATIVE:
+        swaps.append({"a": "b", "b": "a"})
+    for swap in swaps:
+        current: Match | None = m
+        for name, sub in operand_fields:
+            value = getattr(operation, swap.get(name, name))
+            if sub is None:  # the optional operand must be absent
+                current = current if value is None else None
+            else:
+                current = None if value is None else _match_value(sub, value, current)
+            if current is None:
+                break
+        if current is not None:
+            return current
+    return None
+
+
+def intermediates_are_private(m: Match) -> bool:
+    """Every matched op but the root is read only inside the match (so no
+    other reader and no graph output needs its result)."""
+    inside = set(m.ops.values())
+    return all(
+        use.operation in inside
+        for matched in inside if matched is not m.root
+        for result in matched.results
+        for use in result.uses
+    )
+
+
+def inputs_come_from_outside(m: Match) -> bool:
+    """No bound value is a result of a matched op (those are erased)."""
+    inside = set(m.ops.values())
+    return all(value.owner not in inside for value in m.values.values())
+
+
+class RulePattern(RewritePattern):
+    """The generic engine: one Rule as an xDSL rewrite pattern."""
+
+    def __init__(self, rule: Rule):
+        self.rule = rule
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        """Match the rule at `op` (its root), check it, replace the matched ops."""
+        if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1:
+            return
+        m = _match_op(self.rule.match, op, Match(op))
+        if m is None or not intermediates_are_private(m) or not inputs_come_from_outside(m):
+            return
+        if not all(condition(m) for condition in self.rule.where):
+            return
+        fused = self.rule.produce(m)
+        inside = set(m.ops.values())
+        if any(operand.owner in inside for new in [*m.new_ops, fused] for operand in new.operands):
+            return  # the replacement still reads a tensor the match removes
+        fused.results[0].name_hint = op.results[0].name_hint
+        rewriter.replace(op, [*m.new_ops, fused], [fused.results[0]])
+        dead = [o for o in m.ops.values() if o is not op]
+        while dead:  # consumers first, so each op is unused when erased
+            unused = next(o for o in dead if all(not r.uses for r in o.results))
+            rewriter.erase(unused)
+            dead.remove(unused)
+
+
+# ---------------------------------------------------------------------------
+# Conditions (named, so a rule lists what it needs)
+# ---------------------------------------------------------------------------
+
+
+def _is_weight(value: SSAValue | None) -> bool:
+    return value is None or isinstance(value.owner, d.WeightOp)
+
+
+def conv_weights_constant(m: Match) -> bool:
+    """The conv's weights and bias are constants (so they can be folded)."""
+    conv = m["conv"]
+    return _is_weight(conv.w) and _is_weight(conv.bias)
+
+
+def channel_vector(m: Match, name: str, target: str, axis: int = 1) -> np.ndarray | None:
+    """The constant `name` as one float64 value per channel (`axis`) of
+    `target`'s result, or None if it varies along another axis or would
+    grow the result by broadcasting."""
+    import numpy as np
+
+    shape = list(m[target].results[0].type.get_shape())
+    array = m.array(name)
+    if array.ndim > len(shape):
+        return None
+    padded = [1] * (len(shape) - array.ndim) + list(array.shape)
+    if any(n != 1 for i, n in enumerate(padded) if i != axis) or padded[axis] not in (1, shape[axis]):
+        return None
+    return np.broadcast_to(array.astype(np.float64).reshape(-1), (shape[axis],)).copy()
+
+
+def affine_vector(m: Match, name: str, length: int) -> np.ndarray:
+    """A channel_affine scale or shift (one value, or one per channel) as a
+    float64 vector of `length`."""
+    import numpy as np
+
+    return np.broadcast_to(m.array(name).astype(np.float64).reshape(-1), (length,)).copy()
+
+
+def per_channel(name: str, target: str) -> Condition:
+    """Condition: constant `name` holds one value per channel of `target`."""
+
+    def holds(m: Match) -> bool:
+        return channel_vector(m, name, target) is not None
+
+    holds.__name__ = f"per_channel({name}, {target})"
+    return holds
+
+
+def same_shape(name: str, target: str) -> Condition:
+    """Condition: value `name` has the type of `target`'s result."""
+
+    def holds(m: Match) -> bool:
+        return m[name].type == m[target].results[0].type
+
+    holds.__name__ = f"same_shape({name}, {target})"
+    return holds
+
+
+def matrices(m: Match) -> bool:
+    """matmul of two matrices whose add only broadcasts a bias over rows."""
+    import numpy as np
+
+    a, b, c = m["a"].type.get_shape(), m["b"].type.get_shape(), m["c"].type.get_shape()
+    out = tuple(m.root.results[0].type.get_shape())
+    product = m["mm"] if "mm" in m.ops else m["gemm"]
+    if len(a) != 2 or len(b) != 2 or len(c) > 2 or tuple(product.results[0].type.get_shape()) != out:
+        return False
+    try:
+        return tuple(np.broadcast_shapes(tuple(c), out)) == out
+    except ValueError:
+        return False
+
+
+def rows_times_matrix(m: Match) -> bool:
+    """A batch of rows (rank >= 3) times a matrix, plus a bias over the last
+    axis: a Gemm on the rows flattened to one matrix."""
+    a, b, c = m["a"].type.get_shape(), m["b"].type.get_shape(), m["c"].type.get_shape()
+    out = list(m.root.results[0].type.get_shape())
+    return (len(a) >= 3 and len(b) == 2 and list(m["mm"].results[0].type.get_shape()) == out
+            and math.prod(c) == out[-1] and (len(c) == 0 or c[-1] == out[-1]))
+
+
+def floating(m: Match) -> bool:
+    """The fused result is a float tensor (activations are float functions)."""
+    return isinstance(m.root.results[0].type.element_type, AnyFloat)
+
+
+def channel_vectors(*names: str) -> Condition:
+    """Condition: each named value is a vector of the input's channels."""
+
+    def holds(m: Match) -> bool:
+        channels = m["x"].type.get_shape()[1]
+        return all(list(m[n].type.get_shape()) == [channels] for n in names)
+
+    holds.__name__ = f"channel_vectors({', '.join(names)})"
+    return holds
+
+
+def last_axis_norm(m: Match) -> bool:
+    """Both means reduce over the last axis only, keeping it; scale and bias
+    vary along that axis only."""
+    rank = len(m["x"].type.get_shape())
+    for mean in ("mean", "var"):
+        axes = prop_value(m[mean], "axes")
+        if axes is None or len(axes) != 1 or axes[0] % rank != rank - 1 or prop_value(m[mean], "keepdims") == 0:
+            return False
+    width = m["x"].type.get_shape()[-1]
+    return all(list(m[n].type.get_shape()) in ([width], [1] * (rank - 1) + [width]) for n in ("scale", "bias"))
+
+
+# ---------------------------------------------------------------------------
+# Produce functions
+# ---------------------------------------------------------------------------
+
+
+def _weight_or_zeros(m: Match, value: SSAValue | None, length: int) -> np.ndarray:
+    import numpy as np
+
+    return np.zeros(length) if value is None else m.array(value).astype(np.float64).reshape(-1)
+
+
+def _folded_conv(m: Match, scale: np.ndarray, shift: np.ndarray, **props: Any) -> d.DnnComputeOp:
+    """`conv` with out = conv * scale[c] + shift[c] folded into its weights."""
+    import numpy as np
+
+    conv = m["conv"]
+    w = m.array(conv.w).astype(np.float64)
+    bias = _weight_or_zeros(m, conv.bias, w.shape[0])
+    new_w = m.weight(w * scale.reshape((-1,) + (1,) * (w.ndim - 1)), conv.w.type, "w")
+    new_b = m.weight(bias * scale + shift, conv.w.type, "b")
+    return m.rebuild("conv", {"w": new_w, "bias": new_b}, **props)
+
+
+def fold_affine_into_conv(m: Match) -> Operation:
+    """produce: the conv with the affine folded into w and bias (and its activation)."""
+    affine, channels = m["affine"], m["conv"].results[0].type.get_shape()[1]
+    return _folded_conv(m, affine_vector(m, "s", channels), affine_vector(m, "t", channels),
+                        activation=affine.activation, alpha=affine.alpha, beta=affine.beta)
+
+
+def fold_scale_into_conv(m: Match) -> Operation:
+    """produce: the conv with w and bias scaled per output channel."""
+    import numpy as np
+
+    c = channel_vector(m, "c", "conv")
+    return _folded_conv(m, c, np.zeros_like(c))
+
+
+def fold_shift_into_conv(m: Match) -> Operation:
+    """produce: the conv with the constant added to its bias."""
+    import numpy as np
+
+    c = channel_vector(m, "c", "conv")
+    return _folded_conv(m, np.ones_like(c), c)
+
+
+def fold_scale_into_affine(m: Match) -> Operation:
+    """produce: the affine with scale and shift multiplied by the constant."""
+    c = channel_vector(m, "c", "affine")
+    s, t = affine_vector(m, "s", len(c)), affine_vector(m, "t", len(c))
+    like = m["s"].type
+    return m.rebuild("affine", {"scale": m.weight(s * c, like, "scale"), "shift": m.weight(t * c, like, "shift")})
+
+
+def fold_shift_into_affine(m: Match) -> Operation:
+    """produce: the affine with the constant added to its shift."""
+    c = channel_vector(m, "c", "affine")
+    t = affine_vector(m, "t", len(c))
+    return m.rebuild("affine", {"shift": m.weight(t + c, m["t"].type, "shift")})
+
+
+def with_activation(target: str, alpha: str = "alpha", beta: str = "beta") -> Callable[[Match], Operation]:
+    """produce: `target` rebuilt with the matched `act` op's function as its
+    fused activation (its alpha/beta as the target's `alpha`/`beta` fields)."""
+
+    def produce(m: Match) -> Operation:
+        act = m["act"]
+        return m.rebuild(target, activation=act.fn, **{alpha: act.alpha, beta: act.beta})
+
+    return produce
+
+
+def with_residual(m: Match) -> Operation:
+    """produce: the conv adding `r` to its result."""
+    return m.rebuild("conv", {"residual": m["r"]})
+
+
+def matmul_to_gemm(m: Match) -> Operation:
+    """produce: gemm(a, b, c)."""
+    return m.build(d.GemmOp, {"a": m["a"], "b": m["b"], "c": m["c"]}, {})
+
+
+def rows_to_gemm(m: Match) -> Operation:
+    """view(gemm(view(a, rows x k), b, view(c, n)), out shape)."""
+    a, out_type = m["a"], m.root.results[0].type
+    width = out_type.get_shape()[-1]
+    rows = math.prod(a.type.get_shape()[:-1])
+    bias = m["c"]
+    if list(bias.type.get_shape()) != [width]:
+        is_weight = isinstance(bias.owner, d.WeightOp)
+        bias = m.weight(m.array(bias).reshape(width), bias.type, "bias") if is_weight else m.view(bias, [width])
+    gemm = m.build(d.GemmOp, {"a": m.view(a, [rows, a.type.get_shape()[-1]]), "b": m["b"], "c": bias}, {},
+                   result_type=TensorType(out_type.element_type, [rows, width]))
+    m.new_ops.append(gemm)
+    return d.ViewOp.create(operands=[gemm.results[0]], result_types=[out_type])
+
+
+def gemm_with_bias(m: Match) -> Operation:
+    """produce: the gemm with `c` as its bias (beta 1)."""
+    return m.rebuild("gemm", {"c": m["c"]}, beta=1.0)
+
+
+def preact_conv(m: Match) -> Operation:
+    """produce: preact_conv(x, s, t, w, bias, residual) with the conv's properties."""
+    conv, pre = m["conv"], m["pre"]
+    operands = {f: getattr(conv, f) for f in ("w", "bias", "residual")}
+    operands.update(x=m["x"], pre_scale=m["s"], pre_shift=m["t"])
+    return m.build(d.PreActConvOp, operands, {**conv.kernel_attributes(), "pre_activation": pre.activation})
+
+
+def gelu_of(approximate: str) -> Callable[[Match], Operation]:
+    """produce: unary{fn=gelu, approximate}(x)."""
+
+    def produce(m: Match) -> Operation:
+        return m.build(d.UnaryOp, {"x": m["x"]}, {"fn": "gelu", "approximate": approximate})
+
+    return produce
+
+
+def last_axis_softmax(m: Match) -> bool:
+    """The softmax runs along the last axis, the scale is one number and the
+    mask (if any) does not grow the scores by broadcasting."""
+    import numpy as np
+
+    scores = m["product"].results[0].type
+    rank = len(scores.get_shape())
+    axis = prop_value(m.root, "axis")
+    if (-1 if axis is None else axis) % rank != rank - 1 or math.prod(m["c"].type.get_shape()) != 1:
+        return False
+    if "mask" not in m.values:
+        return True
+    try:
+        return tuple(np.broadcast_shapes(tuple(m["mask"].type.get_shape()), tuple(scores.get_shape()))) == tuple(
+            scores.get_shape())
+    except ValueError:
+        return False
+
+
+def attention_softmax(m: Match) -> Operation:
+    """produce: attention_softmax{scale}(a, b, mask), a Div turned into its reciprocal scale."""
+    c = float(m.array("c").reshape(-1)[0])
+    scale = c if m["scaled"].fn.data == "mul" else 1.0 / c
+    return m.build(d.AttentionSoftmaxOp, {"a": m["a"], "b": m["b"], "mask": m.values.get("mask")}, {"scale": scale})
+
+
+def layer_norm(m: Match) -> Operation:
+    """produce: layer_norm(x, scale, bias) over the last axis with the matched epsilon."""
+    width = m["x"].type.get_shape()[-1]
+    eps = float(m.array("eps").reshape(-1)[0])
+    scale = m.weight(m.array("scale").reshape(width), m["scale"].type, "scale")
+    bias = m.weight(m.array("bias").reshape(width), m["bias"].type, "bias")
+    return m.build(d.LayerNormOp, {"x": m["x"], "scale": scale, "bias": bias}, {"axis": -1, "epsilon": eps})
+
+
+# ---------------------------------------------------------------------------
+# The rule table
+# ---------------------------------------------------------------------------
+
+CONV = ("conv", "preact_conv")
+ACTIVATION = d.FUSED_ACTIVATIONS
+CHANNEL_AXIS = frozenset({None, 1})
+
+
+def plain_conv() -> OpPattern:
+    """A conv whose result is still the bare convolution plus bias."""
+    return op(CONV, "conv", activation=None, residual=None)
+
+
+def activation(x: OpPattern) -> OpPattern:
+    """A fusable activation of `x`."""
+    return op("unary", "act", fn=ACTIVATION, x=x)
+
+
+def affine(**fields: Any) -> OpPattern:
+    """A per-channel affine along axis 1 with constant scale and shift."""
+    return op("channel_affine", "affine", axis=CHANNEL_AXIS, scale=const("s"), shift=const("t"), **fields)
+
+
+# The Erf form of GELU: (x * (erf(x / sqrt 2) + 1)) * 0.5, as exporters write it.
+_ERF_GATE = op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
+               a=op("unary", "erf", fn="erf",
+                    x=op("binary", "scaled", fn="div", a=var("x"), b=const("sqrt2", approx=math.sqrt(2.0)))))
+# The tanh form of GELU: (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
+_TANH_GELU = op(
+    "binary", "gated", fn="mul", a=op("binary", "half", fn="mul", a=var("x"), b=const("half", approx=0.5)),
+    b=op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
+         a=op("unary", "tanh", fn="tanh",
+              x=op("binary", "inner", fn="mul", b=const("k", approx=math.sqrt(2.0 / math.pi)),
+                   a=op("binary", "cubic", fn="add", a=var("x"),
+                        b=op("binary", "cube_scaled", fn="mul", b=const("c", approx=0.044715),
+                             a=op("binary", "cube", fn="pow", a=var("x"), b=const("three", approx=3.0))))))))
+# The decomposed LayerNormalization: d = x - mean(x); d / sqrt(mean(d^2) + eps) * scale + bias.
+_CENTRED = op("binary", "centred", fn="sub", a=var("x"), b=op("reduce", "mean", fn="mean", x=var("x")))
+_LAYER_NORM = op(
+    "binary", "shifted", fn="add", b=const("bias"),
+    a=op("binary", "scaled", fn="mul", b=const("scale"),
+         a=op("binary", "normed", fn="div", a=_CENTRED,
+              b=op("unary", "std", fn="sqrt",
+                   x=op("binary", "plus_eps", fn="add", b=const("eps"),
+                        a=op("reduce", "var", fn="mean",
+                             x=op("binary", "square", fn="pow", a=_CENTRED, b=const("two", approx=2.0))))))))
+
+# scale * (a @ b), with the scale written as a Mul or a Div by a constant
+_SCALED_SCORES = op("binary", "scaled", fn=frozenset({"mul", "div"}), a=op("matmul", "product", a=var("a"), b=var("b")),
+                    b=const("c"))
+
+RULES: tuple[Rule, ...] = (
+    # channel_affine{act}(conv(x), s, t)  =>  conv{act}(x, w * s, b * s + t)   (folded BatchNormalization)
+    Rule("fold-affine-into-conv",
+         match=affine(x=op(CONV, "conv", activation=None, residual=None)),
+         where=(conv_weights_constant,), produce=fold_affine_into_conv),
+    # mul(conv(x), c)  =>  conv(x, w * c, b * c)   (c one constant per output channel)
+    Rule("fold-mul-into-conv",
+         match=op("binary", "mul", fn="mul", a=plain_conv(), b=const("c")),
+         where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_scale_into_conv),
+    # add(conv(x), c)  =>  conv(x, w, b + c)   (c one constant per output channel)
+    Rule("fold-add-into-conv",
+         match=op("binary", "add", fn="add", a=plain_conv(), b=const("c")),
+         where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_shift_into_conv),
+    # mul(channel_affine(x, s, t), c)  =>  channel_affine(x, s * c, t * c)
+    Rule("fold-mul-into-affine",
+         match=op("binary", "mul", fn="mul", a=affine(activation=None, x=var("x")), b=const("c")),
+         where=(per_channel("c", "affine"),), produce=fold_scale_into_affine),
+    # add(channel_affine(x, s, t), c)  =>  channel_affine(x, s, t + c)
+    Rule("fold-add-into-affine",
+         match=op("binary", "add", fn="add", a=affine(activation=None, x=var("x")), b=const("c")),
+         where=(per_channel("c", "affine"),), produce=fold_shift_into_affine),
+    # add(conv(x), r)  =>  conv{residual=r}(x)
+    Rule("conv-residual",
+         match=op("binary", "add", fn="add", a=plain_conv(), b=var("r")),
+         where=(same_shape("r", "conv"),), produce=with_residual),
+    # act(conv(x))  =>  conv{activation=act}(x)
+    Rule("conv-activation", match=activation(op(CONV, "conv", activation=None)), produce=with_activation("conv")),
+    # act(binary(a, b))  =>  binary{activation=act}(a, b)   (add, sub, mul, div, max, min)
+    Rule("binary-activation",
+         match=activation(op("binary", "binary", fn=d.BinaryOp.ARITHMETIC, activation=None)),
+         where=(floating,), produce=with_activation("binary")),
+    # act(channel_affine(x, s, t))  =>  channel_affine{activation=act}(x, s, t)
+    Rule("affine-activation", match=activation(op("channel_affine", "affine", activation=None)),
+         produce=with_activation("affine")),
+    # add(matmul(a, b), c)  =>  gemm(a, b, c)   (a, b matrices; c broadcasts over rows)
+    Rule("matmul-add-to-gemm",
+         match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
+         where=(matrices,), produce=matmul_to_gemm),
+    # add(matmul(a, b), c)  =>  view(gemm(view(a), b, c))   (a a batch of rows, c a bias over the last axis)
+    Rule("rows-matmul-add-to-gemm",
+         match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
+         where=(rows_times_matrix,), produce=rows_to_gemm),
+    # add(gemm(a, b), c)  =>  gemm(a, b, c)
+    Rule("gemm-bias",
+         match=op("binary", "add", fn="add", a=op("gemm", "gemm", c=None, activation=None, a=var("a"), b=var("b")),
+                  b=var("c")),
+         where=(matrices,), produce=gemm_with_bias),
+    # act(gemm(a, b, c))  =>  gemm{activation=act}(a, b, c)
+    Rule("gemm-activation", match=activation(op("gemm", "gemm", activation=None)),
+         produce=with_activation("gemm", "activation_alpha", "activation_beta")),
+    # conv(relu(channel_affine(x, s, t)))  =>  preact_conv{pre_activation=relu}(x, s, t)   (DenseNet)
+    Rule("preact-conv",
+         match=op("conv", "conv", x=op("channel_affine", "pre", axis=CHANNEL_AXIS,
+                                       activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
+                                       shift=const("t"))),
+         where=(channel_vectors("s", "t"),), produce=preact_conv),
+    # (x * (erf(x / sqrt 2) + 1)) * 0.5  =>  gelu(x)
+    Rule("gelu-erf",
+         match=op("binary", "half", fn="mul", b=const("half", approx=0.5),
+                  a=op("binary", "gated", fn="mul", a=var("x"), b=_ERF_GATE)),
+         produce=gelu_of("none"), stage=0),
+    # x * ((erf(x / sqrt 2) + 1) * 0.5)  =>  gelu(x)
+    Rule("gelu-erf-halved-gate",
+         match=op("binary", "gated", fn="mul", a=var("x"),
+                  b=op("binary", "half", fn="mul", a=_ERF_GATE, b=const("half", approx=0.5))),
+         produce=gelu_of("none"), stage=0),
+    # (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  =>  gelu{approximate=tanh}(x)
+    Rule("gelu-tanh", match=_TANH_GELU, produce=gelu_of("tanh"), stage=0),
+    # (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * scale + bias  =>  layer_norm(x, scale, bias)
+    Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm, stage=0),
+    # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
+    Rule("attention-softmax-masked",
+         match=op("softmax", "softmax", x=op("binary", "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
+    # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
+    Rule("attention-softmax", match=op("softmax", "softmax", x=_SCALED_SCORES),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
+)
+
+
+# ---------------------------------------------------------------------------
+# The pass
+# ---------------------------------------------------------------------------
+
+
+def fusion_patterns(rules: Sequence[Rule] = RULES, stage: int | None = None) -> list[RewritePattern]:
+    """The rule table (or one stage of it) compiled to rewrite patterns, in
+    table order."""
+    return [RulePattern(rule) for rule in rules if stage is None or rule.stage == stage]
+
+
+@dataclass(frozen=True)
+class DnnFusePass(ModulePass):
+    """Apply the fusion rules (module docstring) to tensor-form dnn."""
+
+    name = "dnn-fuse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        """Rewrite with every rule, stage by stage, until none matches; then
+        drop dead weights."""
+        for stage in sorted({rule.stage for rule in RULES}):
+            patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage))
+            PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(op)
+        _drop_dead_weights(op)
+
+
+def _drop_dead_weights(module: ModuleOp) -> None:
+    """Weights only the fused-away ops read (old conv weights, BN scales)."""
+    for o in reversed(list(module.walk())):
+        if isinstance(o, d.WeightOp) and not o.result.uses:
+            o.detach()
+            o.erase()

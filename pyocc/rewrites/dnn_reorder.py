@@ -1,0 +1,220 @@
+"""`dnn-reorder{strategy=auto|exact|greedy|given, budget_ms=500}`: run the
+ops of a tensor-form function in the order with the smallest peak of live
+bytes (the max-live lower bound the pool planner then reaches).
+
+Any topological order computes the same values; which tensors are alive
+together depends on the order. The pass turns the function body into a
+plain DAG (pyocc.planning.schedule), lets a scheduling strategy pick an
+order, and moves the ops:
+
+- nodes are the compute ops; their tensor results are the DAG's tensors,
+  counted exactly as the liveness analysis counts them: graph inputs,
+  returned values and weights own no activation bytes, and a `dnn.view`
+  is transparent (its users read its root, keeping the root alive);
+- `dnn.weight` and `dnn.view` are not scheduled: each moves to just before
+  its first user in the new order (unused ones go before the return);
+- any other op (one with possible side effects) stays fixed relative to
+  every other node, and `func.return` stays last.
+
+The body is left untouched unless the new order's peak is strictly lower.
+
+`in_place=true` also models dnn-coalesce's in-place writes: an op in
+`IN_PLACE_INPUTS` whose result has an input's type writes over that input
+when the input dies there, so its step needs no new bytes; the order then
+decides which reader of a tensor runs last and may reuse it.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.dialects.dnn import ops as d
+from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
+
+
+#: op -> the operands its kernel may overwrite with its result. Mirrors
+#: dnn-coalesce's in-place rule (IN_PLACE_OPERANDS there); one table once both land.
+IN_PLACE_INPUTS: dict[type[d.DnnComputeOp], tuple[str, ...]] = {
+    d.UnaryOp: ("x",),
+    d.BinaryOp: ("a", "b"),
+    d.ChannelAffineOp: ("x",),
+    d.BatchNormOp: ("x",),
+    d.SoftmaxOp: ("x",),
+    d.LogSoftmaxOp: ("x",),
+    d.LayerNormOp: ("x",),
+    d.ConvOp: ("residual",),
+}
+
+
+def _floats(op: Operation) -> bool:
+    """Weights and views are placed with their users, not scheduled."""
+    return isinstance(op, d.WeightOp | d.ViewOp)
+
+
+def _readers(value: SSAValue) -> list[Operation]:
+    """The ops that read `value`, looking through views."""
+    readers: list[Operation] = []
+    for use in value.uses:
+        if isinstance(use.operation, d.ViewOp):
+            readers.extend(_readers(use.operation.result))
+        else:
+            readers.append(use.operation)
+    return readers
+
+
+def _enclosing(op: Operation, block: Block) -> Operation | None:
+    """The op of `block` that is or contains `op` (None if none does)."""
+    current: Operation | None = op
+    while current is not None and current.parent is not block:
+        current = current.parent_op()
+    return current
+
+
+def _in_place_inputs(op: Operation) -> list[SSAValue]:
+    """The operands `op` may write its result over (same type, not a view)."""
+    if type(op) not in IN_PLACE_INPUTS or len(op.results) != 1:
+        return []
+    values = [getattr(op, name) for name in IN_PLACE_INPUTS[type(op)]]
+    return [v for v in values if v is not None and v.type == op.results[0].type
+            and isinstance(v.owner, d.DnnComputeOp)]
+
+
+def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph, list[Operation]]:
+    """The block as a DAG: one node per op that is not a weight or a view
+    (the return is the last node), in block order; also the node ops.
+    `in_place` adds the inputs each node may write over (IN_PLACE_INPUTS)."""
+    ret = block.last_op
+    returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
+    nodes = [op for op in block.ops if not _floats(op)]
+    index = {op: i for i, op in enumerate(nodes)}
+    tensors: list[Tensor] = []
+    tensor_of: dict[SSAValue, int] = {}
+    after: list[frozenset[int]] = []
+    fixed: list[int] = []
+    for i, op in enumerate(nodes):
+        compute = isinstance(op, d.DnnComputeOp)
+        for result in op.results:
+            size = d.type_bytes(result.type) if compute and result not in returned else 0
+            readers = (_enclosing(r, block) for r in _readers(result))
+            consumers = frozenset(index[r] for r in readers if r in index and r is not op)
+            tensor_of[result] = len(tensors)
+            tensors.append(Tensor(size, i, consumers))
+        if compute:
+            after.append(frozenset(fixed))
+        else:
+            # Unknown ops and the return keep their place among all nodes.
+            after.append(frozenset(range(i)))
+            fixed.append(i)
+    names = tuple(op.results[0].name_hint or op.name if op.results else op.name for op in nodes)
+    writes_over: list[frozenset[int]] = []
+    for i, op in enumerate(nodes):
+        own = tensors[tensor_of[op.results[0]]] if len(op.results) == 1 else None
+        writes_over.append(frozenset(
+            tensor_of[v] for v in (_in_place_inputs(op) if in_place else [])
+            if own is not None and own.bytes and tensors[tensor_of[v]].bytes == own.bytes
+        ))
+    return ScheduleGraph(names, tuple(tensors), tuple(after), tuple(writes_over) if in_place else ()), nodes
+
+
+def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> None:
+    """Move the ops of `block` so that `nodes` run in `order`; weights and
+    views go right before their first user, unused ones before the return."""
+    placed: set[Operation] = set()
+    new_ops: list[Operation] = []
+
+    def place(op: Operation) -> None:
+        if op in placed:
+            return
+        for operand in op.operands:
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner.parent is block and _floats(owner):
+                place(owner)
+        placed.add(op)
+        new_ops.append(op)
+
+    floating = [op for op in block.ops if _floats(op)]
+    ret = nodes[order[-1]] if isinstance(nodes[order[-1]], func.ReturnOp) else None
+    for v in order:
+        if nodes[v] is not ret:
+            place(nodes[v])
+    for op in floating:
+        place(op)
+    if ret is not None:
+        place(ret)
+    for op in new_ops:
+        op.detach()
+    block.add_ops(new_ops)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector. The search allocates many
+    small acyclic objects; with a large module in memory, the collector's
+    full passes over it would take longer than the search itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False) -> Schedule:
+    """Reorder one function in place; returns the schedule it used."""
+    block = function.body.block
+    with _collector_paused():
+        graph, nodes = schedule_graph(block, in_place)
+        result = schedule(graph, strategy, budget_ms)
+    if result.peak < result.given_peak:
+        reorder_block(block, result.order, nodes)
+    return result
+
+
+@dataclass(frozen=True)
+class DnnReorderPass(ModulePass):
+    """Reorder ops to lower the peak of live bytes (module docstring)."""
+
+    name = "dnn-reorder"
+
+    strategy: str = "auto"
+    """auto (exact per region within the budget, else the beam; never worse
+    than the given order), exact (optimal or fail), greedy (beam search) or
+    given (keep the order)."""
+
+    budget_ms: int = 500
+    """Time the exact search may spend per function."""
+
+    in_place: bool = False
+    """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.strategy not in STRATEGIES:
+            raise PassFailedException(
+                f"dnn-reorder: unknown strategy '{self.strategy}' (choose from {', '.join(STRATEGIES)})"
+            )
+        if self.budget_ms < 0:
+            raise PassFailedException("dnn-reorder: budget_ms must not be negative")
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+            for o in function.body.block.ops:
+                if isinstance(o, d.DnnComputeOp) and o.on_buffers:
+                    raise PassFailedException(
+                        f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
+                    )
+            try:
+                reorder_function(function, self.strategy, self.budget_ms, self.in_place)
+            except ScheduleTimeout:
+                raise PassFailedException(
+                    f"dnn-reorder: exact search on @{function.sym_name.data} did not finish in "
+                    f"{self.budget_ms} ms; raise budget_ms or use strategy=auto"
+                ) from None
