@@ -211,10 +211,6 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         run_passes(ctx, module, buffer_passes(options))
-        # the bound of the buffers the plan places (after coalescing), with
-        # lazy lifetimes even in eager mode
-        buffer_liveness = analyze_function(next(op for op in module.walk() if isinstance(op, func.FuncOp)),
-                                           from_first_use=True)
         timings: dict[str, float] = {}
         run_passes(ctx, module, pool_passes(options), timings)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
@@ -251,7 +247,7 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        lower_bound_bytes=buffer_liveness.lower_bound,
+        lower_bound_bytes=tensor_liveness.lower_bound,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),

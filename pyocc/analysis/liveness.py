@@ -135,11 +135,8 @@ def _allocated_bytes(value: SSAValue) -> int:
     return d.type_bytes(value.type)  # type: ignore[arg-type]
 
 
-def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liveness:
-    """Liveness of every buffer in `function` (see the module docstring).
-    `from_first_use`: a buffer is live from its first use, not from the op
-    that allocates it (eager mallocs all sit at entry; this gives the
-    lifetimes lazy allocation would)."""
+def analyze_function(function: func.FuncOp) -> Liveness:
+    """Liveness of every buffer in `function` (see the module docstring)."""
     block = function.body.block
     ops = list(block.ops)
     returned: set[SSAValue] = set()
@@ -152,7 +149,6 @@ def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liv
     }
 
     buffers: dict[SSAValue, LiveBuffer] = {}
-    first_use: dict[SSAValue, int] = {}
     # Printing an element type goes through xDSL's printer: once per element
     # type (cheap to hash, unlike shaped types, whose equality is deep).
     element_facts: dict[Attribute, tuple[str, int]] = {}
@@ -199,10 +195,6 @@ def analyze_function(function: func.FuncOp, from_first_use: bool = False) -> Liv
             if b is not None:
                 b.last = max(b.last, i)
                 b.consumers.append(op.name)
-                first_use.setdefault(b.value, i)
-    if from_first_use:
-        for value, i in first_use.items():
-            buffers[value].first = i
     # Caller-owned and constant buffers live for the whole function.
     for b in buffers.values():
         if b.kind in ("input", "output", "weight"):
