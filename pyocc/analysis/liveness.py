@@ -204,5 +204,5 @@ def analyze_function(function: func.FuncOp) -> Liveness:
 
 def analyze_module(module: Operation) -> list[Liveness]:
     """Liveness of every function in a module."""
-    return [analyze_function(op) for op in module.walk() if isinstance(op, func.FuncOp)]
+    return [analyze_function(op) for op in module.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
 

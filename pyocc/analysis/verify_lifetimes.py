@@ -52,7 +52,7 @@ def check_function_lifetimes(function: func.FuncOp) -> None:
 def check_lifetimes(module: Operation) -> None:
     """check_function_lifetimes on every function of `module`."""
     for op in module.walk():
-        if isinstance(op, func.FuncOp):
+        if isinstance(op, func.FuncOp) and op.body.blocks:  # not a declaration
             check_function_lifetimes(op)
 
 

@@ -72,7 +72,7 @@ class DnnInsertMemoryOpsPass(ModulePass):
             raise PassFailedException(
                 f"dnn-insert-memory-ops: alignment must be a power of two, got {self.alignment}"
             )
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             insert_memory_ops(function, self.mode, self.alignment, self.memcpy)
 
 

@@ -193,7 +193,7 @@ class DnnMemoryPoolPass(ModulePass):
             return
         if self.alignment < 1:
             raise PassFailedException("dnn-memory-pool: alignment must be positive")
-        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             liveness = analyze_function(function)
             problem = planning_problem(liveness, self.alignment)
             if not problem.buffers:
@@ -222,7 +222,7 @@ class DnnMemoryPoolPass(ModulePass):
         if unknown:
             raise PassFailedException(
                 f"dnn-memory-pool: pool candidates: unknown op kind {unknown[0]!r} (e.g. conv, concat, gemm, softmax)")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             plan_weights(function, pools, self.alignment)
             if not any(isinstance(o, d.MallocOp) for o in function.body.block.ops):
                 continue

@@ -38,6 +38,25 @@ class PyoccOptMain(xDSLOptMain):
         for name, factory in PYOCC_PASSES.items():
             self.register_pass(name, factory)
 
+    def setup_pipeline(self) -> None:
+        """xdsl-opt's pipeline, which runs the op verifiers after every pass,
+        plus pyocc's buffer-lifetime check (no use after dnn.dealloc);
+        `--disable-verify` turns both off."""
+        import dataclasses
+
+        from pyocc.analysis.verify_lifetimes import check_lifetimes
+
+        super().setup_pipeline()
+        inner = self.pipeline.callback
+
+        def callback(previous: ModulePass | None, module: ModuleOp, following: ModulePass | None) -> None:
+            if inner is not None:
+                inner(previous, module, following)
+            if previous is not None and not self.args.disable_verify:
+                check_lifetimes(module)
+
+        self.pipeline = dataclasses.replace(self.pipeline, callback=callback)
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["onnx"] = self.parse_onnx

@@ -52,7 +52,13 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import ConstantLike, Pure
+from xdsl.traits import (
+    ConstantLike,
+    EffectInstance,
+    MemoryEffect,
+    MemoryEffectKind,
+    Pure,
+)
 from xdsl.utils.exceptions import VerifyException
 
 TensorOrBuffer = TensorType | MemRefType
@@ -76,6 +82,19 @@ def type_bytes(t: Attribute) -> int:
 # ---------------------------------------------------------------------------
 # Compute ops
 # ---------------------------------------------------------------------------
+
+
+class KernelEffects(MemoryEffect):
+    """A compute op's side effects follow its form: none on tensors (a value
+    nobody reads can be deleted), a read and a write on buffers (the op
+    exists for what it writes, though it has no result). Plain `Pure` would
+    let dead-code elimination delete every buffer-form kernel call."""
+
+    @classmethod
+    def get_effects(cls, op: Operation) -> frozenset[EffectInstance]:
+        if op.results:
+            return frozenset()
+        return frozenset((EffectInstance(MemoryEffectKind.READ), EffectInstance(MemoryEffectKind.WRITE)))
 
 
 class DnnComputeOp(IRDLOperation):
@@ -167,7 +186,7 @@ class UnaryKernelOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -183,7 +202,7 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -214,7 +233,7 @@ class PreActConvOp(DnnComputeOp):
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
@@ -267,7 +286,7 @@ class ConvTransposeOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -315,7 +334,7 @@ class GemmOp(DnnComputeOp):
     c = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     alpha = _float()
     beta = _float()
     trans_a = _int()
@@ -342,7 +361,7 @@ class MatMulOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -368,7 +387,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     fn = prop_def(StringAttr)
     fmod = _int()
     activation = _str()
@@ -399,7 +418,7 @@ class VariadicOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     fn = prop_def(StringAttr)
 
 
@@ -411,7 +430,7 @@ class WhereOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -435,7 +454,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
     activation = _str()
     alpha = _float()
@@ -455,7 +474,7 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     epsilon = _float()
 
 
@@ -477,7 +496,7 @@ class AttentionSoftmaxOp(DnnComputeOp):
     mask = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     scale = _float()
 
 
@@ -495,7 +514,7 @@ class LayerNormOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
     epsilon = _float()
 
@@ -532,7 +551,7 @@ class ConcatOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = prop_def(IntegerAttr)
 
 
@@ -542,7 +561,7 @@ class SplitOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     axis = _int()
 
 
@@ -566,7 +585,7 @@ class GatherLikeOp(DnnComputeOp):
     indices = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
 
 
 @irdl_op_definition
@@ -622,7 +641,7 @@ class RangeOp(DnnComputeOp):
     name = "dnn.range"
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(KernelEffects())
     start = prop_def(FloatAttr)
     delta = prop_def(FloatAttr)
 
