@@ -95,7 +95,7 @@ class DnnCoalescePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in ("eager", "lazy"):
             raise PassFailedException(f"dnn-coalesce: mode must be 'eager' or 'lazy', got '{self.mode}'")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             coalesce_function(function, self.mode, self.in_place, self.bands, self.concat)
 
 
