@@ -6,7 +6,8 @@ planning time of every planner in ``pyocc.planning.ALGORITHMS``, and the plan
 ``auto`` (the default) chooses. Measured on the ops' given order, lazy
 lifetimes, before any fusion or coalescing (see ``baseline_options``), at
 alignment 64 and at alignment 1. Then, with dnn-reorder's order: the
-max-live bound and auto's pool, and the time dnn-reorder takes.
+max-live bound and auto's pool, and the time dnn-reorder takes; the buffers and auto's pool after
+dnn-coalesce, next to the two peers of issue 6.
 
     python bench/memory.py                       # all models, both alignments
     python bench/memory.py --models resnet50,densenet121 --alignments 1
@@ -65,7 +66,7 @@ def baseline_options(alignment: int) -> Options:
     """The flow the goals are measured on: lazy lifetimes, the given op order,
     no fusion, no coalescing. A helper who adds a pass that is on by default
     turns it off here (and measures it on with ``ctx.lower(...)``)."""
-    return Options(memory="lazy", alignment=alignment, fuse=False, reorder="given")
+    return Options(memory="lazy", alignment=alignment, fuse=False, reorder="given", coalesce=False)
 
 
 @dataclass
@@ -289,6 +290,38 @@ COLUMNS += [
     Column("max-live reordered", "bytes", _max_live_reordered),
     Column("auto reordered", "bytes", _auto_reordered),
     Column("dnn-reorder CPU", "ms", _reorder_cpu_ms),
+]
+
+
+# issue 6, pool-mode activation bytes: (TVM Relax fused, onnxruntime
+# ORT_ENABLE_ALL; ShuffleNet's 2.78 is ORT_ENABLE_EXTENDED)
+PEERS_MIB: dict[str, tuple[float, float]] = {
+    "bvlc_alexnet": (3.27, 2.14), "densenet121": (7.96, 11.87), "inception_v1": (9.47, 4.43),
+    "inception_v2": (7.47, 3.83), "resnet50": (9.39, 6.89), "shufflenet": (3.95, 2.78),
+    "squeezenet": (6.06, 3.75), "vgg19": (25.31, 24.50), "zfnet512": (13.21, 8.70),
+}
+
+
+def _coalesced_pool(ctx: ModelContext) -> int:
+    """auto's pool after dnn-coalesce (the baseline's flow otherwise)."""
+    return plan_memory(ctx.lower(coalesce=True).problem, "auto", time_budget_ms=PLAN_BUDGET_MS).pool_size
+
+
+def _peer(which: int) -> Callable[[ModelContext], int | None]:
+    """Column function: a peer's activation bytes from the issue (0 TVM, 1 onnxruntime)."""
+
+    def measure(ctx: ModelContext) -> int | None:
+        peers = PEERS_MIB.get(ctx.name)
+        return None if peers is None else round(peers[which] * 2**20)
+
+    return measure
+
+
+COLUMNS += [
+    Column("buffers coalesced", "count", lambda ctx: len(ctx.lower(coalesce=True).problem.buffers)),
+    Column("auto coalesced", "bytes", _coalesced_pool),
+    Column("TVM (issue 6)", "bytes", _peer(0)),
+    Column("onnxruntime (issue 6)", "bytes", _peer(1)),
 ]
 
 

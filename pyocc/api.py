@@ -167,6 +167,7 @@ def lower(
     alignment: int = 64,
     options: Options | None = None,
     fuse: bool = True,
+    coalesce: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
@@ -174,23 +175,25 @@ def lower(
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
-    fusion (dnn-fuse). `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode
-    only) plans across named pools; `pool_candidates` ("concat=dram,conv=sram+dram")
-    restricts the pools of the buffers each kind of op writes. `reorder` is
+    fusion (dnn-fuse), `coalesce=False` tensor coalescing (dnn-coalesce).
+    `memory_pools` (e.g. "sram:size=1MiB,dram", pool mode only) plans across
+    named pools; `pool_candidates` ("concat=dram,conv=sram+dram") restricts
+    the pools of the buffers each kind of op writes. `reorder` is
     dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX order).
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/fuse/memory_pools/reorder."""
+    memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     from xdsl.context import Context
     from xdsl.dialects import func
     from xdsl.utils.exceptions import PassFailedException
 
-    from pyocc.analysis.liveness import analyze_function
+    from pyocc.analysis.liveness import analyze_function, root_buffer
     from pyocc.dialects.dnn import ops as d
     from pyocc.frontend.onnx_import import import_model
     from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
 
     if options is None:
-        options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, sanitize=sanitize,
+        options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
+                          sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
                           reorder=reorder)
     memory = options.memory
@@ -226,7 +229,8 @@ def lower(
             name=b.name, bytes=b.bytes,
             offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
             first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
-            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp) and b.value in o.destinations()), ""),
+            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
+                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
             consumers=sorted(set(b.consumers) - {"dnn.view"}),
             pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
             traffic=buffer_traffic(b),
@@ -354,6 +358,7 @@ def compile(  # noqa: A001 - the name users expect
     planner: str = "auto",
     shapes: Mapping[str, Sequence[int]] | None = None,
     fuse: bool = True,
+    coalesce: bool = True,
     sanitize: bool = False,
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
@@ -361,14 +366,9 @@ def compile(  # noqa: A001 - the name users expect
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
-    `fuse=False` turns layer fusion off. `sanitize=True` adds dnn-sanitize:
-    dead buffers are poisoned with NaN and out-of-bounds writes stop the run
-    with an error (for testing).
-    `memory_pools` ("sram:size=1MiB,dram") plans across named pools; on the
-    host every pool is plain memory, allocated once per run.
-    `pool_candidates` ("concat=dram") restricts pools per kind of op. Ops
-    run in the order dnn-reorder's `reorder` strategy picks ('given' keeps
-    the model's order)."""
+    `fuse=False` turns layer fusion off, `coalesce=False` tensor coalescing.
+    `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
+    out-of-bounds writes stop the run with an error (for testing)."""
     if target != "host":
         raise PyoccError(f"target '{target}' is not available yet; use --target host")
     import weakref
@@ -377,7 +377,8 @@ def compile(  # noqa: A001 - the name users expect
     from pyocc.weights import release, resource_keys
 
     before = resource_keys()
-    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, sanitize=sanitize,
+    module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
+                           sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder)
     compiled = Model(module, report, compile_module(module))
     # the weights now live in the model's packed pool; drop the store's blobs

@@ -7,7 +7,7 @@
 A flow has three stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
-    buffer_passes   tensor form -> buffer form with malloc/dealloc
+    buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
 The Python API (`pyocc.api.lower`) runs the same stages, so the command
@@ -40,6 +40,9 @@ class Options:
 
     alignment: int = 64
     """Byte alignment of every buffer."""
+
+    coalesce: bool = True
+    """Run dnn-coalesce: in-place results, band views, concat elimination."""
 
     fuse: bool = True
     """Run dnn-fuse (layer fusion) on the tensor form."""
@@ -90,6 +93,10 @@ def buffer_passes(options: Options) -> list[ModulePass]:
 
     mode = "eager" if options.memory == "eager" else "lazy"
     passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    if options.coalesce:
+        from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
+
+        passes.append(DnnCoalescePass(mode=mode))
     if options.sanitize:
         passes.append(DnnSanitizePass())
     return passes

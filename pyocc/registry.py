@@ -47,6 +47,7 @@ PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
     "dnn-verify-lifetimes": _lazy_pass("pyocc.analysis.verify_lifetimes", "DnnVerifyLifetimesPass"),
     "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
+    "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
     "dnn-reorder": _lazy_pass("pyocc.rewrites.dnn_reorder", "DnnReorderPass"),
     "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),

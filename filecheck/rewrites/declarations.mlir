@@ -1,6 +1,6 @@
 // Every pass leaves a function declaration (no body) alone and still
 // rewrites the function beside it.
-// RUN: pyocc-opt %s -p "dnn-fuse,dnn-reorder,dnn-print-liveness,dnn-insert-memory-ops,dnn-sanitize,dnn-memory-pool,dnn-verify-lifetimes" | filecheck %s
+// RUN: pyocc-opt %s -p "dnn-fuse,dnn-reorder,dnn-print-liveness,dnn-insert-memory-ops,dnn-coalesce,dnn-sanitize,dnn-memory-pool,dnn-verify-lifetimes" | filecheck %s
 
 // CHECK: func.func private @external(memref<4xf32>)
 // CHECK-LABEL: func.func @f

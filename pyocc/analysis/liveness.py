@@ -8,8 +8,10 @@ the analysis decides what it is:
 - `weight`: a dnn.weight, in the read-only constant pool;
 - `intermediate`: everything else that a compute op produces. These are the
   buffers a memory plan places.
-A `dnn.view` owns no bytes: it extends the life of its root (the buffer it
-views) to its own last use.
+A `dnn.view` or `dnn.subview` owns no bytes: it extends the life of its
+root (the buffer it aliases) to its own last use. So a buffer whose bands
+are subviews (a coalesced concat output) lives for the union of the
+lifetimes of all its aliases.
 
 Works on both forms: on tensors (a compute result is a buffer) and on
 buffers (a malloc or mem_offset result is a buffer). An analysis computes and
@@ -99,9 +101,15 @@ class Liveness:
         return "\n".join(lines)
 
 
+def root_buffer(value: SSAValue) -> SSAValue:
+    """The value that owns the bytes `value` lives in: through every view and
+    subview, a malloc / mem_offset result, a function argument or a weight."""
+    return _root(value)
+
+
 def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value.owner, d.ViewOp):
-        value = value.owner.source
+    while isinstance(value.owner, d.ALIAS_OPS):
+        value = value.owner.operands[0]
     return value
 
 
@@ -171,7 +179,7 @@ def analyze_function(function: func.FuncOp) -> Liveness:
         if facts is None:
             facts = classes[type(op)] = (
                 isinstance(op, d.WeightOp),
-                isinstance(op, (d.DeallocOp, d.ViewOp)),
+                isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)),
                 isinstance(op, (d.DnnComputeOp, d.MallocOp, d.MemOffsetOp)),  # see buffer_values
             )
         is_weight, not_a_use, creates_buffers = facts

@@ -1,7 +1,7 @@
 """A linear check that no dnn op touches a buffer outside its lifetime.
 
 In buffer form a buffer's life runs from its `dnn.malloc` to its
-`dnn.dealloc`; views (`dnn.view`) share it. Reading or writing a buffer (or
+`dnn.dealloc`; views (`dnn.view`, `dnn.subview`) share it. Reading or writing a buffer (or
 a view of it) after its dealloc, or freeing it twice, is a bug in a pass,
 and one that only shows up as wrong numbers at run time. The check walks
 each function once, so it can run after every pass (pyocc.pipelines does)
@@ -24,11 +24,11 @@ from pyocc.dialects.dnn import ops as d
 
 
 def _root(value: SSAValue, roots: dict[SSAValue, SSAValue]) -> SSAValue:
-    """The buffer a value lives in, through views (memoised in `roots`)."""
+    """The buffer a value lives in, through views and subviews (memoised in `roots`)."""
     if value in roots:
         return roots[value]
     owner = value.owner
-    root = _root(owner.operands[0], roots) if isinstance(owner, d.ViewOp) else value
+    root = _root(owner.operands[0], roots) if isinstance(owner, d.ALIAS_OPS) else value
     roots[value] = root
     return root
 

@@ -27,6 +27,7 @@ table lists them under "pools"): `dnn.malloc` and `dnn.pool_init` ->
 libc `aligned_alloc` (size rounded up to the alignment, as C11 requires; the
 accounting uses the IR's size), `dnn.dealloc` / `dnn.pool_release` -> `free`,
 `dnn.mem_offset` -> pool + offset, `dnn.view` -> the same pointer,
+`dnn.subview` -> source + offset,
 `dnn.memcpy{kind=host_to_host}` -> `memcpy`. The only external symbols are
 these three libc functions.
 
@@ -85,6 +86,7 @@ from pyocc.dialects.dnn.ops import (
     MemOffsetOp,
     PoolInitOp,
     PoolReleaseOp,
+    SubviewOp,
     ViewOp,
     WeightOp,
     type_bytes,
@@ -296,7 +298,7 @@ class _FunctionLowering:
     def _pointer(self, op: Operation, value: SSAValue) -> SSAValue:
         if value not in self.pointers:
             raise _fail(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
-                            "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view or dnn.weight)")
+                            "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
         return self.pointers[value]
 
     def _lower_op(self, op: Operation) -> None:
@@ -313,6 +315,9 @@ class _FunctionLowering:
             case ViewOp():
                 _buffer_spec(op, op.result.type)
                 self.pointers[op.result] = self._pointer(op, op.source)
+            case SubviewOp():
+                _buffer_spec(op, op.result.type)
+                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
             case MallocOp() | PoolInitOp():
                 result = op.results[0]
                 _buffer_spec(op, result.type)

@@ -83,13 +83,14 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
 
 def writer_kinds(function: func.FuncOp) -> dict[SSAValue, str]:
     """Buffer value -> the kind of the first compute op that writes it
-    (`conv` for dnn.conv), through views."""
+    (`conv` for dnn.conv), through views and subviews (a band written into
+    a concat output counts for the concat's buffer)."""
     kinds: dict[SSAValue, str] = {}
     for op in function.body.block.ops:
         if isinstance(op, d.DnnComputeOp):
             for value in op.destinations():
-                while isinstance(value.owner, d.ViewOp):
-                    value = value.owner.source
+                while isinstance(value.owner, d.ALIAS_OPS):
+                    value = value.owner.operands[0]
                 kinds.setdefault(value, op.name.removeprefix("dnn."))
     return kinds
 

@@ -6,8 +6,10 @@ memory pool. Every kernel writes its result into the keyword-only ``out``
 modified; ``out`` may hold stale data, so it is never read before written.
 Aliasing: unary, binary, channel_affine, batch_norm, softmax, log_softmax
 and layer_norm are correct when ``out`` is (for binary: the same-shaped)
-one of their data inputs (in-place reuse); every other kernel assumes ``out``
-does not overlap its inputs.
+one of their data inputs (in-place reuse); so are variadic with ``out`` its
+first input, where with ``out`` its ``b`` and conv with ``out`` its
+``residual`` (dnn-coalesce relies on exactly this list); every other kernel
+assumes ``out`` does not overlap its inputs.
 
 The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
 single place callers import them from.

@@ -309,9 +309,11 @@ CONFIGS: list[dict[str, object]] = [
     {"memory": "lazy", "fuse": False, "sanitize": True},
     {"memory": "pool", "reorder": "greedy", "sanitize": True},
     {"memory": "lazy", "reorder": "given"},
+    {"memory": "pool", "coalesce": False},
+    {"memory": "eager", "coalesce": False, "fuse": False},
 ]
 """The compiler settings a differential run covers (keyword arguments of
-pyocc.compile): every memory mode and every planner (with fusion and
-dnn-reorder's default order, auto), fusion off, the sanitizer (dead buffers
-poisoned with NaN, guard bytes checked) on lazy and pool, and the other op
-orders."""
+pyocc.compile): every memory mode and every planner with the default flow
+(fusion, coalescing, dnn-reorder auto), then fusion or coalescing off, the
+sanitizer (dead buffers poisoned with NaN, guard bytes checked) on lazy and
+pool, and the other op orders."""

@@ -1,6 +1,6 @@
 """`pyocc`: compile, run and plan ONNX models.
 
-    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-fuse]
+    pyocc run MODEL.onnx [--inputs in.npz] [--save-outputs out.npz] [--memory pool|lazy|eager] [--no-fuse] [--no-coalesce]
     pyocc compile MODEL.onnx -o model.so|model.o|model.ll [--memory ...]
     pyocc plan MODEL.onnx [--memory ...] [--planner NAME] [--format text|json|svg|html] [--explain] [-o FILE]
     pyocc plan-json problem.json [--algorithm NAME] [-o solution.json]
@@ -92,6 +92,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="fix a graph input's shape (repeatable)")
     p.add_argument("--no-fuse", dest="fuse", action="store_false",
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
+    p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
+                   help="turn tensor coalescing (dnn-coalesce) off")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -100,7 +102,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pyocc.api import compile as compile_model
 
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), fuse=args.fuse, sanitize=args.sanitize,
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
@@ -137,7 +140,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), fuse=args.fuse, memory_pools=args.memory_pools,
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
@@ -149,7 +153,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                           fuse=args.fuse, memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
+                           fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
+                           pool_candidates=args.pool_candidates,
                            reorder=args.reorder)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):

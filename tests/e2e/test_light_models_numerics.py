@@ -29,6 +29,7 @@ CASES = [
     ("shufflenet", "eager"), ("shufflenet", "lazy"), ("shufflenet", "pool"),
     ("inception_v1", "lazy"), ("inception_v1", "pool"),
     ("resnet50", "pool"), ("densenet121", "pool"), ("inception_v2", "lazy"),
+    ("inception_v2", "pool"),  # concat elimination and in-place chains in the pool
     ("bvlc_alexnet", "eager"), ("bvlc_alexnet", "lazy"), ("bvlc_alexnet", "pool"),
     ("zfnet512", "eager"), ("zfnet512", "lazy"), ("zfnet512", "pool"),
     ("vgg19", "eager"), ("vgg19", "lazy"), ("vgg19", "pool"),

@@ -72,7 +72,9 @@ def test_pool_reaches_the_lower_bound(light_model: Path) -> None:
     problem_64 = planning_problem(analyze_function(main_function(module)), 64)
     for alignment in (1, 64):
         pooled = module.clone()
-        DnnMemoryPoolPass(alignment=alignment).apply(Context(), pooled)
+        # A generous budget: auto stops as soon as it meets the bound, and a
+        # loaded machine must not turn DenseNet's hill climb into a failure.
+        DnnMemoryPoolPass(alignment=alignment, time_budget_ms=10_000).apply(Context(), pooled)
         pooled.verify()
         ops = list(main_function(pooled).body.block.ops)
         pools = [op for op in ops if isinstance(op, d.PoolInitOp)]

@@ -27,7 +27,8 @@ def test_plan_json_has_the_report_fields() -> None:
     for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "naive_bytes",
                 "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
         assert key in report
-    assert report["activation_bytes"] == report["lower_bound_bytes"] < report["naive_bytes"]
+    # coalescing can take the pool below the bound of the uncoalesced buffers
+    assert report["activation_bytes"] <= report["lower_bound_bytes"] < report["naive_bytes"]
     assert all({"name", "bytes", "offset", "first", "last"} <= set(b) for b in report["buffers"])
 
 

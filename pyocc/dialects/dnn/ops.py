@@ -15,7 +15,8 @@ with a result, memrefs with an `out`.
 **Memory ops**: `dnn.malloc`/`dnn.dealloc` (bytes and alignment),
 `dnn.memcpy` (host/device), `dnn.pool_init` and `dnn.mem_offset(pool, offset,
 size)` (Occamy's Mem-offset: a view at a planned offset), `dnn.view` (a
-reshape that shares its operand's bytes), and `dnn.weight` (a read-only
+reshape that shares its operand's bytes), `dnn.subview` (a contiguous band
+of a buffer, from dnn-coalesce), and `dnn.weight` (a read-only
 constant, loaded once into the constant pool).
 """
 
@@ -690,6 +691,40 @@ class ViewOp(IRDLOperation):
             )
 
 
+@irdl_op_definition
+class SubviewOp(IRDLOperation):
+    """A buffer that is a contiguous slice of another: the bytes
+    [offset, offset + size of the result) of `source`, seen with the result's
+    type. dnn-coalesce makes one when a producer writes straight into its
+    band of a concat output, or a Split/Slice output is a band of its input.
+    Like dnn.view it owns no bytes: the lifetime of `source`'s root covers
+    every use of the subview."""
+
+    name = "dnn.subview"
+    source = operand_def(MemRefType)
+    offset = prop_def(IntegerAttr)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
+
+    def __init__(self, source: SSAValue, offset: int, result_type: MemRefType):
+        super().__init__(operands=[source], result_types=[result_type],
+                         properties={"offset": IntegerAttr(offset, i64)})
+
+    def verify_(self) -> None:
+        offset = self.offset.value.data
+        end = offset + type_bytes(self.result.type)
+        if offset < 0 or end > type_bytes(self.source.type):
+            raise VerifyException(
+                f"dnn.subview: bytes [{offset}, {end}) fall outside the {type_bytes(self.source.type)}-byte source"
+            )
+
+
+ALIAS_OPS: tuple[type[IRDLOperation], ...] = (ViewOp, SubviewOp)
+"""Ops whose result shares its operand's bytes (an alias, owning nothing)."""
+
+
 # ---------------------------------------------------------------------------
 # Memory ops
 # ---------------------------------------------------------------------------
@@ -853,4 +888,4 @@ COMPUTE_OPS = [
     SanitizeOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
-DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, *MEMORY_OPS]
+DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]
