@@ -74,6 +74,10 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
+    buffer_lower_bound_bytes: int | None = None
+    """Max-live bytes of the buffers as planned, after coalescing shared some
+    of them: the bound the pool planner works against. `lower_bound_bytes`
+    is the tensors' bound, before coalescing."""
     lower_bound_given_order_bytes: int | None = None
     """The max-live lower bound of the op order before dnn-reorder ran."""
     reorder: str | None = None
@@ -127,11 +131,14 @@ class MemoryReport:
             f"model            {self.model}",
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
-            f"lower bound      {mib(self.lower_bound_bytes)}",
+            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live tensors)",
         ]
         if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
             lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
                          f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
+        if (self.memory != "eager" and self.buffer_lower_bound_bytes is not None
+                and self.buffer_lower_bound_bytes != self.lower_bound_bytes):
+            lines.append(f"  coalesced      {mib(self.buffer_lower_bound_bytes)}  (max-live buffers, after coalescing)")
         lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
@@ -255,6 +262,7 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
+        buffer_lower_bound_bytes=liveness.lower_bound,
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,
