@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pyocc.pipelines import Options  # noqa: E402
+from pyocc.testing.light_models import light_model_path  # noqa: E402
 
 LIGHT_MODELS = [
     "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
@@ -36,13 +37,6 @@ PEERS_MIB: dict[str, tuple[float, float]] = {
     "inception_v2": (7.47, 3.83), "resnet50": (9.39, 6.89), "shufflenet": (3.95, 2.78),
     "squeezenet": (6.06, 3.75), "vgg19": (25.31, 24.50), "zfnet512": (13.21, 8.70),
 }
-
-
-def light_model_path(name: str) -> Path:
-    """Path of ``light_<name>.onnx`` inside the installed onnx package."""
-    import onnx
-
-    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
 
 
 def has_fusion() -> bool:

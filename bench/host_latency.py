@@ -77,49 +77,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
-from onnx import numpy_helper  # noqa: E402
+
+from pyocc.testing.light_models import random_inputs_for, with_random_weights  # noqa: E402
 
 try:  # optional: enforce and report the BLAS thread count
     from threadpoolctl import threadpool_info, threadpool_limits
 except ImportError:  # pragma: no cover - the environment variables suffice
     threadpool_info = threadpool_limits = None
-
-
-def light_model_path(name: str) -> Path:
-    """Path of `light_<name>.onnx` inside the installed onnx package."""
-    return Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
-
-
-def with_random_weights(name: str, seed: int = 0) -> onnx.ModelProto:
-    """The light model with every ConstantOfShape output turned into a seeded
-    random initializer (variances kept positive so batch norm stays finite);
-    the same recipe as tests/e2e/test_light_models_numerics.py."""
-    model = onnx.load(str(light_model_path(name)))
-    rng = np.random.default_rng(seed)
-    inits = {t.name: t for t in model.graph.initializer}
-    nodes = []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape":
-            nodes.append(node)
-            continue
-        shape = [int(d) for d in numpy_helper.to_array(inits[node.input[0]])]
-        w = (rng.standard_normal(shape) * 0.1).astype(np.float32)
-        if "var" in node.output[0] or node.output[0].endswith("_riv_0"):
-            w = np.abs(w) + 0.5
-        model.graph.initializer.append(numpy_helper.from_array(w, node.output[0]))
-    del model.graph.node[:]
-    model.graph.node.extend(nodes)
-    return model
-
-
-def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
-    """Seeded standard-normal float32 arrays for the graph's real inputs."""
-    rng = np.random.default_rng(seed)
-    init_names = {t.name for t in model.graph.initializer}
-    return {
-        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
-        for i in model.graph.input if i.name not in init_names
-    }
 
 
 def ort_session(model: onnx.ModelProto, threads: int) -> ort.InferenceSession:
@@ -171,7 +135,7 @@ def measure(name: str) -> Row:
     import pyocc
 
     model = with_random_weights(name)
-    inputs = random_inputs(model)
+    inputs = random_inputs_for(model)
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     start = clock()
     compiled = pyocc.compile(model, memory=ARGS.memory)
@@ -217,7 +181,7 @@ def profile(name: str) -> None:
     import pyocc
 
     model = with_random_weights(name)
-    inputs = random_inputs(model)
+    inputs = random_inputs_for(model)
     compiled = pyocc.compile(model, memory=ARGS.memory)
     for _ in range(ARGS.warmup):
         compiled.run(inputs)

@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pyocc.pipelines import Options  # noqa: E402
 from pyocc.planning import ALGORITHMS, Plan, PlanningError, Problem, plan_memory  # noqa: E402
+from pyocc.testing.light_models import light_model_path  # noqa: E402
 
 LIGHT_MODELS = [
     "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
@@ -53,13 +54,6 @@ processes; the minimum is the least disturbed run)."""
 PLAN_BUDGET_MS = 200.0
 """Time budget of the improving planners (hill-climb, exact, auto's search):
 the budget `dnn-memory-pool` gives `auto`."""
-
-
-def light_model_path(name: str) -> Path:
-    """Path of ``light_<name>.onnx`` inside the installed onnx package."""
-    import onnx
-
-    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
 
 
 def baseline_options(alignment: int) -> Options:

@@ -2,22 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-LIGHT_MODELS = [
-    "bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",
-    "shufflenet", "squeezenet", "vgg19", "zfnet512",
-]
-
-
-def light_model_path(name: str) -> Path:
-    """Path of `light_<name>.onnx` inside the installed onnx package."""
-    import onnx
-
-    return Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "light" / f"light_{name}.onnx"
+from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F401 - re-exported for the tests
 
 
 @pytest.fixture(params=LIGHT_MODELS)

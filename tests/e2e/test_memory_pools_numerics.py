@@ -14,7 +14,7 @@ import pytest
 
 import pyocc
 from tests.conftest import light_model_path
-from tests.e2e.test_light_models_numerics import with_random_weights
+from pyocc.testing.light_models import random_inputs_for, with_random_weights
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -25,12 +25,7 @@ TWO_POOLS = "sram:size=1MiB,dram"
 def test_two_pools_match_onnxruntime(name: str) -> None:
     model = with_random_weights(name)
     compiled = pyocc.compile(model, memory_pools=TWO_POOLS)
-    rng = np.random.default_rng(1)
-    init_names = {t.name for t in model.graph.initializer}
-    inputs = {
-        i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
-        for i in model.graph.input if i.name not in init_names
-    }
+    inputs = random_inputs_for(model)
     options = ort.SessionOptions()
     options.log_severity_level = 3
     expected = ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
