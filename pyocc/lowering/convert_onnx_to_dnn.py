@@ -31,7 +31,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     i1,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -194,28 +193,10 @@ def _insert(rewriter: PatternRewriter, op: Operation) -> Operation:
 
 
 def _compute(cls: type[d.DnnComputeOp], operands: list, result: Attribute, props: dict[str, Attribute]) -> d.DnnComputeOp:
-    """Build a tensor-form dnn compute op; `operands` follows the op's operand
-    definitions in order (None for absent optional, list for variadic)."""
-    op_def = cls.get_irdl_definition()
-    flat: list[SSAValue] = []
-    sizes: list[int] = []
-    values = iter(operands)
-    for name, _ in op_def.operands:
-        if name in d.DnnComputeOp.NOT_INPUTS:
-            sizes.append(0)
-            continue
-        value = next(values)
-        if isinstance(value, list):
-            flat.extend(value)
-            sizes.append(len(value))
-        elif value is None:
-            sizes.append(0)
-        else:
-            flat.append(value)
-            sizes.append(1)
-    props = dict(props)
-    props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
-    return cls.create(operands=flat, result_types=[result], properties=props)
+    """Build a tensor-form dnn compute op; `operands` follows the op's kernel
+    inputs in order (None for absent optional, list for variadic)."""
+    names = [name for name, _ in cls.get_irdl_definition().operands if name not in d.DnnComputeOp.NOT_INPUTS]
+    return cls.build(dict(zip(names, operands, strict=True)), [result], props)
 
 
 def lower_constant(op: ot.ConstantOp, rewriter: PatternRewriter) -> Operation:
@@ -419,10 +400,8 @@ def lower_concat(op: ot.ConcatOp, rewriter: PatternRewriter) -> Operation:
 
 
 def lower_split(op: ot.SplitOp, rewriter: PatternRewriter) -> Operation:
-    sizes = DenseArrayBase.from_list(i32, [1, 0])
-    return _insert(rewriter, d.SplitOp.create(
-        operands=[op.input], result_types=[r.type for r in op.outputs],
-        properties={"axis": op.properties["axis"], "operandSegmentSizes": sizes}))
+    return _insert(rewriter, d.SplitOp.build({"x": op.input}, [r.type for r in op.outputs],
+                                             {"axis": op.properties["axis"]}))
 
 
 def lower_slice(op: ot.SliceOp, rewriter: PatternRewriter) -> Operation:

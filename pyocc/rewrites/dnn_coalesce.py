@@ -45,13 +45,14 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, i32
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.dialects.dnn import ops as d
+from pyocc.rewrites.dnn_insert_memory_ops import copy_op
 
 #: op name -> the operands its kernel may overwrite with its result (checked
 #: in pyocc/runtime/kernels: each reads that input before or while writing out)
@@ -203,7 +204,7 @@ def _split_as_bands(op: d.SplitOp) -> int:
             _replace_buffer(out, band, before=op)
             removed += 1
         else:  # a graph output: copy its band there
-            op.parent_block().insert_ops_before([band, _copy(band.result, out)], op)  # type: ignore[union-attr]
+            op.parent_block().insert_ops_before([band, copy_op(band.result, out)], op)  # type: ignore[union-attr]
     op.detach()
     op.erase()
     return removed
@@ -507,7 +508,7 @@ def _apply_bands(block: Block, bands: list[_Band]) -> None:
         for value in list(concat.inputs):
             if offset not in offsets:
                 band = d.SubviewOp(concat.out, offset, value.type)  # type: ignore[arg-type]
-                block.insert_ops_before([band, _copy(value, band.result)], concat)
+                block.insert_ops_before([band, copy_op(value, band.result)], concat)
             offset += d.type_bytes(value.type)
         concat.detach()
         concat.erase()
@@ -546,12 +547,6 @@ def _hoist_band_owners(block: Block) -> None:
         block.insert_ops_before(movable, anchor)  # type: ignore[arg-type]
         ops = list(block.ops)
         index = {op: i for i, op in enumerate(ops)}
-
-
-def _copy(source: SSAValue, target: SSAValue) -> Operation:
-    """A buffer-form dnn.copy of `source` into `target`."""
-    return d.CopyOp.create(operands=[source, target], result_types=[],
-                           properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])})
 
 
 # ---------------------------------------------------------------------------

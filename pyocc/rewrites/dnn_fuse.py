@@ -68,7 +68,6 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
-    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -221,22 +220,9 @@ class Match:
         """A tensor-form `cls` op with the root's result type (or
         `result_type`); `operands` by field name (absent = None), `props` as
         Attributes or Python values (None = absent)."""
-        flat: list[SSAValue] = []
-        sizes: list[int] = []
-        for name, _ in cls.get_irdl_definition().operands:
-            value = None if name in d.DnnComputeOp.NOT_INPUTS else operands.get(name)
-            if isinstance(value, list | tuple):
-                flat.extend(value)
-                sizes.append(len(value))
-            elif value is None:
-                sizes.append(0)
-            else:
-                flat.append(value)
-                sizes.append(1)
+        inputs = {k: v for k, v in operands.items() if k not in d.DnnComputeOp.NOT_INPUTS}
         properties = {k: _attr(v) for k, v in props.items() if v is not None}
-        properties["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
-        result_type = result_type or self.root.results[0].type
-        return cls.create(operands=flat, result_types=[result_type], properties=properties)
+        return cls.build(inputs, [result_type or self.root.results[0].type], properties)
 
     def view(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
         """`value` reshaped (a dnn.view: no copy), inserted before the fused op."""

@@ -155,7 +155,7 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
         if direct_output.get(value) is arg:
             continue
         source = mapping[value]
-        tail.append(_memcpy(source, arg, "device_to_host") if memcpy else _copy(source, arg))
+        tail.append(_memcpy(source, arg, "device_to_host") if memcpy else copy_op(source, arg))
     for buffer in [*late_frees, *exit_frees]:
         tail.append(d.DeallocOp(buffer))
 
@@ -198,30 +198,17 @@ def _retype(op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
 
 def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue]) -> Operation:
     """The same kernel, reading mapped buffers and writing `destinations`."""
-    from xdsl.dialects.builtin import DenseArrayBase, i32
-
-    sizes: list[int] = []
-    operands: list[SSAValue] = []
-    op_def = op.get_irdl_definition()
-    for name, _ in op_def.operands:
-        if name in ("out", "outs"):
-            operands.extend(destinations)
-            sizes.append(len(destinations))
-            continue
+    operands: dict[str, list[SSAValue]] = {}
+    for name, _ in op.get_irdl_definition().operands:
         value = getattr(op, name)
         group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
-        operands.extend(mapping[v] for v in group)
-        sizes.append(len(group))
-    props = dict(op.properties)
-    props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
-    return op.__class__.create(operands=operands, result_types=[], properties=props, attributes=dict(op.attributes))
+        operands[name] = destinations if name in ("out", "outs") else [mapping[v] for v in group]
+    return type(op).build(operands, [], op.properties, op.attributes)
 
 
-def _copy(source: SSAValue, target: SSAValue) -> Operation:
-    from xdsl.dialects.builtin import DenseArrayBase, i32
-
-    return d.CopyOp.create(operands=[source, target], result_types=[],
-                           properties={"operandSegmentSizes": DenseArrayBase.from_list(i32, [1, 1])})
+def copy_op(source: SSAValue, target: SSAValue) -> Operation:
+    """A buffer-form dnn.copy of `source` into `target`."""
+    return d.CopyOp.build({"x": source, "out": target})
 
 
 def _memcpy(source: SSAValue, target: SSAValue, kind: str) -> Operation:

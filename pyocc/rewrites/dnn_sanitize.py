@@ -31,8 +31,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32, i64
-from xdsl.dialects.builtin import DenseArrayBase
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -43,14 +42,13 @@ from pyocc.dialects.dnn import ops as d
 
 def _probe(buffer: SSAValue, action: str, guard: int, writer: str = "") -> d.SanitizeOp:
     """A dnn.sanitize op on `buffer`."""
-    properties = {
+    probe = d.SanitizeOp.build({"out": buffer}, properties={
         "action": StringAttr(action), "guard": IntegerAttr(guard, i64),
         "buffer": StringAttr(buffer.name_hint or "?"),
-        "operandSegmentSizes": DenseArrayBase.from_list(i32, [1]),
-    }
+    })
     if writer:
-        properties["writer"] = StringAttr(writer)
-    return d.SanitizeOp.create(operands=[buffer], properties=properties)
+        probe.properties["writer"] = StringAttr(writer)
+    return probe
 
 
 def sanitize_function(function: func.FuncOp, guard: int) -> int:

@@ -23,7 +23,8 @@ constant, loaded once into the constant pool).
 from __future__ import annotations
 
 import math
-from typing import ClassVar
+from collections.abc import Mapping, Sequence
+from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -34,6 +35,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -104,6 +106,31 @@ class DnnComputeOp(IRDLOperation):
 
     #: operand fields that are not kernel inputs (destinations, workspace)
     NOT_INPUTS: ClassVar[frozenset[str]] = frozenset({"out", "outs", "workspace"})
+
+    @classmethod
+    def build(
+        cls,
+        operands: Mapping[str, SSAValue | Sequence[SSAValue] | None],
+        result_types: Sequence[Attribute] = (),
+        properties: Mapping[str, Attribute] | None = None,
+        attributes: Mapping[str, Attribute] | None = None,
+    ) -> Self:
+        """The op from its operands by field name (a missing or None entry is
+        an absent optional operand, a list fills a variadic one), with
+        `operandSegmentSizes` worked out (in place of a stale one, if
+        `properties` has it): the one place that knows how xDSL lays out
+        segmented operands."""
+        flat: list[SSAValue] = []
+        sizes: list[int] = []
+        for name, _ in cls.get_irdl_definition().operands:
+            value = operands.get(name)
+            group = list(value) if isinstance(value, list | tuple) else ([] if value is None else [value])
+            flat.extend(group)
+            sizes.append(len(group))
+        props = dict(properties or {})
+        props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+        return cls.create(operands=flat, result_types=list(result_types), properties=props,
+                          attributes=dict(attributes or {}))
 
     @property
     def kernel(self) -> str:
