@@ -202,7 +202,13 @@ def analyze_function(function: func.FuncOp) -> Liveness:
     return Liveness(function.sym_name.data, list(buffers.values()), len(ops))
 
 
+def function_bodies(module: Operation) -> list[func.FuncOp]:
+    """The functions of `module` that have a body (declarations have none,
+    and every pass leaves them alone)."""
+    return [op for op in module.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
+
+
 def analyze_module(module: Operation) -> list[Liveness]:
     """Liveness of every function in a module."""
-    return [analyze_function(op) for op in module.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
+    return [analyze_function(op) for op in function_bodies(module)]
 

@@ -20,6 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
+from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 
 
@@ -51,9 +52,8 @@ def check_function_lifetimes(function: func.FuncOp) -> None:
 
 def check_lifetimes(module: Operation) -> None:
     """check_function_lifetimes on every function of `module`."""
-    for op in module.walk():
-        if isinstance(op, func.FuncOp) and op.body.blocks:  # not a declaration
-            check_function_lifetimes(op)
+    for function in function_bodies(module):
+        check_function_lifetimes(function)
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
+from pyocc.analysis.liveness import Liveness, analyze_function, function_bodies, root_buffer
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.dnn_insert_memory_ops import copy_op
 
@@ -96,7 +96,7 @@ class DnnCoalescePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.mode not in ("eager", "lazy"):
             raise PassFailedException(f"dnn-coalesce: mode must be 'eager' or 'lazy', got '{self.mode}'")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for function in function_bodies(op):
             coalesce_function(function, self.mode, self.in_place, self.bands, self.concat)
 
 

@@ -36,7 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import analyze_function
+from pyocc.analysis.liveness import analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
 
@@ -72,7 +72,7 @@ class DnnInsertMemoryOpsPass(ModulePass):
             raise PassFailedException(
                 f"dnn-insert-memory-ops: alignment must be a power of two, got {self.alignment}"
             )
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for function in function_bodies(op):
             insert_memory_ops(function, self.mode, self.alignment, self.memcpy)
 
 

@@ -37,7 +37,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr,
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function
+from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
 if TYPE_CHECKING:
@@ -222,7 +222,7 @@ class DnnMemoryPoolPass(ModulePass):
         if unknown:
             raise PassFailedException(
                 f"dnn-memory-pool: pool candidates: unknown op kind {unknown[0]!r} (e.g. conv, concat, gemm, softmax)")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for function in function_bodies(op):
             plan_weights(function, pools, self.alignment)
             if not any(isinstance(o, d.MallocOp) for o in function.body.block.ops):
                 continue

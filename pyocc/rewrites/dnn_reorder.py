@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
 
@@ -205,7 +206,7 @@ class DnnReorderPass(ModulePass):
             )
         if self.budget_ms < 0:
             raise PassFailedException("dnn-reorder: budget_ms must not be negative")
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+        for function in function_bodies(op):
             for o in function.body.block.ops:
                 if isinstance(o, d.DnnComputeOp) and o.on_buffers:
                     raise PassFailedException(

@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 
 
@@ -88,7 +89,7 @@ class DnnSanitizePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.guard < 0:
             raise PassFailedException(f"dnn-sanitize: guard must be >= 0 bytes, got {self.guard}")
-        functions = [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
+        functions = function_bodies(op)
         if any(isinstance(o, d.PoolInitOp | d.MemOffsetOp) for f in functions for o in f.walk()):
             raise PassFailedException("dnn-sanitize: run it before dnn-memory-pool (it needs malloc/dealloc)")
         for function in functions:
