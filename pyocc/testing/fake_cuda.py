@@ -531,6 +531,7 @@ class FakeCuda:
     # -- small helpers ---------------------------------------------------------------
 
     def _write_pointer(self, where: int, value: int, what: str) -> None:
+        """*where = value, `where` being a host pointer the caller passed for an output."""
         self._memory.require_host(where, what)
         ctypes.c_void_p.from_address(where).value = value
 
@@ -573,9 +574,8 @@ class FakeCuda:
             self._objects.get(stream, STREAM, what)
 
     def _create(self, where: int, kind: str, params: Any = None) -> None:
-        self._memory.require_host(where, "the output pointer")
-        address = self._objects.create(kind, params)
-        ctypes.c_void_p.from_address(where).value = address
+        """Create* functions: a fresh `kind` object, its address written to *where."""
+        self._write_pointer(where, self._objects.create(kind, params), "the output pointer")
 
     # -- CUDA runtime ----------------------------------------------------------------
 
@@ -583,14 +583,14 @@ class FakeCuda:
         self._memory.require_host(devPtr, "devPtr")
         if size < 0:
             raise ContractViolation("alloc", f"size {size} (negative as size_t: {size % 2**64} B)")
-        if size == 0:
-            ctypes.c_void_p.from_address(devPtr).value = 0
+        if size == 0:  # success, and a NULL pointer
+            self._write_pointer(devPtr, 0, "devPtr")
             return
         try:
             address = self._memory.allocate(size)
         except MemoryError:
             raise ContractViolation("alloc", f"cannot allocate {size} B") from None
-        ctypes.c_void_p.from_address(devPtr).value = address
+        self._write_pointer(devPtr, address, "devPtr")
 
     def _cudaFree(self, devPtr: int) -> None:
         if devPtr:
@@ -762,6 +762,8 @@ class FakeCuda:
         if not conv.is_set:
             raise _invalid(f"convDesc {conv_desc:#x} was never set with cudnnSetConvolutionNdDescriptor")
         spatial = len(conv.pads)
+        if spatial not in (2, 3):
+            raise _unsupported(f"a {spatial}-d convolution: cuDNN convolves 4-d and 5-d tensors (pad 1-d with a 1)")
         if not len(x.dims) == len(w.dims) == len(y.dims) == spatial + 2:
             raise _invalid(
                 f"xDesc has {len(x.dims)} dims, wDesc {len(w.dims)}, yDesc {len(y.dims)}; "
@@ -1044,6 +1046,7 @@ class FakeCuda:
         self._cudnn_handle(handle)
         a_layout, a_view = self._operand(aDesc, A, "A")
         c_layout, c_view = self._operand(cDesc, C, "C")
+        _check_at_most_5_dims(c_layout, "cDesc")
         _check_broadcast(a_layout, c_layout, "A", "C")
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         self._outputs_clear({"C": c_view}, {"A": a_view}, in_place=[("C", "A")])
@@ -1073,6 +1076,7 @@ class FakeCuda:
         b_layout, b_view = self._operand(bDesc, B, "B")
         c_layout, c_view = self._operand(cDesc, C, "C")
         self._same_dims(a_layout, c_layout, "aDesc", "cDesc")
+        _check_at_most_5_dims(c_layout, "cDesc")
         _check_broadcast(b_layout, c_layout, "B", "C")
         scale_a, scale_b = self._read_scalar(alpha1, "alpha1"), self._read_scalar(alpha2, "alpha2")
         blend = self._read_scalar(beta, "beta")
@@ -1104,6 +1108,8 @@ class FakeCuda:
         x_layout, x_view = self._operand(xDesc, x, "x")
         y_layout, y_view = self._operand(yDesc, y, "y")
         rank = len(pool.window) + 2
+        if rank not in (4, 5):
+            raise _unsupported(f"{rank - 2}-d pooling: only 2 and 3 spatial dimensions are allowed")
         if len(x_layout.dims) != rank or len(y_layout.dims) != rank:
             raise _invalid(
                 f"xDesc has {len(x_layout.dims)} dims and yDesc {len(y_layout.dims)}; "
@@ -1135,6 +1141,9 @@ class FakeCuda:
         x_layout, x_view = self._operand(xDesc, x, "x")
         y_layout, y_view = self._operand(yDesc, y, "y")
         self._same_dims(x_layout, y_layout, "xDesc", "yDesc")
+        for layout, name in ((x_layout, "xDesc"), (y_layout, "yDesc")):
+            if len(layout.dims) > 5 and layout.strides[2:] != _Layout.packed(layout.dims[2:]).strides:
+                raise _unsupported(f"{name}: tensors of more than 5 dims must be packed in their spatial dims")
         self._outputs_clear({"y": y_view}, {"x": x_view}, in_place=[("y", "x")])
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         self._store(y_view, fm.softmax(x_view, algo=algo, mode=mode), scale, blend)
@@ -1338,6 +1347,12 @@ class FakeCuda:
 
 
 # -- overlap checks ----------------------------------------------------------------
+
+
+def _check_at_most_5_dims(layout: _Layout, what: str) -> None:
+    """cudnnAddTensor and cudnnOpTensor support tensors of up to 5 dims."""
+    if len(layout.dims) > 5:
+        raise _unsupported(f"{what} has {len(layout.dims)} dims; this routine supports at most 5")
 
 
 def _check_broadcast(source: _Layout, target: _Layout, source_name: str, target_name: str) -> None:

@@ -150,7 +150,7 @@ def _pick_algo(cuda: Cuda, cudnn: int, descs: tuple[int, int, int, int], limit: 
         ((2, 4, 9, 8), (6, 4, 3, 3), (1, 1), (1, 1), (1, 1), 1),
         ((1, 6, 11, 10), (4, 3, 3, 2), (2, 0), (2, 3), (2, 1), 2),
         ((2, 4, 7, 7), (4, 1, 3, 3), (1, 1), (2, 2), (1, 1), 4),
-        ((1, 3, 8), (5, 3, 3), (1,), (2,), (1,), 1),
+        ((1, 3, 8, 1), (5, 3, 3, 1), (1, 0), (2, 1), (1, 1), 1),  # a 1-d convolution, as cuDNN takes it
     ],
 )
 def test_convolution_forward_matches_onnxruntime(
@@ -160,7 +160,6 @@ def test_convolution_forward_matches_onnxruntime(
     x, w = random(*shape), random(*kernel)
     (expected,) = ort_run("Conv", {"x": x, "w": w},
                           {"pads": [*pads, *pads], "strides": strides, "dilations": dilations, "group": groups})
-    # cuDNN descriptors take at least 3 dims; 1-d convolutions still get one spatial dim
     descs = (cuda.tensor(shape), cuda.filter(kernel), cuda.convolution(pads, strides, dilations, groups),
              cuda.tensor(expected.shape))
     algo, memory = _pick_algo(cuda, cudnn, descs, limit=64 << 20)
@@ -369,6 +368,22 @@ def test_batch_norm_inference(cuda: Cuda, cudnn: int) -> None:
     assert_close(cuda.download(y, x.shape), expected)
 
 
+def test_an_exception_inside_a_routine_becomes_an_error_status(
+    cuda: Cuda, cudnn: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> np.ndarray:
+        raise FloatingPointError("overflow")
+
+    monkeypatch.setattr("pyocc.testing.fake_cuda.fm.softmax", broken)
+    desc, x = cuda.tensor((1, 2, 1, 1)), cuda.upload(random(2))
+    status = cuda.cudnnSoftmaxForward(cudnn, 1, 1, cuda.f32(1.0), desc, x, cuda.f32(0.0), desc, x)
+    assert status == 5000  # CUDNN_STATUS_EXECUTION_FAILED
+    assert cuda.fake.errors == [
+        "cudnnSoftmaxForward: failed in the fake's computation (FloatingPointError: overflow)"
+        " -> CUDNN_STATUS_EXECUTION_FAILED (5000)"
+    ]
+
+
 def test_identity_activation_is_rejected_by_activation_forward(cuda: Cuda, cudnn: int) -> None:
     identity = cuda.create("cudnnCreateActivationDescriptor")
     cuda.check(cuda.cudnnSetActivationDescriptor(identity, 5, 0, 0.0))
@@ -524,3 +539,78 @@ def test_descriptors_must_be_set_live_and_of_the_right_kind(cuda: Cuda, cudnn: i
     assert "destroyed cuDNN handle" in cuda.fake.errors[-1]
     # fewer than 3 dims: cuDNN rejects them
     assert cuda.cudnnSetTensorNdDescriptor(unset, 0, 2, cuda.ints([2, 2]), cuda.ints([2, 1])) == BAD_PARAM
+
+
+# -- a whole network, the way generated code drives the libraries --------------------------
+
+
+def _small_network() -> tuple[Any, dict[str, np.ndarray]]:
+    """Conv(+bias) -> Relu -> MaxPool -> Flatten -> Gemm(transB) -> Softmax, random weights."""
+    from onnx import helper, numpy_helper
+
+    weights = {"w": random(4, 3, 3, 3), "b": random(4), "w2": random(10, 64), "b2": random(10)}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("Gemm", ["f", "w2", "b2"], ["g"], transB=1),
+        helper.make_node("Softmax", ["g"], ["y"], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes, "small", [helper.make_tensor_value_info("x", 1, (1, 3, 8, 8))],
+        [helper.make_tensor_value_info("y", 1, (1, 10))],
+        [numpy_helper.from_array(value, name) for name, value in weights.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model, weights
+
+
+def test_a_small_network_in_one_pool_matches_onnxruntime(cuda: Cuda) -> None:
+    """One cudaMalloc'd pool at 256-byte aligned offsets; cuDNN for the convolutional
+    part; the row-major Gemm as the column-major product Y^T = W2 X^T (cuBLAS T, N)."""
+    ort = pytest.importorskip("onnxruntime")
+    model, weights = _small_network()
+    x = random(1, 3, 8, 8)
+    (expected,) = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x})
+    sizes = {"x": 192, "w": 108, "b": 4, "w2": 640, "b2": 10, "conv": 256, "pool": 64, "fc": 10}
+    offsets, total = {}, 0
+    for name, count in sizes.items():
+        offsets[name], total = total, total + -(-count * 4 // 256) * 256
+    pool = cuda.malloc(total)
+    at = {name: pool + offset for name, offset in offsets.items()}
+    for name, value in {"x": x, **weights}.items():
+        cuda.check(cuda.cudaMemcpy(at[name], value.ctypes.data, value.nbytes, H2D))
+    cudnn, cublas = cuda.create("cudnnCreate"), cuda.create("cublasCreate_v2")
+    cuda.check(cuda.cublasSetMathMode(cublas, api.CUBLAS_PEDANTIC_MATH))
+    x_desc, w_desc = cuda.tensor((1, 3, 8, 8)), cuda.filter((4, 3, 3, 3))
+    conv_desc, conv_out = cuda.convolution((1, 1), (1, 1), (1, 1), 1), cuda.tensor((1, 4, 8, 8))
+    bias_desc, relu = cuda.tensor((1, 4, 1, 1)), cuda.create("cudnnCreateActivationDescriptor")
+    cuda.check(cuda.cudnnSetActivationDescriptor(relu, 1, api.CUDNN_NOT_PROPAGATE_NAN, 0.0))
+    one, zero = cuda.f32(1.0), cuda.f32(0.0)
+    cuda.check(cuda.cudnnConvolutionBiasActivationForward(
+        cudnn, one, x_desc, at["x"], w_desc, at["w"], conv_desc, 0, 0, 0, zero, conv_out, at["conv"], bias_desc,
+        at["b"], relu, conv_out, at["conv"]))
+    pooling, pool_out = cuda.create("cudnnCreatePoolingDescriptor"), cuda.tensor((1, 4, 4, 4))
+    cuda.check(cuda.cudnnSetPoolingNdDescriptor(pooling, api.POOLING_MAX, 0, 2, cuda.ints([2, 2]),
+                                                cuda.ints([0, 0]), cuda.ints([2, 2])))
+    cuda.check(cuda.cudnnPoolingForward(cudnn, pooling, one, conv_out, at["conv"], zero, pool_out, at["pool"]))
+    cuda.check(cuda.cublasSgemm_v2(cublas, api.CUBLAS_OP_T, api.CUBLAS_OP_N, 10, 1, 64, one, at["w2"], 64,
+                                   at["pool"], 64, zero, at["fc"], 10))
+    fc_desc = cuda.tensor((1, 10, 1, 1))
+    cuda.check(cuda.cudnnAddTensor(cudnn, one, fc_desc, at["b2"], one, fc_desc, at["fc"]))
+    cuda.check(cuda.cudnnSoftmaxForward(cudnn, api.SOFTMAX_ACCURATE, api.SOFTMAX_MODE_CHANNEL, one, fc_desc,
+                                        at["fc"], zero, fc_desc, at["fc"]))
+    assert_close(cuda.download(at["fc"], (1, 10)), expected)
+    assert cuda.fake.errors == [] and cuda.fake.uninitialised_reads == []
+    assert cuda.fake.peak_bytes == total
+    tensors = [("cudnnDestroyTensorDescriptor", d) for d in (x_desc, conv_out, bias_desc, pool_out, fc_desc)]
+    for destroy, obj in tensors + [
+        ("cudnnDestroyFilterDescriptor", w_desc), ("cudnnDestroyConvolutionDescriptor", conv_desc),
+        ("cudnnDestroyActivationDescriptor", relu), ("cudnnDestroyPoolingDescriptor", pooling),
+        ("cudnnDestroy", cudnn), ("cublasDestroy_v2", cublas), ("cudaFree", pool),
+    ]:
+        cuda.check(getattr(cuda, destroy)(obj))
+    assert cuda.fake.leaks() == []
