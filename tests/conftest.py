@@ -13,3 +13,14 @@ from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F
 def light_model(request: pytest.FixtureRequest) -> Path:
     """Each of the nine light models in turn."""
     return light_model_path(request.param)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked `gpu` skip, saying why, where no GPU is usable for
+    target=cuda (no CUDA libraries, no driver, no device)."""
+    if item.get_closest_marker("gpu") is not None:
+        from pyocc.runtime.cuda import cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            pytest.skip(reason)
