@@ -512,7 +512,8 @@ class FakeCuda:
                 values = list(args)
                 for i in pointer_positions:
                     values[i] = values[i] or 0  # ctypes passes NULL as None
-                implementation(*values)
+                with np.errstate(all="ignore"):  # a GPU overflows to inf silently; so does the fake
+                    implementation(*values)
                 return 0
             except ContractViolation as violation:
                 status = statuses[violation.kind]
@@ -562,12 +563,16 @@ class FakeCuda:
         return layout
 
     def _cudnn_handle(self, handle: int) -> _Handle:
-        params: _Handle = self._objects.get(handle, CUDNN_HANDLE, "handle").params
-        return params
+        return self._library_handle(handle, CUDNN_HANDLE)
 
     def _cublas_handle(self, handle: int) -> _Handle:
-        params: _Handle = self._objects.get(handle, CUBLAS_HANDLE, "handle").params
-        return params
+        return self._library_handle(handle, CUBLAS_HANDLE)
+
+    def _library_handle(self, handle: int, kind: str) -> _Handle:
+        """A live handle whose stream (set with Set*Stream) is live too."""
+        state: _Handle = self._objects.get(handle, kind, "handle").params
+        self._check_stream(state.stream, "the handle's stream")
+        return state
 
     def _check_stream(self, stream: int, what: str = "stream") -> None:
         if stream not in _BUILTIN_STREAMS:
@@ -664,7 +669,7 @@ class FakeCuda:
         self._objects.destroy(handle, CUDNN_HANDLE, "handle")
 
     def _cudnnSetStream(self, handle: int, stream: int) -> None:
-        state = self._cudnn_handle(handle)
+        state: _Handle = self._objects.get(handle, CUDNN_HANDLE, "handle").params
         self._check_stream(stream)
         state.stream = stream
 
@@ -1223,7 +1228,7 @@ class FakeCuda:
         self._objects.destroy(handle, CUBLAS_HANDLE, "handle")
 
     def _cublasSetStream_v2(self, handle: int, stream: int) -> None:
-        state = self._cublas_handle(handle)
+        state: _Handle = self._objects.get(handle, CUBLAS_HANDLE, "handle").params
         self._check_stream(stream)
         state.stream = stream
 

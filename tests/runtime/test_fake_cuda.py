@@ -511,6 +511,18 @@ def test_copy_directions_are_checked(cuda: Cuda) -> None:
     assert cuda.cudaStreamSynchronize(stream) == 1 and "destroyed stream" in cuda.fake.errors[-1]
 
 
+def test_a_library_handle_must_not_outlive_its_stream(cuda: Cuda) -> None:
+    stream, handle = cuda.create("cudaStreamCreate"), cuda.create("cublasCreate_v2")
+    cuda.check(cuda.cublasSetStream_v2(handle, stream))
+    cuda.check(cuda.cudaStreamDestroy(stream))
+    c = cuda.malloc(16)
+    status = cuda.cublasSgemm_v2(handle, 0, 0, 2, 2, 0, cuda.f32(1.0), 0, 2, 0, 2, cuda.f32(0.0), c, 2)
+    assert status == 1 and "the handle's stream" in cuda.fake.errors[-1]  # CUBLAS_STATUS_NOT_INITIALIZED
+    cuda.check(cuda.cublasSetStream_v2(handle, 0))
+    cuda.check(cuda.cublasSgemm_v2(handle, 0, 0, 2, 2, 0, cuda.f32(1.0), 0, 2, 0, 2, cuda.f32(0.0), c, 2))
+    np.testing.assert_array_equal(cuda.download(c, (4,)), 0)  # k == 0: C = beta C, A and B unread
+
+
 def test_leaks_and_memory_counters(cuda: Cuda) -> None:
     assert cuda.fake.leaks() == []
     desc = cuda.create("cudnnCreateTensorDescriptor")
