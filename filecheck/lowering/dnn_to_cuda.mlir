@@ -143,3 +143,36 @@ func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x1xf32>
 }
 
 // CHECK: convert-dnn-to-llvm: cannot lower dnn.reduce: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
+
+// -----
+
+// What cuDNN lacks (here a broadcast division, then erf in place) runs as a kernel pyocc writes: init loads its PTX and
+// looks the kernel up, run launches it on the stream.
+
+func.func @divide(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x8xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  %d = "dnn.weight"() <{splat = dense<4.0> : tensor<1xf32>}> : () -> memref<8xf32>
+  %t = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
+  "dnn.binary"(%xs, %d, %t) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>) -> ()
+  "dnn.unary"(%t, %t) <{fn = "erf", operandSegmentSizes = array<i32: 1, 1>}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  dnn.dealloc %xs {size = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  dnn.dealloc %t {size = 64 : i64} : memref<2x8xf32>
+  func.return
+}
+
+// CHECK:       llvm.mlir.global internal constant @divide_ptx("{{.*}}.entry divide_k0({{.*}}.entry divide_k1({{.*}}")
+// CHECK:       llvm.mlir.global internal constant @divide_meta_json("{{.*}}\22kernels\22:[{\22name\22:\22divide_k0\22,\22grid\22:1,\22block\22:256,\22pointer_bytes\22:[64,64,32]},{\22name\22:\22divide_k1\22{{.*}}")
+// CHECK-LABEL: llvm.func @divide_init
+// CHECK:         llvm.call @cuModuleLoadData
+// CHECK:         llvm.call @cuModuleGetFunction
+// CHECK:         llvm.call @cuModuleGetFunction
+// CHECK-LABEL: llvm.func @divide_run
+// CHECK:         %[[K0:.*]] = llvm.mlir.addressof @divide_kernel0
+// CHECK-NEXT:    %[[F0:.*]] = llvm.load %[[K0]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.call @cuLaunchKernel(%[[F0]],
+// CHECK:         %[[K1:.*]] = llvm.mlir.addressof @divide_kernel1
+// CHECK:         llvm.call @cuLaunchKernel(
+// CHECK-LABEL: llvm.func @divide_destroy
+// CHECK:         llvm.call @cuModuleUnload

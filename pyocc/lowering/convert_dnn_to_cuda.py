@@ -42,6 +42,7 @@ column-major, so a row-major C = A @ B is computed as C^T = B^T @ A^T.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
@@ -60,6 +61,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
+    i1,
     i8,
     i32,
     i64,
@@ -68,6 +70,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.lowering import cuda_api as api
+from pyocc.lowering.cuda_kernels import BLOCK, PointwiseKernel, broadcast_strides, host_twins, ptx_module
 from pyocc.lowering.convert_dnn_to_llvm import (
     ABI_VERSION,
     PTR,
@@ -181,9 +184,15 @@ class CudaFunctionLowering:
     #: values that hold host memory (graph arguments): only dnn.memcpy may touch them
     host_values: set[SSAValue] = field(default_factory=set)
     allocated: dict[SSAValue, int] = field(default_factory=dict)
+    #: where each buffer lives: (the allocation or argument it is part of, byte offset)
+    locations: dict[SSAValue, tuple[Any, int]] = field(default_factory=dict)
     _descriptors: dict[tuple[Any, ...], str] = field(default_factory=dict)
     _constants: dict[tuple[Any, ...], str] = field(default_factory=dict)
     _uses_cublas: bool = False
+    #: pointwise kernels pyocc writes for what cuDNN lacks (pyocc.lowering.cuda_kernels)
+    kernels: list[PointwiseKernel] = field(default_factory=list)
+    _kernel_globals: dict[PointwiseKernel, str] = field(default_factory=dict)
+    _kernel_names: dict[PointwiseKernel, PointwiseKernel] = field(default_factory=dict)
     _convolutions: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
 
@@ -231,6 +240,7 @@ class CudaFunctionLowering:
         self.workspace = self._global_slot("workspace")
         #: the largest workspace a chosen algorithm needs (bytes), found in init
         self.workspace_size = self._global_slot("workspace_bytes")
+        self.cuda_module = self._global_slot("module")
 
     def _address(self, code: _Code, symbol: str) -> SSAValue:
         return code.b.add(llvm.AddressOfOp(symbol, PTR)).results[0]
@@ -364,6 +374,8 @@ class CudaFunctionLowering:
             needed = b.load(self._address(init, self.workspace_size), i64)
             self._call(init, "cudaMalloc", self._address(init, self.workspace), needed, what="workspace")
             self._count(init, needed)
+        if self.kernels:
+            self._load_kernels()
         if self.weight_bytes:
             self._call(init, "cudaMalloc", self._address(init, self.device_weights), self.weight_bytes,
                        what="weights")
@@ -371,6 +383,42 @@ class CudaFunctionLowering:
             self._call(init, "cudaMemcpy", self._load_handle(init, self.device_weights), init.entry.args[0],
                        self.weight_bytes, api.MEMCPY_HOST_TO_DEVICE, what="weights to the device")
         init.b.add(llvm.ReturnOp(init.b.const(0, i32)))
+
+    def _load_kernels(self) -> None:
+        """init: load the PTX of this function's kernels and look each up."""
+        init = self.init
+        ptx_symbol = f"{self.name}_ptx"
+        self.globals_ += string_global(ptx_symbol, ptx_module(self.kernels))
+        self._call(init, "cuModuleLoadData", self._address(init, self.cuda_module), self._address(init, ptx_symbol),
+                   what="the generated kernels' PTX")
+        for kernel in self.kernels:
+            name_symbol = f"{kernel.name}_name"
+            self.globals_ += string_global(name_symbol, kernel.name)
+            self._call(init, "cuModuleGetFunction", self._address(init, self._kernel_globals[kernel]),
+                       self._load_handle(init, self.cuda_module), self._address(init, name_symbol),
+                       what=f"kernel {kernel.name}")
+        self._call(self.destroy, "cuModuleUnload", self._load_handle(self.destroy, self.cuda_module),
+                   what="the generated kernels")
+
+    def launch(self, op: Operation, kernel: PointwiseKernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
+        """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
+        compiled once per distinct description."""
+        if kernel not in self._kernel_names:  # described without a name; named once compiled
+            named = dataclasses.replace(kernel, name=f"{self.name}_k{len(self.kernels)}")
+            self._kernel_names[kernel] = named
+            self.kernels.append(named)
+            self._kernel_globals[named] = self._global_slot(f"kernel{len(self.kernels) - 1}")
+        kernel = self._kernel_names[kernel]
+        b = self.run.b
+        pointers = [self._pointer(op, v) for v in (out, *inputs)]
+        values = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
+        params = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
+        for index, pointer in enumerate(pointers):  # cuLaunchKernel takes a pointer to each argument
+            slot = b.gep(values, index, PTR)
+            b.store(pointer, slot)
+            b.store(slot, b.gep(params, index, PTR))
+        self._lib("cuLaunchKernel", self._load_handle(self.run, self._kernel_globals[kernel]), kernel.grid, 1, 1,
+                  BLOCK, 1, 1, 0, self._load_handle(self.run, self.stream), params, 0)
 
     def _end_destroy(self) -> None:
         destroy = self.destroy
@@ -400,6 +448,7 @@ class CudaFunctionLowering:
             spec = {"name": onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}", **spec}
             group, base = (self.outputs, outputs_arg) if "dnn.output" in entries else (self.inputs, inputs_arg)
             self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
+            self.locations[arg] = (arg, 0)
             self.host_values.add(arg)
             group.append(spec)
         for op in body.ops:
@@ -431,15 +480,20 @@ class CudaFunctionLowering:
                                      "source": weight_source(op, nbytes)})
                 self.weight_bytes = offset + nbytes
                 self.pointers[op.result] = b.gep(self._load_handle(self.run, self.device_weights), offset, i8)
+                self.locations[op.result] = ("weights", offset)
             case d.ViewOp():
                 buffer_spec(op, op.result.type)
                 self.pointers[op.result] = self._pointer(op, op.source)
+                self.locations[op.result] = self.locations[op.source]
             case d.SubviewOp():
                 buffer_spec(op, op.result.type)
                 self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                root, base = self.locations[op.source]
+                self.locations[op.result] = (root, base + op.offset.value.data)
             case d.MemOffsetOp():
                 buffer_spec(op, op.result.type)
                 self.pointers[op.result] = b.gep(self._pointer(op, op.pool), op.offset.value.data, i8)
+                self.locations[op.result] = (op.pool, op.offset.value.data)
             case d.MallocOp() | d.PoolInitOp():
                 self._lower_allocation(op)
             case d.DeallocOp() | d.PoolReleaseOp():
@@ -465,6 +519,7 @@ class CudaFunctionLowering:
         self._call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
         b = self.run.b
         self.pointers[result] = b.load(self.malloc_slot, PTR)
+        self.locations[result] = (result, 0)
         self.allocated[result] = size
         self._bump(STATE_ALLOC_CALLS, 1)
         current = self._bump(STATE_CURRENT_BYTES, size)
@@ -514,6 +569,8 @@ class CudaFunctionLowering:
             raise fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
         for value in op.read_values() + op.destinations():
             element = value.type.get_element_type() if isinstance(value.type, MemRefType) else None
+            if element == i1 and _byte_operand(op, value):
+                continue  # one byte per element, as numpy's bool
             if not isinstance(element, Float32Type):
                 raise fail(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
             if len(value.type.get_shape()) > api.CUDNN_MAX_DIMS:
@@ -527,6 +584,14 @@ class CudaFunctionLowering:
                            "(use target=host)")
         lower(self, op)
 
+    def overlaps(self, a: SSAValue, b: SSAValue) -> bool:
+        """Whether two buffers share a byte (dnn-coalesce writes results in
+        place, and cuDNN allows only some outputs to alias some inputs)."""
+        (root_a, start_a), (root_b, start_b) = self.locations[a], self.locations[b]
+        if root_a is not root_b and root_a != root_b:
+            return False
+        return start_a < start_b + d.type_bytes(b.type) and start_b < start_a + d.type_bytes(a.type)
+
     def _cudnn(self) -> SSAValue:
         return self._load_handle(self.run, self.cudnn)
 
@@ -539,22 +604,40 @@ class CudaFunctionLowering:
 
     def _apply_activation(self, op: Operation, activation: str | None, alpha: float | None, beta: float | None,
                           out: SSAValue, source: SSAValue | None = None) -> None:
-        """out = act(source), by default in place (source = out), with
-        cudnnActivationForward."""
+        """out = act(source), by default in place (source = out): relu,
+        sigmoid, tanh and clip(0, max) with cudnnActivationForward, any other
+        function with a generated pointwise kernel."""
         if activation is None:
             return
+        x = out if source is None else source
         if activation == "clip" and (alpha or 0.0) == 0.0 and beta is not None:
             mode, coef = "clipped_relu", beta
         elif activation in ("relu", "sigmoid", "tanh"):
             mode, coef = activation, 0.0
         else:
-            raise fail(op, f"activation {activation!r} has no cuDNN lowering yet (relu, sigmoid, tanh and "
-                           "clip(0, max) do)")
+            self.pointwise(op, activation, out, [x], alpha=alpha, beta=beta,
+                           approximate=_str_prop(op, "approximate") or "none")
+            return
         desc = self._use(self.run, self._tensor(self._shape(out)))
-        x = self._pointer(op, out if source is None else source)
-        y = self._pointer(op, out)
         self._lib("cudnnActivationForward", self._cudnn(), self._use(self.run, self._activation(mode, coef)),
-                  self._scalar(self.run, 1.0), desc, x, self._scalar(self.run, 0.0), desc, y)
+                  self._scalar(self.run, 1.0), desc, self._pointer(op, x), self._scalar(self.run, 0.0), desc,
+                  self._pointer(op, out))
+
+    def pointwise(self, op: Operation, fn: str, out: SSAValue, inputs: Sequence[SSAValue], **params: Any) -> None:
+        """out = fn(inputs) (broadcast) with a generated kernel; `params`
+        are PointwiseKernel's alpha, beta, approximate and activation fields."""
+        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, UNARY_FUNCTIONS
+
+        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | {"where"}
+        activation = params.get("activation")
+        if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
+            missing = fn if fn not in known else activation
+            raise fail(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
+        out_shape = self._shape(out)
+        kernel = PointwiseKernel(name="", fn=fn, shape=tuple(out_shape),
+                                 input_strides=tuple(broadcast_strides(self._shape(v), out_shape) for v in inputs),
+                                 **params)
+        self.launch(op, kernel, out, inputs)
 
     # -- the table ------------------------------------------------------------------------
 
@@ -572,6 +655,12 @@ class CudaFunctionLowering:
             "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
             # init allocates the weights and a workspace of at most this many bytes
             "workspace_limit": self.workspace_bytes if self._convolutions else 0,
+            # the generated kernels: launch shape, the bytes each pointer argument spans,
+            # and their host twins (LLVM IR) for running them without a GPU
+            "kernels": [{"name": k.name, "grid": k.grid, "block": BLOCK,
+                         "pointer_bytes": [k.output_bytes] + [k.input_bytes(i) for i in range(len(k.input_strides))]}
+                        for k in self.kernels],
+            "kernel_twins": host_twins(self.kernels) if self.kernels else "",
         }
 
 
@@ -867,35 +956,93 @@ def _op_tensor(lw: CudaFunctionLowering, fn: str) -> str:
     return lw._descriptor("OpTensor", (fn,), configure)
 
 
+_SWAPPABLE = frozenset({"add", "sub", "mul", "min", "max"})
+
+
 def _elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, b: SSAValue,
                  out: SSAValue) -> None:
-    """out = fn(a, b) with cudnnOpTensor: A must have out's shape and B
-    broadcasts, so a broadcast `a` swaps sides (sub becomes -b + a)."""
+    """out = fn(a, b) with cudnnOpTensor, C = op(alpha1 * A, alpha2 * B).
+    A must have out's shape while B broadcasts, and cuDNN writes in place
+    only over A; so a broadcast `a`, or an out that is b's buffer, swaps the
+    sides (sub becomes -b + a)."""
     out_shape = lw._shape(out)
     alpha1, alpha2 = 1.0, 1.0
-    if lw._shape(a) != out_shape:
-        if lw._shape(b) != out_shape or fn not in ("add", "sub", "mul", "min", "max"):
+    if lw.overlaps(a, b) and lw.overlaps(out, a):
+        _self_elementwise(lw, op, fn, a, b, out)
+        return
+    a_fits = lw._shape(a) == out_shape and not (lw.overlaps(out, b) and not lw.overlaps(out, a))
+    if not a_fits:
+        if lw._shape(b) != out_shape:
             raise fail(op, "both operands broadcast; cuDNN's op-tensor needs one of out's shape")
+        if fn not in _SWAPPABLE:
+            raise fail(op, f"{fn} with a broadcast or overwritten first operand has no cuDNN lowering")
         a, b = b, a
         if fn == "sub":
-            alpha1, alpha2 = -1.0, 1.0
+            alpha1 = -1.0
     elif fn == "sub":
         alpha2 = -1.0
+    _op_tensor_call(lw, op, fn, (alpha1, a), (alpha2, b), out)
+
+
+def _self_elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, b: SSAValue,
+                      out: SSAValue) -> None:
+    """fn(a, a) written over a itself (dnn-coalesce's in-place Add(a, a)):
+    cuDNN lets only A alias C, so add / sub become C = +-1 * A + 1 * C."""
+    if not (a is b and out is a) and not (lw.locations[a] == lw.locations[b] == lw.locations[out]):
+        raise fail(op, "its operands partly overlap its output; cuDNN cannot compute that in place")
+    if fn in ("min", "max"):
+        return  # fn(a, a) = a, already there
+    if fn not in ("add", "sub"):
+        raise fail(op, f"{fn}(a, a) in place has no cuDNN lowering yet")
+    run = lw.run
+    desc = lw._use(run, lw._tensor(lw._shape(out)))
+    lw._lib("cudnnAddTensor", lw._cudnn(), lw._scalar(run, 1.0 if fn == "add" else -1.0), desc,
+            lw._pointer(op, a), lw._scalar(run, 1.0), desc, lw._pointer(op, out))
+
+
+def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[float, SSAValue],
+                    b: tuple[float, SSAValue], out: SSAValue) -> None:
+    """One cudnnOpTensor: out = fn(alpha1 * A, alpha2 * B), B broadcast; sub is
+    add (the caller negated its alpha)."""
     op_fn = "add" if fn == "sub" else fn
     if op_fn not in api.OP_TENSOR_OPS:
         raise fail(op, f"{fn} has no cuDNN op-tensor lowering yet (add, sub, mul, min, max do)")
     run = lw.run
+    out_shape = lw._shape(out)
     c_desc = lw._use(run, lw._tensor(out_shape))
-    b_dims = _broadcast_shape(lw._shape(b), len(out_shape))
-    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, op_fn)), lw._scalar(run, alpha1), c_desc,
-            lw._pointer(op, a), lw._scalar(run, alpha2), lw._use(run, lw._tensor(b_dims)), lw._pointer(op, b),
+    b_dims = _broadcast_shape(lw._shape(b[1]), len(out_shape))
+    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, op_fn)), lw._scalar(run, a[0]), c_desc,
+            lw._pointer(op, a[1]), lw._scalar(run, b[0]), lw._use(run, lw._tensor(b_dims)), lw._pointer(op, b[1]),
             lw._scalar(run, 0.0), c_desc, lw._pointer(op, out))
 
 
 def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
-    _elementwise(lw, op, op.fn.data, op.a, op.b, op.out)
-    lw._apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"),
-                         op.out)
+    """cudnnOpTensor where it computes the op (then the activation), else
+    one generated kernel with the activation fused in."""
+    fn, activation = op.fn.data, _str_prop(op, "activation")
+    out_shape = lw._shape(op.out)
+    one_full = out_shape in (lw._shape(op.a), lw._shape(op.b))
+    self_in_place = lw.overlaps(op.a, op.b) and lw.overlaps(op.out, op.a)
+    if fn in _SWAPPABLE and one_full and not (self_in_place and fn == "mul"):
+        _elementwise(lw, op, fn, op.a, op.b, op.out)
+        lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+        return
+    lw.pointwise(op, fn, op.out, [op.a, op.b], activation=activation, activation_alpha=_float_prop(op, "alpha"),
+                 activation_beta=_float_prop(op, "beta"))
+
+
+def _byte_operand(op: Operation, value: SSAValue) -> bool:
+    """Whether `value` is a bool tensor a generated kernel reads or writes:
+    where's condition, a float comparison's result."""
+    from pyocc.lowering.cuda_kernels import COMPARISONS
+
+    if isinstance(op, d.WhereOp):
+        return value is op.cond
+    return isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS and value is op.out
+
+
+def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
+    lw.pointwise(op, "where", op.out, [op.cond, op.a, op.b])
 
 
 def _lower_variadic(lw: CudaFunctionLowering, op: d.VariadicOp) -> None:
@@ -1023,6 +1170,7 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.TransposeOp: _lower_transpose,
     d.ConcatOp: _lower_concat,
     d.SplitOp: _lower_split,
+    d.WhereOp: _lower_where,
 }
 #: the dnn ops target=cuda lowers (the rest fail with a clear message)
 CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]

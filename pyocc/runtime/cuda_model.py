@@ -5,7 +5,8 @@ with llvmlite, binds each CUDA runtime / cuDNN / cuBLAS function it declares
 to the address `symbols` gives (NVIDIA's libraries from
 `pyocc.runtime.cuda.CudaLibraries`, or the CPU stand-in
 `pyocc.testing.fake_cuda.FakeCuda` in tests), calls `NAME_init` once (which
-uploads the weights) and `NAME_run` per inference. A failed library call
+uploads the weights) and `NAME_run` per inference. Libraries that run the
+generated kernels on the CPU (`register_host_kernels`) get their host twins. A failed library call
 comes back as its number in the table's "calls" list, and is raised as one
 line naming the call, the op it lowers and the library's status.
 
@@ -61,6 +62,7 @@ class CudaModel:
                 llvm.add_symbol(function.name, symbols[function.name])
         self._engine = llvm.create_mcjit_compiler(module, machine)
         self._engine.finalize_object()
+        self._twins = self._compile_kernel_twins(keepalive)
         address = self._engine.get_function_address
         self._init = _INIT(address(f"{self.name}_init"))
         self._run = _RUN(address(f"{self.name}_run"))
@@ -74,6 +76,24 @@ class CudaModel:
         self.init_device_bytes: int = state[2]
         #: the workspace the chosen convolution algorithms need (at most meta's "workspace_limit")
         self.workspace_bytes: int = state[2] - (meta["weights"]["bytes"] if meta["weights"]["bytes"] else 0)
+
+    def _compile_kernel_twins(self, libraries: Any) -> Any:
+        """The generated kernels' host twins, for libraries that run kernels
+        on the CPU (`register_host_kernels`, the fake); None otherwise."""
+        register = getattr(libraries, "register_host_kernels", None)
+        if not self.meta.get("kernels") or register is None:
+            return None
+        llvm = _llvm()
+        machine = _target_machine()
+        module = llvm.parse_assembly(self.meta["kernel_twins"])
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        register({k["name"]: (engine.get_function_address(f"{k['name']}_host"), k["pointer_bytes"])
+                  for k in self.meta["kernels"]})
+        return engine
 
     @property
     def input_names(self) -> list[str]:

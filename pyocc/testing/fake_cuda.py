@@ -83,6 +83,8 @@ _STATUS: dict[str, dict[str, int]] = {
     "cudart": {"invalid": 1, "unsupported": 1, "alloc": 2, "handle": 1, "internal": 1},
     "cudnn": {"invalid": 2000, "unsupported": 3000, "alloc": 2000, "handle": 2000, "internal": 5000},
     "cublas": {"invalid": 7, "unsupported": 15, "alloc": 3, "handle": 1, "internal": 13},
+    # CUDA_ERROR_INVALID_VALUE, _NOT_SUPPORTED, _OUT_OF_MEMORY, _INVALID_HANDLE, _UNKNOWN
+    "cuda": {"invalid": 1, "unsupported": 801, "alloc": 2, "handle": 400, "internal": 999},
 }
 
 
@@ -232,6 +234,10 @@ ACTIVATION = "activation descriptor"
 POOLING = "pooling descriptor"
 OP_TENSOR = "op-tensor descriptor"
 LRN = "LRN descriptor"
+CU_MODULE = "CUmodule"
+CU_FUNCTION = "CUfunction"
+#: void twin(void **kernelParams, int64_t first, int64_t last): a kernel's host twin
+_TWIN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64)
 
 
 @dataclass
@@ -455,6 +461,7 @@ class FakeCuda:
         self._current = ""
         self._memory = _DeviceMemory()
         self._objects = _Objects()
+        self._host_kernels: dict[str, tuple[int, list[int]]] = {}
         self._callbacks: dict[str, Any] = {}
         for function in api.FUNCTIONS:
             self._callbacks[function.name] = self._callback(function)
@@ -659,6 +666,56 @@ class FakeCuda:
 
     def _cudaStreamDestroy(self, stream: int) -> None:
         self._objects.destroy(stream, STREAM, "stream")
+
+    # -- the driver API: pyocc's generated kernels ------------------------------------------
+    # PTX cannot run on the CPU; each kernel's host twin (the same expression code
+    # compiled for the host, pyocc.lowering.cuda_kernels) runs in its place, once
+    # the runtime has registered it.
+
+    def register_host_kernels(self, kernels: dict[str, tuple[int, list[int]]]) -> None:
+        """Kernel name -> (address of its host twin, bytes each pointer argument
+        spans), so that cuLaunchKernel can run and check it."""
+        self._host_kernels.update(kernels)
+
+    def _cuModuleLoadData(self, module: int, image: int) -> None:
+        self._memory.require_host(image, "image")
+        ptx = ctypes.string_at(image).decode()
+        if ".entry" not in ptx:
+            raise _invalid("the image holds no PTX kernel (.entry)")
+        self._create(module, CU_MODULE, ptx)
+
+    def _cuModuleGetFunction(self, hfunc: int, hmod: int, name: int) -> None:
+        ptx = self._objects.get(hmod, CU_MODULE, "hmod").params
+        kernel = ctypes.string_at(name).decode()
+        if f".entry {kernel}(" not in ptx:
+            raise ContractViolation("invalid", f"the module has no kernel {kernel!r} (CUDA_ERROR_NOT_FOUND)")
+        self._write_pointer(hfunc, self._objects.create(CU_FUNCTION, (hmod, kernel)), "the output pointer")
+
+    def _cuModuleUnload(self, hmod: int) -> None:
+        self._objects.destroy(hmod, CU_MODULE, "hmod")
+        for obj in self._objects.live():  # a module's functions go with it
+            if obj.kind == CU_FUNCTION and obj.params[0] == hmod:
+                obj.destroyed = True
+
+    def _cuLaunchKernel(self, f: int, gridDimX: int, gridDimY: int, gridDimZ: int, blockDimX: int,
+                        blockDimY: int, blockDimZ: int, sharedMemBytes: int, hStream: int, kernelParams: int,
+                        extra: int) -> None:
+        hmod, name = self._objects.get(f, CU_FUNCTION, "f").params
+        self._objects.get(hmod, CU_MODULE, "the function's module")
+        self._check_stream(hStream, "hStream")
+        if name not in self._host_kernels:
+            raise _unsupported(f"kernel {name!r} has no host twin registered (register_host_kernels)")
+        if extra or not kernelParams:
+            raise _invalid("pass the arguments in kernelParams, and extra as NULL")
+        if not 1 <= blockDimX * blockDimY * blockDimZ <= 1024:
+            raise _invalid(f"a block of {blockDimX * blockDimY * blockDimZ} threads (1 to 1024 allowed)")
+        twin, pointer_bytes = self._host_kernels[name]
+        for index, nbytes in enumerate(pointer_bytes):
+            argument = ctypes.c_void_p.from_address(kernelParams + 8 * index).value or 0
+            pointer = ctypes.c_void_p.from_address(argument).value or 0
+            self._memory.require(pointer, nbytes, f"{name} argument {index}")
+        threads = gridDimX * gridDimY * gridDimZ * blockDimX * blockDimY * blockDimZ
+        _TWIN(twin)(kernelParams, 0, threads)
 
     # -- cuDNN: handle and descriptors ---------------------------------------------------
 

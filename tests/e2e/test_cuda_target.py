@@ -128,3 +128,55 @@ def test_no_gpu_is_one_line_error() -> None:
     model, _, _ = reference("squeezenet")
     with pytest.raises(PyoccError, match="target cuda needs an NVIDIA GPU"):
         pyocc.compile(model, target="cuda")
+
+
+def _pointwise_graph() -> onnx.ModelProto:
+    """Ops cuDNN does not have, so they run as kernels pyocc generates:
+    broadcast division, erf, exp, sqrt, reciprocal, leaky relu, hard swish,
+    where, and Add(a, a) written in place."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    divisor = numpy_helper.from_array((rng.uniform(0.5, 2.0, (1, 6))).astype(np.float32), "divisor")
+    nodes = [
+        helper.make_node("Div", ["x", "divisor"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("Sqrt", ["ax"], ["s"]),
+        helper.make_node("Exp", ["e"], ["ex"]),
+        helper.make_node("Reciprocal", ["ex"], ["r"]),
+        helper.make_node("LeakyRelu", ["x"], ["lr"], alpha=0.2),
+        helper.make_node("HardSwish", ["lr"], ["hs"]),
+        helper.make_node("Greater", ["x", "s"], ["g"]),
+        helper.make_node("Where", ["g", "r", "hs"], ["w"]),
+        helper.make_node("Add", ["w", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "pointwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])], [divisor])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_generated_kernels_match_onnxruntime(memory: str) -> None:
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _pointwise_graph()
+    x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
+    fake = FakeCuda()
+    # ex2/lg2-based exp and the erf polynomial are within a few 1e-7 of float32
+    problem = compare_with_onnxruntime(model, {"x": x}, rtol=1e-5, atol=1e-5, target="cuda", memory=memory,
+                                       cuda_libraries=fake)
+    assert problem is None, (problem, fake.errors)
+    assert fake.calls["cuLaunchKernel"] >= 5 and fake.errors == []
+
+
+def test_random_graphs_match_onnxruntime() -> None:
+    """A slice of the differential fuzzer (bench/fuzz.py --target cuda runs more)."""
+    from pyocc.testing.random_graphs import compare_with_onnxruntime, random_graph, random_inputs
+
+    for seed in range(24):
+        model = random_graph(seed)
+        fake = FakeCuda()
+        problem = compare_with_onnxruntime(model, random_inputs(model, seed), target="cuda",
+                                           memory=("pool", "lazy", "eager")[seed % 3], cuda_libraries=fake)
+        assert problem is None, (seed, problem, fake.errors)
