@@ -82,6 +82,9 @@ FUNCTIONS: tuple[ApiFunction, ...] = (
     _fn("cudnn", "cudnnCreateLRNDescriptor", "desc:ptr"),
     _fn("cudnn", "cudnnDestroyLRNDescriptor", "desc:ptr"),
     _fn("cudnn", "cudnnSetLRNDescriptor", "desc:ptr, lrnN:u32, lrnAlpha:f64, lrnBeta:f64, lrnK:f64"),
+    _fn("cudnn", "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+        "handle:ptr, wDesc:ptr, dyDesc:ptr, convDesc:ptr, dxDesc:ptr, requestedAlgoCount:i32, "
+        "returnedAlgoCount:ptr, perfResults:ptr"),
     # -- cuDNN: compute ---------------------------------------------------------
     _fn("cudnn", "cudnnConvolutionForward",
         "handle:ptr, alpha:ptr, xDesc:ptr, x:ptr, wDesc:ptr, w:ptr, convDesc:ptr, algo:i32, "
@@ -107,6 +110,9 @@ FUNCTIONS: tuple[ApiFunction, ...] = (
         "handle:ptr, mode:i32, alpha:ptr, beta:ptr, xDesc:ptr, x:ptr, yDesc:ptr, y:ptr, "
         "bnScaleBiasMeanVarDesc:ptr, bnScale:ptr, bnBias:ptr, estimatedMean:ptr, estimatedVariance:ptr, "
         "epsilon:f64"),
+    _fn("cudnn", "cudnnConvolutionBackwardData",
+        "handle:ptr, alpha:ptr, wDesc:ptr, w:ptr, dyDesc:ptr, dy:ptr, convDesc:ptr, algo:i32, "
+        "workSpace:ptr, workSpaceSizeInBytes:i64, beta:ptr, dxDesc:ptr, dx:ptr"),
     # -- cuBLAS ---------------------------------------------------------------------
     _fn("cublas", "cublasCreate_v2", "handle:ptr"),
     _fn("cublas", "cublasDestroy_v2", "handle:ptr"),
@@ -149,6 +155,10 @@ CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0
 CUDNN_CONVOLUTION_FWD_ALGO_COUNT = 8
 #: sizeof(cudnnConvolutionFwdAlgoPerf_t) and the offsets of its fields
 CONV_PERF_SIZE, CONV_PERF_ALGO, CONV_PERF_STATUS, CONV_PERF_MEMORY = 48, 0, 4, 16
+#: cudnnConvolutionBwdDataAlgo_t: ALGO_0 sums with atomics (non-deterministic), ALGO_1 does not;
+#: cudnnConvolutionBwdDataAlgoPerf_t has the forward perf struct's layout (CONV_PERF_*)
+CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, CUDNN_CONVOLUTION_BWD_DATA_ALGO_1 = 0, 1
+CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT = 6
 
 ACTIVATION_MODES: dict[str, int] = {"sigmoid": 0, "relu": 1, "tanh": 2, "clipped_relu": 3, "elu": 4, "identity": 5}
 POOLING_MAX, POOLING_AVERAGE_INCLUDE_PAD, POOLING_AVERAGE_EXCLUDE_PAD = 0, 1, 2

@@ -437,6 +437,29 @@ class _ConvProblem:
 #: the order cudnnGetConvolutionForwardAlgorithm_v7 ranks algorithms in, with claimed times (ms)
 _ALGO_RANKING = ((7, 0.05), (6, 0.08), (1, 0.1), (2, 0.2), (0, 0.3), (3, -1.0), (4, -1.0), (5, -1.0))
 
+#: cudnnConvolutionBwdDataAlgo_t values
+_BWD_DATA_ALGO_FFT, _BWD_DATA_ALGO_FFT_TILING, _BWD_DATA_ALGO_WINOGRAD, _BWD_DATA_ALGO_WINOGRAD_NONFUSED = 2, 3, 4, 5
+#: the order cudnnGetConvolutionBackwardDataAlgorithm_v7 ranks algorithms in, with claimed times (ms)
+_BWD_DATA_ALGO_RANKING = ((5, 0.05), (4, 0.08), (1, 0.1), (0, 0.2), (2, -1.0), (3, -1.0))
+
+
+def _bwd_data_workspace(problem: _ConvProblem, algo: int) -> int | None:
+    """The fake's workspace need of backward-data `algo` for `problem` (x is dx,
+    y is dy) in bytes; None where it does not support it. As for the forward
+    algorithms, the faster ones need more: ALGO_0 none, ALGO_1 a copy of the
+    filter, WINOGRAD (3x3, stride 1) transformed filters, WINOGRAD_NONFUSED a
+    gigabyte; FFT and FFT_TILING are not implemented."""
+    if algo == api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0:
+        return 0
+    if algo == api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
+        return FLOAT_BYTES * math.prod(problem.w.dims)
+    if algo == _BWD_DATA_ALGO_WINOGRAD:
+        fits = problem.kernel == (3, 3) and set(problem.conv.strides) == {1} and set(problem.conv.dilations) == {1}
+        return FLOAT_BYTES * 16 * problem.w.dims[0] * problem.w.dims[1] if fits else None
+    if algo == _BWD_DATA_ALGO_WINOGRAD_NONFUSED:
+        return HUGE_WORKSPACE
+    return None
+
 
 # -- the fake ----------------------------------------------------------------------
 
@@ -816,9 +839,14 @@ class FakeCuda:
             raise _invalid(f"mathType {mathType} is not a cudnnMathType_t")
         conv.math_type = mathType
 
-    def _conv_problem(self, x_desc: int, w_desc: int, conv_desc: int, y_desc: int) -> _ConvProblem:
-        """The descriptors of a convolution, checked against each other as cuDNN does."""
-        x, y = self._tensor(x_desc, "xDesc"), self._tensor(y_desc, "yDesc")
+    def _conv_problem(
+        self, x_desc: int, w_desc: int, conv_desc: int, y_desc: int, names: tuple[str, str] = ("xDesc", "yDesc")
+    ) -> _ConvProblem:
+        """The descriptors of a convolution, checked against each other as cuDNN does;
+        `names` are what the caller's parameters for x and y are called (dxDesc and
+        dyDesc for the backward-data routines)."""
+        x_name, y_name = names
+        x, y = self._tensor(x_desc, x_name), self._tensor(y_desc, y_name)
         w: _Filter = self._objects.get(w_desc, FILTER, "wDesc").params
         conv: _Convolution = self._objects.get(conv_desc, CONVOLUTION, "convDesc").params
         if not conv.is_set:
@@ -828,7 +856,7 @@ class FakeCuda:
             raise _unsupported(f"a {spatial}-d convolution: cuDNN convolves 4-d and 5-d tensors (pad 1-d with a 1)")
         if not len(x.dims) == len(w.dims) == len(y.dims) == spatial + 2:
             raise _invalid(
-                f"xDesc has {len(x.dims)} dims, wDesc {len(w.dims)}, yDesc {len(y.dims)}; "
+                f"{x_name} has {len(x.dims)} dims, wDesc {len(w.dims)}, {y_name} {len(y.dims)}; "
                 f"a {spatial}-d convolution needs {spatial + 2} each"
             )
         channels, out_channels = x.dims[1], w.dims[0]
@@ -839,7 +867,7 @@ class FakeCuda:
         out = fm.conv_output_dims(x.dims[2:], w.dims[2:], conv.pads, conv.strides, conv.dilations)
         expected = (x.dims[0], out_channels, *out)
         if min(out) <= 0 or y.dims != expected:
-            raise _invalid(f"yDesc dims {list(y.dims)} differ from the convolution's output dims {list(expected)}")
+            raise _invalid(f"{y_name} dims {list(y.dims)} differ from the convolution's output dims {list(expected)}")
         if conv.compute_type != api.CUDNN_DATA_FLOAT:
             raise _unsupported(f"computeType {conv.compute_type} with float tensors (needs CUDNN_DATA_FLOAT)")
         return _ConvProblem(x, w, y, conv)
@@ -1275,6 +1303,95 @@ class FakeCuda:
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         result = fm.batch_norm_inference(x_view, *vectors.values(), epsilon)
         self._store(y_view, result, scale, blend)
+
+    # -- cuDNN: backward data (what ONNX calls ConvTranspose) ----------------------------
+
+    def _cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        self,
+        handle: int,
+        wDesc: int,
+        dyDesc: int,
+        convDesc: int,
+        dxDesc: int,
+        requestedAlgoCount: int,
+        returnedAlgoCount: int,
+        perfResults: int,
+    ) -> None:
+        """Ranked backward-data algorithms (cudnnConvolutionBwdDataAlgoPerf_t has the
+        forward perf struct's layout): supported ones first, fastest first."""
+        self._cudnn_handle(handle)
+        problem = self._conv_problem(dxDesc, wDesc, convDesc, dyDesc, names=("dxDesc", "dyDesc"))
+        if requestedAlgoCount < 1:
+            raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
+        self._memory.require_host(returnedAlgoCount, "returnedAlgoCount")
+        self._memory.require_host(perfResults, "perfResults")
+        ranking = sorted(_BWD_DATA_ALGO_RANKING, key=lambda entry: _bwd_data_workspace(problem, entry[0]) is None)
+        count = min(requestedAlgoCount, len(ranking))
+        results = (_ConvFwdAlgoPerf * count).from_address(perfResults)
+        for slot, (algo, time) in zip(results, ranking):
+            memory = _bwd_data_workspace(problem, algo)
+            # ALGO_0 adds with atomics: CUDNN_NON_DETERMINISTIC (0)
+            slot.algo, slot.determinism = algo, int(algo != api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0)
+            slot.mathType = problem.conv.math_type
+            slot.status = 0 if memory is not None else _STATUS["cudnn"]["unsupported"]
+            slot.time = time if memory is not None else -1.0
+            slot.memory = memory or 0
+        ctypes.c_int32.from_address(returnedAlgoCount).value = count
+
+    def _cudnnConvolutionBackwardData(
+        self,
+        handle: int,
+        alpha: int,
+        wDesc: int,
+        w: int,
+        dyDesc: int,
+        dy: int,
+        convDesc: int,
+        algo: int,
+        workSpace: int,
+        workSpaceSizeInBytes: int,
+        beta: int,
+        dxDesc: int,
+        dx: int,
+    ) -> None:
+        """dx = alpha * (the gradient of convolving dx-shaped data with w, given dy)
+        + beta * dx. The descriptors must describe a forward convolution from dx to
+        dy; dx is not read when beta == 0 and may overlap neither w nor dy."""
+        self._cudnn_handle(handle)
+        problem = self._conv_problem(dxDesc, wDesc, convDesc, dyDesc, names=("dxDesc", "dyDesc"))
+        if not 0 <= algo < api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT:
+            raise _invalid(f"algo {algo} is not a cudnnConvolutionBwdDataAlgo_t")
+        needed = _bwd_data_workspace(problem, algo)
+        if needed is None:
+            raise _unsupported(f"algo {algo} does not support this convolution (its perf status says so)")
+        if needed > workSpaceSizeInBytes:
+            raise _invalid(f"algo {algo} needs {needed} B of workspace; workSpaceSizeInBytes is {workSpaceSizeInBytes}")
+        if needed and not workSpace:
+            raise _invalid(f"algo {algo} needs {needed} B of workspace; workSpace is NULL")
+        if workSpace and workSpaceSizeInBytes > 0:
+            self._memory.require(workSpace, workSpaceSizeInBytes, "workSpace")
+        scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
+        w_view, dy_view = self._view(w, problem.w.layout, "w"), self._view(dy, problem.y, "dy")
+        dx_view = self._view(dx, problem.x, "dx")
+        inputs = {"w": w_view, "dy": dy_view}
+        if needed >= FLOAT_BYTES and workSpace % FLOAT_BYTES == 0:
+            inputs["workSpace"] = self._view(workSpace, _Layout((needed // FLOAT_BYTES,), (1,)), "workSpace")
+        self._outputs_clear({"dx": dx_view}, inputs)
+        conv = problem.conv
+        precision = _CUDNN_MATH_PRECISION[conv.math_type]
+        result = fm.convolution_backward_data(
+            fm.reduce_precision(dy_view, precision),
+            fm.reduce_precision(w_view, precision),
+            dx_spatial=problem.x.dims[2:],
+            pads=conv.pads,
+            strides=conv.strides,
+            dilations=conv.dilations,
+            groups=conv.groups,
+            cross_correlation=conv.mode == api.CUDNN_CROSS_CORRELATION,
+        )
+        if needed:  # the algorithm's scratch writes leave garbage behind
+            ctypes.memset(workSpace, POISON_BYTE, min(needed, 1 << 20))
+        self._store(dx_view, result, scale, blend)
 
     # -- cuBLAS ------------------------------------------------------------------------
 

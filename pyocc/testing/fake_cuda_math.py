@@ -91,6 +91,51 @@ def convolution(
     return acc.reshape(batch, out_channels, *out_spatial)
 
 
+def convolution_backward_data(
+    dy: np.ndarray,
+    w: np.ndarray,
+    *,
+    dx_spatial: Sequence[int],
+    pads: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    groups: int,
+    cross_correlation: bool = True,
+) -> np.ndarray:
+    """cudnnConvolutionBackwardData: the gradient of `convolution` with respect to
+    its input x (N, C, *dx_spatial), given dy (N, K, *O) and w (K, C/groups, *R).
+    Input cell i of a dim receives dy[o] * w[t] for every output o and tap t with
+    o*s - pad + t*d == i; cells no window covers get 0. (It is the transpose of the
+    forward convolution's linear map, hence ONNX's ConvTranspose.)
+
+    Computed by scattering: per kernel tap, one batched matmul of the tap's weights
+    with dy, added into a strided slice of the padded input, which is then cropped."""
+    batch, out_channels = dy.shape[:2]
+    kernel = w.shape[2:]
+    channels = w.shape[1] * groups
+    if not cross_correlation:
+        w = np.flip(w, axis=tuple(range(2, w.ndim)))
+    out_spatial = dy.shape[2:]
+    padded_spatial = [
+        max(size + 2 * pad, (o - 1) * s + (k - 1) * d + 1)
+        for size, pad, o, s, k, d in zip(dx_spatial, pads, out_spatial, strides, kernel, dilations, strict=True)
+    ]
+    padded = np.zeros((batch, groups, channels // groups, *padded_spatial), dtype=np.float32)
+    grouped_w = w.reshape(groups, out_channels // groups, channels // groups, *kernel)
+    grouped_dy = dy.reshape(batch, groups, out_channels // groups, -1)
+    for tap in np.ndindex(*kernel):
+        window = tuple(
+            slice(t * d, t * d + (o - 1) * s + 1, s) for t, d, o, s in zip(tap, dilations, out_spatial, strides)
+        )
+        tap_w = np.swapaxes(grouped_w[(..., *tap)], -1, -2)  # (g, C/g, K/g)
+        contribution = tap_w @ grouped_dy  # (N, g, C/g, P)
+        padded[(slice(None), slice(None), slice(None), *window)] += contribution.reshape(
+            batch, groups, channels // groups, *out_spatial
+        )
+    crop = tuple(slice(p, p + size) for p, size in zip(pads, dx_spatial))
+    return padded[(slice(None), slice(None), slice(None), *crop)].reshape(batch, channels, *dx_spatial).copy()
+
+
 def activation(x: np.ndarray, mode: int, coef: float, propagate_nan: bool) -> np.ndarray:
     """cudnnActivationForward's functions; coef is the clipped-ReLU ceiling or the ELU alpha.
     Without NaN propagation ReLU-like modes map NaN to a number, as cuDNN's fmax does."""

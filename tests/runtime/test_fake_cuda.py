@@ -626,3 +626,93 @@ def test_a_small_network_in_one_pool_matches_onnxruntime(cuda: Cuda) -> None:
     ]:
         cuda.check(getattr(cuda, destroy)(obj))
     assert cuda.fake.leaks() == []
+
+
+# -- backward data: what ONNX calls ConvTranspose ---------------------------------------------
+
+
+def _ranked_backward_data_algos(cuda: Cuda, cudnn: int, descs: tuple[int, int, int, int]) -> list[tuple[int, int, int]]:
+    """(algo, status, workspace bytes) of every perf result, best first, read at cuda_api's offsets
+    (cudnnConvolutionBwdDataAlgoPerf_t has the forward struct's layout)."""
+    count = api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT
+    perf = ctypes.create_string_buffer(api.CONV_PERF_SIZE * count)
+    returned = ctypes.c_int32()
+    cuda.check(cuda.cudnnGetConvolutionBackwardDataAlgorithm_v7(
+        cudnn, *descs, count, ctypes.addressof(returned), ctypes.addressof(perf)))
+    raw, results = perf.raw, []
+    for i in range(returned.value):
+        base = i * api.CONV_PERF_SIZE
+        field = lambda offset, size: int.from_bytes(raw[base + offset : base + offset + size], "little")  # noqa: E731
+        results.append((field(api.CONV_PERF_ALGO, 4), field(api.CONV_PERF_STATUS, 4), field(api.CONV_PERF_MEMORY, 8)))
+    return results
+
+
+@pytest.mark.parametrize(
+    ("shape", "kernel", "attrs", "cudnn_pads"),
+    [
+        ((1, 4, 5, 5), (4, 3, 2, 2), {"strides": [2, 2]}, (0, 0)),
+        # output_padding only grows dx: its forward output size is still dy's
+        ((2, 4, 5, 4), (4, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, (1, 1)),
+        ((1, 4, 5, 4), (4, 2, 3, 3), {"strides": [2, 1], "dilations": [1, 2], "group": 2, "pads": [1, 1, 1, 1]},
+         (1, 1)),
+        # asymmetric pads [1, 0] + [0, 0] with stride 2: cuDNN pad 1 on a dx one cell shorter
+        ((1, 3, 4, 4), (3, 2, 3, 3), {"strides": [2, 2], "pads": [1, 0, 0, 0]}, (1, 0)),
+        ((1, 3, 5, 5), (3, 4, 3, 3), {"pads": [1, 1, 1, 1]}, (1, 1)),  # WINOGRAD's case: 3x3, stride 1
+    ],
+)
+def test_backward_data_is_onnx_conv_transpose(
+    cuda: Cuda, cudnn: int, shape: tuple[int, ...], kernel: tuple[int, ...], attrs: dict[str, list[int]],
+    cudnn_pads: tuple[int, int],
+) -> None:
+    """ConvTranspose(x, w) is the data gradient of the convolution from a y-shaped
+    tensor to an x-shaped one: dy is x, dx is y, w keeps its layout."""
+    x, w = random(*shape), random(*kernel)
+    (expected,) = ort_run("ConvTranspose", {"x": x, "w": w}, attrs)
+    spatial = len(shape) - 2
+    conv = cuda.convolution(cudnn_pads, attrs.get("strides", [1] * spatial), attrs.get("dilations", [1] * spatial),
+                            attrs.get("group", 1))
+    w_desc, dy_desc, dx_desc = cuda.filter(kernel), cuda.tensor(shape), cuda.tensor(expected.shape)
+    ranked = _ranked_backward_data_algos(cuda, cudnn, (w_desc, dy_desc, conv, dx_desc))
+    usable = [(algo, memory) for algo, status, memory in ranked if status == 0]
+    assert (api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, 0) in usable  # the fallback needs no workspace
+    w_dev, dy_dev, dx_dev = cuda.upload(w), cuda.upload(x), cuda.malloc(expected.nbytes)
+    for algo, memory in usable:
+        if memory > 64 << 20:
+            continue
+        workspace = cuda.malloc(memory) if memory else 0
+        # dx is NaN-filled the first time: beta == 0 must not read it
+        cuda.check(cuda.cudnnConvolutionBackwardData(cudnn, cuda.f32(1.0), w_desc, w_dev, dy_desc, dy_dev, conv, algo,
+                                                     workspace, memory, cuda.f32(0.0), dx_desc, dx_dev))
+        assert_close(cuda.download(dx_dev, expected.shape), expected)
+    cuda.check(cuda.cudnnConvolutionBackwardData(cudnn, cuda.f32(2.0), w_desc, w_dev, dy_desc, dy_dev, conv, 0, 0, 0,
+                                                 cuda.f32(0.5), dx_desc, dx_dev))
+    assert_close(cuda.download(dx_dev, expected.shape), 2.5 * expected)
+    assert cuda.fake.errors == [] and cuda.fake.uninitialised_reads == []
+
+
+def test_backward_data_checks_its_descriptors_workspace_and_overlap(cuda: Cuda, cudnn: int) -> None:
+    x, w = random(1, 2, 3, 3), random(2, 3, 2, 2)
+    conv = cuda.convolution((0, 0), (2, 2), (1, 1), 1)
+    w_desc, dy_desc, dx_desc = cuda.filter(w.shape), cuda.tensor(x.shape), cuda.tensor((1, 3, 6, 6))
+    w_dev, dy_dev, dx_dev = cuda.upload(w), cuda.upload(x), cuda.malloc(3 * 36 * 4)
+    ranked = _ranked_backward_data_algos(cuda, cudnn, (w_desc, dy_desc, conv, dx_desc))
+    assert ranked[0] == (5, 0, HUGE_WORKSPACE)  # the fake's 1 GiB WINOGRAD_NONFUSED comes first
+    algo_1 = api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_1
+
+    def call(dx_desc: int = dx_desc, dx: int = dx_dev, algo: int = 0, workspace: int = 0, size: int = 0) -> int:
+        return cuda.cudnnConvolutionBackwardData(cudnn, cuda.f32(1.0), w_desc, w_dev, dy_desc, dy_dev, conv, algo,
+                                                 workspace, size, cuda.f32(0.0), dx_desc, dx)
+
+    assert call(dx_desc=cuda.tensor((1, 3, 8, 8)), dx=cuda.malloc(3 * 64 * 4)) == BAD_PARAM
+    assert "dyDesc dims [1, 2, 3, 3] differ from the convolution's output dims [1, 2, 4, 4]" in cuda.fake.errors[-1]
+    assert call(algo=algo_1) == BAD_PARAM
+    assert "algo 1 needs 96 B of workspace; workSpaceSizeInBytes is 0" in cuda.fake.errors[-1]
+    assert call(algo=2) == NOT_SUPPORTED  # FFT: its perf status said so
+    assert call(algo=6) == BAD_PARAM and "not a cudnnConvolutionBwdDataAlgo_t" in cuda.fake.errors[-1]
+    # dx written over dy: the fake reports what cuDNN leaves undefined
+    overlapping = cuda.malloc(3 * 36 * 4)
+    cuda.check(cuda.cudaMemcpy(overlapping, x.ctypes.data, x.nbytes, H2D))
+    status = cuda.cudnnConvolutionBackwardData(cudnn, cuda.f32(1.0), w_desc, w_dev, dy_desc, overlapping, conv, 0,
+                                               0, 0, cuda.f32(0.0), dx_desc, overlapping)
+    assert status == BAD_PARAM and "output dx overlaps input dy" in cuda.fake.errors[-1]
+    assert call(algo=algo_1, workspace=cuda.malloc(96), size=96) == 0
