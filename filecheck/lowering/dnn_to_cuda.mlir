@@ -176,3 +176,49 @@ func.func @divide(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x8xf32> {on
 // CHECK:         llvm.call @cuLaunchKernel(
 // CHECK-LABEL: llvm.func @divide_destroy
 // CHECK:         llvm.call @cuModuleUnload
+
+// -----
+
+// ConvTranspose is cuDNN's backward data: x is dy, the output is dx (its 1x3x10x10 shape carries
+// output_padding), w keeps its layout as the filter; init ranks the backward-data algorithms,
+// run calls cudnnConvolutionBackwardData with beta 0, then adds the bias.
+
+func.func @deconv(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memref<1x3x10x10xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 2048 : i64} : memref<2048xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 400 : i64} : memref<2048xi8> -> memref<1x4x5x5xf32>
+  %t = dnn.mem_offset %p {offset = 512 : i64, size = 1200 : i64} : memref<2048xi8> -> memref<1x3x10x10xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 400 : i64}> : (memref<1x4x5x5xf32>, memref<1x4x5x5xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.1> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<3xf32>
+  "dnn.conv_transpose"(%xs, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}> : (memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<3xf32>, memref<1x3x10x10xf32>) -> ()
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1200 : i64}> : (memref<1x3x10x10xf32>, memref<1x3x10x10xf32>) -> ()
+  dnn.pool_release %p : memref<2048xi8>
+  func.return
+}
+
+// CHECK:       llvm.mlir.global internal constant @deconv_ints{{[0-9]+}}(dense<[1, 3, 10, 10]> : tensor<4xi32>)
+// CHECK:       llvm.mlir.global internal constant @deconv_meta_json("{{.*}}cudnnConvolutionBackwardData (dnn.conv_transpose #0){{.*}}cudnnAddTensor (dnn.conv_transpose #0){{.*}}")
+// CHECK-LABEL: llvm.func @deconv_init
+// CHECK:         llvm.call @cudnnSetConvolutionNdDescriptor
+// CHECK:         llvm.call @cudnnGetConvolutionBackwardDataAlgorithm_v7(
+// CHECK:         llvm.call @cudaMalloc
+// CHECK-LABEL: llvm.func @deconv_run
+// CHECK:         %[[ALGO:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i32
+// CHECK:         llvm.call @cudnnConvolutionBackwardData(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ALGO]],
+// CHECK:         llvm.call @cudnnAddTensor(
+// CHECK-LABEL: llvm.func @deconv_destroy
+// CHECK:         llvm.call @cudaFree
+
+// -----
+
+// Negative twin: pads [0, 0] + [2, 2] crop only the end, which cuDNN's both-ends padding cannot express.
+
+func.func @deconv_asymmetric(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memref<1x3x5x5xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 400 : i64, alignment = 64 : i64} : memref<1x4x5x5xf32>
+  %t = dnn.malloc {size = 300 : i64, alignment = 64 : i64} : memref<1x3x5x5xf32>
+  %w = "dnn.weight"() <{splat = dense<0.1> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  "dnn.conv_transpose"(%xs, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>, pads = array<i64: 0, 0, 2, 2>}> : (memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<1x3x5x5xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.conv_transpose: pads [0, 0, 2, 2] with output size [5, 5]: cuDNN pads both ends alike, and padding by the leading pads gives a convolution from [5, 5] to [3, 3], not [5, 5]; use target=host

@@ -756,16 +756,20 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
 
 
-def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str) -> str:
+def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str,
+                      query: str = "cudnnGetConvolutionForwardAlgorithm_v7",
+                      count: int = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                      fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) -> str:
     """In init: ask cuDNN for its ranked forward algorithms and keep the first
     that succeeded and whose workspace fits the limit (else implicit GEMM,
     which needs none), and raise the workspace size to what it needs.
-    Returns the i32 global holding the choice."""
+    Returns the i32 global holding the choice. `query`, `count` and
+    `fallback` select another family (backward data, whose query takes
+    w, dy, conv, dx: pass them as x, w, conv, y)."""
     init = lw.init
     b = init.b
     lw._convolutions += 1
     symbol = lw._global_slot(f"algo{lw._convolutions - 1}", i32)
-    count = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT
     returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
     def field(entry: int, offset: int, type: Attribute) -> SSAValue:
@@ -776,11 +780,11 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     for i in range(count):  # an entry cuDNN does not fill must not look successful
         b.store(b.const(1, i32), field(i, api.CONV_PERF_STATUS, i32))
     b.store(b.const(0, i32), returned)
-    lw._call(init, "cudnnGetConvolutionForwardAlgorithm_v7", lw._load_handle(init, lw.cudnn),
+    lw._call(init, query, lw._load_handle(init, lw.cudnn),
              lw._load_handle(init, x), lw._load_handle(init, w), lw._load_handle(init, conv),
              lw._load_handle(init, y), count, returned, results, what="convolution algorithm")
     n = b.load(returned, i32)
-    choice = b.const(api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, i32)
+    choice = b.const(fallback, i32)
     needs = b.const(0)
     flag = lambda pred: IntegerAttr(pred.to_int(), i64)  # noqa: E731
     # best-ranked last, so that it wins
@@ -800,6 +804,69 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     larger = b.add(llvm.ICmpOp(needs, size, flag(llvm.ICmpPredicateFlag.UGT))).results[0]
     b.store(b.add(llvm.SelectOp(larger, needs, size)).results[0], size_ptr)
     return symbol
+
+
+def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> None:
+    """ONNX ConvTranspose is cuDNN's backward data: y = conv_transpose(x, w) is
+    the gradient dx of a forward convolution from a y-shaped tensor to an
+    x-shaped one with filter w ([C_in, C_out/group, k...] is that forward
+    convolution's [K, C/group, k...]). So x is dy, y is dx, and the bias is a
+    cudnnAddTensor afterwards.
+
+    cuDNN pads each dim alike at both ends and requires dy to be the forward
+    convolution's output of dx; ONNX crops pads_begin cells at the start of
+    the uncropped output and whatever is left over at the end. Padding by
+    pads_begin and giving dx y's shape therefore covers output_padding,
+    output_shape and asymmetric pads whenever the forward output size of y,
+    floor((out + 2 pads_begin - d(k-1) - 1) / s) + 1, is x's size (else the
+    op fails to lower). The algorithm is chosen in init as for Conv, from
+    cudnnGetConvolutionBackwardDataAlgorithm_v7's ranking, within the
+    workspace limit, else ALGO_0, the implicit-GEMM analogue (it adds with
+    atomics, so its sums are not bitwise reproducible; should it need
+    workspace too, the call fails and is named)."""
+    run = lw.run
+    x_shape, w_shape, y_shape = lw._shape(op.x), lw._shape(op.w), lw._shape(op.out)
+    spatial = len(x_shape) - 2
+    if spatial < 1:
+        raise fail(op, "a transposed convolution needs at least one spatial dimension")
+    pads = _ints_prop(op, "pads", [0] * (2 * spatial))[:spatial]
+    strides = _ints_prop(op, "strides", [1] * spatial)
+    dilations = _ints_prop(op, "dilations", [1] * spatial)
+    group = _int_prop(op, "group", 1)
+    forward = [(out + 2 * p - d * (k - 1) - 1) // s + 1
+               for out, p, d, k, s in zip(y_shape[2:], pads, dilations, w_shape[2:], strides)]
+    if forward != x_shape[2:]:
+        all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+        raise fail(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN pads both ends alike, and "
+                       f"padding by the leading pads gives a convolution from {y_shape[2:]} to {forward}, "
+                       f"not {x_shape[2:]}; use target=host")
+    if spatial == 1:  # cuDNN convolves at least two spatial dimensions
+        x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
+        pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
+    key = (tuple(pads), tuple(strides), tuple(dilations), group)
+
+    def configure(desc: SSAValue) -> None:
+        lw._call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw._ints(lw.init, pads),
+                 lw._ints(lw.init, strides), lw._ints(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
+                 api.CUDNN_DATA_FLOAT, what="convolution descriptor")
+        lw._call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
+        lw._call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
+
+    conv = lw._descriptor("Convolution", key, configure)
+    w_desc, dy_desc, dx_desc = lw._filter(w_shape), lw._tensor(x_shape), lw._tensor(y_shape)
+    algo = _choose_algorithm(lw, conv, w_desc, dy_desc, dx_desc, query="cudnnGetConvolutionBackwardDataAlgorithm_v7",
+                             count=api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                             fallback=api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0)
+    use = lambda symbol: lw._use(run, symbol)  # noqa: E731 - a local shorthand
+    y = lw._pointer(op, op.out)
+    one, zero = lw._scalar(run, 1.0), lw._scalar(run, 0.0)
+    lw._lib("cudnnConvolutionBackwardData", lw._cudnn(), one, use(w_desc), lw._pointer(op, op.w), use(dy_desc),
+            lw._pointer(op, op.x), use(conv), run.b.load(lw._address(run, algo), i32),
+            lw._load_handle(run, lw.workspace), run.b.load(lw._address(run, lw.workspace_size), i64), zero,
+            use(dx_desc), y)
+    if op.bias is not None:
+        bias_desc = lw._tensor([1, y_shape[1]] + [1] * (len(y_shape) - 2))
+        lw._lib("cudnnAddTensor", lw._cudnn(), one, use(bias_desc), lw._pointer(op, op.bias), one, use(dx_desc), y)
 
 
 def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
@@ -1171,6 +1238,7 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConcatOp: _lower_concat,
     d.SplitOp: _lower_split,
     d.WhereOp: _lower_where,
+    d.ConvTransposeOp: _lower_conv_transpose,
 }
 #: the dnn ops target=cuda lowers (the rest fail with a clear message)
 CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]

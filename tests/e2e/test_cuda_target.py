@@ -180,3 +180,43 @@ def test_random_graphs_match_onnxruntime() -> None:
         problem = compare_with_onnxruntime(model, random_inputs(model, seed), target="cuda",
                                            memory=("pool", "lazy", "eager")[seed % 3], cuda_libraries=fake)
         assert problem is None, (seed, problem, fake.errors)
+
+
+def _conv_transpose_graph(shape: list[int], kernel: list[int], attrs: dict[str, Any], seed: int) -> onnx.ModelProto:
+    """ConvTranspose (random weights and bias) then Relu, so that its output is read back from the pool."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    out_channels = kernel[1] * attrs.get("group", 1)
+    initializers = [numpy_helper.from_array(rng.standard_normal(kernel).astype(np.float32), "w"),
+                    numpy_helper.from_array(rng.standard_normal(out_channels).astype(np.float32), "b")]
+    nodes = [helper.make_node("ConvTranspose", ["x", "w", "b"], ["t"], **attrs), helper.make_node("Relu", ["t"], ["y"])]
+    graph = helper.make_graph(nodes, "deconv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("shape, kernel, attrs", [
+    ([1, 4, 5, 5], [4, 3, 2, 2], {"strides": [2, 2]}),
+    ([2, 4, 5, 4], [4, 3, 3, 3], {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}),
+    ([1, 4, 5, 4], [4, 2, 3, 3], {"strides": [2, 1], "dilations": [1, 2], "group": 2, "pads": [1, 0, 0, 0]}),
+    ([1, 4, 7], [4, 3, 3], {"strides": [2], "pads": [1, 1]}),  # 1-d: cuDNN gets a trailing dim of 1
+])
+@pytest.mark.parametrize("workspace", [None, 0])
+def test_conv_transpose_is_backward_data(shape: list[int], kernel: list[int], attrs: dict[str, Any],
+                                         workspace: int | None) -> None:
+    """Within the default workspace limit init picks the fake's ALGO_1, which needs a
+    copy of the filter as workspace; with none it falls back to ALGO_0."""
+    model = _conv_transpose_graph(shape, kernel, attrs, seed=len(shape) + len(attrs))
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    (expected,) = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})
+    fake = FakeCuda()
+    limit: dict[str, Any] = {} if workspace is None else {"workspace": workspace}
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, **limit)
+    np.testing.assert_allclose(compiled.run({"x": x})["y"], expected, rtol=1e-4, atol=1e-5)
+    assert fake.calls["cudnnConvolutionBackwardData"] == 1 and fake.errors == []
+    assert compiled.native.workspace_bytes == (4 * int(np.prod(kernel)) if workspace is None else 0)
+    compiled.native.close()
+    assert fake.leaks() == []
