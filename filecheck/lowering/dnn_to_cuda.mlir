@@ -222,3 +222,44 @@ func.func @deconv_asymmetric(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memr
 }
 
 // CHECK: convert-dnn-to-llvm: cannot lower dnn.conv_transpose: pads [0, 0, 2, 2] with output size [5, 5]: cuDNN pads both ends alike, and padding by the leading pads gives a convolution from [5, 5] to [3, 3], not [5, 5]; use target=host
+
+// -----
+
+// A bilinear 2x Resize is two gemms by interpolation matrices stored with the weights: the width pass writes
+// the workspace (init allocates at least its 4x4x8 floats), the height pass reads it, sharing Ah (stride 0).
+
+func.func @upsample(%x: memref<2x3x4x4xf32> {onnx.name = "x"}, %y: memref<2x3x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 384 : i64, alignment = 64 : i64} : memref<2x3x4x4xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 384 : i64}> : (memref<2x3x4x4xf32>, memref<2x3x4x4xf32>) -> ()
+  %t = dnn.malloc {size = 1536 : i64, alignment = 64 : i64} : memref<2x3x8x8xf32>
+  "dnn.resize"(%xs, %t) <{mode = "linear", scales = array<f32: 1.0, 1.0, 2.0, 2.0>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<2x3x4x4xf32>, memref<2x3x8x8xf32>) -> ()
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1536 : i64}> : (memref<2x3x8x8xf32>, memref<2x3x8x8xf32>) -> ()
+  func.return
+}
+
+// CHECK:       llvm.mlir.global internal constant @upsample_meta_json("{{.*}}cublasSgemm_v2 (dnn.resize #0)\22,\22cublasSgemmStridedBatched (dnn.resize #0){{.*}}\22workspace_limit\22:768{{.*}}")
+// CHECK-LABEL: llvm.func @upsample_init
+// CHECK:         llvm.call @cublasCreate_v2
+// CHECK:         %[[NEEDED:.*]] = llvm.load %{{.*}} : !llvm.ptr -> i64
+// CHECK-NEXT:    %[[FLOOR:.*]] = llvm.mlir.constant(768) : i64
+// CHECK-NEXT:    %[[BELOW:.*]] = llvm.icmp "ult" %[[NEEDED]], %[[FLOOR]] : i64
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.select %[[BELOW]], %[[FLOOR]], %[[NEEDED]] : i1, i64
+// CHECK:         llvm.call @cudaMalloc(%{{.*}}, %[[SIZE]])
+// CHECK-LABEL: llvm.func @upsample_run
+// CHECK:         %[[WSP:.*]] = llvm.mlir.addressof @upsample_workspace : !llvm.ptr
+// CHECK-NEXT:    %[[WS:.*]] = llvm.load %[[WSP]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.call @cublasSgemm_v2(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[WS]], %{{[0-9]+}}) :
+// CHECK:         llvm.call @cublasSgemmStridedBatched(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[WS]],
+
+// -----
+
+// Negative twin: resizing the channel axis has no cuBLAS lowering.
+
+func.func @resize_channels(%x: memref<1x2x3x3xf32> {onnx.name = "x"}, %y: memref<1x4x3x3xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 72 : i64, alignment = 64 : i64} : memref<1x2x3x3xf32>
+  %t = dnn.malloc {size = 144 : i64, alignment = 64 : i64} : memref<1x4x3x3xf32>
+  "dnn.resize"(%xs, %t) <{mode = "nearest", scales = array<f32: 1.0, 2.0, 1.0, 1.0>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x2x3x3xf32>, memref<1x4x3x3xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.resize: it resizes axis 1; the cuBLAS lowering resizes the last two axes only (use target=host)

@@ -195,6 +195,9 @@ class CudaFunctionLowering:
     _kernel_names: dict[PointwiseKernel, PointwiseKernel] = field(default_factory=dict)
     _convolutions: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
+    #: the least workspace init allocates (bytes): scratch of ops other than
+    #: convolutions (a resize's intermediate), whatever the algorithms need
+    workspace_floor: int = 0
 
     def lower(self) -> list[Operation]:
         """The ABI functions and the globals they use."""
@@ -369,9 +372,14 @@ class CudaFunctionLowering:
                        self._load_handle(init, self.stream), what="cuBLAS stream")
             self._call(init, "cublasSetMathMode", self._load_handle(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
                        what="cuBLAS fp32 math")
-        if self._convolutions:
+        if self._convolutions or self.workspace_floor:
             b = init.b
             needed = b.load(self._address(init, self.workspace_size), i64)
+            if self.workspace_floor:
+                floor = b.const(self.workspace_floor)
+                below = b.add(llvm.ICmpOp(needed, floor, IntegerAttr(llvm.ICmpPredicateFlag.ULT.to_int(), i64)))
+                needed = b.add(llvm.SelectOp(below.results[0], floor, needed)).results[0]
+                b.store(needed, self._address(init, self.workspace_size))
             self._call(init, "cudaMalloc", self._address(init, self.workspace), needed, what="workspace")
             self._count(init, needed)
         if self.kernels:
@@ -424,7 +432,7 @@ class CudaFunctionLowering:
         destroy = self.destroy
         if self.weight_bytes:
             self._call(destroy, "cudaFree", self._load_handle(destroy, self.device_weights), what="weights")
-        if self._convolutions:
+        if self._convolutions or self.workspace_floor:
             self._call(destroy, "cudaFree", self._load_handle(destroy, self.workspace), what="workspace")
         if self._uses_cublas:
             self._call(destroy, "cublasDestroy_v2", self._load_handle(destroy, self.cublas), what="cuBLAS handle")
@@ -654,7 +662,7 @@ class CudaFunctionLowering:
             # per run, what the IR implies; the native counters must agree
             "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
             # init allocates the weights and a workspace of at most this many bytes
-            "workspace_limit": self.workspace_bytes if self._convolutions else 0,
+            "workspace_limit": max(self.workspace_bytes if self._convolutions else 0, self.workspace_floor),
             # the generated kernels: launch shape, the bytes each pointer argument spans,
             # and their host twins (LLVM IR) for running them without a GPU
             "kernels": [{"name": k.name, "grid": k.grid, "block": BLOCK,
@@ -1217,6 +1225,89 @@ def _lower_split(lw: CudaFunctionLowering, op: d.SplitOp) -> None:
     _band_copies(lw, op, op.x, list(op.outs), _int_prop(op, "axis", 0), into_whole=False)
 
 
+def _constant(lw: CudaFunctionLowering, values: Any) -> SSAValue:
+    """A float32 constant the lowering computed, stored with the weights
+    (init uploads it); its device pointer in run."""
+    import numpy as np
+
+    array = np.ascontiguousarray(values, dtype=np.float32)
+    offset = -(-lw.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
+    lw.weights.append({"offset": offset, "nbytes": array.nbytes, "shape": list(array.shape), "dtype": "float32",
+                       "source": {"values": array.ravel().tolist()}})
+    lw.weight_bytes = offset + array.nbytes
+    return lw.run.b.gep(lw._load_handle(lw.run, lw.device_weights), offset, i8)
+
+
+#: the most bytes of interpolation matrices one resize may add to the weights
+RESIZE_MATRIX_LIMIT = 1 << 20
+
+
+def _resize_matrix(op: d.ResizeOp, in_size: int, out_size: int, scale: float | None) -> Any:
+    """The (in_size, out_size) matrix of one axis of a resize: column o holds
+    the weight of every input cell in output cell o. Every ONNX Resize mode
+    (nearest, linear, cubic) is a linear map per axis, so resizing an
+    identity with the host kernel gives exactly its matrix."""
+    import numpy as np
+
+    from pyocc.runtime.kernels.resize import resize
+
+    kwargs = {name: value for name in ("mode", "coordinate_transformation_mode", "nearest_mode")
+              if (value := _str_prop(op, name)) is not None}
+    if (coeff := _float_prop(op, "cubic_coeff_a")) is not None:
+        kwargs["cubic_coeff_a"] = coeff
+    kwargs["exclude_outside"] = _int_prop(op, "exclude_outside", 0)
+    matrix = np.empty((in_size, out_size), dtype=np.float32)
+    resize(np.eye(in_size, dtype=np.float32), out=matrix, scales=None if scale is None else [1.0, scale], **kwargs)
+    return matrix
+
+
+def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
+    """Resize of the last two axes as matrix products with cuBLAS: with Aw
+    and Ah the per-axis interpolation matrices (computed here, stored with
+    the weights), each (H, W) plane X becomes Ah^T X Aw, the width pass one
+    gemm over all rows into the workspace, the height pass one strided
+    batched gemm sharing Ah (stride 0). An axis that keeps its size and
+    scale is skipped. Nearest mode is exact (weights 1 and 0) except that an
+    inf or NaN input spreads along its row and column (0 * inf is NaN)."""
+    x_shape, y_shape = lw._shape(op.x), lw._shape(op.out)
+    rank = len(x_shape)
+    scales = _ints_prop(op, "scales", [])
+    if _str_prop(op, "coordinate_transformation_mode") == "tf_crop_and_resize":
+        raise fail(op, "tf_crop_and_resize has no cuBLAS lowering (use target=host)")
+    resized = [axis for axis in range(rank)
+               if x_shape[axis] != y_shape[axis] or (scales and float(scales[axis]) != 1.0)]
+    if not resized:
+        _copy(lw, op, op.x, op.out)
+        return
+    if min(resized) < rank - 2:
+        raise fail(op, f"it resizes axis {min(resized)}; the cuBLAS lowering resizes the last two axes only "
+                       "(use target=host)")
+    if rank == 1:
+        x_shape, y_shape, resized, scales = [1, *x_shape], [1, *y_shape], [1], [1.0, *scales]
+        rank = 2
+    lw._uses_cublas = True
+    outer = math.prod(x_shape[:-2])
+    (h, w), (h2, w2) = x_shape[-2:], y_shape[-2:]
+    matrix_bytes = 4 * ((h * h2 if rank - 2 in resized else 0) + (w * w2 if rank - 1 in resized else 0))
+    if matrix_bytes > RESIZE_MATRIX_LIMIT:
+        raise fail(op, f"its interpolation matrices would take {matrix_bytes} bytes of weights "
+                       f"(the limit is {RESIZE_MATRIX_LIMIT}); use target=host")
+    scale = lambda axis: float(scales[axis]) if scales else None  # noqa: E731
+    x, y = lw._pointer(op, op.x), lw._pointer(op, op.out)
+    if rank - 1 in resized:  # width: rows (outer * h, w) @ Aw (w, w2)
+        a_w = _constant(lw, _resize_matrix(op, w, w2, scale(rank - 1)))
+        target = y
+        if rank - 2 in resized:  # the height pass reads it from the workspace
+            lw.workspace_floor = max(lw.workspace_floor, 4 * outer * h * w2)
+            target = lw._load_handle(lw.run, lw.workspace)
+        _sgemm(lw, op, 0, 0, outer * h, w2, w, 1.0, x, a_w, 0.0, target)
+        x = target
+    if rank - 2 in resized:  # height: Ah^T (h2, h) @ each plane (h, w2)
+        a_h = _constant(lw, _resize_matrix(op, h, h2, scale(rank - 2)).T)
+        batch = None if outer == 1 else (outer, 0, h * w2, h2 * w2)
+        _sgemm(lw, op, 0, 0, h2, w2, h, 1.0, a_h, x, 0.0, y, batch=batch)
+
+
 _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConvOp: _lower_conv,
     d.MaxPoolOp: _lower_pool,
@@ -1239,6 +1330,7 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.SplitOp: _lower_split,
     d.WhereOp: _lower_where,
     d.ConvTransposeOp: _lower_conv_transpose,
+    d.ResizeOp: _lower_resize,
 }
 #: the dnn ops target=cuda lowers (the rest fail with a clear message)
 CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]

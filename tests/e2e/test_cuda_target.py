@@ -220,3 +220,65 @@ def test_conv_transpose_is_backward_data(shape: list[int], kernel: list[int], at
     assert compiled.native.workspace_bytes == (4 * int(np.prod(kernel)) if workspace is None else 0)
     compiled.native.close()
     assert fake.leaks() == []
+
+
+def _resize_graph(shape: list[int], attrs: dict[str, Any], scales: list[float] | None = None,
+                  sizes: list[int] | None = None) -> onnx.ModelProto:
+    """Relu then Resize (by scales or to sizes), so the resize reads device memory."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    initializers, inputs = [], ["r", ""]
+    if scales is not None:
+        initializers.append(numpy_helper.from_array(np.asarray(scales, dtype=np.float32), "scales"))
+        inputs.append("scales")
+    else:
+        initializers.append(numpy_helper.from_array(np.asarray(sizes, dtype=np.int64), "sizes"))
+        inputs += ["", "sizes"]
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Resize", inputs, ["y"], **attrs)]
+    graph = helper.make_graph(nodes, "resize", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializers)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+
+
+@pytest.mark.parametrize("shape, attrs, scales, sizes, gemms", [
+    ([1, 3, 4, 5], {"mode": "linear"}, [1, 1, 2, 2], None, 2),  # UNet's: half_pixel, edges replicate
+    ([2, 2, 3, 4], {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+     [1, 1, 2, 3], None, 2),
+    ([1, 2, 5, 4], {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, None, [1, 2, 7, 3], 2),
+    ([1, 2, 4, 4], {"mode": "cubic"}, [1, 1, 1, 2], None, 1),  # width only: one gemm
+    ([3, 6, 4], {"mode": "linear"}, [1, 1.5, 1], None, 1),  # height only: one strided batched gemm
+])
+def test_resize_is_two_gemms(shape: list[int], attrs: dict[str, Any], scales: list[float] | None,
+                             sizes: list[int] | None, gemms: int) -> None:
+    """Each resized axis is one gemm by its interpolation matrix; both axes go through the workspace."""
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _resize_graph(shape, attrs, scales, sizes)
+    x = np.random.default_rng(6).standard_normal(shape).astype(np.float32)
+    fake = FakeCuda()
+    problem = compare_with_onnxruntime(model, {"x": x}, target="cuda", memory="lazy", cuda_libraries=fake)
+    assert problem is None, (problem, fake.errors)
+    assert fake.calls["cublasSgemm_v2"] + fake.calls["cublasSgemmStridedBatched"] == gemms
+    assert fake.errors == [] and fake.uninitialised_reads == []
+
+
+def test_resize_of_the_channel_axis_fails_to_lower() -> None:
+    model = _resize_graph([1, 2, 3, 3], {"mode": "nearest"}, [1, 2, 1, 1])
+    with pytest.raises(PyoccError, match="it resizes axis 1; the cuBLAS lowering resizes the last two axes only"):
+        pyocc.compile(model, target="cuda", cuda_libraries=FakeCuda())
+
+
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_unet_matches_onnxruntime(memory: str) -> None:
+    """UNet in miniature (tests/graphs.py): convs, max pooling, a ConvTranspose
+    (backward data), a bilinear Resize (two gemms) and skip concats."""
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from tests.graphs import GRAPHS, random_inputs
+
+    model = GRAPHS["unet"]()
+    fake = FakeCuda()
+    problem = compare_with_onnxruntime(model, random_inputs(model, 0), target="cuda", memory=memory,
+                                       cuda_libraries=fake)
+    assert problem is None, (problem, fake.errors)
+    assert fake.calls["cudnnConvolutionBackwardData"] == 1 and fake.calls["cublasSgemmStridedBatched"] == 1
+    assert fake.errors == [] and fake.uninitialised_reads == []
