@@ -61,7 +61,6 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
-    i1,
     i8,
     i32,
     i64,
@@ -70,7 +69,19 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.lowering import cuda_api as api
-from pyocc.lowering.cuda_kernels import BLOCK, PointwiseKernel, broadcast_strides, host_twins, ptx_module
+from pyocc.lowering.cuda_kernels import (
+    BLOCK,
+    CastKernel,
+    GatherKernel,
+    Kernel,
+    LayerNormKernel,
+    PointwiseKernel,
+    broadcast_strides,
+    grid,
+    host_twins,
+    pointer_bytes,
+    ptx_module,
+)
 from pyocc.lowering.convert_dnn_to_llvm import (
     ABI_VERSION,
     PTR,
@@ -81,6 +92,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     WEIGHT_ALIGNMENT,
     LlvmBuilder,
     buffer_spec,
+    numpy_dtype_name,
     string_getter,
     string_global,
     weight_source,
@@ -190,9 +202,9 @@ class CudaFunctionLowering:
     _constants: dict[tuple[Any, ...], str] = field(default_factory=dict)
     _uses_cublas: bool = False
     #: pointwise kernels pyocc writes for what cuDNN lacks (pyocc.lowering.cuda_kernels)
-    kernels: list[PointwiseKernel] = field(default_factory=list)
-    _kernel_globals: dict[PointwiseKernel, str] = field(default_factory=dict)
-    _kernel_names: dict[PointwiseKernel, PointwiseKernel] = field(default_factory=dict)
+    kernels: list[Kernel] = field(default_factory=list)
+    _kernel_globals: dict[Kernel, str] = field(default_factory=dict)
+    _kernel_names: dict[Kernel, Kernel] = field(default_factory=dict)
     _convolutions: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
 
@@ -400,7 +412,7 @@ class CudaFunctionLowering:
         self._call(self.destroy, "cuModuleUnload", self._load_handle(self.destroy, self.cuda_module),
                    what="the generated kernels")
 
-    def launch(self, op: Operation, kernel: PointwiseKernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
+    def launch(self, op: Operation, kernel: Kernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
         """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
         compiled once per distinct description."""
         if kernel not in self._kernel_names:  # described without a name; named once compiled
@@ -417,7 +429,7 @@ class CudaFunctionLowering:
             slot = b.gep(values, index, PTR)
             b.store(pointer, slot)
             b.store(slot, b.gep(params, index, PTR))
-        self._lib("cuLaunchKernel", self._load_handle(self.run, self._kernel_globals[kernel]), kernel.grid, 1, 1,
+        self._lib("cuLaunchKernel", self._load_handle(self.run, self._kernel_globals[kernel]), grid(kernel), 1, 1,
                   BLOCK, 1, 1, 0, self._load_handle(self.run, self.stream), params, 0)
 
     def _end_destroy(self) -> None:
@@ -569,8 +581,8 @@ class CudaFunctionLowering:
             raise fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
         for value in op.read_values() + op.destinations():
             element = value.type.get_element_type() if isinstance(value.type, MemRefType) else None
-            if element == i1 and _byte_operand(op, value):
-                continue  # one byte per element, as numpy's bool
+            if not isinstance(element, Float32Type) and _other_dtype_allowed(op, value):
+                continue
             if not isinstance(element, Float32Type):
                 raise fail(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
             if len(value.type.get_shape()) > api.CUDNN_MAX_DIMS:
@@ -626,17 +638,18 @@ class CudaFunctionLowering:
     def pointwise(self, op: Operation, fn: str, out: SSAValue, inputs: Sequence[SSAValue], **params: Any) -> None:
         """out = fn(inputs) (broadcast) with a generated kernel; `params`
         are PointwiseKernel's alpha, beta, approximate and activation fields."""
-        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, UNARY_FUNCTIONS
+        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, LOGICAL, UNARY_FUNCTIONS
 
-        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | {"where"}
+        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | LOGICAL | {"where"}
         activation = params.get("activation")
         if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
             missing = fn if fn not in known else activation
             raise fail(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
         out_shape = self._shape(out)
+        data = inputs[-1]  # where's condition comes first; its values do not
         kernel = PointwiseKernel(name="", fn=fn, shape=tuple(out_shape),
                                  input_strides=tuple(broadcast_strides(self._shape(v), out_shape) for v in inputs),
-                                 **params)
+                                 input_dtype=numpy_dtype_name(data.type.get_element_type()), **params)  # type: ignore[attr-defined]
         self.launch(op, kernel, out, inputs)
 
     # -- the table ------------------------------------------------------------------------
@@ -657,8 +670,7 @@ class CudaFunctionLowering:
             "workspace_limit": self.workspace_bytes if self._convolutions else 0,
             # the generated kernels: launch shape, the bytes each pointer argument spans,
             # and their host twins (LLVM IR) for running them without a GPU
-            "kernels": [{"name": k.name, "grid": k.grid, "block": BLOCK,
-                         "pointer_bytes": [k.output_bytes] + [k.input_bytes(i) for i in range(len(k.input_strides))]}
+            "kernels": [{"name": k.name, "grid": grid(k), "block": BLOCK, "pointer_bytes": pointer_bytes(k)}
                         for k in self.kernels],
             "kernel_twins": host_twins(self.kernels) if self.kernels else "",
         }
@@ -1031,14 +1043,53 @@ def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
                  activation_beta=_float_prop(op, "beta"))
 
 
-def _byte_operand(op: Operation, value: SSAValue) -> bool:
-    """Whether `value` is a bool tensor a generated kernel reads or writes:
-    where's condition, a float comparison's result."""
-    from pyocc.lowering.cuda_kernels import COMPARISONS
+def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
+    """Whether `value` may be other than float32: where's condition and a
+    float comparison's result (bools), gather's indices, cast's operands."""
+    from pyocc.lowering.cuda_kernels import COMPARISONS, DTYPES, LOGICAL
 
+    dtype = numpy_dtype_name(value.type.get_element_type())  # type: ignore[attr-defined]
     if isinstance(op, d.WhereOp):
-        return value is op.cond
-    return isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS and value is op.out
+        return value is op.cond and dtype == "bool"
+    if isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS:
+        return dtype == "bool" if value is op.out else dtype in ("int32", "int64")
+    if isinstance(op, d.BinaryOp | d.UnaryOp) and op.fn.data in LOGICAL:
+        return dtype == "bool"
+    if isinstance(op, d.GatherOp):
+        return value is op.indices and dtype in ("int32", "int64")
+    return isinstance(op, d.CastOp) and dtype in DTYPES
+
+
+def _lower_gather(lw: CudaFunctionLowering, op: d.GatherOp) -> None:
+    shape = lw._shape(op.x)
+    axis = _int_prop(op, "axis", 0) % len(shape)
+    indices_type = op.indices.type
+    kernel = GatherKernel(name="", x_shape=tuple(shape), axis=axis, index_count=math.prod(lw._shape(op.indices)),
+                          index_dtype=numpy_dtype_name(indices_type.get_element_type()))  # type: ignore[attr-defined]
+    lw.launch(op, kernel, op.out, [op.x, op.indices])
+
+
+def _lower_cast(lw: CudaFunctionLowering, op: d.CastOp) -> None:
+    source = numpy_dtype_name(op.x.type.get_element_type())  # type: ignore[attr-defined]
+    target = numpy_dtype_name(op.out.type.get_element_type())  # type: ignore[attr-defined]
+    if source == target:
+        _copy(lw, op, op.x, op.out)
+        return
+    lw.launch(op, CastKernel(name="", count=math.prod(lw._shape(op.x)), source=source, target=target),
+              op.out, [op.x])
+
+
+def _lower_layer_norm(lw: CudaFunctionLowering, op: d.LayerNormOp) -> None:
+    shape = lw._shape(op.x)
+    axis = _int_prop(op, "axis", -1) % len(shape)
+    width = math.prod(shape[axis:])
+    for name, value in (("scale", op.scale), ("bias", op.bias)):
+        if value is not None and math.prod(lw._shape(value)) != width:
+            raise fail(op, f"a {name} that broadcasts within the normalised axes has no kernel yet")
+    epsilon = _float_prop(op, "epsilon")
+    kernel = LayerNormKernel(name="", rows=math.prod(shape[:axis]), width=width,
+                             epsilon=1e-5 if epsilon is None else epsilon, has_bias=op.bias is not None)
+    lw.launch(op, kernel, op.out, [op.x, op.scale] + ([op.bias] if op.bias is not None else []))
 
 
 def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
@@ -1171,6 +1222,9 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConcatOp: _lower_concat,
     d.SplitOp: _lower_split,
     d.WhereOp: _lower_where,
+    d.GatherOp: _lower_gather,
+    d.CastOp: _lower_cast,
+    d.LayerNormOp: _lower_layer_norm,
 }
 #: the dnn ops target=cuda lowers (the rest fail with a clear message)
 CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]
