@@ -18,7 +18,7 @@
 #   1. installs the carried wheels into /tmp/site (llvmlite only if the image's is not 0.50);
 #   2. records the GPU, the packages and the CUDA libraries pyocc.runtime.cuda loads (env.txt);
 #   3. runs the tests marked gpu (pytest.log): real libraries, every cuda_api symbol, calls through them,
-#      and whatever else is marked gpu;
+#      the nine light models in pool mode against onnxruntime, and whatever else is marked gpu;
 #   4. runs bench/gpu_memory_latency.py on all nine light models (bench.log, results.md, results.json):
 #      outputs checked against onnxruntime CPU, latency, cudaMalloc/cudaFree per run, memory, PyTorch peer.
 # Everything lands in $OUT (the device tool brings it back; at most 8 files): gpu_check.log, env.txt,
@@ -82,16 +82,16 @@ EOF
 step "tests marked gpu"
 mapfile -t gpu_tests < <(grep -rlE "mark\.gpu|pytestmark *= *pytest\.mark\.gpu" tests --include='test_*.py' | sort)
 echo "files: ${gpu_tests[*]}"
-timeout 60 "$PYTHON" -m pytest -q -p no:cacheprovider -m gpu -rs "${gpu_tests[@]}" 2>&1 | tee "$OUT/pytest.log"
+timeout 90 "$PYTHON" -m pytest -q -p no:cacheprovider -m gpu -rs "${gpu_tests[@]}" 2>&1 | tee "$OUT/pytest.log"
 pytest_rc=${PIPESTATUS[0]}
 
 step "benchmark"
 if [ "$DRY_RUN" = 1 ]; then
     bench_args=(--target host --peer auto --models squeezenet --runs 2 --budget-s 60)
 else
-    bench_args=(--runs 20 --budget-s 150)
+    bench_args=(--runs 20 --budget-s 130)
 fi
-timeout 200 "$PYTHON" bench/gpu_memory_latency.py "${bench_args[@]}" --out "$OUT" 2>&1 | tee "$OUT/bench.log"
+timeout 180 "$PYTHON" bench/gpu_memory_latency.py "${bench_args[@]}" --out "$OUT" 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
 
 step "done"

@@ -59,6 +59,7 @@ SONAMES: dict[str, tuple[str, ...]] = {
     "cublasLt": ("libcublasLt.so.12", "libcublasLt.so.13"),
     "cublas": (cuda_api.LIBRARY_SONAMES["cublas"], "libcublas.so.13"),
     "cudnn": (cuda_api.LIBRARY_SONAMES["cudnn"],),
+    "nvrtc": ("libnvrtc.so.12", "libnvrtc.so.13"),  # optional: see _load_optional
 }
 #: dependencies first: cuBLAS and cuDNN both need cuBLASLt
 LOAD_ORDER: tuple[str, ...] = ("cudart", "cublasLt", "cublas", "cudnn")
@@ -73,7 +74,7 @@ CUDNN_PARTS: tuple[str, ...] = (
 CUDNN_REQUIRED_PARTS: tuple[str, ...] = ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9")
 #: what each library is called in messages
 DISPLAY_NAMES: dict[str, str] = {"cudart": "the CUDA runtime", "cublasLt": "cuBLASLt", "cublas": "cuBLAS",
-                                 "cudnn": "cuDNN"}
+                                 "cudnn": "cuDNN", "nvrtc": "NVRTC"}
 
 _RTLD_GLOBAL_NOW = os.RTLD_NOW | os.RTLD_GLOBAL
 
@@ -196,6 +197,17 @@ def _load_one(library: str, search: LibrarySearch, wheel_files: list[Path], sona
                      f"({INSTALL_HINT})")
 
 
+def _load_optional(library: str, search: LibrarySearch, wheel_files: list[Path], major: int | None) -> None:
+    """Load `library` of CUDA release `major` if it is there, quietly: NVRTC,
+    which cuDNN's runtime-compiled engines use when they can (not needed by
+    the cuda_api functions)."""
+    sonames = tuple(s for s in SONAMES[library] if cuda_major(s) == major) or SONAMES[library]
+    try:
+        _load_one(library, search, wheel_files, sonames)
+    except PyoccError:
+        pass
+
+
 def _preload_cudnn_parts(shim_path: str) -> list[str]:
     """Load the cuDNN sub-libraries beside the shim (see the module
     docstring), in passes until no more load; returns their paths.
@@ -277,6 +289,7 @@ class CudaLibraries:
                 loaded[library] = _load_one(library, search, wheel_files, sonames)
             except PyoccError as e:
                 raise PyoccError(_with_release_note(str(e), library, sonames, loaded, wheel_files)) from None
+        _load_optional("nvrtc", search, wheel_files, cuda_major(loaded["cudart"].path))
         parts = _preload_cudnn_parts(loaded["cudnn"].path)
         return cls(handles={k: v.handle for k, v in loaded.items()},
                    paths={k: v.path for k, v in loaded.items()},
