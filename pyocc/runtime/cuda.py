@@ -89,6 +89,12 @@ def cuda_major(soname: str) -> int | None:
     return int(head) if sep and head.isdigit() else None
 
 
+def is_one_of(filename: str, sonames: Sequence[str]) -> bool:
+    """Whether `filename` is one of `sonames` or a versioned file of one
+    ("libcublas.so.13.1.0.3" is "libcublas.so.13"; "libcublasLt.so.13" is not)."""
+    return any(filename == soname or filename.startswith(soname + ".") for soname in sonames)
+
+
 def rank_wheel_files(library: str, files: Iterable[str | Path]) -> list[Path]:
     """The files among `files` (paths found under `<dir>/nvidia/*/lib/`) that
     are `library`, best first: by soname preference (CUDA 12 before 13), then
@@ -172,7 +178,7 @@ def _load_one(library: str, search: LibrarySearch, wheel_files: list[Path], sona
     failures: list[str] = []
     if search.use_pathfinder:
         path = _pathfinder_load(library)
-        if path and Path(path).name in sonames:
+        if path and is_one_of(Path(path).name, sonames):
             try:
                 return _Loaded(_dlopen(path), path, "cuda-pathfinder")
             except OSError as e:

@@ -38,6 +38,13 @@ def test_cuda_major_reads_the_version_after_so() -> None:
     assert cuda_major("libcudart.so") is None
 
 
+def test_versioned_file_names_count_as_their_soname() -> None:
+    assert cuda.is_one_of("libcublas.so.13.1.0.3", ("libcublas.so.12", "libcublas.so.13"))
+    assert cuda.is_one_of("libcudart.so.12", ("libcudart.so.12",))
+    assert not cuda.is_one_of("libcublasLt.so.13", ("libcublas.so.13",))
+    assert not cuda.is_one_of("libcudart.so.120", ("libcudart.so.12",))
+
+
 def test_rank_prefers_cuda_12_then_the_given_order() -> None:
     files = [
         "/venv/site-packages/nvidia/cu13/lib/libcudart.so.13",
@@ -210,6 +217,18 @@ from pyocc.runtime import cuda
 site, what = sys.argv[1], sys.argv[2]
 search = cuda.LibrarySearch(search_dirs=(site,), use_pathfinder=False, use_system_loader=False)
 out = {}
+if what == "pathfinder":  # a stand-in cuda.pathfinder that knows where the libraries are; no wheel search
+    import os, types
+    def load_nvidia_dynamic_lib(name):
+        for root, _, files in os.walk(site):
+            for f in files:
+                if f.startswith(f"lib{name}.so."):
+                    return types.SimpleNamespace(abs_path=os.path.join(root, f))
+        raise RuntimeError(f"{name} not found")
+    sys.modules["cuda"] = types.ModuleType("cuda")
+    sys.modules["cuda.pathfinder"] = types.SimpleNamespace(load_nvidia_dynamic_lib=load_nvidia_dynamic_lib)
+    search = cuda.LibrarySearch(search_dirs=(), use_pathfinder=True, use_system_loader=False)
+    what = "load"
 if what == "reason":
     out["reason"] = cuda.unavailable_reason(search)
 elif what == "unpreloaded":
@@ -223,6 +242,7 @@ else:
         out["error"] = str(e)
     else:
         out["paths"] = libraries.paths
+        out["found_via"] = libraries.found_via
         out["parts"] = libraries.cudnn_parts
         out["symbols"] = sorted(symbols)
         conv = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(symbols["cudnnCreateConvolutionDescriptor"])
@@ -269,6 +289,17 @@ def test_loads_cuda_12_wheels_and_binds_every_symbol(stand_ins: dict, tmp_path: 
     assert out["conv_status"] == 0  # the shim found libcudnn_cnn.so.9 by bare name
     assert out["versions"] == {"cudart": 12080, "cudnn": 91001, "cudnn_built_for_cudart": 12080, "cublas": 120901}
     assert out["devices"] == 1
+
+
+@needs_cc
+def test_cuda_pathfinder_is_asked_first(stand_ins: dict, tmp_path: Path) -> None:
+    # the stand-in pathfinder returns files under a folder the wheel search is not given
+    site = _place(stand_ins["cu12"], tmp_path, {k: f"elsewhere/{k}" for k in CU12_LAYOUT})
+    out = _probe(site, "pathfinder")
+    assert "error" not in out, out["error"]
+    assert set(out["found_via"].values()) == {"cuda-pathfinder"}
+    assert out["paths"]["cublas"] == str(site / "elsewhere/cublas/libcublas.so.12")
+    assert out["conv_status"] == 0  # the parts beside a shim pathfinder found are preloaded too
 
 
 @needs_cc
