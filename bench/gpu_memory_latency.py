@@ -219,7 +219,51 @@ def model_for_peer(model: Any) -> Any:
             node.op_type = "Identity"
             del node.attribute[:]
             del node.output[1:]
-    return onnx.shape_inference.infer_shapes(copy)
+    copy = onnx.shape_inference.infer_shapes(copy)
+    if _split_asymmetric_average_pools(copy):
+        copy = onnx.shape_inference.infer_shapes(copy)
+    return copy
+
+
+def _split_asymmetric_average_pools(model: Any) -> bool:
+    """Rewrite each AveragePool with asymmetric pads (onnx2torch refuses
+    them; inception_v1 has one) as Pad + AveragePool, times k/count where the
+    padding must not be counted: the same numbers. True if any was rewritten."""
+    import numpy as np
+    from onnx import helper, numpy_helper
+
+    graph = model.graph
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim]
+              for v in [*graph.value_info, *graph.input]}
+    nodes, changed = [], False
+    for node in graph.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        pads = list(attrs.get("pads", []))
+        rank = len(pads) // 2
+        if node.op_type != "AveragePool" or pads[:rank] == pads[rank:] or attrs.get("ceil_mode", 0):
+            nodes.append(node)
+            continue
+        kernel, strides = list(attrs["kernel_shape"]), list(attrs.get("strides", [1] * rank))
+        out, padded, pooled = node.output[0], node.output[0] + "_padded", node.output[0] + "_pooled"
+        nodes.append(helper.make_node("Pad", [node.input[0]], [padded], mode="constant",
+                                      pads=[0, 0, *pads[:rank], 0, 0, *pads[rank:]]))
+        counted = attrs.get("count_include_pad", 0) == 1
+        nodes.append(helper.make_node("AveragePool", [padded], [out if counted else pooled],
+                                      kernel_shape=kernel, strides=strides))
+        if not counted:  # each window's mean over its in-bounds elements only
+            count = np.ones([1, 1], dtype=np.float64)
+            for size, k, stride, before, after in zip(shapes[node.input[0]][2:], kernel, strides,
+                                                      pads[:rank], pads[rank:]):
+                starts = np.arange((size + before + after - k) // stride + 1) * stride - before
+                inside = np.minimum(starts + k, size) - np.maximum(starts, 0)
+                count = count[..., None] * inside
+            scale = (np.prod(kernel) / count).astype(np.float32)
+            graph.initializer.append(numpy_helper.from_array(scale, out + "_scale"))
+            nodes.append(helper.make_node("Mul", [pooled, out + "_scale"], [out]))
+        changed = True
+    del graph.node[:]
+    graph.node.extend(nodes)
+    return changed
 
 
 def measure_torch_peer(model: Any, inputs: dict[str, Any], reference: list[Any], args: argparse.Namespace,
