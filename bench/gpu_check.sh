@@ -38,7 +38,7 @@ export PYTHONUNBUFFERED=1
 started=$(date +%s)
 step() { echo; echo "== $* ($(( $(date +%s) - started )) s)"; }
 
-main() {
+main() {  # (not indented: the heredoc below must start its lines at column 0)
 
 step "install the carried wheels"
 SITE=$(mktemp -d /tmp/site.XXXX)
