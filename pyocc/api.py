@@ -179,6 +179,7 @@ def lower(
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
     reorder: str = Options.reorder,
+    target: str = "host",
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -187,6 +188,8 @@ def lower(
     named pools; `pool_candidates` ("concat=dram,conv=sram+dram") restricts
     the pools of the buffers each kind of op writes. `reorder` is
     dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX order).
+    `target` "cuda" stages inputs and outputs through device buffers and
+    applies only the fusions cuDNN can run.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     from xdsl.context import Context
@@ -202,8 +205,12 @@ def lower(
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
-                          reorder=reorder)
+                          reorder=reorder, target=target)
     memory = options.memory
+    if options.target not in ("host", "cuda"):
+        raise PyoccError(f"target must be host or cuda, got '{options.target}'")
+    if options.target == "cuda" and options.sanitize:
+        raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if memory not in MEMORY_MODES:
         raise PyoccError(f"memory mode must be one of {', '.join(MEMORY_MODES)}, got '{memory}'")
     if options.memory_pools and memory != "pool":
@@ -371,14 +378,27 @@ def compile(  # noqa: A001 - the name users expect
     memory_pools: str | None = None,
     pool_candidates: str | None = None,
     reorder: str = Options.reorder,
+    cuda_libraries: Any = None,
+    workspace: int = 32 << 20,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
-    ('host'), with memory mode 'pool' (default), 'lazy' or 'eager';
+    ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
     `fuse=False` turns layer fusion off, `coalesce=False` tensor coalescing.
     `sanitize=True` adds dnn-sanitize: dead buffers are poisoned with NaN and
-    out-of-bounds writes stop the run with an error (for testing)."""
-    if target != "host":
-        raise PyoccError(f"target '{target}' is not available yet; use --target host")
+    out-of-bounds writes stop the run with an error (for testing).
+    On 'cuda', `cuda_libraries` provides the library functions (default:
+    NVIDIA's, found by pyocc.runtime.cuda; tests pass
+    pyocc.testing.fake_cuda.FakeCuda()) and `workspace` is the convolution
+    workspace in bytes."""
+    if target not in ("host", "cuda"):
+        raise PyoccError(f"unknown target '{target}'; use host or cuda")
+    if target == "cuda" and cuda_libraries is None:
+        from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+
+        reason = cuda_unavailable_reason()
+        if reason is not None:
+            raise PyoccError(reason)
+        cuda_libraries = CudaLibraries.load()
     import weakref
 
     from pyocc.lowering.convert_dnn_to_llvm import compile_module
@@ -387,8 +407,12 @@ def compile(  # noqa: A001 - the name users expect
     before = resource_keys()
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
-                           memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder)
-    compiled = Model(module, report, compile_module(module))
+                           memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
+                           target=target)
+    native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace)
+    if target == "cuda":
+        report.workspace_bytes = native.workspace_bytes
+    compiled = Model(module, report, native)
     # the weights now live in the model's packed pool; drop the store's blobs
     # (which may be hundreds of MB) once nothing can print the module any more
     weakref.finalize(compiled, release, resource_keys() - before)

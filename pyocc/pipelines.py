@@ -63,6 +63,10 @@ class Options:
     pool_candidates: str = ""
     """Per op kind candidate pools with memory_pools, e.g. "concat=dram"."""
 
+    target: str = "host"
+    """Where the code runs: host, or cuda (inputs and outputs are staged
+    through device buffers, and only fusions cuDNN can run are applied)."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -71,7 +75,7 @@ def tensor_passes(options: Options) -> list[ModulePass]:
 
     passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
     if options.fuse:
-        passes.append(DnnFusePass())
+        passes.append(DnnFusePass(target=options.target))
     passes += reorder_passes(options)
     return passes
 
@@ -92,7 +96,8 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
 
     mode = "eager" if options.memory == "eager" else "lazy"
-    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment)]
+    passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment,
+                                                       memcpy=options.target == "cuda")]
     if options.coalesce:
         from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 

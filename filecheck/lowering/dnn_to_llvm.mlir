@@ -1,5 +1,5 @@
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p convert-dnn-to-llvm | filecheck %s
-// RUN: not pyocc-opt %s --split-input-file -p "convert-dnn-to-llvm{target=cuda}" 2>&1 | filecheck %s --check-prefix=TARGET
+// RUN: not pyocc-opt %s --split-input-file -p "convert-dnn-to-llvm{target=tpu}" 2>&1 | filecheck %s --check-prefix=TARGET
 
 // A lazy conv + relu: one aligned_alloc/free pair with its accounting, one
 // kernel call per compute op through the dispatcher, weights as offsets into
@@ -53,7 +53,7 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK-NEXT: llvm.func @memcpy(!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
 // CHECK:      llvm.func @pyocc_functions() -> !llvm.ptr
 
-// TARGET: convert-dnn-to-llvm: target 'cuda' is not available yet
+// TARGET: convert-dnn-to-llvm: unknown target 'tpu' (expected one of host, cuda)
 
 // -----
 

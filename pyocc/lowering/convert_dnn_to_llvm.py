@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
@@ -111,6 +112,8 @@ LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
     "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
 }
 MODULE_FUNCTIONS_SYMBOL = "pyocc_functions"
+#: where generated code can run
+TARGETS = ("host", "cuda")
 
 
 def _fail(op: Operation, reason: str) -> PassFailedException:
@@ -141,7 +144,7 @@ def numpy_dtype_name(element: Attribute) -> str | None:
     return None
 
 
-def _buffer_spec(op: Operation, t: Attribute) -> dict[str, Any]:
+def buffer_spec(op: Operation, t: Attribute) -> dict[str, Any]:
     """{"shape", "dtype"} of a static memref, or a pass error naming `op`."""
     if not isinstance(t, MemRefType):
         raise _fail(op, f"expected a memref (buffer form), got {t}")
@@ -154,7 +157,7 @@ def _buffer_spec(op: Operation, t: Attribute) -> dict[str, Any]:
     return {"shape": shape, "dtype": dtype}
 
 
-def _kernel_kwarg(op: Operation, name: str, attr: Attribute) -> Any:
+def kernel_kwarg(op: Operation, name: str, attr: Attribute) -> Any:
     """A kernel property as a JSON value (the host kernel's keyword argument)."""
     if isinstance(attr, DenseArrayBase):
         return list(attr.get_values())
@@ -167,7 +170,7 @@ def _kernel_kwarg(op: Operation, name: str, attr: Attribute) -> Any:
     raise _fail(op, f"property '{name}' ({attr}) has no kernel-argument form")
 
 
-def _weight_source(op: WeightOp, nbytes: int) -> dict[str, Any]:
+def weight_source(op: WeightOp, nbytes: int) -> dict[str, Any]:
     """Where a weight's bytes come from, as JSON (never the bytes of a blob)."""
     if op.splat is not None:
         return {"splat": op.splat.get_values()[0]}
@@ -186,7 +189,7 @@ def _weight_source(op: WeightOp, nbytes: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------------
 
 
-class _Builder:
+class LlvmBuilder:
     """Appends llvm ops to a current block; small helpers for what the
     lowering emits again and again (constants, state counters)."""
 
@@ -257,7 +260,7 @@ class _FunctionLowering:
     def _lower_run(self) -> llvm.FuncOp:
         entry = Block(arg_types=[PTR, PTR, PTR, PTR])
         self.inputs_arg, self.outputs_arg, self.weights_arg, self.state_arg = entry.args
-        b = self.b = _Builder(entry)
+        b = self.b = LlvmBuilder(entry)
         self.oom = Block()
         body = self.function.body.block
 
@@ -268,7 +271,7 @@ class _FunctionLowering:
         arg_attrs = self.function.arg_attrs.data if self.function.arg_attrs else [None] * len(body.args)
         for index, (arg, attrs) in enumerate(zip(body.args, arg_attrs)):
             entries = attrs.data if attrs is not None else {}
-            spec = _buffer_spec(self.function, arg.type)
+            spec = buffer_spec(self.function, arg.type)
             onnx_name = entries.get("onnx.name")
             spec = {"name": onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}", **spec}
             group, base = ((self.outputs, self.outputs_arg) if "dnn.output" in entries
@@ -279,7 +282,7 @@ class _FunctionLowering:
         for op in body.ops:
             self._lower_op(op)
 
-        self.oom.add_op(llvm.ReturnOp(_Builder(self.oom).const(1, i32)))
+        self.oom.add_op(llvm.ReturnOp(LlvmBuilder(self.oom).const(1, i32)))
         region = Region([entry])
         # blocks were appended as the lowering split them; the failure exit goes last
         for block in self._extra_blocks:
@@ -313,14 +316,14 @@ class _FunctionLowering:
             case WeightOp():
                 self._lower_weight(op)
             case ViewOp():
-                _buffer_spec(op, op.result.type)
+                buffer_spec(op, op.result.type)
                 self.pointers[op.result] = self._pointer(op, op.source)
             case SubviewOp():
-                _buffer_spec(op, op.result.type)
+                buffer_spec(op, op.result.type)
                 self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
             case MallocOp() | PoolInitOp():
                 result = op.results[0]
-                _buffer_spec(op, result.type)
+                buffer_spec(op, result.type)
                 size, alignment = op.size.value.data, op.alignment.value.data
                 if alignment & (alignment - 1):
                     raise _fail(op, f"alignment {alignment} is not a power of two")
@@ -335,7 +338,7 @@ class _FunctionLowering:
                     raise _fail(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
                 self._free(self._pointer(op, value), self.allocated.pop(value))
             case MemOffsetOp():
-                _buffer_spec(op, op.result.type)
+                buffer_spec(op, op.result.type)
                 pool = self._pointer(op, op.pool)
                 self.pointers[op.result] = b.gep(pool, op.offset.value.data, i8)
             case MemcpyOp():
@@ -354,18 +357,18 @@ class _FunctionLowering:
         inputs: list[Any] = []
         for value in op.kernel_inputs():
             if isinstance(value, list):
-                inputs.append([_buffer_spec(op, v.type) for v in value])
+                inputs.append([buffer_spec(op, v.type) for v in value])
                 values.extend(value)
             elif value is None:
                 inputs.append(None)
                 values.append(None)
             else:
-                inputs.append(_buffer_spec(op, value.type))
+                inputs.append(buffer_spec(op, value.type))
                 values.append(value)
         destinations = op.destinations()
-        outputs = [_buffer_spec(op, v.type) for v in destinations]
+        outputs = [buffer_spec(op, v.type) for v in destinations]
         values.extend(destinations)
-        kwargs = {name: _kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
+        kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
         site = len(self.sites)
         self.sites.append({
             "site": site,
@@ -387,10 +390,10 @@ class _FunctionLowering:
         b.call(f"{self.name}_dispatch", b.const(site), self.slots)
 
     def _lower_weight(self, op: WeightOp) -> None:
-        spec = _buffer_spec(op, op.result.type)
+        spec = buffer_spec(op, op.result.type)
         nbytes = type_bytes(op.result.type)
         offset = -(-self.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
-        self.weights.append({"offset": offset, "nbytes": nbytes, **spec, "source": _weight_source(op, nbytes)})
+        self.weights.append({"offset": offset, "nbytes": nbytes, **spec, "source": weight_source(op, nbytes)})
         self.weight_bytes = offset + nbytes
         self.pointers[op.result] = self.b.gep(self.weights_arg, offset, i8)
 
@@ -461,24 +464,24 @@ class _FunctionLowering:
         # the callback is kept as an i64: xDSL exports a pointer-typed global's
         # zero initializer as `ptr 0`, which LLVM rejects
         ops: list[Operation] = [llvm.GlobalOp(i64, kernel_global, "internal", value=IntegerAttr(0, i64))]
-        ops += _string_global(f"{name}_meta_json", json.dumps(meta, separators=(",", ":")))
+        ops += string_global(f"{name}_meta_json", json.dumps(meta, separators=(",", ":")))
 
         init = Block(arg_types=[PTR])
-        b = _Builder(init)
+        b = LlvmBuilder(init)
         b.store(b.load(init.args[0], i64), b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0])
         b.add(llvm.ReturnOp())
         ops.append(llvm.FuncOp(f"{name}_init", llvm.LLVMFunctionType([PTR]),
                                linkage=llvm.LinkageAttr("external"), body=Region(init)))
 
         destroy = Block()
-        b = _Builder(destroy)
+        b = LlvmBuilder(destroy)
         b.store(b.const(0), b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0])
         b.add(llvm.ReturnOp())
         ops.append(llvm.FuncOp(f"{name}_destroy", llvm.LLVMFunctionType([]),
                                linkage=llvm.LinkageAttr("external"), body=Region(destroy)))
 
         dispatch = Block(arg_types=[i64, PTR])
-        b = _Builder(dispatch)
+        b = LlvmBuilder(dispatch)
         address = b.load(b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0], i64)
         callback = b.add(llvm.IntToPtrOp(address)).results[0]
         indirect = llvm.CallOp("indirect", callback, *dispatch.args)
@@ -488,20 +491,22 @@ class _FunctionLowering:
         ops.append(llvm.FuncOp(f"{name}_dispatch", llvm.LLVMFunctionType([i64, PTR]),
                                linkage=llvm.LinkageAttr("internal"), body=Region(dispatch)))
 
-        ops.append(_string_getter(f"{name}_meta", f"{name}_meta_json"))
+        ops.append(string_getter(f"{name}_meta", f"{name}_meta_json"))
         return ops
 
 
-def _string_global(symbol: str, text: str) -> list[Operation]:
+def string_global(symbol: str, text: str) -> list[Operation]:
+    """An internal constant global holding `text`, NUL-terminated."""
     data = text + "\0"
     size = len(data.encode("utf-8"))
     return [llvm.GlobalOp(llvm.LLVMArrayType(IntAttr(size), i8), symbol, "internal",
                           constant=True, value=StringAttr(data))]
 
 
-def _string_getter(function: str, symbol: str) -> llvm.FuncOp:
+def string_getter(function: str, symbol: str) -> llvm.FuncOp:
+    """`const char *function(void)`: returns the address of global `symbol`."""
     block = Block()
-    b = _Builder(block)
+    b = LlvmBuilder(block)
     b.add(llvm.ReturnOp(b.add(llvm.AddressOfOp(symbol, PTR)).results[0]))
     return llvm.FuncOp(function, llvm.LLVMFunctionType([], PTR),
                        linkage=llvm.LinkageAttr("external"), body=Region(block))
@@ -516,33 +521,55 @@ class ConvertDnnToLlvmPass(ModulePass):
 
     target: str = "host"
     """Where the code runs: `host` (the CPU, kernels called through a table
-    the runtime fills). `cuda` is planned."""
+    the runtime fills) or `cuda` (an NVIDIA GPU driven through the CUDA
+    runtime, cuDNN and cuBLAS; see pyocc.lowering.convert_dnn_to_cuda)."""
+
+    workspace: int = 32 << 20
+    """target=cuda: bytes of the convolution workspace allocated at init;
+    each convolution takes the fastest algorithm whose workspace fits."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        if self.target != "host":
+        if self.target not in TARGETS:
             raise PassFailedException(
-                f"convert-dnn-to-llvm: target '{self.target}' is not available yet (use target=host)")
+                f"convert-dnn-to-llvm: unknown target '{self.target}' (expected one of {', '.join(TARGETS)})")
+        if self.workspace < 0:
+            raise PassFailedException(f"convert-dnn-to-llvm: workspace must be >= 0 bytes, got {self.workspace}")
+        lower_function = self._function_lowering()
         lowered: list[Operation] = []
         names: list[str] = []
         for top in op.ops:
             if isinstance(top, func.FuncOp):
                 if top.is_declaration:
                     raise _fail(top, f"@{top.sym_name.data} has no body")
-                lowered += _FunctionLowering(top).lower()
+                lowered += lower_function(top)
                 names.append(top.sym_name.data)
             elif isinstance(top, llvm.FuncOp | llvm.GlobalOp):
                 lowered.append(top.clone())
             else:
                 raise _fail(top, "only func.func is lowered at module level")
-        for callee, signature in LIBC_FUNCTIONS.items():
-            lowered.append(llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external")))
-        lowered += _string_global(f"{MODULE_FUNCTIONS_SYMBOL}_json", json.dumps(names))
-        lowered.append(_string_getter(MODULE_FUNCTIONS_SYMBOL, f"{MODULE_FUNCTIONS_SYMBOL}_json"))
+        if self.target == "cuda":
+            from pyocc.lowering.convert_dnn_to_cuda import declarations
+
+            lowered += declarations()
+        else:
+            for callee, signature in LIBC_FUNCTIONS.items():
+                lowered.append(llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external")))
+        lowered += string_global(f"{MODULE_FUNCTIONS_SYMBOL}_json", json.dumps(names))
+        lowered.append(string_getter(MODULE_FUNCTIONS_SYMBOL, f"{MODULE_FUNCTIONS_SYMBOL}_json"))
         body = op.body.block
         for old in list(body.ops):
             old.detach()
             old.erase(safe_erase=False)
         body.add_ops(lowered)
+
+
+    def _function_lowering(self) -> Callable[[func.FuncOp], list[Operation]]:
+        """How one function lowers for this pass's target."""
+        if self.target == "cuda":
+            from pyocc.lowering.convert_dnn_to_cuda import CudaFunctionLowering
+
+            return lambda f: CudaFunctionLowering(f, workspace_bytes=self.workspace).lower()
+        return lambda f: _FunctionLowering(f).lower()
 
 
 # ---------------------------------------------------------------------------
@@ -627,15 +654,22 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
     return load_bytes(DenseResourceAttr.from_params(key, TensorType(i1, entry["shape"])))
 
 
-def compile_module(module: ModuleOp, function: str | None = None) -> CompiledModel:
+def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
+                   cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace) -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
-    `function` (default: the only one) into a runnable model."""
+    `function` (default: the only one) into a runnable model: a
+    CompiledModel on the host; on target "cuda" a CudaModel bound to
+    `cuda_libraries` (anything with `symbols() -> {name: address}`; default
+    NVIDIA's libraries, pyocc.runtime.cuda.CudaLibraries)."""
     from pyocc.errors import PyoccError
     from pyocc.runtime.bridge import pack_weight_pool
     from pyocc.runtime.jit import CompiledModel
 
     lowered = module.clone()
-    ConvertDnnToLlvmPass().apply(Context(), lowered)
+    try:
+        ConvertDnnToLlvmPass(target=target, workspace=workspace).apply(Context(), lowered)
+    except PassFailedException as e:
+        raise PyoccError(str(e)) from None
     names = lowered_functions(lowered)
     if function is None:
         if len(names) != 1:
@@ -644,4 +678,13 @@ def compile_module(module: ModuleOp, function: str | None = None) -> CompiledMod
     if function not in names:
         raise PyoccError(f"no function @{function} in the module (it has {names})")
     meta = read_meta(lowered, function)
-    return CompiledModel(to_llvm_ir(lowered), meta, pack_weight_pool(meta, _read_resource))
+    weight_pool = pack_weight_pool(meta, _read_resource)
+    if target == "cuda":
+        from pyocc.runtime.cuda_model import CudaModel
+
+        if cuda_libraries is None:
+            from pyocc.runtime.cuda import CudaLibraries
+
+            cuda_libraries = CudaLibraries.load()
+        return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
+    return CompiledModel(to_llvm_ir(lowered), meta, weight_pool)

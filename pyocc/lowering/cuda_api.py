@@ -24,7 +24,7 @@ class ApiFunction:
     """One C function: its library, parameter names and kinds."""
 
     name: str
-    library: str  # "cudart", "cudnn" or "cublas"
+    library: str  # "cudart", "cudnn", "cublas" or "cuda" (the driver)
     params: tuple[tuple[str, str], ...]
 
     @property
@@ -118,12 +118,20 @@ FUNCTIONS: tuple[ApiFunction, ...] = (
     _fn("cublas", "cublasSgemmStridedBatched",
         "handle:ptr, transa:i32, transb:i32, m:i32, n:i32, k:i32, alpha:ptr, A:ptr, lda:i32, strideA:i64, "
         "B:ptr, ldb:i32, strideB:i64, beta:ptr, C:ptr, ldc:i32, strideC:i64, batchCount:i32"),
+    # -- the driver API, for the kernels pyocc writes (pyocc.lowering.cuda_kernels) --
+    _fn("cuda", "cuModuleLoadData", "module:ptr, image:ptr"),
+    _fn("cuda", "cuModuleGetFunction", "hfunc:ptr, hmod:ptr, name:ptr"),
+    _fn("cuda", "cuModuleUnload", "hmod:ptr"),
+    _fn("cuda", "cuLaunchKernel",
+        "f:ptr, gridDimX:u32, gridDimY:u32, gridDimZ:u32, blockDimX:u32, blockDimY:u32, blockDimZ:u32, "
+        "sharedMemBytes:u32, hStream:ptr, kernelParams:ptr, extra:ptr"),
 )
 
 BY_NAME: dict[str, ApiFunction] = {f.name: f for f in FUNCTIONS}
 
 #: the shared-library name of each library in NVIDIA's CUDA 12 wheels
-LIBRARY_SONAMES: dict[str, str] = {"cudart": "libcudart.so.12", "cudnn": "libcudnn.so.9", "cublas": "libcublas.so.12"}
+LIBRARY_SONAMES: dict[str, str] = {"cudart": "libcudart.so.12", "cudnn": "libcudnn.so.9", "cublas": "libcublas.so.12",
+                                   "cuda": "libcuda.so.1"}
 
 # -- enums ------------------------------------------------------------------------
 
@@ -163,6 +171,8 @@ STATUS_NAMES: dict[str, dict[int, str]] = {
     "cudnn": {1000: "CUDNN_STATUS_NOT_INITIALIZED", 2000: "CUDNN_STATUS_BAD_PARAM",
               3000: "CUDNN_STATUS_NOT_SUPPORTED", 4000: "CUDNN_STATUS_INTERNAL_ERROR",
               5000: "CUDNN_STATUS_EXECUTION_FAILED"},
+    "cuda": {1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 200: "CUDA_ERROR_INVALID_IMAGE",
+             218: "CUDA_ERROR_INVALID_PTX", 500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"},
     "cublas": {1: "CUBLAS_STATUS_NOT_INITIALIZED", 3: "CUBLAS_STATUS_ALLOC_FAILED",
                7: "CUBLAS_STATUS_INVALID_VALUE", 13: "CUBLAS_STATUS_EXECUTION_FAILED",
                15: "CUBLAS_STATUS_NOT_SUPPORTED"},

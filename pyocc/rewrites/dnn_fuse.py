@@ -78,6 +78,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.dialects.dnn import ops as d
 
@@ -138,6 +139,8 @@ class Rule:
     """Rules of a lower stage run to completion first: the composite
     patterns (GELU, LayerNorm, attention) at stage 0, so that a small rule
     (tanh as a fused activation) cannot eat the inside of a larger one."""
+    targets: frozenset[str] = frozenset({"host", "cuda"})
+    """The targets whose lowering can run what the rule produces."""
 
 
 # ---------------------------------------------------------------------------
@@ -731,7 +734,7 @@ RULES: tuple[Rule, ...] = (
          match=op("conv", "conv", x=op("channel_affine", "pre", axis=CHANNEL_AXIS,
                                        activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
                                        shift=const("t"))),
-         where=(channel_vectors("s", "t"),), produce=preact_conv),
+         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=frozenset({"host"})),
     # (x * (erf(x / sqrt 2) + 1)) * 0.5  =>  gelu(x)
     Rule("gelu-erf",
          match=op("binary", "half", fn="mul", b=const("half", approx=0.5),
@@ -761,10 +764,12 @@ RULES: tuple[Rule, ...] = (
 # ---------------------------------------------------------------------------
 
 
-def fusion_patterns(rules: Sequence[Rule] = RULES, stage: int | None = None) -> list[RewritePattern]:
-    """The rule table (or one stage of it) compiled to rewrite patterns, in
-    table order."""
-    return [RulePattern(rule) for rule in rules if stage is None or rule.stage == stage]
+def fusion_patterns(rules: Sequence[Rule] = RULES, stage: int | None = None,
+                    target: str | None = None) -> list[RewritePattern]:
+    """The rule table (or one stage of it, or the rules one target can run)
+    compiled to rewrite patterns, in table order."""
+    return [RulePattern(rule) for rule in rules
+            if (stage is None or rule.stage == stage) and (target is None or target in rule.targets)]
 
 
 @dataclass(frozen=True)
@@ -773,11 +778,16 @@ class DnnFusePass(ModulePass):
 
     name = "dnn-fuse"
 
+    target: str = "host"
+    """Apply only the rules whose fused ops this target runs (host, cuda)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Rewrite with every rule, stage by stage, until none matches; then
         drop dead weights."""
+        if self.target not in ("host", "cuda"):
+            raise PassFailedException(f"dnn-fuse: unknown target '{self.target}' (expected host or cuda)")
         for stage in sorted({rule.stage for rule in RULES}):
-            patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage))
+            patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage, target=self.target))
             PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(op)
         _drop_dead_weights(op)
 

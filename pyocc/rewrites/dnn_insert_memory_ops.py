@@ -114,6 +114,7 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
         if not memcpy and isinstance(value.owner, d.DnnComputeOp) and value not in direct_output:
             direct_output[value] = arg
 
+    returned = set(ret.arguments)
     entry_allocs: list[Operation] = []
     body: list[Operation] = []
     frees_after: dict[int, list[SSAValue]] = {}
@@ -142,7 +143,9 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
             if mode == "eager":
                 exit_frees.append(alloc.result)
             else:
-                frees_after.setdefault(last_use.get(result, index), []).append(alloc.result)
+                # a returned value is copied out at the end (memcpy), so it is freed after that
+                last = len(old_ops) if result in returned else last_use.get(result, index)
+                frees_after.setdefault(last, []).append(alloc.result)
         body.append(_buffer_form(op, mapping, destinations))
         for buffer in frees_after.pop(index, []):
             body.append(d.DeallocOp(buffer))
@@ -161,7 +164,7 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
 
     new_block.add_ops([*entry_allocs, *body, *tail, func.ReturnOp()])
     if memcpy:
-        _add_io_copies(new_block, len(in_types), out_args)
+        _add_io_copies(new_block, len(in_types), lazy=mode != "eager")
 
     arg_attrs = list(function.arg_attrs.data) if function.arg_attrs is not None else [DictionaryAttr({})] * len(in_types)
     res_attrs = list(function.res_attrs.data) if function.res_attrs is not None else [DictionaryAttr({})] * len(out_args)
@@ -216,15 +219,33 @@ def _memcpy(source: SSAValue, target: SSAValue, kind: str) -> Operation:
         "kind": StringAttr(kind), "size": IntegerAttr(d.type_bytes(source.type), i64)})
 
 
-def _add_io_copies(block: Block, n_inputs: int, out_args: list[SSAValue]) -> None:
-    """Device targets: stage each graph input into a device buffer at entry
-    (and free it before the return)."""
+def _add_io_copies(block: Block, n_inputs: int, lazy: bool) -> None:
+    """Device targets: stage each graph input into a device buffer at entry,
+    freed right after its last reader in lazy mode, before the return in
+    eager mode (like every other buffer of that mode)."""
     first = block.first_op
     ret = block.last_op
+    assert ret is not None
     for arg in list(block.args[:n_inputs]):
         staged = d.MallocOp(arg.type)  # type: ignore[arg-type]
         copy = _memcpy(arg, staged.result, "host_to_device")
         arg.replace_uses_with_if(staged.result, lambda use: use.operation is not copy)
         block.insert_ops_before([staged, copy], first)
-        block.insert_op_before(d.DeallocOp(staged.result), ret)
-    del out_args
+        free = d.DeallocOp(staged.result)
+        if lazy:
+            block.insert_op_after(free, _last_reader(block, staged.result))
+        else:
+            block.insert_op_before(free, ret)
+
+
+def _last_reader(block: Block, buffer: SSAValue) -> Operation:
+    """The last op that uses `buffer` or a view of it."""
+    aliases = {buffer}
+    last = buffer.owner
+    assert isinstance(last, Operation)
+    for op in block.ops:
+        if any(v in aliases for v in op.operands):
+            if isinstance(op, d.ViewOp | d.SubviewOp):
+                aliases.add(op.results[0])
+            last = op
+    return last

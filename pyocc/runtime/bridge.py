@@ -180,6 +180,29 @@ class AllocStats:
     """bytes still allocated at the end (0 unless the IR leaks)"""
 
 
+def check_inputs(name: str, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The graph inputs in argument order as contiguous arrays, after
+    checking names, dtypes and shapes against the model's table."""
+    expected = [spec["name"] for spec in meta["inputs"]]
+    missing = [n for n in expected if n not in inputs]
+    extra = [n for n in inputs if n not in expected]
+    if missing or extra:
+        raise PyoccError(f"{name}: inputs {sorted(inputs)} do not match the model's inputs {expected}"
+                         + (f" (missing {missing})" if missing else "")
+                         + (f" (unknown {extra})" if extra else ""))
+    arrays = []
+    for spec in meta["inputs"]:
+        array = np.asarray(inputs[spec["name"]])
+        if array.dtype != np.dtype(spec["dtype"]):
+            raise PyoccError(f"{name}: input '{spec['name']}' has dtype {array.dtype}, "
+                             f"the model takes {spec['dtype']} (cast it first)")
+        if list(array.shape) != spec["shape"]:
+            raise PyoccError(f"{name}: input '{spec['name']}' has shape {list(array.shape)}, "
+                             f"the model takes {spec['shape']}")
+        arrays.append(np.ascontiguousarray(array))
+    return arrays
+
+
 class NativeModel:
     """A compiled model behind the C ABI: `run(inputs) -> outputs`.
 
@@ -214,23 +237,7 @@ class NativeModel:
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model on `inputs` (ONNX input name -> array of exactly the
         declared shape and dtype); returns ONNX output name -> a new array."""
-        expected = self.input_names
-        missing = [n for n in expected if n not in inputs]
-        extra = [n for n in inputs if n not in expected]
-        if missing or extra:
-            raise PyoccError(f"{self.name}: inputs {sorted(inputs)} do not match the model's inputs {expected}"
-                             + (f" (missing {missing})" if missing else "")
-                             + (f" (unknown {extra})" if extra else ""))
-        arrays = []
-        for spec in self.meta["inputs"]:
-            array = np.asarray(inputs[spec["name"]])
-            if array.dtype != np.dtype(spec["dtype"]):
-                raise PyoccError(f"{self.name}: input '{spec['name']}' has dtype {array.dtype}, "
-                                 f"the model takes {spec['dtype']} (cast it first)")
-            if list(array.shape) != spec["shape"]:
-                raise PyoccError(f"{self.name}: input '{spec['name']}' has shape {list(array.shape)}, "
-                                 f"the model takes {spec['shape']}")
-            arrays.append(np.ascontiguousarray(array))
+        arrays = check_inputs(self.name, self.meta, inputs)
         outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
 
         # named locals: the pointer arrays must outlive the call

@@ -86,6 +86,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "options size=, align=, targets=, ro)")
     p.add_argument("--pool-candidates", default=None, metavar="KIND=POOL[+POOL],...",
                    help="with --memory-pools: pools for the buffers each kind of op writes, e.g. 'concat=dram'")
+    p.add_argument("--target", choices=["host", "cuda"], default="host",
+                   help="where the code runs: host (default, the CPU) or cuda (an NVIDIA GPU through "
+                        "the CUDA runtime, cuDNN and cuBLAS; needs pyocc[cuda])")
+    p.add_argument("--workspace", type=_size, default=32 << 20, metavar="SIZE",
+                   help="target cuda: the convolution workspace allocated once (default 32MiB)")
     p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
                    help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
@@ -105,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder)
+                          reorder=args.reorder, workspace=args.workspace)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
@@ -139,6 +144,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
+    if args.target == "cuda":
+        return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
@@ -149,13 +156,37 @@ def cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
+    """target cuda: write the host code as LLVM IR. Emitting it needs no GPU
+    (running it does: `pyocc run --target cuda`)."""
+    from xdsl.context import Context
+    from xdsl.utils.exceptions import PassFailedException
+
+    from pyocc.api import lower
+    from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
+
+    if out.suffix != ".ll":
+        raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
+    module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                           fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
+                           pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda")
+    report.check_limit(args.memory_limit)
+    try:
+        ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace).apply(Context(), module)
+    except PassFailedException as e:
+        raise PyoccError(str(e)) from None
+    _write_atomically(out, to_llvm_ir(module).encode())
+    print(f"wrote {out}")
+    return 0
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
-                           reorder=args.reorder)
+                           reorder=args.reorder, target=args.target)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline
@@ -196,7 +227,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="compile and run a model on random or given inputs")
     _common(run)
-    run.add_argument("--target", default="host", help="host (default)")
     run.add_argument("--inputs", help=".npz with one array per graph input name")
     run.add_argument("--save-outputs", help="write outputs to this .npz")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
@@ -204,7 +234,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="poison dead buffers with NaN and stop on out-of-bounds writes (slow; for testing)")
     comp = sub.add_parser("compile", help="compile a model to .so, .o or .ll")
     _common(comp)
-    comp.add_argument("--target", default="host", help="host (default)")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)

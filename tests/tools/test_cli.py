@@ -51,7 +51,7 @@ def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
     (["compile", "MODEL", "-o", "model.exe"], "unknown output kind '.exe'"),
     (["plan", "MODEL", "--planner", "magic"], "unknown planner 'magic'"),
     (["run", "MODEL", "--inputs", "nothing.npz"], "nothing.npz: cannot read inputs"),
-    (["run", "MODEL", "--target", "cuda"], "target 'cuda' is not available yet"),
+    (["run", "MODEL", "--target", "cuda"], "target cuda needs an NVIDIA GPU"),
 ])
 def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]

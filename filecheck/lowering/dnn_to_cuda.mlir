@@ -1,0 +1,178 @@
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda}" | filecheck %s
+
+// Pool mode, Occamy's Conv+ReLU fusion: init creates the handles and the
+// descriptors once, picks the algorithm and uploads the weights; run makes
+// exactly one cudaMalloc (the pool), copies the input in, calls
+// cudnnConvolutionBiasActivationForward on pool offsets, copies out, frees
+// the pool. Every call's status is checked: a failure returns the call's number.
+
+func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 2048 : i64} : memref<2048xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 768 : i64} : memref<2048xi8> -> memref<1x3x8x8xf32>
+  %t = dnn.mem_offset %p {offset = 1024 : i64, size = 1024 : i64} : memref<2048xi8> -> memref<1x4x8x8xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 768 : i64}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  %w = "dnn.weight"() <{value = dense_resource<w> : tensor<4x3x3x3xf32>}> : () -> memref<4x3x3x3xf32>
+  %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<4xf32>
+  "dnn.conv"(%xs, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, activation = "relu"}> : (memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>, memref<1x4x8x8xf32>) -> ()
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1024 : i64}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.pool_release %p : memref<2048xi8>
+  func.return
+}
+
+// CHECK:       llvm.mlir.global internal @conv_relu_stream(0 : i64)
+// CHECK:       llvm.mlir.global internal constant @conv_relu_ints{{[0-9]+}}(dense<1> : tensor<2xi32>)
+// CHECK:       llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22target\22:\22cuda\22{{.*}}cudnnConvolutionBiasActivationForward (dnn.conv #0){{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048}{{.*}}")
+// CHECK-LABEL: llvm.func @conv_relu_init(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) -> i32
+// CHECK:         llvm.call @cudaStreamCreate
+// CHECK:         llvm.call @cudnnCreate(
+// CHECK:         llvm.call @cudnnSetStream
+// CHECK:         llvm.call @cudnnSetConvolutionNdDescriptor
+// CHECK:         llvm.call @cudnnSetConvolutionGroupCount
+// CHECK:         llvm.call @cudnnSetFilterNdDescriptor
+// CHECK:         llvm.call @cudnnGetConvolutionForwardAlgorithm_v7
+// CHECK:         llvm.select
+// CHECK:         llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr
+// CHECK:         llvm.call @cudaMalloc
+// CHECK:         llvm.call @cudaMemcpy(
+// CHECK:       llvm.func @conv_relu_run(%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr) -> i32
+// CHECK:         %[[SLOT:.*]] = llvm.alloca
+// CHECK:         %[[X:.*]] = llvm.load %[[IN]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[Y:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[S0:.*]] = llvm.call @cudaMalloc(%[[SLOT]], %{{.*}}) : (!llvm.ptr, i64) -> i32
+// CHECK:         %[[N0:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK:         %[[F0:.*]] = llvm.icmp "ne" %[[S0]], %{{.*}} : i32
+// CHECK-NEXT:    llvm.cond_br %[[F0]], ^[[FAIL:.*]](%[[N0]], %[[S0]] : i32, i32), ^{{.*}}
+// CHECK:         %[[POOL:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[T:.*]] = llvm.getelementptr inbounds %[[POOL]][1024] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.call @cudaMemcpyAsync(%[[POOL]], %[[X]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK:         %[[S1:.*]] = llvm.call @cudnnConvolutionBiasActivationForward(%{{.*}}, %{{.*}}, %{{.*}}, %[[POOL]], {{.*}}, %[[T]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]])
+// CHECK:         llvm.icmp "ne" %[[S1]]
+// CHECK-NEXT:    llvm.cond_br %{{.*}}, ^[[FAIL]](%{{.*}}, %[[S1]] : i32, i32), ^{{.*}}
+// CHECK-NOT:     @cudaMalloc
+// CHECK:         llvm.call @cudaMemcpyAsync(%[[Y]], %[[T]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-NOT:     @cudaMalloc
+// CHECK:         llvm.call @cudaFree(%[[POOL]])
+// CHECK:         llvm.call @cudaStreamSynchronize
+// CHECK:       ^[[FAIL]](%[[CALL:.*]]: i32, %[[STATUS:.*]]: i32):
+// CHECK-NEXT:    %[[WIDE:.*]] = llvm.sext %[[STATUS]] : i32 to i64
+// CHECK-NEXT:    %[[SLOT4:.*]] = llvm.getelementptr inbounds %[[STATE]][4] : (!llvm.ptr) -> !llvm.ptr, i64
+// CHECK-NEXT:    llvm.store %[[WIDE]], %[[SLOT4]]
+// CHECK-NEXT:    llvm.return %[[CALL]] : i32
+// CHECK-LABEL: llvm.func @conv_relu_destroy
+// CHECK:         llvm.call @cudnnDestroyConvolutionDescriptor
+// CHECK:         llvm.call @cudnnDestroy(
+// CHECK:         llvm.call @cudaStreamDestroy
+// CHECK:       llvm.func @cudaMalloc(!llvm.ptr, i64) -> i32
+// CHECK:       llvm.func @cublasSgemm_v2(
+
+// -----
+
+// Lazy mode: one cudaMalloc per buffer, each freed right after its last use;
+// a conv without activation is convolution + bias add; a row-major gemm is
+// the column-major product with the operands swapped (b first).
+
+func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x8xf32>
+  %t = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<2x4xf32>
+  "dnn.gemm"(%xs, %w, %t) <{trans_b = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1>}> : (memref<2x8xf32>, memref<4x8xf32>, memref<2x4xf32>) -> ()
+  dnn.dealloc %xs {size = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 32 : i64}> : (memref<2x4xf32>, memref<2x4xf32>) -> ()
+  dnn.dealloc %t {size = 32 : i64} : memref<2x4xf32>
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @lazy_gemm_init
+// CHECK:         llvm.call @cublasCreate_v2
+// CHECK:         llvm.call @cublasSetStream_v2
+// CHECK:         llvm.call @cublasSetMathMode
+// CHECK-LABEL: llvm.func @lazy_gemm_run
+// CHECK:         llvm.call @cudaMalloc
+// CHECK:         %[[XS:.*]] = llvm.load
+// CHECK:         llvm.call @cudaMemcpyAsync(%[[XS]]
+// CHECK:         %[[WB:.*]] = llvm.mlir.addressof @lazy_gemm_weights : !llvm.ptr
+// CHECK-NEXT:    %[[W:.*]] = llvm.load %[[WB]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.call @cudaMalloc
+// CHECK:         %[[T:.*]] = llvm.load
+// CHECK:         %[[OPT:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK:         %[[OPN:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK:         %[[N:.*]] = llvm.mlir.constant(4 : i32) : i32
+// CHECK:         %[[M:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK:         %[[K:.*]] = llvm.mlir.constant(8 : i32) : i32
+// CHECK:         llvm.call @cublasSgemm_v2(%{{.*}}, %[[OPT]], %[[OPN]], %[[N]], %[[M]], %[[K]], %{{.*}}, %[[W]], %{{.*}}, %[[XS]], %{{.*}}, %{{.*}}, %[[T]], %{{.*}})
+// CHECK:         llvm.call @cudaFree(%[[XS]])
+// CHECK:         llvm.call @cudaMemcpyAsync(%{{.*}}, %[[T]]
+// CHECK:         llvm.call @cudaFree(%[[T]])
+// CHECK-NOT:     @cudaMalloc
+// CHECK:         llvm.return
+
+// -----
+
+// Negative twin: an op with no library lowering stops the pass and is named.
+
+func.func @no_cuda_lowering(%x: memref<4xf32> {onnx.name = "x"}, %i: memref<2xi64> {onnx.name = "i"}, %y: memref<2xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 16 : i64, alignment = 64 : i64} : memref<4xf32>
+  %t = dnn.malloc {size = 8 : i64, alignment = 64 : i64} : memref<2xf32>
+  "dnn.gather"(%xs, %i, %t) <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xf32>, memref<2xi64>, memref<2xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.gather: target=cuda computes float32 tensors only
+
+// -----
+
+// Negative twin: a kernel reading a graph argument (host memory) directly.
+
+func.func @host_pointer(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {onnx.name = "y", dnn.output}) {
+  "dnn.unary"(%x, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<4xf32>, memref<4xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.unary: it reads or writes a graph argument, which is host memory on target=cuda
+
+// -----
+
+// Negative twin: a float op that neither cuDNN nor cuBLAS provides.
+
+func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x1xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<4x4xf32>
+  %t = dnn.malloc {size = 16 : i64, alignment = 64 : i64} : memref<4x1xf32>
+  "dnn.reduce"(%xs, %t) <{fn = "sum", axes = array<i64: 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x1xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.reduce: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
+
+// -----
+
+// What cuDNN lacks (here a broadcast division, then erf in place) runs as a kernel pyocc writes: init loads its PTX and
+// looks the kernel up, run launches it on the stream.
+
+func.func @divide(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x8xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  %d = "dnn.weight"() <{splat = dense<4.0> : tensor<1xf32>}> : () -> memref<8xf32>
+  %t = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
+  "dnn.binary"(%xs, %d, %t) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>) -> ()
+  "dnn.unary"(%t, %t) <{fn = "erf", operandSegmentSizes = array<i32: 1, 1>}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  dnn.dealloc %xs {size = 64 : i64} : memref<2x8xf32>
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  dnn.dealloc %t {size = 64 : i64} : memref<2x8xf32>
+  func.return
+}
+
+// CHECK:       llvm.mlir.global internal constant @divide_ptx("{{.*}}.entry divide_k0({{.*}}.entry divide_k1({{.*}}")
+// CHECK:       llvm.mlir.global internal constant @divide_meta_json("{{.*}}\22kernels\22:[{\22name\22:\22divide_k0\22,\22grid\22:1,\22block\22:256,\22pointer_bytes\22:[64,64,32]},{\22name\22:\22divide_k1\22{{.*}}")
+// CHECK-LABEL: llvm.func @divide_init
+// CHECK:         llvm.call @cuModuleLoadData
+// CHECK:         llvm.call @cuModuleGetFunction
+// CHECK:         llvm.call @cuModuleGetFunction
+// CHECK-LABEL: llvm.func @divide_run
+// CHECK:         %[[K0:.*]] = llvm.mlir.addressof @divide_kernel0
+// CHECK-NEXT:    %[[F0:.*]] = llvm.load %[[K0]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         llvm.call @cuLaunchKernel(%[[F0]],
+// CHECK:         %[[K1:.*]] = llvm.mlir.addressof @divide_kernel1
+// CHECK:         llvm.call @cuLaunchKernel(
+// CHECK-LABEL: llvm.func @divide_destroy
+// CHECK:         llvm.call @cuModuleUnload

@@ -1,0 +1,1176 @@
+"""`convert-dnn-to-llvm{target=cuda}`: buffer-form dnn -> host code that drives a GPU.
+
+The generated code is ordinary LLVM IR for the CPU. It never runs a kernel of
+its own: every buffer lives in device memory (the CUDA runtime), and every dnn
+op becomes a short sequence of library calls: cuDNN for convolution, pooling,
+activations, softmax, LRN and elementwise tensor arithmetic; cuBLAS for
+matrix products; the runtime's asynchronous copies for concat, split and I/O.
+The functions it may call are those of `pyocc.lowering.cuda_api` (one table
+for the lowering, the runtime that binds them, and the CPU stand-in tests use).
+
+ABI (per function NAME; version 1, "target": "cuda" in the table):
+
+    int32_t NAME_init(const void *host_weights, int64_t *state);
+    int32_t NAME_run(void *const *inputs, void *const *outputs, int64_t *state);
+    int32_t NAME_destroy(int64_t *state);
+    const char *NAME_meta(void);                  // the JSON table
+    const char *pyocc_functions(void);
+
+- `init` creates the stream, the cuDNN and cuBLAS handles, every descriptor,
+  picks each convolution's algorithm (the fastest cuDNN ranks whose workspace
+  fits the workspace limit), allocates one workspace of the largest size the
+  chosen algorithms need and the weights, once, and copies the weights to the
+  device. It counts what it allocated in `state` like `run` does.
+- `run` takes host pointers; `dnn.memcpy` copies inputs in and outputs out on
+  the stream. Memory ops are real device allocations, as Occamy meant them:
+  `dnn.malloc` / `dnn.pool_init` -> cudaMalloc, `dnn.dealloc` /
+  `dnn.pool_release` -> cudaFree, `dnn.mem_offset` -> pool + offset. So eager
+  and lazy mode pay one cudaMalloc per buffer per run, pool mode exactly one.
+- `destroy` releases everything `init` created.
+- `state` is `int64_t[5]`: cudaMalloc calls, cudaFree calls, bytes allocated
+  now, peak bytes (as on the host), and the status of a failed call.
+
+Every library call is checked: a nonzero status leaves the function at once,
+returning the call's number (1-based) and storing its status in state[4];
+the table's "calls" list says which call that was, so the runtime can name
+it ("cudnnConvolutionForward (dnn.conv #3) failed: CUDNN_STATUS_BAD_PARAM").
+
+Layouts: tensors are row-major (NCHW), float32. cuDNN descriptors take at
+least four dimensions, so shorter shapes get trailing 1s; cuBLAS is
+column-major, so a row-major C = A @ B is computed as C^T = B^T @ A^T.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    Float32Type,
+    FloatAttr,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+    i1,
+    i8,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+import pyocc.dialects.dnn.ops as d
+from pyocc.lowering import cuda_api as api
+from pyocc.lowering.cuda_kernels import BLOCK, PointwiseKernel, broadcast_strides, host_twins, ptx_module
+from pyocc.lowering.convert_dnn_to_llvm import (
+    ABI_VERSION,
+    PTR,
+    STATE_ALLOC_CALLS,
+    STATE_CURRENT_BYTES,
+    STATE_FREE_CALLS,
+    STATE_PEAK_BYTES,
+    WEIGHT_ALIGNMENT,
+    LlvmBuilder,
+    buffer_spec,
+    string_getter,
+    string_global,
+    weight_source,
+)
+from pyocc.lowering.convert_dnn_to_llvm import _fail as fail
+
+#: the fifth state slot: the status of the call that failed
+STATE_STATUS = 4
+CUDA_STATE_SLOTS = 5
+#: the most a convolution's workspace may take when the pass option does not say (bytes)
+DEFAULT_WORKSPACE = 32 << 20
+
+_KINDS: dict[str, Attribute] = {"ptr": PTR, "i32": i32, "u32": i32, "i64": i64, "f64": f64}
+
+
+def declarations() -> list[llvm.FuncOp]:
+    """An external `llvm.func` for every function in cuda_api.FUNCTIONS."""
+    return [llvm.FuncOp(f.name, llvm.LLVMFunctionType([_KINDS[k] for k in f.kinds], i32),
+                        linkage=llvm.LinkageAttr("external")) for f in api.FUNCTIONS]
+
+
+def _dims(shape: Sequence[int]) -> list[int]:
+    """A shape as cuDNN wants it: at least four dimensions (trailing 1s)."""
+    dims = list(shape) or [1]
+    return dims + [1] * (api.CUDNN_MIN_DIMS - len(dims))
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    """Row-major strides, in elements."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    return strides
+
+
+def _broadcast_shape(shape: Sequence[int], rank: int) -> list[int]:
+    """numpy broadcasting: `shape` right-aligned to `rank` dimensions."""
+    return [1] * (rank - len(shape)) + list(shape)
+
+
+# ---------------------------------------------------------------------------
+# One ABI function under construction
+# ---------------------------------------------------------------------------
+
+
+class _Code:
+    """The blocks of one ABI function, a builder at its current block, and
+    the exit every failed library call branches to: it stores the status in
+    state[4] and returns the call's number."""
+
+    def __init__(self, arg_types: Sequence[Attribute], state_index: int):
+        self.entry = Block(arg_types=list(arg_types))
+        self.blocks = [self.entry]
+        self.b = LlvmBuilder(self.entry)
+        self.state = self.entry.args[state_index]
+        self.fail = Block(arg_types=[i32, i32])
+        fb = LlvmBuilder(self.fail)
+        status = fb.add(llvm.SExtOp(self.fail.args[1], i64)).results[0]
+        fb.store(status, fb.gep(self.state, STATE_STATUS, i64))
+        fb.add(llvm.ReturnOp(self.fail.args[0]))
+
+    def next_block(self) -> Block:
+        """Start a new block after the current one and build there."""
+        block = Block()
+        self.blocks.append(block)
+        self.b.block = block
+        return block
+
+    def function(self, name: str, arg_types: Sequence[Attribute]) -> llvm.FuncOp:
+        """The finished `llvm.func` (external linkage, returns i32)."""
+        return llvm.FuncOp(name, llvm.LLVMFunctionType(list(arg_types), i32), linkage=llvm.LinkageAttr("external"),
+                           body=Region([*self.blocks, self.fail]))
+
+
+# ---------------------------------------------------------------------------
+# The lowering of one function
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CudaFunctionLowering:
+    """Lowers one buffer-form `func.func` into its cuda ABI functions."""
+
+    function: func.FuncOp
+    workspace_bytes: int = DEFAULT_WORKSPACE
+    name: str = ""
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    weights: list[dict[str, Any]] = field(default_factory=list)
+    weight_bytes: int = 0
+    #: what each checked call is, for error messages (call k is calls[k-1])
+    calls: list[str] = field(default_factory=list)
+    #: per-run allocations the IR implies
+    allocations: int = 0
+    peak_bytes: int = 0
+    live_bytes: int = 0
+    pools: list[dict[str, Any]] = field(default_factory=list)
+    #: module-level globals this function needs (handles, descriptors, constants)
+    globals_: list[Operation] = field(default_factory=list)
+    pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: values that hold host memory (graph arguments): only dnn.memcpy may touch them
+    host_values: set[SSAValue] = field(default_factory=set)
+    allocated: dict[SSAValue, int] = field(default_factory=dict)
+    #: where each buffer lives: (the allocation or argument it is part of, byte offset)
+    locations: dict[SSAValue, tuple[Any, int]] = field(default_factory=dict)
+    _descriptors: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    _constants: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    _uses_cublas: bool = False
+    #: pointwise kernels pyocc writes for what cuDNN lacks (pyocc.lowering.cuda_kernels)
+    kernels: list[PointwiseKernel] = field(default_factory=list)
+    _kernel_globals: dict[PointwiseKernel, str] = field(default_factory=dict)
+    _kernel_names: dict[PointwiseKernel, PointwiseKernel] = field(default_factory=dict)
+    _convolutions: int = 0
+    _op_counts: dict[str, int] = field(default_factory=dict)
+
+    def lower(self) -> list[Operation]:
+        """The ABI functions and the globals they use."""
+        f = self.function
+        self.name = f.sym_name.data
+        if f.function_type.outputs.data:
+            raise fail(f, f"@{self.name} returns values; lower it to destination-passing style first "
+                          "(dnn-insert-memory-ops{memcpy=true})")
+        if len(f.body.blocks) != 1:
+            raise fail(f, f"@{self.name} has {len(f.body.blocks)} blocks; only straight-line functions lower")
+        self.init = _Code([PTR, PTR], state_index=1)
+        self.destroy = _Code([PTR], state_index=0)
+        self.run = _Code([PTR, PTR, PTR], state_index=2)
+        self._handle_globals()
+        self._begin_init()
+        self._lower_run_body()
+        self._end_init()
+        self._end_destroy()
+        functions = [
+            self.init.function(f"{self.name}_init", [PTR, PTR]),
+            self.run.function(f"{self.name}_run", [PTR, PTR, PTR]),
+            self.destroy.function(f"{self.name}_destroy", [PTR]),
+        ]
+        meta = self._meta()
+        return [*self.globals_, *string_global(f"{self.name}_meta_json", json.dumps(meta, separators=(",", ":"))),
+                *functions, string_getter(f"{self.name}_meta", f"{self.name}_meta_json")]
+
+    # -- globals ----------------------------------------------------------------
+
+    def _global_slot(self, suffix: str, type: Attribute = i64) -> str:
+        """An internal, zero-initialised global (a handle is kept as an i64:
+        xDSL exports a pointer global's zero initializer as `ptr 0`, which
+        LLVM rejects)."""
+        symbol = f"{self.name}_{suffix}"
+        self.globals_.append(llvm.GlobalOp(type, symbol, "internal", value=IntegerAttr(0, type)))
+        return symbol
+
+    def _handle_globals(self) -> None:
+        self.stream = self._global_slot("stream")
+        self.cudnn = self._global_slot("cudnn")
+        self.cublas = self._global_slot("cublas")
+        self.device_weights = self._global_slot("weights")
+        self.workspace = self._global_slot("workspace")
+        #: the largest workspace a chosen algorithm needs (bytes), found in init
+        self.workspace_size = self._global_slot("workspace_bytes")
+        self.cuda_module = self._global_slot("module")
+
+    def _address(self, code: _Code, symbol: str) -> SSAValue:
+        return code.b.add(llvm.AddressOfOp(symbol, PTR)).results[0]
+
+    def _load_handle(self, code: _Code, symbol: str) -> SSAValue:
+        return code.b.load(self._address(code, symbol), PTR)
+
+    def _ints(self, code: _Code, values: Sequence[int]) -> SSAValue:
+        """A pointer to a constant int32 array holding `values`."""
+        key = ("ints", *values)
+        if key not in self._constants:
+            symbol = f"{self.name}_ints{len(self._constants)}"
+            self._constants[key] = symbol
+            self.globals_.append(llvm.GlobalOp(
+                llvm.LLVMArrayType(IntAttr(len(values)), i32), symbol, "internal", constant=True,
+                value=DenseIntOrFPElementsAttr.from_list(TensorType(i32, [len(values)]), list(values))))
+        return self._address(code, self._constants[key])
+
+    def _scalar(self, code: _Code, value: float) -> SSAValue:
+        """A pointer to a constant float (cuDNN's and cuBLAS's alpha and beta)."""
+        key = ("f32", float(value))
+        if key not in self._constants:
+            symbol = f"{self.name}_f32_{len(self._constants)}"
+            self._constants[key] = symbol
+            self.globals_.append(llvm.GlobalOp(f32, symbol, "internal", constant=True,
+                                               value=FloatAttr(float(value), f32)))
+        return self._address(code, self._constants[key])
+
+    # -- checked calls ------------------------------------------------------------
+
+    def _call(self, code: _Code, function: str, *args: SSAValue | int | float, what: str) -> None:
+        """Call a library function; branch to the failure exit on a nonzero
+        status. Plain ints and floats become constants of the parameter's kind."""
+        spec = api.BY_NAME[function]
+        if len(args) != len(spec.params):
+            raise AssertionError(f"{function} takes {len(spec.params)} arguments, got {len(args)}")
+        b = code.b
+        values = []
+        for arg, kind in zip(args, spec.kinds):
+            if isinstance(arg, SSAValue):
+                values.append(arg)
+            elif kind == "f64":
+                values.append(b.add(llvm.ConstantOp(FloatAttr(float(arg), f64), f64)).results[0])
+            elif kind == "ptr":
+                if arg != 0:
+                    raise AssertionError(f"{function}: an integer pointer argument must be 0 (NULL)")
+                values.append(b.add(llvm.ZeroOp(result_types=[PTR])).results[0])
+            else:
+                values.append(b.const(int(arg), _KINDS[kind]))
+        status = b.call(function, *values, returns=i32)
+        assert status is not None
+        self.calls.append(f"{function} ({what})")
+        call_number = b.const(len(self.calls), i32)
+        failed = b.add(llvm.ICmpOp(status, b.const(0, i32),
+                                   IntegerAttr(llvm.ICmpPredicateFlag.NE.to_int(), i64))).results[0]
+        here = b.block
+        following = code.next_block()
+        here.add_op(llvm.CondBrOp(failed, code.fail, [call_number, status], following, []))
+
+    # -- descriptors (created in init, destroyed in destroy) -----------------------
+
+    def _descriptor(self, kind: str, key: tuple[Any, ...], configure: Callable[[SSAValue], None]) -> str:
+        """The global holding a cuDNN descriptor of `kind` (Tensor, Filter,
+        Convolution, ...) with parameters `key`, created once."""
+        full_key = (kind, *key)
+        if full_key in self._descriptors:
+            return self._descriptors[full_key]
+        symbol = self._global_slot(f"{kind.lower()}{len(self._descriptors)}")
+        self._descriptors[full_key] = symbol
+        self._call(self.init, f"cudnnCreate{kind}Descriptor", self._address(self.init, symbol),
+                   what=f"{kind.lower()} descriptor")
+        configure(self._load_handle(self.init, symbol))
+        self._call(self.destroy, f"cudnnDestroy{kind}Descriptor", self._load_handle(self.destroy, symbol),
+                   what=f"{kind.lower()} descriptor")
+        return symbol
+
+    def _tensor(self, shape: Sequence[int], strides: Sequence[int] | None = None) -> str:
+        """A float tensor descriptor: `shape` with row-major (or given) strides."""
+        dims = _dims(shape)
+        strides = list(strides) if strides is not None else _strides(list(shape) or [1])
+        strides = strides + [1] * (len(dims) - len(strides))
+        if len(dims) > api.CUDNN_MAX_DIMS:
+            raise AssertionError("checked by the caller")
+
+        def configure(desc: SSAValue) -> None:
+            self._call(self.init, "cudnnSetTensorNdDescriptor", desc, api.CUDNN_DATA_FLOAT, len(dims),
+                       self._ints(self.init, dims), self._ints(self.init, strides), what=f"tensor {dims}")
+
+        return self._descriptor("Tensor", (tuple(dims), tuple(strides)), configure)
+
+    def _filter(self, shape: Sequence[int]) -> str:
+        dims = _dims(shape)
+
+        def configure(desc: SSAValue) -> None:
+            self._call(self.init, "cudnnSetFilterNdDescriptor", desc, api.CUDNN_DATA_FLOAT, api.CUDNN_TENSOR_NCHW,
+                       len(dims), self._ints(self.init, dims), what=f"filter {dims}")
+
+        return self._descriptor("Filter", tuple(dims), configure)
+
+    def _activation(self, mode: str, coef: float = 0.0) -> str:
+        def configure(desc: SSAValue) -> None:
+            self._call(self.init, "cudnnSetActivationDescriptor", desc, api.ACTIVATION_MODES[mode],
+                       api.CUDNN_NOT_PROPAGATE_NAN, coef, what=f"activation {mode}")
+
+        return self._descriptor("Activation", (mode, coef), configure)
+
+    def _use(self, code: _Code, symbol: str) -> SSAValue:
+        return self._load_handle(code, symbol)
+
+    # -- init and destroy: the handles, the weights, the workspace -----------------
+
+    def _begin_init(self) -> None:
+        init, destroy = self.init, self.destroy
+        self._call(init, "cudaStreamCreate", self._address(init, self.stream), what="stream")
+        self._call(init, "cudnnCreate", self._address(init, self.cudnn), what="cuDNN handle")
+        self._call(init, "cudnnSetStream", self._load_handle(init, self.cudnn), self._load_handle(init, self.stream),
+                   what="cuDNN stream")
+
+    def _end_init(self) -> None:
+        """What only the whole body tells: cuBLAS, the weights, the workspace.
+        Emitted into init's last block, after the descriptors."""
+        init, destroy = self.init, self.destroy
+        if self._uses_cublas:
+            self._call(init, "cublasCreate_v2", self._address(init, self.cublas), what="cuBLAS handle")
+            self._call(init, "cublasSetStream_v2", self._load_handle(init, self.cublas),
+                       self._load_handle(init, self.stream), what="cuBLAS stream")
+            self._call(init, "cublasSetMathMode", self._load_handle(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
+                       what="cuBLAS fp32 math")
+        if self._convolutions:
+            b = init.b
+            needed = b.load(self._address(init, self.workspace_size), i64)
+            self._call(init, "cudaMalloc", self._address(init, self.workspace), needed, what="workspace")
+            self._count(init, needed)
+        if self.kernels:
+            self._load_kernels()
+        if self.weight_bytes:
+            self._call(init, "cudaMalloc", self._address(init, self.device_weights), self.weight_bytes,
+                       what="weights")
+            self._count(init, init.b.const(self.weight_bytes))
+            self._call(init, "cudaMemcpy", self._load_handle(init, self.device_weights), init.entry.args[0],
+                       self.weight_bytes, api.MEMCPY_HOST_TO_DEVICE, what="weights to the device")
+        init.b.add(llvm.ReturnOp(init.b.const(0, i32)))
+
+    def _load_kernels(self) -> None:
+        """init: load the PTX of this function's kernels and look each up."""
+        init = self.init
+        ptx_symbol = f"{self.name}_ptx"
+        self.globals_ += string_global(ptx_symbol, ptx_module(self.kernels))
+        self._call(init, "cuModuleLoadData", self._address(init, self.cuda_module), self._address(init, ptx_symbol),
+                   what="the generated kernels' PTX")
+        for kernel in self.kernels:
+            name_symbol = f"{kernel.name}_name"
+            self.globals_ += string_global(name_symbol, kernel.name)
+            self._call(init, "cuModuleGetFunction", self._address(init, self._kernel_globals[kernel]),
+                       self._load_handle(init, self.cuda_module), self._address(init, name_symbol),
+                       what=f"kernel {kernel.name}")
+        self._call(self.destroy, "cuModuleUnload", self._load_handle(self.destroy, self.cuda_module),
+                   what="the generated kernels")
+
+    def launch(self, op: Operation, kernel: PointwiseKernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
+        """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
+        compiled once per distinct description."""
+        if kernel not in self._kernel_names:  # described without a name; named once compiled
+            named = dataclasses.replace(kernel, name=f"{self.name}_k{len(self.kernels)}")
+            self._kernel_names[kernel] = named
+            self.kernels.append(named)
+            self._kernel_globals[named] = self._global_slot(f"kernel{len(self.kernels) - 1}")
+        kernel = self._kernel_names[kernel]
+        b = self.run.b
+        pointers = [self._pointer(op, v) for v in (out, *inputs)]
+        values = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
+        params = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
+        for index, pointer in enumerate(pointers):  # cuLaunchKernel takes a pointer to each argument
+            slot = b.gep(values, index, PTR)
+            b.store(pointer, slot)
+            b.store(slot, b.gep(params, index, PTR))
+        self._lib("cuLaunchKernel", self._load_handle(self.run, self._kernel_globals[kernel]), kernel.grid, 1, 1,
+                  BLOCK, 1, 1, 0, self._load_handle(self.run, self.stream), params, 0)
+
+    def _end_destroy(self) -> None:
+        destroy = self.destroy
+        if self.weight_bytes:
+            self._call(destroy, "cudaFree", self._load_handle(destroy, self.device_weights), what="weights")
+        if self._convolutions:
+            self._call(destroy, "cudaFree", self._load_handle(destroy, self.workspace), what="workspace")
+        if self._uses_cublas:
+            self._call(destroy, "cublasDestroy_v2", self._load_handle(destroy, self.cublas), what="cuBLAS handle")
+        self._call(destroy, "cudnnDestroy", self._load_handle(destroy, self.cudnn), what="cuDNN handle")
+        self._call(destroy, "cudaStreamDestroy", self._load_handle(destroy, self.stream), what="stream")
+        destroy.b.add(llvm.ReturnOp(destroy.b.const(0, i32)))
+
+    # -- the run function -----------------------------------------------------------
+
+    def _lower_run_body(self) -> None:
+        run = self.run
+        b = run.b
+        inputs_arg, outputs_arg, _ = run.entry.args
+        self.malloc_slot = b.add(llvm.AllocaOp(b.const(1), PTR, alignment=8)).results[0]
+        body = self.function.body.block
+        arg_attrs = self.function.arg_attrs.data if self.function.arg_attrs else [None] * len(body.args)
+        for index, (arg, attrs) in enumerate(zip(body.args, arg_attrs)):
+            entries = attrs.data if attrs is not None else {}
+            spec = buffer_spec(self.function, arg.type)
+            onnx_name = entries.get("onnx.name")
+            spec = {"name": onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}", **spec}
+            group, base = (self.outputs, outputs_arg) if "dnn.output" in entries else (self.inputs, inputs_arg)
+            self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
+            self.locations[arg] = (arg, 0)
+            self.host_values.add(arg)
+            group.append(spec)
+        for op in body.ops:
+            self._lower_op(op)
+
+    def _pointer(self, op: Operation, value: SSAValue | None) -> SSAValue:
+        """The device pointer of a buffer operand."""
+        if value is None or value not in self.pointers:
+            raise fail(op, f"operand {value} is not a buffer this lowering knows")
+        if value in self.host_values:
+            raise fail(op, "it reads or writes a graph argument, which is host memory on target=cuda; "
+                           "stage it with dnn-insert-memory-ops{memcpy=true}")
+        return self.pointers[value]
+
+    def _lower_op(self, op: Operation) -> None:
+        b = self.run.b
+        match op:
+            case func.ReturnOp():
+                if op.operands:
+                    raise fail(op, "the function returns values; outputs must be destination arguments")
+                self._call(self.run, "cudaStreamSynchronize", self._load_handle(self.run, self.stream),
+                           what="end of run")
+                b.add(llvm.ReturnOp(b.const(0, i32)))
+            case d.WeightOp():
+                spec = buffer_spec(op, op.result.type)
+                nbytes = d.type_bytes(op.result.type)
+                offset = -(-self.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
+                self.weights.append({"offset": offset, "nbytes": nbytes, **spec,
+                                     "source": weight_source(op, nbytes)})
+                self.weight_bytes = offset + nbytes
+                self.pointers[op.result] = b.gep(self._load_handle(self.run, self.device_weights), offset, i8)
+                self.locations[op.result] = ("weights", offset)
+            case d.ViewOp():
+                buffer_spec(op, op.result.type)
+                self.pointers[op.result] = self._pointer(op, op.source)
+                self.locations[op.result] = self.locations[op.source]
+            case d.SubviewOp():
+                buffer_spec(op, op.result.type)
+                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                root, base = self.locations[op.source]
+                self.locations[op.result] = (root, base + op.offset.value.data)
+            case d.MemOffsetOp():
+                buffer_spec(op, op.result.type)
+                self.pointers[op.result] = b.gep(self._pointer(op, op.pool), op.offset.value.data, i8)
+                self.locations[op.result] = (op.pool, op.offset.value.data)
+            case d.MallocOp() | d.PoolInitOp():
+                self._lower_allocation(op)
+            case d.DeallocOp() | d.PoolReleaseOp():
+                value = op.operands[0]
+                if value not in self.allocated:
+                    raise fail(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
+                self._call(self.run, "cudaFree", self._pointer(op, value), what=op.name)
+                size = self.allocated.pop(value)
+                self._bump(STATE_FREE_CALLS, 1)
+                self._bump(STATE_CURRENT_BYTES, -size)
+                self.live_bytes -= size
+            case d.MemcpyOp():
+                self._lower_memcpy(op)
+            case d.DnnComputeOp():
+                self._lower_compute(op)
+            case _:
+                raise fail(op, "no cuda lowering exists for this op")
+
+    def _lower_allocation(self, op: d.MallocOp | d.PoolInitOp) -> None:
+        result = op.results[0]
+        buffer_spec(op, result.type)
+        size = op.size.value.data
+        self._call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
+        b = self.run.b
+        self.pointers[result] = b.load(self.malloc_slot, PTR)
+        self.locations[result] = (result, 0)
+        self.allocated[result] = size
+        self._bump(STATE_ALLOC_CALLS, 1)
+        current = self._bump(STATE_CURRENT_BYTES, size)
+        peak_ptr = b.gep(self.run.state, STATE_PEAK_BYTES, i64)
+        peak = b.load(peak_ptr, i64)
+        higher = b.add(llvm.ICmpOp(current, peak, IntegerAttr(llvm.ICmpPredicateFlag.UGT.to_int(), i64))).results[0]
+        b.store(b.add(llvm.SelectOp(higher, current, peak)).results[0], peak_ptr)
+        self.allocations += 1
+        self.live_bytes += size
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        if isinstance(op, d.PoolInitOp):
+            name = op.pool_name.data if op.pool_name is not None else None
+            self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data})
+
+    def _count(self, code: _Code, size: SSAValue) -> None:
+        """state: one more cudaMalloc of `size` bytes (init's allocations)."""
+        b = code.b
+        for slot, delta in ((STATE_ALLOC_CALLS, b.const(1)), (STATE_CURRENT_BYTES, size)):
+            ptr = b.gep(code.state, slot, i64)
+            b.store(b.add(llvm.AddOp(b.load(ptr, i64), delta)).results[0], ptr)
+
+    def _bump(self, slot: int, delta: int) -> SSAValue:
+        b = self.run.b
+        ptr = b.gep(self.run.state, slot, i64)
+        new = b.add(llvm.AddOp(b.load(ptr, i64), b.const(delta))).results[0]
+        b.store(new, ptr)
+        return new
+
+    def _lower_memcpy(self, op: d.MemcpyOp) -> None:
+        kind = op.kind.data
+        source_host, target_host = op.source in self.host_values, op.target in self.host_values
+        expected = {"host_to_device": (True, False), "device_to_host": (False, True),
+                    "device_to_device": (False, False)}
+        if kind not in expected:
+            raise fail(op, f"kind '{kind}' does not occur on target=cuda")
+        if (source_host, target_host) != expected[kind]:
+            raise fail(op, f"kind '{kind}' does not match where its buffers live")
+        source = self.pointers[op.source] if source_host else self._pointer(op, op.source)
+        target = self.pointers[op.target] if target_host else self._pointer(op, op.target)
+        self._call(self.run, "cudaMemcpyAsync", target, source, op.size.value.data, api.MEMCPY_KINDS[kind],
+                   self._load_handle(self.run, self.stream), what=f"dnn.memcpy {kind}")
+
+    # -- compute ops ------------------------------------------------------------------
+
+    def _lower_compute(self, op: d.DnnComputeOp) -> None:
+        if not op.on_buffers:
+            raise fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
+        for value in op.read_values() + op.destinations():
+            element = value.type.get_element_type() if isinstance(value.type, MemRefType) else None
+            if element == i1 and _byte_operand(op, value):
+                continue  # one byte per element, as numpy's bool
+            if not isinstance(element, Float32Type):
+                raise fail(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
+            if len(value.type.get_shape()) > api.CUDNN_MAX_DIMS:
+                raise fail(op, f"{value.type} has more than {api.CUDNN_MAX_DIMS} dimensions")
+        count = self._op_counts.get(op.name, 0)
+        self._op_counts[op.name] = count + 1
+        self.what = f"{op.name} #{count}"
+        lower = _COMPUTE.get(type(op))
+        if lower is None:
+            raise fail(op, "no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet "
+                           "(use target=host)")
+        lower(self, op)
+
+    def overlaps(self, a: SSAValue, b: SSAValue) -> bool:
+        """Whether two buffers share a byte (dnn-coalesce writes results in
+        place, and cuDNN allows only some outputs to alias some inputs)."""
+        (root_a, start_a), (root_b, start_b) = self.locations[a], self.locations[b]
+        if root_a is not root_b and root_a != root_b:
+            return False
+        return start_a < start_b + d.type_bytes(b.type) and start_b < start_a + d.type_bytes(a.type)
+
+    def _cudnn(self) -> SSAValue:
+        return self._load_handle(self.run, self.cudnn)
+
+    def _lib(self, function: str, *args: SSAValue | int | float) -> None:
+        """A checked call in `run`, described by the op being lowered."""
+        self._call(self.run, function, *args, what=self.what)
+
+    def _shape(self, value: SSAValue) -> list[int]:
+        return list(value.type.get_shape())  # type: ignore[attr-defined]
+
+    def _apply_activation(self, op: Operation, activation: str | None, alpha: float | None, beta: float | None,
+                          out: SSAValue, source: SSAValue | None = None) -> None:
+        """out = act(source), by default in place (source = out): relu,
+        sigmoid, tanh and clip(0, max) with cudnnActivationForward, any other
+        function with a generated pointwise kernel."""
+        if activation is None:
+            return
+        x = out if source is None else source
+        if activation == "clip" and (alpha or 0.0) == 0.0 and beta is not None:
+            mode, coef = "clipped_relu", beta
+        elif activation in ("relu", "sigmoid", "tanh"):
+            mode, coef = activation, 0.0
+        else:
+            self.pointwise(op, activation, out, [x], alpha=alpha, beta=beta,
+                           approximate=_str_prop(op, "approximate") or "none")
+            return
+        desc = self._use(self.run, self._tensor(self._shape(out)))
+        self._lib("cudnnActivationForward", self._cudnn(), self._use(self.run, self._activation(mode, coef)),
+                  self._scalar(self.run, 1.0), desc, self._pointer(op, x), self._scalar(self.run, 0.0), desc,
+                  self._pointer(op, out))
+
+    def pointwise(self, op: Operation, fn: str, out: SSAValue, inputs: Sequence[SSAValue], **params: Any) -> None:
+        """out = fn(inputs) (broadcast) with a generated kernel; `params`
+        are PointwiseKernel's alpha, beta, approximate and activation fields."""
+        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, UNARY_FUNCTIONS
+
+        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | {"where"}
+        activation = params.get("activation")
+        if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
+            missing = fn if fn not in known else activation
+            raise fail(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
+        out_shape = self._shape(out)
+        kernel = PointwiseKernel(name="", fn=fn, shape=tuple(out_shape),
+                                 input_strides=tuple(broadcast_strides(self._shape(v), out_shape) for v in inputs),
+                                 **params)
+        self.launch(op, kernel, out, inputs)
+
+    # -- the table ------------------------------------------------------------------------
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            "abi": ABI_VERSION,
+            "target": "cuda",
+            "name": self.name,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "weights": {"bytes": self.weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": self.weights},
+            "calls": self.calls,
+            "pools": self.pools,
+            # per run, what the IR implies; the native counters must agree
+            "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
+            # init allocates the weights and a workspace of at most this many bytes
+            "workspace_limit": self.workspace_bytes if self._convolutions else 0,
+            # the generated kernels: launch shape, the bytes each pointer argument spans,
+            # and their host twins (LLVM IR) for running them without a GPU
+            "kernels": [{"name": k.name, "grid": k.grid, "block": BLOCK,
+                         "pointer_bytes": [k.output_bytes] + [k.input_bytes(i) for i in range(len(k.input_strides))]}
+                        for k in self.kernels],
+            "kernel_twins": host_twins(self.kernels) if self.kernels else "",
+        }
+
+
+# ---------------------------------------------------------------------------
+# Per-op lowerings: each turns one buffer-form op into library calls
+# ---------------------------------------------------------------------------
+
+
+def _float_prop(op: Operation, name: str) -> float | None:
+    attr = op.properties.get(name)
+    return attr.value.data if isinstance(attr, FloatAttr) else None
+
+
+def _int_prop(op: Operation, name: str, default: int) -> int:
+    attr = op.properties.get(name)
+    return attr.value.data if isinstance(attr, IntegerAttr) else default
+
+
+def _ints_prop(op: Operation, name: str, default: Sequence[int]) -> list[int]:
+    attr = op.properties.get(name)
+    return list(attr.get_values()) if attr is not None else list(default)  # type: ignore[attr-defined]
+
+
+def _str_prop(op: Operation, name: str) -> str | None:
+    attr = op.properties.get(name)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def _symmetric_pads(lw: CudaFunctionLowering, op: Operation, spatial: int) -> list[int]:
+    pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+    begin, end = pads[:spatial], pads[spatial:]
+    if begin != end:
+        raise fail(op, f"asymmetric pads {pads}: cuDNN convolution pads both sides alike")
+    return begin
+
+
+def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
+    """out = act(conv(x, w) + bias + residual), the Occamy Conv+ReLU fusion:
+    one cudnnConvolutionBiasActivationForward when the activation is relu and
+    a bias is given, else convolution, bias add, residual add, activation."""
+    run = lw.run
+    x_shape, w_shape, y_shape = lw._shape(op.x), lw._shape(op.w), lw._shape(op.out)
+    spatial = len(x_shape) - 2
+    if spatial < 1:
+        raise fail(op, "a convolution needs at least one spatial dimension")
+    pads = _symmetric_pads(lw, op, spatial)
+    strides = _ints_prop(op, "strides", [1] * spatial)
+    dilations = _ints_prop(op, "dilations", [1] * spatial)
+    group = _int_prop(op, "group", 1)
+    # cuDNN convolves at least two spatial dimensions: a 1-D conv is 2-D with width 1
+    if spatial == 1:
+        x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
+        pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
+    key = (tuple(pads), tuple(strides), tuple(dilations), group)
+
+    def configure(desc: SSAValue) -> None:
+        lw._call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw._ints(lw.init, pads),
+                 lw._ints(lw.init, strides), lw._ints(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
+                 api.CUDNN_DATA_FLOAT, what="convolution descriptor")
+        lw._call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
+        lw._call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
+
+    conv = lw._descriptor("Convolution", key, configure)
+    x_desc, w_desc, y_desc = lw._tensor(x_shape), lw._filter(w_shape), lw._tensor(y_shape)
+    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc)
+
+    h = lw._cudnn()
+    x, w, y = lw._pointer(op, op.x), lw._pointer(op, op.w), lw._pointer(op, op.out)
+    algo_value = run.b.load(lw._address(run, algo), i32)
+    workspace = lw._load_handle(run, lw.workspace)
+    workspace_bytes = run.b.load(lw._address(run, lw.workspace_size), i64)
+    one, zero = lw._scalar(run, 1.0), lw._scalar(run, 0.0)
+    activation = _str_prop(op, "activation")
+    bias_desc = lw._tensor([1, y_shape[1]]) if op.bias is not None else None
+    use = lambda symbol: lw._use(run, symbol)  # noqa: E731 - a local shorthand
+
+    if activation == "relu" and op.bias is not None:
+        z = lw._pointer(op, op.residual) if op.residual is not None else y
+        alpha2 = one if op.residual is not None else zero
+        lw._lib("cudnnConvolutionBiasActivationForward", h, one, use(x_desc), x, use(w_desc), w, use(conv),
+                algo_value, workspace, workspace_bytes, alpha2, use(y_desc), z, use(bias_desc),
+                lw._pointer(op, op.bias), use(lw._activation("relu")), use(y_desc), y)
+        return
+    # the residual is already in y when dnn-coalesce wrote the result in place
+    in_place = op.residual is not None and op.residual is op.out
+    lw._lib("cudnnConvolutionForward", h, one, use(x_desc), x, use(w_desc), w, use(conv), algo_value, workspace,
+            workspace_bytes, one if in_place else zero, use(y_desc), y)
+    if op.bias is not None:
+        lw._lib("cudnnAddTensor", lw._cudnn(), one, use(bias_desc), lw._pointer(op, op.bias), one, use(y_desc), y)
+    if op.residual is not None and not in_place:
+        lw._lib("cudnnAddTensor", lw._cudnn(), one, use(y_desc), lw._pointer(op, op.residual), one,
+                use(y_desc), y)
+    lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+
+
+def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str) -> str:
+    """In init: ask cuDNN for its ranked forward algorithms and keep the first
+    that succeeded and whose workspace fits the limit (else implicit GEMM,
+    which needs none), and raise the workspace size to what it needs.
+    Returns the i32 global holding the choice."""
+    init = lw.init
+    b = init.b
+    lw._convolutions += 1
+    symbol = lw._global_slot(f"algo{lw._convolutions - 1}", i32)
+    count = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT
+    returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
+    results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
+    def field(entry: int, offset: int, type: Attribute) -> SSAValue:
+        """&results[entry].<the field at byte offset>, typed as `type`."""
+        size = 8 if type == i64 else 4
+        return b.gep(results, (entry * api.CONV_PERF_SIZE + offset) // size, type)
+
+    for i in range(count):  # an entry cuDNN does not fill must not look successful
+        b.store(b.const(1, i32), field(i, api.CONV_PERF_STATUS, i32))
+    b.store(b.const(0, i32), returned)
+    lw._call(init, "cudnnGetConvolutionForwardAlgorithm_v7", lw._load_handle(init, lw.cudnn),
+             lw._load_handle(init, x), lw._load_handle(init, w), lw._load_handle(init, conv),
+             lw._load_handle(init, y), count, returned, results, what="convolution algorithm")
+    n = b.load(returned, i32)
+    choice = b.const(api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, i32)
+    needs = b.const(0)
+    flag = lambda pred: IntegerAttr(pred.to_int(), i64)  # noqa: E731
+    # best-ranked last, so that it wins
+    for i in reversed(range(count)):
+        algo = b.load(field(i, api.CONV_PERF_ALGO, i32), i32)
+        status = b.load(field(i, api.CONV_PERF_STATUS, i32), i32)
+        memory = b.load(field(i, api.CONV_PERF_MEMORY, i64), i64)
+        ranked = b.add(llvm.ICmpOp(b.const(i, i32), n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
+        ok = b.add(llvm.ICmpOp(status, b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
+        fits = b.add(llvm.ICmpOp(memory, b.const(lw.workspace_bytes), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
+        usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
+        choice = b.add(llvm.SelectOp(usable, algo, choice)).results[0]
+        needs = b.add(llvm.SelectOp(usable, memory, needs)).results[0]
+    b.store(choice, lw._address(init, symbol))
+    size_ptr = lw._address(init, lw.workspace_size)
+    size = b.load(size_ptr, i64)
+    larger = b.add(llvm.ICmpOp(needs, size, flag(llvm.ICmpPredicateFlag.UGT))).results[0]
+    b.store(b.add(llvm.SelectOp(larger, needs, size)).results[0], size_ptr)
+    return symbol
+
+
+def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
+    """Max / average / global pooling. cuDNN checks only N and C of the
+    output against the input, so ONNX's asymmetric pads and ceil_mode map
+    onto pad = the leading pad and the output shape ONNX computed."""
+    x_shape, y_shape = lw._shape(op.x), lw._shape(op.out)  # type: ignore[attr-defined]
+    spatial = len(x_shape) - 2
+    if spatial < 1:
+        raise fail(op, "pooling needs at least one spatial dimension")
+    if isinstance(op, d.GlobalAveragePoolOp | d.GlobalMaxPoolOp):
+        window, pads, strides = x_shape[2:], [0] * spatial, x_shape[2:]
+        mode = api.POOLING_MAX if isinstance(op, d.GlobalMaxPoolOp) else api.POOLING_AVERAGE_EXCLUDE_PAD
+    else:
+        window = _ints_prop(op, "kernel_shape", [])
+        strides = _ints_prop(op, "strides", [1] * spatial)
+        all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+        pads = all_pads[:spatial]
+        if any(dl != 1 for dl in _ints_prop(op, "dilations", [1] * spatial)):
+            raise fail(op, "dilated pooling has no cuDNN lowering")
+        if isinstance(op, d.MaxPoolOp):
+            mode = api.POOLING_MAX
+        elif _int_prop(op, "count_include_pad", 0):
+            if all_pads[spatial:] != pads or _int_prop(op, "ceil_mode", 0):
+                raise fail(op, "count_include_pad with asymmetric pads or ceil_mode has no cuDNN lowering")
+            mode = api.POOLING_AVERAGE_INCLUDE_PAD
+        else:
+            mode = api.POOLING_AVERAGE_EXCLUDE_PAD
+    if spatial == 1:
+        x_shape, y_shape = x_shape + [1], y_shape + [1]
+        window, pads, strides = list(window) + [1], list(pads) + [0], list(strides) + [1]
+    key = (mode, tuple(window), tuple(pads), tuple(strides))
+
+    def configure(desc: SSAValue) -> None:
+        lw._call(lw.init, "cudnnSetPoolingNdDescriptor", desc, mode, api.CUDNN_NOT_PROPAGATE_NAN, len(window),
+                 lw._ints(lw.init, window), lw._ints(lw.init, pads), lw._ints(lw.init, strides),
+                 what="pooling descriptor")
+
+    pooling = lw._descriptor("Pooling", key, configure)
+    run = lw.run
+    lw._lib("cudnnPoolingForward", lw._cudnn(), lw._use(run, pooling), lw._scalar(run, 1.0),
+            lw._use(run, lw._tensor(x_shape)), lw._pointer(op, op.x), lw._scalar(run, 0.0),  # type: ignore[attr-defined]
+            lw._use(run, lw._tensor(y_shape)), lw._pointer(op, op.out))  # type: ignore[attr-defined]
+
+
+def _lower_gemm(lw: CudaFunctionLowering, op: d.GemmOp) -> None:
+    """out = act(alpha * op(a) @ op(b) + beta * c): c broadcast into out by
+    cudnnAddTensor, then one cublasSgemm accumulating onto it."""
+    run = lw.run
+    lw._uses_cublas = True
+    trans_a, trans_b = _int_prop(op, "trans_a", 0), _int_prop(op, "trans_b", 0)
+    a_shape, b_shape = lw._shape(op.a), lw._shape(op.b)
+    m, k = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
+    n = b_shape[0] if trans_b else b_shape[1]
+    alpha = _float_prop(op, "alpha")
+    beta = _float_prop(op, "beta")
+    alpha = 1.0 if alpha is None else alpha
+    beta = 1.0 if beta is None else beta
+    y = lw._pointer(op, op.out)
+    accumulate = 0.0
+    if op.c is not None and beta != 0.0:
+        c_dims = [1, 1, *_broadcast_shape(lw._shape(op.c), 2)]
+        y_desc = lw._use(run, lw._tensor([1, 1, m, n]))
+        lw._lib("cudnnAddTensor", lw._cudnn(), lw._scalar(run, beta), lw._use(run, lw._tensor(c_dims)),
+                lw._pointer(op, op.c), lw._scalar(run, 0.0), y_desc, y)
+        accumulate = 1.0
+    _sgemm(lw, op, trans_a, trans_b, m, n, k, alpha, lw._pointer(op, op.a), lw._pointer(op, op.b), accumulate, y)
+    lw._apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "activation_alpha"),
+                         _float_prop(op, "activation_beta"), op.out)
+
+
+def _sgemm(lw: CudaFunctionLowering, op: Operation, trans_a: int, trans_b: int, m: int, n: int, k: int,
+           alpha: float, a: SSAValue, b: SSAValue, beta: float, y: SSAValue,
+           batch: tuple[int, int, int, int] | None = None) -> None:
+    """Row-major Y[m, n] = alpha * op(A) @ op(B) + beta * Y, as the
+    column-major Y^T = op(B)^T @ op(A)^T; `batch` = (count, strideA,
+    strideB, strideY) in elements for cublasSgemmStridedBatched."""
+    run = lw.run
+    handle = lw._load_handle(run, lw.cublas)
+    op_b = api.CUBLAS_OP_T if trans_b else api.CUBLAS_OP_N
+    op_a = api.CUBLAS_OP_T if trans_a else api.CUBLAS_OP_N
+    ldb = k if trans_b else n
+    lda = m if trans_a else k
+    alpha_ptr, beta_ptr = lw._scalar(run, alpha), lw._scalar(run, beta)
+    if batch is None:
+        lw._lib("cublasSgemm_v2", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, a, lda, beta_ptr, y, n)
+    else:
+        count, stride_a, stride_b, stride_y = batch
+        lw._lib("cublasSgemmStridedBatched", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, stride_b,
+                a, lda, stride_a, beta_ptr, y, n, stride_y, count)
+
+
+def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
+    """Batched a @ b: one strided-batched gemm; a side whose batch is a
+    single matrix is broadcast with stride 0."""
+    lw._uses_cublas = True
+    a_shape, b_shape, y_shape = lw._shape(op.a), lw._shape(op.b), lw._shape(op.out)
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        raise fail(op, "a matrix-vector product has no cuBLAS lowering yet")
+    m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
+    batch = math.prod(y_shape[:-2])
+    a_batch, b_batch = math.prod(a_shape[:-2]), math.prod(b_shape[:-2])
+    for side, count in (("a", a_batch), ("b", b_batch)):
+        if count not in (1, batch):
+            raise fail(op, f"{side} broadcasts over part of the batch; only a whole or a single matrix does")
+    a, b, y = lw._pointer(op, op.a), lw._pointer(op, op.b), lw._pointer(op, op.out)
+    if batch == 1:
+        _sgemm(lw, op, 0, 0, m, n, k, 1.0, a, b, 0.0, y)
+    elif b_batch == 1:  # rows of all a matrices times one b: a single gemm
+        _sgemm(lw, op, 0, 0, batch * m, n, k, 1.0, a, b, 0.0, y)
+    else:
+        _sgemm(lw, op, 0, 0, m, n, k, 1.0, a, b, 0.0, y,
+               batch=(batch, m * k if a_batch > 1 else 0, k * n, m * n))
+
+
+def _lower_softmax(lw: CudaFunctionLowering, op: d.SoftmaxOp | d.LogSoftmaxOp) -> None:
+    """Softmax along one axis: the shape viewed as (before, axis, after, 1),
+    cuDNN's per-channel mode."""
+    shape = lw._shape(op.x)
+    axis = _int_prop(op, "axis", -1) % len(shape)
+    dims = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), 1]
+    algo = api.SOFTMAX_LOG if isinstance(op, d.LogSoftmaxOp) else api.SOFTMAX_ACCURATE
+    run = lw.run
+    desc = lw._use(run, lw._tensor(dims))
+    lw._lib("cudnnSoftmaxForward", lw._cudnn(), algo, api.SOFTMAX_MODE_CHANNEL, lw._scalar(run, 1.0), desc,
+            lw._pointer(op, op.x), lw._scalar(run, 0.0), desc, lw._pointer(op, op.out))
+
+
+def _lower_lrn(lw: CudaFunctionLowering, op: d.LRNOp) -> None:
+    """ONNX LRN is cuDNN's cross-channel LRN: x / (k + alpha/n * sum x^2)^beta."""
+    size = op.size.value.data
+    alpha, beta, bias = (_float_prop(op, "alpha"), _float_prop(op, "beta"), _float_prop(op, "bias"))
+    alpha = 1e-4 if alpha is None else alpha
+    beta = 0.75 if beta is None else beta
+    bias = 1.0 if bias is None else bias
+    if not 1 <= size <= 16:
+        raise fail(op, f"cuDNN's LRN takes a window of 1 to 16 channels, not {size}")
+
+    def configure(desc: SSAValue) -> None:
+        lw._call(lw.init, "cudnnSetLRNDescriptor", desc, size, alpha, beta, bias, what="LRN descriptor")
+
+    lrn = lw._descriptor("LRN", (size, alpha, beta, bias), configure)
+    run = lw.run
+    desc = lw._use(run, lw._tensor(lw._shape(op.x)))
+    lw._lib("cudnnLRNCrossChannelForward", lw._cudnn(), lw._use(run, lrn), api.LRN_CROSS_CHANNEL_DIM1,
+            lw._scalar(run, 1.0), desc, lw._pointer(op, op.x), lw._scalar(run, 0.0), desc, lw._pointer(op, op.out))
+
+
+def _op_tensor(lw: CudaFunctionLowering, fn: str) -> str:
+    def configure(desc: SSAValue) -> None:
+        lw._call(lw.init, "cudnnSetOpTensorDescriptor", desc, api.OP_TENSOR_OPS[fn], api.CUDNN_DATA_FLOAT,
+                 api.CUDNN_NOT_PROPAGATE_NAN, what=f"op-tensor {fn}")
+
+    return lw._descriptor("OpTensor", (fn,), configure)
+
+
+_SWAPPABLE = frozenset({"add", "sub", "mul", "min", "max"})
+
+
+def _elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, b: SSAValue,
+                 out: SSAValue) -> None:
+    """out = fn(a, b) with cudnnOpTensor, C = op(alpha1 * A, alpha2 * B).
+    A must have out's shape while B broadcasts, and cuDNN writes in place
+    only over A; so a broadcast `a`, or an out that is b's buffer, swaps the
+    sides (sub becomes -b + a)."""
+    out_shape = lw._shape(out)
+    alpha1, alpha2 = 1.0, 1.0
+    if lw.overlaps(a, b) and lw.overlaps(out, a):
+        _self_elementwise(lw, op, fn, a, b, out)
+        return
+    a_fits = lw._shape(a) == out_shape and not (lw.overlaps(out, b) and not lw.overlaps(out, a))
+    if not a_fits:
+        if lw._shape(b) != out_shape:
+            raise fail(op, "both operands broadcast; cuDNN's op-tensor needs one of out's shape")
+        if fn not in _SWAPPABLE:
+            raise fail(op, f"{fn} with a broadcast or overwritten first operand has no cuDNN lowering")
+        a, b = b, a
+        if fn == "sub":
+            alpha1 = -1.0
+    elif fn == "sub":
+        alpha2 = -1.0
+    _op_tensor_call(lw, op, fn, (alpha1, a), (alpha2, b), out)
+
+
+def _self_elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, b: SSAValue,
+                      out: SSAValue) -> None:
+    """fn(a, a) written over a itself (dnn-coalesce's in-place Add(a, a)):
+    cuDNN lets only A alias C, so add / sub become C = +-1 * A + 1 * C."""
+    if not (a is b and out is a) and not (lw.locations[a] == lw.locations[b] == lw.locations[out]):
+        raise fail(op, "its operands partly overlap its output; cuDNN cannot compute that in place")
+    if fn in ("min", "max"):
+        return  # fn(a, a) = a, already there
+    if fn not in ("add", "sub"):
+        raise fail(op, f"{fn}(a, a) in place has no cuDNN lowering yet")
+    run = lw.run
+    desc = lw._use(run, lw._tensor(lw._shape(out)))
+    lw._lib("cudnnAddTensor", lw._cudnn(), lw._scalar(run, 1.0 if fn == "add" else -1.0), desc,
+            lw._pointer(op, a), lw._scalar(run, 1.0), desc, lw._pointer(op, out))
+
+
+def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[float, SSAValue],
+                    b: tuple[float, SSAValue], out: SSAValue) -> None:
+    """One cudnnOpTensor: out = fn(alpha1 * A, alpha2 * B), B broadcast; sub is
+    add (the caller negated its alpha)."""
+    op_fn = "add" if fn == "sub" else fn
+    if op_fn not in api.OP_TENSOR_OPS:
+        raise fail(op, f"{fn} has no cuDNN op-tensor lowering yet (add, sub, mul, min, max do)")
+    run = lw.run
+    out_shape = lw._shape(out)
+    c_desc = lw._use(run, lw._tensor(out_shape))
+    b_dims = _broadcast_shape(lw._shape(b[1]), len(out_shape))
+    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, op_fn)), lw._scalar(run, a[0]), c_desc,
+            lw._pointer(op, a[1]), lw._scalar(run, b[0]), lw._use(run, lw._tensor(b_dims)), lw._pointer(op, b[1]),
+            lw._scalar(run, 0.0), c_desc, lw._pointer(op, out))
+
+
+def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
+    """cudnnOpTensor where it computes the op (then the activation), else
+    one generated kernel with the activation fused in."""
+    fn, activation = op.fn.data, _str_prop(op, "activation")
+    out_shape = lw._shape(op.out)
+    one_full = out_shape in (lw._shape(op.a), lw._shape(op.b))
+    self_in_place = lw.overlaps(op.a, op.b) and lw.overlaps(op.out, op.a)
+    if fn in _SWAPPABLE and one_full and not (self_in_place and fn == "mul"):
+        _elementwise(lw, op, fn, op.a, op.b, op.out)
+        lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+        return
+    lw.pointwise(op, fn, op.out, [op.a, op.b], activation=activation, activation_alpha=_float_prop(op, "alpha"),
+                 activation_beta=_float_prop(op, "beta"))
+
+
+def _byte_operand(op: Operation, value: SSAValue) -> bool:
+    """Whether `value` is a bool tensor a generated kernel reads or writes:
+    where's condition, a float comparison's result."""
+    from pyocc.lowering.cuda_kernels import COMPARISONS
+
+    if isinstance(op, d.WhereOp):
+        return value is op.cond
+    return isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS and value is op.out
+
+
+def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
+    lw.pointwise(op, "where", op.out, [op.cond, op.a, op.b])
+
+
+def _lower_variadic(lw: CudaFunctionLowering, op: d.VariadicOp) -> None:
+    """sum / max / min of n inputs: n - 1 op-tensor calls accumulating in out."""
+    fn = {"sum": "add", "max": "max", "min": "min"}.get(op.fn.data)
+    inputs = list(op.inputs)
+    if fn is None:
+        raise fail(op, f"{op.fn.data} of several inputs has no cuDNN lowering yet (sum, max, min do)")
+    if len(inputs) == 1:
+        _copy(lw, op, inputs[0], op.out)
+        return
+    _elementwise(lw, op, fn, inputs[0], inputs[1], op.out)
+    for value in inputs[2:]:
+        _elementwise(lw, op, fn, op.out, value, op.out)
+
+
+def _lower_unary(lw: CudaFunctionLowering, op: d.UnaryOp) -> None:
+    fn = op.fn.data
+    if fn == "identity":
+        _copy(lw, op, op.x, op.out)
+        return
+    lw._apply_activation(op, fn, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out, source=op.x)
+
+
+def _copy(lw: CudaFunctionLowering, op: Operation, source: SSAValue, target: SSAValue) -> None:
+    """target = source, device to device (nothing when they are one buffer)."""
+    if source is target:
+        return
+    run = lw.run
+    lw._lib("cudaMemcpyAsync", lw._pointer(op, target), lw._pointer(op, source), d.type_bytes(source.type),
+            api.MEMCPY_DEVICE_TO_DEVICE, lw._load_handle(run, lw.stream))
+
+
+def _lower_copy(lw: CudaFunctionLowering, op: d.CopyOp) -> None:
+    _copy(lw, op, op.x, op.out)
+
+
+def _lower_channel_affine(lw: CudaFunctionLowering, op: d.ChannelAffineOp) -> None:
+    """out = act(x * scale[c] + shift[c]): an op-tensor multiply by the
+    broadcast scale, an add of the broadcast shift, the activation."""
+    shape = lw._shape(op.x)
+    if _int_prop(op, "axis", 1) % len(shape) != 1:
+        raise fail(op, "a channel affine along an axis other than 1 has no cuDNN lowering yet")
+    run = lw.run
+    vector = lw._use(run, lw._tensor([1, shape[1]] + [1] * (len(shape) - 2)))
+    desc = lw._use(run, lw._tensor(shape))
+    y = lw._pointer(op, op.out)
+    one, zero = lw._scalar(run, 1.0), lw._scalar(run, 0.0)
+    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, "mul")), one, desc, lw._pointer(op, op.x),
+            one, vector, lw._pointer(op, op.scale), zero, desc, y)
+    lw._lib("cudnnAddTensor", lw._cudnn(), one, vector, lw._pointer(op, op.shift), one, desc, y)
+    lw._apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"),
+                         op.out)
+
+
+def _lower_batch_norm(lw: CudaFunctionLowering, op: d.BatchNormOp) -> None:
+    shape = lw._shape(op.x)
+    run = lw.run
+    desc = lw._use(run, lw._tensor(shape))
+    vector = lw._use(run, lw._tensor([1, shape[1]] + [1] * (len(shape) - 2)))
+    epsilon = _float_prop(op, "epsilon")
+    lw._lib("cudnnBatchNormalizationForwardInference", lw._cudnn(), api.BATCHNORM_SPATIAL, lw._scalar(run, 1.0),
+            lw._scalar(run, 0.0), desc, lw._pointer(op, op.x), desc, lw._pointer(op, op.out), vector,
+            lw._pointer(op, op.scale), lw._pointer(op, op.bias), lw._pointer(op, op.mean), lw._pointer(op, op.var),
+            1e-5 if epsilon is None else epsilon)
+
+
+def _lower_transpose(lw: CudaFunctionLowering, op: d.TransposeOp) -> None:
+    """A permutation is a strided copy: read x with its strides permuted."""
+    x_shape, y_shape = lw._shape(op.x), lw._shape(op.out)
+    perm = _ints_prop(op, "perm", list(reversed(range(len(x_shape)))))
+    x_strides = _strides(x_shape)
+    run = lw.run
+    lw._lib("cudnnTransformTensor", lw._cudnn(), lw._scalar(run, 1.0),
+            lw._use(run, lw._tensor(y_shape, [x_strides[p] for p in perm])), lw._pointer(op, op.x),
+            lw._scalar(run, 0.0), lw._use(run, lw._tensor(y_shape)), lw._pointer(op, op.out))
+
+
+def _band_copies(lw: CudaFunctionLowering, op: Operation, whole: SSAValue, parts: Sequence[SSAValue], axis: int,
+                 into_whole: bool) -> None:
+    """Concat (into_whole) or split along `axis`: each part is `outer` rows
+    of a contiguous band of the whole, one cudaMemcpy2DAsync per part."""
+    shape = lw._shape(whole)
+    axis %= len(shape)
+    outer = math.prod(shape[:axis])
+    row = d.type_bytes(whole.type) // max(outer, 1)
+    offset = 0
+    run = lw.run
+    base = lw._pointer(op, whole)
+    for part in parts:
+        width = d.type_bytes(part.type) // max(outer, 1)
+        band = run.b.gep(base, offset, i8)
+        source, target = (lw._pointer(op, part), band) if into_whole else (band, lw._pointer(op, part))
+        spitch, dpitch = (width, row) if into_whole else (row, width)
+        lw._lib("cudaMemcpy2DAsync", target, dpitch, source, spitch, width, outer, api.MEMCPY_DEVICE_TO_DEVICE,
+                lw._load_handle(run, lw.stream))
+        offset += width
+
+
+def _lower_concat(lw: CudaFunctionLowering, op: d.ConcatOp) -> None:
+    _band_copies(lw, op, op.out, list(op.inputs), op.axis.value.data, into_whole=True)
+
+
+def _lower_split(lw: CudaFunctionLowering, op: d.SplitOp) -> None:
+    _band_copies(lw, op, op.x, list(op.outs), _int_prop(op, "axis", 0), into_whole=False)
+
+
+_COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
+    d.ConvOp: _lower_conv,
+    d.MaxPoolOp: _lower_pool,
+    d.AveragePoolOp: _lower_pool,
+    d.GlobalAveragePoolOp: _lower_pool,
+    d.GlobalMaxPoolOp: _lower_pool,
+    d.GemmOp: _lower_gemm,
+    d.MatMulOp: _lower_matmul,
+    d.SoftmaxOp: _lower_softmax,
+    d.LogSoftmaxOp: _lower_softmax,
+    d.LRNOp: _lower_lrn,
+    d.BinaryOp: _lower_binary,
+    d.VariadicOp: _lower_variadic,
+    d.UnaryOp: _lower_unary,
+    d.CopyOp: _lower_copy,
+    d.ChannelAffineOp: _lower_channel_affine,
+    d.BatchNormOp: _lower_batch_norm,
+    d.TransposeOp: _lower_transpose,
+    d.ConcatOp: _lower_concat,
+    d.SplitOp: _lower_split,
+    d.WhereOp: _lower_where,
+}
+#: the dnn ops target=cuda lowers (the rest fail with a clear message)
+CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]

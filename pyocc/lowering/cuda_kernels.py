@@ -1,0 +1,362 @@
+"""Pointwise CUDA kernels that pyocc writes itself, for what cuDNN lacks.
+
+cuDNN has no erf, GELU, division, exp or where. For those ops
+`convert-dnn-to-llvm{target=cuda}` describes one pointwise kernel per op
+(`PointwiseKernel`: an expression over broadcast inputs) and this module
+turns the descriptions of a function into
+
+- PTX, through LLVM's NVPTX back end in llvmlite: no CUDA toolkit and no GPU
+  are needed to compile; the driver loads the PTX at init
+  (cuModuleLoadData) and the run launches each kernel (cuLaunchKernel);
+- a host twin of every kernel from the same expression code, so the CPU
+  stand-in (pyocc.testing.fake_cuda) can run the kernels too and the tests
+  check their arithmetic against onnxruntime without a GPU.
+
+Kernel `k` takes (out, in0, in1, ...) device pointers; element i of the
+output reads each input at its broadcast offset. Shapes and strides are
+compile-time constants of the kernel. Transcendentals use the PTX
+approximations ex2.approx / lg2.approx (about 2 ulp), and erf the
+Abramowitz-Stegun 7.1.26 polynomial (|error| < 1.5e-7).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+#: threads per block of every launch
+BLOCK = 256
+#: the PTX the kernels are compiled to: any GPU from Volta on can JIT it
+PTX_ARCH, PTX_FEATURES = "sm_70", "+ptx64"
+
+#: unary functions the kernels compute (x -> y), with their parameters alpha/beta
+UNARY_FUNCTIONS = frozenset({
+    "identity", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "floor", "ceil", "relu", "leaky_relu",
+    "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "clip", "erf", "gelu",
+})
+BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
+#: float comparisons: their result is one byte per element (numpy's bool)
+COMPARISONS: dict[str, str] = {"equal": "==", "less": "<", "greater": ">", "less_or_equal": "<=",
+                               "greater_or_equal": ">="}
+
+
+@dataclass(frozen=True)
+class PointwiseKernel:
+    """out[i] = act(fn(inputs at i)) over `shape`, each input broadcast by
+    its `strides` (in elements, 0 along a broadcast dimension).
+
+    fn: a unary or binary function name, a comparison (bytes out), or
+    "where" (cond as bytes, a, b)."""
+
+    name: str
+    fn: str
+    shape: tuple[int, ...]
+    input_strides: tuple[tuple[int, ...], ...]
+    alpha: float | None = None
+    beta: float | None = None
+    approximate: str = "none"
+    activation: str | None = None
+    activation_alpha: float | None = None
+    activation_beta: float | None = None
+
+    @property
+    def count(self) -> int:
+        """Elements of the output (threads of the launch)."""
+        return math.prod(self.shape)
+
+    @property
+    def output_bytes(self) -> int:
+        """Bytes of the output: 4 per element, 1 for a comparison."""
+        return self.count * (1 if self.fn in COMPARISONS else 4)
+
+    @property
+    def grid(self) -> int:
+        """Blocks of the launch."""
+        return max(1, -(-self.count // BLOCK))
+
+    def input_bytes(self, index: int) -> int:
+        """Bytes of input `index` the kernel may read (its broadcast extent)."""
+        strides = self.input_strides[index]
+        last = sum((dim - 1) * stride for dim, stride in zip(self.shape, strides))
+        return (last + 1) * (1 if self.fn == "where" and index == 0 else 4)
+
+
+def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
+    """Element strides of an input of `shape` read at every index of
+    `out_shape` (numpy broadcasting, 0 along broadcast dimensions)."""
+    shape = [1] * (len(out_shape) - len(shape)) + list(shape)
+    strides = [0] * len(shape)
+    step = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        strides[axis] = 0 if shape[axis] == 1 and out_shape[axis] != 1 else step
+        step *= shape[axis]
+    return tuple(strides)
+
+
+# ---------------------------------------------------------------------------
+# The expression, for either flavour
+# ---------------------------------------------------------------------------
+
+
+class _Math:
+    """Float arithmetic in one flavour: `ptx` (NVVM approximations) or
+    `host` (LLVM intrinsics that lower to libm)."""
+
+    def __init__(self, builder: object, module: object, flavour: str):
+        import llvmlite.ir as ir
+
+        self.ir = ir
+        self.b = builder
+        self.module = module
+        self.flavour = flavour
+        self.f32 = ir.FloatType()
+
+    def const(self, value: float) -> object:
+        return self.ir.Constant(self.f32, value)
+
+    def _intrinsic(self, name: str, *args: object) -> object:
+        ir = self.ir
+        function = self.module.globals.get(name)
+        if function is None:
+            function = ir.Function(self.module, ir.FunctionType(self.f32, [self.f32] * len(args)), name)
+        return self.b.call(function, list(args))
+
+    def exp2(self, x: object) -> object:
+        return self._intrinsic("llvm.nvvm.ex2.approx.f" if self.flavour == "ptx" else "llvm.exp2.f32", x)
+
+    def log2(self, x: object) -> object:
+        return self._intrinsic("llvm.nvvm.lg2.approx.f" if self.flavour == "ptx" else "llvm.log2.f32", x)
+
+    def exp(self, x: object) -> object:
+        return self.exp2(self.b.fmul(x, self.const(1.0 / math.log(2.0))))
+
+    def log(self, x: object) -> object:
+        return self.b.fmul(self.log2(x), self.const(math.log(2.0)))
+
+    def sqrt(self, x: object) -> object:
+        return self._intrinsic("llvm.sqrt.f32", x)
+
+    def fabs(self, x: object) -> object:
+        return self._intrinsic("llvm.fabs.f32", x)
+
+    def floor(self, x: object) -> object:
+        return self._intrinsic("llvm.floor.f32", x)
+
+    def ceil(self, x: object) -> object:
+        return self._intrinsic("llvm.ceil.f32", x)
+
+    def select(self, condition: object, a: object, b: object) -> object:
+        return self.b.select(condition, a, b)
+
+    def max(self, a: object, b: object) -> object:
+        return self.select(self.b.fcmp_ordered(">", a, b), a, b)
+
+    def min(self, a: object, b: object) -> object:
+        return self.select(self.b.fcmp_ordered("<", a, b), a, b)
+
+    def sigmoid(self, x: object) -> object:
+        b = self.b
+        return b.fdiv(self.const(1.0), b.fadd(self.const(1.0), self.exp(b.fneg(x))))
+
+    def tanh(self, x: object) -> object:
+        # tanh x = 1 - 2 / (exp(2x) + 1): exact limits at +-inf
+        b = self.b
+        return b.fsub(self.const(1.0), b.fdiv(self.const(2.0), b.fadd(self.exp(b.fmul(x, self.const(2.0))),
+                                                                      self.const(1.0))))
+
+    def erf(self, x: object) -> object:
+        """Abramowitz-Stegun 7.1.26 on |x|, with erf's sign."""
+        b = self.b
+        ax = self.fabs(x)
+        t = b.fdiv(self.const(1.0), b.fadd(self.const(1.0), b.fmul(self.const(0.3275911), ax)))
+        poly = self.const(1.061405429)
+        for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+            poly = b.fadd(b.fmul(poly, t), self.const(c))
+        poly = b.fmul(poly, t)
+        y = b.fsub(self.const(1.0), b.fmul(poly, self.exp(b.fneg(b.fmul(ax, ax)))))
+        return self.select(b.fcmp_ordered("<", x, self.const(0.0)), b.fneg(y), y)
+
+
+def _unary(m: _Math, fn: str, x: object, alpha: float | None, beta: float | None, approximate: str) -> object:
+    b = m.b
+    match fn:
+        case "identity":
+            return x
+        case "neg":
+            return b.fneg(x)
+        case "abs":
+            return m.fabs(x)
+        case "exp":
+            return m.exp(x)
+        case "log":
+            return m.log(x)
+        case "sqrt":
+            return m.sqrt(x)
+        case "reciprocal":
+            return b.fdiv(m.const(1.0), x)
+        case "floor":
+            return m.floor(x)
+        case "ceil":
+            return m.ceil(x)
+        case "relu":
+            return m.max(x, m.const(0.0))
+        case "leaky_relu":
+            slope = 0.01 if alpha is None else alpha
+            return m.select(b.fcmp_ordered(">=", x, m.const(0.0)), x, b.fmul(x, m.const(slope)))
+        case "sigmoid":
+            return m.sigmoid(x)
+        case "tanh":
+            return m.tanh(x)
+        case "hard_sigmoid":
+            a, c = (0.2 if alpha is None else alpha), (0.5 if beta is None else beta)
+            return m.min(m.max(b.fadd(b.fmul(x, m.const(a)), m.const(c)), m.const(0.0)), m.const(1.0))
+        case "hard_swish":
+            gate = m.min(m.max(b.fadd(b.fmul(x, m.const(1.0 / 6.0)), m.const(0.5)), m.const(0.0)), m.const(1.0))
+            return b.fmul(x, gate)
+        case "clip":
+            y = x if alpha is None else m.max(x, m.const(alpha))
+            return y if beta is None else m.min(y, m.const(beta))
+        case "erf":
+            return m.erf(x)
+        case "gelu":
+            if approximate == "tanh":
+                inner = b.fmul(m.const(math.sqrt(2.0 / math.pi)),
+                               b.fadd(x, b.fmul(m.const(0.044715), b.fmul(x, b.fmul(x, x)))))
+                gate = b.fadd(m.const(1.0), m.tanh(inner))
+            else:
+                gate = b.fadd(m.const(1.0), m.erf(b.fmul(x, m.const(1.0 / math.sqrt(2.0)))))
+            return b.fmul(b.fmul(x, m.const(0.5)), gate)
+    raise ValueError(f"no pointwise kernel computes {fn!r}")
+
+
+def _binary(m: _Math, fn: str, a: object, c: object) -> object:
+    b = m.b
+    operations: dict[str, Callable[[object, object], object]] = {
+        "add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "max": m.max, "min": m.min}
+    return operations[fn](a, c)
+
+
+# ---------------------------------------------------------------------------
+# One kernel body: index -> load, compute, store
+# ---------------------------------------------------------------------------
+
+
+def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs: Sequence[object]) -> None:
+    """Element `index` of `kernel` (an i64), with typed pointers."""
+    ir, b = m.ir, m.b
+    i64 = ir.IntType(64)
+    coordinates = []
+    rest = index
+    for dim in reversed(kernel.shape):
+        coordinates.append(b.urem(rest, ir.Constant(i64, dim)))
+        rest = b.udiv(rest, ir.Constant(i64, dim))
+    coordinates.reverse()
+    values = []
+    for pointer, strides in zip(inputs, kernel.input_strides):
+        offset = ir.Constant(i64, 0)
+        for coordinate, stride in zip(coordinates, strides):
+            if stride:
+                offset = b.add(offset, b.mul(coordinate, ir.Constant(i64, stride)))
+        values.append(b.load(b.gep(pointer, [offset])))
+    if kernel.fn == "where":
+        condition = b.icmp_unsigned("!=", values[0], ir.Constant(ir.IntType(8), 0))
+        result = b.select(condition, values[1], values[2])
+    elif kernel.fn in COMPARISONS:
+        truth = b.fcmp_ordered(COMPARISONS[kernel.fn], values[0], values[1])
+        b.store(b.zext(truth, ir.IntType(8)), b.gep(out, [index]))
+        return
+    elif kernel.fn in BINARY_FUNCTIONS:
+        result = _binary(m, kernel.fn, values[0], values[1])
+    else:
+        result = _unary(m, kernel.fn, values[0], kernel.alpha, kernel.beta, kernel.approximate)
+    if kernel.activation is not None:
+        result = _unary(m, kernel.activation, result, kernel.activation_alpha, kernel.activation_beta, "none")
+    b.store(result, b.gep(out, [index]))
+
+
+def _pointer_types(kernel: PointwiseKernel) -> list[object]:
+    import llvmlite.ir as ir
+
+    f32p, bytes_pointer = ir.FloatType().as_pointer(), ir.IntType(8).as_pointer()
+    types = [bytes_pointer if kernel.fn in COMPARISONS else f32p]
+    for index in range(len(kernel.input_strides)):
+        types.append(bytes_pointer if kernel.fn == "where" and index == 0 else f32p)
+    return types
+
+
+def ptx_module(kernels: Sequence[PointwiseKernel]) -> str:
+    """The PTX of `kernels`: one `.entry` per kernel, named as the kernel."""
+    import llvmlite.binding as llvm
+    import llvmlite.ir as ir
+
+    module = ir.Module(name="pyocc_kernels")
+    module.triple = "nvptx64-nvidia-cuda"
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    annotations = module.add_named_metadata("nvvm.annotations")
+    for kernel in kernels:
+        function = ir.Function(module, ir.FunctionType(ir.VoidType(), _pointer_types(kernel)), kernel.name)
+        entry = function.append_basic_block("entry")
+        body = function.append_basic_block("body")
+        done = function.append_basic_block("done")
+        b = ir.IRBuilder(entry)
+        m = _Math(b, module, "ptx")
+
+        def register(name: str) -> object:
+            special = module.globals.get(name) or ir.Function(module, ir.FunctionType(i32, []), name)
+            return b.zext(b.call(special, []), i64)
+
+        block_id = register("llvm.nvvm.read.ptx.sreg.ctaid.x")
+        block_size = register("llvm.nvvm.read.ptx.sreg.ntid.x")
+        thread = register("llvm.nvvm.read.ptx.sreg.tid.x")
+        index = b.add(b.mul(block_id, block_size), thread)
+        b.cbranch(b.icmp_unsigned("<", index, ir.Constant(i64, kernel.count)), body, done)
+        b.position_at_end(body)
+        _body(m, kernel, index, function.args[0], function.args[1:])
+        b.branch(done)
+        b.position_at_end(done)
+        b.ret_void()
+        annotations.add(module.add_metadata([function, "kernel", ir.Constant(i32, 1)]))
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    target = llvm.Target.from_triple(module.triple)
+    machine = target.create_target_machine(cpu=PTX_ARCH, features=PTX_FEATURES, opt=2)
+    parsed = llvm.parse_assembly(str(module))
+    parsed.verify()
+    return machine.emit_assembly(parsed)
+
+
+def host_twins(kernels: Sequence[PointwiseKernel]) -> str:
+    """LLVM IR for the host: `void NAME_host(void **params, int64_t first,
+    int64_t last)` runs elements [first, last) of kernel NAME, reading its
+    arguments as cuLaunchKernel passes them (an array of pointers to each)."""
+    import llvmlite.ir as ir
+
+    module = ir.Module(name="pyocc_kernel_twins")
+    i8p, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
+    for kernel in kernels:
+        twin = ir.Function(module, ir.FunctionType(ir.VoidType(), [i8p.as_pointer(), i64, i64]),
+                           f"{kernel.name}_host")
+        params, first, last = twin.args
+        entry, loop, body, done = (twin.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
+        b = ir.IRBuilder(entry)
+        pointers = []
+        for position, kind in enumerate(_pointer_types(kernel)):
+            slot = b.load(b.gep(params, [ir.Constant(i64, position)]))
+            pointers.append(b.load(b.bitcast(slot, kind.as_pointer())))
+        b.branch(loop)
+        b.position_at_end(loop)
+        index = b.phi(i64)
+        index.add_incoming(first, entry)
+        b.cbranch(b.icmp_unsigned("<", index, last), body, done)
+        b.position_at_end(body)
+        # elements past the output are not computed, as in the PTX
+        in_range = b.icmp_unsigned("<", index, ir.Constant(i64, kernel.count))
+        with b.if_then(in_range):
+            _body(_Math(b, module, "host"), kernel, index, pointers[0], pointers[1:])
+        following = b.add(index, ir.Constant(i64, 1))
+        index.add_incoming(following, b.block)
+        b.branch(loop)
+        b.position_at_end(done)
+        b.ret_void()
+    return str(module)

@@ -1,0 +1,158 @@
+"""Running a model lowered by `convert-dnn-to-llvm{target=cuda}`.
+
+`CudaModel(llvm_ir, meta, weight_pool, symbols)` JIT-compiles the host code
+with llvmlite, binds each CUDA runtime / cuDNN / cuBLAS function it declares
+to the address `symbols` gives (NVIDIA's libraries from
+`pyocc.runtime.cuda.CudaLibraries`, or the CPU stand-in
+`pyocc.testing.fake_cuda.FakeCuda` in tests), calls `NAME_init` once (which
+uploads the weights) and `NAME_run` per inference. Libraries that run the
+generated kernels on the CPU (`register_host_kernels`) get their host twins. A failed library call
+comes back as its number in the table's "calls" list, and is raised as one
+line naming the call, the op it lowers and the library's status.
+
+Like all of pyocc.runtime, this module never imports xDSL.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from pyocc.errors import PyoccError
+from pyocc.runtime.bridge import ABI_VERSION, AllocStats, check_inputs
+from pyocc.runtime.jit import _llvm, _target_machine
+
+_INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+_RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_DESTROY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+#: cudaMalloc calls, cudaFree calls, bytes allocated now, peak bytes, failed status
+STATE_SLOTS = 5
+
+
+class CudaModel:
+    """A cuda-target model in this process: `run(inputs) -> outputs`."""
+
+    def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray, symbols: Mapping[str, int],
+                 keepalive: Any = None):
+        if meta.get("abi") != ABI_VERSION or meta.get("target") != "cuda":
+            raise PyoccError(f"the model is for target {meta.get('target', 'host')} (ABI {meta.get('abi')}); "
+                             f"this runtime reads target cuda, ABI {ABI_VERSION}")
+        if weight_pool.nbytes != meta["weights"]["bytes"]:
+            raise PyoccError(f"the weight pool has {weight_pool.nbytes} bytes; the model expects "
+                             f"{meta['weights']['bytes']}")
+        llvm = _llvm()
+        self.meta = meta
+        self.name: str = meta["name"]
+        self.llvm_ir = llvm_ir
+        self.weight_pool = weight_pool
+        self._keepalive = keepalive  # what owns the library functions (a FakeCuda, loaded libraries)
+        machine = _target_machine()
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        module.verify()
+        for function in module.functions:
+            if function.is_declaration and not function.name.startswith("llvm."):
+                if function.name not in symbols:
+                    raise PyoccError(f"generated code calls '{function.name}', which the CUDA libraries "
+                                     "given do not provide")
+                llvm.add_symbol(function.name, symbols[function.name])
+        self._engine = llvm.create_mcjit_compiler(module, machine)
+        self._engine.finalize_object()
+        self._twins = self._compile_kernel_twins(keepalive)
+        address = self._engine.get_function_address
+        self._init = _INIT(address(f"{self.name}_init"))
+        self._run = _RUN(address(f"{self.name}_run"))
+        self._destroy = _DESTROY(address(f"{self.name}_destroy"))
+        self._stats = AllocStats(0, 0, 0, 0)
+        self._live = False
+        state = (ctypes.c_int64 * STATE_SLOTS)()
+        self._check(self._init(self.weight_pool.ctypes.data, ctypes.addressof(state)), state, "init")
+        self._live = True
+        #: device bytes init allocated once: the weights and the convolution workspace
+        self.init_device_bytes: int = state[2]
+        #: the workspace the chosen convolution algorithms need (at most meta's "workspace_limit")
+        self.workspace_bytes: int = state[2] - (meta["weights"]["bytes"] if meta["weights"]["bytes"] else 0)
+
+    def _compile_kernel_twins(self, libraries: Any) -> Any:
+        """The generated kernels' host twins, for libraries that run kernels
+        on the CPU (`register_host_kernels`, the fake); None otherwise."""
+        register = getattr(libraries, "register_host_kernels", None)
+        if not self.meta.get("kernels") or register is None:
+            return None
+        llvm = _llvm()
+        machine = _target_machine()
+        module = llvm.parse_assembly(self.meta["kernel_twins"])
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        module.verify()
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        register({k["name"]: (engine.get_function_address(f"{k['name']}_host"), k["pointer_bytes"])
+                  for k in self.meta["kernels"]})
+        return engine
+
+    @property
+    def input_names(self) -> list[str]:
+        """ONNX names of the graph inputs, in order."""
+        return [spec["name"] for spec in self.meta["inputs"]]
+
+    @property
+    def output_names(self) -> list[str]:
+        """ONNX names of the graph outputs, in order."""
+        return [spec["name"] for spec in self.meta["outputs"]]
+
+    def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Copy `inputs` to the device, run, copy the outputs back."""
+        if not self._live:
+            raise PyoccError(f"{self.name}: the model was closed")
+        arrays = check_inputs(self.name, self.meta, inputs)
+        outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
+        input_pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        state = (ctypes.c_int64 * STATE_SLOTS)()
+        status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
+                           ctypes.addressof(state))
+        self._stats = AllocStats(allocations=state[0], frees=state[1], live_bytes=state[2], peak_bytes=state[3])
+        self._check(status, state, "run")
+        return dict(zip(self.output_names, outputs))
+
+    def _check(self, call: int, state: Any, phase: str) -> None:
+        """Raise the failed call `call` (0: none failed) as one line."""
+        if call == 0:
+            return
+        from pyocc.lowering.cuda_api import status_name
+
+        calls = self.meta["calls"]
+        what = calls[call - 1] if 0 < call <= len(calls) else f"call {call}"
+        function = what.split(" ", 1)[0]
+        raise PyoccError(f"{self.name}: {phase}: {what} failed with {status_name(function, state[STATE_SLOTS - 1])}")
+
+    def alloc_stats(self) -> AllocStats:
+        """cudaMalloc / cudaFree calls and device bytes of the last `run`."""
+        return self._stats
+
+    def expected_alloc_stats(self) -> dict[str, int]:
+        """What the IR implies per run: cudaMalloc calls and peak bytes."""
+        return dict(self.meta["memory"])
+
+    def write_llvm_ir(self, path: str) -> None:
+        """The host code as LLVM IR text (`.ll`)."""
+        with open(path, "w") as f:
+            f.write(self.llvm_ir)
+
+    def close(self) -> None:
+        """Release the device memory, descriptors and handles init created."""
+        if self._live:
+            self._live = False
+            state = (ctypes.c_int64 * STATE_SLOTS)()
+            self._check(self._destroy(ctypes.addressof(state)), state, "destroy")
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown, or a device already gone
+            pass

@@ -1,0 +1,182 @@
+"""target=cuda end to end without a GPU: the generated host code runs against
+pyocc.testing.fake_cuda, a CPU stand-in for the CUDA runtime, cuDNN and
+cuBLAS that checks every pointer, descriptor and workspace the code passes.
+
+Light models with random weights must match onnxruntime, allocate exactly
+what the memory mode promises per run (one cudaMalloc in pool mode, one per
+buffer in eager and lazy mode, each freed), and leave nothing behind after
+`close()`. The same tests on a real GPU are in tests/runtime/test_cuda_gpu.py.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+import onnx
+import pytest
+
+import pyocc
+from pyocc.errors import PyoccError
+from pyocc.testing.fake_cuda import FakeCuda
+from pyocc.testing.light_models import random_inputs_for, with_random_weights
+
+ort = pytest.importorskip("onnxruntime")
+
+CASES = [
+    ("squeezenet", "eager"), ("squeezenet", "lazy"), ("squeezenet", "pool"),
+    ("resnet50", "pool"),  # conv + bias + residual + relu in one cuDNN call, in place
+    ("shufflenet", "lazy"),  # grouped convs, channel shuffle as cudnnTransformTensor
+    ("inception_v1", "pool"),  # asymmetric average pooling, LRN, concat bands
+    ("densenet121", "pool"),  # channel affine as op-tensor calls, average pooling
+    ("bvlc_alexnet", "pool"),  # grouped convs, LRN, gemm + relu
+]
+
+
+@lru_cache(maxsize=1)
+def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
+    """The model with random weights, seeded inputs, and onnxruntime's outputs."""
+    model = with_random_weights(name)
+    inputs = random_inputs_for(model)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    return model, inputs, ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
+
+
+@pytest.mark.parametrize("name, memory", CASES)
+def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
+    model, inputs, expected = reference(name)
+    fake = FakeCuda()
+    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake)
+    before = fake.calls["cudaMalloc"]
+    for _ in range(2):  # a second run reuses what init set up
+        got = compiled.run(inputs)
+        for value, want in zip(got.values(), expected):
+            np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+    assert fake.errors == []
+    stats = compiled.native.alloc_stats()
+    report = compiled.memory_report()
+    assert stats.allocations == stats.frees and stats.live_bytes == 0
+    assert fake.calls["cudaMalloc"] - before == 2 * stats.allocations
+    if memory == "pool":
+        assert stats.allocations == 1
+        assert stats.peak_bytes == report.activation_bytes
+    else:
+        assert stats.allocations == len(report.buffers)
+    compiled.native.close()
+    assert fake.leaks() == []
+
+
+def test_init_allocates_weights_and_workspace_once() -> None:
+    model, _, _ = reference("squeezenet")
+    fake = FakeCuda()
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake)
+    native = compiled.native
+    assert native.init_device_bytes == native.workspace_bytes + native.meta["weights"]["bytes"]
+    assert 0 < native.workspace_bytes <= native.meta["workspace_limit"]
+    assert fake.live_bytes == native.init_device_bytes
+    assert compiled.memory_report().workspace_bytes == native.workspace_bytes
+
+
+def test_workspace_limit_is_honoured() -> None:
+    """With no workspace, every convolution falls back to implicit GEMM."""
+    model, inputs, expected = reference("squeezenet")
+    fake = FakeCuda()
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, workspace=0)
+    assert compiled.native.workspace_bytes == 0
+    got = compiled.run(inputs)
+    np.testing.assert_allclose(next(iter(got.values())), expected[0], rtol=1e-4, atol=1e-5)
+
+
+class _Failing:
+    """The fake, except that one function always returns `status`."""
+
+    def __init__(self, function: str, status: int):
+        self.fake = FakeCuda()
+        self.function, self.status = function, status
+        self._prototype = ctypes.CFUNCTYPE(ctypes.c_int32)  # a C function may ignore its arguments
+        self._callback = self._prototype(lambda: status)
+
+    def symbols(self) -> dict[str, int]:
+        symbols: dict[str, Any] = dict(self.fake.symbols())
+        symbols[self.function] = ctypes.cast(self._callback, ctypes.c_void_p).value
+        return symbols
+
+
+@pytest.mark.parametrize("function, status, message", [
+    ("cudnnPoolingForward", 2000,
+     "run: cudnnPoolingForward (dnn.max_pool #0) failed with CUDNN_STATUS_BAD_PARAM (2000)"),
+    ("cudaMalloc", 2, "init: cudaMalloc (workspace) failed with cudaErrorMemoryAllocation (2)"),
+    ("cudnnCreate", 1001, "init: cudnnCreate (cuDNN handle) failed with CUDNN_STATUS_NOT_INITIALIZED (1001)"),
+])
+def test_a_failed_call_is_named(function: str, status: int, message: str) -> None:
+    model, inputs, _ = reference("squeezenet")
+    libraries = _Failing(function, status)
+    with pytest.raises(PyoccError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=libraries).run(inputs)
+
+
+def test_no_gpu_is_one_line_error() -> None:
+    """Without libraries (CI has none), compiling for cuda says what to do."""
+    from pyocc.runtime.cuda import cuda_unavailable_reason
+
+    reason = cuda_unavailable_reason()
+    if reason is None:
+        pytest.skip("a GPU is usable here; tests/runtime/test_cuda_gpu.py covers it")
+    model, _, _ = reference("squeezenet")
+    with pytest.raises(PyoccError, match="target cuda needs an NVIDIA GPU"):
+        pyocc.compile(model, target="cuda")
+
+
+def _pointwise_graph() -> onnx.ModelProto:
+    """Ops cuDNN does not have, so they run as kernels pyocc generates:
+    broadcast division, erf, exp, sqrt, reciprocal, leaky relu, hard swish,
+    where, and Add(a, a) written in place."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    divisor = numpy_helper.from_array((rng.uniform(0.5, 2.0, (1, 6))).astype(np.float32), "divisor")
+    nodes = [
+        helper.make_node("Div", ["x", "divisor"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Abs", ["x"], ["ax"]),
+        helper.make_node("Sqrt", ["ax"], ["s"]),
+        helper.make_node("Exp", ["e"], ["ex"]),
+        helper.make_node("Reciprocal", ["ex"], ["r"]),
+        helper.make_node("LeakyRelu", ["x"], ["lr"], alpha=0.2),
+        helper.make_node("HardSwish", ["lr"], ["hs"]),
+        helper.make_node("Greater", ["x", "s"], ["g"]),
+        helper.make_node("Where", ["g", "r", "hs"], ["w"]),
+        helper.make_node("Add", ["w", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "pointwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 6])], [divisor])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_generated_kernels_match_onnxruntime(memory: str) -> None:
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _pointwise_graph()
+    x = np.random.default_rng(4).standard_normal((4, 6)).astype(np.float32)
+    fake = FakeCuda()
+    # ex2/lg2-based exp and the erf polynomial are within a few 1e-7 of float32
+    problem = compare_with_onnxruntime(model, {"x": x}, rtol=1e-5, atol=1e-5, target="cuda", memory=memory,
+                                       cuda_libraries=fake)
+    assert problem is None, (problem, fake.errors)
+    assert fake.calls["cuLaunchKernel"] >= 5 and fake.errors == []
+
+
+def test_random_graphs_match_onnxruntime() -> None:
+    """A slice of the differential fuzzer (bench/fuzz.py --target cuda runs more)."""
+    from pyocc.testing.random_graphs import compare_with_onnxruntime, random_graph, random_inputs
+
+    for seed in range(24):
+        model = random_graph(seed)
+        fake = FakeCuda()
+        problem = compare_with_onnxruntime(model, random_inputs(model, seed), target="cuda",
+                                           memory=("pool", "lazy", "eager")[seed % 3], cuda_libraries=fake)
+        assert problem is None, (seed, problem, fake.errors)
