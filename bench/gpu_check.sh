@@ -24,8 +24,8 @@
 # Everything lands in $OUT (the device tool brings it back; at most 8 files): gpu_check.log, env.txt,
 # pytest.log, bench.log, results.md, results.json. Exit status: 0 when the tests and the benchmark passed.
 #
-#     bash bench/gpu_check.sh --dry-run   # here, without a GPU: the same steps, the benchmark on the host
-#                                         # target for one model (PYTHON=python3.12 to mimic the image)
+#     bash bench/gpu_check.sh --dry-run   # here, without a GPU: the same steps, the benchmark on the CPU
+#                                         # stand-in of the CUDA libraries for one model (PYTHON=... to mimic the image)
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -87,7 +87,7 @@ pytest_rc=${PIPESTATUS[0]}
 
 step "benchmark"
 if [ "$DRY_RUN" = 1 ]; then
-    bench_args=(--target host --peer auto --models squeezenet --runs 2 --budget-s 60)
+    bench_args=(--fake-cuda --peer auto --models squeezenet --runs 2 --budget-s 60)
 else
     bench_args=(--runs 20 --budget-s 130)
 fi

@@ -28,6 +28,7 @@ Memory columns, in MiB:
     python bench/gpu_memory_latency.py                       # all nine models, 20 runs
     python bench/gpu_memory_latency.py --models resnet50 squeezenet --runs 50 --out results/
     python bench/gpu_memory_latency.py --target host --peer none   # dry run of this script on the CPU
+    python bench/gpu_memory_latency.py --fake-cuda --models squeezenet --runs 2   # the cuda path, CPU stand-in
 
 Without a usable GPU it prints the one-line reason and exits 2. Exit 1: a
 mismatch, an error, or models left out for the time budget (``--budget-s``).
@@ -73,6 +74,9 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="start no new model after this many seconds (the rest are listed as left out)")
     parser.add_argument("--target", default="cuda", choices=["cuda", "host"],
                         help="host: a dry run of this script's flow on the CPU (peer on the CPU, no GPU memory)")
+    parser.add_argument("--fake-cuda", action="store_true",
+                        help="target cuda on the CPU stand-in (pyocc.testing.fake_cuda): a dry run of the cuda "
+                             "path without a GPU; its timings mean nothing")
     return parser.parse_args(argv)
 
 
@@ -175,7 +179,12 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
     compiled = None
     try:
         start = time.perf_counter()
-        compiled = pyocc_compile(model, target=args.target, memory=mode)
+        extra: dict[str, Any] = {}
+        if args.fake_cuda:
+            from pyocc.testing.fake_cuda import FakeCuda
+
+            extra["cuda_libraries"] = FakeCuda()
+        compiled = pyocc_compile(model, target=args.target, memory=mode, **extra)
         result.compile_s = time.perf_counter() - start
         outputs: dict[str, Any] = {}
 
@@ -273,7 +282,7 @@ def measure_torch_peer(model: Any, inputs: dict[str, Any], reference: list[Any],
     import torch
     from onnx2torch import convert
 
-    on_gpu = args.target == "cuda"
+    on_gpu = _on_gpu(args)
     device = torch.device("cuda" if on_gpu else "cpu")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -336,7 +345,7 @@ def measure_peer(model: Any, inputs: dict[str, Any], reference: list[Any], args:
     tries: list[tuple[str, Callable[[], PeerResult]]] = []
     if args.peer in ("auto", "onnx2torch"):
         tries.append(("onnx2torch", lambda: measure_torch_peer(model, inputs, reference, args, output_bytes)))
-    if args.peer in ("auto", "ort") and args.target == "cuda":
+    if args.peer in ("auto", "ort") and _on_gpu(args):
         tries.append(("ort", lambda: measure_ort_peer(model, inputs, reference, args)))
     failures = []
     for name, attempt in tries:
@@ -345,6 +354,10 @@ def measure_peer(model: Any, inputs: dict[str, Any], reference: list[Any], args:
         except Exception as e:  # noqa: BLE001 - a peer failing is reported, not fatal
             failures.append(f"{name}: {one_line(e)}")
     return PeerResult(note="; ".join(failures) or "peer not requested")
+
+
+def _on_gpu(args: argparse.Namespace) -> bool:
+    return args.target == "cuda" and not args.fake_cuda
 
 
 def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
@@ -482,7 +495,8 @@ def goals(results: list[ModelResult], speedup: float | None, saving: float | Non
 def environment(args: argparse.Namespace) -> dict[str, Any]:
     """What ran: GPU, library files and versions."""
     env: dict[str, Any] = {"target": args.target, "runs": args.runs, "warmup": args.warmup, "python": sys.version.split()[0]}
-    if args.target == "cuda":
+    env["libraries"] = "pyocc.testing.fake_cuda.FakeCuda (CPU stand-in)" if args.fake_cuda else None
+    if _on_gpu(args):
         from pyocc.runtime.cuda import CudaLibraries
 
         libraries = CudaLibraries.load()
@@ -492,7 +506,7 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
         import torch
 
         env["torch"] = torch.__version__
-        if args.target == "cuda" and torch.cuda.is_available():
+        if _on_gpu(args) and torch.cuda.is_available():
             env["gpu"] = torch.cuda.get_device_name(0)
     except Exception as e:  # noqa: BLE001
         env["torch"] = f"unavailable ({one_line(e)})"
@@ -502,7 +516,7 @@ def environment(args: argparse.Namespace) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     """Measure, print, write; the exit status (0 all matched, 1 not, 2 no GPU)."""
     args = _parse_args(argv)
-    if args.target == "cuda":
+    if _on_gpu(args):
         from pyocc.runtime.cuda import cuda_unavailable_reason
 
         reason = cuda_unavailable_reason()
@@ -521,7 +535,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}:", flush=True)
         results.append(measure_model(name, args))
     elapsed = time.perf_counter() - start
-    header = (f"## target {args.target}: {env.get('gpu', 'GPU unknown') if args.target == 'cuda' else 'host (dry run)'}"
+    where = (env.get("gpu", "GPU unknown") if _on_gpu(args) else
+             "CPU stand-in (dry run)" if args.fake_cuda else "host (dry run)")
+    header = (f"## target {args.target}: {where}"
               f", median of {args.runs} runs, {elapsed:.0f} s in all")
     text = markdown_tables(results, header)
     if left_out:
