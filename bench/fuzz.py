@@ -8,6 +8,7 @@ so it can be replayed with `pyocc run` or turned into a test.
 
     python bench/fuzz.py --minutes 30            # the long run
     python bench/fuzz.py --graphs 100 --start 5000
+    python bench/fuzz.py --target cuda --minutes 10   # target=cuda on the CPU stand-in
 """
 
 from __future__ import annotations
@@ -32,9 +33,19 @@ from pyocc.testing.random_graphs import (  # noqa: E402
 )
 
 
+#: target=cuda settings: the memory modes, each run against a fresh CPU stand-in
+CUDA_CONFIGS: list[dict[str, object]] = [{"target": "cuda", "memory": m} for m in ("eager", "lazy", "pool")]
+
+
 def check(model: onnx.ModelProto, seed: int, options: dict[str, object]) -> str | None:
     """None if pyocc matches onnxruntime, else what went wrong (one line)."""
     try:
+        if options.get("target") == "cuda":
+            from pyocc.testing.fake_cuda import FakeCuda
+
+            fake = FakeCuda()
+            problem = compare_with_onnxruntime(model, random_inputs(model, seed), cuda_libraries=fake, **options)
+            return f"{problem} ({'; '.join(fake.errors[:2])})" if problem and fake.errors else problem
         return compare_with_onnxruntime(model, random_inputs(model, seed), **options)
     except InvalidGraph:
         raise
@@ -70,7 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--graphs", type=int, default=50, help="graphs to try when --minutes is not given")
     parser.add_argument("--start", type=int, default=10_000, help="first seed (CI uses 0..199)")
     parser.add_argument("--out", default="fuzz-failures", help="folder for reproducers")
+    parser.add_argument("--target", choices=["host", "cuda"], default="host",
+                        help="cuda: the target=cuda code on the CPU stand-in (pyocc.testing.fake_cuda)")
     args = parser.parse_args(argv)
+    configs = CUDA_CONFIGS if args.target == "cuda" else CONFIGS
 
     deadline = time.monotonic() + args.minutes * 60 if args.minutes else None
     tried = runs = invalid = 0
@@ -80,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     while (deadline is None and tried < args.graphs) or (deadline is not None and time.monotonic() < deadline):
         model = random_graph(seed)
         tried += 1
-        for options in CONFIGS:
+        for options in configs:
             runs += 1
             try:
                 problem = check(model, seed, options)
@@ -100,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("| graphs | settings | compiled runs | rejected by onnxruntime | mismatches or crashes | minutes |")
     print("|---|---|---|---|---|---|")
-    print(f"| {tried} | {len(CONFIGS)} | {runs} | {invalid} | {sum(failures.values())} | {elapsed / 60:.1f} |")
+    print(f"| {tried} | {len(configs)} | {runs} | {invalid} | {sum(failures.values())} | {elapsed / 60:.1f} |")
     for label, count in sorted(failures.items()):
         print(f"  {count} x {label}")
     return 1 if failures else 0

@@ -392,6 +392,8 @@ def compile(  # noqa: A001 - the name users expect
     workspace in bytes."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
+    if target == "cuda" and sanitize:
+        raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
         from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
 

@@ -109,16 +109,16 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 
 // -----
 
-// Negative twin: an op with no library lowering stops the pass and is named.
+// Negative twin: integer arithmetic (only comparisons, gather and cast take integers).
 
-func.func @no_cuda_lowering(%x: memref<4xf32> {onnx.name = "x"}, %i: memref<2xi64> {onnx.name = "i"}, %y: memref<2xf32> {onnx.name = "y", dnn.output}) {
-  %xs = dnn.malloc {size = 16 : i64, alignment = 64 : i64} : memref<4xf32>
-  %t = dnn.malloc {size = 8 : i64, alignment = 64 : i64} : memref<2xf32>
-  "dnn.gather"(%xs, %i, %t) <{operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xf32>, memref<2xi64>, memref<2xf32>) -> ()
+func.func @integer_add(%x: memref<4xi64> {onnx.name = "x"}, %y: memref<4xi64> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
+  %t = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
+  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi64>, memref<4xi64>, memref<4xi64>) -> ()
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.gather: target=cuda computes float32 tensors only
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.binary: target=cuda computes float32 tensors only; this op has memref<4xi64>
 
 // -----
 

@@ -61,7 +61,6 @@ from xdsl.dialects.builtin import (
     TensorType,
     f32,
     f64,
-    i1,
     i8,
     i32,
     i64,
@@ -70,7 +69,19 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.lowering import cuda_api as api
-from pyocc.lowering.cuda_kernels import BLOCK, PointwiseKernel, broadcast_strides, host_twins, ptx_module
+from pyocc.lowering.cuda_kernels import (
+    BLOCK,
+    CastKernel,
+    GatherKernel,
+    Kernel,
+    LayerNormKernel,
+    PointwiseKernel,
+    broadcast_strides,
+    grid,
+    host_twins,
+    pointer_bytes,
+    ptx_module,
+)
 from pyocc.lowering.convert_dnn_to_llvm import (
     ABI_VERSION,
     PTR,
@@ -81,6 +92,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     WEIGHT_ALIGNMENT,
     LlvmBuilder,
     buffer_spec,
+    numpy_dtype_name,
     string_getter,
     string_global,
     weight_source,
@@ -190,9 +202,9 @@ class CudaFunctionLowering:
     _constants: dict[tuple[Any, ...], str] = field(default_factory=dict)
     _uses_cublas: bool = False
     #: pointwise kernels pyocc writes for what cuDNN lacks (pyocc.lowering.cuda_kernels)
-    kernels: list[PointwiseKernel] = field(default_factory=list)
-    _kernel_globals: dict[PointwiseKernel, str] = field(default_factory=dict)
-    _kernel_names: dict[PointwiseKernel, PointwiseKernel] = field(default_factory=dict)
+    kernels: list[Kernel] = field(default_factory=list)
+    _kernel_globals: dict[Kernel, str] = field(default_factory=dict)
+    _kernel_names: dict[Kernel, Kernel] = field(default_factory=dict)
     _convolutions: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
 
@@ -224,7 +236,7 @@ class CudaFunctionLowering:
 
     # -- globals ----------------------------------------------------------------
 
-    def _global_slot(self, suffix: str, type: Attribute = i64) -> str:
+    def global_slot(self, suffix: str, type: Attribute = i64) -> str:
         """An internal, zero-initialised global (a handle is kept as an i64:
         xDSL exports a pointer global's zero initializer as `ptr 0`, which
         LLVM rejects)."""
@@ -233,22 +245,22 @@ class CudaFunctionLowering:
         return symbol
 
     def _handle_globals(self) -> None:
-        self.stream = self._global_slot("stream")
-        self.cudnn = self._global_slot("cudnn")
-        self.cublas = self._global_slot("cublas")
-        self.device_weights = self._global_slot("weights")
-        self.workspace = self._global_slot("workspace")
+        self.stream = self.global_slot("stream")
+        self.cudnn = self.global_slot("cudnn")
+        self.cublas = self.global_slot("cublas")
+        self.device_weights = self.global_slot("weights")
+        self.workspace = self.global_slot("workspace")
         #: the largest workspace a chosen algorithm needs (bytes), found in init
-        self.workspace_size = self._global_slot("workspace_bytes")
-        self.cuda_module = self._global_slot("module")
+        self.workspace_size = self.global_slot("workspace_bytes")
+        self.cuda_module = self.global_slot("module")
 
-    def _address(self, code: _Code, symbol: str) -> SSAValue:
+    def address(self, code: _Code, symbol: str) -> SSAValue:
         return code.b.add(llvm.AddressOfOp(symbol, PTR)).results[0]
 
-    def _load_handle(self, code: _Code, symbol: str) -> SSAValue:
-        return code.b.load(self._address(code, symbol), PTR)
+    def load_global(self, code: _Code, symbol: str) -> SSAValue:
+        return code.b.load(self.address(code, symbol), PTR)
 
-    def _ints(self, code: _Code, values: Sequence[int]) -> SSAValue:
+    def int_array(self, code: _Code, values: Sequence[int]) -> SSAValue:
         """A pointer to a constant int32 array holding `values`."""
         key = ("ints", *values)
         if key not in self._constants:
@@ -257,9 +269,9 @@ class CudaFunctionLowering:
             self.globals_.append(llvm.GlobalOp(
                 llvm.LLVMArrayType(IntAttr(len(values)), i32), symbol, "internal", constant=True,
                 value=DenseIntOrFPElementsAttr.from_list(TensorType(i32, [len(values)]), list(values))))
-        return self._address(code, self._constants[key])
+        return self.address(code, self._constants[key])
 
-    def _scalar(self, code: _Code, value: float) -> SSAValue:
+    def scalar(self, code: _Code, value: float) -> SSAValue:
         """A pointer to a constant float (cuDNN's and cuBLAS's alpha and beta)."""
         key = ("f32", float(value))
         if key not in self._constants:
@@ -267,11 +279,11 @@ class CudaFunctionLowering:
             self._constants[key] = symbol
             self.globals_.append(llvm.GlobalOp(f32, symbol, "internal", constant=True,
                                                value=FloatAttr(float(value), f32)))
-        return self._address(code, self._constants[key])
+        return self.address(code, self._constants[key])
 
     # -- checked calls ------------------------------------------------------------
 
-    def _call(self, code: _Code, function: str, *args: SSAValue | int | float, what: str) -> None:
+    def checked_call(self, code: _Code, function: str, *args: SSAValue | int | float, what: str) -> None:
         """Call a library function; branch to the failure exit on a nonzero
         status. Plain ints and floats become constants of the parameter's kind."""
         spec = api.BY_NAME[function]
@@ -302,22 +314,22 @@ class CudaFunctionLowering:
 
     # -- descriptors (created in init, destroyed in destroy) -----------------------
 
-    def _descriptor(self, kind: str, key: tuple[Any, ...], configure: Callable[[SSAValue], None]) -> str:
+    def descriptor(self, kind: str, key: tuple[Any, ...], configure: Callable[[SSAValue], None]) -> str:
         """The global holding a cuDNN descriptor of `kind` (Tensor, Filter,
         Convolution, ...) with parameters `key`, created once."""
         full_key = (kind, *key)
         if full_key in self._descriptors:
             return self._descriptors[full_key]
-        symbol = self._global_slot(f"{kind.lower()}{len(self._descriptors)}")
+        symbol = self.global_slot(f"{kind.lower()}{len(self._descriptors)}")
         self._descriptors[full_key] = symbol
-        self._call(self.init, f"cudnnCreate{kind}Descriptor", self._address(self.init, symbol),
+        self.checked_call(self.init, f"cudnnCreate{kind}Descriptor", self.address(self.init, symbol),
                    what=f"{kind.lower()} descriptor")
-        configure(self._load_handle(self.init, symbol))
-        self._call(self.destroy, f"cudnnDestroy{kind}Descriptor", self._load_handle(self.destroy, symbol),
+        configure(self.load_global(self.init, symbol))
+        self.checked_call(self.destroy, f"cudnnDestroy{kind}Descriptor", self.load_global(self.destroy, symbol),
                    what=f"{kind.lower()} descriptor")
         return symbol
 
-    def _tensor(self, shape: Sequence[int], strides: Sequence[int] | None = None) -> str:
+    def tensor_descriptor(self, shape: Sequence[int], strides: Sequence[int] | None = None) -> str:
         """A float tensor descriptor: `shape` with row-major (or given) strides."""
         dims = _dims(shape)
         strides = list(strides) if strides is not None else _strides(list(shape) or [1])
@@ -326,37 +338,37 @@ class CudaFunctionLowering:
             raise AssertionError("checked by the caller")
 
         def configure(desc: SSAValue) -> None:
-            self._call(self.init, "cudnnSetTensorNdDescriptor", desc, api.CUDNN_DATA_FLOAT, len(dims),
-                       self._ints(self.init, dims), self._ints(self.init, strides), what=f"tensor {dims}")
+            self.checked_call(self.init, "cudnnSetTensorNdDescriptor", desc, api.CUDNN_DATA_FLOAT, len(dims),
+                       self.int_array(self.init, dims), self.int_array(self.init, strides), what=f"tensor {dims}")
 
-        return self._descriptor("Tensor", (tuple(dims), tuple(strides)), configure)
+        return self.descriptor("Tensor", (tuple(dims), tuple(strides)), configure)
 
-    def _filter(self, shape: Sequence[int]) -> str:
+    def filter_descriptor(self, shape: Sequence[int]) -> str:
         dims = _dims(shape)
 
         def configure(desc: SSAValue) -> None:
-            self._call(self.init, "cudnnSetFilterNdDescriptor", desc, api.CUDNN_DATA_FLOAT, api.CUDNN_TENSOR_NCHW,
-                       len(dims), self._ints(self.init, dims), what=f"filter {dims}")
+            self.checked_call(self.init, "cudnnSetFilterNdDescriptor", desc, api.CUDNN_DATA_FLOAT, api.CUDNN_TENSOR_NCHW,
+                       len(dims), self.int_array(self.init, dims), what=f"filter {dims}")
 
-        return self._descriptor("Filter", tuple(dims), configure)
+        return self.descriptor("Filter", tuple(dims), configure)
 
-    def _activation(self, mode: str, coef: float = 0.0) -> str:
+    def activation_descriptor(self, mode: str, coef: float = 0.0) -> str:
         def configure(desc: SSAValue) -> None:
-            self._call(self.init, "cudnnSetActivationDescriptor", desc, api.ACTIVATION_MODES[mode],
+            self.checked_call(self.init, "cudnnSetActivationDescriptor", desc, api.ACTIVATION_MODES[mode],
                        api.CUDNN_NOT_PROPAGATE_NAN, coef, what=f"activation {mode}")
 
-        return self._descriptor("Activation", (mode, coef), configure)
+        return self.descriptor("Activation", (mode, coef), configure)
 
-    def _use(self, code: _Code, symbol: str) -> SSAValue:
-        return self._load_handle(code, symbol)
+    def use(self, code: _Code, symbol: str) -> SSAValue:
+        return self.load_global(code, symbol)
 
     # -- init and destroy: the handles, the weights, the workspace -----------------
 
     def _begin_init(self) -> None:
         init, destroy = self.init, self.destroy
-        self._call(init, "cudaStreamCreate", self._address(init, self.stream), what="stream")
-        self._call(init, "cudnnCreate", self._address(init, self.cudnn), what="cuDNN handle")
-        self._call(init, "cudnnSetStream", self._load_handle(init, self.cudnn), self._load_handle(init, self.stream),
+        self.checked_call(init, "cudaStreamCreate", self.address(init, self.stream), what="stream")
+        self.checked_call(init, "cudnnCreate", self.address(init, self.cudnn), what="cuDNN handle")
+        self.checked_call(init, "cudnnSetStream", self.load_global(init, self.cudnn), self.load_global(init, self.stream),
                    what="cuDNN stream")
 
     def _end_init(self) -> None:
@@ -364,23 +376,23 @@ class CudaFunctionLowering:
         Emitted into init's last block, after the descriptors."""
         init, destroy = self.init, self.destroy
         if self._uses_cublas:
-            self._call(init, "cublasCreate_v2", self._address(init, self.cublas), what="cuBLAS handle")
-            self._call(init, "cublasSetStream_v2", self._load_handle(init, self.cublas),
-                       self._load_handle(init, self.stream), what="cuBLAS stream")
-            self._call(init, "cublasSetMathMode", self._load_handle(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
+            self.checked_call(init, "cublasCreate_v2", self.address(init, self.cublas), what="cuBLAS handle")
+            self.checked_call(init, "cublasSetStream_v2", self.load_global(init, self.cublas),
+                       self.load_global(init, self.stream), what="cuBLAS stream")
+            self.checked_call(init, "cublasSetMathMode", self.load_global(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
                        what="cuBLAS fp32 math")
         if self._convolutions:
             b = init.b
-            needed = b.load(self._address(init, self.workspace_size), i64)
-            self._call(init, "cudaMalloc", self._address(init, self.workspace), needed, what="workspace")
-            self._count(init, needed)
+            needed = b.load(self.address(init, self.workspace_size), i64)
+            self.checked_call(init, "cudaMalloc", self.address(init, self.workspace), needed, what="workspace")
+            self.count_init_allocation(init, needed)
         if self.kernels:
             self._load_kernels()
         if self.weight_bytes:
-            self._call(init, "cudaMalloc", self._address(init, self.device_weights), self.weight_bytes,
+            self.checked_call(init, "cudaMalloc", self.address(init, self.device_weights), self.weight_bytes,
                        what="weights")
-            self._count(init, init.b.const(self.weight_bytes))
-            self._call(init, "cudaMemcpy", self._load_handle(init, self.device_weights), init.entry.args[0],
+            self.count_init_allocation(init, init.b.const(self.weight_bytes))
+            self.checked_call(init, "cudaMemcpy", self.load_global(init, self.device_weights), init.entry.args[0],
                        self.weight_bytes, api.MEMCPY_HOST_TO_DEVICE, what="weights to the device")
         init.b.add(llvm.ReturnOp(init.b.const(0, i32)))
 
@@ -389,47 +401,47 @@ class CudaFunctionLowering:
         init = self.init
         ptx_symbol = f"{self.name}_ptx"
         self.globals_ += string_global(ptx_symbol, ptx_module(self.kernels))
-        self._call(init, "cuModuleLoadData", self._address(init, self.cuda_module), self._address(init, ptx_symbol),
+        self.checked_call(init, "cuModuleLoadData", self.address(init, self.cuda_module), self.address(init, ptx_symbol),
                    what="the generated kernels' PTX")
         for kernel in self.kernels:
             name_symbol = f"{kernel.name}_name"
             self.globals_ += string_global(name_symbol, kernel.name)
-            self._call(init, "cuModuleGetFunction", self._address(init, self._kernel_globals[kernel]),
-                       self._load_handle(init, self.cuda_module), self._address(init, name_symbol),
+            self.checked_call(init, "cuModuleGetFunction", self.address(init, self._kernel_globals[kernel]),
+                       self.load_global(init, self.cuda_module), self.address(init, name_symbol),
                        what=f"kernel {kernel.name}")
-        self._call(self.destroy, "cuModuleUnload", self._load_handle(self.destroy, self.cuda_module),
+        self.checked_call(self.destroy, "cuModuleUnload", self.load_global(self.destroy, self.cuda_module),
                    what="the generated kernels")
 
-    def launch(self, op: Operation, kernel: PointwiseKernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
+    def launch(self, op: Operation, kernel: Kernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
         """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
         compiled once per distinct description."""
         if kernel not in self._kernel_names:  # described without a name; named once compiled
             named = dataclasses.replace(kernel, name=f"{self.name}_k{len(self.kernels)}")
             self._kernel_names[kernel] = named
             self.kernels.append(named)
-            self._kernel_globals[named] = self._global_slot(f"kernel{len(self.kernels) - 1}")
+            self._kernel_globals[named] = self.global_slot(f"kernel{len(self.kernels) - 1}")
         kernel = self._kernel_names[kernel]
         b = self.run.b
-        pointers = [self._pointer(op, v) for v in (out, *inputs)]
+        pointers = [self.device_pointer(op, v) for v in (out, *inputs)]
         values = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         params = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         for index, pointer in enumerate(pointers):  # cuLaunchKernel takes a pointer to each argument
             slot = b.gep(values, index, PTR)
             b.store(pointer, slot)
             b.store(slot, b.gep(params, index, PTR))
-        self._lib("cuLaunchKernel", self._load_handle(self.run, self._kernel_globals[kernel]), kernel.grid, 1, 1,
-                  BLOCK, 1, 1, 0, self._load_handle(self.run, self.stream), params, 0)
+        self.library_call("cuLaunchKernel", self.load_global(self.run, self._kernel_globals[kernel]), grid(kernel), 1, 1,
+                  BLOCK, 1, 1, 0, self.load_global(self.run, self.stream), params, 0)
 
     def _end_destroy(self) -> None:
         destroy = self.destroy
         if self.weight_bytes:
-            self._call(destroy, "cudaFree", self._load_handle(destroy, self.device_weights), what="weights")
+            self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.device_weights), what="weights")
         if self._convolutions:
-            self._call(destroy, "cudaFree", self._load_handle(destroy, self.workspace), what="workspace")
+            self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.workspace), what="workspace")
         if self._uses_cublas:
-            self._call(destroy, "cublasDestroy_v2", self._load_handle(destroy, self.cublas), what="cuBLAS handle")
-        self._call(destroy, "cudnnDestroy", self._load_handle(destroy, self.cudnn), what="cuDNN handle")
-        self._call(destroy, "cudaStreamDestroy", self._load_handle(destroy, self.stream), what="stream")
+            self.checked_call(destroy, "cublasDestroy_v2", self.load_global(destroy, self.cublas), what="cuBLAS handle")
+        self.checked_call(destroy, "cudnnDestroy", self.load_global(destroy, self.cudnn), what="cuDNN handle")
+        self.checked_call(destroy, "cudaStreamDestroy", self.load_global(destroy, self.stream), what="stream")
         destroy.b.add(llvm.ReturnOp(destroy.b.const(0, i32)))
 
     # -- the run function -----------------------------------------------------------
@@ -454,7 +466,7 @@ class CudaFunctionLowering:
         for op in body.ops:
             self._lower_op(op)
 
-    def _pointer(self, op: Operation, value: SSAValue | None) -> SSAValue:
+    def device_pointer(self, op: Operation, value: SSAValue | None) -> SSAValue:
         """The device pointer of a buffer operand."""
         if value is None or value not in self.pointers:
             raise fail(op, f"operand {value} is not a buffer this lowering knows")
@@ -469,7 +481,7 @@ class CudaFunctionLowering:
             case func.ReturnOp():
                 if op.operands:
                     raise fail(op, "the function returns values; outputs must be destination arguments")
-                self._call(self.run, "cudaStreamSynchronize", self._load_handle(self.run, self.stream),
+                self.checked_call(self.run, "cudaStreamSynchronize", self.load_global(self.run, self.stream),
                            what="end of run")
                 b.add(llvm.ReturnOp(b.const(0, i32)))
             case d.WeightOp():
@@ -479,20 +491,20 @@ class CudaFunctionLowering:
                 self.weights.append({"offset": offset, "nbytes": nbytes, **spec,
                                      "source": weight_source(op, nbytes)})
                 self.weight_bytes = offset + nbytes
-                self.pointers[op.result] = b.gep(self._load_handle(self.run, self.device_weights), offset, i8)
+                self.pointers[op.result] = b.gep(self.load_global(self.run, self.device_weights), offset, i8)
                 self.locations[op.result] = ("weights", offset)
             case d.ViewOp():
                 buffer_spec(op, op.result.type)
-                self.pointers[op.result] = self._pointer(op, op.source)
+                self.pointers[op.result] = self.device_pointer(op, op.source)
                 self.locations[op.result] = self.locations[op.source]
             case d.SubviewOp():
                 buffer_spec(op, op.result.type)
-                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                self.pointers[op.result] = b.gep(self.device_pointer(op, op.source), op.offset.value.data, i8)
                 root, base = self.locations[op.source]
                 self.locations[op.result] = (root, base + op.offset.value.data)
             case d.MemOffsetOp():
                 buffer_spec(op, op.result.type)
-                self.pointers[op.result] = b.gep(self._pointer(op, op.pool), op.offset.value.data, i8)
+                self.pointers[op.result] = b.gep(self.device_pointer(op, op.pool), op.offset.value.data, i8)
                 self.locations[op.result] = (op.pool, op.offset.value.data)
             case d.MallocOp() | d.PoolInitOp():
                 self._lower_allocation(op)
@@ -500,7 +512,7 @@ class CudaFunctionLowering:
                 value = op.operands[0]
                 if value not in self.allocated:
                     raise fail(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
-                self._call(self.run, "cudaFree", self._pointer(op, value), what=op.name)
+                self.checked_call(self.run, "cudaFree", self.device_pointer(op, value), what=op.name)
                 size = self.allocated.pop(value)
                 self._bump(STATE_FREE_CALLS, 1)
                 self._bump(STATE_CURRENT_BYTES, -size)
@@ -516,7 +528,7 @@ class CudaFunctionLowering:
         result = op.results[0]
         buffer_spec(op, result.type)
         size = op.size.value.data
-        self._call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
+        self.checked_call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
         b = self.run.b
         self.pointers[result] = b.load(self.malloc_slot, PTR)
         self.locations[result] = (result, 0)
@@ -534,7 +546,7 @@ class CudaFunctionLowering:
             name = op.pool_name.data if op.pool_name is not None else None
             self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data})
 
-    def _count(self, code: _Code, size: SSAValue) -> None:
+    def count_init_allocation(self, code: _Code, size: SSAValue) -> None:
         """state: one more cudaMalloc of `size` bytes (init's allocations)."""
         b = code.b
         for slot, delta in ((STATE_ALLOC_CALLS, b.const(1)), (STATE_CURRENT_BYTES, size)):
@@ -557,10 +569,10 @@ class CudaFunctionLowering:
             raise fail(op, f"kind '{kind}' does not occur on target=cuda")
         if (source_host, target_host) != expected[kind]:
             raise fail(op, f"kind '{kind}' does not match where its buffers live")
-        source = self.pointers[op.source] if source_host else self._pointer(op, op.source)
-        target = self.pointers[op.target] if target_host else self._pointer(op, op.target)
-        self._call(self.run, "cudaMemcpyAsync", target, source, op.size.value.data, api.MEMCPY_KINDS[kind],
-                   self._load_handle(self.run, self.stream), what=f"dnn.memcpy {kind}")
+        source = self.pointers[op.source] if source_host else self.device_pointer(op, op.source)
+        target = self.pointers[op.target] if target_host else self.device_pointer(op, op.target)
+        self.checked_call(self.run, "cudaMemcpyAsync", target, source, op.size.value.data, api.MEMCPY_KINDS[kind],
+                   self.load_global(self.run, self.stream), what=f"dnn.memcpy {kind}")
 
     # -- compute ops ------------------------------------------------------------------
 
@@ -569,8 +581,8 @@ class CudaFunctionLowering:
             raise fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
         for value in op.read_values() + op.destinations():
             element = value.type.get_element_type() if isinstance(value.type, MemRefType) else None
-            if element == i1 and _byte_operand(op, value):
-                continue  # one byte per element, as numpy's bool
+            if not isinstance(element, Float32Type) and _other_dtype_allowed(op, value):
+                continue
             if not isinstance(element, Float32Type):
                 raise fail(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
             if len(value.type.get_shape()) > api.CUDNN_MAX_DIMS:
@@ -592,17 +604,17 @@ class CudaFunctionLowering:
             return False
         return start_a < start_b + d.type_bytes(b.type) and start_b < start_a + d.type_bytes(a.type)
 
-    def _cudnn(self) -> SSAValue:
-        return self._load_handle(self.run, self.cudnn)
+    def cudnn_handle(self) -> SSAValue:
+        return self.load_global(self.run, self.cudnn)
 
-    def _lib(self, function: str, *args: SSAValue | int | float) -> None:
+    def library_call(self, function: str, *args: SSAValue | int | float) -> None:
         """A checked call in `run`, described by the op being lowered."""
-        self._call(self.run, function, *args, what=self.what)
+        self.checked_call(self.run, function, *args, what=self.what)
 
-    def _shape(self, value: SSAValue) -> list[int]:
+    def shape(self, value: SSAValue) -> list[int]:
         return list(value.type.get_shape())  # type: ignore[attr-defined]
 
-    def _apply_activation(self, op: Operation, activation: str | None, alpha: float | None, beta: float | None,
+    def apply_activation(self, op: Operation, activation: str | None, alpha: float | None, beta: float | None,
                           out: SSAValue, source: SSAValue | None = None) -> None:
         """out = act(source), by default in place (source = out): relu,
         sigmoid, tanh and clip(0, max) with cudnnActivationForward, any other
@@ -618,25 +630,26 @@ class CudaFunctionLowering:
             self.pointwise(op, activation, out, [x], alpha=alpha, beta=beta,
                            approximate=_str_prop(op, "approximate") or "none")
             return
-        desc = self._use(self.run, self._tensor(self._shape(out)))
-        self._lib("cudnnActivationForward", self._cudnn(), self._use(self.run, self._activation(mode, coef)),
-                  self._scalar(self.run, 1.0), desc, self._pointer(op, x), self._scalar(self.run, 0.0), desc,
-                  self._pointer(op, out))
+        desc = self.use(self.run, self.tensor_descriptor(self.shape(out)))
+        self.library_call("cudnnActivationForward", self.cudnn_handle(), self.use(self.run, self.activation_descriptor(mode, coef)),
+                  self.scalar(self.run, 1.0), desc, self.device_pointer(op, x), self.scalar(self.run, 0.0), desc,
+                  self.device_pointer(op, out))
 
     def pointwise(self, op: Operation, fn: str, out: SSAValue, inputs: Sequence[SSAValue], **params: Any) -> None:
         """out = fn(inputs) (broadcast) with a generated kernel; `params`
         are PointwiseKernel's alpha, beta, approximate and activation fields."""
-        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, UNARY_FUNCTIONS
+        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, LOGICAL, UNARY_FUNCTIONS
 
-        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | {"where"}
+        known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | LOGICAL | {"where"}
         activation = params.get("activation")
         if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
             missing = fn if fn not in known else activation
             raise fail(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
-        out_shape = self._shape(out)
+        out_shape = self.shape(out)
+        data = inputs[-1]  # where's condition comes first; its values do not
         kernel = PointwiseKernel(name="", fn=fn, shape=tuple(out_shape),
-                                 input_strides=tuple(broadcast_strides(self._shape(v), out_shape) for v in inputs),
-                                 **params)
+                                 input_strides=tuple(broadcast_strides(self.shape(v), out_shape) for v in inputs),
+                                 input_dtype=numpy_dtype_name(data.type.get_element_type()), **params)  # type: ignore[attr-defined]
         self.launch(op, kernel, out, inputs)
 
     # -- the table ------------------------------------------------------------------------
@@ -657,8 +670,7 @@ class CudaFunctionLowering:
             "workspace_limit": self.workspace_bytes if self._convolutions else 0,
             # the generated kernels: launch shape, the bytes each pointer argument spans,
             # and their host twins (LLVM IR) for running them without a GPU
-            "kernels": [{"name": k.name, "grid": k.grid, "block": BLOCK,
-                         "pointer_bytes": [k.output_bytes] + [k.input_bytes(i) for i in range(len(k.input_strides))]}
+            "kernels": [{"name": k.name, "grid": grid(k), "block": BLOCK, "pointer_bytes": pointer_bytes(k)}
                         for k in self.kernels],
             "kernel_twins": host_twins(self.kernels) if self.kernels else "",
         }
@@ -702,7 +714,7 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     one cudnnConvolutionBiasActivationForward when the activation is relu and
     a bias is given, else convolution, bias add, residual add, activation."""
     run = lw.run
-    x_shape, w_shape, y_shape = lw._shape(op.x), lw._shape(op.w), lw._shape(op.out)
+    x_shape, w_shape, y_shape = lw.shape(op.x), lw.shape(op.w), lw.shape(op.out)
     spatial = len(x_shape) - 2
     if spatial < 1:
         raise fail(op, "a convolution needs at least one spatial dimension")
@@ -717,43 +729,43 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     key = (tuple(pads), tuple(strides), tuple(dilations), group)
 
     def configure(desc: SSAValue) -> None:
-        lw._call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw._ints(lw.init, pads),
-                 lw._ints(lw.init, strides), lw._ints(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
+        lw.checked_call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw.int_array(lw.init, pads),
+                 lw.int_array(lw.init, strides), lw.int_array(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
                  api.CUDNN_DATA_FLOAT, what="convolution descriptor")
-        lw._call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
-        lw._call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
+        lw.checked_call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
+        lw.checked_call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
 
-    conv = lw._descriptor("Convolution", key, configure)
-    x_desc, w_desc, y_desc = lw._tensor(x_shape), lw._filter(w_shape), lw._tensor(y_shape)
+    conv = lw.descriptor("Convolution", key, configure)
+    x_desc, w_desc, y_desc = lw.tensor_descriptor(x_shape), lw.filter_descriptor(w_shape), lw.tensor_descriptor(y_shape)
     algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc)
 
-    h = lw._cudnn()
-    x, w, y = lw._pointer(op, op.x), lw._pointer(op, op.w), lw._pointer(op, op.out)
-    algo_value = run.b.load(lw._address(run, algo), i32)
-    workspace = lw._load_handle(run, lw.workspace)
-    workspace_bytes = run.b.load(lw._address(run, lw.workspace_size), i64)
-    one, zero = lw._scalar(run, 1.0), lw._scalar(run, 0.0)
+    h = lw.cudnn_handle()
+    x, w, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
+    algo_value = run.b.load(lw.address(run, algo), i32)
+    workspace = lw.load_global(run, lw.workspace)
+    workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
+    one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
     activation = _str_prop(op, "activation")
-    bias_desc = lw._tensor([1, y_shape[1]]) if op.bias is not None else None
-    use = lambda symbol: lw._use(run, symbol)  # noqa: E731 - a local shorthand
+    bias_desc = lw.tensor_descriptor([1, y_shape[1]]) if op.bias is not None else None
+    use = lambda symbol: lw.use(run, symbol)  # noqa: E731 - a local shorthand
 
     if activation == "relu" and op.bias is not None:
-        z = lw._pointer(op, op.residual) if op.residual is not None else y
+        z = lw.device_pointer(op, op.residual) if op.residual is not None else y
         alpha2 = one if op.residual is not None else zero
-        lw._lib("cudnnConvolutionBiasActivationForward", h, one, use(x_desc), x, use(w_desc), w, use(conv),
+        lw.library_call("cudnnConvolutionBiasActivationForward", h, one, use(x_desc), x, use(w_desc), w, use(conv),
                 algo_value, workspace, workspace_bytes, alpha2, use(y_desc), z, use(bias_desc),
-                lw._pointer(op, op.bias), use(lw._activation("relu")), use(y_desc), y)
+                lw.device_pointer(op, op.bias), use(lw.activation_descriptor("relu")), use(y_desc), y)
         return
     # the residual is already in y when dnn-coalesce wrote the result in place
     in_place = op.residual is not None and op.residual is op.out
-    lw._lib("cudnnConvolutionForward", h, one, use(x_desc), x, use(w_desc), w, use(conv), algo_value, workspace,
+    lw.library_call("cudnnConvolutionForward", h, one, use(x_desc), x, use(w_desc), w, use(conv), algo_value, workspace,
             workspace_bytes, one if in_place else zero, use(y_desc), y)
     if op.bias is not None:
-        lw._lib("cudnnAddTensor", lw._cudnn(), one, use(bias_desc), lw._pointer(op, op.bias), one, use(y_desc), y)
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(bias_desc), lw.device_pointer(op, op.bias), one, use(y_desc), y)
     if op.residual is not None and not in_place:
-        lw._lib("cudnnAddTensor", lw._cudnn(), one, use(y_desc), lw._pointer(op, op.residual), one,
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(y_desc), lw.device_pointer(op, op.residual), one,
                 use(y_desc), y)
-    lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+    lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
 
 
 def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str) -> str:
@@ -764,7 +776,7 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     init = lw.init
     b = init.b
     lw._convolutions += 1
-    symbol = lw._global_slot(f"algo{lw._convolutions - 1}", i32)
+    symbol = lw.global_slot(f"algo{lw._convolutions - 1}", i32)
     count = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT
     returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
@@ -776,9 +788,9 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     for i in range(count):  # an entry cuDNN does not fill must not look successful
         b.store(b.const(1, i32), field(i, api.CONV_PERF_STATUS, i32))
     b.store(b.const(0, i32), returned)
-    lw._call(init, "cudnnGetConvolutionForwardAlgorithm_v7", lw._load_handle(init, lw.cudnn),
-             lw._load_handle(init, x), lw._load_handle(init, w), lw._load_handle(init, conv),
-             lw._load_handle(init, y), count, returned, results, what="convolution algorithm")
+    lw.checked_call(init, "cudnnGetConvolutionForwardAlgorithm_v7", lw.load_global(init, lw.cudnn),
+             lw.load_global(init, x), lw.load_global(init, w), lw.load_global(init, conv),
+             lw.load_global(init, y), count, returned, results, what="convolution algorithm")
     n = b.load(returned, i32)
     choice = b.const(api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, i32)
     needs = b.const(0)
@@ -794,8 +806,8 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
         usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
         choice = b.add(llvm.SelectOp(usable, algo, choice)).results[0]
         needs = b.add(llvm.SelectOp(usable, memory, needs)).results[0]
-    b.store(choice, lw._address(init, symbol))
-    size_ptr = lw._address(init, lw.workspace_size)
+    b.store(choice, lw.address(init, symbol))
+    size_ptr = lw.address(init, lw.workspace_size)
     size = b.load(size_ptr, i64)
     larger = b.add(llvm.ICmpOp(needs, size, flag(llvm.ICmpPredicateFlag.UGT))).results[0]
     b.store(b.add(llvm.SelectOp(larger, needs, size)).results[0], size_ptr)
@@ -806,7 +818,7 @@ def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
     """Max / average / global pooling. cuDNN checks only N and C of the
     output against the input, so ONNX's asymmetric pads and ceil_mode map
     onto pad = the leading pad and the output shape ONNX computed."""
-    x_shape, y_shape = lw._shape(op.x), lw._shape(op.out)  # type: ignore[attr-defined]
+    x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)  # type: ignore[attr-defined]
     spatial = len(x_shape) - 2
     if spatial < 1:
         raise fail(op, "pooling needs at least one spatial dimension")
@@ -834,15 +846,15 @@ def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
     key = (mode, tuple(window), tuple(pads), tuple(strides))
 
     def configure(desc: SSAValue) -> None:
-        lw._call(lw.init, "cudnnSetPoolingNdDescriptor", desc, mode, api.CUDNN_NOT_PROPAGATE_NAN, len(window),
-                 lw._ints(lw.init, window), lw._ints(lw.init, pads), lw._ints(lw.init, strides),
+        lw.checked_call(lw.init, "cudnnSetPoolingNdDescriptor", desc, mode, api.CUDNN_NOT_PROPAGATE_NAN, len(window),
+                 lw.int_array(lw.init, window), lw.int_array(lw.init, pads), lw.int_array(lw.init, strides),
                  what="pooling descriptor")
 
-    pooling = lw._descriptor("Pooling", key, configure)
+    pooling = lw.descriptor("Pooling", key, configure)
     run = lw.run
-    lw._lib("cudnnPoolingForward", lw._cudnn(), lw._use(run, pooling), lw._scalar(run, 1.0),
-            lw._use(run, lw._tensor(x_shape)), lw._pointer(op, op.x), lw._scalar(run, 0.0),  # type: ignore[attr-defined]
-            lw._use(run, lw._tensor(y_shape)), lw._pointer(op, op.out))  # type: ignore[attr-defined]
+    lw.library_call("cudnnPoolingForward", lw.cudnn_handle(), lw.use(run, pooling), lw.scalar(run, 1.0),
+            lw.use(run, lw.tensor_descriptor(x_shape)), lw.device_pointer(op, op.x), lw.scalar(run, 0.0),  # type: ignore[attr-defined]
+            lw.use(run, lw.tensor_descriptor(y_shape)), lw.device_pointer(op, op.out))  # type: ignore[attr-defined]
 
 
 def _lower_gemm(lw: CudaFunctionLowering, op: d.GemmOp) -> None:
@@ -851,23 +863,23 @@ def _lower_gemm(lw: CudaFunctionLowering, op: d.GemmOp) -> None:
     run = lw.run
     lw._uses_cublas = True
     trans_a, trans_b = _int_prop(op, "trans_a", 0), _int_prop(op, "trans_b", 0)
-    a_shape, b_shape = lw._shape(op.a), lw._shape(op.b)
+    a_shape, b_shape = lw.shape(op.a), lw.shape(op.b)
     m, k = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
     n = b_shape[0] if trans_b else b_shape[1]
     alpha = _float_prop(op, "alpha")
     beta = _float_prop(op, "beta")
     alpha = 1.0 if alpha is None else alpha
     beta = 1.0 if beta is None else beta
-    y = lw._pointer(op, op.out)
+    y = lw.device_pointer(op, op.out)
     accumulate = 0.0
     if op.c is not None and beta != 0.0:
-        c_dims = [1, 1, *_broadcast_shape(lw._shape(op.c), 2)]
-        y_desc = lw._use(run, lw._tensor([1, 1, m, n]))
-        lw._lib("cudnnAddTensor", lw._cudnn(), lw._scalar(run, beta), lw._use(run, lw._tensor(c_dims)),
-                lw._pointer(op, op.c), lw._scalar(run, 0.0), y_desc, y)
+        c_dims = [1, 1, *_broadcast_shape(lw.shape(op.c), 2)]
+        y_desc = lw.use(run, lw.tensor_descriptor([1, 1, m, n]))
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), lw.scalar(run, beta), lw.use(run, lw.tensor_descriptor(c_dims)),
+                lw.device_pointer(op, op.c), lw.scalar(run, 0.0), y_desc, y)
         accumulate = 1.0
-    _sgemm(lw, op, trans_a, trans_b, m, n, k, alpha, lw._pointer(op, op.a), lw._pointer(op, op.b), accumulate, y)
-    lw._apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "activation_alpha"),
+    _sgemm(lw, op, trans_a, trans_b, m, n, k, alpha, lw.device_pointer(op, op.a), lw.device_pointer(op, op.b), accumulate, y)
+    lw.apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "activation_alpha"),
                          _float_prop(op, "activation_beta"), op.out)
 
 
@@ -878,17 +890,17 @@ def _sgemm(lw: CudaFunctionLowering, op: Operation, trans_a: int, trans_b: int, 
     column-major Y^T = op(B)^T @ op(A)^T; `batch` = (count, strideA,
     strideB, strideY) in elements for cublasSgemmStridedBatched."""
     run = lw.run
-    handle = lw._load_handle(run, lw.cublas)
+    handle = lw.load_global(run, lw.cublas)
     op_b = api.CUBLAS_OP_T if trans_b else api.CUBLAS_OP_N
     op_a = api.CUBLAS_OP_T if trans_a else api.CUBLAS_OP_N
     ldb = k if trans_b else n
     lda = m if trans_a else k
-    alpha_ptr, beta_ptr = lw._scalar(run, alpha), lw._scalar(run, beta)
+    alpha_ptr, beta_ptr = lw.scalar(run, alpha), lw.scalar(run, beta)
     if batch is None:
-        lw._lib("cublasSgemm_v2", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, a, lda, beta_ptr, y, n)
+        lw.library_call("cublasSgemm_v2", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, a, lda, beta_ptr, y, n)
     else:
         count, stride_a, stride_b, stride_y = batch
-        lw._lib("cublasSgemmStridedBatched", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, stride_b,
+        lw.library_call("cublasSgemmStridedBatched", handle, op_b, op_a, n, m, k, alpha_ptr, b, ldb, stride_b,
                 a, lda, stride_a, beta_ptr, y, n, stride_y, count)
 
 
@@ -896,7 +908,7 @@ def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
     """Batched a @ b: one strided-batched gemm; a side whose batch is a
     single matrix is broadcast with stride 0."""
     lw._uses_cublas = True
-    a_shape, b_shape, y_shape = lw._shape(op.a), lw._shape(op.b), lw._shape(op.out)
+    a_shape, b_shape, y_shape = lw.shape(op.a), lw.shape(op.b), lw.shape(op.out)
     if len(a_shape) < 2 or len(b_shape) < 2:
         raise fail(op, "a matrix-vector product has no cuBLAS lowering yet")
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
@@ -905,7 +917,7 @@ def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
     for side, count in (("a", a_batch), ("b", b_batch)):
         if count not in (1, batch):
             raise fail(op, f"{side} broadcasts over part of the batch; only a whole or a single matrix does")
-    a, b, y = lw._pointer(op, op.a), lw._pointer(op, op.b), lw._pointer(op, op.out)
+    a, b, y = lw.device_pointer(op, op.a), lw.device_pointer(op, op.b), lw.device_pointer(op, op.out)
     if batch == 1:
         _sgemm(lw, op, 0, 0, m, n, k, 1.0, a, b, 0.0, y)
     elif b_batch == 1:  # rows of all a matrices times one b: a single gemm
@@ -918,14 +930,14 @@ def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
 def _lower_softmax(lw: CudaFunctionLowering, op: d.SoftmaxOp | d.LogSoftmaxOp) -> None:
     """Softmax along one axis: the shape viewed as (before, axis, after, 1),
     cuDNN's per-channel mode."""
-    shape = lw._shape(op.x)
+    shape = lw.shape(op.x)
     axis = _int_prop(op, "axis", -1) % len(shape)
     dims = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), 1]
     algo = api.SOFTMAX_LOG if isinstance(op, d.LogSoftmaxOp) else api.SOFTMAX_ACCURATE
     run = lw.run
-    desc = lw._use(run, lw._tensor(dims))
-    lw._lib("cudnnSoftmaxForward", lw._cudnn(), algo, api.SOFTMAX_MODE_CHANNEL, lw._scalar(run, 1.0), desc,
-            lw._pointer(op, op.x), lw._scalar(run, 0.0), desc, lw._pointer(op, op.out))
+    desc = lw.use(run, lw.tensor_descriptor(dims))
+    lw.library_call("cudnnSoftmaxForward", lw.cudnn_handle(), algo, api.SOFTMAX_MODE_CHANNEL, lw.scalar(run, 1.0), desc,
+            lw.device_pointer(op, op.x), lw.scalar(run, 0.0), desc, lw.device_pointer(op, op.out))
 
 
 def _lower_lrn(lw: CudaFunctionLowering, op: d.LRNOp) -> None:
@@ -939,21 +951,21 @@ def _lower_lrn(lw: CudaFunctionLowering, op: d.LRNOp) -> None:
         raise fail(op, f"cuDNN's LRN takes a window of 1 to 16 channels, not {size}")
 
     def configure(desc: SSAValue) -> None:
-        lw._call(lw.init, "cudnnSetLRNDescriptor", desc, size, alpha, beta, bias, what="LRN descriptor")
+        lw.checked_call(lw.init, "cudnnSetLRNDescriptor", desc, size, alpha, beta, bias, what="LRN descriptor")
 
-    lrn = lw._descriptor("LRN", (size, alpha, beta, bias), configure)
+    lrn = lw.descriptor("LRN", (size, alpha, beta, bias), configure)
     run = lw.run
-    desc = lw._use(run, lw._tensor(lw._shape(op.x)))
-    lw._lib("cudnnLRNCrossChannelForward", lw._cudnn(), lw._use(run, lrn), api.LRN_CROSS_CHANNEL_DIM1,
-            lw._scalar(run, 1.0), desc, lw._pointer(op, op.x), lw._scalar(run, 0.0), desc, lw._pointer(op, op.out))
+    desc = lw.use(run, lw.tensor_descriptor(lw.shape(op.x)))
+    lw.library_call("cudnnLRNCrossChannelForward", lw.cudnn_handle(), lw.use(run, lrn), api.LRN_CROSS_CHANNEL_DIM1,
+            lw.scalar(run, 1.0), desc, lw.device_pointer(op, op.x), lw.scalar(run, 0.0), desc, lw.device_pointer(op, op.out))
 
 
 def _op_tensor(lw: CudaFunctionLowering, fn: str) -> str:
     def configure(desc: SSAValue) -> None:
-        lw._call(lw.init, "cudnnSetOpTensorDescriptor", desc, api.OP_TENSOR_OPS[fn], api.CUDNN_DATA_FLOAT,
+        lw.checked_call(lw.init, "cudnnSetOpTensorDescriptor", desc, api.OP_TENSOR_OPS[fn], api.CUDNN_DATA_FLOAT,
                  api.CUDNN_NOT_PROPAGATE_NAN, what=f"op-tensor {fn}")
 
-    return lw._descriptor("OpTensor", (fn,), configure)
+    return lw.descriptor("OpTensor", (fn,), configure)
 
 
 _SWAPPABLE = frozenset({"add", "sub", "mul", "min", "max"})
@@ -965,14 +977,14 @@ def _elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, 
     A must have out's shape while B broadcasts, and cuDNN writes in place
     only over A; so a broadcast `a`, or an out that is b's buffer, swaps the
     sides (sub becomes -b + a)."""
-    out_shape = lw._shape(out)
+    out_shape = lw.shape(out)
     alpha1, alpha2 = 1.0, 1.0
     if lw.overlaps(a, b) and lw.overlaps(out, a):
         _self_elementwise(lw, op, fn, a, b, out)
         return
-    a_fits = lw._shape(a) == out_shape and not (lw.overlaps(out, b) and not lw.overlaps(out, a))
+    a_fits = lw.shape(a) == out_shape and not (lw.overlaps(out, b) and not lw.overlaps(out, a))
     if not a_fits:
-        if lw._shape(b) != out_shape:
+        if lw.shape(b) != out_shape:
             raise fail(op, "both operands broadcast; cuDNN's op-tensor needs one of out's shape")
         if fn not in _SWAPPABLE:
             raise fail(op, f"{fn} with a broadcast or overwritten first operand has no cuDNN lowering")
@@ -995,9 +1007,9 @@ def _self_elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAVa
     if fn not in ("add", "sub"):
         raise fail(op, f"{fn}(a, a) in place has no cuDNN lowering yet")
     run = lw.run
-    desc = lw._use(run, lw._tensor(lw._shape(out)))
-    lw._lib("cudnnAddTensor", lw._cudnn(), lw._scalar(run, 1.0 if fn == "add" else -1.0), desc,
-            lw._pointer(op, a), lw._scalar(run, 1.0), desc, lw._pointer(op, out))
+    desc = lw.use(run, lw.tensor_descriptor(lw.shape(out)))
+    lw.library_call("cudnnAddTensor", lw.cudnn_handle(), lw.scalar(run, 1.0 if fn == "add" else -1.0), desc,
+            lw.device_pointer(op, a), lw.scalar(run, 1.0), desc, lw.device_pointer(op, out))
 
 
 def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[float, SSAValue],
@@ -1008,37 +1020,76 @@ def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[f
     if op_fn not in api.OP_TENSOR_OPS:
         raise fail(op, f"{fn} has no cuDNN op-tensor lowering yet (add, sub, mul, min, max do)")
     run = lw.run
-    out_shape = lw._shape(out)
-    c_desc = lw._use(run, lw._tensor(out_shape))
-    b_dims = _broadcast_shape(lw._shape(b[1]), len(out_shape))
-    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, op_fn)), lw._scalar(run, a[0]), c_desc,
-            lw._pointer(op, a[1]), lw._scalar(run, b[0]), lw._use(run, lw._tensor(b_dims)), lw._pointer(op, b[1]),
-            lw._scalar(run, 0.0), c_desc, lw._pointer(op, out))
+    out_shape = lw.shape(out)
+    c_desc = lw.use(run, lw.tensor_descriptor(out_shape))
+    b_dims = _broadcast_shape(lw.shape(b[1]), len(out_shape))
+    lw.library_call("cudnnOpTensor", lw.cudnn_handle(), lw.use(run, _op_tensor(lw, op_fn)), lw.scalar(run, a[0]), c_desc,
+            lw.device_pointer(op, a[1]), lw.scalar(run, b[0]), lw.use(run, lw.tensor_descriptor(b_dims)), lw.device_pointer(op, b[1]),
+            lw.scalar(run, 0.0), c_desc, lw.device_pointer(op, out))
 
 
 def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
     """cudnnOpTensor where it computes the op (then the activation), else
     one generated kernel with the activation fused in."""
     fn, activation = op.fn.data, _str_prop(op, "activation")
-    out_shape = lw._shape(op.out)
-    one_full = out_shape in (lw._shape(op.a), lw._shape(op.b))
+    out_shape = lw.shape(op.out)
+    one_full = out_shape in (lw.shape(op.a), lw.shape(op.b))
     self_in_place = lw.overlaps(op.a, op.b) and lw.overlaps(op.out, op.a)
     if fn in _SWAPPABLE and one_full and not (self_in_place and fn == "mul"):
         _elementwise(lw, op, fn, op.a, op.b, op.out)
-        lw._apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+        lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
         return
     lw.pointwise(op, fn, op.out, [op.a, op.b], activation=activation, activation_alpha=_float_prop(op, "alpha"),
                  activation_beta=_float_prop(op, "beta"))
 
 
-def _byte_operand(op: Operation, value: SSAValue) -> bool:
-    """Whether `value` is a bool tensor a generated kernel reads or writes:
-    where's condition, a float comparison's result."""
-    from pyocc.lowering.cuda_kernels import COMPARISONS
+def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
+    """Whether `value` may be other than float32: where's condition and a
+    float comparison's result (bools), gather's indices, cast's operands."""
+    from pyocc.lowering.cuda_kernels import COMPARISONS, DTYPES, LOGICAL
 
+    dtype = numpy_dtype_name(value.type.get_element_type())  # type: ignore[attr-defined]
     if isinstance(op, d.WhereOp):
-        return value is op.cond
-    return isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS and value is op.out
+        return value is op.cond and dtype == "bool"
+    if isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS:
+        return dtype == "bool" if value is op.out else dtype in ("int32", "int64")
+    if isinstance(op, d.BinaryOp | d.UnaryOp) and op.fn.data in LOGICAL:
+        return dtype == "bool"
+    if isinstance(op, d.GatherOp):
+        return value is op.indices and dtype in ("int32", "int64")
+    return isinstance(op, d.CastOp) and dtype in DTYPES
+
+
+def _lower_gather(lw: CudaFunctionLowering, op: d.GatherOp) -> None:
+    shape = lw.shape(op.x)
+    axis = _int_prop(op, "axis", 0) % len(shape)
+    indices_type = op.indices.type
+    kernel = GatherKernel(name="", x_shape=tuple(shape), axis=axis, index_count=math.prod(lw.shape(op.indices)),
+                          index_dtype=numpy_dtype_name(indices_type.get_element_type()))  # type: ignore[attr-defined]
+    lw.launch(op, kernel, op.out, [op.x, op.indices])
+
+
+def _lower_cast(lw: CudaFunctionLowering, op: d.CastOp) -> None:
+    source = numpy_dtype_name(op.x.type.get_element_type())  # type: ignore[attr-defined]
+    target = numpy_dtype_name(op.out.type.get_element_type())  # type: ignore[attr-defined]
+    if source == target:
+        _copy(lw, op, op.x, op.out)
+        return
+    lw.launch(op, CastKernel(name="", count=math.prod(lw.shape(op.x)), source=source, target=target),
+              op.out, [op.x])
+
+
+def _lower_layer_norm(lw: CudaFunctionLowering, op: d.LayerNormOp) -> None:
+    shape = lw.shape(op.x)
+    axis = _int_prop(op, "axis", -1) % len(shape)
+    width = math.prod(shape[axis:])
+    for name, value in (("scale", op.scale), ("bias", op.bias)):
+        if value is not None and math.prod(lw.shape(value)) != width:
+            raise fail(op, f"a {name} that broadcasts within the normalised axes has no kernel yet")
+    epsilon = _float_prop(op, "epsilon")
+    kernel = LayerNormKernel(name="", rows=math.prod(shape[:axis]), width=width,
+                             epsilon=1e-5 if epsilon is None else epsilon, has_bias=op.bias is not None)
+    lw.launch(op, kernel, op.out, [op.x, op.scale] + ([op.bias] if op.bias is not None else []))
 
 
 def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
@@ -1064,7 +1115,7 @@ def _lower_unary(lw: CudaFunctionLowering, op: d.UnaryOp) -> None:
     if fn == "identity":
         _copy(lw, op, op.x, op.out)
         return
-    lw._apply_activation(op, fn, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out, source=op.x)
+    lw.apply_activation(op, fn, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out, source=op.x)
 
 
 def _copy(lw: CudaFunctionLowering, op: Operation, source: SSAValue, target: SSAValue) -> None:
@@ -1072,8 +1123,8 @@ def _copy(lw: CudaFunctionLowering, op: Operation, source: SSAValue, target: SSA
     if source is target:
         return
     run = lw.run
-    lw._lib("cudaMemcpyAsync", lw._pointer(op, target), lw._pointer(op, source), d.type_bytes(source.type),
-            api.MEMCPY_DEVICE_TO_DEVICE, lw._load_handle(run, lw.stream))
+    lw.library_call("cudaMemcpyAsync", lw.device_pointer(op, target), lw.device_pointer(op, source), d.type_bytes(source.type),
+            api.MEMCPY_DEVICE_TO_DEVICE, lw.load_global(run, lw.stream))
 
 
 def _lower_copy(lw: CudaFunctionLowering, op: d.CopyOp) -> None:
@@ -1083,62 +1134,62 @@ def _lower_copy(lw: CudaFunctionLowering, op: d.CopyOp) -> None:
 def _lower_channel_affine(lw: CudaFunctionLowering, op: d.ChannelAffineOp) -> None:
     """out = act(x * scale[c] + shift[c]): an op-tensor multiply by the
     broadcast scale, an add of the broadcast shift, the activation."""
-    shape = lw._shape(op.x)
+    shape = lw.shape(op.x)
     if _int_prop(op, "axis", 1) % len(shape) != 1:
         raise fail(op, "a channel affine along an axis other than 1 has no cuDNN lowering yet")
     run = lw.run
-    vector = lw._use(run, lw._tensor([1, shape[1]] + [1] * (len(shape) - 2)))
-    desc = lw._use(run, lw._tensor(shape))
-    y = lw._pointer(op, op.out)
-    one, zero = lw._scalar(run, 1.0), lw._scalar(run, 0.0)
-    lw._lib("cudnnOpTensor", lw._cudnn(), lw._use(run, _op_tensor(lw, "mul")), one, desc, lw._pointer(op, op.x),
-            one, vector, lw._pointer(op, op.scale), zero, desc, y)
-    lw._lib("cudnnAddTensor", lw._cudnn(), one, vector, lw._pointer(op, op.shift), one, desc, y)
-    lw._apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"),
+    vector = lw.use(run, lw.tensor_descriptor([1, shape[1]] + [1] * (len(shape) - 2)))
+    desc = lw.use(run, lw.tensor_descriptor(shape))
+    y = lw.device_pointer(op, op.out)
+    one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
+    lw.library_call("cudnnOpTensor", lw.cudnn_handle(), lw.use(run, _op_tensor(lw, "mul")), one, desc, lw.device_pointer(op, op.x),
+            one, vector, lw.device_pointer(op, op.scale), zero, desc, y)
+    lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, vector, lw.device_pointer(op, op.shift), one, desc, y)
+    lw.apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"),
                          op.out)
 
 
 def _lower_batch_norm(lw: CudaFunctionLowering, op: d.BatchNormOp) -> None:
-    shape = lw._shape(op.x)
+    shape = lw.shape(op.x)
     run = lw.run
-    desc = lw._use(run, lw._tensor(shape))
-    vector = lw._use(run, lw._tensor([1, shape[1]] + [1] * (len(shape) - 2)))
+    desc = lw.use(run, lw.tensor_descriptor(shape))
+    vector = lw.use(run, lw.tensor_descriptor([1, shape[1]] + [1] * (len(shape) - 2)))
     epsilon = _float_prop(op, "epsilon")
-    lw._lib("cudnnBatchNormalizationForwardInference", lw._cudnn(), api.BATCHNORM_SPATIAL, lw._scalar(run, 1.0),
-            lw._scalar(run, 0.0), desc, lw._pointer(op, op.x), desc, lw._pointer(op, op.out), vector,
-            lw._pointer(op, op.scale), lw._pointer(op, op.bias), lw._pointer(op, op.mean), lw._pointer(op, op.var),
+    lw.library_call("cudnnBatchNormalizationForwardInference", lw.cudnn_handle(), api.BATCHNORM_SPATIAL, lw.scalar(run, 1.0),
+            lw.scalar(run, 0.0), desc, lw.device_pointer(op, op.x), desc, lw.device_pointer(op, op.out), vector,
+            lw.device_pointer(op, op.scale), lw.device_pointer(op, op.bias), lw.device_pointer(op, op.mean), lw.device_pointer(op, op.var),
             1e-5 if epsilon is None else epsilon)
 
 
 def _lower_transpose(lw: CudaFunctionLowering, op: d.TransposeOp) -> None:
     """A permutation is a strided copy: read x with its strides permuted."""
-    x_shape, y_shape = lw._shape(op.x), lw._shape(op.out)
+    x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)
     perm = _ints_prop(op, "perm", list(reversed(range(len(x_shape)))))
     x_strides = _strides(x_shape)
     run = lw.run
-    lw._lib("cudnnTransformTensor", lw._cudnn(), lw._scalar(run, 1.0),
-            lw._use(run, lw._tensor(y_shape, [x_strides[p] for p in perm])), lw._pointer(op, op.x),
-            lw._scalar(run, 0.0), lw._use(run, lw._tensor(y_shape)), lw._pointer(op, op.out))
+    lw.library_call("cudnnTransformTensor", lw.cudnn_handle(), lw.scalar(run, 1.0),
+            lw.use(run, lw.tensor_descriptor(y_shape, [x_strides[p] for p in perm])), lw.device_pointer(op, op.x),
+            lw.scalar(run, 0.0), lw.use(run, lw.tensor_descriptor(y_shape)), lw.device_pointer(op, op.out))
 
 
 def _band_copies(lw: CudaFunctionLowering, op: Operation, whole: SSAValue, parts: Sequence[SSAValue], axis: int,
                  into_whole: bool) -> None:
     """Concat (into_whole) or split along `axis`: each part is `outer` rows
     of a contiguous band of the whole, one cudaMemcpy2DAsync per part."""
-    shape = lw._shape(whole)
+    shape = lw.shape(whole)
     axis %= len(shape)
     outer = math.prod(shape[:axis])
     row = d.type_bytes(whole.type) // max(outer, 1)
     offset = 0
     run = lw.run
-    base = lw._pointer(op, whole)
+    base = lw.device_pointer(op, whole)
     for part in parts:
         width = d.type_bytes(part.type) // max(outer, 1)
         band = run.b.gep(base, offset, i8)
-        source, target = (lw._pointer(op, part), band) if into_whole else (band, lw._pointer(op, part))
+        source, target = (lw.device_pointer(op, part), band) if into_whole else (band, lw.device_pointer(op, part))
         spitch, dpitch = (width, row) if into_whole else (row, width)
-        lw._lib("cudaMemcpy2DAsync", target, dpitch, source, spitch, width, outer, api.MEMCPY_DEVICE_TO_DEVICE,
-                lw._load_handle(run, lw.stream))
+        lw.library_call("cudaMemcpy2DAsync", target, dpitch, source, spitch, width, outer, api.MEMCPY_DEVICE_TO_DEVICE,
+                lw.load_global(run, lw.stream))
         offset += width
 
 
@@ -1171,6 +1222,9 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConcatOp: _lower_concat,
     d.SplitOp: _lower_split,
     d.WhereOp: _lower_where,
+    d.GatherOp: _lower_gather,
+    d.CastOp: _lower_cast,
+    d.LayerNormOp: _lower_layer_norm,
 }
 #: the dnn ops target=cuda lowers (the rest fail with a clear message)
 CUDA_OPS: frozenset[str] = frozenset(cls.name for cls in _COMPUTE)  # type: ignore[attr-defined]

@@ -1,9 +1,10 @@
-"""Pointwise CUDA kernels that pyocc writes itself, for what cuDNN lacks.
+"""CUDA kernels that pyocc writes itself, for what cuDNN and cuBLAS lack.
 
-cuDNN has no erf, GELU, division, exp or where. For those ops
-`convert-dnn-to-llvm{target=cuda}` describes one pointwise kernel per op
-(`PointwiseKernel`: an expression over broadcast inputs) and this module
-turns the descriptions of a function into
+cuDNN has no erf, GELU, division, exp, where, gather, cast or layer
+normalisation. For those ops `convert-dnn-to-llvm{target=cuda}` describes one
+kernel per op — `PointwiseKernel` (an expression over broadcast inputs),
+`GatherKernel`, `CastKernel`, `LayerNormKernel` (one thread per row) — and
+this module turns the descriptions of a function into
 
 - PTX, through LLVM's NVPTX back end in llvmlite: no CUDA toolkit and no GPU
   are needed to compile; the driver loads the PTX at init
@@ -12,9 +13,9 @@ turns the descriptions of a function into
   stand-in (pyocc.testing.fake_cuda) can run the kernels too and the tests
   check their arithmetic against onnxruntime without a GPU.
 
-Kernel `k` takes (out, in0, in1, ...) device pointers; element i of the
-output reads each input at its broadcast offset. Shapes and strides are
-compile-time constants of the kernel. Transcendentals use the PTX
+Kernel `k` takes (out, in0, in1, ...) device pointers; thread i computes
+element (or row) i. Shapes and strides are compile-time constants of the
+kernel. Transcendentals use the PTX
 approximations ex2.approx / lg2.approx (about 2 ulp), and erf the
 Abramowitz-Stegun 7.1.26 polynomial (|error| < 1.5e-7).
 """
@@ -36,9 +37,11 @@ UNARY_FUNCTIONS = frozenset({
     "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "clip", "erf", "gelu",
 })
 BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
-#: float comparisons: their result is one byte per element (numpy's bool)
+#: comparisons (of floats or integers): their result is one byte per element (numpy's bool)
 COMPARISONS: dict[str, str] = {"equal": "==", "less": "<", "greater": ">", "less_or_equal": "<=",
                                "greater_or_equal": ">="}
+#: logic on bools (one byte per element, nonzero is true)
+LOGICAL = frozenset({"and", "or", "xor", "not"})
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class PointwiseKernel:
     activation: str | None = None
     activation_alpha: float | None = None
     activation_beta: float | None = None
+    input_dtype: str = "float32"
+    """The inputs' element type: float32, or int32 / int64 (comparisons) or bool (logic)."""
 
     @property
     def count(self) -> int:
@@ -66,20 +71,23 @@ class PointwiseKernel:
         return math.prod(self.shape)
 
     @property
-    def output_bytes(self) -> int:
-        """Bytes of the output: 4 per element, 1 for a comparison."""
-        return self.count * (1 if self.fn in COMPARISONS else 4)
+    def output_dtype(self) -> str:
+        """bool for comparisons and logic, else float32."""
+        return "bool" if self.fn in COMPARISONS or self.fn in LOGICAL else "float32"
 
     @property
-    def grid(self) -> int:
-        """Blocks of the launch."""
-        return max(1, -(-self.count // BLOCK))
+    def output_bytes(self) -> int:
+        return self.count * DTYPES[self.output_dtype][0]
 
     def input_bytes(self, index: int) -> int:
         """Bytes of input `index` the kernel may read (its broadcast extent)."""
         strides = self.input_strides[index]
         last = sum((dim - 1) * stride for dim, stride in zip(self.shape, strides))
-        return (last + 1) * (1 if self.fn == "where" and index == 0 else 4)
+        return (last + 1) * DTYPES[self.operand_dtype(index)][0]
+
+    def operand_dtype(self, index: int) -> str:
+        """The element type of input `index`."""
+        return "bool" if self.fn == "where" and index == 0 else self.input_dtype
 
 
 def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
@@ -263,8 +271,20 @@ def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs:
         condition = b.icmp_unsigned("!=", values[0], ir.Constant(ir.IntType(8), 0))
         result = b.select(condition, values[1], values[2])
     elif kernel.fn in COMPARISONS:
-        truth = b.fcmp_ordered(COMPARISONS[kernel.fn], values[0], values[1])
+        if kernel.input_dtype == "float32":
+            truth = b.fcmp_ordered(COMPARISONS[kernel.fn], values[0], values[1])
+        else:
+            truth = b.icmp_signed(COMPARISONS[kernel.fn], values[0], values[1])
         b.store(b.zext(truth, ir.IntType(8)), b.gep(out, [index]))
+        return
+    elif kernel.fn in LOGICAL:
+        byte = ir.IntType(8)
+        truths = [b.icmp_unsigned("!=", v, ir.Constant(byte, 0)) for v in values]
+        if kernel.fn == "not":
+            truth = b.not_(truths[0])
+        else:
+            truth = {"and": b.and_, "or": b.or_, "xor": b.xor}[kernel.fn](truths[0], truths[1])
+        b.store(b.zext(truth, byte), b.gep(out, [index]))
         return
     elif kernel.fn in BINARY_FUNCTIONS:
         result = _binary(m, kernel.fn, values[0], values[1])
@@ -275,17 +295,213 @@ def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs:
     b.store(result, b.gep(out, [index]))
 
 
-def _pointer_types(kernel: PointwiseKernel) -> list[object]:
-    import llvmlite.ir as ir
-
-    f32p, bytes_pointer = ir.FloatType().as_pointer(), ir.IntType(8).as_pointer()
-    types = [bytes_pointer if kernel.fn in COMPARISONS else f32p]
+def _pointwise_types(kernel: PointwiseKernel) -> list[object]:
+    types = [_llvm_type(kernel.output_dtype).as_pointer()]
     for index in range(len(kernel.input_strides)):
-        types.append(bytes_pointer if kernel.fn == "where" and index == 0 else f32p)
+        types.append(_llvm_type(kernel.operand_dtype(index)).as_pointer())
     return types
 
 
-def ptx_module(kernels: Sequence[PointwiseKernel]) -> str:
+# ---------------------------------------------------------------------------
+# Kernels that are not pointwise expressions
+# ---------------------------------------------------------------------------
+
+#: element types the kernels move: numpy name -> (bytes, llvm kind)
+DTYPES: dict[str, tuple[int, str]] = {"float32": (4, "f"), "int32": (4, "i"), "int64": (8, "i"), "bool": (1, "i")}
+
+
+def _llvm_type(dtype: str) -> object:
+    import llvmlite.ir as ir
+
+    size, kind = DTYPES[dtype]
+    return ir.FloatType() if kind == "f" else ir.IntType(8 * size)
+
+
+@dataclass(frozen=True)
+class GatherKernel:
+    """ONNX Gather along `axis`: out[outer, j, inner] = x[outer, indices[j], inner],
+    negative indices counting from the end. Thread i computes out element i."""
+
+    name: str
+    x_shape: tuple[int, ...]
+    axis: int
+    index_count: int
+    index_dtype: str  # int32 or int64
+
+    @property
+    def count(self) -> int:
+        outer = math.prod(self.x_shape[:self.axis])
+        return outer * self.index_count * math.prod(self.x_shape[self.axis + 1:])
+
+    def pointer_types(self) -> list[object]:
+        return [_llvm_type("float32").as_pointer(), _llvm_type("float32").as_pointer(),
+                _llvm_type(self.index_dtype).as_pointer()]
+
+    def pointer_bytes(self) -> list[int]:
+        return [self.count * 4, math.prod(self.x_shape) * 4, self.index_count * DTYPES[self.index_dtype][0]]
+
+    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+        ir, b = m.ir, m.b
+        i64 = ir.IntType(64)
+        out, x, indices = pointers
+        inner = math.prod(self.x_shape[self.axis + 1:])
+        dim = self.x_shape[self.axis]
+        position = b.urem(b.udiv(index, ir.Constant(i64, inner)), ir.Constant(i64, self.index_count))
+        outer = b.udiv(index, ir.Constant(i64, inner * self.index_count))
+        within = b.urem(index, ir.Constant(i64, inner))
+        chosen = b.load(b.gep(indices, [position]))
+        if self.index_dtype != "int64":
+            chosen = b.sext(chosen, i64)
+        wrapped = b.select(b.icmp_signed("<", chosen, ir.Constant(i64, 0)), b.add(chosen, ir.Constant(i64, dim)),
+                           chosen)
+        source = b.add(b.mul(b.add(b.mul(outer, ir.Constant(i64, dim)), wrapped), ir.Constant(i64, inner)), within)
+        b.store(b.load(b.gep(x, [source])), b.gep(out, [index]))
+
+
+@dataclass(frozen=True)
+class CastKernel:
+    """ONNX Cast between float32, int32, int64 and bool (floats truncate
+    toward zero; anything nonzero is true). Thread i casts element i."""
+
+    name: str
+    count: int
+    source: str
+    target: str
+
+    def pointer_types(self) -> list[object]:
+        return [_llvm_type(self.target).as_pointer(), _llvm_type(self.source).as_pointer()]
+
+    def pointer_bytes(self) -> list[int]:
+        return [self.count * DTYPES[self.target][0], self.count * DTYPES[self.source][0]]
+
+    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+        ir, b = m.ir, m.b
+        out, x = pointers
+        value = b.load(b.gep(x, [index]))
+        (_, source_kind), (target_size, target_kind) = DTYPES[self.source], DTYPES[self.target]
+        target = _llvm_type(self.target)
+        if self.target == "bool":
+            zero = m.const(0.0) if source_kind == "f" else ir.Constant(value.type, 0)
+            truth = (b.fcmp_unordered("!=", value, zero) if source_kind == "f"
+                     else b.icmp_unsigned("!=", value, zero))
+            result = b.zext(truth, target)
+        elif source_kind == "f" and target_kind == "f":
+            result = value
+        elif source_kind == "f":
+            result = b.fptosi(value, target)
+        elif target_kind == "f":
+            result = b.uitofp(value, target) if self.source == "bool" else b.sitofp(value, target)
+        elif value.type.width < target.width:
+            result = b.zext(value, target) if self.source == "bool" else b.sext(value, target)
+        elif value.type.width > target.width:
+            result = b.trunc(value, target)
+        else:
+            result = value
+        b.store(result, b.gep(out, [index]))
+
+
+@dataclass(frozen=True)
+class LayerNormKernel:
+    """ONNX LayerNormalization over the last `width` elements of each of
+    `rows` rows: (x - mean) / sqrt(var + epsilon) * scale + bias. Thread i
+    normalises row i (two passes over it, then the write; safe in place)."""
+
+    name: str
+    rows: int
+    width: int
+    epsilon: float
+    has_bias: bool
+
+    @property
+    def count(self) -> int:
+        return self.rows
+
+    def pointer_types(self) -> list[object]:
+        f32p = _llvm_type("float32").as_pointer()
+        return [f32p] * (4 if self.has_bias else 3)
+
+    def pointer_bytes(self) -> list[int]:
+        return [self.rows * self.width * 4] * 2 + [self.width * 4] * (2 if self.has_bias else 1)
+
+    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+        ir, b = m.ir, m.b
+        i64 = ir.IntType(64)
+        out, x, scale = pointers[:3]
+        bias = pointers[3] if self.has_bias else None
+        start = b.mul(index, ir.Constant(i64, self.width))
+
+        def row_loop(step: Callable[[object, object], object | None], initial: object | None = None) -> object:
+            """for j in range(width): acc = step(j, acc); returns the last acc."""
+            before = b.block
+            loop = b.append_basic_block("row")
+            after = b.append_basic_block("row.end")
+            b.branch(loop)
+            b.position_at_end(loop)
+            j = b.phi(i64)
+            j.add_incoming(ir.Constant(i64, 0), before)
+            acc = None
+            if initial is not None:
+                acc = b.phi(m.f32)
+                acc.add_incoming(initial, before)
+            result = step(j, acc)
+            following = b.add(j, ir.Constant(i64, 1))
+            j.add_incoming(following, b.block)
+            if acc is not None:
+                acc.add_incoming(result, b.block)
+            b.cbranch(b.icmp_unsigned("<", following, ir.Constant(i64, self.width)), loop, after)
+            b.position_at_end(after)
+            return result
+
+        def element(j: object) -> object:
+            return b.load(b.gep(x, [b.add(start, j)]))
+
+        total = row_loop(lambda j, acc: b.fadd(acc, element(j)), m.const(0.0))
+        mean = b.fdiv(total, m.const(float(self.width)))
+
+        def add_square(j: object, acc: object) -> object:
+            centred = b.fsub(element(j), mean)
+            return b.fadd(acc, b.fmul(centred, centred))
+
+        variance = b.fdiv(row_loop(add_square, m.const(0.0)), m.const(float(self.width)))
+        inverse = b.fdiv(m.const(1.0), m.sqrt(b.fadd(variance, m.const(self.epsilon))))
+
+        def write(j: object, acc: object) -> None:
+            y = b.fmul(b.fmul(b.fsub(element(j), mean), inverse), b.load(b.gep(scale, [j])))
+            if bias is not None:
+                y = b.fadd(y, b.load(b.gep(bias, [j])))
+            b.store(y, b.gep(out, [b.add(start, j)]))
+
+        row_loop(write)
+
+
+#: every kind of kernel pyocc writes
+Kernel = PointwiseKernel | GatherKernel | CastKernel | LayerNormKernel
+
+
+def _kernel_types(kernel: Kernel) -> list[object]:
+    return _pointwise_types(kernel) if isinstance(kernel, PointwiseKernel) else kernel.pointer_types()  # type: ignore[attr-defined]
+
+
+def _kernel_body(m: _Math, kernel: Kernel, index: object, pointers: Sequence[object]) -> None:
+    if isinstance(kernel, PointwiseKernel):
+        _body(m, kernel, index, pointers[0], pointers[1:])
+    else:
+        kernel.body(m, index, pointers)  # type: ignore[attr-defined]
+
+
+def pointer_bytes(kernel: Kernel) -> list[int]:
+    """The bytes each pointer argument of `kernel` spans (out first)."""
+    if isinstance(kernel, PointwiseKernel):
+        return [kernel.output_bytes] + [kernel.input_bytes(i) for i in range(len(kernel.input_strides))]
+    return kernel.pointer_bytes()  # type: ignore[attr-defined]
+
+
+def grid(kernel: Kernel) -> int:
+    """Blocks of `kernel`'s launch: one thread per element (or row)."""
+    return max(1, -(-kernel.count // BLOCK))  # type: ignore[attr-defined]
+
+
+def ptx_module(kernels: Sequence[Kernel]) -> str:
     """The PTX of `kernels`: one `.entry` per kernel, named as the kernel."""
     import llvmlite.binding as llvm
     import llvmlite.ir as ir
@@ -295,7 +511,7 @@ def ptx_module(kernels: Sequence[PointwiseKernel]) -> str:
     i32, i64 = ir.IntType(32), ir.IntType(64)
     annotations = module.add_named_metadata("nvvm.annotations")
     for kernel in kernels:
-        function = ir.Function(module, ir.FunctionType(ir.VoidType(), _pointer_types(kernel)), kernel.name)
+        function = ir.Function(module, ir.FunctionType(ir.VoidType(), _kernel_types(kernel)), kernel.name)
         entry = function.append_basic_block("entry")
         body = function.append_basic_block("body")
         done = function.append_basic_block("done")
@@ -312,7 +528,7 @@ def ptx_module(kernels: Sequence[PointwiseKernel]) -> str:
         index = b.add(b.mul(block_id, block_size), thread)
         b.cbranch(b.icmp_unsigned("<", index, ir.Constant(i64, kernel.count)), body, done)
         b.position_at_end(body)
-        _body(m, kernel, index, function.args[0], function.args[1:])
+        _kernel_body(m, kernel, index, list(function.args))
         b.branch(done)
         b.position_at_end(done)
         b.ret_void()
@@ -326,7 +542,7 @@ def ptx_module(kernels: Sequence[PointwiseKernel]) -> str:
     return machine.emit_assembly(parsed)
 
 
-def host_twins(kernels: Sequence[PointwiseKernel]) -> str:
+def host_twins(kernels: Sequence[Kernel]) -> str:
     """LLVM IR for the host: `void NAME_host(void **params, int64_t first,
     int64_t last)` runs elements [first, last) of kernel NAME, reading its
     arguments as cuLaunchKernel passes them (an array of pointers to each)."""
@@ -341,7 +557,7 @@ def host_twins(kernels: Sequence[PointwiseKernel]) -> str:
         entry, loop, body, done = (twin.append_basic_block(n) for n in ("entry", "loop", "body", "done"))
         b = ir.IRBuilder(entry)
         pointers = []
-        for position, kind in enumerate(_pointer_types(kernel)):
+        for position, kind in enumerate(_kernel_types(kernel)):
             slot = b.load(b.gep(params, [ir.Constant(i64, position)]))
             pointers.append(b.load(b.bitcast(slot, kind.as_pointer())))
         b.branch(loop)
@@ -353,7 +569,7 @@ def host_twins(kernels: Sequence[PointwiseKernel]) -> str:
         # elements past the output are not computed, as in the PTX
         in_range = b.icmp_unsigned("<", index, ir.Constant(i64, kernel.count))
         with b.if_then(in_range):
-            _body(_Math(b, module, "host"), kernel, index, pointers[0], pointers[1:])
+            _kernel_body(_Math(b, module, "host"), kernel, index, pointers)
         following = b.add(index, ir.Constant(i64, 1))
         index.add_incoming(following, b.block)
         b.branch(loop)

@@ -752,10 +752,12 @@ RULES: tuple[Rule, ...] = (
     # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
     Rule("attention-softmax-masked",
          match=op("softmax", "softmax", x=op("binary", "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
-         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0,
+         targets=frozenset({"host"})),
     # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
     Rule("attention-softmax", match=op("softmax", "softmax", x=_SCALED_SCORES),
-         where=(last_axis_softmax,), produce=attention_softmax, stage=0),
+         where=(last_axis_softmax,), produce=attention_softmax, stage=0,
+         targets=frozenset({"host"})),
 )
 
 

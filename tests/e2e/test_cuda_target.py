@@ -180,3 +180,18 @@ def test_random_graphs_match_onnxruntime() -> None:
         problem = compare_with_onnxruntime(model, random_inputs(model, seed), target="cuda",
                                            memory=("pool", "lazy", "eager")[seed % 3], cuda_libraries=fake)
         assert problem is None, (seed, problem, fake.errors)
+
+
+@pytest.mark.parametrize("name", ["bert", "gpt2", "mobilenet_v2", "vit"])
+def test_transformer_and_mobile_graphs_match_onnxruntime(name: str) -> None:
+    """tests/graphs.py's graphs: token-id Gather, int64 and bool masks (Cast,
+    Equal, Not, And, Where), LayerNormalization, GELU, attention's batched
+    MatMul and Softmax, depthwise convs with Clip."""
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from tests.graphs import GRAPHS, random_inputs
+
+    model = GRAPHS[name](seed=0)
+    fake = FakeCuda()
+    problem = compare_with_onnxruntime(model, random_inputs(model, seed=1), target="cuda", memory="pool",
+                                       cuda_libraries=fake)
+    assert problem is None, (problem, fake.errors)

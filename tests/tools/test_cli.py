@@ -46,16 +46,44 @@ def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
     np.testing.assert_allclose(np.load(out)["softmaxout_1"], first, rtol=1e-5, atol=1e-7)
 
 
+def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> None:
+    """Writing the GPU host code needs no GPU: one cudaMalloc per run in pool
+    mode, one per buffer in lazy mode, each op a library call."""
+    model = str(light_model_path("squeezenet"))
+    counts = {}
+    for memory in ("pool", "lazy"):
+        out = tmp_path / f"{memory}.ll"
+        result = pyocc("compile", model, "--target", "cuda", "--memory", memory, "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        text = out.read_text()
+        run = text[text.index('define i32 @"main_graph_run"'):]
+        run = run[:run.index("\n}\n")]
+        counts[memory] = run.count('@"cudaMalloc"')
+        assert run.count('@"cudaFree"') == counts[memory]
+        assert '@"cudnnConvolutionBiasActivationForward"' in run and '@"cudnnPoolingForward"' in run
+    assert counts["pool"] == 1 and counts["lazy"] > 20
+
+
+def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
+    host = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json").stdout)
+    cuda = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json",
+                            "--target", "cuda").stdout)
+    # the input and output copies are device buffers, planned like the rest
+    assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+
+
 @pytest.mark.parametrize("args, message", [
     (["run", "missing.onnx"], "missing.onnx: no such file"),
     (["compile", "MODEL", "-o", "model.exe"], "unknown output kind '.exe'"),
     (["plan", "MODEL", "--planner", "magic"], "unknown planner 'magic'"),
     (["run", "MODEL", "--inputs", "nothing.npz"], "nothing.npz: cannot read inputs"),
     (["run", "MODEL", "--target", "cuda"], "target cuda needs an NVIDIA GPU"),
+    (["compile", "MODEL", "--target", "cuda", "-o", "model.so"], "target cuda writes LLVM IR (.ll) only"),
+    (["run", "MODEL", "--target", "cuda", "--sanitize"], "the sanitizer runs on the host only"),
 ])
 def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]
-    args = [str(tmp_path / a) if a.endswith((".exe", ".npz")) else a for a in args]
+    args = [str(tmp_path / a) if a.endswith((".exe", ".npz", ".so")) else a for a in args]
     result = pyocc(*args)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
