@@ -2,8 +2,9 @@
 
 Code generated for `target=cuda` calls the functions listed in
 pyocc.lowering.cuda_api; the JIT binds each of those external symbols to an
-address. This module finds the three libraries that hold them, loads them
-with ctypes and hands out the addresses (`CudaLibraries.symbols()`);
+address. This module finds the libraries that hold them (the CUDA runtime,
+cuBLAS, cuDNN, and the driver's libcuda for the kernels pyocc writes), loads
+them with ctypes and hands out the addresses (`CudaLibraries.symbols()`);
 `cuda_unavailable_reason()` says in one line why no GPU can be used, or None.
 
 Where each library is looked for, in this order:
@@ -15,7 +16,8 @@ Where each library is looked for, in this order:
 2. NVIDIA's wheels on `sys.path`: `<entry>/nvidia/<package>/lib/<soname>`
    (CUDA 12 wheels have one package folder per library, CUDA 13 wheels share
    `nvidia/cu13/lib`), for an older cuda-pathfinder or none;
-3. the system loader (`LD_LIBRARY_PATH`, ldconfig's cache), by soname.
+3. the system loader (`LD_LIBRARY_PATH`, ldconfig's cache), by soname:
+   the only place the driver's `libcuda.so.1` normally is.
 
 The preferred sonames are cuda_api.LIBRARY_SONAMES (CUDA 12, what
 `pyocc[cuda]` installs); CUDA 13 libraries (what a PyTorch built for CUDA 13
@@ -59,9 +61,11 @@ SONAMES: dict[str, tuple[str, ...]] = {
     "cublasLt": ("libcublasLt.so.12", "libcublasLt.so.13"),
     "cublas": (cuda_api.LIBRARY_SONAMES["cublas"], "libcublas.so.13"),
     "cudnn": (cuda_api.LIBRARY_SONAMES["cudnn"],),
+    "cuda": (cuda_api.LIBRARY_SONAMES["cuda"],),  # the driver API (kernels pyocc writes); comes with the driver
+    "nvrtc": ("libnvrtc.so.12", "libnvrtc.so.13"),  # optional: see _load_optional
 }
 #: dependencies first: cuBLAS and cuDNN both need cuBLASLt
-LOAD_ORDER: tuple[str, ...] = ("cudart", "cublasLt", "cublas", "cudnn")
+LOAD_ORDER: tuple[str, ...] = ("cudart", "cuda", "cublasLt", "cublas", "cudnn")
 #: libraries whose CUDA major version must match the CUDA runtime's
 SAME_CUDA_RELEASE: tuple[str, ...] = ("cublasLt", "cublas")
 #: the cuDNN 9 sub-libraries the shim dlopens by bare name
@@ -73,7 +77,7 @@ CUDNN_PARTS: tuple[str, ...] = (
 CUDNN_REQUIRED_PARTS: tuple[str, ...] = ("libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9")
 #: what each library is called in messages
 DISPLAY_NAMES: dict[str, str] = {"cudart": "the CUDA runtime", "cublasLt": "cuBLASLt", "cublas": "cuBLAS",
-                                 "cudnn": "cuDNN"}
+                                 "cudnn": "cuDNN", "cuda": "the NVIDIA driver's CUDA library", "nvrtc": "NVRTC"}
 
 _RTLD_GLOBAL_NOW = os.RTLD_NOW | os.RTLD_GLOBAL
 
@@ -86,6 +90,12 @@ def cuda_major(soname: str) -> int | None:
     _, sep, version = Path(soname).name.partition(".so.")
     head = version.split(".")[0]
     return int(head) if sep and head.isdigit() else None
+
+
+def is_one_of(filename: str, sonames: Sequence[str]) -> bool:
+    """Whether `filename` is one of `sonames` or a versioned file of one
+    ("libcublas.so.13.1.0.3" is "libcublas.so.13"; "libcublasLt.so.13" is not)."""
+    return any(filename == soname or filename.startswith(soname + ".") for soname in sonames)
 
 
 def rank_wheel_files(library: str, files: Iterable[str | Path]) -> list[Path]:
@@ -171,7 +181,7 @@ def _load_one(library: str, search: LibrarySearch, wheel_files: list[Path], sona
     failures: list[str] = []
     if search.use_pathfinder:
         path = _pathfinder_load(library)
-        if path and Path(path).name in sonames:
+        if path and is_one_of(Path(path).name, sonames):
             try:
                 return _Loaded(_dlopen(path), path, "cuda-pathfinder")
             except OSError as e:
@@ -190,10 +200,23 @@ def _load_one(library: str, search: LibrarySearch, wheel_files: list[Path], sona
             except OSError:
                 continue  # not on the system path: the usual case, not worth reporting
     name = DISPLAY_NAMES[library]
+    if library == "cuda":  # not a wheel: the driver installs it
+        raise PyoccError(f"{name} ({sonames[0]}) was not found: install the NVIDIA driver")
     if failures:
         raise PyoccError(f"{name} was found but does not load ({failures[0]}); reinstall it with {INSTALL_HINT}")
     raise PyoccError(f"the CUDA libraries are not installed: {name} ({' or '.join(sonames)}) was not found "
                      f"({INSTALL_HINT})")
+
+
+def _load_optional(library: str, search: LibrarySearch, wheel_files: list[Path], major: int | None) -> None:
+    """Load `library` of CUDA release `major` if it is there, quietly: NVRTC,
+    which cuDNN's runtime-compiled engines use when they can (not needed by
+    the cuda_api functions)."""
+    sonames = tuple(s for s in SONAMES[library] if cuda_major(s) == major) or SONAMES[library]
+    try:
+        _load_one(library, search, wheel_files, sonames)
+    except PyoccError:
+        pass
 
 
 def _preload_cudnn_parts(shim_path: str) -> list[str]:
@@ -240,11 +263,11 @@ def _with_release_note(message: str, library: str, sonames: tuple[str, ...], loa
 
 @dataclass
 class CudaLibraries:
-    """The CUDA runtime, cuDNN and cuBLAS, loaded: `symbols()` gives the
-    address of every function in cuda_api.FUNCTIONS."""
+    """The CUDA runtime, the driver, cuDNN and cuBLAS, loaded: `symbols()`
+    gives the address of every function in cuda_api.FUNCTIONS."""
 
     handles: dict[str, ctypes.CDLL]
-    """cudart, cublasLt, cublas, cudnn -> the loaded library."""
+    """cudart, cuda (the driver), cublasLt, cublas, cudnn -> the loaded library."""
     paths: dict[str, str]
     """The same keys -> the file each was loaded from (a bare soname when the
     system loader found it)."""
@@ -277,6 +300,7 @@ class CudaLibraries:
                 loaded[library] = _load_one(library, search, wheel_files, sonames)
             except PyoccError as e:
                 raise PyoccError(_with_release_note(str(e), library, sonames, loaded, wheel_files)) from None
+        _load_optional("nvrtc", search, wheel_files, cuda_major(loaded["cudart"].path))
         parts = _preload_cudnn_parts(loaded["cudnn"].path)
         return cls(handles={k: v.handle for k, v in loaded.items()},
                    paths={k: v.path for k, v in loaded.items()},
@@ -308,12 +332,14 @@ class CudaLibraries:
 
     def versions(self) -> dict[str, int]:
         """The libraries' own version numbers (cudaRuntimeGetVersion,
-        cudnnGetVersion, cudnnGetCudartVersion, cublasGetProperty), for
-        reports. Needs no GPU."""
+        cuDriverGetVersion, cudnnGetVersion, cudnnGetCudartVersion,
+        cublasGetProperty), for reports. Needs no GPU."""
         out: dict[str, int] = {}
         value = ctypes.c_int(0)
         if self.handles["cudart"].cudaRuntimeGetVersion(ctypes.byref(value)) == 0:
             out["cudart"] = value.value
+        if self.handles["cuda"].cuDriverGetVersion(ctypes.byref(value)) == 0:
+            out["driver"] = value.value
         cudnn = self.handles["cudnn"]
         cudnn.cudnnGetVersion.restype = ctypes.c_size_t
         cudnn.cudnnGetCudartVersion.restype = ctypes.c_size_t

@@ -5,7 +5,8 @@ cuBLAS that checks every pointer, descriptor and workspace the code passes.
 Light models with random weights must match onnxruntime, allocate exactly
 what the memory mode promises per run (one cudaMalloc in pool mode, one per
 buffer in eager and lazy mode, each freed), and leave nothing behind after
-`close()`. The same tests on a real GPU are in tests/runtime/test_cuda_gpu.py.
+`close()`. The same models on a real GPU are tests/e2e/test_cuda_light_models.py
+(marked `gpu`: they skip with the reason where no GPU can be used).
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def test_no_gpu_is_one_line_error() -> None:
 
     reason = cuda_unavailable_reason()
     if reason is None:
-        pytest.skip("a GPU is usable here; tests/runtime/test_cuda_gpu.py covers it")
+        pytest.skip("a GPU is usable here; tests/e2e/test_cuda_light_models.py covers it")
     model, _, _ = reference("squeezenet")
     with pytest.raises(PyoccError, match="target cuda needs an NVIDIA GPU"):
         pyocc.compile(model, target="cuda")

@@ -38,6 +38,13 @@ def test_cuda_major_reads_the_version_after_so() -> None:
     assert cuda_major("libcudart.so") is None
 
 
+def test_versioned_file_names_count_as_their_soname() -> None:
+    assert cuda.is_one_of("libcublas.so.13.1.0.3", ("libcublas.so.12", "libcublas.so.13"))
+    assert cuda.is_one_of("libcudart.so.12", ("libcudart.so.12",))
+    assert not cuda.is_one_of("libcublasLt.so.13", ("libcublas.so.13",))
+    assert not cuda.is_one_of("libcudart.so.120", ("libcudart.so.12",))
+
+
 def test_rank_prefers_cuda_12_then_the_given_order() -> None:
     files = [
         "/venv/site-packages/nvidia/cu13/lib/libcudart.so.13",
@@ -138,6 +145,9 @@ int cudnnCreateConvolutionDescriptor(void *desc) {
     return entry ? entry() : 4000;
 }
 """
+_DRIVER_EXTRA = r"""
+int cuDriverGetVersion(int *version) { *version = 13000; return 0; }
+"""
 _CUBLAS_EXTRA = r"""
 int cublasGetProperty(int type, int *value) { *value = type == 0 ? %(major)d : type == 1 ? 9 : 1; return 0; }
 """
@@ -170,7 +180,9 @@ def _build(folder: Path, major: int, omit: str = "", cudnn_parts: tuple[str, ...
         "cublasLt": folder / f"libcublasLt.so.{major}",
         "cublas": folder / f"libcublas.so.{major}",
         "cudnn": folder / "libcudnn.so.9",
+        "cuda": folder / "libcuda.so.1",
     }
+    _compile(_DRIVER_EXTRA + _stubs("cuda", omit), built["cuda"], built["cuda"].name)
     _compile(_CUDART_EXTRA % {"major": major} + _stubs("cudart", omit), built["cudart"], built["cudart"].name)
     _compile("int fake_cublaslt(void) { return 0; }\n", built["cublasLt"], built["cublasLt"].name)
     _compile(_CUBLAS_EXTRA % {"major": major} + _stubs("cublas", omit), built["cublas"], built["cublas"].name)
@@ -199,10 +211,12 @@ def _place(files: dict[str, Path], site: Path, layout: dict[str, str]) -> Path:
     return site
 
 
+# the driver's libcuda.so.1 is no wheel's: the real one is found by the system loader, which these
+# tests turn off so that no real library is mixed in; the stand-in sits where the wheel search finds it
 CU12_LAYOUT = {"cudart": "nvidia/cuda_runtime/lib", "cublasLt": "nvidia/cublas/lib", "cublas": "nvidia/cublas/lib",
-               "cudnn": "nvidia/cudnn/lib"}
+               "cudnn": "nvidia/cudnn/lib", "cuda": "nvidia/driver_stand_in/lib"}
 CU13_LAYOUT = {"cudart": "nvidia/cu13/lib", "cublasLt": "nvidia/cu13/lib", "cublas": "nvidia/cu13/lib",
-               "cudnn": "nvidia/cudnn/lib"}
+               "cudnn": "nvidia/cudnn/lib", "cuda": "nvidia/driver_stand_in/lib"}
 
 _PROBE = r"""
 import ctypes, json, sys
@@ -210,6 +224,18 @@ from pyocc.runtime import cuda
 site, what = sys.argv[1], sys.argv[2]
 search = cuda.LibrarySearch(search_dirs=(site,), use_pathfinder=False, use_system_loader=False)
 out = {}
+if what == "pathfinder":  # a stand-in cuda.pathfinder that knows where the libraries are; no wheel search
+    import os, types
+    def load_nvidia_dynamic_lib(name):
+        for root, _, files in os.walk(site):
+            for f in files:
+                if f.startswith(f"lib{name}.so."):
+                    return types.SimpleNamespace(abs_path=os.path.join(root, f))
+        raise RuntimeError(f"{name} not found")
+    sys.modules["cuda"] = types.ModuleType("cuda")
+    sys.modules["cuda.pathfinder"] = types.SimpleNamespace(load_nvidia_dynamic_lib=load_nvidia_dynamic_lib)
+    search = cuda.LibrarySearch(search_dirs=(), use_pathfinder=True, use_system_loader=False)
+    what = "load"
 if what == "reason":
     out["reason"] = cuda.unavailable_reason(search)
 elif what == "unpreloaded":
@@ -223,6 +249,7 @@ else:
         out["error"] = str(e)
     else:
         out["paths"] = libraries.paths
+        out["found_via"] = libraries.found_via
         out["parts"] = libraries.cudnn_parts
         out["symbols"] = sorted(symbols)
         conv = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(symbols["cudnnCreateConvolutionDescriptor"])
@@ -267,8 +294,20 @@ def test_loads_cuda_12_wheels_and_binds_every_symbol(stand_ins: dict, tmp_path: 
     assert out["symbols"] == sorted(f.name for f in cuda_api.FUNCTIONS)
     assert sorted(Path(p).name for p in out["parts"]) == sorted(cuda.CUDNN_REQUIRED_PARTS)
     assert out["conv_status"] == 0  # the shim found libcudnn_cnn.so.9 by bare name
-    assert out["versions"] == {"cudart": 12080, "cudnn": 91001, "cudnn_built_for_cudart": 12080, "cublas": 120901}
+    assert out["versions"] == {"cudart": 12080, "driver": 13000, "cudnn": 91001, "cudnn_built_for_cudart": 12080,
+                               "cublas": 120901}
     assert out["devices"] == 1
+
+
+@needs_cc
+def test_cuda_pathfinder_is_asked_first(stand_ins: dict, tmp_path: Path) -> None:
+    # the stand-in pathfinder returns files under a folder the wheel search is not given
+    site = _place(stand_ins["cu12"], tmp_path, {k: f"elsewhere/{k}" for k in CU12_LAYOUT})
+    out = _probe(site, "pathfinder")
+    assert "error" not in out, out["error"]
+    assert set(out["found_via"].values()) == {"cuda-pathfinder"}
+    assert out["paths"]["cublas"] == str(site / "elsewhere/cublas/libcublas.so.12")
+    assert out["conv_status"] == 0  # the parts beside a shim pathfinder found are preloaded too
 
 
 @needs_cc
@@ -285,7 +324,7 @@ def test_loads_cuda_13_wheels(stand_ins: dict, tmp_path: Path) -> None:
     assert "error" not in out, out["error"]
     assert {k: Path(v).name for k, v in out["paths"].items()} == {
         "cudart": "libcudart.so.13", "cublasLt": "libcublasLt.so.13", "cublas": "libcublas.so.13",
-        "cudnn": "libcudnn.so.9"}
+        "cudnn": "libcudnn.so.9", "cuda": "libcuda.so.1"}
     assert out["conv_status"] == 0
 
 
@@ -294,13 +333,13 @@ def test_prefers_cuda_12_when_both_are_installed(stand_ins: dict, tmp_path: Path
     _place(stand_ins["cu13"], tmp_path, CU13_LAYOUT)
     site = _place(stand_ins["cu12"], tmp_path, CU12_LAYOUT)
     out = _probe(site)
-    assert {Path(v).name for k, v in out["paths"].items() if k != "cudnn"} == {
+    assert {Path(v).name for k, v in out["paths"].items() if k not in ("cudnn", "cuda")} == {
         "libcudart.so.12", "libcublasLt.so.12", "libcublas.so.12"}
 
 
 @needs_cc
 def test_runtime_and_cublas_of_different_releases_are_refused(stand_ins: dict, tmp_path: Path) -> None:
-    _place(stand_ins["cu12"], tmp_path, {"cudart": "nvidia/cuda_runtime/lib", "cudnn": "nvidia/cudnn/lib"})
+    _place(stand_ins["cu12"], tmp_path, {k: CU12_LAYOUT[k] for k in ("cudart", "cudnn", "cuda")})
     site = _place(stand_ins["cu13"], tmp_path, {"cublasLt": "nvidia/cu13/lib", "cublas": "nvidia/cu13/lib"})
     error = _probe(site)["error"]
     assert "libcublasLt.so.13" in error and "does not match the CUDA runtime libcudart.so.12" in error
@@ -312,6 +351,13 @@ def test_a_missing_symbol_names_it_and_the_file(stand_ins: dict, tmp_path: Path)
     error = _probe(site)["error"]
     assert error.startswith("cublasSgemmStridedBatched is missing from ")
     assert str(site / "nvidia/cublas/lib/libcublas.so.12") in error
+
+
+@needs_cc
+def test_without_the_driver_library_says_to_install_the_driver(stand_ins: dict, tmp_path: Path) -> None:
+    site = _place(stand_ins["cu12"], tmp_path, {k: v for k, v in CU12_LAYOUT.items() if k != "cuda"})
+    error = _probe(site)["error"]
+    assert error == "the NVIDIA driver's CUDA library (libcuda.so.1) was not found: install the NVIDIA driver"
 
 
 @needs_cc

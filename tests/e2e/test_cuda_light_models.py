@@ -1,0 +1,35 @@
+"""On a GPU (marker `gpu`; skipped with the reason elsewhere): the nine light
+models with random weights, compiled for `target="cuda"` in pool mode, match
+onnxruntime on the CPU within rtol 1e-3 / atol 1e-4 (cuDNN and cuBLAS sum in
+other orders than onnxruntime's CPU kernels), and pool mode allocates device
+memory once per run at most. bench/gpu_memory_latency.py checks eager and
+lazy mode the same way and measures them; bench/gpu_check.sh runs both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_random_weights
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", LIGHT_MODELS)
+def test_light_model_on_the_gpu_matches_onnxruntime(name: str) -> None:
+    ort = pytest.importorskip("onnxruntime")
+    import pyocc
+
+    model = with_random_weights(name)
+    inputs = random_inputs_for(model)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(model.SerializeToString(), options,
+                                    providers=["CPUExecutionProvider"]).run(None, inputs)
+    compiled = pyocc.compile(model, target="cuda", memory="pool")
+    got = compiled.run(inputs)
+    assert list(got) == compiled.output_names
+    for value, want in zip(got.values(), expected):
+        np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4)
+    compiled.run(inputs)  # a second run reuses the pool: no allocation in the run itself
+    assert compiled.native.alloc_stats().allocations <= 1
