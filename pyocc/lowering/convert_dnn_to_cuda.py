@@ -873,20 +873,22 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
         lw.checked_call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
 
     conv = lw.descriptor("Convolution", key, configure)
-    w_desc, dy_desc, dx_desc = lw.filter_descriptor(w_shape), lw.tensor_descriptor(x_shape), lw.tensor_descriptor(y_shape)
+    w_desc = lw.filter_descriptor(w_shape)
+    dy_desc, dx_desc = lw.tensor_descriptor(x_shape), lw.tensor_descriptor(y_shape)
     algo = _choose_algorithm(lw, conv, w_desc, dy_desc, dx_desc, query="cudnnGetConvolutionBackwardDataAlgorithm_v7",
                              count=api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                              fallback=api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0)
     use = lambda symbol: lw.use(run, symbol)  # noqa: E731 - a local shorthand
     y = lw.device_pointer(op, op.out)
     one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
-    lw.library_call("cudnnConvolutionBackwardData", lw.cudnn_handle(), one, use(w_desc), lw.device_pointer(op, op.w), use(dy_desc),
-            lw.device_pointer(op, op.x), use(conv), run.b.load(lw.address(run, algo), i32),
-            lw.load_global(run, lw.workspace), run.b.load(lw.address(run, lw.workspace_size), i64), zero,
-            use(dx_desc), y)
+    lw.library_call("cudnnConvolutionBackwardData", lw.cudnn_handle(), one, use(w_desc), lw.device_pointer(op, op.w),
+                    use(dy_desc), lw.device_pointer(op, op.x), use(conv), run.b.load(lw.address(run, algo), i32),
+                    lw.load_global(run, lw.workspace), run.b.load(lw.address(run, lw.workspace_size), i64), zero,
+                    use(dx_desc), y)
     if op.bias is not None:
         bias_desc = lw.tensor_descriptor([1, y_shape[1]] + [1] * (len(y_shape) - 2))
-        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(bias_desc), lw.device_pointer(op, op.bias), one, use(dx_desc), y)
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(bias_desc), lw.device_pointer(op, op.bias), one,
+                        use(dx_desc), y)
 
 
 def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
