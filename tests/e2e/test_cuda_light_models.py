@@ -33,3 +33,19 @@ def test_light_model_on_the_gpu_matches_onnxruntime(name: str) -> None:
         np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4)
     compiled.run(inputs)  # a second run reuses the pool: no allocation in the run itself
     assert compiled.native.alloc_stats().allocations <= 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_unet_on_the_gpu_matches_onnxruntime(memory: str) -> None:
+    """tests/graphs.py's UNet on real cuDNN and cuBLAS: its ConvTranspose is
+    cudnnConvolutionBackwardData (the algorithm cuDNN ranks in init), its
+    bilinear Resize two gemms through the workspace."""
+    pytest.importorskip("onnxruntime")
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from tests.graphs import GRAPHS, random_inputs
+
+    model = GRAPHS["unet"]()
+    problem = compare_with_onnxruntime(model, random_inputs(model, 0), rtol=1e-3, atol=1e-4, target="cuda",
+                                       memory=memory)
+    assert problem is None, problem
