@@ -92,12 +92,13 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     WEIGHT_ALIGNMENT,
     LlvmBuilder,
     buffer_spec,
+    cannot_lower,
+    check_lowerable,
     numpy_dtype_name,
     string_getter,
     string_global,
     weight_source,
 )
-from pyocc.lowering.convert_dnn_to_llvm import _fail as fail
 
 #: the fifth state slot: the status of the call that failed
 STATE_STATUS = 4
@@ -213,13 +214,7 @@ class CudaFunctionLowering:
 
     def lower(self) -> list[Operation]:
         """The ABI functions and the globals they use."""
-        f = self.function
-        self.name = f.sym_name.data
-        if f.function_type.outputs.data:
-            raise fail(f, f"@{self.name} returns values; lower it to destination-passing style first "
-                          "(dnn-insert-memory-ops{memcpy=true})")
-        if len(f.body.blocks) != 1:
-            raise fail(f, f"@{self.name} has {len(f.body.blocks)} blocks; only straight-line functions lower")
+        self.name = check_lowerable(self.function)
         self.init = _Code([PTR, PTR], state_index=1)
         self.destroy = _Code([PTR], state_index=0)
         self.run = _Code([PTR, PTR, PTR], state_index=2)
@@ -477,9 +472,9 @@ class CudaFunctionLowering:
     def device_pointer(self, op: Operation, value: SSAValue | None) -> SSAValue:
         """The device pointer of a buffer operand."""
         if value is None or value not in self.pointers:
-            raise fail(op, f"operand {value} is not a buffer this lowering knows")
+            raise cannot_lower(op, f"operand {value} is not a buffer this lowering knows")
         if value in self.host_values:
-            raise fail(op, "it reads or writes a graph argument, which is host memory on target=cuda; "
+            raise cannot_lower(op, "it reads or writes a graph argument, which is host memory on target=cuda; "
                            "stage it with dnn-insert-memory-ops{memcpy=true}")
         return self.pointers[value]
 
@@ -488,7 +483,7 @@ class CudaFunctionLowering:
         match op:
             case func.ReturnOp():
                 if op.operands:
-                    raise fail(op, "the function returns values; outputs must be destination arguments")
+                    raise cannot_lower(op, "the function returns values; outputs must be destination arguments")
                 self.checked_call(self.run, "cudaStreamSynchronize", self.load_global(self.run, self.stream),
                            what="end of run")
                 b.add(llvm.ReturnOp(b.const(0, i32)))
@@ -519,7 +514,7 @@ class CudaFunctionLowering:
             case d.DeallocOp() | d.PoolReleaseOp():
                 value = op.operands[0]
                 if value not in self.allocated:
-                    raise fail(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
+                    raise cannot_lower(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
                 self.checked_call(self.run, "cudaFree", self.device_pointer(op, value), what=op.name)
                 size = self.allocated.pop(value)
                 self._bump(STATE_FREE_CALLS, 1)
@@ -530,7 +525,7 @@ class CudaFunctionLowering:
             case d.DnnComputeOp():
                 self._lower_compute(op)
             case _:
-                raise fail(op, "no cuda lowering exists for this op")
+                raise cannot_lower(op, "no cuda lowering exists for this op")
 
     def _lower_allocation(self, op: d.MallocOp | d.PoolInitOp) -> None:
         result = op.results[0]
@@ -574,9 +569,9 @@ class CudaFunctionLowering:
         expected = {"host_to_device": (True, False), "device_to_host": (False, True),
                     "device_to_device": (False, False)}
         if kind not in expected:
-            raise fail(op, f"kind '{kind}' does not occur on target=cuda")
+            raise cannot_lower(op, f"kind '{kind}' does not occur on target=cuda")
         if (source_host, target_host) != expected[kind]:
-            raise fail(op, f"kind '{kind}' does not match where its buffers live")
+            raise cannot_lower(op, f"kind '{kind}' does not match where its buffers live")
         source = self.pointers[op.source] if source_host else self.device_pointer(op, op.source)
         target = self.pointers[op.target] if target_host else self.device_pointer(op, op.target)
         self.checked_call(self.run, "cudaMemcpyAsync", target, source, op.size.value.data, api.MEMCPY_KINDS[kind],
@@ -586,21 +581,21 @@ class CudaFunctionLowering:
 
     def _lower_compute(self, op: d.DnnComputeOp) -> None:
         if not op.on_buffers:
-            raise fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
+            raise cannot_lower(op, "it is in tensor form; run dnn-insert-memory-ops first")
         for value in op.read_values() + op.destinations():
             element = value.type.get_element_type() if isinstance(value.type, MemRefType) else None
             if not isinstance(element, Float32Type) and _other_dtype_allowed(op, value):
                 continue
             if not isinstance(element, Float32Type):
-                raise fail(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
+                raise cannot_lower(op, f"target=cuda computes float32 tensors only; this op has {value.type}")
             if len(value.type.get_shape()) > api.CUDNN_MAX_DIMS:
-                raise fail(op, f"{value.type} has more than {api.CUDNN_MAX_DIMS} dimensions")
+                raise cannot_lower(op, f"{value.type} has more than {api.CUDNN_MAX_DIMS} dimensions")
         count = self._op_counts.get(op.name, 0)
         self._op_counts[op.name] = count + 1
         self.what = f"{op.name} #{count}"
         lower = _COMPUTE.get(type(op))
         if lower is None:
-            raise fail(op, "no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet "
+            raise cannot_lower(op, "no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet "
                            "(use target=host)")
         lower(self, op)
 
@@ -652,7 +647,7 @@ class CudaFunctionLowering:
         activation = params.get("activation")
         if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
             missing = fn if fn not in known else activation
-            raise fail(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
+            raise cannot_lower(op, f"{missing!r} has neither a cuDNN lowering nor a generated kernel yet (use target=host)")
         out_shape = self.shape(out)
         data = inputs[-1]  # where's condition comes first; its values do not
         kernel = PointwiseKernel(name="", fn=fn, shape=tuple(out_shape),
@@ -713,7 +708,7 @@ def _symmetric_pads(lw: CudaFunctionLowering, op: Operation, spatial: int) -> li
     pads = _ints_prop(op, "pads", [0] * (2 * spatial))
     begin, end = pads[:spatial], pads[spatial:]
     if begin != end:
-        raise fail(op, f"asymmetric pads {pads}: cuDNN convolution pads both sides alike")
+        raise cannot_lower(op, f"asymmetric pads {pads}: cuDNN convolution pads both sides alike")
     return begin
 
 
@@ -725,7 +720,7 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     x_shape, w_shape, y_shape = lw.shape(op.x), lw.shape(op.w), lw.shape(op.out)
     spatial = len(x_shape) - 2
     if spatial < 1:
-        raise fail(op, "a convolution needs at least one spatial dimension")
+        raise cannot_lower(op, "a convolution needs at least one spatial dimension")
     pads = _symmetric_pads(lw, op, spatial)
     strides = _ints_prop(op, "strides", [1] * spatial)
     dilations = _ints_prop(op, "dilations", [1] * spatial)
@@ -898,7 +893,7 @@ def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
     x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)  # type: ignore[attr-defined]
     spatial = len(x_shape) - 2
     if spatial < 1:
-        raise fail(op, "pooling needs at least one spatial dimension")
+        raise cannot_lower(op, "pooling needs at least one spatial dimension")
     if isinstance(op, d.GlobalAveragePoolOp | d.GlobalMaxPoolOp):
         window, pads, strides = x_shape[2:], [0] * spatial, x_shape[2:]
         mode = api.POOLING_MAX if isinstance(op, d.GlobalMaxPoolOp) else api.POOLING_AVERAGE_EXCLUDE_PAD
@@ -908,12 +903,12 @@ def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
         all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
         pads = all_pads[:spatial]
         if any(dl != 1 for dl in _ints_prop(op, "dilations", [1] * spatial)):
-            raise fail(op, "dilated pooling has no cuDNN lowering")
+            raise cannot_lower(op, "dilated pooling has no cuDNN lowering")
         if isinstance(op, d.MaxPoolOp):
             mode = api.POOLING_MAX
         elif _int_prop(op, "count_include_pad", 0):
             if all_pads[spatial:] != pads or _int_prop(op, "ceil_mode", 0):
-                raise fail(op, "count_include_pad with asymmetric pads or ceil_mode has no cuDNN lowering")
+                raise cannot_lower(op, "count_include_pad with asymmetric pads or ceil_mode has no cuDNN lowering")
             mode = api.POOLING_AVERAGE_INCLUDE_PAD
         else:
             mode = api.POOLING_AVERAGE_EXCLUDE_PAD
@@ -987,13 +982,13 @@ def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
     lw._uses_cublas = True
     a_shape, b_shape, y_shape = lw.shape(op.a), lw.shape(op.b), lw.shape(op.out)
     if len(a_shape) < 2 or len(b_shape) < 2:
-        raise fail(op, "a matrix-vector product has no cuBLAS lowering yet")
+        raise cannot_lower(op, "a matrix-vector product has no cuBLAS lowering yet")
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
     batch = math.prod(y_shape[:-2])
     a_batch, b_batch = math.prod(a_shape[:-2]), math.prod(b_shape[:-2])
     for side, count in (("a", a_batch), ("b", b_batch)):
         if count not in (1, batch):
-            raise fail(op, f"{side} broadcasts over part of the batch; only a whole or a single matrix does")
+            raise cannot_lower(op, f"{side} broadcasts over part of the batch; only a whole or a single matrix does")
     a, b, y = lw.device_pointer(op, op.a), lw.device_pointer(op, op.b), lw.device_pointer(op, op.out)
     if batch == 1:
         _sgemm(lw, op, 0, 0, m, n, k, 1.0, a, b, 0.0, y)
@@ -1025,7 +1020,7 @@ def _lower_lrn(lw: CudaFunctionLowering, op: d.LRNOp) -> None:
     beta = 0.75 if beta is None else beta
     bias = 1.0 if bias is None else bias
     if not 1 <= size <= 16:
-        raise fail(op, f"cuDNN's LRN takes a window of 1 to 16 channels, not {size}")
+        raise cannot_lower(op, f"cuDNN's LRN takes a window of 1 to 16 channels, not {size}")
 
     def configure(desc: SSAValue) -> None:
         lw.checked_call(lw.init, "cudnnSetLRNDescriptor", desc, size, alpha, beta, bias, what="LRN descriptor")
@@ -1062,9 +1057,9 @@ def _elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAValue, 
     a_fits = lw.shape(a) == out_shape and not (lw.overlaps(out, b) and not lw.overlaps(out, a))
     if not a_fits:
         if lw.shape(b) != out_shape:
-            raise fail(op, "both operands broadcast; cuDNN's op-tensor needs one of out's shape")
+            raise cannot_lower(op, "both operands broadcast; cuDNN's op-tensor needs one of out's shape")
         if fn not in _SWAPPABLE:
-            raise fail(op, f"{fn} with a broadcast or overwritten first operand has no cuDNN lowering")
+            raise cannot_lower(op, f"{fn} with a broadcast or overwritten first operand has no cuDNN lowering")
         a, b = b, a
         if fn == "sub":
             alpha1 = -1.0
@@ -1078,11 +1073,11 @@ def _self_elementwise(lw: CudaFunctionLowering, op: Operation, fn: str, a: SSAVa
     """fn(a, a) written over a itself (dnn-coalesce's in-place Add(a, a)):
     cuDNN lets only A alias C, so add / sub become C = +-1 * A + 1 * C."""
     if not (a is b and out is a) and not (lw.locations[a] == lw.locations[b] == lw.locations[out]):
-        raise fail(op, "its operands partly overlap its output; cuDNN cannot compute that in place")
+        raise cannot_lower(op, "its operands partly overlap its output; cuDNN cannot compute that in place")
     if fn in ("min", "max"):
         return  # fn(a, a) = a, already there
     if fn not in ("add", "sub"):
-        raise fail(op, f"{fn}(a, a) in place has no cuDNN lowering yet")
+        raise cannot_lower(op, f"{fn}(a, a) in place has no cuDNN lowering yet")
     run = lw.run
     desc = lw.use(run, lw.tensor_descriptor(lw.shape(out)))
     lw.library_call("cudnnAddTensor", lw.cudnn_handle(), lw.scalar(run, 1.0 if fn == "add" else -1.0), desc,
@@ -1095,7 +1090,7 @@ def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[f
     add (the caller negated its alpha)."""
     op_fn = "add" if fn == "sub" else fn
     if op_fn not in api.OP_TENSOR_OPS:
-        raise fail(op, f"{fn} has no cuDNN op-tensor lowering yet (add, sub, mul, min, max do)")
+        raise cannot_lower(op, f"{fn} has no cuDNN op-tensor lowering yet (add, sub, mul, min, max do)")
     run = lw.run
     out_shape = lw.shape(out)
     c_desc = lw.use(run, lw.tensor_descriptor(out_shape))
@@ -1162,7 +1157,7 @@ def _lower_layer_norm(lw: CudaFunctionLowering, op: d.LayerNormOp) -> None:
     width = math.prod(shape[axis:])
     for name, value in (("scale", op.scale), ("bias", op.bias)):
         if value is not None and math.prod(lw.shape(value)) != width:
-            raise fail(op, f"a {name} that broadcasts within the normalised axes has no kernel yet")
+            raise cannot_lower(op, f"a {name} that broadcasts within the normalised axes has no kernel yet")
     epsilon = _float_prop(op, "epsilon")
     kernel = LayerNormKernel(name="", rows=math.prod(shape[:axis]), width=width,
                              epsilon=1e-5 if epsilon is None else epsilon, has_bias=op.bias is not None)
@@ -1178,7 +1173,7 @@ def _lower_variadic(lw: CudaFunctionLowering, op: d.VariadicOp) -> None:
     fn = {"sum": "add", "max": "max", "min": "min"}.get(op.fn.data)
     inputs = list(op.inputs)
     if fn is None:
-        raise fail(op, f"{op.fn.data} of several inputs has no cuDNN lowering yet (sum, max, min do)")
+        raise cannot_lower(op, f"{op.fn.data} of several inputs has no cuDNN lowering yet (sum, max, min do)")
     if len(inputs) == 1:
         _copy(lw, op, inputs[0], op.out)
         return
@@ -1213,7 +1208,7 @@ def _lower_channel_affine(lw: CudaFunctionLowering, op: d.ChannelAffineOp) -> No
     broadcast scale, an add of the broadcast shift, the activation."""
     shape = lw.shape(op.x)
     if _int_prop(op, "axis", 1) % len(shape) != 1:
-        raise fail(op, "a channel affine along an axis other than 1 has no cuDNN lowering yet")
+        raise cannot_lower(op, "a channel affine along an axis other than 1 has no cuDNN lowering yet")
     run = lw.run
     vector = lw.use(run, lw.tensor_descriptor([1, shape[1]] + [1] * (len(shape) - 2)))
     desc = lw.use(run, lw.tensor_descriptor(shape))

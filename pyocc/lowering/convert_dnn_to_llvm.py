@@ -116,7 +116,8 @@ MODULE_FUNCTIONS_SYMBOL = "pyocc_functions"
 TARGETS = ("host", "cuda")
 
 
-def _fail(op: Operation, reason: str) -> PassFailedException:
+def cannot_lower(op: Operation, reason: str) -> PassFailedException:
+    """The error that stops convert-dnn-to-llvm at `op`, saying why."""
     return PassFailedException(f"convert-dnn-to-llvm: cannot lower {op.name}: {reason}")
 
 
@@ -147,13 +148,13 @@ def numpy_dtype_name(element: Attribute) -> str | None:
 def buffer_spec(op: Operation, t: Attribute) -> dict[str, Any]:
     """{"shape", "dtype"} of a static memref, or a pass error naming `op`."""
     if not isinstance(t, MemRefType):
-        raise _fail(op, f"expected a memref (buffer form), got {t}")
+        raise cannot_lower(op, f"expected a memref (buffer form), got {t}")
     shape = list(t.get_shape())
     if any(d < 0 for d in shape):
-        raise _fail(op, f"dynamic shape in {t}; fix the shape before lowering (pyocc-opt --shape)")
+        raise cannot_lower(op, f"dynamic shape in {t}; fix the shape before lowering (pyocc-opt --shape)")
     dtype = numpy_dtype_name(t.get_element_type())
     if dtype is None:
-        raise _fail(op, f"element type {t.get_element_type()} has no host kernel representation")
+        raise cannot_lower(op, f"element type {t.get_element_type()} has no host kernel representation")
     return {"shape": shape, "dtype": dtype}
 
 
@@ -167,7 +168,7 @@ def kernel_kwarg(op: Operation, name: str, attr: Attribute) -> Any:
         return attr.value.data
     if isinstance(attr, StringAttr):
         return attr.data
-    raise _fail(op, f"property '{name}' ({attr}) has no kernel-argument form")
+    raise cannot_lower(op, f"property '{name}' ({attr}) has no kernel-argument form")
 
 
 def weight_source(op: WeightOp, nbytes: int) -> dict[str, Any]:
@@ -180,7 +181,7 @@ def weight_source(op: WeightOp, nbytes: int) -> dict[str, Any]:
     assert isinstance(value, DenseIntOrFPElementsAttr)
     values = list(value.get_values())
     if len(values) * 8 > 1 << 20:
-        raise _fail(op, f"an inline dense value of {nbytes} bytes is too large; store it as dense_resource")
+        raise cannot_lower(op, f"an inline dense value of {nbytes} bytes is too large; store it as dense_resource")
     return {"values": values}
 
 
@@ -220,6 +221,18 @@ class LlvmBuilder:
         return op.results[0] if returns is not None else None
 
 
+def check_lowerable(f: func.FuncOp) -> str:
+    """The name of `f`, after checking it is what the LLVM lowerings take:
+    destination-passing style (no results), one straight-line block."""
+    name = f.sym_name.data
+    if f.function_type.outputs.data:
+        raise cannot_lower(f, f"@{name} returns values; lower it to destination-passing style first "
+                       "(dnn-insert-memory-ops)")
+    if len(f.body.blocks) != 1:
+        raise cannot_lower(f, f"@{name} has {len(f.body.blocks)} blocks; only straight-line functions lower")
+    return name
+
+
 @dataclass
 class _FunctionLowering:
     """Lowers one buffer-form `func.func` into its ABI functions."""
@@ -244,13 +257,7 @@ class _FunctionLowering:
     _extra_blocks: list[Block] = field(default_factory=list)
 
     def lower(self) -> list[Operation]:
-        f = self.function
-        self.name = f.sym_name.data
-        if f.function_type.outputs.data:
-            raise _fail(f, f"@{self.name} returns values; lower it to destination-passing style first "
-                           "(dnn-insert-memory-ops)")
-        if len(f.body.blocks) != 1:
-            raise _fail(f, f"@{self.name} has {len(f.body.blocks)} blocks; only straight-line functions lower")
+        self.name = check_lowerable(self.function)
         run = self._lower_run()
         meta = self._meta()
         return [*self._abi_functions(meta), run]
@@ -300,7 +307,7 @@ class _FunctionLowering:
 
     def _pointer(self, op: Operation, value: SSAValue) -> SSAValue:
         if value not in self.pointers:
-            raise _fail(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
+            raise cannot_lower(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
                             "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
         return self.pointers[value]
 
@@ -309,7 +316,7 @@ class _FunctionLowering:
         match op:
             case func.ReturnOp():
                 if op.operands:
-                    raise _fail(op, "the function returns values; outputs must be destination arguments")
+                    raise cannot_lower(op, "the function returns values; outputs must be destination arguments")
                 b.add(llvm.ReturnOp(b.const(0, i32)))
             case DnnComputeOp():
                 self._lower_compute(op)
@@ -326,7 +333,7 @@ class _FunctionLowering:
                 buffer_spec(op, result.type)
                 size, alignment = op.size.value.data, op.alignment.value.data
                 if alignment & (alignment - 1):
-                    raise _fail(op, f"alignment {alignment} is not a power of two")
+                    raise cannot_lower(op, f"alignment {alignment} is not a power of two")
                 self.pointers[result] = self._allocate(size, alignment)
                 self.allocated[result] = size
                 if isinstance(op, PoolInitOp):
@@ -335,7 +342,7 @@ class _FunctionLowering:
             case DeallocOp() | PoolReleaseOp():
                 value = op.operands[0]
                 if value not in self.allocated:
-                    raise _fail(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
+                    raise cannot_lower(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
                 self._free(self._pointer(op, value), self.allocated.pop(value))
             case MemOffsetOp():
                 buffer_spec(op, op.result.type)
@@ -343,16 +350,16 @@ class _FunctionLowering:
                 self.pointers[op.result] = b.gep(pool, op.offset.value.data, i8)
             case MemcpyOp():
                 if op.kind.data != "host_to_host":
-                    raise _fail(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
+                    raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
                 b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
                        b.const(op.size.value.data), returns=PTR)
             case _:
-                raise _fail(op, "no host lowering exists for this op")
+                raise cannot_lower(op, "no host lowering exists for this op")
 
     def _lower_compute(self, op: DnnComputeOp) -> None:
         b = self.b
         if not op.on_buffers:
-            raise _fail(op, "it is in tensor form; run dnn-insert-memory-ops first")
+            raise cannot_lower(op, "it is in tensor form; run dnn-insert-memory-ops first")
         values: list[SSAValue | None] = []
         inputs: list[Any] = []
         for value in op.kernel_inputs():
@@ -540,13 +547,13 @@ class ConvertDnnToLlvmPass(ModulePass):
         for top in op.ops:
             if isinstance(top, func.FuncOp):
                 if top.is_declaration:
-                    raise _fail(top, f"@{top.sym_name.data} has no body")
+                    raise cannot_lower(top, f"@{top.sym_name.data} has no body")
                 lowered += lower_function(top)
                 names.append(top.sym_name.data)
             elif isinstance(top, llvm.FuncOp | llvm.GlobalOp):
                 lowered.append(top.clone())
             else:
-                raise _fail(top, "only func.func is lowered at module level")
+                raise cannot_lower(top, "only func.func is lowered at module level")
         if self.target == "cuda":
             from pyocc.lowering.convert_dnn_to_cuda import declarations
 

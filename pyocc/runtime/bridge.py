@@ -203,7 +203,28 @@ def check_inputs(name: str, meta: dict[str, Any], inputs: dict[str, np.ndarray])
     return arrays
 
 
-class NativeModel:
+class ModelSignature:
+    """What a compiled model's table says about its graph inputs and outputs
+    (shared by the host and cuda runtimes)."""
+
+    meta: dict[str, Any]
+
+    @property
+    def input_names(self) -> list[str]:
+        """ONNX names of the graph inputs, in order."""
+        return [spec["name"] for spec in self.meta["inputs"]]
+
+    @property
+    def output_names(self) -> list[str]:
+        """ONNX names of the graph outputs, in order."""
+        return [spec["name"] for spec in self.meta["outputs"]]
+
+    def expected_alloc_stats(self) -> dict[str, int]:
+        """What the IR implies per run: allocator calls and peak bytes."""
+        return dict(self.meta["memory"])
+
+
+class NativeModel(ModelSignature):
     """A compiled model behind the C ABI: `run(inputs) -> outputs`.
 
     `functions` maps "init", "run", "destroy" to their addresses; `keepalive`
@@ -225,14 +246,6 @@ class NativeModel:
         self._destroy = _DESTROY(functions["destroy"])
         _INIT(functions["init"])(ctypes.addressof(self._bridge.table))
         self._stats = AllocStats(0, 0, 0, 0)
-
-    @property
-    def input_names(self) -> list[str]:
-        return [spec["name"] for spec in self.meta["inputs"]]
-
-    @property
-    def output_names(self) -> list[str]:
-        return [spec["name"] for spec in self.meta["outputs"]]
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model on `inputs` (ONNX input name -> array of exactly the
@@ -258,10 +271,6 @@ class NativeModel:
     def alloc_stats(self) -> AllocStats:
         """Allocator calls and bytes of the last `run` (counted in native code)."""
         return self._stats
-
-    def expected_alloc_stats(self) -> dict[str, int]:
-        """What the IR implies per run: allocator calls and peak bytes."""
-        return dict(self.meta["memory"])
 
     def close(self) -> None:
         """Forget the kernel callback in the generated code."""

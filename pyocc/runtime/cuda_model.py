@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
-from pyocc.runtime.bridge import ABI_VERSION, AllocStats, check_inputs
+from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature, check_inputs
 from pyocc.runtime.jit import _llvm, _target_machine
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
@@ -32,7 +32,7 @@ _DESTROY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 STATE_SLOTS = 5
 
 
-class CudaModel:
+class CudaModel(ModelSignature):
     """A cuda-target model in this process: `run(inputs) -> outputs`."""
 
     def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray, symbols: Mapping[str, int],
@@ -95,16 +95,6 @@ class CudaModel:
                   for k in self.meta["kernels"]})
         return engine
 
-    @property
-    def input_names(self) -> list[str]:
-        """ONNX names of the graph inputs, in order."""
-        return [spec["name"] for spec in self.meta["inputs"]]
-
-    @property
-    def output_names(self) -> list[str]:
-        """ONNX names of the graph outputs, in order."""
-        return [spec["name"] for spec in self.meta["outputs"]]
-
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Copy `inputs` to the device, run, copy the outputs back."""
         if not self._live:
@@ -134,10 +124,6 @@ class CudaModel:
     def alloc_stats(self) -> AllocStats:
         """cudaMalloc / cudaFree calls and device bytes of the last `run`."""
         return self._stats
-
-    def expected_alloc_stats(self) -> dict[str, int]:
-        """What the IR implies per run: cudaMalloc calls and peak bytes."""
-        return dict(self.meta["memory"])
 
     def write_llvm_ir(self, path: str) -> None:
         """The host code as LLVM IR text (`.ll`)."""
