@@ -843,7 +843,7 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
     x_shape, w_shape, y_shape = lw.shape(op.x), lw.shape(op.w), lw.shape(op.out)
     spatial = len(x_shape) - 2
     if spatial < 1:
-        raise fail(op, "a transposed convolution needs at least one spatial dimension")
+        raise cannot_lower(op, "a transposed convolution needs at least one spatial dimension")
     pads = _ints_prop(op, "pads", [0] * (2 * spatial))[:spatial]
     strides = _ints_prop(op, "strides", [1] * spatial)
     dilations = _ints_prop(op, "dilations", [1] * spatial)
@@ -852,9 +852,9 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
                for out, p, d, k, s in zip(y_shape[2:], pads, dilations, w_shape[2:], strides)]
     if forward != x_shape[2:]:
         all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
-        raise fail(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN pads both ends alike, and "
-                       f"padding by the leading pads gives a convolution from {y_shape[2:]} to {forward}, "
-                       f"not {x_shape[2:]}; use target=host")
+        raise cannot_lower(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN pads both ends alike, "
+                               f"and padding by the leading pads gives a convolution from {y_shape[2:]} to "
+                               f"{forward}, not {x_shape[2:]}; use target=host")
     if spatial == 1:  # cuDNN convolves at least two spatial dimensions
         x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
@@ -1321,15 +1321,15 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
     rank = len(x_shape)
     scales = _ints_prop(op, "scales", [])
     if _str_prop(op, "coordinate_transformation_mode") == "tf_crop_and_resize":
-        raise fail(op, "tf_crop_and_resize has no cuBLAS lowering (use target=host)")
+        raise cannot_lower(op, "tf_crop_and_resize has no cuBLAS lowering (use target=host)")
     resized = [axis for axis in range(rank)
                if x_shape[axis] != y_shape[axis] or (scales and float(scales[axis]) != 1.0)]
     if not resized:
         _copy(lw, op, op.x, op.out)
         return
     if min(resized) < rank - 2:
-        raise fail(op, f"it resizes axis {min(resized)}; the cuBLAS lowering resizes the last two axes only "
-                       "(use target=host)")
+        raise cannot_lower(op, f"it resizes axis {min(resized)}; the cuBLAS lowering resizes the last two axes "
+                               "only (use target=host)")
     if rank == 1:
         x_shape, y_shape, resized, scales = [1, *x_shape], [1, *y_shape], [1], [1.0, *scales]
         rank = 2
@@ -1338,8 +1338,8 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
     (h, w), (h2, w2) = x_shape[-2:], y_shape[-2:]
     matrix_bytes = 4 * ((h * h2 if rank - 2 in resized else 0) + (w * w2 if rank - 1 in resized else 0))
     if matrix_bytes > RESIZE_MATRIX_LIMIT:
-        raise fail(op, f"its interpolation matrices would take {matrix_bytes} bytes of weights "
-                       f"(the limit is {RESIZE_MATRIX_LIMIT}); use target=host")
+        raise cannot_lower(op, f"its interpolation matrices would take {matrix_bytes} bytes of weights "
+                               f"(the limit is {RESIZE_MATRIX_LIMIT}); use target=host")
     scale = lambda axis: float(scales[axis]) if scales else None  # noqa: E731
     x, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.out)
     if rank - 1 in resized:  # width: rows (outer * h, w) @ Aw (w, w2)
