@@ -109,16 +109,16 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 
 // -----
 
-// Negative twin: integer arithmetic (only comparisons, gather and cast take integers).
+// Negative twin: 8-bit integers (kernels take float32, int32, int64 and bool).
 
-func.func @integer_add(%x: memref<4xi64> {onnx.name = "x"}, %y: memref<4xi64> {onnx.name = "y", dnn.output}) {
-  %xs = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
-  %t = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
-  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi64>, memref<4xi64>, memref<4xi64>) -> ()
+func.func @int8_add(%x: memref<4xi8> {onnx.name = "x"}, %y: memref<4xi8> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
+  %t = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
+  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi8>, memref<4xi8>, memref<4xi8>) -> ()
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.binary: target=cuda computes float32 tensors only; this op has memref<4xi64>
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.binary: target=cuda computes float32 tensors only; this op has memref<4xi8>
 
 // -----
 
