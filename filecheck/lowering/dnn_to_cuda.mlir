@@ -135,14 +135,14 @@ func.func @host_pointer(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {
 
 // Negative twin: a float op that neither cuDNN nor cuBLAS provides.
 
-func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x1xf32> {onnx.name = "y", dnn.output}) {
+func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x6xf32> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<4x4xf32>
-  %t = dnn.malloc {size = 16 : i64, alignment = 64 : i64} : memref<4x1xf32>
-  "dnn.reduce"(%xs, %t) <{fn = "sum", axes = array<i64: 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x1xf32>) -> ()
+  %t = dnn.malloc {size = 96 : i64, alignment = 64 : i64} : memref<4x6xf32>
+  "dnn.pad"(%xs, %t) <{pads = array<i64: 0, 1, 0, 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x6xf32>) -> ()
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.reduce: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.pad: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
 
 // -----
 
