@@ -109,16 +109,16 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 
 // -----
 
-// Negative twin: integer arithmetic (only comparisons, gather and cast take integers).
+// Negative twin: 8-bit integers (kernels take float32, int32, int64 and bool).
 
-func.func @integer_add(%x: memref<4xi64> {onnx.name = "x"}, %y: memref<4xi64> {onnx.name = "y", dnn.output}) {
-  %xs = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
-  %t = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<4xi64>
-  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi64>, memref<4xi64>, memref<4xi64>) -> ()
+func.func @int8_add(%x: memref<4xi8> {onnx.name = "x"}, %y: memref<4xi8> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
+  %t = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
+  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi8>, memref<4xi8>, memref<4xi8>) -> ()
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.binary: target=cuda computes float32 tensors only; this op has memref<4xi64>
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.binary: target=cuda computes float32 tensors only; this op has memref<4xi8>
 
 // -----
 
@@ -135,14 +135,14 @@ func.func @host_pointer(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {
 
 // Negative twin: a float op that neither cuDNN nor cuBLAS provides.
 
-func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x1xf32> {onnx.name = "y", dnn.output}) {
+func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x6xf32> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<4x4xf32>
-  %t = dnn.malloc {size = 16 : i64, alignment = 64 : i64} : memref<4x1xf32>
-  "dnn.reduce"(%xs, %t) <{fn = "sum", axes = array<i64: 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x1xf32>) -> ()
+  %t = dnn.malloc {size = 96 : i64, alignment = 64 : i64} : memref<4x6xf32>
+  "dnn.pad"(%xs, %t) <{pads = array<i64: 0, 1, 0, 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x6xf32>) -> ()
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.reduce: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.pad: no cuDNN, cuBLAS or copy lowering exists for this op on target=cuda yet (use target=host)
 
 // -----
 
@@ -221,7 +221,7 @@ func.func @deconv_asymmetric(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memr
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.conv_transpose: pads [0, 0, 2, 2] with output size [5, 5]: cuDNN pads both ends alike, and padding by the leading pads gives a convolution from [5, 5] to [3, 3], not [5, 5]; use target=host
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.conv_transpose: pads [0, 0, 2, 2] with output size [5, 5]: cuDNN cannot pad the two ends differently here (the leading pads at both give a convolution from [5, 5] to [3, 3], not [5, 5]); use target=host
 
 // -----
 
@@ -262,4 +262,4 @@ func.func @resize_channels(%x: memref<1x2x3x3xf32> {onnx.name = "x"}, %y: memref
   func.return
 }
 
-// CHECK: convert-dnn-to-llvm: cannot lower dnn.resize: it resizes axis 1; the cuBLAS lowering resizes the last two axes only (use target=host)
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.resize: it resizes axis 1, which has no cuBLAS lowering (the last two axes have; use target=host)

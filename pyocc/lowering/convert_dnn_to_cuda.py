@@ -75,7 +75,9 @@ from pyocc.lowering.cuda_kernels import (
     GatherKernel,
     Kernel,
     LayerNormKernel,
+    REDUCTIONS,
     PointwiseKernel,
+    ReduceKernel,
     broadcast_strides,
     grid,
     host_twins,
@@ -625,6 +627,9 @@ class CudaFunctionLowering:
         if activation is None:
             return
         x = out if source is None else source
+        if not isinstance(out.type.get_element_type(), Float32Type):  # type: ignore[attr-defined]
+            self.pointwise(op, activation, out, [x])
+            return
         if activation == "clip" and (alpha or 0.0) == 0.0 and beta is not None:
             mode, coef = "clipped_relu", beta
         elif activation in ("relu", "sigmoid", "tanh"):
@@ -852,9 +857,9 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
                for out, p, d, k, s in zip(y_shape[2:], pads, dilations, w_shape[2:], strides)]
     if forward != x_shape[2:]:
         all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
-        raise cannot_lower(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN pads both ends alike, "
-                               f"and padding by the leading pads gives a convolution from {y_shape[2:]} to "
-                               f"{forward}, not {x_shape[2:]}; use target=host")
+        raise cannot_lower(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN cannot pad the two ends "
+                               f"differently here (the leading pads at both give a convolution from {y_shape[2:]} "
+                               f"to {forward}, not {x_shape[2:]}); use target=host")
     if spatial == 1:  # cuDNN convolves at least two spatial dimensions
         x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
@@ -988,7 +993,8 @@ def _lower_matmul(lw: CudaFunctionLowering, op: d.MatMulOp) -> None:
     a_batch, b_batch = math.prod(a_shape[:-2]), math.prod(b_shape[:-2])
     for side, count in (("a", a_batch), ("b", b_batch)):
         if count not in (1, batch):
-            raise cannot_lower(op, f"{side} broadcasts over part of the batch; only a whole or a single matrix does")
+            raise cannot_lower(op, f"{side} broadcasts over part of the batch, which has no cuBLAS lowering yet "
+                                   "(a whole batch or a single matrix has)")
     a, b, y = lw.device_pointer(op, op.a), lw.device_pointer(op, op.b), lw.device_pointer(op, op.out)
     if batch == 1:
         _sgemm(lw, op, 0, 0, m, n, k, 1.0, a, b, 0.0, y)
@@ -1107,7 +1113,8 @@ def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
     out_shape = lw.shape(op.out)
     one_full = out_shape in (lw.shape(op.a), lw.shape(op.b))
     self_in_place = lw.overlaps(op.a, op.b) and lw.overlaps(op.out, op.a)
-    if fn in _SWAPPABLE and one_full and not (self_in_place and fn == "mul"):
+    floating = isinstance(op.out.type.get_element_type(), Float32Type)  # type: ignore[union-attr]
+    if fn in _SWAPPABLE and one_full and floating and not (self_in_place and fn == "mul"):
         _elementwise(lw, op, fn, op.a, op.b, op.out)
         lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
         return
@@ -1117,19 +1124,25 @@ def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
 
 def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
     """Whether `value` may be other than float32: where's condition and a
-    float comparison's result (bools), gather's indices, cast's operands."""
-    from pyocc.lowering.cuda_kernels import COMPARISONS, DTYPES, LOGICAL
+    comparison's result (bools), integer arithmetic, comparisons and where,
+    gather's indices, cast's operands."""
+    from pyocc.lowering.cuda_kernels import COMPARISONS, DTYPES, INTEGER_FUNCTIONS, LOGICAL
 
     dtype = numpy_dtype_name(value.type.get_element_type())  # type: ignore[attr-defined]
+    integer = dtype in ("int32", "int64")
     if isinstance(op, d.WhereOp):
-        return value is op.cond and dtype == "bool"
+        return dtype == "bool" if value is op.cond else integer
+    if isinstance(op, d.BinaryOp | d.UnaryOp) and op.fn.data in INTEGER_FUNCTIONS and integer:
+        return op.activation is None if isinstance(op, d.BinaryOp) else True
     if isinstance(op, d.BinaryOp) and op.fn.data in COMPARISONS:
         return dtype == "bool" if value is op.out else dtype in ("int32", "int64")
     if isinstance(op, d.BinaryOp | d.UnaryOp) and op.fn.data in LOGICAL:
         return dtype == "bool"
     if isinstance(op, d.GatherOp):
         return value is op.indices and dtype in ("int32", "int64")
-    return isinstance(op, d.CastOp) and dtype in DTYPES
+    if isinstance(op, d.ArgMaxOp):
+        return value is op.out and dtype == "int64"
+    return isinstance(op, d.CastOp | d.ExpandOp | d.SliceOp) and dtype in DTYPES
 
 
 def _lower_gather(lw: CudaFunctionLowering, op: d.GatherOp) -> None:
@@ -1162,6 +1175,53 @@ def _lower_layer_norm(lw: CudaFunctionLowering, op: d.LayerNormOp) -> None:
     kernel = LayerNormKernel(name="", rows=math.prod(shape[:axis]), width=width,
                              epsilon=1e-5 if epsilon is None else epsilon, has_bias=op.bias is not None)
     lw.launch(op, kernel, op.out, [op.x, op.scale] + ([op.bias] if op.bias is not None else []))
+
+
+def _lower_expand(lw: CudaFunctionLowering, op: d.ExpandOp) -> None:
+    """numpy broadcasting as a copy kernel (stride 0 along broadcast axes)."""
+    lw.pointwise(op, "identity", op.out, [op.x])
+
+
+def _lower_slice(lw: CudaFunctionLowering, op: d.SliceOp) -> None:
+    """A slice is a strided copy: each axis starts at its start and steps by
+    its step (negative steps too), as a copy kernel with an input offset."""
+    shape = lw.shape(op.x)
+    starts, ends = _ints_prop(op, "starts", []), _ints_prop(op, "ends", [])
+    axes = _ints_prop(op, "axes", list(range(len(starts))))
+    steps = _ints_prop(op, "steps", [1] * len(starts))
+    row_major = _strides(shape)
+    strides, offset = list(row_major), 0
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        axis %= len(shape)
+        first, _, _ = slice(start, end, step).indices(shape[axis])
+        strides[axis] = row_major[axis] * step
+        offset += first * row_major[axis]
+    dtype = numpy_dtype_name(op.x.type.get_element_type())  # type: ignore[attr-defined]
+    if math.prod(lw.shape(op.out)) == 0:
+        return
+    kernel = PointwiseKernel(name="", fn="identity", shape=tuple(lw.shape(op.out)), input_strides=(tuple(strides),),
+                             input_dtype=dtype, input_offsets=(offset,))
+    lw.launch(op, kernel, op.out, [op.x])
+
+
+def _lower_reduce(lw: CudaFunctionLowering, op: d.ReduceOp | d.ArgMaxOp) -> None:
+    """Reduce<fn> (and ArgMax) with a kernel: a thread per output element."""
+    shape = lw.shape(op.x)
+    if isinstance(op, d.ArgMaxOp):
+        fn, axes = "arg_max", [_int_prop(op, "axis", 0) % len(shape)]
+    else:
+        fn, axes = op.fn.data, _ints_prop(op, "axes", [])
+        if not axes:
+            if op.axes is not None and _int_prop(op, "noop_with_empty_axes", 0):
+                _copy(lw, op, op.x, op.out)
+                return
+            axes = list(range(len(shape)))
+    axes = sorted({axis % len(shape) for axis in axes})
+    if fn not in REDUCTIONS or any(shape[axis] == 0 for axis in axes):
+        raise cannot_lower(op, f"reduce {fn} (over an empty axis?) has no kernel yet")
+    kernel = ReduceKernel(name="", fn=fn, shape=tuple(shape), axes=tuple(axes),
+                          select_last_index=bool(_int_prop(op, "select_last_index", 0)))
+    lw.launch(op, kernel, op.out, [op.x])
 
 
 def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
@@ -1328,8 +1388,8 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
         _copy(lw, op, op.x, op.out)
         return
     if min(resized) < rank - 2:
-        raise cannot_lower(op, f"it resizes axis {min(resized)}; the cuBLAS lowering resizes the last two axes "
-                               "only (use target=host)")
+        raise cannot_lower(op, f"it resizes axis {min(resized)}, which has no cuBLAS lowering (the last two axes "
+                               "have; use target=host)")
     if rank == 1:
         x_shape, y_shape, resized, scales = [1, *x_shape], [1, *y_shape], [1], [1.0, *scales]
         rank = 2
@@ -1338,8 +1398,8 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
     (h, w), (h2, w2) = x_shape[-2:], y_shape[-2:]
     matrix_bytes = 4 * ((h * h2 if rank - 2 in resized else 0) + (w * w2 if rank - 1 in resized else 0))
     if matrix_bytes > RESIZE_MATRIX_LIMIT:
-        raise cannot_lower(op, f"its interpolation matrices would take {matrix_bytes} bytes of weights "
-                               f"(the limit is {RESIZE_MATRIX_LIMIT}); use target=host")
+        raise cannot_lower(op, f"no cuBLAS lowering with interpolation matrices of {matrix_bytes} bytes (the "
+                               f"limit is {RESIZE_MATRIX_LIMIT}); use target=host")
     scale = lambda axis: float(scales[axis]) if scales else None  # noqa: E731
     x, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.out)
     if rank - 1 in resized:  # width: rows (outer * h, w) @ Aw (w, w2)
@@ -1380,6 +1440,10 @@ _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.GatherOp: _lower_gather,
     d.CastOp: _lower_cast,
     d.LayerNormOp: _lower_layer_norm,
+    d.ExpandOp: _lower_expand,
+    d.SliceOp: _lower_slice,
+    d.ReduceOp: _lower_reduce,
+    d.ArgMaxOp: _lower_reduce,
     d.ConvTransposeOp: _lower_conv_transpose,
     d.ResizeOp: _lower_resize,
 }

@@ -36,7 +36,9 @@ UNARY_FUNCTIONS = frozenset({
     "identity", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "floor", "ceil", "relu", "leaky_relu",
     "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "clip", "erf", "gelu",
 })
-BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min"})
+BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "pow"})
+#: what the kernels compute on int32 / int64 tensors (div truncates toward zero, as onnxruntime)
+INTEGER_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "relu", "identity"})
 #: comparisons (of floats or integers): their result is one byte per element (numpy's bool)
 COMPARISONS: dict[str, str] = {"equal": "==", "less": "<", "greater": ">", "less_or_equal": "<=",
                                "greater_or_equal": ">="}
@@ -63,7 +65,9 @@ class PointwiseKernel:
     activation_alpha: float | None = None
     activation_beta: float | None = None
     input_dtype: str = "float32"
-    """The inputs' element type: float32, or int32 / int64 (comparisons) or bool (logic)."""
+    """The inputs' element type: float32, int32 / int64 or bool."""
+    input_offsets: tuple[int, ...] = ()
+    """Where each input's element 0 is read (elements; none: all 0): a slice's start."""
 
     @property
     def count(self) -> int:
@@ -72,18 +76,23 @@ class PointwiseKernel:
 
     @property
     def output_dtype(self) -> str:
-        """bool for comparisons and logic, else float32."""
-        return "bool" if self.fn in COMPARISONS or self.fn in LOGICAL else "float32"
+        """bool for comparisons and logic, else the inputs' type."""
+        return "bool" if self.fn in COMPARISONS or self.fn in LOGICAL else self.input_dtype
 
     @property
     def output_bytes(self) -> int:
         return self.count * DTYPES[self.output_dtype][0]
 
     def input_bytes(self, index: int) -> int:
-        """Bytes of input `index` the kernel may read (its broadcast extent)."""
+        """Bytes of input `index` the kernel may read (its broadcast extent
+        from its base pointer; strides may be negative, offsets are not)."""
         strides = self.input_strides[index]
-        last = sum((dim - 1) * stride for dim, stride in zip(self.shape, strides))
+        last = self.offset(index) + sum((dim - 1) * max(stride, 0) for dim, stride in zip(self.shape, strides))
         return (last + 1) * DTYPES[self.operand_dtype(index)][0]
+
+    def offset(self, index: int) -> int:
+        """Input `index`'s offset in elements."""
+        return self.input_offsets[index] if self.input_offsets else 0
 
     def operand_dtype(self, index: int) -> str:
         """The element type of input `index`."""
@@ -153,6 +162,19 @@ class _Math:
 
     def ceil(self, x: object) -> object:
         return self._intrinsic("llvm.ceil.f32", x)
+
+    def pow(self, x: object, y: object) -> object:
+        """x ** y as exp2(y * log2|x|), with the sign of an odd integer power
+        of a negative x (NaN for a fractional one) and x ** 0 = 1."""
+        b = self.b
+        magnitude = self.exp2(b.fmul(y, self.log2(self.fabs(x))))
+        whole = b.fcmp_ordered("==", self.floor(y), y)
+        half = b.fmul(y, self.const(0.5))
+        odd = b.and_(whole, b.fcmp_ordered("!=", self.floor(half), half))
+        negative = b.fcmp_ordered("<", x, self.const(0.0))
+        signed = self.select(odd, b.fneg(magnitude), magnitude)
+        result = self.select(negative, self.select(whole, signed, self.const(math.nan)), magnitude)
+        return self.select(b.fcmp_ordered("==", y, self.const(0.0)), self.const(1.0), result)
 
     def select(self, condition: object, a: object, b: object) -> object:
         return self.b.select(condition, a, b)
@@ -241,8 +263,29 @@ def _unary(m: _Math, fn: str, x: object, alpha: float | None, beta: float | None
 def _binary(m: _Math, fn: str, a: object, c: object) -> object:
     b = m.b
     operations: dict[str, Callable[[object, object], object]] = {
-        "add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "max": m.max, "min": m.min}
+        "add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "max": m.max, "min": m.min, "pow": m.pow}
     return operations[fn](a, c)
+
+
+def _integer(m: _Math, fn: str, values: Sequence[object]) -> object:
+    """fn on signed integers (INTEGER_FUNCTIONS)."""
+    b = m.b
+    a = values[0]
+    zero = m.ir.Constant(a.type, 0)
+    match fn:
+        case "add" | "sub" | "mul" | "div":
+            return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": b.sdiv}[fn](a, values[1])
+        case "max" | "min":
+            return b.select(b.icmp_signed(">" if fn == "max" else "<", a, values[1]), a, values[1])
+        case "neg":
+            return b.neg(a)
+        case "abs":
+            return b.select(b.icmp_signed("<", a, zero), b.neg(a), a)
+        case "relu":
+            return b.select(b.icmp_signed("<", a, zero), zero, a)
+        case "identity":
+            return a
+    raise ValueError(f"no integer kernel computes {fn!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -253,20 +296,9 @@ def _binary(m: _Math, fn: str, a: object, c: object) -> object:
 def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs: Sequence[object]) -> None:
     """Element `index` of `kernel` (an i64), with typed pointers."""
     ir, b = m.ir, m.b
-    i64 = ir.IntType(64)
-    coordinates = []
-    rest = index
-    for dim in reversed(kernel.shape):
-        coordinates.append(b.urem(rest, ir.Constant(i64, dim)))
-        rest = b.udiv(rest, ir.Constant(i64, dim))
-    coordinates.reverse()
-    values = []
-    for pointer, strides in zip(inputs, kernel.input_strides):
-        offset = ir.Constant(i64, 0)
-        for coordinate, stride in zip(coordinates, strides):
-            if stride:
-                offset = b.add(offset, b.mul(coordinate, ir.Constant(i64, stride)))
-        values.append(b.load(b.gep(pointer, [offset])))
+    coordinates = _coordinates(m, index, kernel.shape)
+    values = [b.load(b.gep(pointer, [_offset(m, coordinates, strides, kernel.offset(position))]))
+              for position, (pointer, strides) in enumerate(zip(inputs, kernel.input_strides))]
     if kernel.fn == "where":
         condition = b.icmp_unsigned("!=", values[0], ir.Constant(ir.IntType(8), 0))
         result = b.select(condition, values[1], values[2])
@@ -286,6 +318,8 @@ def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs:
             truth = {"and": b.and_, "or": b.or_, "xor": b.xor}[kernel.fn](truths[0], truths[1])
         b.store(b.zext(truth, byte), b.gep(out, [index]))
         return
+    elif kernel.input_dtype != "float32":
+        result = _integer(m, kernel.fn, values)
     elif kernel.fn in BINARY_FUNCTIONS:
         result = _binary(m, kernel.fn, values[0], values[1])
     else:
@@ -431,26 +465,7 @@ class LayerNormKernel:
         start = b.mul(index, ir.Constant(i64, self.width))
 
         def row_loop(step: Callable[[object, object], object | None], initial: object | None = None) -> object:
-            """for j in range(width): acc = step(j, acc); returns the last acc."""
-            before = b.block
-            loop = b.append_basic_block("row")
-            after = b.append_basic_block("row.end")
-            b.branch(loop)
-            b.position_at_end(loop)
-            j = b.phi(i64)
-            j.add_incoming(ir.Constant(i64, 0), before)
-            acc = None
-            if initial is not None:
-                acc = b.phi(m.f32)
-                acc.add_incoming(initial, before)
-            result = step(j, acc)
-            following = b.add(j, ir.Constant(i64, 1))
-            j.add_incoming(following, b.block)
-            if acc is not None:
-                acc.add_incoming(result, b.block)
-            b.cbranch(b.icmp_unsigned("<", following, ir.Constant(i64, self.width)), loop, after)
-            b.position_at_end(after)
-            return result
+            return _loop(m, self.width, step, initial)
 
         def element(j: object) -> object:
             return b.load(b.gep(x, [b.add(start, j)]))
@@ -474,8 +489,138 @@ class LayerNormKernel:
         row_loop(write)
 
 
+def _loop(m: _Math, count: int, step: Callable[[object, object], object | None],
+          initial: object | None = None) -> object:
+    """Emit `for j in range(count): acc = step(j, acc)` at the builder's
+    position (count >= 1); returns the last acc (None without `initial`)."""
+    ir, b = m.ir, m.b
+    i64 = ir.IntType(64)
+    before = b.block
+    loop = b.append_basic_block("loop")
+    after = b.append_basic_block("loop.end")
+    b.branch(loop)
+    b.position_at_end(loop)
+    j = b.phi(i64)
+    j.add_incoming(ir.Constant(i64, 0), before)
+    acc = None
+    if initial is not None:
+        acc = b.phi(initial.type)
+        acc.add_incoming(initial, before)
+    result = step(j, acc)
+    following = b.add(j, ir.Constant(i64, 1))
+    j.add_incoming(following, b.block)
+    if acc is not None:
+        acc.add_incoming(result, b.block)
+    b.cbranch(b.icmp_unsigned("<", following, ir.Constant(i64, count)), loop, after)
+    b.position_at_end(after)
+    return result
+
+
+def _offset(m: _Math, coordinates: Sequence[object], strides: Sequence[int], base: int = 0) -> object:
+    """base + sum(coordinate * stride), in elements (strides may be negative)."""
+    ir, b = m.ir, m.b
+    i64 = ir.IntType(64)
+    offset = ir.Constant(i64, base)
+    for coordinate, stride in zip(coordinates, strides):
+        if stride:
+            offset = b.add(offset, b.mul(coordinate, ir.Constant(i64, stride)))
+    return offset
+
+
+def _coordinates(m: _Math, index: object, shape: Sequence[int]) -> list[object]:
+    """The row-major coordinates of flat `index` in `shape`."""
+    ir, b = m.ir, m.b
+    i64 = ir.IntType(64)
+    coordinates = []
+    rest = index
+    for dim in reversed(shape):
+        coordinates.append(b.urem(rest, ir.Constant(i64, dim)))
+        rest = b.udiv(rest, ir.Constant(i64, dim))
+    return coordinates[::-1]
+
+
+#: reductions the kernels compute (ONNX Reduce<fn>), and arg_max / arg_min
+REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum", "log_sum_exp",
+                        "arg_max", "arg_min"})
+
+
+@dataclass(frozen=True)
+class ReduceKernel:
+    """ONNX Reduce<fn> over `axes` of a float32 tensor of `shape` (or ArgMax /
+    ArgMin over one axis, int64 out). Thread i computes output element i,
+    looping over the reduced elements in order."""
+
+    name: str
+    fn: str
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    select_last_index: bool = False
+
+    @property
+    def kept(self) -> tuple[int, ...]:
+        return tuple(d for axis, d in enumerate(self.shape) if axis not in self.axes)
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.kept)
+
+    def pointer_types(self) -> list[object]:
+        out = _llvm_type("int64" if self.fn.startswith("arg_") else "float32")
+        return [out.as_pointer(), _llvm_type("float32").as_pointer()]
+
+    def pointer_bytes(self) -> list[int]:
+        return [self.count * (8 if self.fn.startswith("arg_") else 4), math.prod(self.shape) * 4]
+
+    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+        ir, b = m.ir, m.b
+        i64 = ir.IntType(64)
+        out, x = pointers
+        strides = [math.prod(self.shape[axis + 1:]) for axis in range(len(self.shape))]
+        kept_axes = [axis for axis in range(len(self.shape)) if axis not in self.axes]
+        base = _offset(m, _coordinates(m, index, self.kept), [strides[a] for a in kept_axes])
+        reduced = [self.shape[a] for a in self.axes]
+        count = math.prod(reduced)
+
+        def element(j: object) -> object:
+            at = b.add(base, _offset(m, _coordinates(m, j, reduced), [strides[a] for a in self.axes]))
+            return b.load(b.gep(x, [at]))
+
+        if self.fn.startswith("arg_"):
+            better = ">" if self.fn == "arg_max" else "<"
+            if self.select_last_index:
+                better += "="
+
+            def keep_best(j: object, best: object) -> object:
+                return b.select(b.fcmp_ordered(better, element(j), element(best)), j, best)
+
+            b.store(_loop(m, count, keep_best, ir.Constant(i64, 0)), b.gep(out, [index]))
+            return
+        if self.fn in ("max", "min"):
+            first = element(ir.Constant(i64, 0))
+            pick_larger = self.fn == "max"
+            result = _loop(m, count, lambda j, acc: (m.max if pick_larger else m.min)(acc, element(j)), first)
+        elif self.fn == "log_sum_exp":
+            peak = _loop(m, count, lambda j, acc: m.max(acc, element(j)), element(ir.Constant(i64, 0)))
+            total = _loop(m, count, lambda j, acc: b.fadd(acc, m.exp(b.fsub(element(j), peak))), m.const(0.0))
+            result = b.fadd(m.log(total), peak)
+        else:
+            terms: dict[str, Callable[[object], object]] = {
+                "sum": lambda v: v, "mean": lambda v: v, "log_sum": lambda v: v, "prod": lambda v: v,
+                "l1": m.fabs, "l2": lambda v: b.fmul(v, v), "sum_square": lambda v: b.fmul(v, v)}
+            combine = b.fmul if self.fn == "prod" else b.fadd
+            result = _loop(m, count, lambda j, acc: combine(acc, terms[self.fn](element(j))),
+                           m.const(1.0 if self.fn == "prod" else 0.0))
+            if self.fn == "mean":
+                result = b.fdiv(result, m.const(float(count)))
+            elif self.fn == "l2":
+                result = m.sqrt(result)
+            elif self.fn == "log_sum":
+                result = m.log(result)
+        b.store(result, b.gep(out, [index]))
+
+
 #: every kind of kernel pyocc writes
-Kernel = PointwiseKernel | GatherKernel | CastKernel | LayerNormKernel
+Kernel = PointwiseKernel | GatherKernel | CastKernel | LayerNormKernel | ReduceKernel
 
 
 def _kernel_types(kernel: Kernel) -> list[object]:
