@@ -734,16 +734,7 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     if spatial == 1:
         x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
-    key = (tuple(pads), tuple(strides), tuple(dilations), group)
-
-    def configure(desc: SSAValue) -> None:
-        lw.checked_call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw.int_array(lw.init, pads),
-                 lw.int_array(lw.init, strides), lw.int_array(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
-                 api.CUDNN_DATA_FLOAT, what="convolution descriptor")
-        lw.checked_call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
-        lw.checked_call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
-
-    conv = lw.descriptor("Convolution", key, configure)
+    conv = _convolution_descriptor(lw, pads, strides, dilations, group)
     x_desc, w_desc, y_desc = lw.tensor_descriptor(x_shape), lw.filter_descriptor(w_shape), lw.tensor_descriptor(y_shape)
     algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc)
 
@@ -754,7 +745,7 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
     one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
     activation = _str_prop(op, "activation")
-    bias_desc = lw.tensor_descriptor([1, y_shape[1]]) if op.bias is not None else None
+    bias_desc = lw.tensor_descriptor([1, y_shape[1]] + [1] * (len(y_shape) - 2)) if op.bias is not None else None
     use = lambda symbol: lw.use(run, symbol)  # noqa: E731 - a local shorthand
 
     if activation == "relu" and op.bias is not None:
@@ -774,6 +765,22 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
         lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(y_desc), lw.device_pointer(op, op.residual), one,
                 use(y_desc), y)
     lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+
+
+def _convolution_descriptor(lw: CudaFunctionLowering, pads: Sequence[int], strides: Sequence[int],
+                            dilations: Sequence[int], group: int) -> str:
+    """The convolution descriptor (cross-correlation, fp32 FMA math, groups),
+    shared by convolution and its transpose (backward data)."""
+
+    def configure(desc: SSAValue) -> None:
+        lw.checked_call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw.int_array(lw.init, pads),
+                        lw.int_array(lw.init, strides), lw.int_array(lw.init, dilations),
+                        api.CUDNN_CROSS_CORRELATION, api.CUDNN_DATA_FLOAT, what="convolution descriptor")
+        lw.checked_call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
+        lw.checked_call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH,
+                        what="convolution fp32 math")
+
+    return lw.descriptor("Convolution", (tuple(pads), tuple(strides), tuple(dilations), group), configure)
 
 
 def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str,
@@ -863,16 +870,7 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
     if spatial == 1:  # cuDNN convolves at least two spatial dimensions
         x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
-    key = (tuple(pads), tuple(strides), tuple(dilations), group)
-
-    def configure(desc: SSAValue) -> None:
-        lw.checked_call(lw.init, "cudnnSetConvolutionNdDescriptor", desc, len(pads), lw.int_array(lw.init, pads),
-                 lw.int_array(lw.init, strides), lw.int_array(lw.init, dilations), api.CUDNN_CROSS_CORRELATION,
-                 api.CUDNN_DATA_FLOAT, what="convolution descriptor")
-        lw.checked_call(lw.init, "cudnnSetConvolutionGroupCount", desc, group, what="convolution groups")
-        lw.checked_call(lw.init, "cudnnSetConvolutionMathType", desc, api.CUDNN_FMA_MATH, what="convolution fp32 math")
-
-    conv = lw.descriptor("Convolution", key, configure)
+    conv = _convolution_descriptor(lw, pads, strides, dilations, group)
     w_desc = lw.filter_descriptor(w_shape)
     dy_desc, dx_desc = lw.tensor_descriptor(x_shape), lw.tensor_descriptor(y_shape)
     algo = _choose_algorithm(lw, conv, w_desc, dy_desc, dx_desc, query="cudnnGetConvolutionBackwardDataAlgorithm_v7",
