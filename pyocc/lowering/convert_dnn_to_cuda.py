@@ -85,7 +85,6 @@ from pyocc.lowering.cuda_kernels import (
     ptx_module,
 )
 from pyocc.lowering.convert_dnn_to_llvm import (
-    ABI_VERSION,
     PTR,
     STATE_ALLOC_CALLS,
     STATE_CURRENT_BYTES,
@@ -97,6 +96,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     cannot_lower,
     check_lowerable,
     numpy_dtype_name,
+    table_header,
     string_getter,
     string_global,
     weight_source,
@@ -365,16 +365,16 @@ class CudaFunctionLowering:
     # -- init and destroy: the handles, the weights, the workspace -----------------
 
     def _begin_init(self) -> None:
-        init, destroy = self.init, self.destroy
+        init = self.init
         self.checked_call(init, "cudaStreamCreate", self.address(init, self.stream), what="stream")
         self.checked_call(init, "cudnnCreate", self.address(init, self.cudnn), what="cuDNN handle")
-        self.checked_call(init, "cudnnSetStream", self.load_global(init, self.cudnn), self.load_global(init, self.stream),
-                   what="cuDNN stream")
+        self.checked_call(init, "cudnnSetStream", self.load_global(init, self.cudnn),
+                          self.load_global(init, self.stream), what="cuDNN stream")
 
     def _end_init(self) -> None:
         """What only the whole body tells: cuBLAS, the weights, the workspace.
         Emitted into init's last block, after the descriptors."""
-        init, destroy = self.init, self.destroy
+        init = self.init
         if self._uses_cublas:
             self.checked_call(init, "cublasCreate_v2", self.address(init, self.cublas), what="cuBLAS handle")
             self.checked_call(init, "cublasSetStream_v2", self.load_global(init, self.cublas),
@@ -664,12 +664,8 @@ class CudaFunctionLowering:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            "abi": ABI_VERSION,
+            **table_header(self.name, self.inputs, self.outputs, self.weights, self.weight_bytes),
             "target": "cuda",
-            "name": self.name,
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "weights": {"bytes": self.weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": self.weights},
             "calls": self.calls,
             "pools": self.pools,
             # per run, what the IR implies; the native counters must agree

@@ -96,8 +96,6 @@ from pyocc.dialects.dnn.ops import (
 if TYPE_CHECKING:
     import llvmlite.ir
 
-    from pyocc.runtime.jit import CompiledModel
-
 ABI_VERSION = 1
 #: alignment of every weight in the constant pool
 WEIGHT_ALIGNMENT = 64
@@ -219,6 +217,19 @@ class LlvmBuilder:
     def call(self, callee: str, *args: SSAValue, returns: Attribute | None = None) -> SSAValue | None:
         op = self.add(llvm.CallOp(callee, *args, return_type=returns))
         return op.results[0] if returns is not None else None
+
+
+def table_header(name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
+                 weights: list[dict[str, Any]], weight_bytes: int) -> dict[str, Any]:
+    """The first fields of every target's JSON table: the ABI version, the
+    function, its graph inputs and outputs, the weight-pool layout."""
+    return {
+        "abi": ABI_VERSION,
+        "name": name,
+        "inputs": inputs,
+        "outputs": outputs,
+        "weights": {"bytes": weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": weights},
+    }
 
 
 def check_lowerable(f: func.FuncOp) -> str:
@@ -453,11 +464,7 @@ class _FunctionLowering:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            "abi": ABI_VERSION,
-            "name": self.name,
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "weights": {"bytes": self.weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": self.weights},
+            **table_header(self.name, self.inputs, self.outputs, self.weights, self.weight_bytes),
             "sites": self.sites,
             # what the IR implies; the native counters must agree after a run
             # one entry per dnn.pool_init (several with named memory pools)

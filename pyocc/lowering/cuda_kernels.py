@@ -412,7 +412,7 @@ class CastKernel:
         ir, b = m.ir, m.b
         out, x = pointers
         value = b.load(b.gep(x, [index]))
-        (_, source_kind), (target_size, target_kind) = DTYPES[self.source], DTYPES[self.target]
+        source_kind, target_kind = DTYPES[self.source][1], DTYPES[self.target][1]
         target = _llvm_type(self.target)
         if self.target == "bool":
             zero = m.const(0.0) if source_kind == "f" else ir.Constant(value.type, 0)

@@ -223,6 +223,15 @@ class ModelSignature:
         """What the IR implies per run: allocator calls and peak bytes."""
         return dict(self.meta["memory"])
 
+    def io_buffers(self, inputs: dict[str, np.ndarray]) -> tuple[list[np.ndarray], Any, Any]:
+        """For one run: the output arrays to fill, and the C arrays of input
+        and output data pointers (keep all three alive across the call)."""
+        arrays = check_inputs(self.meta["name"], self.meta, inputs)
+        outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
+        input_pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
+        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        return outputs, input_pointers, output_pointers
+
 
 class NativeModel(ModelSignature):
     """A compiled model behind the C ABI: `run(inputs) -> outputs`.
@@ -250,12 +259,8 @@ class NativeModel(ModelSignature):
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model on `inputs` (ONNX input name -> array of exactly the
         declared shape and dtype); returns ONNX output name -> a new array."""
-        arrays = check_inputs(self.name, self.meta, inputs)
-        outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
-
-        # named locals: the pointer arrays must outlive the call
-        input_pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        # named locals: the arrays must outlive the call
+        outputs, input_pointers, output_pointers = self.io_buffers(inputs)
         state = (ctypes.c_int64 * STATE_SLOTS)()
         status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
                            self.weight_pool.ctypes.data, ctypes.addressof(state))

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
-from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature, check_inputs
+from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature
 from pyocc.runtime.jit import _llvm, _target_machine
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
@@ -99,10 +99,7 @@ class CudaModel(ModelSignature):
         """Copy `inputs` to the device, run, copy the outputs back."""
         if not self._live:
             raise PyoccError(f"{self.name}: the model was closed")
-        arrays = check_inputs(self.name, self.meta, inputs)
-        outputs = [np.empty(spec["shape"], dtype=spec["dtype"]) for spec in self.meta["outputs"]]
-        input_pointers = (ctypes.c_void_p * max(len(arrays), 1))(*[a.ctypes.data for a in arrays])
-        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*[a.ctypes.data for a in outputs])
+        outputs, input_pointers, output_pointers = self.io_buffers(inputs)
         state = (ctypes.c_int64 * STATE_SLOTS)()
         status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
                            ctypes.addressof(state))
