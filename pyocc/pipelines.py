@@ -149,10 +149,13 @@ class OccamyEagerPipeline(ModulePass):
     fuse: bool = True
     """Run dnn-fuse (false: measure the flow without layer fusion)."""
 
+    target: str = "host"
+    """host, or cuda (I/O staged through device buffers, cuDNN's fusions only)."""
+
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
-        return all_passes(Options(memory="eager", fuse=self.fuse))
+        return all_passes(Options(memory="eager", fuse=self.fuse, target=self.target))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())
@@ -167,10 +170,13 @@ class OccamyLazyPipeline(ModulePass):
     fuse: bool = True
     """Run dnn-fuse (false: measure the flow without layer fusion)."""
 
+    target: str = "host"
+    """host, or cuda (I/O staged through device buffers, cuDNN's fusions only)."""
+
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
-        return all_passes(Options(memory="lazy", fuse=self.fuse))
+        return all_passes(Options(memory="lazy", fuse=self.fuse, target=self.target))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())
@@ -194,11 +200,14 @@ class OccamyPoolPipeline(ModulePass):
     fuse: bool = True
     """Run dnn-fuse (false: measure the flow without layer fusion)."""
 
+    target: str = "host"
+    """host, or cuda (I/O staged through device buffers, cuDNN's fusions only)."""
+
     def stages(self) -> list[ModulePass]:
         """The passes this pipeline runs (pyocc-opt --print-between-passes
         prints the IR after each)."""
         return all_passes(Options(memory="pool", planner=self.planner, alignment=self.alignment,
-                                  memory_pools=self.pools, fuse=self.fuse))
+                                  memory_pools=self.pools, fuse=self.fuse, target=self.target))
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         run_passes(ctx, op, self.stages())

@@ -618,15 +618,18 @@ def to_llvmlite(module: ModuleOp) -> llvmlite.ir.Module:
 
     module = module.clone()
     bodies: dict[str, Region] = {}
+    linkages: dict[str, str] = {}
     for op in module.ops:
         if isinstance(op, llvm.FuncOp) and any(
             isinstance(inner, llvm.CallOp) and inner.callee is None for inner in op.walk()
         ):
             bodies[op.sym_name.data] = op.detach_region(op.body)
+            linkages[op.sym_name.data] = op.linkage.linkage.data if op.linkage is not None else "external"
             op.add_region(Region())
     llvm_module = convert_module(module, fallback_target_triple=None)
     for name, region in bodies.items():
         function = llvm_module.get_global(name)
+        function.linkage = linkages[name]  # a declaration's linkage is not exported
         if len(region.blocks) != 1:
             raise NotImplementedError(f"@{name}: indirect calls are converted in one-block functions only")
         block = region.block

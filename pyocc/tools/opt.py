@@ -61,6 +61,13 @@ class PyoccOptMain(xDSLOptMain):
         if self.args.print_between_passes:
             self.pipeline = dataclasses.replace(self.pipeline, passes=_expand_pipelines(self.pipeline.passes))
 
+    def register_all_targets(self) -> None:
+        """xdsl-opt's targets, with `-t llvm` replaced by pyocc's converter,
+        which also handles the indirect kernel call of convert-dnn-to-llvm's
+        host code (xDSL's stops at it)."""
+        super().register_all_targets()
+        self.available_targets["llvm"] = _pyocc_llvm_target
+
     def register_all_frontends(self) -> None:
         super().register_all_frontends()
         self.available_frontends["onnx"] = self.parse_onnx
@@ -165,3 +172,24 @@ def _check_input_file(path: str) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _pyocc_llvm_target() -> type:
+    """The `-t llvm` target class (imported lazily: it needs llvmlite)."""
+    from xdsl.utils.target import Target
+
+    from pyocc.lowering.convert_dnn_to_llvm import to_llvm_ir
+
+    class PyoccLLVMTarget(Target):
+        """LLVM IR text of a module in the llvm dialect (after convert-dnn-to-llvm)."""
+
+        name = "llvm"
+
+        def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+            left = sorted({op.name for op in module.ops if not op.name.startswith("llvm.")})
+            if left:
+                raise PyoccError(f"-t llvm takes the llvm dialect, but the module still has {', '.join(left)}; "
+                                 "lower it first with -p convert-dnn-to-llvm (or convert-dnn-to-llvm{target=cuda})")
+            print(to_llvm_ir(module), file=output)
+
+    return PyoccLLVMTarget
