@@ -1223,17 +1223,24 @@ def _lower_where(lw: CudaFunctionLowering, op: d.WhereOp) -> None:
 
 
 def _lower_variadic(lw: CudaFunctionLowering, op: d.VariadicOp) -> None:
-    """sum / max / min of n inputs: n - 1 op-tensor calls accumulating in out."""
-    fn = {"sum": "add", "max": "max", "min": "min"}.get(op.fn.data)
+    """sum / mean / max / min of n inputs: n - 1 op-tensor calls
+    accumulating in out (mean then scales it by 1/n in place)."""
+    fn = {"sum": "add", "mean": "add", "max": "max", "min": "min"}.get(op.fn.data)
     inputs = list(op.inputs)
     if fn is None:
-        raise cannot_lower(op, f"{op.fn.data} of several inputs has no cuDNN lowering yet (sum, max, min do)")
+        raise cannot_lower(op, f"{op.fn.data} of several inputs has no cuDNN lowering yet (sum, mean, max, min do)")
     if len(inputs) == 1:
         _copy(lw, op, inputs[0], op.out)
         return
     _elementwise(lw, op, fn, inputs[0], inputs[1], op.out)
     for value in inputs[2:]:
         _elementwise(lw, op, fn, op.out, value, op.out)
+    if op.fn.data == "mean":  # out = (1/n) * out, A being C: cuDNN's in-place add
+        run = lw.run
+        desc = lw.use(run, lw.tensor_descriptor(lw.shape(op.out)))
+        out = lw.device_pointer(op, op.out)
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), lw.scalar(run, 1.0 / len(inputs)), desc, out,
+                        lw.scalar(run, 0.0), desc, out)
 
 
 def _lower_unary(lw: CudaFunctionLowering, op: d.UnaryOp) -> None:

@@ -127,6 +127,12 @@ class CudaModel(ModelSignature):
         with open(path, "w") as f:
             f.write(self.llvm_ir)
 
+    def write_object(self, path: str) -> None:
+        """Not for target cuda: its library calls are bound when it is loaded."""
+        raise PyoccError(f"{path}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
+
+    write_shared_library = write_object
+
     def close(self) -> None:
         """Release the device memory, descriptors and handles init created."""
         if self._live:

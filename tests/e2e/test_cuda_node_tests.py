@@ -21,9 +21,10 @@ from pyocc.testing.fake_cuda import FakeCuda
 #: op types with a cuda lowering (cuDNN, cuBLAS, copies or generated kernels)
 CUDA_OP_TYPES = {
     "Abs", "Add", "ArgMax", "AveragePool", "BatchNormalization", "Cast", "Ceil", "Clip", "Concat", "Conv",
+    "ConvTranspose", "Resize",
     "Div", "Elu", "Equal", "Erf", "Exp", "Expand", "Flatten", "Floor", "Gather", "Gelu", "Gemm",
     "GlobalAveragePool", "GlobalMaxPool", "Greater", "HardSigmoid", "HardSwish", "LRN", "LayerNormalization",
-    "LeakyRelu", "Less", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Min", "Mul", "Neg", "Not", "Or",
+    "LeakyRelu", "Less", "Log", "LogSoftmax", "MatMul", "Max", "MaxPool", "Mean", "Min", "Mul", "Neg", "Not", "Or",
     "Pow", "Reciprocal", "ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean",
     "ReduceMin", "ReduceProd", "ReduceSum", "ReduceSumSquare", "Relu", "Reshape", "Sigmoid", "Slice", "Softmax",
     "Split", "Sqrt", "Squeeze", "Sub", "Sum", "Tanh", "Transpose", "Unsqueeze", "Where", "Xor", "And",

@@ -298,3 +298,14 @@ def test_unet_matches_onnxruntime(memory: str) -> None:
     assert problem is None, (problem, fake.errors)
     assert fake.calls["cudnnConvolutionBackwardData"] == 1 and fake.calls["cublasSgemmStridedBatched"] == 1
     assert fake.errors == [] and fake.uninitialised_reads == []
+
+
+def test_save_writes_llvm_ir_only(tmp_path: Any) -> None:
+    model, _, _ = reference("squeezenet")
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=FakeCuda())
+    compiled.save(tmp_path / "model.ll")
+    assert '@"cudaMalloc"' in (tmp_path / "model.ll").read_text()
+    for suffix in (".so", ".o"):
+        with pytest.raises(PyoccError, match=r"target cuda writes LLVM IR \(\.ll\) only"):
+            compiled.save(tmp_path / f"model{suffix}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.ll"]
