@@ -80,31 +80,29 @@ from pyocc.lowering.cuda_kernels import (
     ReduceKernel,
     broadcast_strides,
     grid,
+    row_major_strides,
     host_twins,
     pointer_bytes,
     ptx_module,
 )
 from pyocc.lowering.convert_dnn_to_llvm import (
     PTR,
-    STATE_ALLOC_CALLS,
-    STATE_CURRENT_BYTES,
-    STATE_FREE_CALLS,
-    STATE_PEAK_BYTES,
-    WEIGHT_ALIGNMENT,
+    MemoryTally,
+    WeightLayout,
     LlvmBuilder,
     buffer_spec,
     cannot_lower,
     check_lowerable,
+    count_allocation,
+    count_free,
     numpy_dtype_name,
     table_header,
     string_getter,
     string_global,
-    weight_source,
 )
 
 #: the fifth state slot: the status of the call that failed
 STATE_STATUS = 4
-CUDA_STATE_SLOTS = 5
 #: the most a convolution's workspace may take when the pass option does not say (bytes)
 DEFAULT_WORKSPACE = 32 << 20
 
@@ -121,14 +119,6 @@ def _dims(shape: Sequence[int]) -> list[int]:
     """A shape as cuDNN wants it: at least four dimensions (trailing 1s)."""
     dims = list(shape) or [1]
     return dims + [1] * (api.CUDNN_MIN_DIMS - len(dims))
-
-
-def _strides(shape: Sequence[int]) -> list[int]:
-    """Row-major strides, in elements."""
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    return strides
 
 
 def _broadcast_shape(shape: Sequence[int], rank: int) -> list[int]:
@@ -184,14 +174,11 @@ class CudaFunctionLowering:
     name: str = ""
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
-    weights: list[dict[str, Any]] = field(default_factory=list)
-    weight_bytes: int = 0
+    weights: WeightLayout = field(default_factory=WeightLayout)
     #: what each checked call is, for error messages (call k is calls[k-1])
     calls: list[str] = field(default_factory=list)
     #: per-run allocations the IR implies
-    allocations: int = 0
-    peak_bytes: int = 0
-    live_bytes: int = 0
+    tally: MemoryTally = field(default_factory=MemoryTally)
     pools: list[dict[str, Any]] = field(default_factory=list)
     #: module-level globals this function needs (handles, descriptors, constants)
     globals_: list[Operation] = field(default_factory=list)
@@ -332,7 +319,7 @@ class CudaFunctionLowering:
     def tensor_descriptor(self, shape: Sequence[int], strides: Sequence[int] | None = None) -> str:
         """A float tensor descriptor: `shape` with row-major (or given) strides."""
         dims = _dims(shape)
-        strides = list(strides) if strides is not None else _strides(list(shape) or [1])
+        strides = list(strides) if strides is not None else row_major_strides(list(shape) or [1])
         strides = strides + [1] * (len(dims) - len(strides))
         if len(dims) > api.CUDNN_MAX_DIMS:
             raise AssertionError("checked by the caller")
@@ -390,15 +377,15 @@ class CudaFunctionLowering:
                 needed = b.add(llvm.SelectOp(below.results[0], floor, needed)).results[0]
                 b.store(needed, self.address(init, self.workspace_size))
             self.checked_call(init, "cudaMalloc", self.address(init, self.workspace), needed, what="workspace")
-            self.count_init_allocation(init, needed)
+            count_allocation(init.b, init.state, needed)
         if self.kernels:
             self._load_kernels()
-        if self.weight_bytes:
-            self.checked_call(init, "cudaMalloc", self.address(init, self.device_weights), self.weight_bytes,
+        if self.weights.bytes:
+            self.checked_call(init, "cudaMalloc", self.address(init, self.device_weights), self.weights.bytes,
                        what="weights")
-            self.count_init_allocation(init, init.b.const(self.weight_bytes))
+            count_allocation(init.b, init.state, init.b.const(self.weights.bytes))
             self.checked_call(init, "cudaMemcpy", self.load_global(init, self.device_weights), init.entry.args[0],
-                       self.weight_bytes, api.MEMCPY_HOST_TO_DEVICE, what="weights to the device")
+                       self.weights.bytes, api.MEMCPY_HOST_TO_DEVICE, what="weights to the device")
         init.b.add(llvm.ReturnOp(init.b.const(0, i32)))
 
     def _load_kernels(self) -> None:
@@ -439,7 +426,7 @@ class CudaFunctionLowering:
 
     def _end_destroy(self) -> None:
         destroy = self.destroy
-        if self.weight_bytes:
+        if self.weights.bytes:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.device_weights), what="weights")
         if self._convolutions or self.workspace_floor:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.workspace), what="workspace")
@@ -490,12 +477,7 @@ class CudaFunctionLowering:
                            what="end of run")
                 b.add(llvm.ReturnOp(b.const(0, i32)))
             case d.WeightOp():
-                spec = buffer_spec(op, op.result.type)
-                nbytes = d.type_bytes(op.result.type)
-                offset = -(-self.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
-                self.weights.append({"offset": offset, "nbytes": nbytes, **spec,
-                                     "source": weight_source(op, nbytes)})
-                self.weight_bytes = offset + nbytes
+                offset = self.weights.place_weight(op)
                 self.pointers[op.result] = b.gep(self.load_global(self.run, self.device_weights), offset, i8)
                 self.locations[op.result] = ("weights", offset)
             case d.ViewOp():
@@ -519,9 +501,8 @@ class CudaFunctionLowering:
                     raise cannot_lower(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
                 self.checked_call(self.run, "cudaFree", self.device_pointer(op, value), what=op.name)
                 size = self.allocated.pop(value)
-                self._bump(STATE_FREE_CALLS, 1)
-                self._bump(STATE_CURRENT_BYTES, -size)
-                self.live_bytes -= size
+                count_free(self.run.b, self.run.state, size)
+                self.tally.free(size)
             case d.MemcpyOp():
                 self._lower_memcpy(op)
             case d.DnnComputeOp():
@@ -538,32 +519,11 @@ class CudaFunctionLowering:
         self.pointers[result] = b.load(self.malloc_slot, PTR)
         self.locations[result] = (result, 0)
         self.allocated[result] = size
-        self._bump(STATE_ALLOC_CALLS, 1)
-        current = self._bump(STATE_CURRENT_BYTES, size)
-        peak_ptr = b.gep(self.run.state, STATE_PEAK_BYTES, i64)
-        peak = b.load(peak_ptr, i64)
-        higher = b.add(llvm.ICmpOp(current, peak, IntegerAttr(llvm.ICmpPredicateFlag.UGT.to_int(), i64))).results[0]
-        b.store(b.add(llvm.SelectOp(higher, current, peak)).results[0], peak_ptr)
-        self.allocations += 1
-        self.live_bytes += size
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        count_allocation(b, self.run.state, b.const(size))
+        self.tally.allocate(size)
         if isinstance(op, d.PoolInitOp):
             name = op.pool_name.data if op.pool_name is not None else None
             self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data})
-
-    def count_init_allocation(self, code: _Code, size: SSAValue) -> None:
-        """state: one more cudaMalloc of `size` bytes (init's allocations)."""
-        b = code.b
-        for slot, delta in ((STATE_ALLOC_CALLS, b.const(1)), (STATE_CURRENT_BYTES, size)):
-            ptr = b.gep(code.state, slot, i64)
-            b.store(b.add(llvm.AddOp(b.load(ptr, i64), delta)).results[0], ptr)
-
-    def _bump(self, slot: int, delta: int) -> SSAValue:
-        b = self.run.b
-        ptr = b.gep(self.run.state, slot, i64)
-        new = b.add(llvm.AddOp(b.load(ptr, i64), b.const(delta))).results[0]
-        b.store(new, ptr)
-        return new
 
     def _lower_memcpy(self, op: d.MemcpyOp) -> None:
         kind = op.kind.data
@@ -664,12 +624,12 @@ class CudaFunctionLowering:
 
     def _meta(self) -> dict[str, Any]:
         return {
-            **table_header(self.name, self.inputs, self.outputs, self.weights, self.weight_bytes),
+            **table_header(self.name, self.inputs, self.outputs, self.weights),
             "target": "cuda",
             "calls": self.calls,
             "pools": self.pools,
             # per run, what the IR implies; the native counters must agree
-            "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
+            "memory": self.tally.as_json(),
             # init allocates the weights and a workspace of at most this many bytes
             "workspace_limit": max(self.workspace_bytes if self._convolutions else 0, self.workspace_floor),
             # the generated kernels: launch shape, the bytes each pointer argument spans,
@@ -1183,7 +1143,7 @@ def _lower_slice(lw: CudaFunctionLowering, op: d.SliceOp) -> None:
     starts, ends = _ints_prop(op, "starts", []), _ints_prop(op, "ends", [])
     axes = _ints_prop(op, "axes", list(range(len(starts))))
     steps = _ints_prop(op, "steps", [1] * len(starts))
-    row_major = _strides(shape)
+    row_major = row_major_strides(shape)
     strides, offset = list(row_major), 0
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis %= len(shape)
@@ -1298,7 +1258,7 @@ def _lower_transpose(lw: CudaFunctionLowering, op: d.TransposeOp) -> None:
     """A permutation is a strided copy: read x with its strides permuted."""
     x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)
     perm = _ints_prop(op, "perm", list(reversed(range(len(x_shape)))))
-    x_strides = _strides(x_shape)
+    x_strides = row_major_strides(x_shape)
     run = lw.run
     lw.library_call("cudnnTransformTensor", lw.cudnn_handle(), lw.scalar(run, 1.0),
             lw.use(run, lw.tensor_descriptor(y_shape, [x_strides[p] for p in perm])), lw.device_pointer(op, op.x),
@@ -1340,10 +1300,8 @@ def _constant(lw: CudaFunctionLowering, values: Any) -> SSAValue:
     import numpy as np
 
     array = np.ascontiguousarray(values, dtype=np.float32)
-    offset = -(-lw.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
-    lw.weights.append({"offset": offset, "nbytes": array.nbytes, "shape": list(array.shape), "dtype": "float32",
-                       "source": {"values": array.ravel().tolist()}})
-    lw.weight_bytes = offset + array.nbytes
+    offset = lw.weights.place(array.nbytes, {"shape": list(array.shape), "dtype": "float32"},
+                              {"values": array.ravel().tolist()})
     return lw.run.b.gep(lw.load_global(lw.run, lw.device_weights), offset, i8)
 
 

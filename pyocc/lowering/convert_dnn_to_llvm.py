@@ -219,17 +219,85 @@ class LlvmBuilder:
         return op.results[0] if returns is not None else None
 
 
+@dataclass
+class MemoryTally:
+    """What the IR implies per run: allocator calls, bytes allocated now,
+    their peak (the native counters in `state` must agree after a run)."""
+
+    allocations: int = 0
+    live_bytes: int = 0
+    peak_bytes: int = 0
+
+    def allocate(self, size: int) -> None:
+        """One more allocation of `size` bytes."""
+        self.allocations += 1
+        self.live_bytes += size
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+
+    def free(self, size: int) -> None:
+        """`size` bytes freed."""
+        self.live_bytes -= size
+
+    def as_json(self) -> dict[str, int]:
+        """The table's "memory" entry."""
+        return {"allocations": self.allocations, "peak_bytes": self.peak_bytes}
+
+
+def bump_counter(b: LlvmBuilder, state: SSAValue, slot: int, delta: SSAValue) -> SSAValue:
+    """Emit state[slot] += delta; returns the new value."""
+    ptr = b.gep(state, slot, i64)
+    new = b.add(llvm.AddOp(b.load(ptr, i64), delta)).results[0]
+    b.store(new, ptr)
+    return new
+
+
+def count_allocation(b: LlvmBuilder, state: SSAValue, size: SSAValue) -> None:
+    """Emit the counters of one allocation: one more call, `size` more
+    bytes allocated now, the peak raised."""
+    bump_counter(b, state, STATE_ALLOC_CALLS, b.const(1))
+    current = bump_counter(b, state, STATE_CURRENT_BYTES, size)
+    peak_ptr = b.gep(state, STATE_PEAK_BYTES, i64)
+    peak = b.load(peak_ptr, i64)
+    higher = b.add(llvm.ICmpOp(current, peak, IntegerAttr(llvm.ICmpPredicateFlag.UGT.to_int(), i64))).results[0]
+    b.store(b.add(llvm.SelectOp(higher, current, peak)).results[0], peak_ptr)
+
+
+def count_free(b: LlvmBuilder, state: SSAValue, size: int) -> None:
+    """Emit the counters of one free: one more call, `size` fewer bytes."""
+    bump_counter(b, state, STATE_FREE_CALLS, b.const(1))
+    bump_counter(b, state, STATE_CURRENT_BYTES, b.const(-size))
+
+
+@dataclass
+class WeightLayout:
+    """The read-only constant pool: where each weight goes, 64-byte aligned,
+    and where its bytes come from (never the bytes themselves)."""
+
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    bytes: int = 0
+
+    def place(self, nbytes: int, spec: dict[str, Any], source: dict[str, Any]) -> int:
+        """Append a weight of `nbytes` ({"shape", "dtype"} `spec`); its offset."""
+        offset = -(-self.bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
+        self.entries.append({"offset": offset, "nbytes": nbytes, **spec, "source": source})
+        self.bytes = offset + nbytes
+        return offset
+
+    def place_weight(self, op: WeightOp) -> int:
+        """Append a dnn.weight; its offset."""
+        nbytes = type_bytes(op.result.type)
+        return self.place(nbytes, buffer_spec(op, op.result.type), weight_source(op, nbytes))
+
+    def as_json(self) -> dict[str, Any]:
+        """The table's "weights" entry."""
+        return {"bytes": self.bytes, "alignment": WEIGHT_ALIGNMENT, "entries": self.entries}
+
+
 def table_header(name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]],
-                 weights: list[dict[str, Any]], weight_bytes: int) -> dict[str, Any]:
+                 weights: WeightLayout) -> dict[str, Any]:
     """The first fields of every target's JSON table: the ABI version, the
     function, its graph inputs and outputs, the weight-pool layout."""
-    return {
-        "abi": ABI_VERSION,
-        "name": name,
-        "inputs": inputs,
-        "outputs": outputs,
-        "weights": {"bytes": weight_bytes, "alignment": WEIGHT_ALIGNMENT, "entries": weights},
-    }
+    return {"abi": ABI_VERSION, "name": name, "inputs": inputs, "outputs": outputs, "weights": weights.as_json()}
 
 
 def check_lowerable(f: func.FuncOp) -> str:
@@ -253,11 +321,9 @@ class _FunctionLowering:
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
     sites: list[dict[str, Any]] = field(default_factory=list)
-    weights: list[dict[str, Any]] = field(default_factory=list)
-    weight_bytes: int = 0
-    allocations: int = 0
-    peak_bytes: int = 0
-    live_bytes: int = 0
+    weights: WeightLayout = field(default_factory=WeightLayout)
+    #: per-run allocations the IR implies
+    tally: MemoryTally = field(default_factory=MemoryTally)
     #: every dnn.pool_init: {"name", "size", "alignment"} (name null when anonymous)
     pools: list[dict[str, Any]] = field(default_factory=list)
     #: llvm pointer of each memref value
@@ -408,25 +474,9 @@ class _FunctionLowering:
         b.call(f"{self.name}_dispatch", b.const(site), self.slots)
 
     def _lower_weight(self, op: WeightOp) -> None:
-        spec = buffer_spec(op, op.result.type)
-        nbytes = type_bytes(op.result.type)
-        offset = -(-self.weight_bytes // WEIGHT_ALIGNMENT) * WEIGHT_ALIGNMENT
-        self.weights.append({"offset": offset, "nbytes": nbytes, **spec, "source": weight_source(op, nbytes)})
-        self.weight_bytes = offset + nbytes
-        self.pointers[op.result] = self.b.gep(self.weights_arg, offset, i8)
+        self.pointers[op.result] = self.b.gep(self.weights_arg, self.weights.place_weight(op), i8)
 
     # -- allocation and its accounting ---------------------------------------
-
-    def _counter(self, slot: int) -> tuple[SSAValue, SSAValue]:
-        ptr = self.b.gep(self.state_arg, slot, i64)
-        return ptr, self.b.load(ptr, i64)
-
-    def _bump(self, slot: int, delta: int) -> SSAValue:
-        b = self.b
-        ptr, old = self._counter(slot)
-        new = b.add(llvm.AddOp(old, b.const(delta))).results[0]
-        b.store(new, ptr)
-        return new
 
     def _allocate(self, size: int, alignment: int) -> SSAValue:
         """aligned_alloc + a NULL check that leaves `run` with 1, then the
@@ -442,34 +492,25 @@ class _FunctionLowering:
         b.add(llvm.CondBrOp(failed, self.oom, [], next_block, []))
         self._extra_blocks.append(next_block)
         b.block = next_block
-
-        self._bump(STATE_ALLOC_CALLS, 1)
-        current = self._bump(STATE_CURRENT_BYTES, size)
-        peak_ptr, peak = self._counter(STATE_PEAK_BYTES)
-        higher = b.add(llvm.ICmpOp(current, peak, IntegerAttr(llvm.ICmpPredicateFlag.UGT.to_int(), i64))).results[0]
-        b.store(b.add(llvm.SelectOp(higher, current, peak)).results[0], peak_ptr)
-
-        self.allocations += 1
-        self.live_bytes += size
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+        count_allocation(b, self.state_arg, b.const(size))
+        self.tally.allocate(size)
         return pointer
 
     def _free(self, pointer: SSAValue, size: int) -> None:
         self.b.call("free", pointer)
-        self._bump(STATE_FREE_CALLS, 1)
-        self._bump(STATE_CURRENT_BYTES, -size)
-        self.live_bytes -= size
+        count_free(self.b, self.state_arg, size)
+        self.tally.free(size)
 
     # -- the table and the small ABI functions -------------------------------
 
     def _meta(self) -> dict[str, Any]:
         return {
-            **table_header(self.name, self.inputs, self.outputs, self.weights, self.weight_bytes),
+            **table_header(self.name, self.inputs, self.outputs, self.weights),
             "sites": self.sites,
             # what the IR implies; the native counters must agree after a run
             # one entry per dnn.pool_init (several with named memory pools)
             "pools": self.pools,
-            "memory": {"allocations": self.allocations, "peak_bytes": self.peak_bytes},
+            "memory": self.tally.as_json(),
         }
 
     def _abi_functions(self, meta: dict[str, Any]) -> list[Operation]:

@@ -99,6 +99,11 @@ class PointwiseKernel:
         return "bool" if self.fn == "where" and index == 0 else self.input_dtype
 
 
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """The element strides of a contiguous row-major tensor of `shape`."""
+    return [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+
+
 def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
     """Element strides of an input of `shape` read at every index of
     `out_shape` (numpy broadcasting, 0 along broadcast dimensions)."""
@@ -575,7 +580,7 @@ class ReduceKernel:
         ir, b = m.ir, m.b
         i64 = ir.IntType(64)
         out, x = pointers
-        strides = [math.prod(self.shape[axis + 1:]) for axis in range(len(self.shape))]
+        strides = row_major_strides(self.shape)
         kept_axes = [axis for axis in range(len(self.shape)) if axis not in self.axes]
         base = _offset(m, _coordinates(m, index, self.kept), [strides[a] for a in kept_axes])
         reduced = [self.shape[a] for a in self.axes]
