@@ -19,11 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
-import onnxruntime as ort  # noqa: E402
 
 import pyocc  # noqa: E402
 from pyocc.testing.fake_cuda import FakeCuda  # noqa: E402
-from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_random_weights  # noqa: E402
+from pyocc.testing.light_models import LIGHT_MODELS, onnxruntime_reference  # noqa: E402
 
 MiB = 1 << 20
 
@@ -38,11 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---:|---|---:|---:|---:|---:|")
     bad = 0
     for name in args.models:
-        model = with_random_weights(name)
-        inputs = random_inputs_for(model)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        expected = ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
+        model, inputs, expected = onnxruntime_reference(name)
         for mode in ("eager", "lazy", "pool"):
             fake = FakeCuda()
             compiled = pyocc.compile(model, target="cuda", memory=mode, cuda_libraries=fake)

@@ -362,19 +362,11 @@ def _on_gpu(args: argparse.Namespace) -> bool:
 
 def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
     """All modes and the peer on one light model."""
-    import onnxruntime as ort
-
-    from pyocc.testing.light_models import random_inputs_for, with_random_weights
+    from pyocc.testing.light_models import onnxruntime_reference
 
     result = ModelResult(name)
     try:
-        model = with_random_weights(name)
-        inputs = random_inputs_for(model)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-        reference = session.run(None, inputs)
-        del session
+        model, inputs, reference = onnxruntime_reference(name)
     except Exception as e:  # noqa: BLE001
         result.error = one_line(e)
         return result

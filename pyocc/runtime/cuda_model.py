@@ -23,7 +23,7 @@ import numpy as np
 
 from pyocc.errors import PyoccError
 from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature
-from pyocc.runtime.jit import _llvm, _target_machine
+from pyocc.runtime.jit import _llvm, _target_machine, jit_module
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -43,25 +43,22 @@ class CudaModel(ModelSignature):
         if weight_pool.nbytes != meta["weights"]["bytes"]:
             raise PyoccError(f"the weight pool has {weight_pool.nbytes} bytes; the model expects "
                              f"{meta['weights']['bytes']}")
-        llvm = _llvm()
         self.meta = meta
         self.name: str = meta["name"]
         self.llvm_ir = llvm_ir
         self.weight_pool = weight_pool
         self._keepalive = keepalive  # what owns the library functions (a FakeCuda, loaded libraries)
-        machine = _target_machine()
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = machine.triple
-        module.data_layout = str(machine.target_data)
-        module.verify()
-        for function in module.functions:
-            if function.is_declaration and not function.name.startswith("llvm."):
-                if function.name not in symbols:
-                    raise PyoccError(f"generated code calls '{function.name}', which the CUDA libraries "
-                                     "given do not provide")
-                llvm.add_symbol(function.name, symbols[function.name])
-        self._engine = llvm.create_mcjit_compiler(module, machine)
-        self._engine.finalize_object()
+
+        def bind(module: Any) -> None:
+            """Each external function to the address the libraries give."""
+            for function in module.functions:
+                if function.is_declaration and not function.name.startswith("llvm."):
+                    if function.name not in symbols:
+                        raise PyoccError(f"generated code calls '{function.name}', which the CUDA libraries "
+                                         "given do not provide")
+                    _llvm().add_symbol(function.name, symbols[function.name])
+
+        self._engine, _ = jit_module(llvm_ir, _target_machine(), bind)
         self._twins = self._compile_kernel_twins(keepalive)
         address = self._engine.get_function_address
         self._init = _INIT(address(f"{self.name}_init"))
@@ -75,7 +72,7 @@ class CudaModel(ModelSignature):
         #: device bytes init allocated once: the weights and the convolution workspace
         self.init_device_bytes: int = state[2]
         #: the workspace the chosen convolution algorithms need (at most meta's "workspace_limit")
-        self.workspace_bytes: int = state[2] - (meta["weights"]["bytes"] if meta["weights"]["bytes"] else 0)
+        self.workspace_bytes: int = state[2] - meta["weights"]["bytes"]
 
     def _compile_kernel_twins(self, libraries: Any) -> Any:
         """The generated kernels' host twins, for libraries that run kernels
@@ -83,14 +80,7 @@ class CudaModel(ModelSignature):
         register = getattr(libraries, "register_host_kernels", None)
         if not self.meta.get("kernels") or register is None:
             return None
-        llvm = _llvm()
-        machine = _target_machine()
-        module = llvm.parse_assembly(self.meta["kernel_twins"])
-        module.triple = machine.triple
-        module.data_layout = str(machine.target_data)
-        module.verify()
-        engine = llvm.create_mcjit_compiler(module, machine)
-        engine.finalize_object()
+        engine, _ = jit_module(self.meta["kernel_twins"], _target_machine())
         register({k["name"]: (engine.get_function_address(f"{k['name']}_host"), k["pointer_bytes"])
                   for k in self.meta["kernels"]})
         return engine

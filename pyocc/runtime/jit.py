@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,21 @@ def _target_machine() -> Any:
     return target.create_target_machine(opt=2, reloc="pic", codemodel="default")
 
 
+def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
+    """Parse and verify `llvm_ir` for `machine`, let `bind` resolve its
+    external symbols (llvm.add_symbol), and JIT it: (engine, module)."""
+    llvm = _llvm()
+    module = llvm.parse_assembly(llvm_ir)
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    module.verify()
+    if bind is not None:
+        bind(module)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    engine.finalize_object()
+    return engine, module
+
+
 def weights_path_for(library: str | os.PathLike[str]) -> Path:
     """Where a shared library's weight pool lives: beside it, `.weights`."""
     return Path(library).with_suffix(".weights")
@@ -71,17 +87,9 @@ class CompiledModel(NativeModel):
     `meta` the function's JSON table, `weight_pool` its packed constants."""
 
     def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray):
-        llvm = _llvm()
         self.llvm_ir = llvm_ir
         self._machine = _target_machine()
-        module = llvm.parse_assembly(llvm_ir)
-        module.triple = self._machine.triple
-        module.data_layout = str(self._machine.target_data)
-        module.verify()
-        _resolve_externals(module)
-        self._module = module
-        engine = llvm.create_mcjit_compiler(module, self._machine)
-        engine.finalize_object()
+        engine, self._module = jit_module(llvm_ir, self._machine, _resolve_externals)
         name = meta["name"]
         functions = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "run", "destroy")}
         super().__init__(meta, weight_pool, functions, keepalive=engine)

@@ -20,9 +20,10 @@ import numpy as np
 
 from pyocc.lowering import cuda_api as api
 
-# cudnnActivationMode_t, cudnnSoftmaxMode_t and cudnnSoftmaxAlgorithm_t values not named in cuda_api
-ACTIVATION_SIGMOID, ACTIVATION_RELU, ACTIVATION_TANH, ACTIVATION_CLIPPED_RELU, ACTIVATION_ELU = 0, 1, 2, 3, 4
-ACTIVATION_IDENTITY = 5
+# cudnnActivationMode_t, from cuda_api's table
+ACTIVATION_SIGMOID, ACTIVATION_RELU, ACTIVATION_TANH, ACTIVATION_CLIPPED_RELU, ACTIVATION_ELU, ACTIVATION_IDENTITY = (
+    api.ACTIVATION_MODES[m] for m in ("sigmoid", "relu", "tanh", "clipped_relu", "elu", "identity"))
+# cudnnSoftmaxAlgorithm_t, cudnnSoftmaxMode_t and cudnnPoolingMode_t values the lowering never passes
 SOFTMAX_FAST = 0
 SOFTMAX_MODE_INSTANCE = 0
 POOLING_MAX_DETERMINISTIC = 3

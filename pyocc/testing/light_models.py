@@ -68,3 +68,17 @@ def random_inputs_for(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.nda
         i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
         for i in model.graph.input if i.name not in init_names
     }
+
+
+def onnxruntime_reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
+    """Light model `name` with random weights, its seeded inputs, and
+    onnxruntime's outputs on the CPU: what every numerics check compares with.
+    (onnxruntime is a test dependency; it is imported here only.)"""
+    import onnxruntime as ort
+
+    model = with_random_weights(name)
+    inputs = random_inputs_for(model)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return model, inputs, session.run(None, inputs)

@@ -22,7 +22,7 @@ import pytest
 import pyocc
 from pyocc.errors import PyoccError
 from pyocc.testing.fake_cuda import FakeCuda
-from pyocc.testing.light_models import random_inputs_for, with_random_weights
+from pyocc.testing.light_models import onnxruntime_reference
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -39,11 +39,7 @@ CASES = [
 @lru_cache(maxsize=1)
 def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
     """The model with random weights, seeded inputs, and onnxruntime's outputs."""
-    model = with_random_weights(name)
-    inputs = random_inputs_for(model)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    return model, inputs, ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
+    return onnxruntime_reference(name)
 
 
 @pytest.mark.parametrize("name, memory", CASES)

@@ -18,9 +18,9 @@ import onnx
 import pytest
 
 import pyocc
-from pyocc.testing.light_models import random_inputs_for, with_random_weights
+from pyocc.testing.light_models import onnxruntime_reference
 
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 CASES = [
     ("squeezenet", "eager"), ("squeezenet", "lazy"), ("squeezenet", "pool"),
@@ -37,12 +37,7 @@ CASES = [
 @lru_cache(maxsize=1)  # the modes of one model run in a row; keep one model alive
 def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
     """The model with random weights, seeded random inputs, and onnxruntime's outputs."""
-    model = with_random_weights(name)
-    inputs = random_inputs_for(model)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    expected = ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
-    return model, inputs, expected
+    return onnxruntime_reference(name)
 
 
 @pytest.mark.parametrize("name, memory", CASES)
