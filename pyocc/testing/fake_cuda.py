@@ -44,14 +44,6 @@ from pyocc.testing import fake_cuda_math as fm
 
 __all__ = ["FakeCuda"]
 
-_CTYPES: dict[str, Any] = {
-    "ptr": ctypes.c_void_p,
-    "i32": ctypes.c_int32,
-    "u32": ctypes.c_uint32,
-    "i64": ctypes.c_int64,
-    "f64": ctypes.c_double,
-}
-
 #: cudaMalloc's alignment
 ALIGNMENT = 256
 #: what uninitialised device memory holds (0xFFFFFFFF is a float NaN)
@@ -531,7 +523,7 @@ class FakeCuda:
         """A ctypes callback for `function` that counts the call, runs its implementation
         and turns any exception into an `errors` line and the library's error status."""
         implementation: Callable[..., None] = getattr(self, "_" + function.name)
-        prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *(_CTYPES[kind] for kind in function.kinds))
+        prototype = function.c_prototype()
         statuses = _STATUS[function.library]
         pointer_positions = [i for i, kind in enumerate(function.kinds) if kind == "ptr"]
 

@@ -399,10 +399,7 @@ def test_real_libraries_bind_every_symbol() -> None:
 
 def _call(symbols: dict[str, int], name: str, *args: object) -> int:
     """Call a cuda_api function through its address, as generated code does."""
-    kinds = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
-             "f64": ctypes.c_double}
-    prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *(kinds[k] for k in cuda_api.BY_NAME[name].kinds))
-    return prototype(symbols[name])(*args)
+    return cuda_api.BY_NAME[name].c_prototype()(symbols[name])(*args)
 
 
 @pytest.mark.gpu

@@ -19,8 +19,6 @@ RNG = np.random.default_rng(20261129)
 BAD_PARAM, NOT_SUPPORTED = 2000, 3000
 CUBLAS_INVALID_VALUE = 7
 H2D, D2H = api.MEMCPY_HOST_TO_DEVICE, api.MEMCPY_DEVICE_TO_HOST
-_CTYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
-           "f64": ctypes.c_double}
 
 
 class Cuda:
@@ -33,9 +31,7 @@ class Cuda:
         self._keep: list[Any] = []
 
     def __getattr__(self, name: str) -> Any:
-        kinds = api.BY_NAME[name].kinds
-        prototype = ctypes.CFUNCTYPE(ctypes.c_int32, *(_CTYPES[kind] for kind in kinds))
-        return prototype(self._symbols[name])
+        return api.BY_NAME[name].c_prototype()(self._symbols[name])
 
     def host(self, value: Any) -> int:
         """The address of a ctypes object kept alive by this object."""
