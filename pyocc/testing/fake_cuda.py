@@ -404,6 +404,11 @@ class _ConvProblem:
     def kernel(self) -> tuple[int, ...]:
         return self.w.dims[2:]
 
+    @property
+    def winograd_fits(self) -> bool:
+        """The fake's Winograd algorithms take 3x3 kernels at stride 1, undilated."""
+        return self.kernel == (3, 3) and set(self.conv.strides) == {1} and set(self.conv.dilations) == {1}
+
     def workspace(self, algo: int) -> int | None:
         """The fake's workspace need of `algo` in bytes; None where it does not support it.
         Fastest (by the fake's claimed times) needs the most, so a caller that ignores
@@ -418,9 +423,7 @@ class _ConvProblem:
         if algo == _ALGO_GEMM:
             return FLOAT_BYTES * channels * kernel_size * math.prod(self.y.dims[2:])
         if algo == _ALGO_WINOGRAD:
-            fits = len(self.kernel) == 2 and self.kernel == (3, 3) and set(self.conv.strides) == {1}
-            fits = fits and set(self.conv.dilations) == {1}
-            return FLOAT_BYTES * 16 * self.w.dims[0] * self.w.dims[1] if fits else None
+            return FLOAT_BYTES * 16 * self.w.dims[0] * self.w.dims[1] if self.winograd_fits else None
         if algo == _ALGO_WINOGRAD_NONFUSED:
             return HUGE_WORKSPACE
         return None  # DIRECT, FFT, FFT_TILING
@@ -446,8 +449,7 @@ def _bwd_data_workspace(problem: _ConvProblem, algo: int) -> int | None:
     if algo == api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_1:
         return FLOAT_BYTES * math.prod(problem.w.dims)
     if algo == _BWD_DATA_ALGO_WINOGRAD:
-        fits = problem.kernel == (3, 3) and set(problem.conv.strides) == {1} and set(problem.conv.dilations) == {1}
-        return FLOAT_BYTES * 16 * problem.w.dims[0] * problem.w.dims[1] if fits else None
+        return FLOAT_BYTES * 16 * problem.w.dims[0] * problem.w.dims[1] if problem.winograd_fits else None
     if algo == _BWD_DATA_ALGO_WINOGRAD_NONFUSED:
         return HUGE_WORKSPACE
     return None
@@ -879,18 +881,24 @@ class FakeCuda:
         problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
         if requestedAlgoCount < 1:
             raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
-        self._memory.require_host(returnedAlgoCount, "returnedAlgoCount")
-        self._memory.require_host(perfResults, "perfResults")
-        ranking = sorted(_ALGO_RANKING, key=lambda entry: problem.workspace(entry[0]) is None)
-        count = min(requestedAlgoCount, len(ranking))
-        results = (_ConvFwdAlgoPerf * count).from_address(perfResults)
-        for slot, (algo, time) in zip(results, ranking):
-            memory = problem.workspace(algo)
-            slot.algo, slot.determinism, slot.mathType = algo, 1, problem.conv.math_type
+        self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _ALGO_RANKING, problem.workspace,
+                         lambda algo: 1, problem.conv.math_type)
+
+    def _write_perf(self, requested: int, returned: int, results: int, ranking: Sequence[tuple[int, float]],
+                    needs: Callable[[int], int | None], determinism: Callable[[int], int], math_type: int) -> None:
+        """Fill cudnnGet*Algorithm_v7's outputs: `ranking` with the supported
+        algorithms first, each with its workspace need (`needs`) and status."""
+        self._memory.require_host(returned, "returnedAlgoCount")
+        self._memory.require_host(results, "perfResults")
+        ordered = sorted(ranking, key=lambda entry: needs(entry[0]) is None)
+        count = min(requested, len(ordered))
+        for slot, (algo, time) in zip((_ConvFwdAlgoPerf * count).from_address(results), ordered):
+            memory = needs(algo)
+            slot.algo, slot.determinism, slot.mathType = algo, determinism(algo), math_type
             slot.status = 0 if memory is not None else _STATUS["cudnn"]["unsupported"]
             slot.time = time if memory is not None else -1.0
             slot.memory = memory or 0
-        ctypes.c_int32.from_address(returnedAlgoCount).value = count
+        ctypes.c_int32.from_address(returned).value = count
 
     def _cudnnCreateActivationDescriptor(self, desc: int) -> None:
         self._create(desc, ACTIVATION)
@@ -1025,19 +1033,26 @@ class FakeCuda:
     ) -> None:
         self._cudnn_handle(handle)
         problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
-        self._check_algo(problem, algo, workSpace, workSpaceSizeInBytes)
+        needed = self._check_algo(problem.workspace, "cudnnConvolutionFwdAlgo_t", algo, workSpace,
+                                  workSpaceSizeInBytes)
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         x_view, w_view = self._view(x, problem.x, "x"), self._view(w, problem.w.layout, "w")
         y_view = self._view(y, problem.y, "y")
-        self._outputs_clear({"y": y_view}, {"x": x_view, "w": w_view, **self._workspace(workSpace, problem, algo)})
+        self._outputs_clear({"y": y_view}, {"x": x_view, "w": w_view, **self._workspace(workSpace, needed)})
         result = self._convolve(problem, x_view, w_view)
-        self._scribble_workspace(workSpace, problem, algo)
+        self._scribble_workspace(workSpace, needed)
         self._store(y_view, result, scale, blend)
 
-    def _check_algo(self, problem: _ConvProblem, algo: int, workspace: int, workspace_size: int) -> None:
-        if not 0 <= algo < api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT:
-            raise _invalid(f"algo {algo} is not a cudnnConvolutionFwdAlgo_t")
-        needed = problem.workspace(algo)
+    def _check_algo(self, needs: Callable[[int], int | None], algo_type: str, algo: int, workspace: int,
+                    workspace_size: int) -> int:
+        """The workspace bytes `algo` needs, after checking it is an algorithm
+        of `algo_type` that supports the problem (`needs`) and fits the
+        workspace the caller gave."""
+        count = {"cudnnConvolutionFwdAlgo_t": api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                 "cudnnConvolutionBwdDataAlgo_t": api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT}[algo_type]
+        if not 0 <= algo < count:
+            raise _invalid(f"algo {algo} is not a {algo_type}")
+        needed = needs(algo)
         if needed is None:
             raise _unsupported(f"algo {algo} does not support this convolution (its perf status says so)")
         if needed > workspace_size:
@@ -1046,17 +1061,18 @@ class FakeCuda:
             raise _invalid(f"algo {algo} needs {needed} B of workspace; workSpace is NULL")
         if workspace and workspace_size > 0:
             self._memory.require(workspace, workspace_size, "workSpace")
+        return needed
 
-    def _workspace(self, address: int, problem: _ConvProblem, algo: int) -> dict[str, np.ndarray]:
-        """The part of the workspace `algo` uses, as an input for the overlap checks."""
-        needed = problem.workspace(algo) or 0
+    def _workspace(self, address: int, needed: int) -> dict[str, np.ndarray]:
+        """The part of the workspace an algorithm uses (`needed` bytes), as an
+        input for the overlap checks."""
         if not address or needed < FLOAT_BYTES or address % FLOAT_BYTES:
             return {}
         return {"workSpace": self._view(address, _Layout((needed // FLOAT_BYTES,), (1,)), "workSpace")}
 
-    def _scribble_workspace(self, address: int, problem: _ConvProblem, algo: int) -> None:
+    @staticmethod
+    def _scribble_workspace(address: int, needed: int) -> None:
         """The algorithm's scratch writes: poison the workspace it used, as a real one leaves garbage."""
-        needed = problem.workspace(algo) or 0
         if address and needed:
             ctypes.memset(address, POISON_BYTE, min(needed, 1 << 20))
 
@@ -1102,7 +1118,8 @@ class FakeCuda:
             raise _unsupported(f"activation mode {act.mode}: only RELU and IDENTITY are supported")
         if act.mode == fm.ACTIVATION_IDENTITY and algo != _ALGO_PRECOMP_GEMM:
             raise _unsupported(f"IDENTITY activation needs algo IMPLICIT_PRECOMP_GEMM (1), not {algo}")
-        self._check_algo(problem, algo, workSpace, workSpaceSizeInBytes)
+        needed = self._check_algo(problem.workspace, "cudnnConvolutionFwdAlgo_t", algo, workSpace,
+                                  workSpaceSizeInBytes)
         z_layout, bias_layout = self._tensor(zDesc, "zDesc"), self._tensor(biasDesc, "biasDesc")
         self._same_dims(z_layout, problem.y, "zDesc", "yDesc")
         bias_dims = (1, problem.y.dims[1]) + (1,) * (len(problem.y.dims) - 2)
@@ -1111,7 +1128,7 @@ class FakeCuda:
         scale, z_scale = self._read_scalar(alpha1, "alpha1"), self._read_scalar(alpha2, "alpha2")
         x_view, w_view = self._view(x, problem.x, "x"), self._view(w, problem.w.layout, "w")
         y_view, bias_view = self._view(y, problem.y, "y"), self._view(bias, bias_layout, "bias")
-        inputs = {"x": x_view, "w": w_view, "bias": bias_view, **self._workspace(workSpace, problem, algo)}
+        inputs = {"x": x_view, "w": w_view, "bias": bias_view, **self._workspace(workSpace, needed)}
         if z_scale != 0.0:
             inputs["z"] = self._view(z, z_layout, "z")
         self._outputs_clear({"y": y_view}, inputs, in_place=[("y", "z")])
@@ -1119,7 +1136,7 @@ class FakeCuda:
         if z_scale != 0.0:
             result = result + np.float32(z_scale) * inputs["z"]
         result = fm.activation(result + bias_view, act.mode, act.coef, act.propagate_nan)
-        self._scribble_workspace(workSpace, problem, algo)
+        self._scribble_workspace(workSpace, needed)
         y_view[...] = result
 
     def _cudnnAddTensor(
@@ -1315,20 +1332,10 @@ class FakeCuda:
         problem = self._conv_problem(dxDesc, wDesc, convDesc, dyDesc, names=("dxDesc", "dyDesc"))
         if requestedAlgoCount < 1:
             raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
-        self._memory.require_host(returnedAlgoCount, "returnedAlgoCount")
-        self._memory.require_host(perfResults, "perfResults")
-        ranking = sorted(_BWD_DATA_ALGO_RANKING, key=lambda entry: _bwd_data_workspace(problem, entry[0]) is None)
-        count = min(requestedAlgoCount, len(ranking))
-        results = (_ConvFwdAlgoPerf * count).from_address(perfResults)
-        for slot, (algo, time) in zip(results, ranking):
-            memory = _bwd_data_workspace(problem, algo)
-            # ALGO_0 adds with atomics: CUDNN_NON_DETERMINISTIC (0)
-            slot.algo, slot.determinism = algo, int(algo != api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0)
-            slot.mathType = problem.conv.math_type
-            slot.status = 0 if memory is not None else _STATUS["cudnn"]["unsupported"]
-            slot.time = time if memory is not None else -1.0
-            slot.memory = memory or 0
-        ctypes.c_int32.from_address(returnedAlgoCount).value = count
+        # ALGO_0 adds with atomics: CUDNN_NON_DETERMINISTIC (0)
+        self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _BWD_DATA_ALGO_RANKING,
+                         lambda algo: _bwd_data_workspace(problem, algo),
+                         lambda algo: int(algo != api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_0), problem.conv.math_type)
 
     def _cudnnConvolutionBackwardData(
         self,
@@ -1351,24 +1358,12 @@ class FakeCuda:
         dy; dx is not read when beta == 0 and may overlap neither w nor dy."""
         self._cudnn_handle(handle)
         problem = self._conv_problem(dxDesc, wDesc, convDesc, dyDesc, names=("dxDesc", "dyDesc"))
-        if not 0 <= algo < api.CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT:
-            raise _invalid(f"algo {algo} is not a cudnnConvolutionBwdDataAlgo_t")
-        needed = _bwd_data_workspace(problem, algo)
-        if needed is None:
-            raise _unsupported(f"algo {algo} does not support this convolution (its perf status says so)")
-        if needed > workSpaceSizeInBytes:
-            raise _invalid(f"algo {algo} needs {needed} B of workspace; workSpaceSizeInBytes is {workSpaceSizeInBytes}")
-        if needed and not workSpace:
-            raise _invalid(f"algo {algo} needs {needed} B of workspace; workSpace is NULL")
-        if workSpace and workSpaceSizeInBytes > 0:
-            self._memory.require(workSpace, workSpaceSizeInBytes, "workSpace")
+        needed = self._check_algo(lambda a: _bwd_data_workspace(problem, a), "cudnnConvolutionBwdDataAlgo_t", algo,
+                                  workSpace, workSpaceSizeInBytes)
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         w_view, dy_view = self._view(w, problem.w.layout, "w"), self._view(dy, problem.y, "dy")
         dx_view = self._view(dx, problem.x, "dx")
-        inputs = {"w": w_view, "dy": dy_view}
-        if needed >= FLOAT_BYTES and workSpace % FLOAT_BYTES == 0:
-            inputs["workSpace"] = self._view(workSpace, _Layout((needed // FLOAT_BYTES,), (1,)), "workSpace")
-        self._outputs_clear({"dx": dx_view}, inputs)
+        self._outputs_clear({"dx": dx_view}, {"w": w_view, "dy": dy_view, **self._workspace(workSpace, needed)})
         conv = problem.conv
         precision = _CUDNN_MATH_PRECISION[conv.math_type]
         result = fm.convolution_backward_data(
@@ -1381,8 +1376,7 @@ class FakeCuda:
             groups=conv.groups,
             cross_correlation=conv.mode == api.CUDNN_CROSS_CORRELATION,
         )
-        if needed:  # the algorithm's scratch writes leave garbage behind
-            ctypes.memset(workSpace, POISON_BYTE, min(needed, 1 << 20))
+        self._scribble_workspace(workSpace, needed)
         self._store(dx_view, result, scale, blend)
 
     # -- cuBLAS ------------------------------------------------------------------------
