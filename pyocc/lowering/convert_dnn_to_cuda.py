@@ -69,36 +69,42 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.lowering import cuda_api as api
-from pyocc.lowering.cuda_kernels import (
-    BLOCK,
-    CastKernel,
-    GatherKernel,
-    Kernel,
-    LayerNormKernel,
-    REDUCTIONS,
-    PointwiseKernel,
-    ReduceKernel,
-    broadcast_strides,
-    grid,
-    row_major_strides,
-    host_twins,
-    pointer_bytes,
-    ptx_module,
-)
 from pyocc.lowering.convert_dnn_to_llvm import (
     PTR,
+    LlvmBuilder,
     MemoryTally,
     WeightLayout,
-    LlvmBuilder,
     buffer_spec,
     cannot_lower,
     check_lowerable,
     count_allocation,
     count_free,
     numpy_dtype_name,
-    table_header,
     string_getter,
     string_global,
+    table_header,
+)
+from pyocc.lowering.cuda_kernels import (
+    BINARY_FUNCTIONS,
+    BLOCK,
+    COMPARISONS,
+    DTYPES,
+    INTEGER_FUNCTIONS,
+    LOGICAL,
+    REDUCTIONS,
+    UNARY_FUNCTIONS,
+    CastKernel,
+    GatherKernel,
+    Kernel,
+    LayerNormKernel,
+    PointwiseKernel,
+    ReduceKernel,
+    broadcast_strides,
+    grid,
+    host_twins,
+    pointer_bytes,
+    ptx_module,
+    row_major_strides,
 )
 
 #: the fifth state slot: the status of the call that failed
@@ -606,8 +612,6 @@ class CudaFunctionLowering:
     def pointwise(self, op: Operation, fn: str, out: SSAValue, inputs: Sequence[SSAValue], **params: Any) -> None:
         """out = fn(inputs) (broadcast) with a generated kernel; `params`
         are PointwiseKernel's alpha, beta, approximate and activation fields."""
-        from pyocc.lowering.cuda_kernels import BINARY_FUNCTIONS, COMPARISONS, LOGICAL, UNARY_FUNCTIONS
-
         known = UNARY_FUNCTIONS | BINARY_FUNCTIONS | COMPARISONS.keys() | LOGICAL | {"where"}
         activation = params.get("activation")
         if fn not in known or (activation is not None and activation not in UNARY_FUNCTIONS):
@@ -1080,8 +1084,6 @@ def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
     """Whether `value` may be other than float32: where's condition and a
     comparison's result (bools), integer arithmetic, comparisons and where,
     gather's indices, cast's operands."""
-    from pyocc.lowering.cuda_kernels import COMPARISONS, DTYPES, INTEGER_FUNCTIONS, LOGICAL
-
     dtype = numpy_dtype_name(value.type.get_element_type())  # type: ignore[attr-defined]
     integer = dtype in ("int32", "int64")
     if isinstance(op, d.WhereOp):
