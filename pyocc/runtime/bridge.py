@@ -179,6 +179,11 @@ class AllocStats:
     live_bytes: int
     """bytes still allocated at the end (0 unless the IR leaks)"""
 
+    @classmethod
+    def from_state(cls, state: Any) -> AllocStats:
+        """The counters the generated code kept in its `state` array."""
+        return cls(allocations=state[0], frees=state[1], live_bytes=state[2], peak_bytes=state[3])
+
 
 def check_inputs(name: str, meta: dict[str, Any], inputs: dict[str, np.ndarray]) -> list[np.ndarray]:
     """The graph inputs in argument order as contiguous arrays, after
@@ -264,7 +269,7 @@ class NativeModel(ModelSignature):
         state = (ctypes.c_int64 * STATE_SLOTS)()
         status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
                            self.weight_pool.ctypes.data, ctypes.addressof(state))
-        self._stats = AllocStats(allocations=state[0], frees=state[1], live_bytes=state[2], peak_bytes=state[3])
+        self._stats = AllocStats.from_state(state)
         self._bridge.raise_pending()
         if status == 1:
             raise PyoccError(f"{self.name}: out of memory (the allocator returned NULL); "

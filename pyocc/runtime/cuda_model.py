@@ -93,7 +93,7 @@ class CudaModel(ModelSignature):
         state = (ctypes.c_int64 * STATE_SLOTS)()
         status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
                            ctypes.addressof(state))
-        self._stats = AllocStats(allocations=state[0], frees=state[1], live_bytes=state[2], peak_bytes=state[3])
+        self._stats = AllocStats.from_state(state)
         self._check(status, state, "run")
         return dict(zip(self.output_names, outputs))
 

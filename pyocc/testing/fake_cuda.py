@@ -1497,18 +1497,7 @@ class FakeCuda:
     def _matrices(self, operand: tuple[int, int, int], rows: int, cols: int, batch: int, what: str) -> np.ndarray:
         """A (batch, rows, cols) view of column-major matrices with leading dimension ld."""
         address, ld, stride = operand
-        layout = _Layout((batch, rows, cols), (stride, 1, ld))
-        if address % FLOAT_BYTES:
-            raise _invalid(f"{what} {address:#x} is not aligned to {FLOAT_BYTES} bytes")
-        extent = ((batch - 1) * stride + (cols - 1) * ld + rows) * FLOAT_BYTES
-        block = self._memory.require(address, extent, what)
-        return np.ndarray(
-            layout.dims,
-            dtype=np.float32,
-            buffer=block.raw,
-            offset=address - block.raw_address,
-            strides=tuple(s * FLOAT_BYTES for s in layout.strides),
-        )
+        return self._view(address, _Layout((batch, rows, cols), (stride, 1, ld)), what)
 
 
 # -- overlap checks ----------------------------------------------------------------
