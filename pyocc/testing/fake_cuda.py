@@ -743,7 +743,11 @@ class FakeCuda:
         self._objects.destroy(handle, CUDNN_HANDLE, "handle")
 
     def _cudnnSetStream(self, handle: int, stream: int) -> None:
-        state: _Handle = self._objects.get(handle, CUDNN_HANDLE, "handle").params
+        self._set_stream(handle, CUDNN_HANDLE, stream)
+
+    def _set_stream(self, handle: int, kind: str, stream: int) -> None:
+        """cudnnSetStream / cublasSetStream_v2: the library handle's stream."""
+        state: _Handle = self._objects.get(handle, kind, "handle").params
         self._check_stream(stream)
         state.stream = stream
 
@@ -1388,9 +1392,7 @@ class FakeCuda:
         self._objects.destroy(handle, CUBLAS_HANDLE, "handle")
 
     def _cublasSetStream_v2(self, handle: int, stream: int) -> None:
-        state: _Handle = self._objects.get(handle, CUBLAS_HANDLE, "handle").params
-        self._check_stream(stream)
-        state.stream = stream
+        self._set_stream(handle, CUBLAS_HANDLE, stream)
 
     def _cublasSetMathMode(self, handle: int, mode: int) -> None:
         state = self._cublas_handle(handle)
@@ -1521,7 +1523,7 @@ def _check_broadcast(source: _Layout, target: _Layout, source_name: str, target_
 
 
 def _byte_range(a: np.ndarray) -> tuple[int, int]:
-    low, high = np.byte_bounds(a) if hasattr(np, "byte_bounds") else np.lib.array_utils.byte_bounds(a)
+    low, high = np.lib.array_utils.byte_bounds(a)  # numpy >= 2 (pyproject.toml)
     return int(low), int(high)
 
 
