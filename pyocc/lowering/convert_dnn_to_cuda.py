@@ -79,6 +79,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     check_lowerable,
     count_allocation,
     count_free,
+    graph_arguments,
     numpy_dtype_name,
     string_getter,
     string_global,
@@ -450,13 +451,8 @@ class CudaFunctionLowering:
         inputs_arg, outputs_arg, _ = run.entry.args
         self.malloc_slot = b.add(llvm.AllocaOp(b.const(1), PTR, alignment=8)).results[0]
         body = self.function.body.block
-        arg_attrs = self.function.arg_attrs.data if self.function.arg_attrs else [None] * len(body.args)
-        for index, (arg, attrs) in enumerate(zip(body.args, arg_attrs)):
-            entries = attrs.data if attrs is not None else {}
-            spec = buffer_spec(self.function, arg.type)
-            onnx_name = entries.get("onnx.name")
-            spec = {"name": onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}", **spec}
-            group, base = (self.outputs, outputs_arg) if "dnn.output" in entries else (self.inputs, inputs_arg)
+        for arg, is_output, spec in graph_arguments(self.function):
+            group, base = (self.outputs, outputs_arg) if is_output else (self.inputs, inputs_arg)
             self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
             self.locations[arg] = (arg, 0)
             self.host_values.add(arg)

@@ -300,6 +300,20 @@ def table_header(name: str, inputs: list[dict[str, Any]], outputs: list[dict[str
     return {"abi": ABI_VERSION, "name": name, "inputs": inputs, "outputs": outputs, "weights": weights.as_json()}
 
 
+def graph_arguments(f: func.FuncOp) -> list[tuple[SSAValue, bool, dict[str, Any]]]:
+    """Each argument of `f` with whether it is a graph output (`dnn.output`)
+    and its table entry: {"name" (the ONNX name), "shape", "dtype"}."""
+    body = f.body.block
+    arg_attrs = f.arg_attrs.data if f.arg_attrs else [None] * len(body.args)
+    arguments = []
+    for index, (arg, attrs) in enumerate(zip(body.args, arg_attrs)):
+        entries = attrs.data if attrs is not None else {}
+        onnx_name = entries.get("onnx.name")
+        name = onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}"
+        arguments.append((arg, "dnn.output" in entries, {"name": name, **buffer_spec(f, arg.type)}))
+    return arguments
+
+
 def check_lowerable(f: func.FuncOp) -> str:
     """The name of `f`, after checking it is what the LLVM lowerings take:
     destination-passing style (no results), one straight-line block."""
@@ -352,14 +366,8 @@ class _FunctionLowering:
         widest = max((self._slot_count(op) for op in body.ops if isinstance(op, DnnComputeOp)), default=0)
         self.slots = b.add(llvm.AllocaOp(b.const(max(widest, 1)), PTR, alignment=8)).results[0]
 
-        arg_attrs = self.function.arg_attrs.data if self.function.arg_attrs else [None] * len(body.args)
-        for index, (arg, attrs) in enumerate(zip(body.args, arg_attrs)):
-            entries = attrs.data if attrs is not None else {}
-            spec = buffer_spec(self.function, arg.type)
-            onnx_name = entries.get("onnx.name")
-            spec = {"name": onnx_name.data if isinstance(onnx_name, StringAttr) else f"arg{index}", **spec}
-            group, base = ((self.outputs, self.outputs_arg) if "dnn.output" in entries
-                           else (self.inputs, self.inputs_arg))
+        for arg, is_output, spec in graph_arguments(self.function):
+            group, base = (self.outputs, self.outputs_arg) if is_output else (self.inputs, self.inputs_arg)
             self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
             group.append(spec)
 
