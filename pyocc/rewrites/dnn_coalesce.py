@@ -54,22 +54,6 @@ from pyocc.analysis.liveness import Liveness, analyze_function, function_bodies,
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.dnn_insert_memory_ops import copy_op
 
-#: op name -> the operands its kernel may overwrite with its result (checked
-#: in pyocc/runtime/kernels: each reads that input before or while writing out)
-IN_PLACE_OPERANDS: dict[str, tuple[str, ...]] = {
-    "dnn.unary": ("x",),              # unary(x) into x
-    "dnn.binary": ("a", "b"),         # binary(a, b) into a | into b (same shape)
-    "dnn.variadic": ("inputs[0]",),   # sum(x, ...) into x (folded left to right)
-    "dnn.channel_affine": ("x",),     # x * scale + shift into x
-    "dnn.batch_norm": ("x",),
-    "dnn.softmax": ("x",),
-    "dnn.log_softmax": ("x",),
-    "dnn.layer_norm": ("x",),
-    "dnn.where": ("b",),              # where(c, a, b) into b (b is copied first)
-    "dnn.conv": ("residual",),        # conv(x) + residual into residual
-    "dnn.preact_conv": ("residual",),  # the same after a fused pre-activation
-}
-
 #: Above this many inputs a concat's subsets are not all tried (one by one instead).
 MAX_SUBSET_INPUTS = 6
 
@@ -247,20 +231,6 @@ def _slice_as_band(op: d.SliceOp) -> int:
 # ---------------------------------------------------------------------------
 
 
-def in_place_candidates(op: d.DnnComputeOp) -> list[SSAValue]:
-    """The inputs `op`'s kernel may overwrite with its result."""
-    values = []
-    for name in IN_PLACE_OPERANDS.get(op.name, ()):
-        if name == "inputs[0]":
-            inputs = list(getattr(op, "inputs"))
-            value = inputs[0] if inputs else None
-        else:
-            value = getattr(op, name)
-        if value is not None:
-            values.append(value)
-    return values
-
-
 def write_in_place(function: func.FuncOp) -> int:
     """op(a) into b, where a's buffer dies at op  =>  op(a) into a."""
     liveness = analyze_function(function)
@@ -272,7 +242,7 @@ def write_in_place(function: func.FuncOp) -> int:
         out = op.destinations()[0]
         if not _is_malloc(out):
             continue  # a graph output, or already coalesced
-        for x in in_place_candidates(op):
+        for x in op.in_place_inputs():
             if _can_overwrite(op, x, out, i, last):
                 root = root_buffer(x)
                 last[root] = max(last[root], last.get(out, i))
