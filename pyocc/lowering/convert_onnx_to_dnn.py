@@ -40,6 +40,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.dialects.dnn import ops as d
@@ -478,15 +479,8 @@ class ConvertOnnxToDnnPass(ModulePass):
         remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
         if remaining:
             raise PassFailedException(f"convert-onnx-to-dnn: {remaining[0].name} was not lowered")
-        _dead_code(op)
-
-
-def _dead_code(module: ModuleOp) -> None:
-    """Drop tensor-form dnn ops whose results nothing reads: folded BN
-    statistics, and nodes the model computes but never uses (a dead view
-    would otherwise outlive the buffer it views). Tensor-form dnn ops have
-    no side effects, so an unread one can go."""
-    for op in reversed(list(module.walk())):
-        if op.name.startswith("dnn.") and op.results and all(not r.uses for r in op.results):
-            op.detach()
-            op.erase()
+        # Drop what nothing reads: folded BN statistics, nodes the model
+        # computes but never uses (a dead view would otherwise outlive the
+        # buffer it views). Tensor-form dnn ops have no side effects
+        # (KernelEffects), so xDSL's dead-code elimination may remove them.
+        dce(op)

@@ -48,6 +48,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.transforms.dead_code_elimination import region_dce
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.liveness import Liveness, analyze_function, function_bodies, root_buffer
@@ -115,7 +116,7 @@ def coalesce_function(function: func.FuncOp, mode: str = "lazy", in_place: bool 
     if concat:
         stats.concat_inputs = eliminate_concats(function, mode)
     stats.returned_views = returned_views(function)
-    _erase_dead_aliases(block)
+    region_dce(function.body)  # views and subviews nothing uses any more
     place_deallocs(function, mode)
     return stats
 
@@ -560,20 +561,8 @@ def _write_steps(block: Block, root: SSAValue) -> list[int]:
 
 
 # ---------------------------------------------------------------------------
-# Clean-up: dead aliases, deallocs
+# Clean-up: deallocs
 # ---------------------------------------------------------------------------
-
-
-def _erase_dead_aliases(block: Block) -> None:
-    """Drop views and subviews nothing uses any more."""
-    changed = True
-    while changed:
-        changed = False
-        for op in list(block.ops):
-            if isinstance(op, d.ALIAS_OPS) and not op.results[0].uses:
-                op.detach()
-                op.erase()
-                changed = True
 
 
 def place_deallocs(function: func.FuncOp, mode: str) -> None:

@@ -78,6 +78,7 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.dialects.dnn import ops as d
@@ -785,18 +786,11 @@ class DnnFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Rewrite with every rule, stage by stage, until none matches; then
-        drop dead weights."""
+        drop what nothing reads any more."""
         if self.target not in ("host", "cuda"):
             raise PassFailedException(f"dnn-fuse: unknown target '{self.target}' (expected host or cuda)")
         for stage in sorted({rule.stage for rule in RULES}):
             patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage, target=self.target))
             PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(op)
-        _drop_dead_weights(op)
+        dce(op)  # weights only the fused-away ops read (old conv weights, BN scales)
 
-
-def _drop_dead_weights(module: ModuleOp) -> None:
-    """Weights only the fused-away ops read (old conv weights, BN scales)."""
-    for o in reversed(list(module.walk())):
-        if isinstance(o, d.WeightOp) and not o.result.uses:
-            o.detach()
-            o.erase()
