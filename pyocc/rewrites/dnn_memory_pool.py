@@ -311,7 +311,7 @@ class MallocToMemOffset(RewritePattern):
                                     properties={"offset": attr, "size": op.properties["size"]},
                                     location=op.location)
         view.result.name_hint = op.result.name_hint
-        rewriter.replace_op(op, view)
+        rewriter.replace(op, view)
 
 
 class DeallocErased(RewritePattern):
@@ -320,7 +320,7 @@ class DeallocErased(RewritePattern):
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: d.DeallocOp, rewriter: PatternRewriter) -> None:
         if isinstance(op.buffer.owner, d.MemOffsetOp):
-            rewriter.erase_op(op)
+            rewriter.erase(op)
 
 
 def apply_placement(function: func.FuncOp, names: list[str], placement: Placement) -> None:
