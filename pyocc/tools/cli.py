@@ -215,12 +215,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
-    from pyocc.planning.cli import main as plan_json_main
-
-    return plan_json_main(rest)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
     parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
