@@ -159,6 +159,7 @@ def _pathfinder_load(library: str) -> str | None:
     """The absolute path cuda-pathfinder loads `library` from, or None when it
     is not installed, does not know the library, or cannot find it."""
     try:
+        # cuda-pathfinder is optional (pyocc[cuda]); without it the other searches run
         from cuda.pathfinder import load_nvidia_dynamic_lib  # type: ignore[import-not-found]
     except ImportError:
         return None
