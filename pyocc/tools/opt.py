@@ -25,7 +25,6 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.errors import PyoccError, one_line
 from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
 
@@ -50,6 +49,9 @@ class PyoccOptMain(xDSLOptMain):
         `--disable-verify` turns both off. With --print-between-passes each
         `occamy-*` pipeline is replaced by its stages, so the IR is printed
         (and checked) after each: to xDSL a pipeline is one pass."""
+        # loads the dnn dialect (a quarter of start-up), which the registry loads only when an input uses it
+        from pyocc.analysis.verify_lifetimes import check_lifetimes
+
         super().setup_pipeline()
         inner = self.pipeline.callback
 
