@@ -7,9 +7,8 @@ with size limits (pools.py). ``problem_to_json``/``plan_to_json`` and the ``plan
 command (cli.py) let other compilers use it through files.
 """
 
-from .algorithms import ALGORITHMS
 from .bounds import lower_bound, max_live, naive_bytes
-from .planner import plan_memory
+from .planner import ALGORITHMS, plan_memory
 from .pools import (
     POLICIES,
     MemoryPool,

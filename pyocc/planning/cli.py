@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 
-from .algorithms import ALGORITHMS
+from .planner import ALGORITHMS
 from .planner import plan_memory
 from .problem import PlanningError
 from .pools import plan_pools

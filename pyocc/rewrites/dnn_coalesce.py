@@ -73,6 +73,7 @@ from pyocc.analysis.coalescing import (
 from pyocc.analysis.liveness import analyze_function, function_bodies, root_buffer
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.dnn_insert_memory_ops import copy_op
+from pyocc.runtime.kernels.tensor import onnx_axis_slice
 
 
 @dataclass(frozen=True)
@@ -224,8 +225,6 @@ class SliceAsBand(_Counting):
 def _slice_band(op: d.SliceOp) -> tuple[int, int] | None:
     """The byte offset and length of what a slice selects, when that is one
     contiguous range of its input (None otherwise)."""
-    from pyocc.runtime.kernels.tensor import _onnx_slice
-
     shape = list(op.x.type.get_shape())
     starts = list(op.starts.get_values()) if op.starts is not None else []
     ends = list(op.ends.get_values()) if op.ends is not None else []
@@ -234,7 +233,7 @@ def _slice_band(op: d.SliceOp) -> tuple[int, int] | None:
     ranges = {}
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis %= len(shape)
-        s = _onnx_slice(int(start), int(end), int(step), shape[axis])
+        s = onnx_axis_slice(int(start), int(end), int(step), shape[axis])
         first, stop, stride = s.indices(shape[axis])
         if (first, stop, stride) != (0, shape[axis], 1):
             if stride != 1 or axis in ranges:

@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import DenseArrayBase, FloatAttr, IntegerAttr, String
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.dnn.constants import numpy_dtype, weight_array, weight_from_array
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,8 +178,6 @@ class Match:
 
     def array(self, value: SSAValue | str) -> np.ndarray:
         """The numpy value of a weight (a bound name or an SSA value)."""
-        from pyocc.lowering.convert_onnx_to_dnn import weight_array
-
         value = self.values[value] if isinstance(value, str) else value
         assert isinstance(value.owner, d.WeightOp)
         return weight_array(value.owner)
@@ -187,8 +186,6 @@ class Match:
 
     def weight(self, array: np.ndarray, like: TensorType, name: str = "fused") -> SSAValue:
         """A new weight of `like`'s element type holding `array`."""
-        from pyocc.lowering.convert_onnx_to_dnn import numpy_dtype, weight_from_array
-
         ttype = TensorType(like.element_type, list(array.shape))
         hint = (self.root.results[0].name_hint or "fused") + "_" + name
         weight = weight_from_array(hint, array.astype(numpy_dtype(like.element_type)), ttype)
