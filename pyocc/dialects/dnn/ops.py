@@ -39,7 +39,7 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
@@ -119,6 +119,53 @@ class WritesInPlace(OpTrait):
             raise VerifyException(f"{op.name}: WritesInPlace names operands it does not have: {unknown}")
 
 
+@dataclass(frozen=True)
+class Targets(OpTrait):
+    """The targets whose lowering runs this op. Every compute op runs on
+    "host" (its kernel is called by name, pyocc/runtime/kernels), so an op
+    without this trait is host-only; an op that also names "cuda" has an
+    entry in convert-dnn-to-cuda's lowering table (tests/dialects check the
+    two agree). dnn-fuse produces an op only for the targets that run it."""
+
+    names: tuple[str, ...]
+
+    def verify(self, op: Operation) -> None:
+        unknown = [name for name in self.names if name not in TARGETS]
+        if unknown or "host" not in self.names:
+            raise VerifyException(f"{op.name}: Targets must include 'host' and name only {list(TARGETS)}, got {list(self.names)}")
+
+
+#: every target dnn lowers to
+TARGETS: tuple[str, ...] = ("host", "cuda")
+#: the `Targets` of an op both lowerings run
+HOST_AND_CUDA = Targets(("host", "cuda"))
+
+
+@dataclass(frozen=True)
+class AliasesOperand(OpTrait):
+    """The op's one result shares the bytes of its operand `operand` (a
+    reshape or a band of it), owning nothing: liveness, the lifetime
+    verifier, dnn-coalesce and dnn-memory-pool follow it to the buffer that
+    owns the bytes (see `aliased_value`)."""
+
+    operand: str = "source"
+
+    def verify(self, op: Operation) -> None:
+        fields = {name for name, _ in type(op).get_irdl_definition().operands}
+        if self.operand not in fields or len(op.results) != 1:
+            raise VerifyException(f"{op.name}: AliasesOperand needs one result and an operand '{self.operand}'")
+
+
+def aliased_value(owner: Operation | Block) -> SSAValue | None:
+    """The value whose bytes the result of `owner` shares, when `owner` is an
+    op with the `AliasesOperand` trait; None otherwise (a block argument's
+    owner is a block)."""
+    if not isinstance(owner, Operation):
+        return None
+    trait = owner.get_trait(AliasesOperand)
+    return None if trait is None else getattr(owner, trait.operand)
+
+
 class DnnComputeOp(IRDLOperation):
     """Base of compute ops: the tensor/buffer form rule and kernel naming."""
 
@@ -151,6 +198,13 @@ class DnnComputeOp(IRDLOperation):
         props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
         return cls.create(operands=flat, result_types=list(result_types), properties=props,
                           attributes=dict(attributes or {}))
+
+    @classmethod
+    def targets(cls) -> frozenset[str]:
+        """The targets whose lowering runs this op (its `Targets` trait;
+        host only without one)."""
+        trait = cls.get_trait(Targets)
+        return frozenset(("host",) if trait is None else trait.names)
 
     @property
     def kernel(self) -> str:
@@ -264,7 +318,7 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -348,7 +402,7 @@ class ConvTransposeOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -359,6 +413,7 @@ class ConvTransposeOp(DnnComputeOp):
 @irdl_op_definition
 class MaxPoolOp(UnaryKernelOp):
     name = "dnn.max_pool"
+    traits = traits_def(HOST_AND_CUDA)
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
@@ -369,6 +424,7 @@ class MaxPoolOp(UnaryKernelOp):
 @irdl_op_definition
 class AveragePoolOp(UnaryKernelOp):
     name = "dnn.average_pool"
+    traits = traits_def(HOST_AND_CUDA)
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
@@ -379,11 +435,13 @@ class AveragePoolOp(UnaryKernelOp):
 @irdl_op_definition
 class GlobalAveragePoolOp(UnaryKernelOp):
     name = "dnn.global_average_pool"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class GlobalMaxPoolOp(UnaryKernelOp):
     name = "dnn.global_max_pool"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -396,7 +454,7 @@ class GemmOp(DnnComputeOp):
     c = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     alpha = _float()
     beta = _float()
     trans_a = _int()
@@ -423,7 +481,7 @@ class MatMulOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -432,7 +490,7 @@ class UnaryOp(UnaryKernelOp):
     Safe in place: `out` may be `x`'s buffer."""
 
     name = "dnn.unary"
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
@@ -450,7 +508,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")))
+    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     fmod = _int()
     activation = _str()
@@ -481,7 +539,7 @@ class VariadicOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("inputs",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("inputs",)), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
 
 
@@ -493,17 +551,19 @@ class WhereOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("b",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("b",)), HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class CastOp(UnaryKernelOp):
     name = "dnn.cast"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class CopyOp(UnaryKernelOp):
     name = "dnn.copy"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -517,7 +577,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     axis = _int()
     activation = _str()
     alpha = _float()
@@ -537,14 +597,14 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     epsilon = _float()
 
 
 @irdl_op_definition
 class SoftmaxOp(UnaryKernelOp):
     name = "dnn.softmax"
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     axis = _int()
 
 
@@ -567,7 +627,7 @@ class AttentionSoftmaxOp(DnnComputeOp):
 @irdl_op_definition
 class LogSoftmaxOp(UnaryKernelOp):
     name = "dnn.log_softmax"
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     axis = _int()
 
 
@@ -579,7 +639,7 @@ class LayerNormOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     axis = _int()
     epsilon = _float()
 
@@ -587,6 +647,7 @@ class LayerNormOp(DnnComputeOp):
 @irdl_op_definition
 class LRNOp(UnaryKernelOp):
     name = "dnn.lrn"
+    traits = traits_def(HOST_AND_CUDA)
     size = prop_def(IntegerAttr)
     alpha = _float()
     beta = _float()
@@ -596,6 +657,7 @@ class LRNOp(UnaryKernelOp):
 @irdl_op_definition
 class ReduceOp(UnaryKernelOp):
     name = "dnn.reduce"
+    traits = traits_def(HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     axes = _ints()
     keepdims = _int()
@@ -605,6 +667,7 @@ class ReduceOp(UnaryKernelOp):
 @irdl_op_definition
 class ArgMaxOp(UnaryKernelOp):
     name = "dnn.arg_max"
+    traits = traits_def(HOST_AND_CUDA)
     axis = _int()
     keepdims = _int()
     select_last_index = _int()
@@ -616,7 +679,7 @@ class ConcatOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     axis = prop_def(IntegerAttr)
 
 
@@ -626,13 +689,14 @@ class SplitOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     axis = _int()
 
 
 @irdl_op_definition
 class SliceOp(UnaryKernelOp):
     name = "dnn.slice"
+    traits = traits_def(HOST_AND_CUDA)
     starts = _ints()
     ends = _ints()
     axes = _ints()
@@ -642,6 +706,7 @@ class SliceOp(UnaryKernelOp):
 @irdl_op_definition
 class TransposeOp(UnaryKernelOp):
     name = "dnn.transpose"
+    traits = traits_def(HOST_AND_CUDA)
     perm = _ints()
 
 
@@ -656,6 +721,7 @@ class GatherLikeOp(DnnComputeOp):
 @irdl_op_definition
 class GatherOp(GatherLikeOp):
     name = "dnn.gather"
+    traits = traits_def(HOST_AND_CUDA)
     axis = _int()
 
 
@@ -674,6 +740,7 @@ class GatherNDOp(GatherLikeOp):
 @irdl_op_definition
 class ExpandOp(UnaryKernelOp):
     name = "dnn.expand"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -693,6 +760,7 @@ class PadOp(UnaryKernelOp):
 @irdl_op_definition
 class ResizeOp(UnaryKernelOp):
     name = "dnn.resize"
+    traits = traits_def(HOST_AND_CUDA)
     mode = _str()
     coordinate_transformation_mode = _str()
     nearest_mode = _str()
@@ -744,7 +812,7 @@ class ViewOp(IRDLOperation):
     name = "dnn.view"
     source = operand_def(TensorOrBuffer)
     result = result_def(TensorOrBuffer)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AliasesOperand("source"))
 
     def verify_(self) -> None:
         if type(self.source.type) is not type(self.result.type):
@@ -769,7 +837,7 @@ class SubviewOp(IRDLOperation):
     source = operand_def(MemRefType)
     offset = prop_def(IntegerAttr)
     result = result_def(MemRefType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AliasesOperand("source"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
@@ -784,10 +852,6 @@ class SubviewOp(IRDLOperation):
             raise VerifyException(
                 f"dnn.subview: bytes [{offset}, {end}) fall outside the {type_bytes(self.source.type)}-byte source"
             )
-
-
-ALIAS_OPS: tuple[type[IRDLOperation], ...] = (ViewOp, SubviewOp)
-"""Ops whose result shares its operand's bytes (an alias, owning nothing)."""
 
 
 # ---------------------------------------------------------------------------
@@ -954,3 +1018,6 @@ COMPUTE_OPS = [
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]
+ALIAS_OPS: tuple[type[IRDLOperation], ...] = tuple(op for op in DNN_OPS if op.has_trait(AliasesOperand))
+"""Ops whose result shares an operand's bytes (their `AliasesOperand` trait),
+for `isinstance` checks; `aliased_value` says which operand."""
