@@ -11,6 +11,9 @@ needs no table: it reads the op.
   an `out` operand (a memref it writes) and no result.
 The verifier requires exactly one of the two. Inputs follow the form: tensors
 with a result, memrefs with an `out`.
+Both print like a kernel call (`DnnComputeOp.print`):
+`%y = dnn.conv ins(%x, %w, bias %b : ...) {pads = ...} : tensor<...>` and
+`dnn.conv ins(%x, %w, bias %b : ...) outs(%y : memref<...>) {pads = ...}`.
 
 **Memory ops**: `dnn.malloc`/`dnn.dealloc` (bytes and alignment),
 `dnn.memcpy` (host/device), `dnn.pool_init` and `dnn.mem_offset(pool, offset,
@@ -44,6 +47,8 @@ from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
     IRDLOperation,
+    OptOperandDef,
+    VarOperandDef,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -55,6 +60,8 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     EffectInstance,
@@ -173,6 +180,8 @@ class DnnComputeOp(IRDLOperation):
 
     #: operand fields that are not kernel inputs (destinations, workspace)
     NOT_INPUTS: ClassVar[frozenset[str]] = frozenset({"out", "outs", "workspace"})
+    #: operand fields that are the buffers the op writes
+    DESTINATIONS: ClassVar[frozenset[str]] = frozenset({"out", "outs"})
 
     @classmethod
     def build(
@@ -262,6 +271,170 @@ class DnnComputeOp(IRDLOperation):
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
+
+    # -- custom syntax ---------------------------------------------------------
+    #
+    #   %r = dnn.conv ins(%x, %w, bias %b : tensor<..>, tensor<..>, tensor<..>) {strides = array<i64: 2, 2>} : tensor<..>
+    #   dnn.conv ins(%x, %w, bias %b : memref<..>, ...) outs(%o, workspace %ws : memref<..>, memref<..>)
+    #
+    # `ins` holds the kernel inputs, `outs` the destinations and the workspace
+    # (NOT_INPUTS), each group in definition order: a required operand as a
+    # bare value, an optional one after its field name (absent: left out), a
+    # variadic one as a `[...]` list, or bare when it is its group's only
+    # operand (concat's inputs, split's outs). The types follow in the same
+    # order. Properties equal to their default are elided; properties and
+    # discardable attributes share one dictionary. Results' types come last.
+
+    @classmethod
+    def _operand_groups(cls) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The operand fields of `ins` and `outs`, each as (name, kind) with
+        kind "single", "optional" (written with its name) or "variadic"."""
+        ins: list[tuple[str, str]] = []
+        outs: list[tuple[str, str]] = []
+        for name, field in cls.get_irdl_definition().operands:
+            if isinstance(field, OptOperandDef):
+                kind = "single" if name in cls.DESTINATIONS else "optional"
+            elif isinstance(field, VarOperandDef):
+                kind = "variadic"
+            else:
+                kind = "single"
+            (outs if name in cls.NOT_INPUTS else ins).append((name, kind))
+        return ins, outs
+
+    def _print_group(self, printer: Printer, keyword: str, fields: list[tuple[str, str]]) -> None:
+        """Print ` keyword(entries : types)` for the given operand fields."""
+        entries: list[str | SSAValue | list[SSAValue]] = []  # a bare value, a list, or a name before the next value
+        values: list[SSAValue] = []
+        for name, kind in fields:
+            value = getattr(self, name)
+            if kind == "variadic":
+                group = list(value)
+                if len(fields) == 1:
+                    entries.extend(group)
+                else:
+                    entries.append(group)
+                values.extend(group)
+            elif value is not None:
+                entries.extend([name, value] if kind == "optional" else [value])
+                values.append(value)
+        printer.print_string(f" {keyword}(")
+        separator = ""
+        for entry in entries:
+            printer.print_string(separator)
+            if isinstance(entry, str):
+                printer.print_string(f"{entry} ")
+                separator = ""
+                continue
+            if isinstance(entry, list):
+                printer.print_string("[")
+                printer.print_list(entry, printer.print_ssa_value)
+                printer.print_string("]")
+            else:
+                printer.print_ssa_value(entry)
+            separator = ", "
+        if values:
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in values], printer.print_attribute)
+        printer.print_string(")")
+
+    def print(self, printer: Printer) -> None:
+        ins, outs = self._operand_groups()
+        if ins:
+            self._print_group(printer, "ins", ins)
+        if any(getattr(self, name) not in (None, ()) for name, _ in outs):
+            self._print_group(printer, "outs", outs)
+        definitions = self.get_irdl_definition().properties
+        shown = {name: attr for name, attr in self.properties.items()
+                 if name != "operandSegmentSizes" and attr != definitions[name].default_value}
+        printer.print_op_attributes({**shown, **self.attributes})
+        if self.results:
+            printer.print_string(" : ")
+            printer.print_list([r.type for r in self.results], printer.print_attribute)
+
+    @classmethod
+    def _parse_group(cls, parser: Parser, keyword: str, fields: list[tuple[str, str]],
+                     operands: dict[str, SSAValue | list[SSAValue] | None]) -> None:
+        """Parse `keyword(entries : types)` into `operands` by field name."""
+        start = parser.pos
+        positional = [name for name, kind in fields if kind != "optional"]
+        named = {name for name, kind in fields if kind == "optional"}
+        flat_variadic = len(fields) == 1 and fields[0][1] == "variadic"
+        parsed: list[tuple[str, list[UnresolvedOperand], bool]] = []  # (field, values, is a list)
+        parser.parse_punctuation("(")
+        while True:
+            if parser.parse_optional_punctuation("["):
+                values: list[UnresolvedOperand] = []
+                while (operand := parser.parse_optional_unresolved_operand()) is not None:
+                    values.append(operand)
+                    if not parser.parse_optional_punctuation(","):
+                        break
+                parser.parse_punctuation("]")
+                entry: tuple[list[UnresolvedOperand], bool, str | None] = (values, True, None)
+            elif (operand := parser.parse_optional_unresolved_operand()) is not None:
+                entry = ([operand], False, None)
+            elif (name := parser.parse_optional_identifier()) is not None:
+                if name not in named:
+                    parser.raise_error(f"{cls.name}: {keyword}(...) has no optional operand '{name}' "
+                                       f"(expected one of {sorted(named)})")
+                if any(field == name for field, _, _ in parsed):
+                    parser.raise_error(f"{cls.name}: {keyword}(...) names '{name}' twice")
+                entry = ([parser.parse_unresolved_operand()], False, name)
+            else:
+                break
+            values, is_list, name = entry
+            if name is not None:
+                parsed.append((name, values, False))
+            elif flat_variadic:
+                parsed.append((fields[0][0], values, True))
+            else:
+                taken = sum(1 for field, _, _ in parsed if field in positional)
+                if taken >= len(positional):
+                    parser.raise_error(f"{cls.name}: too many operands in {keyword}(...); it takes {positional} "
+                                       f"and the named {sorted(named)}")
+                field = positional[taken]
+                if is_list != (dict(fields)[field] == "variadic"):
+                    parser.raise_error(f"{cls.name}: operand '{field}' in {keyword}(...) "
+                                       f"{'is a [...] list' if not is_list else 'is a single value, not a list'}")
+                parsed.append((field, values, is_list))
+            if not parser.parse_optional_punctuation(","):
+                break
+        count = sum(len(values) for _, values, _ in parsed)
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type) \
+            if parser.parse_optional_punctuation(":") else []
+        parser.parse_punctuation(")")
+        if len(types) != count:
+            parser.raise_error(f"{cls.name}: {keyword}(...) has {count} operands and {len(types)} types; "
+                               "give one type per operand", start, parser.pos)
+        missing = [f for f in positional if f not in {field for field, _, _ in parsed}
+                   and not (flat_variadic and f == fields[0][0])]
+        if missing:
+            parser.raise_error(f"{cls.name}: {keyword}(...) lacks the operands {missing}", start, parser.pos)
+        remaining = iter(types)
+        for field, values, is_list in parsed:
+            resolved = [parser.resolve_operand(v, next(remaining)) for v in values]
+            if is_list:
+                group = operands.setdefault(field, [])
+                assert isinstance(group, list)
+                group.extend(resolved)
+            else:
+                operands[field] = resolved[0]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        ins, outs = cls._operand_groups()
+        operands: dict[str, SSAValue | list[SSAValue] | None] = {}
+        if ins:
+            parser.parse_keyword("ins", f" ({cls.name} lists its inputs as ins(values : types))")
+            cls._parse_group(parser, "ins", ins, operands)
+        if parser.parse_optional_keyword("outs"):
+            cls._parse_group(parser, "outs", outs, operands)
+        entries = parser.parse_optional_attr_dict()
+        definitions = cls.get_irdl_definition().properties
+        properties = {k: v for k, v in entries.items() if k in definitions}
+        attributes = {k: v for k, v in entries.items() if k not in definitions}
+        result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type) \
+            if parser.parse_optional_punctuation(":") else []
+        return cls.build(operands, result_types, properties, attributes)
 
     def verify_(self) -> None:
         has_results = len(self.results) > 0
