@@ -17,7 +17,7 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 }
 
 // CHECK:      llvm.mlir.global internal @conv_relu_kernel(0 : i64)
-// CHECK:      llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22kernel\22:\22conv\22{{.*}}\22kwargs\22:{\22pads\22:[1,1,1,1]}{{.*}}\22kernel\22:\22unary\22{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:1024}}\00")
+// CHECK:      llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22kernel\22:\22conv\22{{.*}}\22kwargs\22:{\22pads\22:[1,1,1,1],\22group\22:1}{{.*}}\22kernel\22:\22unary\22{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:1024}}\00")
 // CHECK:      llvm.func @conv_relu_init(%{{.*}}: !llvm.ptr)
 // CHECK:      llvm.func @conv_relu_destroy()
 // CHECK:      llvm.func internal @conv_relu_dispatch(%[[SITE:.*]]: i64, %[[BUFS:.*]]: !llvm.ptr)

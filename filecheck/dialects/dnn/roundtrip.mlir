@@ -163,3 +163,18 @@ func.func @buffer_form(%x: memref<1x4x8x8xf32>, %w: memref<4x4x3x3xf32>, %b: mem
   dnn.sanitize outs(%x : memref<1x4x8x8xf32>) {action = "check", guard = 64 : i64, writer = "dnn.conv", buffer = "x"}
   func.return
 }
+
+// A property at its kernel's default is filled in when the op is created and
+// left out when it is printed; any other value is printed.
+// CHECK-LABEL: func.func @defaults_elided
+func.func @defaults_elided(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %m: tensor<8x8xf32>) {
+  // CHECK-NEXT: %c1 = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) : tensor<1x4x6x6xf32>
+  %c1 = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) {group = 1 : i64} : tensor<1x4x6x6xf32>
+  // CHECK-NEXT: %c2 = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) {group = 2 : i64} : tensor<1x4x6x6xf32>
+  %c2 = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) {group = 2 : i64} : tensor<1x4x6x6xf32>
+  // CHECK-NEXT: %g = dnn.gemm ins(%m, %m : tensor<8x8xf32>, tensor<8x8xf32>) {trans_a = 1 : i64} : tensor<8x8xf32>
+  %g = dnn.gemm ins(%m, %m : tensor<8x8xf32>, tensor<8x8xf32>) {alpha = 1.0 : f32, beta = 1.0 : f32, trans_a = 1 : i64, trans_b = 0 : i64} : tensor<8x8xf32>
+  // CHECK-NEXT: %ln = dnn.layer_norm ins(%m, %m : tensor<8x8xf32>, tensor<8x8xf32>) : tensor<8x8xf32>
+  %ln = dnn.layer_norm ins(%m, %m : tensor<8x8xf32>, tensor<8x8xf32>) {axis = -1 : i64, epsilon = 1.0e-05 : f32} : tensor<8x8xf32>
+  func.return
+}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self, overload
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    f32,
     i32,
     i64,
 )
@@ -71,6 +72,8 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from pyocc.dialects.properties import property_value
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -272,6 +275,21 @@ class DnnComputeOp(IRDLOperation):
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
 
+    def kernel_kwargs(self) -> dict[str, Any]:
+        """The kernel's keyword arguments as Python values (ints, floats,
+        strings, lists): every property that is set, a default from the op
+        definition for one that is not, and no entry for an absent property
+        without a default (the kernel's argument is then None). The one
+        reader of properties for lowerings."""
+        kwargs: dict[str, Any] = {}
+        for name, definition in self.get_irdl_definition().properties.items():
+            if name == "operandSegmentSizes":
+                continue
+            attr = self.properties.get(name, definition.default_value)
+            if attr is not None:
+                kwargs[name] = property_value(attr)
+        return kwargs
+
     # -- custom syntax ---------------------------------------------------------
     #
     #   %r = dnn.conv ins(%x, %w, bias %b : tensor<..>, tensor<..>, tensor<..>) {strides = array<i64: 2, 2>} : tensor<..>
@@ -453,20 +471,45 @@ class DnnComputeOp(IRDLOperation):
                 )
 
 
+# Property declarations. A property whose kernel argument has a default
+# declares it (`_int(1)`): xDSL fills it in when the op is created, so every
+# reader sees the value the kernel uses, and the custom syntax leaves it out.
+# A property without one is absent when the kernel's argument is None (a
+# rank-dependent default such as strides, or "no activation").
+
+
 def _ints() -> DenseArrayBase | None:
     return opt_prop_def(DenseArrayBase)
 
 
-def _int() -> IntegerAttr | None:
-    return opt_prop_def(IntegerAttr)
+@overload
+def _int() -> IntegerAttr | None: ...
+@overload
+def _int(default: int) -> IntegerAttr: ...
+def _int(default: int | None = None) -> IntegerAttr | None:
+    if default is None:
+        return opt_prop_def(IntegerAttr)
+    return prop_def(IntegerAttr, default_value=IntegerAttr(default, i64))
 
 
-def _float() -> FloatAttr | None:
-    return opt_prop_def(FloatAttr)
+@overload
+def _float() -> FloatAttr | None: ...
+@overload
+def _float(default: float) -> FloatAttr: ...
+def _float(default: float | None = None) -> FloatAttr | None:
+    if default is None:
+        return opt_prop_def(FloatAttr)
+    return prop_def(FloatAttr, default_value=FloatAttr(default, f32))
 
 
-def _str() -> StringAttr | None:
-    return opt_prop_def(StringAttr)
+@overload
+def _str() -> StringAttr | None: ...
+@overload
+def _str(default: str) -> StringAttr: ...
+def _str(default: str | None = None) -> StringAttr | None:
+    if default is None:
+        return opt_prop_def(StringAttr)
+    return prop_def(StringAttr, default_value=StringAttr(default))
 
 
 class UnaryKernelOp(DnnComputeOp):
@@ -495,7 +538,7 @@ class ConvOp(DnnComputeOp):
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -527,7 +570,7 @@ class PreActConvOp(DnnComputeOp):
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -579,7 +622,7 @@ class ConvTransposeOp(DnnComputeOp):
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     output_padding = _ints()
 
 
@@ -591,7 +634,7 @@ class MaxPoolOp(UnaryKernelOp):
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    ceil_mode = _int()
+    ceil_mode = _int(0)
 
 
 @irdl_op_definition
@@ -601,8 +644,8 @@ class AveragePoolOp(UnaryKernelOp):
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
-    ceil_mode = _int()
-    count_include_pad = _int()
+    ceil_mode = _int(0)
+    count_include_pad = _int(0)
 
 
 @irdl_op_definition
@@ -628,10 +671,10 @@ class GemmOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), HOST_AND_CUDA)
-    alpha = _float()
-    beta = _float()
-    trans_a = _int()
-    trans_b = _int()
+    alpha = _float(1.0)
+    beta = _float(1.0)
+    trans_a = _int(0)
+    trans_b = _int(0)
     activation = _str()
     activation_alpha = _float()
     activation_beta = _float()
@@ -667,7 +710,7 @@ class UnaryOp(UnaryKernelOp):
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
-    approximate = _str()
+    approximate = _str("none")
 
 
 @irdl_op_definition
@@ -683,7 +726,7 @@ class BinaryOp(DnnComputeOp):
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
-    fmod = _int()
+    fmod = _int(0)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -751,7 +794,7 @@ class ChannelAffineOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
-    axis = _int()
+    axis = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -771,14 +814,14 @@ class BatchNormOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
-    epsilon = _float()
+    epsilon = _float(1e-5)
 
 
 @irdl_op_definition
 class SoftmaxOp(UnaryKernelOp):
     name = "dnn.softmax"
     traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
-    axis = _int()
+    axis = _int(-1)
 
 
 @irdl_op_definition
@@ -794,14 +837,14 @@ class AttentionSoftmaxOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects())
-    scale = _float()
+    scale = _float(1.0)
 
 
 @irdl_op_definition
 class LogSoftmaxOp(UnaryKernelOp):
     name = "dnn.log_softmax"
     traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
-    axis = _int()
+    axis = _int(-1)
 
 
 @irdl_op_definition
@@ -813,8 +856,8 @@ class LayerNormOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
-    axis = _int()
-    epsilon = _float()
+    axis = _int(-1)
+    epsilon = _float(1e-5)
 
 
 @irdl_op_definition
@@ -822,9 +865,9 @@ class LRNOp(UnaryKernelOp):
     name = "dnn.lrn"
     traits = traits_def(HOST_AND_CUDA)
     size = prop_def(IntegerAttr)
-    alpha = _float()
-    beta = _float()
-    bias = _float()
+    alpha = _float(1e-4)
+    beta = _float(0.75)
+    bias = _float(1.0)
 
 
 @irdl_op_definition
@@ -833,17 +876,17 @@ class ReduceOp(UnaryKernelOp):
     traits = traits_def(HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     axes = _ints()
-    keepdims = _int()
-    noop_with_empty_axes = _int()
+    keepdims = _int(1)
+    noop_with_empty_axes = _int(0)
 
 
 @irdl_op_definition
 class ArgMaxOp(UnaryKernelOp):
     name = "dnn.arg_max"
     traits = traits_def(HOST_AND_CUDA)
-    axis = _int()
-    keepdims = _int()
-    select_last_index = _int()
+    axis = _int(0)
+    keepdims = _int(1)
+    select_last_index = _int(0)
 
 
 @irdl_op_definition
@@ -863,7 +906,7 @@ class SplitOp(DnnComputeOp):
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
     traits = traits_def(KernelEffects(), HOST_AND_CUDA)
-    axis = _int()
+    axis = _int(0)
 
 
 @irdl_op_definition
@@ -895,19 +938,19 @@ class GatherLikeOp(DnnComputeOp):
 class GatherOp(GatherLikeOp):
     name = "dnn.gather"
     traits = traits_def(HOST_AND_CUDA)
-    axis = _int()
+    axis = _int(0)
 
 
 @irdl_op_definition
 class GatherElementsOp(GatherLikeOp):
     name = "dnn.gather_elements"
-    axis = _int()
+    axis = _int(0)
 
 
 @irdl_op_definition
 class GatherNDOp(GatherLikeOp):
     name = "dnn.gather_nd"
-    batch_dims = _int()
+    batch_dims = _int(0)
 
 
 @irdl_op_definition
@@ -926,19 +969,19 @@ class TileOp(UnaryKernelOp):
 class PadOp(UnaryKernelOp):
     name = "dnn.pad"
     pads = _ints()
-    mode = _str()
-    value = _float()
+    mode = _str("constant")
+    value = _float(0.0)
 
 
 @irdl_op_definition
 class ResizeOp(UnaryKernelOp):
     name = "dnn.resize"
     traits = traits_def(HOST_AND_CUDA)
-    mode = _str()
-    coordinate_transformation_mode = _str()
-    nearest_mode = _str()
-    cubic_coeff_a = _float()
-    exclude_outside = _int()
+    mode = _str("nearest")
+    coordinate_transformation_mode = _str("half_pixel")
+    nearest_mode = _str("round_prefer_floor")
+    cubic_coeff_a = _float(-0.75)
+    exclude_outside = _int(0)
     scales = _ints()
 
 
@@ -1174,8 +1217,8 @@ class SanitizeOp(DnnComputeOp):
     out = operand_def(MemRefType)
     action = prop_def(StringAttr)
     guard = prop_def(IntegerAttr)
-    writer = _str()
-    buffer = _str()
+    writer = _str("")
+    buffer = _str("")
 
     def verify_(self) -> None:
         if self.action.data not in ("poison", "check"):
