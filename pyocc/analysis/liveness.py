@@ -108,8 +108,8 @@ def root_buffer(value: SSAValue) -> SSAValue:
 
 
 def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value.owner, d.ALIAS_OPS):
-        value = value.owner.operands[0]
+    while (source := d.aliased_value(value.owner)) is not None:
+        value = source
     return value
 
 
@@ -179,7 +179,7 @@ def analyze_function(function: func.FuncOp) -> Liveness:
         if facts is None:
             facts = classes[type(op)] = (
                 isinstance(op, d.WeightOp),
-                isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)),
+                isinstance(op, d.DeallocOp) or op.has_trait(d.AliasesOperand),
                 isinstance(op, (d.DnnComputeOp, d.MallocOp, d.MemOffsetOp)),  # see buffer_values
             )
         is_weight, not_a_use, creates_buffers = facts

@@ -438,7 +438,7 @@ RULES: tuple[Rule, ...] = (
          match=op(d.ConvOp, "conv", x=op(d.ChannelAffineOp, "pre", axis=CHANNEL_AXIS,
                                        activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
                                        shift=const("t"))),
-         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=frozenset({"host"})),
+         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=d.PreActConvOp.targets()),
     # (x * (erf(x / sqrt 2) + 1)) * 0.5  =>  gelu(x)
     Rule("gelu-erf",
          match=op(d.BinaryOp, "half", fn="mul", b=const("half", approx=0.5),
@@ -457,11 +457,11 @@ RULES: tuple[Rule, ...] = (
     Rule("attention-softmax-masked",
          match=op(d.SoftmaxOp, "softmax", x=op(d.BinaryOp, "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
          where=(last_axis_softmax,), produce=attention_softmax, stage=0,
-         targets=frozenset({"host"})),
+         targets=d.AttentionSoftmaxOp.targets()),
     # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
     Rule("attention-softmax", match=op(d.SoftmaxOp, "softmax", x=_SCALED_SCORES),
          where=(last_axis_softmax,), produce=attention_softmax, stage=0,
-         targets=frozenset({"host"})),
+         targets=d.AttentionSoftmaxOp.targets()),
 )
 
 

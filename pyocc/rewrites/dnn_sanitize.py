@@ -6,11 +6,11 @@ malloc/dealloc (before dnn-memory-pool, so the plan includes what it adds),
 turns such bugs into NaNs and named errors, like AddressSanitizer does for C:
 
     %b = dnn.malloc {size = N + guard}          the guard lives behind the data
-    dnn.sanitize(%b) {action = "poison"}         NaN in, guard armed (0xFD)
-    "dnn.conv"(..., %b)                          the producer writes %b
-    dnn.sanitize(%b) {action = "check", writer = "dnn.conv", buffer = "b"}
+    dnn.sanitize outs(%b) {action = "poison"}    NaN in, guard armed (0xFD)
+    dnn.conv ins(...) outs(%b)                   the producer writes %b
+    dnn.sanitize outs(%b) {action = "check", writer = "dnn.conv", buffer = "b"}
     ...                                          readers
-    dnn.sanitize(%b) {action = "poison"}         dead: NaN again
+    dnn.sanitize outs(%b) {action = "poison"}    dead: NaN again
     dnn.dealloc %b
 
 - Poison before the first write: a reader that runs before the producer, or

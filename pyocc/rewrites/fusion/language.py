@@ -137,7 +137,8 @@ class Rule:
     patterns (GELU, LayerNorm, attention) at stage 0, so that a small rule
     (tanh as a fused activation) cannot eat the inside of a larger one."""
     targets: frozenset[str] = frozenset({"host", "cuda"})
-    """The targets whose lowering can run what the rule produces."""
+    """The targets whose lowering can run what the rule produces: the
+    produced op's `targets()` (its `Targets` trait) where that is narrower."""
 
     def __post_init__(self) -> None:
         check_pattern(self.name, self.match)
