@@ -19,7 +19,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from pyocc.errors import PyoccError
 
@@ -53,6 +53,21 @@ def _size(text: str) -> int:
         return parse_size(text)
     except PlanningError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def check_output_path(path: str | Path) -> Path:
+    """`path` as a Path, after checking that a file can be written there
+    (its folder exists and is a folder): a user mistake is one line before
+    any work is done, not a traceback or a linker's error after it."""
+    path = Path(path)
+    folder = path.parent
+    if path.is_dir():
+        raise PyoccError(f"{path}: is a directory; give a file name")
+    if not folder.exists():
+        raise PyoccError(f"{path}: the folder '{folder}' does not exist; create it first or write elsewhere")
+    if not folder.is_dir():
+        raise PyoccError(f"{path}: '{folder}' is not a folder")
+    return path
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
@@ -101,11 +116,31 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn tensor coalescing (dnn-coalesce) off")
 
 
+def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
+    """The arrays of `--inputs`: an .npz with one array per graph input name,
+    or (for a model with one input) an .npy with that one array."""
+    import numpy as np
+
+    try:
+        data = np.load(path)
+    except (OSError, ValueError, EOFError) as e:
+        raise PyoccError(f"{path}: cannot read inputs ({e}); give an .npz (np.savez) with one array "
+                         "per graph input name") from None
+    if isinstance(data, np.ndarray):
+        if len(input_names) != 1:
+            raise PyoccError(f"{path}: an .npy file holds one array, but the model takes {len(input_names)} "
+                             f"inputs ({', '.join(input_names)}); give an .npz (np.savez) with one array per name")
+        return {input_names[0]: data}
+    return {k: data[k] for k in data.files}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from pyocc.api import compile as compile_model
 
+    if args.save_outputs:
+        check_output_path(args.save_outputs)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -113,11 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           reorder=args.reorder, workspace=args.workspace)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise PyoccError(f"{args.inputs}: cannot read inputs ({e})") from None
-        inputs = {k: data[k] for k in data.files}
+        inputs = _load_inputs(args.inputs, model.input_names)
     else:
         rng = np.random.default_rng(args.seed)
         inputs = {}
@@ -144,6 +175,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
+    check_output_path(out)
     if args.target == "cuda":
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
@@ -183,6 +215,8 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
+    if args.output:
+        check_output_path(args.output)
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,

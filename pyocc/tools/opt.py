@@ -22,6 +22,7 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pyocc.errors import PyoccError, one_line
 from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.tools.cli import check_output_path
 
 
 class PyoccOptMain(xDSLOptMain):
@@ -133,6 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_input_file(tool.args.input_file)
         output_file = tool.args.output_file
         if output_file is not None:
+            check_output_path(output_file)
             # Write nothing half-way: collect the output, then write it at once.
             tool.args.output_file = None
             from io import StringIO
