@@ -212,9 +212,46 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+#: What `pyocc plan` writes, by format, and the file suffixes each may have
+#: (the first is the one to suggest). An -o suffix picks the format.
+PLAN_FORMATS: dict[str, tuple[str, ...]] = {
+    "text": (".txt", ".text", ".log", ""),
+    "json": (".json",),
+    "svg": (".svg",),
+    "html": (".html", ".htm"),
+}
+
+
+def plan_format(requested: str | None, output: str | None, text_only: str | None, stdout_is_terminal: bool) -> str:
+    """The format `pyocc plan` writes: `--format` if given, else the one the
+    -o file's suffix names, else text. A suffix that does not fit the format
+    (SVG into plan.png, text into plan.html) and a page written to a terminal
+    are refused in one line. `text_only` names the option (--explain,
+    --liveness) that makes the output text whatever the format."""
+    suffix = Path(output).suffix.lower() if output else None
+    if suffix is not None and requested is None and text_only is None:
+        requested = next((f for f, suffixes in PLAN_FORMATS.items() if suffix in suffixes), None)
+        if requested is None:
+            known = ", ".join(f"{f} ({'/'.join(x for x in xs if x)})" for f, xs in PLAN_FORMATS.items())
+            raise PyoccError(f"{output}: pyocc plan cannot write '{suffix}' files; it writes {known}: "
+                             "give -o one of these suffixes")
+    fmt = "text" if text_only is not None else (requested or "text")
+    if suffix is not None and suffix not in PLAN_FORMATS[fmt]:
+        what = text_only or f"--format {fmt}"
+        raise PyoccError(f"{output}: {what} writes {fmt}, not '{suffix}'; name the file "
+                         f"{Path(output).with_suffix(PLAN_FORMATS[fmt][0]).name}"
+                         + ("" if text_only else " or drop --format to follow the suffix"))
+    if output is None and fmt in ("svg", "html") and stdout_is_terminal:
+        raise PyoccError(f"--format {fmt} writes a picture, not text for the terminal; "
+                         f"give -o plan.{fmt} (or pipe it: ... > plan.{fmt})")
+    return fmt
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from pyocc.api import lower
 
+    text_only = "--explain" if args.explain else "--liveness" if args.liveness else None
+    args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
     if args.output:
         check_output_path(args.output)
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
@@ -271,8 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
-    plan.add_argument("--format", choices=["text", "json", "svg", "html"], default="text",
-                      help="text or json report, or the plan as a picture (svg, or html with hover details)")
+    plan.add_argument("--format", choices=list(PLAN_FORMATS), default=None,
+                      help="text or json report, or the plan as a picture (svg, or html with hover details); "
+                           "default: the -o file's suffix (.txt, .json, .svg, .html), else text")
     plan.add_argument("--explain", action="store_true",
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")

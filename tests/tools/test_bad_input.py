@@ -138,6 +138,12 @@ CASES = {
                                 npy(np.zeros(3, np.float32)), "the model takes [1, 3, 8, 8]"),
     "inputs file that is not numpy": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG.npy", "--save-outputs", "OUT"],
                                       lambda path: path.write_text("hello"), "cannot read inputs"),
+    "plan in a format that does not fit the suffix": (relu, ["pyocc", "plan", "MODEL", "--format", "svg", "-o", "OUT.png"],
+                                                      None, "--format svg writes svg, not '.png'"),
+    "plan into a file of a kind it cannot write": (relu, ["pyocc", "plan", "MODEL", "-o", "OUT.png"], None,
+                                                   "pyocc plan cannot write '.png' files"),
+    "plan --explain into an .html file": (relu, ["pyocc", "plan", "MODEL", "--explain", "-o", "OUT.html"], None,
+                                          "--explain writes text, not '.html'"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
@@ -149,7 +155,8 @@ def test_bad_input_is_one_line(case: str, tmp_path: Path) -> None:
     model = tmp_path / ("model.mlir" if make_model is malformed_mlir else "model.onnx")
     make_model(model)
     places = {"MODEL": str(model), "ARG": str(tmp_path / "arg.npz"), "ARG.npy": str(tmp_path / "arg.npy"),
-              "OUT": str(tmp_path / "out"), "OUT.so": str(tmp_path / "out.so")}
+              "OUT": str(tmp_path / "out")}
+    places |= {a: str(tmp_path / f"out{a[3:]}") for a in command if a.startswith("OUT.")}
     if make_arg is not None:
         make_arg(Path(places["ARG.npy" if "ARG.npy" in command else "ARG"]))
     # MISSING/...: a file in a folder that does not exist

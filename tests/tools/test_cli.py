@@ -4,6 +4,8 @@ user mistake."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +72,32 @@ def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
                             "--target", "cuda").stdout)
     # the input and output copies are device buffers, planned like the rest
     assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+
+
+def test_plan_format_follows_the_output_suffix(tmp_path: Path) -> None:
+    model = str(light_model_path("squeezenet"))
+    for name, starts in [("plan.html", "<!DOCTYPE html>"), ("plan.svg", "<svg "), ("plan.json", "{"),
+                         ("plan.txt", "model "), ("plan", "model ")]:
+        result = pyocc("plan", model, "-o", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / name).read_text().startswith(starts), name
+    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "light_squeezenet.onnx"
+
+
+def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
+    """--format html|svg without -o: refused on a terminal, written to a pipe."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([PYOCC, "plan", str(light_model_path("squeezenet")), "--format", "html"],
+                              stdout=follower, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("pyocc: error: --format html writes a picture, not text for the terminal; "
+                                   "give -o plan.html (or pipe it: ... > plan.html)")
+    piped = pyocc("plan", str(light_model_path("squeezenet")), "--format", "svg")
+    assert piped.returncode == 0 and piped.stdout.startswith("<svg "), piped.stderr
 
 
 @pytest.mark.parametrize("args, message", [
