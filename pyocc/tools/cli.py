@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from pyocc import __version__
 from pyocc.errors import PyoccError
 
 
@@ -89,11 +90,20 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+RUN_EXAMPLES = """examples:
+  pyocc run model.onnx                                   random inputs, pool mode, prints the memory report
+  pyocc run model.onnx --inputs in.npz --save-outputs out.npz   in.npz: np.savez('in.npz', x=...)
+  pyocc run model.onnx --memory lazy --planner exact --no-fuse"""
+
+
 def _common(p: argparse.ArgumentParser) -> None:
+    from pyocc.planning.algorithms import ALGORITHMS  # numpy: not on pyocc-opt's start-up path (it imports this module)
+
     p.add_argument("model", help="the .onnx file")
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
-    p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--planner", default="auto", metavar="NAME",
+                   help=f"pool planner: auto (default: the best of several), {', '.join(sorted(ALGORITHMS))}")
     p.add_argument("--reorder", default="auto", metavar="STRATEGY",
                    help="op order: auto (default), exact, greedy, or given (keep the model's)")
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
@@ -184,7 +194,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
-    print(f"wrote {out}")
+    if out.suffix == ".so":
+        from pyocc.runtime.jit import weights_path_for
+
+        print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
+    else:
+        print(f"wrote {out}")
     return 0
 
 
@@ -295,8 +310,10 @@ def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
     parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    parser.add_argument("--version", action="version", version=f"pyocc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="compile and run a model on random or given inputs")
+    run = sub.add_parser("run", help="compile and run a model on random or given inputs",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
     _common(run)
     run.add_argument("--inputs", help=".npz with one array per graph input name")
     run.add_argument("--save-outputs", help="write outputs to this .npz")

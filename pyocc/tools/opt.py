@@ -11,7 +11,9 @@ pass that needs it, so `pyocc-opt --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import IO
 
@@ -20,14 +22,17 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pyocc import __version__
 from pyocc.errors import PyoccError, one_line
-from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.registry import PASS_SUMMARIES, PYOCC_DIALECTS, PYOCC_PASSES
 from pyocc.tools.cli import check_output_path
 
 
 class PyoccOptMain(xDSLOptMain):
     """xdsl-opt, plus `.onnx` inputs, `--shape NAME=1x3x224x224`, and pyocc's
     dialects and passes (registered lazily)."""
+
+    version_format = f"pyocc-opt {__version__} (pyocc), built on xdsl version {{xdsl_version}}"
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -49,6 +54,7 @@ class PyoccOptMain(xDSLOptMain):
 
         from pyocc.analysis.verify_lifetimes import check_lifetimes
 
+        self._check_pass_names()
         super().setup_pipeline()
         inner = self.pipeline.callback
 
@@ -62,6 +68,26 @@ class PyoccOptMain(xDSLOptMain):
         if self.args.print_between_passes:
             self.pipeline = dataclasses.replace(self.pipeline, passes=_expand_pipelines(self.pipeline.passes))
 
+    def _check_pass_names(self) -> None:
+        """An unknown pass is one line naming it and the closest known name;
+        a malformed pipeline is one line (xDSL raises a BaseException)."""
+        from xdsl.utils.arg_spec import parse_pipeline
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        if not self.args.passes:
+            return
+        try:
+            specs = list(parse_pipeline(self.args.passes))
+        except ArgSpecParseError as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            column = lines[1].rsplit(":", 1)[-1] if len(lines) > 1 else "?"
+            raise PyoccError(f"-p '{self.args.passes}': {lines[-1]} (column {column})") from None
+        for spec in specs:
+            if spec.name not in self.available_passes:
+                close = difflib.get_close_matches(spec.name, list(PASS_SUMMARIES) + sorted(self.available_passes), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise PyoccError(f"unknown pass '{spec.name}'{hint} (pyocc-opt --help lists the passes)")
+
     def register_all_targets(self) -> None:
         """xdsl-opt's targets, with `-t llvm` replaced by pyocc's converter,
         which also handles the indirect kernel call of convert-dnn-to-llvm's
@@ -74,7 +100,21 @@ class PyoccOptMain(xDSLOptMain):
         self.available_frontends["onnx"] = self.parse_onnx
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """xdsl-opt's options plus --shape; --help lists pyocc's passes first,
+        one line each, and xDSL's after the options."""
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        width = max(map(len, PASS_SUMMARIES)) + 2
+        arg_parser.description = (
+            f"{arg_parser.description or ''}\n\npyocc's passes and pipelines (-p NAME, options in braces):\n"
+            + "\n".join(f"  {name:<{width}s}{summary}" for name, summary in PASS_SUMMARIES.items())
+            + "\n\nexample: pyocc-opt model.onnx -p occamy-pool")
+        xdsl_passes = sorted(n for n in self.available_passes if n not in PASS_SUMMARIES)
+        arg_parser.epilog = (f"xDSL's own {len(xdsl_passes)} passes work too: "
+                             + textwrap.fill(", ".join(xdsl_passes), width=100))
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = "comma-separated pass pipeline, e.g. 'convert-onnx-to-dnn,dnn-fuse' (passes listed above)"
         arg_parser.add_argument(
             "--shape",
             action="append",

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import light_model_path
 
 PYOCC = str(Path(sys.executable).with_name("pyocc"))
+PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
 
 
 def pyocc(*args: str) -> subprocess.CompletedProcess:
@@ -72,6 +73,40 @@ def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
                             "--target", "cuda").stdout)
     # the input and output copies are device buffers, planned like the rest
     assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+
+
+def test_versions() -> None:
+    from pyocc import __version__
+
+    assert pyocc("--version").stdout.strip() == f"pyocc {__version__}"
+    opt = subprocess.run([PYOCC_OPT, "-v"], capture_output=True, text=True)
+    assert opt.stdout.startswith(f"pyocc-opt {__version__} (pyocc), built on xdsl version 0.75"), opt.stdout
+
+
+def test_pyocc_opt_help_lists_pyoccs_passes_first() -> None:
+    from pyocc.registry import PYOCC_PASSES
+
+    text = subprocess.run([PYOCC_OPT, "--help"], capture_output=True, text=True).stdout
+    ours = text.index("pyocc's passes and pipelines")
+    for name in PYOCC_PASSES:
+        assert f"\n  {name} " in text[ours:], name
+    # xDSL's own passes come after the options, not before pyocc's
+    assert text.index("canonicalize") > text.rindex("--shape") > ours
+
+
+def test_run_help_lists_the_planners_and_an_example() -> None:
+    from pyocc.planning import ALGORITHMS
+
+    text = "".join(pyocc("run", "--help").stdout.split())  # argparse wraps lines at hyphens
+    assert all(name in text for name in ALGORITHMS)
+    assert "examples:pyoccrunmodel.onnx" in text
+
+
+def test_compile_names_the_weights_file(tmp_path: Path) -> None:
+    result = pyocc("compile", str(light_model_path("squeezenet")), "-o", str(tmp_path / "m.so"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote {tmp_path / 'm.so'} and {tmp_path / 'm.weights'} (its weights: keep the two together)"
+    assert (tmp_path / "m.weights").stat().st_size > 1_000_000
 
 
 def test_plan_format_follows_the_output_suffix(tmp_path: Path) -> None:
