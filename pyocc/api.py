@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyocc.errors import PyoccError
 from pyocc.pipelines import MEMORY_MODES, Options
+from pyocc.report.units import format_bytes, plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -125,7 +126,7 @@ class MemoryReport:
 
     def __str__(self) -> str:
         def mib(n: int) -> str:
-            return f"{n:>14,d} B  {n / 2**20:9.2f} MiB"
+            return f"{n:>14,d} B  {format_bytes(n):>12s}"
 
         lines = [
             f"model            {self.model}",
@@ -152,7 +153,7 @@ class MemoryReport:
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
-            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {pool.buffers} buffers, "
+            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {plural(pool.buffers, 'buffer')}, "
                          f"{share:.1%} of activation traffic)")
         for pool_name, nbytes in self.weight_bytes_by_pool.items():
             lines.append(f"{'weights ' + pool_name:<16s} {mib(nbytes)}  (read-only pool)")
@@ -339,7 +340,12 @@ class Model:
         return list(self.native.output_names)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once: ONNX input name -> array; returns output name -> array."""
+        """Run once: ONNX input name -> array; returns output name -> array.
+        A wrong input is one PyoccError naming the model file (not the ONNX
+        graph's name, which is often just `main_graph`)."""
+        from pyocc.runtime.bridge import check_inputs
+
+        check_inputs(self.report.model, self.native.meta, dict(inputs))
         outputs = self.native.run(dict(inputs))
         stats = getattr(self.native, "alloc_stats", None)
         if callable(stats):

@@ -23,6 +23,7 @@ import math
 from html import escape
 
 from pyocc.report.timeline import BufferBox, Timeline
+from pyocc.report.units import format_bytes, plural, unit_for
 
 MIB = 2**20
 
@@ -44,19 +45,6 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def unit_for(n: int) -> tuple[str, int]:
-    """The unit sizes up to `n` bytes read best in: MiB, KiB or B."""
-    if n >= MIB:
-        return "MiB", MIB
-    if n >= 1024:
-        return "KiB", 1024
-    return "B", 1
-
-
-def _mib(n: int) -> str:
-    """Bytes in the unit that reads best: 8.04 MiB, 12.50 KiB, 160 B."""
-    name, size = unit_for(n)
-    return f"{n} B" if size == 1 else f"{n / size:.2f} {name}"
 
 
 def nice_step(span: float, ticks: int) -> float:
@@ -113,16 +101,16 @@ def _title_lines(t: Timeline) -> list[str]:
     lines = [f"{t.model}: memory over time ({t.memory} mode{planner})"]
     if t.memory == "pool":
         gap = t.pool_bytes - t.lower_bound_bytes
-        verdict = "= the lower bound" if gap <= 0 else f"= lower bound + {_mib(gap)}"
-        lines.append(f"pool {_mib(t.pool_bytes)} {verdict} ({_mib(t.lower_bound_bytes)}); "
-                     f"naive {_mib(t.naive_bytes)}; {len(t.buffers)} buffers, {len(t.ops)} ops")
+        verdict = "= the lower bound" if gap <= 0 else f"= lower bound + {format_bytes(gap)}"
+        lines.append(f"pool {format_bytes(t.pool_bytes)} {verdict} ({format_bytes(t.lower_bound_bytes)}); "
+                     f"naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}")
     else:
-        lines.append(f"peak {_mib(t.pool_bytes)}; lower bound {_mib(t.lower_bound_bytes)}; "
-                     f"naive {_mib(t.naive_bytes)}; {len(t.buffers)} buffers, {len(t.ops)} ops")
+        lines.append(f"peak {format_bytes(t.pool_bytes)}; lower bound {format_bytes(t.lower_bound_bytes)}; "
+                     f"naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}")
     lines.append("each box is one buffer: from the op that writes it to the last op that reads it (x), "
                  "at its bytes in the pool (y)")
     if t.pools:
-        lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({_mib(size)})" for name, _, size in t.pools))
+        lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({format_bytes(size)})" for name, _, size in t.pools))
     if t.placement == "first-fit":
         lines.append("lazy mode: malloc picks addresses at run time; drawn as a first-fit allocator would place them")
     elif t.placement == "stacked":
@@ -164,7 +152,7 @@ def _buffer_rect(s: _Scale, t: Timeline, b: BufferBox, fill: str, interactive: b
     w, h = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
     producer = f"#{b.producer} {t.ops[b.producer].name}" if b.producer is not None else "none"
     shape = "x".join(map(str, b.shape)) or "scalar"
-    tip = (f"{b.name}: {b.bytes:,d} B ({_mib(b.bytes)}) at offset {b.offset:,d}, live ops {b.first}..{b.last}, "
+    tip = (f"{b.name}: {b.bytes:,d} B ({format_bytes(b.bytes)}) at offset {b.offset:,d}, live ops {b.first}..{b.last}, "
            f"{shape} {b.dtype}, produced by {producer}")
     data = ""
     if interactive:
@@ -241,14 +229,14 @@ def render_svg(timeline: Timeline, interactive: bool = False) -> str:
         out.append(f'<line class="peak" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + s.height}" '
                    f'stroke="{PEAK_COLOUR}" stroke-dasharray="2 3"/>')
         out.append(f'<text x="{x + 4:.1f}" y="{TOP + 12}" fill="{PEAK_COLOUR}" class="tick">'
-                   f'peak: op #{peak_step}, {_e(_mib(peak_bytes))} live</text>')
+                   f'peak: op #{peak_step}, {_e(format_bytes(peak_bytes))} live</text>')
     pool_name = {"planned": "pool size", "first-fit": "lazy peak", "stacked": "eager total"}[t.placement]
     close = abs(s.y(t.pool_bytes) - s.y(t.lower_bound_bytes)) < 14
-    out += _hline(s, t.lower_bound_bytes, BOUND_COLOUR, f"lower bound {_mib(t.lower_bound_bytes)}", True,
+    out += _hline(s, t.lower_bound_bytes, BOUND_COLOUR, f"lower bound {format_bytes(t.lower_bound_bytes)}", True,
                   14 if close else 0)
-    out += _hline(s, t.pool_bytes, POOL_COLOUR, f"{pool_name} {_mib(t.pool_bytes)}", False, 0)
+    out += _hline(s, t.pool_bytes, POOL_COLOUR, f"{pool_name} {format_bytes(t.pool_bytes)}", False, 0)
     if t.placement == "first-fit" and drawn_top > t.pool_bytes:
-        out += _hline(s, drawn_top, PEAK_COLOUR, f"first-fit top {_mib(drawn_top)}", True, -14 if close else 0)
+        out += _hline(s, drawn_top, PEAK_COLOUR, f"first-fit top {format_bytes(drawn_top)}", True, -14 if close else 0)
     out += _legend(t, palette)
     out.append("</svg>")
     return "\n".join(out) + "\n"

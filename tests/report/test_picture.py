@@ -87,7 +87,7 @@ def test_lazy_and_eager_say_how_addresses_were_drawn() -> None:
 
 
 def test_units_follow_the_size() -> None:
-    from pyocc.report.picture import unit_for
+    from pyocc.report.units import unit_for
 
     assert unit_for(160) == ("B", 1) and unit_for(4096) == ("KiB", 1024) and unit_for(9633792) == ("MiB", 2**20)
 
@@ -133,7 +133,8 @@ def test_plan_output_into_a_missing_folder_is_one_line(tmp_path: Path) -> None:
                    "-o", str(tmp_path / "missing" / "plan.svg"))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"pyocc: error: {tmp_path / 'missing' / 'plan.svg'}: cannot write there (No such file or directory)"]
+        f"pyocc: error: {tmp_path / 'missing' / 'plan.svg'}: the folder '{tmp_path / 'missing'}' does not exist; "
+        "create it first or write elsewhere"]
 
 
 def test_a_failed_plan_leaves_the_output_file_alone(tmp_path: Path) -> None:
