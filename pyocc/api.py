@@ -68,6 +68,9 @@ class MemoryReport:
     planner: str | None
     activation_bytes: int
     lower_bound_bytes: int
+    """Max-live bytes of the buffers as planned, after coalescing made some
+    tensors share a buffer: the bound the plan is graded against (a pool
+    equal to it is optimal for this op order)."""
     naive_bytes: int
     weight_bytes: int
     io_bytes: int
@@ -75,12 +78,13 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
-    buffer_lower_bound_bytes: int | None = None
-    """Max-live bytes of the buffers as planned, after coalescing shared some
-    of them: the bound the pool planner works against. `lower_bound_bytes`
-    is the tensors' bound, before coalescing."""
+    tensor_lower_bound_bytes: int | None = None
+    """Max-live bytes of the tensors, each in its own bytes, before
+    coalescing: what the plan would be bound by without coalescing (at
+    least `lower_bound_bytes`)."""
     lower_bound_given_order_bytes: int | None = None
-    """The max-live lower bound of the op order before dnn-reorder ran."""
+    """The tensors' max-live bound (as `tensor_lower_bound_bytes`) of the op
+    order before dnn-reorder ran."""
     reorder: str | None = None
     """dnn-reorder's strategy; None when the given order was kept."""
     reorder_ms: float = 0.0
@@ -132,14 +136,13 @@ class MemoryReport:
             f"model            {self.model}",
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
-            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live tensors)",
+            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live buffers, after coalescing)",
         ]
+        if self.tensor_lower_bound_bytes is not None:
+            lines.append(f"tensor bound     {mib(self.tensor_lower_bound_bytes)}  (max-live tensors, before coalescing)")
         if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
             lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
-                         f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
-        if (self.memory != "eager" and self.buffer_lower_bound_bytes is not None
-                and self.buffer_lower_bound_bytes != self.lower_bound_bytes):
-            lines.append(f"  coalesced      {mib(self.buffer_lower_bound_bytes)}  (max-live buffers, after coalescing)")
+                         f"  (tensors in the model's op order; reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
         lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
@@ -262,7 +265,7 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        lower_bound_bytes=tensor_liveness.lower_bound,
+        lower_bound_bytes=liveness.lower_bound_by_use,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
@@ -270,7 +273,7 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
-        buffer_lower_bound_bytes=liveness.lower_bound,
+        tensor_lower_bound_bytes=tensor_liveness.lower_bound,
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,

@@ -99,14 +99,15 @@ def _title_lines(t: Timeline) -> list[str]:
     """Title, numbers and (outside pool mode) how addresses were drawn."""
     planner = f", planner {t.planner}" if t.planner else ""
     lines = [f"{t.model}: memory over time ({t.memory} mode{planner})"]
+    tensors = ("" if t.tensor_lower_bound_bytes is None or t.tensor_lower_bound_bytes == t.lower_bound_bytes
+               else f"; before coalescing the tensors' bound was {format_bytes(t.tensor_lower_bound_bytes)}")
+    counts = f"; naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}"
     if t.memory == "pool":
         gap = t.pool_bytes - t.lower_bound_bytes
-        verdict = "= the lower bound" if gap <= 0 else f"= lower bound + {format_bytes(gap)}"
-        lines.append(f"pool {format_bytes(t.pool_bytes)} {verdict} ({format_bytes(t.lower_bound_bytes)}); "
-                     f"naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}")
+        verdict = "= the lower bound" if gap <= 0 else f"= lower bound {format_bytes(t.lower_bound_bytes)} + {format_bytes(gap)}"
+        lines.append(f"pool {format_bytes(t.pool_bytes)} {verdict}{tensors}{counts}")
     else:
-        lines.append(f"peak {format_bytes(t.pool_bytes)}; lower bound {format_bytes(t.lower_bound_bytes)}; "
-                     f"naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}")
+        lines.append(f"peak {format_bytes(t.pool_bytes)}; lower bound {format_bytes(t.lower_bound_bytes)}{tensors}{counts}")
     lines.append("each box is one buffer: from the op that writes it to the last op that reads it (x), "
                  "at its bytes in the pool (y)")
     if t.pools:

@@ -64,11 +64,14 @@ class Timeline:
     pool_bytes: int
     """Activation bytes of the mode (pool size, lazy or eager peak)."""
     lower_bound_bytes: int
+    """The buffers' max-live bound after coalescing (what the pool is measured against)."""
     naive_bytes: int
     placement: str
     """How `offset` was found: "planned" (pool mode: the real offsets),
     "first-fit" (lazy: a first-fit allocator replayed, as malloc might do)
     or "stacked" (eager: every buffer its own bytes, in allocation order)."""
+    tensor_lower_bound_bytes: int | None = None
+    """The tensors' max-live bound before coalescing (None: not known)."""
     pools: list[tuple[str, int, int]] = field(default_factory=list)
     """With several named pools (`--memory-pools`): (name, base, size) of
     each, stacked bottom to top in the order they are created; a buffer's
@@ -163,6 +166,7 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
         model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
         pool_bytes=report.activation_bytes, lower_bound_bytes=report.lower_bound_bytes,
         naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
+        tensor_lower_bound_bytes=report.tensor_lower_bound_bytes,
     )
 
 
