@@ -21,7 +21,7 @@
 // EAGER-NEXT: "dnn.unary"(%[[A]], %{{.*}})
 // EAGER-NEXT: dnn.dealloc %[[A]]
 // EAGER-NEXT: func.return
-// TENSOR: dnn-coalesce: @chain_in_place is in tensor form; run dnn-insert-memory-ops first
+// TENSOR: dnn-coalesce needs buffer-form dnn (dnn.malloc/dnn.dealloc), which dnn-insert-memory-ops produces, but @chain_in_place is in tensor-form dnn; run dnn-insert-memory-ops first
 func.func @chain_in_place(%x: tensor<1024xf32>, %w: tensor<1024xf32>) -> tensor<1024xf32> {
   %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
   %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>

@@ -80,6 +80,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
 
 if TYPE_CHECKING:
@@ -786,6 +787,7 @@ class DnnFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Rewrite with every rule, stage by stage, until none matches; then
         drop dead weights."""
+        require_form(op, self.name, "tensors")
         if self.target not in ("host", "cuda"):
             raise PassFailedException(f"dnn-fuse: unknown target '{self.target}' (expected host or cuda)")
         for stage in sorted({rule.stage for rule in RULES}):

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr,
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -182,6 +183,7 @@ class DnnMemoryPoolPass(ModulePass):
     buffer written by that kind of op tries only those pools, in order."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         from pyocc.planning import ALGORITHMS, PlanningError, plan_memory
 
         if self.planner != "auto" and self.planner not in ALGORITHMS:

@@ -149,6 +149,11 @@ CASES = {
                                                    "pyocc plan cannot write '.png' files"),
     "plan --explain into an .html file": (relu, ["pyocc", "plan", "MODEL", "--explain", "-o", "OUT.html"], None,
                                           "--explain writes text, not '.html'"),
+    "pass before the one that makes its form": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-fuse", "-o", "OUT"], None,
+                                                "dnn-fuse needs tensor-form dnn, which convert-onnx-to-dnn produces"),
+    "pool without memory ops": (relu_chain, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,dnn-memory-pool", "-o", "OUT"],
+                                None, "dnn-memory-pool needs buffer-form dnn (dnn.malloc/dnn.dealloc), which "
+                                      "dnn-insert-memory-ops produces"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
