@@ -248,7 +248,7 @@ def rewrite_to_pool(function: func.FuncOp, names: list[str], plan, alignment: in
         result_types=[MemRefType(i8, [size])],
         properties={"size": IntegerAttr(size, i64), "alignment": IntegerAttr(alignment, i64)},
     )
-    pool.pool.name_hint = "pool"
+    pool.pool.name_hint = "mempool"  # not "pool": a MaxPool layer is often named so
     block.insert_op_before(pool, block.first_op)
     # Deallocs go first, so the mallocs' uses to move are fewer. Then each
     # malloc becomes a mem_offset. This is the hot loop of the pass on big
@@ -307,7 +307,7 @@ def rewrite_to_pools(function: func.FuncOp, names: list[str], result: PoolsPlan)
             properties={"size": IntegerAttr(size, i64), "alignment": IntegerAttr(pool.alignment, i64),
                         "pool_name": StringAttr(pool.name)},
         )
-        init.pool.name_hint = "".join(c if c.isalnum() or c == "_" else "_" for c in pool.name)
+        init.pool.name_hint = "mempool_" + "".join(c if c.isalnum() or c == "_" else "_" for c in pool.name)
         block.insert_op_before(init, anchor)
         inits[pool.name] = init
     mallocs = [o for o in block.ops if isinstance(o, d.MallocOp)]
