@@ -28,9 +28,14 @@ CASES = [
     ("inception_v1", "lazy"), ("inception_v1", "pool"),
     ("resnet50", "pool"), ("densenet121", "pool"), ("inception_v2", "lazy"),
     ("inception_v2", "pool"),  # concat elimination and in-place chains in the pool
+    # The three models with 250-550 MB of fully connected weights: AlexNet in
+    # every mode, ZFNet-512 and VGG-19 (the same layer kinds, more of them)
+    # in the default pool mode only. Their eager and lazy runs exercised no
+    # code the smaller models' do not, at about a third of the suite's
+    # numerics time and its memory peak (VGG-19 eager: 43 s on two cores).
     ("bvlc_alexnet", "eager"), ("bvlc_alexnet", "lazy"), ("bvlc_alexnet", "pool"),
-    ("zfnet512", "eager"), ("zfnet512", "lazy"), ("zfnet512", "pool"),
-    ("vgg19", "eager"), ("vgg19", "lazy"), ("vgg19", "pool"),
+    ("zfnet512", "pool"),
+    ("vgg19", "pool"),
 ]
 
 
