@@ -27,8 +27,10 @@ from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes
 from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
 from pyocc.weights import release, resource_keys
+from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -81,6 +83,9 @@ class MemoryReport:
     planner: str | None
     activation_bytes: int
     lower_bound_bytes: int
+    """Max-live bytes of the buffers as planned, after coalescing made some
+    tensors share a buffer: the bound the plan is graded against (a pool
+    equal to it is optimal for this op order)."""
     naive_bytes: int
     weight_bytes: int
     io_bytes: int
@@ -88,12 +93,13 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
-    buffer_lower_bound_bytes: int | None = None
-    """Max-live bytes of the buffers as planned, after coalescing shared some
-    of them: the bound the pool planner works against. `lower_bound_bytes`
-    is the tensors' bound, before coalescing."""
+    tensor_lower_bound_bytes: int | None = None
+    """Max-live bytes of the tensors, each in its own bytes, before
+    coalescing: what the plan would be bound by without coalescing (at
+    least `lower_bound_bytes`)."""
     lower_bound_given_order_bytes: int | None = None
-    """The max-live lower bound of the op order before dnn-reorder ran."""
+    """The tensors' max-live bound (as `tensor_lower_bound_bytes`) of the op
+    order before dnn-reorder ran."""
     reorder: str | None = None
     """dnn-reorder's strategy; None when the given order was kept."""
     reorder_ms: float = 0.0
@@ -137,20 +143,19 @@ class MemoryReport:
 
     def __str__(self) -> str:
         def mib(n: int) -> str:
-            return f"{n:>14,d} B  {n / 2**20:9.2f} MiB"
+            return f"{n:>14,d} B  {format_bytes(n):>12s}"
 
         lines = [
             f"model            {self.model}",
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
-            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live tensors)",
+            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live buffers, after coalescing)",
         ]
+        if self.tensor_lower_bound_bytes is not None:
+            lines.append(f"tensor bound     {mib(self.tensor_lower_bound_bytes)}  (max-live tensors, before coalescing)")
         if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
             lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
-                         f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
-        if (self.memory != "eager" and self.buffer_lower_bound_bytes is not None
-                and self.buffer_lower_bound_bytes != self.lower_bound_bytes):
-            lines.append(f"  coalesced      {mib(self.buffer_lower_bound_bytes)}  (max-live buffers, after coalescing)")
+                         f"  (tensors in the model's op order; reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
         lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
@@ -164,7 +169,7 @@ class MemoryReport:
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
-            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {pool.buffers} buffers, "
+            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {plural(pool.buffers, 'buffer')}, "
                          f"{share:.1%} of activation traffic)")
         for pool_name, nbytes in self.weight_bytes_by_pool.items():
             lines.append(f"{'weights ' + pool_name:<16s} {mib(nbytes)}  (read-only pool)")
@@ -263,7 +268,7 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        lower_bound_bytes=tensor_liveness.lower_bound,
+        lower_bound_bytes=liveness.lower_bound_by_use,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
@@ -271,7 +276,7 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
-        buffer_lower_bound_bytes=liveness.lower_bound,
+        tensor_lower_bound_bytes=tensor_liveness.lower_bound,
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,
@@ -332,7 +337,10 @@ class Model:
         return list(self.native.output_names)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once: ONNX input name -> array; returns output name -> array."""
+        """Run once: ONNX input name -> array; returns output name -> array.
+        A wrong input is one PyoccError naming the model file (not the ONNX
+        graph's name, which is often just `main_graph`)."""
+        check_inputs(self.report.model, self.native.meta, dict(inputs))
         outputs = self.native.run(dict(inputs))
         stats = getattr(self.native, "alloc_stats", None)
         if callable(stats):

@@ -39,18 +39,34 @@ def _lazy_pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     return _lazy(module, cls)
 
 
+#: name, module, class, and the one line `pyocc-opt --help` shows (in pipeline order).
+_PASSES: list[tuple[str, str, str, str]] = [
+    ("convert-onnx-to-dnn", "pyocc.lowering.convert_onnx_to_dnn", "ConvertOnnxToDnnPass",
+     "onnx dialect -> tensor-form dnn"),
+    ("dnn-fuse", "pyocc.rewrites.dnn_fuse", "DnnFusePass", "layer fusion on tensor-form dnn"),
+    ("dnn-reorder", "pyocc.rewrites.dnn_reorder", "DnnReorderPass",
+     "run tensor-form ops in the order with the lowest peak of live bytes"),
+    ("dnn-insert-memory-ops", "pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass",
+     "tensor form -> buffer form with dnn.malloc/dnn.dealloc {mode=lazy|eager}"),
+    ("dnn-coalesce", "pyocc.rewrites.dnn_coalesce", "DnnCoalescePass",
+     "buffers share bytes: in-place results, split/slice views, concat bands"),
+    ("dnn-sanitize", "pyocc.rewrites.dnn_sanitize", "DnnSanitizePass", "poison dead buffers, check guard bytes"),
+    ("dnn-memory-pool", "pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass",
+     "malloc/dealloc -> one planned pool (dnn.pool_init + dnn.mem_offset)"),
+    ("convert-dnn-to-llvm", "pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass",
+     "buffer-form dnn -> llvm dialect {target=host|cuda}"),
+    ("dnn-print-liveness", "pyocc.analysis.print_liveness", "DnnPrintLivenessPass",
+     "print each function's liveness table"),
+    ("dnn-verify-lifetimes", "pyocc.analysis.verify_lifetimes", "DnnVerifyLifetimesPass",
+     "check that no buffer is used outside its lifetime"),
+    ("occamy-eager", "pyocc.pipelines", "OccamyEagerPipeline", "pipeline: onnx -> buffers, all allocated at entry"),
+    ("occamy-lazy", "pyocc.pipelines", "OccamyLazyPipeline", "pipeline: onnx -> buffers, allocated just in time"),
+    ("occamy-pool", "pyocc.pipelines", "OccamyPoolPipeline", "pipeline: occamy-lazy, then one planned pool"),
+]
+
 PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
-    "convert-onnx-to-dnn": _lazy_pass("pyocc.lowering.convert_onnx_to_dnn", "ConvertOnnxToDnnPass"),
-    "dnn-fuse": _lazy_pass("pyocc.rewrites.dnn_fuse", "DnnFusePass"),
-    "dnn-insert-memory-ops": _lazy_pass("pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass"),
-    "dnn-verify-lifetimes": _lazy_pass("pyocc.analysis.verify_lifetimes", "DnnVerifyLifetimesPass"),
-    "dnn-print-liveness": _lazy_pass("pyocc.analysis.print_liveness", "DnnPrintLivenessPass"),
-    "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
-    "dnn-reorder": _lazy_pass("pyocc.rewrites.dnn_reorder", "DnnReorderPass"),
-    "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
-    "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
-    "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
-    "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),
-    "occamy-lazy": _lazy_pass("pyocc.pipelines", "OccamyLazyPipeline"),
-    "occamy-pool": _lazy_pass("pyocc.pipelines", "OccamyPoolPipeline"),
+    name: _lazy_pass(module, cls) for name, module, cls, _ in _PASSES
 }
+
+PASS_SUMMARIES: dict[str, str] = {name: summary for name, _, _, summary in _PASSES}
+"""Pass name -> the one line `pyocc-opt --help` shows for it."""

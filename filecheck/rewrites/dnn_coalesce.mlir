@@ -21,7 +21,7 @@
 // EAGER-NEXT: dnn.unary ins(%[[A]] : {{.*}}) outs(%{{.*}} : {{.*}})
 // EAGER-NEXT: dnn.dealloc %[[A]]
 // EAGER-NEXT: func.return
-// TENSOR: dnn-coalesce: @chain_in_place is in tensor form; run dnn-insert-memory-ops first
+// TENSOR: dnn-coalesce needs buffer-form dnn (dnn.malloc/dnn.dealloc), which dnn-insert-memory-ops produces, but @chain_in_place is in tensor-form dnn; run dnn-insert-memory-ops first
 func.func @chain_in_place(%x: tensor<1024xf32>, %w: tensor<1024xf32>) -> tensor<1024xf32> {
   %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
   %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>

@@ -32,7 +32,7 @@
 // GIVEN-NEXT: %a2 = dnn.global_average_pool ins(%a1 : {{.*}})
 // GIVEN-NEXT: %c2 = dnn.global_average_pool ins(%c1 : {{.*}})
 // BAD: dnn-reorder: unknown strategy 'magic'
-// BUFFERS: dnn-reorder: @two_branches is in buffer form; reorder before dnn-insert-memory-ops
+// BUFFERS: dnn-reorder needs tensor-form dnn, which convert-onnx-to-dnn produces, but @two_branches is in buffer-form dnn (dnn.malloc/dnn.dealloc); run dnn-reorder before dnn-insert-memory-ops
 func.func @two_branches(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
   %w = "dnn.weight"() <{splat = dense<5.000000e-01> : tensor<1xf32>}> : () -> tensor<1x4x1x1xf32>
   %a1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "relu"} : tensor<1x4x16x16xf32>

@@ -15,7 +15,7 @@
 // CHECK-NEXT: dnn.dealloc %[[A]] {size = 4128 : i64}
 // Two buffers of 4096 + 32 guard bytes, the second at the next 64-byte boundary (4160).
 // POOL: dnn.pool_init {size = 8288 : i64}
-// AFTER: dnn-sanitize: run it before dnn-memory-pool (it needs malloc/dealloc)
+// AFTER: dnn-sanitize needs buffer-form dnn (dnn.malloc/dnn.dealloc), which dnn-insert-memory-ops produces, but @chain is in a planned pool (dnn.pool_init/dnn.mem_offset); run dnn-sanitize before dnn-memory-pool
 func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
   %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>

@@ -41,6 +41,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
 from pyocc.dialects.dnn.constants import numpy_dtype, weight_array, weight_from_array
 from pyocc.dialects.onnx import base as ob
@@ -424,6 +425,7 @@ class ConvertOnnxToDnnPass(ModulePass):
     name = "convert-onnx-to-dnn"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "onnx")
         PatternRewriteWalker(LowerOnnxOp(), apply_recursively=False).rewrite_module(op)
         remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
         if remaining:

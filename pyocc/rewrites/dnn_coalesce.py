@@ -70,6 +70,7 @@ from pyocc.analysis.coalescing import (
     returned_view_candidates,
     write_steps,
 )
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import analyze_function, function_bodies, root_buffer
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.dnn_insert_memory_ops import copy_op
@@ -96,6 +97,7 @@ class DnnCoalescePass(ModulePass):
     """Producers write into their band of a concat output."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         if self.mode not in ("eager", "lazy"):
             raise PassFailedException(f"dnn-coalesce: mode must be 'eager' or 'lazy', got '{self.mode}'")
         for function in function_bodies(op):

@@ -59,6 +59,7 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.fusion.engine import compile_rules
 from pyocc.rewrites.fusion.language import Condition, Match, OpPattern, Rule, const, op, prop_value, var
@@ -489,6 +490,7 @@ class DnnFusePass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Rewrite with every rule, stage by stage, until none matches; then
         drop what nothing reads any more."""
+        require_form(op, self.name, "tensors")
         if self.target not in ("host", "cuda"):
             raise PassFailedException(f"dnn-fuse: unknown target '{self.target}' (expected host or cuda)")
         for stage in sorted({rule.stage for rule in RULES}):

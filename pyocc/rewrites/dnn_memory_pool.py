@@ -48,6 +48,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -191,6 +192,7 @@ class DnnMemoryPoolPass(ModulePass):
     buffer written by that kind of op tries only those pools, in order."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         from pyocc.planning import ALGORITHMS, PlanningError, plan_memory
 
         if self.planner != "auto" and self.planner not in ALGORITHMS:
@@ -339,7 +341,8 @@ def apply_placement(function: func.FuncOp, names: list[str], placement: Placemen
         if pool.name is not None:
             properties["pool_name"] = StringAttr(pool.name)
         init = d.PoolInitOp.create(result_types=[MemRefType(i8, [pool.size])], properties=properties)
-        init.pool.name_hint = "pool" if pool.name is None else "".join(
+        # "mempool", not "pool": a MaxPool layer is often named so
+        init.pool.name_hint = "mempool" if pool.name is None else "mempool_" + "".join(
             c if c.isalnum() or c == "_" else "_" for c in pool.name)
         Rewriter.insert_op(init, entry)
         inits.append(init.pool)

@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
@@ -185,6 +186,7 @@ class DnnReorderPass(ModulePass):
     """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors")
         if self.strategy not in STRATEGIES:
             raise PassFailedException(
                 f"dnn-reorder: unknown strategy '{self.strategy}' (choose from {', '.join(STRATEGIES)})"

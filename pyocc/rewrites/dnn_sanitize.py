@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -87,6 +88,7 @@ class DnnSanitizePass(ModulePass):
     """Guard bytes behind every buffer (0: poison only, no bounds checks)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         if self.guard < 0:
             raise PassFailedException(f"dnn-sanitize: guard must be >= 0 bytes, got {self.guard}")
         functions = function_bodies(op)

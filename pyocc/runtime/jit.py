@@ -121,7 +121,8 @@ class CompiledModel(NativeModel):
             result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj)],
                                     capture_output=True, text=True)
             if result.returncode != 0:
-                raise PyoccError(f"linking {path} failed: {result.stderr.strip()}")
+                detail = " ".join(result.stderr.split())  # one line, whatever the linker printed
+                raise PyoccError(f"linking {path} failed: {detail}")
         weights = weights_path_for(path)
         self.write_weights(weights)
         return weights

@@ -20,23 +20,26 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc import __version__
 from pyocc.api import compile as compile_model
 from pyocc.api import lower
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
-from pyocc.planning import PlanningError
+from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.pools import parse_size
 from pyocc.report.explain import explain_peak
 from pyocc.report.picture import render_html, render_svg
 from pyocc.report.timeline import build_timeline
+from pyocc.runtime.jit import weights_path_for
+from pyocc.tools.output import check_output_path
 
 
 def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
@@ -84,11 +87,18 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+RUN_EXAMPLES = """examples:
+  pyocc run model.onnx                                   random inputs, pool mode, prints the memory report
+  pyocc run model.onnx --inputs in.npz --save-outputs out.npz   in.npz: np.savez('in.npz', x=...)
+  pyocc run model.onnx --memory lazy --planner exact --no-fuse"""
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="the .onnx file")
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
-    p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--planner", default="auto", metavar="NAME",
+                   help=f"pool planner: auto (default: the best of several), {', '.join(sorted(ALGORITHMS))}")
     p.add_argument("--reorder", default="auto", metavar="STRATEGY",
                    help="op order: auto (default), exact, greedy, or given (keep the model's)")
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
@@ -111,7 +121,25 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn tensor coalescing (dnn-coalesce) off")
 
 
+def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
+    """The arrays of `--inputs`: an .npz with one array per graph input name,
+    or (for a model with one input) an .npy with that one array."""
+    try:
+        data = np.load(path)
+    except (OSError, ValueError, EOFError) as e:
+        raise PyoccError(f"{path}: cannot read inputs ({e}); give an .npz (np.savez) with one array "
+                         "per graph input name") from None
+    if isinstance(data, np.ndarray):
+        if len(input_names) != 1:
+            raise PyoccError(f"{path}: an .npy file holds one array, but the model takes {len(input_names)} "
+                             f"inputs ({', '.join(input_names)}); give an .npz (np.savez) with one array per name")
+        return {input_names[0]: data}
+    return {k: data[k] for k in data.files}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.save_outputs:
+        check_output_path(args.save_outputs)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -119,11 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           reorder=args.reorder, workspace=args.workspace)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise PyoccError(f"{args.inputs}: cannot read inputs ({e})") from None
-        inputs = {k: data[k] for k in data.files}
+        inputs = _load_inputs(args.inputs, model.input_names)
     else:
         rng = np.random.default_rng(args.seed)
         inputs = {}
@@ -146,6 +170,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
+    check_output_path(out)
     if args.target == "cuda":
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
@@ -154,7 +179,10 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
-    print(f"wrote {out}")
+    if out.suffix == ".so":
+        print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
+    else:
+        print(f"wrote {out}")
     return 0
 
 
@@ -176,7 +204,46 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
+#: What `pyocc plan` writes, by format, and the file suffixes each may have
+#: (the first is the one to suggest). An -o suffix picks the format.
+PLAN_FORMATS: dict[str, tuple[str, ...]] = {
+    "text": (".txt", ".text", ".log", ""),
+    "json": (".json",),
+    "svg": (".svg",),
+    "html": (".html", ".htm"),
+}
+
+
+def plan_format(requested: str | None, output: str | None, text_only: str | None, stdout_is_terminal: bool) -> str:
+    """The format `pyocc plan` writes: `--format` if given, else the one the
+    -o file's suffix names, else text. A suffix that does not fit the format
+    (SVG into plan.png, text into plan.html) and a page written to a terminal
+    are refused in one line. `text_only` names the option (--explain,
+    --liveness) that makes the output text whatever the format."""
+    suffix = Path(output).suffix.lower() if output else None
+    if suffix is not None and requested is None and text_only is None:
+        requested = next((f for f, suffixes in PLAN_FORMATS.items() if suffix in suffixes), None)
+        if requested is None:
+            known = ", ".join(f"{f} ({'/'.join(x for x in xs if x)})" for f, xs in PLAN_FORMATS.items())
+            raise PyoccError(f"{output}: pyocc plan cannot write '{suffix}' files; it writes {known}: "
+                             "give -o one of these suffixes")
+    fmt = "text" if text_only is not None else (requested or "text")
+    if suffix is not None and suffix not in PLAN_FORMATS[fmt]:
+        what = text_only or f"--format {fmt}"
+        raise PyoccError(f"{output}: {what} writes {fmt}, not '{suffix}'; name the file "
+                         f"{Path(output).with_suffix(PLAN_FORMATS[fmt][0]).name}"
+                         + ("" if text_only else " or drop --format to follow the suffix"))
+    if output is None and fmt in ("svg", "html") and stdout_is_terminal:
+        raise PyoccError(f"--format {fmt} writes a picture, not text for the terminal; "
+                         f"give -o plan.{fmt} (or pipe it: ... > plan.{fmt})")
+    return fmt
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
+    text_only = "--explain" if args.explain else "--liveness" if args.liveness else None
+    args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
+    if args.output:
+        check_output_path(args.output)
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
@@ -206,8 +273,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
     parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    parser.add_argument("--version", action="version", version=f"pyocc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="compile and run a model on random or given inputs")
+    run = sub.add_parser("run", help="compile and run a model on random or given inputs",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
     _common(run)
     run.add_argument("--inputs", help=".npz with one array per graph input name")
     run.add_argument("--save-outputs", help="write outputs to this .npz")
@@ -219,8 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
-    plan.add_argument("--format", choices=["text", "json", "svg", "html"], default="text",
-                      help="text or json report, or the plan as a picture (svg, or html with hover details)")
+    plan.add_argument("--format", choices=list(PLAN_FORMATS), default=None,
+                      help="text or json report, or the plan as a picture (svg, or html with hover details); "
+                           "default: the -o file's suffix (.txt, .json, .svg, .html), else text")
     plan.add_argument("--explain", action="store_true",
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import os
 import sys
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Callable, Sequence
 from io import StringIO
 from typing import IO
 
@@ -25,13 +27,17 @@ from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedExc
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pyocc import __version__
 from pyocc.errors import PyoccError, one_line
-from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.registry import PASS_SUMMARIES, PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.tools.output import check_output_path
 
 
 class PyoccOptMain(xDSLOptMain):
     """xdsl-opt, plus `.onnx` inputs, `--shape NAME=1x3x224x224`, and pyocc's
     dialects and passes (registered lazily)."""
+
+    version_format = f"pyocc-opt {__version__} (pyocc), built on xdsl version {{xdsl_version}}"
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -52,6 +58,7 @@ class PyoccOptMain(xDSLOptMain):
         # loads the dnn dialect (a quarter of start-up), which the registry loads only when an input uses it
         from pyocc.analysis.verify_lifetimes import check_lifetimes
 
+        self._check_pass_names()
         super().setup_pipeline()
         inner = self.pipeline.callback
 
@@ -65,6 +72,26 @@ class PyoccOptMain(xDSLOptMain):
         if self.args.print_between_passes:
             self.pipeline = dataclasses.replace(self.pipeline, passes=_expand_pipelines(self.pipeline.passes))
 
+    def _check_pass_names(self) -> None:
+        """An unknown pass is one line naming it and the closest known name;
+        a malformed pipeline is one line (xDSL raises a BaseException)."""
+        from xdsl.utils.arg_spec import parse_pipeline
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        if not self.args.passes:
+            return
+        try:
+            specs = list(parse_pipeline(self.args.passes))
+        except ArgSpecParseError as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            column = lines[1].rsplit(":", 1)[-1] if len(lines) > 1 else "?"
+            raise PyoccError(f"-p '{self.args.passes}': {lines[-1]} (column {column})") from None
+        for spec in specs:
+            if spec.name not in self.available_passes:
+                close = difflib.get_close_matches(spec.name, list(PASS_SUMMARIES) + sorted(self.available_passes), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise PyoccError(f"unknown pass '{spec.name}'{hint} (pyocc-opt --help lists the passes)")
+
     def register_all_targets(self) -> None:
         """xdsl-opt's targets, with `-t llvm` replaced by pyocc's converter,
         which also handles the indirect kernel call of convert-dnn-to-llvm's
@@ -77,7 +104,21 @@ class PyoccOptMain(xDSLOptMain):
         self.available_frontends["onnx"] = self.parse_onnx
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """xdsl-opt's options plus --shape; --help lists pyocc's passes first,
+        one line each, and xDSL's after the options."""
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        width = max(map(len, PASS_SUMMARIES)) + 2
+        arg_parser.description = (
+            f"{arg_parser.description or ''}\n\npyocc's passes and pipelines (-p NAME, options in braces):\n"
+            + "\n".join(f"  {name:<{width}s}{summary}" for name, summary in PASS_SUMMARIES.items())
+            + "\n\nexample: pyocc-opt model.onnx -p occamy-pool")
+        xdsl_passes = sorted(n for n in self.available_passes if n not in PASS_SUMMARIES)
+        arg_parser.epilog = (f"xDSL's own {len(xdsl_passes)} passes work too: "
+                             + textwrap.fill(", ".join(xdsl_passes), width=100))
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = "comma-separated pass pipeline, e.g. 'convert-onnx-to-dnn,dnn-fuse' (passes listed above)"
         arg_parser.add_argument(
             "--shape",
             action="append",
@@ -137,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_input_file(tool.args.input_file)
         output_file = tool.args.output_file
         if output_file is not None:
+            check_output_path(output_file)
             # Write nothing half-way: collect the output, then write it at once.
             tool.args.output_file = None
             buffer = StringIO()
