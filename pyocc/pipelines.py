@@ -67,6 +67,11 @@ class Options:
     """Where the code runs: host, or cuda (inputs and outputs are staged
     through device buffers, and only fusions cuDNN can run are applied)."""
 
+    pool_allocation: str = "init"
+    """target cuda, pool mode: when the planned pool is allocated: init (once
+    per model, by NAME_init) or run (once per run, Occamy's way). The host's
+    pool is allocated per run."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""

@@ -22,10 +22,13 @@ ABI (per function NAME; version 1, "target": "cuda" in the table):
   chosen algorithms need and the weights, once, and copies the weights to the
   device. It counts what it allocated in `state` like `run` does.
 - `run` takes host pointers; `dnn.memcpy` copies inputs in and outputs out on
-  the stream. Memory ops are real device allocations, as Occamy meant them:
-  `dnn.malloc` / `dnn.pool_init` -> cudaMalloc, `dnn.dealloc` /
-  `dnn.pool_release` -> cudaFree, `dnn.mem_offset` -> pool + offset. So eager
-  and lazy mode pay one cudaMalloc per buffer per run, pool mode exactly one.
+  the stream. `dnn.malloc` / `dnn.dealloc` are real device allocations per
+  run, as Occamy meant them (cudaMalloc / cudaFree), so eager and lazy mode
+  pay one cudaMalloc per buffer per run. A planned pool (`dnn.pool_init`) is
+  allocated once, by `init`, and freed by `destroy` (pool_allocation="init",
+  the default): pool mode makes no cudaMalloc per run. With
+  pool_allocation="run" (Occamy's way) `dnn.pool_init` / `dnn.pool_release`
+  are a cudaMalloc / cudaFree per run. `dnn.mem_offset` -> pool + offset.
 - `destroy` releases everything `init` created.
 - `state` is `int64_t[5]`: cudaMalloc calls, cudaFree calls, bytes allocated
   now, peak bytes (as on the host), and the status of a failed call.
@@ -112,6 +115,8 @@ from pyocc.lowering.cuda_kernels import (
 STATE_STATUS = 4
 #: the most a convolution's workspace may take when the pass option does not say (bytes)
 DEFAULT_WORKSPACE = 32 << 20
+#: when a planned pool is allocated: once by NAME_init (freed by NAME_destroy), or per run (Occamy's way)
+POOL_ALLOCATIONS = ("init", "run")
 
 _KINDS: dict[str, Attribute] = {"ptr": PTR, "i32": i32, "u32": i32, "i64": i64, "f64": f64}
 
@@ -178,6 +183,8 @@ class CudaFunctionLowering:
 
     function: func.FuncOp
     workspace_bytes: int = DEFAULT_WORKSPACE
+    #: "init": each dnn.pool_init is one cudaMalloc in init; "run": one per run
+    pool_allocation: str = "init"
     name: str = ""
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
@@ -186,6 +193,10 @@ class CudaFunctionLowering:
     calls: list[str] = field(default_factory=list)
     #: per-run allocations the IR implies
     tally: MemoryTally = field(default_factory=MemoryTally)
+    #: the pools init allocates once (pool_allocation="init")
+    init_tally: MemoryTally = field(default_factory=MemoryTally)
+    #: pool value -> the global holding its device pointer (pools allocated by init)
+    _init_pools: dict[SSAValue, str] = field(default_factory=dict)
     pools: list[dict[str, Any]] = field(default_factory=list)
     #: module-level globals this function needs (handles, descriptors, constants)
     globals_: list[Operation] = field(default_factory=list)
@@ -497,6 +508,8 @@ class CudaFunctionLowering:
                 self.locations[op.result] = (op.pool, op.offset.value.data)
             case d.MallocOp() | d.PoolInitOp():
                 self._lower_allocation(op)
+            case d.PoolReleaseOp() if op.pool in self._init_pools:
+                pass  # freed by destroy
             case d.DeallocOp() | d.PoolReleaseOp():
                 value = op.operands[0]
                 if value not in self.allocated:
@@ -516,6 +529,13 @@ class CudaFunctionLowering:
         result = op.results[0]
         buffer_spec(op, result.type)
         size = op.size.value.data
+        if isinstance(op, d.PoolInitOp):
+            name = op.pool_name.data if op.pool_name is not None else None
+            self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data,
+                               "allocated": self.pool_allocation})
+            if self.pool_allocation == "init":
+                self._allocate_pool_in_init(op, size)
+                return
         self.checked_call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
         b = self.run.b
         self.pointers[result] = b.load(self.malloc_slot, PTR)
@@ -523,9 +543,19 @@ class CudaFunctionLowering:
         self.allocated[result] = size
         count_allocation(b, self.run.state, b.const(size))
         self.tally.allocate(size)
-        if isinstance(op, d.PoolInitOp):
-            name = op.pool_name.data if op.pool_name is not None else None
-            self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data})
+
+    def _allocate_pool_in_init(self, op: d.PoolInitOp, size: int) -> None:
+        """A pool allocated once: cudaMalloc in init into a global, cudaFree
+        in destroy; run reads its address from the global."""
+        init = self.init
+        symbol = self.global_slot(f"pool{len(self._init_pools)}")
+        self._init_pools[op.pool] = symbol
+        self.checked_call(init, "cudaMalloc", self.address(init, symbol), max(size, 1), what=op.name)
+        count_allocation(init.b, init.state, init.b.const(size))
+        self.init_tally.allocate(size)
+        self.checked_call(self.destroy, "cudaFree", self.load_global(self.destroy, symbol), what=op.name)
+        self.pointers[op.pool] = self.load_global(self.run, symbol)
+        self.locations[op.pool] = (op.pool, 0)
 
     def _lower_memcpy(self, op: d.MemcpyOp) -> None:
         kind = op.kind.data
@@ -630,6 +660,8 @@ class CudaFunctionLowering:
             "pools": self.pools,
             # per run, what the IR implies; the native counters must agree
             "memory": self.tally.as_json(),
+            # the pools init allocates once (pool_allocation="init"), besides the weights and workspace
+            "init_memory": {"allocations": self.init_tally.allocations, "bytes": self.init_tally.peak_bytes},
             # init allocates the weights and a workspace of at most this many bytes
             "workspace_limit": max(self.workspace_bytes if self._convolutions else 0, self.workspace_floor),
             # the generated kernels: launch shape, the bytes each pointer argument spans,

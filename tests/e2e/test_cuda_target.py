@@ -3,8 +3,9 @@ pyocc.testing.fake_cuda, a CPU stand-in for the CUDA runtime, cuDNN and
 cuBLAS that checks every pointer, descriptor and workspace the code passes.
 
 Light models with random weights must match onnxruntime, allocate exactly
-what the memory mode promises per run (one cudaMalloc in pool mode, one per
-buffer in eager and lazy mode, each freed), and leave nothing behind after
+what the memory mode promises per run (no cudaMalloc in pool mode, whose pool
+init allocated once; one with pool allocation "run"; one per buffer in eager
+and lazy mode, each freed), and leave nothing behind after
 `close()`. The same models on a real GPU are tests/e2e/test_cuda_light_models.py
 (marked `gpu`: they skip with the reason where no GPU can be used).
 """
@@ -28,6 +29,7 @@ ort = pytest.importorskip("onnxruntime")
 
 CASES = [
     ("squeezenet", "eager"), ("squeezenet", "lazy"), ("squeezenet", "pool"),
+    ("squeezenet", "pool-run"),  # Occamy's pool: one cudaMalloc and cudaFree per run
     ("resnet50", "pool"),  # conv + bias + residual + relu in one cuDNN call, in place
     ("shufflenet", "lazy"),  # grouped convs, channel shuffle as cudnnTransformTensor
     ("inception_v1", "pool"),  # asymmetric average pooling, LRN, concat bands
@@ -46,7 +48,10 @@ def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[n
 def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
     fake = FakeCuda()
-    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake)
+    memory, _, allocation = memory.partition("-")
+    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake,
+                             pool_allocation=allocation or None)
+    native = compiled.native
     before = fake.calls["cudaMalloc"]
     for _ in range(2):  # a second run reuses what init set up
         got = compiled.run(inputs)
@@ -57,11 +62,18 @@ def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     report = compiled.memory_report()
     assert stats.allocations == stats.frees and stats.live_bytes == 0
     assert fake.calls["cudaMalloc"] - before == 2 * stats.allocations
-    if memory == "pool":
-        assert stats.allocations == 1
+    assert report.allocator_calls_per_run == stats.allocations
+    if memory == "pool" and allocation == "run":
+        assert stats.allocations == 1 and native.init_pool_allocations == 0
         assert stats.peak_bytes == report.activation_bytes
+        assert report.allocator_calls_at_init == 0
+    elif memory == "pool":  # the pool is init's: nothing is allocated per run
+        assert stats.allocations == 0 and stats.peak_bytes == 0
+        assert native.init_pool_allocations == report.allocator_calls_at_init == 1
+        assert native.init_pool_bytes == report.activation_bytes
     else:
         assert stats.allocations == len(report.buffers)
+        assert native.init_pool_allocations == report.allocator_calls_at_init == 0
     compiled.native.close()
     assert fake.leaks() == []
 
@@ -71,7 +83,9 @@ def test_init_allocates_weights_and_workspace_once() -> None:
     fake = FakeCuda()
     compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake)
     native = compiled.native
-    assert native.init_device_bytes == native.workspace_bytes + native.meta["weights"]["bytes"]
+    assert native.init_allocations == 3  # the pool, the workspace, the weights
+    assert native.init_device_bytes == (native.workspace_bytes + native.meta["weights"]["bytes"]
+                                        + compiled.memory_report().activation_bytes)
     assert 0 < native.workspace_bytes <= native.meta["workspace_limit"]
     assert fake.live_bytes == native.init_device_bytes
     assert compiled.memory_report().workspace_bytes == native.workspace_bytes
@@ -105,7 +119,7 @@ class _Failing:
 @pytest.mark.parametrize("function, status, message", [
     ("cudnnPoolingForward", 2000,
      "run: cudnnPoolingForward (dnn.max_pool #0) failed with CUDNN_STATUS_BAD_PARAM (2000)"),
-    ("cudaMalloc", 2, "init: cudaMalloc (workspace) failed with cudaErrorMemoryAllocation (2)"),
+    ("cudaMalloc", 2, "init: cudaMalloc (dnn.pool_init) failed with cudaErrorMemoryAllocation (2)"),
     ("cudnnCreate", 1001, "init: cudnnCreate (cuDNN handle) failed with CUDNN_STATUS_NOT_INITIALIZED (1001)"),
 ])
 def test_a_failed_call_is_named(function: str, status: int, message: str) -> None:
