@@ -187,6 +187,7 @@ def lower(
     reorder: str = Options.reorder,
     target: str = "host",
     pool_allocation: str | None = None,
+    workspace: int = Options.workspace,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -198,7 +199,9 @@ def lower(
     `target` "cuda" stages inputs and outputs through device buffers and
     applies only the fusions cuDNN can run; there `pool_allocation` says when
     the planned pool is allocated: "init" (default: once per model) or "run"
-    (once per run, Occamy's way).
+    (once per run, Occamy's way), and `workspace` the bytes of cuDNN
+    workspace each convolution may use, planned as a buffer (so the
+    activation memory includes it).
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     from xdsl.context import Context
@@ -215,7 +218,7 @@ def lower(
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
                           reorder=reorder, target=target,
-                          pool_allocation=_pool_allocation(pool_allocation, target))
+                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -442,7 +445,7 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target, pool_allocation=pool_allocation)
+                           target=target, pool_allocation=pool_allocation, workspace=workspace)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target))
     if target == "cuda":

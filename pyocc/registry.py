@@ -51,6 +51,7 @@ PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dnn-reorder": _lazy_pass("pyocc.rewrites.dnn_reorder", "DnnReorderPass"),
     "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
+    "dnn-cuda-scratch": _lazy_pass("pyocc.lowering.cuda_scratch", "DnnCudaScratchPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
     "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),
     "occamy-lazy": _lazy_pass("pyocc.pipelines", "OccamyLazyPipeline"),

@@ -300,3 +300,58 @@ func.func @resize_channels(%x: memref<1x2x3x3xf32> {onnx.name = "x"}, %y: memref
 }
 
 // CHECK: convert-dnn-to-llvm: cannot lower dnn.resize: it resizes axis 1, which has no cuBLAS lowering (the last two axes have; use target=host)
+
+// -----
+
+// DenseNet's pre-activation convolution with its planned scratch buffer
+// (dnn-cuda-scratch): the generated kernel writes relu(x * s[c] + t[c]) to the
+// scratch buffer's start (pool + 2048), cudnnConvolutionForward reads it there
+// and gets the rest as its workspace (pool + 2048 + 768, 4096 bytes; the
+// algorithm init chooses fits those 4096). No workspace of init's own.
+
+func.func @preact(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 8192 : i64} : memref<8192xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 768 : i64} : memref<8192xi8> -> memref<1x3x8x8xf32>
+  %t = dnn.mem_offset %p {offset = 1024 : i64, size = 1024 : i64} : memref<8192xi8> -> memref<1x4x8x8xf32>
+  %ws = dnn.mem_offset %p {offset = 2048 : i64, size = 4864 : i64} : memref<8192xi8> -> memref<4864xi8>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 768 : i64}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
+  "dnn.preact_conv"(%xs, %s, %s, %w, %t, %ws) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>, memref<4864xi8>) -> ()
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1024 : i64}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.pool_release %p : memref<8192xi8>
+  func.return
+}
+
+// CHECK:       @preact_meta_json("{{.*}}cuLaunchKernel (dnn.preact_conv #0){{.*}}cudnnConvolutionForward (dnn.preact_conv #0){{.*}}\22workspace_limit\22:0{{.*}}\22pointer_bytes\22:[768,768,12,12]{{.*}}")
+// CHECK-LABEL: llvm.func @preact_init
+// CHECK-NOT:     (workspace)
+// CHECK:         llvm.call @cudnnGetConvolutionForwardAlgorithm_v7
+// CHECK:         %[[LIMIT:.*]] = llvm.mlir.constant(4096) : i64
+// CHECK-NEXT:    llvm.icmp "ule" %{{.*}}, %[[LIMIT]] : i64
+// CHECK-LABEL: llvm.func @preact_run
+// CHECK:         %[[SLOT:.*]] = llvm.mlir.addressof @preact_pool0 : !llvm.ptr
+// CHECK-NEXT:    %[[POOL:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[SCRATCH:.*]] = llvm.getelementptr inbounds %[[POOL]][2048] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.store %[[SCRATCH]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK:         %[[WS:.*]] = llvm.getelementptr inbounds %[[SCRATCH]][768] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[WSBYTES:.*]] = llvm.mlir.constant(4096) : i64
+// CHECK:         llvm.call @cudnnConvolutionForward(%{{.*}}, %{{.*}}, %{{.*}}, %[[SCRATCH]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WS]], %[[WSBYTES]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-LABEL: llvm.func @preact_destroy
+// CHECK-NOT:     (workspace)
+
+// -----
+
+// Negative twin: without its scratch buffer a preact_conv does not lower on cuda.
+
+func.func @preact_unplanned(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 768 : i64, alignment = 64 : i64} : memref<1x3x8x8xf32>
+  %t = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
+  "dnn.preact_conv"(%xs, %s, %s, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.preact_conv: its pre-activated input needs a scratch buffer on target=cuda; run dnn-cuda-scratch first

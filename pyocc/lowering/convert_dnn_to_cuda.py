@@ -88,6 +88,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     string_global,
     table_header,
 )
+from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block
 from pyocc.lowering.cuda_kernels import (
     BINARY_FUNCTIONS,
     BLOCK,
@@ -98,6 +99,7 @@ from pyocc.lowering.cuda_kernels import (
     REDUCTIONS,
     UNARY_FUNCTIONS,
     CastKernel,
+    ChannelAffineKernel,
     GatherKernel,
     Kernel,
     LayerNormKernel,
@@ -213,7 +215,10 @@ class CudaFunctionLowering:
     kernels: list[Kernel] = field(default_factory=list)
     _kernel_globals: dict[Kernel, str] = field(default_factory=dict)
     _kernel_names: dict[Kernel, Kernel] = field(default_factory=dict)
-    _convolutions: int = 0
+    #: convolution algorithms chosen in init
+    _algorithms: int = 0
+    #: convolutions without a planned workspace buffer: they share init's workspace
+    _shared_workspace_users: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
     #: the least workspace init allocates (bytes): scratch of ops other than
     #: convolutions (a resize's intermediate), whatever the algorithms need
@@ -386,7 +391,7 @@ class CudaFunctionLowering:
                        self.load_global(init, self.stream), what="cuBLAS stream")
             self.checked_call(init, "cublasSetMathMode", self.load_global(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
                        what="cuBLAS fp32 math")
-        if self._convolutions or self.workspace_floor:
+        if self._shared_workspace_users or self.workspace_floor:
             b = init.b
             needed = b.load(self.address(init, self.workspace_size), i64)
             if self.workspace_floor:
@@ -423,8 +428,12 @@ class CudaFunctionLowering:
                    what="the generated kernels")
 
     def launch(self, op: Operation, kernel: Kernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
-        """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
-        compiled once per distinct description."""
+        """run: cuLaunchKernel(kernel) on the buffers (out, *inputs); the
+        kernel is compiled once per distinct description."""
+        self.launch_on(kernel, [self.device_pointer(op, v) for v in (out, *inputs)])
+
+    def launch_on(self, kernel: Kernel, pointers: Sequence[SSAValue]) -> None:
+        """run: cuLaunchKernel(kernel) on device pointers (out first)."""
         if kernel not in self._kernel_names:  # described without a name; named once compiled
             named = dataclasses.replace(kernel, name=f"{self.name}_k{len(self.kernels)}")
             self._kernel_names[kernel] = named
@@ -432,7 +441,6 @@ class CudaFunctionLowering:
             self._kernel_globals[named] = self.global_slot(f"kernel{len(self.kernels) - 1}")
         kernel = self._kernel_names[kernel]
         b = self.run.b
-        pointers = [self.device_pointer(op, v) for v in (out, *inputs)]
         values = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         params = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         for index, pointer in enumerate(pointers):  # cuLaunchKernel takes a pointer to each argument
@@ -446,7 +454,7 @@ class CudaFunctionLowering:
         destroy = self.destroy
         if self.weights.bytes:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.device_weights), what="weights")
-        if self._convolutions or self.workspace_floor:
+        if self._shared_workspace_users or self.workspace_floor:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.workspace), what="workspace")
         if self._uses_cublas:
             self.checked_call(destroy, "cublasDestroy_v2", self.load_global(destroy, self.cublas), what="cuBLAS handle")
@@ -663,7 +671,7 @@ class CudaFunctionLowering:
             # the pools init allocates once (pool_allocation="init"), besides the weights and workspace
             "init_memory": {"allocations": self.init_tally.allocations, "bytes": self.init_tally.peak_bytes},
             # init allocates the weights and a workspace of at most this many bytes
-            "workspace_limit": max(self.workspace_bytes if self._convolutions else 0, self.workspace_floor),
+            "workspace_limit": max(self.workspace_bytes if self._shared_workspace_users else 0, self.workspace_floor),
             # the generated kernels: launch shape, the bytes each pointer argument spans,
             # and their host twins (LLVM IR) for running them without a GPU
             "kernels": [{"name": k.name, "grid": grid(k), "block": BLOCK, "pointer_bytes": pointer_bytes(k)}
@@ -706,9 +714,91 @@ def _symmetric_pads(lw: CudaFunctionLowering, op: Operation, spatial: int) -> li
 
 
 def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
-    """out = act(conv(x, w) + bias + residual), the Occamy Conv+ReLU fusion:
-    one cudnnConvolutionBiasActivationForward when the activation is relu and
-    a bias is given, else convolution, bias add, residual add, activation."""
+    """out = act(conv(x, w) + bias + residual), the Occamy Conv+ReLU fusion."""
+    _convolution(lw, op, lw.device_pointer(op, op.x), _scratch(lw, op))
+
+
+def _lower_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp) -> None:
+    """DenseNet's pre-activation convolution, out = act(conv(pre_act(x *
+    pre_scale[c] + pre_shift[c]), w) + bias + residual): a generated kernel
+    writes the pre-activated input into the op's planned scratch buffer
+    (dnn-cuda-scratch), then the convolution reads it from there."""
+    scratch = _scratch(lw, op)
+    if scratch is None:
+        raise cannot_lower(op, "its pre-activated input needs a scratch buffer on target=cuda; "
+                               "run dnn-cuda-scratch first")
+    block = preact_block(op)
+    if block is not None:
+        _pointwise_preact_conv(lw, op, block, scratch[1])
+        return
+    kernel = ChannelAffineKernel(name="", shape=tuple(lw.shape(op.x)), activation=_str_prop(op, "pre_activation"))
+    lw.launch(op, kernel, op.workspace, [op.x, op.pre_scale, op.pre_shift])
+    _convolution(lw, op, lw.device_pointer(op, op.workspace), scratch)
+
+
+def _pointwise_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp, block: int, scratch: SSAValue) -> None:
+    """A 1x1 preact_conv as a sum over blocks of `block` input channels:
+    y = sum_b W[:, b] @ act(x[b] * s[b] + t[b]), each block pre-activated by a
+    generated kernel into `scratch` and multiplied by cuBLAS, which reads the
+    weights' columns of the block in place (leading dimension C), onto y
+    (beta 1 after the first block, or from the first when the residual is
+    already in y); then bias, residual and activation as for a convolution."""
+    run, b = lw.run, lw.run.b
+    lw._uses_cublas = True
+    shape = lw.shape(op.x)
+    batch, channels, positions = shape[0], shape[1], math.prod(shape[2:])
+    filters = lw.shape(op.w)[0]
+    x, w, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
+    scale, shift = lw.device_pointer(op, op.pre_scale), lw.device_pointer(op, op.pre_shift)
+    in_place = op.residual is not None and op.residual is op.out
+    handle = lw.load_global(run, lw.cublas)
+    activation = _str_prop(op, "pre_activation")
+    for start in range(0, channels, block):
+        size = min(block, channels - start)
+        kernel = ChannelAffineKernel(name="", shape=(batch, size, positions), activation=activation,
+                                     batch_stride=channels * positions)
+        lw.launch_on(kernel, [scratch, b.gep(x, 4 * start * positions, i8), b.gep(scale, 4 * start, i8),
+                              b.gep(shift, 4 * start, i8)])
+        beta = lw.scalar(run, 1.0 if start or in_place else 0.0)
+        # row-major Y[n] (K, P) += W[:, block] (K, size; row stride C) @ S[n] (size, P), as the
+        # column-major Y^T = S^T W^T: m = P, n = K, k = size
+        a_block, one = b.gep(w, 4 * start, i8), lw.scalar(run, 1.0)
+        if batch == 1:
+            lw.library_call("cublasSgemm_v2", handle, api.CUBLAS_OP_N, api.CUBLAS_OP_N, positions, filters, size,
+                            one, scratch, positions, a_block, channels, beta, y, positions)
+        else:
+            lw.library_call("cublasSgemmStridedBatched", handle, api.CUBLAS_OP_N, api.CUBLAS_OP_N, positions,
+                            filters, size, one, scratch, positions, size * positions, a_block, channels, 0, beta,
+                            y, positions, filters * positions, batch)
+    y_desc = lw.tensor_descriptor(lw.shape(op.out))
+    one = lw.scalar(run, 1.0)
+    if op.bias is not None:
+        bias_desc = lw.tensor_descriptor([1, filters] + [1] * (len(shape) - 2))
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, lw.use(run, bias_desc),
+                        lw.device_pointer(op, op.bias), one, lw.use(run, y_desc), y)
+    if op.residual is not None and not in_place:
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, lw.use(run, y_desc),
+                        lw.device_pointer(op, op.residual), one, lw.use(run, y_desc), y)
+    lw.apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+
+
+def _scratch(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp) -> tuple[ScratchLayout, SSAValue] | None:
+    """The op's planned scratch buffer (dnn-cuda-scratch): how it is laid
+    out and its device pointer; None when it has none."""
+    if op.workspace is None:
+        return None
+    preact = d.type_bytes(op.x.type) if isinstance(op, d.PreActConvOp) else 0
+    layout = ScratchLayout.of_buffer(preact, d.type_bytes(op.workspace.type))
+    return layout, lw.device_pointer(op, op.workspace)
+
+
+def _convolution(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp, x: SSAValue,
+                 scratch: tuple[ScratchLayout, SSAValue] | None) -> None:
+    """out = act(conv(x, w) + bias + residual), x the device pointer of the
+    input: one cudnnConvolutionBiasActivationForward when the activation is
+    relu and a bias is given, else convolution, bias add, residual add,
+    activation. The cuDNN workspace is the planned one in `scratch` (the
+    algorithm chosen in init fits it), else init's shared workspace."""
     run = lw.run
     x_shape, w_shape, y_shape = lw.shape(op.x), lw.shape(op.w), lw.shape(op.out)
     spatial = len(x_shape) - 2
@@ -724,13 +814,22 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
     conv = _convolution_descriptor(lw, pads, strides, dilations, group)
     x_desc, w_desc, y_desc = lw.tensor_descriptor(x_shape), lw.filter_descriptor(w_shape), lw.tensor_descriptor(y_shape)
-    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc)
+    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc,
+                             planned=None if scratch is None else scratch[0].cudnn_bytes)
 
     h = lw.cudnn_handle()
-    x, w, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
+    w, y = lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
     algo_value = run.b.load(lw.address(run, algo), i32)
-    workspace = lw.load_global(run, lw.workspace)
-    workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
+    workspace: SSAValue | int
+    workspace_bytes: SSAValue | int
+    if scratch is None:
+        workspace = lw.load_global(run, lw.workspace)
+        workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
+    elif scratch[0].cudnn_bytes:
+        workspace = run.b.gep(scratch[1], scratch[0].cudnn_offset, i8)
+        workspace_bytes = run.b.const(scratch[0].cudnn_bytes)
+    else:  # no workspace allowed: implicit GEMM needs none
+        workspace, workspace_bytes = 0, 0
     one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
     activation = _str_prop(op, "activation")
     bias_desc = lw.tensor_descriptor([1, y_shape[1]] + [1] * (len(y_shape) - 2)) if op.bias is not None else None
@@ -774,17 +873,21 @@ def _convolution_descriptor(lw: CudaFunctionLowering, pads: Sequence[int], strid
 def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str,
                       query: str = "cudnnGetConvolutionForwardAlgorithm_v7",
                       count: int = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                      fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) -> str:
+                      fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      planned: int | None = None) -> str:
     """In init: ask cuDNN for its ranked forward algorithms and keep the first
     that succeeded and whose workspace fits the limit (else implicit GEMM,
-    which needs none), and raise the workspace size to what it needs.
+    which needs none). The limit is `planned`, the bytes of the op's planned
+    workspace buffer; without one (None) it is the pass's workspace bound,
+    and init's shared workspace is raised to what the choice needs.
     Returns the i32 global holding the choice. `query`, `count` and
     `fallback` select another family (backward data, whose query takes
     w, dy, conv, dx: pass them as x, w, conv, y)."""
     init = lw.init
     b = init.b
-    lw._convolutions += 1
-    symbol = lw.global_slot(f"algo{lw._convolutions - 1}", i32)
+    lw._algorithms += 1
+    symbol = lw.global_slot(f"algo{lw._algorithms - 1}", i32)
+    limit = lw.workspace_bytes if planned is None else planned
     returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
     def field(entry: int, offset: int, type: Attribute) -> SSAValue:
@@ -809,11 +912,14 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
         memory = b.load(field(i, api.CONV_PERF_MEMORY, i64), i64)
         ranked = b.add(llvm.ICmpOp(b.const(i, i32), n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
         ok = b.add(llvm.ICmpOp(status, b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
-        fits = b.add(llvm.ICmpOp(memory, b.const(lw.workspace_bytes), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
+        fits = b.add(llvm.ICmpOp(memory, b.const(limit), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
         usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
         choice = b.add(llvm.SelectOp(usable, algo, choice)).results[0]
         needs = b.add(llvm.SelectOp(usable, memory, needs)).results[0]
     b.store(choice, lw.address(init, symbol))
+    if planned is not None:
+        return symbol
+    lw._shared_workspace_users += 1
     size_ptr = lw.address(init, lw.workspace_size)
     size = b.load(size_ptr, i64)
     larger = b.add(llvm.ICmpOp(needs, size, flag(llvm.ICmpPredicateFlag.UGT))).results[0]
@@ -1407,6 +1513,7 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
 
 _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConvOp: _lower_conv,
+    d.PreActConvOp: _lower_preact_conv,
     d.MaxPoolOp: _lower_pool,
     d.AveragePoolOp: _lower_pool,
     d.GlobalAveragePoolOp: _lower_pool,

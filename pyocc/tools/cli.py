@@ -90,7 +90,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="where the code runs: host (default, the CPU) or cuda (an NVIDIA GPU through "
                         "the CUDA runtime, cuDNN and cuBLAS; needs pyocc[cuda])")
     p.add_argument("--workspace", type=_size, default=32 << 20, metavar="SIZE",
-                   help="target cuda: the convolution workspace allocated once (default 32MiB)")
+                   help="target cuda: the cuDNN workspace a convolution may use, planned in the pool "
+                        "(default 32MiB)")
     p.add_argument("--pool-allocation", choices=["init", "run"], default=None,
                    help="target cuda, pool mode: allocate the planned pool once when the model is loaded "
                         "(init, the default) or once per run (run, Occamy's way)")
@@ -173,7 +174,7 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda",
-                           pool_allocation=args.pool_allocation)
+                           pool_allocation=args.pool_allocation, workspace=args.workspace)
     report.check_limit(args.memory_limit)
     try:
         ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace,
@@ -191,7 +192,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation)
+                           reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
+                           workspace=args.workspace)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline

@@ -78,17 +78,28 @@ def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     assert fake.leaks() == []
 
 
-def test_init_allocates_weights_and_workspace_once() -> None:
-    model, _, _ = reference("squeezenet")
+def test_the_workspace_is_planned_in_the_pool() -> None:
+    """Each convolution's cuDNN workspace is a buffer of the plan, live only
+    while it runs: init allocates the pool (which holds it) and the weights,
+    and no workspace of its own."""
+    model, inputs, expected = reference("squeezenet")
     fake = FakeCuda()
-    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake)
-    native = compiled.native
-    assert native.init_allocations == 3  # the pool, the workspace, the weights
-    assert native.init_device_bytes == (native.workspace_bytes + native.meta["weights"]["bytes"]
-                                        + compiled.memory_report().activation_bytes)
-    assert 0 < native.workspace_bytes <= native.meta["workspace_limit"]
+    bound = 1 << 20
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, workspace=bound)
+    native, report = compiled.native, compiled.memory_report()
+    assert native.init_allocations == 2 and native.workspace_bytes == 0 == report.workspace_bytes
+    assert native.init_device_bytes == report.activation_bytes + native.meta["weights"]["bytes"]
     assert fake.live_bytes == native.init_device_bytes
-    assert compiled.memory_report().workspace_bytes == native.workspace_bytes
+    scratch = [b for b in report.buffers if b.name.startswith("scratch")]
+    assert len(scratch) == sum(1 for n in model.graph.node if n.op_type == "Conv")
+    assert all(b.bytes == bound and b.consumers == ["dnn.conv"] for b in scratch)
+    # the largest planned workspace and what is live with it fit in the pool
+    assert report.activation_bytes >= bound
+    np.testing.assert_allclose(next(iter(compiled.run(inputs).values())), expected[0], rtol=1e-4, atol=1e-5)
+    assert fake.errors == []
+    without = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=FakeCuda(), workspace=0)
+    assert not any(b.name.startswith("scratch") for b in without.memory_report().buffers)
+    assert without.memory_report().activation_bytes < report.activation_bytes
 
 
 def test_workspace_limit_is_honoured() -> None:

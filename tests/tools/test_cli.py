@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from tests.conftest import light_model_path
@@ -81,8 +82,12 @@ def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
     host = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json").stdout)
     cuda = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json",
                             "--target", "cuda").stdout)
-    # the input and output copies are device buffers, planned like the rest
-    assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+    # the input and output copies are device buffers, planned like the rest,
+    # and so is each convolution's cuDNN workspace
+    scratch = [b for b in cuda["buffers"] if b["name"].startswith("scratch")]
+    convs = sum(1 for n in onnx.load(str(light_model_path("squeezenet"))).graph.node if n.op_type == "Conv")
+    assert len(scratch) == convs and all(b["bytes"] == 32 << 20 for b in scratch)
+    assert len(cuda["buffers"]) == len(host["buffers"]) + 2 + len(scratch)
 
 
 @pytest.mark.parametrize("args, message", [
