@@ -6,9 +6,12 @@
 // allocated right before it and freed right after; a preact_conv gets its
 // pre-activated input (768 bytes, a multiple of 256) and the workspace after it in
 // one buffer. The binary op needs no scratch and is left alone.
+// The second preact_conv is x's last reader: it pre-activates x in place and
+// gets only cuDNN's workspace.
 // Eager mode with no workspace allowed (negative case for the convolution):
-// the convolution gets none (implicit GEMM); the preact_conv still needs its
-// pre-activated input, in one buffer allocated at entry and freed at the end.
+// the convolution gets none (implicit GEMM), nor does the in-place
+// preact_conv; the first preact_conv still needs its pre-activated input, in
+// one buffer allocated at entry and freed at the end.
 
 func.func @convs(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 768 : i64, alignment = 64 : i64} : memref<1x3x8x8xf32>
@@ -19,6 +22,7 @@ func.func @convs(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf
   "dnn.conv"(%xs, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>}> : (memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>) -> ()
   %u = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
   "dnn.preact_conv"(%xs, %s, %s, %w, %u) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>) -> ()
+  "dnn.preact_conv"(%xs, %s, %s, %w, %u, %u) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
   dnn.dealloc %xs {size = 768 : i64} : memref<1x3x8x8xf32>
   "dnn.binary"(%t, %u, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
   dnn.dealloc %u {size = 1024 : i64} : memref<1x4x8x8xf32>
@@ -36,6 +40,9 @@ func.func @convs(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf
 // CHECK-NEXT:    %[[PRE:.*]] = dnn.malloc {size = 4864 : i64} : memref<4864xi8>
 // CHECK-NEXT:    "dnn.preact_conv"(%[[XS]], %{{.*}}, %{{.*}}, %[[W]], %[[U]], %[[PRE]]) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1>
 // CHECK-NEXT:    dnn.dealloc %[[PRE]] {size = 4864 : i64} : memref<4864xi8>
+// CHECK-NEXT:    %[[WS2:.*]] = dnn.malloc {size = 4096 : i64} : memref<4096xi8>
+// CHECK-NEXT:    "dnn.preact_conv"(%[[XS]], %{{.*}}, %{{.*}}, %[[W]], %[[U]], %[[U]], %[[WS2]])
+// CHECK-NEXT:    dnn.dealloc %[[WS2]] {size = 4096 : i64} : memref<4096xi8>
 // CHECK-NOT:     dnn.malloc
 // CHECK:         "dnn.binary"(%[[T]], %[[U]], %[[T]])
 // CHECK-NOT:     dnn.malloc
@@ -46,6 +53,7 @@ func.func @convs(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf
 // EAGER-NOT:     memref<768xi8>
 // EAGER:         "dnn.conv"(%{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 1, 0>
 // EAGER:         "dnn.preact_conv"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PRE]])
+// EAGER-NEXT:    "dnn.preact_conv"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1, 1, 0>
 // EAGER:         dnn.dealloc %[[PRE]] {size = 768 : i64} : memref<768xi8>
 // EAGER-NEXT:    func.return
 

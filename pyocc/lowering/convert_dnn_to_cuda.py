@@ -88,7 +88,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     string_global,
     table_header,
 )
-from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block
+from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block, preact_in_place
 from pyocc.lowering.cuda_kernels import (
     BINARY_FUNCTIONS,
     BLOCK,
@@ -721,9 +721,16 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
 def _lower_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp) -> None:
     """DenseNet's pre-activation convolution, out = act(conv(pre_act(x *
     pre_scale[c] + pre_shift[c]), w) + bias + residual): a generated kernel
-    writes the pre-activated input into the op's planned scratch buffer
-    (dnn-cuda-scratch), then the convolution reads it from there."""
+    writes the pre-activated input in place when x dies here, else into the
+    op's planned scratch buffer (dnn-cuda-scratch), by blocks of input
+    channels for a 1x1 convolution (then multiplied by cuBLAS), whole for
+    another (then convolved by cuDNN)."""
     scratch = _scratch(lw, op)
+    kernel = ChannelAffineKernel(name="", shape=tuple(lw.shape(op.x)), activation=_str_prop(op, "pre_activation"))
+    if preact_in_place(op):
+        lw.launch(op, kernel, op.x, [op.x, op.pre_scale, op.pre_shift])
+        _convolution(lw, op, lw.device_pointer(op, op.x), scratch)
+        return
     if scratch is None:
         raise cannot_lower(op, "its pre-activated input needs a scratch buffer on target=cuda; "
                                "run dnn-cuda-scratch first")
@@ -731,7 +738,6 @@ def _lower_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp) -> None:
     if block is not None:
         _pointwise_preact_conv(lw, op, block, scratch[1])
         return
-    kernel = ChannelAffineKernel(name="", shape=tuple(lw.shape(op.x)), activation=_str_prop(op, "pre_activation"))
     lw.launch(op, kernel, op.workspace, [op.x, op.pre_scale, op.pre_shift])
     _convolution(lw, op, lw.device_pointer(op, op.workspace), scratch)
 
@@ -787,9 +793,17 @@ def _scratch(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp) -> tuple[S
     out and its device pointer; None when it has none."""
     if op.workspace is None:
         return None
-    preact = d.type_bytes(op.x.type) if isinstance(op, d.PreActConvOp) else 0
-    layout = ScratchLayout.of_buffer(preact, d.type_bytes(op.workspace.type))
+    layout = ScratchLayout.of_buffer(_preact_bytes(op), d.type_bytes(op.workspace.type))
     return layout, lw.device_pointer(op, op.workspace)
+
+
+def _preact_bytes(op: d.ConvOp | d.PreActConvOp) -> int:
+    """Bytes of the op's scratch that hold its pre-activated input (before
+    the cuDNN workspace): the whole input unless it is pre-activated in
+    place or by blocks (whose scratch is only that), none for a plain conv."""
+    if not isinstance(op, d.PreActConvOp) or preact_in_place(op):
+        return 0
+    return d.type_bytes(op.x.type)
 
 
 def _convolution(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp, x: SSAValue,

@@ -13,7 +13,8 @@ the plan, so the pool is the whole device activation memory:
   there, then the convolution reads it. A pointwise one (DenseNet's 1x1
   bottleneck convolutions, whose input is the block's whole concatenation)
   does it one block of `PREACT_BLOCK` input channels at a time, as the
-  host's kernel does, so only a block is scratch.
+  host's kernel does, so only a block is scratch; one whose input dies
+  there does it in place and needs none.
 
 Each such op gets one `workspace` buffer holding both (the pre-activated
 input first, then cuDNN's part; `scratch_layout`): a `dnn.malloc` right
@@ -96,13 +97,49 @@ def preact_block(op: d.PreActConvOp) -> int | None:
     return min(op.x.type.get_shape()[1], PREACT_BLOCK) if pointwise else None  # type: ignore[attr-defined]
 
 
+def _read_after(value: SSAValue, op: Operation) -> bool:
+    """Whether anything after `op` in its block reads `value` or a view of
+    it (a dealloc or pool release is not a read)."""
+    watched = {value}
+    pending = [value]
+    while pending:  # the views of value, transitively
+        for use in pending.pop().uses:
+            if isinstance(use.operation, d.ALIAS_OPS):
+                watched.add(use.operation.results[0])
+                pending.append(use.operation.results[0])
+    later = op.next_op
+    while later is not None:
+        if (not isinstance(later, (d.DeallocOp, d.PoolReleaseOp, *d.ALIAS_OPS))
+                and any(operand in watched for operand in later.operands)):
+            return True
+        later = later.next_op
+    return False
+
+
+def preact_in_place(op: d.PreActConvOp) -> bool:
+    """Whether `op` may pre-activate its input in place: x is a buffer of its
+    own (a dnn.malloc or a pool offset, not a view or band of another one,
+    nor a graph argument), no other operand is x, and nothing reads x after
+    op (DenseNet's second pre-activation, of the bottleneck's output). Then
+    the pre-activated input needs no scratch, as when dnn-coalesce runs the
+    unfused batch norm in place."""
+    if not isinstance(op.x.owner, (d.MallocOp, d.MemOffsetOp)):
+        return False
+    if sum(1 for operand in op.operands if operand is op.x) != 1:
+        return False
+    return not _read_after(op.x, op)
+
+
 def scratch_layout(op: Operation, workspace: int) -> ScratchLayout | None:
     """The scratch buffer the cuda lowering of `op` uses with cuDNN
     workspace bound `workspace`; None when it uses none (an op cuDNN does not
     convolve, or a convolution with no workspace allowed: implicit GEMM).
     A pointwise dnn.preact_conv needs one block of its pre-activated input
     and no cuDNN workspace (it is a cuBLAS product); another one its whole
-    pre-activated input and the workspace."""
+    pre-activated input and the workspace; one that pre-activates in place
+    (`preact_in_place`) only the workspace."""
+    if isinstance(op, d.PreActConvOp) and preact_in_place(op):
+        return ScratchLayout(0, workspace) if workspace > 0 else None
     if isinstance(op, d.PreActConvOp):
         block = preact_block(op)
         if block is not None:

@@ -734,7 +734,7 @@ RULES: tuple[Rule, ...] = (
          match=op("conv", "conv", x=op("channel_affine", "pre", axis=CHANNEL_AXIS,
                                        activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
                                        shift=const("t"))),
-         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=frozenset({"host"})),
+         where=(channel_vectors("s", "t"),), produce=preact_conv),
     # (x * (erf(x / sqrt 2) + 1)) * 0.5  =>  gelu(x)
     Rule("gelu-erf",
          match=op("binary", "half", fn="mul", b=const("half", approx=0.5),

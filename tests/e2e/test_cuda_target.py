@@ -330,3 +330,67 @@ def test_save_writes_llvm_ir_only(tmp_path: Any) -> None:
         with pytest.raises(PyoccError, match=r"target cuda writes LLVM IR \(\.ll\) only"):
             compiled.save(tmp_path / f"model{suffix}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.ll"]
+
+
+def _preact_graph(channels: int, kernel: int, input_read_after: bool) -> onnx.ModelProto:
+    """BatchNormalization -> Relu -> Conv (DenseNet's pre-activation, fused to
+    dnn.preact_conv), then, when `input_read_after`, Relu(x) as a second output,
+    so that x is still live after the convolution."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(channels + kernel)
+    c, m = channels, 6
+    arrays = {"s": rng.standard_normal(c), "b": rng.standard_normal(c), "mean": rng.standard_normal(c),
+              "var": rng.uniform(0.5, 2.0, c), "w": rng.standard_normal([m, c, kernel, kernel]) / c,
+              "wb": rng.standard_normal(m)}
+    inits = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in arrays.items()]
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["pre"]),
+             helper.make_node("Conv", ["pre", "w", "wb"], ["y"], pads=[kernel // 2] * 4)]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, 6, 6])]
+    if input_read_after:
+        nodes.append(helper.make_node("Relu", ["x"], ["x_relu"]))
+        outputs.append(helper.make_tensor_value_info("x_relu", TensorProto.FLOAT, [1, c, 6, 6]))
+    graph = helper.make_graph(nodes, "preact", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 6, 6])],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
+@pytest.mark.parametrize("channels, kernel, read_after, path", [
+    (80, 1, True, "blocks"),  # 1x1: pre-activated 64 + 16 channels at a time, each block a cuBLAS product
+    (8, 3, True, "scratch"),  # 3x3, x live after it: the whole pre-activated x in the op's scratch buffer
+    (8, 3, False, "in place"),  # 3x3, x dies there: pre-activated in place, no scratch
+])
+def test_preact_conv_runs_on_cuda(memory: str, channels: int, kernel: int, read_after: bool, path: str) -> None:
+    """DenseNet's pre-activation convolution on target=cuda: a generated
+    kernel (its host twin here) pre-activates into planned scratch (or in
+    place), then cuBLAS or cuDNN convolves; the outputs match onnxruntime."""
+    from pyocc.dialects.dnn import ops as d
+    from pyocc.lowering.cuda_scratch import preact_block, preact_in_place
+
+    model = _preact_graph(channels, kernel, read_after)
+    x = np.random.default_rng(1).standard_normal([1, channels, 6, 6]).astype(np.float32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})
+    fake = FakeCuda()
+    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake, reorder="given",
+                             workspace=1 << 16)
+    (op,) = [o for o in compiled.module.walk() if isinstance(o, d.PreActConvOp)]
+    assert path == ("in place" if preact_in_place(op) else "blocks" if preact_block(op) else "scratch")
+    # blocks: one 64-channel block of 6x6 floats; scratch: x (1152 B, to 1280 for alignment) then
+    # cuDNN's 64 KiB; in place: cuDNN's 64 KiB only
+    assert op.workspace is not None
+    assert d.type_bytes(op.workspace.type) == {"blocks": 4 * 64 * 36, "scratch": 1280 + (1 << 16),
+                                               "in place": 1 << 16}[path]
+    got = compiled.run({"x": x})
+    for value, want in zip(got.values(), expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+    assert fake.errors == []
+    blocks = -(-channels // 64)
+    assert fake.calls["cuLaunchKernel"] == (blocks if path == "blocks" else 1)
+    assert fake.calls["cublasSgemm_v2"] == (blocks if path == "blocks" else 0)
+    assert fake.calls["cudnnConvolutionForward"] == (0 if path == "blocks" else 1)
+    compiled.native.close()
+    assert fake.leaks() == []
