@@ -5,7 +5,7 @@ its own: every buffer lives in device memory (the CUDA runtime), and every dnn
 op becomes a short sequence of library calls: cuDNN for convolution, pooling,
 activations, softmax, LRN and elementwise tensor arithmetic; cuBLAS for
 matrix products; the runtime's asynchronous copies for concat, split and I/O.
-The functions it may call are those of `pyocc.lowering.cuda_api` (one table
+The functions it may call are those of `pyocc.runtime.cuda_api` (one table
 for the lowering, the runtime that binds them, and the CPU stand-in tests use).
 
 ABI (per function NAME; version 1, "target": "cuda" in the table):
@@ -71,7 +71,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 from pyocc.lowering.convert_dnn_to_llvm import (
     PTR,
     LlvmBuilder,

@@ -3,7 +3,7 @@ code on machines without a GPU.
 
 Generated host code calls NVIDIA's libraries through function addresses bound
 to its external symbols. `FakeCuda.symbols()` hands out, for every function of
-pyocc.lowering.cuda_api.FUNCTIONS, the address of a ctypes callback with the
+pyocc.runtime.cuda_api.FUNCTIONS, the address of a ctypes callback with the
 same C signature, so the same generated code runs end to end on the CPU:
 
 - "device memory" is numpy memory that cudaMalloc fills with 0xFF bytes (a
@@ -43,7 +43,7 @@ __all__ = ["FakeCuda", "ContractViolation", "HUGE_WORKSPACE"]
 
 class FakeCuda(CudaRuntime, Cudnn, Cublas):
     """A CPU stand-in for the CUDA runtime, cuDNN and cuBLAS functions that
-    `target=cuda` code calls (pyocc.lowering.cuda_api.FUNCTIONS).
+    `target=cuda` code calls (pyocc.runtime.cuda_api.FUNCTIONS).
 
     Bind generated code's external symbols to `symbols()` and run it: device
     memory is numpy memory, kernels are numpy, every call is checked against

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 
 #: cudaMalloc's alignment
 ALIGNMENT = 256

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 from pyocc.testing import fake_cuda_math as fm
 from pyocc.testing.fake_cuda.core import (
     CUBLAS_HANDLE,

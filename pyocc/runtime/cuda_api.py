@@ -16,6 +16,7 @@ cudnn_ops.h / cudnn_cnn.h of cuDNN 9, cublas_api.h, driver_types.h).
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,8 +37,6 @@ class ApiFunction:
     def c_prototype(self) -> Any:
         """The ctypes function type of this C function (returns int32): to call
         an address as generated code does, or to implement it as a callback."""
-        import ctypes
-
         kinds = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
                  "f64": ctypes.c_double}
         return ctypes.CFUNCTYPE(ctypes.c_int32, *(kinds[kind] for kind in self.kinds))
