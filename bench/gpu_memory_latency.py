@@ -1,5 +1,7 @@
 """Memory and latency of pyocc's target=cuda code on a GPU, per light model
-and memory mode (eager, lazy, pool), against PyTorch on the same GPU.
+and memory mode (eager, lazy, pool; pool-run on request), against PyTorch on
+the same GPU, with TensorRT's activation memory as an anchor where it is
+installed.
 
 For each light model (random weights, pyocc.testing.light_models) and mode:
 
@@ -10,20 +12,43 @@ For each light model (random weights, pyocc.testing.light_models) and mode:
   copies included): the first run (cold: cuDNN and cuBLAS load their kernels)
   and the median of ``--runs`` runs after two warm-up runs;
 - read ``model.native.alloc_stats()`` after the last run (cudaMalloc and
-  cudaFree calls of that run, its peak activation bytes) and
+  cudaFree calls of that run, its peak activation bytes), the pools init
+  allocated once (``model.native.init_pool_allocations`` / ``init_pool_bytes``:
+  pool mode allocates its pool at init, pool-run per run, Occamy's way) and
   ``model.report`` (planned activation, weight and workspace bytes).
 
 The peer is PyTorch eager on the same GPU running the same ONNX model,
 converted with onnx2torch (TF32 off on both sides, as pyocc uses plain fp32
 math); where onnx2torch is missing or fails on a model, onnxruntime's
 CUDAExecutionProvider when present (latency only), else "peer unavailable".
-PyTorch's peak is ``torch.cuda.max_memory_allocated()`` over one run.
+PyTorch's side is read from its caching allocator's statistics
+(``torch.cuda.memory_stats()``) over one run after the warm-up and
+``torch.cuda.reset_peak_memory_stats()``: ``allocated_bytes.all.peak`` (the
+peak of live tensors), ``reserved_bytes.all.peak`` (what the allocator held
+from the device), and, as differences across the run,
+``allocation.all.allocated`` (allocation requests) and ``num_device_alloc``
+(cudaMalloc calls; 0 once the cache is warm).
+
+The cuDNN workspace is included on both sides: pyocc plans it as a buffer
+of the pool (``--workspace`` bytes per convolution, live only while it
+runs), and PyTorch allocates cuDNN's workspace through the same caching
+allocator, so it is in ``allocated_bytes.all.peak``.
+
+Where the ``tensorrt`` wheel imports, TensorRT builds an fp32 engine (TF32
+off, builder optimisation level 0 so that it builds in seconds) of the same
+model and its activation memory,
+``engine.device_memory_size_v2`` (``device_memory_size`` before TensorRT 10),
+is recorded as an anchor: the scratch TensorRT itself plans for one
+inference, workspace included; otherwise one line says it is not installed.
 
 Memory columns, in MiB:
-- act: activation bytes: pyocc's measured peak (alloc_stats().peak_bytes);
-  PyTorch's peak minus its weights, input and output tensors;
+- act: activation bytes: pyocc's measured peak per run (alloc_stats().peak_bytes)
+  plus the pool init allocated (pool mode): the pool, planned cuDNN
+  workspace included; PyTorch's allocated peak minus its weights, input and
+  output tensors (cuDNN's workspace included);
 - total: everything the run needs on the device: pyocc's act + weights +
-  graph inputs/outputs + workspace (model.report); PyTorch's peak allocated.
+  graph inputs/outputs + the workspace init allocates outside the plan
+  (model.report); PyTorch's allocated peak (reserved peak beside it).
 
     python bench/gpu_memory_latency.py                       # all nine models, 20 runs
     python bench/gpu_memory_latency.py --models resnet50 squeezenet --runs 50 --out results/
@@ -57,6 +82,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
 
 MODES = ("eager", "lazy", "pool")
+#: what --modes may name: pool-run is pool mode with the pool allocated per run (Occamy's way)
+ALL_MODES = (*MODES, "pool-run")
 RTOL, ATOL = 1e-3, 1e-4
 MIB = 2**20
 
@@ -65,6 +92,10 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=LIGHT_MODELS, choices=LIGHT_MODELS, metavar="MODEL",
                         help=f"light models to run (default: all of {', '.join(LIGHT_MODELS)})")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=ALL_MODES, metavar="MODE",
+                        help=f"memory modes (default: {' '.join(MODES)}; pool-run: the pool allocated per run)")
+    parser.add_argument("--tensorrt", default="auto", choices=["auto", "none"],
+                        help="auto: record TensorRT's activation memory where the tensorrt wheel imports")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per model, mode and peer (median)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs after the first, before timing")
     parser.add_argument("--out", type=Path, help="folder for results.md and results.json")
@@ -93,8 +124,10 @@ class ModeResult:
     median_ms: float | None = None
     mallocs_per_run: int | None = None
     frees_per_run: int | None = None
+    init_mallocs: int | None = None
+    """pools cudaMalloc'd once, by init (pool mode: 1; the weights are not counted)"""
     act_bytes: int | None = None
-    """measured peak activation bytes of the last run (alloc_stats)"""
+    """measured peak activation bytes of the last run (alloc_stats) plus the pools init allocated"""
     planned_act_bytes: int | None = None
     weight_bytes: int | None = None
     io_bytes: int | None = None
@@ -119,6 +152,13 @@ class PeerResult:
     median_ms: float | None = None
     act_bytes: int | None = None
     total_bytes: int | None = None
+    """allocated_bytes.all.peak over one run"""
+    reserved_bytes: int | None = None
+    """reserved_bytes.all.peak over one run"""
+    requests_per_run: int | None = None
+    """allocation.all.allocated over one run: the allocator's requests"""
+    device_mallocs_per_run: int | None = None
+    """num_device_alloc over one run: cudaMalloc calls (0 with a warm cache)"""
     max_abs_err: float | None = None
     note: str | None = None
 
@@ -130,6 +170,9 @@ class ModelResult:
     model: str
     modes: dict[str, ModeResult] = field(default_factory=dict)
     peer: PeerResult = field(default_factory=PeerResult)
+    tensorrt_act_bytes: int | None = None
+    """TensorRT's device memory for one inference of an fp32 engine (an anchor)"""
+    tensorrt_note: str | None = None
     error: str | None = None
 
 
@@ -146,7 +189,7 @@ def max_abs_error(got: list[Any], want: list[Any]) -> tuple[float, bool]:
     if len(got) != len(want):
         return math.inf, False
     worst, close = 0.0, True
-    for g, w in zip(got, want):
+    for g, w in zip(got, want, strict=True):
         g, w = np.asarray(g), np.asarray(w)
         if g.shape != w.shape:
             return math.inf, False
@@ -177,14 +220,15 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
 
     result = ModeResult(mode)
     compiled = None
+    memory, _, allocation = mode.partition("-")
     try:
         start = time.perf_counter()
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"pool_allocation": allocation} if allocation else {}
         if args.fake_cuda:
             from pyocc.testing.fake_cuda import FakeCuda
 
             extra["cuda_libraries"] = FakeCuda()
-        compiled = pyocc_compile(model, target=args.target, memory=mode, **extra)
+        compiled = pyocc_compile(model, target=args.target, memory=memory, **extra)
         result.compile_s = time.perf_counter() - start
         outputs: dict[str, Any] = {}
 
@@ -194,7 +238,10 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
         result.first_ms, result.median_ms = timed(run, args.runs, args.warmup)
         result.max_abs_err, result.matches = max_abs_error([outputs[n] for n in compiled.output_names], reference)
         stats = compiled.native.alloc_stats()
-        result.mallocs_per_run, result.frees_per_run, result.act_bytes = stats.allocations, stats.frees, stats.peak_bytes
+        init_pools = getattr(compiled.native, "init_pool_bytes", 0)  # target cuda: the pool init allocated
+        result.mallocs_per_run, result.frees_per_run = stats.allocations, stats.frees
+        result.init_mallocs = getattr(compiled.native, "init_pool_allocations", 0)
+        result.act_bytes = stats.peak_bytes + init_pools
         report = compiled.report
         result.planned_act_bytes = report.activation_bytes
         result.weight_bytes, result.io_bytes = report.weight_bytes, report.io_bytes
@@ -299,15 +346,20 @@ def measure_torch_peer(model: Any, inputs: dict[str, Any], reference: list[Any],
             outputs[:] = [r.cpu().numpy() for r in result]  # .cpu() waits for the GPU
 
     peer.first_ms, peer.median_ms = timed(run, args.runs, args.warmup)
-    if on_gpu:  # one more run, for its peak
+    if on_gpu:  # one more run after the warm-up ones, for the allocator's statistics
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
-        resident = torch.cuda.memory_allocated()  # the weights: the last run's tensors are freed
+        before = torch.cuda.memory_stats()
+        resident = before.get("allocated_bytes.all.current", 0)  # the weights: the last run's tensors are freed
         run()
         torch.cuda.synchronize()
-        peak = torch.cuda.max_memory_allocated()
+        after = torch.cuda.memory_stats()
+        peak = after.get("allocated_bytes.all.peak", 0)
         input_bytes = sum(int(np.asarray(inputs[n]).nbytes) for n in names)
         peer.total_bytes = peak
+        peer.reserved_bytes = after.get("reserved_bytes.all.peak")
+        peer.requests_per_run = after.get("allocation.all.allocated", 0) - before.get("allocation.all.allocated", 0)
+        peer.device_mallocs_per_run = after.get("num_device_alloc", 0) - before.get("num_device_alloc", 0)
         peer.act_bytes = max(0, peak - resident - input_bytes - output_bytes)
     peer.max_abs_err, close = max_abs_error(outputs, reference)
     if not close:
@@ -356,6 +408,41 @@ def measure_peer(model: Any, inputs: dict[str, Any], reference: list[Any], args:
     return PeerResult(note="; ".join(failures) or "peer not requested")
 
 
+def tensorrt_activation_bytes(model: Any) -> int:
+    """TensorRT's device memory for one inference of an fp32 engine (TF32
+    off) of `model`: engine.device_memory_size_v2 (device_memory_size before
+    TensorRT 10), the activations and scratch TensorRT plans itself."""
+    import tensorrt as trt
+
+    logger = trt.Logger(trt.Logger.ERROR)
+    builder = trt.Builder(logger)
+    explicit = 0 if int(trt.__version__.split(".")[0]) >= 10 else 1 << int(
+        trt.NetworkDefinitionCreationFlag.EXPLICIT_BATCH)
+    network = builder.create_network(explicit)
+    parser = trt.OnnxParser(network, logger)
+    if not parser.parse(model_for_peer(model).SerializeToString()):
+        raise RuntimeError("; ".join(str(parser.get_error(i)) for i in range(parser.num_errors)))
+    config = builder.create_builder_config()
+    config.clear_flag(trt.BuilderFlag.TF32)
+    if hasattr(config, "builder_optimization_level"):  # the quickest build: this is a memory anchor, not a race
+        config.builder_optimization_level = 0
+    serialized = builder.build_serialized_network(network, config)
+    if serialized is None:
+        raise RuntimeError("TensorRT built no engine")
+    engine = trt.Runtime(logger).deserialize_cuda_engine(serialized)
+    size = getattr(engine, "device_memory_size_v2", None)
+    return int(size if size is not None else engine.device_memory_size)
+
+
+def tensorrt_status() -> str | None:
+    """None when the tensorrt wheel imports; else the one line saying why not."""
+    try:
+        import tensorrt  # noqa: F401
+    except Exception as e:  # noqa: BLE001 - any import failure means no anchor
+        return f"TensorRT: not installed ({one_line(e)})"
+    return None
+
+
 def _on_gpu(args: argparse.Namespace) -> bool:
     return args.target == "cuda" and not args.fake_cuda
 
@@ -370,9 +457,16 @@ def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
     except Exception as e:  # noqa: BLE001
         result.error = one_line(e)
         return result
-    for mode in MODES:
+    for mode in args.modes:
         result.modes[mode] = measure_mode(model, inputs, reference, mode, args)
         print(f"  {name} {mode}: {_mode_line(result.modes[mode])}", flush=True)
+    if args.tensorrt == "auto" and _on_gpu(args) and tensorrt_status() is None:
+        try:
+            result.tensorrt_act_bytes = tensorrt_activation_bytes(model)
+        except Exception as e:  # noqa: BLE001 - an anchor failing is reported, not fatal
+            result.tensorrt_note = one_line(e)
+        print(f"  {name} TensorRT activation: {_mib(result.tensorrt_act_bytes)} MiB"
+              + (f" ({result.tensorrt_note})" if result.tensorrt_note else ""), flush=True)
     if args.peer != "none":
         result.peer = measure_peer(model, inputs, reference, args)
         print(f"  {name} peer: {result.peer.name} {_fmt(result.peer.median_ms)} ms"
@@ -396,7 +490,8 @@ def _mode_line(r: ModeResult) -> str:
         return f"ERROR {r.error}"
     verdict = "ok" if r.matches else f"MISMATCH (max abs err {r.max_abs_err:.1e})"
     return (f"{_fmt(r.median_ms)} ms (first {_fmt(r.first_ms, 1)}), {r.mallocs_per_run}/{r.frees_per_run} "
-            f"malloc/free, act {_mib(r.act_bytes)} MiB, compile {_fmt(r.compile_s, 1)} s, {verdict}")
+            f"malloc/free per run, {r.init_mallocs} at init, act {_mib(r.act_bytes)} MiB, "
+            f"compile {_fmt(r.compile_s, 1)} s, {verdict}")
 
 
 def geomean(values: list[float]) -> float | None:
@@ -409,25 +504,29 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return a / b if a is not None and b else None
 
 
-def markdown_tables(results: list[ModelResult], header: str) -> str:
-    """The per-mode table, the pool-vs-peer table and the goals, as Markdown."""
-    lines = [header, "", "### pyocc, per model and memory mode", "",
-             "| model | mode | median ms | first ms | cudaMalloc/free per run | act MiB (planned) | total MiB "
-             "| compile s | vs onnxruntime CPU |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+def markdown_tables(results: list[ModelResult], header: str, tensorrt: str | None = None) -> str:
+    """The per-mode table, the pool-vs-peer table and the goals, as Markdown;
+    `tensorrt` is the line saying why TensorRT was not measured (None: it was)."""
+    lines = [header, "", "Activation memory includes the cuDNN workspace on both sides (pyocc: planned in the "
+             "pool; PyTorch: allocated through its caching allocator).", "",
+             "### pyocc, per model and memory mode", "",
+             "| model | mode | median ms | first ms | cudaMalloc/free per run | cudaMalloc at init (pools) "
+             "| act MiB (planned) | total MiB | compile s | vs onnxruntime CPU |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for m in results:
         if m.error:
-            lines.append(f"| {m.model} | – | | | | | | | ERROR {m.error} |")
+            lines.append(f"| {m.model} | – | | | | | | | | ERROR {m.error} |")
         for r in m.modes.values():
             check = (f"ERROR {r.error}" if r.error else "ok" if r.matches
                      else f"MISMATCH {r.max_abs_err:.1e}")
             lines.append(f"| {m.model} | {r.mode} | {_fmt(r.median_ms)} | {_fmt(r.first_ms, 1)} | "
-                         f"{_fmt_calls(r)} | {_mib(r.act_bytes)} ({_mib(r.planned_act_bytes)}) | "
+                         f"{_fmt_calls(r)} | {'–' if r.init_mallocs is None else r.init_mallocs} | "
+                         f"{_mib(r.act_bytes)} ({_mib(r.planned_act_bytes)}) | "
                          f"{_mib(r.total_bytes)} | {_fmt(r.compile_s, 1)} | {check} |")
     lines += ["", "### pool mode against the peer", "",
-              "| model | peer | peer median ms | peer first ms | peer act MiB | peer total MiB | "
-              "speedup (peer/pool) | total memory saved |",
-              "|---|---|---:|---:|---:|---:|---:|---:|"]
+              "| model | peer | peer median ms | peer first ms | peer act MiB | peer total MiB (reserved) | "
+              "peer requests / cudaMalloc per run | TensorRT act MiB | speedup (peer/pool) | total memory saved |",
+              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     speedups, savings = [], []
     for m in results:
         pool, peer = m.modes.get("pool"), m.peer
@@ -438,15 +537,20 @@ def markdown_tables(results: list[ModelResult], header: str) -> str:
             speedups.append(speedup)
         if saved is not None:
             savings.append(saved)
+        requests = ("–" if peer.requests_per_run is None
+                    else f"{peer.requests_per_run} / {peer.device_mallocs_per_run}")
+        trt = _mib(m.tensorrt_act_bytes) if m.tensorrt_note is None else f"– ({m.tensorrt_note})"
         lines.append(f"| {m.model} | {peer.name}{' – ' + peer.note if peer.note else ''} | "
                      f"{_fmt(peer.median_ms)} | {_fmt(peer.first_ms, 1)} | {_mib(peer.act_bytes)} | "
-                     f"{_mib(peer.total_bytes)} | {_fmt(speedup)} | "
-                     f"{'–' if saved is None else f'{saved:.1%}'} |")
+                     f"{_mib(peer.total_bytes)} ({_mib(peer.reserved_bytes)}) | {requests} | {trt} | "
+                     f"{_fmt(speedup)} | {'–' if saved is None else f'{saved:.1%}'} |")
     speedup_mean = geomean(speedups)
     saving_mean = sum(savings) / len(savings) if savings else None
     lines += ["", f"geometric-mean speedup of pool mode over the peer: {_fmt(speedup_mean)}x "
                   f"({len(speedups)} models); mean total memory saved: "
                   f"{'–' if saving_mean is None else f'{saving_mean:.1%}'} ({len(savings)} models)"]
+    if tensorrt is not None:
+        lines += ["", tensorrt]
     lines += ["", "### goals (issue #7)", ""] + [f"- {g}" for g in goals(results, speedup_mean, saving_mean)]
     return "\n".join(lines) + "\n"
 
@@ -531,7 +635,10 @@ def main(argv: list[str] | None = None) -> int:
              "CPU stand-in (dry run)" if args.fake_cuda else "host (dry run)")
     header = (f"## target {args.target}: {where}"
               f", median of {args.runs} runs, {elapsed:.0f} s in all")
-    text = markdown_tables(results, header)
+    trt_status = tensorrt_status() if args.tensorrt == "auto" and _on_gpu(args) else (
+        "TensorRT: not measured (no GPU)" if args.tensorrt == "auto" else "TensorRT: not requested")
+    env["tensorrt"] = trt_status or "measured"
+    text = markdown_tables(results, header, trt_status)
     if left_out:
         text += f"\nleft out for the time budget ({args.budget_s:.0f} s): {', '.join(left_out)}\n"
     print("\n" + text)

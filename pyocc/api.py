@@ -93,6 +93,10 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
+    allocator_calls_at_init: int | None = None
+    """Activation allocations made once, when the model is initialised: the
+    planned pools on target cuda with pool allocation `init` (None on the
+    host). The weights and the convolution workspace are not counted."""
     tensor_lower_bound_bytes: int | None = None
     """Max-live bytes of the tensors, each in its own bytes, before
     coalescing: what the plan would be bound by without coalescing (at
@@ -165,7 +169,9 @@ class MemoryReport:
             f"planning         {self.plan_ms:.1f} ms",
         ]
         if self.allocator_calls_per_run is not None:
-            lines.append(f"allocator calls  {self.allocator_calls_per_run} per run")
+            at_init = ("" if self.allocator_calls_at_init is None
+                       else f", {self.allocator_calls_at_init} at init")
+            lines.append(f"allocator calls  {self.allocator_calls_per_run} per run{at_init}")
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
@@ -197,6 +203,8 @@ def lower(
     pool_candidates: str | None = None,
     reorder: str = Options.reorder,
     target: str = "host",
+    pool_allocation: str | None = None,
+    workspace: int = Options.workspace,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -206,14 +214,19 @@ def lower(
     the pools of the buffers each kind of op writes. `reorder` is
     dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX order).
     `target` "cuda" stages inputs and outputs through device buffers and
-    applies only the fusions cuDNN can run.
+    applies only the fusions cuDNN can run; there `pool_allocation` says when
+    the planned pool is allocated: "init" (default: once per model) or "run"
+    (once per run, Occamy's way), and `workspace` the bytes of cuDNN
+    workspace each convolution may use, planned as a buffer (so the
+    activation memory includes it).
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
-                          reorder=reorder, target=target)
+                          reorder=reorder, target=target,
+                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -256,10 +269,15 @@ def lower(
             pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
             traffic=buffer_traffic(b),
         ))
+    at_init = None if options.target == "host" else 0
     if memory == "pool":
         inits = [o for o in ops if isinstance(o, d.PoolInitOp)]
         activation = sum(o.size.value.data for o in inits)
-        calls = len(inits) + sum(1 for o in ops if isinstance(o, d.MallocOp))
+        calls = sum(1 for o in ops if isinstance(o, d.MallocOp))
+        if options.target == "cuda" and options.pool_allocation == "init":
+            at_init = len(inits)
+        else:
+            calls += len(inits)
     elif memory == "lazy":
         activation, calls = liveness.lower_bound, len(buffers)
     else:
@@ -276,6 +294,7 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
+        allocator_calls_at_init=at_init,
         tensor_lower_bound_bytes=tensor_liveness.lower_bound,
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
@@ -285,6 +304,19 @@ def lower(
     if options.memory_pools:
         _report_pools(report, function, options)
     return module, report
+
+
+def _pool_allocation(pool_allocation: str | None, target: str) -> str:
+    """When the planned pool is allocated: `pool_allocation` checked, or the
+    target's way (cuda: once, at init; host: per run) when it is None."""
+    if pool_allocation is None:
+        return "init" if target == "cuda" else "run"
+    if pool_allocation not in ("init", "run"):
+        raise PyoccError(f"pool allocation must be init or run, got '{pool_allocation}'")
+    if target == "host" and pool_allocation == "init":
+        raise PyoccError("pool allocation 'init' is for target cuda; the host allocates its pool per run "
+                         "(drop --pool-allocation or use --target cuda)")
+    return pool_allocation
 
 
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
@@ -381,6 +413,7 @@ def compile(  # noqa: A001 - the name users expect
     reorder: str = Options.reorder,
     cuda_libraries: Any = None,
     workspace: int = 32 << 20,
+    pool_allocation: str | None = None,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -389,8 +422,10 @@ def compile(  # noqa: A001 - the name users expect
     out-of-bounds writes stop the run with an error (for testing).
     On 'cuda', `cuda_libraries` provides the library functions (default:
     NVIDIA's, found by pyocc.runtime.cuda; tests pass
-    pyocc.testing.fake_cuda.FakeCuda()) and `workspace` is the convolution
-    workspace in bytes."""
+    pyocc.testing.fake_cuda.FakeCuda()), `workspace` is the convolution
+    workspace in bytes, and `pool_allocation` says when the planned pool is
+    allocated: "init" (the default: once, when the model is loaded) or "run"
+    (a cudaMalloc and cudaFree per run, Occamy's way)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if target == "cuda" and sanitize:
@@ -405,8 +440,9 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target)
-    native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace)
+                           target=target, pool_allocation=pool_allocation, workspace=workspace)
+    native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
+                            pool_allocation=_pool_allocation(pool_allocation, target))
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
     compiled = Model(module, report, native)

@@ -8,6 +8,7 @@ A flow has three stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
     buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
+                    (target cuda: plus the scratch buffers its lowering needs)
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
 The Python API (`pyocc.api.lower`) runs the same stages, so the command
@@ -76,6 +77,15 @@ class Options:
     """Where the code runs: host, or cuda (inputs and outputs are staged
     through device buffers, and only fusions cuDNN can run are applied)."""
 
+    workspace: int = 32 << 20
+    """target cuda: bytes of cuDNN workspace each convolution may use,
+    planned as a buffer live around it (dnn-cuda-scratch)."""
+
+    pool_allocation: str = "init"
+    """target cuda, pool mode: when the planned pool is allocated: init (once
+    per model, by NAME_init) or run (once per run, Occamy's way). The host's
+    pool is allocated per run."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -103,6 +113,10 @@ def buffer_passes(options: Options) -> list[ModulePass]:
         passes.append(DnnCoalescePass(mode=mode))
     if options.sanitize:
         passes.append(DnnSanitizePass())
+    if options.target == "cuda":
+        from pyocc.lowering.cuda_scratch import DnnCudaScratchPass
+
+        passes.append(DnnCudaScratchPass(workspace=options.workspace, mode=mode, alignment=options.alignment))
     return passes
 
 

@@ -53,6 +53,8 @@ _PASSES: list[tuple[str, str, str, str]] = [
     ("dnn-sanitize", "pyocc.rewrites.dnn_sanitize", "DnnSanitizePass", "poison dead buffers, check guard bytes"),
     ("dnn-memory-pool", "pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass",
      "malloc/dealloc -> one planned pool (dnn.pool_init + dnn.mem_offset)"),
+    ("dnn-cuda-scratch", "pyocc.lowering.cuda_scratch", "DnnCudaScratchPass",
+     "give each cuda convolution a planned workspace buffer of --workspace bytes"),
     ("convert-dnn-to-llvm", "pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass",
      "buffer-form dnn -> llvm dialect {target=host|cuda}"),
     ("dnn-print-liveness", "pyocc.analysis.print_liveness", "DnnPrintLivenessPass",

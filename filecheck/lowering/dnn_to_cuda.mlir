@@ -1,10 +1,18 @@
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda}" | filecheck %s
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda pool_allocation=run}" | filecheck %s --check-prefix=OCCAMY
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda pool_allocation=sometimes}" 2>&1 | filecheck %s --check-prefix=BADOPT
 
 // Pool mode, Occamy's Conv+ReLU fusion: init creates the handles and the
-// descriptors once, picks the algorithm and uploads the weights; run makes
-// exactly one cudaMalloc (the pool), copies the input in, calls
-// cudnnConvolutionBiasActivationForward on pool offsets, copies out, frees
-// the pool. Every call's status is checked: a failure returns the call's number.
+// descriptors once, allocates the planned pool (pool_allocation=init, the
+// default), picks the algorithm and uploads the weights; run makes no
+// cudaMalloc and no cudaFree: it reads the pool's address from a global,
+// copies the input in, calls cudnnConvolutionBiasActivationForward on pool
+// offsets and copies out; destroy frees the pool. Every call's status is
+// checked: a failure returns the call's number.
+// With pool_allocation=run (Occamy's way, OCCAMY) run allocates and frees
+// the pool itself and init and destroy do not.
+
+// BADOPT: pool-allocation must be init or run, got 'sometimes'
 
 func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
   %p = dnn.pool_init {size = 2048 : i64} : memref<2048xi8>
@@ -20,12 +28,16 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 }
 
 // CHECK:       llvm.mlir.global internal @conv_relu_stream(0 : i64)
+// CHECK:       llvm.mlir.global internal @conv_relu_pool0(0 : i64)
 // CHECK:       llvm.mlir.global internal constant @conv_relu_ints{{[0-9]+}}(dense<1> : tensor<2xi32>)
-// CHECK:       llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22target\22:\22cuda\22{{.*}}cudnnConvolutionBiasActivationForward (dnn.conv #0){{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048}{{.*}}")
+// CHECK:       llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22target\22:\22cuda\22{{.*}}cudnnConvolutionBiasActivationForward (dnn.conv #0){{.*}}\22memory\22:{\22allocations\22:0,\22peak_bytes\22:0},\22init_memory\22:{\22allocations\22:1,\22bytes\22:2048}{{.*}}")
 // CHECK-LABEL: llvm.func @conv_relu_init(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) -> i32
 // CHECK:         llvm.call @cudaStreamCreate
 // CHECK:         llvm.call @cudnnCreate(
 // CHECK:         llvm.call @cudnnSetStream
+// CHECK:         %[[POOLSLOT:.*]] = llvm.mlir.addressof @conv_relu_pool0 : !llvm.ptr
+// CHECK:         %[[SIZE:.*]] = llvm.mlir.constant(2048) : i64
+// CHECK-NEXT:    llvm.call @cudaMalloc(%[[POOLSLOT]], %[[SIZE]])
 // CHECK:         llvm.call @cudnnSetConvolutionNdDescriptor
 // CHECK:         llvm.call @cudnnSetConvolutionGroupCount
 // CHECK:         llvm.call @cudnnSetFilterNdDescriptor
@@ -35,23 +47,23 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:         llvm.call @cudaMalloc
 // CHECK:         llvm.call @cudaMemcpy(
 // CHECK:       llvm.func @conv_relu_run(%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr) -> i32
-// CHECK:         %[[SLOT:.*]] = llvm.alloca
+// CHECK-NOT:     @cudaMalloc
 // CHECK:         %[[X:.*]] = llvm.load %[[IN]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[Y:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
-// CHECK:         %[[S0:.*]] = llvm.call @cudaMalloc(%[[SLOT]], %{{.*}}) : (!llvm.ptr, i64) -> i32
-// CHECK:         %[[N0:.*]] = llvm.mlir.constant(4 : i32) : i32
-// CHECK:         %[[F0:.*]] = llvm.icmp "ne" %[[S0]], %{{.*}} : i32
-// CHECK-NEXT:    llvm.cond_br %[[F0]], ^[[FAIL:.*]](%[[N0]], %[[S0]] : i32, i32), ^{{.*}}
-// CHECK:         %[[POOL:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NOT:     @cudaMalloc
+// CHECK:         %[[RUNSLOT:.*]] = llvm.mlir.addressof @conv_relu_pool0 : !llvm.ptr
+// CHECK-NEXT:    %[[POOL:.*]] = llvm.load %[[RUNSLOT]] : !llvm.ptr -> !llvm.ptr
 // CHECK:         %[[T:.*]] = llvm.getelementptr inbounds %[[POOL]][1024] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:         llvm.call @cudaMemcpyAsync(%[[POOL]], %[[X]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK:         %[[S1:.*]] = llvm.call @cudnnConvolutionBiasActivationForward(%{{.*}}, %{{.*}}, %{{.*}}, %[[POOL]], {{.*}}, %[[T]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[T]])
+// CHECK:         %[[N1:.*]] = llvm.mlir.constant({{[0-9]+}} : i32) : i32
 // CHECK:         llvm.icmp "ne" %[[S1]]
-// CHECK-NEXT:    llvm.cond_br %{{.*}}, ^[[FAIL]](%{{.*}}, %[[S1]] : i32, i32), ^{{.*}}
+// CHECK-NEXT:    llvm.cond_br %{{.*}}, ^[[FAIL:.*]](%[[N1]], %[[S1]] : i32, i32), ^{{.*}}
 // CHECK-NOT:     @cudaMalloc
+// CHECK-NOT:     @cudaFree
 // CHECK:         llvm.call @cudaMemcpyAsync(%[[Y]], %[[T]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-NOT:     @cudaMalloc
-// CHECK:         llvm.call @cudaFree(%[[POOL]])
+// CHECK-NOT:     @cudaFree
 // CHECK:         llvm.call @cudaStreamSynchronize
 // CHECK:       ^[[FAIL]](%[[CALL:.*]]: i32, %[[STATUS:.*]]: i32):
 // CHECK-NEXT:    %[[WIDE:.*]] = llvm.sext %[[STATUS]] : i32 to i64
@@ -59,11 +71,36 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK-NEXT:    llvm.store %[[WIDE]], %[[SLOT4]]
 // CHECK-NEXT:    llvm.return %[[CALL]] : i32
 // CHECK-LABEL: llvm.func @conv_relu_destroy
+// CHECK:         %[[FREESLOT:.*]] = llvm.mlir.addressof @conv_relu_pool0 : !llvm.ptr
+// CHECK-NEXT:    %[[FREEPOOL:.*]] = llvm.load %[[FREESLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    llvm.call @cudaFree(%[[FREEPOOL]])
 // CHECK:         llvm.call @cudnnDestroyConvolutionDescriptor
 // CHECK:         llvm.call @cudnnDestroy(
 // CHECK:         llvm.call @cudaStreamDestroy
 // CHECK:       llvm.func @cudaMalloc(!llvm.ptr, i64) -> i32
 // CHECK:       llvm.func @cublasSgemm_v2(
+
+// OCCAMY-NOT:    @conv_relu_pool0
+// OCCAMY:        llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048},\22init_memory\22:{\22allocations\22:0,\22bytes\22:0}{{.*}}")
+// OCCAMY-LABEL:  llvm.func @conv_relu_init
+// OCCAMY-NOT:    @cudaMalloc
+// OCCAMY:        llvm.call @cudnnGetConvolutionForwardAlgorithm_v7
+// OCCAMY:        llvm.call @cudaMalloc
+// OCCAMY:        llvm.call @cudaMalloc
+// OCCAMY-NOT:    @cudaMalloc
+// OCCAMY-LABEL:  llvm.func @conv_relu_run(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) -> i32
+// OCCAMY:        %[[SLOT:.*]] = llvm.alloca
+// OCCAMY:        %[[S0:.*]] = llvm.call @cudaMalloc(%[[SLOT]], %{{.*}}) : (!llvm.ptr, i64) -> i32
+// OCCAMY:        %[[POOL:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// OCCAMY:        llvm.call @cudnnConvolutionBiasActivationForward
+// OCCAMY:        llvm.call @cudaFree(%[[POOL]])
+// OCCAMY:        llvm.call @cudaStreamSynchronize
+// OCCAMY-LABEL:  llvm.func @conv_relu_destroy
+// OCCAMY-NOT:    llvm.func
+// OCCAMY:        llvm.call @cudaFree
+// OCCAMY:        llvm.call @cudaFree
+// OCCAMY-NOT:    @cudaFree
+// OCCAMY:        llvm.func @cudaMalloc(!llvm.ptr, i64) -> i32
 
 // -----
 
@@ -263,3 +300,64 @@ func.func @resize_channels(%x: memref<1x2x3x3xf32> {onnx.name = "x"}, %y: memref
 }
 
 // CHECK: convert-dnn-to-llvm: cannot lower dnn.resize: it resizes axis 1, which has no cuBLAS lowering (the last two axes have; use target=host)
+
+// -----
+
+// DenseNet's pre-activation convolution with its planned scratch buffer
+// (dnn-cuda-scratch), x read after it (so not pre-activated in place): the
+// generated kernel writes relu(x * s[c] + t[c]) to the
+// scratch buffer's start (pool + 2048), cudnnConvolutionForward reads it there
+// and gets the rest as its workspace (pool + 2048 + 768, 4096 bytes; the
+// algorithm init chooses fits those 4096). No workspace of init's own.
+
+func.func @preact(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 8192 : i64} : memref<8192xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 768 : i64} : memref<8192xi8> -> memref<1x3x8x8xf32>
+  %t = dnn.mem_offset %p {offset = 1024 : i64, size = 1024 : i64} : memref<8192xi8> -> memref<1x4x8x8xf32>
+  %ws = dnn.mem_offset %p {offset = 2048 : i64, size = 4864 : i64} : memref<8192xi8> -> memref<4864xi8>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 768 : i64}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
+  "dnn.preact_conv"(%xs, %s, %s, %w, %t, %ws) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>, memref<4864xi8>) -> ()
+  %r = dnn.mem_offset %p {offset = 7168 : i64, size = 768 : i64} : memref<8192xi8> -> memref<1x3x8x8xf32>
+  "dnn.unary"(%xs, %r) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1024 : i64}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.pool_release %p : memref<8192xi8>
+  func.return
+}
+
+// CHECK:       @preact_meta_json("{{.*}}cuLaunchKernel (dnn.preact_conv #0){{.*}}cudnnConvolutionForward (dnn.preact_conv #0){{.*}}\22workspace_limit\22:0{{.*}}\22pointer_bytes\22:[768,768,12,12]{{.*}}")
+// CHECK-LABEL: llvm.func @preact_init
+// CHECK-NOT:     (workspace)
+// CHECK:         llvm.call @cudnnGetConvolutionForwardAlgorithm_v7
+// CHECK:         %[[LIMIT:.*]] = llvm.mlir.constant(4096) : i64
+// CHECK-NEXT:    llvm.icmp "ule" %{{.*}}, %[[LIMIT]] : i64
+// CHECK-LABEL: llvm.func @preact_run
+// CHECK:         %[[SLOT:.*]] = llvm.mlir.addressof @preact_pool0 : !llvm.ptr
+// CHECK-NEXT:    %[[POOL:.*]] = llvm.load %[[SLOT]] : !llvm.ptr -> !llvm.ptr
+// CHECK:         %[[SCRATCH:.*]] = llvm.getelementptr inbounds %[[POOL]][2048] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.store %[[SCRATCH]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK:         %[[WS:.*]] = llvm.getelementptr inbounds %[[SCRATCH]][768] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[WSBYTES:.*]] = llvm.mlir.constant(4096) : i64
+// CHECK:         llvm.call @cudnnConvolutionForward(%{{.*}}, %{{.*}}, %{{.*}}, %[[SCRATCH]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WS]], %[[WSBYTES]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK-LABEL: llvm.func @preact_destroy
+// CHECK-NOT:     (workspace)
+
+// -----
+
+// Negative twin: without its scratch buffer a preact_conv whose input is read
+// after it does not lower on cuda.
+
+func.func @preact_unplanned(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
+  %xs = dnn.malloc {size = 768 : i64, alignment = 64 : i64} : memref<1x3x8x8xf32>
+  %t = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
+  "dnn.preact_conv"(%xs, %s, %s, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>) -> ()
+  %r = dnn.malloc {size = 768 : i64, alignment = 64 : i64} : memref<1x3x8x8xf32>
+  "dnn.unary"(%xs, %r) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  func.return
+}
+
+// CHECK: convert-dnn-to-llvm: cannot lower dnn.preact_conv: its pre-activated input needs a scratch buffer on target=cuda; run dnn-cuda-scratch first

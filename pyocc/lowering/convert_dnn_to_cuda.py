@@ -5,7 +5,7 @@ its own: every buffer lives in device memory (the CUDA runtime), and every dnn
 op becomes a short sequence of library calls: cuDNN for convolution, pooling,
 activations, softmax, LRN and elementwise tensor arithmetic; cuBLAS for
 matrix products; the runtime's asynchronous copies for concat, split and I/O.
-The functions it may call are those of `pyocc.lowering.cuda_api` (one table
+The functions it may call are those of `pyocc.runtime.cuda_api` (one table
 for the lowering, the runtime that binds them, and the CPU stand-in tests use).
 
 ABI (per function NAME; version 1, "target": "cuda" in the table):
@@ -22,10 +22,13 @@ ABI (per function NAME; version 1, "target": "cuda" in the table):
   chosen algorithms need and the weights, once, and copies the weights to the
   device. It counts what it allocated in `state` like `run` does.
 - `run` takes host pointers; `dnn.memcpy` copies inputs in and outputs out on
-  the stream. Memory ops are real device allocations, as Occamy meant them:
-  `dnn.malloc` / `dnn.pool_init` -> cudaMalloc, `dnn.dealloc` /
-  `dnn.pool_release` -> cudaFree, `dnn.mem_offset` -> pool + offset. So eager
-  and lazy mode pay one cudaMalloc per buffer per run, pool mode exactly one.
+  the stream. `dnn.malloc` / `dnn.dealloc` are real device allocations per
+  run, as Occamy meant them (cudaMalloc / cudaFree), so eager and lazy mode
+  pay one cudaMalloc per buffer per run. A planned pool (`dnn.pool_init`) is
+  allocated once, by `init`, and freed by `destroy` (pool_allocation="init",
+  the default): pool mode makes no cudaMalloc per run. With
+  pool_allocation="run" (Occamy's way) `dnn.pool_init` / `dnn.pool_release`
+  are a cudaMalloc / cudaFree per run. `dnn.mem_offset` -> pool + offset.
 - `destroy` releases everything `init` created.
 - `state` is `int64_t[5]`: cudaMalloc calls, cudaFree calls, bytes allocated
   now, peak bytes (as on the host), and the status of a failed call.
@@ -57,7 +60,6 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     MemRefType,
-    StringAttr,
     TensorType,
     f32,
     f64,
@@ -68,7 +70,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 from pyocc.lowering.convert_dnn_to_llvm import (
     PTR,
     LlvmBuilder,
@@ -85,6 +87,7 @@ from pyocc.lowering.convert_dnn_to_llvm import (
     string_global,
     table_header,
 )
+from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block, preact_in_place
 from pyocc.lowering.cuda_kernels import (
     BINARY_FUNCTIONS,
     BLOCK,
@@ -95,6 +98,7 @@ from pyocc.lowering.cuda_kernels import (
     REDUCTIONS,
     UNARY_FUNCTIONS,
     CastKernel,
+    ChannelAffineKernel,
     GatherKernel,
     Kernel,
     LayerNormKernel,
@@ -112,6 +116,8 @@ from pyocc.lowering.cuda_kernels import (
 STATE_STATUS = 4
 #: the most a convolution's workspace may take when the pass option does not say (bytes)
 DEFAULT_WORKSPACE = 32 << 20
+#: when a planned pool is allocated: once by NAME_init (freed by NAME_destroy), or per run (Occamy's way)
+POOL_ALLOCATIONS = ("init", "run")
 
 _KINDS: dict[str, Attribute] = {"ptr": PTR, "i32": i32, "u32": i32, "i64": i64, "f64": f64}
 
@@ -178,6 +184,8 @@ class CudaFunctionLowering:
 
     function: func.FuncOp
     workspace_bytes: int = DEFAULT_WORKSPACE
+    #: "init": each dnn.pool_init is one cudaMalloc in init; "run": one per run
+    pool_allocation: str = "init"
     name: str = ""
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
@@ -186,6 +194,10 @@ class CudaFunctionLowering:
     calls: list[str] = field(default_factory=list)
     #: per-run allocations the IR implies
     tally: MemoryTally = field(default_factory=MemoryTally)
+    #: the pools init allocates once (pool_allocation="init")
+    init_tally: MemoryTally = field(default_factory=MemoryTally)
+    #: pool value -> the global holding its device pointer (pools allocated by init)
+    _init_pools: dict[SSAValue, str] = field(default_factory=dict)
     pools: list[dict[str, Any]] = field(default_factory=list)
     #: module-level globals this function needs (handles, descriptors, constants)
     globals_: list[Operation] = field(default_factory=list)
@@ -202,7 +214,10 @@ class CudaFunctionLowering:
     kernels: list[Kernel] = field(default_factory=list)
     _kernel_globals: dict[Kernel, str] = field(default_factory=dict)
     _kernel_names: dict[Kernel, Kernel] = field(default_factory=dict)
-    _convolutions: int = 0
+    #: convolution algorithms chosen in init
+    _algorithms: int = 0
+    #: convolutions without a planned workspace buffer: they share init's workspace
+    _shared_workspace_users: int = 0
     _op_counts: dict[str, int] = field(default_factory=dict)
     #: the least workspace init allocates (bytes): scratch of ops other than
     #: convolutions (a resize's intermediate), whatever the algorithms need
@@ -375,7 +390,7 @@ class CudaFunctionLowering:
                        self.load_global(init, self.stream), what="cuBLAS stream")
             self.checked_call(init, "cublasSetMathMode", self.load_global(init, self.cublas), api.CUBLAS_PEDANTIC_MATH,
                        what="cuBLAS fp32 math")
-        if self._convolutions or self.workspace_floor:
+        if self._shared_workspace_users or self.workspace_floor:
             b = init.b
             needed = b.load(self.address(init, self.workspace_size), i64)
             if self.workspace_floor:
@@ -412,8 +427,12 @@ class CudaFunctionLowering:
                    what="the generated kernels")
 
     def launch(self, op: Operation, kernel: Kernel, out: SSAValue, inputs: Sequence[SSAValue]) -> None:
-        """run: cuLaunchKernel(kernel) on (out, *inputs); the kernel is
-        compiled once per distinct description."""
+        """run: cuLaunchKernel(kernel) on the buffers (out, *inputs); the
+        kernel is compiled once per distinct description."""
+        self.launch_on(kernel, [self.device_pointer(op, v) for v in (out, *inputs)])
+
+    def launch_on(self, kernel: Kernel, pointers: Sequence[SSAValue]) -> None:
+        """run: cuLaunchKernel(kernel) on device pointers (out first)."""
         if kernel not in self._kernel_names:  # described without a name; named once compiled
             named = dataclasses.replace(kernel, name=f"{self.name}_k{len(self.kernels)}")
             self._kernel_names[kernel] = named
@@ -421,7 +440,6 @@ class CudaFunctionLowering:
             self._kernel_globals[named] = self.global_slot(f"kernel{len(self.kernels) - 1}")
         kernel = self._kernel_names[kernel]
         b = self.run.b
-        pointers = [self.device_pointer(op, v) for v in (out, *inputs)]
         values = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         params = b.add(llvm.AllocaOp(b.const(len(pointers)), PTR, alignment=8)).results[0]
         for index, pointer in enumerate(pointers):  # cuLaunchKernel takes a pointer to each argument
@@ -435,7 +453,7 @@ class CudaFunctionLowering:
         destroy = self.destroy
         if self.weights.bytes:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.device_weights), what="weights")
-        if self._convolutions or self.workspace_floor:
+        if self._shared_workspace_users or self.workspace_floor:
             self.checked_call(destroy, "cudaFree", self.load_global(destroy, self.workspace), what="workspace")
         if self._uses_cublas:
             self.checked_call(destroy, "cublasDestroy_v2", self.load_global(destroy, self.cublas), what="cuBLAS handle")
@@ -497,6 +515,8 @@ class CudaFunctionLowering:
                 self.locations[op.result] = (op.pool, op.offset.value.data)
             case d.MallocOp() | d.PoolInitOp():
                 self._lower_allocation(op)
+            case d.PoolReleaseOp() if op.pool in self._init_pools:
+                pass  # freed by destroy
             case d.DeallocOp() | d.PoolReleaseOp():
                 value = op.operands[0]
                 if value not in self.allocated:
@@ -516,6 +536,13 @@ class CudaFunctionLowering:
         result = op.results[0]
         buffer_spec(op, result.type)
         size = op.size.value.data
+        if isinstance(op, d.PoolInitOp):
+            name = op.pool_name.data if op.pool_name is not None else None
+            self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data,
+                               "allocated": self.pool_allocation})
+            if self.pool_allocation == "init":
+                self._allocate_pool_in_init(op, size)
+                return
         self.checked_call(self.run, "cudaMalloc", self.malloc_slot, max(size, 1), what=op.name)
         b = self.run.b
         self.pointers[result] = b.load(self.malloc_slot, PTR)
@@ -523,9 +550,19 @@ class CudaFunctionLowering:
         self.allocated[result] = size
         count_allocation(b, self.run.state, b.const(size))
         self.tally.allocate(size)
-        if isinstance(op, d.PoolInitOp):
-            name = op.pool_name.data if op.pool_name is not None else None
-            self.pools.append({"name": name, "size": size, "alignment": op.alignment.value.data})
+
+    def _allocate_pool_in_init(self, op: d.PoolInitOp, size: int) -> None:
+        """A pool allocated once: cudaMalloc in init into a global, cudaFree
+        in destroy; run reads its address from the global."""
+        init = self.init
+        symbol = self.global_slot(f"pool{len(self._init_pools)}")
+        self._init_pools[op.pool] = symbol
+        self.checked_call(init, "cudaMalloc", self.address(init, symbol), max(size, 1), what=op.name)
+        count_allocation(init.b, init.state, init.b.const(size))
+        self.init_tally.allocate(size)
+        self.checked_call(self.destroy, "cudaFree", self.load_global(self.destroy, symbol), what=op.name)
+        self.pointers[op.pool] = self.load_global(self.run, symbol)
+        self.locations[op.pool] = (op.pool, 0)
 
     def _lower_memcpy(self, op: d.MemcpyOp) -> None:
         kind = op.kind.data
@@ -598,7 +635,7 @@ class CudaFunctionLowering:
             mode, coef = activation, 0.0
         else:
             self.pointwise(op, activation, out, [x], alpha=alpha, beta=beta,
-                           approximate=_str_prop(op, "approximate") or "none")
+                           approximate=op.kernel_kwargs().get("approximate") or "none")
             return
         desc = self.use(self.run, self.tensor_descriptor(self.shape(out)))
         self.library_call("cudnnActivationForward", self.cudnn_handle(), self.use(self.run, self.activation_descriptor(mode, coef)),
@@ -630,8 +667,10 @@ class CudaFunctionLowering:
             "pools": self.pools,
             # per run, what the IR implies; the native counters must agree
             "memory": self.tally.as_json(),
+            # the pools init allocates once (pool_allocation="init"), besides the weights and workspace
+            "init_memory": {"allocations": self.init_tally.allocations, "bytes": self.init_tally.peak_bytes},
             # init allocates the weights and a workspace of at most this many bytes
-            "workspace_limit": max(self.workspace_bytes if self._convolutions else 0, self.workspace_floor),
+            "workspace_limit": max(self.workspace_bytes if self._shared_workspace_users else 0, self.workspace_floor),
             # the generated kernels: launch shape, the bytes each pointer argument spans,
             # and their host twins (LLVM IR) for running them without a GPU
             "kernels": [{"name": k.name, "grid": grid(k), "block": BLOCK, "pointer_bytes": pointer_bytes(k)}
@@ -645,28 +684,8 @@ class CudaFunctionLowering:
 # ---------------------------------------------------------------------------
 
 
-def _float_prop(op: Operation, name: str) -> float | None:
-    attr = op.properties.get(name)
-    return attr.value.data if isinstance(attr, FloatAttr) else None
-
-
-def _int_prop(op: Operation, name: str, default: int) -> int:
-    attr = op.properties.get(name)
-    return attr.value.data if isinstance(attr, IntegerAttr) else default
-
-
-def _ints_prop(op: Operation, name: str, default: Sequence[int]) -> list[int]:
-    attr = op.properties.get(name)
-    return list(attr.get_values()) if attr is not None else list(default)  # type: ignore[attr-defined]
-
-
-def _str_prop(op: Operation, name: str) -> str | None:
-    attr = op.properties.get(name)
-    return attr.data if isinstance(attr, StringAttr) else None
-
-
 def _symmetric_pads(lw: CudaFunctionLowering, op: Operation, spatial: int) -> list[int]:
-    pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+    pads = op.kernel_kwargs().get("pads", [0] * (2 * spatial))
     begin, end = pads[:spatial], pads[spatial:]
     if begin != end:
         raise cannot_lower(op, f"asymmetric pads {pads}: cuDNN convolution pads both sides alike")
@@ -674,33 +693,138 @@ def _symmetric_pads(lw: CudaFunctionLowering, op: Operation, spatial: int) -> li
 
 
 def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
-    """out = act(conv(x, w) + bias + residual), the Occamy Conv+ReLU fusion:
-    one cudnnConvolutionBiasActivationForward when the activation is relu and
-    a bias is given, else convolution, bias add, residual add, activation."""
+    """out = act(conv(x, w) + bias + residual), the Occamy Conv+ReLU fusion."""
+    _convolution(lw, op, lw.device_pointer(op, op.x), _scratch(lw, op))
+
+
+def _lower_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp) -> None:
+    """DenseNet's pre-activation convolution, out = act(conv(pre_act(x *
+    pre_scale[c] + pre_shift[c]), w) + bias + residual): a generated kernel
+    writes the pre-activated input in place when x dies here, else into the
+    op's planned scratch buffer (dnn-cuda-scratch), by blocks of input
+    channels for a 1x1 convolution (then multiplied by cuBLAS), whole for
+    another (then convolved by cuDNN)."""
+    scratch = _scratch(lw, op)
+    kernel = ChannelAffineKernel(name="", shape=tuple(lw.shape(op.x)), activation=op.kernel_kwargs().get("pre_activation"))
+    if preact_in_place(op):
+        lw.launch(op, kernel, op.x, [op.x, op.pre_scale, op.pre_shift])
+        _convolution(lw, op, lw.device_pointer(op, op.x), scratch)
+        return
+    if scratch is None:
+        raise cannot_lower(op, "its pre-activated input needs a scratch buffer on target=cuda; "
+                               "run dnn-cuda-scratch first")
+    block = preact_block(op)
+    if block is not None:
+        _pointwise_preact_conv(lw, op, block, scratch[1])
+        return
+    lw.launch(op, kernel, op.workspace, [op.x, op.pre_scale, op.pre_shift])
+    _convolution(lw, op, lw.device_pointer(op, op.workspace), scratch)
+
+
+def _pointwise_preact_conv(lw: CudaFunctionLowering, op: d.PreActConvOp, block: int, scratch: SSAValue) -> None:
+    """A 1x1 preact_conv as a sum over blocks of `block` input channels:
+    y = sum_b W[:, b] @ act(x[b] * s[b] + t[b]), each block pre-activated by a
+    generated kernel into `scratch` and multiplied by cuBLAS, which reads the
+    weights' columns of the block in place (leading dimension C), onto y
+    (beta 1 after the first block, or from the first when the residual is
+    already in y); then bias, residual and activation as for a convolution."""
+    run, b = lw.run, lw.run.b
+    lw._uses_cublas = True
+    shape = lw.shape(op.x)
+    batch, channels, positions = shape[0], shape[1], math.prod(shape[2:])
+    filters = lw.shape(op.w)[0]
+    x, w, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
+    scale, shift = lw.device_pointer(op, op.pre_scale), lw.device_pointer(op, op.pre_shift)
+    in_place = op.residual is not None and op.residual is op.out
+    handle = lw.load_global(run, lw.cublas)
+    activation = op.kernel_kwargs().get("pre_activation")
+    for start in range(0, channels, block):
+        size = min(block, channels - start)
+        kernel = ChannelAffineKernel(name="", shape=(batch, size, positions), activation=activation,
+                                     batch_stride=channels * positions)
+        lw.launch_on(kernel, [scratch, b.gep(x, 4 * start * positions, i8), b.gep(scale, 4 * start, i8),
+                              b.gep(shift, 4 * start, i8)])
+        beta = lw.scalar(run, 1.0 if start or in_place else 0.0)
+        # row-major Y[n] (K, P) += W[:, block] (K, size; row stride C) @ S[n] (size, P), as the
+        # column-major Y^T = S^T W^T: m = P, n = K, k = size
+        a_block, one = b.gep(w, 4 * start, i8), lw.scalar(run, 1.0)
+        if batch == 1:
+            lw.library_call("cublasSgemm_v2", handle, api.CUBLAS_OP_N, api.CUBLAS_OP_N, positions, filters, size,
+                            one, scratch, positions, a_block, channels, beta, y, positions)
+        else:
+            lw.library_call("cublasSgemmStridedBatched", handle, api.CUBLAS_OP_N, api.CUBLAS_OP_N, positions,
+                            filters, size, one, scratch, positions, size * positions, a_block, channels, 0, beta,
+                            y, positions, filters * positions, batch)
+    y_desc = lw.tensor_descriptor(lw.shape(op.out))
+    one = lw.scalar(run, 1.0)
+    if op.bias is not None:
+        bias_desc = lw.tensor_descriptor([1, filters] + [1] * (len(shape) - 2))
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, lw.use(run, bias_desc),
+                        lw.device_pointer(op, op.bias), one, lw.use(run, y_desc), y)
+    if op.residual is not None and not in_place:
+        lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, lw.use(run, y_desc),
+                        lw.device_pointer(op, op.residual), one, lw.use(run, y_desc), y)
+    lw.apply_activation(op, op.kernel_kwargs().get("activation"), op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"), op.out)
+
+
+def _scratch(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp) -> tuple[ScratchLayout, SSAValue] | None:
+    """The op's planned scratch buffer (dnn-cuda-scratch): how it is laid
+    out and its device pointer; None when it has none."""
+    if op.workspace is None:
+        return None
+    layout = ScratchLayout.of_buffer(_preact_bytes(op), d.type_bytes(op.workspace.type))
+    return layout, lw.device_pointer(op, op.workspace)
+
+
+def _preact_bytes(op: d.ConvOp | d.PreActConvOp) -> int:
+    """Bytes of the op's scratch that hold its pre-activated input (before
+    the cuDNN workspace): the whole input unless it is pre-activated in
+    place or by blocks (whose scratch is only that), none for a plain conv."""
+    if not isinstance(op, d.PreActConvOp) or preact_in_place(op):
+        return 0
+    return d.type_bytes(op.x.type)
+
+
+def _convolution(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp, x: SSAValue,
+                 scratch: tuple[ScratchLayout, SSAValue] | None) -> None:
+    """out = act(conv(x, w) + bias + residual), x the device pointer of the
+    input: one cudnnConvolutionBiasActivationForward when the activation is
+    relu and a bias is given, else convolution, bias add, residual add,
+    activation. The cuDNN workspace is the planned one in `scratch` (the
+    algorithm chosen in init fits it), else init's shared workspace."""
     run = lw.run
     x_shape, w_shape, y_shape = lw.shape(op.x), lw.shape(op.w), lw.shape(op.out)
     spatial = len(x_shape) - 2
     if spatial < 1:
         raise cannot_lower(op, "a convolution needs at least one spatial dimension")
     pads = _symmetric_pads(lw, op, spatial)
-    strides = _ints_prop(op, "strides", [1] * spatial)
-    dilations = _ints_prop(op, "dilations", [1] * spatial)
-    group = _int_prop(op, "group", 1)
+    strides = op.kernel_kwargs().get("strides", [1] * spatial)
+    dilations = op.kernel_kwargs().get("dilations", [1] * spatial)
+    group = op.kernel_kwargs()["group"]
     # cuDNN convolves at least two spatial dimensions: a 1-D conv is 2-D with width 1
     if spatial == 1:
         x_shape, w_shape, y_shape = x_shape + [1], w_shape + [1], y_shape + [1]
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
     conv = _convolution_descriptor(lw, pads, strides, dilations, group)
     x_desc, w_desc, y_desc = lw.tensor_descriptor(x_shape), lw.filter_descriptor(w_shape), lw.tensor_descriptor(y_shape)
-    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc)
+    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc,
+                             planned=None if scratch is None else scratch[0].cudnn_bytes)
 
     h = lw.cudnn_handle()
-    x, w, y = lw.device_pointer(op, op.x), lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
+    w, y = lw.device_pointer(op, op.w), lw.device_pointer(op, op.out)
     algo_value = run.b.load(lw.address(run, algo), i32)
-    workspace = lw.load_global(run, lw.workspace)
-    workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
+    workspace: SSAValue | int
+    workspace_bytes: SSAValue | int
+    if scratch is None:
+        workspace = lw.load_global(run, lw.workspace)
+        workspace_bytes = run.b.load(lw.address(run, lw.workspace_size), i64)
+    elif scratch[0].cudnn_bytes:
+        workspace = run.b.gep(scratch[1], scratch[0].cudnn_offset, i8)
+        workspace_bytes = run.b.const(scratch[0].cudnn_bytes)
+    else:  # no workspace allowed: implicit GEMM needs none
+        workspace, workspace_bytes = 0, 0
     one, zero = lw.scalar(run, 1.0), lw.scalar(run, 0.0)
-    activation = _str_prop(op, "activation")
+    activation = op.kernel_kwargs().get("activation")
     bias_desc = lw.tensor_descriptor([1, y_shape[1]] + [1] * (len(y_shape) - 2)) if op.bias is not None else None
     use = lambda symbol: lw.use(run, symbol)  # noqa: E731 - a local shorthand
 
@@ -720,7 +844,7 @@ def _lower_conv(lw: CudaFunctionLowering, op: d.ConvOp) -> None:
     if op.residual is not None and not in_place:
         lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, use(y_desc), lw.device_pointer(op, op.residual), one,
                 use(y_desc), y)
-    lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+    lw.apply_activation(op, activation, op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"), op.out)
 
 
 def _convolution_descriptor(lw: CudaFunctionLowering, pads: Sequence[int], strides: Sequence[int],
@@ -742,17 +866,21 @@ def _convolution_descriptor(lw: CudaFunctionLowering, pads: Sequence[int], strid
 def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str,
                       query: str = "cudnnGetConvolutionForwardAlgorithm_v7",
                       count: int = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                      fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM) -> str:
+                      fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+                      planned: int | None = None) -> str:
     """In init: ask cuDNN for its ranked forward algorithms and keep the first
     that succeeded and whose workspace fits the limit (else implicit GEMM,
-    which needs none), and raise the workspace size to what it needs.
+    which needs none). The limit is `planned`, the bytes of the op's planned
+    workspace buffer; without one (None) it is the pass's workspace bound,
+    and init's shared workspace is raised to what the choice needs.
     Returns the i32 global holding the choice. `query`, `count` and
     `fallback` select another family (backward data, whose query takes
     w, dy, conv, dx: pass them as x, w, conv, y)."""
     init = lw.init
     b = init.b
-    lw._convolutions += 1
-    symbol = lw.global_slot(f"algo{lw._convolutions - 1}", i32)
+    lw._algorithms += 1
+    symbol = lw.global_slot(f"algo{lw._algorithms - 1}", i32)
+    limit = lw.workspace_bytes if planned is None else planned
     returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
     def field(entry: int, offset: int, type: Attribute) -> SSAValue:
@@ -777,11 +905,14 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
         memory = b.load(field(i, api.CONV_PERF_MEMORY, i64), i64)
         ranked = b.add(llvm.ICmpOp(b.const(i, i32), n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
         ok = b.add(llvm.ICmpOp(status, b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
-        fits = b.add(llvm.ICmpOp(memory, b.const(lw.workspace_bytes), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
+        fits = b.add(llvm.ICmpOp(memory, b.const(limit), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
         usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
         choice = b.add(llvm.SelectOp(usable, algo, choice)).results[0]
         needs = b.add(llvm.SelectOp(usable, memory, needs)).results[0]
     b.store(choice, lw.address(init, symbol))
+    if planned is not None:
+        return symbol
+    lw._shared_workspace_users += 1
     size_ptr = lw.address(init, lw.workspace_size)
     size = b.load(size_ptr, i64)
     larger = b.add(llvm.ICmpOp(needs, size, flag(llvm.ICmpPredicateFlag.UGT))).results[0]
@@ -812,14 +943,14 @@ def _lower_conv_transpose(lw: CudaFunctionLowering, op: d.ConvTransposeOp) -> No
     spatial = len(x_shape) - 2
     if spatial < 1:
         raise cannot_lower(op, "a transposed convolution needs at least one spatial dimension")
-    pads = _ints_prop(op, "pads", [0] * (2 * spatial))[:spatial]
-    strides = _ints_prop(op, "strides", [1] * spatial)
-    dilations = _ints_prop(op, "dilations", [1] * spatial)
-    group = _int_prop(op, "group", 1)
+    pads = op.kernel_kwargs().get("pads", [0] * (2 * spatial))[:spatial]
+    strides = op.kernel_kwargs().get("strides", [1] * spatial)
+    dilations = op.kernel_kwargs().get("dilations", [1] * spatial)
+    group = op.kernel_kwargs()["group"]
     forward = [(out + 2 * p - d * (k - 1) - 1) // s + 1
                for out, p, d, k, s in zip(y_shape[2:], pads, dilations, w_shape[2:], strides)]
     if forward != x_shape[2:]:
-        all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+        all_pads = op.kernel_kwargs().get("pads", [0] * (2 * spatial))
         raise cannot_lower(op, f"pads {all_pads} with output size {y_shape[2:]}: cuDNN cannot pad the two ends "
                                f"differently here (the leading pads at both give a convolution from {y_shape[2:]} "
                                f"to {forward}, not {x_shape[2:]}); use target=host")
@@ -857,16 +988,16 @@ def _lower_pool(lw: CudaFunctionLowering, op: d.DnnComputeOp) -> None:
         window, pads, strides = x_shape[2:], [0] * spatial, x_shape[2:]
         mode = api.POOLING_MAX if isinstance(op, d.GlobalMaxPoolOp) else api.POOLING_AVERAGE_EXCLUDE_PAD
     else:
-        window = _ints_prop(op, "kernel_shape", [])
-        strides = _ints_prop(op, "strides", [1] * spatial)
-        all_pads = _ints_prop(op, "pads", [0] * (2 * spatial))
+        window = op.kernel_kwargs().get("kernel_shape", [])
+        strides = op.kernel_kwargs().get("strides", [1] * spatial)
+        all_pads = op.kernel_kwargs().get("pads", [0] * (2 * spatial))
         pads = all_pads[:spatial]
-        if any(dl != 1 for dl in _ints_prop(op, "dilations", [1] * spatial)):
+        if any(dl != 1 for dl in op.kernel_kwargs().get("dilations", [1] * spatial)):
             raise cannot_lower(op, "dilated pooling has no cuDNN lowering")
         if isinstance(op, d.MaxPoolOp):
             mode = api.POOLING_MAX
-        elif _int_prop(op, "count_include_pad", 0):
-            if all_pads[spatial:] != pads or _int_prop(op, "ceil_mode", 0):
+        elif op.kernel_kwargs()["count_include_pad"]:
+            if all_pads[spatial:] != pads or op.kernel_kwargs()["ceil_mode"]:
                 raise cannot_lower(op, "count_include_pad with asymmetric pads or ceil_mode has no cuDNN lowering")
             mode = api.POOLING_AVERAGE_INCLUDE_PAD
         else:
@@ -893,12 +1024,12 @@ def _lower_gemm(lw: CudaFunctionLowering, op: d.GemmOp) -> None:
     cudnnAddTensor, then one cublasSgemm accumulating onto it."""
     run = lw.run
     lw._uses_cublas = True
-    trans_a, trans_b = _int_prop(op, "trans_a", 0), _int_prop(op, "trans_b", 0)
+    trans_a, trans_b = op.kernel_kwargs()["trans_a"], op.kernel_kwargs()["trans_b"]
     a_shape, b_shape = lw.shape(op.a), lw.shape(op.b)
     m, k = (a_shape[1], a_shape[0]) if trans_a else (a_shape[0], a_shape[1])
     n = b_shape[0] if trans_b else b_shape[1]
-    alpha = _float_prop(op, "alpha")
-    beta = _float_prop(op, "beta")
+    alpha = op.kernel_kwargs().get("alpha")
+    beta = op.kernel_kwargs().get("beta")
     alpha = 1.0 if alpha is None else alpha
     beta = 1.0 if beta is None else beta
     y = lw.device_pointer(op, op.out)
@@ -910,8 +1041,8 @@ def _lower_gemm(lw: CudaFunctionLowering, op: d.GemmOp) -> None:
                 lw.device_pointer(op, op.c), lw.scalar(run, 0.0), y_desc, y)
         accumulate = 1.0
     _sgemm(lw, op, trans_a, trans_b, m, n, k, alpha, lw.device_pointer(op, op.a), lw.device_pointer(op, op.b), accumulate, y)
-    lw.apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "activation_alpha"),
-                         _float_prop(op, "activation_beta"), op.out)
+    lw.apply_activation(op, op.kernel_kwargs().get("activation"), op.kernel_kwargs().get("activation_alpha"),
+                         op.kernel_kwargs().get("activation_beta"), op.out)
 
 
 def _sgemm(lw: CudaFunctionLowering, op: Operation, trans_a: int, trans_b: int, m: int, n: int, k: int,
@@ -963,7 +1094,7 @@ def _lower_softmax(lw: CudaFunctionLowering, op: d.SoftmaxOp | d.LogSoftmaxOp) -
     """Softmax along one axis: the shape viewed as (before, axis, after, 1),
     cuDNN's per-channel mode."""
     shape = lw.shape(op.x)
-    axis = _int_prop(op, "axis", -1) % len(shape)
+    axis = op.kernel_kwargs()["axis"] % len(shape)
     dims = [math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:]), 1]
     algo = api.SOFTMAX_LOG if isinstance(op, d.LogSoftmaxOp) else api.SOFTMAX_ACCURATE
     run = lw.run
@@ -975,7 +1106,7 @@ def _lower_softmax(lw: CudaFunctionLowering, op: d.SoftmaxOp | d.LogSoftmaxOp) -
 def _lower_lrn(lw: CudaFunctionLowering, op: d.LRNOp) -> None:
     """ONNX LRN is cuDNN's cross-channel LRN: x / (k + alpha/n * sum x^2)^beta."""
     size = op.size.value.data
-    alpha, beta, bias = (_float_prop(op, "alpha"), _float_prop(op, "beta"), _float_prop(op, "bias"))
+    alpha, beta, bias = (op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"), op.kernel_kwargs().get("bias"))
     alpha = 1e-4 if alpha is None else alpha
     beta = 0.75 if beta is None else beta
     bias = 1.0 if bias is None else bias
@@ -1063,17 +1194,17 @@ def _op_tensor_call(lw: CudaFunctionLowering, op: Operation, fn: str, a: tuple[f
 def _lower_binary(lw: CudaFunctionLowering, op: d.BinaryOp) -> None:
     """cudnnOpTensor where it computes the op (then the activation), else
     one generated kernel with the activation fused in."""
-    fn, activation = op.fn.data, _str_prop(op, "activation")
+    fn, activation = op.fn.data, op.kernel_kwargs().get("activation")
     out_shape = lw.shape(op.out)
     one_full = out_shape in (lw.shape(op.a), lw.shape(op.b))
     self_in_place = lw.overlaps(op.a, op.b) and lw.overlaps(op.out, op.a)
     floating = isinstance(op.out.type.get_element_type(), Float32Type)  # type: ignore[union-attr]
     if fn in _SWAPPABLE and one_full and floating and not (self_in_place and fn == "mul"):
         _elementwise(lw, op, fn, op.a, op.b, op.out)
-        lw.apply_activation(op, activation, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out)
+        lw.apply_activation(op, activation, op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"), op.out)
         return
-    lw.pointwise(op, fn, op.out, [op.a, op.b], activation=activation, activation_alpha=_float_prop(op, "alpha"),
-                 activation_beta=_float_prop(op, "beta"))
+    lw.pointwise(op, fn, op.out, [op.a, op.b], activation=activation, activation_alpha=op.kernel_kwargs().get("alpha"),
+                 activation_beta=op.kernel_kwargs().get("beta"))
 
 
 def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
@@ -1099,7 +1230,7 @@ def _other_dtype_allowed(op: Operation, value: SSAValue) -> bool:
 
 def _lower_gather(lw: CudaFunctionLowering, op: d.GatherOp) -> None:
     shape = lw.shape(op.x)
-    axis = _int_prop(op, "axis", 0) % len(shape)
+    axis = op.kernel_kwargs()["axis"] % len(shape)
     indices_type = op.indices.type
     kernel = GatherKernel(name="", x_shape=tuple(shape), axis=axis, index_count=math.prod(lw.shape(op.indices)),
                           index_dtype=numpy_dtype_name(indices_type.get_element_type()))  # type: ignore[attr-defined]
@@ -1118,12 +1249,12 @@ def _lower_cast(lw: CudaFunctionLowering, op: d.CastOp) -> None:
 
 def _lower_layer_norm(lw: CudaFunctionLowering, op: d.LayerNormOp) -> None:
     shape = lw.shape(op.x)
-    axis = _int_prop(op, "axis", -1) % len(shape)
+    axis = op.kernel_kwargs()["axis"] % len(shape)
     width = math.prod(shape[axis:])
     for name, value in (("scale", op.scale), ("bias", op.bias)):
         if value is not None and math.prod(lw.shape(value)) != width:
             raise cannot_lower(op, f"a {name} that broadcasts within the normalised axes has no kernel yet")
-    epsilon = _float_prop(op, "epsilon")
+    epsilon = op.kernel_kwargs().get("epsilon")
     kernel = LayerNormKernel(name="", rows=math.prod(shape[:axis]), width=width,
                              epsilon=1e-5 if epsilon is None else epsilon, has_bias=op.bias is not None)
     lw.launch(op, kernel, op.out, [op.x, op.scale] + ([op.bias] if op.bias is not None else []))
@@ -1138,9 +1269,9 @@ def _lower_slice(lw: CudaFunctionLowering, op: d.SliceOp) -> None:
     """A slice is a strided copy: each axis starts at its start and steps by
     its step (negative steps too), as a copy kernel with an input offset."""
     shape = lw.shape(op.x)
-    starts, ends = _ints_prop(op, "starts", []), _ints_prop(op, "ends", [])
-    axes = _ints_prop(op, "axes", list(range(len(starts))))
-    steps = _ints_prop(op, "steps", [1] * len(starts))
+    starts, ends = op.kernel_kwargs().get("starts", []), op.kernel_kwargs().get("ends", [])
+    axes = op.kernel_kwargs().get("axes", list(range(len(starts))))
+    steps = op.kernel_kwargs().get("steps", [1] * len(starts))
     row_major = row_major_strides(shape)
     strides, offset = list(row_major), 0
     for start, end, axis, step in zip(starts, ends, axes, steps):
@@ -1160,11 +1291,11 @@ def _lower_reduce(lw: CudaFunctionLowering, op: d.ReduceOp | d.ArgMaxOp) -> None
     """Reduce<fn> (and ArgMax) with a kernel: a thread per output element."""
     shape = lw.shape(op.x)
     if isinstance(op, d.ArgMaxOp):
-        fn, axes = "arg_max", [_int_prop(op, "axis", 0) % len(shape)]
+        fn, axes = "arg_max", [op.kernel_kwargs()["axis"] % len(shape)]
     else:
-        fn, axes = op.fn.data, _ints_prop(op, "axes", [])
+        fn, axes = op.fn.data, op.kernel_kwargs().get("axes", [])
         if not axes:
-            if op.axes is not None and _int_prop(op, "noop_with_empty_axes", 0):
+            if op.axes is not None and op.kernel_kwargs()["noop_with_empty_axes"]:
                 _copy(lw, op, op.x, op.out)
                 return
             axes = list(range(len(shape)))
@@ -1172,7 +1303,7 @@ def _lower_reduce(lw: CudaFunctionLowering, op: d.ReduceOp | d.ArgMaxOp) -> None
     if fn not in REDUCTIONS or any(shape[axis] == 0 for axis in axes):
         raise cannot_lower(op, f"reduce {fn} (over an empty axis?) has no kernel yet")
     kernel = ReduceKernel(name="", fn=fn, shape=tuple(shape), axes=tuple(axes),
-                          select_last_index=bool(_int_prop(op, "select_last_index", 0)))
+                          select_last_index=bool(op.kernel_kwargs()["select_last_index"]))
     lw.launch(op, kernel, op.out, [op.x])
 
 
@@ -1206,7 +1337,7 @@ def _lower_unary(lw: CudaFunctionLowering, op: d.UnaryOp) -> None:
     if fn == "identity":
         _copy(lw, op, op.x, op.out)
         return
-    lw.apply_activation(op, fn, _float_prop(op, "alpha"), _float_prop(op, "beta"), op.out, source=op.x)
+    lw.apply_activation(op, fn, op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"), op.out, source=op.x)
 
 
 def _copy(lw: CudaFunctionLowering, op: Operation, source: SSAValue, target: SSAValue) -> None:
@@ -1226,7 +1357,7 @@ def _lower_channel_affine(lw: CudaFunctionLowering, op: d.ChannelAffineOp) -> No
     """out = act(x * scale[c] + shift[c]): an op-tensor multiply by the
     broadcast scale, an add of the broadcast shift, the activation."""
     shape = lw.shape(op.x)
-    if _int_prop(op, "axis", 1) % len(shape) != 1:
+    if op.kernel_kwargs()["axis"] % len(shape) != 1:
         raise cannot_lower(op, "a channel affine along an axis other than 1 has no cuDNN lowering yet")
     run = lw.run
     vector = lw.use(run, lw.tensor_descriptor([1, shape[1]] + [1] * (len(shape) - 2)))
@@ -1236,7 +1367,7 @@ def _lower_channel_affine(lw: CudaFunctionLowering, op: d.ChannelAffineOp) -> No
     lw.library_call("cudnnOpTensor", lw.cudnn_handle(), lw.use(run, _op_tensor(lw, "mul")), one, desc, lw.device_pointer(op, op.x),
             one, vector, lw.device_pointer(op, op.scale), zero, desc, y)
     lw.library_call("cudnnAddTensor", lw.cudnn_handle(), one, vector, lw.device_pointer(op, op.shift), one, desc, y)
-    lw.apply_activation(op, _str_prop(op, "activation"), _float_prop(op, "alpha"), _float_prop(op, "beta"),
+    lw.apply_activation(op, op.kernel_kwargs().get("activation"), op.kernel_kwargs().get("alpha"), op.kernel_kwargs().get("beta"),
                          op.out)
 
 
@@ -1245,7 +1376,7 @@ def _lower_batch_norm(lw: CudaFunctionLowering, op: d.BatchNormOp) -> None:
     run = lw.run
     desc = lw.use(run, lw.tensor_descriptor(shape))
     vector = lw.use(run, lw.tensor_descriptor([1, shape[1]] + [1] * (len(shape) - 2)))
-    epsilon = _float_prop(op, "epsilon")
+    epsilon = op.kernel_kwargs().get("epsilon")
     lw.library_call("cudnnBatchNormalizationForwardInference", lw.cudnn_handle(), api.BATCHNORM_SPATIAL, lw.scalar(run, 1.0),
             lw.scalar(run, 0.0), desc, lw.device_pointer(op, op.x), desc, lw.device_pointer(op, op.out), vector,
             lw.device_pointer(op, op.scale), lw.device_pointer(op, op.bias), lw.device_pointer(op, op.mean), lw.device_pointer(op, op.var),
@@ -1255,7 +1386,7 @@ def _lower_batch_norm(lw: CudaFunctionLowering, op: d.BatchNormOp) -> None:
 def _lower_transpose(lw: CudaFunctionLowering, op: d.TransposeOp) -> None:
     """A permutation is a strided copy: read x with its strides permuted."""
     x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)
-    perm = _ints_prop(op, "perm", list(reversed(range(len(x_shape)))))
+    perm = op.kernel_kwargs().get("perm", list(reversed(range(len(x_shape)))))
     x_strides = row_major_strides(x_shape)
     run = lw.run
     lw.library_call("cudnnTransformTensor", lw.cudnn_handle(), lw.scalar(run, 1.0),
@@ -1289,7 +1420,7 @@ def _lower_concat(lw: CudaFunctionLowering, op: d.ConcatOp) -> None:
 
 
 def _lower_split(lw: CudaFunctionLowering, op: d.SplitOp) -> None:
-    _band_copies(lw, op, op.x, list(op.outs), _int_prop(op, "axis", 0), into_whole=False)
+    _band_copies(lw, op, op.x, list(op.outs), op.kernel_kwargs()["axis"], into_whole=False)
 
 
 def _constant(lw: CudaFunctionLowering, values: Any) -> SSAValue:
@@ -1317,10 +1448,10 @@ def _resize_matrix(op: d.ResizeOp, in_size: int, out_size: int, scale: float | N
     from pyocc.runtime.kernels.resize import resize
 
     kwargs = {name: value for name in ("mode", "coordinate_transformation_mode", "nearest_mode")
-              if (value := _str_prop(op, name)) is not None}
-    if (coeff := _float_prop(op, "cubic_coeff_a")) is not None:
+              if (value := op.kernel_kwargs().get(name)) is not None}
+    if (coeff := op.kernel_kwargs().get("cubic_coeff_a")) is not None:
         kwargs["cubic_coeff_a"] = coeff
-    kwargs["exclude_outside"] = _int_prop(op, "exclude_outside", 0)
+    kwargs["exclude_outside"] = op.kernel_kwargs()["exclude_outside"]
     matrix = np.empty((in_size, out_size), dtype=np.float32)
     resize(np.eye(in_size, dtype=np.float32), out=matrix, scales=None if scale is None else [1.0, scale], **kwargs)
     return matrix
@@ -1336,8 +1467,8 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
     inf or NaN input spreads along its row and column (0 * inf is NaN)."""
     x_shape, y_shape = lw.shape(op.x), lw.shape(op.out)
     rank = len(x_shape)
-    scales = _ints_prop(op, "scales", [])
-    if _str_prop(op, "coordinate_transformation_mode") == "tf_crop_and_resize":
+    scales = op.kernel_kwargs().get("scales", [])
+    if op.kernel_kwargs().get("coordinate_transformation_mode") == "tf_crop_and_resize":
         raise cannot_lower(op, "tf_crop_and_resize has no cuBLAS lowering (use target=host)")
     resized = [axis for axis in range(rank)
                if x_shape[axis] != y_shape[axis] or (scales and float(scales[axis]) != 1.0)]
@@ -1375,6 +1506,7 @@ def _lower_resize(lw: CudaFunctionLowering, op: d.ResizeOp) -> None:
 
 _COMPUTE: dict[type[Operation], Callable[[CudaFunctionLowering, Any], None]] = {
     d.ConvOp: _lower_conv,
+    d.PreActConvOp: _lower_preact_conv,
     d.MaxPoolOp: _lower_pool,
     d.AveragePoolOp: _lower_pool,
     d.GlobalAveragePoolOp: _lower_pool,

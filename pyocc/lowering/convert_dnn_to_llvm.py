@@ -591,12 +591,19 @@ class ConvertDnnToLlvmPass(ModulePass):
     """target=cuda: bytes of the convolution workspace allocated at init;
     each convolution takes the fastest algorithm whose workspace fits."""
 
+    pool_allocation: str = "init"
+    """target=cuda: when a planned pool is allocated: `init` (once per model,
+    by NAME_init; freed by NAME_destroy) or `run` (once per run, Occamy's way)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.target not in TARGETS:
             raise PassFailedException(
                 f"convert-dnn-to-llvm: unknown target '{self.target}' (expected one of {', '.join(TARGETS)})")
         if self.workspace < 0:
             raise PassFailedException(f"convert-dnn-to-llvm: workspace must be >= 0 bytes, got {self.workspace}")
+        if self.pool_allocation not in ("init", "run"):
+            raise PassFailedException(f"convert-dnn-to-llvm: pool-allocation must be init or run, "
+                                      f"got '{self.pool_allocation}'")
         lower_function = self._function_lowering()
         lowered: list[Operation] = []
         names: list[str] = []
@@ -631,7 +638,8 @@ class ConvertDnnToLlvmPass(ModulePass):
         if self.target == "cuda":
             from pyocc.lowering.convert_dnn_to_cuda import CudaFunctionLowering
 
-            return lambda f: CudaFunctionLowering(f, workspace_bytes=self.workspace).lower()
+            return lambda f: CudaFunctionLowering(f, workspace_bytes=self.workspace,
+                                                  pool_allocation=self.pool_allocation).lower()
         return lambda f: _FunctionLowering(f).lower()
 
 
@@ -721,19 +729,21 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
 
 
 def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
-                   cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace) -> Any:
+                   cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace,
+                   pool_allocation: str = ConvertDnnToLlvmPass.pool_allocation) -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
     `function` (default: the only one) into a runnable model: a
     CompiledModel on the host; on target "cuda" a CudaModel bound to
     `cuda_libraries` (anything with `symbols() -> {name: address}`; default
-    NVIDIA's libraries, pyocc.runtime.cuda.CudaLibraries)."""
+    NVIDIA's libraries, pyocc.runtime.cuda.CudaLibraries; `workspace` and
+    `pool_allocation` are the pass's target=cuda options)."""
     from pyocc.errors import PyoccError
     from pyocc.runtime.bridge import pack_weight_pool
     from pyocc.runtime.jit import CompiledModel
 
     lowered = module.clone()
     try:
-        ConvertDnnToLlvmPass(target=target, workspace=workspace).apply(Context(), lowered)
+        ConvertDnnToLlvmPass(target=target, workspace=workspace, pool_allocation=pool_allocation).apply(Context(), lowered)
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     names = lowered_functions(lowered)

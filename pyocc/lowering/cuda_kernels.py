@@ -1,9 +1,11 @@
 """CUDA kernels that pyocc writes itself, for what cuDNN and cuBLAS lack.
 
 cuDNN has no erf, GELU, division, exp, where, gather, cast or layer
-normalisation. For those ops `convert-dnn-to-llvm{target=cuda}` describes one
-kernel per op — `PointwiseKernel` (an expression over broadcast inputs),
-`GatherKernel`, `CastKernel`, `LayerNormKernel` (one thread per row) — and
+normalisation, nor a convolution of a pre-activated input. For those ops
+`convert-dnn-to-llvm{target=cuda}` describes one kernel per op —
+`PointwiseKernel` (an expression over broadcast inputs), `GatherKernel`,
+`CastKernel`, `LayerNormKernel` (one thread per row), `ChannelAffineKernel`
+(dnn.preact_conv's pre-activation, into a scratch buffer) — and
 this module turns the descriptions of a function into
 
 - PTX, through LLVM's NVPTX back end in llvmlite: no CUDA toolkit and no GPU
@@ -624,8 +626,56 @@ class ReduceKernel:
         b.store(result, b.gep(out, [index]))
 
 
+@dataclass(frozen=True)
+class ChannelAffineKernel:
+    """dnn.preact_conv's pre-activation: out = act(x * scale[c] + shift[c])
+    over `shape` (N, C, *spatial), c the channel (axis 1), act none or relu;
+    out is packed, x has `batch_stride` elements between its batches (more
+    than C * spatial when x is a block of channels of a wider tensor; 0:
+    packed). Thread i computes element i."""
+
+    name: str
+    shape: tuple[int, ...]
+    activation: str | None = None
+    batch_stride: int = 0
+
+    @property
+    def count(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def x_batch_stride(self) -> int:
+        """Elements between x's batches."""
+        return self.batch_stride or math.prod(self.shape[1:])
+
+    def pointer_types(self) -> list[object]:
+        return [_llvm_type("float32").as_pointer()] * 4
+
+    def pointer_bytes(self) -> list[int]:
+        x_elements = (self.shape[0] - 1) * self.x_batch_stride + math.prod(self.shape[1:])
+        return [self.count * 4, x_elements * 4, self.shape[1] * 4, self.shape[1] * 4]
+
+    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+        ir, b = m.ir, m.b
+        i64 = ir.IntType(64)
+        out, x, scale, shift = pointers
+        inner = math.prod(self.shape[2:])
+        per_batch = self.shape[1] * inner
+        channel = b.urem(b.udiv(index, ir.Constant(i64, inner)), ir.Constant(i64, self.shape[1]))
+        source = index
+        if self.x_batch_stride != per_batch:
+            batch = b.udiv(index, ir.Constant(i64, per_batch))
+            source = b.add(b.mul(batch, ir.Constant(i64, self.x_batch_stride)),
+                           b.urem(index, ir.Constant(i64, per_batch)))
+        value = b.fadd(b.fmul(b.load(b.gep(x, [source])), b.load(b.gep(scale, [channel]))),
+                       b.load(b.gep(shift, [channel])))
+        if self.activation is not None:
+            value = _unary(m, self.activation, value, None, None, "none")
+        b.store(value, b.gep(out, [index]))
+
+
 #: every kind of kernel pyocc writes
-Kernel = PointwiseKernel | GatherKernel | CastKernel | LayerNormKernel | ReduceKernel
+Kernel = PointwiseKernel | GatherKernel | CastKernel | LayerNormKernel | ReduceKernel | ChannelAffineKernel
 
 
 def _kernel_types(kernel: Kernel) -> list[object]:

@@ -70,10 +70,17 @@ class CudaModel(ModelSignature):
         state = (ctypes.c_int64 * STATE_SLOTS)()
         self._check(self._init(self.weight_pool.ctypes.data, ctypes.addressof(state)), state, "init")
         self._live = True
-        #: device bytes init allocated once: the weights and the convolution workspace
+        #: device bytes init allocated once: the weights, the convolution workspace
+        #: and the planned pools (unless they are allocated per run)
         self.init_device_bytes: int = state[2]
+        #: cudaMalloc calls init made (weights, workspace, pools)
+        self.init_allocations: int = state[0]
+        pools = meta.get("init_memory", {"allocations": 0, "bytes": 0})
+        #: of those, the planned pools: (cudaMalloc calls, bytes); none when pools are allocated per run
+        self.init_pool_allocations: int = pools["allocations"]
+        self.init_pool_bytes: int = pools["bytes"]
         #: the workspace the chosen convolution algorithms need (at most meta's "workspace_limit")
-        self.workspace_bytes: int = state[2] - meta["weights"]["bytes"]
+        self.workspace_bytes: int = state[2] - meta["weights"]["bytes"] - self.init_pool_bytes
 
     def _compile_kernel_twins(self, libraries: Any) -> Any:
         """The generated kernels' host twins, for libraries that run kernels

@@ -110,7 +110,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="where the code runs: host (default, the CPU) or cuda (an NVIDIA GPU through "
                         "the CUDA runtime, cuDNN and cuBLAS; needs pyocc[cuda])")
     p.add_argument("--workspace", type=_size, default=32 << 20, metavar="SIZE",
-                   help="target cuda: the convolution workspace allocated once (default 32MiB)")
+                   help="target cuda: the cuDNN workspace a convolution may use, planned in the pool "
+                        "(default 32MiB)")
+    p.add_argument("--pool-allocation", choices=["init", "run"], default=None,
+                   help="target cuda, pool mode: allocate the planned pool once when the model is loaded "
+                        "(init, the default) or once per run (run, Occamy's way)")
     p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
                    help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
@@ -144,7 +148,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder, workspace=args.workspace)
+                          reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
@@ -176,7 +180,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates, reorder=args.reorder)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     if out.suffix == ".so":
@@ -193,10 +197,12 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
         raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
-                           pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda")
+                           pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda",
+                           pool_allocation=args.pool_allocation, workspace=args.workspace)
     report.check_limit(args.memory_limit)
     try:
-        ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace).apply(Context(), module)
+        ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace,
+                             pool_allocation=args.pool_allocation or "init").apply(Context(), module)
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     _write_atomically(out, to_llvm_ir(module).encode())
@@ -247,7 +253,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target)
+                           reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
+                           workspace=args.workspace)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)

@@ -26,7 +26,8 @@ def test_cuda_target_is_exactly_the_ops_the_cuda_lowering_has_an_entry_for() -> 
 
 def test_every_compute_op_runs_on_host() -> None:
     assert all("host" in op.targets() for op in d.COMPUTE_OPS)
-    assert d.PreActConvOp.targets() == frozenset({"host"})
+    assert d.AttentionSoftmaxOp.targets() == frozenset({"host"})
+    assert d.PreActConvOp.targets() == frozenset({"host", "cuda"})
     assert d.ConvOp.targets() == frozenset({"host", "cuda"})
 
 

@@ -1,8 +1,9 @@
 """On a GPU (marker `gpu`; skipped with the reason elsewhere): the nine light
 models with random weights, compiled for `target="cuda"` in pool mode, match
 onnxruntime on the CPU within rtol 1e-3 / atol 1e-4 (cuDNN and cuBLAS sum in
-other orders than onnxruntime's CPU kernels), and pool mode allocates device
-memory once per run at most. bench/gpu_memory_latency.py checks eager and
+other orders than onnxruntime's CPU kernels), and pool mode allocates no
+device memory per run (init allocated the planned pool once), or exactly the
+pool per run with pool_allocation="run". bench/gpu_memory_latency.py checks eager and
 lazy mode the same way and measures them; bench/gpu_check.sh runs both.
 """
 
@@ -26,7 +27,24 @@ def test_light_model_on_the_gpu_matches_onnxruntime(name: str) -> None:
     assert list(got) == compiled.output_names
     for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4)
-    compiled.run(inputs)  # pool mode: one cudaMalloc per run, the planned pool
+    compiled.run(inputs)  # pool mode: the pool is init's, nothing is allocated per run
+    stats = compiled.native.alloc_stats()
+    assert stats.allocations == stats.frees == 0
+    assert compiled.native.init_pool_allocations == 1
+    assert compiled.native.init_pool_bytes == compiled.memory_report().activation_bytes
+
+
+@pytest.mark.gpu
+def test_pool_allocated_per_run_on_the_gpu() -> None:
+    """Occamy's way (pool_allocation="run"): exactly one cudaMalloc per run, the planned pool."""
+    pytest.importorskip("onnxruntime")
+    import pyocc
+
+    model, inputs, expected = onnxruntime_reference("squeezenet")
+    compiled = pyocc.compile(model, target="cuda", memory="pool", pool_allocation="run")
+    got = compiled.run(inputs)
+    for value, want in zip(got.values(), expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4)
     stats = compiled.native.alloc_stats()
     assert stats.allocations == stats.frees == 1
     assert stats.peak_bytes == compiled.memory_report().activation_bytes

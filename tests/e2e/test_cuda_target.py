@@ -3,8 +3,9 @@ pyocc.testing.fake_cuda, a CPU stand-in for the CUDA runtime, cuDNN and
 cuBLAS that checks every pointer, descriptor and workspace the code passes.
 
 Light models with random weights must match onnxruntime, allocate exactly
-what the memory mode promises per run (one cudaMalloc in pool mode, one per
-buffer in eager and lazy mode, each freed), and leave nothing behind after
+what the memory mode promises per run (no cudaMalloc in pool mode, whose pool
+init allocated once; one with pool allocation "run"; one per buffer in eager
+and lazy mode, each freed), and leave nothing behind after
 `close()`. The same models on a real GPU are tests/e2e/test_cuda_light_models.py
 (marked `gpu`: they skip with the reason where no GPU can be used).
 """
@@ -28,6 +29,7 @@ ort = pytest.importorskip("onnxruntime")
 
 CASES = [
     ("squeezenet", "eager"), ("squeezenet", "lazy"), ("squeezenet", "pool"),
+    ("squeezenet", "pool-run"),  # Occamy's pool: one cudaMalloc and cudaFree per run
     ("resnet50", "pool"),  # conv + bias + residual + relu in one cuDNN call, in place
     ("shufflenet", "lazy"),  # grouped convs, channel shuffle as cudnnTransformTensor
     ("inception_v1", "pool"),  # asymmetric average pooling, LRN, concat bands
@@ -46,7 +48,10 @@ def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[n
 def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
     fake = FakeCuda()
-    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake)
+    memory, _, allocation = memory.partition("-")
+    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake,
+                             pool_allocation=allocation or None)
+    native = compiled.native
     before = fake.calls["cudaMalloc"]
     for _ in range(2):  # a second run reuses what init set up
         got = compiled.run(inputs)
@@ -57,24 +62,44 @@ def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     report = compiled.memory_report()
     assert stats.allocations == stats.frees and stats.live_bytes == 0
     assert fake.calls["cudaMalloc"] - before == 2 * stats.allocations
-    if memory == "pool":
-        assert stats.allocations == 1
+    assert report.allocator_calls_per_run == stats.allocations
+    if memory == "pool" and allocation == "run":
+        assert stats.allocations == 1 and native.init_pool_allocations == 0
         assert stats.peak_bytes == report.activation_bytes
+        assert report.allocator_calls_at_init == 0
+    elif memory == "pool":  # the pool is init's: nothing is allocated per run
+        assert stats.allocations == 0 and stats.peak_bytes == 0
+        assert native.init_pool_allocations == report.allocator_calls_at_init == 1
+        assert native.init_pool_bytes == report.activation_bytes
     else:
         assert stats.allocations == len(report.buffers)
+        assert native.init_pool_allocations == report.allocator_calls_at_init == 0
     compiled.native.close()
     assert fake.leaks() == []
 
 
-def test_init_allocates_weights_and_workspace_once() -> None:
-    model, _, _ = reference("squeezenet")
+def test_the_workspace_is_planned_in_the_pool() -> None:
+    """Each convolution's cuDNN workspace is a buffer of the plan, live only
+    while it runs: init allocates the pool (which holds it) and the weights,
+    and no workspace of its own."""
+    model, inputs, expected = reference("squeezenet")
     fake = FakeCuda()
-    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake)
-    native = compiled.native
-    assert native.init_device_bytes == native.workspace_bytes + native.meta["weights"]["bytes"]
-    assert 0 < native.workspace_bytes <= native.meta["workspace_limit"]
+    bound = 1 << 20
+    compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, workspace=bound)
+    native, report = compiled.native, compiled.memory_report()
+    assert native.init_allocations == 2 and native.workspace_bytes == 0 == report.workspace_bytes
+    assert native.init_device_bytes == report.activation_bytes + native.meta["weights"]["bytes"]
     assert fake.live_bytes == native.init_device_bytes
-    assert compiled.memory_report().workspace_bytes == native.workspace_bytes
+    scratch = [b for b in report.buffers if b.name.startswith("scratch")]
+    assert len(scratch) == sum(1 for n in model.graph.node if n.op_type == "Conv")
+    assert all(b.bytes == bound and b.consumers == ["dnn.conv"] for b in scratch)
+    # the largest planned workspace and what is live with it fit in the pool
+    assert report.activation_bytes >= bound
+    np.testing.assert_allclose(next(iter(compiled.run(inputs).values())), expected[0], rtol=1e-4, atol=1e-5)
+    assert fake.errors == []
+    without = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=FakeCuda(), workspace=0)
+    assert not any(b.name.startswith("scratch") for b in without.memory_report().buffers)
+    assert without.memory_report().activation_bytes < report.activation_bytes
 
 
 def test_workspace_limit_is_honoured() -> None:
@@ -105,7 +130,7 @@ class _Failing:
 @pytest.mark.parametrize("function, status, message", [
     ("cudnnPoolingForward", 2000,
      "run: cudnnPoolingForward (dnn.max_pool #0) failed with CUDNN_STATUS_BAD_PARAM (2000)"),
-    ("cudaMalloc", 2, "init: cudaMalloc (workspace) failed with cudaErrorMemoryAllocation (2)"),
+    ("cudaMalloc", 2, "init: cudaMalloc (dnn.pool_init) failed with cudaErrorMemoryAllocation (2)"),
     ("cudnnCreate", 1001, "init: cudnnCreate (cuDNN handle) failed with CUDNN_STATUS_NOT_INITIALIZED (1001)"),
 ])
 def test_a_failed_call_is_named(function: str, status: int, message: str) -> None:
@@ -305,3 +330,67 @@ def test_save_writes_llvm_ir_only(tmp_path: Any) -> None:
         with pytest.raises(PyoccError, match=r"target cuda writes LLVM IR \(\.ll\) only"):
             compiled.save(tmp_path / f"model{suffix}")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model.ll"]
+
+
+def _preact_graph(channels: int, kernel: int, input_read_after: bool) -> onnx.ModelProto:
+    """BatchNormalization -> Relu -> Conv (DenseNet's pre-activation, fused to
+    dnn.preact_conv), then, when `input_read_after`, Relu(x) as a second output,
+    so that x is still live after the convolution."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(channels + kernel)
+    c, m = channels, 6
+    arrays = {"s": rng.standard_normal(c), "b": rng.standard_normal(c), "mean": rng.standard_normal(c),
+              "var": rng.uniform(0.5, 2.0, c), "w": rng.standard_normal([m, c, kernel, kernel]) / c,
+              "wb": rng.standard_normal(m)}
+    inits = [numpy_helper.from_array(v.astype(np.float32), n) for n, v in arrays.items()]
+    nodes = [helper.make_node("BatchNormalization", ["x", "s", "b", "mean", "var"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["pre"]),
+             helper.make_node("Conv", ["pre", "w", "wb"], ["y"], pads=[kernel // 2] * 4)]
+    outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, m, 6, 6])]
+    if input_read_after:
+        nodes.append(helper.make_node("Relu", ["x"], ["x_relu"]))
+        outputs.append(helper.make_tensor_value_info("x_relu", TensorProto.FLOAT, [1, c, 6, 6]))
+    graph = helper.make_graph(nodes, "preact", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, 6, 6])],
+                              outputs, inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
+@pytest.mark.parametrize("channels, kernel, read_after, path", [
+    (80, 1, True, "blocks"),  # 1x1: pre-activated 64 + 16 channels at a time, each block a cuBLAS product
+    (8, 3, True, "scratch"),  # 3x3, x live after it: the whole pre-activated x in the op's scratch buffer
+    (8, 3, False, "in place"),  # 3x3, x dies there: pre-activated in place, no scratch
+])
+def test_preact_conv_runs_on_cuda(memory: str, channels: int, kernel: int, read_after: bool, path: str) -> None:
+    """DenseNet's pre-activation convolution on target=cuda: a generated
+    kernel (its host twin here) pre-activates into planned scratch (or in
+    place), then cuBLAS or cuDNN convolves; the outputs match onnxruntime."""
+    from pyocc.dialects.dnn import ops as d
+    from pyocc.lowering.cuda_scratch import preact_block, preact_in_place
+
+    model = _preact_graph(channels, kernel, read_after)
+    x = np.random.default_rng(1).standard_normal([1, channels, 6, 6]).astype(np.float32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    expected = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})
+    fake = FakeCuda()
+    compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake, reorder="given",
+                             workspace=1 << 16)
+    (op,) = [o for o in compiled.module.walk() if isinstance(o, d.PreActConvOp)]
+    assert path == ("in place" if preact_in_place(op) else "blocks" if preact_block(op) else "scratch")
+    # blocks: one 64-channel block of 6x6 floats; scratch: x (1152 B, to 1280 for alignment) then
+    # cuDNN's 64 KiB; in place: cuDNN's 64 KiB only
+    assert op.workspace is not None
+    assert d.type_bytes(op.workspace.type) == {"blocks": 4 * 64 * 36, "scratch": 1280 + (1 << 16),
+                                               "in place": 1 << 16}[path]
+    got = compiled.run({"x": x})
+    for value, want in zip(got.values(), expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+    assert fake.errors == []
+    blocks = -(-channels // 64)
+    assert fake.calls["cuLaunchKernel"] == (blocks if path == "blocks" else 1)
+    assert fake.calls["cublasSgemm_v2"] == (blocks if path == "blocks" else 0)
+    assert fake.calls["cudnnConvolutionForward"] == (0 if path == "blocks" else 1)
+    compiled.native.close()
+    assert fake.leaks() == []

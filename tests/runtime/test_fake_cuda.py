@@ -370,7 +370,7 @@ def test_an_exception_inside_a_routine_becomes_an_error_status(
     def broken(*args: Any, **kwargs: Any) -> np.ndarray:
         raise FloatingPointError("overflow")
 
-    monkeypatch.setattr("pyocc.testing.fake_cuda.fm.softmax", broken)
+    monkeypatch.setattr("pyocc.testing.fake_cuda_math.softmax", broken)
     desc, x = cuda.tensor((1, 2, 1, 1)), cuda.upload(random(2))
     status = cuda.cudnnSoftmaxForward(cudnn, 1, 1, cuda.f32(1.0), desc, x, cuda.f32(0.0), desc, x)
     assert status == 5000  # CUDNN_STATUS_EXECUTION_FAILED

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import onnx
 import pytest
 
 from tests.conftest import light_model_path
@@ -61,13 +62,15 @@ def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
 
 
 def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> None:
-    """Writing the GPU host code needs no GPU: one cudaMalloc per run in pool
-    mode, one per buffer in lazy mode, each op a library call."""
+    """Writing the GPU host code needs no GPU: no cudaMalloc per run in pool
+    mode (init allocates the pool), one with --pool-allocation run, one per
+    buffer in lazy mode, each op a library call."""
     model = str(light_model_path("squeezenet"))
     counts = {}
-    for memory in ("pool", "lazy"):
+    for memory, flags in (("pool", []), ("pool-run", ["--pool-allocation", "run"]), ("lazy", [])):
         out = tmp_path / f"{memory}.ll"
-        result = pyocc("compile", model, "--target", "cuda", "--memory", memory, "-o", str(out))
+        result = pyocc("compile", model, "--target", "cuda", "--memory", memory.split("-")[0], *flags,
+                       "-o", str(out))
         assert result.returncode == 0, result.stderr
         text = out.read_text()
         run = text[text.index('define i32 @"main_graph_run"'):]
@@ -75,15 +78,30 @@ def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> N
         counts[memory] = run.count('@"cudaMalloc"')
         assert run.count('@"cudaFree"') == counts[memory]
         assert '@"cudnnConvolutionBiasActivationForward"' in run and '@"cudnnPoolingForward"' in run
-    assert counts["pool"] == 1 and counts["lazy"] > 20
+    assert counts["pool"] == 0 and counts["pool-run"] == 1 and counts["lazy"] > 20
+
+
+def test_plan_reports_pool_allocations_per_run_and_at_init() -> None:
+    model = str(light_model_path("squeezenet"))
+    once = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda").stdout)
+    per_run = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda",
+                               "--pool-allocation", "run").stdout)
+    host = json.loads(pyocc("plan", model, "--format", "json").stdout)
+    assert (once["allocator_calls_per_run"], once["allocator_calls_at_init"]) == (0, 1)
+    assert (per_run["allocator_calls_per_run"], per_run["allocator_calls_at_init"]) == (1, 0)
+    assert (host["allocator_calls_per_run"], host["allocator_calls_at_init"]) == (1, None)
 
 
 def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
     host = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json").stdout)
     cuda = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json",
                             "--target", "cuda").stdout)
-    # the input and output copies are device buffers, planned like the rest
-    assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+    # the input and output copies are device buffers, planned like the rest,
+    # and so is each convolution's cuDNN workspace
+    scratch = [b for b in cuda["buffers"] if b["name"].startswith("scratch")]
+    convs = sum(1 for n in onnx.load(str(light_model_path("squeezenet"))).graph.node if n.op_type == "Conv")
+    assert len(scratch) == convs and all(b["bytes"] == 32 << 20 for b in scratch)
+    assert len(cuda["buffers"]) == len(host["buffers"]) + 2 + len(scratch)
 
 
 def test_versions() -> None:
@@ -154,6 +172,7 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
     (["run", "MODEL", "--target", "cuda"], "target cuda needs an NVIDIA GPU"),
     (["compile", "MODEL", "--target", "cuda", "-o", "model.so"], "target cuda writes LLVM IR (.ll) only"),
     (["run", "MODEL", "--target", "cuda", "--sanitize"], "the sanitizer runs on the host only"),
+    (["plan", "MODEL", "--pool-allocation", "init"], "pool allocation 'init' is for target cuda"),
 ])
 def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
     args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]

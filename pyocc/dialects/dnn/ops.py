@@ -554,7 +554,9 @@ class PreActConvOp(DnnComputeOp):
     out = act(conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual).
 
     The per-channel affine and `pre_activation` (none or relu) are applied
-    inside the kernel, so the pre-activated tensor is never a buffer."""
+    inside the host kernel, so the pre-activated tensor is never a buffer
+    there; on target=cuda it is written to a scratch buffer (`workspace`)
+    live only while the op runs."""
 
     name = "dnn.preact_conv"
     x = operand_def(TensorOrBuffer)
@@ -564,8 +566,11 @@ class PreActConvOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
+    workspace = opt_operand_def(MemRefType)
+    """target=cuda: the scratch buffer the pre-activated input is written to
+    (dnn-cuda-scratch); the host kernel needs none."""
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)))
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
