@@ -1,0 +1,168 @@
+"""Every native kernel against the numpy kernel of the same name, on random
+data: odd, tiny (one element), padded/strided and broadcasting shapes.
+
+Each case builds a site table entry (pyocc.testing.native_kernels.site_for),
+compiles the native emitter alone and runs both kernels on the same inputs.
+Stale data in `out` (77s) catches a kernel that reads its output first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pyocc.lowering.native import NATIVE_KERNELS, native_kernel_for
+from pyocc.testing.native_kernels import SiteInput, run_native, run_numpy, site_for
+
+RNG = np.random.default_rng(16)
+
+
+def rand(*shape: int, dtype: str = "float32") -> np.ndarray:
+    """Random data of `shape`: normal floats, small ints, or bools."""
+    if dtype == "bool":
+        return RNG.integers(0, 2, shape).astype(bool)
+    if np.dtype(dtype).kind in "iu":
+        return RNG.integers(-9, 10, shape).astype(dtype)
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def check(kernel: str, inputs: list[SiteInput], outputs: list[tuple[tuple[int, ...], str]], rtol: float = 1e-5,
+          atol: float = 1e-6, out_keyword: str = "out", **kwargs: Any) -> None:
+    """The native kernel's outputs equal the numpy kernel's (within tolerance)."""
+    site = site_for(kernel, inputs, outputs, out_keyword=out_keyword, **kwargs)
+    assert native_kernel_for(site) is not None, f"{kernel} {kwargs}: no native kernel takes this site"
+    expected = run_numpy(site, inputs)
+    got = run_native(site, inputs)
+    for e, g in zip(expected, got, strict=True):
+        assert g.dtype == e.dtype
+        if e.dtype.kind == "f":
+            np.testing.assert_allclose(g, e, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, e)
+
+
+UNARY = ["relu", "leaky_relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "reciprocal", "erf",
+         "hard_sigmoid", "hard_swish", "clip", "floor", "ceil", "identity", "gelu"]
+
+
+@pytest.mark.parametrize("fn", UNARY)
+@pytest.mark.parametrize("shape", [(1,), (3, 7), (2, 3, 5, 9)])
+def test_unary(fn: str, shape: tuple[int, ...]) -> None:
+    x = rand(*shape) * 3
+    if fn in ("log", "sqrt"):
+        x = np.abs(x) + 0.1
+    check("unary", [x], [(shape, "float32")], fn=fn, alpha=None, beta=None)
+
+
+@pytest.mark.parametrize("fn, alpha, beta", [("leaky_relu", 0.2, None), ("clip", -0.5, 0.7), ("clip", None, 0.3),
+                                             ("clip", 0.1, None), ("hard_sigmoid", 0.3, 0.4)])
+def test_unary_with_parameters(fn: str, alpha: float | None, beta: float | None) -> None:
+    x = rand(4, 5)
+    check("unary", [x], [((4, 5), "float32")], fn=fn, alpha=alpha, beta=beta)
+
+
+def test_gelu_tanh_and_not() -> None:
+    x = rand(6, 5) * 3
+    check("unary", [x], [((6, 5), "float32")], fn="gelu", approximate="tanh")
+    check("unary", [rand(7, dtype="bool")], [((7,), "bool")], fn="not")
+
+
+def test_unary_in_place() -> None:
+    """out may be x itself."""
+    x = rand(5, 6)
+    site = site_for("unary", [x], [((5, 6), "float32")], fn="sigmoid")
+    expected = run_numpy(site, [x.copy()])[0]
+    run_native(site, [x], outputs=[x])
+    np.testing.assert_allclose(x, expected, rtol=1e-6)
+
+
+BROADCASTS = [((3, 4), (3, 4)), ((1,), (5,)), ((2, 3, 4), (4,)), ((2, 1, 4), (3, 1)), ((1, 1), (2, 3, 1)),
+              ((2, 3, 5, 5), (1, 3, 1, 1)), ((), (3,))]
+
+
+@pytest.mark.parametrize("fn", ["add", "sub", "mul", "div", "max", "min", "pow", "mod"])
+@pytest.mark.parametrize("a_shape, b_shape", BROADCASTS)
+def test_binary_float(fn: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> None:
+    a, b = rand(*a_shape), rand(*b_shape)
+    if fn == "pow":
+        a = np.abs(a) + 0.5
+    out_shape = np.broadcast_shapes(a_shape, b_shape)
+    check("binary", [a, b], [(out_shape, "float32")], fn=fn)
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", ["float32", "int32", "int64"])
+def test_binary_mod(fmod: int, dtype: str) -> None:
+    a, b = rand(4, 6, dtype=dtype) * 3, rand(6, dtype=dtype)
+    b[b == 0] = 2
+    check("binary", [a, b], [((4, 6), dtype)], fn="mod", fmod=fmod)
+
+
+@pytest.mark.parametrize("fn", ["add", "sub", "mul", "div", "max", "min"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_binary_integer(fn: str, dtype: str) -> None:
+    a, b = rand(3, 5, dtype=dtype), rand(5, dtype=dtype)
+    b[b == 0] = 3
+    check("binary", [a, b], [((3, 5), dtype)], fn=fn)
+
+
+@pytest.mark.parametrize("fn", ["equal", "less", "greater", "less_or_equal", "greater_or_equal"])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_comparisons(fn: str, dtype: str) -> None:
+    a, b = rand(3, 4, dtype=dtype), rand(1, 4, dtype=dtype)
+    a[0] = b[0]
+    check("binary", [a, b], [((3, 4), "bool")], fn=fn)
+
+
+@pytest.mark.parametrize("fn", ["and", "or", "xor"])
+def test_logical(fn: str) -> None:
+    check("binary", [rand(3, 4, dtype="bool"), rand(4, dtype="bool")], [((3, 4), "bool")], fn=fn)
+
+
+@pytest.mark.parametrize("activation, alpha, beta", [("relu", None, None), ("clip", 0.0, 6.0),
+                                                     ("leaky_relu", 0.1, None), ("sigmoid", None, None)])
+def test_binary_fused_activation(activation: str, alpha: float | None, beta: float | None) -> None:
+    a, b = rand(2, 3, 4), rand(3, 1)
+    check("binary", [a, b], [((2, 3, 4), "float32")], fn="add", activation=activation, alpha=alpha, beta=beta)
+
+
+@pytest.mark.parametrize("fn", ["sum", "mean", "max", "min"])
+def test_variadic(fn: str) -> None:
+    inputs = [rand(2, 3, 4), rand(4), rand(3, 1), rand(1)]
+    check("variadic", [inputs], [((2, 3, 4), "float32")], fn=fn)
+    check("variadic", [[rand(5)]], [((5,), "float32")], fn=fn)
+
+
+def test_variadic_integer() -> None:
+    check("variadic", [[rand(3, 4, dtype="int64"), rand(4, dtype="int64")]], [((3, 4), "int64")], fn="sum")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_where(dtype: str) -> None:
+    check("where", [rand(3, 1, dtype="bool"), rand(3, 4, dtype=dtype), rand(4, dtype=dtype)],
+          [((3, 4), dtype)])
+
+
+@pytest.mark.parametrize("source, target", [("float32", "int64"), ("float32", "int32"), ("int64", "float32"),
+                                            ("float32", "bool"), ("bool", "float32"), ("int64", "int32"),
+                                            ("int32", "int64"), ("float32", "float64"), ("float64", "float32"),
+                                            ("uint8", "float32"), ("int8", "int64")])
+def test_cast(source: str, target: str) -> None:
+    x = rand(3, 5, dtype=source) * (3 if source.startswith("float") else 1)
+    check("cast", [x], [((3, 5), target)])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_copy(dtype: str) -> None:
+    check("copy", [rand(2, 3, 4, dtype=dtype)], [((6, 4), dtype)])
+    check("copy", [rand(1, dtype=dtype)], [((1,), dtype)])
+
+
+def test_every_registered_kernel_is_tested() -> None:
+    """A native kernel without a case in tests/runtime/test_native*.py fails this test."""
+    text = "".join(path.read_text() for path in Path(__file__).parent.glob("test_native*.py"))
+    untested = sorted(name for name in NATIVE_KERNELS if f'"{name}"' not in text)
+    assert not untested, f"native kernels without a test: {untested}"
