@@ -166,3 +166,103 @@ def test_every_registered_kernel_is_tested() -> None:
     text = "".join(path.read_text() for path in Path(__file__).parent.glob("test_native*.py"))
     untested = sorted(name for name in NATIVE_KERNELS if f'"{name}"' not in text)
     assert not untested, f"native kernels without a test: {untested}"
+
+
+POOLS = [  # (x shape, kernel_shape, strides, pads, dilations)
+    ((1, 2, 7, 7), [3, 3], [1, 1], [1, 1, 1, 1], None),
+    ((2, 3, 9, 8), [3, 3], [2, 2], [0, 0, 1, 1], None),
+    ((1, 1, 5, 6), [2, 3], [2, 1], [1, 0, 1, 2], None),
+    ((1, 2, 1, 1), [1, 1], None, None, None),
+    ((1, 3, 11), [4], [3], [2, 1], None),
+    ((1, 2, 4, 5, 6), [2, 2, 3], [1, 2, 2], [0, 1, 1, 1, 0, 1], None),
+]
+
+
+def _pool_out(shape: tuple[int, ...], kernel: list[int], strides: list[int] | None, pads: list[int] | None,
+              dilations: list[int] | None, ceil: bool = False) -> tuple[int, ...]:
+    rank = len(kernel)
+    strides, dilations = strides or [1] * rank, dilations or [1] * rank
+    pads = pads or [0] * (2 * rank)
+    spatial = []
+    for axis in range(rank):
+        span = shape[2 + axis] + pads[axis] + pads[rank + axis] - (kernel[axis] - 1) * dilations[axis] - 1
+        spatial.append((-(-span // strides[axis]) if ceil else span // strides[axis]) + 1)
+    return (*shape[:2], *spatial)
+
+
+@pytest.mark.parametrize("shape, kernel, strides, pads, dilations", POOLS)
+def test_max_pool(shape: tuple[int, ...], kernel: list[int], strides: list[int] | None, pads: list[int] | None,
+                  dilations: list[int] | None) -> None:
+    x = rand(*shape)
+    out = _pool_out(shape, kernel, strides, pads, dilations)
+    check("max_pool", [x], [(out, "float32")], kernel_shape=kernel, strides=strides, pads=pads, ceil_mode=0)
+
+
+def test_max_pool_dilated_and_ceil_mode() -> None:
+    x = rand(1, 2, 9, 9)
+    out = _pool_out(x.shape, [3, 3], [2, 2], [1, 1, 1, 1], [2, 2], ceil=True)
+    check("max_pool", [x], [(out, "float32")], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
+          dilations=[2, 2], ceil_mode=1)
+
+
+@pytest.mark.parametrize("count_include_pad", [0, 1])
+@pytest.mark.parametrize("shape, kernel, strides, pads, dilations", POOLS)
+def test_average_pool(shape: tuple[int, ...], kernel: list[int], strides: list[int] | None,
+                      pads: list[int] | None, dilations: list[int] | None, count_include_pad: int) -> None:
+    x = rand(*shape)
+    out = _pool_out(shape, kernel, strides, pads, dilations)
+    check("average_pool", [x], [(out, "float32")], rtol=0, atol=0, kernel_shape=kernel, strides=strides,
+          pads=pads, ceil_mode=0, count_include_pad=count_include_pad)
+
+
+def test_average_pool_ceil_mode() -> None:
+    x = rand(1, 2, 8, 8)
+    out = _pool_out(x.shape, [3, 3], [2, 2], [0, 0, 0, 0], None, ceil=True)
+    check("average_pool", [x], [(out, "float32")], rtol=0, atol=0, kernel_shape=[3, 3], strides=[2, 2],
+          pads=[0, 0, 0, 0], ceil_mode=1, count_include_pad=0)
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 7, 7), (2, 5, 1, 1), (1, 4, 6), (1, 2, 3, 4, 5)])
+def test_global_pools(shape: tuple[int, ...]) -> None:
+    x = rand(*shape)
+    out = (*shape[:2], *[1] * (len(shape) - 2))
+    check("global_average_pool", [x], [(out, "float32")])
+    check("global_max_pool", [x], [(out, "float32")])
+
+
+@pytest.mark.parametrize("shape, axis", [((2, 3, 4, 5), 1), ((1, 7), 1), ((4, 3), 0), ((2, 3, 5), -1), ((1,), 0)])
+@pytest.mark.parametrize("activation", [None, "relu", "clip"])
+def test_channel_affine(shape: tuple[int, ...], axis: int, activation: str | None) -> None:
+    channels = shape[axis]
+    alpha, beta = (0.0, 1.0) if activation == "clip" else (None, None)
+    check("channel_affine", [rand(*shape), rand(channels), rand(channels)], [(shape, "float32")], rtol=0, atol=0,
+          axis=axis, activation=activation, alpha=alpha, beta=beta)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 4), (1, 1, 1, 1)])
+def test_batch_norm(shape: tuple[int, ...]) -> None:
+    c = shape[1]
+    check("batch_norm", [rand(*shape), rand(c), rand(c), rand(c), np.abs(rand(c)) + 0.5], [(shape, "float32")],
+          rtol=0, atol=0, epsilon=1e-3)
+
+
+@pytest.mark.parametrize("kernel", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape, axis", [((2, 10), -1), ((3, 4, 5), 1), ((1,), 0), ((2, 3, 4), 0), ((1, 1000), 1)])
+def test_softmax(kernel: str, shape: tuple[int, ...], axis: int) -> None:
+    check(kernel, [rand(*shape) * 4], [(shape, "float32")], axis=axis)
+
+
+@pytest.mark.parametrize("shape, axis, scale_shape, with_bias", [
+    ((2, 3, 8), -1, (8,), True), ((2, 3, 8), 1, (3, 8), False), ((4, 5), 0, (4, 5), True),
+    ((2, 3, 4), -2, (1, 4), True), ((1, 1), -1, (1,), False)])
+def test_layer_norm(shape: tuple[int, ...], axis: int, scale_shape: tuple[int, ...], with_bias: bool) -> None:
+    inputs: list[SiteInput] = [rand(*shape), rand(*scale_shape)]
+    if with_bias:
+        inputs.append(rand(*scale_shape))
+    check("layer_norm", inputs, [(shape, "float32")], rtol=1e-5, atol=1e-5, axis=axis, epsilon=1e-5)
+
+
+@pytest.mark.parametrize("shape, size", [((1, 7, 3, 3), 5), ((2, 4, 5), 3), ((1, 2, 2, 2), 4), ((1, 1, 1, 1), 1)])
+def test_lrn(shape: tuple[int, ...], size: int) -> None:
+    check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=0.75,
+          bias=2.0)
