@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from pyocc.lowering.native import NATIVE_KERNELS, native_kernel_for
+from pyocc.runtime.kernels.tensor import _onnx_slice
 from pyocc.testing.native_kernels import SiteInput, run_native, run_numpy, site_for
 
 RNG = np.random.default_rng(16)
@@ -266,3 +267,114 @@ def test_layer_norm(shape: tuple[int, ...], axis: int, scale_shape: tuple[int, .
 def test_lrn(shape: tuple[int, ...], size: int) -> None:
     check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=0.75,
           bias=2.0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool", "uint8"])
+@pytest.mark.parametrize("shape, perm", [((2, 3, 4), [2, 0, 1]), ((1, 4, 2, 3, 5), [0, 2, 1, 3, 4]), ((5,), None),
+                                         ((3, 4), None), ((1, 1, 1), [2, 1, 0])])
+def test_transpose(dtype: str, shape: tuple[int, ...], perm: list[int] | None) -> None:
+    x = rand(*shape, dtype=dtype)
+    out = np.transpose(x, perm).shape
+    check("transpose", [x], [(out, dtype)], perm=perm)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_concat_and_split(axis: int) -> None:
+    lengths = {0: [2, 1, 3], 1: [3, 1, 2], -1: [4, 1, 2]}[axis]
+    parts = [rand(*[n if d == axis % 3 else s for d, s in enumerate((2, 3, 4))]) for n in lengths]
+    out = np.concatenate(parts, axis=axis).shape
+    check("concat", [parts], [(out, "float32")], axis=axis)
+    x = rand(*out)
+    check("split", [x], [(p.shape, "float32") for p in parts], out_keyword="outs", axis=axis)
+
+
+@pytest.mark.parametrize("starts, ends, axes, steps", [
+    ([1, 0], [3, 5], None, None), ([0], [-1], [2], None), ([-1], [-2**63], [1], [-1]),
+    ([0, 4], [2**63 - 1, 0], [0, 2], [2, -2]), ([1], [2], [0], [1])])
+def test_slice(starts: list[int], ends: list[int], axes: list[int] | None, steps: list[int] | None) -> None:
+    x = rand(3, 5, 6)
+    index = [slice(None)] * 3
+    for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
+        axis = axes[i] if axes else i
+        index[axis] = _onnx_slice(start, end, steps[i] if steps else 1, x.shape[axis])
+    out = x[tuple(index)].shape
+    check("slice", [x], [(out, "float32")], starts=starts, ends=ends, axes=axes, steps=steps)
+
+
+@pytest.mark.parametrize("axis, index_dtype", [(0, "int64"), (1, "int32"), (2, "int64")])
+def test_gather(axis: int, index_dtype: str) -> None:
+    x = rand(4, 5, 3)
+    indices = RNG.integers(-x.shape[axis], x.shape[axis], (2, 3)).astype(index_dtype)
+    out = np.take(x, indices, axis=axis).shape
+    check("gather", [x, indices], [(out, "float32")], axis=axis)
+    scalar = np.asarray(1, dtype=index_dtype)
+    check("gather", [x, scalar], [(np.take(x, scalar, axis=axis).shape, "float32")], axis=axis)
+
+
+@pytest.mark.parametrize("shape, out", [((3, 1), (2, 3, 4)), ((1,), (5,)), ((2, 1, 3), (2, 4, 3))])
+def test_expand(shape: tuple[int, ...], out: tuple[int, ...]) -> None:
+    check("expand", [rand(*shape, dtype="int64")], [(out, "int64")])
+
+
+@pytest.mark.parametrize("shape, repeats", [((2, 3), [2, 3]), ((1,), [4]), ((2, 1, 3), [1, 3, 2])])
+def test_tile(shape: tuple[int, ...], repeats: list[int]) -> None:
+    x = rand(*shape)
+    check("tile", [x], [(np.tile(x, repeats).shape, "float32")], repeats=repeats)
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+@pytest.mark.parametrize("pads", [[1, 2, 0, 1], [0, 0, 0, 0], [2, -1, 1, 3], [-1, 1, 1, -2]])
+def test_pad(mode: str, pads: list[int]) -> None:
+    x = rand(4, 5)
+    rank = 2
+    out = tuple(x.shape[a] + pads[a] + pads[rank + a] for a in range(rank))
+    check("pad", [x], [(out, "float32")], pads=pads, mode=mode, value=1.5)
+
+
+@pytest.mark.parametrize("mode, ctm, nearest_mode", [
+    ("nearest", "asymmetric", "floor"), ("nearest", "half_pixel", "round_prefer_floor"),
+    ("nearest", "align_corners", "round_prefer_ceil"), ("linear", "half_pixel", None),
+    ("linear", "align_corners", None), ("cubic", "half_pixel", None), ("linear", "pytorch_half_pixel", None),
+    ("linear", "tf_crop_and_resize", None)])
+@pytest.mark.parametrize("out_shape", [(1, 2, 8, 10), (1, 2, 3, 2)])
+def test_resize(mode: str, ctm: str, nearest_mode: str | None, out_shape: tuple[int, ...]) -> None:
+    x = rand(1, 2, 4, 5)
+    kwargs: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": ctm}
+    if nearest_mode:
+        kwargs["nearest_mode"] = nearest_mode
+    if ctm == "tf_crop_and_resize":
+        kwargs["roi"] = [0, 0, 0.1, 0.2, 1, 1, 0.9, 1.2]
+        kwargs["extrapolation_value"] = -3.0
+    check("resize", [x], [(out_shape, "float32")], rtol=1e-6, atol=1e-6, **kwargs)
+
+
+def test_resize_nearest_integers() -> None:
+    check("resize", [rand(1, 1, 3, 3, dtype="int64")], [((1, 1, 6, 7), "int64")], mode="nearest")
+
+
+@pytest.mark.parametrize("fn", ["sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum",
+                                "log_sum_exp"])
+@pytest.mark.parametrize("shape, axes, keepdims", [((2, 3, 4), [1], 1), ((2, 3, 4), [0, 2], 0),
+                                                   ((2, 3, 4), None, 1), ((5,), [-1], 0), ((1, 1), [0], 1)])
+def test_reduce(fn: str, shape: tuple[int, ...], axes: list[int] | None, keepdims: int) -> None:
+    x = rand(*shape)
+    if fn == "log_sum":
+        x = np.abs(x) + 0.1
+    reduced = tuple(range(len(shape))) if axes is None else tuple(a % len(shape) for a in axes)
+    out = np.sum(x, axis=reduced, keepdims=bool(keepdims)).shape
+    check("reduce", [x], [(out, "float32")], rtol=2e-6, atol=1e-6, fn=fn, axes=axes, keepdims=keepdims)
+
+
+def test_reduce_noop_with_empty_axes() -> None:
+    x = rand(2, 3)
+    check("reduce", [x], [((2, 3), "float32")], fn="sum", axes=[], keepdims=1, noop_with_empty_axes=1)
+
+
+@pytest.mark.parametrize("kernel", ["arg_max", "arg_min"])
+@pytest.mark.parametrize("axis, last", [(0, 0), (1, 1), (-1, 0), (2, 1)])
+def test_arg_extremes(kernel: str, axis: int, last: int) -> None:
+    x = RNG.integers(0, 3, (3, 4, 5)).astype(np.float32)  # ties everywhere
+    x[1, 2, 3] = np.nan
+    out = list(x.shape)
+    out[axis] = 1
+    check(kernel, [x], [(tuple(out), "int64")], axis=axis, keepdims=1, select_last_index=last)

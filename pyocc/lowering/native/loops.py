@@ -280,18 +280,34 @@ class KernelBuilder:
             level(0, [])
 
     def strided_loop_nest(self, shape: Sequence[int], strides: Sequence[Sequence[int]],
-                          body: Callable[[list[ir.Value]], None]) -> None:
+                          body: Callable[[list[ir.Value]], None], bases: Sequence[int] | None = None) -> None:
         """for every index of `shape`: body(offsets), one element offset per
         operand, operand k walking `shape` with `strides[k]` (0 along a
-        broadcast dim). Dims are merged first (merge_dims)."""
+        broadcast dim) from element `bases[k]` (default 0). Dims are merged
+        first (merge_dims)."""
         if math.prod(shape) == 0:
             return
         merged_shape, merged = merge_dims(shape, strides)
+        starts = list(bases) if bases is not None else [0] * len(strides)
 
         def offsets(indices: list[ir.Value]) -> None:
-            body([self.offset(indices, s) for s in merged])
+            body([self.offset(indices, s, base) for s, base in zip(merged, starts, strict=True)])
 
         self.loop_nest(merged_shape, offsets)
+
+    def constant_table(self, values: Sequence[int], name: str = "table") -> ir.GlobalVariable:
+        """An internal constant i64 array holding `values` (index tables)."""
+        array = ir.ArrayType(I64, len(values))
+        table = ir.GlobalVariable(self.module, array, self.module.get_unique_name(f"{self.function.name}.{name}"))
+        table.linkage = "internal"
+        table.global_constant = True
+        table.initializer = ir.Constant(array, [int(v) for v in values])
+        return table
+
+    def load_table(self, table: ir.GlobalVariable, index: ir.Value) -> ir.Value:
+        """table[index] of a constant_table."""
+        address = self.b.gep(table, [self.i64(0), index], inbounds=True, source_etype=table.value_type)
+        return self.b.load(address, typ=I64)
 
     def broadcast_loop(self, operands: Sequence[Operand], out: Operand,
                        body: Callable[[list[ir.Value], ir.Value], None]) -> None:
