@@ -263,9 +263,10 @@ def test_layer_norm(shape: tuple[int, ...], axis: int, scale_shape: tuple[int, .
     check("layer_norm", inputs, [(shape, "float32")], rtol=1e-5, atol=1e-5, axis=axis, epsilon=1e-5)
 
 
+@pytest.mark.parametrize("beta", [0.75, 0.5, 0.6])
 @pytest.mark.parametrize("shape, size", [((1, 7, 3, 3), 5), ((2, 4, 5), 3), ((1, 2, 2, 2), 4), ((1, 1, 1, 1), 1)])
-def test_lrn(shape: tuple[int, ...], size: int) -> None:
-    check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=0.75,
+def test_lrn(shape: tuple[int, ...], size: int, beta: float) -> None:
+    check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=beta,
           bias=2.0)
 
 
