@@ -61,6 +61,9 @@ def test_native_kernels_match_onnxruntime(name: str) -> None:
     sites = len(native.native.meta["sites"])
     assert reference.numpy_sites == sites and reference.native_sites == 0
     assert native.native_sites > 0
+    report = native.memory_report()
+    assert (report.native_sites, report.numpy_sites) == (native.native_sites, native.numpy_sites)
+    assert f"kernels          {native.native_sites} native, {native.numpy_sites} numpy" in str(report)
     assert native.numpy_sites == sum(site["kernel"] in NOT_NATIVE_YET for site in native.native.meta["sites"])
     for compiled in (native, reference):
         got = compiled.run(inputs)
