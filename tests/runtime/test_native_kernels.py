@@ -176,6 +176,8 @@ POOLS = [  # (x shape, kernel_shape, strides, pads, dilations)
     ((1, 2, 1, 1), [1, 1], None, None, None),
     ((1, 3, 11), [4], [3], [2, 1], None),
     ((1, 2, 4, 5, 6), [2, 2, 3], [1, 2, 2], [0, 1, 1, 1, 0, 1], None),
+    ((1, 1, 3, 2), [3, 3], [1, 1], [1, 1, 1, 1], None),  # no output column is clear of the padding
+    ((1, 2, 5, 77), [3, 3], [2, 2], [1, 1, 1, 1], None),  # long rows: the vectorised interior and its tail
 ]
 
 
