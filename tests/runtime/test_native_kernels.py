@@ -381,3 +381,23 @@ def test_arg_extremes(kernel: str, axis: int, last: int) -> None:
     out = list(x.shape)
     out[axis] = 1
     check(kernel, [x], [(tuple(out), "int64")], axis=axis, keepdims=1, select_last_index=last)
+
+
+@pytest.mark.parametrize("axis, index_dtype", [(0, "int64"), (1, "int32"), (-1, "int64")])
+def test_gather_elements(axis: int, index_dtype: str) -> None:
+    x = rand(3, 4, 5)
+    shape = [3, 4, 5]
+    shape[axis] = 2
+    indices = RNG.integers(-x.shape[axis], x.shape[axis], shape).astype(index_dtype)
+    check("gather_elements", [x, indices], [(tuple(shape), "float32")], axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_constant_of_shape(dtype: str) -> None:
+    check("constant_of_shape", [], [((2, 3), dtype)], value=1.0)
+
+
+@pytest.mark.parametrize("dtype, start, delta, n", [("float32", 0.1, 0.3, 17), ("int64", -3, 2, 5),
+                                                    ("float32", 1.0, -0.7, 1), ("int32", 5, -1, 4)])
+def test_range(dtype: str, start: float, delta: float, n: int) -> None:
+    check("range", [], [((n,), dtype)], rtol=0, atol=0, start=start, delta=delta)
