@@ -38,7 +38,8 @@ for an absent optional input), then the destinations, and calls
 is exported to LLVM (`to_llvmlite(module, kernels=...)`): with
 `kernels="native"` (the default) a site whose kernel has a native emitter
 (pyocc.lowering.native) calls a function generated for its static shapes,
-`NAME_site_K(buffers)`; every other site (all of them with
+`NAME_site_K(buffers)` (sites alike in kernel, shapes and arguments share
+the function of the first of them, K); every other site (all of them with
 `kernels="numpy"`) calls `kernel(site, buffers)` through the pointer that
 `NAME_init` stored, i.e. the numpy kernel. The
 JSON table (`NAME_meta`) describes each site: kernel name, the shape and
@@ -156,7 +157,8 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     native kernels: with `kernels="native"` every site a native emitter
     supports (pyocc.lowering.native), with "numpy" none. Their calls in
     `NAME_run` become direct calls of `NAME_site_K` (declared here, defined
-    by to_llvmlite), and each function's table says per site whether it is
+    by to_llvmlite; sites that differ only in their number share the
+    function of the first, K), and each function's table says per site whether it is
     "native" and counts the "numpy_sites". A module selected once keeps its
     choice. Returns symbol -> (native kernel, site) for to_llvmlite."""
     # the emitters import llvmlite and numpy: only when a module is exported
@@ -173,6 +175,8 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
         meta = read_meta(module, name)
         already = "numpy_sites" in meta
         native_sites: dict[int, str] = {}
+        # sites alike in everything but their number share one function
+        shared: dict[str, str] = {}
         for site in meta["sites"]:
             kernel = None
             if already:
@@ -181,9 +185,10 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
                 kernel = native_kernel_for(site)
             site["native"] = kernel is not None
             if kernel is not None:
-                symbol = f"{name}_site_{site['site']}"
+                key = json.dumps({k: v for k, v in site.items() if k not in ("site", "native")}, sort_keys=True)
+                symbol = shared.setdefault(key, f"{name}_site_{site['site']}")
                 native_sites[site["site"]] = symbol
-                chosen[symbol] = (kernel, site)
+                chosen.setdefault(symbol, (kernel, site))
         if already:
             continue
         meta["numpy_sites"] = sum(not site["native"] for site in meta["sites"])
@@ -204,7 +209,7 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
                 call.parent.insert_op_before(direct, call)
                 call.detach()
                 call.erase()
-        for symbol in native_sites.values():
+        for symbol in dict.fromkeys(native_sites.values()):
             module.body.block.add_op(llvm.FuncOp(symbol, llvm.LLVMFunctionType([PTR]),
                                                  linkage=llvm.LinkageAttr("external")))
     return chosen
