@@ -8,13 +8,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.analysis.liveness import analyze_function, root_buffer
+from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
-from pyocc.pipelines import MEMORY_MODES, Options
+from pyocc.frontend.onnx_import import import_model
+from pyocc.lowering.convert_dnn_to_llvm import compile_module
+from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes
+from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
+from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+from pyocc.weights import release, resource_keys
 
 if TYPE_CHECKING:
     import numpy as np
@@ -121,8 +135,6 @@ class MemoryReport:
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
-        import dataclasses
-
         data = dataclasses.asdict(self)
         data["fast_pool_traffic_fraction"] = self.fast_pool_traffic_fraction
         return data
@@ -198,15 +210,6 @@ def lower(
     applies only the fusions cuDNN can run.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
-    from xdsl.context import Context
-    from xdsl.dialects import func
-    from xdsl.utils.exceptions import PassFailedException
-
-    from pyocc.analysis.liveness import analyze_function, root_buffer
-    from pyocc.dialects.dnn import ops as d
-    from pyocc.frontend.onnx_import import import_model
-    from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
-
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
@@ -239,7 +242,6 @@ def lower(
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     ops = list(function.body.block.ops)
     liveness = analyze_function(function)
-    from pyocc.rewrites.dnn_memory_pool import buffer_traffic
 
     pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
     buffers: list[BufferReport] = []
@@ -289,12 +291,6 @@ def lower(
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
     """Run the tensor stage; returns the lower bound of the order dnn-reorder
     was given (None when it did not run) and the milliseconds it took."""
-    from xdsl.dialects import func
-
-    from pyocc.analysis.liveness import analyze_function
-    from pyocc.pipelines import run_passes
-    from pyocc.rewrites.dnn_reorder import DnnReorderPass
-
     given_bound = None
     timings: dict[str, float] = {}
     for p in passes:
@@ -307,9 +303,6 @@ def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[i
 
 def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
     """Fill the per-pool part of a report: sizes, traffic, weights, dynamic buffers."""
-    from pyocc.dialects.dnn import ops as d
-    from pyocc.rewrites.dnn_memory_pool import memory_pools, plan_weights
-
     pools = memory_pools(options.memory_pools, options.alignment)
     sizes = {o.pool_name.data: o.size.value.data for o in function.body.block.ops
              if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
@@ -418,16 +411,10 @@ def compile(  # noqa: A001 - the name users expect
     if target == "cuda" and sanitize:
         raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
-        from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
-
         reason = cuda_unavailable_reason()
         if reason is not None:
             raise PyoccError(reason)
         cuda_libraries = CudaLibraries.load()
-    import weakref
-
-    from pyocc.lowering.convert_dnn_to_llvm import compile_module
-    from pyocc.weights import release, resource_keys
 
     before = resource_keys()
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,

@@ -6,39 +6,37 @@ A factory imports its module only when called, so tools that list passes
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import Any
 
 from xdsl.ir import Dialect
 from xdsl.passes import ModulePass
 
 
-def _onnx_dialect() -> Dialect:
-    from pyocc.dialects.onnx import Onnx
+def _lazy(module: str, name: str) -> Callable[[], Any]:
+    """A factory that imports `module` and returns its attribute `name`.
 
-    return Onnx
+    The registry imports nothing itself, on purpose: xDSL's `Context` and
+    `xdsl-opt` take factories so that a tool loads only the dialects and
+    passes its input uses, and the passes pull in numpy, llvmlite and the
+    planner, which `pyocc-opt`'s start-up must not import."""
 
+    def factory() -> Any:
+        return getattr(importlib.import_module(module), name)
 
-def _dnn_dialect() -> Dialect:
-    from pyocc.dialects.dnn import Dnn
-
-    return Dnn
+    return factory
 
 
 PYOCC_DIALECTS: dict[str, Callable[[], Dialect]] = {
-    "onnx": _onnx_dialect,
-    "dnn": _dnn_dialect,
+    "onnx": _lazy("pyocc.dialects.onnx", "Onnx"),
+    "dnn": _lazy("pyocc.dialects.dnn", "Dnn"),
 }
 
 
 def _lazy_pass(module: str, cls: str) -> Callable[[], type[ModulePass]]:
     """A factory that imports `module` and returns its pass class `cls`."""
-
-    def factory() -> type[ModulePass]:
-        import importlib
-
-        return getattr(importlib.import_module(module), cls)
-
-    return factory
+    return _lazy(module, cls)
 
 
 PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {

@@ -512,3 +512,100 @@ func.func @preact_conv_residual_not_fused(%x: tensor<1x2x2x2xf32>) -> tensor<1x2
   %y = "dnn.conv"(%b, %w, %b) <{operandSegmentSizes = array<i32: 1, 1, 0, 1, 0, 0>}> : (tensor<1x2x2x2xf32>, tensor<2x2x1x1xf32>, tensor<1x2x2x2xf32>) -> tensor<1x2x2x2xf32>
   func.return %y : tensor<1x2x2x2xf32>
 }
+
+// -----
+
+// A gemm without a bias (an ONNX Gemm with no C) followed by an Add of a
+// vector over its rows: the vector becomes the gemm's bias, beta 1.
+// CHECK-LABEL: func.func @gemm_bias_fused
+// CHECK: %[[Y:.*]] = "dnn.gemm"(%a, %b, %c) <{trans_b = 1 : i64, beta = 1.000000e+00 : f32
+// CHECK-NEXT: func.return %[[Y]]
+func.func @gemm_bias_fused(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>, %c: tensor<4xf32>) -> tensor<2x4xf32> {
+  %m = "dnn.gemm"(%a, %b) <{trans_b = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
+  %y = "dnn.binary"(%m, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}
+
+// -----
+
+// Negative: a gemm with a fused activation adds after it (relu(ab) + c is
+// no bias), and an Add that grows the product by broadcasting is no bias.
+// CHECK-LABEL: func.func @gemm_bias_not_fused
+// CHECK: %[[G:.*]] = "dnn.gemm"(%a, %b) <{trans_b = 1 : i64, activation = "relu"
+// CHECK-NEXT: "dnn.binary"(%[[G]], %c) <{fn = "add"
+// CHECK: %[[H:.*]] = "dnn.gemm"(%p, %b) <{trans_b = 1 : i64, operandSegmentSizes
+// CHECK-NEXT: "dnn.binary"(%[[H]], %q) <{fn = "add"
+func.func @gemm_bias_not_fused(%a: tensor<2x3xf32>, %b: tensor<4x3xf32>, %c: tensor<4xf32>, %p: tensor<1x3xf32>, %q: tensor<5x1xf32>) -> (tensor<2x4xf32>, tensor<5x4xf32>) {
+  %m = "dnn.gemm"(%a, %b) <{trans_b = 1 : i64, activation = "relu", operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<2x3xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
+  %y = "dnn.binary"(%m, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %n = "dnn.gemm"(%p, %b) <{trans_b = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<1x3xf32>, tensor<4x3xf32>) -> tensor<1x4xf32>
+  %z = "dnn.binary"(%n, %q) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4xf32>, tensor<5x1xf32>) -> tensor<5x4xf32>
+  func.return %y, %z : tensor<2x4xf32>, tensor<5x4xf32>
+}
+
+// -----
+
+// GELU with the half on the gate, x * ((erf(x / sqrt 2) + 1) * 0.5), as
+// some exporters write it: one gelu too.
+// CHECK-LABEL: func.func @gelu_erf_halved_gate_fused
+// CHECK: %[[Y:.*]] = "dnn.unary"(%x) <{fn = "gelu", approximate = "none"
+// CHECK-NEXT: func.return %[[Y]]
+func.func @gelu_erf_halved_gate_fused(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %sqrt2 = "dnn.weight"() <{value = dense<1.4142135> : tensor<f32>}> : () -> tensor<f32>
+  %one = "dnn.weight"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32>
+  %half = "dnn.weight"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %d = "dnn.binary"(%x, %sqrt2) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %e = "dnn.unary"(%d) <{fn = "erf", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %p = "dnn.binary"(%e, %one) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %h = "dnn.binary"(%p, %half) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %y = "dnn.binary"(%x, %h) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y : tensor<2x8xf32>
+}
+
+// -----
+
+// Negative: the gate is read a second time (the halved gate must be private
+// to the match), so nothing fuses.
+// CHECK-LABEL: func.func @gelu_erf_halved_gate_not_fused
+// CHECK: "dnn.unary"{{.*}}fn = "erf"
+// CHECK-NOT: "gelu"
+func.func @gelu_erf_halved_gate_not_fused(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %sqrt2 = "dnn.weight"() <{value = dense<1.4142135> : tensor<f32>}> : () -> tensor<f32>
+  %one = "dnn.weight"() <{value = dense<1.0> : tensor<f32>}> : () -> tensor<f32>
+  %half = "dnn.weight"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %d = "dnn.binary"(%x, %sqrt2) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %e = "dnn.unary"(%d) <{fn = "erf", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  %p = "dnn.binary"(%e, %one) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %h = "dnn.binary"(%p, %half) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<f32>) -> tensor<2x8xf32>
+  %y = "dnn.binary"(%x, %h) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  func.return %y, %h : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Attention scores without a mask: softmax(QK^T * 0.5) is one kernel.
+// CHECK-LABEL: func.func @attention_softmax_unmasked_fused
+// CHECK: %[[Y:.*]] = "dnn.attention_softmax"(%q, %k) <{scale = 5.000000e-01 : f32
+// CHECK-NEXT: func.return %[[Y]]
+func.func @attention_softmax_unmasked_fused(%q: tensor<2x3x4xf32>, %k: tensor<2x4x3xf32>) -> tensor<2x3x3xf32> {
+  %c = "dnn.weight"() <{value = dense<0.5> : tensor<f32>}> : () -> tensor<f32>
+  %s = "dnn.matmul"(%q, %k) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %d = "dnn.binary"(%s, %c) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x3xf32>, tensor<f32>) -> tensor<2x3x3xf32>
+  %y = "dnn.softmax"(%d) <{axis = -1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  func.return %y : tensor<2x3x3xf32>
+}
+
+// -----
+
+// Negative: a scale per column of the scores is not one number.
+// CHECK-LABEL: func.func @attention_softmax_unmasked_not_fused
+// CHECK-NOT: dnn.attention_softmax
+// CHECK: "dnn.softmax"
+// CHECK-NOT: dnn.attention_softmax
+func.func @attention_softmax_unmasked_not_fused(%q: tensor<2x3x4xf32>, %k: tensor<2x4x3xf32>) -> tensor<2x3x3xf32> {
+  %c = "dnn.weight"() <{value = dense<[0.5, 1.0, 2.0]> : tensor<3xf32>}> : () -> tensor<3xf32>
+  %s = "dnn.matmul"(%q, %k) <{operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x4xf32>, tensor<2x4x3xf32>) -> tensor<2x3x3xf32>
+  %d = "dnn.binary"(%s, %c) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<2x3x3xf32>, tensor<3xf32>) -> tensor<2x3x3xf32>
+  %y = "dnn.softmax"(%d) <{axis = -1 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
+  func.return %y : tensor<2x3x3xf32>
+}

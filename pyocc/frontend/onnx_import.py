@@ -22,13 +22,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    BFloat16Type,
     ArrayAttr,
+    BFloat16Type,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -54,10 +60,6 @@ from pyocc.dialects.onnx.base import OnnxOp
 from pyocc.dialects.onnx.tensor import ConstantOfShapeOp, ConstantOp
 from pyocc.errors import PyoccError, one_line
 from pyocc.weights import INLINE_LIMIT, store_array
-
-if TYPE_CHECKING:
-    import numpy as np
-    import onnx
 
 #: Inputs that pyocc needs at compile time, by op type: input index -> the
 #: property it becomes. Older opsets carry the same values as attributes of
@@ -96,8 +98,6 @@ FOLD_LIMIT_ELEMENTS = 1 << 16
 
 def element_type(onnx_type: int) -> Attribute:
     """The xDSL element type of an ONNX TensorProto data type."""
-    from onnx import TensorProto
-
     table: dict[int, Attribute] = {
         TensorProto.FLOAT: Float32Type(),
         TensorProto.DOUBLE: Float64Type(),
@@ -135,9 +135,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 def load_model(path: str | Path) -> onnx.ModelProto:
     """Read an .onnx file, with one-line errors for missing or broken files."""
-    import onnx
-    from google.protobuf.message import DecodeError
-
     path = Path(path)
     if not path.exists():
         raise PyoccError(f"{path}: no such file")
@@ -178,9 +175,6 @@ class Splat:
     onnx_type: int
 
     def materialize(self) -> np.ndarray:
-        import numpy as np
-        from onnx import helper
-
         return np.full(self.shape, self.value, dtype=helper.tensor_dtype_to_np_dtype(self.onnx_type))
 
 
@@ -280,8 +274,6 @@ class _Importer:
 
     # -- step 2 ----------------------------------------------------------
     def fold_and_infer(self) -> None:
-        from onnx import numpy_helper
-
         graph = self.model.graph
         for init in graph.initializer:
             self.consts[init.name] = numpy_helper.to_array(init)
@@ -300,10 +292,6 @@ class _Importer:
         self.nodes = nodes
 
     def infer_types(self, nodes: list) -> None:
-        import numpy as np
-        import onnx
-        from onnx import helper, numpy_helper
-
         graph = self.model.graph
         # Shape inference needs the values of small constants (shapes, axes)
         # only; large ones (weights) go in as typed inputs, so each round does
@@ -361,9 +349,6 @@ class _Importer:
 
     def try_fold(self, node: onnx.NodeProto) -> bool:
         """Evaluate `node` with numpy if all its inputs are constants."""
-        import numpy as np
-        from onnx import helper, numpy_helper
-
         if node.op_type in ("Shape", "Size") and node.input[0] in self.types:
             shape = self.types[node.input[0]].get_shape()
             if node.op_type == "Size":
@@ -395,7 +380,6 @@ class _Importer:
             return False
         if any(_size(self.consts[i]) > FOLD_LIMIT_ELEMENTS for i in inputs):
             return False
-        from onnx.reference import ReferenceEvaluator
 
         sub = helper.make_graph(
             [node], "fold", [], [helper.make_value_info(o, helper.TypeProto()) for o in node.output if o],
@@ -475,9 +459,6 @@ class _Importer:
         return op.results[0]
 
     def constant_op(self, name: str, const: Any) -> OnnxOp:
-        import numpy as np
-        from onnx import helper
-
         if isinstance(const, Splat):
             ttype = TensorType(element_type(const.onnx_type), const.shape)
             scalar_type = TensorType(ttype.element_type, [1])
@@ -493,8 +474,6 @@ class _Importer:
         return ConstantOp(store_array(name, array, ttype))
 
     def emit_node(self, node: onnx.NodeProto) -> None:
-        from onnx import helper
-
         op_type = node.op_type
         cls = OP_BY_TYPE[op_type]
         special = SPECIAL_IMPORTS.get(op_type)
@@ -575,8 +554,6 @@ the generated code."""
 
 def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
     """Reject an empty or absurdly large tensor with one clear line."""
-    from onnx import helper
-
     shape = "x".join(map(str, dims)) or "scalar"
     if any(d == 0 for d in dims):
         raise PyoccError(f"tensor '{name}' is empty (shape {shape}); pyocc does not compile empty tensors")
@@ -596,10 +573,6 @@ def _size(const: Any) -> int:
 
 def _splat(ttype: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
     """A splat dense attribute without materialising the full array."""
-    import numpy as np
-
-    from xdsl.dialects.builtin import BytesAttr
-
     elem = ttype.element_type
     dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
              "i32": np.int32, "i8": np.int8, "i1": np.int8, "i16": np.int16, "ui8": np.uint8}.get(str(elem))
@@ -612,8 +585,6 @@ def _splat(ttype: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
 def to_property(key: str, value: Any, definition: Any) -> Attribute:
     """One ONNX attribute (or folded constant input) as an xDSL property of
     the kind the op declares (int, float, string, ints, floats)."""
-    import numpy as np
-
     constr = str(definition.constr)
     if isinstance(value, bytes):
         return StringAttr(value.decode())

@@ -20,13 +20,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    DenseResourceAttr,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -40,16 +38,15 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.dnn.constants import numpy_dtype, weight_array, weight_from_array
 from pyocc.dialects.onnx import base as ob
 from pyocc.dialects.onnx import math as om
 from pyocc.dialects.onnx import nn as on
 from pyocc.dialects.onnx import tensor as ot
-
-if TYPE_CHECKING:
-    import numpy as np
 
 #: onnx op -> (dnn.unary fn, onnx properties carried over as alpha/beta)
 UNARY_FNS: dict[type, tuple[str, tuple[str, ...]]] = {
@@ -106,47 +103,6 @@ def explicit_pads(op: ob.OnnxOp, in_shape: tuple[int, ...], kernel: list[int]) -
         begins.append(small if auto_pad == "SAME_UPPER" else big)
         ends.append(big if auto_pad == "SAME_UPPER" else small)
     return begins + ends
-
-
-def weight_array(op: d.WeightOp) -> np.ndarray:
-    """The numpy value of a dnn.weight (compile-time folding needs it)."""
-    import numpy as np
-
-    from pyocc.weights import load_bytes
-
-    t = op.result.type
-    dtype = numpy_dtype(t.get_element_type())
-    shape = tuple(t.get_shape())
-    if op.splat is not None:
-        return np.full(shape, op.splat.get_values()[0], dtype=dtype)
-    value = op.value
-    if isinstance(value, DenseResourceAttr):
-        return np.frombuffer(load_bytes(value), dtype=dtype).reshape(shape)
-    return np.array(value.get_values(), dtype=dtype).reshape(shape)
-
-
-def numpy_dtype(t: Attribute) -> np.dtype:
-    """numpy dtype of an xDSL element type."""
-    import numpy as np
-
-    table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
-             "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
-    return np.dtype(table[str(t)])
-
-
-def weight_from_array(name: str, array: np.ndarray, ttype: TensorType) -> d.WeightOp:
-    """A dnn.weight holding `array` (inline when tiny, else a blob)."""
-    from pyocc.weights import INLINE_LIMIT, store_array
-
-    flat = array.reshape(-1)
-    if flat.size and (flat == flat[0]).all():
-        splat = DenseIntOrFPElementsAttr.from_list(TensorType(ttype.element_type, [1]), [flat[0].item()])
-        return d.WeightOp.create(result_types=[ttype], properties={"splat": splat})
-    if array.size <= INLINE_LIMIT:
-        value = DenseIntOrFPElementsAttr.from_list(ttype, flat.tolist())
-    else:
-        value = store_array(name, array, ttype)
-    return d.WeightOp.create(result_types=[ttype], properties={"value": value})
 
 
 class LowerOnnxOp(RewritePattern):
@@ -328,8 +284,6 @@ def lower_where(op: om.WhereOp, rewriter: PatternRewriter) -> Operation:
 
 def lower_batch_norm(op: on.BatchNormalizationOp, rewriter: PatternRewriter) -> Operation:
     """batchnorm(x) with constant statistics => channel_affine(x, scale', shift')."""
-    import numpy as np
-
     stats = [op.scale, op.B, op.input_mean, op.input_var]
     eps = op.float_attr("epsilon")
     if all(isinstance(v.owner, d.WeightOp) for v in stats):
@@ -363,8 +317,6 @@ def lower_softmax(op: on.SoftmaxLikeOp, rewriter: PatternRewriter) -> Operation:
 
 def lower_prelu(op: on.PReluOp, rewriter: PatternRewriter) -> Operation:
     """prelu(x, s) => where(x < 0, x * s, x)."""
-    import numpy as np
-
     x_type = op.X.type
     zero = _insert(rewriter, weight_from_array("zero", np.zeros(1, dtype=numpy_dtype(x_type.element_type)),
                                                TensorType(x_type.element_type, [1])))
@@ -444,8 +396,6 @@ def lower_range(op: ot.RangeOp, rewriter: PatternRewriter) -> Operation:
 
 
 def lower_shape(op: ot.ShapeOp, rewriter: PatternRewriter) -> Operation:
-    import numpy as np
-
     shape = list(ob.shape_of(op.data))
     end = op.opt_int_attr("end")
     values = np.array(shape[op.int_attr("start"):end], dtype=np.int64)
@@ -478,15 +428,8 @@ class ConvertOnnxToDnnPass(ModulePass):
         remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
         if remaining:
             raise PassFailedException(f"convert-onnx-to-dnn: {remaining[0].name} was not lowered")
-        _dead_code(op)
-
-
-def _dead_code(module: ModuleOp) -> None:
-    """Drop tensor-form dnn ops whose results nothing reads: folded BN
-    statistics, and nodes the model computes but never uses (a dead view
-    would otherwise outlive the buffer it views). Tensor-form dnn ops have
-    no side effects, so an unread one can go."""
-    for op in reversed(list(module.walk())):
-        if op.name.startswith("dnn.") and op.results and all(not r.uses for r in op.results):
-            op.detach()
-            op.erase()
+        # Drop what nothing reads: folded BN statistics, nodes the model
+        # computes but never uses (a dead view would otherwise outlive the
+        # buffer it views). Tensor-form dnn ops have no side effects
+        # (KernelEffects), so xDSL's dead-code elimination may remove them.
+        dce(op)

@@ -13,6 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from xdsl.dialects import func
+
+from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import ops as d
+from pyocc.planning import Buffer, Problem, plan_memory
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
@@ -81,8 +87,8 @@ class Timeline:
             delta[b.first] += b.bytes
             delta[b.last + 1] -= b.bytes
         live, running = [], 0
-        for d in delta[:-1]:
-            running += d
+        for change in delta[:-1]:
+            running += change
             live.append(running)
         return live
 
@@ -105,11 +111,6 @@ def _op_label(op: Operation) -> str:
 def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
     """The timeline of the (first) function of a lowered module, in the
     memory mode of `report`, which also gives the numbers shown."""
-    from xdsl.dialects import func
-
-    from pyocc.analysis.liveness import analyze_function
-    from pyocc.dialects.dnn import ops as d
-
     function = next(op for op in module.ops if isinstance(op, func.FuncOp))
     liveness = analyze_function(function)
     intermediates = liveness.intermediates
@@ -169,8 +170,6 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
 def _first_fit(buffers: list[BufferBox]) -> None:
     """Addresses a first-fit allocator would give (malloc at the producer,
     free after the last consumer): Occamy's planner replays exactly that."""
-    from pyocc.planning import Buffer, Problem, plan_memory
-
     problem = Problem([Buffer(f"b{b.id}", b.bytes, b.first, b.last) for b in buffers])
     offsets = plan_memory(problem, "occamy-first-fit").offsets
     for b in buffers:

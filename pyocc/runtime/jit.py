@@ -50,7 +50,7 @@ _initialised = False
 def _llvm() -> Any:
     """llvmlite.binding, initialised once for the native target."""
     global _initialised
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # loads LLVM itself; the AOT loader imports this module and needs none
 
     if not _initialised:
         # llvmlite 0.50: initialize() raises; the native target is enough

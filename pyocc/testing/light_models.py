@@ -74,7 +74,7 @@ def onnxruntime_reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndar
     """Light model `name` with random weights, its seeded inputs, and
     onnxruntime's outputs on the CPU: what every numerics check compares with.
     (onnxruntime is a test dependency; it is imported here only.)"""
-    import onnxruntime as ort
+    import onnxruntime as ort  # a test dependency only: pyocc itself runs without it
 
     model = with_random_weights(name)
     inputs = random_inputs_for(model)

@@ -13,6 +13,7 @@ half-way.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -21,12 +22,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import numpy as np
+from xdsl.context import Context
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.api import compile as compile_model
+from pyocc.api import lower
 from pyocc.errors import PyoccError
+from pyocc.frontend.onnx_import import parse_shape
+from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
+from pyocc.planning import PlanningError
+from pyocc.planning.cli import main as plan_json_main
+from pyocc.planning.pools import parse_size
+from pyocc.report.explain import explain_peak
+from pyocc.report.picture import render_html, render_svg
+from pyocc.report.timeline import build_timeline
 
 
 def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
-    from pyocc.frontend.onnx_import import parse_shape
-
     shapes = {}
     for spec in specs:
         name, sep, dims = spec.rpartition("=")
@@ -46,9 +59,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _size(text: str) -> int:
     """A byte count like 8MiB, 512KiB or 1000 (argparse type)."""
-    from pyocc.planning import PlanningError
-    from pyocc.planning.pools import parse_size
-
     try:
         return parse_size(text)
     except PlanningError as e:
@@ -102,10 +112,6 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from pyocc.api import compile as compile_model
-
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -127,8 +133,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                             else rng.integers(0, 2, shape).astype(dtype))
     outputs = model.run(inputs)
     if args.save_outputs:
-        import io
-
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
         _write_atomically(Path(args.save_outputs), buffer.getvalue())
@@ -139,8 +143,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pyocc.api import compile as compile_model
-
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
@@ -176,12 +178,6 @@ def _print_library_use(library: Path, numpy_sites: int, sites: int) -> None:
 def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     """target cuda: write the host code as LLVM IR. Emitting it needs no GPU
     (running it does: `pyocc run --target cuda`)."""
-    from xdsl.context import Context
-    from xdsl.utils.exceptions import PassFailedException
-
-    from pyocc.api import lower
-    from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
-
     if out.suffix != ".ll":
         raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
@@ -198,24 +194,16 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from pyocc.api import lower
-
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
                            reorder=args.reorder, target=args.target)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
-        from pyocc.report.timeline import build_timeline
-
         timeline = build_timeline(module, report)
     if args.explain:
-        from pyocc.report.explain import explain_peak
-
         text = explain_peak(timeline) + "\n"
     elif args.format in ("svg", "html"):
-        from pyocc.report.picture import render_html, render_svg
-
         text = render_svg(timeline) if args.format == "svg" else render_html(timeline)
     elif args.liveness:
         text = "\n".join(
@@ -230,12 +218,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
-    from pyocc.planning.cli import main as plan_json_main
-
-    return plan_json_main(rest)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -272,8 +254,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc`."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["plan-json"]:
-        from pyocc.planning.cli import main as plan_json_main
-
         return plan_json_main(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)
@@ -289,7 +269,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`pyocc run m.onnx | head -1`): not an error.
         # Point stdout at /dev/null so the interpreter's final flush is quiet.
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

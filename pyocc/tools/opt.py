@@ -11,13 +11,18 @@ pass that needs it, so `pyocc-opt --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from io import StringIO
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 from pyocc.errors import PyoccError, one_line
@@ -44,8 +49,7 @@ class PyoccOptMain(xDSLOptMain):
         `--disable-verify` turns both off. With --print-between-passes each
         `occamy-*` pipeline is replaced by its stages, so the IR is printed
         (and checked) after each: to xDSL a pipeline is one pass."""
-        import dataclasses
-
+        # loads the dnn dialect (a quarter of start-up), which the registry loads only when an input uses it
         from pyocc.analysis.verify_lifetimes import check_lifetimes
 
         super().setup_pipeline()
@@ -84,6 +88,7 @@ class PyoccOptMain(xDSLOptMain):
 
     def parse_onnx(self, stream: IO[bytes]) -> ModuleOp:
         """The `.onnx` frontend: bytes -> onnx-dialect module."""
+        # onnx (and the frontend, which needs it) only for .onnx inputs, off the start-up path
         import onnx
         from google.protobuf.message import DecodeError
 
@@ -115,6 +120,7 @@ class PyoccOptMain(xDSLOptMain):
 
 def _expand_pipelines(passes: Sequence[ModulePass]) -> tuple[ModulePass, ...]:
     """`passes` with every occamy-* pipeline replaced by its stages."""
+    # pipelines import every pass, and through them numpy: only with --print-between-passes
     from pyocc.pipelines import PIPELINES
 
     pipelines = tuple(PIPELINES.values())
@@ -124,8 +130,6 @@ def _expand_pipelines(passes: Sequence[ModulePass]) -> tuple[ModulePass, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc-opt`: user errors are one line on stderr and a
     non-zero exit, never a traceback; output is written only on success."""
-    from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
-
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         tool = PyoccOptMain(description="pyocc's modular optimizer driver", args=args)
@@ -135,8 +139,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if output_file is not None:
             # Write nothing half-way: collect the output, then write it at once.
             tool.args.output_file = None
-            from io import StringIO
-
             buffer = StringIO()
             real_stdout, sys.stdout = sys.stdout, buffer
             try:
@@ -162,22 +164,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check_input_file(path: str) -> None:
-    import os
-
     if not os.path.exists(path):
         raise PyoccError(f"{path}: no such file")
     if os.path.isdir(path):
         raise PyoccError(f"{path}: is a directory")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _pyocc_llvm_target() -> type:
     """The `-t llvm` target class (imported lazily: it needs llvmlite)."""
-    from xdsl.utils.target import Target
-
+    # the converter needs llvmlite: only for -t llvm, off the start-up path
     from pyocc.lowering.convert_dnn_to_llvm import to_llvm_ir
 
     class PyoccLLVMTarget(Target):
@@ -193,3 +188,7 @@ def _pyocc_llvm_target() -> type:
             print(to_llvm_ir(module), file=output)
 
     return PyoccLLVMTarget
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -45,7 +45,7 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
     compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
-    for value, want in zip(got.values(), expected):
+    for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
     # Compiled with the default dnn-reorder: never above the given order.

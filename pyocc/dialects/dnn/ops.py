@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import ClassVar, Self
 
 from xdsl.dialects.builtin import (
@@ -59,6 +60,7 @@ from xdsl.traits import (
     EffectInstance,
     MemoryEffect,
     MemoryEffectKind,
+    OpTrait,
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
@@ -97,6 +99,24 @@ class KernelEffects(MemoryEffect):
         if op.results:
             return frozenset()
         return frozenset((EffectInstance(MemoryEffectKind.READ), EffectInstance(MemoryEffectKind.WRITE)))
+
+
+@dataclass(frozen=True)
+class WritesInPlace(OpTrait):
+    """The operands an op's kernel may overwrite with its result: the kernel
+    reads each element of that input before or while it writes the same
+    element of `out` (checked in pyocc/runtime/kernels). dnn-coalesce writes
+    a result over such an input when the input dies there; dnn-reorder counts
+    that write as needing no new bytes. A variadic operand names its first
+    value."""
+
+    operands: tuple[str, ...]
+
+    def verify(self, op: Operation) -> None:
+        fields = {name for name, _ in type(op).get_irdl_definition().operands}
+        unknown = [name for name in self.operands if name not in fields]
+        if unknown:
+            raise VerifyException(f"{op.name}: WritesInPlace names operands it does not have: {unknown}")
 
 
 class DnnComputeOp(IRDLOperation):
@@ -170,6 +190,21 @@ class DnnComputeOp(IRDLOperation):
                 read.append(value)
         return read
 
+    def in_place_inputs(self) -> list[SSAValue]:
+        """The present inputs this op's kernel may overwrite with its result
+        (its `WritesInPlace` trait; none without one)."""
+        trait = self.get_trait(WritesInPlace)
+        if trait is None:
+            return []
+        values: list[SSAValue] = []
+        for name in trait.operands:
+            value = getattr(self, name)
+            if isinstance(value, tuple | list):
+                value = value[0] if value else None
+            if value is not None:
+                values.append(value)
+        return values
+
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
@@ -229,7 +264,7 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)))
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -260,7 +295,7 @@ class PreActConvOp(DnnComputeOp):
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)))
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
@@ -397,6 +432,7 @@ class UnaryOp(UnaryKernelOp):
     Safe in place: `out` may be `x`'s buffer."""
 
     name = "dnn.unary"
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
@@ -414,7 +450,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")))
     fn = prop_def(StringAttr)
     fmod = _int()
     activation = _str()
@@ -445,7 +481,7 @@ class VariadicOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("inputs",)))
     fn = prop_def(StringAttr)
 
 
@@ -457,7 +493,7 @@ class WhereOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("b",)))
 
 
 @irdl_op_definition
@@ -481,7 +517,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     axis = _int()
     activation = _str()
     alpha = _float()
@@ -501,13 +537,14 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     epsilon = _float()
 
 
 @irdl_op_definition
 class SoftmaxOp(UnaryKernelOp):
     name = "dnn.softmax"
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     axis = _int()
 
 
@@ -530,6 +567,7 @@ class AttentionSoftmaxOp(DnnComputeOp):
 @irdl_op_definition
 class LogSoftmaxOp(UnaryKernelOp):
     name = "dnn.log_softmax"
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     axis = _int()
 
 
@@ -541,7 +579,7 @@ class LayerNormOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)))
     axis = _int()
     epsilon = _float()
 
