@@ -163,7 +163,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _print_library_use(library: Path, numpy_sites: int, sites: int) -> None:
     """After writing a shared library: its weights file, and how a C
     program links it or runs it (examples/c/run_model.c)."""
-    from pyocc.runtime.jit import weights_path_for
+    from pyocc.runtime.jit import weights_path_for  # numpy and ctypes: kept off `pyocc --help`
 
     path = library.resolve()
     print(f"wrote {weights_path_for(library)} (the weights; keep it beside {library.name})")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from pyocc.lowering.native import NATIVE_KERNELS, native_kernel_for
-from pyocc.runtime.kernels.tensor import _onnx_slice
+from pyocc.runtime.kernels.tensor import onnx_axis_slice
 from pyocc.testing.native_kernels import SiteInput, run_native, run_numpy, site_for
 
 RNG = np.random.default_rng(16)
@@ -299,7 +299,7 @@ def test_slice(starts: list[int], ends: list[int], axes: list[int] | None, steps
     index = [slice(None)] * 3
     for i, (start, end) in enumerate(zip(starts, ends, strict=True)):
         axis = axes[i] if axes else i
-        index[axis] = _onnx_slice(start, end, steps[i] if steps else 1, x.shape[axis])
+        index[axis] = onnx_axis_slice(start, end, steps[i] if steps else 1, x.shape[axis])
     out = x[tuple(index)].shape
     check("slice", [x], [(out, "float32")], starts=starts, ends=ends, axes=axes, steps=steps)
 

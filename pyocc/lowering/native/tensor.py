@@ -23,7 +23,7 @@ from pyocc.lowering.llvm_math import broadcast_strides, row_major_strides
 from pyocc.lowering.native.loops import F32, FLOATS, ITEMSIZE, KernelBuilder, Operand, all_dtypes_in
 from pyocc.lowering.native.registry import native_kernel
 from pyocc.runtime.kernels.resize import _cubic_taps, _linear_taps, _nearest_taps, _original_coordinates
-from pyocc.runtime.kernels.tensor import _onnx_slice
+from pyocc.runtime.kernels.tensor import onnx_axis_slice
 
 #: dtypes data movement handles: every one with an element type
 _ANY = frozenset(ITEMSIZE)
@@ -89,7 +89,7 @@ def _slice_starts_steps(site: dict[str, Any]) -> tuple[list[int], list[int]]:
     starts, steps = [0] * len(shape), [1] * len(shape)
     for start, end, axis, step in zip(starts_kw, kw["ends"], axes, steps_kw, strict=True):
         axis %= len(shape)
-        first, _, stride = _onnx_slice(int(start), int(end), int(step), shape[axis]).indices(shape[axis])
+        first, _, stride = onnx_axis_slice(int(start), int(end), int(step), shape[axis]).indices(shape[axis])
         starts[axis], steps[axis] = first, stride
     return starts, steps
 
