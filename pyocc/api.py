@@ -118,6 +118,10 @@ class MemoryReport:
     """Bytes read + written in intermediate buffers over one run."""
     fast_pool_traffic_bytes: int | None = None
     """Of that, what the first (fast) pool serves (only with `memory_pools`)."""
+    native_sites: int | None = None
+    """Compute ops that run native kernels (host code of a compiled model only)."""
+    numpy_sites: int | None = None
+    """Compute ops that call back into the numpy kernels (host code of a compiled model only)."""
 
     @property
     def fast_pool_traffic_fraction(self) -> float | None:
@@ -172,6 +176,8 @@ class MemoryReport:
             at_init = ("" if self.allocator_calls_at_init is None
                        else f", {self.allocator_calls_at_init} at init")
             lines.append(f"allocator calls  {self.allocator_calls_per_run} per run{at_init}")
+        if self.native_sites is not None and self.numpy_sites is not None:
+            lines.append(f"kernels          {self.native_sites} native, {self.numpy_sites} numpy")
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
@@ -368,6 +374,17 @@ class Model:
         """ONNX names of the graph outputs, in order."""
         return list(self.native.output_names)
 
+    @property
+    def numpy_sites(self) -> int:
+        """Compute ops that call back into the numpy kernels at run time
+        (host: those without a native kernel, or all with kernels="numpy")."""
+        return int(getattr(self.native, "numpy_sites", 0))
+
+    @property
+    def native_sites(self) -> int:
+        """Compute ops that run a native kernel compiled into the model."""
+        return int(getattr(self.native, "native_sites", 0))
+
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once: ONNX input name -> array; returns output name -> array.
         A wrong input is one PyoccError naming the model file (not the ONNX
@@ -414,6 +431,7 @@ def compile(  # noqa: A001 - the name users expect
     cuda_libraries: Any = None,
     workspace: int = 32 << 20,
     pool_allocation: str | None = None,
+    kernels: str = "native",
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -425,9 +443,14 @@ def compile(  # noqa: A001 - the name users expect
     pyocc.testing.fake_cuda.FakeCuda()), `workspace` is the convolution
     workspace in bytes, and `pool_allocation` says when the planned pool is
     allocated: "init" (the default: once, when the model is loaded) or "run"
-    (a cudaMalloc and cudaFree per run, Occamy's way)."""
+    (a cudaMalloc and cudaFree per run, Occamy's way). On 'host',
+    `kernels="native"` (default) compiles a native kernel for every op that
+    has one and calls the numpy kernels for the rest (`Model.numpy_sites`
+    counts them); `kernels="numpy"` calls the numpy kernels for every op."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
+    if kernels not in ("native", "numpy"):
+        raise PyoccError(f"unknown kernels '{kernels}'; use native or numpy")
     if target == "cuda" and sanitize:
         raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
@@ -442,9 +465,11 @@ def compile(  # noqa: A001 - the name users expect
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
                            target=target, pool_allocation=pool_allocation, workspace=workspace)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
-                            pool_allocation=_pool_allocation(pool_allocation, target))
+                            pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
+    else:
+        report.native_sites, report.numpy_sites = native.native_sites, native.numpy_sites
     compiled = Model(module, report, native)
     # the weights now live in the model's packed pool; drop the store's blobs
     # (which may be hundreds of MB) once nothing can print the module any more

@@ -148,7 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation)
+                          reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
+                          kernels=args.kernels)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
@@ -180,14 +181,28 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
+                          kernels=args.kernels)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     if out.suffix == ".so":
         print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
+        _print_library_use(out, model.numpy_sites, model.numpy_sites + model.native_sites)
     else:
         print(f"wrote {out}")
     return 0
+
+
+def _print_library_use(library: Path, numpy_sites: int, sites: int) -> None:
+    """After writing a shared library: how a C program links it or runs it
+    (examples/c/run_model.c)."""
+    path = library.resolve()
+    if numpy_sites:
+        print(f"note: {numpy_sites} of {sites} ops call numpy kernels: this library runs through pyocc's "
+              "Python runtime (pyocc.runtime.loader), not from C")
+        return
+    print(f"link: cc -o app app.c {path} -Wl,-rpath,{path.parent}")
+    print(f"run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model {library} input.bin output.bin")
 
 
 def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
@@ -292,6 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="poison dead buffers with NaN and stop on out-of-bounds writes (slow; for testing)")
     comp = sub.add_parser("compile", help="compile a model to .so, .o or .ll")
     _common(comp)
+    for command in (run, comp):
+        command.add_argument("--kernels", choices=["native", "numpy"], default="native",
+                             help="target host: native (default) compiles a kernel for every op that has one "
+                                  "and calls numpy for the rest; numpy calls the numpy kernels for every op")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
