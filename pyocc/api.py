@@ -180,6 +180,7 @@ def lower(
     pool_candidates: str | None = None,
     reorder: str = Options.reorder,
     target: str = "host",
+    scratch: bool = False,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -189,7 +190,8 @@ def lower(
     the pools of the buffers each kind of op writes. `reorder` is
     dnn-reorder's strategy (auto, exact, greedy, or given to keep the ONNX order).
     `target` "cuda" stages inputs and outputs through device buffers and
-    applies only the fusions cuDNN can run.
+    applies only the fusions cuDNN can run. `scratch=True` plans the host's
+    native kernel scratch (im2col columns) as buffers of the plan.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     from xdsl.context import Context
@@ -205,7 +207,7 @@ def lower(
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
-                          reorder=reorder, target=target)
+                          reorder=reorder, target=target, scratch=scratch)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -380,6 +382,7 @@ def compile(  # noqa: A001 - the name users expect
     reorder: str = Options.reorder,
     cuda_libraries: Any = None,
     workspace: int = 32 << 20,
+    scratch: bool = False,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -389,7 +392,8 @@ def compile(  # noqa: A001 - the name users expect
     On 'cuda', `cuda_libraries` provides the library functions (default:
     NVIDIA's, found by pyocc.runtime.cuda; tests pass
     pyocc.testing.fake_cuda.FakeCuda()) and `workspace` is the convolution
-    workspace in bytes."""
+    workspace in bytes. `scratch=True` plans the host kernels' scratch in the
+    pool (see `lower`)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if target == "cuda" and sanitize:
@@ -410,7 +414,7 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target)
+                           target=target, scratch=scratch)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes

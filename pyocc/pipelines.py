@@ -67,6 +67,10 @@ class Options:
     """Where the code runs: host, or cuda (inputs and outputs are staged
     through device buffers, and only fusions cuDNN can run are applied)."""
 
+    scratch: bool = False
+    """Plan the host's native kernel scratch (im2col columns) as buffers of
+    the memory plan (dnn-insert-memory-ops{scratch=true}); host only."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -97,7 +101,8 @@ def buffer_passes(options: Options) -> list[ModulePass]:
 
     mode = "eager" if options.memory == "eager" else "lazy"
     passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment,
-                                                       memcpy=options.target == "cuda")]
+                                                       memcpy=options.target == "cuda",
+                                                       scratch=options.scratch and options.target == "host")]
     if options.coalesce:
         from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 

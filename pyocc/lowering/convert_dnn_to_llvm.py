@@ -33,7 +33,8 @@ these three libc functions.
 
 Each compute op is a numbered *site*: the code fills a stack array with the
 data pointers of the kernel inputs in order (variadic inputs expanded, NULL
-for an absent optional input), then the destinations, and calls
+for an absent optional input), then the destinations, then the op's
+`workspace` (kernel scratch, a planned buffer) when it has one, and calls
 `kernel(site, buffers)` through the pointer that `NAME_init` stored. The
 JSON table (`NAME_meta`) describes each site: kernel name, the shape and
 dtype of every buffer, the kernel keyword arguments; plus the graph inputs
@@ -385,7 +386,7 @@ class _FunctionLowering:
 
     @staticmethod
     def _slot_count(op: DnnComputeOp) -> int:
-        count = len(op.destinations())
+        count = len(op.destinations()) + (getattr(op, "workspace", None) is not None)
         for value in op.kernel_inputs():
             count += len(value) if isinstance(value, list) else 1
         return count
@@ -460,6 +461,10 @@ class _FunctionLowering:
         destinations = op.destinations()
         outputs = [buffer_spec(op, v.type) for v in destinations]
         values.extend(destinations)
+        # kernel scratch (a planned buffer) goes after the outputs; the numpy kernels ignore it
+        workspace = getattr(op, "workspace", None)
+        if workspace is not None:
+            values.append(workspace)
         kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
         site = len(self.sites)
         self.sites.append({
@@ -470,6 +475,7 @@ class _FunctionLowering:
             "outputs": outputs,
             "out_keyword": "outs" if hasattr(op, "outs") else "out",
             "kwargs": kwargs,
+            "workspace": None if workspace is None else buffer_spec(op, workspace.type),
         })
         null = None
         for slot, value in enumerate(values):

@@ -99,6 +99,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
                    help="turn tensor coalescing (dnn-coalesce) off")
+    p.add_argument("--kernel-scratch", dest="scratch", action="store_true",
+                   help="target host: plan the native kernels' scratch (im2col columns) in the pool")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -110,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder, workspace=args.workspace)
+                          reorder=args.reorder, workspace=args.workspace, scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
@@ -149,7 +151,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates, reorder=args.reorder)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder, scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
@@ -186,7 +188,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target)
+                           reorder=args.reorder, target=args.target, scratch=args.scratch)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         from pyocc.report.timeline import build_timeline

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -62,6 +63,8 @@ from xdsl.traits import (
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -174,6 +177,13 @@ class DnnComputeOp(IRDLOperation):
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
 
+    def scratch_bytes(self) -> int:
+        """Bytes of scratch the host's native kernel needs beside its inputs
+        and outputs (im2col columns, ...): dnn-insert-memory-ops plans them
+        as the op's `workspace` operand. 0, the default: none. An op that
+        returns more must have a `workspace` operand."""
+        return 0
+
     def verify_(self) -> None:
         has_results = len(self.results) > 0
         if has_results == self.on_buffers:
@@ -241,6 +251,18 @@ class ConvOp(DnnComputeOp):
     def verify_(self) -> None:
         super().verify_()
         _verify_fused_conv(self)
+
+    def scratch_bytes(self) -> int:
+        """The im2col columns of one image when the native kernel needs them
+        (pyocc.dialects.dnn.scratch); float32 only, the type it runs natively."""
+        out_type = self.results[0].type if self.results else self.out.type  # type: ignore[union-attr]
+        if not isinstance(out_type.get_element_type(), Float32Type):
+            return 0
+        return conv_scratch_bytes(
+            self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(),
+            self.strides.get_values() if self.strides else None,
+            self.pads.get_values() if self.pads else None,
+            self.group.value.data if self.group else None, 4)
 
 
 @irdl_op_definition

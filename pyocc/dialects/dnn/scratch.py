@@ -1,0 +1,61 @@
+"""Kernel scratch of the host's native convolution, as plain arithmetic on shapes.
+
+The native (LLVM IR) convolution of the host target runs a group-1
+convolution as im2col + BLAS sgemm, a block of output rows at a time: the
+columns of one block, (C * kernel taps) x (block positions), are scratch,
+at most `IM2COL_BLOCK_BYTES` (or one output row's columns, if more). Where
+they are not needed:
+a pointwise stride-1 unpadded convolution multiplies the input itself, and
+grouped and depthwise convolutions run direct kernels. `ConvOp.scratch_bytes`
+(pyocc/dialects/dnn/ops.py) declares this size on the op, so that
+dnn-insert-memory-ops plans it as the op's `workspace` buffer; the emitter
+(pyocc/lowering/native/conv.py) asks the same functions which algorithm
+that buffer was sized for. No xDSL here: shapes and ints only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_rows", "is_pointwise"]
+
+#: the most bytes of im2col columns a convolution fills before one sgemm
+#: (measured in docs/performance.md: blocks this size run as fast as whole images)
+IM2COL_BLOCK_BYTES = 1 << 20
+
+
+def is_pointwise(kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None) -> bool:
+    """A 1x1 stride-1 unpadded convolution: a matrix product over the input as is."""
+    return (all(k == 1 for k in kernel) and all(s == 1 for s in strides or ())
+            and not any(pads or ()))
+
+
+def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
+                   group: int | None) -> str:
+    """How the native kernel runs a convolution of weights `w_shape`:
+    "direct" (grouped and depthwise: loops, no BLAS), "pointwise" (one sgemm
+    per image over the input) or "im2col" (columns in scratch, then sgemm)."""
+    if (group or 1) != 1:
+        return "direct"
+    if is_pointwise(w_shape[2:], strides, pads):
+        return "pointwise"
+    return "im2col"
+
+
+def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                      element_bytes: int, block_bytes: int = IM2COL_BLOCK_BYTES) -> int:
+    """Output rows (first spatial dim) whose columns fill one im2col block."""
+    row_bytes = x_shape[1] * math.prod(w_shape[2:]) * math.prod(out_shape[3:]) * element_bytes
+    return max(1, min(out_shape[2], block_bytes // max(row_bytes, 1)))
+
+
+def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                       strides: Sequence[int] | None, pads: Sequence[int] | None, group: int | None,
+                       element_bytes: int) -> int:
+    """Bytes of one block of im2col columns, (C * taps) x (block rows *
+    positions per row) elements; 0 when `conv_algorithm` needs no columns."""
+    if conv_algorithm(w_shape, strides, pads, group) != "im2col":
+        return 0
+    rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
+    return x_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(out_shape[3:]) * element_bytes
