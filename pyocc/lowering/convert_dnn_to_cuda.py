@@ -69,7 +69,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.lowering import cuda_api as api
-from pyocc.lowering.convert_dnn_to_llvm import (
+from pyocc.lowering.llvm_common import (
     PTR,
     LlvmBuilder,
     MemoryTally,

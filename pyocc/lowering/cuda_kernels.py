@@ -26,24 +26,24 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pyocc.lowering.llvm_math import (
+    BINARY_FUNCTIONS,
+    COMPARISONS,
+    INTEGER_FUNCTIONS,
+    LOGICAL,
+    UNARY_FUNCTIONS,
+    ScalarMath,
+    binary_expression,
+    broadcast_strides,
+    integer_expression,
+    row_major_strides,
+    unary_expression,
+)
+
 #: threads per block of every launch
 BLOCK = 256
 #: the PTX the kernels are compiled to: any GPU from Volta on can JIT it
 PTX_ARCH, PTX_FEATURES = "sm_70", "+ptx64"
-
-#: unary functions the kernels compute (x -> y), with their parameters alpha/beta
-UNARY_FUNCTIONS = frozenset({
-    "identity", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "floor", "ceil", "relu", "leaky_relu",
-    "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "clip", "erf", "gelu",
-})
-BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "pow"})
-#: what the kernels compute on int32 / int64 tensors (div truncates toward zero, as onnxruntime)
-INTEGER_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "relu", "identity"})
-#: comparisons (of floats or integers): their result is one byte per element (numpy's bool)
-COMPARISONS: dict[str, str] = {"equal": "==", "less": "<", "greater": ">", "less_or_equal": "<=",
-                               "greater_or_equal": ">="}
-#: logic on bools (one byte per element, nonzero is true)
-LOGICAL = frozenset({"and", "or", "xor", "not"})
 
 
 @dataclass(frozen=True)
@@ -99,206 +99,12 @@ class PointwiseKernel:
         return "bool" if self.fn == "where" and index == 0 else self.input_dtype
 
 
-def row_major_strides(shape: Sequence[int]) -> list[int]:
-    """The element strides of a contiguous row-major tensor of `shape`."""
-    return [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
-
-
-def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> tuple[int, ...]:
-    """Element strides of an input of `shape` read at every index of
-    `out_shape` (numpy broadcasting, 0 along broadcast dimensions)."""
-    shape = [1] * (len(out_shape) - len(shape)) + list(shape)
-    strides = [0] * len(shape)
-    step = 1
-    for axis in range(len(shape) - 1, -1, -1):
-        strides[axis] = 0 if shape[axis] == 1 and out_shape[axis] != 1 else step
-        step *= shape[axis]
-    return tuple(strides)
-
-
-# ---------------------------------------------------------------------------
-# The expression, for either flavour
-# ---------------------------------------------------------------------------
-
-
-class _Math:
-    """Float arithmetic in one flavour: `ptx` (NVVM approximations) or
-    `host` (LLVM intrinsics that lower to libm)."""
-
-    def __init__(self, builder: object, module: object, flavour: str):
-        import llvmlite.ir as ir
-
-        self.ir = ir
-        self.b = builder
-        self.module = module
-        self.flavour = flavour
-        self.f32 = ir.FloatType()
-
-    def const(self, value: float) -> object:
-        return self.ir.Constant(self.f32, value)
-
-    def _intrinsic(self, name: str, *args: object) -> object:
-        ir = self.ir
-        function = self.module.globals.get(name)
-        if function is None:
-            function = ir.Function(self.module, ir.FunctionType(self.f32, [self.f32] * len(args)), name)
-        return self.b.call(function, list(args))
-
-    def exp2(self, x: object) -> object:
-        return self._intrinsic("llvm.nvvm.ex2.approx.f" if self.flavour == "ptx" else "llvm.exp2.f32", x)
-
-    def log2(self, x: object) -> object:
-        return self._intrinsic("llvm.nvvm.lg2.approx.f" if self.flavour == "ptx" else "llvm.log2.f32", x)
-
-    def exp(self, x: object) -> object:
-        return self.exp2(self.b.fmul(x, self.const(1.0 / math.log(2.0))))
-
-    def log(self, x: object) -> object:
-        return self.b.fmul(self.log2(x), self.const(math.log(2.0)))
-
-    def sqrt(self, x: object) -> object:
-        return self._intrinsic("llvm.sqrt.f32", x)
-
-    def fabs(self, x: object) -> object:
-        return self._intrinsic("llvm.fabs.f32", x)
-
-    def floor(self, x: object) -> object:
-        return self._intrinsic("llvm.floor.f32", x)
-
-    def ceil(self, x: object) -> object:
-        return self._intrinsic("llvm.ceil.f32", x)
-
-    def pow(self, x: object, y: object) -> object:
-        """x ** y as exp2(y * log2|x|), with the sign of an odd integer power
-        of a negative x (NaN for a fractional one) and x ** 0 = 1."""
-        b = self.b
-        magnitude = self.exp2(b.fmul(y, self.log2(self.fabs(x))))
-        whole = b.fcmp_ordered("==", self.floor(y), y)
-        half = b.fmul(y, self.const(0.5))
-        odd = b.and_(whole, b.fcmp_ordered("!=", self.floor(half), half))
-        negative = b.fcmp_ordered("<", x, self.const(0.0))
-        signed = self.select(odd, b.fneg(magnitude), magnitude)
-        result = self.select(negative, self.select(whole, signed, self.const(math.nan)), magnitude)
-        return self.select(b.fcmp_ordered("==", y, self.const(0.0)), self.const(1.0), result)
-
-    def select(self, condition: object, a: object, b: object) -> object:
-        return self.b.select(condition, a, b)
-
-    def max(self, a: object, b: object) -> object:
-        return self.select(self.b.fcmp_ordered(">", a, b), a, b)
-
-    def min(self, a: object, b: object) -> object:
-        return self.select(self.b.fcmp_ordered("<", a, b), a, b)
-
-    def sigmoid(self, x: object) -> object:
-        b = self.b
-        return b.fdiv(self.const(1.0), b.fadd(self.const(1.0), self.exp(b.fneg(x))))
-
-    def tanh(self, x: object) -> object:
-        # tanh x = 1 - 2 / (exp(2x) + 1): exact limits at +-inf
-        b = self.b
-        return b.fsub(self.const(1.0), b.fdiv(self.const(2.0), b.fadd(self.exp(b.fmul(x, self.const(2.0))),
-                                                                      self.const(1.0))))
-
-    def erf(self, x: object) -> object:
-        """Abramowitz-Stegun 7.1.26 on |x|, with erf's sign."""
-        b = self.b
-        ax = self.fabs(x)
-        t = b.fdiv(self.const(1.0), b.fadd(self.const(1.0), b.fmul(self.const(0.3275911), ax)))
-        poly = self.const(1.061405429)
-        for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
-            poly = b.fadd(b.fmul(poly, t), self.const(c))
-        poly = b.fmul(poly, t)
-        y = b.fsub(self.const(1.0), b.fmul(poly, self.exp(b.fneg(b.fmul(ax, ax)))))
-        return self.select(b.fcmp_ordered("<", x, self.const(0.0)), b.fneg(y), y)
-
-
-def _unary(m: _Math, fn: str, x: object, alpha: float | None, beta: float | None, approximate: str) -> object:
-    b = m.b
-    match fn:
-        case "identity":
-            return x
-        case "neg":
-            return b.fneg(x)
-        case "abs":
-            return m.fabs(x)
-        case "exp":
-            return m.exp(x)
-        case "log":
-            return m.log(x)
-        case "sqrt":
-            return m.sqrt(x)
-        case "reciprocal":
-            return b.fdiv(m.const(1.0), x)
-        case "floor":
-            return m.floor(x)
-        case "ceil":
-            return m.ceil(x)
-        case "relu":
-            return m.max(x, m.const(0.0))
-        case "leaky_relu":
-            slope = 0.01 if alpha is None else alpha
-            return m.select(b.fcmp_ordered(">=", x, m.const(0.0)), x, b.fmul(x, m.const(slope)))
-        case "sigmoid":
-            return m.sigmoid(x)
-        case "tanh":
-            return m.tanh(x)
-        case "hard_sigmoid":
-            a, c = (0.2 if alpha is None else alpha), (0.5 if beta is None else beta)
-            return m.min(m.max(b.fadd(b.fmul(x, m.const(a)), m.const(c)), m.const(0.0)), m.const(1.0))
-        case "hard_swish":
-            gate = m.min(m.max(b.fadd(b.fmul(x, m.const(1.0 / 6.0)), m.const(0.5)), m.const(0.0)), m.const(1.0))
-            return b.fmul(x, gate)
-        case "clip":
-            y = x if alpha is None else m.max(x, m.const(alpha))
-            return y if beta is None else m.min(y, m.const(beta))
-        case "erf":
-            return m.erf(x)
-        case "gelu":
-            if approximate == "tanh":
-                inner = b.fmul(m.const(math.sqrt(2.0 / math.pi)),
-                               b.fadd(x, b.fmul(m.const(0.044715), b.fmul(x, b.fmul(x, x)))))
-                gate = b.fadd(m.const(1.0), m.tanh(inner))
-            else:
-                gate = b.fadd(m.const(1.0), m.erf(b.fmul(x, m.const(1.0 / math.sqrt(2.0)))))
-            return b.fmul(b.fmul(x, m.const(0.5)), gate)
-    raise ValueError(f"no pointwise kernel computes {fn!r}")
-
-
-def _binary(m: _Math, fn: str, a: object, c: object) -> object:
-    b = m.b
-    operations: dict[str, Callable[[object, object], object]] = {
-        "add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "max": m.max, "min": m.min, "pow": m.pow}
-    return operations[fn](a, c)
-
-
-def _integer(m: _Math, fn: str, values: Sequence[object]) -> object:
-    """fn on signed integers (INTEGER_FUNCTIONS)."""
-    b = m.b
-    a = values[0]
-    zero = m.ir.Constant(a.type, 0)
-    match fn:
-        case "add" | "sub" | "mul" | "div":
-            return {"add": b.add, "sub": b.sub, "mul": b.mul, "div": b.sdiv}[fn](a, values[1])
-        case "max" | "min":
-            return b.select(b.icmp_signed(">" if fn == "max" else "<", a, values[1]), a, values[1])
-        case "neg":
-            return b.neg(a)
-        case "abs":
-            return b.select(b.icmp_signed("<", a, zero), b.neg(a), a)
-        case "relu":
-            return b.select(b.icmp_signed("<", a, zero), zero, a)
-        case "identity":
-            return a
-    raise ValueError(f"no integer kernel computes {fn!r}")
-
-
 # ---------------------------------------------------------------------------
 # One kernel body: index -> load, compute, store
 # ---------------------------------------------------------------------------
 
 
-def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs: Sequence[object]) -> None:
+def _body(m: ScalarMath, kernel: PointwiseKernel, index: object, out: object, inputs: Sequence[object]) -> None:
     """Element `index` of `kernel` (an i64), with typed pointers."""
     ir, b = m.ir, m.b
     coordinates = _coordinates(m, index, kernel.shape)
@@ -324,13 +130,13 @@ def _body(m: _Math, kernel: PointwiseKernel, index: object, out: object, inputs:
         b.store(b.zext(truth, byte), b.gep(out, [index]))
         return
     elif kernel.input_dtype != "float32":
-        result = _integer(m, kernel.fn, values)
+        result = integer_expression(m, kernel.fn, values)
     elif kernel.fn in BINARY_FUNCTIONS:
-        result = _binary(m, kernel.fn, values[0], values[1])
+        result = binary_expression(m, kernel.fn, values[0], values[1])
     else:
-        result = _unary(m, kernel.fn, values[0], kernel.alpha, kernel.beta, kernel.approximate)
+        result = unary_expression(m, kernel.fn, values[0], kernel.alpha, kernel.beta, kernel.approximate)
     if kernel.activation is not None:
-        result = _unary(m, kernel.activation, result, kernel.activation_alpha, kernel.activation_beta, "none")
+        result = unary_expression(m, kernel.activation, result, kernel.activation_alpha, kernel.activation_beta, "none")
     b.store(result, b.gep(out, [index]))
 
 
@@ -379,7 +185,7 @@ class GatherKernel:
     def pointer_bytes(self) -> list[int]:
         return [self.count * 4, math.prod(self.x_shape) * 4, self.index_count * DTYPES[self.index_dtype][0]]
 
-    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+    def body(self, m: ScalarMath, index: object, pointers: Sequence[object]) -> None:
         ir, b = m.ir, m.b
         i64 = ir.IntType(64)
         out, x, indices = pointers
@@ -413,7 +219,7 @@ class CastKernel:
     def pointer_bytes(self) -> list[int]:
         return [self.count * DTYPES[self.target][0], self.count * DTYPES[self.source][0]]
 
-    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+    def body(self, m: ScalarMath, index: object, pointers: Sequence[object]) -> None:
         ir, b = m.ir, m.b
         out, x = pointers
         value = b.load(b.gep(x, [index]))
@@ -462,7 +268,7 @@ class LayerNormKernel:
     def pointer_bytes(self) -> list[int]:
         return [self.rows * self.width * 4] * 2 + [self.width * 4] * (2 if self.has_bias else 1)
 
-    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+    def body(self, m: ScalarMath, index: object, pointers: Sequence[object]) -> None:
         ir, b = m.ir, m.b
         i64 = ir.IntType(64)
         out, x, scale = pointers[:3]
@@ -494,7 +300,7 @@ class LayerNormKernel:
         row_loop(write)
 
 
-def _loop(m: _Math, count: int, step: Callable[[object, object], object | None],
+def _loop(m: ScalarMath, count: int, step: Callable[[object, object], object | None],
           initial: object | None = None) -> object:
     """Emit `for j in range(count): acc = step(j, acc)` at the builder's
     position (count >= 1); returns the last acc (None without `initial`)."""
@@ -521,7 +327,7 @@ def _loop(m: _Math, count: int, step: Callable[[object, object], object | None],
     return result
 
 
-def _offset(m: _Math, coordinates: Sequence[object], strides: Sequence[int], base: int = 0) -> object:
+def _offset(m: ScalarMath, coordinates: Sequence[object], strides: Sequence[int], base: int = 0) -> object:
     """base + sum(coordinate * stride), in elements (strides may be negative)."""
     ir, b = m.ir, m.b
     i64 = ir.IntType(64)
@@ -532,7 +338,7 @@ def _offset(m: _Math, coordinates: Sequence[object], strides: Sequence[int], bas
     return offset
 
 
-def _coordinates(m: _Math, index: object, shape: Sequence[int]) -> list[object]:
+def _coordinates(m: ScalarMath, index: object, shape: Sequence[int]) -> list[object]:
     """The row-major coordinates of flat `index` in `shape`."""
     ir, b = m.ir, m.b
     i64 = ir.IntType(64)
@@ -576,7 +382,7 @@ class ReduceKernel:
     def pointer_bytes(self) -> list[int]:
         return [self.count * (8 if self.fn.startswith("arg_") else 4), math.prod(self.shape) * 4]
 
-    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+    def body(self, m: ScalarMath, index: object, pointers: Sequence[object]) -> None:
         ir, b = m.ir, m.b
         i64 = ir.IntType(64)
         out, x = pointers
@@ -632,7 +438,7 @@ def _kernel_types(kernel: Kernel) -> list[object]:
     return _pointwise_types(kernel) if isinstance(kernel, PointwiseKernel) else kernel.pointer_types()  # type: ignore[attr-defined]
 
 
-def _kernel_body(m: _Math, kernel: Kernel, index: object, pointers: Sequence[object]) -> None:
+def _kernel_body(m: ScalarMath, kernel: Kernel, index: object, pointers: Sequence[object]) -> None:
     if isinstance(kernel, PointwiseKernel):
         _body(m, kernel, index, pointers[0], pointers[1:])
     else:
@@ -666,7 +472,7 @@ def ptx_module(kernels: Sequence[Kernel]) -> str:
         body = function.append_basic_block("body")
         done = function.append_basic_block("done")
         b = ir.IRBuilder(entry)
-        m = _Math(b, module, "ptx")
+        m = ScalarMath(b, module, "ptx")
 
         def register(name: str) -> object:
             special = module.globals.get(name) or ir.Function(module, ir.FunctionType(i32, []), name)
@@ -719,7 +525,7 @@ def host_twins(kernels: Sequence[Kernel]) -> str:
         # elements past the output are not computed, as in the PTX
         in_range = b.icmp_unsigned("<", index, ir.Constant(i64, kernel.count))
         with b.if_then(in_range):
-            _kernel_body(_Math(b, module, "host"), kernel, index, pointers)
+            _kernel_body(ScalarMath(b, module, "host"), kernel, index, pointers)
         following = b.add(index, ir.Constant(i64, 1))
         index.add_incoming(following, b.block)
         b.branch(loop)

@@ -1,0 +1,302 @@
+"""convert-dnn-to-llvm{target=host}: one buffer-form function -> the llvm
+functions of the host C ABI (described in pyocc.lowering.convert_dnn_to_llvm).
+
+Memory ops become libc calls and pointer arithmetic; each compute op is a
+numbered *site* of the JSON table, called as `NAME_dispatch(site, buffers)`:
+the code fills a stack array with the data pointers of the kernel inputs
+(variadic inputs expanded, NULL for an absent optional one), then the
+destinations. When the model is exported to LLVM (pyocc.lowering.convert_dnn_to_llvm.to_llvmlite)
+each site becomes either a native kernel generated from its table entry
+(pyocc.lowering.native) or a call of the numpy kernel through the callback
+that `NAME_init` stored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from xdsl.dialects import func, llvm
+from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from pyocc.dialects.dnn.ops import (
+    DeallocOp,
+    DnnComputeOp,
+    MallocOp,
+    MemcpyOp,
+    MemOffsetOp,
+    PoolInitOp,
+    PoolReleaseOp,
+    SubviewOp,
+    ViewOp,
+    WeightOp,
+)
+from pyocc.lowering.llvm_common import (
+    PTR,
+    LlvmBuilder,
+    MemoryTally,
+    WeightLayout,
+    buffer_spec,
+    cannot_lower,
+    check_lowerable,
+    count_allocation,
+    count_free,
+    graph_arguments,
+    kernel_kwarg,
+    string_getter,
+    string_global,
+    table_header,
+)
+
+#: the libc functions host code may call, and their llvm signatures
+LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
+    "aligned_alloc": llvm.LLVMFunctionType([i64, i64], PTR),
+    "free": llvm.LLVMFunctionType([PTR]),
+    "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
+}
+
+
+@dataclass
+class HostFunctionLowering:
+    """Lowers one buffer-form `func.func` into its ABI functions."""
+
+    function: func.FuncOp
+    name: str = ""
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    sites: list[dict[str, Any]] = field(default_factory=list)
+    weights: WeightLayout = field(default_factory=WeightLayout)
+    #: per-run allocations the IR implies
+    tally: MemoryTally = field(default_factory=MemoryTally)
+    #: every dnn.pool_init: {"name", "size", "alignment"} (name null when anonymous)
+    pools: list[dict[str, Any]] = field(default_factory=list)
+    #: llvm pointer of each memref value
+    pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: IR byte size of each buffer that dnn.malloc / dnn.pool_init created
+    allocated: dict[SSAValue, int] = field(default_factory=dict)
+    #: blocks after the entry block, in order (each allocation's NULL check splits one)
+    _extra_blocks: list[Block] = field(default_factory=list)
+
+    def lower(self) -> list[Operation]:
+        """The ABI functions and globals of the function (its `run` last)."""
+        self.name = check_lowerable(self.function)
+        run = self._lower_run()
+        meta = self._meta()
+        return [*self._abi_functions(meta), run]
+
+    # -- the run function ---------------------------------------------------
+
+    def _lower_run(self) -> llvm.FuncOp:
+        entry = Block(arg_types=[PTR, PTR, PTR, PTR])
+        self.inputs_arg, self.outputs_arg, self.weights_arg, self.state_arg = entry.args
+        b = self.b = LlvmBuilder(entry)
+        self.oom = Block()
+        body = self.function.body.block
+
+        # one stack array serves every kernel call: size it for the widest site
+        widest = max((self._slot_count(op) for op in body.ops if isinstance(op, DnnComputeOp)), default=0)
+        self.slots = b.add(llvm.AllocaOp(b.const(max(widest, 1)), PTR, alignment=8)).results[0]
+
+        for arg, is_output, spec in graph_arguments(self.function):
+            group, base = (self.outputs, self.outputs_arg) if is_output else (self.inputs, self.inputs_arg)
+            self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
+            group.append(spec)
+
+        for op in body.ops:
+            self._lower_op(op)
+
+        self.oom.add_op(llvm.ReturnOp(LlvmBuilder(self.oom).const(1, i32)))
+        region = Region([entry])
+        # blocks were appended as the lowering split them; the failure exit goes last
+        for block in self._extra_blocks:
+            region.add_block(block)
+        region.add_block(self.oom)
+        return llvm.FuncOp(f"{self.name}_run", llvm.LLVMFunctionType([PTR, PTR, PTR, PTR], i32),
+                           linkage=llvm.LinkageAttr("external"), body=region)
+
+    @staticmethod
+    def _slot_count(op: DnnComputeOp) -> int:
+        count = len(op.destinations()) + (getattr(op, "workspace", None) is not None)
+        for value in op.kernel_inputs():
+            count += len(value) if isinstance(value, list) else 1
+        return count
+
+    def _pointer(self, op: Operation, value: SSAValue) -> SSAValue:
+        if value not in self.pointers:
+            raise cannot_lower(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
+                            "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
+        return self.pointers[value]
+
+    def _lower_op(self, op: Operation) -> None:
+        b = self.b
+        match op:
+            case func.ReturnOp():
+                if op.operands:
+                    raise cannot_lower(op, "the function returns values; outputs must be destination arguments")
+                b.add(llvm.ReturnOp(b.const(0, i32)))
+            case DnnComputeOp():
+                self._lower_compute(op)
+            case WeightOp():
+                self._lower_weight(op)
+            case ViewOp():
+                buffer_spec(op, op.result.type)
+                self.pointers[op.result] = self._pointer(op, op.source)
+            case SubviewOp():
+                buffer_spec(op, op.result.type)
+                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+            case MallocOp() | PoolInitOp():
+                result = op.results[0]
+                buffer_spec(op, result.type)
+                size, alignment = op.size.value.data, op.alignment.value.data
+                if alignment & (alignment - 1):
+                    raise cannot_lower(op, f"alignment {alignment} is not a power of two")
+                self.pointers[result] = self._allocate(size, alignment)
+                self.allocated[result] = size
+                if isinstance(op, PoolInitOp):
+                    name = op.pool_name.data if op.pool_name is not None else None
+                    self.pools.append({"name": name, "size": size, "alignment": alignment})
+            case DeallocOp() | PoolReleaseOp():
+                value = op.operands[0]
+                if value not in self.allocated:
+                    raise cannot_lower(op, "its operand was not allocated by dnn.malloc / dnn.pool_init in this function")
+                self._free(self._pointer(op, value), self.allocated.pop(value))
+            case MemOffsetOp():
+                buffer_spec(op, op.result.type)
+                pool = self._pointer(op, op.pool)
+                self.pointers[op.result] = b.gep(pool, op.offset.value.data, i8)
+            case MemcpyOp():
+                if op.kind.data != "host_to_host":
+                    raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
+                b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
+                       b.const(op.size.value.data), returns=PTR)
+            case _:
+                raise cannot_lower(op, "no host lowering exists for this op")
+
+    def _lower_compute(self, op: DnnComputeOp) -> None:
+        b = self.b
+        if not op.on_buffers:
+            raise cannot_lower(op, "it is in tensor form; run dnn-insert-memory-ops first")
+        values: list[SSAValue | None] = []
+        inputs: list[Any] = []
+        for value in op.kernel_inputs():
+            if isinstance(value, list):
+                inputs.append([buffer_spec(op, v.type) for v in value])
+                values.extend(value)
+            elif value is None:
+                inputs.append(None)
+                values.append(None)
+            else:
+                inputs.append(buffer_spec(op, value.type))
+                values.append(value)
+        destinations = op.destinations()
+        outputs = [buffer_spec(op, v.type) for v in destinations]
+        values.extend(destinations)
+        # kernel scratch (a planned buffer) goes after the outputs; the numpy kernels ignore it
+        workspace = getattr(op, "workspace", None)
+        if workspace is not None:
+            values.append(workspace)
+        kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
+        site = len(self.sites)
+        self.sites.append({
+            "site": site,
+            "op": op.name,
+            "kernel": op.kernel,
+            "inputs": inputs,
+            "outputs": outputs,
+            "out_keyword": "outs" if hasattr(op, "outs") else "out",
+            "kwargs": kwargs,
+            "workspace": None if workspace is None else buffer_spec(op, workspace.type),
+        })
+        null = None
+        for slot, value in enumerate(values):
+            if value is None:
+                null = null or b.add(llvm.ZeroOp(result_types=[PTR])).results[0]
+                pointer = null
+            else:
+                pointer = self._pointer(op, value)
+            b.store(pointer, b.gep(self.slots, slot, PTR))
+        b.call(f"{self.name}_dispatch", b.const(site), self.slots)
+
+    def _lower_weight(self, op: WeightOp) -> None:
+        self.pointers[op.result] = self.b.gep(self.weights_arg, self.weights.place_weight(op), i8)
+
+    # -- allocation and its accounting ---------------------------------------
+
+    def _allocate(self, size: int, alignment: int) -> SSAValue:
+        """aligned_alloc + a NULL check that leaves `run` with 1, then the
+        counters: one more call, `size` more bytes, the peak raised."""
+        b = self.b
+        # C11 wants a multiple of the alignment, and a zero size may return NULL
+        rounded = max(alignment, -(-size // alignment) * alignment)
+        pointer = b.call("aligned_alloc", b.const(alignment), b.const(rounded), returns=PTR)
+        # xDSL's icmp takes integers only: compare the address with 0
+        address = b.add(llvm.PtrToIntOp(pointer, i64)).results[0]
+        failed = b.add(llvm.ICmpOp(address, b.const(0), IntegerAttr(llvm.ICmpPredicateFlag.EQ.to_int(), i64))).results[0]
+        next_block = Block()
+        b.add(llvm.CondBrOp(failed, self.oom, [], next_block, []))
+        self._extra_blocks.append(next_block)
+        b.block = next_block
+        count_allocation(b, self.state_arg, b.const(size))
+        self.tally.allocate(size)
+        return pointer
+
+    def _free(self, pointer: SSAValue, size: int) -> None:
+        self.b.call("free", pointer)
+        count_free(self.b, self.state_arg, size)
+        self.tally.free(size)
+
+    # -- the table and the small ABI functions -------------------------------
+
+    def _meta(self) -> dict[str, Any]:
+        return {
+            **table_header(self.name, self.inputs, self.outputs, self.weights),
+            "sites": self.sites,
+            # what the IR implies; the native counters must agree after a run
+            # one entry per dnn.pool_init (several with named memory pools)
+            "pools": self.pools,
+            "memory": self.tally.as_json(),
+        }
+
+    def _abi_functions(self, meta: dict[str, Any]) -> list[Operation]:
+        name = self.name
+        kernel_global = f"{name}_kernel"
+        # the callback is kept as an i64: xDSL exports a pointer-typed global's
+        # zero initializer as `ptr 0`, which LLVM rejects
+        ops: list[Operation] = [llvm.GlobalOp(i64, kernel_global, "internal", value=IntegerAttr(0, i64))]
+        ops += string_global(f"{name}_meta_json", json.dumps(meta, separators=(",", ":")))
+
+        init = Block(arg_types=[PTR])
+        b = LlvmBuilder(init)
+        b.store(b.load(init.args[0], i64), b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0])
+        b.add(llvm.ReturnOp())
+        ops.append(llvm.FuncOp(f"{name}_init", llvm.LLVMFunctionType([PTR]),
+                               linkage=llvm.LinkageAttr("external"), body=Region(init)))
+
+        destroy = Block()
+        b = LlvmBuilder(destroy)
+        b.store(b.const(0), b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0])
+        b.add(llvm.ReturnOp())
+        ops.append(llvm.FuncOp(f"{name}_destroy", llvm.LLVMFunctionType([]),
+                               linkage=llvm.LinkageAttr("external"), body=Region(destroy)))
+
+        dispatch = Block(arg_types=[i64, PTR])
+        b = LlvmBuilder(dispatch)
+        address = b.load(b.add(llvm.AddressOfOp(kernel_global, PTR)).results[0], i64)
+        callback = b.add(llvm.IntToPtrOp(address)).results[0]
+        indirect = llvm.CallOp("indirect", callback, *dispatch.args)
+        del indirect.properties["callee"]  # an indirect call: the callee is the first operand
+        b.add(indirect)
+        b.add(llvm.ReturnOp())
+        ops.append(llvm.FuncOp(f"{name}_dispatch", llvm.LLVMFunctionType([i64, PTR]),
+                               linkage=llvm.LinkageAttr("internal"), body=Region(dispatch)))
+
+        ops.append(string_getter(f"{name}_meta", f"{name}_meta_json"))
+        return ops
+
+
+def host_declarations() -> list[Operation]:
+    """The external functions host code may call (LIBC_FUNCTIONS)."""
+    return [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
+            for callee, signature in LIBC_FUNCTIONS.items()]
