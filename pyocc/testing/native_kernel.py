@@ -85,13 +85,41 @@ class NativeKernel:
         self.function(table)
 
 
+#: float32 elements behind the output and the workspace that a kernel must not touch
+GUARD = 64
+_SENTINEL = np.float32(-1234.5)
+
+
+def _guarded(size: int, fill: float) -> np.ndarray:
+    """A float32 buffer of `size` elements filled with `fill`, then GUARD sentinels."""
+    buffer = np.full(size + GUARD, fill, dtype=np.float32)
+    buffer[size:] = _SENTINEL
+    return buffer
+
+
 def run_native(emit: Emitter, kernel: str, inputs: Sequence[np.ndarray | None], out: np.ndarray,
                kwargs: dict[str, Any], workspace_bytes: int | None = None) -> None:
-    """Emit, compile and run one kernel on these arrays (workspace_bytes:
-    a scratch buffer of that size, filled with NaN to catch reads of it
-    before writes)."""
+    """Emit, compile and run one kernel on these arrays, writing `out`
+    (which may be one of the inputs, for in-place kernels). `workspace_bytes`:
+    a scratch buffer of that size, filled with NaN so that reading it before
+    writing shows. Raises AssertionError if the kernel writes past the end
+    of `out` or of the workspace, or writes an input other than `out`."""
     site = site_for(kernel, inputs, out, kwargs, workspace_bytes)
+    in_place = [a is out for a in inputs]
+    staged = _guarded(out.size, np.nan)
+    staged[:out.size] = out.reshape(-1)
+    staged_out = staged[:out.size].reshape(out.shape)
+    arguments = [staged_out if same else a for a, same in zip(inputs, in_place, strict=True)]
+    before = [None if a is None or same else a.copy() for a, same in zip(inputs, in_place, strict=True)]
     workspace = None
     if workspace_bytes is not None:
-        workspace = np.full(max(1, math.ceil(workspace_bytes / 4)), np.nan, dtype=np.float32)
-    NativeKernel(emit, site)(inputs, out, workspace)
+        workspace = _guarded(max(1, math.ceil(workspace_bytes / 4)), np.nan)
+    NativeKernel(emit, site)(arguments, staged_out, workspace)
+    assert (staged[out.size:] == _SENTINEL).all(), f"{kernel} wrote past the end of its output"
+    if workspace is not None:
+        used = max(1, math.ceil(workspace_bytes / 4))  # type: ignore[operator]
+        assert (workspace[used:] == _SENTINEL).all(), f"{kernel} wrote past the end of its workspace"
+    for original, array in zip(before, inputs, strict=True):
+        if original is not None:
+            assert array is not None and np.array_equal(original, array, equal_nan=True), f"{kernel} wrote an input"
+    out[...] = staged_out

@@ -45,9 +45,16 @@ def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: 
 
 def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
                       element_bytes: int, block_bytes: int = IM2COL_BLOCK_BYTES) -> int:
-    """Output rows (first spatial dim) whose columns fill one im2col block."""
-    row_bytes = x_shape[1] * math.prod(w_shape[2:]) * math.prod(out_shape[3:]) * element_bytes
-    return max(1, min(out_shape[2], block_bytes // max(row_bytes, 1)))
+    """Output rows (first spatial dim; a 1-D convolution has one row) whose
+    columns fill one im2col block."""
+    spatial = _as_rows(out_shape[2:])
+    row_bytes = x_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
+    return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))
+
+
+def _as_rows(spatial: Sequence[int]) -> list[int]:
+    """Spatial dims with a row dim in front: a 1-D image is one row."""
+    return [1, *spatial] if len(spatial) == 1 else list(spatial)
 
 
 def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
@@ -58,4 +65,4 @@ def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape
     if conv_algorithm(w_shape, strides, pads, group) != "im2col":
         return 0
     rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
-    return x_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(out_shape[3:]) * element_bytes
+    return x_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
