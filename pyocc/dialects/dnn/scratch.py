@@ -44,9 +44,11 @@ def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: 
 
 
 def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
-                      element_bytes: int, block_bytes: int = IM2COL_BLOCK_BYTES) -> int:
+                      element_bytes: int, block_bytes: int | None = None) -> int:
     """Output rows (first spatial dim; a 1-D convolution has one row) whose
-    columns fill one im2col block."""
+    columns fill one im2col block (of at most `block_bytes`, default
+    IM2COL_BLOCK_BYTES)."""
+    block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
     row_bytes = x_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
     return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))

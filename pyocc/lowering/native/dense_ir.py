@@ -51,16 +51,23 @@ class Kernel:
         self.module = module
         self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), symbol)
         self.function.args[0].name = "buffers"
-        self.builder = ir.IRBuilder(self.function.append_basic_block("entry"))
+        # the entry block holds only the variables (allocas) and a branch to the code
+        self.entry = self.function.append_basic_block("entry")
+        start = self.function.append_basic_block("start")
+        ir.IRBuilder(self.entry).branch(start)
+        self.builder = ir.IRBuilder(start)
         self.math = ScalarMath(self.builder, module, "host")
 
+    def variable(self, type: ir.Type) -> ir.Value:
+        """A variable of `type`: an alloca at the top of the entry block,
+        which LLVM keeps in a register."""
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        return at_entry.alloca(type)
+
     def scalar(self, initial: float) -> ir.Value:
-        """A float32 variable (an entry-block alloca, which LLVM keeps in a
-        register), set to `initial` here."""
-        entry = self.function.entry_basic_block
-        at_entry = ir.IRBuilder(entry)
-        at_entry.position_at_start(entry)
-        variable = at_entry.alloca(F32)
+        """A float32 variable, set to `initial` here."""
+        variable = self.variable(F32)
         self.builder.store(F32(initial), variable)
         return variable
 
