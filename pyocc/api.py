@@ -340,6 +340,17 @@ class Model:
         """ONNX names of the graph outputs, in order."""
         return list(self.native.output_names)
 
+    @property
+    def numpy_sites(self) -> int:
+        """Compute ops that call back into the numpy kernels at run time
+        (host: those without a native kernel, or all with kernels="numpy")."""
+        return int(getattr(self.native, "numpy_sites", 0))
+
+    @property
+    def native_sites(self) -> int:
+        """Compute ops that run a native kernel compiled into the model."""
+        return int(getattr(self.native, "native_sites", 0))
+
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once: ONNX input name -> array; returns output name -> array."""
         outputs = self.native.run(dict(inputs))
@@ -382,6 +393,7 @@ def compile(  # noqa: A001 - the name users expect
     reorder: str = Options.reorder,
     cuda_libraries: Any = None,
     workspace: int = 32 << 20,
+    kernels: str = "native",
     scratch: bool = False,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
@@ -392,10 +404,15 @@ def compile(  # noqa: A001 - the name users expect
     On 'cuda', `cuda_libraries` provides the library functions (default:
     NVIDIA's, found by pyocc.runtime.cuda; tests pass
     pyocc.testing.fake_cuda.FakeCuda()) and `workspace` is the convolution
-    workspace in bytes. `scratch=True` plans the host kernels' scratch in the
-    pool (see `lower`)."""
+    workspace in bytes. On 'host', `kernels="native"` (default) compiles a
+    native kernel for every op that has one and calls the numpy kernels for
+    the rest (`Model.numpy_sites` counts them); `kernels="numpy"` calls the
+    numpy kernels for every op. `scratch=True` plans the native kernels'
+    scratch (im2col columns) in the pool (see `lower`)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
+    if kernels not in ("native", "numpy"):
+        raise PyoccError(f"unknown kernels '{kernels}'; use native or numpy")
     if target == "cuda" and sanitize:
         raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
@@ -415,7 +432,8 @@ def compile(  # noqa: A001 - the name users expect
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
                            target=target, scratch=scratch)
-    native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace)
+    native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
+                            kernels=kernels)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
     compiled = Model(module, report, native)

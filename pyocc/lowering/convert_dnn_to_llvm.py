@@ -72,6 +72,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
+from pyocc.lowering.native.registry import NativeKernel, native_kernel_for
 from pyocc.lowering.targets import TARGETS
 
 if TYPE_CHECKING:
@@ -150,14 +151,72 @@ def lowered_functions(module: ModuleOp) -> list[str]:
     return []
 
 
-def to_llvmlite(module: ModuleOp) -> llvmlite.ir.Module:
+def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple[NativeKernel, dict[str, Any]]]:
+    """Decide, in a lowered module (changed in place), which host sites run
+    native kernels: with `kernels="native"` every site a native emitter
+    supports (pyocc.lowering.native), with "numpy" none. Their calls in
+    `NAME_run` become direct calls of `NAME_site_K` (declared here, defined
+    by to_llvmlite), and each function's table says per site whether it is
+    "native" and counts the "numpy_sites". A module selected once keeps its
+    choice. Returns symbol -> (native kernel, site) for to_llvmlite."""
+    if kernels not in KERNEL_CHOICES:
+        raise ValueError(f"kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{kernels}'")
+    symbols = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp | llvm.GlobalOp)}
+    chosen: dict[str, tuple[NativeKernel, dict[str, Any]]] = {}
+    for name in lowered_functions(module):
+        if f"{name}_dispatch" not in symbols:
+            continue  # not a host function (cuda code has no sites)
+        meta_global = symbols[f"{name}_meta_json"]
+        meta = read_meta(module, name)
+        already = "numpy_sites" in meta
+        native_sites: dict[int, str] = {}
+        for site in meta["sites"]:
+            kernel = None
+            if already:
+                kernel = native_kernel_for(site) if site["native"] else None
+            elif kernels == "native":
+                kernel = native_kernel_for(site)
+            site["native"] = kernel is not None
+            if kernel is not None:
+                symbol = f"{name}_site_{site['site']}"
+                native_sites[site["site"]] = symbol
+                chosen[symbol] = (kernel, site)
+        if already:
+            continue
+        meta["numpy_sites"] = sum(not site["native"] for site in meta["sites"])
+        (table,) = string_global(meta_global.sym_name.data, json.dumps(meta, separators=(",", ":")))
+        module.body.block.insert_op_before(table, meta_global)
+        meta_global.detach()
+        meta_global.erase()
+        run = symbols[f"{name}_run"]
+        for call in list(run.walk()):
+            if not (isinstance(call, llvm.CallOp) and call.callee is not None
+                    and call.callee.string_value() == f"{name}_dispatch"):
+                continue
+            site_constant = call.args[0].owner
+            assert isinstance(site_constant, llvm.ConstantOp)
+            site_number = site_constant.value.value.data
+            if site_number in native_sites:
+                direct = llvm.CallOp(native_sites[site_number], call.args[1])
+                call.parent.insert_op_before(direct, call)
+                call.detach()
+                call.erase()
+        for symbol in native_sites.values():
+            module.body.block.add_op(llvm.FuncOp(symbol, llvm.LLVMFunctionType([PTR]),
+                                                 linkage=llvm.LinkageAttr("external")))
+    return chosen
+
+
+def to_llvmlite(module: ModuleOp, kernels: str = "native") -> llvmlite.ir.Module:
     """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
-    plus indirect `llvm.call`s, which it does not convert."""
+    plus indirect `llvm.call`s, which it does not convert, plus the native
+    kernel of every site `select_kernels(kernels)` picks."""
     import llvmlite.ir as ir
     from xdsl.backend.llvm.convert import convert_module
     from xdsl.backend.llvm.convert_op import convert_op
 
     module = module.clone()
+    native = select_kernels(module, kernels)
     bodies: dict[str, Region] = {}
     linkages: dict[str, str] = {}
     for op in module.ops:
@@ -191,6 +250,8 @@ def to_llvmlite(module: ModuleOp) -> llvmlite.ir.Module:
                     values[op.returned] = result
             else:
                 convert_op(op, builder, values)
+    for symbol, (kernel, site) in native.items():
+        kernel.emit(llvm_module, symbol, site)
     return llvm_module
 
 
@@ -200,9 +261,9 @@ def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
     return convert_type(t)
 
 
-def to_llvm_ir(module: ModuleOp) -> str:
-    """LLVM IR text of a lowered module."""
-    return str(to_llvmlite(module))
+def to_llvm_ir(module: ModuleOp, kernels: str = "native") -> str:
+    """LLVM IR text of a lowered module (see to_llvmlite for `kernels`)."""
+    return str(to_llvmlite(module, kernels))
 
 
 def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
@@ -213,12 +274,15 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
 
 
 def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
-                   cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace) -> Any:
+                   cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace,
+                   kernels: str = "native") -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
     `function` (default: the only one) into a runnable model: a
-    CompiledModel on the host; on target "cuda" a CudaModel bound to
-    `cuda_libraries` (anything with `symbols() -> {name: address}`; default
-    NVIDIA's libraries, pyocc.runtime.cuda.CudaLibraries)."""
+    CompiledModel on the host, whose sites run native kernels where one
+    exists (`kernels="native"`) or all through numpy (`kernels="numpy"`);
+    on target "cuda" a CudaModel bound to `cuda_libraries` (anything with
+    `symbols() -> {name: address}`; default NVIDIA's libraries,
+    pyocc.runtime.cuda.CudaLibraries)."""
     from pyocc.errors import PyoccError
     from pyocc.runtime.bridge import pack_weight_pool
     from pyocc.runtime.jit import CompiledModel
@@ -235,6 +299,9 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
         function = names[0]
     if function not in names:
         raise PyoccError(f"no function @{function} in the module (it has {names})")
+    if kernels not in KERNEL_CHOICES:
+        raise PyoccError(f"unknown kernels '{kernels}'; use {' or '.join(KERNEL_CHOICES)}")
+    select_kernels(lowered, kernels)
     meta = read_meta(lowered, function)
     weight_pool = pack_weight_pool(meta, _read_resource)
     if target == "cuda":
@@ -245,4 +312,4 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
 
             cuda_libraries = CudaLibraries.load()
         return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
-    return CompiledModel(to_llvm_ir(lowered), meta, weight_pool)
+    return CompiledModel(to_llvm_ir(lowered, kernels), meta, weight_pool)

@@ -1,7 +1,7 @@
 """The ctypes bridge between generated code and the host kernels.
 
 Generated code (see pyocc.lowering.convert_dnn_to_llvm for the ABI) calls one
-C callback, `kernel(site, buffers)`. `KernelBridge` implements it from the
+C callback, `kernel(site, buffers)`, for every site without a native kernel. `KernelBridge` implements it from the
 model's JSON site table: it wraps each data pointer as a numpy array of the
 site's shape and dtype and calls `host_kernels.<kernel>(*inputs, out=...,
 **kwargs)`. `NativeModel` drives a compiled model through the ABI (JIT and
@@ -223,6 +223,18 @@ class ModelSignature:
     def output_names(self) -> list[str]:
         """ONNX names of the graph outputs, in order."""
         return [spec["name"] for spec in self.meta["outputs"]]
+
+    @property
+    def numpy_sites(self) -> int:
+        """Compute sites that call back into the numpy kernels (the rest run
+        native kernels compiled into the model; 0 for a cuda model)."""
+        sites = self.meta.get("sites", [])
+        return self.meta.get("numpy_sites", len(sites))
+
+    @property
+    def native_sites(self) -> int:
+        """Compute sites that run native kernels compiled into the model."""
+        return len(self.meta.get("sites", [])) - self.numpy_sites
 
     def expected_alloc_stats(self) -> dict[str, int]:
         """What the IR implies per run: allocator calls and peak bytes."""

@@ -2,9 +2,14 @@
 
 `CompiledModel(llvm_ir, meta, weight_pool)` compiles the LLVM IR in-process
 with llvmlite's MCJIT and runs it through the C ABI (pyocc.runtime.bridge).
-The only external symbols generated code may use are a few libc functions;
-they are resolved explicitly from libc (`llvm.add_symbol`), and any other
-undefined symbol is an error, not a silent lookup in the process.
+The only external symbols generated code may use are a few libc functions
+and the libm functions native kernels call (`expf`, `tanhf`, `erf`, ...),
+plus OpenBLAS's sgemm for the native matrix products (pyocc.runtime.blas,
+one thread); they are resolved explicitly (`llvm.add_symbol`), and any
+other undefined symbol is an error, not a silent lookup in the process.
+
+Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
+name and features), so the native kernels' loops are vectorised.
 
 The same compiled module is written to disk as LLVM IR (`write_llvm_ir`), an
 object file (`write_object`) or a shared library plus its weights file
@@ -29,10 +34,17 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
+from pyocc.runtime import blas
 from pyocc.runtime.bridge import NativeModel
 
 #: the libc functions generated code may call
 LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
+#: the libm functions generated code may call: declared ones (erf), and those
+#: LLVM's math intrinsics become (llvm.exp.f32 -> expf, ...)
+LIBM_SYMBOLS = ("erf", "expf", "logf", "tanhf", "powf", "exp2f", "log2f", "fmodf", "tanh", "exp", "log", "pow",
+                "fmod")
+#: LLVM's optimisation level for generated code
+SPEED_LEVEL = 3
 
 _initialised = False
 
@@ -55,21 +67,41 @@ def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(name) if name else ctypes.CDLL(None)
 
 
+def _libm() -> ctypes.CDLL:
+    name = ctypes.util.find_library("m")
+    return ctypes.CDLL(name) if name else ctypes.CDLL(None)
+
+
 def _target_machine() -> Any:
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
-    # PIC so that the same object links into a shared library
-    return target.create_target_machine(opt=2, reloc="pic", codemodel="default")
+    # PIC so that the same object links into a shared library; the host's CPU
+    # so that the vectoriser uses its vector width
+    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+                                        opt=SPEED_LEVEL, reloc="pic", codemodel="default")
+
+
+def optimize(module: Any, machine: Any) -> None:
+    """Run LLVM's default module pipeline at SPEED_LEVEL on `module` for
+    `machine`, loop and SLP vectorisation on."""
+    llvm = _llvm()
+    options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
+    options.loop_vectorization = True
+    options.slp_vectorization = True
+    builder = llvm.create_pass_builder(machine, options)
+    builder.getModulePassManager().run(module, builder)
 
 
 def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
-    """Parse and verify `llvm_ir` for `machine`, let `bind` resolve its
-    external symbols (llvm.add_symbol), and JIT it: (engine, module)."""
+    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`), let
+    `bind` resolve its external symbols (llvm.add_symbol), and JIT it:
+    (engine, module)."""
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
     module.verify()
+    optimize(module, machine)
     if bind is not None:
         bind(module)
     engine = llvm.create_mcjit_compiler(module, machine)
@@ -118,7 +150,10 @@ class CompiledModel(NativeModel):
         with tempfile.TemporaryDirectory() as tmp:
             obj = Path(tmp) / f"{self.name}.o"
             self.write_object(obj)
-            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj)],
+            # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
+            uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for f in self._module.functions)
+            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
+                                     *(blas.link_flags() if uses_blas else [])],
                                     capture_output=True, text=True)
             if result.returncode != 0:
                 raise PyoccError(f"linking {path} failed: {result.stderr.strip()}")
@@ -128,19 +163,29 @@ class CompiledModel(NativeModel):
 
 
 def _resolve_externals(module: Any) -> None:
-    """Bind each declared external function to libc's, by address; refuse
-    any symbol that is neither an LLVM intrinsic nor an allowed libc one."""
+    """Bind each declared external function to libc's or libm's, by address,
+    and the libm functions LLVM's intrinsics lower to; refuse any symbol
+    that is neither an LLVM intrinsic nor an allowed libc / libm one."""
     llvm = _llvm()
-    libc = _libc()
+    libraries = {"libc": _libc(), "libm": _libm()}
+
+    def bind(name: str, library: str) -> None:
+        try:
+            address = ctypes.cast(getattr(libraries[library], name), ctypes.c_void_p).value
+        except AttributeError:
+            raise PyoccError(f"{library} has no '{name}' (needed by generated code)") from None
+        llvm.add_symbol(name, address)
+
+    for name in LIBM_SYMBOLS:
+        bind(name, "libm")
     for function in module.functions:
-        if not function.is_declaration or function.name.startswith("llvm."):
+        if not function.is_declaration or function.name.startswith("llvm.") or function.name in LIBM_SYMBOLS:
+            continue
+        if function.name in blas.BLAS_SYMBOLS:  # the native matrix products' sgemm (OpenBLAS, one thread)
+            llvm.add_symbol(function.name, blas.symbols()[function.name])
             continue
         if function.name not in LIBC_SYMBOLS:
             raise PyoccError(f"generated code calls '{function.name}', which the host runtime does not provide "
-                             f"(allowed: {', '.join(LIBC_SYMBOLS)})")
-        try:
-            address = ctypes.cast(getattr(libc, function.name), ctypes.c_void_p).value
-        except AttributeError:
-            raise PyoccError(f"libc has no '{function.name}' (needed by generated code)") from None
-        llvm.add_symbol(function.name, address)
+                             f"(allowed: {', '.join(LIBC_SYMBOLS + LIBM_SYMBOLS)})")
+        bind(function.name, "libc")
 

@@ -112,7 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder, workspace=args.workspace, scratch=args.scratch)
+                          reorder=args.reorder, workspace=args.workspace, kernels=args.kernels,
+                          scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         try:
@@ -151,7 +152,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates, reorder=args.reorder, scratch=args.scratch)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder, kernels=args.kernels,
+                          scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
@@ -236,6 +238,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="poison dead buffers with NaN and stop on out-of-bounds writes (slow; for testing)")
     comp = sub.add_parser("compile", help="compile a model to .so, .o or .ll")
     _common(comp)
+    for command in (run, comp):
+        command.add_argument("--kernels", choices=["native", "numpy"], default="native",
+                             help="target host: native (default) compiles a kernel for every op that has one "
+                                  "and calls numpy for the rest; numpy calls the numpy kernels for every op")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)

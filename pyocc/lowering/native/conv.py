@@ -33,7 +33,8 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_rows
-from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, require_float32
+from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
+from pyocc.lowering.native.registry import native_kernel
 
 __all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
 
@@ -252,11 +253,18 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
                 _outer_loops(k, middle_out, fill)
 
 
+def supports_conv(site: dict[str, Any]) -> bool:
+    """float32 convolutions of 1, 2 or 3 spatial dims."""
+    weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
+    return all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3
+
+
 def _heap(k: Kernel, name: str, signature: ir.FunctionType) -> ir.Function:
     function = k.module.globals.get(name)
     return function if function is not None else ir.Function(k.module, signature, name)
 
 
+@native_kernel("conv", supports=supports_conv)
 def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv)."""
     require_float32(site)
@@ -319,6 +327,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
+@native_kernel("preact_conv", supports=supports_conv)
 def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual,
     then the activation (pyocc.runtime.kernels.conv.preact_conv), by direct loops."""
@@ -342,6 +351,7 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     k.finish()
 
 
+@native_kernel("conv_transpose", supports=supports_conv)
 def emit_conv_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX ConvTranspose with explicit pads (pyocc.runtime.kernels.conv.conv_transpose):
     out[o * ... ] += x[i] * w[c, m, tap] at o = i * stride + tap * dilation - pad."""

@@ -35,6 +35,15 @@ class NotNative(Exception):
     it stays on the numpy kernel."""
 
 
+def all_float32(site: dict[str, Any]) -> bool:
+    """Whether every buffer of the site is float32 (what these kernels compute)."""
+    try:
+        require_float32(site)
+    except NotNative:
+        return False
+    return True
+
+
 def require_float32(site: dict[str, Any]) -> None:
     """Raise NotNative unless every buffer of the site is float32."""
     specs = [*site["inputs"], *site["outputs"]]

@@ -21,14 +21,17 @@ from pyocc.lowering.native.dense_ir import (
     F32,
     Kernel,
     NotNative,
+    all_float32,
     broadcast_strides,
     flat_offset,
     require_float32,
 )
+from pyocc.lowering.native.registry import native_kernel
 
 __all__ = ["emit_attention_softmax", "emit_gemm", "emit_matmul"]
 
 
+@native_kernel("gemm", supports=all_float32)
 def emit_gemm(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Gemm: out = act(alpha * A' @ B' + beta * C), C broadcast to out."""
     require_float32(site)
@@ -102,6 +105,7 @@ def _batched_products(k: Kernel, a_shape: list[int], b_shape: list[int], a: ir.V
     return [*batch, m, n]
 
 
+@native_kernel("matmul", supports=all_float32)
 def emit_matmul(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX MatMul = numpy matmul (batch broadcasting, 1-D operands)."""
     require_float32(site)
@@ -111,6 +115,7 @@ def emit_matmul(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
+@native_kernel("attention_softmax", supports=all_float32)
 def emit_attention_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """softmax(scale * (a @ b) + mask) along the last axis, mask broadcast."""
     require_float32(site)
