@@ -58,6 +58,7 @@ class NativeKernel:
         _initialise()
         module = ir.Module(name="kernel")
         emit(module, "kernel", site)
+        module.get_global("kernel").linkage = "external"  # emitters define it internal; we call it from outside
         self.llvm_ir = str(module)
         target = llvm.Target.from_default_triple()
         self.machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(),

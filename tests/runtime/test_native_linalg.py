@@ -213,3 +213,32 @@ def test_other_dtypes_stay_on_numpy() -> None:
     a, b = np.ones((2, 2), np.float64), np.ones((2, 2), np.float64)
     with pytest.raises(NotNative, match="float64"):
         run_native(emit_matmul, "matmul", [a, b], np.empty((2, 2), np.float64), {})
+
+
+# -- whole models, native kernels against onnxruntime ------------------------------
+
+
+@pytest.mark.parametrize("scratch", [False, True], ids=["heap_scratch", "planned_scratch"])
+@pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
+def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
+    pytest.importorskip("onnxruntime")
+    import pyocc
+    from pyocc.examples.tiny_cnn import build
+    from pyocc.testing.random_graphs import compare_with_onnxruntime, random_inputs
+
+    model = build()
+    assert compare_with_onnxruntime(model, random_inputs(model, 0), memory=memory, scratch=scratch) is None
+    compiled = pyocc.compile(model, memory=memory, scratch=scratch)
+    kernels = [site["kernel"] for site in compiled.native.meta["sites"]]
+    assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
+    scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
+    assert bool(scratch_buffers) == scratch
+
+
+def test_resnet50_runs_natively_with_planned_scratch() -> None:
+    pytest.importorskip("onnxruntime")
+    from pyocc.testing.light_models import random_inputs_for, with_random_weights
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = with_random_weights("resnet50")
+    assert compare_with_onnxruntime(model, random_inputs_for(model), memory="pool", scratch=True) is None

@@ -17,6 +17,7 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.lowering.llvm_math import ScalarMath, unary_expression
+from pyocc.lowering.native.loops import kernel_function
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
@@ -58,7 +59,7 @@ class Kernel:
 
     def __init__(self, module: ir.Module, symbol: str):
         self.module = module
-        self.function = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), symbol)
+        self.function = kernel_function(module, symbol)
         self.function.args[0].name = "buffers"
         # the entry block holds only the variables (allocas) and a branch to the code
         self.entry = self.function.append_basic_block("entry")
