@@ -238,6 +238,8 @@ def lower(
     from pyocc.rewrites.dnn_memory_pool import buffer_traffic
 
     pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    scratch = {root_buffer(o.workspace) for o in ops
+               if isinstance(o, d.DnnComputeOp) and getattr(o, "workspace", None) is not None}
     buffers: list[BufferReport] = []
     for b in liveness.intermediates:
         owner = b.value.owner
@@ -267,7 +269,8 @@ def lower(
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
-        workspace_bytes=0,
+        # planned kernel scratch (--kernel-scratch): the most one op needs at once
+        workspace_bytes=max((b.bytes for b in liveness.intermediates if b.value in scratch), default=0),
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
