@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_rows", "is_pointwise"]
+__all__ = ["IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
+           "is_pointwise"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -66,5 +67,11 @@ def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape
     positions per row) elements; 0 when `conv_algorithm` needs no columns."""
     if conv_algorithm(w_shape, strides, pads, group) != "im2col":
         return 0
+    return im2col_block_bytes(x_shape, w_shape, out_shape, element_bytes)
+
+
+def im2col_block_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                       element_bytes: int) -> int:
+    """Bytes of one im2col block of a group-1 convolution (whatever its algorithm)."""
     rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
     return x_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes

@@ -16,10 +16,12 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
 A residual is copied into the output first and BLAS accumulates onto it
 (beta = 1); bias and the activation are one pass over the result.
 
-preact_conv and conv_transpose run direct loops (no scratch operand on
-those ops): preact_conv applies `pre_act(x * scale + shift)` as it reads x
-(padding stays zero, as ONNX requires), conv_transpose scatters each input
-row's contributions into the output rows it reaches.
+preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
+stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
+too) + sgemm, the block allocated around the call since the op has no
+workspace operand yet; grouped ones by the direct loops. conv_transpose
+runs direct loops, scattering each input row's contributions into the
+output rows it reaches.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 import llvmlite.ir as ir
 
-from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_rows
+from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_bytes, im2col_block_rows
 from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
 
@@ -208,9 +210,10 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
 
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
-                  rows: ir.Value, block_rows: int) -> None:
+                  rows: ir.Value, block_rows: int, transform: InputTransform | None = None) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
-    padding) for output rows first_row .. first_row + rows of dim 0."""
+    padding; `transform`ed inside the image) for output rows first_row ..
+    first_row + rows of dim 0."""
     taps = g.taps
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
     leading = block_rows * row_positions  # the columns matrix's row length
@@ -236,7 +239,10 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
                         with k.loop(0, lo) as o:
                             k.store(F32(0.0), target, o)
                         with k.loop(lo, hi) as o:
-                            k.store(k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift)), target, o)
+                            value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                            if transform is not None:
+                                value = transform(k, channel, value)
+                            k.store(value, target, o)
                         with k.loop(hi, out_length) as o:
                             k.store(F32(0.0), target, o)
 
@@ -285,16 +291,31 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
+    workspace = k.buffer(5) if site.get("workspace") is not None else None
+    if workspace is not None and math.prod(site["workspace"]["shape"]) < conv_scratch_bytes(
+            x_shape, w_shape, out_shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"), 4):
+        workspace = None  # sized for another algorithm: not usable
+    _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, algorithm == "im2col",
+               workspace)
+    k.finish()
+
+
+def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
+               w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
+               im2col: bool, workspace: ir.Value | None, transform: InputTransform | None = None) -> None:
+    """A group-1 convolution through sgemm: per image, im2col blocks (in
+    `workspace`, else in a block allocated around the call) and one sgemm
+    each, or (`im2col` false: pointwise) one sgemm over the input; a
+    residual is copied into out first (beta = 1); then bias + activation."""
+    x_shape, w_shape, out_shape = shapes
     image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
     depth = g.channels * len(g.taps)
-    scratch = conv_scratch_bytes(x_shape, w_shape, out_shape, kwargs.get("strides"), kwargs.get("pads"),
-                                 kwargs.get("group"), 4)
+    scratch = im2col_block_bytes(x_shape, w_shape, out_shape, 4)
     columns = None
     heap = False
-    if algorithm == "im2col":
-        workspace = site.get("workspace")
-        if workspace is not None and math.prod(workspace["shape"]) >= scratch:
-            columns = k.buffer(5)
+    if im2col:
+        if workspace is not None:
+            columns = workspace
         else:
             heap = True
             alloc = _heap(k, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
@@ -307,7 +328,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         out_image = k.element(out, k.mul(image, image_out))
         if residual is not None:
             _copy_or_zero(k, out_image, k.element(residual, k.mul(image, image_out)), image_out)
-        if algorithm == "pointwise":
+        if not im2col:
             k.sgemm(g.out_channels, g.out_positions, g.channels, w, g.channels, x_image, g.out_positions,
                     out_image, g.out_positions, beta=blas_beta)
         else:
@@ -315,7 +336,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
             with k.loop(0, g.out_spatial[0], block_rows) as first_row:
                 left = k.builder.sub(I64(g.out_spatial[0]), first_row)
                 rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
-                _im2col_block(k, g, x_image, columns, first_row, rows, block_rows)
+                _im2col_block(k, g, x_image, columns, first_row, rows, block_rows, transform)
                 k.sgemm(g.out_channels, k.builder.mul(rows, I64(row_positions)), depth, w, depth, columns,
                         block_rows * row_positions, k.element(out_image, k.builder.mul(first_row, I64(row_positions))),
                         g.out_positions, beta=blas_beta)
@@ -324,13 +345,12 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
                       kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
     if heap:
         k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
-    k.finish()
 
 
 @native_kernel("preact_conv", supports=supports_conv)
 def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual,
-    then the activation (pyocc.runtime.kernels.conv.preact_conv), by direct loops."""
+    then the activation (pyocc.runtime.kernels.conv.preact_conv)."""
     require_float32(site)
     x_spec, scale_spec, shift_spec, w_spec, bias_spec, residual_spec = site["inputs"]
     kwargs = site["kwargs"]
@@ -346,7 +366,14 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         value = b.fadd(b.fmul(value, kernel.load(scale, channel)), kernel.load(shift, channel))
         return kernel.activation(value, "relu", None, None) if relu else value
 
-    if g.batch and g.out_positions and g.out_channels:
+    if not (g.batch and g.out_positions and g.out_channels):
+        pass
+    elif g.group == 1:
+        # pre-activated im2col blocks (padding stays zero) + sgemm; the op has
+        # no workspace operand yet, so the block is allocated around the call
+        _blas_conv(k, g, (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"]), x, w, bias, residual, out,
+                   kwargs, True, None, transform=pre_activate)
+    else:
         _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
     k.finish()
 
