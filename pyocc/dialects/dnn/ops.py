@@ -64,7 +64,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from pyocc.dialects.dnn.scratch import conv_scratch_bytes
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -281,6 +281,7 @@ class PreActConvOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
+    workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects())
     pre_activation = _str()
@@ -304,6 +305,14 @@ class PreActConvOp(DnnComputeOp):
                 )
         if self.pre_activation is not None and self.pre_activation.data != "relu":
             raise VerifyException(f"{self.name}: pre_activation must be relu or absent, got {self.pre_activation.data!r}")
+
+    def scratch_bytes(self) -> int:
+        """One block of pre-activated im2col columns (group 1, float32; pointwise
+        convolutions too: the input must be pre-activated somewhere)."""
+        out_type = self.results[0].type if self.results else self.out.type  # type: ignore[union-attr]
+        if not isinstance(out_type.get_element_type(), Float32Type) or (self.group and self.group.value.data != 1):
+            return 0
+        return im2col_block_bytes(self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(), 4)
 
 
 #: activations a kernel can fuse onto its result (host_kernels.ACTIVATIONS)

@@ -18,8 +18,7 @@ A residual is copied into the output first and BLAS accumulates onto it
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
 stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
-too) + sgemm, the block allocated around the call since the op has no
-workspace operand yet; grouped ones by the direct loops. conv_transpose
+too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones by the direct loops. conv_transpose
 runs direct loops, scattering each input row's contributions into the
 output rows it reaches.
 """
@@ -369,10 +368,12 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     if not (g.batch and g.out_positions and g.out_channels):
         pass
     elif g.group == 1:
-        # pre-activated im2col blocks (padding stays zero) + sgemm; the op has
-        # no workspace operand yet, so the block is allocated around the call
-        _blas_conv(k, g, (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"]), x, w, bias, residual, out,
-                   kwargs, True, None, transform=pre_activate)
+        # pre-activated im2col blocks (padding stays zero) + sgemm
+        shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
+        workspace = site.get("workspace")
+        usable = workspace is not None and math.prod(workspace["shape"]) >= im2col_block_bytes(*shapes, 4)
+        _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7) if usable else None,
+                   transform=pre_activate)
     else:
         _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
     k.finish()
