@@ -145,3 +145,19 @@ func.func @conv_without_scratch(%x: tensor<1x2x4x4xf32>, %w1: tensor<3x2x1x1xf32
   %z = "dnn.conv"(%y, %w2) <{group = 3 : i64, pads = array<i64: 1, 1, 1, 1>, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0>}> : (tensor<1x3x4x4xf32>, tensor<3x1x3x3xf32>) -> tensor<1x3x4x4xf32>
   func.return %z : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+// A pointwise preact_conv still needs scratch: its input is pre-activated
+// into im2col columns (2 channels x 16 positions x 4 bytes) before the sgemm.
+// LAZY-LABEL: func.func @preact_conv_scratch
+// LAZY: %[[S:.*]] = dnn.malloc {size = 128 : i64} : memref<128xi8>
+// LAZY-NEXT: "dnn.preact_conv"(%x, %s, %t, %w, %{{.*}}, %[[S]])
+// LAZY-NEXT: dnn.dealloc %[[S]]
+// NOSCRATCH-LABEL: func.func @preact_conv_scratch
+// NOSCRATCH-NOT: xi8>
+// NOSCRATCH: func.return
+func.func @preact_conv_scratch(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>, %t: tensor<2xf32>, %w: tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  %y = "dnn.preact_conv"(%x, %s, %t, %w) <{pre_activation = "relu", operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>}> : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
+}
