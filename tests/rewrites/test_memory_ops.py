@@ -113,3 +113,20 @@ def test_pool_offsets_never_share_bytes_while_live() -> None:
             if a.first <= b.last and b.first <= a.last:
                 a0, b0 = op_a.offset.value.data, op_b.offset.value.data
                 assert a0 + a.bytes <= b0 or b0 + b.bytes <= a0, (a.name, b.name)
+
+
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_planned_scratch_is_in_the_report(memory: str) -> None:
+    # --kernel-scratch: each im2col block is a buffer of the plan, live only
+    # around its op; the pool grows by at most the largest block, and the
+    # report's workspace is that block
+    import pyocc
+    from pyocc.examples.tiny_cnn import build
+
+    _, without = pyocc.lower(build(), memory=memory)
+    _, with_scratch = pyocc.lower(build(), memory=memory, scratch=True)
+    blocks = [b for b in with_scratch.buffers if b.name.endswith("_scratch")]
+    assert blocks and all(b.dtype == "i8" and b.last - b.first <= 2 for b in blocks)
+    assert with_scratch.workspace_bytes == max(b.bytes for b in blocks) and without.workspace_bytes == 0
+    assert without.activation_bytes < with_scratch.activation_bytes
+    assert with_scratch.activation_bytes <= without.activation_bytes + with_scratch.workspace_bytes + 64 * len(blocks)
