@@ -181,22 +181,42 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
                     ic = k.add(k.mul(group, channels_per_group), icl)
                     x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
                     w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
-                    for tap_index, tap in enumerate(taps):
-                        lo, hi = g.valid_range(tap[-1])
-                        if lo >= hi:
-                            continue
-                        coords, inside = _input_outer(k, g, outs, tap[:-1])
+                    # the taps of one kernel row (same outer coords) are summed in
+                    # registers over the positions where all of them are inside
+                    # the image, so each output element is loaded and stored once
+                    # per kernel row; the edges take the taps one by one
+                    last = g.kernel[-1]
+                    for row_start in range(0, len(taps), last):
+                        row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
+                        ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
+                        common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
+                        coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
 
-                        def sweep() -> None:
-                            weight = k.load(w, k.add(w_base, tap_index))
+                        def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
                             x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
-                            shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
-                            with k.loop(lo, hi) as o:
-                                value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
-                                if transform is not None:
-                                    value = transform(k, ic, value)
-                                k.store(b.fadd(k.load(out_row, o), b.fmul(weight, value)), out_row, o)
+                            weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
 
+                            def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
+                                shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
+                                value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                                return transform(k, ic, value) if transform is not None else value
+
+                            spans: list[tuple[int, int, list[int]]] = []
+                            if common[0] < common[1]:
+                                spans.append((common[0], common[1], list(range(len(row_taps)))))
+                            for j, (lo, hi) in enumerate(ranges):
+                                pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
+                                    if common[0] < common[1] else [(lo, hi)]
+                                spans += [(a, z, [j]) for a, z in pieces if a < z]
+                            for start, stop, members in spans:
+                                with k.loop(start, stop) as o:
+                                    total = k.load(out_row, o)
+                                    for j in members:
+                                        total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
+                                    k.store(total, out_row, o)
+
+                        if all(lo >= hi for lo, hi in ranges):
+                            continue
                         if inside is None:
                             sweep()
                         else:
