@@ -1,12 +1,14 @@
 """Kernel scratch of the host's native convolution, as plain arithmetic on shapes.
 
 The native (LLVM IR) convolution of the host target runs a group-1
-convolution as im2col + BLAS sgemm, a block of output rows at a time: the
-columns of one block, (C * kernel taps) x (block positions), are scratch,
+convolution (and each group of a grouped one with at least
+GROUPED_BLAS_CHANNELS channels per group) as im2col + BLAS sgemm, a block of
+output rows at a time: the columns of one block, (C/group * kernel taps) x
+(block positions), are scratch,
 at most `IM2COL_BLOCK_BYTES` (or one output row's columns, if more). Where
 they are not needed:
 a pointwise stride-1 unpadded convolution multiplies the input itself, and
-grouped and depthwise convolutions run direct kernels. `ConvOp.scratch_bytes`
+depthwise and narrow grouped convolutions run direct kernels. `ConvOp.scratch_bytes`
 (pyocc/dialects/dnn/ops.py) declares this size on the op, so that
 dnn-insert-memory-ops plans it as the op's `workspace` buffer; the emitter
 (pyocc/lowering/native/conv.py) asks the same functions which algorithm
@@ -18,7 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
            "is_pointwise"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
@@ -32,12 +34,18 @@ def is_pointwise(kernel: Sequence[int], strides: Sequence[int] | None, pads: Seq
             and not any(pads or ()))
 
 
+#: input channels per group from which a grouped convolution runs per-group
+#: sgemms instead of direct loops (measured in docs/performance.md)
+GROUPED_BLAS_CHANNELS = 8
+
+
 def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
                    group: int | None) -> str:
     """How the native kernel runs a convolution of weights `w_shape`:
-    "direct" (grouped and depthwise: loops, no BLAS), "pointwise" (one sgemm
-    per image over the input) or "im2col" (columns in scratch, then sgemm)."""
-    if (group or 1) != 1:
+    "direct" (depthwise and narrow groups: loops, no BLAS), "pointwise" (one
+    sgemm per image and group over the input) or "im2col" (a group's
+    columns in scratch, then sgemm)."""
+    if (group or 1) != 1 and w_shape[1] < GROUPED_BLAS_CHANNELS:
         return "direct"
     if is_pointwise(w_shape[2:], strides, pads):
         return "pointwise"
@@ -51,7 +59,7 @@ def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape:
     IM2COL_BLOCK_BYTES)."""
     block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
-    row_bytes = x_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
+    row_bytes = w_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
     return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))
 
 
@@ -72,6 +80,6 @@ def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape
 
 def im2col_block_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
                        element_bytes: int) -> int:
-    """Bytes of one im2col block of a group-1 convolution (whatever its algorithm)."""
+    """Bytes of one im2col block of one group (whatever the algorithm)."""
     rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
-    return x_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
+    return w_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes

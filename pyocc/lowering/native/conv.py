@@ -3,13 +3,16 @@
 
 conv picks its algorithm with pyocc.dialects.dnn.scratch.conv_algorithm,
 the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
-- im2col: a block of output rows at a time, the block's columns (C * taps)
-  x (block positions) are written into the op's workspace (a buffer of the
-  memory plan), then one BLAS sgemm writes the block's outputs. Without a
+- im2col: per group, a block of output rows at a time, the block's columns
+  (C/group * taps) x (block positions) are written into the op's workspace
+  (a buffer of the memory plan), then one BLAS sgemm writes the block's
+  outputs. Without a
   workspace (the plan made none: `--kernel-scratch` off) the block is
   allocated with aligned_alloc around the call instead, outside the plan.
-- pointwise (1x1, stride 1, unpadded): one sgemm per image over the input.
-- direct (grouped and depthwise): loops, no scratch. For each output row,
+- pointwise (1x1, stride 1, unpadded): one sgemm per image and group over
+  the input.
+- direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
+  channels): loops, no scratch. For each output row,
   each input channel of the group and each kernel tap, one multiply-add
   sweep along the row, whose valid range is known at compile time, so the
   inner loop has no bounds checks and vectorises.
@@ -229,7 +232,8 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
 
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
-                  rows: ir.Value, block_rows: int, transform: InputTransform | None = None) -> None:
+                  rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
+                  channels: int | None = None) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0."""
@@ -240,7 +244,7 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     middle_in = list(g.in_spatial[1:-1])
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
     b = k.builder
-    with k.loop(0, g.channels) as channel:
+    with k.loop(0, g.channels if channels is None else channels) as channel:
         x_plane = k.element(x_image, k.mul(channel, g.in_positions))
         for tap_index, tap in enumerate(taps):
             column_row = k.element(columns, k.mul(k.add(k.mul(channel, len(taps)), tap_index), leading))
@@ -322,13 +326,16 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, transform: InputTransform | None = None) -> None:
-    """A group-1 convolution through sgemm: per image, im2col blocks (in
+    """A convolution through sgemm: per image and group, im2col blocks (in
     `workspace`, else in a block allocated around the call) and one sgemm
-    each, or (`im2col` false: pointwise) one sgemm over the input; a
-    residual is copied into out first (beta = 1); then bias + activation."""
+    each, or (`im2col` false: pointwise) one sgemm over the group's input;
+    a residual is copied into out first (beta = 1); then bias + activation.
+    `transform` (preact_conv) is for group 1 only."""
     x_shape, w_shape, out_shape = shapes
+    assert transform is None or g.group == 1
     image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
-    depth = g.channels * len(g.taps)
+    group_channels, group_outs = w_shape[1], g.out_channels // g.group
+    depth = group_channels * len(g.taps)
     scratch = im2col_block_bytes(x_shape, w_shape, out_shape, 4)
     columns = None
     heap = False
@@ -341,24 +348,30 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
             columns = k.builder.call(alloc, [I64(64), I64(-(-scratch // 64) * 64)])
     block_rows = im2col_block_rows(x_shape, w_shape, out_shape, 4)
     row_positions = math.prod(g.out_spatial[1:])
+    positions = g.out_positions
     blas_beta = 1.0 if residual is not None else 0.0
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, image_in))
         out_image = k.element(out, k.mul(image, image_out))
         if residual is not None:
             _copy_or_zero(k, out_image, k.element(residual, k.mul(image, image_out)), image_out)
-        if not im2col:
-            k.sgemm(g.out_channels, g.out_positions, g.channels, w, g.channels, x_image, g.out_positions,
-                    out_image, g.out_positions, beta=blas_beta)
-        else:
-            assert columns is not None
-            with k.loop(0, g.out_spatial[0], block_rows) as first_row:
-                left = k.builder.sub(I64(g.out_spatial[0]), first_row)
-                rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
-                _im2col_block(k, g, x_image, columns, first_row, rows, block_rows, transform)
-                k.sgemm(g.out_channels, k.builder.mul(rows, I64(row_positions)), depth, w, depth, columns,
-                        block_rows * row_positions, k.element(out_image, k.builder.mul(first_row, I64(row_positions))),
-                        g.out_positions, beta=blas_beta)
+        with k.loop(0, g.group) as group:
+            x_group = k.element(x_image, k.mul(group, group_channels * g.in_positions))
+            w_group = k.element(w, k.mul(group, group_outs * depth))
+            out_group = k.element(out_image, k.mul(group, group_outs * positions))
+            if not im2col:
+                k.sgemm(group_outs, positions, group_channels, w_group, group_channels, x_group, positions,
+                        out_group, positions, beta=blas_beta)
+            else:
+                assert columns is not None
+                with k.loop(0, g.out_spatial[0], block_rows) as first_row:
+                    left = k.builder.sub(I64(g.out_spatial[0]), first_row)
+                    rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
+                    _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, group_channels)
+                    k.sgemm(group_outs, k.builder.mul(rows, I64(row_positions)), depth, w_group, depth, columns,
+                            block_rows * row_positions,
+                            k.element(out_group, k.builder.mul(first_row, I64(row_positions))), positions,
+                            beta=blas_beta)
         with k.loop(0, g.out_channels) as oc:
             _epilogue(k, k.element(out_image, k.mul(oc, g.out_positions)), bias, oc, g.out_positions,
                       kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
