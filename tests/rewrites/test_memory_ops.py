@@ -130,3 +130,26 @@ def test_planned_scratch_is_in_the_report(memory: str) -> None:
     assert with_scratch.workspace_bytes == max(b.bytes for b in blocks) and without.workspace_bytes == 0
     assert without.activation_bytes < with_scratch.activation_bytes
     assert with_scratch.activation_bytes <= without.activation_bytes + with_scratch.workspace_bytes + 64 * len(blocks)
+
+
+def test_plan_command_shows_planned_scratch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `pyocc plan MODEL --format json --kernel-scratch`: the scratch blocks are
+    # buffers of the report, and the pool is larger than without them
+    import json
+
+    import onnx
+
+    from pyocc.examples.tiny_cnn import build
+    from pyocc.tools.cli import main
+
+    path = tmp_path / "tiny.onnx"
+    onnx.save(build(), str(path))
+    reports = []
+    for extra in ([], ["--kernel-scratch"]):
+        assert main(["plan", str(path), "--format", "json", *extra]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    without, with_scratch = reports
+    assert not [b for b in without["buffers"] if b["name"].endswith("_scratch")]
+    blocks = [b for b in with_scratch["buffers"] if b["name"].endswith("_scratch")]
+    assert blocks and with_scratch["workspace_bytes"] == max(b["bytes"] for b in blocks)
+    assert with_scratch["activation_bytes"] > without["activation_bytes"]
