@@ -9,7 +9,9 @@ that both sides do real work on real numbers) this prints:
   weight packing), in pool mode;
 - pyocc / ort: the median latency of ``Model.run`` and of
   ``InferenceSession.run`` over ``--runs`` timed runs, both warmed first;
-- ratio = pyocc / ort, and the geometric mean of the ratios.
+- ratio = pyocc / ort, and the geometric mean of the ratios;
+- native: the sites (compute ops) that run native kernels, of all sites
+  (``--kernels numpy`` runs every site through numpy).
 
 Both sides use the same number of threads: ``--threads N`` (default 1) sets
 onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution)
@@ -21,6 +23,7 @@ before numpy loads and, when threadpoolctl is installed, also through
     python bench/host_latency.py --models resnet50 squeezenet --runs 20
     python bench/host_latency.py --threads 2 --markdown
     python bench/host_latency.py --clock cpu           # steadier on a busy machine
+    python bench/host_latency.py --kernels numpy       # the numpy kernels for every op
     python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
 
 On a machine shared with other work, wall-clock medians swing with the load;
@@ -61,6 +64,9 @@ def _parse_args() -> argparse.Namespace:
                         help="wall: elapsed time; cpu: this process's CPU time, steadier on a shared "
                              "machine (meaningful with --threads 1 only)")
     parser.add_argument("--memory", default="pool", choices=["pool", "lazy", "eager"], help="pyocc memory mode")
+    parser.add_argument("--kernels", default="native", choices=["native", "numpy"],
+                        help="pyocc's host kernels: native (default: generated code where an op has a native "
+                             "kernel, numpy for the rest) or numpy (every op)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--profile", metavar="MODEL", choices=LIGHT_MODELS,
                         help="instead of the table: cProfile pyocc's runs of MODEL and print per-kernel times")
@@ -123,6 +129,8 @@ class Row:
     pyocc_ms: float
     ort_ms: float
     max_abs_err: float
+    native_sites: int
+    sites: int
 
     @property
     def ratio(self) -> float:
@@ -138,7 +146,7 @@ def measure(name: str) -> Row:
     inputs = random_inputs_for(model)
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     start = clock()
-    compiled = pyocc.compile(model, memory=ARGS.memory)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels)
     compile_s = clock() - start
     session = ort_session(model, ARGS.threads)
     got = compiled.run(inputs)
@@ -146,7 +154,8 @@ def measure(name: str) -> Row:
     error = max(float(np.max(np.abs(g - w))) for g, w in zip(got.values(), want))
     ours, theirs = median_seconds([lambda: compiled.run(inputs), lambda: session.run(None, inputs)],
                                   ARGS.runs, ARGS.warmup)
-    return Row(name, compile_s, ours * 1e3, theirs * 1e3, error)
+    return Row(name, compile_s, ours * 1e3, theirs * 1e3, error, compiled.native_sites,
+               compiled.native_sites + compiled.numpy_sites)
 
 
 def geomean(values: list[float]) -> float:
@@ -156,10 +165,10 @@ def geomean(values: list[float]) -> float:
 
 def print_table(rows: list[Row], import_s: float) -> None:
     """The comparison table, plain or Markdown."""
-    header = ["model", "compile s", "pyocc ms", "ort ms", "ratio", "max abs err"]
+    header = ["model", "compile s", "pyocc ms", "ort ms", "ratio", "max abs err", "native"]
     cells = [[r.model, f"{r.compile_s:.2f}", f"{r.pyocc_ms:.2f}", f"{r.ort_ms:.2f}", f"{r.ratio:.2f}",
-              f"{r.max_abs_err:.1e}"] for r in rows]
-    footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", ""]
+              f"{r.max_abs_err:.1e}", f"{r.native_sites}/{r.sites}"] for r in rows]
+    footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", "", ""]
     if ARGS.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
@@ -182,7 +191,7 @@ def profile(name: str) -> None:
 
     model = with_random_weights(name)
     inputs = random_inputs_for(model)
-    compiled = pyocc.compile(model, memory=ARGS.memory)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels)
     for _ in range(ARGS.warmup):
         compiled.run(inputs)
     profiler = cProfile.Profile()
@@ -249,6 +258,7 @@ def main() -> None:
     import pyocc.runtime.jit  # noqa: F401
     import_s = clock() - start
     print(f"threads: {ARGS.threads} (onnxruntime intra-op; BLAS: {blas}); memory {ARGS.memory}; "
+          f"kernels {ARGS.kernels}; "
           f"{ARGS.clock} clock, median of {ARGS.runs} runs after {ARGS.warmup} warm-up; onnxruntime {ort.__version__}, "
           f"numpy {np.__version__}, {os.cpu_count()} CPUs")
     rows = []

@@ -94,6 +94,10 @@ class MemoryReport:
     """Bytes read + written in intermediate buffers over one run."""
     fast_pool_traffic_bytes: int | None = None
     """Of that, what the first (fast) pool serves (only with `memory_pools`)."""
+    native_sites: int | None = None
+    """Compute ops that run native kernels (host code of a compiled model only)."""
+    numpy_sites: int | None = None
+    """Compute ops that call back into the numpy kernels (host code of a compiled model only)."""
 
     @property
     def fast_pool_traffic_fraction(self) -> float | None:
@@ -149,6 +153,8 @@ class MemoryReport:
         ]
         if self.allocator_calls_per_run is not None:
             lines.append(f"allocator calls  {self.allocator_calls_per_run} per run")
+        if self.native_sites is not None and self.numpy_sites is not None:
+            lines.append(f"kernels          {self.native_sites} native, {self.numpy_sites} numpy")
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
@@ -439,6 +445,8 @@ def compile(  # noqa: A001 - the name users expect
                             kernels=kernels)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
+    else:
+        report.native_sites, report.numpy_sites = native.native_sites, native.numpy_sites
     compiled = Model(module, report, native)
     # the weights now live in the model's packed pool; drop the store's blobs
     # (which may be hundreds of MB) once nothing can print the module any more

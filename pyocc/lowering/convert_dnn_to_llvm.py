@@ -72,11 +72,12 @@ from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
-from pyocc.lowering.native.registry import NativeKernel, native_kernel_for
 from pyocc.lowering.targets import TARGETS
 
 if TYPE_CHECKING:
     import llvmlite.ir
+
+    from pyocc.lowering.native.registry import NativeKernel
 
 #: how the host target runs its compute sites: generated loops where an
 #: emitter exists (numpy otherwise), or every site through the numpy kernels
@@ -159,6 +160,9 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     by to_llvmlite), and each function's table says per site whether it is
     "native" and counts the "numpy_sites". A module selected once keeps its
     choice. Returns symbol -> (native kernel, site) for to_llvmlite."""
+    # the emitters import llvmlite and numpy: only when a module is exported
+    from pyocc.lowering.native import native_kernel_for
+
     if kernels not in KERNEL_CHOICES:
         raise ValueError(f"kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{kernels}'")
     symbols = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp | llvm.GlobalOp)}

@@ -67,7 +67,9 @@ class ScalarMath:
         """A float32 constant."""
         return self.ir.Constant(self.f32, value)
 
-    def _intrinsic(self, name: str, *args: object) -> object:
+    def intrinsic(self, name: str, *args: object) -> object:
+        """Call the float32 function `name` (an LLVM intrinsic such as
+        llvm.copysign.f32), declared in the module on first use."""
         ir = self.ir
         function = self.module.globals.get(name)
         if function is None:
@@ -75,39 +77,47 @@ class ScalarMath:
         return self.b.call(function, list(args))
 
     def exp2(self, x: object) -> object:
-        return self._intrinsic("llvm.nvvm.ex2.approx.f" if self.flavour == "ptx" else "llvm.exp2.f32", x)
+        """2 ** x."""
+        return self.intrinsic("llvm.nvvm.ex2.approx.f" if self.flavour == "ptx" else "llvm.exp2.f32", x)
 
     def log2(self, x: object) -> object:
-        return self._intrinsic("llvm.nvvm.lg2.approx.f" if self.flavour == "ptx" else "llvm.log2.f32", x)
+        """log2(x)."""
+        return self.intrinsic("llvm.nvvm.lg2.approx.f" if self.flavour == "ptx" else "llvm.log2.f32", x)
 
     def exp(self, x: object) -> object:
+        """e ** x."""
         if self.flavour == "host":
-            return self._intrinsic("llvm.exp.f32", x)
+            return self.intrinsic("llvm.exp.f32", x)
         return self.exp2(self.b.fmul(x, self.const(1.0 / math.log(2.0))))
 
     def log(self, x: object) -> object:
+        """The natural logarithm."""
         if self.flavour == "host":
-            return self._intrinsic("llvm.log.f32", x)
+            return self.intrinsic("llvm.log.f32", x)
         return self.b.fmul(self.log2(x), self.const(math.log(2.0)))
 
     def sqrt(self, x: object) -> object:
-        return self._intrinsic("llvm.sqrt.f32", x)
+        """The square root (llvm.sqrt)."""
+        return self.intrinsic("llvm.sqrt.f32", x)
 
     def fabs(self, x: object) -> object:
-        return self._intrinsic("llvm.fabs.f32", x)
+        """|x|."""
+        return self.intrinsic("llvm.fabs.f32", x)
 
     def floor(self, x: object) -> object:
-        return self._intrinsic("llvm.floor.f32", x)
+        """Round down."""
+        return self.intrinsic("llvm.floor.f32", x)
 
     def ceil(self, x: object) -> object:
-        return self._intrinsic("llvm.ceil.f32", x)
+        """Round up."""
+        return self.intrinsic("llvm.ceil.f32", x)
 
     def pow(self, x: object, y: object) -> object:
         """x ** y as exp2(y * log2|x|), with the sign of an odd integer power
         of a negative x (NaN for a fractional one) and x ** 0 = 1; on the
         host libm's powf, which does the same."""
         if self.flavour == "host":
-            return self._intrinsic("llvm.pow.f32", x, y)
+            return self.intrinsic("llvm.pow.f32", x, y)
         b = self.b
         magnitude = self.exp2(b.fmul(y, self.log2(self.fabs(x))))
         whole = b.fcmp_ordered("==", self.floor(y), y)
@@ -119,21 +129,26 @@ class ScalarMath:
         return self.select(b.fcmp_ordered("==", y, self.const(0.0)), self.const(1.0), result)
 
     def select(self, condition: object, a: object, b: object) -> object:
+        """a if condition else b."""
         return self.b.select(condition, a, b)
 
     def max(self, a: object, b: object) -> object:
+        """a if a > b else b (b when either is NaN)."""
         return self.select(self.b.fcmp_ordered(">", a, b), a, b)
 
     def min(self, a: object, b: object) -> object:
+        """a if a < b else b (b when either is NaN)."""
         return self.select(self.b.fcmp_ordered("<", a, b), a, b)
 
     def sigmoid(self, x: object) -> object:
+        """1 / (1 + e ** -x)."""
         b = self.b
         return b.fdiv(self.const(1.0), b.fadd(self.const(1.0), self.exp(b.fneg(x))))
 
     def tanh(self, x: object) -> object:
+        """The hyperbolic tangent."""
         if self.flavour == "host":
-            return self._intrinsic("llvm.tanh.f32", x)
+            return self.intrinsic("llvm.tanh.f32", x)
         # tanh x = 1 - 2 / (exp(2x) + 1): exact limits at +-inf
         b = self.b
         return b.fsub(self.const(1.0), b.fdiv(self.const(2.0), b.fadd(self.exp(b.fmul(x, self.const(2.0))),

@@ -127,8 +127,12 @@ class CompiledModel(NativeModel):
         super().__init__(meta, weight_pool, functions, keepalive=engine)
 
     def write_llvm_ir(self, path: str | os.PathLike[str]) -> None:
-        """The module as LLVM IR text (`.ll`)."""
-        Path(path).write_text(str(self._module))
+        """The module as generated, before LLVM optimises it, as LLVM IR
+        text (`.ll`) for this machine's triple and data layout."""
+        module = _llvm().parse_assembly(self.llvm_ir)
+        module.triple = self._machine.triple
+        module.data_layout = str(self._machine.target_data)
+        Path(path).write_text(str(module))
 
     def write_object(self, path: str | os.PathLike[str]) -> None:
         """The module as a native, position-independent object file (`.o`)."""

@@ -157,7 +157,24 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     print(f"wrote {out}")
+    if out.suffix == ".so":
+        _print_library_use(out, model.numpy_sites, model.numpy_sites + model.native_sites)
     return 0
+
+
+def _print_library_use(library: Path, numpy_sites: int, sites: int) -> None:
+    """After writing a shared library: its weights file, and how a C
+    program links it or runs it (examples/c/run_model.c)."""
+    from pyocc.runtime.jit import weights_path_for
+
+    path = library.resolve()
+    print(f"wrote {weights_path_for(library)} (the weights; keep it beside {library.name})")
+    if numpy_sites:
+        print(f"note: {numpy_sites} of {sites} ops call numpy kernels: this library runs through pyocc's "
+              "Python runtime (pyocc.runtime.loader), not from C")
+        return
+    print(f"link: cc -o app app.c {path} -Wl,-rpath,{path.parent}")
+    print(f"run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model {library} input.bin output.bin")
 
 
 def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:

@@ -5,7 +5,6 @@ load and run the library in a separate Python process that has only the
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -44,8 +43,7 @@ def test_shared_library_runs_in_another_process(tmp_path: Path) -> None:
     model.write_llvm_ir(tmp_path / "model.ll")
     model.write_object(tmp_path / "model.o")
     weights = model.write_shared_library(tmp_path / "model.so")
-    # the optimised module: LLVM adds attributes around the signature
-    assert re.search(r"define .*i32 @main_graph_run\(", (tmp_path / "model.ll").read_text())
+    assert "define i32 @main_graph_run(" in (tmp_path / "model.ll").read_text()
     assert (tmp_path / "model.o").stat().st_size > 0
     assert weights == tmp_path / "model.weights"
     assert weights.stat().st_size == model.meta["weights"]["bytes"]

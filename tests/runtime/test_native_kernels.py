@@ -176,6 +176,8 @@ POOLS = [  # (x shape, kernel_shape, strides, pads, dilations)
     ((1, 2, 1, 1), [1, 1], None, None, None),
     ((1, 3, 11), [4], [3], [2, 1], None),
     ((1, 2, 4, 5, 6), [2, 2, 3], [1, 2, 2], [0, 1, 1, 1, 0, 1], None),
+    ((1, 1, 3, 2), [3, 3], [1, 1], [1, 1, 1, 1], None),  # no output column is clear of the padding
+    ((1, 2, 5, 77), [3, 3], [2, 2], [1, 1, 1, 1], None),  # long rows: the vectorised interior and its tail
 ]
 
 
@@ -263,9 +265,10 @@ def test_layer_norm(shape: tuple[int, ...], axis: int, scale_shape: tuple[int, .
     check("layer_norm", inputs, [(shape, "float32")], rtol=1e-5, atol=1e-5, axis=axis, epsilon=1e-5)
 
 
+@pytest.mark.parametrize("beta", [0.75, 0.5, 0.6])
 @pytest.mark.parametrize("shape, size", [((1, 7, 3, 3), 5), ((2, 4, 5), 3), ((1, 2, 2, 2), 4), ((1, 1, 1, 1), 1)])
-def test_lrn(shape: tuple[int, ...], size: int) -> None:
-    check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=0.75,
+def test_lrn(shape: tuple[int, ...], size: int, beta: float) -> None:
+    check("lrn", [rand(*shape)], [(shape, "float32")], rtol=2e-6, atol=1e-7, size=size, alpha=0.3, beta=beta,
           bias=2.0)
 
 
@@ -378,3 +381,23 @@ def test_arg_extremes(kernel: str, axis: int, last: int) -> None:
     out = list(x.shape)
     out[axis] = 1
     check(kernel, [x], [(tuple(out), "int64")], axis=axis, keepdims=1, select_last_index=last)
+
+
+@pytest.mark.parametrize("axis, index_dtype", [(0, "int64"), (1, "int32"), (-1, "int64")])
+def test_gather_elements(axis: int, index_dtype: str) -> None:
+    x = rand(3, 4, 5)
+    shape = [3, 4, 5]
+    shape[axis] = 2
+    indices = RNG.integers(-x.shape[axis], x.shape[axis], shape).astype(index_dtype)
+    check("gather_elements", [x, indices], [(tuple(shape), "float32")], axis=axis)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
+def test_constant_of_shape(dtype: str) -> None:
+    check("constant_of_shape", [], [((2, 3), dtype)], value=1.0)
+
+
+@pytest.mark.parametrize("dtype, start, delta, n", [("float32", 0.1, 0.3, 17), ("int64", -3, 2, 5),
+                                                    ("float32", 1.0, -0.7, 1), ("int32", 5, -1, 4)])
+def test_range(dtype: str, start: float, delta: float, n: int) -> None:
+    check("range", [], [((n,), dtype)], rtol=0, atol=0, start=start, delta=delta)

@@ -136,7 +136,7 @@ def _float_mod(k: KernelBuilder, a: ir.Value, c: ir.Value, fmod: int) -> ir.Valu
     differ = b.xor(b.fcmp_ordered("<", remainder, zero), b.fcmp_ordered("<", c, zero))
     adjust = b.and_(b.fcmp_ordered("!=", remainder, zero), differ)
     # numpy: a zero remainder takes the divisor's sign
-    signed_zero = k.math._intrinsic("llvm.copysign.f32", zero, c)
+    signed_zero = k.math.intrinsic("llvm.copysign.f32", zero, c)
     fixed = b.select(adjust, b.fadd(remainder, c), remainder)
     return b.select(b.fcmp_ordered("==", remainder, zero), signed_zero, fixed)
 

@@ -76,13 +76,16 @@ def all_dtypes_in(site: dict[str, Any], allowed: Sequence[str] | frozenset[str])
 
 def kernel_function(module: ir.Module, symbol: str) -> ir.Function:
     """`void symbol(i8 **buffers)` in `module`, internal, with no body yet
-    (the declaration the exported module already holds, if any)."""
+    (the declaration the exported module already holds, if any). Never
+    inlined into the run function: each site is optimised once, on its
+    own, and shows under its name in a profiler."""
     function = module.globals.get(symbol)
     if function is None:
         function = ir.Function(module, KERNEL_TYPE, symbol)
     elif not isinstance(function, ir.Function) or not function.is_declaration:
         raise ValueError(f"@{symbol} is already defined in the module")
     function.linkage = "internal"
+    function.attributes.add("noinline")
     return function
 
 

@@ -261,7 +261,6 @@ def emit_lrn(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     inner = math.prod(x.shape[2:])
     scale = ir.Constant(F32, float(kw.get("alpha", 1e-4)) / size)
     bias = ir.Constant(F32, float(kw.get("bias", 1.0)))
-    exponent = ir.Constant(F32, -float(kw.get("beta", 0.75)))
     zero = ir.Constant(F32, 0.0)
 
     def per_image(n: ir.Value) -> None:
@@ -277,7 +276,7 @@ def emit_lrn(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
                     acc = square if acc is None else b.fadd(acc, square)
                 assert acc is not None
                 here = b.add(b.mul(b.add(b.mul(n, k.i64(channels)), c), k.i64(inner)), i)
-                denominator = m.pow(b.fadd(b.fmul(acc, scale), bias), exponent)
+                denominator = _power(k, b.fadd(b.fmul(acc, scale), bias), -float(kw.get("beta", 0.75)))
                 k.store(b.fmul(denominator, k.load(x, here)), out, here)
 
             k.loop(inner, per_element)
@@ -286,3 +285,19 @@ def emit_lrn(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 
     k.loop(batch, per_image)
     k.finish()
+
+
+def _power(k: KernelBuilder, base: ir.Value, exponent: float) -> ir.Value:
+    """base ** exponent in float32: libm's powf, except for the exponents
+    LRN uses (-0.75, -0.5, -1), built from sqrt and a division, which
+    vectorise (within 2 ulp of powf)."""
+    b, m = k.b, k.math
+    one = ir.Constant(F32, 1.0)
+    if exponent == -0.75:
+        root = m.sqrt(base)
+        return b.fdiv(one, b.fmul(root, m.sqrt(root)))
+    if exponent == -0.5:
+        return b.fdiv(one, m.sqrt(base))
+    if exponent == -1.0:
+        return b.fdiv(one, base)
+    return m.pow(base, ir.Constant(F32, exponent))

@@ -49,23 +49,81 @@ def _supports_window(site: dict[str, Any]) -> bool:
     return len(kernel) == len(site["inputs"][0]["shape"]) - 2 and math.prod(kernel) <= MAX_UNROLLED_TAPS
 
 
-def _pool(k: KernelBuilder, tap_value: Callable[[Operand, list[ir.Value], list[ir.Value]], ir.Value],
-          ) -> None:
-    """For each output element: store tap_value(x, out spatial indices, base
-    offset) at it; loops over N*C, then the spatial dims."""
+#: tap_value(x, out spatial indices, input plane offset, taps) -> the output value
+TapValue = Callable[[Operand, list[ir.Value], ir.Value, "Taps"], ir.Value]
+
+
+class Taps:
+    """Where each tap of a window reads, per spatial axis: (index, flag)
+    pairs, the index clamped into the data and the flag saying whether the
+    tap was inside it; None flags along an axis known to be inside."""
+
+    def __init__(self, k: KernelBuilder, spatial: tuple[int, ...], kernel: list[int], strides: list[int],
+                 dilations: list[int], pads_begin: list[int]):
+        """The window geometry of one pooling site."""
+        self.k, self.spatial, self.kernel = k, spatial, kernel
+        self.strides, self.dilations, self.pads_begin = strides, dilations, pads_begin
+
+    def interior(self, axis: int, out_size: int) -> tuple[int, int]:
+        """[lo, hi): the outputs along `axis` whose every tap is inside the data."""
+        stride, pad, size = self.strides[axis], self.pads_begin[axis], self.spatial[axis]
+        reach = (self.kernel[axis] - 1) * self.dilations[axis]
+        hi = max(0, min(out_size, (size - 1 + pad - reach) // stride + 1))
+        lo = min(-(-pad // stride), hi)
+        return lo, hi
+
+    def positions(self, indices: list[ir.Value], inside_last: bool) -> list[list[tuple[ir.Value, ir.Value | None]]]:
+        """Per axis and tap: (input index, in-data flag or None)."""
+        k = self.k
+        result = []
+        for axis, o in enumerate(indices):
+            taps = []
+            for t in range(self.kernel[axis]):
+                index = _tap_index(k, o, t, self.strides[axis], self.dilations[axis], self.pads_begin[axis])
+                if inside_last and axis == len(indices) - 1:
+                    taps.append((index, None))
+                else:
+                    taps.append(k.clamp_index(index, self.spatial[axis]))
+            result.append(taps)
+        return result
+
+    def read(self, x: Operand, base: ir.Value, chosen: list[tuple[ir.Value, ir.Value | None]],
+             padding: ir.Value) -> ir.Value:
+        """x at one tap (its per-axis positions), or `padding` outside the data."""
+        b = self.k.b
+        value = self.k.load(x, self.k.offset([index for index, _ in chosen], list(x.strides[2:]), base))
+        inside = None
+        for _, flag in chosen:
+            if flag is not None:
+                inside = flag if inside is None else b.and_(inside, flag)
+        return value if inside is None else b.select(inside, value, padding)
+
+
+def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> None:
+    """For each output element: store tap_value(x, out spatial indices,
+    input plane offset, positions) at it. Loops over N*C and the spatial
+    dims; the last dim's loop is split so that its interior, where no tap
+    leaves the data, has no bounds checks along it (and vectorises)."""
     x, out = k.input(0), k.outputs[0]
     channels = x.shape[0] * x.shape[1]
     in_plane, out_plane = math.prod(x.shape[2:]), math.prod(out.shape[2:])
+    leading, last = list(out.shape[2:-1]), out.shape[-1]
+    lo, hi = taps.interior(len(out.shape) - 3, last)
 
     def plane(nc: ir.Value) -> None:
         in_base = k.b.mul(nc, k.i64(in_plane))
         out_base = k.b.mul(nc, k.i64(out_plane))
 
-        def element(indices: list[ir.Value]) -> None:
-            value = tap_value(x, indices, [in_base])
-            k.store(value, out, k.offset(indices, list(out.strides[2:]), out_base))
+        def row(outer: list[ir.Value]) -> None:
+            def element(o: ir.Value, first: int, inside_last: bool) -> None:
+                indices = [*outer, k.b.add(o, k.i64(first))]
+                value = tap_value(x, indices, in_base, taps.positions(indices, inside_last))
+                k.store(value, out, k.offset(indices, list(out.strides[2:]), out_base))
 
-        k.loop_nest(list(out.shape[2:]), element)
+            for first, stop, inside in ((0, lo, False), (lo, hi, True), (hi, last, False)):
+                k.loop(stop - first, lambda o, first=first, inside=inside: element(o, first, inside))
+
+        k.loop_nest(leading, row) if leading else row([])
 
     k.loop(channels, plane)
     k.finish()
@@ -81,27 +139,20 @@ def emit_max_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX MaxPool (host_kernels.max_pool): padding is the lowest finite float."""
     k = KernelBuilder(module, symbol, site)
     kernel, strides, dilations, pads_begin, _ = _window(site)
-    spatial = k.input(0).shape[2:]
+    taps = Taps(k, k.input(0).shape[2:], kernel, strides, dilations, pads_begin)
     lowest = ir.Constant(F32, LOWEST_FLOAT32)
 
-    def window_max(x: Operand, indices: list[ir.Value], base: list[ir.Value]) -> ir.Value:
+    def window_max(x: Operand, indices: list[ir.Value], base: ir.Value,
+                   positions: list[list[tuple[ir.Value, ir.Value | None]]]) -> ir.Value:
         b = k.b
-        positions = []
-        for axis, o in enumerate(indices):
-            positions.append([k.clamp_index(_tap_index(k, o, t, strides[axis], dilations[axis], pads_begin[axis]),
-                                            spatial[axis]) for t in range(kernel[axis])])
-        acc: ir.Value = lowest
+        acc: ir.Value | None = None
         for tap in np.ndindex(*kernel):
-            chosen = [positions[axis][t] for axis, t in enumerate(tap)]
-            inside = chosen[0][1]
-            for _, flag in chosen[1:]:
-                inside = b.and_(inside, flag)
-            value = k.load(x, k.offset([c for c, _ in chosen], list(x.strides[2:]), base[0]))
-            value = b.select(inside, value, lowest)
-            acc = b.select(b.fcmp_unordered(">", value, acc), value, acc) if acc is not lowest else value
+            value = taps.read(x, base, [positions[axis][t] for axis, t in enumerate(tap)], lowest)
+            acc = value if acc is None else b.select(b.fcmp_unordered(">", value, acc), value, acc)
+        assert acc is not None
         return acc
 
-    _pool(k, window_max)
+    _pool(k, taps, window_max)
 
 
 def _supports_average(site: dict[str, Any]) -> bool:
@@ -116,6 +167,7 @@ def emit_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> N
     kernel, strides, _, pads_begin, pads_end = _window(site)
     include_pad = bool(site["kwargs"].get("count_include_pad", 0))
     spatial = k.input(0).shape[2:]
+    taps = Taps(k, spatial, kernel, strides, [1] * len(kernel), pads_begin)
     zero = ir.Constant(F32, 0.0)
 
     def count(o: ir.Value, axis: int) -> ir.Value:
@@ -131,21 +183,15 @@ def emit_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> N
         start = b.select(b.icmp_signed(">", start, k.i64(0)), start, k.i64(0))
         return b.sub(end, start)
 
-    def window_mean(x: Operand, indices: list[ir.Value], base: list[ir.Value]) -> ir.Value:
+    def window_mean(x: Operand, indices: list[ir.Value], base: ir.Value,
+                    positions: list[list[tuple[ir.Value, ir.Value | None]]]) -> ir.Value:
         b = k.b
-        positions = [[k.clamp_index(_tap_index(k, o, t, strides[axis], 1, pads_begin[axis]), spatial[axis])
-                      for t in range(kernel[axis])] for axis, o in enumerate(indices)]
 
         def axis_sum(axis: int, fixed: dict[int, int]) -> ir.Value:
             # the numpy kernel sums along the first spatial axis first, then
             # combines those sums along the next: the same order here
             if axis < 0:
-                chosen = [positions[a][fixed[a]] for a in range(len(kernel))]
-                inside = chosen[0][1]
-                for _, flag in chosen[1:]:
-                    inside = b.and_(inside, flag)
-                value = k.load(x, k.offset([c for c, _ in chosen], list(x.strides[2:]), base[0]))
-                return b.select(inside, value, zero)
+                return taps.read(x, base, [positions[a][fixed[a]] for a in range(len(kernel))], zero)
             acc = None
             for t in range(kernel[axis]):
                 term = axis_sum(axis - 1, {**fixed, axis: t})
@@ -159,7 +205,7 @@ def emit_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> N
             divisor = b.mul(divisor, count(indices[axis], axis))
         return b.fdiv(total, b.sitofp(divisor, F32))
 
-    _pool(k, window_mean)
+    _pool(k, taps, window_mean)
 
 
 def _global(k: KernelBuilder, combine: Callable[[ir.Value, ir.Value], ir.Value], initial: ir.Value,

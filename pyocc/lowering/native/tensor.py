@@ -350,3 +350,72 @@ def _float_table(k: KernelBuilder, values: list[float], name: str) -> ir.GlobalV
     table.global_constant = True
     table.initializer = ir.Constant(array, [float(v) for v in values])
     return table
+
+
+def _supports_gather_elements(site: dict[str, Any]) -> bool:
+    x, indices = site["inputs"]
+    return _moves(site) and indices["dtype"] in ("int32", "int64") and len(x["shape"]) == len(indices["shape"])
+
+
+@native_kernel("gather_elements", supports=_supports_gather_elements)
+def emit_gather_elements(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX GatherElements (host_kernels.gather_elements): out[i] = x[i with
+    its `axis` coordinate replaced by indices[i]], negative indices wrapped
+    (out of range: the nearest valid element, where numpy raises)."""
+    k = KernelBuilder(module, symbol, site)
+    x, indices, out = k.input(0), k.input(1), k.outputs[0]
+    b = k.b
+    axis = k.kwargs.get("axis", 0) % len(x.shape)
+    dim = x.shape[axis]
+
+    def element(coordinates: list[ir.Value]) -> None:
+        at = k.offset(coordinates, out.strides)
+        chosen = k.load(indices, k.offset(coordinates, indices.strides))
+        if indices.dtype != "int64":
+            chosen = b.sext(chosen, ir.IntType(64))
+        wrapped = b.select(b.icmp_signed("<", chosen, k.i64(0)), b.add(chosen, k.i64(dim)), chosen)
+        row, _ = k.clamp_index(wrapped, dim)
+        source = [row if a == axis else c for a, c in enumerate(coordinates)]
+        k.store(k.load(x, k.offset(source, x.strides)), out, at)
+
+    k.loop_nest(list(out.shape), element)
+    k.finish()
+
+
+def _supports_fill(site: dict[str, Any]) -> bool:
+    return all_dtypes_in(site, _ANY) and not site["inputs"]
+
+
+@native_kernel("constant_of_shape", supports=_supports_fill)
+def emit_constant_of_shape(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX ConstantOfShape: out filled with `value` (host_kernels.constant_of_shape)."""
+    k = KernelBuilder(module, symbol, site)
+    out = k.outputs[0]
+    value = np.asarray(k.kwargs.get("value", 0.0)).astype(out.dtype).item()
+    fill = k.constant(value, out.dtype)
+    k.loop(out.size, lambda i: k.store(fill, out, i))
+    k.finish()
+
+
+def _supports_range(site: dict[str, Any]) -> bool:
+    return _supports_fill(site) and site["outputs"][0]["dtype"] in ("float32", "float64", "int32", "int64")
+
+
+@native_kernel("range", supports=_supports_range)
+def emit_range(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX Range (host_kernels.range): start, then `value += delta` step by
+    step in out's dtype, as onnxruntime (and numpy's cumsum) round it."""
+    k = KernelBuilder(module, symbol, site)
+    out = k.outputs[0]
+    b = k.b
+    dtype = out.dtype
+    start = k.constant(np.asarray(k.kwargs["start"]).astype(dtype).item(), dtype)
+    delta = k.constant(np.asarray(k.kwargs["delta"]).astype(dtype).item(), dtype)
+    add = b.fadd if dtype in FLOATS else b.add
+
+    def step(i: ir.Value, value: ir.Value) -> ir.Value:
+        k.store(value, out, i)
+        return add(value, delta)
+
+    k.reduce(out.size, start, step)
+    k.finish()

@@ -1,0 +1,228 @@
+/* run_model: run a model compiled by `pyocc compile -o model.so` from C.
+ *
+ *   cc -O2 -o run_model examples/c/run_model.c -ldl
+ *   ./run_model model.so input.bin output.bin [--repeat N]
+ *
+ * input.bin holds the graph inputs' raw little-endian bytes, concatenated in
+ * graph-input order; output.bin receives the outputs likewise. The weights
+ * come from model.weights beside the library. With --repeat N the model runs
+ * N times and the last line printed is the median milliseconds per run.
+ *
+ * The model must run without Python: every compute op a native kernel
+ * (its table's "numpy_sites" is 0), so NAME_init gets no kernel callback.
+ * The C ABI (version 1) is documented in pyocc/lowering/convert_dnn_to_llvm.py
+ * and docs/guide.md; sizes come from the JSON table NAME_meta() returns.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_TENSORS 256
+
+typedef void (*init_fn)(void *const *);
+typedef int32_t (*run_fn)(void *const *, void *const *, const void *, int64_t *);
+typedef void (*destroy_fn)(void);
+typedef const char *(*text_fn)(void);
+
+static void die(const char *what, const char *detail) {
+    fprintf(stderr, "run_model: %s%s%s\n", what, detail ? ": " : "", detail ? detail : "");
+    exit(1);
+}
+
+/* --- just enough JSON: the table's "inputs"/"outputs" entries ----------- */
+
+static const char *skip_string(const char *p) { /* p at the opening quote */
+    for (p++; *p && *p != '"'; p++)
+        if (*p == '\\' && p[1]) p++;
+    return *p ? p + 1 : p;
+}
+
+static size_t itemsize(const char *dtype) {
+    static const struct { const char *name; size_t size; } sizes[] = {
+        {"\"float32\"", 4}, {"\"float64\"", 8}, {"\"float16\"", 2}, {"\"int8\"", 1}, {"\"uint8\"", 1},
+        {"\"int16\"", 2}, {"\"uint16\"", 2}, {"\"int32\"", 4}, {"\"uint32\"", 4}, {"\"int64\"", 8},
+        {"\"uint64\"", 8}, {"\"bool\"", 1}};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        if (strncmp(dtype, sizes[i].name, strlen(sizes[i].name)) == 0) return sizes[i].size;
+    die("unknown dtype in the model's table", dtype);
+    return 0;
+}
+
+/* The byte sizes of the entries of top-level array `key` ("inputs" or
+ * "outputs"): each entry is {"name": ..., "shape": [...], "dtype": ...}. */
+static int tensor_bytes(const char *json, const char *key, size_t *bytes) {
+    char pattern[32];
+    snprintf(pattern, sizeof pattern, "\"%s\":[", key);
+    const char *p = strstr(json, pattern);
+    if (!p) die("the model's table has no entry", key);
+    p += strlen(pattern);
+    int count = 0;
+    while (*p == '{') {
+        if (count == MAX_TENSORS) die("too many tensors for this runner", key);
+        size_t elements = 1, size = 0;
+        for (p++; *p && *p != '}';) {
+            if (*p == '"') {
+                const char *field = p;
+                p = skip_string(p);
+                if (*p != ':') continue;
+                p++;
+                if (strncmp(field, "\"shape\"", 7) == 0) {
+                    for (p++; *p && *p != ']';) {
+                        char *end;
+                        elements *= (size_t)strtoull(p, &end, 10);
+                        p = *end == ',' ? end + 1 : end;
+                    }
+                    p++;
+                } else if (strncmp(field, "\"dtype\"", 7) == 0) {
+                    size = itemsize(p);
+                    p = skip_string(p);
+                } else if (*p == '"') {
+                    p = skip_string(p);
+                }
+            } else {
+                p++;
+            }
+        }
+        bytes[count++] = elements * size;
+        p++;
+        if (*p == ',') p++;
+    }
+    return count;
+}
+
+static long json_integer(const char *json, const char *key) {
+    char pattern[48];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *p = strstr(json, pattern);
+    return p ? strtol(p + strlen(pattern), NULL, 10) : -1;
+}
+
+/* --- files ----------------------------------------------------------- */
+
+static void *read_file(const char *path, size_t expected, const char *what) {
+    FILE *f = fopen(path, "rb");
+    if (!f) die("cannot open", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    if (size < 0 || (size_t)size != expected) {
+        fprintf(stderr, "run_model: %s has %ld bytes; the model's %s need %zu\n", path, size, what, expected);
+        exit(1);
+    }
+    /* 64-byte aligned, as the weight pool's offsets assume */
+    void *data = aligned_alloc(64, expected ? (expected + 63) / 64 * 64 : 64);
+    if (!data) die("out of memory reading", path);
+    if (expected && fread(data, 1, expected, f) != expected) die("cannot read", path);
+    fclose(f);
+    return data;
+}
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 4 && !(argc == 6 && strcmp(argv[4], "--repeat") == 0)) {
+        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N]\n", argv[0]);
+        return 2;
+    }
+    long repeat = argc == 6 ? strtol(argv[5], NULL, 10) : 1;
+    if (repeat < 1) die("--repeat needs a positive count", argv[5]);
+
+    char library_path[4096];
+    snprintf(library_path, sizeof library_path, "%s%s", strchr(argv[1], '/') ? "" : "./", argv[1]);
+    void *library = dlopen(library_path, RTLD_NOW | RTLD_LOCAL);
+    if (!library) die("cannot load the model", dlerror());
+    text_fn functions = (text_fn)dlsym(library, "pyocc_functions");
+    if (!functions) die("not a library written by pyocc (no pyocc_functions)", argv[1]);
+    /* pyocc_functions() is a JSON list of names: take the first */
+    const char *names = functions();
+    const char *start = strchr(names, '"'), *end = start ? strchr(start + 1, '"') : NULL;
+    if (!start || !end || end - start > 200) die("no model in the library", argv[1]);
+    char name[256], symbol[300];
+    snprintf(name, sizeof name, "%.*s", (int)(end - start - 1), start + 1);
+
+#define LOOKUP(type, var, suffix)                                   \
+    snprintf(symbol, sizeof symbol, "%s_%s", name, suffix);         \
+    type var = (type)dlsym(library, symbol);                        \
+    if (!var) die("the library lacks", symbol);
+    LOOKUP(text_fn, meta_fn, "meta")
+    LOOKUP(init_fn, init, "init")
+    LOOKUP(run_fn, run, "run")
+    LOOKUP(destroy_fn, destroy, "destroy")
+
+    const char *meta = meta_fn();
+    if (json_integer(meta, "abi") != 1) die("the model uses another ABI version than 1", NULL);
+    long numpy_sites = json_integer(meta, "numpy_sites");
+    if (numpy_sites != 0) {
+        fprintf(stderr, "run_model: %s: %ld ops call numpy kernels (compiled with --kernels numpy, or ops "
+                        "without a native kernel); a C program runs models without numpy sites only\n",
+                argv[1], numpy_sites < 0 ? 1 : numpy_sites);
+        return 1;
+    }
+    size_t input_bytes[MAX_TENSORS], output_bytes[MAX_TENSORS];
+    int inputs = tensor_bytes(meta, "inputs", input_bytes);
+    int outputs = tensor_bytes(meta, "outputs", output_bytes);
+    size_t total_in = 0, total_out = 0;
+    for (int i = 0; i < inputs; i++) total_in += input_bytes[i];
+    for (int i = 0; i < outputs; i++) total_out += output_bytes[i];
+
+    /* the weights: model.weights beside model.so */
+    const char *weights_key = strstr(meta, "\"weights\":{\"bytes\":");
+    size_t weight_bytes = weights_key ? (size_t)strtoull(weights_key + 19, NULL, 10) : 0;
+    char weights_path[4096];
+    size_t stem = strlen(argv[1]);
+    if (stem > 3 && strcmp(argv[1] + stem - 3, ".so") == 0) stem -= 3;
+    snprintf(weights_path, sizeof weights_path, "%.*s.weights", (int)stem, argv[1]);
+    void *weights = read_file(weights_path, weight_bytes, "weights");
+
+    char *in = read_file(argv[2], total_in, "inputs");
+    char *out = aligned_alloc(64, total_out ? (total_out + 63) / 64 * 64 : 64);
+    if (!out) die("out of memory", NULL);
+    void *in_pointers[MAX_TENSORS], *out_pointers[MAX_TENSORS];
+    size_t offset = 0;
+    for (int i = 0; i < inputs; i++) in_pointers[i] = in + offset, offset += input_bytes[i];
+    offset = 0;
+    for (int i = 0; i < outputs; i++) out_pointers[i] = out + offset, offset += output_bytes[i];
+
+    void *no_callback[1] = {NULL};
+    init(no_callback);
+    double *times = malloc(sizeof(double) * (size_t)repeat);
+    if (!times) die("out of memory", NULL);
+    for (long r = 0; r < repeat; r++) {
+        int64_t state[4] = {0, 0, 0, 0};
+        double begin = now_ms();
+        int32_t status = run(in_pointers, out_pointers, weights, state);
+        times[r] = now_ms() - begin;
+        if (status == 1) die("out of memory (the allocator returned NULL)", NULL);
+        if (status != 0) die("the model failed", NULL);
+    }
+    destroy();
+
+    FILE *f = fopen(argv[3], "wb");
+    if (!f || (total_out && fwrite(out, 1, total_out, f) != total_out) || fclose(f) != 0)
+        die("cannot write", argv[3]);
+    printf("%s: %d inputs (%zu bytes), %d outputs (%zu bytes)\n", name, inputs, total_in, outputs, total_out);
+    if (argc == 6) {
+        qsort(times, (size_t)repeat, sizeof(double), by_value);
+        double median = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
+        printf("median %.3f ms per run over %ld runs\n", median, repeat);
+    }
+    free(times);
+    free(out);
+    free(in);
+    free(weights);
+    dlclose(library);
+    return 0;
+}

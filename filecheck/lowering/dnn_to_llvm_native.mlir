@@ -1,0 +1,24 @@
+// RUN: pyocc-opt %s -p convert-dnn-to-llvm -t llvm | filecheck %s
+
+// Exported to LLVM, a site whose kernel has a native emitter calls a
+// function generated for it (f_site_0: relu on 1x4x8x8 f32); a site without
+// one (pow on i64 has no native kernel) calls the numpy kernel through the
+// dispatcher and the callback. The table marks which is which.
+
+func.func @f(%x: memref<1x4x8x8xf32> {onnx.name = "x"}, %a: memref<3xi64> {onnx.name = "a"},
+             %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}, %z: memref<3xi64> {onnx.name = "z", dnn.output}) {
+  "dnn.unary"(%x, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  "dnn.binary"(%a, %a, %z) <{operandSegmentSizes = array<i32: 1, 1, 1>, fn = "pow"}> : (memref<3xi64>, memref<3xi64>, memref<3xi64>) -> ()
+  func.return
+}
+
+// CHECK:      @"f_meta_json" = internal constant {{.*}}\22kernel\22:\22unary\22{{.*}}\22native\22:true{{.*}}\22kernel\22:\22binary\22{{.*}}\22native\22:false{{.*}}\22numpy_sites\22:1
+// CHECK:      define internal void @"f_dispatch"(i64 %{{.*}}, ptr %{{.*}})
+// CHECK:      define i32 @"f_run"(
+// CHECK:        call ccc void @"f_site_0"(ptr %[[SLOTS:.*]])
+// CHECK-NOT:    @"f_site_1"
+// CHECK:        call ccc void @"f_dispatch"(i64 1, ptr %[[SLOTS]])
+// CHECK:      define internal void @"f_site_0"(ptr %{{.*}}) noinline
+// CHECK:        fcmp
+// CHECK:        select
+// CHECK:        ret void

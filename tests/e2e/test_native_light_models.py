@@ -1,0 +1,76 @@
+"""The light models with native kernels: which sites still call numpy, and
+the numbers against onnxruntime with random weights.
+
+tests/e2e/test_light_models_numerics.py runs every light model in every
+memory mode with the default kernels (native); this file checks what the
+native default changes: the count of sites that fall back to numpy (the
+model reports it), and that `kernels="numpy"` still calls numpy everywhere.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.context import Context
+
+import pyocc
+from pyocc.api import lower
+from pyocc.errors import PyoccError
+from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, lowered_functions, read_meta, select_kernels
+from pyocc.lowering.native import NATIVE_KERNELS
+from pyocc.testing.light_models import LIGHT_MODELS, light_model_path, onnxruntime_reference
+
+#: what the light models compute besides convolutions and matrix products
+#: (the native conv / gemm kernels are the other half of issue #16): every
+#: one of these must run natively
+LIGHT_MODEL_KERNELS = {"average_pool", "channel_affine", "concat", "copy", "global_average_pool", "lrn", "max_pool",
+                       "softmax", "transpose", "unary"}
+#: the light models' convolution and matrix-product kernels still without a
+#: native kernel; once they have one, every light model runs without numpy
+NOT_NATIVE_YET = {"conv", "preact_conv", "gemm"} - set(NATIVE_KERNELS)
+
+
+def test_the_light_models_kernels_are_native() -> None:
+    assert LIGHT_MODEL_KERNELS <= set(NATIVE_KERNELS)
+
+
+@pytest.mark.parametrize("name", LIGHT_MODELS)
+def test_numpy_sites_are_only_the_kernels_without_a_native_one(name: str) -> None:
+    """With kernels=native, a site calls numpy only if its kernel has no
+    native emitter; with no such kernel left, the model calls numpy nowhere."""
+    module, _ = lower(str(light_model_path(name)))
+    ConvertDnnToLlvmPass().apply(Context(), module)
+    select_kernels(module, "native")
+    meta = read_meta(module, lowered_functions(module)[0])
+    numpy_kernels = sorted({site["kernel"] for site in meta["sites"] if not site["native"]})
+    assert set(numpy_kernels) <= NOT_NATIVE_YET, f"{name}: {numpy_kernels} call numpy"
+    kinds = {site["kernel"] for site in meta["sites"]}
+    assert kinds <= LIGHT_MODEL_KERNELS | {"conv", "preact_conv", "gemm"}, kinds
+    expected = sum(site["kernel"] in NOT_NATIVE_YET for site in meta["sites"])
+    assert meta["numpy_sites"] == expected
+    if not NOT_NATIVE_YET:
+        assert meta["numpy_sites"] == 0
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
+def test_native_kernels_match_onnxruntime(name: str) -> None:
+    """Both kernel choices against onnxruntime; the model reports its sites."""
+    model, inputs, expected = onnxruntime_reference(name)
+    native = pyocc.compile(model)
+    reference = pyocc.compile(model, kernels="numpy")
+    sites = len(native.native.meta["sites"])
+    assert reference.numpy_sites == sites and reference.native_sites == 0
+    assert native.native_sites > 0
+    report = native.memory_report()
+    assert (report.native_sites, report.numpy_sites) == (native.native_sites, native.numpy_sites)
+    assert f"kernels          {native.native_sites} native, {native.numpy_sites} numpy" in str(report)
+    assert native.numpy_sites == sum(site["kernel"] in NOT_NATIVE_YET for site in native.native.meta["sites"])
+    for compiled in (native, reference):
+        got = compiled.run(inputs)
+        for value, want in zip(got.values(), expected, strict=True):
+            np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+
+
+def test_unknown_kernels_is_one_clear_error() -> None:
+    with pytest.raises(PyoccError, match="unknown kernels 'fast'; use native or numpy"):
+        pyocc.compile(light_model_path("squeezenet"), kernels="fast")

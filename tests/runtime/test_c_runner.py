@@ -1,0 +1,104 @@
+"""examples/c/run_model.c runs a model without numpy sites from C: built
+with the system C compiler, fed raw inputs, its raw outputs equal the
+Python runtime's; models that call numpy are refused with one line."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import pyocc
+from pyocc.tools.cli import main as pyocc_main
+
+RUNNER = Path(__file__).resolve().parents[2] / "examples" / "c" / "run_model.c"
+
+pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc) to build the runner")
+
+
+def tiny_model() -> onnx.ModelProto:
+    """Two inputs, two outputs, a weight, ops that all have native kernels:
+    y = softmax(maxpool(relu(x)) + w), z = transpose(x) * s."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((1, 3, 4, 4)).astype(np.float32), "w")
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Add", ["p", "w"], ["a"]),
+        helper.make_node("Softmax", ["a"], ["y"], axis=-1),
+        helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1]),
+        helper.make_node("Mul", ["t", "s"], ["z"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "tiny",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8]),
+         helper.make_tensor_value_info("s", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4]),
+         helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 8, 8, 3])],
+        [w])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    binary = tmp_path_factory.mktemp("runner") / "run_model"
+    result = subprocess.run(["cc", "-O2", "-Wall", "-Werror", "-o", str(binary), str(RUNNER), "-ldl"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return binary
+
+
+def test_runs_a_model_from_c(tmp_path: Path, runner: Path) -> None:
+    model = pyocc.compile(tiny_model())
+    assert model.numpy_sites == 0 and model.native_sites == 6
+    model.save(tmp_path / "m.so")
+    rng = np.random.default_rng(5)
+    inputs = {"x": rng.standard_normal((1, 3, 8, 8)).astype(np.float32),
+              "s": rng.standard_normal(3).astype(np.float32)}
+    expected = model.run(inputs)
+    (tmp_path / "in.bin").write_bytes(inputs["x"].tobytes() + inputs["s"].tobytes())
+    result = subprocess.run([str(runner), "m.so", "in.bin", "out.bin", "--repeat", "5"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("median ")
+    assert result.stdout.splitlines()[-1].endswith(" ms per run over 5 runs")
+    raw = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32)
+    y, z = expected["y"], expected["z"]
+    assert raw.size == y.size + z.size
+    np.testing.assert_array_equal(raw[:y.size].reshape(y.shape), y)
+    np.testing.assert_array_equal(raw[y.size:].reshape(z.shape), z)
+
+
+def test_refuses_wrong_input_size_and_numpy_sites(tmp_path: Path, runner: Path) -> None:
+    model = pyocc.compile(tiny_model(), kernels="numpy")
+    model.save(tmp_path / "numpy.so")
+    (tmp_path / "in.bin").write_bytes(b"\0" * 12)
+    result = subprocess.run([str(runner), "numpy.so", "in.bin", "out.bin"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    assert "6 ops call numpy kernels" in result.stderr
+    pyocc.compile(tiny_model()).save(tmp_path / "native.so")
+    result = subprocess.run([str(runner), "native.so", "in.bin", "out.bin"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip() == "run_model: in.bin has 12 bytes; the model's inputs need 780"
+    assert not (tmp_path / "out.bin").exists()
+
+
+def test_compile_prints_the_weights_and_the_link_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    onnx.save(tiny_model(), tmp_path / "tiny.onnx")
+    monkeypatch.chdir(tmp_path)
+    assert pyocc_main(["compile", "tiny.onnx", "-o", "tiny.so"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "wrote tiny.so"
+    assert lines[1] == "wrote tiny.weights (the weights; keep it beside tiny.so)"
+    assert lines[2] == f"link: cc -o app app.c {tmp_path / 'tiny.so'} -Wl,-rpath,{tmp_path}"
+    assert lines[3].startswith("run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model tiny.so")
+    assert pyocc_main(["compile", "tiny.onnx", "-o", "numpy.so", "--kernels", "numpy"]) == 0
+    assert "note: 6 of 6 ops call numpy kernels" in capsys.readouterr().out
