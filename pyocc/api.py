@@ -211,6 +211,7 @@ def lower(
     target: str = "host",
     pool_allocation: str | None = None,
     workspace: int = Options.workspace,
+    scratch: bool = False,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -224,7 +225,8 @@ def lower(
     the planned pool is allocated: "init" (default: once per model) or "run"
     (once per run, Occamy's way), and `workspace` the bytes of cuDNN
     workspace each convolution may use, planned as a buffer (so the
-    activation memory includes it).
+    activation memory includes it). `scratch=True` plans the host's
+    native kernel scratch (im2col columns) as buffers of the plan.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
     if options is None:
@@ -232,7 +234,7 @@ def lower(
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
                           reorder=reorder, target=target,
-                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace)
+                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace, scratch=scratch)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -262,6 +264,8 @@ def lower(
     liveness = analyze_function(function)
 
     pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    scratch = {root_buffer(o.workspace) for o in ops
+               if isinstance(o, d.DnnComputeOp) and getattr(o, "workspace", None) is not None}
     buffers: list[BufferReport] = []
     for b in liveness.intermediates:
         owner = b.value.owner
@@ -296,7 +300,8 @@ def lower(
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
-        workspace_bytes=0,
+        # planned kernel scratch (--kernel-scratch): the most one op needs at once
+        workspace_bytes=max((b.bytes for b in liveness.intermediates if b.value in scratch), default=0),
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
@@ -432,6 +437,7 @@ def compile(  # noqa: A001 - the name users expect
     workspace: int = 32 << 20,
     pool_allocation: str | None = None,
     kernels: str = "native",
+    scratch: bool = False,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -446,7 +452,8 @@ def compile(  # noqa: A001 - the name users expect
     (a cudaMalloc and cudaFree per run, Occamy's way). On 'host',
     `kernels="native"` (default) compiles a native kernel for every op that
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
-    counts them); `kernels="numpy"` calls the numpy kernels for every op."""
+    counts them); `kernels="numpy"` calls the numpy kernels for every op. `scratch=True` plans the native kernels'
+    scratch (im2col columns) in the pool (see `lower`)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):
@@ -463,7 +470,7 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target, pool_allocation=pool_allocation, workspace=workspace)
+                           target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels)
     if target == "cuda":

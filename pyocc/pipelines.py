@@ -86,6 +86,10 @@ class Options:
     per model, by NAME_init) or run (once per run, Occamy's way). The host's
     pool is allocated per run."""
 
+    scratch: bool = False
+    """Plan the host's native kernel scratch (im2col columns) as buffers of
+    the memory plan (dnn-insert-memory-ops{scratch=true}); host only."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -108,7 +112,8 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
     mode = "eager" if options.memory == "eager" else "lazy"
     passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment,
-                                                       memcpy=options.target == "cuda")]
+                                                       memcpy=options.target == "cuda",
+                                                       scratch=options.scratch and options.target == "host")]
     if options.coalesce:
         passes.append(DnnCoalescePass(mode=mode))
     if options.sanitize:

@@ -1,5 +1,6 @@
-// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=lazy}" | filecheck %s --check-prefix=LAZY
-// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=eager}" | filecheck %s --check-prefix=EAGER
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=lazy scratch=true}" | filecheck %s --check-prefix=LAZY
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=eager scratch=true}" | filecheck %s --check-prefix=EAGER
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops{mode=lazy}" | filecheck %s --check-prefix=NOSCRATCH
 
 // A diamond: %a feeds two branches that meet in an add.
 // LAZY-LABEL: func.func @diamond
@@ -99,4 +100,64 @@ func.func @concat(%x: tensor<16xf32>) -> tensor<32xf32> {
   %b = dnn.unary ins(%x : tensor<16xf32>) {fn = "exp"} : tensor<16xf32>
   %c = dnn.concat ins(%a, %b : tensor<16xf32>, tensor<16xf32>) {axis = 0 : i64} : tensor<32xf32>
   func.return %c : tensor<32xf32>
+}
+
+// -----
+
+// A 3x3 convolution needs its im2col columns (C*taps x positions floats =
+// 2*9*16*4 bytes) as scratch: a malloc live only around the op, passed as
+// its workspace operand (the last one).
+// LAZY-LABEL: func.func @conv_scratch
+// LAZY-NEXT: %[[Y:.*]] = dnn.malloc {size = 192 : i64} : memref<1x3x4x4xf32>
+// LAZY-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64} : memref<1152xi8>
+// LAZY-NEXT: dnn.conv ins(%x, %w : {{.*}}) outs(%[[Y]], workspace %[[S]] : memref<1x3x4x4xf32>, memref<1152xi8>)
+// LAZY-NEXT: dnn.dealloc %[[S]]
+// LAZY-NEXT: dnn.unary ins(%[[Y]]
+// LAZY-NEXT: dnn.dealloc %[[Y]]
+// EAGER-LABEL: func.func @conv_scratch
+// EAGER-NEXT: dnn.malloc {size = 192 : i64}
+// EAGER-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64} : memref<1152xi8>
+// EAGER-NEXT: dnn.conv ins(%x, %w : {{.*}}) outs(%{{.*}}, workspace %[[S]] :
+// EAGER-NEXT: dnn.unary
+// EAGER-NEXT: dnn.dealloc
+// EAGER-NEXT: dnn.dealloc %[[S]]
+// NOSCRATCH-LABEL: func.func @conv_scratch
+// NOSCRATCH-NOT: xi8>
+// NOSCRATCH: dnn.conv ins(%x, %w : {{.*}}) outs(%{{[a-z0-9_]+}} : memref<1x3x4x4xf32>)
+func.func @conv_scratch(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32> {
+  %y = dnn.conv ins(%x, %w : tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x3x4x4xf32>
+  %r = dnn.unary ins(%y : tensor<1x3x4x4xf32>) {fn = "relu"} : tensor<1x3x4x4xf32>
+  func.return %r : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+// Negative: a pointwise convolution multiplies its input as is and a
+// depthwise one runs a direct kernel: neither gets scratch.
+// LAZY-LABEL: func.func @conv_without_scratch
+// LAZY-NOT: xi8>
+// LAZY: dnn.conv ins(%x, %w1 : {{.*}}) outs(%{{[a-z0-9_]+}} : memref<1x3x4x4xf32>)
+// LAZY-NOT: xi8>
+// LAZY: dnn.conv ins(%{{.*}}, %w2 : {{.*}}) outs(%{{[a-z0-9_]+}} : memref<1x3x4x4xf32>)
+// LAZY: func.return
+func.func @conv_without_scratch(%x: tensor<1x2x4x4xf32>, %w1: tensor<3x2x1x1xf32>, %w2: tensor<3x1x3x3xf32>) -> tensor<1x3x4x4xf32> {
+  %y = dnn.conv ins(%x, %w1 : tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) : tensor<1x3x4x4xf32>
+  %z = dnn.conv ins(%y, %w2 : tensor<1x3x4x4xf32>, tensor<3x1x3x3xf32>) {group = 3 : i64, pads = array<i64: 1, 1, 1, 1>} : tensor<1x3x4x4xf32>
+  func.return %z : tensor<1x3x4x4xf32>
+}
+
+// -----
+
+// A pointwise preact_conv still needs scratch: its input is pre-activated
+// into im2col columns (2 channels x 16 positions x 4 bytes) before the sgemm.
+// LAZY-LABEL: func.func @preact_conv_scratch
+// LAZY: %[[S:.*]] = dnn.malloc {size = 128 : i64} : memref<128xi8>
+// LAZY-NEXT: dnn.preact_conv ins(%x, %s, %t, %w : {{.*}}) outs(%{{.*}}, workspace %[[S]] :
+// LAZY-NEXT: dnn.dealloc %[[S]]
+// NOSCRATCH-LABEL: func.func @preact_conv_scratch
+// NOSCRATCH-NOT: xi8>
+// NOSCRATCH: func.return
+func.func @preact_conv_scratch(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>, %t: tensor<2xf32>, %w: tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  %y = dnn.preact_conv ins(%x, %s, %t, %w : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3x2x1x1xf32>) {pre_activation = "relu"} : tensor<1x3x4x4xf32>
+  func.return %y : tensor<1x3x4x4xf32>
 }

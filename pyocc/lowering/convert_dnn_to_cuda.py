@@ -70,7 +70,27 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 import pyocc.dialects.dnn.ops as d
-from pyocc.runtime import cuda_api as api
+from pyocc.lowering.cuda_kernels import (
+    BINARY_FUNCTIONS,
+    BLOCK,
+    COMPARISONS,
+    DTYPES,
+    LOGICAL,
+    REDUCTIONS,
+    CastKernel,
+    ChannelAffineKernel,
+    GatherKernel,
+    Kernel,
+    LayerNormKernel,
+    PointwiseKernel,
+    ReduceKernel,
+    grid,
+    host_twins,
+    pointer_bytes,
+    ptx_module,
+    row_major_strides,
+)
+from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block, preact_in_place
 from pyocc.lowering.llvm_common import (
     PTR,
     LlvmBuilder,
@@ -87,30 +107,12 @@ from pyocc.lowering.llvm_common import (
     string_global,
     table_header,
 )
-from pyocc.lowering.cuda_scratch import ScratchLayout, preact_block, preact_in_place
-from pyocc.lowering.cuda_kernels import (
-    BINARY_FUNCTIONS,
-    BLOCK,
-    COMPARISONS,
-    DTYPES,
+from pyocc.lowering.llvm_math import (
     INTEGER_FUNCTIONS,
-    LOGICAL,
-    REDUCTIONS,
     UNARY_FUNCTIONS,
-    CastKernel,
-    ChannelAffineKernel,
-    GatherKernel,
-    Kernel,
-    LayerNormKernel,
-    PointwiseKernel,
-    ReduceKernel,
     broadcast_strides,
-    grid,
-    host_twins,
-    pointer_bytes,
-    ptx_module,
-    row_major_strides,
 )
+from pyocc.runtime import cuda_api as api
 
 #: the fifth state slot: the status of the call that failed
 STATE_STATUS = 4

@@ -118,7 +118,7 @@ class HostFunctionLowering:
 
     @staticmethod
     def _slot_count(op: DnnComputeOp) -> int:
-        count = len(op.destinations())
+        count = len(op.destinations()) + (getattr(op, "workspace", None) is not None)
         for value in op.kernel_inputs():
             count += len(value) if isinstance(value, list) else 1
         return count
@@ -193,6 +193,10 @@ class HostFunctionLowering:
         destinations = op.destinations()
         outputs = [buffer_spec(op, v.type) for v in destinations]
         values.extend(destinations)
+        # kernel scratch (a planned buffer) goes after the outputs; the numpy kernels ignore it
+        workspace = getattr(op, "workspace", None)
+        if workspace is not None:
+            values.append(workspace)
         kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
         site = len(self.sites)
         self.sites.append({
@@ -203,6 +207,7 @@ class HostFunctionLowering:
             "outputs": outputs,
             "out_keyword": "outs" if hasattr(op, "outs") else "out",
             "kwargs": kwargs,
+            "workspace": None if workspace is None else buffer_spec(op, workspace.type),
         })
         null = None
         for slot, value in enumerate(values):

@@ -33,7 +33,8 @@ these three libc functions, plus the libm functions native kernels call.
 
 Each compute op is a numbered *site*: the code fills a stack array with the
 data pointers of the kernel inputs in order (variadic inputs expanded, NULL
-for an absent optional input), then the destinations, and calls
+for an absent optional input), then the destinations, then the op's
+`workspace` (kernel scratch, a planned buffer) when it has one, and calls
 `NAME_dispatch(site, buffers)`. How a site runs is decided when the module
 is exported to LLVM (`to_llvmlite(module, kernels=...)`): with
 `kernels="native"` (the default) a site whose kernel has a native emitter

@@ -31,12 +31,9 @@ from dataclasses import dataclass
 from pyocc.lowering.llvm_math import (
     BINARY_FUNCTIONS,
     COMPARISONS,
-    INTEGER_FUNCTIONS,
     LOGICAL,
-    UNARY_FUNCTIONS,
     ScalarMath,
     binary_expression,
-    broadcast_strides,
     integer_expression,
     row_major_strides,
     unary_expression,
@@ -461,7 +458,7 @@ class ChannelAffineKernel:
         x_elements = (self.shape[0] - 1) * self.x_batch_stride + math.prod(self.shape[1:])
         return [self.count * 4, x_elements * 4, self.shape[1] * 4, self.shape[1] * 4]
 
-    def body(self, m: _Math, index: object, pointers: Sequence[object]) -> None:
+    def body(self, m: ScalarMath, index: object, pointers: Sequence[object]) -> None:
         ir, b = m.ir, m.b
         i64 = ir.IntType(64)
         out, x, scale, shift = pointers
@@ -476,7 +473,7 @@ class ChannelAffineKernel:
         value = b.fadd(b.fmul(b.load(b.gep(x, [source])), b.load(b.gep(scale, [channel]))),
                        b.load(b.gep(shift, [channel])))
         if self.activation is not None:
-            value = _unary(m, self.activation, value, None, None, "none")
+            value = unary_expression(m, self.activation, value, None, None, "none")
         b.store(value, b.gep(out, [index]))
 
 

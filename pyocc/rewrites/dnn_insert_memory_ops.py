@@ -11,6 +11,13 @@ of memory operations. Tensor-form dnn becomes buffer-form dnn.
   - lazy: malloc right before the producer, dealloc right after the last use
     (views counted): the smallest footprint of this op order, the max-live
     lower bound, but one allocator call per tensor at run time.
+- Kernel scratch: an op whose `scratch_bytes()` is positive (a convolution
+  the host runs as im2col + BLAS) gets a `dnn.malloc` of that many bytes as
+  its `workspace` operand, allocated like an output (lazy: right before the
+  op, freed right after it, so it is live only around the op; eager: at
+  entry), so that the pool plans it and the report counts it.
+  Only with `scratch=true` (the host with native kernels; cuDNN's workspace
+  on target cuda is allocated once at init).
 - `memcpy=true` (for targets whose kernels see another memory space) copies
   graph inputs in and outputs out with `dnn.memcpy`; the host needs none.
 """
@@ -30,6 +37,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    i8,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -64,6 +72,10 @@ class DnnInsertMemoryOpsPass(ModulePass):
     memcpy: bool = False
     """Copy graph inputs/outputs between host and device memory with dnn.memcpy."""
 
+    scratch: bool = False
+    """Allocate each op's kernel scratch (`scratch_bytes()`, what the host's
+    native kernels need) as its workspace operand."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         if self.mode not in ("eager", "lazy"):
@@ -75,10 +87,11 @@ class DnnInsertMemoryOpsPass(ModulePass):
                 f"dnn-insert-memory-ops: alignment must be a power of two, got {self.alignment}"
             )
         for function in function_bodies(op):
-            insert_memory_ops(function, self.mode, self.alignment, self.memcpy)
+            insert_memory_ops(function, self.mode, self.alignment, self.memcpy, self.scratch)
 
 
-def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, memcpy: bool = False) -> None:
+def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, memcpy: bool = False,
+                      scratch: bool = False) -> None:
     """Rewrite one tensor-form function into buffer form, in place."""
     block = function.body.block
     ret = block.last_op
@@ -148,7 +161,14 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
                 # a returned value is copied out at the end (memcpy), so it is freed after that
                 last = len(old_ops) if result in returned else last_use.get(result, index)
                 frees_after.setdefault(last, []).append(alloc.result)
-        body.append(_buffer_form(op, mapping, destinations))
+        workspace = _scratch_malloc(op, alignment) if scratch else None
+        if workspace is not None:
+            (entry_allocs if mode == "eager" else body).append(workspace)
+        body.append(_buffer_form(op, mapping, destinations, workspace.result if workspace else None))
+        if workspace is not None and mode == "eager":
+            exit_frees.append(workspace.result)
+        elif workspace is not None:
+            body.append(d.DeallocOp(workspace.result))
         for buffer in frees_after.pop(index, []):
             body.append(d.DeallocOp(buffer))
     # Buffers whose last use is the return (copied out at the end) or a view.
@@ -201,13 +221,30 @@ def _retype(op: Operation, mapping: dict[SSAValue, SSAValue]) -> Operation:
     return new_op
 
 
-def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue]) -> Operation:
-    """The same kernel, reading mapped buffers and writing `destinations`."""
+def _scratch_malloc(op: d.DnnComputeOp, alignment: int) -> d.MallocOp | None:
+    """The buffer of `op`'s kernel scratch, or None when it needs none."""
+    size = op.scratch_bytes()
+    if size <= 0:
+        return None
+    if not any(name == "workspace" for name, _ in op.get_irdl_definition().operands):
+        raise PassFailedException(f"dnn-insert-memory-ops: {op.name} declares {size} bytes of scratch "
+                                  "but has no workspace operand")
+    alloc = d.MallocOp(MemRefType(i8, [size]), alignment)
+    alloc.result.name_hint = f"{op.results[0].name_hint or 'op'}_scratch"
+    return alloc
+
+
+def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue],
+                 workspace: SSAValue | None = None) -> Operation:
+    """The same kernel, reading mapped buffers and writing `destinations`
+    (and `workspace`, when given, as its scratch)."""
     operands: dict[str, list[SSAValue]] = {}
     for name, _ in op.get_irdl_definition().operands:
         value = getattr(op, name)
         group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
         operands[name] = destinations if name in ("out", "outs") else [mapping[v] for v in group]
+    if workspace is not None:
+        operands["workspace"] = [workspace]
     return type(op).build(operands, [], op.properties, op.attributes)
 
 

@@ -3,8 +3,9 @@
 `CompiledModel(llvm_ir, meta, weight_pool)` compiles the LLVM IR in-process
 with llvmlite's MCJIT and runs it through the C ABI (pyocc.runtime.bridge).
 The only external symbols generated code may use are a few libc functions
-and the libm functions native kernels call (`expf`, `tanhf`, `erf`, ...);
-they are resolved explicitly from libc and libm (`llvm.add_symbol`), and any
+and the libm functions native kernels call (`expf`, `tanhf`, `erf`, ...),
+plus OpenBLAS's sgemm for the native matrix products (pyocc.runtime.blas,
+one thread); they are resolved explicitly (`llvm.add_symbol`), and any
 other undefined symbol is an error, not a silent lookup in the process.
 
 Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
+from pyocc.runtime import blas
 from pyocc.runtime.bridge import NativeModel
 
 #: the libc functions generated code may call
@@ -152,7 +154,10 @@ class CompiledModel(NativeModel):
         with tempfile.TemporaryDirectory() as tmp:
             obj = Path(tmp) / f"{self.name}.o"
             self.write_object(obj)
-            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm"],
+            # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
+            uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for f in self._module.functions)
+            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
+                                     *(blas.link_flags() if uses_blas else [])],
                                     capture_output=True, text=True)
             if result.returncode != 0:
                 detail = " ".join(result.stderr.split())  # one line, whatever the linker printed
@@ -180,6 +185,9 @@ def _resolve_externals(module: Any) -> None:
         bind(name, "libm")
     for function in module.functions:
         if not function.is_declaration or function.name.startswith("llvm.") or function.name in LIBM_SYMBOLS:
+            continue
+        if function.name in blas.BLAS_SYMBOLS:  # the native matrix products' sgemm (OpenBLAS, one thread)
+            llvm.add_symbol(function.name, blas.symbols()[function.name])
             continue
         if function.name not in LIBC_SYMBOLS:
             raise PyoccError(f"generated code calls '{function.name}', which the host runtime does not provide "

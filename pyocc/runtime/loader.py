@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pyocc.errors import PyoccError
+from pyocc.runtime import blas
 from pyocc.runtime.bridge import NativeModel, aligned_bytes
 from pyocc.runtime.jit import weights_path_for
 
@@ -54,6 +55,8 @@ def load_shared_library(path: str | os.PathLike[str], weights: str | os.PathLike
     if not path.is_file():
         raise PyoccError(f"{path}: no such file")
     library = ctypes.CDLL(str(path.resolve()))
+    if any(hasattr(library, symbol) for symbol in blas.BLAS_SYMBOLS):
+        blas.load()  # the OpenBLAS it linked (the same library): one thread, as in the JIT
     names = _json_from(library, "pyocc_functions", path)
     assert isinstance(names, list)
     if name is None:

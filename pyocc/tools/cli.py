@@ -123,6 +123,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
                    help="turn tensor coalescing (dnn-coalesce) off")
+    p.add_argument("--kernel-scratch", dest="scratch", action="store_true",
+                   help="target host: plan the native kernels' scratch (im2col columns) in the pool")
 
 
 def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
@@ -149,7 +151,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
-                          kernels=args.kernels)
+                          kernels=args.kernels,
+                          scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
@@ -182,7 +185,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
-                          kernels=args.kernels)
+                          kernels=args.kernels,
+                          scratch=args.scratch)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
     if out.suffix == ".so":
@@ -269,7 +273,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
                            reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
-                           workspace=args.workspace)
+                           workspace=args.workspace,
+                          scratch=args.scratch)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)

@@ -49,26 +49,38 @@ def replay(function: func.FuncOp) -> tuple[int, int, int]:
     return peak, mallocs, frees
 
 
+@pytest.mark.parametrize("scratch", [False, True])
 @pytest.mark.parametrize("mode", ["lazy", "eager"])
-def test_replayed_peak_matches_liveness(light_model: Path, mode: str) -> None:
+def test_replayed_peak_matches_liveness(light_model: Path, mode: str, scratch: bool) -> None:
     module = lowered(light_model)
     liveness = analyze_function(main_function(module))
-    DnnInsertMemoryOpsPass(mode=mode).apply(Context(), module)
+    scratch_sizes = [op.scratch_bytes() for op in main_function(module).body.block.ops
+                     if isinstance(op, d.DnnComputeOp) and op.scratch_bytes() > 0]
+    DnnInsertMemoryOpsPass(mode=mode, scratch=scratch).apply(Context(), module)
     module.verify()
     peak, mallocs, frees = replay(main_function(module))
-    assert mallocs == frees == len(liveness.intermediates)
-    expected = liveness.lower_bound if mode == "lazy" else liveness.naive_bytes
-    assert peak == expected
+    assert mallocs == frees == len(liveness.intermediates) + (len(scratch_sizes) if scratch else 0)
+    if not scratch:
+        assert peak == (liveness.lower_bound if mode == "lazy" else liveness.naive_bytes)
+        return
+    # Scratch is live only around its op (lazy) or all along (eager): the
+    # buffer-form liveness counts it, and lazy's peak grows by at most the
+    # largest scratch (it may not grow at all: the peak is elsewhere).
+    buffers = analyze_function(main_function(module))
+    assert peak == (buffers.lower_bound if mode == "lazy" else liveness.naive_bytes + sum(scratch_sizes))
+    if mode == "lazy":
+        assert liveness.lower_bound <= peak <= liveness.lower_bound + max(scratch_sizes, default=0)
 
 
 def test_pool_reaches_the_lower_bound(light_model: Path) -> None:
     # Goals of issue 5: at alignment 1 the pool is the max-live bound; at 64
     # it is the planner's bound (max-live plus alignment slack) and never
     # above lazy's peak (which test_replayed_peak_matches_liveness shows is
-    # the max-live bound); one pool, no malloc or dealloc left.
+    # the max-live bound of the buffers, kernel scratch included); one pool,
+    # no malloc or dealloc left.
     module = lowered(light_model)
-    bound = analyze_function(main_function(module)).lower_bound
     DnnInsertMemoryOpsPass(mode="lazy").apply(Context(), module)
+    bound = analyze_function(main_function(module)).lower_bound
     problem_64 = planning_problem(analyze_function(main_function(module)), 64)
     for alignment in (1, 64):
         pooled = module.clone()
@@ -101,3 +113,43 @@ def test_pool_offsets_never_share_bytes_while_live() -> None:
             if a.first <= b.last and b.first <= a.last:
                 a0, b0 = op_a.offset.value.data, op_b.offset.value.data
                 assert a0 + a.bytes <= b0 or b0 + b.bytes <= a0, (a.name, b.name)
+
+
+@pytest.mark.parametrize("memory", ["lazy", "pool"])
+def test_planned_scratch_is_in_the_report(memory: str) -> None:
+    # --kernel-scratch: each im2col block is a buffer of the plan, live only
+    # around its op; the pool grows by at most the largest block, and the
+    # report's workspace is that block
+    import pyocc
+    from pyocc.examples.tiny_cnn import build
+
+    _, without = pyocc.lower(build(), memory=memory)
+    _, with_scratch = pyocc.lower(build(), memory=memory, scratch=True)
+    blocks = [b for b in with_scratch.buffers if b.name.endswith("_scratch")]
+    assert blocks and all(b.dtype == "i8" and b.last - b.first <= 2 for b in blocks)
+    assert with_scratch.workspace_bytes == max(b.bytes for b in blocks) and without.workspace_bytes == 0
+    assert without.activation_bytes < with_scratch.activation_bytes
+    assert with_scratch.activation_bytes <= without.activation_bytes + with_scratch.workspace_bytes + 64 * len(blocks)
+
+
+def test_plan_command_shows_planned_scratch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `pyocc plan MODEL --format json --kernel-scratch`: the scratch blocks are
+    # buffers of the report, and the pool is larger than without them
+    import json
+
+    import onnx
+
+    from pyocc.examples.tiny_cnn import build
+    from pyocc.tools.cli import main
+
+    path = tmp_path / "tiny.onnx"
+    onnx.save(build(), str(path))
+    reports = []
+    for extra in ([], ["--kernel-scratch"]):
+        assert main(["plan", str(path), "--format", "json", *extra]) == 0
+        reports.append(json.loads(capsys.readouterr().out))
+    without, with_scratch = reports
+    assert not [b for b in without["buffers"] if b["name"].endswith("_scratch")]
+    blocks = [b for b in with_scratch["buffers"] if b["name"].endswith("_scratch")]
+    assert blocks and with_scratch["workspace_bytes"] == max(b["bytes"] for b in blocks)
+    assert with_scratch["activation_bytes"] > without["activation_bytes"]

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
+    Float32Type,
     FloatAttr,
     IntegerAttr,
     MemRefType,
@@ -74,6 +75,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from pyocc.dialects.properties import property_value
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -454,6 +456,13 @@ class DnnComputeOp(IRDLOperation):
             if parser.parse_optional_punctuation(":") else []
         return cls.build(operands, result_types, properties, attributes)
 
+    def scratch_bytes(self) -> int:
+        """Bytes of scratch the host's native kernel needs beside its inputs
+        and outputs (im2col columns, ...): dnn-insert-memory-ops plans them
+        as the op's `workspace` operand. 0, the default: none. An op that
+        returns more must have a `workspace` operand."""
+        return 0
+
     def verify_(self) -> None:
         has_results = len(self.results) > 0
         if has_results == self.on_buffers:
@@ -547,6 +556,18 @@ class ConvOp(DnnComputeOp):
         super().verify_()
         _verify_fused_conv(self)
 
+    def scratch_bytes(self) -> int:
+        """The im2col columns of one image when the native kernel needs them
+        (pyocc.dialects.dnn.scratch); float32 only, the type it runs natively."""
+        out_type = self.results[0].type if self.results else self.out.type  # type: ignore[union-attr]
+        if not isinstance(out_type.get_element_type(), Float32Type):
+            return 0
+        return conv_scratch_bytes(
+            self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(),
+            self.strides.get_values() if self.strides else None,
+            self.pads.get_values() if self.pads else None,
+            self.group.value.data if self.group else None, 4)
+
 
 @irdl_op_definition
 class PreActConvOp(DnnComputeOp):
@@ -568,7 +589,8 @@ class PreActConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     """target=cuda: the scratch buffer the pre-activated input is written to
-    (dnn-cuda-scratch); the host kernel needs none."""
+    (dnn-cuda-scratch); on the host, with --kernel-scratch, the native
+    kernel's im2col blocks (`scratch_bytes`)."""
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
     pre_activation = _str()
@@ -592,6 +614,14 @@ class PreActConvOp(DnnComputeOp):
                 )
         if self.pre_activation is not None and self.pre_activation.data != "relu":
             raise VerifyException(f"{self.name}: pre_activation must be relu or absent, got {self.pre_activation.data!r}")
+
+    def scratch_bytes(self) -> int:
+        """One block of pre-activated im2col columns (group 1, float32; pointwise
+        convolutions too: the input must be pre-activated somewhere)."""
+        out_type = self.results[0].type if self.results else self.out.type  # type: ignore[union-attr]
+        if not isinstance(out_type.get_element_type(), Float32Type) or (self.group and self.group.value.data != 1):
+            return 0
+        return im2col_block_bytes(self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(), 4)
 
 
 #: activations a kernel can fuse onto its result (host_kernels.ACTIVATIONS)

@@ -11,7 +11,15 @@ export to LLVM (pyocc.lowering.convert_dnn_to_llvm.to_llvmlite) asks
 `native_kernel_for(site)` for each site and falls back to numpy for the rest.
 """
 
-from pyocc.lowering.native import elementwise, normalization, pool, reduction, tensor  # noqa: F401 - registers
+from pyocc.lowering.native import (  # noqa: F401 - registers
+    conv,
+    elementwise,
+    linalg,
+    normalization,
+    pool,
+    reduction,
+    tensor,
+)
 from pyocc.lowering.native.registry import NATIVE_KERNELS, NativeKernel, native_kernel, native_kernel_for
 
 __all__ = ["NATIVE_KERNELS", "NativeKernel", "native_kernel", "native_kernel_for"]

@@ -1,0 +1,85 @@
+"""Kernel scratch of the host's native convolution, as plain arithmetic on shapes.
+
+The native (LLVM IR) convolution of the host target runs a group-1
+convolution (and each group of a grouped one with at least
+GROUPED_BLAS_CHANNELS channels per group) as im2col + BLAS sgemm, a block of
+output rows at a time: the columns of one block, (C/group * kernel taps) x
+(block positions), are scratch,
+at most `IM2COL_BLOCK_BYTES` (or one output row's columns, if more). Where
+they are not needed:
+a pointwise stride-1 unpadded convolution multiplies the input itself, and
+depthwise and narrow grouped convolutions run direct kernels. `ConvOp.scratch_bytes`
+(pyocc/dialects/dnn/ops.py) declares this size on the op, so that
+dnn-insert-memory-ops plans it as the op's `workspace` buffer; the emitter
+(pyocc/lowering/native/conv.py) asks the same functions which algorithm
+that buffer was sized for. No xDSL here: shapes and ints only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
+           "is_pointwise"]
+
+#: the most bytes of im2col columns a convolution fills before one sgemm
+#: (measured in docs/performance.md: blocks this size run as fast as whole images)
+IM2COL_BLOCK_BYTES = 1 << 20
+
+
+def is_pointwise(kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None) -> bool:
+    """A 1x1 stride-1 unpadded convolution: a matrix product over the input as is."""
+    return (all(k == 1 for k in kernel) and all(s == 1 for s in strides or ())
+            and not any(pads or ()))
+
+
+#: input channels per group from which a grouped convolution runs per-group
+#: sgemms instead of direct loops (measured in docs/performance.md)
+GROUPED_BLAS_CHANNELS = 8
+
+
+def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
+                   group: int | None) -> str:
+    """How the native kernel runs a convolution of weights `w_shape`:
+    "direct" (depthwise and narrow groups: loops, no BLAS), "pointwise" (one
+    sgemm per image and group over the input) or "im2col" (a group's
+    columns in scratch, then sgemm)."""
+    if (group or 1) != 1 and w_shape[1] < GROUPED_BLAS_CHANNELS:
+        return "direct"
+    if is_pointwise(w_shape[2:], strides, pads):
+        return "pointwise"
+    return "im2col"
+
+
+def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                      element_bytes: int, block_bytes: int | None = None) -> int:
+    """Output rows (first spatial dim; a 1-D convolution has one row) whose
+    columns fill one im2col block (of at most `block_bytes`, default
+    IM2COL_BLOCK_BYTES)."""
+    block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
+    spatial = _as_rows(out_shape[2:])
+    row_bytes = w_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
+    return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))
+
+
+def _as_rows(spatial: Sequence[int]) -> list[int]:
+    """Spatial dims with a row dim in front: a 1-D image is one row."""
+    return [1, *spatial] if len(spatial) == 1 else list(spatial)
+
+
+def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                       strides: Sequence[int] | None, pads: Sequence[int] | None, group: int | None,
+                       element_bytes: int) -> int:
+    """Bytes of one block of im2col columns, (C * taps) x (block rows *
+    positions per row) elements; 0 when `conv_algorithm` needs no columns."""
+    if conv_algorithm(w_shape, strides, pads, group) != "im2col":
+        return 0
+    return im2col_block_bytes(x_shape, w_shape, out_shape, element_bytes)
+
+
+def im2col_block_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                       element_bytes: int) -> int:
+    """Bytes of one im2col block of one group (whatever the algorithm)."""
+    rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
+    return w_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes

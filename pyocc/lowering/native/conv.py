@@ -1,0 +1,489 @@
+"""Native convolutions: conv, preact_conv and conv_transpose for 1-, 2- and
+3-D images, with the semantics of pyocc.runtime.kernels.conv.
+
+conv picks its algorithm with pyocc.dialects.dnn.scratch.conv_algorithm,
+the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
+- im2col: per group, a block of output rows at a time, the block's columns
+  (C/group * taps) x (block positions) are written into the op's workspace
+  (a buffer of the memory plan), then one BLAS sgemm writes the block's
+  outputs. Without a
+  workspace (the plan made none: `--kernel-scratch` off) the block is
+  allocated with aligned_alloc around the call instead, outside the plan.
+- pointwise (1x1, stride 1, unpadded): one sgemm per image and group over
+  the input.
+- direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
+  channels): loops, no scratch. For each output row,
+  each input channel of the group and each kernel tap, one multiply-add
+  sweep along the row, whose valid range is known at compile time, so the
+  inner loop has no bounds checks and vectorises.
+A residual is copied into the output first and BLAS accumulates onto it
+(beta = 1); bias and the activation are one pass over the result.
+
+preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
+stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
+too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones by the direct loops. conv_transpose
+runs direct loops, scattering each input row's contributions into the
+output rows it reaches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import llvmlite.ir as ir
+
+from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_bytes, im2col_block_rows
+from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
+from pyocc.lowering.native.registry import native_kernel
+
+__all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
+
+#: reads x[channel] at a flat element pointer: (kernel, channel index, value) -> value
+InputTransform = Callable[[Kernel, ir.Value, ir.Value], ir.Value]
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """A convolution's static shapes, with a 1-D one seen as 2-D (a unit row
+    dim in front), so every kernel has a row dim (0) and a last dim."""
+
+    batch: int
+    channels: int
+    out_channels: int
+    group: int
+    in_spatial: tuple[int, ...]
+    out_spatial: tuple[int, ...]
+    kernel: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+
+    @classmethod
+    def of(cls, x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+           kwargs: dict[str, Any], transpose: bool = False) -> Geometry:
+        rank = len(w_shape) - 2
+        if rank not in (1, 2, 3):
+            raise NotNative(f"{rank}-D convolutions run on the numpy kernel")
+        strides = list(kwargs.get("strides") or [1] * rank)
+        dilations = list(kwargs.get("dilations") or [1] * rank)
+        pads = list(kwargs.get("pads") or [0] * (2 * rank))
+        group = int(kwargs.get("group") or 1)
+        in_spatial, out_spatial, kernel = list(x_shape[2:]), list(out_shape[2:]), list(w_shape[2:])
+        pads_begin = pads[:rank]
+        if rank == 1:
+            in_spatial, out_spatial, kernel = [1, *in_spatial], [1, *out_spatial], [1, *kernel]
+            strides, dilations, pads_begin = [1, *strides], [1, *dilations], [0, *pads_begin]
+        out_channels = w_shape[1] * group if transpose else w_shape[0]
+        return cls(x_shape[0], x_shape[1], out_channels, group, tuple(in_spatial), tuple(out_spatial),
+                   tuple(kernel), tuple(strides), tuple(dilations), tuple(pads_begin))
+
+    @property
+    def taps(self) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(k) for k in self.kernel)))
+
+    @property
+    def in_positions(self) -> int:
+        return math.prod(self.in_spatial)
+
+    @property
+    def out_positions(self) -> int:
+        return math.prod(self.out_spatial)
+
+    def valid_range(self, tap: int) -> tuple[int, int]:
+        """Output positions [lo, hi) of the last dim whose input, for last-dim
+        tap `tap`, lies inside the image (not in the padding)."""
+        s, d, p = self.strides[-1], self.dilations[-1], self.pads_begin[-1]
+        size, out = self.in_spatial[-1], self.out_spatial[-1]
+        shift = tap * d - p  # input = o * s + shift
+        lo = max(0, -(shift // s)) if shift < 0 else 0  # the first o with o * s + shift >= 0
+        hi = min(out, (size - 1 - shift) // s + 1)  # one past the last o with o * s + shift < size
+        return lo, max(lo, hi)
+
+
+def _outer_loops(k: Kernel, sizes: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
+    """Nested run-time loops over `sizes` (outermost first); body(indices)."""
+    if not sizes:
+        body([])
+        return
+    with k.loop(0, sizes[0]) as index:
+        _outer_loops(k, sizes[1:], lambda rest: body([index, *rest]))
+
+
+def _flat(k: Kernel, indices: Sequence[ir.Value | int], sizes: Sequence[int]) -> ir.Value | int:
+    """Row-major flat index of `indices` in `sizes`."""
+    flat: ir.Value | int = 0
+    for index, size in zip(indices, sizes, strict=True):
+        flat = k.add(k.mul(flat, size), index)
+    return flat
+
+
+def _input_outer(k: Kernel, g: Geometry, outs: Sequence[ir.Value | int], tap: Sequence[int]
+                 ) -> tuple[list[ir.Value], ir.Value | None]:
+    """For output coords `outs` of dims 0..rank-2 and a tap: the input coords
+    and the i1 "all inside the image" (None when always inside)."""
+    coords: list[ir.Value] = []
+    inside: ir.Value | None = None
+    for axis, (o, t) in enumerate(zip(outs, tap, strict=True)):
+        shift = t * g.dilations[axis] - g.pads_begin[axis]
+        coord = k.add(k.mul(o, g.strides[axis]), shift)
+        coords.append(coord)
+        reach = (g.out_spatial[axis] - 1) * g.strides[axis] + shift
+        if shift >= 0 and reach < g.in_spatial[axis]:
+            continue  # every output row of this tap reads inside the image
+        test = k.in_range(k.index(coord), 0, g.in_spatial[axis])
+        inside = test if inside is None else k.builder.and_(inside, test)
+    return coords, inside
+
+
+def _copy_or_zero(k: Kernel, target: ir.Value, source: ir.Value | None, count: int) -> None:
+    """target[:count] = source[:count], or zeros without a source."""
+    with k.loop(0, count) as i:
+        k.store(k.load(source, i) if source is not None else F32(0.0), target, i)
+
+
+def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value | int, count: int,
+              activation: str | None, alpha: float | None, beta: float | None) -> None:
+    """out[:count] = act(out[:count] + bias[channel]): the fused tail."""
+    if bias is None and activation is None:
+        return
+    shift = k.load(bias, channel) if bias is not None else None
+    with k.loop(0, count) as i:
+        value = k.load(out, i)
+        if shift is not None:
+            value = k.builder.fadd(value, shift)
+        k.store(k.activation(value, activation, alpha, beta), out, i)
+
+
+def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, residual: ir.Value | None,
+            out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None) -> None:
+    """Grouped/depthwise (or any) convolution by direct loops, row by row."""
+    channels_per_group = g.channels // g.group
+    outs_per_group = g.out_channels // g.group
+    taps = g.taps
+    out_row_length = g.out_spatial[-1]
+    in_row_length = g.in_spatial[-1]
+    outer_out = list(g.out_spatial[:-1])
+    outer_in = list(g.in_spatial[:-1])
+    b = k.builder
+
+    with k.loop(0, g.batch) as image:
+        with k.loop(0, g.out_channels) as oc:
+            group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
+            plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
+
+            def row(outs: list[ir.Value]) -> None:
+                out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
+                source = k.element(residual, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length))) \
+                    if residual is not None else None
+                _copy_or_zero(k, out_row, source, out_row_length)
+                with k.loop(0, channels_per_group) as icl:
+                    ic = k.add(k.mul(group, channels_per_group), icl)
+                    x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
+                    w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
+                    # the taps of one kernel row (same outer coords) are summed in
+                    # registers over the positions where all of them are inside
+                    # the image, so each output element is loaded and stored once
+                    # per kernel row; the edges take the taps one by one
+                    last = g.kernel[-1]
+                    for row_start in range(0, len(taps), last):
+                        row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
+                        ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
+                        common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
+                        coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
+
+                        def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
+                            x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
+                            weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
+
+                            def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
+                                shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
+                                value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                                return transform(k, ic, value) if transform is not None else value
+
+                            spans: list[tuple[int, int, list[int]]] = []
+                            if common[0] < common[1]:
+                                spans.append((common[0], common[1], list(range(len(row_taps)))))
+                            for j, (lo, hi) in enumerate(ranges):
+                                pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
+                                    if common[0] < common[1] else [(lo, hi)]
+                                spans += [(a, z, [j]) for a, z in pieces if a < z]
+                            for start, stop, members in spans:
+                                with k.loop(start, stop) as o:
+                                    total = k.load(out_row, o)
+                                    for j in members:
+                                        total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
+                                    k.store(total, out_row, o)
+
+                        if all(lo >= hi for lo, hi in ranges):
+                            continue
+                        if inside is None:
+                            sweep()
+                        else:
+                            with k.when(inside):
+                                sweep()
+                _epilogue(k, out_row, bias, oc, out_row_length, kwargs.get("activation"), kwargs.get("alpha"),
+                          kwargs.get("beta"))
+
+            _outer_loops(k, outer_out, row)
+
+
+def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
+                  rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
+                  channels: int | None = None) -> None:
+    """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
+    padding; `transform`ed inside the image) for output rows first_row ..
+    first_row + rows of dim 0."""
+    taps = g.taps
+    row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
+    leading = block_rows * row_positions  # the columns matrix's row length
+    middle_out = list(g.out_spatial[1:-1])
+    middle_in = list(g.in_spatial[1:-1])
+    out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
+    b = k.builder
+    with k.loop(0, g.channels if channels is None else channels) as channel:
+        x_plane = k.element(x_image, k.mul(channel, g.in_positions))
+        for tap_index, tap in enumerate(taps):
+            column_row = k.element(columns, k.mul(k.add(k.mul(channel, len(taps)), tap_index), leading))
+            lo, hi = g.valid_range(tap[-1])
+            shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
+            with k.loop(0, rows) as r:
+
+                def fill(middle: list[ir.Value]) -> None:
+                    outs = [b.add(first_row, r), *middle]
+                    coords, inside = _input_outer(k, g, outs, tap[:-1])
+                    target = k.element(column_row, k.mul(_flat(k, [r, *middle], [block_rows, *middle_out]), out_length))
+
+                    def copy_row() -> None:
+                        x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
+                        with k.loop(0, lo) as o:
+                            k.store(F32(0.0), target, o)
+                        with k.loop(lo, hi) as o:
+                            value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                            if transform is not None:
+                                value = transform(k, channel, value)
+                            k.store(value, target, o)
+                        with k.loop(hi, out_length) as o:
+                            k.store(F32(0.0), target, o)
+
+                    if inside is None:
+                        copy_row()
+                    else:
+                        with b.if_else(inside) as (then, otherwise):
+                            with then:
+                                copy_row()
+                            with otherwise:
+                                with k.loop(0, out_length) as o:
+                                    k.store(F32(0.0), target, o)
+
+                _outer_loops(k, middle_out, fill)
+
+
+def supports_conv(site: dict[str, Any]) -> bool:
+    """float32 convolutions of 1, 2 or 3 spatial dims."""
+    weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
+    return all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3
+
+
+def _heap(k: Kernel, name: str, signature: ir.FunctionType) -> ir.Function:
+    function = k.module.globals.get(name)
+    return function if function is not None else ir.Function(k.module, signature, name)
+
+
+@native_kernel("conv", supports=supports_conv)
+def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv)."""
+    require_float32(site)
+    x_spec, w_spec, bias_spec, residual_spec = site["inputs"]
+    kwargs = site["kwargs"]
+    x_shape, w_shape, out_shape = x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"]
+    g = Geometry.of(x_shape, w_shape, out_shape, kwargs)
+    if g.batch == 0 or g.out_positions == 0 or g.out_channels == 0:
+        Kernel(module, symbol).finish()
+        return
+    k = Kernel(module, symbol)
+    x, w, out = k.buffer(0), k.buffer(1), k.buffer(4)
+    bias = k.buffer(2) if bias_spec is not None else None
+    residual = k.buffer(3) if residual_spec is not None else None
+    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"))
+    if algorithm == "direct":
+        _direct(k, g, x, w, bias, residual, out, kwargs)
+        k.finish()
+        return
+
+    workspace = k.buffer(5) if site.get("workspace") is not None else None
+    if workspace is not None and math.prod(site["workspace"]["shape"]) < conv_scratch_bytes(
+            x_shape, w_shape, out_shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"), 4):
+        workspace = None  # sized for another algorithm: not usable
+    _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, algorithm == "im2col",
+               workspace)
+    k.finish()
+
+
+def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
+               w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
+               im2col: bool, workspace: ir.Value | None, transform: InputTransform | None = None) -> None:
+    """A convolution through sgemm: per image and group, im2col blocks (in
+    `workspace`, else in a block allocated around the call) and one sgemm
+    each, or (`im2col` false: pointwise) one sgemm over the group's input;
+    a residual is copied into out first (beta = 1); then bias + activation.
+    `transform` (preact_conv) is for group 1 only."""
+    x_shape, w_shape, out_shape = shapes
+    assert transform is None or g.group == 1
+    image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
+    group_channels, group_outs = w_shape[1], g.out_channels // g.group
+    depth = group_channels * len(g.taps)
+    scratch = im2col_block_bytes(x_shape, w_shape, out_shape, 4)
+    columns = None
+    heap = False
+    if im2col:
+        if workspace is not None:
+            columns = workspace
+        else:
+            heap = True
+            alloc = _heap(k, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
+            columns = k.builder.call(alloc, [I64(64), I64(-(-scratch // 64) * 64)])
+    block_rows = im2col_block_rows(x_shape, w_shape, out_shape, 4)
+    row_positions = math.prod(g.out_spatial[1:])
+    positions = g.out_positions
+    blas_beta = 1.0 if residual is not None else 0.0
+    with k.loop(0, g.batch) as image:
+        x_image = k.element(x, k.mul(image, image_in))
+        out_image = k.element(out, k.mul(image, image_out))
+        if residual is not None:
+            _copy_or_zero(k, out_image, k.element(residual, k.mul(image, image_out)), image_out)
+        with k.loop(0, g.group) as group:
+            x_group = k.element(x_image, k.mul(group, group_channels * g.in_positions))
+            w_group = k.element(w, k.mul(group, group_outs * depth))
+            out_group = k.element(out_image, k.mul(group, group_outs * positions))
+            if not im2col:
+                k.sgemm(group_outs, positions, group_channels, w_group, group_channels, x_group, positions,
+                        out_group, positions, beta=blas_beta)
+            else:
+                assert columns is not None
+                with k.loop(0, g.out_spatial[0], block_rows) as first_row:
+                    left = k.builder.sub(I64(g.out_spatial[0]), first_row)
+                    rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
+                    _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, group_channels)
+                    k.sgemm(group_outs, k.builder.mul(rows, I64(row_positions)), depth, w_group, depth, columns,
+                            block_rows * row_positions,
+                            k.element(out_group, k.builder.mul(first_row, I64(row_positions))), positions,
+                            beta=blas_beta)
+        with k.loop(0, g.out_channels) as oc:
+            _epilogue(k, k.element(out_image, k.mul(oc, g.out_positions)), bias, oc, g.out_positions,
+                      kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+    if heap:
+        k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
+
+
+@native_kernel("preact_conv", supports=supports_conv)
+def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual,
+    then the activation (pyocc.runtime.kernels.conv.preact_conv)."""
+    require_float32(site)
+    x_spec, scale_spec, shift_spec, w_spec, bias_spec, residual_spec = site["inputs"]
+    kwargs = site["kwargs"]
+    g = Geometry.of(x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"], kwargs)
+    k = Kernel(module, symbol)
+    x, scale, shift, w, out = k.buffer(0), k.buffer(1), k.buffer(2), k.buffer(3), k.buffer(6)
+    bias = k.buffer(4) if bias_spec is not None else None
+    residual = k.buffer(5) if residual_spec is not None else None
+    relu = kwargs.get("pre_activation") == "relu"
+
+    def pre_activate(kernel: Kernel, channel: ir.Value, value: ir.Value) -> ir.Value:
+        b = kernel.builder
+        value = b.fadd(b.fmul(value, kernel.load(scale, channel)), kernel.load(shift, channel))
+        return kernel.activation(value, "relu", None, None) if relu else value
+
+    if not (g.batch and g.out_positions and g.out_channels):
+        pass
+    elif g.group == 1:
+        # pre-activated im2col blocks (padding stays zero) + sgemm
+        shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
+        workspace = site.get("workspace")
+        usable = workspace is not None and math.prod(workspace["shape"]) >= im2col_block_bytes(*shapes, 4)
+        _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7) if usable else None,
+                   transform=pre_activate)
+    else:
+        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
+    k.finish()
+
+
+@native_kernel("conv_transpose", supports=supports_conv)
+def emit_conv_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX ConvTranspose with explicit pads (pyocc.runtime.kernels.conv.conv_transpose):
+    out[o * ... ] += x[i] * w[c, m, tap] at o = i * stride + tap * dilation - pad."""
+    require_float32(site)
+    x_spec, w_spec, bias_spec = site["inputs"]
+    kwargs = site["kwargs"]
+    g = Geometry.of(x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"], kwargs, transpose=True)
+    k = Kernel(module, symbol)
+    x, w, out = k.buffer(0), k.buffer(1), k.buffer(3)
+    bias = k.buffer(2) if bias_spec is not None else None
+    b = k.builder
+    channels_per_group = g.channels // g.group
+    outs_per_group = g.out_channels // g.group
+    taps = g.taps
+    total = g.batch * g.out_channels * g.out_positions
+    with k.loop(0, g.batch * g.out_channels) as plane:
+        target = k.element(out, k.mul(plane, g.out_positions))
+        channel = b.urem(plane, I64(g.out_channels)) if g.out_channels > 1 else 0
+        value = k.load(bias, channel) if bias is not None else F32(0.0)
+        with k.loop(0, g.out_positions) as i:
+            k.store(value, target, i)
+    if total == 0 or g.in_positions == 0:
+        k.finish()
+        return
+    outer_in = list(g.in_spatial[:-1])
+    outer_out = list(g.out_spatial[:-1])
+    in_length, out_length = g.in_spatial[-1], g.out_spatial[-1]
+    s_last, d_last, p_last = g.strides[-1], g.dilations[-1], g.pads_begin[-1]
+    with k.loop(0, g.batch) as image:
+        with k.loop(0, g.channels) as ic:
+            group = b.udiv(ic, I64(channels_per_group)) if g.group > 1 else 0
+            x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
+
+            def row(ins: list[ir.Value]) -> None:
+                x_row = k.element(x_plane, k.mul(_flat(k, ins, outer_in), in_length))
+                with k.loop(0, outs_per_group) as ocl:
+                    oc = k.add(k.mul(group, outs_per_group), ocl)
+                    out_plane = k.element(out, k.add(k.mul(image, g.out_channels * g.out_positions),
+                                                     k.mul(oc, g.out_positions)))
+                    w_base = k.mul(k.add(k.mul(ic, outs_per_group), ocl), len(taps))
+                    for tap_index, tap in enumerate(taps):
+                        # output coord = input * s + tap * d - p; the valid inputs of the last dim
+                        shift = tap[-1] * d_last - p_last
+                        lo = 0
+                        while lo < in_length and lo * s_last + shift < 0:
+                            lo += 1
+                        hi = lo
+                        while hi < in_length and hi * s_last + shift < out_length:
+                            hi += 1
+                        if lo >= hi:
+                            continue
+                        coords: list[ir.Value] = []
+                        inside: ir.Value | None = None
+                        for axis, (i, t) in enumerate(zip(ins, tap[:-1], strict=True)):
+                            coord = k.add(k.mul(i, g.strides[axis]), t * g.dilations[axis] - g.pads_begin[axis])
+                            coords.append(coord)
+                            test = k.in_range(k.index(coord), 0, g.out_spatial[axis])
+                            inside = test if inside is None else b.and_(inside, test)
+
+                        def scatter() -> None:
+                            weight = k.load(w, k.add(w_base, tap_index))
+                            out_row = k.element(out_plane, k.mul(_flat(k, coords, outer_out), out_length))
+                            with k.loop(lo, hi) as i:
+                                o = k.add(k.mul(i, s_last), shift)
+                                k.store(b.fadd(k.load(out_row, o), b.fmul(weight, k.load(x_row, i))), out_row, o)
+
+                        if inside is None:
+                            scatter()
+                        else:
+                            with k.when(inside):
+                                scatter()
+
+            _outer_loops(k, outer_in, row)
+    k.finish()

@@ -1,0 +1,227 @@
+"""What the native matrix-product and convolution kernels share: a kernel
+function `void symbol(i8 **buffers)` in an llvmlite module, counted loops,
+float32 element access, the fused activations, and calls of the BLAS.
+
+Shapes are static (a kernel is specialised to its site), so loop bounds and
+most index arithmetic are Python ints; LLVM gets constant trip counts to
+vectorise. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import llvmlite.ir as ir
+
+from pyocc.lowering.llvm_math import ScalarMath, unary_expression
+from pyocc.lowering.native.loops import kernel_function
+
+F32 = ir.FloatType()
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+
+#: CBLAS's enums
+CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
+#: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
+SGEMM = "scipy_cblas_sgemm"
+SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
+
+
+class NotNative(Exception):
+    """A site these kernels do not compute natively (another dtype, ...):
+    it stays on the numpy kernel."""
+
+
+def all_float32(site: dict[str, Any]) -> bool:
+    """Whether every buffer of the site is float32 (what these kernels compute)."""
+    try:
+        require_float32(site)
+    except NotNative:
+        return False
+    return True
+
+
+def require_float32(site: dict[str, Any]) -> None:
+    """Raise NotNative unless every buffer of the site is float32."""
+    specs = [*site["inputs"], *site["outputs"]]
+    for spec in specs:
+        for one in spec if isinstance(spec, list) else [spec]:
+            if one is not None and one["dtype"] != "float32":
+                raise NotNative(f"{site['kernel']}: {one['dtype']} buffers run on the numpy kernel")
+
+
+class Kernel:
+    """One kernel function `void symbol(i8 **buffers)` being emitted."""
+
+    def __init__(self, module: ir.Module, symbol: str):
+        self.module = module
+        self.function = kernel_function(module, symbol)
+        self.function.args[0].name = "buffers"
+        # the entry block holds only the variables (allocas) and a branch to the code
+        self.entry = self.function.append_basic_block("entry")
+        start = self.function.append_basic_block("start")
+        ir.IRBuilder(self.entry).branch(start)
+        self.builder = ir.IRBuilder(start)
+        self.math = ScalarMath(self.builder, module, "host")
+
+    def variable(self, type: ir.Type) -> ir.Value:
+        """A variable of `type`: an alloca at the top of the entry block,
+        which LLVM keeps in a register."""
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        return at_entry.alloca(type)
+
+    def scalar(self, initial: float) -> ir.Value:
+        """A float32 variable, set to `initial` here."""
+        variable = self.variable(F32)
+        self.builder.store(F32(initial), variable)
+        return variable
+
+    def buffer(self, slot: int) -> ir.Value:
+        """The data pointer in `buffers[slot]`."""
+        b = self.builder
+        return b.load(b.gep(self.function.args[0], [I64(slot)], source_etype=PTR), typ=PTR)
+
+    def finish(self) -> None:
+        """Return from the kernel."""
+        self.builder.ret_void()
+
+    # -- integers and addresses ------------------------------------------------
+
+    @staticmethod
+    def const(value: int) -> ir.Constant:
+        return I64(value)
+
+    def index(self, value: ir.Value | int) -> ir.Value:
+        return I64(value) if isinstance(value, int) else value
+
+    def add(self, a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
+        """a + b, folded when both are Python ints (and when one is 0)."""
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if isinstance(b, int) and b == 0:
+            return a
+        if isinstance(a, int) and a == 0:
+            return b
+        return self.builder.add(self.index(a), self.index(b))
+
+    def mul(self, a: ir.Value | int, b: int) -> ir.Value | int:
+        """a * b for a constant b, folded when possible."""
+        if isinstance(a, int):
+            return a * b
+        if b == 1:
+            return a
+        if b == 0:
+            return 0
+        return self.builder.mul(a, I64(b))
+
+    def element(self, base: ir.Value, index: ir.Value | int) -> ir.Value:
+        """&base[index] for a float32 array."""
+        if isinstance(index, int) and index == 0:
+            return base
+        return self.builder.gep(base, [self.index(index)], inbounds=True, source_etype=F32)
+
+    def load(self, base: ir.Value, index: ir.Value | int) -> ir.Value:
+        return self.builder.load(self.element(base, index), typ=F32)
+
+    def store(self, value: ir.Value, base: ir.Value, index: ir.Value | int) -> None:
+        self.builder.store(value, self.element(base, index))
+
+    # -- control flow ------------------------------------------------------------
+
+    @contextmanager
+    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: int = 1) -> Iterator[ir.Value]:
+        """`for (i = start; i < stop; i += step)`: the body is what the caller
+        emits inside the `with`; yields i (i64). Nothing runs when start >= stop."""
+        b = self.builder
+        preheader = b.block
+        header = b.append_basic_block("loop")
+        body = b.append_basic_block("body")
+        after = b.append_basic_block("after")
+        start_value, stop_value = self.index(start), self.index(stop)
+        b.branch(header)
+        b.position_at_end(header)
+        i = b.phi(I64, "i")
+        i.add_incoming(start_value, preheader)
+        b.cbranch(b.icmp_signed("<", i, stop_value), body, after)
+        b.position_at_end(body)
+        yield i
+        following = b.add(i, I64(step))
+        i.add_incoming(following, b.block)
+        b.branch(header)
+        b.position_at_end(after)
+
+    @contextmanager
+    def when(self, condition: ir.Value) -> Iterator[None]:
+        """Emit the body only where `condition` (i1) holds."""
+        with self.builder.if_then(condition):
+            yield
+
+    def in_range(self, value: ir.Value, low: int, high: int) -> ir.Value:
+        """low <= value < high, as one unsigned compare."""
+        b = self.builder
+        return b.icmp_unsigned("<", b.sub(value, I64(low)), I64(high - low))
+
+    # -- float math ----------------------------------------------------------------
+
+    def activation(self, value: ir.Value, activation: str | None, alpha: float | None,
+                   beta: float | None) -> ir.Value:
+        """A fused activation of a float32 value (numpy's apply_activation)."""
+        if activation is None:
+            return value
+        return unary_expression(self.math, activation, value, alpha, beta, "none")
+
+    # -- BLAS ------------------------------------------------------------------------
+
+    def sgemm(self, m: int, n: int | ir.Value, k: int, a: ir.Value, lda: int, b: ir.Value, ldb: int,
+              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float = 0.0, trans_a: bool = False,
+              trans_b: bool = False) -> None:
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n may
+        be a run-time i64)."""
+        if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        function = self.module.globals.get(SGEMM)
+        if function is None:
+            function = ir.Function(self.module, SGEMM_TYPE, SGEMM)
+
+        def i32(value: int | ir.Value) -> ir.Value:
+            return I32(int(value)) if isinstance(value, int) else self.builder.trunc(value, I32)
+
+        self.builder.call(function, [
+            i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+            i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
+            a, i32(max(lda, 1)), b, i32(max(ldb, 1)), F32(beta), c, i32(max(ldc, 1)),
+        ])
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Element strides of a contiguous row-major array of `shape`."""
+    return [math.prod(shape[axis + 1:]) for axis in range(len(shape))]
+
+
+def broadcast_strides(shape: Sequence[int], out_shape: Sequence[int]) -> list[int]:
+    """Element strides of an array of `shape` read at each index of
+    `out_shape` under numpy broadcasting (0 along broadcast dims)."""
+    shape = [1] * (len(out_shape) - len(shape)) + list(shape)
+    strides = row_major_strides(shape)
+    return [0 if size == 1 and want != 1 else stride for size, want, stride in zip(shape, out_shape, strides,
+                                                                                   strict=True)]
+
+
+def flat_offset(kernel: Kernel, flat: ir.Value, shape: Sequence[int], strides: Sequence[int]) -> ir.Value | int:
+    """Σ index_d * strides[d] for the row-major multi-index of `flat` in `shape`."""
+    b = kernel.builder
+    offset: ir.Value | int = 0
+    inner = row_major_strides(shape)
+    for size, stride, step in zip(shape, strides, inner, strict=True):
+        if stride == 0 or size == 1:
+            continue
+        index = b.udiv(flat, I64(step)) if step != 1 else flat
+        if step * size != math.prod(shape):
+            index = b.urem(index, I64(size))
+        offset = kernel.add(offset, kernel.mul(index, stride))
+    return offset

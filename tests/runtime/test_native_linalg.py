@@ -1,0 +1,252 @@
+"""The native matrix-product and convolution kernels (pyocc.lowering.native
+linalg and conv) against the numpy kernels they replace, on random data:
+odd, tiny, padded, strided, dilated, grouped, depthwise, 1-D and 3-D shapes,
+every fused part. Each emitter is JIT-compiled alone and called with the
+buffer table a compiled model passes (pyocc.testing.native_kernel)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("scipy_openblas32", reason="the native kernels call OpenBLAS from scipy-openblas32")
+
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes  # noqa: E402
+from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_preact_conv  # noqa: E402
+from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
+from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
+from pyocc.runtime import host_kernels as hk  # noqa: E402
+from pyocc.testing.native_kernel import run_native  # noqa: E402
+
+RNG = np.random.default_rng(16)
+
+
+def random(shape: list[int] | tuple[int, ...]) -> np.ndarray:
+    return RNG.standard_normal(shape, dtype=np.float32)
+
+
+def assert_close(got: np.ndarray, want: np.ndarray) -> None:
+    """Equal up to float32 rounding of a different summation order."""
+    assert not np.isnan(got).any() or np.isnan(want).any(), "the native kernel left NaN (unwritten) elements"
+    scale = max(float(np.abs(want).max(initial=0.0)), 1.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5 * scale)
+
+
+def conv_out_shape(x: list[int], w: list[int], strides: list[int] | None, pads: list[int] | None,
+                   dilations: list[int] | None) -> list[int]:
+    rank = len(w) - 2
+    strides, dilations = strides or [1] * rank, dilations or [1] * rank
+    pads = pads or [0] * 2 * rank
+    return [x[0], w[0]] + [(x[2 + i] + pads[i] + pads[rank + i] - (w[2 + i] - 1) * dilations[i] - 1) // strides[i] + 1
+                           for i in range(rank)]
+
+
+CONVS: dict[str, dict[str, Any]] = {
+    "3x3_padded": dict(x=[1, 3, 8, 8], w=[4, 3, 3, 3], pads=[1, 1, 1, 1]),
+    "strided_dilated_asymmetric": dict(x=[2, 3, 9, 7], w=[4, 3, 3, 2], strides=[2, 1], pads=[1, 0, 2, 1],
+                                       dilations=[1, 2], bias=True, residual=True, activation="relu"),
+    "stem_7x7_stride2": dict(x=[1, 3, 23, 23], w=[5, 3, 7, 7], strides=[2, 2], pads=[3, 3, 3, 3], bias=True),
+    "pointwise": dict(x=[2, 5, 6, 6], w=[7, 5, 1, 1], bias=True, residual=True, activation="tanh"),
+    "pointwise_stride2": dict(x=[1, 5, 7, 7], w=[7, 5, 1, 1], strides=[2, 2]),
+    "depthwise": dict(x=[2, 4, 6, 6], w=[4, 1, 3, 3], pads=[1, 1, 1, 1], group=4, bias=True, residual=True,
+                      activation="leaky_relu", alpha=0.2),
+    "depthwise_multiplier_strided": dict(x=[1, 4, 7, 7], w=[8, 1, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=4),
+    "grouped_dilated": dict(x=[1, 6, 7, 5], w=[4, 3, 3, 1], strides=[1, 2], pads=[0, 1, 0, 1], group=2,
+                            dilations=[2, 1], activation="sigmoid"),
+    "grouped_wide_blas": dict(x=[2, 32, 7, 7], w=[8, 16, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], group=2,
+                              bias=True, residual=True, activation="relu"),
+    "grouped_wide_pointwise": dict(x=[1, 48, 5, 5], w=[12, 16, 1, 1], group=3, bias=True),
+    "one_d": dict(x=[2, 3, 10], w=[4, 3, 3], strides=[2], pads=[1, 2], dilations=[2], activation="hard_swish"),
+    "three_d": dict(x=[1, 2, 4, 5, 6], w=[3, 2, 3, 2, 3], pads=[1, 0, 1, 1, 1, 1], bias=True),
+    "tiny_all_padding": dict(x=[1, 3, 1, 1], w=[2, 3, 3, 3], pads=[1, 1, 1, 1]),
+    "kernel_larger_than_stride_gap": dict(x=[1, 2, 5, 5], w=[3, 2, 2, 2], strides=[3, 3], pads=[0, 0, 1, 1]),
+    "clip_hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="clip", alpha=-0.5, beta=0.5),
+    "hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="hard_sigmoid", alpha=0.3, beta=0.4),
+    "many_blocks": dict(x=[1, 64, 40, 40], w=[32, 64, 3, 3], pads=[1, 1, 1, 1], bias=True, activation="relu"),
+}
+
+
+def conv_case(case: dict[str, Any]) -> tuple[list[np.ndarray | None], list[int], dict[str, Any]]:
+    out_shape = conv_out_shape(case["x"], case["w"], case.get("strides"), case.get("pads"), case.get("dilations"))
+    inputs = [random(case["x"]), random(case["w"]), random([case["w"][0]]) if case.get("bias") else None,
+              random(out_shape) if case.get("residual") else None]
+    kwargs = {k: case[k] for k in ("strides", "pads", "dilations", "group", "activation", "alpha", "beta") if k in case}
+    return inputs, out_shape, kwargs
+
+
+@pytest.mark.parametrize("planned", [True, False], ids=["workspace", "heap"])
+@pytest.mark.parametrize("name", sorted(CONVS))
+def test_conv_matches_numpy(name: str, planned: bool) -> None:
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    want = np.empty(out_shape, np.float32)
+    hk.conv(*inputs, out=want, **kwargs)
+    got = np.full(out_shape, np.nan, np.float32)
+    scratch = conv_scratch_bytes(inputs[0].shape, inputs[1].shape, out_shape, kwargs.get("strides"),
+                                 kwargs.get("pads"), kwargs.get("group"), 4)
+    if not planned and not scratch:
+        pytest.skip("this convolution needs no scratch: the heap fallback does not apply")
+    run_native(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=scratch if planned else None)
+    assert_close(got, want)
+
+
+def test_conv_residual_in_place() -> None:
+    # dnn-coalesce writes a residual conv over its dying residual: out is residual
+    for name in ("strided_dilated_asymmetric", "pointwise", "depthwise"):
+        inputs, out_shape, kwargs = conv_case(CONVS[name])
+        want = np.empty(out_shape, np.float32)
+        hk.conv(*inputs, out=want, **kwargs)
+        residual = inputs[3]
+        assert residual is not None
+        scratch = conv_scratch_bytes(inputs[0].shape, inputs[1].shape, out_shape, kwargs.get("strides"),
+                                     kwargs.get("pads"), kwargs.get("group"), 4)
+        run_native(emit_conv, "conv", inputs, residual, kwargs, workspace_bytes=scratch or None)
+        assert_close(residual, want)
+
+
+@pytest.mark.parametrize("planned", [True, False], ids=["workspace", "heap"])
+@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric"])
+@pytest.mark.parametrize("pre_activation", [None, "relu"])
+def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, planned: bool) -> None:
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    x, w, bias, residual = inputs
+    channels = x.shape[1]
+    scale, shift = random([channels]), random([channels])
+    if pre_activation is not None:
+        kwargs["pre_activation"] = pre_activation
+    want = np.empty(out_shape, np.float32)
+    hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
+    got = np.full(out_shape, np.nan, np.float32)
+    scratch = im2col_block_bytes(x.shape, w.shape, out_shape, 4) if kwargs.get("group", 1) == 1 else 0
+    if not planned and not scratch:
+        pytest.skip("a grouped preact_conv runs direct loops: no scratch, no heap fallback")
+    run_native(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
+               workspace_bytes=scratch if planned and scratch else None)
+    assert_close(got, want)
+
+
+CONV_TRANSPOSES: dict[str, dict[str, Any]] = {
+    "stride2": dict(x=[1, 3, 4, 4], w=[3, 2, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], bias=True),
+    "output_padding": dict(x=[2, 2, 3, 5], w=[2, 3, 3, 2], strides=[2, 3], pads=[0, 1, 1, 0], output_padding=[1, 2]),
+    "grouped_dilated": dict(x=[1, 4, 5, 5], w=[4, 1, 3, 3], strides=[1, 1], pads=[2, 2, 2, 2], dilations=[2, 2],
+                            group=2, bias=True),
+    "one_d": dict(x=[1, 3, 6], w=[3, 2, 4], strides=[3], pads=[1, 0]),
+    "three_d": dict(x=[1, 2, 2, 3, 3], w=[2, 2, 2, 2, 2], strides=[2, 1, 2], pads=[0, 0, 1, 0, 1, 0]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV_TRANSPOSES))
+def test_conv_transpose_matches_numpy(name: str) -> None:
+    case = CONV_TRANSPOSES[name]
+    rank = len(case["w"]) - 2
+    strides, dilations = case.get("strides") or [1] * rank, case.get("dilations") or [1] * rank
+    pads, extra = case.get("pads") or [0] * 2 * rank, case.get("output_padding") or [0] * rank
+    group = case.get("group", 1)
+    out_shape = [case["x"][0], case["w"][1] * group] + [
+        (case["x"][2 + i] - 1) * strides[i] + (case["w"][2 + i] - 1) * dilations[i] + 1 + extra[i] - pads[i] - pads[rank + i]
+        for i in range(rank)]
+    inputs = [random(case["x"]), random(case["w"]), random([out_shape[1]]) if case.get("bias") else None]
+    kwargs = {k: case[k] for k in ("strides", "pads", "dilations", "group", "output_padding") if k in case}
+    want = np.empty(out_shape, np.float32)
+    hk.conv_transpose(*inputs, out=want, **kwargs)
+    got = np.full(out_shape, np.nan, np.float32)
+    run_native(emit_conv_transpose, "conv_transpose", inputs, got, kwargs)
+    assert_close(got, want)
+
+
+GEMMS: dict[str, dict[str, Any]] = {
+    "plain": dict(a=[5, 7], b=[7, 9]),
+    "transposed_scaled": dict(a=[7, 5], b=[9, 7], trans_a=1, trans_b=1, alpha=0.5, beta=2.0, c=[9]),
+    "c_row_vector": dict(a=[4, 3], b=[3, 6], c=[1, 6], activation="relu"),
+    "c_column": dict(a=[4, 3], b=[3, 6], c=[4, 1], beta=-1.5),
+    "c_full_beta_zero": dict(a=[4, 3], b=[3, 6], c=[4, 6], beta=0.0),
+    "c_scalar": dict(a=[2, 3], b=[3, 2], c=[], activation="leaky_relu", activation_alpha=0.3),
+    "classifier": dict(a=[1, 2048], b=[10, 2048], trans_b=1, c=[10]),
+    "clip": dict(a=[3, 4], b=[4, 5], c=[5], activation="clip", activation_alpha=-0.1, activation_beta=0.2),
+    "empty_depth": dict(a=[3, 0], b=[0, 4], c=[4]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMS))
+def test_gemm_matches_numpy(name: str) -> None:
+    case = dict(GEMMS[name])
+    a, b = random(case.pop("a")), random(case.pop("b"))
+    c = random(case.pop("c")) if "c" in case else None
+    m = a.shape[1] if case.get("trans_a") else a.shape[0]
+    n = b.shape[0] if case.get("trans_b") else b.shape[1]
+    want = np.empty((m, n), np.float32)
+    hk.gemm(a, b, c, out=want, **case)
+    got = np.full((m, n), np.nan, np.float32)
+    run_native(emit_gemm, "gemm", [a, b, c], got, case)
+    assert_close(got, want)
+
+
+MATMULS = {
+    "2d": ([5, 7], [7, 3]),
+    "vector_matrix": ([7], [7, 3]),
+    "matrix_vector": ([2, 5, 7], [7]),
+    "vector_vector": ([7], [7]),
+    "shared_weights": ([2, 3, 5, 7], [7, 4]),
+    "broadcast_batches": ([2, 1, 3, 4], [3, 4, 6]),
+    "broadcast_a": ([3, 4], [2, 4, 5]),
+    "attention_heads": ([2, 4, 6, 8], [2, 4, 8, 6]),
+    "one_row": ([1, 1, 9], [1, 9, 1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMULS))
+def test_matmul_matches_numpy(name: str) -> None:
+    a_shape, b_shape = MATMULS[name]
+    a, b = random(a_shape), random(b_shape)
+    want = np.matmul(a, b)
+    got = np.full(want.shape, np.nan, np.float32)
+    run_native(emit_matmul, "matmul", [a, b], got, {})
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("mask_shape", [None, [6], [1, 3, 1, 6], [2, 3, 5, 6]], ids=str)
+@pytest.mark.parametrize("scale", [1.0, 0.125])
+def test_attention_softmax_matches_numpy(mask_shape: list[int] | None, scale: float) -> None:
+    a, b = random([2, 3, 5, 4]), random([2, 3, 4, 6])
+    mask = random(mask_shape) if mask_shape is not None else None
+    want = np.empty((2, 3, 5, 6), np.float32)
+    hk.attention_softmax(a, b, mask, out=want, scale=scale)
+    got = np.full(want.shape, np.nan, np.float32)
+    run_native(emit_attention_softmax, "attention_softmax", [a, b, mask], got, {"scale": scale})
+    assert_close(got, want)
+
+
+def test_other_dtypes_stay_on_numpy() -> None:
+    a, b = np.ones((2, 2), np.float64), np.ones((2, 2), np.float64)
+    with pytest.raises(NotNative, match="float64"):
+        run_native(emit_matmul, "matmul", [a, b], np.empty((2, 2), np.float64), {})
+
+
+# -- whole models, native kernels against onnxruntime ------------------------------
+
+
+@pytest.mark.parametrize("scratch", [False, True], ids=["heap_scratch", "planned_scratch"])
+@pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
+def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
+    pytest.importorskip("onnxruntime")
+    import pyocc
+    from pyocc.examples.tiny_cnn import build
+    from pyocc.testing.random_graphs import compare_with_onnxruntime, random_inputs
+
+    model = build()
+    assert compare_with_onnxruntime(model, random_inputs(model, 0), memory=memory, scratch=scratch) is None
+    compiled = pyocc.compile(model, memory=memory, scratch=scratch)
+    kernels = [site["kernel"] for site in compiled.native.meta["sites"]]
+    assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
+    scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
+    assert bool(scratch_buffers) == scratch
+
+
+def test_resnet50_runs_natively_with_planned_scratch() -> None:
+    pytest.importorskip("onnxruntime")
+    from pyocc.testing.light_models import random_inputs_for, with_random_weights
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = with_random_weights("resnet50")
+    assert compare_with_onnxruntime(model, random_inputs_for(model), memory="pool", scratch=True) is None
