@@ -48,6 +48,7 @@ PYOCC_PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "dnn-coalesce": _lazy_pass("pyocc.rewrites.dnn_coalesce", "DnnCoalescePass"),
     "dnn-reorder": _lazy_pass("pyocc.rewrites.dnn_reorder", "DnnReorderPass"),
     "dnn-sanitize": _lazy_pass("pyocc.rewrites.dnn_sanitize", "DnnSanitizePass"),
+    "dnn-tile": _lazy_pass("pyocc.rewrites.dnn_tile", "DnnTilePass"),
     "dnn-memory-pool": _lazy_pass("pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass"),
     "convert-dnn-to-llvm": _lazy_pass("pyocc.lowering.convert_dnn_to_llvm", "ConvertDnnToLlvmPass"),
     "occamy-eager": _lazy_pass("pyocc.pipelines", "OccamyEagerPipeline"),
