@@ -7,6 +7,7 @@
 A flow has three stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
+    tile_passes     patch-based execution of the stem (dnn-tile; off by default)
     buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
 
@@ -33,6 +34,7 @@ from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+from pyocc.rewrites.dnn_tile import DnnTilePass
 
 MEMORY_MODES = ("eager", "lazy", "pool")
 
@@ -76,6 +78,13 @@ class Options:
     """Where the code runs: host, or cuda (inputs and outputs are staged
     through device buffers, and only fusions cuDNN can run are applied)."""
 
+    tile_region: int = 0
+    """dnn-tile's region: the first N row-local ops from the graph input run
+    patch by patch; 0: no tiling."""
+
+    tile_patches: int = 4
+    """dnn-tile's patch count (with tile_region)."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -92,6 +101,15 @@ def reorder_passes(options: Options) -> list[ModulePass]:
     if options.reorder == "given":
         return []
     return [DnnReorderPass(strategy=options.reorder)]
+
+
+def tile_passes(options: Options) -> list[ModulePass]:
+    """dnn-tile, on the final tensor form (after dnn-reorder, which would
+    otherwise interleave the patches); empty without a tile_region. Kept out
+    of tensor_passes so a report can take the bound of the untiled program."""
+    if options.tile_region <= 0:
+        return []
+    return [DnnTilePass(region=options.tile_region, patches=options.tile_patches)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
@@ -117,7 +135,7 @@ def pool_passes(options: Options) -> list[ModulePass]:
 
 def all_passes(options: Options) -> list[ModulePass]:
     """The whole flow, stage after stage."""
-    return [*tensor_passes(options), *buffer_passes(options), *pool_passes(options)]
+    return [*tensor_passes(options), *tile_passes(options), *buffer_passes(options), *pool_passes(options)]
 
 
 def run_passes(

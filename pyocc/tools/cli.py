@@ -65,6 +65,22 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _limit(text: str) -> int | str:
+    """--memory-limit: a byte count, or min (argparse type)."""
+    return "min" if text == "min" else _size(text)
+
+
+def _ratio(text: str) -> float:
+    """--max-extra-macs: a non-negative ratio like 0.1 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a non-negative ratio, e.g. 0.1 for 10% more MACs")
+    return value
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never half a file."""
     try:
@@ -101,8 +117,11 @@ def _common(p: argparse.ArgumentParser) -> None:
                         "the CUDA runtime, cuDNN and cuBLAS; needs pyocc[cuda])")
     p.add_argument("--workspace", type=_size, default=32 << 20, metavar="SIZE",
                    help="target cuda: the convolution workspace allocated once (default 32MiB)")
-    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
-                   help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
+    p.add_argument("--memory-limit", type=_limit, default=None, metavar="SIZE",
+                   help="fit the activation memory in SIZE (e.g. 8MiB), running the stem patch by patch "
+                        "if needed, or fail; min: the smallest within --max-extra-macs")
+    p.add_argument("--max-extra-macs", type=_ratio, default=0.10, metavar="RATIO",
+                   help="with --memory-limit min: the extra MACs patch-based execution may add (default 0.10)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
     p.add_argument("--no-fuse", dest="fuse", action="store_false",
@@ -111,13 +130,19 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn tensor coalescing (dnn-coalesce) off")
 
 
+def _bytes(limit: int | str | None) -> int | None:
+    """The byte limit to check a report against (none for min)."""
+    return limit if isinstance(limit, int) else None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
-                          reorder=args.reorder, workspace=args.workspace)
-    model.memory_report().check_limit(args.memory_limit)
+                          reorder=args.reorder, workspace=args.workspace,
+                          memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    model.memory_report().check_limit(_bytes(args.memory_limit))
     if args.inputs:
         try:
             data = np.load(args.inputs)
@@ -151,8 +176,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
-                          pool_candidates=args.pool_candidates, reorder=args.reorder)
-    model.memory_report().check_limit(args.memory_limit)
+                          pool_candidates=args.pool_candidates, reorder=args.reorder,
+                          memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
     print(f"wrote {out}")
     return 0
@@ -165,8 +191,9 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
         raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
-                           pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda")
-    report.check_limit(args.memory_limit)
+                           pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda",
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    report.check_limit(_bytes(args.memory_limit))
     try:
         ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace).apply(Context(), module)
     except PassFailedException as e:
@@ -180,8 +207,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target)
-    report.check_limit(args.memory_limit)
+                           reorder=args.reorder, target=args.target,
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
     if args.explain:

@@ -1,0 +1,118 @@
+"""The automatic choice behind `--memory-limit`: when the program as given
+needs more activation memory than the limit, try patch-based execution of
+its stem (dnn-tile) with regions and patch counts in order of extra MACs,
+planning each candidate for real, and take the first that fits; `min` takes
+the smallest plan within a budget of extra MACs.
+
+The candidates: the prefixes of the row-local chain from the graph input up
+to the first downsampling stages (the rows shrunk at most 8 times, at most
+12 ops), each with 2, 4, 8 or 16 patches.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import ops as d
+from pyocc.pipelines import Options, buffer_passes, pool_passes, run_passes, tile_passes
+from pyocc.rewrites.dnn_tile import RowWindow, patch_bounds, region_chain
+
+PATCH_COUNTS = (2, 4, 8, 16)
+MAX_REGION_OPS = 12
+MAX_DOWNSAMPLING = 8
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One tiling to try: the first `region` ops in `patches` patches."""
+
+    region: int
+    patches: int
+    extra_macs: int
+    """MACs the halo recomputation adds to one run."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What the search settled on (region 0: the program as given)."""
+
+    region: int
+    patches: int
+    activation_bytes: int
+
+
+def candidates(function: func.FuncOp) -> list[Candidate]:
+    """Every (region, patches) worth planning, least extra MACs first."""
+    chain = region_chain(function)
+    rows_in = chain[0][2].rows_in if chain else 0
+    found: list[Candidate] = []
+    for count in range(1, min(len(chain), MAX_REGION_OPS) + 1):
+        windows = [w for _, _, w in chain[:count]]
+        if rows_in > MAX_DOWNSAMPLING * windows[-1].rows_out:
+            break
+        macs = [op.macs() for op, _, _ in chain[:count]]  # type: ignore[attr-defined]
+        for patches in PATCH_COUNTS:
+            if patches > windows[-1].rows_out:
+                break
+            found.append(Candidate(count, patches, _extra_macs(windows, macs, patches)))
+    return sorted(found, key=lambda c: (c.extra_macs, c.patches, c.region))
+
+
+def _extra_macs(windows: list[RowWindow], macs: list[int], patches: int) -> int:
+    """The MACs the patches compute beyond the untiled ops: each op's cost
+    grows with the rows it computes, halo rows counted once per patch."""
+    rows = [0] * len(windows)
+    for first, end in patch_bounds(windows[-1].rows_out, patches):
+        band = (first, end)
+        for i in range(len(windows) - 1, -1, -1):
+            rows[i] += band[1] - band[0]
+            lo, hi, _, _ = windows[i].needs(*band)
+            band = (lo, hi)
+    return sum(math.ceil(m * (r / w.rows_out - 1)) for m, r, w in zip(macs, rows, windows, strict=True))
+
+
+def activation_bytes(ctx: Context, tensor_module: ModuleOp, options: Options) -> int:
+    """The activation memory of the tensor-form module (left unchanged)
+    compiled with `options`: planned for real."""
+    module = tensor_module.clone()
+    run_passes(ctx, module, [*tile_passes(options), *buffer_passes(options), *pool_passes(options)])
+    return function_activation_bytes(next(op for op in module.walk() if isinstance(op, func.FuncOp)), options.memory)
+
+
+def function_activation_bytes(function: func.FuncOp, memory: str) -> int:
+    """A buffer-form function's activation memory in its memory mode: the
+    pools (pool), the max-live buffers (lazy) or all buffers (eager)."""
+    if memory == "pool":
+        return sum(o.size.value.data for o in function.body.block.ops if isinstance(o, d.PoolInitOp))
+    liveness = analyze_function(function)
+    return liveness.lower_bound if memory == "lazy" else liveness.naive_bytes
+
+
+def choose_tiling(ctx: Context, tensor_module: ModuleOp, options: Options, limit: int | str,
+                  max_extra_macs: float, base_macs: int, model: str) -> Choice:
+    """The tiling `--memory-limit` asks for: with a byte limit the first
+    candidate (least extra MACs, the program as given first) that fits, with
+    "min" the smallest activation memory within `max_extra_macs` (a ratio
+    of the untiled MACs). When nothing fits, the smallest plan found (the
+    caller's MemoryReport.check_limit then says so)."""
+    untiled = activation_bytes(ctx, tensor_module, options)
+    best = Choice(0, 0, untiled)
+    if limit != "min" and untiled <= int(limit):
+        return best
+    function = next(op for op in tensor_module.walk() if isinstance(op, func.FuncOp))
+    for candidate in candidates(function):
+        if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:
+            break
+        size = activation_bytes(ctx, tensor_module, replace(options, tile_region=candidate.region,
+                                                             tile_patches=candidate.patches))
+        if size < best.activation_bytes:
+            best = Choice(candidate.region, candidate.patches, size)
+        if limit != "min" and size <= int(limit):
+            return best
+    return best

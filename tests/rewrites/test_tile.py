@@ -1,0 +1,97 @@
+"""dnn-tile end to end: tiled programs (patch-based execution of the stem)
+match onnxruntime on random weights, pass the plan verifier (run_passes
+checks lifetimes after each pass) and the sanitizer, keep the region output
+one buffer, and `memory_limit` picks a tiling that fits or says the
+smallest size reached."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyocc
+from pyocc.api import lower
+from pyocc.errors import PyoccError
+from pyocc.examples.tiny_cnn import build as tiny_cnn
+from pyocc.testing.light_models import onnxruntime_reference
+from tests.graphs import mobilenet_v2, random_inputs
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _reference(model, inputs):
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, inputs)
+
+
+def _check(model, inputs, expected, **options) -> pyocc.api.MemoryReport:
+    compiled = pyocc.compile(model, **options)
+    outputs = list(compiled.run(inputs).values())
+    for got, want in zip(outputs, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return compiled.memory_report()
+
+
+@pytest.mark.parametrize("patches", [2, 3, 4])
+@pytest.mark.parametrize("sanitize", [False, True])
+@pytest.mark.parametrize("build", [tiny_cnn, mobilenet_v2], ids=["tiny_cnn", "mobilenet_v2"])
+def test_tiled_toy_graphs_match_onnxruntime(build, sanitize: bool, patches: int) -> None:
+    # both graphs branch right after their first conv: the region is that conv
+    model = build()
+    inputs = random_inputs(model)
+    report = _check(model, inputs, _reference(model, inputs), tile_region=1, tile_patches=patches,
+                    sanitize=sanitize)
+    assert report.tiling == f"1 ops in {patches} patches"
+    assert report.extra_macs == 0.0  # the halo rows of a one-op region are input rows: nothing recomputed
+
+
+def test_region_longer_than_the_chain_is_not_tiled() -> None:
+    model = tiny_cnn()
+    _, report = lower(model, tile_region=2)
+    assert report.tiling is None and report.extra_macs == 0.0
+
+
+def test_light_resnet50_tiled_stem_matches_onnxruntime() -> None:
+    # conv 7x7/2 + max_pool 3x3/2: the halo of the pool's rows is recomputed by the conv
+    model, inputs, expected = onnxruntime_reference("resnet50")
+    report = _check(model, inputs, expected, tile_region=2, tile_patches=4, sanitize=True)
+    assert report.tiling == "2 ops in 4 patches"
+    assert 0.0 < report.extra_macs < 0.01
+    module, _ = lower(model, tile_region=2, tile_patches=4)
+    inserts = [op for op in module.walk() if op.name == "dnn.insert_slice"]
+    assert len(inserts) == 4
+    # dnn-coalesce wrote every insert over its dest: one buffer for the region output
+    assert len({op.operands[0] for op in inserts} | {op.operands[2] for op in inserts}) == 1
+
+
+def test_light_vgg19_memory_limit_min() -> None:
+    model, inputs, expected = onnxruntime_reference("vgg19")
+    _, untiled = lower(model)
+    report = _check(model, inputs, expected, memory_limit="min")
+    assert report.tiling is not None
+    assert report.activation_bytes < untiled.activation_bytes / 2
+    assert report.lower_bound_bytes == untiled.lower_bound_bytes  # the untransformed program's
+    assert 0.0 < report.extra_macs <= 0.10
+    assert report.macs == pytest.approx(untiled.macs * (1 + report.extra_macs))
+
+
+def test_memory_limit_picks_the_cheapest_fitting_tiling() -> None:
+    model, _, _ = onnxruntime_reference("vgg19")
+    _, untiled = lower(model)
+    _, smallest = lower(model, memory_limit="min")
+    limit = (untiled.activation_bytes + smallest.activation_bytes) // 2
+    _, report = lower(model, memory_limit=limit)
+    assert report.activation_bytes <= limit
+    assert report.extra_macs <= smallest.extra_macs
+    _, fits = lower(model, memory_limit=untiled.activation_bytes)
+    assert fits.tiling is None  # the program as given fits: nothing is tiled
+
+
+def test_memory_limit_below_every_tiling_names_the_smallest() -> None:
+    with pytest.raises(PyoccError, match=r"needs [\d,]+ bytes of activation memory .* more than the limit of 1,024"):
+        lower(tiny_cnn(), memory_limit=1024)
+
+
+def test_tiling_on_cuda_is_one_clear_error() -> None:
+    with pytest.raises(PyoccError, match="patch-based execution .* runs on the host only"):
+        lower(tiny_cnn(), tile_region=1, target="cuda")
