@@ -106,11 +106,16 @@ def choose_tiling(ctx: Context, tensor_module: ModuleOp, options: Options, limit
     if limit != "min" and untiled <= int(limit):
         return best
     function = next(op for op in tensor_module.walk() if isinstance(op, func.FuncOp))
+    no_gain: set[int] = set()  # regions whose fewest patches saved nothing: more will not either
     for candidate in candidates(function):
         if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:
             break
+        if candidate.region in no_gain:
+            continue
         size = activation_bytes(ctx, tensor_module, replace(options, tile_region=candidate.region,
                                                              tile_patches=candidate.patches))
+        if size >= untiled:
+            no_gain.add(candidate.region)
         if size < best.activation_bytes:
             best = Choice(candidate.region, candidate.patches, size)
         if limit != "min" and size <= int(limit):
