@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
@@ -77,12 +78,51 @@ def _extra_macs(windows: list[RowWindow], macs: list[int], patches: int) -> int:
     return sum(math.ceil(m * (r / w.rows_out - 1)) for m, r, w in zip(macs, rows, windows, strict=True))
 
 
+def planned_function(ctx: Context, tensor_module: ModuleOp, options: Options) -> func.FuncOp:
+    """The tensor-form module (left unchanged) compiled with `options` to
+    buffer form, planned for real: its (first) function."""
+    module = tensor_module.clone()
+    run_passes(ctx, module, [*tile_passes(options), *buffer_passes(options), *pool_passes(options)])
+    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
+
+
 def activation_bytes(ctx: Context, tensor_module: ModuleOp, options: Options) -> int:
     """The activation memory of the tensor-form module (left unchanged)
     compiled with `options`: planned for real."""
-    module = tensor_module.clone()
-    run_passes(ctx, module, [*tile_passes(options), *buffer_passes(options), *pool_passes(options)])
-    return function_activation_bytes(next(op for op in module.walk() if isinstance(op, func.FuncOp)), options.memory)
+    return function_activation_bytes(planned_function(ctx, tensor_module, options), options.memory)
+
+
+def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
+                  chain: list[tuple[Operation, SSAValue, RowWindow]]) -> dict[int, int]:
+    """Region length k -> the most bytes live at once in the planned untiled
+    function after the region's last op. Tiling leaves those steps as they
+    are, so no tiling of k ops can plan below it. Only for the regions whose
+    compute ops (and those before them) pair up across the two forms."""
+    tensor_ops = [op for op in tensor_function.body.block.ops if isinstance(op, d.DnnComputeOp)]
+    steps = [(i, op) for i, op in enumerate(planned.body.block.ops)
+             if isinstance(op, d.DnnComputeOp) and not isinstance(op, d.SanitizeOp)]
+    liveness = analyze_function(planned)
+    events = [0] * (liveness.steps + 2)
+    for b in liveness.intermediates:
+        events[b.first] += b.bytes
+        events[b.last + 1] -= b.bytes
+    live, running = [], 0
+    for delta in events:
+        running += delta
+        live.append(running)
+    after = [0] * (len(live) + 1)  # after[i]: the most live bytes at steps >= i
+    for i in range(len(live) - 1, -1, -1):
+        after[i] = max(live[i], after[i + 1])
+    floors: dict[int, int] = {}
+    for count, (op, _, _) in enumerate(chain, 1):
+        # the ops up to the region's end must pair up (a removed copy or
+        # concat before it would shift the steps)
+        position = tensor_ops.index(op)
+        if position >= len(steps) or any(t.name != b.name for t, (_, b) in
+                                         zip(tensor_ops[:position + 1], steps[:position + 1], strict=True)):
+            break
+        floors[count] = after[steps[position][0] + 1]
+    return floors
 
 
 def function_activation_bytes(function: func.FuncOp, memory: str) -> int:
@@ -101,16 +141,19 @@ def choose_tiling(ctx: Context, tensor_module: ModuleOp, options: Options, limit
     "min" the smallest activation memory within `max_extra_macs` (a ratio
     of the untiled MACs). When nothing fits, the smallest plan found (the
     caller's MemoryReport.check_limit then says so)."""
-    untiled = activation_bytes(ctx, tensor_module, options)
+    planned = planned_function(ctx, tensor_module, options)
+    untiled = function_activation_bytes(planned, options.memory)
     best = Choice(0, 0, untiled)
     if limit != "min" and untiled <= int(limit):
         return best
     function = next(op for op in tensor_module.walk() if isinstance(op, func.FuncOp))
+    # eager's footprint is the sum of all buffers, not a peak: no floor applies
+    floors = region_floors(function, planned, region_chain(function)) if options.memory != "eager" else {}
     no_gain: set[int] = set()  # regions whose fewest patches saved nothing: more will not either
     for candidate in candidates(function):
         if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:
             break
-        if candidate.region in no_gain:
+        if candidate.region in no_gain or floors.get(candidate.region, 0) >= best.activation_bytes:
             continue
         size = activation_bytes(ctx, tensor_module, replace(options, tile_region=candidate.region,
                                                              tile_patches=candidate.patches))
