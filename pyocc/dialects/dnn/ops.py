@@ -649,6 +649,7 @@ class LayerNormOp(DnnComputeOp):
 @irdl_op_definition
 class LRNOp(UnaryKernelOp):
     name = "dnn.lrn"
+    traits = traits_def(KernelEffects(), RowLocal())
     size = prop_def(IntegerAttr)
     alpha = _float()
     beta = _float()
