@@ -28,8 +28,8 @@ from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
-from pyocc.tile_search import choose_tiling
 from pyocc.weights import release, resource_keys
 
 if TYPE_CHECKING:
@@ -251,7 +251,8 @@ def lower(
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
         if memory_limit is not None:
-            choice = choose_tiling(ctx, module, options, memory_limit, max_extra_macs, base_macs, name)
+            choice = choose_tiling(function, _planner_of(ctx, module, options), memory, memory_limit,
+                                   max_extra_macs, base_macs)
             options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches)
         if options.tile_region and options.target == "cuda":
             raise PyoccError(f"{name}: patch-based execution (tiling) runs on the host only for now; "
@@ -316,6 +317,19 @@ def lower(
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
+
+
+def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options) -> Plan:
+    """The tile search's compile step: (region, patches) -> the planned
+    buffer-form function of a copy of `tensor_module` tiled so."""
+
+    def plan(region: int, patches: int) -> func.FuncOp:
+        tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches)
+        copy = tensor_module.clone()
+        run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled), *pool_passes(tiled)])
+        return next(op for op in copy.walk() if isinstance(op, func.FuncOp))
+
+    return plan
 
 
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:

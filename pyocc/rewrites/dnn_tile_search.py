@@ -7,21 +7,22 @@ the smallest plan within a budget of extra MACs.
 The candidates: the prefixes of the row-local chain from the graph input up
 to the first downsampling stages (the rows shrunk at most 8 times, at most
 12 ops), each with 2, 4, 8 or 16 patches.
+
+The caller (pyocc.api) passes the compile step in as `plan`, so this module
+needs no pipeline: it only chooses.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
-from pyocc.pipelines import Options, buffer_passes, pool_passes, run_passes, tile_passes
 from pyocc.rewrites.dnn_tile import RowWindow, patch_bounds, region_chain
 
 PATCH_COUNTS = (2, 4, 8, 16)
@@ -78,18 +79,9 @@ def _extra_macs(windows: list[RowWindow], macs: list[int], patches: int) -> int:
     return sum(math.ceil(m * (r / w.rows_out - 1)) for m, r, w in zip(macs, rows, windows, strict=True))
 
 
-def planned_function(ctx: Context, tensor_module: ModuleOp, options: Options) -> func.FuncOp:
-    """The tensor-form module (left unchanged) compiled with `options` to
-    buffer form, planned for real: its (first) function."""
-    module = tensor_module.clone()
-    run_passes(ctx, module, [*tile_passes(options), *buffer_passes(options), *pool_passes(options)])
-    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
-
-
-def activation_bytes(ctx: Context, tensor_module: ModuleOp, options: Options) -> int:
-    """The activation memory of the tensor-form module (left unchanged)
-    compiled with `options`: planned for real."""
-    return function_activation_bytes(planned_function(ctx, tensor_module, options), options.memory)
+Plan = Callable[[int, int], func.FuncOp]
+"""(region, patches) -> the tensor-form function compiled to planned buffer
+form with that tiling (region 0: untiled), on a copy."""
 
 
 def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
@@ -134,29 +126,28 @@ def function_activation_bytes(function: func.FuncOp, memory: str) -> int:
     return liveness.lower_bound if memory == "lazy" else liveness.naive_bytes
 
 
-def choose_tiling(ctx: Context, tensor_module: ModuleOp, options: Options, limit: int | str,
-                  max_extra_macs: float, base_macs: int, model: str) -> Choice:
+def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | str,
+                  max_extra_macs: float, base_macs: int) -> Choice:
     """The tiling `--memory-limit` asks for: with a byte limit the first
     candidate (least extra MACs, the program as given first) that fits, with
     "min" the smallest activation memory within `max_extra_macs` (a ratio
     of the untiled MACs). When nothing fits, the smallest plan found (the
-    caller's MemoryReport.check_limit then says so)."""
-    planned = planned_function(ctx, tensor_module, options)
-    untiled = function_activation_bytes(planned, options.memory)
+    caller's MemoryReport.check_limit then says so). `function` is the
+    tensor form, `memory` the memory mode."""
+    planned = plan(0, 0)
+    untiled = function_activation_bytes(planned, memory)
     best = Choice(0, 0, untiled)
     if limit != "min" and untiled <= int(limit):
         return best
-    function = next(op for op in tensor_module.walk() if isinstance(op, func.FuncOp))
     # eager's footprint is the sum of all buffers, not a peak: no floor applies
-    floors = region_floors(function, planned, region_chain(function)) if options.memory != "eager" else {}
+    floors = region_floors(function, planned, region_chain(function)) if memory != "eager" else {}
     no_gain: set[int] = set()  # regions whose fewest patches saved nothing: more will not either
     for candidate in candidates(function):
         if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:
             break
         if candidate.region in no_gain or floors.get(candidate.region, 0) >= best.activation_bytes:
             continue
-        size = activation_bytes(ctx, tensor_module, replace(options, tile_region=candidate.region,
-                                                             tile_patches=candidate.patches))
+        size = function_activation_bytes(plan(candidate.region, candidate.patches), memory)
         if size >= untiled:
             no_gain.add(candidate.region)
         if size < best.activation_bytes:
