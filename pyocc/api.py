@@ -130,8 +130,8 @@ class MemoryReport:
         (None: no limit); the message says what to try."""
         if limit_bytes is None or self.activation_bytes <= limit_bytes:
             return
-        tiled = f"; the smallest reached, with {self.tiling} (patch-based)" if self.tiling else ""
-        hint = tiled + ("; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
+        hint = (f"; the smallest reached, with {self.tiling} (patch-based)" if self.tiling
+                else "; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
                 else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
                 else "")
         raise PyoccError(

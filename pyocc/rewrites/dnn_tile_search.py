@@ -87,7 +87,7 @@ form with that tiling (region 0: untiled), on a copy."""
 def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
                   chain: list[tuple[Operation, SSAValue, RowWindow]]) -> dict[int, int]:
     """Region length k -> the most bytes live at once in the planned untiled
-    function after the region's last op. Tiling leaves those steps as they
+    function from the first compute op after the region on. Tiling leaves those steps as they
     are, so no tiling of k ops can plan below it. Only for the regions whose
     compute ops (and those before them) pair up across the two forms."""
     tensor_ops = [op for op in tensor_function.body.block.ops if isinstance(op, d.DnnComputeOp)]
@@ -113,7 +113,9 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
         if position >= len(steps) or any(t.name != b.name for t, (_, b) in
                                          zip(tensor_ops[:position + 1], steps[:position + 1], strict=True)):
             break
-        floors[count] = after[steps[position][0] + 1]
+        # from the next compute op on: the probes dnn-sanitize puts right
+        # after the region still read the region's own buffers
+        floors[count] = after[steps[position + 1][0]] if position + 1 < len(steps) else 0
     return floors
 
 

@@ -141,3 +141,12 @@ def test_every_row_local_kind_tiles_exactly(region: int, patches: int, count_inc
     assert report.tiling == f"{region} ops in {patches} patches"
     # the first op's halo rows are input rows; from the average pool on, the conv recomputes some
     assert (report.extra_macs > 0.0) == (region >= 4)
+
+
+def test_memory_limit_min_with_the_sanitizer_finds_the_same_tiling() -> None:
+    # the sanitizer's probes right after the region read its buffers: the
+    # search's floor must start at the next compute op, or it prunes the best
+    model, _, _ = onnxruntime_reference("zfnet512")
+    _, plain = lower(model, memory_limit="min")
+    _, sanitized = lower(model, memory_limit="min", sanitize=True)
+    assert plain.tiling is not None and sanitized.tiling == plain.tiling
