@@ -4,7 +4,7 @@
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
 
-A flow has three stages, each a list of passes built from `Options`:
+A flow has four stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
     tile_passes     patch-based execution of the stem (dnn-tile; off by default)
