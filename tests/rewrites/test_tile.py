@@ -15,6 +15,8 @@ import pyocc
 from pyocc.api import lower
 from pyocc.errors import PyoccError
 from pyocc.examples.tiny_cnn import build as tiny_cnn
+from pyocc.report.explain import explain_peak
+from pyocc.report.timeline import build_timeline
 from pyocc.testing.light_models import onnxruntime_reference
 from tests.graphs import mobilenet_v2, random_inputs
 
@@ -150,3 +152,11 @@ def test_memory_limit_min_with_the_sanitizer_finds_the_same_tiling() -> None:
     _, plain = lower(model, memory_limit="min")
     _, sanitized = lower(model, memory_limit="min", sanitize=True)
     assert plain.tiling is not None and sanitized.tiling == plain.tiling
+
+
+def test_explain_bounds_a_tiled_program_by_its_own_buffers() -> None:
+    model, _, _ = onnxruntime_reference("zfnet512")
+    module, report = lower(model, memory_limit="min")
+    assert report.tiling is not None and report.activation_bytes < report.lower_bound_bytes
+    text = explain_peak(build_timeline(module, report))
+    assert f"the lower bound, {report.buffer_lower_bound_bytes / 2**20:.2f} MiB" in text
