@@ -95,8 +95,9 @@ def row_window(op: Operation, value: SSAValue) -> RowWindow | None:
     if not trait.window:
         if value.type.get_shape() != op.results[0].type.get_shape():  # type: ignore[attr-defined]
             return None  # a broadcast data input
-        if isinstance(op, d.ChannelAffineOp) and op.axis is not None and op.axis.value.data != 1:
-            return None
+        axis = op.properties.get("axis")
+        if isinstance(axis, IntegerAttr) and axis.value.data != 1:
+            return None  # a per-channel op (channel_affine) must work along the channels
         for v in others:  # a constant that varies along the rows does not fit a band
             shape = v.type.get_shape()  # type: ignore[attr-defined]
             if len(shape) >= 2 and shape[-2] != 1:
@@ -104,10 +105,11 @@ def row_window(op: Operation, value: SSAValue) -> RowWindow | None:
         return RowWindow(1, 1, 0, 0, rows_in, rows_out)
     if getattr(op, "x", None) is not value:
         return None
-    if isinstance(op, d.ConvOp):
-        if len(op.w.type.get_shape()) != 4:  # type: ignore[attr-defined]
+    weight = getattr(op, "w", None)
+    if weight is not None:  # the taps are the weight's dims (conv)
+        if len(weight.type.get_shape()) != 4:
             return None
-        kernel = op.w.type.get_shape()[2]  # type: ignore[attr-defined]
+        kernel = weight.type.get_shape()[2]
     else:
         kernel_shape = _ints(op, "kernel_shape", [])
         if len(kernel_shape) != 2:
