@@ -90,7 +90,7 @@ def row_window(op: Operation, value: SSAValue) -> RowWindow | None:
     if rows_in is None or rows_out is None:
         return None
     others = [v for v in op.read_values() if v is not value]
-    if any(v is value for v in others) or any(not _is_weight(v) for v in others):
+    if any(not _is_weight(v) for v in others):
         return None  # every other input must be a constant (a residual, a second tensor: no)
     if not trait.window:
         if value.type.get_shape() != op.results[0].type.get_shape():  # type: ignore[attr-defined]
