@@ -20,13 +20,15 @@ from xdsl.dialects import func
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.liveness import analyze_function, root_buffer
+from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
-from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes
+from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
 from pyocc.weights import release, resource_keys
@@ -122,6 +124,13 @@ class MemoryReport:
     """Compute ops that run native kernels (host code of a compiled model only)."""
     numpy_sites: int | None = None
     """Compute ops that call back into the numpy kernels (host code of a compiled model only)."""
+    macs: int = 0
+    """Multiply-accumulates of one run, as compiled (tiling included)."""
+    extra_macs: float = 0.0
+    """MACs added by patch-based execution (dnn-tile), over the untiled
+    program's; 0.0 when nothing was tiled."""
+    tiling: str | None = None
+    """The tiled region ("N ops in P patches"); None when nothing was tiled."""
 
     @property
     def fast_pool_traffic_fraction(self) -> float | None:
@@ -135,7 +144,8 @@ class MemoryReport:
         (None: no limit); the message says what to try."""
         if limit_bytes is None or self.activation_bytes <= limit_bytes:
             return
-        hint = ("; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
+        hint = (f"; the smallest reached, with {self.tiling} (patch-based)" if self.tiling
+                else "; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
                 else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
                 else "")
         raise PyoccError(
@@ -178,6 +188,8 @@ class MemoryReport:
             lines.append(f"allocator calls  {self.allocator_calls_per_run} per run{at_init}")
         if self.native_sites is not None and self.numpy_sites is not None:
             lines.append(f"kernels          {self.native_sites} native, {self.numpy_sites} numpy")
+        if self.tiling is not None:
+            lines.append(f"tiling           {self.tiling}, {self.extra_macs:+.1%} MACs")
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
@@ -212,6 +224,10 @@ def lower(
     pool_allocation: str | None = None,
     workspace: int = Options.workspace,
     scratch: bool = False,
+    memory_limit: int | str | None = None,
+    max_extra_macs: float = 0.10,
+    tile_region: int = 0,
+    tile_patches: int = 4,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -227,14 +243,21 @@ def lower(
     workspace each convolution may use, planned as a buffer (so the
     activation memory includes it). `scratch=True` plans the host's
     native kernel scratch (im2col columns) as buffers of the plan.
+    `tile_region` > 0 runs the first N row-local ops patch by patch
+    (dnn-tile, `tile_patches` patches). `memory_limit` (bytes, or "min")
+    picks a tiling when the program as given needs more activation memory
+    than that: the first fitting one in order of extra MACs, or ("min") the
+    smallest within `max_extra_macs` (a ratio of the untiled MACs); bytes
+    that no tiling reaches are an error naming the smallest size reached.
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
+    memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
                           reorder=reorder, target=target,
-                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace, scratch=scratch)
+                          pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace,
+                          scratch=scratch, tile_region=tile_region, tile_patches=tile_patches)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -253,6 +276,15 @@ def lower(
         given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options))
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
+        base_macs = module_macs(module)
+        if memory_limit is not None:
+            choice = choose_tiling(function, _planner_of(ctx, module, options), memory, memory_limit,
+                                   max_extra_macs, base_macs)
+            options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches)
+        if options.tile_region and options.target == "cuda":
+            raise PyoccError(f"{name}: patch-based execution (tiling) runs on the host only for now; "
+                             "use --target host, or a --memory-limit the untiled program fits")
+        run_passes(ctx, module, tile_passes(options))
         run_passes(ctx, module, buffer_passes(options))
         timings: dict[str, float] = {}
         run_passes(ctx, module, pool_passes(options), timings)
@@ -311,9 +343,15 @@ def lower(
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,
         activation_traffic_bytes=sum(b.traffic for b in buffers),
+        macs=module_macs(module),
     )
+    if any(isinstance(o, d.InsertSliceOp) for o in ops):
+        report.extra_macs = (report.macs - base_macs) / base_macs if base_macs else 0.0
+        report.tiling = f"{options.tile_region} ops in {options.tile_patches} patches"
     if options.memory_pools:
         _report_pools(report, function, options)
+    if isinstance(memory_limit, int):
+        report.check_limit(memory_limit)
     return module, report
 
 
@@ -328,6 +366,19 @@ def _pool_allocation(pool_allocation: str | None, target: str) -> str:
         raise PyoccError("pool allocation 'init' is for target cuda; the host allocates its pool per run "
                          "(drop --pool-allocation or use --target cuda)")
     return pool_allocation
+
+
+def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options) -> Plan:
+    """The tile search's compile step: (region, patches) -> the planned
+    buffer-form function of a copy of `tensor_module` tiled so."""
+
+    def plan(region: int, patches: int) -> func.FuncOp:
+        tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches)
+        copy = tensor_module.clone()
+        run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled), *pool_passes(tiled)])
+        return next(op for op in copy.walk() if isinstance(op, func.FuncOp))
+
+    return plan
 
 
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
@@ -438,6 +489,10 @@ def compile(  # noqa: A001 - the name users expect
     pool_allocation: str | None = None,
     kernels: str = "native",
     scratch: bool = False,
+    memory_limit: int | str | None = None,
+    max_extra_macs: float = 0.10,
+    tile_region: int = 0,
+    tile_patches: int = 4,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -452,8 +507,10 @@ def compile(  # noqa: A001 - the name users expect
     (a cudaMalloc and cudaFree per run, Occamy's way). On 'host',
     `kernels="native"` (default) compiles a native kernel for every op that
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
-    counts them); `kernels="numpy"` calls the numpy kernels for every op. `scratch=True` plans the native kernels'
-    scratch (im2col columns) in the pool (see `lower`)."""
+    counts them); `kernels="numpy"` calls the numpy kernels for every op.
+    `scratch=True` plans the native kernels' scratch (im2col columns) in the
+    pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region` and
+    `tile_patches`: patch-based execution of the stem (see `lower`)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):
@@ -470,7 +527,9 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch)
+                           target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch,
+                           memory_limit=memory_limit, max_extra_macs=max_extra_macs,
+                           tile_region=tile_region, tile_patches=tile_patches)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels)
     if target == "cuda":

@@ -4,9 +4,10 @@
     occamy-lazy    onnx -> dnn -> buffers, allocated just in time
     occamy-pool    occamy-lazy, then one planned pool (mem_offset views)
 
-A flow has three stages, each a list of passes built from `Options`:
+A flow has four stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
+    tile_passes     patch-based execution of the stem (dnn-tile; off by default)
     buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
                     (target cuda: plus the scratch buffers its lowering needs)
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
@@ -34,6 +35,7 @@ from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+from pyocc.rewrites.dnn_tile import DnnTilePass
 
 MEMORY_MODES = ("eager", "lazy", "pool")
 
@@ -90,6 +92,13 @@ class Options:
     """Plan the host's native kernel scratch (im2col columns) as buffers of
     the memory plan (dnn-insert-memory-ops{scratch=true}); host only."""
 
+    tile_region: int = 0
+    """dnn-tile's region: the first N row-local ops from the graph input run
+    patch by patch; 0: no tiling."""
+
+    tile_patches: int = 4
+    """dnn-tile's patch count (with tile_region)."""
+
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
@@ -106,6 +115,15 @@ def reorder_passes(options: Options) -> list[ModulePass]:
     if options.reorder == "given":
         return []
     return [DnnReorderPass(strategy=options.reorder)]
+
+
+def tile_passes(options: Options) -> list[ModulePass]:
+    """dnn-tile, on the final tensor form (after dnn-reorder, which would
+    otherwise interleave the patches); empty without a tile_region. Kept out
+    of tensor_passes so a report can take the bound of the untiled program."""
+    if options.tile_region <= 0:
+        return []
+    return [DnnTilePass(region=options.tile_region, patches=options.tile_patches)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:
@@ -136,7 +154,7 @@ def pool_passes(options: Options) -> list[ModulePass]:
 
 def all_passes(options: Options) -> list[ModulePass]:
     """The whole flow, stage after stage."""
-    return [*tensor_passes(options), *buffer_passes(options), *pool_passes(options)]
+    return [*tensor_passes(options), *tile_passes(options), *buffer_passes(options), *pool_passes(options)]
 
 
 def run_passes(

@@ -180,9 +180,14 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
         _first_fit(buffers)
     elif placement == "stacked":
         _stack(buffers)
+    # a tiled program is not the one `lower_bound_bytes` bounds (the untiled
+    # one's): draw and explain against the bound of the buffers drawn
+    bound = report.lower_bound_bytes
+    if report.tiling is not None and report.buffer_lower_bound_bytes is not None:
+        bound = report.buffer_lower_bound_bytes
     return Timeline(
         model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
-        pool_bytes=report.activation_bytes, lower_bound_bytes=report.lower_bound_bytes,
+        pool_bytes=report.activation_bytes, lower_bound_bytes=bound,
         naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
         tensor_lower_bound_bytes=report.tensor_lower_bound_bytes, io=io,
     )

@@ -7,8 +7,8 @@ modified; ``out`` may hold stale data, so it is never read before written.
 Aliasing: unary, binary, channel_affine, batch_norm, softmax, log_softmax
 and layer_norm are correct when ``out`` is (for binary: the same-shaped)
 one of their data inputs (in-place reuse); so are variadic with ``out`` its
-first input, where with ``out`` its ``b`` and conv with ``out`` its
-``residual`` (dnn-coalesce relies on exactly this list); every other kernel
+first input, where with ``out`` its ``b``, conv with ``out`` its
+``residual`` and insert_slice with ``out`` its ``dest`` (dnn-coalesce relies on exactly this list); every other kernel
 assumes ``out`` does not overlap its inputs.
 
 The kernels live in ``pyocc.runtime.kernels`` by family; this module is the
@@ -42,10 +42,12 @@ from pyocc.runtime.kernels.sanitize import sanitize
 from pyocc.runtime.kernels.tensor import (
     concat,
     constant_of_shape,
+    empty,
     expand,
     gather,
     gather_elements,
     gather_nd,
+    insert_slice,
     pad,
     range,
     slice,
@@ -66,6 +68,7 @@ __all__ = [
     "channel_affine",
     "concat",
     "constant_of_shape",
+    "empty",
     "conv",
     "conv_transpose",
     "copy",
@@ -73,6 +76,7 @@ __all__ = [
     "gather",
     "gather_elements",
     "gather_nd",
+    "insert_slice",
     "gemm",
     "global_average_pool",
     "global_max_pool",

@@ -68,6 +68,22 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _limit(text: str) -> int | str:
+    """--memory-limit: a byte count, or min (argparse type)."""
+    return "min" if text == "min" else _size(text)
+
+
+def _ratio(text: str) -> float:
+    """--max-extra-macs: a non-negative ratio like 0.1 (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a non-negative ratio, e.g. 0.1 for 10% more MACs")
+    return value
+
+
 def _write_atomically(path: Path, data: bytes) -> None:
     """Write to a temporary file beside `path`, then rename: never half a file."""
     try:
@@ -115,8 +131,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pool-allocation", choices=["init", "run"], default=None,
                    help="target cuda, pool mode: allocate the planned pool once when the model is loaded "
                         "(init, the default) or once per run (run, Occamy's way)")
-    p.add_argument("--memory-limit", type=_size, default=None, metavar="SIZE",
-                   help="fail if the activation memory exceeds SIZE (e.g. 8MiB)")
+    p.add_argument("--memory-limit", type=_limit, default=None, metavar="SIZE",
+                   help="fit the activation memory in SIZE (e.g. 8MiB), running the stem patch by patch "
+                        "if needed, or fail; min: the smallest within --max-extra-macs")
+    p.add_argument("--max-extra-macs", type=_ratio, default=0.10, metavar="RATIO",
+                   help="with --memory-limit min: the extra MACs patch-based execution may add (default 0.10)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
     p.add_argument("--no-fuse", dest="fuse", action="store_false",
@@ -143,6 +162,11 @@ def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
     return {k: data[k] for k in data.files}
 
 
+def _bytes(limit: int | str | None) -> int | None:
+    """The byte limit to check a report against (none for min)."""
+    return limit if isinstance(limit, int) else None
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     if args.save_outputs:
         check_output_path(args.save_outputs)
@@ -152,8 +176,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
                           kernels=args.kernels,
-                          scratch=args.scratch)
-    model.memory_report().check_limit(args.memory_limit)
+                          scratch=args.scratch,
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    model.memory_report().check_limit(_bytes(args.memory_limit))
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
     else:
@@ -186,8 +211,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
                           kernels=args.kernels,
-                          scratch=args.scratch)
-    model.memory_report().check_limit(args.memory_limit)
+                          scratch=args.scratch,
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
     if out.suffix == ".so":
         print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
@@ -217,8 +243,9 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates, reorder=args.reorder, target="cuda",
-                           pool_allocation=args.pool_allocation, workspace=args.workspace)
-    report.check_limit(args.memory_limit)
+                           pool_allocation=args.pool_allocation, workspace=args.workspace,
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    report.check_limit(_bytes(args.memory_limit))
     try:
         ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace,
                              pool_allocation=args.pool_allocation or "init").apply(Context(), module)
@@ -274,8 +301,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
                            pool_candidates=args.pool_candidates,
                            reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
                            workspace=args.workspace,
-                          scratch=args.scratch)
-    report.check_limit(args.memory_limit)
+                          scratch=args.scratch,
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+    report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
     if args.explain:

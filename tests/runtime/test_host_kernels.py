@@ -739,3 +739,20 @@ def test_resize_tf_crop_and_resize(rng: np.random.Generator, mode: str) -> None:
     inputs = {"x": x, "roi": np.array(roi, dtype=F32), "scales": None, "sizes": np.array([1, 2, 4, 7], dtype=np.int64)}
     (want,) = ort_run("Resize", inputs, attrs)
     assert_matches(run_kernel(hk.resize, want, x, roi=roi, **attrs), want)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_insert_slice(rng: np.random.Generator, in_place: bool) -> None:
+    dest = rng.standard_normal((1, 3, 7, 5)).astype(np.float32)
+    x = rng.standard_normal((1, 3, 2, 5)).astype(np.float32)
+    want = dest.copy()
+    want[:, :, 4:6] = x
+    out = dest if in_place else np.full_like(dest, np.nan)
+    hk.insert_slice(dest, x, out=out, axis=2, offset=4)
+    np.testing.assert_array_equal(out, want)
+
+
+def test_empty_writes_nothing() -> None:
+    out = np.full((2, 3), 7.0, np.float32)
+    hk.empty(out=out)
+    assert (out == 7.0).all()

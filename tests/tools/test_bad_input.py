@@ -40,6 +40,15 @@ def relu_chain(path: Path) -> None:
                 helper.make_node("Relu", ["b"], ["y"])])
 
 
+def conv_pool(path: Path) -> None:
+    """conv 3x3 -> relu -> max_pool: a stem that patch-based execution shrinks."""
+    w = numpy_helper.from_array(np.full((8, 3, 3, 3), 0.1, np.float32), "w")
+    save(path, [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+                helper.make_node("Relu", ["c"], ["r"]),
+                helper.make_node("MaxPool", ["r"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+                helper.make_node("Relu", ["p"], ["y"])], inits=[w])
+
+
 def unsupported_attribute(path: Path) -> None:
     save(path, [helper.make_node("Relu", ["x"], ["y"], foo=1)])
 
@@ -114,6 +123,10 @@ CASES = {
                                   "needs 1,536 bytes of activation memory in eager mode, more than the limit of 1,024"),
     "unreadable --memory-limit": (relu, ["pyocc", "plan", "MODEL", "--memory-limit", "lots", "-o", "OUT"], None,
                                   "argument --memory-limit: size 'lots' must be a number of bytes"),
+    "unreadable --max-extra-macs": (relu, ["pyocc", "plan", "MODEL", "--max-extra-macs", "lots", "-o", "OUT"], None,
+                                    "argument --max-extra-macs: 'lots' must be a non-negative ratio"),
+    "tiling on cuda": (conv_pool, ["pyocc", "plan", "MODEL", "--target", "cuda", "--memory-limit", "min", "-o", "OUT"],
+                       None, "patch-based execution (tiling) runs on the host only for now"),
     "command line option that does not exist": (relu, ["pyocc", "plan", "MODEL", "--colour", "red", "-o", "OUT"], None,
                                                 "unrecognized arguments: --colour red"),
     "pass option that does not exist": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-insert-memory-ops{colour=red}", "-o", "OUT"],

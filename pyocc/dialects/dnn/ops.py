@@ -178,6 +178,17 @@ def aliased_value(owner: Operation | Block) -> SSAValue | None:
     return None if trait is None else getattr(owner, trait.operand)
 
 
+@dataclass(frozen=True)
+class RowLocal(OpTrait):
+    """Each row (axis 2 of NCHW) of the result depends only on a band of rows
+    of the data input `x` (or `a`/`b`): dnn-tile may run the op on a band of
+    rows. `window`: the op slides a kernel along the rows (its `kernel_shape`
+    or the weight `w`'s dim 2, with `strides`, `pads`, `dilations`); without
+    it, row r of the result needs row r of the input (elementwise)."""
+
+    window: bool = False
+
+
 class DnnComputeOp(IRDLOperation):
     """Base of compute ops: the tensor/buffer form rule and kernel naming."""
 
@@ -272,6 +283,15 @@ class DnnComputeOp(IRDLOperation):
             if value is not None:
                 values.append(value)
         return values
+
+    def output_type(self) -> TensorType | MemRefType:
+        """The type of the (first) value this op produces, in either form."""
+        return self.results[0].type if self.results else self.destinations()[0].type  # type: ignore[return-value]
+
+    def macs(self) -> int:
+        """Multiply-accumulates of one run of the kernel; 0 for ops whose
+        cost is data movement or a few flops per element."""
+        return 0
 
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
@@ -543,7 +563,7 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA, RowLocal(window=True))
     strides = _ints()
     pads = _ints()
     dilations = _ints()
@@ -567,6 +587,10 @@ class ConvOp(DnnComputeOp):
             self.strides.get_values() if self.strides else None,
             self.pads.get_values() if self.pads else None,
             self.group.value.data if self.group else None, 4)
+
+    def macs(self) -> int:
+        """Output elements times the input channels and taps each one sums."""
+        return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
 
 
 @irdl_op_definition
@@ -615,6 +639,10 @@ class PreActConvOp(DnnComputeOp):
         if self.pre_activation is not None and self.pre_activation.data != "relu":
             raise VerifyException(f"{self.name}: pre_activation must be relu or absent, got {self.pre_activation.data!r}")
 
+    def macs(self) -> int:
+        """Output elements times the input channels and taps each one sums."""
+        return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
+
     def scratch_bytes(self) -> int:
         """One block of pre-activated im2col columns (group 1, float32; pointwise
         convolutions too: the input must be pre-activated somewhere)."""
@@ -660,27 +688,41 @@ class ConvTransposeOp(DnnComputeOp):
     group = _int(1)
     output_padding = _ints()
 
+    def macs(self) -> int:
+        """Each input element scatters into out_channels/group times the taps."""
+        return math.prod(self.x.type.get_shape()) * math.prod(self.w.type.get_shape()[1:])
+
 
 @irdl_op_definition
 class MaxPoolOp(UnaryKernelOp):
     name = "dnn.max_pool"
-    traits = traits_def(HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA, RowLocal(window=True))
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
     dilations = _ints()
     ceil_mode = _int(0)
 
+    def macs(self) -> int:
+        """Output elements times the window taps."""
+        taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
+        return math.prod(self.output_type().get_shape()) * taps
+
 
 @irdl_op_definition
 class AveragePoolOp(UnaryKernelOp):
     name = "dnn.average_pool"
-    traits = traits_def(HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA, RowLocal(window=True))
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
     ceil_mode = _int(0)
     count_include_pad = _int(0)
+
+    def macs(self) -> int:
+        """Output elements times the window taps."""
+        taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
+        return math.prod(self.output_type().get_shape()) * taps
 
 
 @irdl_op_definition
@@ -688,11 +730,19 @@ class GlobalAveragePoolOp(UnaryKernelOp):
     name = "dnn.global_average_pool"
     traits = traits_def(HOST_AND_CUDA)
 
+    def macs(self) -> int:
+        """One accumulation per input element."""
+        return math.prod(self.x.type.get_shape())
+
 
 @irdl_op_definition
 class GlobalMaxPoolOp(UnaryKernelOp):
     name = "dnn.global_max_pool"
     traits = traits_def(HOST_AND_CUDA)
+
+    def macs(self) -> int:
+        """One accumulation per input element."""
+        return math.prod(self.x.type.get_shape())
 
 
 @irdl_op_definition
@@ -714,6 +764,12 @@ class GemmOp(DnnComputeOp):
     activation_alpha = _float()
     activation_beta = _float()
 
+    def macs(self) -> int:
+        """M x N outputs, each a K-long dot product."""
+        a = self.a.type.get_shape()
+        k = a[0] if self.trans_a is not None and self.trans_a.value.data else a[1]
+        return math.prod(self.output_type().get_shape()) * k
+
     def verify_(self) -> None:
         super().verify_()
         if self.activation is not None and self.activation.data not in FUSED_ACTIVATIONS:
@@ -734,6 +790,10 @@ class MatMulOp(DnnComputeOp):
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), HOST_AND_CUDA)
 
+    def macs(self) -> int:
+        """Output elements times the contracted length (a's last dim)."""
+        return math.prod(self.output_type().get_shape()) * self.a.type.get_shape()[-1]
+
 
 @irdl_op_definition
 class UnaryOp(UnaryKernelOp):
@@ -741,7 +801,7 @@ class UnaryOp(UnaryKernelOp):
     Safe in place: `out` may be `x`'s buffer."""
 
     name = "dnn.unary"
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal())
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
@@ -759,7 +819,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA, RowLocal())
     fn = prop_def(StringAttr)
     fmod = _int(0)
     activation = _str()
@@ -828,7 +888,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal())
     axis = _int(1)
     activation = _str()
     alpha = _float()
@@ -898,7 +958,7 @@ class LayerNormOp(DnnComputeOp):
 @irdl_op_definition
 class LRNOp(UnaryKernelOp):
     name = "dnn.lrn"
-    traits = traits_def(HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA, RowLocal())
     size = prop_def(IntegerAttr)
     alpha = _float(1e-4)
     beta = _float(0.75)
@@ -952,6 +1012,46 @@ class SliceOp(UnaryKernelOp):
     ends = _ints()
     axes = _ints()
     steps = _ints()
+
+
+@irdl_op_definition
+class EmptyOp(DnnComputeOp):
+    """An uninitialised tensor of the result's type (dnn-tile's region
+    output, filled band by band by dnn.insert_slice). In buffer form it is
+    just its destination: the kernel writes nothing."""
+
+    name = "dnn.empty"
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+
+
+@irdl_op_definition
+class InsertSliceOp(DnnComputeOp):
+    """`dest` with `x` written at [offset, offset + x's extent) along `axis`
+    (dnn-tile: one patch's rows of the region output). Every other dim of `x`
+    equals `dest`'s. In place: dnn-coalesce writes the result over `dest`."""
+
+    name = "dnn.insert_slice"
+    dest = operand_def(TensorOrBuffer)
+    x = operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects(), WritesInPlace(("dest",)))
+    axis = prop_def(IntegerAttr)
+    offset = prop_def(IntegerAttr)
+
+    def verify_(self) -> None:
+        super().verify_()
+        dest, x = list(self.dest.type.get_shape()), list(self.x.type.get_shape())
+        axis, offset = self.axis.value.data, self.offset.value.data
+        if len(dest) != len(x) or not 0 <= axis < len(dest):
+            raise VerifyException(f"{self.name}: axis {axis} must name a dim of both {self.dest.type} and {self.x.type}")
+        if any(a != b for i, (a, b) in enumerate(zip(dest, x, strict=True)) if i != axis):
+            raise VerifyException(f"{self.name}: {self.x.type} must match {self.dest.type} except along axis {axis}")
+        if offset < 0 or offset + x[axis] > dest[axis]:
+            raise VerifyException(
+                f"{self.name}: rows [{offset}, {offset + x[axis]}) fall outside the {dest[axis]} rows of axis {axis}")
 
 
 @irdl_op_definition
@@ -1265,7 +1365,7 @@ COMPUTE_OPS = [
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
-    SanitizeOp,
+    SanitizeOp, EmptyOp, InsertSliceOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]

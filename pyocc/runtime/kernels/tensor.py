@@ -1,8 +1,9 @@
 """Data-movement host kernels: concat, split, slice, transpose, gathers,
-expand, tile, pad, range and constant_of_shape.
+expand, tile, pad, range, constant_of_shape, and dnn-tile's empty and
+insert_slice.
 
 None of them computes new values, so each is one or a few numpy copies into
-``out``. ``out`` must not overlap any input.
+``out``. ``out`` must not overlap any input, except insert_slice's ``dest``.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import numpy as np
 __all__ = [
     "concat",
     "constant_of_shape",
+    "empty",
     "expand",
     "gather",
     "gather_elements",
     "gather_nd",
+    "insert_slice",
     "pad",
     "range",
     "slice",
@@ -199,3 +202,17 @@ def range(*, out: np.ndarray, start: float, delta: float) -> None:
 def constant_of_shape(*, out: np.ndarray, value: float = 0.0) -> None:
     """ONNX ConstantOfShape: fill ``out`` with ``value``."""
     out.fill(value)
+
+
+def empty(*, out: np.ndarray) -> None:
+    """dnn.empty: ``out`` is the value; nothing is written (dnn.insert_slice
+    fills it band by band)."""
+
+
+def insert_slice(dest: np.ndarray, x: np.ndarray, *, out: np.ndarray, axis: int, offset: int) -> None:
+    """dnn.insert_slice: ``dest`` with ``x`` written at [offset, offset + len)
+    along ``axis``. ``out`` may be ``dest`` (the usual case, after
+    dnn-coalesce): the copy is then skipped."""
+    if not np.may_share_memory(out, dest):
+        np.copyto(out, dest)
+    out[_along(axis, _slice(offset, offset + x.shape[axis]))] = x

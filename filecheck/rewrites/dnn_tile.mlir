@@ -1,0 +1,85 @@
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=2}" | filecheck %s
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=4}" | filecheck %s --check-prefix=P4
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=2},dnn-insert-memory-ops{mode=lazy},dnn-coalesce" | filecheck %s --check-prefix=BUF
+// RUN: not pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-tile" 2>&1 | filecheck %s --check-prefix=FORM
+
+// conv(3x3, pad 1) -> relu -> max_pool(2x2, stride 2) on 8 rows, in 2
+// patches of 2 output rows: patch 0 needs pool rows [0, 4), conv rows
+// [0, 4), input rows [0, 5) (one halo row below, the top pad kept); patch 1
+// needs input rows [3, 8) (one halo row above, the bottom pad kept).
+// CHECK-LABEL: func.func @stem
+// CHECK:      %[[X0:.*]] = dnn.slice ins(%x : {{.*}}) {starts = array<i64: 0>, ends = array<i64: 5>, axes = array<i64: 2>}
+// CHECK-NEXT: %[[C0:.*]] = dnn.conv ins(%[[X0]], %w : {{.*}}) {pads = array<i64: 1, 1, 0, 1>} : tensor<1x2x4x8xf32>
+// CHECK-NEXT: %[[R0:.*]] = dnn.unary ins(%[[C0]]
+// CHECK-NEXT: %[[P0:.*]] = dnn.max_pool ins(%[[R0]] {{.*}} : tensor<1x2x2x4xf32>
+// CHECK-NEXT: %[[E:.*]] = dnn.empty : tensor<1x2x4x4xf32>
+// CHECK-NEXT: %[[I0:.*]] = dnn.insert_slice ins(%[[E]], %[[P0]] : {{.*}}) {axis = 2 : i64, offset = 0 : i64}
+// CHECK-NEXT: %[[X1:.*]] = dnn.slice ins(%x : {{.*}}) {starts = array<i64: 3>, ends = array<i64: 8>, axes = array<i64: 2>}
+// CHECK-NEXT: %[[C1:.*]] = dnn.conv ins(%[[X1]], %w : {{.*}}) {pads = array<i64: 0, 1, 1, 1>}
+// CHECK-NEXT: %[[R1:.*]] = dnn.unary ins(%[[C1]]
+// CHECK-NEXT: %[[P1:.*]] = dnn.max_pool ins(%[[R1]]
+// CHECK-NEXT: %[[Y:.*]] = dnn.insert_slice ins(%[[I0]], %[[P1]] : {{.*}}) {axis = 2 : i64, offset = 2 : i64}
+// CHECK-NEXT: func.return %[[Y]]
+// Four patches of one output row: the middle ones have no pads at all.
+// P4-LABEL: func.func @stem
+// P4:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 0>, ends = array<i64: 3>
+// P4-NEXT: dnn.conv ins({{.*}}) {pads = array<i64: 1, 1, 0, 1>}
+// P4:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 1>, ends = array<i64: 5>
+// P4-NEXT: dnn.conv ins({{.*}}) {pads = array<i64: 0, 1, 0, 1>}
+// P4:      dnn.insert_slice ins({{.*}}) {axis = 2 : i64, offset = 1 : i64}
+// P4:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 3>, ends = array<i64: 7>
+// P4-NEXT: dnn.conv ins({{.*}}) {pads = array<i64: 0, 1, 0, 1>}
+// P4:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 5>, ends = array<i64: 8>
+// P4-NEXT: dnn.conv ins({{.*}}) {pads = array<i64: 0, 1, 1, 1>}
+// P4:      dnn.insert_slice ins({{.*}}) {axis = 2 : i64, offset = 3 : i64}
+// P4-NEXT: func.return
+// In buffer form every insert_slice writes over its dest: the region output
+// is one buffer (here the graph output's, after the last copy into it).
+// BUF-LABEL: func.func @stem
+// BUF:      %[[D:.*]] = dnn.malloc {size = 128 : i64} : memref<1x2x4x4xf32>
+// BUF-NEXT: dnn.empty outs(%[[D]] :
+// BUF-NEXT: dnn.insert_slice ins(%[[D]], %{{.*}} : {{.*}}) outs(%[[D]] :
+// BUF:      dnn.insert_slice ins(%[[D]], %{{.*}} : {{.*}}) outs(%p_out :
+// BUF-NOT:  dnn.malloc {size = 128
+// BUF:      func.return
+// FORM: dnn-tile: run it on tensor form, before dnn-insert-memory-ops
+func.func @stem(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x4x4xf32> {
+  %w = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %c = dnn.conv ins(%x, %w : tensor<1x1x8x8xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x8x8xf32>
+  %r = dnn.unary ins(%c : tensor<1x2x8x8xf32>) {fn = "relu"} : tensor<1x2x8x8xf32>
+  %p = dnn.max_pool ins(%r : tensor<1x2x8x8xf32>) {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>} : tensor<1x2x4x4xf32>
+  func.return %p : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+// Negative: a softmax (not row-local) ends the chain after the conv, so a
+// region of 3 ops does not exist: nothing is tiled.
+// CHECK-LABEL: func.func @stem_not_spatial
+// CHECK-NOT: dnn.slice
+// CHECK-NOT: dnn.insert_slice
+// CHECK: func.return
+func.func @stem_not_spatial(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %w = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %c = dnn.conv ins(%x, %w : tensor<1x1x8x8xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x8x8xf32>
+  %s = dnn.softmax ins(%c : tensor<1x2x8x8xf32>) {axis = 1 : i64} : tensor<1x2x8x8xf32>
+  %r = dnn.unary ins(%s : tensor<1x2x8x8xf32>) {fn = "relu"} : tensor<1x2x8x8xf32>
+  func.return %r : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// Negative: the conv's result has a second user (a residual add), so it
+// must exist whole and cannot be inside the region: nothing is tiled.
+// CHECK-LABEL: func.func @stem_second_user
+// CHECK-NOT: dnn.slice
+// CHECK-NOT: dnn.insert_slice
+// CHECK: func.return
+func.func @stem_second_user(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x8x8xf32> {
+  %w = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %c = dnn.conv ins(%x, %w : tensor<1x1x8x8xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x8x8xf32>
+  %r = dnn.unary ins(%c : tensor<1x2x8x8xf32>) {fn = "relu"} : tensor<1x2x8x8xf32>
+  %t = dnn.unary ins(%r : tensor<1x2x8x8xf32>) {fn = "tanh"} : tensor<1x2x8x8xf32>
+  %a = dnn.binary ins(%t, %c : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) {fn = "add"} : tensor<1x2x8x8xf32>
+  func.return %a : tensor<1x2x8x8xf32>
+}
