@@ -573,6 +573,40 @@ class ArgMaxOp(UnaryKernelOp):
 
 
 @irdl_op_definition
+class ArgMinOp(UnaryKernelOp):
+    name = "dnn.arg_min"
+    axis = _int()
+    keepdims = _int()
+    select_last_index = _int()
+
+
+@irdl_op_definition
+class CumSumOp(UnaryKernelOp):
+    """Running sums along `axis` (ONNX CumSum). `out` must not overlap `x`."""
+
+    name = "dnn.cum_sum"
+    axis = _int()
+    exclusive = _int()
+    reverse = _int()
+
+
+@irdl_op_definition
+class TopKOp(DnnComputeOp):
+    """The k largest (or smallest) values along `axis` and their int64
+    indices: two destinations, values then indices (k is their length along
+    `axis`)."""
+
+    name = "dnn.top_k"
+    x = operand_def(TensorOrBuffer)
+    outs = var_operand_def(MemRefType)
+    results_ = var_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    axis = _int()
+    largest = _int()
+    sorted = _int()
+
+
+@irdl_op_definition
 class ConcatOp(DnnComputeOp):
     name = "dnn.concat"
     inputs = var_operand_def(TensorOrBuffer)
@@ -631,6 +665,21 @@ class GatherElementsOp(GatherLikeOp):
 class GatherNDOp(GatherLikeOp):
     name = "dnn.gather_nd"
     batch_dims = _int()
+
+
+@irdl_op_definition
+class ScatterNDOp(DnnComputeOp):
+    """A copy of `x` with the slices `indices` names replaced by `updates`
+    (or combined with them by `reduction`). `out` must not overlap an input."""
+
+    name = "dnn.scatter_nd"
+    x = operand_def(TensorOrBuffer)
+    indices = operand_def(TensorOrBuffer)
+    updates = operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    reduction = _str()
 
 
 @irdl_op_definition
@@ -912,7 +961,7 @@ COMPUTE_OPS = [
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
-    SanitizeOp,
+    SanitizeOp, ArgMinOp, CumSumOp, TopKOp, ScatterNDOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]

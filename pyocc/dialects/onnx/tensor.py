@@ -393,6 +393,65 @@ class RangeOp(OnnxOp):
     delta = float_prop(1.0)
 
 
+@irdl_op_definition
+class SizeOp(OnnxOp):
+    """The (static) element count as an int64 scalar; folded at import like
+    Shape, kept so that hand-written IR can use it."""
+
+    name = "onnx.Size"
+    data = operand_def(TensorType)
+    size = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class TriluOp(OnnxOp):
+    """The upper (`upper` = 1) or lower triangle of the last two axes, from
+    diagonal `k` on (a constant input in ONNX, a property here); the rest is 0."""
+
+    name = "onnx.Trilu"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    upper = int_prop(1)
+    k = int_prop(0)
+
+    def verify_onnx(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) < 2:
+            raise self.fail(f"input must have rank >= 2, got {len(shape)}")
+        self.check_result_shape(shape)
+
+
+@irdl_op_definition
+class ScatterNDOp(OnnxOp):
+    """A copy of `data` with the slices that `indices` names replaced by (or,
+    with `reduction`, combined with) `updates`."""
+
+    name = "onnx.ScatterND"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    reduction = str_prop("none")
+
+    def verify_onnx(self) -> None:
+        check_integer_indices(self, self.indices)
+        self.check_same_element_type(self.data, self.updates)
+        data, idx, upd = shape_of(self.data), shape_of(self.indices), shape_of(self.updates)
+        if not idx or idx[-1] > len(data):
+            raise self.fail("the last indices dimension must be at most rank(data)")
+        if tuple(upd) != tuple(idx[:-1]) + tuple(data[idx[-1]:]):
+            raise self.fail(
+                f"updates of shape {list(upd)} must have shape indices.shape[:-1] + data.shape[indices.shape[-1]:] "
+                f"= {list(idx[:-1]) + list(data[idx[-1]:])}"
+            )
+        if self.str_attr("reduction") not in ("none", "add", "mul", "max", "min"):
+            raise self.fail(f"reduction must be none, add, mul, max or min, got {self.str_attr('reduction')!r}")
+        self.check_result_shape(data)
+
+
 def check_integer_indices(op: OnnxOp, value: object) -> None:
     """Gather-style indices must be int32 or int64."""
     elem = str(tensor_type(value).element_type)  # type: ignore[arg-type]
@@ -403,5 +462,5 @@ def check_integer_indices(op: OnnxOp, value: object) -> None:
 TENSOR_OPS = [
     ConstantOp, ConstantOfShapeOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp,
     TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
-    ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp,
+    ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp, SizeOp, TriluOp, ScatterNDOp,
 ]

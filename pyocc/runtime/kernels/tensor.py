@@ -1,5 +1,6 @@
 """Data-movement host kernels: concat, split, slice, transpose, gathers,
-expand, tile, pad, range and constant_of_shape.
+scatter_nd, expand, tile, pad, range, constant_of_shape, and the ordering
+kernels cum_sum and top_k.
 
 None of them computes new values, so each is one or a few numpy copies into
 ``out``. ``out`` must not overlap any input.
@@ -15,15 +16,18 @@ import numpy as np
 __all__ = [
     "concat",
     "constant_of_shape",
+    "cum_sum",
     "expand",
     "gather",
     "gather_elements",
     "gather_nd",
     "pad",
     "range",
+    "scatter_nd",
     "slice",
     "split",
     "tile",
+    "top_k",
     "transpose",
 ]
 
@@ -198,3 +202,57 @@ def range(*, out: np.ndarray, start: float, delta: float) -> None:
 def constant_of_shape(*, out: np.ndarray, value: float = 0.0) -> None:
     """ONNX ConstantOfShape: fill ``out`` with ``value``."""
     out.fill(value)
+
+
+def scatter_nd(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, *, out: np.ndarray,
+               reduction: str = "none") -> None:
+    """ONNX ScatterND: ``out`` = ``x`` with ``out[indices[i]]`` replaced by
+    (or combined by ``reduction``: add, mul, max, min with) ``updates[i]``,
+    in index order, so a repeated index sees every update."""
+    np.copyto(out, x)
+    depth = indices.shape[-1]
+    flat_indices = _wrap_negative(indices.reshape(-1, depth), np.array(x.shape[:depth]))
+    flat_updates = updates.reshape((flat_indices.shape[0],) + x.shape[depth:])
+    combine = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    if reduction not in combine:
+        raise ValueError(f"scatter_nd: reduction must be one of {sorted(combine)}, got {reduction!r}")
+    ufunc = combine[reduction]
+    for index, update in zip(flat_indices, flat_updates, strict=True):
+        where = tuple(int(i) for i in index)
+        out[where] = update if ufunc is None else ufunc(out[where], update)
+
+
+def cum_sum(x: np.ndarray, *, out: np.ndarray, axis: int = 0, exclusive: int = 0, reverse: int = 0) -> None:
+    """ONNX CumSum along ``axis``: ``exclusive`` leaves each element out of
+    its own sum, ``reverse`` sums from the end."""
+    axis %= x.ndim
+    source = np.flip(x, axis) if reverse else x
+    target = np.flip(out, axis) if reverse else out  # a view: writing it writes out
+    if exclusive:
+        length = x.shape[axis]
+        target[_along(axis, _slice(0, 1))] = 0
+        if length > 1:
+            np.cumsum(source[_along(axis, _slice(0, length - 1))], axis=axis,
+                      out=target[_along(axis, _slice(1, length))])
+    else:
+        np.cumsum(source, axis=axis, out=target)
+
+
+def top_k(x: np.ndarray, *, outs: Sequence[np.ndarray], axis: int = -1, largest: int = 1, sorted: int = 1) -> None:
+    """ONNX TopK: ``outs`` = (values, int64 indices) of the k largest (or
+    smallest) elements along ``axis``, k being their length there. Equal
+    values keep the lower index first, as ONNX requires; the order is always
+    sorted (ONNX leaves it unspecified when ``sorted`` is 0)."""
+    del sorted  # a sorted result is one valid unsorted result
+    values, indices = outs
+    axis %= x.ndim
+    k = values.shape[axis]
+    if largest:
+        # order by descending value with a stable sort: negate floats, and
+        # flip integers bitwise (~v = -v - 1 never overflows)
+        key = np.negative(x) if np.issubdtype(x.dtype, np.floating) else np.invert(x)
+    else:
+        key = x
+    order = np.argsort(key, axis=axis, kind="stable")[_along(axis, _slice(0, k))]
+    np.copyto(indices, order)
+    np.copyto(values, np.take_along_axis(x, order, axis=axis))
