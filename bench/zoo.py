@@ -37,7 +37,9 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import contextlib  # noqa: E402
+import dataclasses  # noqa: E402
 import io  # noqa: E402
+import json  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -98,6 +100,7 @@ def _vision(name: str, family: str, size: int, **kwargs: Any) -> Callable[[], En
         model = torchvision.models.get_model(name, weights=None, **kwargs).eval()
         return Entry(family, _FirstTensors(model), (_image(torch, size),), ["image"])
 
+    build.family = family  # type: ignore[attr-defined]
     return build
 
 
@@ -148,6 +151,7 @@ def _hf(config_name: str, model_name: str, family: str, vocab: int = 100, **conf
         return Entry(family, _HfOutputs(model, ("input_ids", "attention_mask")), (ids, mask),
                      ["input_ids", "attention_mask"])
 
+    build.family = family  # type: ignore[attr-defined]
     return build
 
 
@@ -178,6 +182,10 @@ def _whisper() -> Entry:
     return Entry("Whisper", _HfOutputs(model, ("input_features", "decoder_input_ids")), (features, decoder),
                  ["input_features", "decoder_input_ids"])
 
+
+for _builder, _family in ((_small_vit, "vision transformer"), (_small_swin, "vision transformer"),
+                          (_small_maxvit, "vision transformer"), (_t5, "T5"), (_whisper, "Whisper")):
+    _builder.family = _family  # type: ignore[attr-defined]
 
 _BERT_SIZE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64,
               "max_position_embeddings": 64}
@@ -314,6 +322,35 @@ def feeds_for(path: Path, entry: Entry) -> dict[str, np.ndarray]:
     return {n: by_name[n] for n in names}
 
 
+def tolerance_units(value: np.ndarray, reference: np.ndarray) -> float:
+    """The largest elementwise |value - reference| in units of the tolerance
+    ATOL + RTOL * |reference| (inf when the shapes differ)."""
+    if value.shape != reference.shape:
+        return float("inf")
+    reference = reference.astype(np.float64)
+    error = np.abs(value.astype(np.float64) - reference) / (ATOL + RTOL * np.abs(reference))
+    return float(np.nanmax(error)) if error.size else 0.0
+
+
+def float64_reference(entry: Entry) -> list[np.ndarray] | None:
+    """The model's outputs computed by PyTorch in float64 (a copy of the
+    module in double precision, float inputs widened), or None when the
+    model will not run in double."""
+    import copy
+
+    import torch
+
+    try:
+        module = copy.deepcopy(entry.module).double()
+        inputs = [t.double() if t.is_floating_point() else t for t in entry.inputs]
+        with torch.no_grad():
+            out = module(*inputs)
+    except Exception:
+        return None
+    outs = out if isinstance(out, tuple | list) else (out,)
+    return [o.detach().numpy() for o in outs if isinstance(o, torch.Tensor)]
+
+
 def median_seconds(run: Callable[[], object], repeats: int = 3) -> float:
     times = []
     for _ in range(repeats):
@@ -405,15 +442,17 @@ def measure(name: str, entry: Entry, exporter: str, workdir: Path) -> Row:
     expected = session.run(None, feeds)
     worst = 0.0
     for value, want in zip(got.values(), expected, strict=True):
-        if value.shape != want.shape:
-            worst = float("inf")
-            continue
-        if want.dtype.kind in "biu":
+        if want.dtype.kind in "biu" and value.shape == want.shape:
             worst = max(worst, 0.0 if np.array_equal(value, want) else float("inf"))
-            continue
-        error = np.abs(value.astype(np.float64) - want) / (ATOL + RTOL * np.abs(want.astype(np.float64)))
-        worst = max(worst, float(np.nanmax(error)) if error.size else 0.0)
+        else:
+            worst = max(worst, tolerance_units(value, want))
     row.match = f"{'yes' if worst <= 1.0 else 'no'} ({worst:.2g})"
+    if worst > 1.0 and worst != float("inf"):
+        reference = float64_reference(entry)
+        if reference is not None and len(reference) == len(expected):
+            ours64 = max(tolerance_units(v, r) for v, r in zip(got.values(), reference, strict=True))
+            ort64 = max(tolerance_units(e, r) for e, r in zip(expected, reference, strict=True))
+            row.match += f"; float64: pyocc {ours64:.2g}, ort {ort64:.2g}"
     ort_bytes = ort_activation_bytes(path, feeds, workdir)
     ours = compiled.report.activation_bytes
     if ort_bytes:
@@ -430,35 +469,56 @@ HEADER = ["model", "family", "exporter", "import", "plan", "run", "match ort (wo
           "activation pyocc / ort best", "latency pyocc / ort"]
 
 
+def measure_one(name: str, exporter: str) -> Row:
+    """One row, in this process (the parent runs each in a fresh one)."""
+    with tempfile.TemporaryDirectory(prefix="pyocc-zoo-") as tmp:
+        try:
+            entry = ZOO[name]()
+        except Exception as e:
+            return Row(name, ZOO[name].family, exporter, failure=f"build: {_line(e)}")
+        return measure(name, entry, exporter, Path(tmp))
+
+
+def measure_in_subprocess(name: str, exporter: str, timeout: int) -> Row:
+    """One row from a fresh process: every model gets its own JIT and heap,
+    a crash or a hang costs one row, not the table."""
+    command = [sys.executable, __file__, "--one", name, "--exporters", exporter]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Row(name, ZOO[name].family, exporter, failure=f"timeout: no result in {timeout} s")
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return Row(**json.loads(line))
+    last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+    return Row(name, ZOO[name].family, exporter, failure=f"crash (exit {done.returncode}): {last[:200]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default=",".join(ZOO), help="comma-separated names (default: all)")
     parser.add_argument("--exporters", default="classic,dynamo", help="classic, dynamo or both")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds for one model and exporter")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one row as JSON
     args = parser.parse_args(argv)
+    exporters = [e for e in args.exporters.split(",") if e]
+    if args.one:
+        print(json.dumps(dataclasses.asdict(measure_one(args.one, exporters[0]))))
+        return 0
     names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in ZOO]
     if unknown:
         parser.error(f"unknown models {unknown}; choose from {', '.join(ZOO)}")
-    exporters = [e for e in args.exporters.split(",") if e]
     print("| " + " | ".join(HEADER) + " |")
     print("|" + "---|" * len(HEADER))
     failures: list[str] = []
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="pyocc-zoo-") as tmp:
-        workdir = Path(tmp)
-        for name in names:
-            try:
-                entry = ZOO[name]()
-            except Exception as e:
-                failures.append(f"- {name}: build: {_line(e)}")
-                continue
-            for exporter in exporters:
-                row = measure(name, entry, exporter, workdir)
-                print("| " + " | ".join(row.cells()) + " |", flush=True)
-                if row.failure:
-                    failures.append(f"- {name} ({exporter}): {row.failure}")
-                for leftover in workdir.glob(f"{name}-{exporter}*"):
-                    leftover.unlink()
+    for name in names:
+        for exporter in exporters:
+            row = measure_in_subprocess(name, exporter, args.timeout)
+            print("| " + " | ".join(row.cells()) + " |", flush=True)
+            if row.failure:
+                failures.append(f"- {name} ({exporter}): {row.failure}")
     print()
     print("What stopped a row (one line each):" if failures else "Every row ran.")
     print("\n".join(failures))

@@ -497,9 +497,45 @@ def empty_shape_arithmetic(seed: int = 0) -> onnx.ModelProto:
     return g.model([(joined, TensorProto.FLOAT)])
 
 
+def masked_attention_classic(seed: int = 0, batch: int = 2, seq: int = 16, heads: int = 2,
+                             head_dim: int = 8) -> onnx.ModelProto:
+    """A masked BERT-style attention block as transformers' default path and
+    the classic exporter (opset 17) write it (distilled from bench/zoo.py's
+    BERT): the int64 attention_mask Cast to bool and And'ed with a bool
+    scalar made by ConstantOfShape of an empty shape, a causal keep-mask,
+    the target shape of an Expand computed by the Where(Equal(shape, -1))
+    idiom over ConstantOfShape, an additive mask Where(keep, 0, -inf),
+    Softmax, and the IsNaN -> Where guard that zeroes fully masked rows
+    (batch 1 masks its key 0, so row 0 of batch 1 is all -inf)."""
+    g = GraphBuilder("masked_attention_classic", seed)
+    q = g.input("query", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    k = g.input("key", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    v = g.input("value", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    mask = g.input("key_padding", TensorProto.INT64, [batch, seq], id_range=2)
+    empty = g.op("Constant", value=numpy_helper.from_array(np.zeros(0, np.int64)))
+    true = g.op("ConstantOfShape", empty, value=helper.make_tensor("v", TensorProto.BOOL, [1], [True]))
+    padding = g.op("Unsqueeze", g.op("Cast", mask, to=TensorProto.BOOL), g.const([1, 2], np.int64))
+    no_first_key = np.ones((batch, 1, 1, seq), dtype=bool)
+    no_first_key[1, ..., 0] = False
+    padding = g.op("And", padding, g.const(no_first_key, dtype=bool))
+    causal = g.op("Cast", g.op("Trilu", g.const(np.ones((seq, seq))), upper=0), to=TensorProto.BOOL)
+    keep = g.op("And", g.op("And", true, causal), padding)                        # [batch, 1, seq, seq]
+    wanted = g.const([batch, -1, seq, seq], np.int64)
+    ones = g.op("ConstantOfShape", g.const([4], np.int64), value=helper.make_tensor("v", TensorProto.INT64, [1], [1]))
+    is_free = g.op("Equal", wanted, g.op("Mul", ones, g.const(-1, np.int64)))
+    target = g.op("Where", is_free, ones, wanted)
+    keep = g.op("Expand", keep, target)
+    additive = g.op("Where", keep, g.const([0.0]), g.const([-np.inf]))
+    scores = g.op("Div", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2])), g.const(math.sqrt(head_dim)))
+    probs = g.op("Softmax", g.op("Add", scores, additive), axis=-1)
+    guarded = g.op("Where", g.op("IsNaN", probs), g.const([0.0]), probs)
+    return g.model([(g.op("MatMul", guarded, v), TensorProto.FLOAT)])
+
+
 #: the op-family graphs, by name
 OP_GRAPHS = {"nan_guards": nan_guards, "einsums": einsums, "ordering": ordering, "indexing": indexing,
-             "unary_functions": unary_functions, "empty_shape_arithmetic": empty_shape_arithmetic}
+             "unary_functions": unary_functions, "empty_shape_arithmetic": empty_shape_arithmetic,
+             "masked_attention_classic": masked_attention_classic}
 
 
 def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
