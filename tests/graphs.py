@@ -532,10 +532,25 @@ def masked_attention_classic(seed: int = 0, batch: int = 2, seq: int = 16, heads
     return g.model([(g.op("MatMul", guarded, v), TensorProto.FLOAT)])
 
 
+def pixel_shuffle_and_instance_norm(seed: int = 0) -> onnx.ModelProto:
+    """DepthToSpace in both modes (sub-pixel upsampling), SpaceToDepth, and
+    InstanceNormalization (style-transfer and GAN generators)."""
+    g = GraphBuilder("pixel_shuffle_and_instance_norm", seed)
+    x = g.input("x", TensorProto.FLOAT, [1, 8, 3, 4])
+    dcr = g.op("DepthToSpace", x, blocksize=2)
+    crd = g.op("DepthToSpace", x, blocksize=2, mode="CRD")
+    back = g.op("SpaceToDepth", dcr, blocksize=2)
+    normed = g.op("InstanceNormalization", x, g.const(1.0 + 0.1 * g.rng.standard_normal(8)), g.bias(8),
+                  epsilon=1e-3)
+    return g.model([(dcr, TensorProto.FLOAT), (crd, TensorProto.FLOAT), (back, TensorProto.FLOAT),
+                    (normed, TensorProto.FLOAT)])
+
+
 #: the op-family graphs, by name
 OP_GRAPHS = {"nan_guards": nan_guards, "einsums": einsums, "ordering": ordering, "indexing": indexing,
              "unary_functions": unary_functions, "empty_shape_arithmetic": empty_shape_arithmetic,
-             "masked_attention_classic": masked_attention_classic}
+             "masked_attention_classic": masked_attention_classic,
+             "pixel_shuffle_and_instance_norm": pixel_shuffle_and_instance_norm}
 
 
 def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:

@@ -186,3 +186,34 @@ func.func @trilu_selu(%x: tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3
   %s = "onnx.Selu"(%x) <{alpha = 2.0 : f32, gamma = 3.0 : f32}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
   func.return %t, %s : tensor<2x3x3xf32>, tensor<2x3x3xf32>
 }
+
+// -----
+
+// DepthToSpace is a view, a transpose and a view (no kernel of its own);
+// InstanceNormalization is a layer_norm over the spatial axes, then a
+// per-channel affine.
+// CHECK-LABEL: func.func @depth_to_space_instance_norm
+func.func @depth_to_space_instance_norm(%x: tensor<1x8x3x4xf32>, %s: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<1x2x6x8xf32>, tensor<1x8x3x4xf32>) {
+  // CHECK: %[[SIX:.*]] = "dnn.view"(%x) : (tensor<1x8x3x4xf32>) -> tensor<1x2x2x2x3x4xf32>
+  // CHECK: %[[T:.*]] = "dnn.transpose"(%[[SIX]]) <{perm = array<i64: 0, 3, 4, 1, 5, 2>
+  // CHECK: "dnn.view"(%[[T]]) : (tensor<1x2x3x2x4x2xf32>) -> tensor<1x2x6x8xf32>
+  %d = "onnx.DepthToSpace"(%x) <{blocksize = 2 : i64}> : (tensor<1x8x3x4xf32>) -> tensor<1x2x6x8xf32>
+  // CHECK: %[[N:.*]] = "dnn.layer_norm"(%x, %{{.*}}) <{axis = 2 : i64
+  // CHECK: "dnn.channel_affine"(%[[N]], %s, %b)
+  %n = "onnx.InstanceNormalization"(%x, %s, %b) : (tensor<1x8x3x4xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x3x4xf32>
+  func.return %d, %n : tensor<1x2x6x8xf32>, tensor<1x8x3x4xf32>
+}
+
+// -----
+
+// Negative: blocksize 1 moves nothing, yet stays a (trivial) transpose
+// between views, never a layer_norm or a copy kernel of its own.
+// CHECK-LABEL: func.func @space_to_depth_block_one
+func.func @space_to_depth_block_one(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  // CHECK-NOT: dnn.layer_norm
+  // CHECK-NOT: dnn.copy
+  // CHECK: "dnn.transpose"
+  // CHECK-NOT: dnn.copy
+  %y = "onnx.SpaceToDepth"(%x) <{blocksize = 1 : i64}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
+  func.return %y : tensor<1x2x3x4xf32>
+}

@@ -11,6 +11,9 @@ decomposed where they belong:
   `dnn.view`, which shares its operand's bytes;
 - PRelu -> where(x < 0, x * slope, x);
 - Trilu -> where(triangle mask, x, 0), the mask a constant;
+- DepthToSpace / SpaceToDepth -> view, transpose, view;
+- InstanceNormalization -> layer_norm over the spatial axes (scale 1),
+  then channel_affine with the per-channel scale and shift;
 - IsInf -> unary isinf / isposinf / isneginf (or a constant false);
 - Einsum (any equation ONNX allows) -> transposes, views, sum reductions,
   gathers for repeated labels (diagonals) and one batched matmul per pair
@@ -519,6 +522,37 @@ def lower_shape(op: ot.ShapeOp, rewriter: PatternRewriter) -> Operation:
     return _insert(rewriter, weight_from_array("shape", values, op.shape.type))
 
 
+def lower_block_rearrange(op: ot.BlockRearrangeOp, rewriter: PatternRewriter) -> Operation:
+    """depth_to_space / space_to_depth => view to 6-D, transpose, view back
+    (ONNX's own definition; no kernel of its own)."""
+    n, c, h, w = ob.shape_of(op.input)
+    b = op.int_attr("blocksize")
+    crd = op.str_attr("mode") == "CRD"
+    if isinstance(op, ot.DepthToSpaceOp):
+        six = [n, c // (b * b), b, b, h, w] if crd else [n, b, b, c // (b * b), h, w]
+        perm = [0, 1, 4, 2, 5, 3] if crd else [0, 3, 4, 1, 5, 2]
+    else:
+        six = [n, c, h // b, b, w // b, b]
+        perm = [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]
+    element = op.input.type.element_type
+    blocks = _insert(rewriter, d.ViewOp.create(operands=[op.input], result_types=[TensorType(element, six)]))
+    moved = _insert(rewriter, _compute(d.TransposeOp, [blocks.results[0]], TensorType(element, [six[p] for p in perm]),
+                                       {"perm": _ints(perm)}))
+    return _insert(rewriter, d.ViewOp.create(operands=[moved.results[0]], result_types=[op.output.type]))
+
+
+def lower_instance_norm(op: on.InstanceNormalizationOp, rewriter: PatternRewriter) -> Operation:
+    """instance_norm(x, s, b) => channel_affine(layer_norm(x, 1, axis=2), s, b):
+    normalise over the spatial axes, then scale and shift per channel."""
+    import numpy as np
+
+    element = op.input.type.element_type
+    one = _insert(rewriter, weight_from_array("one", np.ones(1, dtype=numpy_dtype(element)), TensorType(element, [1])))
+    normal = _insert(rewriter, _compute(d.LayerNormOp, [op.input, one.results[0], None], op.output.type,
+                                        {"axis": IntegerAttr(2, i64), "epsilon": op.properties["epsilon"]}))
+    return _insert(rewriter, _compute(d.ChannelAffineOp, [normal.results[0], op.scale, op.B], op.output.type, {}))
+
+
 # ---------------------------------------------------------------------------
 # Einsum: transposes, views, sum reductions, gathers (diagonals) and matmuls.
 # ---------------------------------------------------------------------------
@@ -666,7 +700,8 @@ RULES: dict[type, Callable[..., object]] = {
     on.LRNOp: lower_lrn, on.SoftmaxLikeOp: lower_softmax, on.PReluOp: lower_prelu,
     om.ArgExtremeOp: lower_arg_extreme, om.IsInfOp: lower_is_inf, om.CumSumOp: lower_cum_sum,
     om.TopKOp: lower_top_k, ot.ScatterNDOp: lower_scatter_nd, ot.TriluOp: lower_trilu, ot.SizeOp: lower_size,
-    om.EinsumOp: lower_einsum, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
+    om.EinsumOp: lower_einsum, ot.BlockRearrangeOp: lower_block_rearrange,
+    on.InstanceNormalizationOp: lower_instance_norm, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
     ot.SplitOp: lower_split, ot.SliceOp: lower_slice, ot.GatherOp: lower_gather,
     ot.GatherElementsOp: lower_gather, ot.GatherNDOp: lower_gather, ot.ExpandOp: lower_expand,
     ot.TileOp: lower_tile, ot.PadOp: lower_pad, ot.ResizeOp: lower_resize, ot.CastOp: lower_cast,

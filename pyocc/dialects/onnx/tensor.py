@@ -452,6 +452,54 @@ class ScatterNDOp(OnnxOp):
         self.check_result_shape(data)
 
 
+class BlockRearrangeOp(OnnxOp):
+    """DepthToSpace / SpaceToDepth: blocks of `blocksize` x `blocksize`
+    move between the channels and the two spatial axes of an NCHW tensor;
+    `mode` orders the channels depth-column-row (DCR) or column-row-depth
+    (CRD)."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    blocksize = int_prop(1)
+    mode = str_prop("DCR")
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        """The result shape (override)."""
+        raise NotImplementedError
+
+    def verify_onnx(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) != 4:
+            raise self.fail(f"input must be 4-D (N, C, H, W), got rank {len(shape)}")
+        b = self.int_attr("blocksize")
+        if b < 1:
+            raise self.fail(f"blocksize must be positive, got {b}")
+        if self.str_attr("mode") not in ("DCR", "CRD"):
+            raise self.fail(f"mode must be DCR or CRD, got {self.str_attr('mode')!r}")
+        self.check_result_shape(self.expected_shape(*shape, b))
+
+
+@irdl_op_definition
+class DepthToSpaceOp(BlockRearrangeOp):
+    name = "onnx.DepthToSpace"
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        if c % (b * b):
+            raise self.fail(f"channels {c} are not a multiple of blocksize^2 = {b * b}")
+        return (n, c // (b * b), h * b, w * b)
+
+
+@irdl_op_definition
+class SpaceToDepthOp(BlockRearrangeOp):
+    name = "onnx.SpaceToDepth"
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        if h % b or w % b:
+            raise self.fail(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
+        return (n, c * b * b, h // b, w // b)
+
+
 def check_integer_indices(op: OnnxOp, value: object) -> None:
     """Gather-style indices must be int32 or int64."""
     elem = str(tensor_type(value).element_type)  # type: ignore[arg-type]
@@ -463,4 +511,5 @@ TENSOR_OPS = [
     ConstantOp, ConstantOfShapeOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp,
     TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
     ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp, SizeOp, TriluOp, ScatterNDOp,
+    DepthToSpaceOp, SpaceToDepthOp,
 ]
