@@ -10,7 +10,8 @@ exporter (opset 18), and then, for each file, one row:
   (planning included) and runs it, or the one line that stopped it;
 - match: the largest elementwise error against onnxruntime (ORT_ENABLE_ALL)
   in units of the tolerance 1e-4 + 1e-3 * |reference|; 1.0 or less matches
-  (docs/guide.md, "Numerics of deep nets");
+  (docs/guide.md, "Numerics of deep nets"); then the largest |reference|,
+  which says whether the comparison means anything;
 - activation: pyocc's pool bytes against onnxruntime's best, the smaller of
   its heap growth during one run at ORT_ENABLE_ALL and ORT_ENABLE_BASIC
   (memory pattern on, arena off, outputs excluded; measured by the
@@ -446,7 +447,10 @@ def measure(name: str, entry: Entry, exporter: str, workdir: Path) -> Row:
             worst = max(worst, 0.0 if np.array_equal(value, want) else float("inf"))
         else:
             worst = max(worst, tolerance_units(value, want))
-    row.match = f"{'yes' if worst <= 1.0 else 'no'} ({worst:.2g})"
+    magnitude = max((float(np.abs(w).max()) for w in expected if w.dtype.kind == "f" and w.size), default=0.0)
+    # the largest |reference| says whether the comparison means anything (a
+    # randomly initialised net may squash its output to ~0)
+    row.match = f"{'yes' if worst <= 1.0 else 'no'} ({worst:.2g}; max abs {magnitude:.2g})"
     if worst > 1.0 and worst != float("inf"):
         reference = float64_reference(entry)
         if reference is not None and len(reference) == len(expected):
@@ -465,7 +469,7 @@ def measure(name: str, entry: Entry, exporter: str, workdir: Path) -> Row:
     return row
 
 
-HEADER = ["model", "family", "exporter", "import", "plan", "run", "match ort (worst / tol)",
+HEADER = ["model", "family", "exporter", "import", "plan", "run", "match ort (worst / tol; max abs ref)",
           "activation pyocc / ort best", "latency pyocc / ort"]
 
 
