@@ -433,7 +433,8 @@ def ordering(seed: int = 0) -> onnx.ModelProto:
 
 
 def indexing(seed: int = 0) -> onnx.ModelProto:
-    """Trilu (upper and lower with k), ScatterND (replace and add), GatherND,
+    """Trilu (upper and lower with k), ScatterND (replace and add),
+    ScatterElements (negative and repeated indices, replace and add), GatherND,
     GatherElements, Tile, Expand, Mod (integer and fmod) and Where with
     three-way broadcasting."""
     g = GraphBuilder("indexing", seed)
@@ -446,6 +447,11 @@ def indexing(seed: int = 0) -> onnx.ModelProto:
     scattered = g.op("ScatterND", x, where_nd, u)
     added = g.op("ScatterND", x, g.const([[1, 2], [1, 2]], np.int64), u, reduction="add")
     gathered = g.op("GatherND", x, where_nd)
+    scatter_index = g.const([[[0, -1, 2, 1, 0]], [[3, 3, 1, 0, -4]]], np.int64)              # [2, 1, 5]
+    row = g.op("Reshape", u, g.const([2, 1, 5], np.int64))
+    by_element = g.op("ScatterElements", x, scatter_index, row, axis=1)
+    summed = g.op("ScatterElements", x, g.op("Concat", scatter_index, scatter_index, axis=1),
+                  g.op("Concat", row, row, axis=1), axis=1, reduction="add")
     elements = g.op("GatherElements", x, g.const(np.random.default_rng(seed).integers(0, 4, (2, 3, 5)), np.int64),
                     axis=1)
     tiled = g.op("Tile", u, g.const([2, 1], np.int64))
@@ -456,6 +462,7 @@ def indexing(seed: int = 0) -> onnx.ModelProto:
                   g.const(-2.0))
     return g.model([(upper, TensorProto.FLOAT), (lower, TensorProto.FLOAT), (scattered, TensorProto.FLOAT),
                     (added, TensorProto.FLOAT), (gathered, TensorProto.FLOAT), (elements, TensorProto.FLOAT),
+                    (by_element, TensorProto.FLOAT), (summed, TensorProto.FLOAT),
                     (tiled, TensorProto.FLOAT), (expanded, TensorProto.FLOAT), (int_mod, TensorProto.INT64),
                     (float_mod, TensorProto.FLOAT), (chosen, TensorProto.FLOAT)])
 

@@ -217,3 +217,13 @@ func.func @space_to_depth_block_one(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf
   %y = "onnx.SpaceToDepth"(%x) <{blocksize = 1 : i64}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   func.return %y : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// ScatterElements maps one to one, keeping its axis and reduction.
+// CHECK-LABEL: func.func @scatter_elements
+func.func @scatter_elements(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  // CHECK: "dnn.scatter_elements"(%x, %i, %u) <{axis = 1 : i64, reduction = "max"
+  %y = "onnx.ScatterElements"(%x, %i, %u) <{axis = 1 : i64, reduction = "max"}> : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
+  func.return %y : tensor<3x4xf32>
+}

@@ -436,6 +436,11 @@ def lower_scatter_nd(op: ot.ScatterNDOp, rewriter: PatternRewriter) -> Operation
     return _insert(rewriter, _compute(d.ScatterNDOp, [op.data, op.indices, op.updates], op.output.type, props))
 
 
+def lower_scatter_elements(op: ot.ScatterElementsOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "reduction"))
+    return _insert(rewriter, _compute(d.ScatterElementsOp, [op.data, op.indices, op.updates], op.output.type, props))
+
+
 def lower_trilu(op: ot.TriluOp, rewriter: PatternRewriter) -> Operation:
     """trilu(x) => where(mask, x, 0) with the triangle's mask a constant of
     the last two axes (broadcast over the others)."""
@@ -701,7 +706,7 @@ RULES: dict[type, Callable[..., object]] = {
     om.ArgExtremeOp: lower_arg_extreme, om.IsInfOp: lower_is_inf, om.CumSumOp: lower_cum_sum,
     om.TopKOp: lower_top_k, ot.ScatterNDOp: lower_scatter_nd, ot.TriluOp: lower_trilu, ot.SizeOp: lower_size,
     om.EinsumOp: lower_einsum, ot.BlockRearrangeOp: lower_block_rearrange,
-    on.InstanceNormalizationOp: lower_instance_norm, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
+    on.InstanceNormalizationOp: lower_instance_norm, ot.ScatterElementsOp: lower_scatter_elements, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
     ot.SplitOp: lower_split, ot.SliceOp: lower_slice, ot.GatherOp: lower_gather,
     ot.GatherElementsOp: lower_gather, ot.GatherNDOp: lower_gather, ot.ExpandOp: lower_expand,
     ot.TileOp: lower_tile, ot.PadOp: lower_pad, ot.ResizeOp: lower_resize, ot.CastOp: lower_cast,

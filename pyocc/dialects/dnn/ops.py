@@ -683,6 +683,22 @@ class ScatterNDOp(DnnComputeOp):
 
 
 @irdl_op_definition
+class ScatterElementsOp(DnnComputeOp):
+    """A copy of `x` with `updates` written (or combined by `reduction`) at
+    the positions `indices` names along `axis`. `out` must not overlap an input."""
+
+    name = "dnn.scatter_elements"
+    x = operand_def(TensorOrBuffer)
+    indices = operand_def(TensorOrBuffer)
+    updates = operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    axis = _int()
+    reduction = _str()
+
+
+@irdl_op_definition
 class ExpandOp(UnaryKernelOp):
     name = "dnn.expand"
 
@@ -961,7 +977,7 @@ COMPUTE_OPS = [
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
-    SanitizeOp, ArgMinOp, CumSumOp, TopKOp, ScatterNDOp,
+    SanitizeOp, ArgMinOp, CumSumOp, TopKOp, ScatterNDOp, ScatterElementsOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]

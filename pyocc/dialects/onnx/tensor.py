@@ -452,6 +452,33 @@ class ScatterNDOp(OnnxOp):
         self.check_result_shape(data)
 
 
+@irdl_op_definition
+class ScatterElementsOp(OnnxOp):
+    """A copy of `data` where each element of `updates` replaces (or, with
+    `reduction`, is combined with) the element of `data` that its index in
+    `indices` names along `axis` (torch's scatter)."""
+
+    name = "onnx.ScatterElements"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    axis = int_prop(0)
+    reduction = str_prop("none")
+
+    def verify_onnx(self) -> None:
+        check_integer_indices(self, self.indices)
+        self.check_same_element_type(self.data, self.updates)
+        data = shape_of(self.data)
+        normalize_axis(self.name, self.int_attr("axis"), len(data))
+        if shape_of(self.indices) != shape_of(self.updates) or len(shape_of(self.indices)) != len(data):
+            raise self.fail("indices and updates must have one shape, of the data's rank")
+        if self.str_attr("reduction") not in ("none", "add", "mul", "max", "min"):
+            raise self.fail(f"reduction must be none, add, mul, max or min, got {self.str_attr('reduction')!r}")
+        self.check_result_shape(data)
+
+
 class BlockRearrangeOp(OnnxOp):
     """DepthToSpace / SpaceToDepth: blocks of `blocksize` x `blocksize`
     move between the channels and the two spatial axes of an NCHW tensor;
@@ -511,5 +538,5 @@ TENSOR_OPS = [
     ConstantOp, ConstantOfShapeOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp,
     TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
     ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp, SizeOp, TriluOp, ScatterNDOp,
-    DepthToSpaceOp, SpaceToDepthOp,
+    DepthToSpaceOp, SpaceToDepthOp, ScatterElementsOp,
 ]

@@ -1,6 +1,6 @@
 """Data-movement host kernels: concat, split, slice, transpose, gathers,
-scatter_nd, expand, tile, pad, range, constant_of_shape, and the ordering
-kernels cum_sum and top_k.
+scatter_nd, scatter_elements, expand, tile, pad, range, constant_of_shape,
+and the ordering kernels cum_sum and top_k.
 
 None of them computes new values, so each is one or a few numpy copies into
 ``out``. ``out`` must not overlap any input.
@@ -23,6 +23,7 @@ __all__ = [
     "gather_nd",
     "pad",
     "range",
+    "scatter_elements",
     "scatter_nd",
     "slice",
     "split",
@@ -256,3 +257,23 @@ def top_k(x: np.ndarray, *, outs: Sequence[np.ndarray], axis: int = -1, largest:
     order = np.argsort(key, axis=axis, kind="stable")[_along(axis, _slice(0, k))]
     np.copyto(indices, order)
     np.copyto(values, np.take_along_axis(x, order, axis=axis))
+
+
+def scatter_elements(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, *, out: np.ndarray,
+                     axis: int = 0, reduction: str = "none") -> None:
+    """ONNX ScatterElements: ``out`` = ``x`` with ``out[..., indices[i], ...]``
+    (``indices`` along ``axis``) replaced by ``updates[i]``, or combined with
+    it by ``reduction`` (add, mul, max, min); a repeated index sees every
+    update, in order."""
+    np.copyto(out, x)
+    axis %= x.ndim
+    index = _wrap_negative(indices, x.shape[axis])
+    if reduction == "none":
+        np.put_along_axis(out, index, updates, axis=axis)
+        return
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    if reduction not in combine:
+        raise ValueError(f"scatter_elements: reduction must be one of none, {', '.join(combine)}, got {reduction!r}")
+    positions = list(np.indices(indices.shape))
+    positions[axis] = index
+    combine[reduction].at(out, tuple(positions), updates)
