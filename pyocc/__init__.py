@@ -12,7 +12,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str):
     """`pyocc.compile`, `pyocc.lower` and friends, imported on first use."""
     if name in ("compile", "lower", "Model", "MemoryReport"):
-        from pyocc import api
+        from pyocc import api  # on first use: api imports onnx, numpy and llvmlite; pyocc-opt imports this package
 
         return getattr(api, name)
     raise AttributeError(f"module 'pyocc' has no attribute {name!r}")

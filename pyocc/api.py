@@ -8,13 +8,29 @@
 
 from __future__ import annotations
 
+import dataclasses
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.analysis.liveness import analyze_function, root_buffer
+from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
-from pyocc.pipelines import MEMORY_MODES, Options
+from pyocc.frontend.onnx_import import import_model
+from pyocc.lowering.convert_dnn_to_llvm import compile_module
+from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes
+from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
+from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.runtime.bridge import check_inputs
+from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+from pyocc.weights import release, resource_keys
+from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
     import numpy as np
@@ -67,6 +83,9 @@ class MemoryReport:
     planner: str | None
     activation_bytes: int
     lower_bound_bytes: int
+    """Max-live bytes of the buffers as planned, after coalescing made some
+    tensors share a buffer: the bound the plan is graded against (a pool
+    equal to it is optimal for this op order)."""
     naive_bytes: int
     weight_bytes: int
     io_bytes: int
@@ -74,12 +93,13 @@ class MemoryReport:
     plan_ms: float
     buffers: list[BufferReport] = field(default_factory=list)
     allocator_calls_per_run: int | None = None
-    buffer_lower_bound_bytes: int | None = None
-    """Max-live bytes of the buffers as planned, after coalescing shared some
-    of them: the bound the pool planner works against. `lower_bound_bytes`
-    is the tensors' bound, before coalescing."""
+    tensor_lower_bound_bytes: int | None = None
+    """Max-live bytes of the tensors, each in its own bytes, before
+    coalescing: what the plan would be bound by without coalescing (at
+    least `lower_bound_bytes`)."""
     lower_bound_given_order_bytes: int | None = None
-    """The max-live lower bound of the op order before dnn-reorder ran."""
+    """The tensors' max-live bound (as `tensor_lower_bound_bytes`) of the op
+    order before dnn-reorder ran."""
     reorder: str | None = None
     """dnn-reorder's strategy; None when the given order was kept."""
     reorder_ms: float = 0.0
@@ -117,28 +137,25 @@ class MemoryReport:
 
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
-        import dataclasses
-
         data = dataclasses.asdict(self)
         data["fast_pool_traffic_fraction"] = self.fast_pool_traffic_fraction
         return data
 
     def __str__(self) -> str:
         def mib(n: int) -> str:
-            return f"{n:>14,d} B  {n / 2**20:9.2f} MiB"
+            return f"{n:>14,d} B  {format_bytes(n):>12s}"
 
         lines = [
             f"model            {self.model}",
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
-            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live tensors)",
+            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live buffers, after coalescing)",
         ]
+        if self.tensor_lower_bound_bytes is not None:
+            lines.append(f"tensor bound     {mib(self.tensor_lower_bound_bytes)}  (max-live tensors, before coalescing)")
         if self.reorder is not None and self.lower_bound_given_order_bytes is not None:
             lines.append(f"  given order    {mib(self.lower_bound_given_order_bytes)}"
-                         f"  (reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
-        if (self.memory != "eager" and self.buffer_lower_bound_bytes is not None
-                and self.buffer_lower_bound_bytes != self.lower_bound_bytes):
-            lines.append(f"  coalesced      {mib(self.buffer_lower_bound_bytes)}  (max-live buffers, after coalescing)")
+                         f"  (tensors in the model's op order; reorder {self.reorder}: {self.reorder_ms:.1f} ms)")
         lines += [
             f"naive            {mib(self.naive_bytes)}",
             f"weights          {mib(self.weight_bytes)}",
@@ -152,7 +169,7 @@ class MemoryReport:
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
-            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {pool.buffers} buffers, "
+            lines.append(f"pool {pool.name:<11s} {mib(pool.bytes)}  ({limit}, {plural(pool.buffers, 'buffer')}, "
                          f"{share:.1%} of activation traffic)")
         for pool_name, nbytes in self.weight_bytes_by_pool.items():
             lines.append(f"{'weights ' + pool_name:<16s} {mib(nbytes)}  (read-only pool)")
@@ -192,15 +209,6 @@ def lower(
     applies only the fusions cuDNN can run.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder."""
-    from xdsl.context import Context
-    from xdsl.dialects import func
-    from xdsl.utils.exceptions import PassFailedException
-
-    from pyocc.analysis.liveness import analyze_function, root_buffer
-    from pyocc.dialects.dnn import ops as d
-    from pyocc.frontend.onnx_import import import_model
-    from pyocc.pipelines import buffer_passes, pool_passes, run_passes, tensor_passes
-
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
@@ -233,7 +241,6 @@ def lower(
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     ops = list(function.body.block.ops)
     liveness = analyze_function(function)
-    from pyocc.rewrites.dnn_memory_pool import buffer_traffic
 
     pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
     buffers: list[BufferReport] = []
@@ -261,7 +268,7 @@ def lower(
         model=name, memory=memory,
         planner=function.attributes["dnn.planner"].data if "dnn.planner" in function.attributes else None,  # type: ignore[attr-defined]
         activation_bytes=activation,
-        lower_bound_bytes=tensor_liveness.lower_bound,
+        lower_bound_bytes=liveness.lower_bound_by_use,
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
@@ -269,7 +276,7 @@ def lower(
         plan_ms=plan_ms,
         buffers=buffers,
         allocator_calls_per_run=calls,
-        buffer_lower_bound_bytes=liveness.lower_bound,
+        tensor_lower_bound_bytes=tensor_liveness.lower_bound,
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,
@@ -283,12 +290,6 @@ def lower(
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
     """Run the tensor stage; returns the lower bound of the order dnn-reorder
     was given (None when it did not run) and the milliseconds it took."""
-    from xdsl.dialects import func
-
-    from pyocc.analysis.liveness import analyze_function
-    from pyocc.pipelines import run_passes
-    from pyocc.rewrites.dnn_reorder import DnnReorderPass
-
     given_bound = None
     timings: dict[str, float] = {}
     for p in passes:
@@ -301,9 +302,6 @@ def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[i
 
 def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
     """Fill the per-pool part of a report: sizes, traffic, weights, dynamic buffers."""
-    from pyocc.dialects.dnn import ops as d
-    from pyocc.rewrites.dnn_memory_pool import memory_pools, plan_weights
-
     pools = memory_pools(options.memory_pools, options.alignment)
     sizes = {o.pool_name.data: o.size.value.data for o in function.body.block.ops
              if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
@@ -339,7 +337,10 @@ class Model:
         return list(self.native.output_names)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run once: ONNX input name -> array; returns output name -> array."""
+        """Run once: ONNX input name -> array; returns output name -> array.
+        A wrong input is one PyoccError naming the model file (not the ONNX
+        graph's name, which is often just `main_graph`)."""
+        check_inputs(self.report.model, self.native.meta, dict(inputs))
         outputs = self.native.run(dict(inputs))
         stats = getattr(self.native, "alloc_stats", None)
         if callable(stats):
@@ -395,16 +396,10 @@ def compile(  # noqa: A001 - the name users expect
     if target == "cuda" and sanitize:
         raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
-        from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
-
         reason = cuda_unavailable_reason()
         if reason is not None:
             raise PyoccError(reason)
         cuda_libraries = CudaLibraries.load()
-    import weakref
-
-    from pyocc.lowering.convert_dnn_to_llvm import compile_module
-    from pyocc.weights import release, resource_keys
 
     before = resource_keys()
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,

@@ -37,18 +37,19 @@ Only the CPU device is supported.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
+from onnx import helper, numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
+import pyocc.api
+from pyocc.api import Model
+from pyocc.dialects.onnx import OP_BY_TYPE
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import CONSTANT_INPUTS
 from pyocc.pipelines import MEMORY_MODES
-
-if TYPE_CHECKING:
-    from pyocc.api import Model
 
 #: Compile-time input slots beyond CONSTANT_INPUTS: inputs that decide an
 #: output shape, which the importer folds when they are constants.
@@ -154,8 +155,6 @@ class PyoccRep(BackendRep):
     def specialise(self, arrays: Mapping[str, np.ndarray]) -> onnx.ModelProto:
         """A copy of the model whose frozen inputs are initializers holding
         the given values."""
-        from onnx import numpy_helper
-
         model = onnx.ModelProto()
         model.CopyFrom(self.model)
         graph = model.graph
@@ -174,8 +173,6 @@ class PyoccRep(BackendRep):
 
     def compiled_for(self, arrays: Mapping[str, np.ndarray]) -> Model:
         """The compiled model for these inputs, compiling it on a cache miss."""
-        import pyocc.api
-
         key = self.key(arrays)
         if key not in self.compiled:
             shapes = {n: arrays[n].shape for n in self.input_names if n not in self.frozen_inputs}
@@ -206,8 +203,6 @@ class PyoccBackend(Backend):
     @classmethod
     def is_compatible(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> bool:
         """Whether every node is in the default domain and an op pyocc knows."""
-        from pyocc.dialects.onnx import OP_BY_TYPE
-
         return cls.supports_device(device) and all(
             n.domain in ("", "ai.onnx") and n.op_type in OP_BY_TYPE for n in model.graph.node)
 
@@ -230,8 +225,6 @@ class PyoccBackend(Backend):
                  **kwargs: Any) -> tuple[Any, ...]:
         """Run one node: it becomes a one-node model whose inputs are `inputs`
         (in the node's input order; empty names are absent optionals)."""
-        from onnx import helper
-
         opset = kwargs.pop("opset_version", None)
         arrays = [np.asarray(v) for v in inputs]
         names = [n for n in node.input if n]

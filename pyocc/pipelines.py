@@ -25,6 +25,15 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from pyocc.analysis.verify_lifetimes import check_lifetimes
+from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
+from pyocc.rewrites.dnn_fuse import DnnFusePass
+from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
+from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
+from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+
 MEMORY_MODES = ("eager", "lazy", "pool")
 
 
@@ -70,9 +79,6 @@ class Options:
 
 def tensor_passes(options: Options) -> list[ModulePass]:
     """onnx dialect -> tensor-form dnn, plus the rewrites on tensors."""
-    from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
-    from pyocc.rewrites.dnn_fuse import DnnFusePass
-
     passes: list[ModulePass] = [ConvertOnnxToDnnPass()]
     if options.fuse:
         passes.append(DnnFusePass(target=options.target))
@@ -83,8 +89,6 @@ def tensor_passes(options: Options) -> list[ModulePass]:
 def reorder_passes(options: Options) -> list[ModulePass]:
     """dnn-reorder, last of the tensor rewrites (after fusion, which changes
     the ops it orders); empty when the order is kept."""
-    from pyocc.rewrites.dnn_reorder import DnnReorderPass
-
     if options.reorder == "given":
         return []
     return [DnnReorderPass(strategy=options.reorder)]
@@ -92,15 +96,10 @@ def reorder_passes(options: Options) -> list[ModulePass]:
 
 def buffer_passes(options: Options) -> list[ModulePass]:
     """Tensor form -> buffer form with malloc/dealloc (eager or lazy)."""
-    from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
-    from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
-
     mode = "eager" if options.memory == "eager" else "lazy"
     passes: list[ModulePass] = [DnnInsertMemoryOpsPass(mode=mode, alignment=options.alignment,
                                                        memcpy=options.target == "cuda")]
     if options.coalesce:
-        from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
-
         passes.append(DnnCoalescePass(mode=mode))
     if options.sanitize:
         passes.append(DnnSanitizePass())
@@ -109,8 +108,6 @@ def buffer_passes(options: Options) -> list[ModulePass]:
 
 def pool_passes(options: Options) -> list[ModulePass]:
     """malloc/dealloc -> one planned pool; empty outside pool mode."""
-    from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
-
     if options.memory != "pool":
         return []
     return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
@@ -129,8 +126,6 @@ def run_passes(
     """Apply `passes` in order, verifying the module after each (the op
     verifiers, then the buffer lifetimes). `timings`, when given, gets each
     pass's milliseconds (verification not included)."""
-    from pyocc.analysis.verify_lifetimes import check_lifetimes
-
     for p in passes:
         start = time.perf_counter()
         p.apply(ctx, module)

@@ -16,13 +16,12 @@ the text. `release` drops blobs a finished compilation no longer needs.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
 from xdsl.dialects.builtin import Builtin, DenseResourceAttr, TensorType
 
-if TYPE_CHECKING:
-    import numpy as np
+from pyocc.errors import PyoccError
 
 #: inline constants up to this many elements (splats are always inline)
 INLINE_LIMIT = 16
@@ -88,8 +87,6 @@ def store_array(name: str, array: np.ndarray, tensor: TensorType) -> DenseResour
     """Put `array` into the blob store under a key derived from `name` (made
     unique) and return the attribute that references it. The store keeps the
     array itself (no copy): the caller must not modify it afterwards."""
-    import numpy as np
-
     store = _blob_store()
     key = store.declare_resource(resource_key(name))
     data = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).view()
@@ -101,10 +98,6 @@ def store_array(name: str, array: np.ndarray, tensor: TensorType) -> DenseResour
 def load_bytes(attr: DenseResourceAttr) -> bytes | memoryview:
     """The raw data bytes behind a `dense_resource` attribute (a read-only
     memoryview, without a copy, when the store holds the array)."""
-    import numpy as np
-
-    from pyocc.errors import PyoccError
-
     key = attr.resource_handle.data
     blob = _blobs().raw(key)
     if blob is not None and not isinstance(blob, str):

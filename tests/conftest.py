@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,20 @@ from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F
 def light_model(request: pytest.FixtureRequest) -> Path:
     """Each of the nine light models in turn."""
     return light_model_path(request.param)
+
+
+LARGE_WEIGHTS = re.compile(r"alexnet|zfnet|vgg19")
+"""Models whose fully connected weights take 250-550 MB (each compile holds
+several copies): their tests run on one worker, one after another."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests of the models with large weights join xdist_group("large_weights"),
+    so that pytest-xdist's loadgroup runs them on one worker (never two such
+    models in memory at once; the numerics tests' cached reference is reused)."""
+    for item in items:
+        if LARGE_WEIGHTS.search(item.nodeid):
+            item.add_marker(pytest.mark.xdist_group("large_weights"))
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -29,3 +45,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if os.environ.get("PYOCC_REQUIRE_GPU") == "1":
                 pytest.fail(reason, pytrace=False)
             pytest.skip(reason)
+
+
+def skip_reason_kind(reason: str) -> str:
+    """The kind of a skip reason, for the summary: its text up to the first
+    colon or parenthesis, without `Skipped: ` and without what varies (op
+    names, numbers)."""
+    reason = reason.removeprefix("Skipped: ").strip()
+    kind = re.split(r"[:(]", reason, maxsplit=1)[0].strip()
+    return kind or reason
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Skips counted by kind of reason, one line each (largest first),
+    instead of -ra's line per skipped test; `-rs` still lists them all."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        return
+    kinds: Counter[str] = Counter()
+    for report in skipped:
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        kinds[skip_reason_kind(reason)] += 1
+    terminalreporter.section(f"{len(skipped)} skipped, by reason (pytest -rs lists each)", sep="-")
+    for kind, count in kinds.most_common():
+        terminalreporter.write_line(f"{count:5d}  {kind}")

@@ -7,8 +7,8 @@
 // VERIFY: dnn.unary uses it after its dnn.dealloc: buffer %a is dead there
 func.func @use_after_free(%x: memref<4xf32>, %y: memref<4xf32> {dnn.output}) {
   %a = dnn.malloc {size = 16 : i64} : memref<4xf32>
-  "dnn.unary"(%x, %a) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<4xf32>, memref<4xf32>) -> ()
+  dnn.unary ins(%x : memref<4xf32>) outs(%a : memref<4xf32>) {fn = "relu"}
   dnn.dealloc %a {size = 16 : i64} : memref<4xf32>
-  "dnn.unary"(%a, %y) <{fn = "neg", operandSegmentSizes = array<i32: 1, 1>}> : (memref<4xf32>, memref<4xf32>) -> ()
+  dnn.unary ins(%a : memref<4xf32>) outs(%y : memref<4xf32>) {fn = "neg"}
   func.return
 }

@@ -6,8 +6,8 @@
 func.func @band_after_free(%x: memref<2xf32>, %y: memref<4xf32> {dnn.output}) {
   %o = dnn.malloc {size = 16 : i64} : memref<4xf32>
   %b = dnn.subview %o {offset = 8 : i64} : memref<4xf32> -> memref<2xf32>
-  "dnn.unary"(%o, %y) <{fn = "neg", operandSegmentSizes = array<i32: 1, 1>}> : (memref<4xf32>, memref<4xf32>) -> ()
+  dnn.unary ins(%o : memref<4xf32>) outs(%y : memref<4xf32>) {fn = "neg"}
   dnn.dealloc %o {size = 16 : i64} : memref<4xf32>
-  "dnn.unary"(%x, %b) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<2xf32>, memref<2xf32>) -> ()
+  dnn.unary ins(%x : memref<2xf32>) outs(%b : memref<2xf32>) {fn = "relu"}
   func.return
 }

@@ -4,9 +4,9 @@
 func.func @conv_relu(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
   %w = "onnx.ConstantOfShape"() <{value = dense<0.5> : tensor<1xf32>}> : () -> tensor<4x3x3x3xf32>
   // CHECK: %[[W:.*]] = "dnn.weight"() <{splat = dense<5.000000e-01> : tensor<1xf32>}> : () -> tensor<4x3x3x3xf32>
-  // CHECK: %[[C:.*]] = "dnn.conv"(%x, %[[W]]) <{{{.*}}pads = array<i64: 1, 1, 1, 1>
+  // CHECK: %[[C:.*]] = dnn.conv ins(%x, %[[W]] : {{.*}}) {{\{.*}}pads = array<i64: 1, 1, 1, 1>
   %c = "onnx.Conv"(%x, %w) <{auto_pad = "SAME_UPPER"}> : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
-  // CHECK: "dnn.unary"(%[[C]]) <{fn = "relu"
+  // CHECK: dnn.unary ins(%[[C]] : {{.*}}) {fn = "relu"
   %r = "onnx.Relu"(%c) : (tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
   func.return %r : tensor<1x4x8x8xf32>
 }
@@ -16,8 +16,8 @@ func.func @conv_relu(%x: tensor<1x3x8x8xf32>) -> tensor<1x4x8x8xf32> {
 // Sum of three is a chain of two binary adds; Reshape is a view.
 // CHECK-LABEL: func.func @sum_and_view
 func.func @sum_and_view(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %c: tensor<2x3xf32>) -> tensor<6xf32> {
-  // CHECK: %[[S1:.*]] = "dnn.binary"(%a, %b) <{fn = "add"
-  // CHECK-NEXT: %[[S2:.*]] = "dnn.binary"(%[[S1]], %c) <{fn = "add"
+  // CHECK: %[[S1:.*]] = dnn.binary ins(%a, %b : {{.*}}) {fn = "add"
+  // CHECK-NEXT: %[[S2:.*]] = dnn.binary ins(%[[S1]], %c : {{.*}}) {fn = "add"
   %s = "onnx.Sum"(%a, %b, %c) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
   // CHECK-NEXT: "dnn.view"(%[[S2]]) : (tensor<2x3xf32>) -> tensor<6xf32>
   %v = "onnx.Reshape"(%s) <{shape = array<i64: 6>}> : (tensor<2x3xf32>) -> tensor<6xf32>
@@ -34,7 +34,7 @@ func.func @batchnorm(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
   %m = "onnx.Constant"() <{value = dense<[0.5, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
   %v = "onnx.Constant"() <{value = dense<[3.0, 0.0]> : tensor<2xf32>}> : () -> tensor<2xf32>
   // CHECK-NOT: dnn.batch_norm
-  // CHECK: "dnn.channel_affine"(%x,
+  // CHECK: dnn.channel_affine ins(%x,
   %y = "onnx.BatchNormalization"(%x, %s, %b, %m, %v) <{epsilon = 1.0 : f32}> : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
@@ -45,7 +45,7 @@ func.func @batchnorm(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> {
 // CHECK-LABEL: func.func @batchnorm_not_folded
 func.func @batchnorm_not_folded(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>) -> tensor<1x2x4x4xf32> {
   // CHECK-NOT: dnn.channel_affine
-  // CHECK: "dnn.batch_norm"(%x, %s,
+  // CHECK: dnn.batch_norm ins(%x, %s,
   %y = "onnx.BatchNormalization"(%x, %s, %s, %s, %s) : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   func.return %y : tensor<1x2x4x4xf32>
 }
@@ -56,9 +56,9 @@ func.func @batchnorm_not_folded(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>) -> t
 // SAME_UPPER puts the smaller half (0) first, SAME_LOWER the larger.
 // CHECK-LABEL: func.func @conv_transpose_auto_pad
 func.func @conv_transpose_auto_pad(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> (tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>) {
-  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 0, 1, 1>
+  // CHECK: dnn.conv_transpose ins(%x, %w : {{.*}}) {{\{.*}}pads = array<i64: 0, 0, 1, 1>
   %u = "onnx.ConvTranspose"(%x, %w) <{auto_pad = "SAME_UPPER", strides = array<i64: 2, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
-  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 1, 1, 0, 0>
+  // CHECK: dnn.conv_transpose ins(%x, %w : {{.*}}) {{\{.*}}pads = array<i64: 1, 1, 0, 0>
   %l = "onnx.ConvTranspose"(%x, %w) <{auto_pad = "SAME_LOWER", strides = array<i64: 2, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x6x6xf32>
   func.return %u, %l : tensor<1x2x6x6xf32>, tensor<1x2x6x6xf32>
 }
@@ -69,9 +69,9 @@ func.func @conv_transpose_auto_pad(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf
 // given pads are kept as they are.
 // CHECK-LABEL: func.func @conv_transpose_output_shape
 func.func @conv_transpose_output_shape(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3x3xf32>) -> (tensor<1x2x10x8xf32>, tensor<1x2x7x3xf32>) {
-  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 0, 0, 0>
+  // CHECK: dnn.conv_transpose ins(%x, %w : {{.*}}) {{\{.*}}pads = array<i64: 0, 0, 0, 0>
   %o = "onnx.ConvTranspose"(%x, %w) <{output_shape = array<i64: 10, 8>, strides = array<i64: 3, 2>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x10x8xf32>
-  // CHECK: "dnn.conv_transpose"(%x, %w) <{{{.*}}pads = array<i64: 0, 1, 0, 1>
+  // CHECK: dnn.conv_transpose ins(%x, %w : {{.*}}) {{\{.*}}pads = array<i64: 0, 1, 0, 1>
   %p = "onnx.ConvTranspose"(%x, %w) <{pads = array<i64: 0, 1, 0, 1>, strides = array<i64: 2, 1>}> : (tensor<1x1x3x3xf32>, tensor<1x2x3x3xf32>) -> tensor<1x2x7x3xf32>
   func.return %o, %p : tensor<1x2x10x8xf32>, tensor<1x2x7x3xf32>
 }
@@ -81,11 +81,11 @@ func.func @conv_transpose_output_shape(%x: tensor<1x1x3x3xf32>, %w: tensor<1x2x3
 // detect flags, and with neither flag set it is a constant false.
 // CHECK-LABEL: func.func @isnan_isinf
 func.func @isnan_isinf(%x: tensor<2x3xf32>) -> (tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>, tensor<2x3xi1>) {
-  // CHECK: "dnn.unary"(%x) <{fn = "isnan"{{.*}}}> : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK: dnn.unary ins(%x : tensor<2x3xf32>) {fn = "isnan"} : tensor<2x3xi1>
   %n = "onnx.IsNaN"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
-  // CHECK: "dnn.unary"(%x) <{fn = "isinf"{{.*}}}> : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK: dnn.unary ins(%x : tensor<2x3xf32>) {fn = "isinf"} : tensor<2x3xi1>
   %i = "onnx.IsInf"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
-  // CHECK: "dnn.unary"(%x) <{fn = "isposinf"{{.*}}}> : (tensor<2x3xf32>) -> tensor<2x3xi1>
+  // CHECK: dnn.unary ins(%x : tensor<2x3xf32>) {fn = "isposinf"} : tensor<2x3xi1>
   %p = "onnx.IsInf"(%x) <{detect_negative = 0 : i64}> : (tensor<2x3xf32>) -> tensor<2x3xi1>
   // CHECK: "dnn.weight"() <{splat = dense<false> : tensor<1xi1>}> : () -> tensor<2x3xi1>
   %f = "onnx.IsInf"(%x) <{detect_negative = 0 : i64, detect_positive = 0 : i64}> : (tensor<2x3xf32>) -> tensor<2x3xi1>
@@ -110,7 +110,7 @@ func.func @isinf_detects_nothing(%x: tensor<4xf32>) -> tensor<4xi1> {
 // CHECK-LABEL: func.func @einsum_batch_matmul
 func.func @einsum_batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> tensor<2x3x5xf32> {
   // CHECK-NOT: dnn.transpose
-  // CHECK: "dnn.matmul"(%a, %b) <{{.*}}> : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
+  // CHECK: dnn.matmul ins(%a, %b : tensor<2x3x4xf32>, tensor<2x4x5xf32>) : tensor<2x3x5xf32>
   // CHECK-NOT: dnn.transpose
   %y = "onnx.Einsum"(%a, %b) <{equation = "bij,bjk->bik"}> : (tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>
   func.return %y : tensor<2x3x5xf32>
@@ -122,8 +122,8 @@ func.func @einsum_batch_matmul(%a: tensor<2x3x4xf32>, %b: tensor<2x4x5xf32>) -> 
 // "bhid,bhjd->bhij"): the right operand is transposed, then a matmul.
 // CHECK-LABEL: func.func @einsum_scores
 func.func @einsum_scores(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>) -> tensor<1x2x3x5xf32> {
-  // CHECK: %[[KT:.*]] = "dnn.transpose"(%k) <{{{.*}}perm = array<i64: 0, 1, 3, 2>
-  // CHECK: "dnn.matmul"(%q, %[[KT]])
+  // CHECK: %[[KT:.*]] = dnn.transpose ins(%k : {{.*}}) {perm = array<i64: 0, 1, 3, 2>}
+  // CHECK: dnn.matmul ins(%q, %[[KT]] :
   %y = "onnx.Einsum"(%q, %k) <{equation = "bhid,bhjd->bhij"}> : (tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x5xf32>
   func.return %y : tensor<1x2x3x5xf32>
 }
@@ -134,10 +134,10 @@ func.func @einsum_scores(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>) -> te
 // a repeated label is a diagonal (a gather of the flattened pair).
 // CHECK-LABEL: func.func @einsum_sum_and_diagonal
 func.func @einsum_sum_and_diagonal(%a: tensor<3x4xf32>, %s: tensor<3x3xf32>) -> (tensor<4xf32>, tensor<3xf32>) {
-  // CHECK: "dnn.reduce"(%a) <{fn = "sum", axes = array<i64: 0>, keepdims = 0 : i64{{.*}}}> : (tensor<3x4xf32>) -> tensor<4xf32>
+  // CHECK: dnn.reduce ins(%a : tensor<3x4xf32>) {fn = "sum", axes = array<i64: 0>, keepdims = 0 : i64} : tensor<4xf32>
   %c = "onnx.Einsum"(%a) <{equation = "ij->j"}> : (tensor<3x4xf32>) -> tensor<4xf32>
   // CHECK: %[[FLAT:.*]] = "dnn.view"(%s) : (tensor<3x3xf32>) -> tensor<9xf32>
-  // CHECK: "dnn.gather"(%[[FLAT]], %{{.*}}) <{{{.*}}axis = 0 : i64
+  // CHECK: dnn.gather ins(%[[FLAT]], %{{.*}} : tensor<9xf32>, tensor<3xi64>) : tensor<3xf32>
   %d = "onnx.Einsum"(%s) <{equation = "ii->i"}> : (tensor<3x3xf32>) -> tensor<3xf32>
   func.return %c, %d : tensor<4xf32>, tensor<3xf32>
 }
@@ -148,7 +148,7 @@ func.func @einsum_sum_and_diagonal(%a: tensor<3x4xf32>, %s: tensor<3x3xf32>) -> 
 // CHECK-LABEL: func.func @einsum_identity
 func.func @einsum_identity(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
   // CHECK-NOT: dnn.matmul
-  // CHECK: "dnn.copy"(%a)
+  // CHECK: dnn.copy ins(%a :
   // CHECK-NOT: dnn.matmul
   %y = "onnx.Einsum"(%a) <{equation = "ij->ij"}> : (tensor<3x4xf32>) -> tensor<3x4xf32>
   func.return %y : tensor<3x4xf32>
@@ -160,15 +160,15 @@ func.func @einsum_identity(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
 // the new reductions map one to one.
 // CHECK-LABEL: func.func @top_k_cum_sum_scatter
 func.func @top_k_cum_sum_scatter(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3xi64>, tensor<3xf32>) {
-  // CHECK: "dnn.top_k"(%x) <{axis = -1 : i64, largest = 1 : i64, sorted = 1 : i64{{.*}}}> : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+  // CHECK: dnn.top_k ins(%x : tensor<3x4xf32>) : tensor<3x2xf32>, tensor<3x2xi64>
   %v, %k = "onnx.TopK"(%x) <{K = 2 : i64}> : (tensor<3x4xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
-  // CHECK: "dnn.cum_sum"(%x) <{axis = 1 : i64, exclusive = 1 : i64,
+  // CHECK: dnn.cum_sum ins(%x : tensor<3x4xf32>) {axis = 1 : i64, exclusive = 1 : i64}
   %c = "onnx.CumSum"(%x) <{axis = 1 : i64, exclusive = 1 : i64}> : (tensor<3x4xf32>) -> tensor<3x4xf32>
-  // CHECK: "dnn.scatter_nd"(%x, %i, %u) <{reduction = "add"
+  // CHECK: dnn.scatter_nd ins(%x, %i, %u : {{.*}}) {reduction = "add"}
   %s = "onnx.ScatterND"(%x, %i, %u) <{reduction = "add"}> : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<3x4xf32>
-  // CHECK: "dnn.arg_min"(%x) <{axis = 1 : i64, keepdims = 0 : i64
+  // CHECK: dnn.arg_min ins(%x : tensor<3x4xf32>) {axis = 1 : i64, keepdims = 0 : i64}
   %a = "onnx.ArgMin"(%x) <{axis = 1 : i64, keepdims = 0 : i64}> : (tensor<3x4xf32>) -> tensor<3xi64>
-  // CHECK: "dnn.reduce"(%x) <{fn = "l2"
+  // CHECK: dnn.reduce ins(%x : tensor<3x4xf32>) {fn = "l2"
   %r = "onnx.ReduceL2"(%x) <{axes = array<i64: 1>, keepdims = 0 : i64}> : (tensor<3x4xf32>) -> tensor<3xf32>
   func.return %v, %k, %c, %s, %a, %r : tensor<3x2xf32>, tensor<3x2xi64>, tensor<3x4xf32>, tensor<3x4xf32>, tensor<3xi64>, tensor<3xf32>
 }
@@ -180,9 +180,9 @@ func.func @top_k_cum_sum_scatter(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: t
 // CHECK-LABEL: func.func @trilu_selu
 func.func @trilu_selu(%x: tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xf32>) {
   // CHECK: %[[MASK:.*]] = "dnn.weight"() <{value = dense<{{\[\[}}true, true, true], [false, true, true], [false, false, true]]> : tensor<3x3xi1>}>
-  // CHECK: "dnn.where"(%[[MASK]], %x, %{{.*}})
+  // CHECK: dnn.where ins(%[[MASK]], %x, %{{.*}} :
   %t = "onnx.Trilu"(%x) : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
-  // CHECK: "dnn.unary"(%x) <{fn = "selu", alpha = 2.000000e+00 : f32, beta = 3.000000e+00 : f32
+  // CHECK: dnn.unary ins(%x : tensor<2x3x3xf32>) {fn = "selu", alpha = 2.000000e+00 : f32, beta = 3.000000e+00 : f32}
   %s = "onnx.Selu"(%x) <{alpha = 2.0 : f32, gamma = 3.0 : f32}> : (tensor<2x3x3xf32>) -> tensor<2x3x3xf32>
   func.return %t, %s : tensor<2x3x3xf32>, tensor<2x3x3xf32>
 }
@@ -195,11 +195,11 @@ func.func @trilu_selu(%x: tensor<2x3x3xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3
 // CHECK-LABEL: func.func @depth_to_space_instance_norm
 func.func @depth_to_space_instance_norm(%x: tensor<1x8x3x4xf32>, %s: tensor<8xf32>, %b: tensor<8xf32>) -> (tensor<1x2x6x8xf32>, tensor<1x8x3x4xf32>) {
   // CHECK: %[[SIX:.*]] = "dnn.view"(%x) : (tensor<1x8x3x4xf32>) -> tensor<1x2x2x2x3x4xf32>
-  // CHECK: %[[T:.*]] = "dnn.transpose"(%[[SIX]]) <{perm = array<i64: 0, 3, 4, 1, 5, 2>
+  // CHECK: %[[T:.*]] = dnn.transpose ins(%[[SIX]] : {{.*}}) {perm = array<i64: 0, 3, 4, 1, 5, 2>}
   // CHECK: "dnn.view"(%[[T]]) : (tensor<1x2x3x2x4x2xf32>) -> tensor<1x2x6x8xf32>
   %d = "onnx.DepthToSpace"(%x) <{blocksize = 2 : i64}> : (tensor<1x8x3x4xf32>) -> tensor<1x2x6x8xf32>
-  // CHECK: %[[N:.*]] = "dnn.layer_norm"(%x, %{{.*}}) <{axis = 2 : i64
-  // CHECK: "dnn.channel_affine"(%[[N]], %s, %b)
+  // CHECK: %[[N:.*]] = dnn.layer_norm ins(%x, %{{.*}} : {{.*}}) {axis = 2 : i64
+  // CHECK: dnn.channel_affine ins(%[[N]], %s, %b :
   %n = "onnx.InstanceNormalization"(%x, %s, %b) : (tensor<1x8x3x4xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x3x4xf32>
   func.return %d, %n : tensor<1x2x6x8xf32>, tensor<1x8x3x4xf32>
 }
@@ -212,7 +212,7 @@ func.func @depth_to_space_instance_norm(%x: tensor<1x8x3x4xf32>, %s: tensor<8xf3
 func.func @space_to_depth_block_one(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
   // CHECK-NOT: dnn.layer_norm
   // CHECK-NOT: dnn.copy
-  // CHECK: "dnn.transpose"
+  // CHECK: dnn.transpose
   // CHECK-NOT: dnn.copy
   %y = "onnx.SpaceToDepth"(%x) <{blocksize = 1 : i64}> : (tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32>
   func.return %y : tensor<1x2x3x4xf32>
@@ -223,7 +223,7 @@ func.func @space_to_depth_block_one(%x: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf
 // ScatterElements maps one to one, keeping its axis and reduction.
 // CHECK-LABEL: func.func @scatter_elements
 func.func @scatter_elements(%x: tensor<3x4xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>) -> tensor<3x4xf32> {
-  // CHECK: "dnn.scatter_elements"(%x, %i, %u) <{axis = 1 : i64, reduction = "max"
+  // CHECK: dnn.scatter_elements ins(%x, %i, %u : {{.*}}) {axis = 1 : i64, reduction = "max"}
   %y = "onnx.ScatterElements"(%x, %i, %u) <{axis = 1 : i64, reduction = "max"}> : (tensor<3x4xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x4xf32>
   func.return %y : tensor<3x4xf32>
 }

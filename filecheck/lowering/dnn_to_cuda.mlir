@@ -13,7 +13,7 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 768 : i64}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
   %w = "dnn.weight"() <{value = dense_resource<w> : tensor<4x3x3x3xf32>}> : () -> memref<4x3x3x3xf32>
   %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<4xf32>
-  "dnn.conv"(%xs, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, activation = "relu"}> : (memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.conv ins(%xs, %w, bias %b : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>) outs(%t : memref<1x4x8x8xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu"}
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1024 : i64}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
   dnn.pool_release %p : memref<2048xi8>
   func.return
@@ -76,7 +76,7 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
   %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x8xf32>
   %t = dnn.malloc {size = 32 : i64, alignment = 64 : i64} : memref<2x4xf32>
-  "dnn.gemm"(%xs, %w, %t) <{trans_b = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 1>}> : (memref<2x8xf32>, memref<4x8xf32>, memref<2x4xf32>) -> ()
+  dnn.gemm ins(%xs, %w : memref<2x8xf32>, memref<4x8xf32>) outs(%t : memref<2x4xf32>) {trans_b = 1 : i64}
   dnn.dealloc %xs {size = 64 : i64} : memref<2x8xf32>
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 32 : i64}> : (memref<2x4xf32>, memref<2x4xf32>) -> ()
   dnn.dealloc %t {size = 32 : i64} : memref<2x4xf32>
@@ -114,7 +114,7 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 func.func @int8_add(%x: memref<4xi8> {onnx.name = "x"}, %y: memref<4xi8> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
   %t = dnn.malloc {size = 4 : i64, alignment = 64 : i64} : memref<4xi8>
-  "dnn.binary"(%xs, %xs, %t) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<4xi8>, memref<4xi8>, memref<4xi8>) -> ()
+  dnn.binary ins(%xs, %xs : memref<4xi8>, memref<4xi8>) outs(%t : memref<4xi8>) {fn = "add"}
   func.return
 }
 
@@ -125,7 +125,7 @@ func.func @int8_add(%x: memref<4xi8> {onnx.name = "x"}, %y: memref<4xi8> {onnx.n
 // Negative twin: a kernel reading a graph argument (host memory) directly.
 
 func.func @host_pointer(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {onnx.name = "y", dnn.output}) {
-  "dnn.unary"(%x, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<4xf32>, memref<4xf32>) -> ()
+  dnn.unary ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {fn = "relu"}
   func.return
 }
 
@@ -138,7 +138,7 @@ func.func @host_pointer(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {
 func.func @no_library(%x: memref<4x4xf32> {onnx.name = "x"}, %y: memref<4x6xf32> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<4x4xf32>
   %t = dnn.malloc {size = 96 : i64, alignment = 64 : i64} : memref<4x6xf32>
-  "dnn.pad"(%xs, %t) <{pads = array<i64: 0, 1, 0, 1>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<4x4xf32>, memref<4x6xf32>) -> ()
+  dnn.pad ins(%xs : memref<4x4xf32>) outs(%t : memref<4x6xf32>) {pads = array<i64: 0, 1, 0, 1>}
   func.return
 }
 
@@ -154,8 +154,8 @@ func.func @divide(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x8xf32> {on
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
   %d = "dnn.weight"() <{splat = dense<4.0> : tensor<1xf32>}> : () -> memref<8xf32>
   %t = dnn.malloc {size = 64 : i64, alignment = 64 : i64} : memref<2x8xf32>
-  "dnn.binary"(%xs, %d, %t) <{fn = "div", operandSegmentSizes = array<i32: 1, 1, 1>}> : (memref<2x8xf32>, memref<8xf32>, memref<2x8xf32>) -> ()
-  "dnn.unary"(%t, %t) <{fn = "erf", operandSegmentSizes = array<i32: 1, 1>}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
+  dnn.binary ins(%xs, %d : memref<2x8xf32>, memref<8xf32>) outs(%t : memref<2x8xf32>) {fn = "div"}
+  dnn.unary ins(%t : memref<2x8xf32>) outs(%t : memref<2x8xf32>) {fn = "erf"}
   dnn.dealloc %xs {size = 64 : i64} : memref<2x8xf32>
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 64 : i64}> : (memref<2x8xf32>, memref<2x8xf32>) -> ()
   dnn.dealloc %t {size = 64 : i64} : memref<2x8xf32>
@@ -190,7 +190,7 @@ func.func @deconv(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memref<1x3x10x1
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 400 : i64}> : (memref<1x4x5x5xf32>, memref<1x4x5x5xf32>) -> ()
   %w = "dnn.weight"() <{splat = dense<0.1> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
   %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<3xf32>
-  "dnn.conv_transpose"(%xs, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 1>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}> : (memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<3xf32>, memref<1x3x10x10xf32>) -> ()
+  dnn.conv_transpose ins(%xs, %w, bias %b : memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<3xf32>) outs(%t : memref<1x3x10x10xf32>) {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, output_padding = array<i64: 1, 1>}
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1200 : i64}> : (memref<1x3x10x10xf32>, memref<1x3x10x10xf32>) -> ()
   dnn.pool_release %p : memref<2048xi8>
   func.return
@@ -217,7 +217,7 @@ func.func @deconv_asymmetric(%x: memref<1x4x5x5xf32> {onnx.name = "x"}, %y: memr
   %xs = dnn.malloc {size = 400 : i64, alignment = 64 : i64} : memref<1x4x5x5xf32>
   %t = dnn.malloc {size = 300 : i64, alignment = 64 : i64} : memref<1x3x5x5xf32>
   %w = "dnn.weight"() <{splat = dense<0.1> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
-  "dnn.conv_transpose"(%xs, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>, pads = array<i64: 0, 0, 2, 2>}> : (memref<1x4x5x5xf32>, memref<4x3x3x3xf32>, memref<1x3x5x5xf32>) -> ()
+  dnn.conv_transpose ins(%xs, %w : memref<1x4x5x5xf32>, memref<4x3x3x3xf32>) outs(%t : memref<1x3x5x5xf32>) {pads = array<i64: 0, 0, 2, 2>}
   func.return
 }
 
@@ -232,7 +232,7 @@ func.func @upsample(%x: memref<2x3x4x4xf32> {onnx.name = "x"}, %y: memref<2x3x8x
   %xs = dnn.malloc {size = 384 : i64, alignment = 64 : i64} : memref<2x3x4x4xf32>
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 384 : i64}> : (memref<2x3x4x4xf32>, memref<2x3x4x4xf32>) -> ()
   %t = dnn.malloc {size = 1536 : i64, alignment = 64 : i64} : memref<2x3x8x8xf32>
-  "dnn.resize"(%xs, %t) <{mode = "linear", scales = array<f32: 1.0, 1.0, 2.0, 2.0>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<2x3x4x4xf32>, memref<2x3x8x8xf32>) -> ()
+  dnn.resize ins(%xs : memref<2x3x4x4xf32>) outs(%t : memref<2x3x8x8xf32>) {mode = "linear", scales = array<f32: 1.0, 1.0, 2.0, 2.0>}
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1536 : i64}> : (memref<2x3x8x8xf32>, memref<2x3x8x8xf32>) -> ()
   func.return
 }
@@ -258,7 +258,7 @@ func.func @upsample(%x: memref<2x3x4x4xf32> {onnx.name = "x"}, %y: memref<2x3x8x
 func.func @resize_channels(%x: memref<1x2x3x3xf32> {onnx.name = "x"}, %y: memref<1x4x3x3xf32> {onnx.name = "y", dnn.output}) {
   %xs = dnn.malloc {size = 72 : i64, alignment = 64 : i64} : memref<1x2x3x3xf32>
   %t = dnn.malloc {size = 144 : i64, alignment = 64 : i64} : memref<1x4x3x3xf32>
-  "dnn.resize"(%xs, %t) <{mode = "nearest", scales = array<f32: 1.0, 2.0, 1.0, 1.0>, operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x2x3x3xf32>, memref<1x4x3x3xf32>) -> ()
+  dnn.resize ins(%xs : memref<1x2x3x3xf32>) outs(%t : memref<1x4x3x3xf32>) {mode = "nearest", scales = array<f32: 1.0, 2.0, 1.0, 1.0>}
   func.return
 }
 

@@ -9,15 +9,15 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
   %w = "dnn.weight"() <{value = dense_resource<w> : tensor<4x3x3x3xf32>}> : () -> memref<4x3x3x3xf32>
   %b = "dnn.weight"() <{splat = dense<0.02> : tensor<1xf32>}> : () -> memref<4xf32>
   %t = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
-  "dnn.conv"(%x, %w, %b, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>}> : (memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.conv ins(%x, %w, bias %b : memref<1x3x8x8xf32>, memref<4x3x3x3xf32>, memref<4xf32>) outs(%t : memref<1x4x8x8xf32>) {pads = array<i64: 1, 1, 1, 1>}
   %v = "dnn.view"(%t) : (memref<1x4x8x8xf32>) -> memref<256xf32>
-  "dnn.unary"(%t, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.unary ins(%t : memref<1x4x8x8xf32>) outs(%y : memref<1x4x8x8xf32>) {fn = "relu"}
   dnn.dealloc %t {size = 1024 : i64} : memref<1x4x8x8xf32>
   func.return
 }
 
 // CHECK:      llvm.mlir.global internal @conv_relu_kernel(0 : i64)
-// CHECK:      llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22kernel\22:\22conv\22{{.*}}\22kwargs\22:{\22pads\22:[1,1,1,1]}{{.*}}\22kernel\22:\22unary\22{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:1024}}\00")
+// CHECK:      llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22kernel\22:\22conv\22{{.*}}\22kwargs\22:{\22pads\22:[1,1,1,1],\22group\22:1}{{.*}}\22kernel\22:\22unary\22{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:1024}}\00")
 // CHECK:      llvm.func @conv_relu_init(%{{.*}}: !llvm.ptr)
 // CHECK:      llvm.func @conv_relu_destroy()
 // CHECK:      llvm.func internal @conv_relu_dispatch(%[[SITE:.*]]: i64, %[[BUFS:.*]]: !llvm.ptr)
@@ -63,8 +63,8 @@ func.func @pool(%x: memref<16xf32> {onnx.name = "x"}, %y: memref<16xf32> {onnx.n
   %p = dnn.pool_init {size = 128 : i64} : memref<128xi8>
   %a = dnn.mem_offset %p {offset = 0 : i64, size = 64 : i64} : memref<128xi8> -> memref<16xf32>
   %b = dnn.mem_offset %p {offset = 64 : i64, size = 64 : i64} : memref<128xi8> -> memref<16xf32>
-  "dnn.unary"(%x, %a) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<16xf32>, memref<16xf32>) -> ()
-  "dnn.unary"(%a, %b) <{operandSegmentSizes = array<i32: 1, 1>, fn = "exp"}> : (memref<16xf32>, memref<16xf32>) -> ()
+  dnn.unary ins(%x : memref<16xf32>) outs(%a : memref<16xf32>) {fn = "relu"}
+  dnn.unary ins(%a : memref<16xf32>) outs(%b : memref<16xf32>) {fn = "exp"}
   "dnn.memcpy"(%b, %y) <{kind = "host_to_host", size = 64 : i64}> : (memref<16xf32>, memref<16xf32>) -> ()
   dnn.pool_release %p : memref<128xi8>
   func.return

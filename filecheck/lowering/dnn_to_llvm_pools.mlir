@@ -9,10 +9,10 @@ func.func @two_pools(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) {
   %sram = dnn.pool_init {size = 4096 : i64, pool_name = "sram"} : memref<4096xi8>
   %dram = dnn.pool_init {size = 4096 : i64, pool_name = "dram"} : memref<4096xi8>
   %a = dnn.mem_offset %sram {offset = 0 : i64, size = 4096 : i64} : memref<4096xi8> -> memref<1024xf32>
-  "dnn.unary"(%x, %a) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
+  dnn.unary ins(%x : memref<1024xf32>) outs(%a : memref<1024xf32>) {fn = "relu"}
   %b = dnn.mem_offset %dram {offset = 0 : i64, size = 4096 : i64} : memref<4096xi8> -> memref<1024xf32>
-  "dnn.unary"(%a, %b) <{fn = "exp", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
-  "dnn.unary"(%b, %y) <{fn = "neg", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
+  dnn.unary ins(%a : memref<1024xf32>) outs(%b : memref<1024xf32>) {fn = "exp"}
+  dnn.unary ins(%b : memref<1024xf32>) outs(%y : memref<1024xf32>) {fn = "neg"}
   dnn.pool_release %dram : memref<4096xi8>
   dnn.pool_release %sram : memref<4096xi8>
   func.return
@@ -31,7 +31,7 @@ func.func @two_pools(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) {
 // A view on a pool that this function never initialised cannot be lowered.
 func.func @foreign_pool(%pool: memref<4096xi8>, %y: memref<1024xf32> {dnn.output}) {
   %a = dnn.mem_offset %pool {offset = 0 : i64, size = 4096 : i64} : memref<4096xi8> -> memref<1024xf32>
-  "dnn.unary"(%a, %y) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
+  dnn.unary ins(%a : memref<1024xf32>) outs(%y : memref<1024xf32>) {fn = "relu"}
   dnn.pool_release %pool : memref<4096xi8>
   func.return
 }

@@ -8,7 +8,7 @@
 func.func private @external(memref<4xf32>)
 
 func.func @f(%x: tensor<1024xf32>) -> tensor<1024xf32> {
-  %a = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %b = "dnn.unary"(%a) <{fn = "neg", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "neg"} : tensor<1024xf32>
   func.return %b : tensor<1024xf32>
 }

@@ -5,13 +5,13 @@
 // LAZY-LABEL: func.func @diamond
 // LAZY-SAME: (%x: memref<1024xf32>, %{{.*}}: memref<1024xf32> {dnn.output})
 // LAZY-NEXT: %[[A:.*]] = dnn.malloc {size = 4096 : i64} : memref<1024xf32>
-// LAZY-NEXT: "dnn.unary"(%x, %[[A]]) <{fn = "relu"
+// LAZY-NEXT: dnn.unary ins(%x : {{.*}}) outs(%[[A]] : {{.*}}) {fn = "relu"
 // LAZY-NEXT: %[[B:.*]] = dnn.malloc {size = 4096 : i64}
-// LAZY-NEXT: "dnn.unary"(%[[A]], %[[B]]) <{fn = "exp"
+// LAZY-NEXT: dnn.unary ins(%[[A]] : {{.*}}) outs(%[[B]] : {{.*}}) {fn = "exp"
 // LAZY-NEXT: %[[C:.*]] = dnn.malloc {size = 4096 : i64}
-// LAZY-NEXT: "dnn.unary"(%[[A]], %[[C]]) <{fn = "tanh"
+// LAZY-NEXT: dnn.unary ins(%[[A]] : {{.*}}) outs(%[[C]] : {{.*}}) {fn = "tanh"
 // LAZY-NEXT: dnn.dealloc %[[A]]
-// LAZY-NEXT: "dnn.binary"(%[[B]], %[[C]], %{{.*}}) <{fn = "add"
+// LAZY-NEXT: dnn.binary ins(%[[B]], %[[C]] : {{.*}}) outs(%{{.*}} : {{.*}}) {fn = "add"
 // LAZY-DAG: dnn.dealloc %[[B]]
 // LAZY-DAG: dnn.dealloc %[[C]]
 // LAZY: func.return
@@ -19,18 +19,18 @@
 // EAGER-NEXT: dnn.malloc
 // EAGER-NEXT: dnn.malloc
 // EAGER-NEXT: dnn.malloc
-// EAGER-NEXT: "dnn.unary"
+// EAGER-NEXT: dnn.unary
 // EAGER-NOT: dnn.dealloc
-// EAGER: "dnn.binary"
+// EAGER: dnn.binary
 // EAGER-NEXT: dnn.dealloc
 // EAGER-NEXT: dnn.dealloc
 // EAGER-NEXT: dnn.dealloc
 // EAGER-NEXT: func.return
 func.func @diamond(%x: tensor<1024xf32>) -> tensor<1024xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %c = "dnn.unary"(%a) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %d = "dnn.binary"(%b, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
+  %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %c = dnn.unary ins(%a : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
+  %d = dnn.binary ins(%b, %c : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
   func.return %d : tensor<1024xf32>
 }
 
@@ -40,12 +40,12 @@ func.func @diamond(%x: tensor<1024xf32>) -> tensor<1024xf32> {
 // LAZY-LABEL: func.func @view_extends_life
 // LAZY: %[[A:.*]] = dnn.malloc {size = 64 : i64} : memref<4x4xf32>
 // LAZY: %[[V:.*]] = "dnn.view"(%[[A]])
-// LAZY: "dnn.unary"(%[[V]], %{{.*}}) <{fn = "exp"
+// LAZY: dnn.unary ins(%[[V]] : {{.*}}) outs(%{{.*}} : {{.*}}) {fn = "exp"
 // LAZY-NEXT: dnn.dealloc %[[A]]
 func.func @view_extends_life(%x: tensor<4x4xf32>) -> tensor<16xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %a = dnn.unary ins(%x : tensor<4x4xf32>) {fn = "relu"} : tensor<4x4xf32>
   %v = "dnn.view"(%a) : (tensor<4x4xf32>) -> tensor<16xf32>
-  %e = "dnn.unary"(%v) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
+  %e = dnn.unary ins(%v : tensor<16xf32>) {fn = "exp"} : tensor<16xf32>
   func.return %e : tensor<16xf32>
 }
 
@@ -53,10 +53,10 @@ func.func @view_extends_life(%x: tensor<4x4xf32>) -> tensor<16xf32> {
 
 // Negative: a returned view is copied into the output, never aliased.
 // LAZY-LABEL: func.func @returned_view_is_copied
-// LAZY: "dnn.copy"
+// LAZY: dnn.copy
 // LAZY: func.return
 func.func @returned_view_is_copied(%x: tensor<4x4xf32>) -> tensor<16xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  %a = dnn.unary ins(%x : tensor<4x4xf32>) {fn = "relu"} : tensor<4x4xf32>
   %v = "dnn.view"(%a) : (tensor<4x4xf32>) -> tensor<16xf32>
   func.return %v : tensor<16xf32>
 }
@@ -66,21 +66,21 @@ func.func @returned_view_is_copied(%x: tensor<4x4xf32>) -> tensor<16xf32> {
 // A residual block: the skip input stays alive across the branch.
 // LAZY-LABEL: func.func @residual
 // LAZY: %[[A:.*]] = dnn.malloc {size = 256 : i64}
-// LAZY: "dnn.unary"(%x, %[[A]]) <{fn = "relu"
+// LAZY: dnn.unary ins(%x : {{.*}}) outs(%[[A]] : {{.*}}) {fn = "relu"
 // LAZY: %[[B:.*]] = dnn.malloc {size = 256 : i64}
-// LAZY: "dnn.unary"(%[[A]], %[[B]]) <{fn = "exp"
+// LAZY: dnn.unary ins(%[[A]] : {{.*}}) outs(%[[B]] : {{.*}}) {fn = "exp"
 // LAZY-NOT: dnn.dealloc %[[A]]
 // LAZY: %[[C:.*]] = dnn.malloc {size = 256 : i64}
-// LAZY: "dnn.unary"(%[[B]], %[[C]]) <{fn = "tanh"
+// LAZY: dnn.unary ins(%[[B]] : {{.*}}) outs(%[[C]] : {{.*}}) {fn = "tanh"
 // LAZY-NEXT: dnn.dealloc %[[B]]
-// LAZY-NEXT: "dnn.binary"(%[[C]], %[[A]], %{{.*}}) <{fn = "add"
+// LAZY-NEXT: dnn.binary ins(%[[C]], %[[A]] : {{.*}}) outs(%{{.*}} : {{.*}}) {fn = "add"
 // LAZY-DAG: dnn.dealloc %[[A]]
 // LAZY-DAG: dnn.dealloc %[[C]]
 func.func @residual(%x: tensor<64xf32>) -> tensor<64xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
-  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
-  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<64xf32>) -> tensor<64xf32>
-  %d = "dnn.binary"(%c, %a) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+  %a = dnn.unary ins(%x : tensor<64xf32>) {fn = "relu"} : tensor<64xf32>
+  %b = dnn.unary ins(%a : tensor<64xf32>) {fn = "exp"} : tensor<64xf32>
+  %c = dnn.unary ins(%b : tensor<64xf32>) {fn = "tanh"} : tensor<64xf32>
+  %d = dnn.binary ins(%c, %a : tensor<64xf32>, tensor<64xf32>) {fn = "add"} : tensor<64xf32>
   func.return %d : tensor<64xf32>
 }
 
@@ -90,13 +90,13 @@ func.func @residual(%x: tensor<64xf32>) -> tensor<64xf32> {
 // LAZY-LABEL: func.func @concat
 // LAZY: %[[A:.*]] = dnn.malloc {size = 64 : i64}
 // LAZY: %[[B:.*]] = dnn.malloc {size = 64 : i64}
-// LAZY: "dnn.concat"(%[[A]], %[[B]], %{{.*}}) <{axis = 0 : i64
+// LAZY: dnn.concat ins(%[[A]], %[[B]] : {{.*}}) outs(%{{.*}} : {{.*}}) {axis = 0 : i64
 // LAZY-DAG: dnn.dealloc %[[A]]
 // LAZY-DAG: dnn.dealloc %[[B]]
 // LAZY: func.return
 func.func @concat(%x: tensor<16xf32>) -> tensor<32xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
-  %b = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<16xf32>) -> tensor<16xf32>
-  %c = "dnn.concat"(%a, %b) <{axis = 0 : i64, operandSegmentSizes = array<i32: 2, 0>}> : (tensor<16xf32>, tensor<16xf32>) -> tensor<32xf32>
+  %a = dnn.unary ins(%x : tensor<16xf32>) {fn = "relu"} : tensor<16xf32>
+  %b = dnn.unary ins(%x : tensor<16xf32>) {fn = "exp"} : tensor<16xf32>
+  %c = dnn.concat ins(%a, %b : tensor<16xf32>, tensor<16xf32>) {axis = 0 : i64} : tensor<32xf32>
   func.return %c : tensor<32xf32>
 }

@@ -14,9 +14,9 @@
 // CHECK-NEXT: func.return
 // BAD: dnn-memory-pool: unknown planner 'magic'
 func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %d = "dnn.unary"(%c) <{fn = "neg", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
+  %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %c = dnn.unary ins(%b : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
+  %d = dnn.unary ins(%c : tensor<1024xf32>) {fn = "neg"} : tensor<1024xf32>
   func.return %d : tensor<1024xf32>
 }

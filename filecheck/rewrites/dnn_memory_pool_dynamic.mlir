@@ -17,11 +17,11 @@
 // ONEPOOL: pyocc-opt: error: dnn-memory-pool: buffer %n_out (memref<?xf32>) has no static size; fix the input shape, or give pools=... to leave it to the runtime allocator
 func.func @dynamic(%x: memref<1024xf32>, %n: memref<?xf32>, %y: memref<1024xf32> {dnn.output}) {
   %a = dnn.malloc {size = 4096 : i64} : memref<1024xf32>
-  "dnn.unary"(%x, %a) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
+  dnn.unary ins(%x : memref<1024xf32>) outs(%a : memref<1024xf32>) {fn = "relu"}
   %n_out = dnn.malloc {size = 0 : i64} : memref<?xf32>
-  "dnn.unary"(%n, %n_out) <{fn = "exp", operandSegmentSizes = array<i32: 1, 1>}> : (memref<?xf32>, memref<?xf32>) -> ()
+  dnn.unary ins(%n : memref<?xf32>) outs(%n_out : memref<?xf32>) {fn = "exp"}
   dnn.dealloc %n_out {size = 0 : i64} : memref<?xf32>
-  "dnn.unary"(%a, %y) <{fn = "neg", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1024xf32>, memref<1024xf32>) -> ()
+  dnn.unary ins(%a : memref<1024xf32>) outs(%y : memref<1024xf32>) {fn = "neg"}
   dnn.dealloc %a {size = 4096 : i64} : memref<1024xf32>
   func.return
 }

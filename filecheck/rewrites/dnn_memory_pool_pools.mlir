@@ -40,9 +40,9 @@
 // OVERFLOW: pyocc-opt: error: dnn-memory-pool: buffer 'b' (4,096 bytes) fits in no pool: its last candidate, pool 'dram' (2,048 bytes), lacks 2,048 bytes; make 'dram' larger or add a pool after it
 // BADSPEC: pyocc-opt: error: dnn-memory-pool: memory pools: pool 'sram': size '4KB' must be a number of bytes, optionally with KiB, MiB or GiB (e.g. 512KiB)
 func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %b = "dnn.unary"(%a) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %d = "dnn.binary"(%c, %c) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
+  %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %c = dnn.unary ins(%b : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
+  %d = dnn.binary ins(%c, %c : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
   func.return %d : tensor<1024xf32>
 }

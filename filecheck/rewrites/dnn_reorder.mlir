@@ -17,30 +17,30 @@
 // AFTER-LABEL: liveness of @two_branches
 // AFTER: max-live lower bound: 4128 bytes
 // CHECK-LABEL: func.func @two_branches
-// CHECK-NEXT: %[[M1:.*]] = "dnn.unary"(%x)
-// CHECK-NEXT: %[[R1:.*]] = "dnn.global_average_pool"(%[[M1]])
-// CHECK-NEXT: %[[M2:.*]] = "dnn.unary"(%x)
-// CHECK-NEXT: %[[R2:.*]] = "dnn.global_average_pool"(%[[M2]])
-// CHECK-NEXT: %s = "dnn.binary"(%a2, %c2)
+// CHECK-NEXT: %[[M1:.*]] = dnn.unary ins(%x : {{.*}})
+// CHECK-NEXT: %[[R1:.*]] = dnn.global_average_pool ins(%[[M1]] : {{.*}})
+// CHECK-NEXT: %[[M2:.*]] = dnn.unary ins(%x : {{.*}})
+// CHECK-NEXT: %[[R2:.*]] = dnn.global_average_pool ins(%[[M2]] : {{.*}})
+// CHECK-NEXT: %s = dnn.binary ins(%a2, %c2 : {{.*}})
 // CHECK-NEXT: %w = "dnn.weight"()
-// CHECK-NEXT: %t = "dnn.binary"(%s, %w)
+// CHECK-NEXT: %t = dnn.binary ins(%s, %w : {{.*}})
 // CHECK-NEXT: func.return %t
 // GIVEN-LABEL: func.func @two_branches
 // GIVEN-NEXT: %w = "dnn.weight"()
-// GIVEN-NEXT: %a1 = "dnn.unary"(%x)
-// GIVEN-NEXT: %c1 = "dnn.unary"(%x)
-// GIVEN-NEXT: %a2 = "dnn.global_average_pool"(%a1)
-// GIVEN-NEXT: %c2 = "dnn.global_average_pool"(%c1)
+// GIVEN-NEXT: %a1 = dnn.unary ins(%x : {{.*}})
+// GIVEN-NEXT: %c1 = dnn.unary ins(%x : {{.*}})
+// GIVEN-NEXT: %a2 = dnn.global_average_pool ins(%a1 : {{.*}})
+// GIVEN-NEXT: %c2 = dnn.global_average_pool ins(%c1 : {{.*}})
 // BAD: dnn-reorder: unknown strategy 'magic'
-// BUFFERS: dnn-reorder: @two_branches is in buffer form; reorder before dnn-insert-memory-ops
+// BUFFERS: dnn-reorder needs tensor-form dnn, which convert-onnx-to-dnn produces, but @two_branches is in buffer-form dnn (dnn.malloc/dnn.dealloc); run dnn-reorder before dnn-insert-memory-ops
 func.func @two_branches(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
   %w = "dnn.weight"() <{splat = dense<5.000000e-01> : tensor<1xf32>}> : () -> tensor<1x4x1x1xf32>
-  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
-  %c1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
-  %a2 = "dnn.global_average_pool"(%a1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
-  %c2 = "dnn.global_average_pool"(%c1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
-  %s = "dnn.binary"(%a2, %c2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
-  %t = "dnn.binary"(%s, %w) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %a1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "relu"} : tensor<1x4x16x16xf32>
+  %c1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "exp"} : tensor<1x4x16x16xf32>
+  %a2 = dnn.global_average_pool ins(%a1 : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %c2 = dnn.global_average_pool ins(%c1 : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %s = dnn.binary ins(%a2, %c2 : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) {fn = "add"} : tensor<1x4x1x1xf32>
+  %t = dnn.binary ins(%s, %w : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) {fn = "mul"} : tensor<1x4x1x1xf32>
   func.return %t : tensor<1x4x1x1xf32>
 }
 
@@ -49,18 +49,18 @@ func.func @two_branches(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
 // AFTER-LABEL: liveness of @view_branch
 // AFTER: max-live lower bound: 4128 bytes
 // CHECK-LABEL: func.func @view_branch
-// CHECK: "dnn.global_average_pool"
-// CHECK-NEXT: "dnn.unary"(%x)
+// CHECK: dnn.global_average_pool
+// CHECK-NEXT: dnn.unary ins(%x : {{.*}})
 // CHECK: %v = "dnn.view"(%b2)
-// CHECK-NEXT: %s = "dnn.binary"(%v, %a2)
+// CHECK-NEXT: %s = dnn.binary ins(%v, %a2 : {{.*}})
 func.func @view_branch(%x: tensor<1x4x16x16xf32>) -> tensor<4xf32> {
-  %a1 = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
-  %b1 = "dnn.unary"(%x) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  %a1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "relu"} : tensor<1x4x16x16xf32>
+  %b1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "exp"} : tensor<1x4x16x16xf32>
   %a1v = "dnn.view"(%a1) : (tensor<1x4x16x16xf32>) -> tensor<1x4x256xf32>
-  %a2 = "dnn.reduce"(%a1v) <{fn = "mean", axes = array<i64: 2>, keepdims = 0 : i64, operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x256xf32>) -> tensor<1x4xf32>
-  %b2 = "dnn.global_average_pool"(%b1) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
+  %a2 = dnn.reduce ins(%a1v : tensor<1x4x256xf32>) {fn = "mean", axes = array<i64: 2>, keepdims = 0 : i64} : tensor<1x4xf32>
+  %b2 = dnn.global_average_pool ins(%b1 : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
   %v = "dnn.view"(%b2) : (tensor<1x4x1x1xf32>) -> tensor<1x4xf32>
-  %s = "dnn.binary"(%v, %a2) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<1x4xf32>
+  %s = dnn.binary ins(%v, %a2 : tensor<1x4xf32>, tensor<1x4xf32>) {fn = "add"} : tensor<1x4xf32>
   %r = "dnn.view"(%s) : (tensor<1x4xf32>) -> tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
@@ -73,15 +73,15 @@ func.func @view_branch(%x: tensor<1x4x16x16xf32>) -> tensor<4xf32> {
 // AFTER: max-live lower bound: 8192 bytes
 // CHECK-LABEL: func.func @chain
 // CHECK-NEXT: %w = "dnn.weight"()
-// CHECK-NEXT: %a = "dnn.unary"(%x)
-// CHECK-NEXT: %b = "dnn.binary"(%a, %w)
-// CHECK-NEXT: %c = "dnn.unary"(%b)
+// CHECK-NEXT: %a = dnn.unary ins(%x : {{.*}})
+// CHECK-NEXT: %b = dnn.binary ins(%a, %w : {{.*}})
+// CHECK-NEXT: %c = dnn.unary ins(%b : {{.*}})
 // CHECK-NEXT: func.return %c
 func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   %w = "dnn.weight"() <{splat = dense<2.000000e+00> : tensor<1xf32>}> : () -> tensor<1024xf32>
-  %a = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
-  %b = "dnn.binary"(%a, %w) <{fn = "mul", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1024xf32>, tensor<1024xf32>) -> tensor<1024xf32>
-  %c = "dnn.unary"(%b) <{fn = "tanh", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1024xf32>) -> tensor<1024xf32>
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
+  %b = dnn.binary ins(%a, %w : tensor<1024xf32>, tensor<1024xf32>) {fn = "mul"} : tensor<1024xf32>
+  %c = dnn.unary ins(%b : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
   func.return %c : tensor<1024xf32>
 }
 
@@ -89,19 +89,19 @@ func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
 // relu is %x's last reader and may write over it: at most one 4096-byte map
 // is live. Without them no order beats the given one, which is kept.
 // CHECK-LABEL: func.func @in_place_last_reader
-// CHECK-NEXT: %x = "dnn.unary"(%arg)
-// CHECK-NEXT: %r = "dnn.unary"(%x)
-// CHECK-NEXT: %m = "dnn.global_average_pool"(%x)
+// CHECK-NEXT: %x = dnn.unary ins(%arg : {{.*}})
+// CHECK-NEXT: %r = dnn.unary ins(%x : {{.*}})
+// CHECK-NEXT: %m = dnn.global_average_pool ins(%x : {{.*}})
 // INPLACE-LABEL: func.func @in_place_last_reader
-// INPLACE-NEXT: %x = "dnn.unary"(%arg)
-// INPLACE-NEXT: %m = "dnn.global_average_pool"(%x)
-// INPLACE-NEXT: %r = "dnn.unary"(%x)
-// INPLACE-NEXT: %g = "dnn.global_average_pool"(%r)
+// INPLACE-NEXT: %x = dnn.unary ins(%arg : {{.*}})
+// INPLACE-NEXT: %m = dnn.global_average_pool ins(%x : {{.*}})
+// INPLACE-NEXT: %r = dnn.unary ins(%x : {{.*}})
+// INPLACE-NEXT: %g = dnn.global_average_pool ins(%r : {{.*}})
 func.func @in_place_last_reader(%arg: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32> {
-  %x = "dnn.unary"(%arg) <{fn = "exp", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
-  %r = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
-  %m = "dnn.global_average_pool"(%x) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
-  %g = "dnn.global_average_pool"(%r) <{operandSegmentSizes = array<i32: 1, 0>}> : (tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf32>
-  %s = "dnn.binary"(%m, %g) <{fn = "add", operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) -> tensor<1x4x1x1xf32>
+  %x = dnn.unary ins(%arg : tensor<1x4x16x16xf32>) {fn = "exp"} : tensor<1x4x16x16xf32>
+  %r = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "relu"} : tensor<1x4x16x16xf32>
+  %m = dnn.global_average_pool ins(%x : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %g = dnn.global_average_pool ins(%r : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %s = dnn.binary ins(%m, %g : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) {fn = "add"} : tensor<1x4x1x1xf32>
   func.return %s : tensor<1x4x1x1xf32>
 }

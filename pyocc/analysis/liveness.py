@@ -44,6 +44,9 @@ class LiveBuffer:
     kind: str = "intermediate"
     producer: str = ""
     consumers: list[str] = field(default_factory=list)
+    first_use: int | None = None
+    """The first op that reads or writes it (a malloc or dealloc is not a
+    use); None when nothing does."""
 
 
 @dataclass
@@ -71,6 +74,23 @@ class Liveness:
         events = [0] * (self.steps + 2)
         for b in self.intermediates:
             events[b.first] += b.bytes
+            events[b.last + 1] -= b.bytes
+        best = live = 0
+        for delta in events:
+            live += delta
+            best = max(best, live)
+        return best
+
+    @property
+    def lower_bound_by_use(self) -> int:
+        """`lower_bound` with each buffer live from its first use (its
+        producer writing it) to its last, wherever its malloc sits: in eager
+        mode, where every malloc is at entry, the bound a plan of these
+        buffers is measured against."""
+        events = [0] * (self.steps + 2)
+        for b in self.intermediates:
+            first = b.first if b.first_use is None else b.first_use
+            events[first] += b.bytes
             events[b.last + 1] -= b.bytes
         best = live = 0
         for delta in events:
@@ -108,8 +128,8 @@ def root_buffer(value: SSAValue) -> SSAValue:
 
 
 def _root(value: SSAValue) -> SSAValue:
-    while isinstance(value.owner, d.ALIAS_OPS):
-        value = value.owner.operands[0]
+    while (source := d.aliased_value(value.owner)) is not None:
+        value = source
     return value
 
 
@@ -179,7 +199,7 @@ def analyze_function(function: func.FuncOp) -> Liveness:
         if facts is None:
             facts = classes[type(op)] = (
                 isinstance(op, d.WeightOp),
-                isinstance(op, (d.DeallocOp, *d.ALIAS_OPS)),
+                isinstance(op, d.DeallocOp) or op.has_trait(d.AliasesOperand),
                 isinstance(op, (d.DnnComputeOp, d.MallocOp, d.MemOffsetOp)),  # see buffer_values
             )
         is_weight, not_a_use, creates_buffers = facts
@@ -195,6 +215,8 @@ def analyze_function(function: func.FuncOp) -> Liveness:
             if b is not None:
                 b.last = max(b.last, i)
                 b.consumers.append(op.name)
+                if b.first_use is None:
+                    b.first_use = i
     # Caller-owned and constant buffers live for the whole function.
     for b in buffers.values():
         if b.kind in ("input", "output", "weight"):

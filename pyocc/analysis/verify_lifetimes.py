@@ -28,8 +28,8 @@ def _root(value: SSAValue, roots: dict[SSAValue, SSAValue]) -> SSAValue:
     """The buffer a value lives in, through views and subviews (memoised in `roots`)."""
     if value in roots:
         return roots[value]
-    owner = value.owner
-    root = _root(owner.operands[0], roots) if isinstance(owner, d.ALIAS_OPS) else value
+    source = d.aliased_value(value.owner)
+    root = value if source is None else _root(source, roots)
     roots[value] = root
     return root
 

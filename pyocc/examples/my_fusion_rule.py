@@ -7,8 +7,11 @@ replaced back to its producers) and a function that builds the replacement.
 This file writes one rule from scratch, `relu(conv(x)) => conv{relu}(x)`,
 runs it alone on a model's tensor-form dnn IR, and prints the compute ops
 before and after, so you can see which places matched and which did not.
-The real table, `RULES` in pyocc/rewrites/dnn_fuse.py, has this rule in a
-more general form (`conv-activation`, any fusable activation).
+The pattern names op classes (`d.UnaryOp`, `d.ConvOp`) and their fields,
+and is checked against the op definitions when the `Rule` is built: a
+misspelt field is an error naming the rule, the op and the field. The real
+table, `RULES` in pyocc/rewrites/dnn_fuse.py, has this rule in a more
+general form (`conv-activation`, any fusable activation).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWal
 from pyocc.dialects.dnn import ops as d
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
-from pyocc.rewrites.dnn_fuse import Match, Rule, fusion_patterns, op
+from pyocc.rewrites.dnn_fuse import fusion_patterns
+from pyocc.rewrites.fusion import Match, Rule, op
 
 
 def conv_with_relu(m: Match) -> Operation:
@@ -34,7 +38,7 @@ def conv_with_relu(m: Match) -> Operation:
 # relu(conv(x))  =>  conv{activation=relu}(x)
 MY_RULE = Rule(
     "my-conv-relu",
-    match=op("unary", "relu", fn="relu", x=op("conv", "conv", activation=None)),
+    match=op(d.UnaryOp, "relu", fn="relu", x=op(d.ConvOp, "conv", activation=None)),
     produce=conv_with_relu,
 )
 """Match a dnn.unary computing relu whose input `x` is a dnn.conv without an

@@ -22,13 +22,19 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 from xdsl.builder import Builder
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
-    BFloat16Type,
     ArrayAttr,
+    BFloat16Type,
+    BytesAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
@@ -55,10 +61,6 @@ from pyocc.dialects.onnx.base import OnnxOp
 from pyocc.dialects.onnx.tensor import ConstantOfShapeOp, ConstantOp
 from pyocc.errors import PyoccError, one_line
 from pyocc.weights import INLINE_LIMIT, store_array
-
-if TYPE_CHECKING:
-    import numpy as np
-    import onnx
 
 #: Inputs that pyocc needs at compile time, by op type: input index -> the
 #: property it becomes. Older opsets carry the same values as attributes of
@@ -121,8 +123,6 @@ FOLD_LIMIT_ELEMENTS = 1 << 16
 
 def element_type(onnx_type: int) -> Attribute:
     """The xDSL element type of an ONNX TensorProto data type."""
-    from onnx import TensorProto
-
     table: dict[int, Attribute] = {
         TensorProto.FLOAT: Float32Type(),
         TensorProto.DOUBLE: Float64Type(),
@@ -143,8 +143,6 @@ def element_type(onnx_type: int) -> Attribute:
 
 def numpy_dtype_of(t: Attribute) -> Any:
     """The numpy dtype of an xDSL element type the frontend produces."""
-    import numpy as np
-
     table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
              "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
     if str(t) not in table:
@@ -171,9 +169,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 def load_model(path: str | Path) -> onnx.ModelProto:
     """Read an .onnx file, with one-line errors for missing or broken files."""
-    import onnx
-    from google.protobuf.message import DecodeError
-
     path = Path(path)
     if not path.exists():
         raise PyoccError(f"{path}: no such file")
@@ -216,9 +211,6 @@ class Splat:
     onnx_type: int
 
     def materialize(self) -> np.ndarray:
-        import numpy as np
-        from onnx import helper
-
         return np.full(self.shape, self.value, dtype=helper.tensor_dtype_to_np_dtype(self.onnx_type))
 
 
@@ -333,8 +325,6 @@ class _Importer:
 
     # -- step 2 ----------------------------------------------------------
     def fold_and_infer(self) -> None:
-        from onnx import numpy_helper
-
         graph = self.model.graph
         for init in graph.initializer:
             self.consts[init.name] = numpy_helper.to_array(init)
@@ -353,10 +343,6 @@ class _Importer:
         self.nodes = nodes
 
     def infer_types(self, nodes: list) -> None:
-        import numpy as np
-        import onnx
-        from onnx import helper, numpy_helper
-
         graph = self.model.graph
         # Shape inference needs the values of small constants (shapes, axes)
         # only; large ones (weights) go in as typed inputs, so each round does
@@ -416,9 +402,6 @@ class _Importer:
         """Evaluate `node` with numpy if all its inputs are constants; a node
         whose every output is empty needs no inputs at all: an empty tensor
         has no values, so it is a constant whatever the node computes."""
-        import numpy as np
-        from onnx import helper, numpy_helper
-
         outputs = [o for o in node.output if o]
         if outputs and all(o in self.types and 0 in self.types[o].get_shape() for o in outputs):
             for o in outputs:
@@ -426,7 +409,6 @@ class _Importer:
                 dtype = numpy_dtype_of(ttype.element_type)
                 self.consts[o] = np.zeros(tuple(ttype.get_shape()), dtype=dtype)
             return True
-
         if node.op_type in ("Shape", "Size") and node.input[0] in self.types:
             shape = self.types[node.input[0]].get_shape()
             if node.op_type == "Size":
@@ -458,7 +440,6 @@ class _Importer:
             return False
         if any(_size(self.consts[i]) > FOLD_LIMIT_ELEMENTS for i in inputs):
             return False
-        from onnx.reference import ReferenceEvaluator
 
         sub = helper.make_graph(
             [node], "fold", [], [helper.make_value_info(o, helper.TypeProto()) for o in node.output if o],
@@ -538,9 +519,6 @@ class _Importer:
         return op.results[0]
 
     def constant_op(self, name: str, const: Any) -> OnnxOp:
-        import numpy as np
-        from onnx import helper
-
         if isinstance(const, Splat):
             ttype = TensorType(element_type(const.onnx_type), const.shape)
             scalar_type = TensorType(ttype.element_type, [1])
@@ -561,8 +539,6 @@ class _Importer:
         return ConstantOp(store_array(name, array, ttype))
 
     def emit_node(self, node: onnx.NodeProto) -> None:
-        from onnx import helper
-
         op_type = node.op_type
         cls = OP_BY_TYPE[op_type]
         special = SPECIAL_IMPORTS.get(op_type)
@@ -642,8 +618,6 @@ class _Importer:
 def _branch_shapes_differ(node: onnx.NodeProto) -> bool:
     """True when an If's two branches declare outputs of different shapes
     (an unknown dimension counts as different)."""
-    from onnx import helper
-
     def shapes(branch: Any) -> list[tuple[Any, ...]]:
         result = []
         for out in branch.output:
@@ -667,8 +641,6 @@ def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
     """Reject an absurdly large tensor with one clear line. Empty tensors are
     legal ONNX (classic exports compute shapes with them); they are folded
     to constants at import (see `_Importer.try_fold`)."""
-    from onnx import helper
-
     shape = "x".join(map(str, dims)) or "scalar"
     itemsize = helper.tensor_dtype_to_np_dtype(onnx_type).itemsize if onnx_type else 4
     nbytes = math.prod(dims) * itemsize
@@ -686,10 +658,6 @@ def _size(const: Any) -> int:
 
 def _splat(ttype: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
     """A splat dense attribute without materialising the full array."""
-    import numpy as np
-
-    from xdsl.dialects.builtin import BytesAttr
-
     elem = ttype.element_type
     dtype = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
              "i32": np.int32, "i8": np.int8, "i1": np.int8, "i16": np.int16, "ui8": np.uint8}.get(str(elem))
@@ -702,8 +670,6 @@ def _splat(ttype: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
 def to_property(key: str, value: Any, definition: Any) -> Attribute:
     """One ONNX attribute (or folded constant input) as an xDSL property of
     the kind the op declares (int, float, string, ints, floats)."""
-    import numpy as np
-
     constr = str(definition.constr)
     if isinstance(value, bytes):
         return StringAttr(value.decode())

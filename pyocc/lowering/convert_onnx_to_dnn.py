@@ -28,13 +28,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    DenseIntOrFPElementsAttr,
-    DenseResourceAttr,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -49,16 +47,16 @@ from xdsl.pattern_rewriter import (
     PatternRewriteWalker,
     RewritePattern,
 )
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.dnn.constants import numpy_dtype, weight_array, weight_from_array
 from pyocc.dialects.onnx import base as ob
 from pyocc.dialects.onnx import math as om
 from pyocc.dialects.onnx import nn as on
 from pyocc.dialects.onnx import tensor as ot
-
-if TYPE_CHECKING:
-    import numpy as np
 
 _ALPHA = {"alpha": "alpha"}
 
@@ -125,47 +123,6 @@ def explicit_pads(op: ob.OnnxOp, in_shape: tuple[int, ...], kernel: list[int]) -
         begins.append(small if auto_pad == "SAME_UPPER" else big)
         ends.append(big if auto_pad == "SAME_UPPER" else small)
     return begins + ends
-
-
-def weight_array(op: d.WeightOp) -> np.ndarray:
-    """The numpy value of a dnn.weight (compile-time folding needs it)."""
-    import numpy as np
-
-    from pyocc.weights import load_bytes
-
-    t = op.result.type
-    dtype = numpy_dtype(t.get_element_type())
-    shape = tuple(t.get_shape())
-    if op.splat is not None:
-        return np.full(shape, op.splat.get_values()[0], dtype=dtype)
-    value = op.value
-    if isinstance(value, DenseResourceAttr):
-        return np.frombuffer(load_bytes(value), dtype=dtype).reshape(shape)
-    return np.array(value.get_values(), dtype=dtype).reshape(shape)
-
-
-def numpy_dtype(t: Attribute) -> np.dtype:
-    """numpy dtype of an xDSL element type."""
-    import numpy as np
-
-    table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64,
-             "i32": np.int32, "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
-    return np.dtype(table[str(t)])
-
-
-def weight_from_array(name: str, array: np.ndarray, ttype: TensorType) -> d.WeightOp:
-    """A dnn.weight holding `array` (inline when tiny, else a blob)."""
-    from pyocc.weights import INLINE_LIMIT, store_array
-
-    flat = array.reshape(-1)
-    if flat.size and (flat == flat[0]).all():
-        splat = DenseIntOrFPElementsAttr.from_list(TensorType(ttype.element_type, [1]), [flat[0].item()])
-        return d.WeightOp.create(result_types=[ttype], properties={"splat": splat})
-    if array.size <= INLINE_LIMIT:
-        value = DenseIntOrFPElementsAttr.from_list(ttype, flat.tolist())
-    else:
-        value = store_array(name, array, ttype)
-    return d.WeightOp.create(result_types=[ttype], properties={"value": value})
 
 
 class LowerOnnxOp(RewritePattern):
@@ -347,8 +304,6 @@ def lower_where(op: om.WhereOp, rewriter: PatternRewriter) -> Operation:
 
 def lower_batch_norm(op: on.BatchNormalizationOp, rewriter: PatternRewriter) -> Operation:
     """batchnorm(x) with constant statistics => channel_affine(x, scale', shift')."""
-    import numpy as np
-
     stats = [op.scale, op.B, op.input_mean, op.input_var]
     eps = op.float_attr("epsilon")
     if all(isinstance(v.owner, d.WeightOp) for v in stats):
@@ -382,8 +337,6 @@ def lower_softmax(op: on.SoftmaxLikeOp, rewriter: PatternRewriter) -> Operation:
 
 def lower_prelu(op: on.PReluOp, rewriter: PatternRewriter) -> Operation:
     """prelu(x, s) => where(x < 0, x * s, x)."""
-    import numpy as np
-
     x_type = op.X.type
     zero = _insert(rewriter, weight_from_array("zero", np.zeros(1, dtype=numpy_dtype(x_type.element_type)),
                                                TensorType(x_type.element_type, [1])))
@@ -412,8 +365,6 @@ def lower_arg_extreme(op: om.ArgExtremeOp, rewriter: PatternRewriter) -> Operati
 def lower_is_inf(op: om.IsInfOp, rewriter: PatternRewriter) -> Operation:
     """isinf(x) => unary isinf / isposinf / isneginf by the detect flags;
     with neither flag set the answer is a constant false."""
-    import numpy as np
-
     positive, negative = op.int_attr("detect_positive"), op.int_attr("detect_negative")
     if not positive and not negative:
         return _insert(rewriter, weight_from_array("isinf", np.zeros(1, dtype=np.bool_), op.Y.type))
@@ -444,8 +395,6 @@ def lower_scatter_elements(op: ot.ScatterElementsOp, rewriter: PatternRewriter) 
 def lower_trilu(op: ot.TriluOp, rewriter: PatternRewriter) -> Operation:
     """trilu(x) => where(mask, x, 0) with the triangle's mask a constant of
     the last two axes (broadcast over the others)."""
-    import numpy as np
-
     x_type = op.input.type
     rows, cols = ob.shape_of(op.input)[-2:]
     k = op.int_attr("k")
@@ -458,8 +407,6 @@ def lower_trilu(op: ot.TriluOp, rewriter: PatternRewriter) -> Operation:
 
 
 def lower_size(op: ot.SizeOp, rewriter: PatternRewriter) -> Operation:
-    import numpy as np
-
     count = np.array(math.prod(ob.shape_of(op.data)), dtype=np.int64).reshape(op.size.type.get_shape())
     return _insert(rewriter, weight_from_array("size", count, op.size.type))
 
@@ -519,8 +466,6 @@ def lower_range(op: ot.RangeOp, rewriter: PatternRewriter) -> Operation:
 
 
 def lower_shape(op: ot.ShapeOp, rewriter: PatternRewriter) -> Operation:
-    import numpy as np
-
     shape = list(ob.shape_of(op.data))
     end = op.opt_int_attr("end")
     values = np.array(shape[op.int_attr("start"):end], dtype=np.int64)
@@ -549,8 +494,6 @@ def lower_block_rearrange(op: ot.BlockRearrangeOp, rewriter: PatternRewriter) ->
 def lower_instance_norm(op: on.InstanceNormalizationOp, rewriter: PatternRewriter) -> Operation:
     """instance_norm(x, s, b) => channel_affine(layer_norm(x, 1, axis=2), s, b):
     normalise over the spatial axes, then scale and shift per channel."""
-    import numpy as np
-
     element = op.input.type.element_type
     one = _insert(rewriter, weight_from_array("one", np.ones(1, dtype=numpy_dtype(element)), TensorType(element, [1])))
     normal = _insert(rewriter, _compute(d.LayerNormOp, [op.input, one.results[0], None], op.output.type,
@@ -618,8 +561,6 @@ class _EinsumBuilder:
         """`t` with every label that repeats within it taken once, along the
         diagonal: the two axes moved last, flattened, and gathered at
         k * (n + 1)."""
-        import numpy as np
-
         while len(set(t.labels)) != len(t.labels):
             label = next(lab for lab in t.labels if t.labels.count(lab) > 1)
             first = t.labels.index(label)
@@ -721,19 +662,13 @@ class ConvertOnnxToDnnPass(ModulePass):
     name = "convert-onnx-to-dnn"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "onnx")
         PatternRewriteWalker(LowerOnnxOp(), apply_recursively=False).rewrite_module(op)
         remaining = [o for o in op.walk() if o.name.startswith("onnx.")]
         if remaining:
             raise PassFailedException(f"convert-onnx-to-dnn: {remaining[0].name} was not lowered")
-        _dead_code(op)
-
-
-def _dead_code(module: ModuleOp) -> None:
-    """Drop tensor-form dnn ops whose results nothing reads: folded BN
-    statistics, and nodes the model computes but never uses (a dead view
-    would otherwise outlive the buffer it views). Tensor-form dnn ops have
-    no side effects, so an unread one can go."""
-    for op in reversed(list(module.walk())):
-        if op.name.startswith("dnn.") and op.results and all(not r.uses for r in op.results):
-            op.detach()
-            op.erase()
+        # Drop what nothing reads: folded BN statistics, nodes the model
+        # computes but never uses (a dead view would otherwise outlive the
+        # buffer it views). Tensor-form dnn ops have no side effects
+        # (KernelEffects), so xDSL's dead-code elimination may remove them.
+        dce(op)

@@ -4,12 +4,13 @@ A plain library over plain data (no IR, no xDSL): describe buffers as
 ``Buffer(name, size, first, last, alignment)``, call ``plan_memory`` and get a
 verified ``Plan``. ``plan_pools`` spreads buffers over several named pools
 with size limits (pools.py). ``problem_to_json``/``plan_to_json`` and the ``plan-json``
-command (cli.py) let other compilers use it through files.
+command (cli.py) let other compilers use it through files. ``plan_symbolic``
+plans buffers whose sizes are polynomials in symbols (a sequence length):
+one plan, offsets as formulas, valid for every value in range (symbolic.py).
 """
 
-from .algorithms import ALGORITHMS
 from .bounds import lower_bound, max_live, naive_bytes
-from .planner import plan_memory
+from .planner import ALGORITHMS, plan_memory
 from .pools import (
     POLICIES,
     MemoryPool,
@@ -29,7 +30,10 @@ from .serialize import (
     pools_plan_to_json,
     problem_from_json,
     problem_to_json,
+    symbolic_plan_to_json,
+    symbolic_problem_from_json,
 )
+from .symbolic import Poly, SymbolicBuffer, SymbolicPlan, SymbolicProblem, plan_symbolic, verify_symbolic_plan
 from .verify import verify_plan
 
 __all__ = [
@@ -49,7 +53,11 @@ __all__ = [
     "Plan",
     "PlanError",
     "PlanningError",
+    "Poly",
     "Problem",
+    "SymbolicBuffer",
+    "SymbolicPlan",
+    "SymbolicProblem",
     "lower_bound",
     "max_live",
     "naive_bytes",
@@ -57,6 +65,10 @@ __all__ = [
     "plan_memory",
     "plan_to_json",
     "problem_from_json",
+    "plan_symbolic",
     "problem_to_json",
+    "symbolic_plan_to_json",
+    "symbolic_problem_from_json",
     "verify_plan",
+    "verify_symbolic_plan",
 ]

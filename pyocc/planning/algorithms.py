@@ -1,9 +1,11 @@
 """The planning algorithms, each a function from a problem to offsets.
 
 Each ``*_offsets`` function takes a ``PreparedProblem`` and returns offsets
-indexed like it; ``ALGORITHMS`` wraps them as ``Problem -> {name: offset}``
-for callers outside the package. ``plan_memory`` (in planner.py) runs them,
-picks among them for ``auto`` and verifies the result.
+indexed like it; ``HEURISTICS`` names them. planner.py's ``ALGORITHMS`` wraps
+them (and exact.py's solver, which starts from two of them) as
+``Problem -> {name: offset}`` for callers outside the package, and
+``plan_memory`` runs them, picks among them for ``auto`` and verifies the
+result.
 
 Which algorithm models which system:
 
@@ -29,7 +31,6 @@ import numpy as np
 from .bounds import lower_bound
 from .placement import choose_gap, place_in_order
 from .prepared import PreparedProblem, round_up
-from .problem import Problem
 
 # ---------------------------------------------------------------- orders
 
@@ -259,30 +260,6 @@ def long_lived_first_offsets(prep: PreparedProblem) -> list[int]:
 # ---------------------------------------------------------------- registry
 
 
-def _by_name(
-    offsets_of: Callable[..., list[int]],
-) -> Callable[..., dict[str, int]]:
-    """Wrap an index-based algorithm as ``Problem -> {name: offset}``."""
-
-    def run(problem: Problem, **options: object) -> dict[str, int]:
-        # The docstring is copied from the wrapped algorithm below.
-        prep = PreparedProblem(problem)
-        return prep.offsets_by_name(offsets_of(prep, **options))
-
-    run.__doc__ = offsets_of.__doc__
-    run.__name__ = offsets_of.__name__.removesuffix("_offsets")
-    return run
-
-
-def _exact(problem: Problem, **options: object) -> dict[str, int]:
-    """Branch and bound (see exact.py); imported on use."""
-    from .exact import solve_exact
-
-    prep = PreparedProblem(problem)
-    offsets, _finished = solve_exact(prep, **options)
-    return prep.offsets_by_name(offsets)
-
-
 HEURISTICS: dict[str, Callable[..., list[int]]] = {
     "occamy-first-fit": occamy_first_fit_offsets,
     "greedy-by-size": greedy_by_size_offsets,
@@ -292,13 +269,3 @@ HEURISTICS: dict[str, Callable[..., list[int]]] = {
     "long-lived-first": long_lived_first_offsets,
 }
 """The index-based algorithms (``PreparedProblem -> offsets``) by name."""
-
-ALGORITHMS: dict[str, Callable[..., dict[str, int]]] = {
-    **{name: _by_name(offsets_of) for name, offsets_of in HEURISTICS.items()},
-    "exact": _exact,
-}
-"""Algorithm name -> ``f(problem, **options) -> {buffer name: offset}``.
-
-Every entry accepts just a problem; ``hill-climb`` and ``exact`` also take
-``time_budget_ms`` (and ``exact`` takes ``force``). ``plan_memory`` accepts
-these names and "auto"."""

@@ -2,6 +2,7 @@
 
     plan-json problem.json [--algorithm NAME] [--time-budget-ms N] [-o out.json]
     plan-json problem.json --pools [--policy traffic|first-fit]   # several named pools
+    plan-json symbolic.json        # "symbols": {"S": [1, 512]}, sizes like "48*S^2": one plan for every S
 
 The formats are described in serialize.py. Bad input (missing file, invalid
 JSON, a schema error, an unknown algorithm) prints one ``error: ...`` line on
@@ -16,11 +17,19 @@ import os
 import sys
 import tempfile
 
-from .algorithms import ALGORITHMS
+from .planner import ALGORITHMS
 from .planner import plan_memory
 from .problem import PlanningError
 from .pools import plan_pools
-from .serialize import plan_to_json, pools_from_json, pools_plan_to_json, problem_from_json
+from .serialize import (
+    plan_to_json,
+    pools_from_json,
+    pools_plan_to_json,
+    problem_from_json,
+    symbolic_plan_to_json,
+    symbolic_problem_from_json,
+)
+from .symbolic import plan_symbolic
 
 
 class _UsageError(Exception):
@@ -87,14 +96,19 @@ def main(argv: list[str] | None = None) -> int:
         except (json.JSONDecodeError, UnicodeDecodeError) as error:
             raise _UsageError(f"{args.problem}: invalid JSON: {error}") from None
         try:
-            problem = problem_from_json(data)
-            if args.pools:
+            if isinstance(data, dict) and "symbols" in data:
+                if args.pools:
+                    raise PlanningError("--pools does not take a symbolic problem yet; plan it without --pools")
+                solution = symbolic_plan_to_json(plan_symbolic(symbolic_problem_from_json(data)))
+            elif args.pools:
+                problem = problem_from_json(data)
                 if not problem.pools:
                     raise PlanningError("--pools needs a top-level 'pools' list in the problem")
                 result = plan_pools(problem, pools_from_json(problem), policy=args.policy,
                                     algorithm=args.algorithm, time_budget_ms=args.time_budget_ms)
                 solution = pools_plan_to_json(problem, result)
             else:
+                problem = problem_from_json(data)
                 solution = plan_to_json(problem, plan_memory(problem, args.algorithm, time_budget_ms=args.time_budget_ms))
         except PlanningError as error:
             raise _UsageError(f"{args.problem}: {error}") from None

@@ -10,7 +10,6 @@ import time
 from collections.abc import Callable
 
 from .algorithms import (
-    ALGORITHMS,
     HEURISTICS,
     best_fit_decreasing_offsets,
     greedy_by_conflicts_offsets,
@@ -25,6 +24,39 @@ from .placement import GRAPH_PAIR_LIMIT
 from .prepared import PreparedProblem
 from .problem import Plan, PlanningError, Problem
 from .verify import verify_plan
+
+def _by_name(
+    offsets_of: Callable[..., list[int]],
+) -> Callable[..., dict[str, int]]:
+    """Wrap an index-based algorithm as ``Problem -> {name: offset}``."""
+
+    def run(problem: Problem, **options: object) -> dict[str, int]:
+        # The docstring is copied from the wrapped algorithm below.
+        prep = PreparedProblem(problem)
+        return prep.offsets_by_name(offsets_of(prep, **options))
+
+    run.__doc__ = offsets_of.__doc__
+    run.__name__ = offsets_of.__name__.removesuffix("_offsets")
+    return run
+
+
+def _exact(problem: Problem, **options: object) -> dict[str, int]:
+    """Branch and bound (see exact.py)."""
+    prep = PreparedProblem(problem)
+    offsets, _finished = solve_exact(prep, **options)
+    return prep.offsets_by_name(offsets)
+
+
+ALGORITHMS: dict[str, Callable[..., dict[str, int]]] = {
+    **{name: _by_name(offsets_of) for name, offsets_of in HEURISTICS.items()},
+    "exact": _exact,
+}
+"""Algorithm name -> ``f(problem, **options) -> {buffer name: offset}``.
+
+Every entry accepts just a problem; ``hill-climb`` and ``exact`` also take
+``time_budget_ms`` (and ``exact`` takes ``force``). ``plan_memory`` accepts
+these names and "auto"."""
+
 
 HILL_CLIMB_AUTO_LIMIT = 5_000
 """``auto`` hill-climbs only up to this many buffers: every step re-places all."""

@@ -37,6 +37,23 @@ Solution::
      "allocations": [{"name": "conv1", "offset": 0, "size": 4096,
                       "first": 0, "last": 3}, ...]}
 
+Symbolic problem (``symbolic_problem_from_json``; one plan for every value
+of the symbols, see symbolic.py): the problem format with a top-level
+``"symbols": {"S": [1, 512]}`` (inclusive ranges) and sizes that may be
+polynomials in them, ``"size": "48*S^2 + 3072*S"``; ``pools`` and
+``traffic`` are not taken. Its solution::
+
+    {"format": "pyocc-symbolic-solution", "version": 1,
+     "symbols": {"S": [1, 512]}, "pool_size_expr": "max(end(x), end(y))",
+     "pool_size": 18874368, "order": ["s0", ...],
+     "buffers": [{"name": "x", "size_expr": "3072*S",
+                  "offset_expr": "align(max(end(s0), end(f0)), 64)",
+                  "offset": 12582912}, ...],
+     "verified_points": 512, "plan_ms": 450.0}
+
+``pool_size`` and every ``offset`` are the values at the symbols' maximum;
+``end(b)`` is ``b``'s offset plus its size.
+
 Readers raise ``PlanningError`` with one precise line, e.g.
 ``buffer 3 ('conv1'): 'size' must be a non-negative integer``.
 """
@@ -48,15 +65,18 @@ from typing import Any
 from .bounds import lower_bound, naive_bytes
 from .pools import MemoryPool, PoolsPlan
 from .problem import Buffer, Plan, PlanningError, Problem, _is_int
+from .symbolic import Poly, SymbolicBuffer, SymbolicPlan, SymbolicProblem
 
 PROBLEM_FORMAT = "pyocc-plan-problem"
 SOLUTION_FORMAT = "pyocc-plan-solution"
 VERSION = 1
 
 POOLS_SOLUTION_FORMAT = "pyocc-pools-solution"
+SYMBOLIC_SOLUTION_FORMAT = "pyocc-symbolic-solution"
 
 _BUFFER_KEYS = {"name", "size", "first", "last", "alignment", "pools", "traffic"}
 _POOL_KEYS = {"name", "size", "alignment", "targets", "access"}
+_SYMBOLIC_BUFFER_KEYS = {"name", "size", "first", "last", "alignment"}
 
 
 def _check_header(data: Any, expected_format: str) -> None:
@@ -248,4 +268,74 @@ def pools_plan_to_json(problem: Problem, result: PoolsPlan) -> dict:
                     for name in result.dynamic],
         "dynamic_traffic": result.dynamic_traffic,
         "plan_ms": round(result.plan_ms, 3),
+    }
+
+
+def symbolic_problem_from_json(data: Any) -> SymbolicProblem:
+    """Read a symbolic problem document (see module docstring); ``PlanningError`` if invalid."""
+    _check_header(data, PROBLEM_FORMAT)
+    symbols = data.get("symbols")
+    if not isinstance(symbols, dict) or not symbols:
+        raise PlanningError("'symbols' must be an object of ranges, e.g. {\"S\": [1, 512]}")
+    ranges: dict[str, tuple[int, int]] = {}
+    for name, bounds in symbols.items():
+        if not (isinstance(bounds, list) and len(bounds) == 2 and all(_is_int(v) for v in bounds)):
+            raise PlanningError(f"symbol {name!r}: its range must be [low, high], got {bounds!r}")
+        ranges[name] = (bounds[0], bounds[1])
+    unknown = sorted(set(data) - {"format", "version", "symbols", "buffers"})
+    if unknown:
+        raise PlanningError(f"unknown key {unknown[0]!r} in a symbolic problem")
+    buffers = data.get("buffers")
+    if not isinstance(buffers, list):
+        raise PlanningError("'buffers' must be a list")
+    return SymbolicProblem(tuple(_read_symbolic_buffer(i, entry) for i, entry in enumerate(buffers)), ranges)
+
+
+def _read_symbolic_buffer(index: int, entry: Any) -> SymbolicBuffer:
+    """One entry of a symbolic problem's ``buffers``: a static buffer's
+    fields, the size an integer or a polynomial."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+        raise PlanningError(f"buffer {index}: expected an object with a non-empty string 'name'")
+    where = f"buffer {index} ({entry['name']!r})"
+    unknown = sorted(set(entry) - _SYMBOLIC_BUFFER_KEYS)
+    if unknown:
+        raise PlanningError(f"{where}: unknown key {unknown[0]!r} (a symbolic problem takes {sorted(_SYMBOLIC_BUFFER_KEYS)})")
+    for key in ("size", "first", "last"):
+        if key not in entry:
+            raise PlanningError(f"{where}: missing {key!r}")
+    size = entry["size"]
+    if isinstance(size, str):
+        poly = Poly.parse(size)
+    elif _is_int(size) and size >= 0:
+        poly = Poly.constant(size)
+    else:
+        raise PlanningError(f"{where}: 'size' must be a non-negative integer or a polynomial like \"48*S^2\"")
+    for key in ("first", "last"):
+        if not _is_int(entry[key]):
+            raise PlanningError(f"{where}: {key!r} must be an integer")
+    alignment = entry.get("alignment", 1)
+    if not _is_int(alignment) or alignment < 1:
+        raise PlanningError(f"{where}: 'alignment' must be an integer >= 1")
+    return SymbolicBuffer(entry["name"], poly, entry["first"], entry["last"], alignment)
+
+
+def symbolic_plan_to_json(plan: SymbolicPlan) -> dict[str, Any]:
+    """The solution document of a symbolic plan: offsets and the pool as
+    formulas, and their values at the symbols' maximum."""
+    problem = plan.problem
+    maximum = problem.maximum()
+    at_max = plan.offsets(maximum)
+    return {
+        "format": SYMBOLIC_SOLUTION_FORMAT,
+        "version": VERSION,
+        "symbols": {name: list(bounds) for name, bounds in problem.ranges.items()},
+        "pool_size_expr": plan.pool_expr(),
+        "pool_size": plan.pool_bytes(maximum),
+        "order": [problem.buffers[i].name for i in plan.order],
+        "buffers": [
+            {"name": b.name, "size_expr": str(b.size), "offset_expr": plan.offset_expr(i), "offset": at_max[b.name]}
+            for i, b in enumerate(problem.buffers)
+        ],
+        "verified_points": len(problem.check_points()),
+        "plan_ms": round(plan.plan_ms, 3),
     }

@@ -10,8 +10,8 @@ in-place reuse).
 
 from __future__ import annotations
 
-from pyocc.report.picture import unit_for
 from pyocc.report.timeline import Timeline
+from pyocc.units import plural, unit_for
 
 
 def _op(timeline: Timeline, index: int | None) -> str:
@@ -39,9 +39,10 @@ def explain_peak(timeline: Timeline) -> str:
     decimals = 0 if unit_bytes == 1 else 2
     lines = [
         f"{t.model} ({t.memory} mode): the peak is at op {_op(t, step)}, with {peak:,d} bytes "
-        f"({peak / unit_bytes:.{decimals}f} {unit}) live in {len(alive)} buffers.",
-        f"No plan of this op order needs less than the lower bound, {t.lower_bound_bytes / unit_bytes:.{decimals}f} {unit}; "
-        "to lower it, end a lifetime below sooner or shrink a large buffer.",
+        f"({peak / unit_bytes:.{decimals}f} {unit}) live in {plural(len(alive), 'buffer')}.",
+        f"No plan of this op order needs less than the lower bound, {t.lower_bound_bytes / unit_bytes:.{decimals}f} {unit}. "
+        "To lower the peak, free one of the buffers listed here earlier (run the op in its last column "
+        "sooner) or make a large one smaller (fusion, in-place reuse).",
         "",
     ]
     rows = [("bytes", unit, "buffer", "shape", "written by", "read at/after the peak by", "kept alive until")]

@@ -23,6 +23,7 @@ import math
 from html import escape
 
 from pyocc.report.timeline import BufferBox, Timeline
+from pyocc.units import format_bytes, plural, unit_for
 
 MIB = 2**20
 
@@ -44,19 +45,6 @@ def _e(text: object) -> str:
     return escape(str(text), quote=True)
 
 
-def unit_for(n: int) -> tuple[str, int]:
-    """The unit sizes up to `n` bytes read best in: MiB, KiB or B."""
-    if n >= MIB:
-        return "MiB", MIB
-    if n >= 1024:
-        return "KiB", 1024
-    return "B", 1
-
-
-def _mib(n: int) -> str:
-    """Bytes in the unit that reads best: 8.04 MiB, 12.50 KiB, 160 B."""
-    name, size = unit_for(n)
-    return f"{n} B" if size == 1 else f"{n / size:.2f} {name}"
 
 
 def nice_step(span: float, ticks: int) -> float:
@@ -73,20 +61,22 @@ def nice_step(span: float, ticks: int) -> float:
 
 
 def kind_of(timeline: Timeline, b: BufferBox) -> str:
-    """The colour key of a buffer: its producer's op name without `dnn.`."""
-    if b.producer is None:
-        return "(none)"
-    return timeline.ops[b.producer].name.removeprefix("dnn.")
+    """The colour key of a buffer: the stage of the network that produced it,
+    told by its feature-map size (`56x56`; `flat` for vectors and matrices).
+    Unlike the producer's op kind it still varies after fusion, when almost
+    every buffer is written by a fused convolution."""
+    spatial = b.shape[2:]
+    return "x".join(map(str, spatial)) if len(b.shape) >= 3 and spatial else "flat"
 
 
 def colours(timeline: Timeline) -> dict[str, str]:
-    """Producer kind -> colour; the kinds with most bytes get their own,
-    the rest share grey."""
-    total: dict[str, int] = {}
-    for b in timeline.buffers:
-        total[kind_of(timeline, b)] = total.get(kind_of(timeline, b), 0) + b.bytes
-    ranked = sorted(total, key=lambda k: (-total[k], k))
-    return {k: PALETTE[i] if i < len(PALETTE) - 1 else PALETTE[-1] for i, k in enumerate(ranked)}
+    """Stage -> colour, largest feature maps first (the order the network
+    runs them); past the palette, stages share grey."""
+    def area(kind: str) -> int:
+        return -1 if kind == "flat" else math.prod(int(n) for n in kind.split("x"))
+
+    kinds = sorted({kind_of(timeline, b) for b in timeline.buffers}, key=lambda k: (-area(k), k))
+    return {k: PALETTE[i] if i < len(PALETTE) - 1 else PALETTE[-1] for i, k in enumerate(kinds)}
 
 
 class _Scale:
@@ -111,18 +101,19 @@ def _title_lines(t: Timeline) -> list[str]:
     """Title, numbers and (outside pool mode) how addresses were drawn."""
     planner = f", planner {t.planner}" if t.planner else ""
     lines = [f"{t.model}: memory over time ({t.memory} mode{planner})"]
+    tensors = ("" if t.tensor_lower_bound_bytes is None or t.tensor_lower_bound_bytes == t.lower_bound_bytes
+               else f"; before coalescing the tensors' bound was {format_bytes(t.tensor_lower_bound_bytes)}")
+    counts = f"; naive {format_bytes(t.naive_bytes)}; {plural(len(t.buffers), 'buffer')}, {plural(len(t.ops), 'op')}"
     if t.memory == "pool":
         gap = t.pool_bytes - t.lower_bound_bytes
-        verdict = "= the lower bound" if gap <= 0 else f"= lower bound + {_mib(gap)}"
-        lines.append(f"pool {_mib(t.pool_bytes)} {verdict} ({_mib(t.lower_bound_bytes)}); "
-                     f"naive {_mib(t.naive_bytes)}; {len(t.buffers)} buffers, {len(t.ops)} ops")
+        verdict = "= the lower bound" if gap <= 0 else f"= lower bound {format_bytes(t.lower_bound_bytes)} + {format_bytes(gap)}"
+        lines.append(f"pool {format_bytes(t.pool_bytes)} {verdict}{tensors}{counts}")
     else:
-        lines.append(f"peak {_mib(t.pool_bytes)}; lower bound {_mib(t.lower_bound_bytes)}; "
-                     f"naive {_mib(t.naive_bytes)}; {len(t.buffers)} buffers, {len(t.ops)} ops")
+        lines.append(f"peak {format_bytes(t.pool_bytes)}; lower bound {format_bytes(t.lower_bound_bytes)}{tensors}{counts}")
     lines.append("each box is one buffer: from the op that writes it to the last op that reads it (x), "
                  "at its bytes in the pool (y)")
     if t.pools:
-        lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({_mib(size)})" for name, _, size in t.pools))
+        lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({format_bytes(size)})" for name, _, size in t.pools))
     if t.placement == "first-fit":
         lines.append("lazy mode: malloc picks addresses at run time; drawn as a first-fit allocator would place them")
     elif t.placement == "stacked":
@@ -164,8 +155,10 @@ def _buffer_rect(s: _Scale, t: Timeline, b: BufferBox, fill: str, interactive: b
     w, h = max(x1 - x0, 0.5), max(y1 - y0, 0.5)
     producer = f"#{b.producer} {t.ops[b.producer].name}" if b.producer is not None else "none"
     shape = "x".join(map(str, b.shape)) or "scalar"
-    tip = (f"{b.name}: {b.bytes:,d} B ({_mib(b.bytes)}) at offset {b.offset:,d}, live ops {b.first}..{b.last}, "
-           f"{shape} {b.dtype}, produced by {producer}")
+    shared = (f"; coalesced: {len(b.writers)} tensors share it, written by "
+              + ", ".join(f"#{i} {t.ops[i].name}" for i in b.writers) if len(b.writers) > 1 else "")
+    tip = (f"{b.name}: {b.bytes:,d} B ({format_bytes(b.bytes)}) at offset {b.offset:,d}, live ops {b.first}..{b.last}, "
+           f"{shape} {b.dtype}, produced by {producer}{shared}")
     data = ""
     if interactive:
         info = {"name": b.name, "bytes": b.bytes, "offset": b.offset, "first": b.first, "last": b.last,
@@ -173,9 +166,10 @@ def _buffer_rect(s: _Scale, t: Timeline, b: BufferBox, fill: str, interactive: b
         data = f' data-buffer="{_e(json.dumps(info))}"'
     out = [f'<rect class="buffer" id="b{b.id}" x="{x0:.2f}" y="{y0:.2f}" width="{w:.2f}" height="{h:.2f}" '
            f'fill="{fill}"{data}><title>{_e(tip)}</title></rect>']
-    if w >= 6.5 * len(b.name) + 4 and h >= 11:
-        out.append(f'<text class="label" x="{x0 + w / 2:.1f}" y="{y0 + h / 2 + 3.5:.1f}" '
-                   f'text-anchor="middle">{_e(b.name)}</text>')
+    size = min(10.0, h - 1.0, (w - 2.0) / (0.62 * max(len(b.name), 1)))  # the largest font that fits
+    if size >= 6.5:
+        out.append(f'<text class="label" x="{x0 + w / 2:.1f}" y="{y0 + h / 2 + size * 0.35:.1f}" '
+                   f'font-size="{size:.1f}" text-anchor="middle">{_e(b.name)}</text>')
     return out
 
 
@@ -190,12 +184,19 @@ def _hline(s: _Scale, value: int, colour: str, text: str, dashed: bool, nudge: f
     ]
 
 
-def _legend(t: Timeline, palette: dict[str, str]) -> list[str]:
-    """Colour key under the axis title: producer kinds, most bytes first."""
-    out = [f'<text x="{LEFT}" y="{HEIGHT - 22}" class="tick">colour = producer op:</text>']
-    x = LEFT + 130
-    shown = [k for k, c in palette.items() if c != PALETTE[-1]]
-    if len(shown) < len(palette):
+def _visible(s: _Scale, b: BufferBox) -> bool:
+    """Whether a buffer's box is at least a pixel wide and high."""
+    return s.x(b.last + 1) - s.x(b.first) >= 1 and s.y(b.offset) - s.y(b.offset + b.bytes) >= 1
+
+
+def _legend(s: _Scale, t: Timeline, palette: dict[str, str]) -> list[str]:
+    """Colour key under the axis title: the stages with a visible box, in
+    the order the network runs them."""
+    out = [f'<text x="{LEFT}" y="{HEIGHT - 22}" class="tick">colour = feature-map size (stage):</text>']
+    x = LEFT + 190
+    seen = {kind_of(t, b) for b in t.buffers if _visible(s, b)}
+    shown = [k for k, c in palette.items() if c != PALETTE[-1] and k in seen]
+    if any(palette[k] == PALETTE[-1] for k in seen):
         shown.append("other")
     for kind in shown:
         colour = palette.get(kind, PALETTE[-1]) if kind != "other" else PALETTE[-1]
@@ -204,6 +205,21 @@ def _legend(t: Timeline, palette: dict[str, str]) -> list[str]:
         x += 22 + 7 * len(kind)
         if x > WIDTH - 120:
             break
+    return out
+
+
+def _io_lines(s: _Scale, t: Timeline) -> list[str]:
+    """The graph's inputs (left, before op 0) and outputs (right, after the
+    last op), drawn as arrows under the time axis: the caller's memory,
+    outside the pool."""
+    out = []
+    for kind, x, anchor, arrow in (("input", LEFT, "start", "\u2192 "), ("output", LEFT + s.width, "end", " \u2192")):
+        values = [(name, size) for name, k, size in t.io if k == kind]
+        if not values:
+            continue
+        text = ", ".join(f"{name} ({format_bytes(size)})" for name, size in values)
+        text = f"{arrow.strip()} graph {kind}: {text}" if kind == "input" else f"graph {kind}: {text} {arrow.strip()}"
+        out.append(f'<text class="io tick" x="{x}" y="{TOP + s.height + 54}" text-anchor="{anchor}">{_e(text)}</text>')
     return out
 
 
@@ -241,15 +257,16 @@ def render_svg(timeline: Timeline, interactive: bool = False) -> str:
         out.append(f'<line class="peak" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + s.height}" '
                    f'stroke="{PEAK_COLOUR}" stroke-dasharray="2 3"/>')
         out.append(f'<text x="{x + 4:.1f}" y="{TOP + 12}" fill="{PEAK_COLOUR}" class="tick">'
-                   f'peak: op #{peak_step}, {_e(_mib(peak_bytes))} live</text>')
+                   f'peak: op #{peak_step}, {_e(format_bytes(peak_bytes))} live</text>')
     pool_name = {"planned": "pool size", "first-fit": "lazy peak", "stacked": "eager total"}[t.placement]
     close = abs(s.y(t.pool_bytes) - s.y(t.lower_bound_bytes)) < 14
-    out += _hline(s, t.lower_bound_bytes, BOUND_COLOUR, f"lower bound {_mib(t.lower_bound_bytes)}", True,
+    out += _hline(s, t.lower_bound_bytes, BOUND_COLOUR, f"lower bound {format_bytes(t.lower_bound_bytes)}", True,
                   14 if close else 0)
-    out += _hline(s, t.pool_bytes, POOL_COLOUR, f"{pool_name} {_mib(t.pool_bytes)}", False, 0)
+    out += _hline(s, t.pool_bytes, POOL_COLOUR, f"{pool_name} {format_bytes(t.pool_bytes)}", False, 0)
     if t.placement == "first-fit" and drawn_top > t.pool_bytes:
-        out += _hline(s, drawn_top, PEAK_COLOUR, f"first-fit top {_mib(drawn_top)}", True, -14 if close else 0)
-    out += _legend(t, palette)
+        out += _hline(s, drawn_top, PEAK_COLOUR, f"first-fit top {format_bytes(drawn_top)}", True, -14 if close else 0)
+    out += _legend(s, t, palette)
+    out += _io_lines(s, t)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -316,8 +333,7 @@ def render_html(timeline: Timeline) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<title>{_e(t.model)}: memory plan</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-        '<p class="help">Each box is one buffer: from the op that writes it to the last op that reads it '
-        "(left to right), at its bytes in the pool (bottom to top). Hover a box for its details; its producer "
+        '<p class="help">Hover a box for its details; its producer '
         "is highlighted in the op list on the right (consumers in blue). Hover an op to outline what it writes.</p>\n"
         '<div id="layout">\n<div id="picture">\n' + render_svg(t, interactive=True) + "</div>\n"
         '<div id="side">\n<table id="info"><tr><td>buffer</td><td>hover a box</td></tr></table>\n'

@@ -13,6 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from xdsl.dialects import func
+
+from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import ops as d
+from pyocc.planning import Buffer, Problem, plan_memory
+
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
     from xdsl.ir import Operation
@@ -50,6 +56,10 @@ class BufferBox:
     """Index of the op that writes it (None if none does)."""
     consumers: list[int]
     """Indices of the ops that read it, in order."""
+    writers: list[int] = field(default_factory=list)
+    """Indices of every op that writes it: more than one when coalescing
+    let several tensors share it (a result written over a dying input,
+    bands of a concat)."""
 
 
 @dataclass
@@ -64,11 +74,17 @@ class Timeline:
     pool_bytes: int
     """Activation bytes of the mode (pool size, lazy or eager peak)."""
     lower_bound_bytes: int
+    """The buffers' max-live bound after coalescing (what the pool is measured against)."""
     naive_bytes: int
     placement: str
     """How `offset` was found: "planned" (pool mode: the real offsets),
     "first-fit" (lazy: a first-fit allocator replayed, as malloc might do)
     or "stacked" (eager: every buffer its own bytes, in allocation order)."""
+    io: list[tuple[str, str, int]] = field(default_factory=list)
+    """The graph's inputs and outputs as (name, "input" or "output", bytes):
+    the caller's memory, outside the pool."""
+    tensor_lower_bound_bytes: int | None = None
+    """The tensors' max-live bound before coalescing (None: not known)."""
     pools: list[tuple[str, int, int]] = field(default_factory=list)
     """With several named pools (`--memory-pools`): (name, base, size) of
     each, stacked bottom to top in the order they are created; a buffer's
@@ -81,8 +97,8 @@ class Timeline:
             delta[b.first] += b.bytes
             delta[b.last + 1] -= b.bytes
         live, running = [], 0
-        for d in delta[:-1]:
-            running += d
+        for change in delta[:-1]:
+            running += change
             live.append(running)
         return live
 
@@ -96,20 +112,22 @@ class Timeline:
 
 
 def _op_label(op: Operation) -> str:
-    """`dnn.conv`, or `dnn.unary(relu)` for ops with a function name."""
+    """`dnn.conv`, `dnn.unary(relu)` for ops with a function name, and what
+    fusion folded in: `dnn.conv+relu+add` (a fused activation, a residual add)."""
     fn = op.properties.get("fn")
     data = getattr(fn, "data", None)
-    return f"{op.name}({data})" if isinstance(data, str) else op.name
+    label = f"{op.name}({data})" if isinstance(data, str) else op.name
+    activation = getattr(op.properties.get("activation"), "data", None)
+    if isinstance(activation, str) and activation not in ("", "none"):
+        label += f"+{activation}"
+    if getattr(op, "residual", None) is not None:
+        label += "+add"
+    return label
 
 
 def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
     """The timeline of the (first) function of a lowered module, in the
     memory mode of `report`, which also gives the numbers shown."""
-    from xdsl.dialects import func
-
-    from pyocc.analysis.liveness import analyze_function
-    from pyocc.dialects.dnn import ops as d
-
     function = next(op for op in module.ops if isinstance(op, func.FuncOp))
     liveness = analyze_function(function)
     intermediates = liveness.intermediates
@@ -129,10 +147,12 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
                 box.reads.append(i)
         ops.append(box)
     producer: dict[int, int] = {}
+    writers: dict[int, list[int]] = {i: [] for i in range(len(intermediates))}
     consumers: dict[int, list[int]] = {i: [] for i in range(len(intermediates))}
     for box in ops:
         for i in box.produces:
             producer.setdefault(i, box.index)
+            writers[i].append(box.index)
         for i in box.reads:
             consumers[i].append(box.index)
     # Several named pools are drawn one above the other.
@@ -152,8 +172,9 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
             id=i, name=b.name, bytes=b.bytes,
             offset=owner.offset.value.data + pool_base.get(owner.pool, 0) if isinstance(owner, d.MemOffsetOp) else 0,
             first=min(steps), last=max(steps), shape=list(b.shape), dtype=b.dtype,
-            producer=producer.get(i), consumers=consumers[i],
+            producer=producer.get(i), consumers=consumers[i], writers=writers[i],
         ))
+    io = [(b.name, b.kind, b.bytes) for b in liveness.buffers if b.kind in ("input", "output")]
     placement = {"pool": "planned", "lazy": "first-fit"}.get(report.memory, "stacked")
     if placement == "first-fit":
         _first_fit(buffers)
@@ -163,14 +184,13 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
         model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
         pool_bytes=report.activation_bytes, lower_bound_bytes=report.lower_bound_bytes,
         naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
+        tensor_lower_bound_bytes=report.tensor_lower_bound_bytes, io=io,
     )
 
 
 def _first_fit(buffers: list[BufferBox]) -> None:
     """Addresses a first-fit allocator would give (malloc at the producer,
     free after the last consumer): Occamy's planner replays exactly that."""
-    from pyocc.planning import Buffer, Problem, plan_memory
-
     problem = Problem([Buffer(f"b{b.id}", b.bytes, b.first, b.last) for b in buffers])
     offsets = plan_memory(problem, "occamy-first-fit").offsets
     for b in buffers:

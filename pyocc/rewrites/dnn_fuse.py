@@ -6,28 +6,21 @@ rule is data that reads like its one-line statement, not a graph walk:
 
     # relu(conv(x))  =>  conv{activation=relu}(x)
     Rule("conv-activation",
-         match=op("unary", "act", fn=ACTIVATION, x=op(CONV, "conv", activation=None)),
+         match=op(d.UnaryOp, "act", fn=ACTIVATION, x=op(CONV, "conv", activation=None)),
          produce=with_activation("conv")),
 
-`match` is an expression over dnn ops, read from the root (the op that is
-replaced, the last one) back to its producers; `where` lists named extra
-conditions; `produce` builds the op that replaces the root. One small engine
-(`RulePattern`) turns every rule into an xDSL `RewritePattern`; the pass
-applies them greedily, in table order, until none matches; composite rules
-(`stage=0`: GELU, LayerNorm, attention) run to completion before the rest.
-
-The pattern language:
-
-    op(kind, name, **fields)  a `dnn.<kind>` op (kind may be a tuple of kinds),
-                              bound to `name`. A field that names an operand
-                              takes a sub-pattern (None: an absent optional
-                              operand); one that names a property
-                              takes a value it must equal, None (absent), a
-                              frozenset (one of) or a predicate on the value.
-    var("x")                  any value, bound to "x"; a name bound twice must
-                              be the same value (how a DAG shares a node).
-    const("c", approx=v)      a dnn.weight; with `approx`, a scalar close to v.
-    Binary add and mul match either operand order.
+`match` is an expression over dnn op classes, read from the root (the op
+that is replaced, the last one) back to its producers; `where` lists named
+extra conditions; `produce` builds the op that replaces the root. The
+pattern language (`op`, `var`, `const`, `Rule`, `Match`) is
+pyocc/rewrites/fusion/language.py: a rule is checked against the op
+definitions when it is built, so a field the op does not have is an error
+naming the rule, not a silent "absent". One small engine
+(pyocc/rewrites/fusion/engine.py, `RulePattern`) turns every rule into an
+xDSL `RewritePattern`; the pass applies them greedily, in table order, until
+none matches; composite rules (`stage=0`: GELU, LayerNorm, attention) run to
+completion before the rest. This file is the table, its named conditions
+and its produce functions.
 
 Every rule also gets the condition fusion always needs: each matched op but
 the root is read only inside the match (no other reader, not a graph
@@ -55,312 +48,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import (
-    AnyFloat,
-    DenseArrayBase,
-    FloatAttr,
-    IntegerAttr,
-    ModuleOp,
-    StringAttr,
-    TensorType,
-    f32,
-    i64,
-)
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import (
-    GreedyRewritePatternApplier,
-    PatternRewriter,
-    PatternRewriteWalker,
-    RewritePattern,
-)
+from xdsl.pattern_rewriter import GreedyRewritePatternApplier, PatternRewriteWalker, RewritePattern
+from xdsl.transforms.dead_code_elimination import dce
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
+from pyocc.rewrites.fusion.engine import compile_rules
+from pyocc.rewrites.fusion.language import Condition, Match, OpPattern, Rule, const, op, prop_value, var
 
 if TYPE_CHECKING:
     import numpy as np
-
-# ---------------------------------------------------------------------------
-# The pattern language
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Var:
-    """A leaf of a pattern: any value (or only a weight), bound to `name`."""
-
-    name: str
-    constant: bool = False
-    approx: float | None = None
-
-
-@dataclass(frozen=True)
-class OpPattern:
-    """A `dnn.<kind>` op bound to `name`, with per-field conditions."""
-
-    kinds: tuple[str, ...]
-    name: str
-    fields: tuple[tuple[str, Any], ...]
-
-
-def op(kind: str | tuple[str, ...], name: str, **fields: Any) -> OpPattern:
-    """Pattern of one dnn op (see the module docstring)."""
-    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
-    return OpPattern(kinds, name, tuple(fields.items()))
-
-
-def var(name: str) -> Var:
-    """Pattern of any value, bound to `name`."""
-    return Var(name)
-
-
-def const(name: str, approx: float | None = None) -> Var:
-    """Pattern of a dnn.weight (with `approx`: a scalar close to it)."""
-    return Var(name, constant=True, approx=approx)
-
-
-Condition = Callable[["Match"], bool]
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One fusion rule: what to match, when it applies, what replaces it."""
-
-    name: str
-    match: OpPattern
-    produce: Callable[[Match], Operation]
-    where: tuple[Condition, ...] = ()
-    stage: int = 1
-    """Rules of a lower stage run to completion first: the composite
-    patterns (GELU, LayerNorm, attention) at stage 0, so that a small rule
-    (tanh as a fused activation) cannot eat the inside of a larger one."""
-    targets: frozenset[str] = frozenset({"host", "cuda"})
-    """The targets whose lowering can run what the rule produces."""
-
-
-# ---------------------------------------------------------------------------
-# The engine: match a rule at a root op, check, rewrite
-# ---------------------------------------------------------------------------
-
-COMMUTATIVE = frozenset({"add", "mul"})
-
-
-def prop_value(operation: Operation, name: str) -> Any:
-    """A property as a Python value (None when absent)."""
-    attr = operation.properties.get(name)
-    if attr is None:
-        return None
-    if isinstance(attr, IntegerAttr | FloatAttr):
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    if isinstance(attr, DenseArrayBase):
-        return tuple(attr.get_values())
-    return attr
-
-
-def _prop_holds(test: Any, value: Any) -> bool:
-    if test is None:
-        return value is None
-    if isinstance(test, frozenset):
-        return value in test
-    if callable(test):
-        return value is not None and bool(test(value))
-    return value == test
-
-
-def _operand_names(cls: type[Operation]) -> frozenset[str]:
-    return frozenset(name for name, _ in cls.get_irdl_definition().operands)
-
-
-@dataclass
-class Match:
-    """What a rule matched: ops and values by pattern name, plus the weights
-    `produce` creates (inserted before the fused op)."""
-
-    root: Operation
-    ops: dict[str, Operation] = field(default_factory=dict)
-    values: dict[str, SSAValue] = field(default_factory=dict)
-    new_ops: list[Operation] = field(default_factory=list)
-
-    def copy(self) -> Match:
-        """A copy to extend while trying one alternative (backtracking)."""
-        return Match(self.root, dict(self.ops), dict(self.values), [])
-
-    def __getitem__(self, name: str) -> Any:
-        return self.ops[name] if name in self.ops else self.values[name]
-
-    # -- reading constants -------------------------------------------------
-
-    def array(self, value: SSAValue | str) -> np.ndarray:
-        """The numpy value of a weight (a bound name or an SSA value)."""
-        from pyocc.lowering.convert_onnx_to_dnn import weight_array
-
-        value = self.values[value] if isinstance(value, str) else value
-        assert isinstance(value.owner, d.WeightOp)
-        return weight_array(value.owner)
-
-    # -- building the replacement -------------------------------------------
-
-    def weight(self, array: np.ndarray, like: TensorType, name: str = "fused") -> SSAValue:
-        """A new weight of `like`'s element type holding `array`."""
-        from pyocc.lowering.convert_onnx_to_dnn import numpy_dtype, weight_from_array
-
-        ttype = TensorType(like.element_type, list(array.shape))
-        hint = (self.root.results[0].name_hint or "fused") + "_" + name
-        weight = weight_from_array(hint, array.astype(numpy_dtype(like.element_type)), ttype)
-        weight.result.name_hint = hint
-        self.new_ops.append(weight)
-        return weight.result
-
-    def build(self, cls: type[d.DnnComputeOp], operands: dict[str, Any], props: dict[str, Any],
-              result_type: Attribute | None = None) -> d.DnnComputeOp:
-        """A tensor-form `cls` op with the root's result type (or
-        `result_type`); `operands` by field name (absent = None), `props` as
-        Attributes or Python values (None = absent)."""
-        inputs = {k: v for k, v in operands.items() if k not in d.DnnComputeOp.NOT_INPUTS}
-        properties = {k: _attr(v) for k, v in props.items() if v is not None}
-        return cls.build(inputs, [result_type or self.root.results[0].type], properties)
-
-    def view(self, value: SSAValue, shape: Sequence[int]) -> SSAValue:
-        """`value` reshaped (a dnn.view: no copy), inserted before the fused op."""
-        view = d.ViewOp.create(operands=[value], result_types=[TensorType(value.type.element_type, list(shape))])
-        self.new_ops.append(view)
-        return view.result
-
-    def rebuild(self, name: str, operands: dict[str, Any] | None = None, **props: Any) -> d.DnnComputeOp:
-        """The matched op `name` with some operands and properties replaced
-        (a property set to None is dropped), typed like the root."""
-        source = self.ops[name]
-        assert isinstance(source, d.DnnComputeOp)
-        current: dict[str, Any] = {f: getattr(source, f) for f, _ in source.get_irdl_definition().operands}
-        current.update(operands or {})
-        properties: dict[str, Any] = dict(source.kernel_attributes())
-        properties.update(props)
-        return self.build(type(source), current, properties)
-
-
-def _attr(value: Any) -> Attribute:
-    """A Python value as a property attribute (Attributes pass through)."""
-    if isinstance(value, Attribute):
-        return value
-    if isinstance(value, str):
-        return StringAttr(value)
-    if isinstance(value, bool | int):
-        return IntegerAttr(int(value), i64)
-    if isinstance(value, float):
-        return FloatAttr(value, f32)
-    if isinstance(value, list | tuple):
-        return DenseArrayBase.from_list(i64, list(value))
-    raise TypeError(f"dnn-fuse: no property form for {value!r}")
-
-
-def _match_value(pattern: OpPattern | Var, value: SSAValue, m: Match) -> Match | None:
-    if isinstance(pattern, Var):
-        bound = m.values.get(pattern.name)
-        if bound is not None:
-            return m if bound is value else None
-        if pattern.constant and not isinstance(value.owner, d.WeightOp):
-            return None
-        if pattern.approx is not None and not _is_scalar_near(m, value, pattern.approx):
-            return None
-        m = m.copy()
-        m.values[pattern.name] = value
-        return m
-    owner = value.owner
-    if not isinstance(owner, d.DnnComputeOp) or len(owner.results) != 1:
-        return None
-    return _match_op(pattern, owner, m)
-
-
-def _is_scalar_near(m: Match, value: SSAValue, target: float) -> bool:
-    if math.prod(value.type.get_shape()) != 1:  # type: ignore[attr-defined]
-        return False
-    return math.isclose(float(m.array(value).reshape(-1)[0]), target, rel_tol=1e-3)
-
-
-def _match_op(pattern: OpPattern, operation: d.DnnComputeOp, m: Match) -> Match | None:
-    if pattern.name in m.ops:
-        return m if m.ops[pattern.name] is operation else None
-    if operation.kernel not in pattern.kinds:
-        return None
-    operand_names = _operand_names(type(operation))
-    operand_fields = []
-    for name, test in pattern.fields:
-        if name in operand_names:
-            operand_fields.append((name, test))
-        elif not _prop_holds(test, prop_value(operation, name)):
-            return None
-    m = m.copy()
-    m.ops[pattern.name] = operation
-    swaps = [{}]
-    if isinstance(operation, d.BinaryOp) and operation.fn.data in COMMUTATIVE:
-        swaps.append({"a": "b", "b": "a"})
-    for swap in swaps:
-        current: Match | None = m
-        for name, sub in operand_fields:
-            value = getattr(operation, swap.get(name, name))
-            if sub is None:  # the optional operand must be absent
-                current = current if value is None else None
-            else:
-                current = None if value is None else _match_value(sub, value, current)
-            if current is None:
-                break
-        if current is not None:
-            return current
-    return None
-
-
-def intermediates_are_private(m: Match) -> bool:
-    """Every matched op but the root is read only inside the match (so no
-    other reader and no graph output needs its result)."""
-    inside = set(m.ops.values())
-    return all(
-        use.operation in inside
-        for matched in inside if matched is not m.root
-        for result in matched.results
-        for use in result.uses
-    )
-
-
-def inputs_come_from_outside(m: Match) -> bool:
-    """No bound value is a result of a matched op (those are erased)."""
-    inside = set(m.ops.values())
-    return all(value.owner not in inside for value in m.values.values())
-
-
-class RulePattern(RewritePattern):
-    """The generic engine: one Rule as an xDSL rewrite pattern."""
-
-    def __init__(self, rule: Rule):
-        self.rule = rule
-
-    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        """Match the rule at `op` (its root), check it, replace the matched ops."""
-        if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1:
-            return
-        m = _match_op(self.rule.match, op, Match(op))
-        if m is None or not intermediates_are_private(m) or not inputs_come_from_outside(m):
-            return
-        if not all(condition(m) for condition in self.rule.where):
-            return
-        fused = self.rule.produce(m)
-        inside = set(m.ops.values())
-        if any(operand.owner in inside for new in [*m.new_ops, fused] for operand in new.operands):
-            return  # the replacement still reads a tensor the match removes
-        fused.results[0].name_hint = op.results[0].name_hint
-        rewriter.replace(op, [*m.new_ops, fused], [fused.results[0]])
-        dead = [o for o in m.ops.values() if o is not op]
-        while dead:  # consumers first, so each op is unused when erased
-            unused = next(o for o in dead if all(not r.uses for r in o.results))
-            rewriter.erase(unused)
-            dead.remove(unused)
-
 
 # ---------------------------------------------------------------------------
 # Conditions (named, so a rule lists what it needs)
@@ -631,7 +336,7 @@ def layer_norm(m: Match) -> Operation:
 # The rule table
 # ---------------------------------------------------------------------------
 
-CONV = ("conv", "preact_conv")
+CONV = (d.ConvOp, d.PreActConvOp)
 ACTIVATION = d.FUSED_ACTIVATIONS
 CHANNEL_AXIS = frozenset({None, 1})
 
@@ -643,40 +348,40 @@ def plain_conv() -> OpPattern:
 
 def activation(x: OpPattern) -> OpPattern:
     """A fusable activation of `x`."""
-    return op("unary", "act", fn=ACTIVATION, x=x)
+    return op(d.UnaryOp, "act", fn=ACTIVATION, x=x)
 
 
 def affine(**fields: Any) -> OpPattern:
     """A per-channel affine along axis 1 with constant scale and shift."""
-    return op("channel_affine", "affine", axis=CHANNEL_AXIS, scale=const("s"), shift=const("t"), **fields)
+    return op(d.ChannelAffineOp, "affine", axis=CHANNEL_AXIS, scale=const("s"), shift=const("t"), **fields)
 
 
 # The Erf form of GELU: (x * (erf(x / sqrt 2) + 1)) * 0.5, as exporters write it.
-_ERF_GATE = op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
-               a=op("unary", "erf", fn="erf",
-                    x=op("binary", "scaled", fn="div", a=var("x"), b=const("sqrt2", approx=math.sqrt(2.0)))))
+_ERF_GATE = op(d.BinaryOp, "one_plus", fn="add", b=const("one", approx=1.0),
+               a=op(d.UnaryOp, "erf", fn="erf",
+                    x=op(d.BinaryOp, "scaled", fn="div", a=var("x"), b=const("sqrt2", approx=math.sqrt(2.0)))))
 # The tanh form of GELU: (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
 _TANH_GELU = op(
-    "binary", "gated", fn="mul", a=op("binary", "half", fn="mul", a=var("x"), b=const("half", approx=0.5)),
-    b=op("binary", "one_plus", fn="add", b=const("one", approx=1.0),
-         a=op("unary", "tanh", fn="tanh",
-              x=op("binary", "inner", fn="mul", b=const("k", approx=math.sqrt(2.0 / math.pi)),
-                   a=op("binary", "cubic", fn="add", a=var("x"),
-                        b=op("binary", "cube_scaled", fn="mul", b=const("c", approx=0.044715),
-                             a=op("binary", "cube", fn="pow", a=var("x"), b=const("three", approx=3.0))))))))
+    d.BinaryOp, "gated", fn="mul", a=op(d.BinaryOp, "half", fn="mul", a=var("x"), b=const("half", approx=0.5)),
+    b=op(d.BinaryOp, "one_plus", fn="add", b=const("one", approx=1.0),
+         a=op(d.UnaryOp, "tanh", fn="tanh",
+              x=op(d.BinaryOp, "inner", fn="mul", b=const("k", approx=math.sqrt(2.0 / math.pi)),
+                   a=op(d.BinaryOp, "cubic", fn="add", a=var("x"),
+                        b=op(d.BinaryOp, "cube_scaled", fn="mul", b=const("c", approx=0.044715),
+                             a=op(d.BinaryOp, "cube", fn="pow", a=var("x"), b=const("three", approx=3.0))))))))
 # The decomposed LayerNormalization: d = x - mean(x); d / sqrt(mean(d^2) + eps) * scale + bias.
-_CENTRED = op("binary", "centred", fn="sub", a=var("x"), b=op("reduce", "mean", fn="mean", x=var("x")))
+_CENTRED = op(d.BinaryOp, "centred", fn="sub", a=var("x"), b=op(d.ReduceOp, "mean", fn="mean", x=var("x")))
 _LAYER_NORM = op(
-    "binary", "shifted", fn="add", b=const("bias"),
-    a=op("binary", "scaled", fn="mul", b=const("scale"),
-         a=op("binary", "normed", fn="div", a=_CENTRED,
-              b=op("unary", "std", fn="sqrt",
-                   x=op("binary", "plus_eps", fn="add", b=const("eps"),
-                        a=op("reduce", "var", fn="mean",
-                             x=op("binary", "square", fn="pow", a=_CENTRED, b=const("two", approx=2.0))))))))
+    d.BinaryOp, "shifted", fn="add", b=const("bias"),
+    a=op(d.BinaryOp, "scaled", fn="mul", b=const("scale"),
+         a=op(d.BinaryOp, "normed", fn="div", a=_CENTRED,
+              b=op(d.UnaryOp, "std", fn="sqrt",
+                   x=op(d.BinaryOp, "plus_eps", fn="add", b=const("eps"),
+                        a=op(d.ReduceOp, "var", fn="mean",
+                             x=op(d.BinaryOp, "square", fn="pow", a=_CENTRED, b=const("two", approx=2.0))))))))
 
 # scale * (a @ b), with the scale written as a Mul or a Div by a constant
-_SCALED_SCORES = op("binary", "scaled", fn=frozenset({"mul", "div"}), a=op("matmul", "product", a=var("a"), b=var("b")),
+_SCALED_SCORES = op(d.BinaryOp, "scaled", fn=frozenset({"mul", "div"}), a=op(d.MatMulOp, "product", a=var("a"), b=var("b")),
                     b=const("c"))
 
 RULES: tuple[Rule, ...] = (
@@ -686,64 +391,64 @@ RULES: tuple[Rule, ...] = (
          where=(conv_weights_constant,), produce=fold_affine_into_conv),
     # mul(conv(x), c)  =>  conv(x, w * c, b * c)   (c one constant per output channel)
     Rule("fold-mul-into-conv",
-         match=op("binary", "mul", fn="mul", a=plain_conv(), b=const("c")),
+         match=op(d.BinaryOp, "mul", fn="mul", a=plain_conv(), b=const("c")),
          where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_scale_into_conv),
     # add(conv(x), c)  =>  conv(x, w, b + c)   (c one constant per output channel)
     Rule("fold-add-into-conv",
-         match=op("binary", "add", fn="add", a=plain_conv(), b=const("c")),
+         match=op(d.BinaryOp, "add", fn="add", a=plain_conv(), b=const("c")),
          where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_shift_into_conv),
     # mul(channel_affine(x, s, t), c)  =>  channel_affine(x, s * c, t * c)
     Rule("fold-mul-into-affine",
-         match=op("binary", "mul", fn="mul", a=affine(activation=None, x=var("x")), b=const("c")),
+         match=op(d.BinaryOp, "mul", fn="mul", a=affine(activation=None, x=var("x")), b=const("c")),
          where=(per_channel("c", "affine"),), produce=fold_scale_into_affine),
     # add(channel_affine(x, s, t), c)  =>  channel_affine(x, s, t + c)
     Rule("fold-add-into-affine",
-         match=op("binary", "add", fn="add", a=affine(activation=None, x=var("x")), b=const("c")),
+         match=op(d.BinaryOp, "add", fn="add", a=affine(activation=None, x=var("x")), b=const("c")),
          where=(per_channel("c", "affine"),), produce=fold_shift_into_affine),
     # add(conv(x), r)  =>  conv{residual=r}(x)
     Rule("conv-residual",
-         match=op("binary", "add", fn="add", a=plain_conv(), b=var("r")),
+         match=op(d.BinaryOp, "add", fn="add", a=plain_conv(), b=var("r")),
          where=(same_shape("r", "conv"),), produce=with_residual),
     # act(conv(x))  =>  conv{activation=act}(x)
     Rule("conv-activation", match=activation(op(CONV, "conv", activation=None)), produce=with_activation("conv")),
     # act(binary(a, b))  =>  binary{activation=act}(a, b)   (add, sub, mul, div, max, min)
     Rule("binary-activation",
-         match=activation(op("binary", "binary", fn=d.BinaryOp.ARITHMETIC, activation=None)),
+         match=activation(op(d.BinaryOp, "binary", fn=d.BinaryOp.ARITHMETIC, activation=None)),
          where=(floating,), produce=with_activation("binary")),
     # act(channel_affine(x, s, t))  =>  channel_affine{activation=act}(x, s, t)
-    Rule("affine-activation", match=activation(op("channel_affine", "affine", activation=None)),
+    Rule("affine-activation", match=activation(op(d.ChannelAffineOp, "affine", activation=None)),
          produce=with_activation("affine")),
     # add(matmul(a, b), c)  =>  gemm(a, b, c)   (a, b matrices; c broadcasts over rows)
     Rule("matmul-add-to-gemm",
-         match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
+         match=op(d.BinaryOp, "add", fn="add", a=op(d.MatMulOp, "mm", a=var("a"), b=var("b")), b=var("c")),
          where=(matrices,), produce=matmul_to_gemm),
     # add(matmul(a, b), c)  =>  view(gemm(view(a), b, c))   (a a batch of rows, c a bias over the last axis)
     Rule("rows-matmul-add-to-gemm",
-         match=op("binary", "add", fn="add", a=op("matmul", "mm", a=var("a"), b=var("b")), b=var("c")),
+         match=op(d.BinaryOp, "add", fn="add", a=op(d.MatMulOp, "mm", a=var("a"), b=var("b")), b=var("c")),
          where=(rows_times_matrix,), produce=rows_to_gemm),
     # add(gemm(a, b), c)  =>  gemm(a, b, c)
     Rule("gemm-bias",
-         match=op("binary", "add", fn="add", a=op("gemm", "gemm", c=None, activation=None, a=var("a"), b=var("b")),
+         match=op(d.BinaryOp, "add", fn="add", a=op(d.GemmOp, "gemm", c=None, activation=None, a=var("a"), b=var("b")),
                   b=var("c")),
          where=(matrices,), produce=gemm_with_bias),
     # act(gemm(a, b, c))  =>  gemm{activation=act}(a, b, c)
-    Rule("gemm-activation", match=activation(op("gemm", "gemm", activation=None)),
+    Rule("gemm-activation", match=activation(op(d.GemmOp, "gemm", activation=None)),
          produce=with_activation("gemm", "activation_alpha", "activation_beta")),
     # conv(relu(channel_affine(x, s, t)))  =>  preact_conv{pre_activation=relu}(x, s, t)   (DenseNet)
     Rule("preact-conv",
-         match=op("conv", "conv", x=op("channel_affine", "pre", axis=CHANNEL_AXIS,
+         match=op(d.ConvOp, "conv", x=op(d.ChannelAffineOp, "pre", axis=CHANNEL_AXIS,
                                        activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
                                        shift=const("t"))),
-         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=frozenset({"host"})),
+         where=(channel_vectors("s", "t"),), produce=preact_conv, targets=d.PreActConvOp.targets()),
     # (x * (erf(x / sqrt 2) + 1)) * 0.5  =>  gelu(x)
     Rule("gelu-erf",
-         match=op("binary", "half", fn="mul", b=const("half", approx=0.5),
-                  a=op("binary", "gated", fn="mul", a=var("x"), b=_ERF_GATE)),
+         match=op(d.BinaryOp, "half", fn="mul", b=const("half", approx=0.5),
+                  a=op(d.BinaryOp, "gated", fn="mul", a=var("x"), b=_ERF_GATE)),
          produce=gelu_of("none"), stage=0),
     # x * ((erf(x / sqrt 2) + 1) * 0.5)  =>  gelu(x)
     Rule("gelu-erf-halved-gate",
-         match=op("binary", "gated", fn="mul", a=var("x"),
-                  b=op("binary", "half", fn="mul", a=_ERF_GATE, b=const("half", approx=0.5))),
+         match=op(d.BinaryOp, "gated", fn="mul", a=var("x"),
+                  b=op(d.BinaryOp, "half", fn="mul", a=_ERF_GATE, b=const("half", approx=0.5))),
          produce=gelu_of("none"), stage=0),
     # (x * 0.5) * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))  =>  gelu{approximate=tanh}(x)
     Rule("gelu-tanh", match=_TANH_GELU, produce=gelu_of("tanh"), stage=0),
@@ -751,13 +456,13 @@ RULES: tuple[Rule, ...] = (
     Rule("layer-norm", match=_LAYER_NORM, where=(last_axis_norm,), produce=layer_norm, stage=0),
     # softmax(scale * (a @ b) + mask)  =>  attention_softmax{scale}(a, b, mask)
     Rule("attention-softmax-masked",
-         match=op("softmax", "softmax", x=op("binary", "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
+         match=op(d.SoftmaxOp, "softmax", x=op(d.BinaryOp, "masked", fn="add", a=_SCALED_SCORES, b=var("mask"))),
          where=(last_axis_softmax,), produce=attention_softmax, stage=0,
-         targets=frozenset({"host"})),
+         targets=d.AttentionSoftmaxOp.targets()),
     # softmax(scale * (a @ b))  =>  attention_softmax{scale}(a, b)
-    Rule("attention-softmax", match=op("softmax", "softmax", x=_SCALED_SCORES),
+    Rule("attention-softmax", match=op(d.SoftmaxOp, "softmax", x=_SCALED_SCORES),
          where=(last_axis_softmax,), produce=attention_softmax, stage=0,
-         targets=frozenset({"host"})),
+         targets=d.AttentionSoftmaxOp.targets()),
 )
 
 
@@ -770,8 +475,7 @@ def fusion_patterns(rules: Sequence[Rule] = RULES, stage: int | None = None,
                     target: str | None = None) -> list[RewritePattern]:
     """The rule table (or one stage of it, or the rules one target can run)
     compiled to rewrite patterns, in table order."""
-    return [RulePattern(rule) for rule in rules
-            if (stage is None or rule.stage == stage) and (target is None or target in rule.targets)]
+    return compile_rules(rules, stage, target)
 
 
 @dataclass(frozen=True)
@@ -785,18 +489,12 @@ class DnnFusePass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         """Rewrite with every rule, stage by stage, until none matches; then
-        drop dead weights."""
+        drop what nothing reads any more."""
+        require_form(op, self.name, "tensors")
         if self.target not in ("host", "cuda"):
             raise PassFailedException(f"dnn-fuse: unknown target '{self.target}' (expected host or cuda)")
         for stage in sorted({rule.stage for rule in RULES}):
             patterns = GreedyRewritePatternApplier(fusion_patterns(stage=stage, target=self.target))
             PatternRewriteWalker(patterns, apply_recursively=True).rewrite_module(op)
-        _drop_dead_weights(op)
+        dce(op)  # weights only the fused-away ops read (old conv weights, BN scales)
 
-
-def _drop_dead_weights(module: ModuleOp) -> None:
-    """Weights only the fused-away ops read (old conv weights, BN scales)."""
-    for o in reversed(list(module.walk())):
-        if isinstance(o, d.WeightOp) and not o.result.uses:
-            o.detach()
-            o.erase()

@@ -36,6 +36,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -64,6 +65,7 @@ class DnnInsertMemoryOpsPass(ModulePass):
     """Copy graph inputs/outputs between host and device memory with dnn.memcpy."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors")
         if self.mode not in ("eager", "lazy"):
             raise PassFailedException(
                 f"dnn-insert-memory-ops: mode must be 'eager' or 'lazy', got '{self.mode}'"

@@ -9,7 +9,9 @@ with one `dnn.pool_init` of the planned size at entry and one
 `dnn.pool_release` before the return. Lifetimes come from the liveness
 analysis of the lazy form (malloc to last use), so the plan may reuse the
 bytes of any buffer that is dead. Every plan passes the plan verifier before
-the IR is rewritten.
+the IR is rewritten. The planner decides (a `Placement`: pool and offset per
+buffer); two patterns rewrite, the same for one pool and for named pools:
+`MallocToMemOffset` and `DeallocErased` (`apply_placement`).
 
 `pools="sram:size=1MiB,dram"` plans across named pools instead
 (pyocc.planning.pools: the fast pool keeps the buffers that carry the most
@@ -34,18 +36,26 @@ from typing import TYPE_CHECKING
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, i8, i64
+from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from xdsl.ir import Attribute, SSAValue
-
-    from pyocc.planning import MemoryPool, PoolsPlan, Problem
+    from pyocc.planning import MemoryPool, Plan, PoolsPlan, Problem
 
 
 def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False,
@@ -182,6 +192,7 @@ class DnnMemoryPoolPass(ModulePass):
     buffer written by that kind of op tries only those pools, in order."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         from pyocc.planning import ALGORITHMS, PlanningError, plan_memory
 
         if self.planner != "auto" and self.planner not in ALGORITHMS:
@@ -202,7 +213,7 @@ class DnnMemoryPoolPass(ModulePass):
                 plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
             except PlanningError as e:
                 raise PassFailedException(f"dnn-memory-pool: {e}") from None
-            rewrite_to_pool(function, [b.name for b in problem.buffers], plan, self.alignment)
+            apply_placement(function, [b.name for b in problem.buffers], Placement.of_plan(plan, self.alignment))
 
     def _apply_pools(self, op: ModuleOp) -> None:
         """Plan every function across the named pools and rewrite it."""
@@ -233,104 +244,111 @@ class DnnMemoryPoolPass(ModulePass):
                                     time_budget_ms=self.time_budget_ms)
             except PlanningError as e:
                 raise PassFailedException(f"dnn-memory-pool: {e}") from None
-            rewrite_to_pools(function, [b.name for b in problem.buffers], result)
+            apply_placement(function, [b.name for b in problem.buffers], Placement.of_pools(result))
 
 
-def rewrite_to_pool(function: func.FuncOp, names: list[str], plan, alignment: int) -> None:
-    """Apply a verified plan: pool_init at entry, mem_offset per malloc, no
-    dealloc, pool_release before the return. `names` lists the planner's
-    buffer names in malloc order."""
+# ---------------------------------------------------------------------------
+# Applying a verified plan: one code path for one pool and for named pools
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedPool:
+    """One pool a plan fills: its `dnn.pool_init`."""
+
+    name: str | None
+    """The named memory (`pool_name`); None for the one anonymous pool."""
+    size: int
+    alignment: int
+    algorithm: str
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a verified plan put every buffer: the pools that hold one (in
+    pool order) and, per planner buffer name, its pool's index and offset.
+    A buffer in neither `offsets` nor planned is dynamic: the runtime
+    allocator's (its malloc and dealloc stay)."""
+
+    pools: tuple[PlannedPool, ...]
+    offsets: dict[str, tuple[int, int]]
+    planner: str
+    """The `dnn.planner` attribute of the function."""
+
+    @classmethod
+    def of_plan(cls, plan: Plan, alignment: int) -> Placement:
+        """One anonymous pool (`plan_memory`'s result)."""
+        pool = PlannedPool(None, max(plan.pool_size, 1), alignment, plan.algorithm)
+        return cls((pool,), {name: (0, offset) for name, offset in plan.offsets.items()}, plan.algorithm)
+
+    @classmethod
+    def of_pools(cls, result: PoolsPlan) -> Placement:
+        """Named pools (`plan_pools`'s result): those that hold a buffer."""
+        used = set(result.assignment.values())
+        pools = [PlannedPool(p.name, max(result.plans[p.name].pool_size, 1), p.alignment,
+                             result.plans[p.name].algorithm) for p in result.pools if p.name in used]
+        index = {pool.name: i for i, pool in enumerate(pools)}
+        offsets = {name: (index[pool], result.plans[pool].offsets[name]) for name, pool in result.assignment.items()}
+        planner = ",".join(f"{p.name}={p.algorithm}" for p in pools) or "none"
+        return cls(tuple(pools), offsets, planner)
+
+
+class MallocToMemOffset(RewritePattern):
+    """malloc(n)  =>  mem_offset(pool, plan[buffer], n)   (a planned buffer)"""
+
+    def __init__(self, buffers: dict[d.MallocOp, str], placement: Placement, pools: list[SSAValue]):
+        self.buffers, self.placement, self.pools = buffers, placement, pools
+        self.offset_attrs: dict[int, IntegerAttr] = {}  # equal offsets share one attribute: big models
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: d.MallocOp, rewriter: PatternRewriter) -> None:
+        where = self.placement.offsets.get(self.buffers[op])
+        if where is None:
+            return  # dynamic: the runtime allocator's
+        pool, offset = where
+        attr = self.offset_attrs.get(offset)
+        if attr is None:
+            attr = self.offset_attrs[offset] = IntegerAttr(offset, i64)
+        view = d.MemOffsetOp.create(operands=[self.pools[pool]], result_types=[op.result.type],
+                                    properties={"offset": attr, "size": op.properties["size"]},
+                                    location=op.location)
+        view.result.name_hint = op.result.name_hint
+        rewriter.replace(op, view)
+
+
+class DeallocErased(RewritePattern):
+    """dealloc(mem_offset(...))  =>  (nothing)   (the pool outlives the buffer)"""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: d.DeallocOp, rewriter: PatternRewriter) -> None:
+        if isinstance(op.buffer.owner, d.MemOffsetOp):
+            rewriter.erase(op)
+
+
+def apply_placement(function: func.FuncOp, names: list[str], placement: Placement) -> None:
+    """Rewrite `function` to a verified placement: one pool_init per pool at
+    entry, each planned malloc a mem_offset on its pool, its dealloc gone,
+    every pool released before the return (last created, first released).
+    `names` lists the planner's buffer names in malloc order."""
     block = function.body.block
-    size = max(plan.pool_size, 1)
-    pool = d.PoolInitOp.create(
-        result_types=[MemRefType(i8, [size])],
-        properties={"size": IntegerAttr(size, i64), "alignment": IntegerAttr(alignment, i64)},
-    )
-    pool.pool.name_hint = "pool"
-    block.insert_op_before(pool, block.first_op)
-    # Deallocs go first, so the mallocs' uses to move are fewer. Then each
-    # malloc becomes a mem_offset. This is the hot loop of the pass on big
-    # models, hence the shortcuts: equal offsets share one IntegerAttr, the
-    # malloc's location is reused (no lookup of the unknown location), and a
-    # replaced malloc is only detached: it has no operands to drop and no
-    # uses left to erase.
-    ops = list(block.ops)
-    for op in ops:
-        if isinstance(op, d.DeallocOp):
-            block.detach_op(op)
-            op.erase()
-    offset_attrs: dict[int, IntegerAttr] = {}
-    names_left = iter(names)
-    for op in ops:
-        if isinstance(op, d.MallocOp):
-            name = next(names_left, None)
-            if name is None:
-                raise ValueError("rewrite_to_pool: more mallocs than planned buffers")
-            offset = plan.offsets[name]
-            attr = offset_attrs.get(offset)
-            if attr is None:
-                attr = offset_attrs[offset] = IntegerAttr(offset, i64)
-            view = d.MemOffsetOp.create(
-                operands=[pool.pool],
-                result_types=[op.result.type],
-                properties={"offset": attr, "size": op.properties["size"]},
-                location=op.location,
-            )
-            view.result.name_hint = op.result.name_hint
-            block.insert_op_before(view, op)
-            op.result.replace_all_uses_with(view.result)
-            block.detach_op(op)
-    if next(names_left, None) is not None:
-        raise ValueError("rewrite_to_pool: fewer mallocs than planned buffers")
-    release = d.PoolReleaseOp.create(operands=[pool.pool])
-    block.insert_op_before(release, block.last_op)
-    function.attributes["dnn.planner"] = StringAttr(plan.algorithm)
-
-
-def rewrite_to_pools(function: func.FuncOp, names: list[str], result: PoolsPlan) -> None:
-    """Apply a verified multi-pool plan: one named pool_init per pool that
-    holds a buffer (in pool order), each malloc a mem_offset on its pool,
-    deallocs gone except those of dynamic buffers, every pool released
-    before the return. `names` lists the planner's names in malloc order."""
-    block = function.body.block
-    inits: dict[str, d.PoolInitOp] = {}
-    used = set(result.assignment.values())
-    anchor = block.first_op
-    for pool in result.pools:
-        if pool.name not in used:
-            continue
-        size = max(result.plans[pool.name].pool_size, 1)
-        init = d.PoolInitOp.create(
-            result_types=[MemRefType(i8, [size])],
-            properties={"size": IntegerAttr(size, i64), "alignment": IntegerAttr(pool.alignment, i64),
-                        "pool_name": StringAttr(pool.name)},
-        )
-        init.pool.name_hint = "".join(c if c.isalnum() or c == "_" else "_" for c in pool.name)
-        block.insert_op_before(init, anchor)
-        inits[pool.name] = init
     mallocs = [o for o in block.ops if isinstance(o, d.MallocOp)]
-    dynamic = set(result.dynamic)
-    kept: set = set()
-    for malloc, name in zip(mallocs, names, strict=True):
-        if name in dynamic:
-            kept.add(malloc.result)
-            continue
-        pool = result.assignment[name]
-        view = d.MemOffsetOp.create(
-            operands=[inits[pool].pool],
-            result_types=[malloc.result.type],
-            properties={"offset": IntegerAttr(result.plans[pool].offsets[name], i64), "size": malloc.properties["size"]},
-        )
-        view.result.name_hint = malloc.result.name_hint
-        block.insert_op_before(view, malloc)
-        malloc.result.replace_all_uses_with(view.result)
-        malloc.detach()
-        malloc.erase()
-    for dealloc in [o for o in block.ops if isinstance(o, d.DeallocOp)]:
-        if dealloc.buffer not in kept:
-            dealloc.detach()
-            dealloc.erase()
-    for init in reversed(list(inits.values())):
-        block.insert_op_before(d.PoolReleaseOp.create(operands=[init.pool]), block.last_op)
-    function.attributes["dnn.planner"] = StringAttr(
-        ",".join(f"{p}={result.plans[p].algorithm}" for p in inits) or "none")
+    buffers = dict(zip(mallocs, names, strict=True))
+    entry, exit_ = InsertPoint.before(block.first_op), InsertPoint.before(block.last_op)  # type: ignore[arg-type]
+    inits = []
+    for pool in placement.pools:
+        properties: dict[str, Attribute] = {"size": IntegerAttr(pool.size, i64),
+                                            "alignment": IntegerAttr(pool.alignment, i64)}
+        if pool.name is not None:
+            properties["pool_name"] = StringAttr(pool.name)
+        init = d.PoolInitOp.create(result_types=[MemRefType(i8, [pool.size])], properties=properties)
+        # "mempool", not "pool": a MaxPool layer is often named so
+        init.pool.name_hint = "mempool" if pool.name is None else "mempool_" + "".join(
+            c if c.isalnum() or c == "_" else "_" for c in pool.name)
+        Rewriter.insert_op(init, entry)
+        inits.append(init.pool)
+    patterns = GreedyRewritePatternApplier([MallocToMemOffset(buffers, placement, inits), DeallocErased()],
+                                           dce_enabled=False)
+    PatternRewriteWalker(patterns, apply_recursively=False).rewrite_region(function.body)
+    for pool in reversed(inits):
+        Rewriter.insert_op(d.PoolReleaseOp.create(operands=[pool]), exit_)
+    function.attributes["dnn.planner"] = StringAttr(placement.planner)

@@ -19,7 +19,7 @@ order, and moves the ops:
 The body is left untouched unless the new order's peak is strictly lower.
 
 `in_place=true` also models dnn-coalesce's in-place writes: an op in
-`IN_PLACE_INPUTS` whose result has an input's type writes over that input
+with a `WritesInPlace` trait (pyocc.dialects.dnn.ops) whose result has an input's type writes over that input
 when the input dies there, so its step needs no new bytes; the order then
 decides which reader of a tensor runs last and may reuse it.
 """
@@ -38,23 +38,10 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
-
-
-#: op -> the operands its kernel may overwrite with its result. Mirrors
-#: dnn-coalesce's in-place rule (IN_PLACE_OPERANDS there); one table once both land.
-IN_PLACE_INPUTS: dict[type[d.DnnComputeOp], tuple[str, ...]] = {
-    d.UnaryOp: ("x",),
-    d.BinaryOp: ("a", "b"),
-    d.ChannelAffineOp: ("x",),
-    d.BatchNormOp: ("x",),
-    d.SoftmaxOp: ("x",),
-    d.LogSoftmaxOp: ("x",),
-    d.LayerNormOp: ("x",),
-    d.ConvOp: ("residual",),
-}
 
 
 def _floats(op: Operation) -> bool:
@@ -83,17 +70,16 @@ def _enclosing(op: Operation, block: Block) -> Operation | None:
 
 def _in_place_inputs(op: Operation) -> list[SSAValue]:
     """The operands `op` may write its result over (same type, not a view)."""
-    if type(op) not in IN_PLACE_INPUTS or len(op.results) != 1:
+    if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1:
         return []
-    values = [getattr(op, name) for name in IN_PLACE_INPUTS[type(op)]]
-    return [v for v in values if v is not None and v.type == op.results[0].type
+    return [v for v in op.in_place_inputs() if v.type == op.results[0].type
             and isinstance(v.owner, d.DnnComputeOp)]
 
 
 def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph, list[Operation]]:
     """The block as a DAG: one node per op that is not a weight or a view
     (the return is the last node), in block order; also the node ops.
-    `in_place` adds the inputs each node may write over (IN_PLACE_INPUTS)."""
+    `in_place` adds the inputs each node may write over (their `WritesInPlace` trait)."""
     ret = block.last_op
     returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
     nodes = [op for op in block.ops if not _floats(op)]
@@ -200,6 +186,7 @@ class DnnReorderPass(ModulePass):
     """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors")
         if self.strategy not in STRATEGIES:
             raise PassFailedException(
                 f"dnn-reorder: unknown strategy '{self.strategy}' (choose from {', '.join(STRATEGIES)})"

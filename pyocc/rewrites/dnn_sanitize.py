@@ -6,11 +6,11 @@ malloc/dealloc (before dnn-memory-pool, so the plan includes what it adds),
 turns such bugs into NaNs and named errors, like AddressSanitizer does for C:
 
     %b = dnn.malloc {size = N + guard}          the guard lives behind the data
-    dnn.sanitize(%b) {action = "poison"}         NaN in, guard armed (0xFD)
-    "dnn.conv"(..., %b)                          the producer writes %b
-    dnn.sanitize(%b) {action = "check", writer = "dnn.conv", buffer = "b"}
+    dnn.sanitize outs(%b) {action = "poison"}    NaN in, guard armed (0xFD)
+    dnn.conv ins(...) outs(%b)                   the producer writes %b
+    dnn.sanitize outs(%b) {action = "check", writer = "dnn.conv", buffer = "b"}
     ...                                          readers
-    dnn.sanitize(%b) {action = "poison"}         dead: NaN again
+    dnn.sanitize outs(%b) {action = "poison"}    dead: NaN again
     dnn.dealloc %b
 
 - Poison before the first write: a reader that runs before the producer, or
@@ -37,6 +37,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -87,6 +88,7 @@ class DnnSanitizePass(ModulePass):
     """Guard bytes behind every buffer (0: poison only, no bounds checks)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         if self.guard < 0:
             raise PassFailedException(f"dnn-sanitize: guard must be >= 0 bytes, got {self.guard}")
         functions = function_bodies(op)

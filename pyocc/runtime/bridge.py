@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
+from pyocc.runtime import host_kernels as hk
 
 #: void kernel(int64_t site, void **buffers)
 KERNEL_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p))
@@ -76,8 +77,6 @@ class KernelBridge:
     """
 
     def __init__(self, sites: list[dict[str, Any]]):
-        from pyocc.runtime import host_kernels as hk
-
         self.sites = sites
         self.kernels: list[Callable[..., None]] = []
         for site in sites:

@@ -1,7 +1,7 @@
 """Finding and loading the CUDA runtime, cuDNN and cuBLAS for `target=cuda`.
 
 Code generated for `target=cuda` calls the functions listed in
-pyocc.lowering.cuda_api; the JIT binds each of those external symbols to an
+pyocc.runtime.cuda_api; the JIT binds each of those external symbols to an
 address. This module finds the libraries that hold them (the CUDA runtime,
 cuBLAS, cuDNN, and the driver's libcuda for the kernels pyocc writes), loads
 them with ctypes and hands out the addresses (`CudaLibraries.symbols()`);
@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyocc.errors import PyoccError
-from pyocc.lowering import cuda_api
+from pyocc.runtime import cuda_api
 
 INSTALL_HINT = "pip install 'pyocc[cuda]'"
 REASON_PREFIX = "target cuda needs an NVIDIA GPU: "
@@ -159,6 +159,7 @@ def _pathfinder_load(library: str) -> str | None:
     """The absolute path cuda-pathfinder loads `library` from, or None when it
     is not installed, does not know the library, or cannot find it."""
     try:
+        # cuda-pathfinder is optional (pyocc[cuda]); without it the other searches run
         from cuda.pathfinder import load_nvidia_dynamic_lib  # type: ignore[import-not-found]
     except ImportError:
         return None

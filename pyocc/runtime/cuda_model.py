@@ -23,6 +23,7 @@ import numpy as np
 
 from pyocc.errors import PyoccError
 from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature
+from pyocc.runtime.cuda_api import status_name
 from pyocc.runtime.jit import _llvm, _target_machine, jit_module
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
@@ -101,8 +102,6 @@ class CudaModel(ModelSignature):
         """Raise the failed call `call` (0: none failed) as one line."""
         if call == 0:
             return
-        from pyocc.lowering.cuda_api import status_name
-
         calls = self.meta["calls"]
         what = calls[call - 1] if 0 < call <= len(calls) else f"call {call}"
         function = what.split(" ", 1)[0]

@@ -40,7 +40,7 @@ _initialised = False
 def _llvm() -> Any:
     """llvmlite.binding, initialised once for the native target."""
     global _initialised
-    import llvmlite.binding as llvm
+    import llvmlite.binding as llvm  # loads LLVM itself; the AOT loader imports this module and needs none
 
     if not _initialised:
         # llvmlite 0.50: initialize() raises; the native target is enough
@@ -126,7 +126,8 @@ class CompiledModel(NativeModel):
             result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj)],
                                     capture_output=True, text=True)
             if result.returncode != 0:
-                raise PyoccError(f"linking {path} failed: {result.stderr.strip()}")
+                detail = " ".join(result.stderr.split())  # one line, whatever the linker printed
+                raise PyoccError(f"linking {path} failed: {detail}")
         weights = weights_path_for(path)
         self.write_weights(weights)
         return weights

@@ -3,7 +3,7 @@ code on machines without a GPU.
 
 Generated host code calls NVIDIA's libraries through function addresses bound
 to its external symbols. `FakeCuda.symbols()` hands out, for every function of
-pyocc.lowering.cuda_api.FUNCTIONS, the address of a ctypes callback with the
+pyocc.runtime.cuda_api.FUNCTIONS, the address of a ctypes callback with the
 same C signature, so the same generated code runs end to end on the CPU:
 
 - "device memory" is numpy memory that cudaMalloc fills with 0xFF bytes (a
@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 from pyocc.testing import fake_cuda_math as fm
 
 __all__ = ["FakeCuda"]
@@ -460,7 +460,7 @@ def _bwd_data_workspace(problem: _ConvProblem, algo: int) -> int | None:
 
 class FakeCuda:
     """A CPU stand-in for the CUDA runtime, cuDNN and cuBLAS functions that
-    `target=cuda` code calls (pyocc.lowering.cuda_api.FUNCTIONS).
+    `target=cuda` code calls (pyocc.runtime.cuda_api.FUNCTIONS).
 
     Bind generated code's external symbols to `symbols()` and run it: device
     memory is numpy memory, kernels are numpy, every call is checked against

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 
 # cudnnActivationMode_t, from cuda_api's table
 ACTIVATION_SIGMOID, ACTIVATION_RELU, ACTIVATION_TANH, ACTIVATION_CLIPPED_RELU, ACTIVATION_ELU, ACTIVATION_IDENTITY = (

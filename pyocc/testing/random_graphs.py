@@ -26,6 +26,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+import pyocc
+
 OPSET = 17
 
 
@@ -268,9 +270,7 @@ def compare_with_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarra
     onnxruntime on `inputs`; None when every output matches, else one line
     saying which output differs and by how much. Raises InvalidGraph when
     onnxruntime itself rejects the graph."""
-    import onnxruntime as ort
-
-    import pyocc
+    import onnxruntime as ort  # a test dependency only: pyocc itself runs without it
 
     session_options = ort.SessionOptions()
     session_options.intra_op_num_threads = 1

@@ -13,20 +13,36 @@ half-way.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import numpy as np
+from xdsl.context import Context
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc import __version__
+from pyocc.api import compile as compile_model
+from pyocc.api import lower
 from pyocc.errors import PyoccError
+from pyocc.frontend.onnx_import import parse_shape
+from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
+from pyocc.planning import ALGORITHMS, PlanningError
+from pyocc.planning.cli import main as plan_json_main
+from pyocc.planning.pools import parse_size
+from pyocc.report.explain import explain_peak
+from pyocc.report.picture import render_html, render_svg
+from pyocc.report.timeline import build_timeline
+from pyocc.runtime.jit import weights_path_for
+from pyocc.tools.output import check_output_path
 
 
 def _shapes(specs: list[str]) -> dict[str, tuple[int, ...]]:
-    from pyocc.frontend.onnx_import import parse_shape
-
     shapes = {}
     for spec in specs:
         name, sep, dims = spec.rpartition("=")
@@ -46,9 +62,6 @@ class _Parser(argparse.ArgumentParser):
 
 def _size(text: str) -> int:
     """A byte count like 8MiB, 512KiB or 1000 (argparse type)."""
-    from pyocc.planning import PlanningError
-    from pyocc.planning.pools import parse_size
-
     try:
         return parse_size(text)
     except PlanningError as e:
@@ -74,11 +87,18 @@ def _write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+RUN_EXAMPLES = """examples:
+  pyocc run model.onnx                                   random inputs, pool mode, prints the memory report
+  pyocc run model.onnx --inputs in.npz --save-outputs out.npz   in.npz: np.savez('in.npz', x=...)
+  pyocc run model.onnx --memory lazy --planner exact --no-fuse"""
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", help="the .onnx file")
     p.add_argument("--memory", choices=["pool", "lazy", "eager"], default="pool",
                    help="memory mode (default: pool)")
-    p.add_argument("--planner", default="auto", help="pool planner (default: auto)")
+    p.add_argument("--planner", default="auto", metavar="NAME",
+                   help=f"pool planner: auto (default: the best of several), {', '.join(sorted(ALGORITHMS))}")
     p.add_argument("--reorder", default="auto", metavar="STRATEGY",
                    help="op order: auto (default), exact, greedy, or given (keep the model's)")
     p.add_argument("--memory-pools", default=None, metavar="SPEC",
@@ -101,11 +121,25 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn tensor coalescing (dnn-coalesce) off")
 
 
+def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
+    """The arrays of `--inputs`: an .npz with one array per graph input name,
+    or (for a model with one input) an .npy with that one array."""
+    try:
+        data = np.load(path)
+    except (OSError, ValueError, EOFError) as e:
+        raise PyoccError(f"{path}: cannot read inputs ({e}); give an .npz (np.savez) with one array "
+                         "per graph input name") from None
+    if isinstance(data, np.ndarray):
+        if len(input_names) != 1:
+            raise PyoccError(f"{path}: an .npy file holds one array, but the model takes {len(input_names)} "
+                             f"inputs ({', '.join(input_names)}); give an .npz (np.savez) with one array per name")
+        return {input_names[0]: data}
+    return {k: data[k] for k in data.files}
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    import numpy as np
-
-    from pyocc.api import compile as compile_model
-
+    if args.save_outputs:
+        check_output_path(args.save_outputs)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -113,11 +147,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           reorder=args.reorder, workspace=args.workspace)
     model.memory_report().check_limit(args.memory_limit)
     if args.inputs:
-        try:
-            data = np.load(args.inputs)
-        except (OSError, ValueError) as e:
-            raise PyoccError(f"{args.inputs}: cannot read inputs ({e})") from None
-        inputs = {k: data[k] for k in data.files}
+        inputs = _load_inputs(args.inputs, model.input_names)
     else:
         rng = np.random.default_rng(args.seed)
         inputs = {}
@@ -127,8 +157,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                             else rng.integers(0, 2, shape).astype(dtype))
     outputs = model.run(inputs)
     if args.save_outputs:
-        import io
-
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
         _write_atomically(Path(args.save_outputs), buffer.getvalue())
@@ -139,11 +167,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    from pyocc.api import compile as compile_model
-
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
+    check_output_path(out)
     if args.target == "cuda":
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
@@ -152,19 +179,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           pool_candidates=args.pool_candidates, reorder=args.reorder)
     model.memory_report().check_limit(args.memory_limit)
     model.save(out)
-    print(f"wrote {out}")
+    if out.suffix == ".so":
+        print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
+    else:
+        print(f"wrote {out}")
     return 0
 
 
 def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     """target cuda: write the host code as LLVM IR. Emitting it needs no GPU
     (running it does: `pyocc run --target cuda`)."""
-    from xdsl.context import Context
-    from xdsl.utils.exceptions import PassFailedException
-
-    from pyocc.api import lower
-    from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
-
     if out.suffix != ".ll":
         raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
@@ -180,25 +204,56 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     return 0
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    from pyocc.api import lower
+#: What `pyocc plan` writes, by format, and the file suffixes each may have
+#: (the first is the one to suggest). An -o suffix picks the format.
+PLAN_FORMATS: dict[str, tuple[str, ...]] = {
+    "text": (".txt", ".text", ".log", ""),
+    "json": (".json",),
+    "svg": (".svg",),
+    "html": (".html", ".htm"),
+}
 
+
+def plan_format(requested: str | None, output: str | None, text_only: str | None, stdout_is_terminal: bool) -> str:
+    """The format `pyocc plan` writes: `--format` if given, else the one the
+    -o file's suffix names, else text. A suffix that does not fit the format
+    (SVG into plan.png, text into plan.html) and a page written to a terminal
+    are refused in one line. `text_only` names the option (--explain,
+    --liveness) that makes the output text whatever the format."""
+    suffix = Path(output).suffix.lower() if output else None
+    if suffix is not None and requested is None and text_only is None:
+        requested = next((f for f, suffixes in PLAN_FORMATS.items() if suffix in suffixes), None)
+        if requested is None:
+            known = ", ".join(f"{f} ({'/'.join(x for x in xs if x)})" for f, xs in PLAN_FORMATS.items())
+            raise PyoccError(f"{output}: pyocc plan cannot write '{suffix}' files; it writes {known}: "
+                             "give -o one of these suffixes")
+    fmt = "text" if text_only is not None else (requested or "text")
+    if suffix is not None and suffix not in PLAN_FORMATS[fmt]:
+        what = text_only or f"--format {fmt}"
+        raise PyoccError(f"{output}: {what} writes {fmt}, not '{suffix}'; name the file "
+                         f"{Path(output).with_suffix(PLAN_FORMATS[fmt][0]).name}"
+                         + ("" if text_only else " or drop --format to follow the suffix"))
+    if output is None and fmt in ("svg", "html") and stdout_is_terminal:
+        raise PyoccError(f"--format {fmt} writes a picture, not text for the terminal; "
+                         f"give -o plan.{fmt} (or pipe it: ... > plan.{fmt})")
+    return fmt
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    text_only = "--explain" if args.explain else "--liveness" if args.liveness else None
+    args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
+    if args.output:
+        check_output_path(args.output)
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
                            reorder=args.reorder, target=args.target)
     report.check_limit(args.memory_limit)
     if args.explain or args.format in ("svg", "html"):
-        from pyocc.report.timeline import build_timeline
-
         timeline = build_timeline(module, report)
     if args.explain:
-        from pyocc.report.explain import explain_peak
-
         text = explain_peak(timeline) + "\n"
     elif args.format in ("svg", "html"):
-        from pyocc.report.picture import render_html, render_svg
-
         text = render_svg(timeline) if args.format == "svg" else render_html(timeline)
     elif args.liveness:
         text = "\n".join(
@@ -215,17 +270,13 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_plan_json(args: argparse.Namespace, rest: list[str]) -> int:
-    from pyocc.planning.cli import main as plan_json_main
-
-    return plan_json_main(rest)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of `pyocc` (one subcommand per job)."""
     parser = _Parser(prog="pyocc", description="A memory-efficient DNN inference compiler.")
+    parser.add_argument("--version", action="version", version=f"pyocc {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    run = sub.add_parser("run", help="compile and run a model on random or given inputs")
+    run = sub.add_parser("run", help="compile and run a model on random or given inputs",
+                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=RUN_EXAMPLES)
     _common(run)
     run.add_argument("--inputs", help=".npz with one array per graph input name")
     run.add_argument("--save-outputs", help="write outputs to this .npz")
@@ -237,8 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
-    plan.add_argument("--format", choices=["text", "json", "svg", "html"], default="text",
-                      help="text or json report, or the plan as a picture (svg, or html with hover details)")
+    plan.add_argument("--format", choices=list(PLAN_FORMATS), default=None,
+                      help="text or json report, or the plan as a picture (svg, or html with hover details); "
+                           "default: the -o file's suffix (.txt, .json, .svg, .html), else text")
     plan.add_argument("--explain", action="store_true",
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
@@ -251,8 +303,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc`."""
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list[:1] == ["plan-json"]:
-        from pyocc.planning.cli import main as plan_json_main
-
         return plan_json_main(args_list[1:])
     parser = build_parser()
     args = parser.parse_args(args_list)
@@ -268,7 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (`pyocc run m.onnx | head -1`): not an error.
         # Point stdout at /dev/null so the interpreter's final flush is quiet.
-        import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -11,22 +11,33 @@ pass that needs it, so `pyocc-opt --help` starts fast.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import difflib
+import os
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
+from io import StringIO
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
+from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from pyocc import __version__
 from pyocc.errors import PyoccError, one_line
-from pyocc.registry import PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.registry import PASS_SUMMARIES, PYOCC_DIALECTS, PYOCC_PASSES
+from pyocc.tools.output import check_output_path
 
 
 class PyoccOptMain(xDSLOptMain):
     """xdsl-opt, plus `.onnx` inputs, `--shape NAME=1x3x224x224`, and pyocc's
     dialects and passes (registered lazily)."""
+
+    version_format = f"pyocc-opt {__version__} (pyocc), built on xdsl version {{xdsl_version}}"
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -44,10 +55,10 @@ class PyoccOptMain(xDSLOptMain):
         `--disable-verify` turns both off. With --print-between-passes each
         `occamy-*` pipeline is replaced by its stages, so the IR is printed
         (and checked) after each: to xDSL a pipeline is one pass."""
-        import dataclasses
-
+        # loads the dnn dialect (a quarter of start-up), which the registry loads only when an input uses it
         from pyocc.analysis.verify_lifetimes import check_lifetimes
 
+        self._check_pass_names()
         super().setup_pipeline()
         inner = self.pipeline.callback
 
@@ -61,6 +72,26 @@ class PyoccOptMain(xDSLOptMain):
         if self.args.print_between_passes:
             self.pipeline = dataclasses.replace(self.pipeline, passes=_expand_pipelines(self.pipeline.passes))
 
+    def _check_pass_names(self) -> None:
+        """An unknown pass is one line naming it and the closest known name;
+        a malformed pipeline is one line (xDSL raises a BaseException)."""
+        from xdsl.utils.arg_spec import parse_pipeline
+        from xdsl.utils.exceptions import ArgSpecParseError
+
+        if not self.args.passes:
+            return
+        try:
+            specs = list(parse_pipeline(self.args.passes))
+        except ArgSpecParseError as e:
+            lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+            column = lines[1].rsplit(":", 1)[-1] if len(lines) > 1 else "?"
+            raise PyoccError(f"-p '{self.args.passes}': {lines[-1]} (column {column})") from None
+        for spec in specs:
+            if spec.name not in self.available_passes:
+                close = difflib.get_close_matches(spec.name, list(PASS_SUMMARIES) + sorted(self.available_passes), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+                raise PyoccError(f"unknown pass '{spec.name}'{hint} (pyocc-opt --help lists the passes)")
+
     def register_all_targets(self) -> None:
         """xdsl-opt's targets, with `-t llvm` replaced by pyocc's converter,
         which also handles the indirect kernel call of convert-dnn-to-llvm's
@@ -73,7 +104,21 @@ class PyoccOptMain(xDSLOptMain):
         self.available_frontends["onnx"] = self.parse_onnx
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        """xdsl-opt's options plus --shape; --help lists pyocc's passes first,
+        one line each, and xDSL's after the options."""
         super().register_all_arguments(arg_parser)
+        arg_parser.formatter_class = argparse.RawDescriptionHelpFormatter
+        width = max(map(len, PASS_SUMMARIES)) + 2
+        arg_parser.description = (
+            f"{arg_parser.description or ''}\n\npyocc's passes and pipelines (-p NAME, options in braces):\n"
+            + "\n".join(f"  {name:<{width}s}{summary}" for name, summary in PASS_SUMMARIES.items())
+            + "\n\nexample: pyocc-opt model.onnx -p occamy-pool")
+        xdsl_passes = sorted(n for n in self.available_passes if n not in PASS_SUMMARIES)
+        arg_parser.epilog = (f"xDSL's own {len(xdsl_passes)} passes work too: "
+                             + textwrap.fill(", ".join(xdsl_passes), width=100))
+        for action in arg_parser._actions:
+            if action.dest == "passes":
+                action.help = "comma-separated pass pipeline, e.g. 'convert-onnx-to-dnn,dnn-fuse' (passes listed above)"
         arg_parser.add_argument(
             "--shape",
             action="append",
@@ -84,6 +129,7 @@ class PyoccOptMain(xDSLOptMain):
 
     def parse_onnx(self, stream: IO[bytes]) -> ModuleOp:
         """The `.onnx` frontend: bytes -> onnx-dialect module."""
+        # onnx (and the frontend, which needs it) only for .onnx inputs, off the start-up path
         import onnx
         from google.protobuf.message import DecodeError
 
@@ -115,6 +161,7 @@ class PyoccOptMain(xDSLOptMain):
 
 def _expand_pipelines(passes: Sequence[ModulePass]) -> tuple[ModulePass, ...]:
     """`passes` with every occamy-* pipeline replaced by its stages."""
+    # pipelines import every pass, and through them numpy: only with --print-between-passes
     from pyocc.pipelines import PIPELINES
 
     pipelines = tuple(PIPELINES.values())
@@ -124,8 +171,6 @@ def _expand_pipelines(passes: Sequence[ModulePass]) -> tuple[ModulePass, ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc-opt`: user errors are one line on stderr and a
     non-zero exit, never a traceback; output is written only on success."""
-    from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
-
     args = list(sys.argv[1:] if argv is None else argv)
     try:
         tool = PyoccOptMain(description="pyocc's modular optimizer driver", args=args)
@@ -133,10 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             _check_input_file(tool.args.input_file)
         output_file = tool.args.output_file
         if output_file is not None:
+            check_output_path(output_file)
             # Write nothing half-way: collect the output, then write it at once.
             tool.args.output_file = None
-            from io import StringIO
-
             buffer = StringIO()
             real_stdout, sys.stdout = sys.stdout, buffer
             try:
@@ -162,22 +206,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _check_input_file(path: str) -> None:
-    import os
-
     if not os.path.exists(path):
         raise PyoccError(f"{path}: no such file")
     if os.path.isdir(path):
         raise PyoccError(f"{path}: is a directory")
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def _pyocc_llvm_target() -> type:
     """The `-t llvm` target class (imported lazily: it needs llvmlite)."""
-    from xdsl.utils.target import Target
-
+    # the converter needs llvmlite: only for -t llvm, off the start-up path
     from pyocc.lowering.convert_dnn_to_llvm import to_llvm_ir
 
     class PyoccLLVMTarget(Target):
@@ -193,3 +230,7 @@ def _pyocc_llvm_target() -> type:
             print(to_llvm_ir(module), file=output)
 
     return PyoccLLVMTarget
+
+
+if __name__ == "__main__":
+    sys.exit(main())

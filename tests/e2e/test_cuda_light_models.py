@@ -24,7 +24,7 @@ def test_light_model_on_the_gpu_matches_onnxruntime(name: str) -> None:
     compiled = pyocc.compile(model, target="cuda", memory="pool")
     got = compiled.run(inputs)
     assert list(got) == compiled.output_names
-    for value, want in zip(got.values(), expected):
+    for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-3, atol=1e-4)
     compiled.run(inputs)  # pool mode: one cudaMalloc per run, the planned pool
     stats = compiled.native.alloc_stats()

@@ -4,11 +4,17 @@ node test either matches onnx's expected outputs or stops with the
 lowering's one-line "cannot lower" message. A mismatch, a failed library
 call, a leak or a crash fails. `python bench/cuda_coverage.py` prints the
 same over all node tests as a table.
+
+The cases that lower on cuda today are listed in cuda_node_tests_lowered.txt
+beside this file: one on the list that stops lowering fails (a regression,
+not a skip), and one that starts lowering fails until it is added to the
+list, so the list is always exactly what the cuda target runs.
 """
 
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -37,8 +43,22 @@ with warnings.catch_warnings():
              and all(isinstance(v, np.ndarray) for v in [*case.data_sets[0][0], *case.data_sets[0][1]])]
 
 
+LOWERED_LIST = Path(__file__).with_name("cuda_node_tests_lowered.txt")
+#: the node tests that compile and run on target=cuda today
+LOWERED = {line.strip() for line in LOWERED_LIST.read_text().splitlines()
+           if line.strip() and not line.startswith("#")}
+
+
 def test_there_are_cases() -> None:
     assert len(CASES) > 300
+    assert len(LOWERED) > 200
+
+
+def test_the_list_names_only_cases() -> None:
+    """A name on the list that is no case (a typo, a case onnx renamed) would
+    guard nothing."""
+    unknown = sorted(LOWERED - {case.name for case in CASES})
+    assert not unknown, f"{LOWERED_LIST.name} names cases that do not exist: {unknown}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
@@ -51,14 +71,18 @@ def test_node_matches_or_is_refused_in_one_line(case: object) -> None:
     except PyoccError as e:
         message = str(e)
         assert "\n" not in message
+        assert case.name not in LOWERED, (  # type: ignore[attr-defined]
+            f"{case.name} lowered on target cuda before and no longer does: {message}")  # type: ignore[attr-defined]
         if "convert-dnn-to-llvm: cannot lower" in message:
             pytest.skip(f"not on target cuda: {message[:150]}")
         # what the host target refuses too (dynamic shapes, attributes) is not the cuda target's
         with pytest.raises(PyoccError):
             pyocc.compile(model, memory="pool")
         pytest.skip(f"not compiled on any target: {message[:150]}")
-    got = list(compiled.run({i.name: v for i, v in zip(model.graph.input, inputs)}).values())
+    got = list(compiled.run({i.name: v for i, v in zip(model.graph.input, inputs, strict=True)}).values())
     compiled.native.close()
-    for have, want in zip(got, expected):
+    for have, want in zip(got, expected, strict=True):
         np.testing.assert_allclose(have, np.asarray(want), rtol=1e-3, atol=1e-4, equal_nan=True)
     assert fake.errors == [] and fake.leaks() == []
+    assert case.name in LOWERED, (  # type: ignore[attr-defined]
+        f"{case.name} now lowers and runs on target cuda: add it to tests/e2e/{LOWERED_LIST.name}")  # type: ignore[attr-defined]

@@ -50,7 +50,7 @@ def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
     before = fake.calls["cudaMalloc"]
     for _ in range(2):  # a second run reuses what init set up
         got = compiled.run(inputs)
-        for value, want in zip(got.values(), expected):
+        for value, want in zip(got.values(), expected, strict=True):
             np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     assert fake.errors == []
     stats = compiled.native.alloc_stats()

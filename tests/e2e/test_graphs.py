@@ -48,7 +48,7 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
     assert list(got) == [o.name for o in model.graph.output]
-    for (output, value), want in zip(got.items(), expected):
+    for (output, value), want in zip(got.items(), expected, strict=True):
         assert value.dtype == want.dtype and value.shape == want.shape, output
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5, err_msg=f"{name} output {output}")
 

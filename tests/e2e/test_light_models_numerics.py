@@ -28,9 +28,14 @@ CASES = [
     ("inception_v1", "lazy"), ("inception_v1", "pool"),
     ("resnet50", "pool"), ("densenet121", "pool"), ("inception_v2", "lazy"),
     ("inception_v2", "pool"),  # concat elimination and in-place chains in the pool
+    # The three models with 250-550 MB of fully connected weights: AlexNet in
+    # every mode, ZFNet-512 and VGG-19 (the same layer kinds, more of them)
+    # in the default pool mode only. Their eager and lazy runs exercised no
+    # code the smaller models' do not, at about a third of the suite's
+    # numerics time and its memory peak (VGG-19 eager: 43 s on two cores).
     ("bvlc_alexnet", "eager"), ("bvlc_alexnet", "lazy"), ("bvlc_alexnet", "pool"),
-    ("zfnet512", "eager"), ("zfnet512", "lazy"), ("zfnet512", "pool"),
-    ("vgg19", "eager"), ("vgg19", "lazy"), ("vgg19", "pool"),
+    ("zfnet512", "pool"),
+    ("vgg19", "pool"),
 ]
 
 
@@ -45,13 +50,15 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
     compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
-    for value, want in zip(got.values(), expected):
+    for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
     # Compiled with the default dnn-reorder: never above the given order.
-    assert report.lower_bound_bytes <= report.lower_bound_given_order_bytes
+    assert report.tensor_lower_bound_bytes <= report.lower_bound_given_order_bytes
+    # coalescing only shares bytes: the buffers' bound is at most the tensors'
+    assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes
     if memory == "pool":
         assert report.allocator_calls_per_run == 1
-        assert report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)
+        assert report.lower_bound_bytes <= report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)
     elif memory == "lazy":
         assert report.allocator_calls_per_run == len(report.buffers)

@@ -30,7 +30,7 @@ def test_two_pools_match_onnxruntime(name: str) -> None:
     options.log_severity_level = 3
     expected = ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
     got = compiled.run(inputs)
-    for value, want in zip(got.values(), expected):
+    for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
     assert [p.name for p in report.pools] == ["sram", "dram"]

@@ -87,7 +87,7 @@ def test_lazy_and_eager_say_how_addresses_were_drawn() -> None:
 
 
 def test_units_follow_the_size() -> None:
-    from pyocc.report.picture import unit_for
+    from pyocc.units import unit_for
 
     assert unit_for(160) == ("B", 1) and unit_for(4096) == ("KiB", 1024) and unit_for(9633792) == ("MiB", 2**20)
 
@@ -133,7 +133,8 @@ def test_plan_output_into_a_missing_folder_is_one_line(tmp_path: Path) -> None:
                    "-o", str(tmp_path / "missing" / "plan.svg"))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"pyocc: error: {tmp_path / 'missing' / 'plan.svg'}: cannot write there (No such file or directory)"]
+        f"pyocc: error: {tmp_path / 'missing' / 'plan.svg'}: the folder '{tmp_path / 'missing'}' does not exist; "
+        "create it first or write elsewhere"]
 
 
 def test_a_failed_plan_leaves_the_output_file_alone(tmp_path: Path) -> None:
@@ -163,3 +164,44 @@ def test_named_pools_are_stacked_and_never_overlap(tmp_path: Path) -> None:
     svg = ET.fromstring(render_svg(timeline))
     assert "pools stacked bottom to top: sram" in "".join(svg.itertext())
     assert len(buffer_rects(svg)) == len(report.buffers)
+
+
+def stage_timeline() -> Timeline:
+    """Four buffers written by fused convs: two 8x8 maps, one 4x4 map and a
+    vector; a 1-byte buffer too thin to see; `a` shared by two writers
+    (coalesced); one graph input and one output."""
+    ops = [OpBox(i, "dnn.conv+relu", [i], [i - 1] if i else []) for i in range(4)]
+    buffers = [
+        BufferBox(0, "a", 4096, 0, 0, 1, [1, 16, 8, 8], "f32", 0, [1], writers=[0, 1]),
+        BufferBox(1, "b", 4096, 4096, 1, 2, [1, 16, 8, 8], "f32", 1, [2]),
+        BufferBox(2, "c", 1024, 0, 2, 3, [1, 16, 4, 4], "f32", 2, [3]),
+        BufferBox(3, "d", 1, 1024, 3, 3, [1, 1, 1, 1], "f32", 3, []),
+    ]
+    return Timeline("m.onnx", "pool", "auto", ops, buffers, pool_bytes=8192, lower_bound_bytes=8192,
+                    naive_bytes=9217, placement="planned", io=[("x", "input", 768), ("y", "output", 40)])
+
+
+def test_colour_follows_the_stage_even_when_every_op_is_a_fused_conv() -> None:
+    root = ET.fromstring(render_svg(stage_timeline()))
+    fills = {r.get("id"): r.get("fill") for r in buffer_rects(root)}
+    assert fills["b0"] == fills["b1"] != fills["b2"]
+
+
+def test_legend_lists_only_stages_with_a_visible_box() -> None:
+    root = ET.fromstring(render_svg(stage_timeline()))
+    texts = ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+    assert "8x8" in texts and "4x4" in texts
+    assert "1x1" not in texts  # buffer d is one byte of an 8 KiB pool: no visible box, no legend entry
+
+
+def test_inputs_outputs_and_coalescing_are_shown() -> None:
+    root = ET.fromstring(render_svg(stage_timeline()))
+    texts = " ".join("".join(t.itertext()) for t in root.iter(f"{SVG}text"))
+    assert "graph input: x (768 B)" in texts and "graph output: y (40 B)" in texts
+    tip = "".join(buffer_rects(root)[0].find(f"{SVG}title").itertext())
+    assert "coalesced: 2 tensors share it, written by #0 dnn.conv+relu, #1 dnn.conv+relu" in tip
+
+
+def test_the_explanation_of_a_box_appears_once_in_the_page() -> None:
+    assert render_html(stage_timeline()).count("each box is one buffer") + \
+        render_html(stage_timeline()).count("Each box is one buffer") == 1

@@ -25,8 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from pyocc.lowering import cuda_api
-from pyocc.runtime import cuda
+from pyocc.runtime import cuda, cuda_api
 from pyocc.runtime.cuda import LibrarySearch, cuda_major, cudnn_parts_beside, rank_wheel_files, wheel_library_files
 
 # -- search order: pure functions ----------------------------------------------------

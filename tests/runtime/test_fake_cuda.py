@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pyocc.lowering import cuda_api as api
+from pyocc.runtime import cuda_api as api
 from pyocc.testing.fake_cuda import HUGE_WORKSPACE, FakeCuda
 from tests.runtime.test_host_kernels import ort_run
 

@@ -89,6 +89,17 @@ def malformed_mlir(path: Path) -> None:
     path.write_text("func.func @f( {\n")
 
 
+def two_inputs(path: Path) -> None:
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 3, 8, 8])
+    save(path, [helper.make_node("Add", ["x", "z"], ["y"])], inputs=[X, z])
+
+
+def npy(array: np.ndarray) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        np.save(path, array)
+    return write
+
+
 def npz(**arrays: np.ndarray) -> Callable[[Path], None]:
     def write(path: Path) -> None:
         np.savez(path, **arrays)
@@ -125,7 +136,8 @@ CASES = {
                                npz(x=np.zeros((1, 3, 8, 9), np.float32)),
                                "input 'x' has shape [1, 3, 8, 9], the model takes [1, 3, 8, 8]"),
     "npz with a wrong dtype": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],
-                               npz(x=GOOD.astype(np.int64)), "input 'x' has dtype int64, the model takes float32"),
+                               npz(x=GOOD.astype(np.int64)),
+                               "model.onnx: input 'x' has dtype int64, the model takes float32"),
     "model over --memory-limit": (relu_chain, ["pyocc", "run", "MODEL", "--memory", "eager", "--no-coalesce",
                                                 "--memory-limit", "1KiB", "--save-outputs", "OUT"], None,
                                   "needs 1,536 bytes of activation memory in eager mode, more than the limit of 1,024"),
@@ -139,7 +151,38 @@ CASES = {
                                               "convert-onnx-to-dnn,dnn-insert-memory-ops{mode=sometimes}", "-o", "OUT"],
                                        None, "mode must be 'eager' or 'lazy', got 'sometimes'"),
     "pass that does not exist": (relu, ["pyocc-opt", "MODEL", "-p", "no-such-pass", "-o", "OUT"], None,
-                                 "Unrecognized passes: ['no-such-pass']"),
+                                 "unknown pass 'no-such-pass' (pyocc-opt --help lists the passes)"),
+    "mistyped pass": (relu, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,dnn-fusee", "-o", "OUT"], None,
+                      "unknown pass 'dnn-fusee'; did you mean 'dnn-fuse'?"),
+    "malformed pass pipeline": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-fuse{", "-o", "OUT"], None,
+                                "-p 'dnn-fuse{': Expected argument name here (column 10)"),
+    "compile into a folder that does not exist (.o)": (relu, ["pyocc", "compile", "MODEL", "-o", "MISSING/m.o"], None,
+                                                       "does not exist; create it first or write elsewhere"),
+    "compile into a folder that does not exist (.ll)": (relu, ["pyocc", "compile", "MODEL", "-o", "MISSING/m.ll"], None,
+                                                        "does not exist; create it first or write elsewhere"),
+    "compile into a folder that does not exist (.so)": (relu, ["pyocc", "compile", "MODEL", "-o", "MISSING/m.so"], None,
+                                                        "does not exist; create it first or write elsewhere"),
+    "outputs saved into a folder that does not exist": (relu, ["pyocc", "run", "MODEL", "--save-outputs", "MISSING/o.npz"],
+                                                        None, "does not exist; create it first or write elsewhere"),
+    "pyocc-opt into a folder that does not exist": (relu, ["pyocc-opt", "MODEL", "-o", "MISSING/t.mlir"], None,
+                                                    "does not exist; create it first or write elsewhere"),
+    ".npy for a model with two inputs": (two_inputs, ["pyocc", "run", "MODEL", "--inputs", "ARG.npy", "--save-outputs", "OUT"],
+                                         npy(GOOD), "an .npy file holds one array, but the model takes 2 inputs (x, z)"),
+    ".npy with a wrong shape": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG.npy", "--save-outputs", "OUT"],
+                                npy(np.zeros(3, np.float32)), "the model takes [1, 3, 8, 8]"),
+    "inputs file that is not numpy": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG.npy", "--save-outputs", "OUT"],
+                                      lambda path: path.write_text("hello"), "cannot read inputs"),
+    "plan in a format that does not fit the suffix": (relu, ["pyocc", "plan", "MODEL", "--format", "svg", "-o", "OUT.png"],
+                                                      None, "--format svg writes svg, not '.png'"),
+    "plan into a file of a kind it cannot write": (relu, ["pyocc", "plan", "MODEL", "-o", "OUT.png"], None,
+                                                   "pyocc plan cannot write '.png' files"),
+    "plan --explain into an .html file": (relu, ["pyocc", "plan", "MODEL", "--explain", "-o", "OUT.html"], None,
+                                          "--explain writes text, not '.html'"),
+    "pass before the one that makes its form": (relu, ["pyocc-opt", "MODEL", "-p", "dnn-fuse", "-o", "OUT"], None,
+                                                "dnn-fuse needs tensor-form dnn, which convert-onnx-to-dnn produces"),
+    "pool without memory ops": (relu_chain, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,dnn-memory-pool", "-o", "OUT"],
+                                None, "dnn-memory-pool needs buffer-form dnn (dnn.malloc/dnn.dealloc), which "
+                                      "dnn-insert-memory-ops produces"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
@@ -150,10 +193,14 @@ def test_bad_input_is_one_line(case: str, tmp_path: Path) -> None:
     make_model, command, make_arg, message = CASES[case]
     model = tmp_path / ("model.mlir" if make_model is malformed_mlir else "model.onnx")
     make_model(model)
+    places = {"MODEL": str(model), "ARG": str(tmp_path / "arg.npz"), "ARG.npy": str(tmp_path / "arg.npy"),
+              "OUT": str(tmp_path / "out")}
+    places |= {a: str(tmp_path / f"out{a[3:]}") for a in command if a.startswith("OUT.")}
     if make_arg is not None:
-        make_arg(tmp_path / "arg.npz")
-    places = {"MODEL": str(model), "ARG": str(tmp_path / "arg.npz"), "OUT": str(tmp_path / "out"), "OUT.so": str(tmp_path / "out.so")}
-    command = [str(BIN / command[0]), *(places.get(a, a) for a in command[1:])]
+        make_arg(Path(places["ARG.npy" if "ARG.npy" in command else "ARG"]))
+    # MISSING/...: a file in a folder that does not exist
+    command = [str(BIN / command[0]), *(places.get(a, a.replace("MISSING", str(tmp_path / "MISSING")))
+                                        for a in command[1:])]
     before = set(tmp_path.iterdir())
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode != 0, done.stdout

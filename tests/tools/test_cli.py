@@ -4,6 +4,8 @@ user mistake."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from tests.conftest import light_model_path
 
 PYOCC = str(Path(sys.executable).with_name("pyocc"))
+PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
 
 
 def pyocc(*args: str) -> subprocess.CompletedProcess:
@@ -24,12 +27,23 @@ def test_plan_json_has_the_report_fields() -> None:
     result = pyocc("plan", str(light_model_path("squeezenet")), "--format", "json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "naive_bytes",
-                "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
+    for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "tensor_lower_bound_bytes",
+                "naive_bytes", "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
         assert key in report
-    # coalescing can take the pool below the bound of the uncoalesced buffers
-    assert report["activation_bytes"] <= report["lower_bound_bytes"] < report["naive_bytes"]
-    assert all({"name", "bytes", "offset", "first", "last"} <= set(b) for b in report["buffers"])
+    # the lower bound is the buffers' (after coalescing): the pool never goes
+    # below it; coalescing can take it below the tensors' bound
+    assert report["lower_bound_bytes"] <= report["activation_bytes"] < report["naive_bytes"]
+    assert report["lower_bound_bytes"] <= report["tensor_lower_bound_bytes"]
+
+
+def test_the_lower_bound_is_never_above_a_plan_that_reaches_it() -> None:
+    """ResNet-50: coalescing takes the buffers' bound (the pool) well below
+    the tensors' bound; the report calls the first the lower bound."""
+    report = json.loads(pyocc("plan", str(light_model_path("resnet50")), "--format", "json").stdout)
+    assert report["activation_bytes"] == report["lower_bound_bytes"] < report["tensor_lower_bound_bytes"]
+    text = pyocc("plan", str(light_model_path("resnet50"))).stdout
+    line = next(line for line in text.splitlines() if line.startswith("lower bound"))
+    assert f"{report['lower_bound_bytes']:,d} B" in line and "after coalescing" in line
 
 
 def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
@@ -70,6 +84,66 @@ def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
                             "--target", "cuda").stdout)
     # the input and output copies are device buffers, planned like the rest
     assert len(cuda["buffers"]) == len(host["buffers"]) + 2
+
+
+def test_versions() -> None:
+    from pyocc import __version__
+
+    assert pyocc("--version").stdout.strip() == f"pyocc {__version__}"
+    opt = subprocess.run([PYOCC_OPT, "-v"], capture_output=True, text=True)
+    assert opt.stdout.startswith(f"pyocc-opt {__version__} (pyocc), built on xdsl version 0.75"), opt.stdout
+
+
+def test_pyocc_opt_help_lists_pyoccs_passes_first() -> None:
+    from pyocc.registry import PYOCC_PASSES
+
+    text = subprocess.run([PYOCC_OPT, "--help"], capture_output=True, text=True).stdout
+    ours = text.index("pyocc's passes and pipelines")
+    for name in PYOCC_PASSES:
+        assert f"\n  {name} " in text[ours:], name
+    # xDSL's own passes come after the options, not before pyocc's
+    assert text.index("canonicalize") > text.rindex("--shape") > ours
+
+
+def test_run_help_lists_the_planners_and_an_example() -> None:
+    from pyocc.planning import ALGORITHMS
+
+    text = "".join(pyocc("run", "--help").stdout.split())  # argparse wraps lines at hyphens
+    assert all(name in text for name in ALGORITHMS)
+    assert "examples:pyoccrunmodel.onnx" in text
+
+
+def test_compile_names_the_weights_file(tmp_path: Path) -> None:
+    result = pyocc("compile", str(light_model_path("squeezenet")), "-o", str(tmp_path / "m.so"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"wrote {tmp_path / 'm.so'} and {tmp_path / 'm.weights'} (its weights: keep the two together)"
+    assert (tmp_path / "m.weights").stat().st_size > 1_000_000
+
+
+def test_plan_format_follows_the_output_suffix(tmp_path: Path) -> None:
+    model = str(light_model_path("squeezenet"))
+    for name, starts in [("plan.html", "<!DOCTYPE html>"), ("plan.svg", "<svg "), ("plan.json", "{"),
+                         ("plan.txt", "model "), ("plan", "model ")]:
+        result = pyocc("plan", model, "-o", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / name).read_text().startswith(starts), name
+    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "light_squeezenet.onnx"
+
+
+def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
+    """--format html|svg without -o: refused on a terminal, written to a pipe."""
+    leader, follower = pty.openpty()
+    try:
+        done = subprocess.run([PYOCC, "plan", str(light_model_path("squeezenet")), "--format", "html"],
+                              stdout=follower, stderr=subprocess.PIPE, text=True, timeout=300)
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("pyocc: error: --format html writes a picture, not text for the terminal; "
+                                   "give -o plan.html (or pipe it: ... > plan.html)")
+    piped = pyocc("plan", str(light_model_path("squeezenet")), "--format", "svg")
+    assert piped.returncode == 0 and piped.stdout.startswith("<svg "), piped.stderr
 
 
 @pytest.mark.parametrize("args, message", [

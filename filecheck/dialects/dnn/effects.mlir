@@ -3,9 +3,9 @@
 // A buffer-form kernel has no result but writes its `out`: dead-code
 // elimination must keep it (dnn's KernelEffects trait, not Pure).
 // CHECK-LABEL: func.func @kept
-// CHECK: "dnn.unary"(%x, %y)
+// CHECK: dnn.unary ins(%x : {{.*}}) outs(%y : {{.*}})
 func.func @kept(%x: memref<4xf32>, %y: memref<4xf32> {dnn.output}) {
-  "dnn.unary"(%x, %y) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<4xf32>, memref<4xf32>) -> ()
+  dnn.unary ins(%x : memref<4xf32>) outs(%y : memref<4xf32>) {fn = "relu"}
   func.return
 }
 
@@ -14,6 +14,6 @@ func.func @kept(%x: memref<4xf32>, %y: memref<4xf32> {dnn.output}) {
 // CHECK-NOT: dnn.unary
 // CHECK: func.return %x
 func.func @dropped(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %dead = "dnn.unary"(%x) <{fn = "relu", operandSegmentSizes = array<i32: 1, 0>}> : (tensor<4xf32>) -> tensor<4xf32>
+  %dead = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
   func.return %x : tensor<4xf32>
 }

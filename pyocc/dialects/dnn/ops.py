@@ -11,6 +11,9 @@ needs no table: it reads the op.
   an `out` operand (a memref it writes) and no result.
 The verifier requires exactly one of the two. Inputs follow the form: tensors
 with a result, memrefs with an `out`.
+Both print like a kernel call (`DnnComputeOp.print`):
+`%y = dnn.conv ins(%x, %w, bias %b : ...) {pads = ...} : tensor<...>` and
+`dnn.conv ins(%x, %w, bias %b : ...) outs(%y : memref<...>) {pads = ...}`.
 
 **Memory ops**: `dnn.malloc`/`dnn.dealloc` (bytes and alignment),
 `dnn.memcpy` (host/device), `dnn.pool_init` and `dnn.mem_offset(pool, offset,
@@ -24,7 +27,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import ClassVar, Self
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self, overload
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -35,14 +39,17 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    f32,
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
     ParsePropInAttrDict,
     IRDLOperation,
+    OptOperandDef,
+    VarOperandDef,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -54,14 +61,19 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
+from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.printer import Printer
 from xdsl.traits import (
     ConstantLike,
     EffectInstance,
     MemoryEffect,
     MemoryEffectKind,
+    OpTrait,
     Pure,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from pyocc.dialects.properties import property_value
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -99,6 +111,71 @@ class KernelEffects(MemoryEffect):
         return frozenset((EffectInstance(MemoryEffectKind.READ), EffectInstance(MemoryEffectKind.WRITE)))
 
 
+@dataclass(frozen=True)
+class WritesInPlace(OpTrait):
+    """The operands an op's kernel may overwrite with its result: the kernel
+    reads each element of that input before or while it writes the same
+    element of `out` (checked in pyocc/runtime/kernels). dnn-coalesce writes
+    a result over such an input when the input dies there; dnn-reorder counts
+    that write as needing no new bytes. A variadic operand names its first
+    value."""
+
+    operands: tuple[str, ...]
+
+    def verify(self, op: Operation) -> None:
+        fields = {name for name, _ in type(op).get_irdl_definition().operands}
+        unknown = [name for name in self.operands if name not in fields]
+        if unknown:
+            raise VerifyException(f"{op.name}: WritesInPlace names operands it does not have: {unknown}")
+
+
+@dataclass(frozen=True)
+class Targets(OpTrait):
+    """The targets whose lowering runs this op. Every compute op runs on
+    "host" (its kernel is called by name, pyocc/runtime/kernels), so an op
+    without this trait is host-only; an op that also names "cuda" has an
+    entry in convert-dnn-to-cuda's lowering table (tests/dialects check the
+    two agree). dnn-fuse produces an op only for the targets that run it."""
+
+    names: tuple[str, ...]
+
+    def verify(self, op: Operation) -> None:
+        unknown = [name for name in self.names if name not in TARGETS]
+        if unknown or "host" not in self.names:
+            raise VerifyException(f"{op.name}: Targets must include 'host' and name only {list(TARGETS)}, got {list(self.names)}")
+
+
+#: every target dnn lowers to
+TARGETS: tuple[str, ...] = ("host", "cuda")
+#: the `Targets` of an op both lowerings run
+HOST_AND_CUDA = Targets(("host", "cuda"))
+
+
+@dataclass(frozen=True)
+class AliasesOperand(OpTrait):
+    """The op's one result shares the bytes of its operand `operand` (a
+    reshape or a band of it), owning nothing: liveness, the lifetime
+    verifier, dnn-coalesce and dnn-memory-pool follow it to the buffer that
+    owns the bytes (see `aliased_value`)."""
+
+    operand: str = "source"
+
+    def verify(self, op: Operation) -> None:
+        fields = {name for name, _ in type(op).get_irdl_definition().operands}
+        if self.operand not in fields or len(op.results) != 1:
+            raise VerifyException(f"{op.name}: AliasesOperand needs one result and an operand '{self.operand}'")
+
+
+def aliased_value(owner: Operation | Block) -> SSAValue | None:
+    """The value whose bytes the result of `owner` shares, when `owner` is an
+    op with the `AliasesOperand` trait; None otherwise (a block argument's
+    owner is a block)."""
+    if not isinstance(owner, Operation):
+        return None
+    trait = owner.get_trait(AliasesOperand)
+    return None if trait is None else getattr(owner, trait.operand)
+
+
 class DnnComputeOp(IRDLOperation):
     """Base of compute ops: the tensor/buffer form rule and kernel naming."""
 
@@ -106,6 +183,8 @@ class DnnComputeOp(IRDLOperation):
 
     #: operand fields that are not kernel inputs (destinations, workspace)
     NOT_INPUTS: ClassVar[frozenset[str]] = frozenset({"out", "outs", "workspace"})
+    #: operand fields that are the buffers the op writes
+    DESTINATIONS: ClassVar[frozenset[str]] = frozenset({"out", "outs"})
 
     @classmethod
     def build(
@@ -131,6 +210,13 @@ class DnnComputeOp(IRDLOperation):
         props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
         return cls.create(operands=flat, result_types=list(result_types), properties=props,
                           attributes=dict(attributes or {}))
+
+    @classmethod
+    def targets(cls) -> frozenset[str]:
+        """The targets whose lowering runs this op (its `Targets` trait;
+        host only without one)."""
+        trait = cls.get_trait(Targets)
+        return frozenset(("host",) if trait is None else trait.names)
 
     @property
     def kernel(self) -> str:
@@ -170,9 +256,203 @@ class DnnComputeOp(IRDLOperation):
                 read.append(value)
         return read
 
+    def in_place_inputs(self) -> list[SSAValue]:
+        """The present inputs this op's kernel may overwrite with its result
+        (its `WritesInPlace` trait; none without one)."""
+        trait = self.get_trait(WritesInPlace)
+        if trait is None:
+            return []
+        values: list[SSAValue] = []
+        for name in trait.operands:
+            value = getattr(self, name)
+            if isinstance(value, tuple | list):
+                value = value[0] if value else None
+            if value is not None:
+                values.append(value)
+        return values
+
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
+
+    def kernel_kwargs(self) -> dict[str, Any]:
+        """The kernel's keyword arguments as Python values (ints, floats,
+        strings, lists): every property that is set, a default from the op
+        definition for one that is not, and no entry for an absent property
+        without a default (the kernel's argument is then None). The one
+        reader of properties for lowerings."""
+        kwargs: dict[str, Any] = {}
+        for name, definition in self.get_irdl_definition().properties.items():
+            if name == "operandSegmentSizes":
+                continue
+            attr = self.properties.get(name, definition.default_value)
+            if attr is not None:
+                kwargs[name] = property_value(attr)
+        return kwargs
+
+    # -- custom syntax ---------------------------------------------------------
+    #
+    #   %r = dnn.conv ins(%x, %w, bias %b : tensor<..>, tensor<..>, tensor<..>) {strides = array<i64: 2, 2>} : tensor<..>
+    #   dnn.conv ins(%x, %w, bias %b : memref<..>, ...) outs(%o, workspace %ws : memref<..>, memref<..>)
+    #
+    # `ins` holds the kernel inputs, `outs` the destinations and the workspace
+    # (NOT_INPUTS), each group in definition order: a required operand as a
+    # bare value, an optional one after its field name (absent: left out), a
+    # variadic one as a `[...]` list, or bare when it is its group's only
+    # operand (concat's inputs, split's outs). The types follow in the same
+    # order. Properties equal to their default are elided; properties and
+    # discardable attributes share one dictionary. Results' types come last.
+
+    @classmethod
+    def _operand_groups(cls) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The operand fields of `ins` and `outs`, each as (name, kind) with
+        kind "single", "optional" (written with its name) or "variadic"."""
+        ins: list[tuple[str, str]] = []
+        outs: list[tuple[str, str]] = []
+        for name, field in cls.get_irdl_definition().operands:
+            if isinstance(field, OptOperandDef):
+                kind = "single" if name in cls.DESTINATIONS else "optional"
+            elif isinstance(field, VarOperandDef):
+                kind = "variadic"
+            else:
+                kind = "single"
+            (outs if name in cls.NOT_INPUTS else ins).append((name, kind))
+        return ins, outs
+
+    def _print_group(self, printer: Printer, keyword: str, fields: list[tuple[str, str]]) -> None:
+        """Print ` keyword(entries : types)` for the given operand fields."""
+        entries: list[str | SSAValue | list[SSAValue]] = []  # a bare value, a list, or a name before the next value
+        values: list[SSAValue] = []
+        for name, kind in fields:
+            value = getattr(self, name)
+            if kind == "variadic":
+                group = list(value)
+                if len(fields) == 1:
+                    entries.extend(group)
+                else:
+                    entries.append(group)
+                values.extend(group)
+            elif value is not None:
+                entries.extend([name, value] if kind == "optional" else [value])
+                values.append(value)
+        printer.print_string(f" {keyword}(")
+        separator = ""
+        for entry in entries:
+            printer.print_string(separator)
+            if isinstance(entry, str):
+                printer.print_string(f"{entry} ")
+                separator = ""
+                continue
+            if isinstance(entry, list):
+                printer.print_string("[")
+                printer.print_list(entry, printer.print_ssa_value)
+                printer.print_string("]")
+            else:
+                printer.print_ssa_value(entry)
+            separator = ", "
+        if values:
+            printer.print_string(" : ")
+            printer.print_list([v.type for v in values], printer.print_attribute)
+        printer.print_string(")")
+
+    def print(self, printer: Printer) -> None:
+        ins, outs = self._operand_groups()
+        if ins:
+            self._print_group(printer, "ins", ins)
+        if any(getattr(self, name) not in (None, ()) for name, _ in outs):
+            self._print_group(printer, "outs", outs)
+        definitions = self.get_irdl_definition().properties
+        shown = {name: attr for name, attr in self.properties.items()
+                 if name != "operandSegmentSizes" and attr != definitions[name].default_value}
+        printer.print_op_attributes({**shown, **self.attributes})
+        if self.results:
+            printer.print_string(" : ")
+            printer.print_list([r.type for r in self.results], printer.print_attribute)
+
+    @classmethod
+    def _parse_group(cls, parser: Parser, keyword: str, fields: list[tuple[str, str]],
+                     operands: dict[str, SSAValue | list[SSAValue] | None]) -> None:
+        """Parse `keyword(entries : types)` into `operands` by field name."""
+        start = parser.pos
+        positional = [name for name, kind in fields if kind != "optional"]
+        named = {name for name, kind in fields if kind == "optional"}
+        flat_variadic = len(fields) == 1 and fields[0][1] == "variadic"
+        parsed: list[tuple[str, list[UnresolvedOperand], bool]] = []  # (field, values, is a list)
+        parser.parse_punctuation("(")
+        while True:
+            if parser.parse_optional_punctuation("["):
+                values: list[UnresolvedOperand] = []
+                while (operand := parser.parse_optional_unresolved_operand()) is not None:
+                    values.append(operand)
+                    if not parser.parse_optional_punctuation(","):
+                        break
+                parser.parse_punctuation("]")
+                entry: tuple[list[UnresolvedOperand], bool, str | None] = (values, True, None)
+            elif (operand := parser.parse_optional_unresolved_operand()) is not None:
+                entry = ([operand], False, None)
+            elif (name := parser.parse_optional_identifier()) is not None:
+                if name not in named:
+                    parser.raise_error(f"{cls.name}: {keyword}(...) has no optional operand '{name}' "
+                                       f"(expected one of {sorted(named)})")
+                if any(field == name for field, _, _ in parsed):
+                    parser.raise_error(f"{cls.name}: {keyword}(...) names '{name}' twice")
+                entry = ([parser.parse_unresolved_operand()], False, name)
+            else:
+                break
+            values, is_list, name = entry
+            if name is not None:
+                parsed.append((name, values, False))
+            elif flat_variadic:
+                parsed.append((fields[0][0], values, True))
+            else:
+                taken = sum(1 for field, _, _ in parsed if field in positional)
+                if taken >= len(positional):
+                    parser.raise_error(f"{cls.name}: too many operands in {keyword}(...); it takes {positional} "
+                                       f"and the named {sorted(named)}")
+                field = positional[taken]
+                if is_list != (dict(fields)[field] == "variadic"):
+                    parser.raise_error(f"{cls.name}: operand '{field}' in {keyword}(...) "
+                                       f"{'is a [...] list' if not is_list else 'is a single value, not a list'}")
+                parsed.append((field, values, is_list))
+            if not parser.parse_optional_punctuation(","):
+                break
+        count = sum(len(values) for _, values, _ in parsed)
+        types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type) \
+            if parser.parse_optional_punctuation(":") else []
+        parser.parse_punctuation(")")
+        if len(types) != count:
+            parser.raise_error(f"{cls.name}: {keyword}(...) has {count} operands and {len(types)} types; "
+                               "give one type per operand", start, parser.pos)
+        missing = [f for f in positional if f not in {field for field, _, _ in parsed}
+                   and not (flat_variadic and f == fields[0][0])]
+        if missing:
+            parser.raise_error(f"{cls.name}: {keyword}(...) lacks the operands {missing}", start, parser.pos)
+        remaining = iter(types)
+        for field, values, is_list in parsed:
+            resolved = [parser.resolve_operand(v, next(remaining)) for v in values]
+            if is_list:
+                group = operands.setdefault(field, [])
+                assert isinstance(group, list)
+                group.extend(resolved)
+            else:
+                operands[field] = resolved[0]
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        ins, outs = cls._operand_groups()
+        operands: dict[str, SSAValue | list[SSAValue] | None] = {}
+        if ins:
+            parser.parse_keyword("ins", f" ({cls.name} lists its inputs as ins(values : types))")
+            cls._parse_group(parser, "ins", ins, operands)
+        if parser.parse_optional_keyword("outs"):
+            cls._parse_group(parser, "outs", outs, operands)
+        entries = parser.parse_optional_attr_dict()
+        definitions = cls.get_irdl_definition().properties
+        properties = {k: v for k, v in entries.items() if k in definitions}
+        attributes = {k: v for k, v in entries.items() if k not in definitions}
+        result_types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type) \
+            if parser.parse_optional_punctuation(":") else []
+        return cls.build(operands, result_types, properties, attributes)
 
     def verify_(self) -> None:
         has_results = len(self.results) > 0
@@ -191,20 +471,45 @@ class DnnComputeOp(IRDLOperation):
                 )
 
 
+# Property declarations. A property whose kernel argument has a default
+# declares it (`_int(1)`): xDSL fills it in when the op is created, so every
+# reader sees the value the kernel uses, and the custom syntax leaves it out.
+# A property without one is absent when the kernel's argument is None (a
+# rank-dependent default such as strides, or "no activation").
+
+
 def _ints() -> DenseArrayBase | None:
     return opt_prop_def(DenseArrayBase)
 
 
-def _int() -> IntegerAttr | None:
-    return opt_prop_def(IntegerAttr)
+@overload
+def _int() -> IntegerAttr | None: ...
+@overload
+def _int(default: int) -> IntegerAttr: ...
+def _int(default: int | None = None) -> IntegerAttr | None:
+    if default is None:
+        return opt_prop_def(IntegerAttr)
+    return prop_def(IntegerAttr, default_value=IntegerAttr(default, i64))
 
 
-def _float() -> FloatAttr | None:
-    return opt_prop_def(FloatAttr)
+@overload
+def _float() -> FloatAttr | None: ...
+@overload
+def _float(default: float) -> FloatAttr: ...
+def _float(default: float | None = None) -> FloatAttr | None:
+    if default is None:
+        return opt_prop_def(FloatAttr)
+    return prop_def(FloatAttr, default_value=FloatAttr(default, f32))
 
 
-def _str() -> StringAttr | None:
-    return opt_prop_def(StringAttr)
+@overload
+def _str() -> StringAttr | None: ...
+@overload
+def _str(default: str) -> StringAttr: ...
+def _str(default: str | None = None) -> StringAttr | None:
+    if default is None:
+        return opt_prop_def(StringAttr)
+    return prop_def(StringAttr, default_value=StringAttr(default))
 
 
 class UnaryKernelOp(DnnComputeOp):
@@ -229,11 +534,11 @@ class ConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -260,12 +565,12 @@ class PreActConvOp(DnnComputeOp):
     residual = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)))
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -313,42 +618,46 @@ class ConvTransposeOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    group = _int()
+    group = _int(1)
     output_padding = _ints()
 
 
 @irdl_op_definition
 class MaxPoolOp(UnaryKernelOp):
     name = "dnn.max_pool"
+    traits = traits_def(HOST_AND_CUDA)
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
     dilations = _ints()
-    ceil_mode = _int()
+    ceil_mode = _int(0)
 
 
 @irdl_op_definition
 class AveragePoolOp(UnaryKernelOp):
     name = "dnn.average_pool"
+    traits = traits_def(HOST_AND_CUDA)
     kernel_shape = _ints()
     strides = _ints()
     pads = _ints()
-    ceil_mode = _int()
-    count_include_pad = _int()
+    ceil_mode = _int(0)
+    count_include_pad = _int(0)
 
 
 @irdl_op_definition
 class GlobalAveragePoolOp(UnaryKernelOp):
     name = "dnn.global_average_pool"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class GlobalMaxPoolOp(UnaryKernelOp):
     name = "dnn.global_max_pool"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -361,11 +670,11 @@ class GemmOp(DnnComputeOp):
     c = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
-    alpha = _float()
-    beta = _float()
-    trans_a = _int()
-    trans_b = _int()
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
+    alpha = _float(1.0)
+    beta = _float(1.0)
+    trans_a = _int(0)
+    trans_b = _int(0)
     activation = _str()
     activation_alpha = _float()
     activation_beta = _float()
@@ -388,7 +697,7 @@ class MatMulOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -397,10 +706,11 @@ class UnaryOp(UnaryKernelOp):
     Safe in place: `out` may be `x`'s buffer."""
 
     name = "dnn.unary"
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
-    approximate = _str()
+    approximate = _str("none")
 
 
 @irdl_op_definition
@@ -414,9 +724,9 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
-    fmod = _int()
+    fmod = _int(0)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -445,7 +755,7 @@ class VariadicOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("inputs",)), HOST_AND_CUDA)
     fn = prop_def(StringAttr)
 
 
@@ -457,17 +767,19 @@ class WhereOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), WritesInPlace(("b",)), HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class CastOp(UnaryKernelOp):
     name = "dnn.cast"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
 class CopyOp(UnaryKernelOp):
     name = "dnn.copy"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -481,8 +793,8 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
-    axis = _int()
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    axis = _int(1)
     activation = _str()
     alpha = _float()
     beta = _float()
@@ -501,14 +813,15 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
-    epsilon = _float()
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    epsilon = _float(1e-5)
 
 
 @irdl_op_definition
 class SoftmaxOp(UnaryKernelOp):
     name = "dnn.softmax"
-    axis = _int()
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    axis = _int(-1)
 
 
 @irdl_op_definition
@@ -524,13 +837,14 @@ class AttentionSoftmaxOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects())
-    scale = _float()
+    scale = _float(1.0)
 
 
 @irdl_op_definition
 class LogSoftmaxOp(UnaryKernelOp):
     name = "dnn.log_softmax"
-    axis = _int()
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    axis = _int(-1)
 
 
 @irdl_op_definition
@@ -541,43 +855,46 @@ class LayerNormOp(DnnComputeOp):
     bias = opt_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
-    axis = _int()
-    epsilon = _float()
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    axis = _int(-1)
+    epsilon = _float(1e-5)
 
 
 @irdl_op_definition
 class LRNOp(UnaryKernelOp):
     name = "dnn.lrn"
+    traits = traits_def(HOST_AND_CUDA)
     size = prop_def(IntegerAttr)
-    alpha = _float()
-    beta = _float()
-    bias = _float()
+    alpha = _float(1e-4)
+    beta = _float(0.75)
+    bias = _float(1.0)
 
 
 @irdl_op_definition
 class ReduceOp(UnaryKernelOp):
     name = "dnn.reduce"
+    traits = traits_def(HOST_AND_CUDA)
     fn = prop_def(StringAttr)
     axes = _ints()
-    keepdims = _int()
-    noop_with_empty_axes = _int()
+    keepdims = _int(1)
+    noop_with_empty_axes = _int(0)
 
 
 @irdl_op_definition
 class ArgMaxOp(UnaryKernelOp):
     name = "dnn.arg_max"
-    axis = _int()
-    keepdims = _int()
-    select_last_index = _int()
+    traits = traits_def(HOST_AND_CUDA)
+    axis = _int(0)
+    keepdims = _int(1)
+    select_last_index = _int(0)
 
 
 @irdl_op_definition
 class ArgMinOp(UnaryKernelOp):
     name = "dnn.arg_min"
-    axis = _int()
-    keepdims = _int()
-    select_last_index = _int()
+    axis = _int(0)
+    keepdims = _int(1)
+    select_last_index = _int(0)
 
 
 @irdl_op_definition
@@ -585,9 +902,9 @@ class CumSumOp(UnaryKernelOp):
     """Running sums along `axis` (ONNX CumSum). `out` must not overlap `x`."""
 
     name = "dnn.cum_sum"
-    axis = _int()
-    exclusive = _int()
-    reverse = _int()
+    axis = _int(0)
+    exclusive = _int(0)
+    reverse = _int(0)
 
 
 @irdl_op_definition
@@ -601,9 +918,9 @@ class TopKOp(DnnComputeOp):
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
     traits = traits_def(KernelEffects())
-    axis = _int()
-    largest = _int()
-    sorted = _int()
+    axis = _int(-1)
+    largest = _int(1)
+    sorted = _int(1)
 
 
 @irdl_op_definition
@@ -612,7 +929,7 @@ class ConcatOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects())
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     axis = prop_def(IntegerAttr)
 
 
@@ -622,13 +939,14 @@ class SplitOp(DnnComputeOp):
     x = operand_def(TensorOrBuffer)
     outs = var_operand_def(MemRefType)
     results_ = var_result_def(TensorType)
-    traits = traits_def(KernelEffects())
-    axis = _int()
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
+    axis = _int(0)
 
 
 @irdl_op_definition
 class SliceOp(UnaryKernelOp):
     name = "dnn.slice"
+    traits = traits_def(HOST_AND_CUDA)
     starts = _ints()
     ends = _ints()
     axes = _ints()
@@ -638,6 +956,7 @@ class SliceOp(UnaryKernelOp):
 @irdl_op_definition
 class TransposeOp(UnaryKernelOp):
     name = "dnn.transpose"
+    traits = traits_def(HOST_AND_CUDA)
     perm = _ints()
 
 
@@ -652,19 +971,20 @@ class GatherLikeOp(DnnComputeOp):
 @irdl_op_definition
 class GatherOp(GatherLikeOp):
     name = "dnn.gather"
-    axis = _int()
+    traits = traits_def(HOST_AND_CUDA)
+    axis = _int(0)
 
 
 @irdl_op_definition
 class GatherElementsOp(GatherLikeOp):
     name = "dnn.gather_elements"
-    axis = _int()
+    axis = _int(0)
 
 
 @irdl_op_definition
 class GatherNDOp(GatherLikeOp):
     name = "dnn.gather_nd"
-    batch_dims = _int()
+    batch_dims = _int(0)
 
 
 @irdl_op_definition
@@ -679,7 +999,7 @@ class ScatterNDOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects())
-    reduction = _str()
+    reduction = _str("none")
 
 
 @irdl_op_definition
@@ -694,13 +1014,14 @@ class ScatterElementsOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects())
-    axis = _int()
-    reduction = _str()
+    axis = _int(0)
+    reduction = _str("none")
 
 
 @irdl_op_definition
 class ExpandOp(UnaryKernelOp):
     name = "dnn.expand"
+    traits = traits_def(HOST_AND_CUDA)
 
 
 @irdl_op_definition
@@ -713,18 +1034,19 @@ class TileOp(UnaryKernelOp):
 class PadOp(UnaryKernelOp):
     name = "dnn.pad"
     pads = _ints()
-    mode = _str()
-    value = _float()
+    mode = _str("constant")
+    value = _float(0.0)
 
 
 @irdl_op_definition
 class ResizeOp(UnaryKernelOp):
     name = "dnn.resize"
-    mode = _str()
-    coordinate_transformation_mode = _str()
-    nearest_mode = _str()
-    cubic_coeff_a = _float()
-    exclude_outside = _int()
+    traits = traits_def(HOST_AND_CUDA)
+    mode = _str("nearest")
+    coordinate_transformation_mode = _str("half_pixel")
+    nearest_mode = _str("round_prefer_floor")
+    cubic_coeff_a = _float(-0.75)
+    exclude_outside = _int(0)
     scales = _ints()
 
 
@@ -771,7 +1093,7 @@ class ViewOp(IRDLOperation):
     name = "dnn.view"
     source = operand_def(TensorOrBuffer)
     result = result_def(TensorOrBuffer)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AliasesOperand("source"))
 
     def verify_(self) -> None:
         if type(self.source.type) is not type(self.result.type):
@@ -796,7 +1118,7 @@ class SubviewOp(IRDLOperation):
     source = operand_def(MemRefType)
     offset = prop_def(IntegerAttr)
     result = result_def(MemRefType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), AliasesOperand("source"))
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "$source attr-dict `:` type($source) `->` type($result)"
 
@@ -811,10 +1133,6 @@ class SubviewOp(IRDLOperation):
             raise VerifyException(
                 f"dnn.subview: bytes [{offset}, {end}) fall outside the {type_bytes(self.source.type)}-byte source"
             )
-
-
-ALIAS_OPS: tuple[type[IRDLOperation], ...] = (ViewOp, SubviewOp)
-"""Ops whose result shares its operand's bytes (an alias, owning nothing)."""
 
 
 # ---------------------------------------------------------------------------
@@ -964,8 +1282,8 @@ class SanitizeOp(DnnComputeOp):
     out = operand_def(MemRefType)
     action = prop_def(StringAttr)
     guard = prop_def(IntegerAttr)
-    writer = _str()
-    buffer = _str()
+    writer = _str("")
+    buffer = _str("")
 
     def verify_(self) -> None:
         if self.action.data not in ("poison", "check"):
@@ -981,3 +1299,6 @@ COMPUTE_OPS = [
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]
+ALIAS_OPS: tuple[type[IRDLOperation], ...] = tuple(op for op in DNN_OPS if op.has_trait(AliasesOperand))
+"""Ops whose result shares an operand's bytes (their `AliasesOperand` trait),
+for `isinstance` checks; `aliased_value` says which operand."""

@@ -42,6 +42,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from pyocc.dialects.properties import property_value
+
 # ---------------------------------------------------------------------------
 # Property helpers: one line per ONNX attribute in the op declarations.
 # ---------------------------------------------------------------------------
@@ -158,53 +160,30 @@ class OnnxOp(IRDLOperation, ABC):
 
     def int_attr(self, name: str) -> int:
         """The integer value of property `name`."""
-        attr = self.properties[name]
-        assert isinstance(attr, IntegerAttr)
-        return attr.value.data
+        value = property_value(self.properties[name])
+        assert isinstance(value, int)
+        return value
 
     def float_attr(self, name: str) -> float:
         """The float value of property `name`."""
-        attr = self.properties[name]
-        assert isinstance(attr, FloatAttr)
-        return attr.value.data
+        value = property_value(self.properties[name])
+        assert isinstance(value, float)
+        return value
 
     def str_attr(self, name: str) -> str:
         """The string value of property `name`."""
-        attr = self.properties[name]
-        assert isinstance(attr, StringAttr)
-        return attr.data
+        value = property_value(self.properties[name])
+        assert isinstance(value, str)
+        return value
 
     def ints_attr(self, name: str) -> list[int] | None:
         """The list value of an optional `ints` property, or None if absent."""
         attr = self.properties.get(name)
-        if attr is None:
-            return None
-        assert isinstance(attr, DenseArrayBase)
-        return [int(v) for v in attr.get_values()]
-
-    def floats_attr(self, name: str) -> list[float] | None:
-        """The list value of an optional `floats` property, or None if absent."""
-        attr = self.properties.get(name)
-        if attr is None:
-            return None
-        assert isinstance(attr, DenseArrayBase)
-        return [float(v) for v in attr.get_values()]
-
-    def opt_float_attr(self, name: str) -> float | None:
-        """The value of an optional float property, or None if absent."""
-        attr = self.properties.get(name)
-        if attr is None:
-            return None
-        assert isinstance(attr, FloatAttr)
-        return attr.value.data
+        return None if attr is None else [int(v) for v in property_value(attr)]  # type: ignore[union-attr]
 
     def opt_int_attr(self, name: str) -> int | None:
         """The value of an optional int property, or None if absent."""
-        attr = self.properties.get(name)
-        if attr is None:
-            return None
-        assert isinstance(attr, IntegerAttr)
-        return attr.value.data
+        return None if name not in self.properties else self.int_attr(name)
 
     def result_shape(self, index: int = 0) -> tuple[int, ...]:
         """The static shape of result `index`."""

@@ -63,8 +63,9 @@ def split(x: np.ndarray, *, outs: Sequence[np.ndarray], axis: int = 0) -> None:
         offset += length
 
 
-def _onnx_slice(start: int, end: int, step: int, dim: int) -> _slice:
-    """Clamp one ONNX Slice range like the spec does and return a Python slice.
+def onnx_axis_slice(start: int, end: int, step: int, dim: int) -> _slice:
+    """Clamp one ONNX Slice range like the spec does and return a Python slice
+    (the kernel below, and dnn-coalesce when it turns a slice into a view).
 
     Negative starts/ends count from the end; then starts clamp to [0, dim]
     (step > 0) or [0, dim - 1] (step < 0) and ends to [0, dim] or [-1, dim - 1].
@@ -102,7 +103,7 @@ def slice(
     index: list[_slice] = [_slice(None)] * x.ndim
     for start, end, axis, step in zip(starts, ends, axes, steps):
         axis %= x.ndim
-        index[axis] = _onnx_slice(int(start), int(end), int(step), x.shape[axis])
+        index[axis] = onnx_axis_slice(int(start), int(end), int(step), x.shape[axis])
     np.copyto(out, x[tuple(index)])
 
 

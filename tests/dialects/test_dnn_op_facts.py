@@ -1,0 +1,83 @@
+"""The facts the dnn ops carry for passes and lowerings (pyocc/dialects/dnn/ops.py):
+which targets run an op, which ops alias an operand's bytes, the properties'
+defaults. Each is checked against the code that acts on it (the cuda
+lowering's table, the host kernels' signatures), so the two cannot drift
+apart."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8, i64
+from xdsl.ir import Block
+from xdsl.utils.exceptions import VerifyException
+
+from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.properties import property_value
+from pyocc.runtime import host_kernels
+from pyocc.lowering.convert_dnn_to_cuda import CUDA_OPS
+
+
+def test_cuda_target_is_exactly_the_ops_the_cuda_lowering_has_an_entry_for() -> None:
+    declared = {op.name for op in d.COMPUTE_OPS if "cuda" in op.targets()}
+    assert declared == set(CUDA_OPS)
+
+
+def test_every_compute_op_runs_on_host() -> None:
+    assert all("host" in op.targets() for op in d.COMPUTE_OPS)
+    assert d.PreActConvOp.targets() == frozenset({"host"})
+    assert d.ConvOp.targets() == frozenset({"host", "cuda"})
+
+
+def test_a_targets_trait_must_name_known_targets_including_host() -> None:
+    op = d.SanitizeOp.build({"out": Block(arg_types=[MemRefType(f32, [4])]).args[0]},
+                            properties={"action": d.StringAttr("poison"), "guard": d.IntegerAttr(0, 64)})
+    with pytest.raises(VerifyException, match="Targets must include 'host'"):
+        d.Targets(("cuda",)).verify(op)
+    with pytest.raises(VerifyException, match="name only"):
+        d.Targets(("host", "npu")).verify(op)
+    d.Targets(("host", "cuda")).verify(op)
+
+
+def test_aliasing_ops_are_the_ones_with_the_trait() -> None:
+    assert set(d.ALIAS_OPS) == {d.ViewOp, d.SubviewOp}
+    assert not any(op.has_trait(d.AliasesOperand) for op in d.COMPUTE_OPS + d.MEMORY_OPS)
+
+
+def test_aliased_value_follows_a_subview_to_its_source_and_stops_at_a_block_argument() -> None:
+    block = Block(arg_types=[MemRefType(i8, [64])])
+    pool = block.args[0]
+    band = d.SubviewOp(pool, 16, MemRefType(f32, [4]))
+    assert d.aliased_value(band) is pool
+    assert d.aliased_value(pool.owner) is None
+    assert d.aliased_value(d.MallocOp(MemRefType(f32, [4]))) is None
+
+
+def _kernel_defaults(op: type[d.DnnComputeOp]) -> dict[str, object]:
+    """The keyword defaults of the host kernel `op` calls, None ones left out."""
+    kernel = getattr(host_kernels, op.name.removeprefix("dnn."))
+    return {name: p.default for name, p in inspect.signature(kernel).parameters.items()
+            if p.default is not inspect.Parameter.empty and p.default is not None}
+
+
+@pytest.mark.parametrize("op", d.COMPUTE_OPS, ids=lambda op: op.name)
+def test_property_defaults_are_the_kernels_defaults(op: type[d.DnnComputeOp]) -> None:
+    """Every property whose kernel argument has a default declares that
+    default, and no property declares a default the kernel does not have."""
+    kernel_defaults = _kernel_defaults(op)
+    properties = op.get_irdl_definition().properties
+    declared = {name: property_value(p.default_value) for name, p in properties.items() if p.default_value is not None}
+    assert set(declared) == {name for name in kernel_defaults if name in properties}
+    for name, value in declared.items():
+        want = kernel_defaults[name]
+        assert value == (want if isinstance(want, str) else pytest.approx(want, rel=1e-6)), name
+
+
+def test_kernel_kwargs_fill_defaults_and_leave_out_absent_properties() -> None:
+    x = Block(arg_types=[TensorType(f32, [1, 4, 8, 8]), TensorType(f32, [4, 4, 3, 3])]).args
+    conv = d.ConvOp.build({"x": x[0], "w": x[1]}, [TensorType(f32, [1, 4, 6, 6])],
+                          {"strides": d.DenseArrayBase.from_list(i64, [1, 1])})
+    assert conv.kernel_kwargs() == {"strides": [1, 1], "group": 1}
+    del conv.properties["group"]  # as if built without xDSL's filling: the definition's default still counts
+    assert conv.kernel_kwargs()["group"] == 1

@@ -1,0 +1,150 @@
+"""The symbolic planner: one plan whose offsets are formulas in a size
+symbol, checked against static plans at every value it claims to cover."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from pyocc.planning import (
+    lower_bound,
+    Poly,
+    SymbolicBuffer,
+    SymbolicPlan,
+    SymbolicProblem,
+    plan_memory,
+    plan_symbolic,
+    symbolic_plan_to_json,
+    symbolic_problem_from_json,
+    verify_plan,
+    verify_symbolic_plan,
+)
+from pyocc.planning.cli import main as plan_json_main
+from pyocc.planning.problem import PlanError, PlanningError
+
+HIDDEN = 768
+
+
+def encoder_layers(layers: int, symbol: str = "S") -> list[SymbolicBuffer]:
+    """The buffers of a transformer encoder's layers, sizes in bytes as
+    polynomials in the sequence length: activations 4*HIDDEN*S, attention
+    scores for 12 heads 48*S^2, the MLP's hidden 16*HIDDEN*S."""
+    buffers = []
+
+    def add(name: str, size: str, first: int, last: int) -> None:
+        buffers.append(SymbolicBuffer(name, Poly.parse(size.replace("S", symbol)), first, last, 64))
+
+    for layer in range(layers):
+        t = 10 * layer
+        add(f"x{layer}", f"{4 * HIDDEN}*S", t, t + 9)
+        add(f"q{layer}", f"{4 * HIDDEN}*S", t + 1, t + 3)
+        add(f"k{layer}", f"{4 * HIDDEN}*S", t + 1, t + 3)
+        add(f"v{layer}", f"{4 * HIDDEN}*S", t + 1, t + 4)
+        add(f"scores{layer}", "48*S^2", t + 3, t + 4)
+        add(f"context{layer}", f"{4 * HIDDEN}*S", t + 4, t + 5)
+        add(f"proj{layer}", f"{4 * HIDDEN}*S", t + 5, t + 6)
+        add(f"mlp{layer}", f"{16 * HIDDEN}*S", t + 6, t + 7)
+        add(f"out{layer}", f"{4 * HIDDEN}*S", t + 7, t + 10)
+    return buffers
+
+
+def test_polynomials_parse_evaluate_and_print_back() -> None:
+    poly = Poly.parse("48*S^2 + 3072*S + 64")
+    assert poly.evaluate({"S": 3}) == 48 * 9 + 3072 * 3 + 64
+    assert str(poly) == "48*S^2 + 3072*S + 64"
+    assert Poly.parse(str(poly)) == poly
+    assert str(Poly.parse("4*(S+1)*S")) == "4*S^2 + 4*S"
+    assert str(Poly.parse("2*S - 2*S")) == "0"
+    assert Poly.parse("B*S**2").evaluate({"B": 2, "S": 5}) == 50
+    with pytest.raises(PlanningError, match="cannot read"):
+        Poly.parse("S / 2")
+    with pytest.raises(PlanningError, match="not an expression"):
+        Poly.parse("4*")
+
+
+@pytest.mark.parametrize("high", [512, 100_000])
+def test_one_plan_matches_the_static_plan_at_every_length(high: int) -> None:
+    """Over a small range (every value checked) and a large one (ends and
+    crossings checked), the symbolic pool is within 5% of the static plan
+    compiled for that length; the issue's lengths, plus a few more."""
+    problem = SymbolicProblem(tuple(encoder_layers(2)), {"S": (1, high)})
+    plan = plan_symbolic(problem)
+    for length in (1, 2, 17, 64, 65, 128, 256, 384, 512):
+        static = plan_memory(problem.at({"S": length})).pool_size
+        assert plan.pool_bytes({"S": length}) <= 1.05 * static, length
+
+
+def test_the_plan_is_valid_at_every_value_not_only_the_checked_ones() -> None:
+    """A large range is verified only at its ends and crossings; the plan's
+    construction makes it valid everywhere: check a sample with the static
+    verifier."""
+    problem = SymbolicProblem(tuple(encoder_layers(2)), {"S": (1, 100_000)})
+    plan = plan_symbolic(problem)
+    assert len(problem.check_points()) < 20
+    for length in random.Random(0).sample(range(1, 100_001), 200):
+        verify_plan(problem.at({"S": length}), plan.at({"S": length}))
+
+
+def test_random_problems_in_two_symbols_verify() -> None:
+    rng = random.Random(7)
+    for trial in range(8):
+        buffers = []
+        for i in range(12):
+            first = rng.randrange(10)
+            size = f"{rng.randrange(1, 5) * 64}*B*S + {rng.randrange(0, 3) * 64}*S^2 + {rng.randrange(0, 256)}"
+            buffers.append(SymbolicBuffer(f"t{i}", Poly.parse(size), first, first + rng.randrange(4),
+                                          rng.choice([1, 16, 64])))
+        problem = SymbolicProblem(tuple(buffers), {"B": (1, 4), "S": (1, 64)})
+        plan = plan_symbolic(problem)  # verifies at all 256 points
+        again = plan_symbolic(problem)
+        assert (again.below, again.order) == (plan.below, plan.order), "planning is deterministic"
+        for point in ({"B": 1, "S": 1}, {"B": 4, "S": 64}, {"B": 2, "S": 33}):
+            assert plan.pool_bytes(point) >= lower_bound(problem.at(point)), (trial, point)
+
+
+def test_the_verifier_names_the_value_where_a_plan_breaks() -> None:
+    """Two buffers live together; `b` sits on nothing, so it overlaps `a`
+    wherever `a` is non-empty: from S=2 on."""
+    a = SymbolicBuffer("a", Poly.parse("64*S - 64"), 0, 1)
+    b = SymbolicBuffer("b", Poly.parse("64"), 1, 2)
+    problem = SymbolicProblem((a, b), {"S": (1, 8)})
+    bad = SymbolicPlan(problem, below=((), ()), order=(0, 1))
+    with pytest.raises(PlanError, match=r"at S=2: buffers 'a' and 'b' are live at the same step"):
+        verify_symbolic_plan(bad)
+    verify_symbolic_plan(SymbolicPlan(problem, below=((), (0,)), order=(0, 1)))
+
+
+@pytest.mark.parametrize(("document", "message"), [
+    ({"symbols": {"S": [1, 8]}, "buffers": [{"name": "a", "size": "4*T", "first": 0, "last": 1}]},
+     "uses T, which has no range"),
+    ({"symbols": {"S": [8, 1]}, "buffers": []}, "range must be two integers"),
+    ({"symbols": {"S": [1, 8]}, "buffers": [{"name": "a", "size": "4 - S", "first": 0, "last": 1}]},
+     "is negative at S=5"),
+    ({"symbols": {"S": [1, 8]}, "buffers": [{"name": "a", "size": "4*S", "first": 0, "last": 1, "pools": []}]},
+     "unknown key 'pools'"),
+    ({"symbols": {}, "buffers": []}, "'symbols' must be an object of ranges"),
+])
+def test_bad_symbolic_problems_are_one_line(document: dict, message: str) -> None:
+    with pytest.raises(PlanningError, match=message):
+        symbolic_problem_from_json({"format": "pyocc-plan-problem", "version": 1, **document})
+
+
+def test_plan_json_plans_a_symbolic_problem(tmp_path, capsys) -> None:
+    problem = {"format": "pyocc-plan-problem", "version": 1, "symbols": {"S": [1, 512]},
+               "buffers": [{"name": b.name, "size": str(b.size), "first": b.first, "last": b.last, "alignment": 64}
+                           for b in encoder_layers(1)]}
+    path = tmp_path / "problem.json"
+    path.write_text(json.dumps(problem))
+    assert plan_json_main([str(path)]) == 0
+    solution = json.loads(capsys.readouterr().out)
+    assert solution["format"] == "pyocc-symbolic-solution"
+    assert solution["verified_points"] == 512
+    read = symbolic_problem_from_json(problem)
+    assert solution["pool_size"] == plan_symbolic(read).pool_bytes({"S": 512})
+    assert {b["name"]: b["size_expr"] for b in solution["buffers"]}["scores0"] == "48*S^2"
+    assert symbolic_plan_to_json(plan_symbolic(read))["pool_size_expr"] == solution["pool_size_expr"]
+    path.write_text(json.dumps({**problem, "symbols": {"S": [1, "n"]}}))
+    assert plan_json_main([str(path)]) == 2
+    assert "symbol 'S': its range must be [low, high]" in capsys.readouterr().err
