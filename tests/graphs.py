@@ -362,6 +362,204 @@ def vit(seed: int = 0, patch: int = 8, hidden: int = 32, heads: int = 4) -> onnx
 GRAPHS = {"mobilenet_v2": mobilenet_v2, "unet": unet, "bert": bert, "gpt2": gpt2, "vit": vit}
 
 
+# ---------------------------------------------------------------------------
+# One graph per family of ops that real exports need (issue: import gaps):
+# each is checked against onnxruntime like the architectures above.
+# ---------------------------------------------------------------------------
+
+def nan_guards(seed: int = 0) -> onnx.ModelProto:
+    """IsNaN and IsInf guards as transformers export them: NaN from Log of
+    negative values and inf from 1/0 replaced by Where (broadcast 0), and
+    the detect_positive/negative forms of IsInf as outputs."""
+    g = GraphBuilder("nan_guards", seed)
+    x = g.input("x", TensorProto.FLOAT, [4, 8])
+    logs = g.op("Log", x)                                                        # NaN where x < 0
+    clean = g.op("Where", g.op("IsNaN", logs), g.const(0.0), logs)
+    inverse = g.op("Reciprocal", g.op("Relu", x))                                # +inf where x <= 0
+    neg_inverse = g.op("Neg", inverse)
+    finite = g.op("Where", g.op("IsInf", inverse), g.const([[-1.0]]), inverse)
+    positive = g.op("IsInf", neg_inverse, detect_negative=0)
+    negative = g.op("IsInf", neg_inverse, detect_positive=0)
+    return g.model([(clean, TensorProto.FLOAT), (finite, TensorProto.FLOAT),
+                    (positive, TensorProto.BOOL), (negative, TensorProto.BOOL)])
+
+
+def einsums(seed: int = 0) -> onnx.ModelProto:
+    """Einsum in the forms models use: attention scores with a transposed
+    key (bhid,bhjd->bhij), a three-operand chain, an ellipsis transpose, a
+    batch diagonal, an outer product, a contraction with a broadcast
+    ellipsis, and implicit output mode."""
+    g = GraphBuilder("einsums", seed)
+    q = g.input("q", TensorProto.FLOAT, [2, 3, 5, 4])
+    k = g.input("k", TensorProto.FLOAT, [2, 3, 6, 4])
+    a = g.input("a", TensorProto.FLOAT, [3, 4])
+    b = g.input("b", TensorProto.FLOAT, [4, 5])
+    c = g.input("c", TensorProto.FLOAT, [5, 2])
+    s = g.input("s", TensorProto.FLOAT, [2, 3, 3])
+    outs = [
+        g.op("Einsum", q, k, equation="bhid,bhjd->bhij"),
+        g.op("Einsum", a, b, c, equation="ij,jk,kl->il"),
+        g.op("Einsum", q, equation="...ij->...ji"),
+        g.op("Einsum", s, equation="bii->bi"),
+        g.op("Einsum", a, c, equation="ij,kl->ijkl"),
+        g.op("Einsum", q, b, equation="...id,dk->...ik"),
+        g.op("Einsum", a, b, equation="ij,jk"),
+        g.op("Einsum", s, equation="bij->j"),
+    ]
+    return g.model([(o, TensorProto.FLOAT) for o in outs])
+
+
+def ordering(seed: int = 0) -> onnx.ModelProto:
+    """TopK (values and int64 indices, largest and smallest), CumSum
+    (plain, exclusive + reverse), ArgMin and the Reduce family (L1, L2,
+    LogSum, LogSumExp, SumSquare; opset 18 axes inputs)."""
+    g = GraphBuilder("ordering", seed)
+    x = g.input("x", TensorProto.FLOAT, [3, 7])
+    k3 = g.const([3], np.int64)
+    values, indices = g.op("TopK", x, k3, outputs=2)
+    small_values, small_indices = g.op("TopK", x, k3, axis=0, largest=0, outputs=2)
+    axis1 = g.const(1, np.int64)
+    cum = g.op("CumSum", x, axis1)
+    cum_er = g.op("CumSum", x, g.const(0, np.int32), exclusive=1, reverse=1)
+    arg = g.op("ArgMin", x, axis=1, keepdims=0)
+    axes = g.const([1], np.int64)
+    positive = g.op("Add", g.op("Abs", x), g.const(0.5))
+    reductions = [g.op(name, x if name != "ReduceLogSum" else positive, axes, keepdims=0)
+                  for name in ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")]
+    return g.model([(values, TensorProto.FLOAT), (indices, TensorProto.INT64),
+                    (small_values, TensorProto.FLOAT), (small_indices, TensorProto.INT64),
+                    (cum, TensorProto.FLOAT), (cum_er, TensorProto.FLOAT), (arg, TensorProto.INT64)]
+                   + [(r, TensorProto.FLOAT) for r in reductions], opset=18)
+
+
+def indexing(seed: int = 0) -> onnx.ModelProto:
+    """Trilu (upper and lower with k), ScatterND (replace and add),
+    ScatterElements (negative and repeated indices, replace and add), GatherND,
+    GatherElements, Tile, Expand, Mod (integer and fmod) and Where with
+    three-way broadcasting."""
+    g = GraphBuilder("indexing", seed)
+    x = g.input("x", TensorProto.FLOAT, [2, 4, 5])
+    u = g.input("u", TensorProto.FLOAT, [2, 5])
+    n = g.input("n", TensorProto.INT64, [2, 4, 5], id_range=50)
+    upper = g.op("Trilu", x, g.const(1, np.int64))
+    lower = g.op("Trilu", x, g.const(-1, np.int64), upper=0)
+    where_nd = g.const([[0, 1], [1, 3]], np.int64)
+    scattered = g.op("ScatterND", x, where_nd, u)
+    added = g.op("ScatterND", x, g.const([[1, 2], [1, 2]], np.int64), u, reduction="add")
+    gathered = g.op("GatherND", x, where_nd)
+    scatter_index = g.const([[[0, -1, 2, 1, 0]], [[3, 3, 1, 0, -4]]], np.int64)              # [2, 1, 5]
+    row = g.op("Reshape", u, g.const([2, 1, 5], np.int64))
+    by_element = g.op("ScatterElements", x, scatter_index, row, axis=1)
+    summed = g.op("ScatterElements", x, g.op("Concat", scatter_index, scatter_index, axis=1),
+                  g.op("Concat", row, row, axis=1), axis=1, reduction="add")
+    elements = g.op("GatherElements", x, g.const(np.random.default_rng(seed).integers(0, 4, (2, 3, 5)), np.int64),
+                    axis=1)
+    tiled = g.op("Tile", u, g.const([2, 1], np.int64))
+    expanded = g.op("Expand", u, g.const([3, 2, 5], np.int64))
+    int_mod = g.op("Mod", g.op("Sub", n, g.const(25, np.int64)), g.const(7, np.int64))
+    float_mod = g.op("Mod", x, g.const(0.7), fmod=1)
+    chosen = g.op("Where", g.op("Greater", u, g.const(0.0)), g.op("Reshape", u, g.const([2, 1, 5], np.int64)),
+                  g.const(-2.0))
+    return g.model([(upper, TensorProto.FLOAT), (lower, TensorProto.FLOAT), (scattered, TensorProto.FLOAT),
+                    (added, TensorProto.FLOAT), (gathered, TensorProto.FLOAT), (elements, TensorProto.FLOAT),
+                    (by_element, TensorProto.FLOAT), (summed, TensorProto.FLOAT),
+                    (tiled, TensorProto.FLOAT), (expanded, TensorProto.FLOAT), (int_mod, TensorProto.INT64),
+                    (float_mod, TensorProto.FLOAT), (chosen, TensorProto.FLOAT)])
+
+
+def unary_functions(seed: int = 0) -> onnx.ModelProto:
+    """The unary ops added for real models: trigonometry (rotary embeddings),
+    Sign, Round, Erf, and the activations Softplus, Softsign, Elu, Selu,
+    Celu, ThresholdedRelu, Mish (opset 18) and Shrink."""
+    g = GraphBuilder("unary_functions", seed)
+    x = g.input("x", TensorProto.FLOAT, [3, 16])
+    unit = g.op("Tanh", x)                                                       # in (-1, 1) for asin, atanh
+    above_one = g.op("Add", g.op("Abs", x), g.const(1.5))                        # > 1 for acosh
+    outs = [g.op(name, x) for name in ("Sin", "Cos", "Tan", "Atan", "Sinh", "Cosh", "Asinh", "Sign", "Erf",
+                                        "Softplus", "Softsign", "Mish")]
+    outs += [g.op("Round", g.op("Mul", x, g.const(2.0)))]
+    outs += [g.op(name, unit) for name in ("Asin", "Acos", "Atanh")]
+    outs += [g.op("Acosh", above_one)]
+    outs += [g.op("Elu", x, alpha=0.7), g.op("Selu", x), g.op("Celu", x, alpha=1.3),
+             g.op("ThresholdedRelu", x, alpha=0.2), g.op("Shrink", x, lambd=0.4, bias=0.1)]
+    return g.model([(o, TensorProto.FLOAT) for o in outs], opset=18)
+
+
+def empty_shape_arithmetic(seed: int = 0) -> onnx.ModelProto:
+    """What the classic exporter writes around masks and reshapes: an empty
+    int64 Constant feeding ConstantOfShape (a scalar), a Slice of a Shape
+    that is empty, Concat'ed into a Reshape target, and an empty Slice of an
+    activation Concat'ed to it (an empty value that takes no byte)."""
+    g = GraphBuilder("empty_shape_arithmetic", seed)
+    x = g.input("x", TensorProto.FLOAT, [2, 3, 4])
+    empty = g.op("Constant", value=numpy_helper.from_array(np.zeros(0, np.int64)))
+    scalar = g.op("ConstantOfShape", empty, value=helper.make_tensor("v", TensorProto.FLOAT, [1], [-2.5]))
+    scaled = g.op("Mul", x, scalar)
+    shape = g.op("Shape", x)
+    nothing = g.op("Slice", shape, g.const([3], np.int64), g.const([3], np.int64))   # shape[3:3], empty
+    target = g.op("Concat", nothing, g.const([6, 4], np.int64), axis=0)
+    reshaped = g.op("Reshape", scaled, target)
+    sliver = g.op("Slice", reshaped, g.const([4], np.int64), g.const([4], np.int64), g.const([1], np.int64))
+    joined = g.op("Concat", reshaped, sliver, axis=1)                              # [6, 4] + [6, 0]
+    return g.model([(joined, TensorProto.FLOAT)])
+
+
+def masked_attention_classic(seed: int = 0, batch: int = 2, seq: int = 16, heads: int = 2,
+                             head_dim: int = 8) -> onnx.ModelProto:
+    """A masked BERT-style attention block as transformers' default path and
+    the classic exporter (opset 17) write it (distilled from bench/zoo.py's
+    BERT): the int64 attention_mask Cast to bool and And'ed with a bool
+    scalar made by ConstantOfShape of an empty shape, a causal keep-mask,
+    the target shape of an Expand computed by the Where(Equal(shape, -1))
+    idiom over ConstantOfShape, an additive mask Where(keep, 0, -inf),
+    Softmax, and the IsNaN -> Where guard that zeroes fully masked rows
+    (batch 1 masks its key 0, so row 0 of batch 1 is all -inf)."""
+    g = GraphBuilder("masked_attention_classic", seed)
+    q = g.input("query", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    k = g.input("key", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    v = g.input("value", TensorProto.FLOAT, [batch, heads, seq, head_dim])
+    mask = g.input("key_padding", TensorProto.INT64, [batch, seq], id_range=2)
+    empty = g.op("Constant", value=numpy_helper.from_array(np.zeros(0, np.int64)))
+    true = g.op("ConstantOfShape", empty, value=helper.make_tensor("v", TensorProto.BOOL, [1], [True]))
+    padding = g.op("Unsqueeze", g.op("Cast", mask, to=TensorProto.BOOL), g.const([1, 2], np.int64))
+    no_first_key = np.ones((batch, 1, 1, seq), dtype=bool)
+    no_first_key[1, ..., 0] = False
+    padding = g.op("And", padding, g.const(no_first_key, dtype=bool))
+    causal = g.op("Cast", g.op("Trilu", g.const(np.ones((seq, seq))), upper=0), to=TensorProto.BOOL)
+    keep = g.op("And", g.op("And", true, causal), padding)                        # [batch, 1, seq, seq]
+    wanted = g.const([batch, -1, seq, seq], np.int64)
+    ones = g.op("ConstantOfShape", g.const([4], np.int64), value=helper.make_tensor("v", TensorProto.INT64, [1], [1]))
+    is_free = g.op("Equal", wanted, g.op("Mul", ones, g.const(-1, np.int64)))
+    target = g.op("Where", is_free, ones, wanted)
+    keep = g.op("Expand", keep, target)
+    additive = g.op("Where", keep, g.const([0.0]), g.const([-np.inf]))
+    scores = g.op("Div", g.op("MatMul", q, g.op("Transpose", k, perm=[0, 1, 3, 2])), g.const(math.sqrt(head_dim)))
+    probs = g.op("Softmax", g.op("Add", scores, additive), axis=-1)
+    guarded = g.op("Where", g.op("IsNaN", probs), g.const([0.0]), probs)
+    return g.model([(g.op("MatMul", guarded, v), TensorProto.FLOAT)])
+
+
+def pixel_shuffle_and_instance_norm(seed: int = 0) -> onnx.ModelProto:
+    """DepthToSpace in both modes (sub-pixel upsampling), SpaceToDepth, and
+    InstanceNormalization (style-transfer and GAN generators)."""
+    g = GraphBuilder("pixel_shuffle_and_instance_norm", seed)
+    x = g.input("x", TensorProto.FLOAT, [1, 8, 3, 4])
+    dcr = g.op("DepthToSpace", x, blocksize=2)
+    crd = g.op("DepthToSpace", x, blocksize=2, mode="CRD")
+    back = g.op("SpaceToDepth", dcr, blocksize=2)
+    normed = g.op("InstanceNormalization", x, g.const(1.0 + 0.1 * g.rng.standard_normal(8)), g.bias(8),
+                  epsilon=1e-3)
+    return g.model([(dcr, TensorProto.FLOAT), (crd, TensorProto.FLOAT), (back, TensorProto.FLOAT),
+                    (normed, TensorProto.FLOAT)])
+
+
+#: the op-family graphs, by name
+OP_GRAPHS = {"nan_guards": nan_guards, "einsums": einsums, "ordering": ordering, "indexing": indexing,
+             "unary_functions": unary_functions, "empty_shape_arithmetic": empty_shape_arithmetic,
+             "masked_attention_classic": masked_attention_classic,
+             "pixel_shuffle_and_instance_norm": pixel_shuffle_and_instance_norm}
+
+
 def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray]:
     """Seeded inputs for every graph input: standard normal floats; int64 ids
     uniform in the range the builder recorded (0/1 for masks and types); bool

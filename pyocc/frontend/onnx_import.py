@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.irdl import VarResultDef
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import DiagnosticException, VerifyException
 
@@ -73,6 +74,14 @@ CONSTANT_INPUTS: dict[str, dict[int, str]] = {
     "ReduceMax": {1: "axes"},
     "ReduceMin": {1: "axes"},
     "ReduceProd": {1: "axes"},
+    "ReduceL1": {1: "axes"},
+    "ReduceL2": {1: "axes"},
+    "ReduceLogSum": {1: "axes"},
+    "ReduceLogSumExp": {1: "axes"},
+    "ReduceSumSquare": {1: "axes"},
+    "CumSum": {1: "axis"},
+    "TopK": {1: "K"},
+    "Trilu": {1: "k"},
     "Slice": {1: "starts", 2: "ends", 3: "axes", 4: "steps"},
     "Pad": {1: "pads", 2: "constant_value", 3: "axes"},
     "Resize": {1: "roi", 2: "scales", 3: "sizes"},
@@ -83,9 +92,25 @@ CONSTANT_INPUTS: dict[str, dict[int, str]] = {
     "Dropout": {1: "ratio", 2: "training_mode"},
 }
 
+#: Ops whose output shape depends on input values, with what decides it.
+#: On constant inputs they fold at import; on run-time values pyocc cannot
+#: plan them.
+DATA_DEPENDENT_SHAPES: dict[str, str] = {
+    "NonZero": "the number of non-zero elements",
+    "NonMaxSuppression": "the number of boxes kept",
+    "Unique": "the number of distinct values",
+    "Compress": "the number of true conditions",
+    "If": "its branches give outputs of different shapes, and a value computed at run time picks one",
+    "StringSplit": "the number of substrings",
+}
+
 #: Attributes that carry no meaning at inference and are dropped.
 IGNORED_ATTRIBUTES = {"is_test", "consumed_inputs", "training_mode", "seed", "to",
                       "num_outputs", "spatial", "roi", "sizes", "value"}
+
+#: Ops for which an empty input adds nothing and is left out (exporters
+#: concatenate empty shape pieces and empty slices).
+SKIPS_EMPTY_INPUTS = {"Concat"}
 
 #: Ops that must not be folded even when their inputs are constant: their
 #: result would be a large materialised weight that the op states in a line.
@@ -114,6 +139,15 @@ def element_type(onnx_type: int) -> Attribute:
         name = TensorProto.DataType.Name(onnx_type) if onnx_type in TensorProto.DataType.values() else str(onnx_type)
         raise PyoccError(f"tensor element type {name} is not supported by pyocc")
     return table[onnx_type]
+
+
+def numpy_dtype_of(t: Attribute) -> Any:
+    """The numpy dtype of an xDSL element type the frontend produces."""
+    table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+             "i16": np.int16, "i8": np.int8, "ui8": np.uint8, "i1": np.bool_}
+    if str(t) not in table:
+        raise PyoccError(f"element type {t} has no numpy equivalent")
+    return table[str(t)]
 
 
 def value_name(name: str) -> str:
@@ -161,9 +195,11 @@ def import_model(
 
     `shapes` fixes graph input shapes (needed for dynamic dimensions).
     Raises PyoccError for anything the user must fix."""
+    source = ""
     if not hasattr(model, "graph"):
+        source = str(model)
         model = load_model(model)  # type: ignore[arg-type]
-    return _Importer(model, dict(shapes or {}), function_name).run()  # type: ignore[arg-type]
+    return _Importer(model, dict(shapes or {}), function_name, source).run()  # type: ignore[arg-type]
 
 
 @dataclass
@@ -183,6 +219,8 @@ class _Importer:
     model: onnx.ModelProto
     shapes: dict[str, Sequence[int]]
     function_name: str
+    source: str = ""
+    """The model's file, when it came from one (named in some messages)."""
     consts: dict[str, Any] = field(default_factory=dict)
     types: dict[str, TensorType] = field(default_factory=dict)
     values: dict[str, SSAValue] = field(default_factory=dict)
@@ -200,6 +238,9 @@ class _Importer:
                     f"'{node.domain}', which pyocc does not support (only the default ONNX domain)"
                 )
             foldable = node.op_type in ("Shape", "Size") or all(i in static for i in node.input if i)
+            if node.op_type in DATA_DEPENDENT_SHAPES and not foldable and (
+                    node.op_type != "If" or _branch_shapes_differ(node)):
+                self.reject_data_dependent(node)
             if foldable:
                 static.update(o for o in node.output if o)
             elif node.op_type not in OP_BY_TYPE:
@@ -207,6 +248,16 @@ class _Importer:
             for attr in node.attribute:
                 if attr.type == attr.GRAPH or attr.type == attr.GRAPHS:
                     raise PyoccError(f"op {node.op_type} with a subgraph is not supported")
+
+    def reject_data_dependent(self, node: onnx.NodeProto) -> None:
+        """Raise the one-line error for an op whose output shape depends on
+        the values of its inputs, computed at run time."""
+        where = f"{self.source}: " if self.source else ""
+        raise PyoccError(
+            f"{where}{node.op_type} at node '{node.name or node.output[0]}' has an output shape that depends on "
+            f"the input data ({DATA_DEPENDENT_SHAPES[node.op_type]}); pyocc plans static shapes only: run this part "
+            "of the model outside pyocc, or export the model without it"
+        )
 
     def reject_op(self, node: onnx.NodeProto) -> None:
         """Raise the one-line error for an op pyocc has no lowering for."""
@@ -348,7 +399,16 @@ class _Importer:
                     )
 
     def try_fold(self, node: onnx.NodeProto) -> bool:
-        """Evaluate `node` with numpy if all its inputs are constants."""
+        """Evaluate `node` with numpy if all its inputs are constants; a node
+        whose every output is empty needs no inputs at all: an empty tensor
+        has no values, so it is a constant whatever the node computes."""
+        outputs = [o for o in node.output if o]
+        if outputs and all(o in self.types and 0 in self.types[o].get_shape() for o in outputs):
+            for o in outputs:
+                ttype = self.types[o]
+                dtype = numpy_dtype_of(ttype.element_type)
+                self.consts[o] = np.zeros(tuple(ttype.get_shape()), dtype=dtype)
+            return True
         if node.op_type in ("Shape", "Size") and node.input[0] in self.types:
             shape = self.types[node.input[0]].get_shape()
             if node.op_type == "Size":
@@ -465,6 +525,11 @@ class _Importer:
             value = DenseIntOrFPElementsAttr.from_list(scalar_type, [const.value])
             return ConstantOfShapeOp.create(result_types=[ttype], properties={"value": value})
         array = np.asarray(const)
+        if array.size == 0:
+            raise PyoccError(
+                f"tensor '{name}' is empty (shape {'x'.join(map(str, array.shape))}) and is read by an op "
+                "that keeps a non-empty result; pyocc folds empty tensors at import but cannot compile this use"
+            )
         ttype = TensorType(element_type(helper.np_dtype_to_tensor_dtype(array.dtype)), array.shape)
         flat = array.reshape(-1)
         if array.size <= INLINE_LIMIT or (array.size and (flat == flat[0]).all()):
@@ -493,15 +558,19 @@ class _Importer:
                 continue
             if not name:
                 continue
+            if op_type in SKIPS_EMPTY_INPUTS and name in self.consts and _size(self.consts[name]) == 0:
+                continue
             operands.append(self.value(name))
         outputs = [o for o in node.output if o]
+        declared = cls.get_irdl_definition().results
+        every_output = len(declared) > 1 or any(isinstance(r, VarResultDef) for _, r in declared)
         for extra in outputs[1:]:
-            if op_type not in ("Split",) and self.is_used(extra):
+            if not every_output and self.is_used(extra):
                 raise PyoccError(
                     f"{op_type} node '{node.name or outputs[0]}': output {extra!r} is used, "
                     "but pyocc supports only the first output of this op"
                 )
-        if op_type != "Split":
+        if not every_output:
             outputs = outputs[:1]
         for o in outputs:
             if o not in self.types:
@@ -546,6 +615,22 @@ class _Importer:
         return props
 
 
+def _branch_shapes_differ(node: onnx.NodeProto) -> bool:
+    """True when an If's two branches declare outputs of different shapes
+    (an unknown dimension counts as different)."""
+    def shapes(branch: Any) -> list[tuple[Any, ...]]:
+        result = []
+        for out in branch.output:
+            tt = out.type.tensor_type
+            dims = tuple(d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim) if tt.HasField("shape") else None
+            result.append(dims)
+        return result
+
+    branches = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    then_shapes, else_shapes = shapes(branches["then_branch"]), shapes(branches["else_branch"])
+    return then_shapes != else_shapes or any(s is None or None in s for s in then_shapes)
+
+
 MAX_TENSOR_BYTES = 2**48
 """No tensor may be larger than this (256 TiB): beyond it sizes are certainly
 a mistake in the model, and byte counts would overflow the 64-bit offsets of
@@ -553,10 +638,10 @@ the generated code."""
 
 
 def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
-    """Reject an empty or absurdly large tensor with one clear line."""
+    """Reject an absurdly large tensor with one clear line. Empty tensors are
+    legal ONNX (classic exports compute shapes with them); they are folded
+    to constants at import (see `_Importer.try_fold`)."""
     shape = "x".join(map(str, dims)) or "scalar"
-    if any(d == 0 for d in dims):
-        raise PyoccError(f"tensor '{name}' is empty (shape {shape}); pyocc does not compile empty tensors")
     itemsize = helper.tensor_dtype_to_np_dtype(onnx_type).itemsize if onnx_type else 4
     nbytes = math.prod(dims) * itemsize
     if nbytes > MAX_TENSOR_BYTES:

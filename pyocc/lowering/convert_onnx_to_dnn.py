@@ -10,6 +10,14 @@ decomposed where they belong:
 - Dropout (inference), Identity, Reshape, Flatten, Squeeze, Unsqueeze ->
   `dnn.view`, which shares its operand's bytes;
 - PRelu -> where(x < 0, x * slope, x);
+- Trilu -> where(triangle mask, x, 0), the mask a constant;
+- DepthToSpace / SpaceToDepth -> view, transpose, view;
+- InstanceNormalization -> layer_norm over the spatial axes (scale 1),
+  then channel_affine with the per-channel scale and shift;
+- IsInf -> unary isinf / isposinf / isneginf (or a constant false);
+- Einsum (any equation ONNX allows) -> transposes, views, sum reductions,
+  gathers for repeated labels (diagonals) and one batched matmul per pair
+  of operands: no kernel of its own;
 - auto_pad becomes explicit pads, so kernels see one convention.
 After the pass no onnx op remains; one that cannot be lowered fails the pass
 with its name.
@@ -25,6 +33,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     DenseArrayBase,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType,
@@ -49,14 +58,23 @@ from pyocc.dialects.onnx import math as om
 from pyocc.dialects.onnx import nn as on
 from pyocc.dialects.onnx import tensor as ot
 
-#: onnx op -> (dnn.unary fn, onnx properties carried over as alpha/beta)
-UNARY_FNS: dict[type, tuple[str, tuple[str, ...]]] = {
-    om.ReluOp: ("relu", ()), om.SigmoidOp: ("sigmoid", ()), om.TanhOp: ("tanh", ()),
-    om.ExpOp: ("exp", ()), om.LogOp: ("log", ()), om.SqrtOp: ("sqrt", ()),
-    om.AbsOp: ("abs", ()), om.NegOp: ("neg", ()), om.ReciprocalOp: ("reciprocal", ()),
-    om.ErfOp: ("erf", ()), om.FloorOp: ("floor", ()), om.CeilOp: ("ceil", ()),
-    om.NotOp: ("not", ()), om.LeakyReluOp: ("leaky_relu", ("alpha",)),
-    om.HardSigmoidOp: ("hard_sigmoid", ("alpha", "beta")), om.HardSwishOp: ("hard_swish", ()),
+_ALPHA = {"alpha": "alpha"}
+
+#: onnx op -> (dnn.unary fn, onnx properties carried over: onnx name -> alpha/beta)
+UNARY_FNS: dict[type, tuple[str, dict[str, str]]] = {
+    om.ReluOp: ("relu", {}), om.SigmoidOp: ("sigmoid", {}), om.TanhOp: ("tanh", {}),
+    om.ExpOp: ("exp", {}), om.LogOp: ("log", {}), om.SqrtOp: ("sqrt", {}),
+    om.AbsOp: ("abs", {}), om.NegOp: ("neg", {}), om.ReciprocalOp: ("reciprocal", {}),
+    om.ErfOp: ("erf", {}), om.FloorOp: ("floor", {}), om.CeilOp: ("ceil", {}),
+    om.NotOp: ("not", {}), om.LeakyReluOp: ("leaky_relu", _ALPHA),
+    om.HardSigmoidOp: ("hard_sigmoid", {"alpha": "alpha", "beta": "beta"}), om.HardSwishOp: ("hard_swish", {}),
+    om.IsNaNOp: ("isnan", {}), om.SinOp: ("sin", {}), om.CosOp: ("cos", {}), om.TanOp: ("tan", {}),
+    om.AsinOp: ("asin", {}), om.AcosOp: ("acos", {}), om.AtanOp: ("atan", {}), om.SinhOp: ("sinh", {}),
+    om.CoshOp: ("cosh", {}), om.AsinhOp: ("asinh", {}), om.AcoshOp: ("acosh", {}), om.AtanhOp: ("atanh", {}),
+    om.SignOp: ("sign", {}), om.RoundOp: ("round", {}), om.SoftplusOp: ("softplus", {}),
+    om.SoftsignOp: ("softsign", {}), om.EluOp: ("elu", _ALPHA), om.SeluOp: ("selu", {"alpha": "alpha", "gamma": "beta"}),
+    om.CeluOp: ("celu", _ALPHA), om.ThresholdedReluOp: ("thresholded_relu", _ALPHA), om.MishOp: ("mish", {}),
+    om.ShrinkOp: ("shrink", {"lambd": "alpha", "bias": "beta"}),
 }
 
 BINARY_FNS: dict[type, str] = {
@@ -70,7 +88,8 @@ VARIADIC_FNS: dict[type, str] = {om.MaxOp: "max", om.MinOp: "min", om.MeanOp: "m
 
 REDUCE_FNS: dict[type, str] = {
     om.ReduceSumOp: "sum", om.ReduceMeanOp: "mean", om.ReduceMaxOp: "max",
-    om.ReduceMinOp: "min", om.ReduceProdOp: "prod",
+    om.ReduceMinOp: "min", om.ReduceProdOp: "prod", om.ReduceL1Op: "l1", om.ReduceL2Op: "l2",
+    om.ReduceLogSumOp: "log_sum", om.ReduceLogSumExpOp: "log_sum_exp", om.ReduceSumSquareOp: "sum_square",
 }
 
 VIEW_OPS = (ot.ReshapeOp, ot.FlattenOp, ot.SqueezeOp, ot.UnsqueezeOp, om.IdentityOp, on.DropoutOp)
@@ -237,7 +256,7 @@ def lower_matmul(op: om.MatMulOp, rewriter: PatternRewriter) -> Operation:
 
 def lower_unary(op: ob.UnaryElementwiseOp, rewriter: PatternRewriter) -> Operation:
     fn, carried = UNARY_FNS[type(op)]
-    props: dict[str, Attribute] = {"fn": StringAttr(fn), **_copy_props(op, carried)}
+    props: dict[str, Attribute] = {"fn": StringAttr(fn), **_copy_props(op, tuple(carried), carried)}
     return _insert(rewriter, _compute(d.UnaryOp, [op.X], op.Y.type, props))
 
 
@@ -337,9 +356,59 @@ def lower_reduce(op: ob.ReduceOp, rewriter: PatternRewriter) -> Operation:
     return _insert(rewriter, _compute(d.ReduceOp, [op.data], op.reduced.type, props))
 
 
-def lower_arg_max(op: om.ArgMaxOp, rewriter: PatternRewriter) -> Operation:
+def lower_arg_extreme(op: om.ArgExtremeOp, rewriter: PatternRewriter) -> Operation:
+    cls = d.ArgMinOp if isinstance(op, om.ArgMinOp) else d.ArgMaxOp
     props = _copy_props(op, ("axis", "keepdims", "select_last_index"))
-    return _insert(rewriter, _compute(d.ArgMaxOp, [op.data], op.reduced.type, props))
+    return _insert(rewriter, _compute(cls, [op.data], op.reduced.type, props))
+
+
+def lower_is_inf(op: om.IsInfOp, rewriter: PatternRewriter) -> Operation:
+    """isinf(x) => unary isinf / isposinf / isneginf by the detect flags;
+    with neither flag set the answer is a constant false."""
+    positive, negative = op.int_attr("detect_positive"), op.int_attr("detect_negative")
+    if not positive and not negative:
+        return _insert(rewriter, weight_from_array("isinf", np.zeros(1, dtype=np.bool_), op.Y.type))
+    fn = "isinf" if positive and negative else ("isposinf" if positive else "isneginf")
+    return _insert(rewriter, _compute(d.UnaryOp, [op.X], op.Y.type, {"fn": StringAttr(fn)}))
+
+
+def lower_cum_sum(op: om.CumSumOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "exclusive", "reverse"))
+    return _insert(rewriter, _compute(d.CumSumOp, [op.x], op.y.type, props))
+
+
+def lower_top_k(op: om.TopKOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "largest", "sorted"))
+    return _insert(rewriter, d.TopKOp.build({"x": op.X}, [op.Values.type, op.Indices.type], props))
+
+
+def lower_scatter_nd(op: ot.ScatterNDOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("reduction",))
+    return _insert(rewriter, _compute(d.ScatterNDOp, [op.data, op.indices, op.updates], op.output.type, props))
+
+
+def lower_scatter_elements(op: ot.ScatterElementsOp, rewriter: PatternRewriter) -> Operation:
+    props = _copy_props(op, ("axis", "reduction"))
+    return _insert(rewriter, _compute(d.ScatterElementsOp, [op.data, op.indices, op.updates], op.output.type, props))
+
+
+def lower_trilu(op: ot.TriluOp, rewriter: PatternRewriter) -> Operation:
+    """trilu(x) => where(mask, x, 0) with the triangle's mask a constant of
+    the last two axes (broadcast over the others)."""
+    x_type = op.input.type
+    rows, cols = ob.shape_of(op.input)[-2:]
+    k = op.int_attr("k")
+    offset = np.arange(cols)[None, :] - np.arange(rows)[:, None]
+    mask = offset >= k if op.int_attr("upper") else offset <= k
+    mask_w = _insert(rewriter, weight_from_array("trilu_mask", mask, TensorType(i1, [rows, cols])))
+    zero = _insert(rewriter, weight_from_array("zero", np.zeros(1, dtype=numpy_dtype(x_type.element_type)),
+                                               TensorType(x_type.element_type, [1])))
+    return _insert(rewriter, _compute(d.WhereOp, [mask_w.results[0], op.input, zero.results[0]], op.output.type, {}))
+
+
+def lower_size(op: ot.SizeOp, rewriter: PatternRewriter) -> Operation:
+    count = np.array(math.prod(ob.shape_of(op.data)), dtype=np.int64).reshape(op.size.type.get_shape())
+    return _insert(rewriter, weight_from_array("size", count, op.size.type))
 
 
 def lower_transpose(op: ot.TransposeOp, rewriter: PatternRewriter) -> Operation:
@@ -403,6 +472,171 @@ def lower_shape(op: ot.ShapeOp, rewriter: PatternRewriter) -> Operation:
     return _insert(rewriter, weight_from_array("shape", values, op.shape.type))
 
 
+def lower_block_rearrange(op: ot.BlockRearrangeOp, rewriter: PatternRewriter) -> Operation:
+    """depth_to_space / space_to_depth => view to 6-D, transpose, view back
+    (ONNX's own definition; no kernel of its own)."""
+    n, c, h, w = ob.shape_of(op.input)
+    b = op.int_attr("blocksize")
+    crd = op.str_attr("mode") == "CRD"
+    if isinstance(op, ot.DepthToSpaceOp):
+        six = [n, c // (b * b), b, b, h, w] if crd else [n, b, b, c // (b * b), h, w]
+        perm = [0, 1, 4, 2, 5, 3] if crd else [0, 3, 4, 1, 5, 2]
+    else:
+        six = [n, c, h // b, b, w // b, b]
+        perm = [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4]
+    element = op.input.type.element_type
+    blocks = _insert(rewriter, d.ViewOp.create(operands=[op.input], result_types=[TensorType(element, six)]))
+    moved = _insert(rewriter, _compute(d.TransposeOp, [blocks.results[0]], TensorType(element, [six[p] for p in perm]),
+                                       {"perm": _ints(perm)}))
+    return _insert(rewriter, d.ViewOp.create(operands=[moved.results[0]], result_types=[op.output.type]))
+
+
+def lower_instance_norm(op: on.InstanceNormalizationOp, rewriter: PatternRewriter) -> Operation:
+    """instance_norm(x, s, b) => channel_affine(layer_norm(x, 1, axis=2), s, b):
+    normalise over the spatial axes, then scale and shift per channel."""
+    element = op.input.type.element_type
+    one = _insert(rewriter, weight_from_array("one", np.ones(1, dtype=numpy_dtype(element)), TensorType(element, [1])))
+    normal = _insert(rewriter, _compute(d.LayerNormOp, [op.input, one.results[0], None], op.output.type,
+                                        {"axis": IntegerAttr(2, i64), "epsilon": op.properties["epsilon"]}))
+    return _insert(rewriter, _compute(d.ChannelAffineOp, [normal.results[0], op.scale, op.B], op.output.type, {}))
+
+
+# ---------------------------------------------------------------------------
+# Einsum: transposes, views, sum reductions, gathers (diagonals) and matmuls.
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Labelled:
+    """A tensor value and the einsum label of each of its axes."""
+
+    value: SSAValue
+    labels: list[str]
+
+    @property
+    def shape(self) -> list[int]:
+        return list(ob.shape_of(self.value))
+
+
+@dataclass
+class _EinsumBuilder:
+    """Emits the dnn ops of one einsum, one step at a time."""
+
+    rewriter: PatternRewriter
+    element: Attribute
+
+    def typed(self, shape: list[int]) -> TensorType:
+        return TensorType(self.element, shape)
+
+    def view(self, t: _Labelled, shape: list[int], labels: list[str]) -> _Labelled:
+        if t.shape == shape:
+            return _Labelled(t.value, labels)
+        op = _insert(self.rewriter, d.ViewOp.create(operands=[t.value], result_types=[self.typed(shape)]))
+        return _Labelled(op.results[0], labels)
+
+    def permute(self, t: _Labelled, perm: list[int]) -> _Labelled:
+        """`t` with axis `perm[i]` as its axis i."""
+        if perm == list(range(len(perm))):
+            return t
+        shape = [t.shape[p] for p in perm]
+        op = _insert(self.rewriter, _compute(d.TransposeOp, [t.value], self.typed(shape), {"perm": _ints(perm)}))
+        return _Labelled(op.results[0], [t.labels[p] for p in perm])
+
+    def transpose(self, t: _Labelled, order: list[str]) -> _Labelled:
+        """`t` with its axes in the order of `order` (t's distinct labels, permuted)."""
+        return self.permute(t, [t.labels.index(label) for label in order])
+
+    def sum_out(self, t: _Labelled, labels: list[str]) -> _Labelled:
+        """`t` summed over the axes of `labels` (dropped)."""
+        if not labels:
+            return t
+        axes = [t.labels.index(label) for label in labels]
+        keep = [i for i in range(len(t.labels)) if i not in axes]
+        shape = [t.shape[i] for i in keep]
+        props = {"fn": StringAttr("sum"), "axes": _ints(axes), "keepdims": IntegerAttr(0, i64)}
+        op = _insert(self.rewriter, _compute(d.ReduceOp, [t.value], self.typed(shape), props))
+        return _Labelled(op.results[0], [t.labels[i] for i in keep])
+
+    def diagonal(self, t: _Labelled) -> _Labelled:
+        """`t` with every label that repeats within it taken once, along the
+        diagonal: the two axes moved last, flattened, and gathered at
+        k * (n + 1)."""
+        while len(set(t.labels)) != len(t.labels):
+            label = next(lab for lab in t.labels if t.labels.count(lab) > 1)
+            first = t.labels.index(label)
+            second = t.labels.index(label, first + 1)
+            rest = [i for i in range(len(t.labels)) if i not in (first, second)]
+            moved = self.permute(t, rest + [first, second])
+            n = moved.shape[-1]
+            outer = moved.shape[:-2]
+            flat = self.view(moved, outer + [n * n], moved.labels[:-2] + ["#flat"])
+            index = _insert(self.rewriter, weight_from_array(
+                "einsum_diagonal", np.arange(n, dtype=np.int64) * (n + 1), TensorType(i64, [n])))
+            op = _insert(self.rewriter, _compute(d.GatherOp, [flat.value, index.results[0]], self.typed(outer + [n]),
+                                                 {"axis": IntegerAttr(len(outer), i64)}))
+            t = _Labelled(op.results[0], moved.labels[:-2] + [label])
+        return t
+
+    def contract(self, a: _Labelled, b: _Labelled, keep: set[str]) -> _Labelled:
+        """a * b summed over their shared labels that `keep` does not name:
+        a batched matmul [batch, M, K] @ [batch, K, N]."""
+        shared = [label for label in a.labels if label in b.labels]
+        batch = [label for label in shared if label in keep]
+        inner = [label for label in shared if label not in keep]
+        # a contracted label of size 1 on one side broadcasts: sum the other side first
+        for label in list(inner):
+            size_a, size_b = a.shape[a.labels.index(label)], b.shape[b.labels.index(label)]
+            if size_a != size_b:
+                big, small = (a, b) if size_a > size_b else (b, a)
+                summed = self.sum_out(big, [label])
+                squeezed = self.view(small, [s for s, lab in zip(small.shape, small.labels) if lab != label],
+                                     [lab for lab in small.labels if lab != label])
+                a, b = (summed, squeezed) if big is a else (squeezed, summed)
+                inner.remove(label)
+        a_only = [label for label in a.labels if label not in b.labels]
+        b_only = [label for label in b.labels if label not in a.labels]
+        a = self.transpose(a, batch + a_only + inner)
+        b = self.transpose(b, batch + inner + b_only)
+        size = lambda t, labels: math.prod(t.shape[t.labels.index(lab)] for lab in labels)  # noqa: E731
+        batch_a = [a.shape[a.labels.index(lab)] for lab in batch]
+        batch_b = [b.shape[b.labels.index(lab)] for lab in batch]
+        m, k, n = size(a, a_only), size(a, inner), size(b, b_only)
+        a3 = self.view(a, batch_a + [m, k], batch + ["#m", "#k"])
+        b3 = self.view(b, batch_b + [k, n], batch + ["#k", "#n"])
+        batch_out = [max(x, y) for x, y in zip(batch_a, batch_b, strict=True)]
+        op = _insert(self.rewriter, _compute(d.MatMulOp, [a3.value, b3.value], self.typed(batch_out + [m, n]), {}))
+        product = _Labelled(op.results[0], batch + ["#m", "#n"])
+        shape = batch_out + [a.shape[a.labels.index(lab)] for lab in a_only] + [b.shape[b.labels.index(lab)] for lab in b_only]
+        return self.view(product, shape, batch + a_only + b_only)
+
+
+def lower_einsum(op: om.EinsumOp, rewriter: PatternRewriter) -> Operation | list[SSAValue]:
+    """einsum(x1, ..., xn) => per operand: diagonals (gather), labels no one
+    else needs summed out (reduce); then left to right, one batched matmul
+    per pair over their shared labels; finally a transpose into the output's
+    order (and an expand where a broadcast dimension of size 1 remains)."""
+    spec = om.parse_einsum(op.str_attr("equation"), [ob.shape_of(v) for v in op.Inputs])
+    builder = _EinsumBuilder(rewriter, op.Output.type.element_type)
+    output = list(spec.output)
+    terms = [builder.diagonal(_Labelled(v, list(labels))) for v, labels in zip(op.Inputs, spec.inputs, strict=True)]
+    for i, t in enumerate(terms):
+        elsewhere = {lab for j, other in enumerate(terms) if j != i for lab in other.labels} | set(output)
+        terms[i] = builder.sum_out(t, [lab for lab in t.labels if lab not in elsewhere])
+    acc = terms[0]
+    for i in range(1, len(terms)):
+        keep = set(output) | {lab for later in terms[i + 1:] for lab in later.labels}
+        acc = builder.contract(acc, terms[i], keep)
+    acc = builder.sum_out(acc, [lab for lab in acc.labels if lab not in output])
+    acc = builder.transpose(acc, output)
+    want = list(spec.output_shape())
+    if acc.shape != want:
+        expanded = _insert(rewriter, _compute(d.ExpandOp, [acc.value], op.Output.type, {}))
+        return expanded
+    if acc.value in op.Inputs:
+        return _insert(rewriter, _compute(d.CopyOp, [acc.value], op.Output.type, {}))
+    return [acc.value]
+
+
 RULES: dict[type, Callable[..., object]] = {
     ot.ConstantOp: lower_constant, ot.ConstantOfShapeOp: lower_constant_of_shape,
     on.ConvOp: lower_conv, on.ConvTransposeOp: lower_conv_transpose, ob.PoolOp: lower_pool,
@@ -410,7 +644,10 @@ RULES: dict[type, Callable[..., object]] = {
     om.GeluOp: lower_gelu, om.ClipOp: lower_clip, om.SumOp: lower_sum, om.WhereOp: lower_where,
     on.BatchNormalizationOp: lower_batch_norm, on.LayerNormalizationOp: lower_layer_norm,
     on.LRNOp: lower_lrn, on.SoftmaxLikeOp: lower_softmax, on.PReluOp: lower_prelu,
-    om.ArgMaxOp: lower_arg_max, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
+    om.ArgExtremeOp: lower_arg_extreme, om.IsInfOp: lower_is_inf, om.CumSumOp: lower_cum_sum,
+    om.TopKOp: lower_top_k, ot.ScatterNDOp: lower_scatter_nd, ot.TriluOp: lower_trilu, ot.SizeOp: lower_size,
+    om.EinsumOp: lower_einsum, ot.BlockRearrangeOp: lower_block_rearrange,
+    on.InstanceNormalizationOp: lower_instance_norm, ot.ScatterElementsOp: lower_scatter_elements, ot.TransposeOp: lower_transpose, ot.ConcatOp: lower_concat,
     ot.SplitOp: lower_split, ot.SliceOp: lower_slice, ot.GatherOp: lower_gather,
     ot.GatherElementsOp: lower_gather, ot.GatherNDOp: lower_gather, ot.ExpandOp: lower_expand,
     ot.TileOp: lower_tile, ot.PadOp: lower_pad, ot.ResizeOp: lower_resize, ot.CastOp: lower_cast,

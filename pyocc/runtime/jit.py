@@ -72,13 +72,17 @@ def _libm() -> ctypes.CDLL:
     return ctypes.CDLL(name) if name else ctypes.CDLL(None)
 
 
-def _target_machine() -> Any:
+def _target_machine(codemodel: str = "default") -> Any:
+    """The host's target machine. PIC so that the same object links into a
+    shared library; the host's CPU so that the vectoriser uses its vector
+    width. The in-process JIT asks for the large code model, since MCJIT may
+    place its sections, and libc's functions it calls, more than 2 GiB apart
+    in a process with a big address space (torch loaded): the small model's
+    32-bit relocations then fail an LLVM assertion that kills the process."""
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
-    # PIC so that the same object links into a shared library; the host's CPU
-    # so that the vectoriser uses its vector width
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=SPEED_LEVEL, reloc="pic", codemodel="default")
+                                        opt=SPEED_LEVEL, reloc="pic", codemodel=codemodel)
 
 
 def optimize(module: Any, machine: Any) -> None:
@@ -121,7 +125,7 @@ class CompiledModel(NativeModel):
     def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray):
         self.llvm_ir = llvm_ir
         self._machine = _target_machine()
-        engine, self._module = jit_module(llvm_ir, self._machine, _resolve_externals)
+        engine, self._module = jit_module(llvm_ir, _target_machine("large"), _resolve_externals)
         name = meta["name"]
         functions = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "run", "destroy")}
         super().__init__(meta, weight_pool, functions, keepalive=engine)

@@ -73,6 +73,27 @@ def absurdly_large(path: Path) -> None:
          inputs=[helper.make_tensor_value_info("x", TensorProto.FLOAT, [2**31, 2**31, 2**31])])
 
 
+def data_dependent_nonzero(path: Path) -> None:
+    """NonZero of an activation: as many indices as there are non-zeros."""
+    save(path, [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("NonZero", ["r"], ["y"], name="nz")])
+
+
+def data_dependent_if(path: Path) -> None:
+    """An If whose branches give a 2-element and a 3-element tensor, picked
+    by a condition computed from the input (as torchvision's detection
+    models export a box count check)."""
+    def branch(name: str, values: list[float]) -> onnx.GraphProto:
+        out = helper.make_tensor_value_info(name, TensorProto.FLOAT, [len(values)])
+        const = helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(values, np.float32)))
+        return helper.make_graph([const], name, [], [out])
+
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Greater", ["s", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], name="pick", then_branch=branch("two", [1.0, 2.0]),
+                              else_branch=branch("three", [1.0, 2.0, 3.0]))]
+    save(path, nodes, inits=[numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
+
+
 def malformed_mlir(path: Path) -> None:
     path.write_text("func.func @f( {\n")
 
@@ -106,6 +127,14 @@ CASES = {
                                "ONNX shape inference failed"),
     "zero-sized tensor": (zero_sized, ["pyocc", "compile", "MODEL", "-o", "OUT.so"], None,
                           "graph input 'x' has a zero-sized dimension 1"),
+    "data-dependent shape (NonZero)": (
+        data_dependent_nonzero, ["pyocc", "compile", "MODEL", "-o", "OUT.so"], None,
+        "NonZero at node 'nz' has an output shape that depends on the input data (the number of non-zero "
+        "elements); pyocc plans static shapes only"),
+    "data-dependent shape (If)": (
+        data_dependent_if, ["pyocc", "plan", "MODEL", "-o", "OUT"], None,
+        "If at node 'pick' has an output shape that depends on the input data (its branches give outputs of "
+        "different shapes, and a value computed at run time picks one); pyocc plans static shapes only"),
     "absurdly large tensor": (absurdly_large, ["pyocc", "plan", "MODEL", "-o", "OUT"], None,
                               "tensor 'x' (shape 2147483648x2147483648x2147483648) would take"),
     "npz missing an input": (relu, ["pyocc", "run", "MODEL", "--inputs", "ARG", "--save-outputs", "OUT"],

@@ -62,3 +62,35 @@ func.func @gemm_inner(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf3
   func.return %0 : tensor<2x5xf32>
 }
 // CHECK: onnx.Gemm: inner dimensions differ after transposition (3 != 4)
+
+// -----
+
+func.func @einsum_term_count(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  %0 = "onnx.Einsum"(%a) <{equation = "ij,jk->i"}> : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %0 : tensor<2xf32>
+}
+// CHECK: onnx.Einsum: equation 'ij,jk->i' has 2 operand terms for 1 inputs
+
+// -----
+
+func.func @einsum_sizes(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  %0 = "onnx.Einsum"(%a, %b) <{equation = "ij,jk->ik"}> : (tensor<2x3xf32>, tensor<4x5xf32>) -> tensor<2x5xf32>
+  func.return %0 : tensor<2x5xf32>
+}
+// CHECK: onnx.Einsum: label 'j' of equation 'ij,jk->ik' has sizes 3 and 4
+
+// -----
+
+func.func @top_k_too_many(%x: tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x5xi64>) {
+  %v, %i = "onnx.TopK"(%x) <{K = 5 : i64}> : (tensor<3x4xf32>) -> (tensor<3x5xf32>, tensor<3x5xi64>)
+  func.return %v, %i : tensor<3x5xf32>, tensor<3x5xi64>
+}
+// CHECK: onnx.TopK: K = 5 must be in [0, 4] (the length of axis 1)
+
+// -----
+
+func.func @scatter_nd_updates(%x: tensor<3x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> tensor<3x4xf32> {
+  %0 = "onnx.ScatterND"(%x, %i, %u) : (tensor<3x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<3x4xf32>
+  func.return %0 : tensor<3x4xf32>
+}
+// CHECK: onnx.ScatterND: updates of shape [2, 3] must have shape indices.shape[:-1] + data.shape[indices.shape[-1]:] = [2, 4]

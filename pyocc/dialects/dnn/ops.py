@@ -985,6 +985,40 @@ class ArgMaxOp(UnaryKernelOp):
 
 
 @irdl_op_definition
+class ArgMinOp(UnaryKernelOp):
+    name = "dnn.arg_min"
+    axis = _int(0)
+    keepdims = _int(1)
+    select_last_index = _int(0)
+
+
+@irdl_op_definition
+class CumSumOp(UnaryKernelOp):
+    """Running sums along `axis` (ONNX CumSum). `out` must not overlap `x`."""
+
+    name = "dnn.cum_sum"
+    axis = _int(0)
+    exclusive = _int(0)
+    reverse = _int(0)
+
+
+@irdl_op_definition
+class TopKOp(DnnComputeOp):
+    """The k largest (or smallest) values along `axis` and their int64
+    indices: two destinations, values then indices (k is their length along
+    `axis`)."""
+
+    name = "dnn.top_k"
+    x = operand_def(TensorOrBuffer)
+    outs = var_operand_def(MemRefType)
+    results_ = var_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    axis = _int(-1)
+    largest = _int(1)
+    sorted = _int(1)
+
+
+@irdl_op_definition
 class ConcatOp(DnnComputeOp):
     name = "dnn.concat"
     inputs = var_operand_def(TensorOrBuffer)
@@ -1086,6 +1120,37 @@ class GatherElementsOp(GatherLikeOp):
 class GatherNDOp(GatherLikeOp):
     name = "dnn.gather_nd"
     batch_dims = _int(0)
+
+
+@irdl_op_definition
+class ScatterNDOp(DnnComputeOp):
+    """A copy of `x` with the slices `indices` names replaced by `updates`
+    (or combined with them by `reduction`). `out` must not overlap an input."""
+
+    name = "dnn.scatter_nd"
+    x = operand_def(TensorOrBuffer)
+    indices = operand_def(TensorOrBuffer)
+    updates = operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    reduction = _str("none")
+
+
+@irdl_op_definition
+class ScatterElementsOp(DnnComputeOp):
+    """A copy of `x` with `updates` written (or combined by `reduction`) at
+    the positions `indices` names along `axis`. `out` must not overlap an input."""
+
+    name = "dnn.scatter_elements"
+    x = operand_def(TensorOrBuffer)
+    indices = operand_def(TensorOrBuffer)
+    updates = operand_def(TensorOrBuffer)
+    out = opt_operand_def(MemRefType)
+    result = opt_result_def(TensorType)
+    traits = traits_def(KernelEffects())
+    axis = _int(0)
+    reduction = _str("none")
 
 
 @irdl_op_definition
@@ -1365,7 +1430,7 @@ COMPUTE_OPS = [
     GemmOp, MatMulOp, UnaryOp, BinaryOp, VariadicOp, WhereOp, CastOp, CopyOp, ChannelAffineOp,
     BatchNormOp, SoftmaxOp, AttentionSoftmaxOp, LogSoftmaxOp, LayerNormOp, LRNOp, ReduceOp, ArgMaxOp, ConcatOp, SplitOp, SliceOp,
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
-    SanitizeOp, EmptyOp, InsertSliceOp,
+    SanitizeOp, EmptyOp, InsertSliceOp, ArgMinOp, CumSumOp, TopKOp, ScatterNDOp, ScatterElementsOp,
 ]
 MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]

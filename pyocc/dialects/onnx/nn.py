@@ -258,8 +258,33 @@ class PReluOp(OnnxOp):
         self.check_result_shape(x)
 
 
+@irdl_op_definition
+class InstanceNormalizationOp(OnnxOp):
+    """Normalise each channel of each sample over its spatial dimensions,
+    then scale and shift per channel."""
+
+    name = "onnx.InstanceNormalization"
+    input = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    B = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    epsilon = float_prop(1e-5)
+
+    def verify_onnx(self) -> None:
+        check_element_kind(self, self.input, "float")
+        x = shape_of(self.input)
+        if len(x) < 3:
+            raise self.fail(f"input must have rank >= 3 (N, C, spatial...), got {len(x)}")
+        for label, value in (("scale", self.scale), ("B", self.B)):
+            if tuple(shape_of(value)) != (x[1],):
+                raise self.fail(f"{label} must hold one value per channel ({x[1]}), got {list(shape_of(value))}")
+        self.check_result_shape(x)
+
+
 NN_OPS = [
     ConvOp, ConvTransposeOp, MaxPoolOp, AveragePoolOp, GlobalAveragePoolOp,
     GlobalMaxPoolOp, BatchNormalizationOp, LayerNormalizationOp, LRNOp, SoftmaxOp,
-    LogSoftmaxOp, DropoutOp, PReluOp,
+    LogSoftmaxOp, DropoutOp, PReluOp, InstanceNormalizationOp,
 ]

@@ -393,6 +393,140 @@ class RangeOp(OnnxOp):
     delta = float_prop(1.0)
 
 
+@irdl_op_definition
+class SizeOp(OnnxOp):
+    """The (static) element count as an int64 scalar; folded at import like
+    Shape, kept so that hand-written IR can use it."""
+
+    name = "onnx.Size"
+    data = operand_def(TensorType)
+    size = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+@irdl_op_definition
+class TriluOp(OnnxOp):
+    """The upper (`upper` = 1) or lower triangle of the last two axes, from
+    diagonal `k` on (a constant input in ONNX, a property here); the rest is 0."""
+
+    name = "onnx.Trilu"
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    upper = int_prop(1)
+    k = int_prop(0)
+
+    def verify_onnx(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) < 2:
+            raise self.fail(f"input must have rank >= 2, got {len(shape)}")
+        self.check_result_shape(shape)
+
+
+@irdl_op_definition
+class ScatterNDOp(OnnxOp):
+    """A copy of `data` with the slices that `indices` names replaced by (or,
+    with `reduction`, combined with) `updates`."""
+
+    name = "onnx.ScatterND"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    reduction = str_prop("none")
+
+    def verify_onnx(self) -> None:
+        check_integer_indices(self, self.indices)
+        self.check_same_element_type(self.data, self.updates)
+        data, idx, upd = shape_of(self.data), shape_of(self.indices), shape_of(self.updates)
+        if not idx or idx[-1] > len(data):
+            raise self.fail("the last indices dimension must be at most rank(data)")
+        if tuple(upd) != tuple(idx[:-1]) + tuple(data[idx[-1]:]):
+            raise self.fail(
+                f"updates of shape {list(upd)} must have shape indices.shape[:-1] + data.shape[indices.shape[-1]:] "
+                f"= {list(idx[:-1]) + list(data[idx[-1]:])}"
+            )
+        if self.str_attr("reduction") not in ("none", "add", "mul", "max", "min"):
+            raise self.fail(f"reduction must be none, add, mul, max or min, got {self.str_attr('reduction')!r}")
+        self.check_result_shape(data)
+
+
+@irdl_op_definition
+class ScatterElementsOp(OnnxOp):
+    """A copy of `data` where each element of `updates` replaces (or, with
+    `reduction`, is combined with) the element of `data` that its index in
+    `indices` names along `axis` (torch's scatter)."""
+
+    name = "onnx.ScatterElements"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    axis = int_prop(0)
+    reduction = str_prop("none")
+
+    def verify_onnx(self) -> None:
+        check_integer_indices(self, self.indices)
+        self.check_same_element_type(self.data, self.updates)
+        data = shape_of(self.data)
+        normalize_axis(self.name, self.int_attr("axis"), len(data))
+        if shape_of(self.indices) != shape_of(self.updates) or len(shape_of(self.indices)) != len(data):
+            raise self.fail("indices and updates must have one shape, of the data's rank")
+        if self.str_attr("reduction") not in ("none", "add", "mul", "max", "min"):
+            raise self.fail(f"reduction must be none, add, mul, max or min, got {self.str_attr('reduction')!r}")
+        self.check_result_shape(data)
+
+
+class BlockRearrangeOp(OnnxOp):
+    """DepthToSpace / SpaceToDepth: blocks of `blocksize` x `blocksize`
+    move between the channels and the two spatial axes of an NCHW tensor;
+    `mode` orders the channels depth-column-row (DCR) or column-row-depth
+    (CRD)."""
+
+    input = operand_def(TensorType)
+    output = result_def(TensorType)
+    traits = traits_def(Pure())
+    blocksize = int_prop(1)
+    mode = str_prop("DCR")
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        """The result shape (override)."""
+        raise NotImplementedError
+
+    def verify_onnx(self) -> None:
+        shape = shape_of(self.input)
+        if len(shape) != 4:
+            raise self.fail(f"input must be 4-D (N, C, H, W), got rank {len(shape)}")
+        b = self.int_attr("blocksize")
+        if b < 1:
+            raise self.fail(f"blocksize must be positive, got {b}")
+        if self.str_attr("mode") not in ("DCR", "CRD"):
+            raise self.fail(f"mode must be DCR or CRD, got {self.str_attr('mode')!r}")
+        self.check_result_shape(self.expected_shape(*shape, b))
+
+
+@irdl_op_definition
+class DepthToSpaceOp(BlockRearrangeOp):
+    name = "onnx.DepthToSpace"
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        if c % (b * b):
+            raise self.fail(f"channels {c} are not a multiple of blocksize^2 = {b * b}")
+        return (n, c // (b * b), h * b, w * b)
+
+
+@irdl_op_definition
+class SpaceToDepthOp(BlockRearrangeOp):
+    name = "onnx.SpaceToDepth"
+
+    def expected_shape(self, n: int, c: int, h: int, w: int, b: int) -> tuple[int, ...]:
+        if h % b or w % b:
+            raise self.fail(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
+        return (n, c * b * b, h // b, w // b)
+
+
 def check_integer_indices(op: OnnxOp, value: object) -> None:
     """Gather-style indices must be int32 or int64."""
     elem = str(tensor_type(value).element_type)  # type: ignore[arg-type]
@@ -403,5 +537,6 @@ def check_integer_indices(op: OnnxOp, value: object) -> None:
 TENSOR_OPS = [
     ConstantOp, ConstantOfShapeOp, ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp,
     TransposeOp, ConcatOp, SplitOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
-    ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp,
+    ExpandOp, TileOp, PadOp, ResizeOp, CastOp, ShapeOp, RangeOp, SizeOp, TriluOp, ScatterNDOp,
+    DepthToSpaceOp, SpaceToDepthOp, ScatterElementsOp,
 ]

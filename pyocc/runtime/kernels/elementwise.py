@@ -161,6 +161,46 @@ def _exp(x: np.ndarray, out: np.ndarray, alpha: float | None, beta: float | None
         np.exp(x, out=out)
 
 
+def _temporary(compute: Callable[[np.ndarray, float | None, float | None], np.ndarray]) -> _UnaryImpl:
+    """A unary fn computed into a temporary (float64 for floats) and rounded
+    once into out: correct when out is x, and as exact as the formula."""
+
+    def apply(x: np.ndarray, out: np.ndarray, alpha: float | None, beta: float | None) -> None:
+        wide = x.astype(np.float64) if np.issubdtype(x.dtype, np.floating) else x
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            np.copyto(out, compute(wide, alpha, beta), casting="unsafe")
+
+    return apply
+
+
+def _elu(x: np.ndarray, alpha: float | None, beta: float | None) -> np.ndarray:
+    a = 1.0 if alpha is None else alpha
+    return np.where(x >= 0, x, a * np.expm1(np.minimum(x, 0)))
+
+
+def _selu(x: np.ndarray, alpha: float | None, beta: float | None) -> np.ndarray:
+    # alpha and gamma (carried as beta) default to ONNX's float32 constants
+    a = 1.67326319217681884765625 if alpha is None else alpha
+    g = 1.05070102214813232421875 if beta is None else beta
+    return g * np.where(x > 0, x, a * np.expm1(np.minimum(x, 0)))
+
+
+def _celu(x: np.ndarray, alpha: float | None, beta: float | None) -> np.ndarray:
+    a = 1.0 if alpha is None else alpha
+    return np.maximum(x, 0) + np.minimum(0, a * np.expm1(x / a))
+
+
+def _shrink(x: np.ndarray, alpha: float | None, beta: float | None) -> np.ndarray:
+    # lambd is carried as alpha, bias as beta
+    lambd = 0.5 if alpha is None else alpha
+    bias = 0.0 if beta is None else beta
+    return np.where(x < -lambd, x + bias, np.where(x > lambd, x - bias, 0))
+
+
+def _mish(x: np.ndarray, alpha: float | None, beta: float | None) -> np.ndarray:
+    return x * np.tanh(np.logaddexp(0, x))
+
+
 def _ufunc(ufunc: np.ufunc) -> _UnaryImpl:
     """Adapt a one-argument ufunc to the unary kernel calling convention."""
 
@@ -189,6 +229,34 @@ _UNARY: dict[str, _UnaryImpl] = {
     "floor": _ufunc(np.floor),
     "ceil": _ufunc(np.ceil),
     "identity": lambda x, out, alpha, beta: np.copyto(out, x),
+    # predicates: a bool out
+    "isnan": _ufunc(np.isnan),
+    "isinf": _ufunc(np.isinf),
+    "isposinf": _ufunc(np.isposinf),
+    "isneginf": _ufunc(np.isneginf),
+    # trigonometric and hyperbolic
+    "sin": _temporary(lambda x, a, b: np.sin(x)),
+    "cos": _temporary(lambda x, a, b: np.cos(x)),
+    "tan": _temporary(lambda x, a, b: np.tan(x)),
+    "asin": _temporary(lambda x, a, b: np.arcsin(x)),
+    "acos": _temporary(lambda x, a, b: np.arccos(x)),
+    "atan": _temporary(lambda x, a, b: np.arctan(x)),
+    "sinh": _temporary(lambda x, a, b: np.sinh(x)),
+    "cosh": _temporary(lambda x, a, b: np.cosh(x)),
+    "asinh": _temporary(lambda x, a, b: np.arcsinh(x)),
+    "acosh": _temporary(lambda x, a, b: np.arccosh(x)),
+    "atanh": _temporary(lambda x, a, b: np.arctanh(x)),
+    "sign": _ufunc(np.sign),
+    "round": _ufunc(np.round),  # half to even, as ONNX Round
+    # activations
+    "softplus": _temporary(lambda x, a, b: np.logaddexp(0, x)),
+    "softsign": _temporary(lambda x, a, b: x / (1 + np.abs(x))),
+    "elu": _temporary(_elu),
+    "selu": _temporary(_selu),
+    "celu": _temporary(_celu),
+    "thresholded_relu": _temporary(lambda x, a, b: np.where(x > (1.0 if a is None else a), x, 0)),
+    "mish": _temporary(_mish),
+    "shrink": _temporary(_shrink),
 }
 
 #: Activations that conv, gemm and channel_affine can apply to their result.
@@ -223,8 +291,13 @@ def unary(
     ``fn`` is one of relu, leaky_relu (alpha, default 0.01), sigmoid, tanh,
     exp, log, sqrt, abs, neg, reciprocal, erf, gelu (``approximate`` "none" or
     "tanh"), hard_sigmoid (alpha default 0.2, beta default 0.5), hard_swish,
-    clip (alpha = min, beta = max, None = unbounded), not (bool), floor, ceil
-    and identity. ``None`` for alpha/beta means the ONNX default of ``fn``.
+    clip (alpha = min, beta = max, None = unbounded), not (bool), floor, ceil,
+    identity; the predicates isnan, isinf, isposinf, isneginf (a bool
+    ``out``); sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh,
+    atanh, sign, round (half to even); softplus, softsign, elu (alpha),
+    selu (alpha, beta = gamma), celu (alpha), thresholded_relu (alpha), mish
+    and shrink (alpha = lambd, beta = bias). ``None`` for alpha/beta means
+    the ONNX default of ``fn``.
     """
     if fn == "gelu":
         _gelu(x, out, approximate)

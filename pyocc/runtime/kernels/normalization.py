@@ -60,10 +60,12 @@ def batch_norm(
 
 def softmax(x: np.ndarray, *, out: np.ndarray, axis: int = -1) -> None:
     """ONNX Softmax (opset >= 13: along one axis), shifted by the max for
-    stability; ``out`` may be ``x``."""
-    np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
-    np.exp(out, out=out)
-    out /= np.sum(out, axis=axis, keepdims=True)
+    stability; ``out`` may be ``x``. A row that is all -inf (every key
+    masked) gives NaN, as in onnxruntime; exporters guard it with IsNaN."""
+    with np.errstate(invalid="ignore"):
+        np.subtract(x, np.max(x, axis=axis, keepdims=True), out=out)
+        np.exp(out, out=out)
+        out /= np.sum(out, axis=axis, keepdims=True)
 
 
 def attention_softmax(

@@ -1,6 +1,6 @@
 """Data-movement host kernels: concat, split, slice, transpose, gathers,
-expand, tile, pad, range, constant_of_shape, and dnn-tile's empty and
-insert_slice.
+scatter_nd, scatter_elements, expand, tile, pad, range, constant_of_shape,
+the ordering kernels cum_sum and top_k, and dnn-tile's empty and insert_slice.
 
 None of them computes new values, so each is one or a few numpy copies into
 ``out``. ``out`` must not overlap any input, except insert_slice's ``dest``.
@@ -17,6 +17,7 @@ __all__ = [
     "concat",
     "constant_of_shape",
     "empty",
+    "cum_sum",
     "expand",
     "gather",
     "gather_elements",
@@ -24,9 +25,12 @@ __all__ = [
     "insert_slice",
     "pad",
     "range",
+    "scatter_elements",
+    "scatter_nd",
     "slice",
     "split",
     "tile",
+    "top_k",
     "transpose",
 ]
 
@@ -216,3 +220,77 @@ def insert_slice(dest: np.ndarray, x: np.ndarray, *, out: np.ndarray, axis: int,
     if not np.may_share_memory(out, dest):
         np.copyto(out, dest)
     out[_along(axis, _slice(offset, offset + x.shape[axis]))] = x
+
+
+def scatter_nd(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, *, out: np.ndarray,
+               reduction: str = "none") -> None:
+    """ONNX ScatterND: ``out`` = ``x`` with ``out[indices[i]]`` replaced by
+    (or combined by ``reduction``: add, mul, max, min with) ``updates[i]``,
+    in index order, so a repeated index sees every update."""
+    np.copyto(out, x)
+    depth = indices.shape[-1]
+    flat_indices = _wrap_negative(indices.reshape(-1, depth), np.array(x.shape[:depth]))
+    flat_updates = updates.reshape((flat_indices.shape[0],) + x.shape[depth:])
+    combine = {"none": None, "add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    if reduction not in combine:
+        raise ValueError(f"scatter_nd: reduction must be one of {sorted(combine)}, got {reduction!r}")
+    ufunc = combine[reduction]
+    for index, update in zip(flat_indices, flat_updates, strict=True):
+        where = tuple(int(i) for i in index)
+        out[where] = update if ufunc is None else ufunc(out[where], update)
+
+
+def cum_sum(x: np.ndarray, *, out: np.ndarray, axis: int = 0, exclusive: int = 0, reverse: int = 0) -> None:
+    """ONNX CumSum along ``axis``: ``exclusive`` leaves each element out of
+    its own sum, ``reverse`` sums from the end."""
+    axis %= x.ndim
+    source = np.flip(x, axis) if reverse else x
+    target = np.flip(out, axis) if reverse else out  # a view: writing it writes out
+    if exclusive:
+        length = x.shape[axis]
+        target[_along(axis, _slice(0, 1))] = 0
+        if length > 1:
+            np.cumsum(source[_along(axis, _slice(0, length - 1))], axis=axis,
+                      out=target[_along(axis, _slice(1, length))])
+    else:
+        np.cumsum(source, axis=axis, out=target)
+
+
+def top_k(x: np.ndarray, *, outs: Sequence[np.ndarray], axis: int = -1, largest: int = 1, sorted: int = 1) -> None:
+    """ONNX TopK: ``outs`` = (values, int64 indices) of the k largest (or
+    smallest) elements along ``axis``, k being their length there. Equal
+    values keep the lower index first, as ONNX requires; the order is always
+    sorted (ONNX leaves it unspecified when ``sorted`` is 0)."""
+    del sorted  # a sorted result is one valid unsorted result
+    values, indices = outs
+    axis %= x.ndim
+    k = values.shape[axis]
+    if largest:
+        # order by descending value with a stable sort: negate floats, and
+        # flip integers bitwise (~v = -v - 1 never overflows)
+        key = np.negative(x) if np.issubdtype(x.dtype, np.floating) else np.invert(x)
+    else:
+        key = x
+    order = np.argsort(key, axis=axis, kind="stable")[_along(axis, _slice(0, k))]
+    np.copyto(indices, order)
+    np.copyto(values, np.take_along_axis(x, order, axis=axis))
+
+
+def scatter_elements(x: np.ndarray, indices: np.ndarray, updates: np.ndarray, *, out: np.ndarray,
+                     axis: int = 0, reduction: str = "none") -> None:
+    """ONNX ScatterElements: ``out`` = ``x`` with ``out[..., indices[i], ...]``
+    (``indices`` along ``axis``) replaced by ``updates[i]``, or combined with
+    it by ``reduction`` (add, mul, max, min); a repeated index sees every
+    update, in order."""
+    np.copyto(out, x)
+    axis %= x.ndim
+    index = _wrap_negative(indices, x.shape[axis])
+    if reduction == "none":
+        np.put_along_axis(out, index, updates, axis=axis)
+        return
+    combine = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
+    if reduction not in combine:
+        raise ValueError(f"scatter_elements: reduction must be one of none, {', '.join(combine)}, got {reduction!r}")
+    positions = list(np.indices(indices.shape))
+    positions[axis] = index
+    combine[reduction].at(out, tuple(positions), updates)
