@@ -131,6 +131,9 @@ class MemoryReport:
     program's; 0.0 when nothing was tiled."""
     tiling: str | None = None
     """The tiled region ("N ops in P patches"); None when nothing was tiled."""
+    tiled_lower_bound_bytes: int | None = None
+    """The tiled program's own buffers' bound (None when nothing was tiled);
+    `lower_bound_bytes` stays the untransformed program's, so the gain shows."""
 
     @property
     def fast_pool_traffic_fraction(self) -> float | None:
@@ -284,6 +287,13 @@ def lower(
         if options.tile_region and options.target == "cuda":
             raise PyoccError(f"{name}: patch-based execution (tiling) runs on the host only for now; "
                              "use --target host, or a --memory-limit the untiled program fits")
+        untiled_bound = None
+        if options.tile_region:
+            # the report's lower bound stays the untransformed program's
+            untiled = module.clone()
+            run_passes(ctx, untiled, buffer_passes(dataclasses.replace(options, tile_region=0)))
+            untiled_bound = analyze_function(
+                next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
         run_passes(ctx, module, tile_passes(options))
         run_passes(ctx, module, buffer_passes(options))
         timings: dict[str, float] = {}
@@ -348,6 +358,9 @@ def lower(
     if any(isinstance(o, d.InsertSliceOp) for o in ops):
         report.extra_macs = (report.macs - base_macs) / base_macs if base_macs else 0.0
         report.tiling = f"{options.tile_region} ops in {options.tile_patches} patches"
+        report.tiled_lower_bound_bytes = report.lower_bound_bytes
+        if untiled_bound is not None:
+            report.lower_bound_bytes = untiled_bound
     if options.memory_pools:
         _report_pools(report, function, options)
     if isinstance(memory_limit, int):

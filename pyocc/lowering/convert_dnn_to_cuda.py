@@ -1297,7 +1297,7 @@ def _lower_reduce(lw: CudaFunctionLowering, op: d.ReduceOp | d.ArgMaxOp) -> None
     else:
         fn, axes = op.fn.data, op.kernel_kwargs().get("axes", [])
         if not axes:
-            if op.axes is not None and op.kernel_kwargs()["noop_with_empty_axes"]:
+            if op.axes is not None and op.kernel_kwargs().get("noop_with_empty_axes", 0):
                 _copy(lw, op, op.x, op.out)
                 return
             axes = list(range(len(shape)))
@@ -1305,7 +1305,7 @@ def _lower_reduce(lw: CudaFunctionLowering, op: d.ReduceOp | d.ArgMaxOp) -> None
     if fn not in REDUCTIONS or any(shape[axis] == 0 for axis in axes):
         raise cannot_lower(op, f"reduce {fn} (over an empty axis?) has no kernel yet")
     kernel = ReduceKernel(name="", fn=fn, shape=tuple(shape), axes=tuple(axes),
-                          select_last_index=bool(op.kernel_kwargs()["select_last_index"]))
+                          select_last_index=bool(op.kernel_kwargs().get("select_last_index", 0)))
     lw.launch(op, kernel, op.out, [op.x])
 
 

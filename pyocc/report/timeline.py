@@ -183,8 +183,8 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
     # a tiled program is not the one `lower_bound_bytes` bounds (the untiled
     # one's): draw and explain against the bound of the buffers drawn
     bound = report.lower_bound_bytes
-    if report.tiling is not None and report.buffer_lower_bound_bytes is not None:
-        bound = report.buffer_lower_bound_bytes
+    if report.tiled_lower_bound_bytes is not None:
+        bound = report.tiled_lower_bound_bytes
     return Timeline(
         model=report.model, memory=report.memory, planner=report.planner, ops=ops, buffers=buffers,
         pool_bytes=report.activation_bytes, lower_bound_bytes=bound,

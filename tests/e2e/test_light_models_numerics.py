@@ -55,8 +55,12 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     report = compiled.memory_report()
     # Compiled with the default dnn-reorder: never above the given order.
     assert report.tensor_lower_bound_bytes <= report.lower_bound_given_order_bytes
-    # coalescing only shares bytes: the buffers' bound is at most the tensors'
-    assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes
+    if memory != "eager":
+        # coalescing only shares bytes: the buffers' bound is at most the
+        # tensors'. Not in eager mode, whose coalescing picks concat bands by
+        # the sum of sizes (eager's footprint) and may lengthen a band's life
+        # past the tensors' peak (ShuffleNet: 3.09 vs 2.75 MiB).
+        assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes
     if memory == "pool":
         assert report.allocator_calls_per_run == 1
         assert report.lower_bound_bytes <= report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)

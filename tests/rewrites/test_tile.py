@@ -159,4 +159,4 @@ def test_explain_bounds_a_tiled_program_by_its_own_buffers() -> None:
     module, report = lower(model, memory_limit="min")
     assert report.tiling is not None and report.activation_bytes < report.lower_bound_bytes
     text = explain_peak(build_timeline(module, report))
-    assert f"the lower bound, {report.buffer_lower_bound_bytes / 2**20:.2f} MiB" in text
+    assert f"the lower bound, {report.tiled_lower_bound_bytes / 2**20:.2f} MiB" in text
