@@ -318,9 +318,9 @@ func.func @preact(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8x
   "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 768 : i64}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
   %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
   %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
-  "dnn.preact_conv"(%xs, %s, %s, %w, %t, %ws) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>, memref<4864xi8>) -> ()
+  dnn.preact_conv ins(%xs, %s, %s, %w : memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>) outs(%t, workspace %ws : memref<1x4x8x8xf32>, memref<4864xi8>) {pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}
   %r = dnn.mem_offset %p {offset = 7168 : i64, size = 768 : i64} : memref<8192xi8> -> memref<1x3x8x8xf32>
-  "dnn.unary"(%xs, %r) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  dnn.unary ins(%xs : memref<1x3x8x8xf32>) outs(%r : memref<1x3x8x8xf32>) {fn = "relu"}
   "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 1024 : i64}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
   dnn.pool_release %p : memref<8192xi8>
   func.return
@@ -354,9 +354,9 @@ func.func @preact_unplanned(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memre
   %t = dnn.malloc {size = 1024 : i64, alignment = 64 : i64} : memref<1x4x8x8xf32>
   %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x3x3x3xf32>
   %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<3xf32>
-  "dnn.preact_conv"(%xs, %s, %s, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 0>, pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}> : (memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.preact_conv ins(%xs, %s, %s, %w : memref<1x3x8x8xf32>, memref<3xf32>, memref<3xf32>, memref<4x3x3x3xf32>) outs(%t : memref<1x4x8x8xf32>) {pads = array<i64: 1, 1, 1, 1>, pre_activation = "relu"}
   %r = dnn.malloc {size = 768 : i64, alignment = 64 : i64} : memref<1x3x8x8xf32>
-  "dnn.unary"(%xs, %r) <{fn = "relu", operandSegmentSizes = array<i32: 1, 1>}> : (memref<1x3x8x8xf32>, memref<1x3x8x8xf32>) -> ()
+  dnn.unary ins(%xs : memref<1x3x8x8xf32>) outs(%r : memref<1x3x8x8xf32>) {fn = "relu"}
   func.return
 }
 
