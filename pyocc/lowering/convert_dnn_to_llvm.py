@@ -54,7 +54,7 @@ converts the one function that makes them (`NAME_dispatch`) with a small
 shim; every other op goes through `xdsl.backend.llvm`.
 
 The lowering of one function lives in pyocc.lowering.convert_dnn_to_host
-(target=host) and pyocc.lowering.convert_dnn_to_cuda (target=cuda); this
+(target=host) and the package pyocc.lowering.cuda (target=cuda); this
 module holds the pass, which picks one through pyocc.lowering.targets, and
 the export to llvmlite with the native kernels (pyocc.lowering.native).
 """
@@ -105,7 +105,7 @@ class ConvertDnnToLlvmPass(ModulePass):
     target: str = "host"
     """Where the code runs: `host` (the CPU, kernels called through a table
     the runtime fills) or `cuda` (an NVIDIA GPU driven through the CUDA
-    runtime, cuDNN and cuBLAS; see pyocc.lowering.convert_dnn_to_cuda)."""
+    runtime, cuDNN and cuBLAS; see pyocc.lowering.cuda)."""
     workspace: int = 32 << 20
     """target=cuda: bytes of the convolution workspace allocated at init;
     each convolution takes the fastest algorithm whose workspace fits."""

@@ -4,7 +4,7 @@ The C ABI's constants (ABI version, the `state` counter slots, the weight
 alignment), the JSON table's pieces (buffer specs, kernel keyword arguments,
 the weight-pool layout, the graph arguments), an llvm-dialect builder with
 the allocation counters, and the string globals of the table. The target
-lowerings (pyocc.lowering.convert_dnn_to_host, pyocc.lowering.convert_dnn_to_cuda)
+lowerings (pyocc.lowering.convert_dnn_to_host, pyocc.lowering.cuda)
 import this module and never each other; the ABI itself is described in
 pyocc.lowering.convert_dnn_to_llvm.
 """

@@ -2,7 +2,7 @@
 lowered for it and which external functions its code declares.
 
 The pass (pyocc.lowering.convert_dnn_to_llvm) reads this table; the target
-lowerings (convert_dnn_to_host, convert_dnn_to_cuda) share only
+lowerings (convert_dnn_to_host, the cuda package) share only
 pyocc.lowering.llvm_common, so no lowering imports another.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
-from pyocc.lowering.convert_dnn_to_cuda import CudaFunctionLowering, declarations
+from pyocc.lowering.cuda import CudaFunctionLowering, declarations
 from pyocc.lowering.convert_dnn_to_host import HostFunctionLowering, host_declarations
 
 

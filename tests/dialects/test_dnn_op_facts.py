@@ -16,7 +16,7 @@ from xdsl.utils.exceptions import VerifyException
 from pyocc.dialects.dnn import ops as d
 from pyocc.dialects.properties import property_value
 from pyocc.runtime import host_kernels
-from pyocc.lowering.convert_dnn_to_cuda import CUDA_OPS
+from pyocc.lowering.cuda import CUDA_OPS
 
 
 def test_cuda_target_is_exactly_the_ops_the_cuda_lowering_has_an_entry_for() -> None:
