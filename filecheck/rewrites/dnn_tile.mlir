@@ -42,7 +42,7 @@
 // BUF:      dnn.insert_slice ins(%[[D]], %{{.*}} : {{.*}}) outs(%p_out :
 // BUF-NOT:  dnn.malloc {size = 128
 // BUF:      func.return
-// FORM: dnn-tile: run it on tensor form, before dnn-insert-memory-ops
+// FORM: dnn-tile needs tensor-form dnn, which convert-onnx-to-dnn produces, but @stem is in buffer-form dnn (dnn.malloc/dnn.dealloc); run dnn-tile before dnn-insert-memory-ops
 func.func @stem(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x4x4xf32> {
   %w = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
   %c = dnn.conv ins(%x, %w : tensor<1x1x8x8xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x8x8xf32>

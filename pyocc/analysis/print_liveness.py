@@ -10,6 +10,7 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import analyze_module
 
 
@@ -21,5 +22,6 @@ class DnnPrintLivenessPass(ModulePass):
     name = "dnn-print-liveness"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors", "buffers", "pool")
         for liveness in analyze_module(op):
             print(liveness.table(), file=sys.stdout)

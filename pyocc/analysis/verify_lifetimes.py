@@ -20,6 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
 
@@ -63,4 +64,5 @@ class DnnVerifyLifetimesPass(ModulePass):
     name = "dnn-verify-lifetimes"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers", "pool")
         check_lifetimes(op)

@@ -76,6 +76,7 @@ from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
@@ -113,6 +114,7 @@ class ConvertDnnToLlvmPass(ModulePass):
     """target=cuda: when a planned pool is allocated: `init` (once per model,
     by NAME_init; freed by NAME_destroy) or `run` (once per run, Occamy's way)."""
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers", "pool")
         if self.target not in TARGETS:
             raise PassFailedException(
                 f"convert-dnn-to-llvm: unknown target '{self.target}' (expected one of {', '.join(TARGETS)})")

@@ -38,6 +38,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
 import pyocc.dialects.dnn.ops as d
+from pyocc.analysis.ir_form import require_form
 
 #: the alignment of cuDNN's part of a scratch buffer, after the pre-activated input (bytes)
 SCRATCH_ALIGNMENT = 256
@@ -178,6 +179,7 @@ class DnnCudaScratchPass(ModulePass):
     """Byte alignment of each buffer."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "buffers")
         if self.workspace < 0:
             raise PassFailedException(f"dnn-cuda-scratch: workspace must be >= 0 bytes, got {self.workspace}")
         if self.mode not in ("eager", "lazy"):

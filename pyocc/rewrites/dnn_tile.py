@@ -35,6 +35,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
 
 ROWS = 2
@@ -247,12 +248,11 @@ class DnnTilePass(ModulePass):
     """Patches along the region output's rows (at most one per row)."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors")
         if self.region != "auto" and not str(self.region).isdigit():
             raise PassFailedException(f"dnn-tile: region must be auto or a number of ops, got '{self.region}'")
         if self.patches < 1:
             raise PassFailedException(f"dnn-tile: patches must be at least 1, got {self.patches}")
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:
-                if any(isinstance(o, d.DnnComputeOp) and o.on_buffers for o in function.body.block.ops):
-                    raise PassFailedException("dnn-tile: run it on tensor form, before dnn-insert-memory-ops")
                 tile_function(function, self.region, self.patches)

@@ -231,7 +231,8 @@ def test_tensor_form_op_is_refused() -> None:
   func.return %r : tensor<4xf32>
 }
 """
-    with pytest.raises(PassFailedException, match="cannot lower func.func: @f returns values"):
+    with pytest.raises(PassFailedException, match="convert-dnn-to-llvm needs buffer-form dnn .* but @f is in "
+                                                  "tensor-form dnn; run dnn-insert-memory-ops first"):
         _lower(ir)
 
 

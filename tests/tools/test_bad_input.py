@@ -196,6 +196,10 @@ CASES = {
     "pool without memory ops": (relu_chain, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,dnn-memory-pool", "-o", "OUT"],
                                 None, "dnn-memory-pool needs buffer-form dnn (dnn.malloc/dnn.dealloc), which "
                                       "dnn-insert-memory-ops produces"),
+    "lowering before the memory ops": (relu_chain, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,convert-dnn-to-llvm",
+                                                    "-o", "OUT"], None,
+                                       "convert-dnn-to-llvm needs buffer-form dnn (dnn.malloc/dnn.dealloc) or a planned "
+                                       "pool (dnn.pool_init/dnn.mem_offset), which dnn-insert-memory-ops produces"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
