@@ -35,7 +35,7 @@ import pyocc.dialects.dnn.scratch as scratch  # noqa: E402
 from pyocc.lowering.native.conv import emit_conv  # noqa: E402
 from pyocc.lowering.native.dense_ir import F32, Kernel  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernel import NativeKernel, site_for  # noqa: E402
+from pyocc.testing.native_kernels import CompiledSite, site_for  # noqa: E402
 
 #: (name, x shape, w shape, strides, pads, group)
 SHAPES = [
@@ -141,21 +141,21 @@ def main() -> None:
         cells = []
         if group == 1:
             a, b, c = w.reshape(m, k), rng.standard_normal((k, n), dtype=np.float32), np.empty((m, n), np.float32)
-            blas = NativeKernel(lambda mod, sym, site: _blas_gemm(mod, sym, m, n, k), gemm_site(m, n, k))
-            generated = NativeKernel(lambda mod, sym, site: emit_tiled_sgemm(mod, sym, m, n, k), gemm_site(m, n, k))
-            cells.append(flops / cpu_median(lambda: blas([a, b], c), args.repeat) / 1e9)
+            blas = CompiledSite(gemm_site(m, n, k), lambda mod, sym, site: _blas_gemm(mod, sym, m, n, k))
+            generated = CompiledSite(gemm_site(m, n, k), lambda mod, sym, site: emit_tiled_sgemm(mod, sym, m, n, k))
+            cells.append(flops / cpu_median(lambda: blas([a, b], [c]), args.repeat) / 1e9)
             reference = c.copy()
-            cells.append(flops / cpu_median(lambda: generated([a, b], c), args.repeat) / 1e9)
+            cells.append(flops / cpu_median(lambda: generated([a, b], [c]), args.repeat) / 1e9)
             assert np.allclose(c, reference, rtol=1e-3, atol=1e-2), "the generated sgemm is wrong"
         else:
             cells += [float("nan"), float("nan")]
         for block in (scratch.IM2COL_BLOCK_BYTES, 1 << 40):
             saved, scratch.IM2COL_BLOCK_BYTES = scratch.IM2COL_BLOCK_BYTES, block
             size = scratch.conv_scratch_bytes(x_shape, w_shape, out_shape, strides, pads, group, 4)
-            site = site_for("conv", [x, w, None, None], out, kwargs, size or None)
-            native = NativeKernel(emit_conv, site)
+            site = site_for("conv", [x, w, None, None], [(out.shape, "float32")], workspace_bytes=size or None, **kwargs)
+            native = CompiledSite(site, emit_conv)
             workspace = np.empty(max(size // 4, 1), np.float32)
-            cells.append(flops / cpu_median(lambda: native([x, w, None, None], out, workspace), args.repeat) / 1e9)
+            cells.append(flops / cpu_median(lambda: native([x, w, None, None], [out], workspace), args.repeat) / 1e9)
             scratch.IM2COL_BLOCK_BYTES = saved
         want = np.empty(out_shape, np.float32)
         cells.append(flops / cpu_median(lambda: hk.conv(x, w, out=want, **kwargs), args.repeat) / 1e9)

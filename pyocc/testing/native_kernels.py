@@ -1,16 +1,25 @@
-"""Run one site's native kernel and its numpy kernel side by side (tests).
+"""Run one native kernel alone, outside any model (tests and bench/).
 
-`run_native(site, inputs)` compiles the native emitter of `site` (a site
-table entry, see pyocc.lowering.convert_dnn_to_llvm) alone into a module,
-JITs it like a model (pyocc.runtime.jit.jit_module) and runs it on numpy
-arrays; `run_numpy(site, inputs)` runs pyocc.runtime.host_kernels' kernel of
-the same name. Both return the output arrays, so a test compares them.
+A site table entry (`site_for`, see pyocc.lowering.convert_dnn_to_llvm)
+describes one kernel call; `CompiledSite(site)` compiles its native emitter
+(or a given one) alone into a module and JITs it as a model is JITted
+(pyocc.runtime.jit.jit_module: -O3 for this CPU, libm and OpenBLAS bound);
+calling it runs it on the buffer table a compiled model would pass.
+
+- `run_native(site, inputs)` / `run_numpy(site, inputs)`: the native kernel
+  and pyocc.runtime.host_kernels' kernel of the same name; both return the
+  output arrays, so a test compares them.
+- `run_guarded(emit, kernel, inputs, out, kwargs)`: one float32 output (and
+  an optional workspace) with guard elements behind them, NaN-filled, so a
+  write past the end, a read of the workspace before writing it, or a
+  write to an input fails.
 """
 
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import llvmlite.ir as ir
@@ -22,12 +31,15 @@ from pyocc.runtime.jit import _resolve_externals, _target_machine, jit_module
 
 #: an input: an array, None (an absent optional input), or a list (variadic)
 SiteInput = np.ndarray | None | list[np.ndarray]
+#: emit(module, symbol, site), as pyocc.lowering.native.registry registers them
+Emitter = Callable[[ir.Module, str, dict[str, Any]], None]
 
 
 def site_for(kernel: str, inputs: Sequence[SiteInput], outputs: Sequence[tuple[Sequence[int], str]],
-             out_keyword: str = "out", **kwargs: Any) -> dict[str, Any]:
+             out_keyword: str = "out", workspace_bytes: int | None = None, **kwargs: Any) -> dict[str, Any]:
     """A site table entry for `kernel` on these inputs, outputs of
-    (shape, dtype) and keyword arguments."""
+    (shape, dtype), keyword arguments and (optionally) a workspace of
+    `workspace_bytes`."""
 
     def spec(array: np.ndarray) -> dict[str, Any]:
         return {"shape": list(array.shape), "dtype": array.dtype.name}
@@ -37,7 +49,44 @@ def site_for(kernel: str, inputs: Sequence[SiteInput], outputs: Sequence[tuple[S
         "inputs": [None if x is None else [spec(a) for a in x] if isinstance(x, list) else spec(x) for x in inputs],
         "outputs": [{"shape": list(shape), "dtype": dtype} for shape, dtype in outputs],
         "out_keyword": out_keyword, "kwargs": kwargs,
+        "workspace": None if workspace_bytes is None else {"shape": [workspace_bytes], "dtype": "int8"},
     }
+
+
+class CompiledSite:
+    """One site's kernel compiled alone and JIT-compiled for this CPU."""
+
+    def __init__(self, site: dict[str, Any], emit: Emitter | None = None):
+        if emit is None:
+            kernel = native_kernel_for(site)
+            if kernel is None:
+                raise ValueError(f"no native kernel computes this {site['kernel']} site")
+            emit = kernel.emit
+        module = ir.Module(name="native_site")
+        emit(module, "site", site)
+        # give the internal kernel an external entry point
+        entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), "entry")
+        builder = ir.IRBuilder(entry.append_basic_block())
+        builder.call(module.get_global("site"), [entry.args[0]])
+        builder.ret_void()
+        self.site = site
+        self.llvm_ir = str(module)
+        self.engine, _ = jit_module(self.llvm_ir, _target_machine(), _resolve_externals)
+        self.function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.get_function_address("entry"))
+
+    def __call__(self, inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray],
+                 workspace: np.ndarray | None = None) -> None:
+        """Run on `inputs` (None for an absent optional one, a list for a
+        variadic one), writing `outputs` (C-contiguous)."""
+        arrays: list[np.ndarray | None] = []
+        for x in inputs:
+            arrays.extend(x if isinstance(x, list) else [x])
+        arrays += [*outputs] + ([workspace] if workspace is not None else [])
+        for array in arrays:
+            assert array is None or array.flags.c_contiguous, "the buffer table takes C-contiguous arrays"
+        pointers = [None if a is None else a.ctypes.data for a in arrays]
+        buffers = (ctypes.c_void_p * len(pointers))(*pointers)
+        self.function(ctypes.addressof(buffers))
 
 
 def _outputs(site: dict[str, Any]) -> list[np.ndarray]:
@@ -49,27 +98,10 @@ def run_native(site: dict[str, Any], inputs: Sequence[SiteInput], outputs: list[
                ) -> list[np.ndarray]:
     """Compile and run the native kernel of `site` on `inputs`; its outputs
     (`outputs` if given: pass an input there to run in place)."""
-    kernel = native_kernel_for(site)
-    if kernel is None:
-        raise ValueError(f"no native kernel computes this {site['kernel']} site")
-    module = ir.Module(name="native_site")
-    kernel.emit(module, "site", site)
-    # give the internal kernel an external entry point
-    entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), "entry")
-    builder = ir.IRBuilder(entry.append_basic_block())
-    builder.call(module.get_global("site"), [entry.args[0]])
-    builder.ret_void()
-    engine, _ = jit_module(str(module), _target_machine(), _resolve_externals)
     outs = outputs if outputs is not None else _outputs(site)
-    arrays: list[np.ndarray | None] = []
-    for x in inputs:
-        arrays.extend(x if isinstance(x, list) else [x])
-    arrays = [None if a is None else np.ascontiguousarray(a) for a in arrays]
-    pointers = [None if a is None else a.ctypes.data for a in arrays] + [o.ctypes.data for o in outs]
-    buffers = (ctypes.c_void_p * len(pointers))(*pointers)
-    function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("entry"))
-    function(ctypes.addressof(buffers))
-    del engine
+    contiguous = [x if x is None or isinstance(x, list) else np.ascontiguousarray(x) for x in inputs]
+    contiguous = [[np.ascontiguousarray(a) for a in x] if isinstance(x, list) else x for x in contiguous]
+    CompiledSite(site)(contiguous, outs)
     return outs
 
 
@@ -83,3 +115,43 @@ def run_numpy(site: dict[str, Any], inputs: Sequence[SiteInput], outputs: list[n
     destination = outs if site["out_keyword"] == "outs" else outs[0]
     getattr(host_kernels, site["kernel"])(*args, **{site["out_keyword"]: destination}, **site["kwargs"])
     return outs
+
+
+#: float32 elements behind the output and the workspace that a kernel must not touch
+GUARD = 64
+_SENTINEL = np.float32(-1234.5)
+
+
+def _guarded(size: int, fill: float) -> np.ndarray:
+    """A float32 buffer of `size` elements filled with `fill`, then GUARD sentinels."""
+    buffer = np.full(size + GUARD, fill, dtype=np.float32)
+    buffer[size:] = _SENTINEL
+    return buffer
+
+
+def run_guarded(emit: Emitter, kernel: str, inputs: Sequence[np.ndarray | None], out: np.ndarray,
+                kwargs: dict[str, Any], workspace_bytes: int | None = None) -> None:
+    """Emit, compile and run one kernel on these arrays, writing `out`
+    (which may be one of the inputs, for in-place kernels). `workspace_bytes`:
+    a scratch buffer of that size, filled with NaN so that reading it before
+    writing shows. Raises AssertionError if the kernel writes past the end
+    of `out` or of the workspace, or writes an input other than `out`."""
+    site = site_for(kernel, inputs, [(out.shape, out.dtype.name)], workspace_bytes=workspace_bytes, **kwargs)
+    in_place = [a is out for a in inputs]
+    staged = _guarded(out.size, np.nan)
+    staged[:out.size] = out.reshape(-1)
+    staged_out = staged[:out.size].reshape(out.shape)
+    arguments = [staged_out if same else a for a, same in zip(inputs, in_place, strict=True)]
+    before = [None if a is None or same else a.copy() for a, same in zip(inputs, in_place, strict=True)]
+    workspace = None
+    if workspace_bytes is not None:
+        workspace = _guarded(max(1, math.ceil(workspace_bytes / 4)), np.nan)
+    CompiledSite(site, emit)(arguments, [staged_out], workspace)
+    assert (staged[out.size:] == _SENTINEL).all(), f"{kernel} wrote past the end of its output"
+    if workspace is not None:
+        used = max(1, math.ceil(workspace_bytes / 4))  # type: ignore[operator]
+        assert (workspace[used:] == _SENTINEL).all(), f"{kernel} wrote past the end of its workspace"
+    for original, array in zip(before, inputs, strict=True):
+        if original is not None:
+            assert array is not None and np.array_equal(original, array, equal_nan=True), f"{kernel} wrote an input"
+    out[...] = staged_out

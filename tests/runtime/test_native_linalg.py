@@ -2,7 +2,7 @@
 linalg and conv) against the numpy kernels they replace, on random data:
 odd, tiny, padded, strided, dilated, grouped, depthwise, 1-D and 3-D shapes,
 every fused part. Each emitter is JIT-compiled alone and called with the
-buffer table a compiled model passes (pyocc.testing.native_kernel)."""
+buffer table a compiled model passes (pyocc.testing.native_kernels.run_guarded)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_prea
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernel import run_native  # noqa: E402
+from pyocc.testing.native_kernels import run_guarded  # noqa: E402
 
 RNG = np.random.default_rng(16)
 
@@ -87,7 +87,7 @@ def test_conv_matches_numpy(name: str, planned: bool) -> None:
                                  kwargs.get("pads"), kwargs.get("group"), 4)
     if not planned and not scratch:
         pytest.skip("this convolution needs no scratch: the heap fallback does not apply")
-    run_native(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=scratch if planned else None)
+    run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=scratch if planned else None)
     assert_close(got, want)
 
 
@@ -101,7 +101,7 @@ def test_conv_residual_in_place() -> None:
         assert residual is not None
         scratch = conv_scratch_bytes(inputs[0].shape, inputs[1].shape, out_shape, kwargs.get("strides"),
                                      kwargs.get("pads"), kwargs.get("group"), 4)
-        run_native(emit_conv, "conv", inputs, residual, kwargs, workspace_bytes=scratch or None)
+        run_guarded(emit_conv, "conv", inputs, residual, kwargs, workspace_bytes=scratch or None)
         assert_close(residual, want)
 
 
@@ -121,7 +121,7 @@ def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, planne
     scratch = im2col_block_bytes(x.shape, w.shape, out_shape, 4) if kwargs.get("group", 1) == 1 else 0
     if not planned and not scratch:
         pytest.skip("a grouped preact_conv runs direct loops: no scratch, no heap fallback")
-    run_native(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
+    run_guarded(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
                workspace_bytes=scratch if planned and scratch else None)
     assert_close(got, want)
 
@@ -151,7 +151,7 @@ def test_conv_transpose_matches_numpy(name: str) -> None:
     want = np.empty(out_shape, np.float32)
     hk.conv_transpose(*inputs, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
-    run_native(emit_conv_transpose, "conv_transpose", inputs, got, kwargs)
+    run_guarded(emit_conv_transpose, "conv_transpose", inputs, got, kwargs)
     assert_close(got, want)
 
 
@@ -178,7 +178,7 @@ def test_gemm_matches_numpy(name: str) -> None:
     want = np.empty((m, n), np.float32)
     hk.gemm(a, b, c, out=want, **case)
     got = np.full((m, n), np.nan, np.float32)
-    run_native(emit_gemm, "gemm", [a, b, c], got, case)
+    run_guarded(emit_gemm, "gemm", [a, b, c], got, case)
     assert_close(got, want)
 
 
@@ -201,7 +201,7 @@ def test_matmul_matches_numpy(name: str) -> None:
     a, b = random(a_shape), random(b_shape)
     want = np.matmul(a, b)
     got = np.full(want.shape, np.nan, np.float32)
-    run_native(emit_matmul, "matmul", [a, b], got, {})
+    run_guarded(emit_matmul, "matmul", [a, b], got, {})
     assert_close(got, want)
 
 
@@ -213,14 +213,14 @@ def test_attention_softmax_matches_numpy(mask_shape: list[int] | None, scale: fl
     want = np.empty((2, 3, 5, 6), np.float32)
     hk.attention_softmax(a, b, mask, out=want, scale=scale)
     got = np.full(want.shape, np.nan, np.float32)
-    run_native(emit_attention_softmax, "attention_softmax", [a, b, mask], got, {"scale": scale})
+    run_guarded(emit_attention_softmax, "attention_softmax", [a, b, mask], got, {"scale": scale})
     assert_close(got, want)
 
 
 def test_other_dtypes_stay_on_numpy() -> None:
     a, b = np.ones((2, 2), np.float64), np.ones((2, 2), np.float64)
     with pytest.raises(NotNative, match="float64"):
-        run_native(emit_matmul, "matmul", [a, b], np.empty((2, 2), np.float64), {})
+        run_guarded(emit_matmul, "matmul", [a, b], np.empty((2, 2), np.float64), {})
 
 
 # -- whole models, native kernels against onnxruntime ------------------------------
