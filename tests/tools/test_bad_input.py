@@ -196,6 +196,11 @@ CASES = {
     "pool without memory ops": (relu_chain, ["pyocc-opt", "MODEL", "-p", "convert-onnx-to-dnn,dnn-memory-pool", "-o", "OUT"],
                                 None, "dnn-memory-pool needs buffer-form dnn (dnn.malloc/dnn.dealloc), which "
                                       "dnn-insert-memory-ops produces"),
+    "no threads": (relu, ["pyocc", "compile", "MODEL", "--threads", "0", "-o", "OUT.so"], None,
+                   "'0' must be a whole number of threads from 1 to 256"),
+    "threads on the GPU target": (relu, ["pyocc", "compile", "MODEL", "--target", "cuda", "--threads", "2",
+                                         "-o", "OUT.ll"], None,
+                                  "threads applies to the host target; drop --threads with --target cuda"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
