@@ -187,6 +187,12 @@ int main(int argc, char **argv) {
     LOOKUP(run_fn, run, "run")
     LOOKUP(destroy_fn, destroy, "destroy")
 
+    /* OpenBLAS (linked by models whose kernels call the BLAS) starts with a
+     * thread per core; pyocc's models split their BLAS calls between their
+     * own threads (--threads), each calling it on one: as in pyocc's runtime */
+    void (*blas_threads)(int) = (void (*)(int))dlsym(library, "scipy_openblas_set_num_threads");
+    if (blas_threads) blas_threads(1);
+
     const char *meta = meta_fn();
     if (json_integer(meta, "abi") != 1) die("the model uses another ABI version than 1", NULL);
     long numpy_sites = json_integer(meta, "numpy_sites");

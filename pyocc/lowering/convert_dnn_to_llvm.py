@@ -80,6 +80,7 @@ from pyocc.errors import PyoccError
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import SGEMM
+from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE
 from pyocc.lowering.native.threads import MAX_THREADS, define_thread_pool, parallel_for_symbol
 from pyocc.lowering.targets import TARGETS
 from pyocc.runtime.bridge import pack_weight_pool
@@ -275,6 +276,11 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
                     values[op.returned] = result
             else:
                 convert_op(op, builder, values)
+    if threads > 1:
+        # declared before the kernels are written: their BLAS calls split between the threads when it is there
+        for name in lowered_functions(module):
+            if f"{name}_dispatch" in llvm_module.globals:
+                ir.Function(llvm_module, PARALLEL_FOR_TYPE, parallel_for_symbol(name))
     for symbol, (kernel, site) in native.items():
         if threads > 1:
             site = {**site, "parallel_for": parallel_for_symbol(symbol.rsplit("_site_", 1)[0])}

@@ -30,7 +30,9 @@ def many_ops() -> onnx.ModelProto:
     """Every kernel family that runs its outer loop on threads, each on
     outer extents of 3 (batch norm's channels, the pools' planes), 15
     (softmax's rows) or one merged run of elements, over more than
-    PARALLEL_MIN_WORK elements; plus a convolution (the BLAS on threads)."""
+    PARALLEL_MIN_WORK elements; plus a convolution and two matrix products
+    whose sgemm the threads split by columns (130 columns: two blocks and a
+    2-column tail, fewer blocks than some thread counts)."""
     rng = np.random.default_rng(11)
     shape = [1, 3, 160, 160]
     assert np.prod(shape) >= PARALLEL_MIN_WORK
@@ -40,8 +42,10 @@ def many_ops() -> onnx.ModelProto:
 
     inits = [init("scale", rng.random(3) + 0.5), init("bias", rng.standard_normal(3)),
              init("mean", rng.standard_normal(3)), init("var", rng.random(3) + 0.5),
-             init("row", rng.standard_normal((1, 1, 1, 160))), init("w", rng.standard_normal((5, 3, 3, 3))),
-             init("ln_scale", rng.standard_normal(159)), init("ln_bias", rng.standard_normal(159))]
+             init("row", rng.standard_normal((1, 1, 1, 160))), init("w", rng.standard_normal((16, 3, 5, 5))),
+             init("ln_scale", rng.standard_normal(159)), init("ln_bias", rng.standard_normal(159)),
+             init("fc", rng.standard_normal((160, 130))), init("fc_t", rng.standard_normal((130, 160))),
+             numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows")]
     nodes = [
         helper.make_node("Tanh", ["x"], ["t"]),
         helper.make_node("Add", ["t", "row"], ["a"]),
@@ -51,9 +55,13 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("AveragePool", ["n"], ["avg"], kernel_shape=[2, 2], strides=[1, 1]),
         helper.make_node("GlobalAveragePool", ["soft"], ["gap"]),
         helper.make_node("LayerNormalization", ["avg", "ln_scale", "ln_bias"], ["ln"], axis=-1),
-        helper.make_node("Conv", ["x", "w"], ["conv"], pads=[1, 1, 1, 1]),
+        helper.make_node("Conv", ["x", "w"], ["conv"], pads=[2, 2, 2, 2]),
+        helper.make_node("Reshape", ["x", "rows"], ["matrix"]),
+        helper.make_node("Gemm", ["matrix", "fc"], ["gemm"]),
+        helper.make_node("Gemm", ["matrix", "fc_t"], ["gemm_t"], transB=1),
     ]
-    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("soft", "gap", "conv")]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)
@@ -79,8 +87,9 @@ def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def test_every_thread_count_gives_the_same_bytes(threads: int, inputs: dict[str, np.ndarray],
                                                  one_thread: dict[str, np.ndarray]) -> None:
     model = pyocc.compile(many_ops(), threads=threads)
-    # tanh, add, max pool, batch norm, softmax, average pool, global pool, layer norm
-    assert len(PARALLEL_CALL.findall(model.native.llvm_ir)) >= 8
+    # tanh, add, max pool, batch norm, softmax, average pool, global pool,
+    # layer norm; the sgemm of the convolution and of the two products
+    assert len(PARALLEL_CALL.findall(model.native.llvm_ir)) >= 11
     for _ in range(2):  # the pool is reused run after run
         outputs = model.run(inputs)
         for name, expected in one_thread.items():

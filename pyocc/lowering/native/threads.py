@@ -10,9 +10,12 @@ A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
     void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count);
 
 `NAME_threads_start` starts `threads - 1` pthreads that sleep on a condition
-variable (the calling thread is the last worker), and sets OpenBLAS's
-thread count (`scipy_openblas_set_num_threads`) when the model calls the
-BLAS. `NAME_parallel_for` splits [0, count) into `threads` contiguous
+variable (the calling thread is the last worker) and, when the model calls
+the BLAS, sets OpenBLAS to one thread (`scipy_openblas_set_num_threads`):
+the workers split each large sgemm by columns between them
+(pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
+OpenBLAS's own threads spin while they wait for work, which made ResNet-50
+five times slower on a loaded machine (docs/performance.md). `NAME_parallel_for` splits [0, count) into `threads` contiguous
 ranges, `t * count / threads` to `(t + 1) * count / threads` (some empty
 when count < threads), wakes the workers, runs range 0 itself and waits
 until every worker is done: no allocation, no Python, and each element is
@@ -202,9 +205,9 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     entry = start.append_basic_block("entry")
     b = ir.IRBuilder(entry)
     wanted = b.load(requested, typ=I32)
-    if uses_blas:
+    if uses_blas:  # the workers split the BLAS calls; each runs on its caller's thread
         blas_set = _function(module, BLAS_SET_THREADS, ir.FunctionType(VOID, [I32]))
-        b.call(blas_set, [wanted])
+        b.call(blas_set, [I32(1)])
     with b.if_then(b.icmp_unsigned(">", wanted, I32(1))):
         b.call(pthread["pthread_mutex_init"], [mutex, null])
         b.call(pthread["pthread_cond_init"], [work_ready, null])
