@@ -5,9 +5,9 @@ The generated code of the matrix products and convolutions calls
 (32-bit integers, every symbol prefixed `scipy_`, so it never clashes with
 the OpenBLAS numpy bundles). The JIT binds the symbols to the loaded
 library (`symbols()`); a shared library links it (`link_flags()`). The
-library runs on one thread unless told otherwise (`set_threads`, or a
-model compiled for several threads, whose NAME_init sets the count: the
-count is the process's, shared by every model in it).
+library runs on one thread unless told otherwise (`set_threads`; a model
+compiled for several threads sets it to one in NAME_init too, and splits
+its matrix products between its own threads instead).
 
 Like all of pyocc.runtime, this module never imports xDSL.
 """
@@ -20,7 +20,7 @@ import os
 from pyocc.errors import PyoccError
 
 #: the BLAS functions generated code may call (the thread setter: models
-#: compiled for several threads set the BLAS's count when they start)
+#: compiled for several threads set OpenBLAS to one thread when they start)
 BLAS_SYMBOLS = ("scipy_cblas_sgemm", "scipy_openblas_set_num_threads")
 #: threads the BLAS runs on unless `set_threads` says otherwise
 DEFAULT_THREADS = 1

@@ -5,7 +5,7 @@ with llvmlite's MCJIT and runs it through the C ABI (pyocc.runtime.bridge).
 The only external symbols generated code may use are a few libc functions
 and the libm functions native kernels call (`expf`, `tanhf`, `erf`, ...),
 plus OpenBLAS's sgemm for the native matrix products (pyocc.runtime.blas,
-one thread unless the model was compiled for more) and, in a model compiled
+one thread; a model compiled for more splits them between its threads) and, in a model compiled
 for several threads, the pthread functions of its worker pool
 (PTHREAD_SYMBOLS); they are resolved explicitly (`llvm.add_symbol`), and any
 other undefined symbol is an error, not a silent lookup in the process.
