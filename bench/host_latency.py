@@ -14,10 +14,13 @@ that both sides do real work on real numbers) this prints:
   (``--kernels numpy`` runs every site through numpy).
 
 Both sides use the same number of threads: ``--threads N`` (default 1) sets
-onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution)
-and pins numpy's BLAS to N threads, through OPENBLAS/OMP/MKL_NUM_THREADS set
-before numpy loads and, when threadpoolctl is installed, also through
-``threadpool_limits``. pyocc's non-BLAS numpy kernels are single-threaded.
+onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution),
+compiles pyocc's models with ``threads=N`` (its OpenBLAS and the parallel
+loops of its native kernels), and pins numpy's BLAS to N threads, through
+OPENBLAS/OMP/MKL_NUM_THREADS set before numpy loads and, when threadpoolctl
+is installed, also through ``threadpool_limits``. pyocc's numpy kernels
+(``--kernels numpy``, and the ops without a native kernel) are
+single-threaded apart from numpy's BLAS.
 
     python bench/host_latency.py                       # all nine, 1 thread
     python bench/host_latency.py --models resnet50 squeezenet --runs 20
@@ -59,7 +62,8 @@ def _parse_args() -> argparse.Namespace:
                         help=f"light models to run (default: all of {', '.join(LIGHT_MODELS)})")
     parser.add_argument("--runs", type=int, default=10, help="timed runs per model and runtime (median reported)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed runs before timing")
-    parser.add_argument("--threads", type=int, default=1, help="threads for BLAS and onnxruntime intra-op")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads for pyocc's models (pyocc.compile threads=), BLAS and onnxruntime intra-op")
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                         help="wall: elapsed time; cpu: this process's CPU time, steadier on a shared "
                              "machine (meaningful with --threads 1 only)")
@@ -146,7 +150,7 @@ def measure(name: str) -> Row:
     inputs = random_inputs_for(model)
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     start = clock()
-    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads)
     compile_s = clock() - start
     session = ort_session(model, ARGS.threads)
     got = compiled.run(inputs)
@@ -191,7 +195,7 @@ def profile(name: str) -> None:
 
     model = with_random_weights(name)
     inputs = random_inputs_for(model)
-    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads)
     for _ in range(ARGS.warmup):
         compiled.run(inputs)
     profiler = cProfile.Profile()

@@ -25,6 +25,7 @@ from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
+from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
@@ -506,6 +507,7 @@ def compile(  # noqa: A001 - the name users expect
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
     tile_patches: int = 4,
+    threads: int = 1,
 ) -> Model:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -523,11 +525,19 @@ def compile(  # noqa: A001 - the name users expect
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
     `scratch=True` plans the native kernels' scratch (im2col columns) in the
     pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region` and
-    `tile_patches`: patch-based execution of the stem (see `lower`)."""
+    `tile_patches`: patch-based execution of the stem (see `lower`).
+    `threads` (host): the threads the model runs on, for its BLAS calls and
+    for the independent outer loops of its native kernels (a worker pool
+    the model starts when it is loaded; results are the same for every
+    count); 1, the default, compiles exactly the single-threaded code."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):
         raise PyoccError(f"unknown kernels '{kernels}'; use native or numpy")
+    if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= MAX_THREADS:
+        raise PyoccError(f"threads must be a whole number from 1 to {MAX_THREADS}, got {threads!r}")
+    if target == "cuda" and threads != 1:
+        raise PyoccError("threads applies to the host target; drop --threads with --target cuda")
     if target == "cuda" and sanitize:
         raise PyoccError("the sanitizer runs on the host only; drop --sanitize with --target cuda")
     if target == "cuda" and cuda_libraries is None:
@@ -544,7 +554,8 @@ def compile(  # noqa: A001 - the name users expect
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
                            tile_region=tile_region, tile_patches=tile_patches)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
-                            pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels)
+                            pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
+                            threads=threads)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
     else:

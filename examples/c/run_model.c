@@ -1,12 +1,15 @@
 /* run_model: run a model compiled by `pyocc compile -o model.so` from C.
  *
  *   cc -O2 -o run_model examples/c/run_model.c -ldl
- *   ./run_model model.so input.bin output.bin [--repeat N]
+ *   ./run_model model.so input.bin output.bin [--repeat N] [--threads N]
  *
  * input.bin holds the graph inputs' raw little-endian bytes, concatenated in
  * graph-input order; output.bin receives the outputs likewise. The weights
  * come from model.weights beside the library. With --repeat N the model runs
  * N times and the last line printed is the median milliseconds per run.
+ * With --threads N it runs on N threads (NAME_set_threads before NAME_init):
+ * the library must have been compiled for threads (`pyocc compile --threads
+ * M`, any M > 1); without the option it runs on the threads it was compiled for.
  *
  * The model must run without Python: every compute op a native kernel
  * (its table's "numpy_sites" is 0), so NAME_init gets no kernel callback.
@@ -26,6 +29,7 @@
 typedef void (*init_fn)(void *const *);
 typedef int32_t (*run_fn)(void *const *, void *const *, const void *, int64_t *);
 typedef void (*destroy_fn)(void);
+typedef int32_t (*threads_fn)(int32_t);
 typedef const char *(*text_fn)(void);
 
 static void die(const char *what, const char *detail) {
@@ -132,13 +136,34 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* the value of option argv[i] ("--repeat", "--threads"): a positive count */
+static long count_option(int argc, char **argv, int i) {
+    char *end = NULL;
+    long value = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+    if (i + 1 >= argc || *end != '\0' || value < 1 || value > 1000000000L) {
+        fprintf(stderr, "run_model: %s needs a positive whole number\n", argv[i]);
+        exit(2);
+    }
+    return value;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4 && !(argc == 6 && strcmp(argv[4], "--repeat") == 0)) {
-        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N]\n", argv[0]);
+    long repeat = 1, threads = 0; /* 0: as compiled */
+    int timed = 0;
+    for (int i = 4; i < argc; i += 2) {
+        if (strcmp(argv[i], "--repeat") == 0) {
+            repeat = count_option(argc, argv, i);
+            timed = 1;
+        } else if (strcmp(argv[i], "--threads") == 0) {
+            threads = count_option(argc, argv, i);
+        } else {
+            argc = 0; /* unknown option: the usage line */
+        }
+    }
+    if (argc < 4) {
+        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N] [--threads N]\n", argv[0]);
         return 2;
     }
-    long repeat = argc == 6 ? strtol(argv[5], NULL, 10) : 1;
-    if (repeat < 1) die("--repeat needs a positive count", argv[5]);
 
     char library_path[4096];
     snprintf(library_path, sizeof library_path, "%s%s", strchr(argv[1], '/') ? "" : "./", argv[1]);
@@ -161,6 +186,12 @@ int main(int argc, char **argv) {
     LOOKUP(init_fn, init, "init")
     LOOKUP(run_fn, run, "run")
     LOOKUP(destroy_fn, destroy, "destroy")
+
+    /* OpenBLAS (linked by models whose kernels call the BLAS) starts with a
+     * thread per core; pyocc's models split their BLAS calls between their
+     * own threads (--threads), each calling it on one: as in pyocc's runtime */
+    void (*blas_threads)(int) = (void (*)(int))dlsym(library, "scipy_openblas_set_num_threads");
+    if (blas_threads) blas_threads(1);
 
     const char *meta = meta_fn();
     if (json_integer(meta, "abi") != 1) die("the model uses another ABI version than 1", NULL);
@@ -196,6 +227,17 @@ int main(int argc, char **argv) {
     offset = 0;
     for (int i = 0; i < outputs; i++) out_pointers[i] = out + offset, offset += output_bytes[i];
 
+    if (threads) {
+        snprintf(symbol, sizeof symbol, "%s_set_threads", name);
+        threads_fn set_threads = (threads_fn)dlsym(library, symbol);
+        if (set_threads ? set_threads((int32_t)(threads > 256 ? 257 : threads)) != 0 : threads > 1) {
+            fprintf(stderr, "run_model: %s: %s\n", argv[1],
+                    set_threads ? "--threads must be at most 256"
+                                : "compiled for one thread; compile it with pyocc compile --threads N to run it "
+                                  "on more");
+            return 1;
+        }
+    }
     void *no_callback[1] = {NULL};
     init(no_callback);
     double *times = malloc(sizeof(double) * (size_t)repeat);
@@ -214,7 +256,7 @@ int main(int argc, char **argv) {
     if (!f || (total_out && fwrite(out, 1, total_out, f) != total_out) || fclose(f) != 0)
         die("cannot write", argv[3]);
     printf("%s: %d inputs (%zu bytes), %d outputs (%zu bytes)\n", name, inputs, total_in, outputs, total_out);
-    if (argc == 6) {
+    if (timed) {
         qsort(times, (size_t)repeat, sizeof(double), by_value);
         double median = repeat % 2 ? times[repeat / 2] : (times[repeat / 2 - 1] + times[repeat / 2]) / 2;
         printf("median %.3f ms per run over %ld runs\n", median, repeat);

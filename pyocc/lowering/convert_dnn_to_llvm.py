@@ -80,6 +80,9 @@ from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
+from pyocc.lowering.native.dense_ir import SGEMM
+from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE
+from pyocc.lowering.native.threads import MAX_THREADS, define_thread_pool, parallel_for_symbol
 from pyocc.lowering.targets import TARGETS
 from pyocc.runtime.bridge import pack_weight_pool
 from pyocc.runtime.cuda import CudaLibraries
@@ -230,10 +233,16 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     return chosen
 
 
-def to_llvmlite(module: ModuleOp, kernels: str = "native") -> llvmlite.ir.Module:
+def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
     """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
     plus indirect `llvm.call`s, which it does not convert, plus the native
-    kernel of every site `select_kernels(kernels)` picks."""
+    kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
+    each host function gets a pool of worker threads (started by NAME_init,
+    `NAME_set_threads` exported) and its native kernels' independent loops
+    a parallel-for (pyocc.lowering.native.threads); with 1 the module is
+    exactly the single-threaded one."""
+    if not 1 <= threads <= MAX_THREADS:
+        raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
     module = module.clone()
     native = select_kernels(module, kernels)
     bodies: dict[str, Region] = {}
@@ -269,8 +278,20 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native") -> llvmlite.ir.Module
                     values[op.returned] = result
             else:
                 convert_op(op, builder, values)
+    if threads > 1:
+        # declared before the kernels are written: their BLAS calls split between the threads when it is there
+        for name in lowered_functions(module):
+            if f"{name}_dispatch" in llvm_module.globals:
+                ir.Function(llvm_module, PARALLEL_FOR_TYPE, parallel_for_symbol(name))
     for symbol, (kernel, site) in native.items():
+        if threads > 1:
+            site = {**site, "parallel_for": parallel_for_symbol(symbol.rsplit("_site_", 1)[0])}
         kernel.emit(llvm_module, symbol, site)
+    if threads > 1:
+        uses_blas = SGEMM in llvm_module.globals
+        for name in lowered_functions(module):
+            if f"{name}_dispatch" in llvm_module.globals:  # host code (cuda code has no sites)
+                define_thread_pool(llvm_module, name, threads, uses_blas)
     return llvm_module
 
 
@@ -278,9 +299,9 @@ def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
     return convert_type(t)
 
 
-def to_llvm_ir(module: ModuleOp, kernels: str = "native") -> str:
-    """LLVM IR text of a lowered module (see to_llvmlite for `kernels`)."""
-    return str(to_llvmlite(module, kernels))
+def to_llvm_ir(module: ModuleOp, kernels: str = "native", threads: int = 1) -> str:
+    """LLVM IR text of a lowered module (see to_llvmlite for `kernels` and `threads`)."""
+    return str(to_llvmlite(module, kernels, threads))
 
 
 def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
@@ -290,7 +311,8 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
 
 def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
                    cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace,
-                   pool_allocation: str = ConvertDnnToLlvmPass.pool_allocation, kernels: str = "native") -> Any:
+                   pool_allocation: str = ConvertDnnToLlvmPass.pool_allocation, kernels: str = "native",
+                   threads: int = 1) -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
     `function` (default: the only one) into a runnable model: a
     CompiledModel on the host, whose sites run native kernels where one
@@ -298,7 +320,8 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
     on target "cuda" a CudaModel bound to `cuda_libraries` (anything with
     `symbols() -> {name: address}`; default NVIDIA's libraries,
     pyocc.runtime.cuda.CudaLibraries; `workspace` and `pool_allocation` are
-    the pass's target=cuda options)."""
+    the pass's target=cuda options). `threads` (host): the threads the
+    model runs on, its BLAS and its native loops (see to_llvmlite)."""
     lowered = module.clone()
     try:
         ConvertDnnToLlvmPass(target=target, workspace=workspace, pool_allocation=pool_allocation).apply(Context(), lowered)
@@ -320,4 +343,4 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
         if cuda_libraries is None:
             cuda_libraries = CudaLibraries.load()
         return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
-    return CompiledModel(to_llvm_ir(lowered, kernels), meta, weight_pool)
+    return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)

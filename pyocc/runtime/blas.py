@@ -5,7 +5,9 @@ The generated code of the matrix products and convolutions calls
 (32-bit integers, every symbol prefixed `scipy_`, so it never clashes with
 the OpenBLAS numpy bundles). The JIT binds the symbols to the loaded
 library (`symbols()`); a shared library links it (`link_flags()`). The
-library runs on one thread unless told otherwise (`set_threads`).
+library runs on one thread unless told otherwise (`set_threads`; a model
+compiled for several threads sets it to one in NAME_init too, and splits
+its matrix products between its own threads instead).
 
 Like all of pyocc.runtime, this module never imports xDSL.
 """
@@ -17,8 +19,9 @@ import os
 
 from pyocc.errors import PyoccError
 
-#: the BLAS functions generated code may call
-BLAS_SYMBOLS = ("scipy_cblas_sgemm",)
+#: the BLAS functions generated code may call (the thread setter: models
+#: compiled for several threads set OpenBLAS to one thread when they start)
+BLAS_SYMBOLS = ("scipy_cblas_sgemm", "scipy_openblas_set_num_threads")
 #: threads the BLAS runs on unless `set_threads` says otherwise
 DEFAULT_THREADS = 1
 

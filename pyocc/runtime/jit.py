@@ -5,7 +5,9 @@ with llvmlite's MCJIT and runs it through the C ABI (pyocc.runtime.bridge).
 The only external symbols generated code may use are a few libc functions
 and the libm functions native kernels call (`expf`, `tanhf`, `erf`, ...),
 plus OpenBLAS's sgemm for the native matrix products (pyocc.runtime.blas,
-one thread); they are resolved explicitly (`llvm.add_symbol`), and any
+one thread; a model compiled for more splits them between its threads) and, in a model compiled
+for several threads, the pthread functions of its worker pool
+(PTHREAD_SYMBOLS); they are resolved explicitly (`llvm.add_symbol`), and any
 other undefined symbol is an error, not a silent lookup in the process.
 
 Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
@@ -43,6 +45,11 @@ LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
 #: LLVM's math intrinsics become (llvm.exp.f32 -> expf, ...)
 LIBM_SYMBOLS = ("erf", "expf", "logf", "tanhf", "powf", "exp2f", "log2f", "fmodf", "tanh", "exp", "log", "pow",
                 "fmod")
+#: the pthread functions the worker pool of a model compiled for several
+#: threads calls (pyocc.lowering.native.threads; libc's since glibc 2.34)
+PTHREAD_SYMBOLS = ("pthread_create", "pthread_join", "pthread_mutex_init", "pthread_mutex_destroy",
+                   "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_init", "pthread_cond_destroy",
+                   "pthread_cond_wait", "pthread_cond_broadcast", "pthread_cond_signal")
 #: LLVM's optimisation level for generated code
 SPEED_LEVEL = 3
 
@@ -160,7 +167,10 @@ class CompiledModel(NativeModel):
             self.write_object(obj)
             # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
             uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for f in self._module.functions)
+            # a model compiled for several threads runs a pthread pool
+            uses_threads = any(f.is_declaration and f.name in PTHREAD_SYMBOLS for f in self._module.functions)
             result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
+                                     *(["-lpthread"] if uses_threads else []),
                                      *(blas.link_flags() if uses_blas else [])],
                                     capture_output=True, text=True)
             if result.returncode != 0:
@@ -176,7 +186,8 @@ def _resolve_externals(module: Any) -> None:
     and the libm functions LLVM's intrinsics lower to; refuse any symbol
     that is neither an LLVM intrinsic nor an allowed libc / libm one."""
     llvm = _llvm()
-    libraries = {"libc": _libc(), "libm": _libm()}
+    # the process itself: pthreads before glibc 2.34 live in libpthread, which Python loads
+    libraries = {"libc": _libc(), "libm": _libm(), "process": ctypes.CDLL(None)}
 
     def bind(name: str, library: str) -> None:
         try:
@@ -192,6 +203,9 @@ def _resolve_externals(module: Any) -> None:
             continue
         if function.name in blas.BLAS_SYMBOLS:  # the native matrix products' sgemm (OpenBLAS, one thread)
             llvm.add_symbol(function.name, blas.symbols()[function.name])
+            continue
+        if function.name in PTHREAD_SYMBOLS:  # the worker pool of a model compiled for several threads
+            bind(function.name, "process")
             continue
         if function.name not in LIBC_SYMBOLS:
             raise PyoccError(f"generated code calls '{function.name}', which the host runtime does not provide "

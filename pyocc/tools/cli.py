@@ -32,6 +32,7 @@ from pyocc.api import lower
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
+from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.pools import parse_size
@@ -81,6 +82,17 @@ def _ratio(text: str) -> float:
         value = -1.0
     if not value >= 0:
         raise argparse.ArgumentTypeError(f"'{text}' must be a non-negative ratio, e.g. 0.1 for 10% more MACs")
+    return value
+
+
+def _threads(text: str) -> int:
+    """--threads: a whole number of threads from 1 to MAX_THREADS (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_THREADS:
+        raise argparse.ArgumentTypeError(f"'{text}' must be a whole number of threads from 1 to {MAX_THREADS}")
     return value
 
 
@@ -175,7 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
-                          kernels=args.kernels,
+                          kernels=args.kernels, threads=args.threads,
                           scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     model.memory_report().check_limit(_bytes(args.memory_limit))
@@ -210,7 +222,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
-                          kernels=args.kernels,
+                          kernels=args.kernels, threads=args.threads,
                           scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     model.memory_report().check_limit(_bytes(args.memory_limit))
@@ -238,6 +250,8 @@ def _print_library_use(library: Path, numpy_sites: int, sites: int) -> None:
 def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
     """target cuda: write the host code as LLVM IR. Emitting it needs no GPU
     (running it does: `pyocc run --target cuda`)."""
+    if args.threads != 1:
+        raise PyoccError("threads applies to the host target; drop --threads with --target cuda")
     if out.suffix != ".ll":
         raise PyoccError(f"{out}: target cuda writes LLVM IR (.ll) only; its library calls are bound when it is run")
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
@@ -344,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--kernels", choices=["native", "numpy"], default="native",
                              help="target host: native (default) compiles a kernel for every op that has one "
                                   "and calls numpy for the rest; numpy calls the numpy kernels for every op")
+        command.add_argument("--threads", type=_threads, default=1, metavar="N",
+                             help="target host: run the model on N threads, its BLAS calls and the outer loops "
+                                  "of its native kernels (default 1; results do not depend on N)")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)

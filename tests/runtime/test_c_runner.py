@@ -1,6 +1,8 @@
 """examples/c/run_model.c runs a model without numpy sites from C: built
 with the system C compiler, fed raw inputs, its raw outputs equal the
-Python runtime's; models that call numpy are refused with one line."""
+Python runtime's, on any number of threads; models that call numpy are
+refused with one line. ResNet-50, compiled by `pyocc compile` and linked
+with the line it prints, matches onnxruntime from C."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
+from pyocc.testing.light_models import onnxruntime_reference
 from pyocc.tools.cli import main as pyocc_main
 
 RUNNER = Path(__file__).resolve().parents[2] / "examples" / "c" / "run_model.c"
@@ -101,3 +104,63 @@ def test_compile_prints_the_weights_and_the_link_line(tmp_path: Path, capsys: py
     assert lines[2].startswith("run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model tiny.so")
     assert pyocc_main(["compile", "tiny.onnx", "-o", "numpy.so", "--kernels", "numpy"]) == 0
     assert "note: 6 of 6 ops call numpy kernels" in capsys.readouterr().out
+
+
+def test_threads_in_the_runner(tmp_path: Path, runner: Path) -> None:
+    """A library compiled for threads runs on any count the runner asks for,
+    with the same bytes out; one compiled for one thread refuses more."""
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    s = rng.standard_normal(3).astype(np.float32)
+    (tmp_path / "in.bin").write_bytes(x.tobytes() + s.tobytes())
+    pyocc.compile(tiny_model(), threads=2).save(tmp_path / "threads.so")
+    outputs = []
+    for count in (None, 1, 3):
+        option = [] if count is None else ["--threads", str(count)]
+        result = subprocess.run([str(runner), "threads.so", "in.bin", f"out{count}.bin", *option], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        outputs.append((tmp_path / f"out{count}.bin").read_bytes())
+    assert outputs[0] == outputs[1] == outputs[2]
+    pyocc.compile(tiny_model()).save(tmp_path / "one.so")
+    result = subprocess.run([str(runner), "one.so", "in.bin", "out.bin", "--threads", "2"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 1
+    assert result.stderr.strip() == ("run_model: one.so: compiled for one thread; compile it with pyocc compile "
+                                     "--threads N to run it on more")
+    for bad in (["--threads", "0"], ["--repeat", "x"], ["--threads"]):
+        result = subprocess.run([str(runner), "threads.so", "in.bin", "out.bin", *bad], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 2
+        assert result.stderr.strip() == f"run_model: {bad[0]} needs a positive whole number"
+
+
+def test_resnet50_from_c_matches_onnxruntime(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #16's done-criterion: `pyocc compile light_resnet50.onnx -o m.so`
+    (random weights), the runner linked with the line pyocc prints, run
+    from C on 1 and 2 threads, matches onnxruntime, and the counts agree."""
+    model, inputs, (expected,) = onnxruntime_reference("resnet50")
+    onnx.save(model, tmp_path / "resnet50.onnx")
+    monkeypatch.chdir(tmp_path)
+    assert pyocc_main(["compile", "resnet50.onnx", "-o", "m.so", "--threads", "2"]) == 0
+    del model
+    lines = capsys.readouterr().out.splitlines()
+    link = next(line for line in lines if line.startswith("link: "))[len("link: "):].split()
+    assert link[:4] == ["cc", "-o", "app", "app.c"]
+    # the printed link line, with the runner for app.c (it also dlopens the library)
+    build = subprocess.run(["cc", "-O2", "-o", "run_model", str(RUNNER), *link[4:], "-ldl"],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    (x,) = inputs.values()
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    outputs = []
+    for threads in ("1", "2"):
+        result = subprocess.run(["./run_model", "m.so", "in.bin", f"out{threads}.bin", "--threads", threads],
+                                capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        raw = (tmp_path / f"out{threads}.bin").read_bytes()
+        outputs.append(raw)
+        np.testing.assert_allclose(np.frombuffer(raw, dtype=np.float32).reshape(expected.shape), expected,
+                                   rtol=1e-4, atol=1e-5)
+    assert outputs[0] == outputs[1]

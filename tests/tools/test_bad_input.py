@@ -200,6 +200,11 @@ CASES = {
                                                     "-o", "OUT"], None,
                                        "convert-dnn-to-llvm needs buffer-form dnn (dnn.malloc/dnn.dealloc) or a planned "
                                        "pool (dnn.pool_init/dnn.mem_offset), which dnn-insert-memory-ops produces"),
+    "no threads": (relu, ["pyocc", "compile", "MODEL", "--threads", "0", "-o", "OUT.so"], None,
+                   "'0' must be a whole number of threads from 1 to 256"),
+    "threads on the GPU target": (relu, ["pyocc", "compile", "MODEL", "--target", "cuda", "--threads", "2",
+                                         "-o", "OUT.ll"], None,
+                                  "threads applies to the host target; drop --threads with --target cuda"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }

@@ -5,6 +5,19 @@ float32 element access, the fused activations, and calls of the BLAS.
 Shapes are static (a kernel is specialised to its site), so loop bounds and
 most index arithmetic are Python ints; LLVM gets constant trip counts to
 vectorise. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
+
+In a model compiled for several threads (its parallel-for,
+pyocc.lowering.native.threads, is declared in the module before the
+kernels are written), a large sgemm is split by columns of C into blocks,
+and the model's worker threads each call the single-threaded sgemm on a
+contiguous run of blocks (the last block takes the leftover columns):
+OpenBLAS's own threads spin while they wait, which on a loaded machine made
+ResNet-50 five times slower (docs/performance.md), while the workers sleep.
+Every element of C is still one sgemm's dot product over the whole depth,
+in the same order, as long as every call takes OpenBLAS's path for large
+products: its small-matrix kernels (up to 100^3 multiply-adds) round
+differently, so a block holds a multiple of SGEMM_COLUMN_BLOCK columns and
+at least SGEMM_PARALLEL_MACS multiply-adds.
 """
 
 from __future__ import annotations
@@ -17,7 +30,8 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.lowering.llvm_math import ScalarMath, unary_expression
-from pyocc.lowering.native.loops import kernel_function
+from pyocc.lowering.native.loops import BODY_TYPE, kernel_function
+from pyocc.lowering.native.threads import parallel_for_symbol
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
@@ -29,6 +43,15 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 #: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
 SGEMM = "scipy_cblas_sgemm"
 SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
+#: a block of an sgemm split between threads has a multiple of this many columns of C
+SGEMM_COLUMN_BLOCK = 64
+#: ... and at least this many multiply-adds (above OpenBLAS's small-matrix
+#: sizes); an sgemm is split when it has two blocks (a run-time column
+#: count, a convolution's im2col block, counts as the columns a 1 MiB
+#: block of depth k holds)
+SGEMM_PARALLEL_MACS = 1 << 20
+#: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as integers), column count
+SGEMM_CONTEXT_SLOTS = 4
 
 
 class NotNative(Exception):
@@ -59,6 +82,7 @@ class Kernel:
 
     def __init__(self, module: ir.Module, symbol: str):
         self.module = module
+        self.symbol = symbol
         self.function = kernel_function(module, symbol)
         self.function.args[0].name = "buffers"
         # the entry block holds only the variables (allocas) and a branch to the code
@@ -184,18 +208,66 @@ class Kernel:
         be a run-time i64)."""
         if m == 0 or (isinstance(n, int) and n == 0):
             return
-        function = self.module.globals.get(SGEMM)
-        if function is None:
-            function = ir.Function(self.module, SGEMM_TYPE, SGEMM)
+        parallel_for = self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
+        columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
+        per_column = max(m * k, 1)
+        block = -(-SGEMM_PARALLEL_MACS // per_column)
+        block = max(SGEMM_COLUMN_BLOCK, -(-block // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
+        if parallel_for is None or columns < 2 * block:
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            return
+        # the blocks of columns [begin, end) of C: C[:, cols] = op(A) @ op(B)[:, cols]
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
+        part.linkage = "internal"
+        builder = ir.IRBuilder(part.append_basic_block("entry"))
+        context, begin, end = part.args
+        fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
+                  for i in range(SGEMM_CONTEXT_SLOTS)]
+        part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
+        count = fields[3]
+        first = builder.mul(begin, I64(block))
+        last = builder.mul(end, I64(block))
+        # the last block (fewer than `block` columns after it) takes them; a
+        # run-time count below one block is one short block (count - last < 0)
+        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), I64(block)), count, last)
+        width = builder.sub(last, first)
+        b_first = builder.mul(first, I64(ldb)) if trans_b else first
+        with builder.if_then(builder.icmp_signed(">", width, I64(0))):
+            _call_sgemm(self.module, builder, m, width, k, part_a, lda,
+                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb,
+                        builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
+                        alpha, beta, trans_a, trans_b)
+        builder.ret_void()
+        # the caller: the arguments on the stack, the blocks to the workers
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
+        caller = self.builder
+        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n)]
+        for i, value in enumerate(values):
+            caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
+        # whole blocks, at least one (a run-time count may be short)
+        blocks = caller.udiv(self.index(n), I64(block))
+        blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
+        caller.call(parallel_for, [part, slot, blocks])
 
-        def i32(value: int | ir.Value) -> ir.Value:
-            return I32(int(value)) if isinstance(value, int) else self.builder.trunc(value, I32)
 
-        self.builder.call(function, [
-            i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
-            i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
-            a, i32(max(lda, 1)), b, i32(max(ldb, 1)), F32(beta), c, i32(max(ldc, 1)),
-        ])
+def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int, a: ir.Value, lda: int,
+                b: ir.Value, ldb: int, c: ir.Value, ldc: int, alpha: float, beta: float, trans_a: bool,
+                trans_b: bool) -> None:
+    """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
+    function = module.globals.get(SGEMM)
+    if function is None:
+        function = ir.Function(module, SGEMM_TYPE, SGEMM)
+
+    def i32(value: int | ir.Value) -> ir.Value:
+        return I32(int(value)) if isinstance(value, int) else builder.trunc(value, I32)
+
+    builder.call(function, [
+        i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
+        i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
+        a, i32(max(lda, 1)), b, i32(max(ldb, 1)), F32(beta), c, i32(max(ldc, 1)),
+    ])
 
 
 def row_major_strides(shape: Sequence[int]) -> list[int]:

@@ -100,7 +100,7 @@ def emit_unary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
             result = unary_expression(k.math, fn, value, kw.get("alpha"), kw.get("beta"), "none")
         k.store(result, out, i)
 
-    k.loop(out.size, element)
+    k.loop(out.size, element, parallel=True)
     k.finish()
 
 
@@ -289,7 +289,7 @@ def emit_cast(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Cast to out's dtype (host_kernels.cast)."""
     k = KernelBuilder(module, symbol, site)
     x, out = k.input(0), k.outputs[0]
-    k.loop(out.size, lambda i: k.store(cast_value(k, k.load(x, i), x.dtype, out.dtype), out, i))
+    k.loop(out.size, lambda i: k.store(cast_value(k, k.load(x, i), x.dtype, out.dtype), out, i), parallel=True)
     k.finish()
 
 

@@ -13,6 +13,23 @@ tested at the bottom (every count is >= 1; empty loops are not emitted), so
 LLVM's loop vectoriser sees their trip counts. Values are never reassociated
 (no fast-math flags): a native kernel rounds like its numpy kernel wherever
 both compute in the same order.
+
+Threads: an emitter marks a loop whose iterations write disjoint elements
+and read nothing another iteration writes with `parallel=True`. When the
+model is compiled for several threads (the site carries "parallel_for", the
+symbol of its model's parallel-for, pyocc.lowering.native.threads), the
+kernel's code goes into an outlined body `void symbol.body(i8 **buffers,
+i64 begin, i64 end)` and the first such loop at the top level of the kernel
+(not inside another loop) with at least PARALLEL_MIN_WORK innermost
+iterations runs from `begin` to `end`; `symbol(buffers)` hands the range
+[0, count) to the parallel-for, which runs the body once per thread on a
+slice of it. That is correct only if the body's code outside that loop has
+no effect, so `ParallelOutline.finish` checks it (no store but to the
+stack, no call but LLVM's pure intrinsics) and otherwise calls the body
+once, serially, on the whole range. Each element is computed by the same
+instructions whatever the thread count, so results do not change with it.
+Compiled for one thread (no "parallel_for"), a kernel is exactly what it
+was before threads existed.
 """
 
 from __future__ import annotations
@@ -31,6 +48,13 @@ F32, F64 = ir.FloatType(), ir.DoubleType()
 PTR = ir.PointerType()
 #: every native kernel's signature: void kernel(i8 **buffers)
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [PTR])
+#: a kernel's outlined body when it runs on threads: void body(i8 **buffers, i64 begin, i64 end)
+BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
+#: a model's parallel-for: void parallel_for(body, i8 **buffers, i64 count)
+PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64])
+#: a loop runs on threads only with at least this many innermost iterations
+#: (waking the workers costs about as much as this many element operations)
+PARALLEL_MIN_WORK = 1 << 16
 
 #: numpy dtype name -> the llvm type of one element (bool is one byte, 0 or 1)
 ELEMENT_TYPES: dict[str, ir.Type] = {
@@ -89,6 +113,81 @@ def kernel_function(module: ir.Module, symbol: str) -> ir.Function:
     return function
 
 
+class ParallelOutline:
+    """The functions of one kernel `symbol`: with `parallel_for` (the model's
+    parallel-for symbol) an outlined body the emitter writes into and the
+    kernel that calls it (see the module docstring); without, just the
+    kernel. Emitters write into `function` and say which loop runs in
+    parallel with `claim`; `finish` writes the kernel."""
+
+    def __init__(self, module: ir.Module, symbol: str, parallel_for: str | None):
+        """Define `symbol` (and its body when `parallel_for` is given)."""
+        self.kernel = kernel_function(module, symbol)
+        self.parallel_for = parallel_for
+        self.function = self.kernel
+        #: loops being emitted around the current position
+        self.depth = 0
+        #: the trip count of the claimed loop, once one is
+        self.count: int | None = None
+        self._before: set[ir.Block] = set()
+        self._loop_blocks: set[ir.Block] = set()
+        if parallel_for is not None:
+            self.function = ir.Function(module, BODY_TYPE, module.get_unique_name(f"{symbol}.body"))
+            self.function.linkage = "internal"
+
+    def claim(self, count: int, work: int) -> tuple[ir.Value, ir.Value] | None:
+        """For a loop of `count` independent iterations and `work` innermost
+        iterations about to be emitted here: (begin, end) to run it over,
+        when it runs in parallel; None when it runs serially over [0, count)."""
+        if self.parallel_for is None or self.depth or self.count is not None or count < 2 \
+                or work < PARALLEL_MIN_WORK:
+            return None
+        self.count = count
+        self._before = set(self.function.blocks)
+        return self.function.args[1], self.function.args[2]
+
+    def claimed(self, after: ir.Block) -> None:
+        """The claimed loop is emitted; `after` is the block that follows it."""
+        self._loop_blocks = set(self.function.blocks) - self._before - {after}
+
+    def _outside_has_no_effect(self) -> bool:
+        for block in self.function.blocks:
+            if block in self._loop_blocks:
+                continue
+            for instruction in block.instructions:
+                if isinstance(instruction, ir.StoreInstr) and not isinstance(instruction.operands[1], ir.AllocaInstr):
+                    return False
+                if isinstance(instruction, ir.CallInstr):
+                    callee = instruction.callee
+                    if not (isinstance(callee, ir.Function) and callee.name.startswith("llvm.")
+                            and not callee.name.startswith("llvm.mem")):
+                        return False
+        return True
+
+    @property
+    def parallel(self) -> bool:
+        """Whether the kernel hands its claimed loop to the parallel-for
+        (known once the body is complete)."""
+        return self.count is not None and self._outside_has_no_effect()
+
+    def finish(self) -> None:
+        """Write the kernel: the parallel-for over the body, or one call of it
+        over the whole range (which LLVM inlines)."""
+        if self.parallel_for is None:
+            return
+        module = self.kernel.module
+        b = ir.IRBuilder(self.kernel.append_basic_block("entry"))
+        buffers = self.kernel.args[0]
+        if self.parallel:
+            parallel_for = module.globals.get(self.parallel_for)
+            if parallel_for is None:
+                parallel_for = ir.Function(module, PARALLEL_FOR_TYPE, self.parallel_for)
+            b.call(parallel_for, [self.function, buffers, ir.Constant(I64, self.count)])
+        else:
+            b.call(self.function, [buffers, ir.Constant(I64, 0), ir.Constant(I64, self.count or 0)])
+        b.ret_void()
+
+
 @dataclass(frozen=True)
 class Operand:
     """One buffer of a site: its data pointer and static type."""
@@ -145,7 +244,8 @@ class KernelBuilder:
         self.module = module
         self.site = site
         self.kwargs: dict[str, Any] = site["kwargs"]
-        self.function = kernel_function(module, symbol)
+        self.outline = ParallelOutline(module, symbol, site.get("parallel_for"))
+        self.function = self.outline.function
         self.b = ir.IRBuilder(self.function.append_basic_block("entry"))
         self.math = ScalarMath(self.b, module, "host")
         buffers = self.function.args[0]
@@ -175,8 +275,10 @@ class KernelBuilder:
         return operand
 
     def finish(self) -> None:
-        """Return from the kernel."""
+        """Return from the kernel (and write the kernel that runs its body on
+        threads, see ParallelOutline)."""
         self.b.ret_void()
+        self.outline.finish()
 
     # -- values --------------------------------------------------------------
 
@@ -235,10 +337,33 @@ class KernelBuilder:
 
     # -- loops ---------------------------------------------------------------
 
-    def loop(self, count: int, body: Callable[[ir.Value], None]) -> None:
+    def loop(self, count: int, body: Callable[[ir.Value], None], parallel: bool = False,
+             work: int | None = None) -> None:
         """for i in range(count): body(i), with i an i64 (nothing for count 0,
-        no loop for count 1)."""
-        self.reduce(count, None, lambda i, acc: body(i))
+        no loop for count 1). `parallel`: the iterations are independent (see
+        the module docstring), `work` innermost iterations in all (default
+        `count`), so the loop may run on threads."""
+        span = self.outline.claim(count, count if work is None else work) if parallel else None
+        if span is None:
+            self.reduce(count, None, lambda i, acc: body(i))
+            return
+        b = self.b
+        begin, end = span
+        header = b.append_basic_block("parallel.loop")
+        after = b.append_basic_block("parallel.end")
+        before = b.block
+        b.cbranch(b.icmp_unsigned("<", begin, end), header, after)
+        b.position_at_end(header)
+        index = b.phi(I64)
+        index.add_incoming(begin, before)
+        self.outline.depth += 1
+        body(index)
+        self.outline.depth -= 1
+        following = b.add(index, self.i64(1))
+        index.add_incoming(following, b.block)
+        b.cbranch(b.icmp_unsigned("<", following, end), header, after)
+        b.position_at_end(after)
+        self.outline.claimed(after)
 
     def reduce(self, count: int, initial: ir.Value | None,
                step: Callable[[ir.Value, ir.Value | None], ir.Value | None]) -> ir.Value | None:
@@ -261,7 +386,9 @@ class KernelBuilder:
         if initial is not None:
             acc = b.phi(initial.type)
             acc.add_incoming(initial, before)
+        self.outline.depth += 1
         result = step(index, acc)
+        self.outline.depth -= 1
         following = b.add(index, self.i64(1))
         index.add_incoming(following, b.block)
         if acc is not None:
@@ -271,23 +398,26 @@ class KernelBuilder:
         # the latch (where `result` is defined or dominated) is the only way here
         return result if initial is not None else None
 
-    def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None]) -> None:
-        """for every index of `shape` in row-major order: body(indices)."""
+    def loop_nest(self, shape: Sequence[int], body: Callable[[list[ir.Value]], None], parallel: bool = False) -> None:
+        """for every index of `shape` in row-major order: body(indices);
+        `parallel`: the outermost loop's iterations are independent (`loop`)."""
         def level(depth: int, indices: list[ir.Value]) -> None:
             if depth == len(shape):
                 body(indices)
                 return
-            self.loop(shape[depth], lambda i: level(depth + 1, [*indices, i]))
+            self.loop(shape[depth], lambda i: level(depth + 1, [*indices, i]), parallel=parallel and depth == 0,
+                      work=math.prod(shape[depth:]))
 
         if math.prod(shape) > 0:
             level(0, [])
 
     def strided_loop_nest(self, shape: Sequence[int], strides: Sequence[Sequence[int]],
-                          body: Callable[[list[ir.Value]], None], bases: Sequence[int] | None = None) -> None:
+                          body: Callable[[list[ir.Value]], None], bases: Sequence[int] | None = None,
+                          parallel: bool = False) -> None:
         """for every index of `shape`: body(offsets), one element offset per
         operand, operand k walking `shape` with `strides[k]` (0 along a
         broadcast dim) from element `bases[k]` (default 0). Dims are merged
-        first (merge_dims)."""
+        first (merge_dims). `parallel`: as for loop_nest."""
         if math.prod(shape) == 0:
             return
         merged_shape, merged = merge_dims(shape, strides)
@@ -296,7 +426,7 @@ class KernelBuilder:
         def offsets(indices: list[ir.Value]) -> None:
             body([self.offset(indices, s, base) for s, base in zip(merged, starts, strict=True)])
 
-        self.loop_nest(merged_shape, offsets)
+        self.loop_nest(merged_shape, offsets, parallel=parallel)
 
     def constant_table(self, values: Sequence[int], name: str = "table") -> ir.GlobalVariable:
         """An internal constant i64 array holding `values` (index tables)."""
@@ -315,9 +445,10 @@ class KernelBuilder:
     def broadcast_loop(self, operands: Sequence[Operand], out: Operand,
                        body: Callable[[list[ir.Value], ir.Value], None]) -> None:
         """For every element of `out`: body(input offsets, out offset), the
-        `operands` broadcast to out's shape (numpy rules)."""
+        `operands` broadcast to out's shape (numpy rules). `body` computes
+        the one element of `out` at its offset, so the loop may run on threads."""
         strides = [list(broadcast_strides(o.shape, out.shape)) for o in operands] + [out.strides]
-        self.strided_loop_nest(out.shape, strides, lambda offs: body(offs[:-1], offs[-1]))
+        self.strided_loop_nest(out.shape, strides, lambda offs: body(offs[:-1], offs[-1]), parallel=True)
 
     # -- arithmetic ----------------------------------------------------------
 

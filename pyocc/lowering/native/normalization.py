@@ -48,9 +48,11 @@ def _per_channel(k: KernelBuilder, x: Operand, out: Operand, axis: int,
 
             k.loop(inner, per_element)
 
-        k.loop(channels, per_channel)
+        # every element is written from itself and its channel's parameters:
+        # the first loop with more than one iteration may run on threads
+        k.loop(channels, per_channel, parallel=True, work=channels * inner)
 
-    k.loop(outer, per_outer)
+    k.loop(outer, per_outer, parallel=True, work=x.size)
 
 
 def _supports_affine(site: dict[str, Any]) -> bool:
@@ -117,9 +119,10 @@ def _rows(k: KernelBuilder, x: Operand, axis: int, body: Any) -> None:
             base = k.b.add(k.b.mul(o, k.i64(length * inner)), i)
             body(lambda j: k.b.add(base, k.b.mul(j, k.i64(inner))), length)
 
-        k.loop(inner, per_inner)
+        # each (outer, inner) row is read and written by its own iteration only
+        k.loop(inner, per_inner, parallel=True, work=inner * length)
 
-    k.loop(outer, per_outer)
+    k.loop(outer, per_outer, parallel=True, work=x.size)
 
 
 def _row_max(k: KernelBuilder, x: Operand, at: Any, length: int) -> ir.Value:
@@ -239,7 +242,7 @@ def emit_layer_norm(module: ir.Module, symbol: str, site: dict[str, Any]) -> Non
 
         k.strided_loop_nest(trailing, [row_strides, scale_strides, bias_strides], write)
 
-    k.loop(math.prod(x.shape[:axis]), row)
+    k.loop(math.prod(x.shape[:axis]), row, parallel=True, work=x.size)
     k.finish()
 
 

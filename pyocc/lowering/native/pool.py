@@ -125,7 +125,8 @@ def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> N
 
         k.loop_nest(leading, row) if leading else row([])
 
-    k.loop(channels, plane)
+    # each N*C plane of out is written from its own plane of x
+    k.loop(channels, plane, parallel=True, work=channels * max(in_plane, out_plane))
     k.finish()
 
 
@@ -218,7 +219,7 @@ def _global(k: KernelBuilder, combine: Callable[[ir.Value, ir.Value], ir.Value],
         total = k.reduce(plane, initial, lambda i, acc: combine(acc, k.load(x, k.b.add(base, i))))
         k.store(finish(total, plane), out, nc)
 
-    k.loop(x.shape[0] * x.shape[1], channel)
+    k.loop(x.shape[0] * x.shape[1], channel, parallel=True, work=x.size)
     k.finish()
 
 

@@ -1,0 +1,290 @@
+"""A model's worker threads, written as LLVM IR: the native parallel-for.
+
+A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
+`to_llvmlite(threads=N)`) gets, per function NAME:
+
+    int32_t NAME_set_threads(int32_t n);  // exported: threads from now on
+                                          // (0, or 1 for n < 1)
+    void    NAME_threads_start(void);     // internal: called first by NAME_init
+    void    NAME_threads_stop(void);      // internal: called first by NAME_destroy
+    void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count);
+
+`NAME_threads_start` starts `threads - 1` pthreads that sleep on a condition
+variable (the calling thread is the last worker) and, when the model calls
+the BLAS, sets OpenBLAS to one thread (`scipy_openblas_set_num_threads`):
+the workers split each large sgemm by columns between them
+(pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
+OpenBLAS's own threads spin while they wait for work, which made ResNet-50
+five times slower on a loaded machine (docs/performance.md).
+`NAME_parallel_for` splits [0, count) into `threads` contiguous ranges,
+`t * count / threads` to `(t + 1) * count / threads` (some empty when
+count < threads), wakes the workers, runs range 0 itself and waits
+until every worker is done: no allocation, no Python, and each element is
+computed by exactly the code that computes it serially, so results do not
+depend on the thread count. `NAME_threads_stop` wakes the workers to exit
+and joins them. A `NAME_set_threads` on a started pool restarts it; a
+pthread that cannot be created leaves the pool with the threads it has.
+
+The pthread objects are opaque to LLVM: each lives in a 128-byte, 64-byte
+aligned slot, more than any libc's `pthread_mutex_t`/`pthread_cond_t`
+(glibc 40/48, musl 40/48, macOS 64/48 bytes), set up by `pthread_*_init`.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+from pyocc.lowering.native.loops import BODY_TYPE, I32, I64, PARALLEL_FOR_TYPE, PTR
+
+VOID = ir.VoidType()
+#: the most threads a model runs on (its workers' pthread_t table is static)
+MAX_THREADS = 256
+#: bytes reserved for one pthread mutex or condition variable
+SYNC_SLOT = 128
+#: OpenBLAS's thread count setter in scipy-openblas32
+BLAS_SET_THREADS = "scipy_openblas_set_num_threads"
+#: the pthread functions the pool calls, with their LLVM signatures
+PTHREAD_FUNCTIONS: dict[str, ir.FunctionType] = {
+    "pthread_create": ir.FunctionType(I32, [PTR, PTR, PTR, PTR]),
+    "pthread_join": ir.FunctionType(I32, [I64, PTR]),
+    "pthread_mutex_init": ir.FunctionType(I32, [PTR, PTR]),
+    "pthread_mutex_destroy": ir.FunctionType(I32, [PTR]),
+    "pthread_mutex_lock": ir.FunctionType(I32, [PTR]),
+    "pthread_mutex_unlock": ir.FunctionType(I32, [PTR]),
+    "pthread_cond_init": ir.FunctionType(I32, [PTR, PTR]),
+    "pthread_cond_destroy": ir.FunctionType(I32, [PTR]),
+    "pthread_cond_wait": ir.FunctionType(I32, [PTR, PTR]),
+    "pthread_cond_broadcast": ir.FunctionType(I32, [PTR]),
+    "pthread_cond_signal": ir.FunctionType(I32, [PTR]),
+}
+
+
+def parallel_for_symbol(name: str) -> str:
+    """The parallel-for of model function `name`."""
+    return f"{name}_parallel_for"
+
+
+def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
+    existing = module.globals.get(name)
+    if isinstance(existing, ir.Function):
+        return existing
+    return ir.Function(module, signature, name)
+
+
+def _call_body(b: ir.IRBuilder, body: ir.Value, args: list[ir.Value]) -> None:
+    """Call the loop body behind pointer `body`. llvmlite's call() reads the
+    signature from a typed pointer, and bitcast() drops a ptr -> ptr cast:
+    insert the cast by hand (as convert_dnn_to_llvm's indirect calls do)."""
+    typed = ir.instructions.CastInstr(b.block, "bitcast", body, ir.PointerType(BODY_TYPE))
+    b._insert(typed)
+    b.call(typed, args)
+
+
+def _global(module: ir.Module, name: str, typ: ir.Type, initial: ir.Constant, align: int = 8) -> ir.GlobalVariable:
+    variable = ir.GlobalVariable(module, typ, name)
+    variable.linkage = "internal"
+    variable.initializer = initial
+    variable.align = align
+    return variable
+
+
+def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bool) -> None:
+    """Define NAME's pool functions (see the module docstring) in `module`,
+    starting with `threads` threads, and call start/stop first thing in
+    NAME_init/NAME_destroy (already in the module)."""
+    if not 1 <= threads <= MAX_THREADS:
+        raise ValueError(f"threads must be in 1..{MAX_THREADS}, got {threads}")
+    pthread = {n: _function(module, n, t) for n, t in PTHREAD_FUNCTIONS.items()}
+    zero32, zero64, null = I32(0), I64(0), ir.Constant(PTR, None)
+    requested = _global(module, f"{name}_threads", I32, I32(threads))
+    active = _global(module, f"{name}_threads_active", I32, I32(1))  # 1: no workers running
+    workers_type = ir.ArrayType(I64, MAX_THREADS)
+    workers = _global(module, f"{name}_workers", workers_type, ir.Constant(workers_type, None))
+    sync_type = ir.ArrayType(ir.IntType(8), SYNC_SLOT)
+    mutex = _global(module, f"{name}_mutex", sync_type, ir.Constant(sync_type, None), 64)
+    work_ready = _global(module, f"{name}_work_ready", sync_type, ir.Constant(sync_type, None), 64)
+    work_done = _global(module, f"{name}_work_done", sync_type, ir.Constant(sync_type, None), 64)
+    job_body = _global(module, f"{name}_job_body", PTR, null)
+    job_context = _global(module, f"{name}_job_context", PTR, null)
+    job_count = _global(module, f"{name}_job_count", I64, zero64)
+    generation = _global(module, f"{name}_generation", I64, zero64)
+    pending = _global(module, f"{name}_pending", I32, zero32)
+    stopping = _global(module, f"{name}_stopping", I32, zero32)
+
+    def ranged(b: ir.IRBuilder, index: ir.Value, count: ir.Value, parts: ir.Value) -> tuple[ir.Value, ir.Value]:
+        """[index * count / parts, (index + 1) * count / parts)"""
+        begin = b.udiv(b.mul(index, count), parts)
+        end = b.udiv(b.mul(b.add(index, I64(1)), count), parts)
+        return begin, end
+
+    # -- the worker: wait for a new generation, run its range, report ------------
+    worker = ir.Function(module, ir.FunctionType(PTR, [PTR]), f"{name}_worker")
+    worker.linkage = "internal"
+    entry = worker.append_basic_block("entry")
+    wait = worker.append_basic_block("wait")
+    sleep = worker.append_basic_block("sleep")
+    woken = worker.append_basic_block("woken")
+    leave = worker.append_basic_block("leave")
+    work = worker.append_basic_block("work")
+    b = ir.IRBuilder(entry)
+    index = b.ptrtoint(worker.args[0], I64)
+    seen_slot = b.alloca(I64)
+    b.store(zero64, seen_slot)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(wait)
+    b.position_at_end(wait)
+    fresh = b.icmp_unsigned("!=", b.load(generation, typ=I64), b.load(seen_slot, typ=I64))
+    stop = b.icmp_unsigned("!=", b.load(stopping, typ=I32), zero32)
+    b.cbranch(b.or_(fresh, stop), woken, sleep)
+    b.position_at_end(sleep)
+    b.call(pthread["pthread_cond_wait"], [work_ready, mutex])
+    b.branch(wait)
+    b.position_at_end(woken)
+    b.cbranch(b.icmp_unsigned("!=", b.load(stopping, typ=I32), zero32), leave, work)
+    b.position_at_end(leave)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.ret(null)
+    b.position_at_end(work)
+    b.store(b.load(generation, typ=I64), seen_slot)
+    body = b.load(job_body, typ=PTR)
+    context = b.load(job_context, typ=PTR)
+    count = b.load(job_count, typ=I64)
+    parts = b.zext(b.load(active, typ=I32), I64)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    begin, end = ranged(b, index, count, parts)
+    with b.if_then(b.icmp_unsigned("<", begin, end)):
+        _call_body(b, body, [context, begin, end])
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    left = b.sub(b.load(pending, typ=I32), I32(1))
+    b.store(left, pending)
+    with b.if_then(b.icmp_unsigned("==", left, zero32)):
+        b.call(pthread["pthread_cond_signal"], [work_done])
+    b.branch(wait)
+
+    # -- parallel_for: publish the job, run range 0, wait for the others ----------
+    parallel = _function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
+    parallel.linkage = "internal"
+    body, context, count = parallel.args
+    entry = parallel.append_basic_block("entry")
+    alone = parallel.append_basic_block("alone")
+    shared = parallel.append_basic_block("shared")
+    waiting = parallel.append_basic_block("waiting")
+    sleep = parallel.append_basic_block("sleep")
+    done = parallel.append_basic_block("done")
+    b = ir.IRBuilder(entry)
+    team = b.load(active, typ=I32)
+    b.cbranch(b.icmp_unsigned("<=", team, I32(1)), alone, shared)
+    b.position_at_end(alone)
+    _call_body(b, body, [context, zero64, count])
+    b.ret_void()
+    b.position_at_end(shared)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.store(body, job_body)
+    b.store(context, job_context)
+    b.store(count, job_count)
+    b.store(b.sub(team, I32(1)), pending)
+    b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
+    b.call(pthread["pthread_cond_broadcast"], [work_ready])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    begin, end = ranged(b, zero64, count, b.zext(team, I64))
+    with b.if_then(b.icmp_unsigned("<", begin, end)):
+        _call_body(b, body, [context, begin, end])
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.branch(waiting)
+    b.position_at_end(waiting)
+    b.cbranch(b.icmp_unsigned("==", b.load(pending, typ=I32), zero32), done, sleep)
+    b.position_at_end(sleep)
+    b.call(pthread["pthread_cond_wait"], [work_done, mutex])
+    b.branch(waiting)
+    b.position_at_end(done)
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.ret_void()
+
+    # -- start: sync objects, the BLAS's threads, threads - 1 workers ---------------
+    start = ir.Function(module, ir.FunctionType(VOID, []), f"{name}_threads_start")
+    start.linkage = "internal"
+    entry = start.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    wanted = b.load(requested, typ=I32)
+    if uses_blas:  # the workers split the BLAS calls; each runs on its caller's thread
+        blas_set = _function(module, BLAS_SET_THREADS, ir.FunctionType(VOID, [I32]))
+        b.call(blas_set, [I32(1)])
+    with b.if_then(b.icmp_unsigned(">", wanted, I32(1))):
+        b.call(pthread["pthread_mutex_init"], [mutex, null])
+        b.call(pthread["pthread_cond_init"], [work_ready, null])
+        b.call(pthread["pthread_cond_init"], [work_done, null])
+        b.store(zero32, stopping)
+        b.store(zero64, generation)
+        # workers 1 .. wanted-1; `active` counts the caller and the workers created
+        b.store(I32(1), active)
+        create = b.append_basic_block("create")
+        created = b.append_basic_block("created")
+        after = b.append_basic_block("after")
+        b.branch(create)
+        b.position_at_end(create)
+        worker_index = b.load(active, typ=I32)
+        slot = b.gep(workers, [zero64, b.zext(worker_index, I64)], inbounds=True, source_etype=workers_type)
+        status = b.call(pthread["pthread_create"], [slot, null, worker, b.inttoptr(b.zext(worker_index, I64), PTR)])
+        b.cbranch(b.icmp_unsigned("==", status, zero32), created, after)
+        b.position_at_end(created)
+        following = b.add(worker_index, I32(1))
+        b.store(following, active)
+        b.cbranch(b.icmp_unsigned("<", following, wanted), create, after)
+        b.position_at_end(after)
+    b.ret_void()
+
+    # -- stop: wake the workers to leave, join them --------------------------------
+    stop_fn = ir.Function(module, ir.FunctionType(VOID, []), f"{name}_threads_stop")
+    stop_fn.linkage = "internal"
+    entry = stop_fn.append_basic_block("entry")
+    b = ir.IRBuilder(entry)
+    team = b.load(active, typ=I32)
+    with b.if_then(b.icmp_unsigned(">", team, I32(1))):
+        b.call(pthread["pthread_mutex_lock"], [mutex])
+        b.store(I32(1), stopping)
+        b.call(pthread["pthread_cond_broadcast"], [work_ready])
+        b.call(pthread["pthread_mutex_unlock"], [mutex])
+        before_join = b.block
+        join = b.append_basic_block("join")
+        joined = b.append_basic_block("joined")
+        b.branch(join)
+        b.position_at_end(join)
+        join_index = b.phi(I32)
+        join_index.add_incoming(I32(1), before_join)
+        slot = b.gep(workers, [zero64, b.zext(join_index, I64)], inbounds=True, source_etype=workers_type)
+        b.call(pthread["pthread_join"], [b.load(slot, typ=I64), null])
+        following = b.add(join_index, I32(1))
+        join_index.add_incoming(following, join)
+        b.cbranch(b.icmp_unsigned("<", following, team), join, joined)
+        b.position_at_end(joined)
+        b.call(pthread["pthread_cond_destroy"], [work_done])
+        b.call(pthread["pthread_cond_destroy"], [work_ready])
+        b.call(pthread["pthread_mutex_destroy"], [mutex])
+        b.store(I32(1), active)
+    b.ret_void()
+
+    # -- set_threads: exported; restarts a running pool ------------------------------
+    setter = ir.Function(module, ir.FunctionType(I32, [I32]), f"{name}_set_threads")
+    entry = setter.append_basic_block("entry")
+    bad = setter.append_basic_block("bad")
+    good = setter.append_basic_block("good")
+    b = ir.IRBuilder(entry)
+    wanted = setter.args[0]
+    b.cbranch(b.or_(b.icmp_signed("<", wanted, I32(1)), b.icmp_signed(">", wanted, I32(MAX_THREADS))), bad, good)
+    b.position_at_end(bad)
+    b.ret(I32(1))
+    b.position_at_end(good)
+    running = b.icmp_unsigned(">", b.load(active, typ=I32), I32(1))
+    b.call(stop_fn, [])
+    b.store(wanted, requested)
+    with b.if_then(running):
+        b.call(start, [])
+    b.ret(zero32)
+
+    # NAME_init starts the pool, NAME_destroy stops it
+    for kind, callee in (("init", start), ("destroy", stop_fn)):
+        function = module.get_global(f"{name}_{kind}")
+        first = function.blocks[0]
+        at_start = ir.IRBuilder(first)
+        at_start.position_at_start(first)
+        at_start.call(callee, [])

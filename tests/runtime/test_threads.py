@@ -1,0 +1,157 @@
+"""Models compiled for several threads (pyocc.lowering.native.threads): the
+same bytes out on every thread count, including outer loops shorter than the
+thread count and not divisible by it; the parallel loops are really there
+(and absent, with the whole pool, on one thread); a kernel whose code
+outside its loop has an effect stays serial; a running pool restarts on
+NAME_set_threads."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+from pathlib import Path
+
+import llvmlite.ir as ir
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import pyocc
+from pyocc.errors import PyoccError
+from pyocc.lowering.native.loops import PARALLEL_MIN_WORK, KernelBuilder
+from pyocc.runtime.loader import load_shared_library
+from pyocc.tools.cli import main as pyocc_main
+
+PARALLEL_CALL = re.compile(r'call void @"?\w+_parallel_for"?\(')
+
+
+def many_ops() -> onnx.ModelProto:
+    """Every kernel family that runs its outer loop on threads, each on
+    outer extents of 3 (batch norm's channels, the pools' planes), 15
+    (softmax's rows) or one merged run of elements, over more than
+    PARALLEL_MIN_WORK elements; plus a convolution and two matrix products
+    whose sgemm the threads split by columns (130 columns: two blocks and a
+    2-column tail, fewer blocks than some thread counts)."""
+    rng = np.random.default_rng(11)
+    shape = [1, 3, 160, 160]
+    assert np.prod(shape) >= PARALLEL_MIN_WORK
+
+    def init(name: str, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(array.astype(np.float32), name)
+
+    inits = [init("scale", rng.random(3) + 0.5), init("bias", rng.standard_normal(3)),
+             init("mean", rng.standard_normal(3)), init("var", rng.random(3) + 0.5),
+             init("row", rng.standard_normal((1, 1, 1, 160))), init("w", rng.standard_normal((16, 3, 5, 5))),
+             init("ln_scale", rng.standard_normal(159)), init("ln_bias", rng.standard_normal(159)),
+             init("fc", rng.standard_normal((160, 130))), init("fc_t", rng.standard_normal((130, 160))),
+             numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows")]
+    nodes = [
+        helper.make_node("Tanh", ["x"], ["t"]),
+        helper.make_node("Add", ["t", "row"], ["a"]),
+        helper.make_node("MaxPool", ["a"], ["p"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["p", "scale", "bias", "mean", "var"], ["n"]),
+        helper.make_node("Softmax", ["n"], ["soft"], axis=-1),
+        helper.make_node("AveragePool", ["n"], ["avg"], kernel_shape=[2, 2], strides=[1, 1]),
+        helper.make_node("GlobalAveragePool", ["soft"], ["gap"]),
+        helper.make_node("LayerNormalization", ["avg", "ln_scale", "ln_bias"], ["ln"], axis=-1),
+        helper.make_node("Conv", ["x", "w"], ["conv"], pads=[2, 2, 2, 2]),
+        helper.make_node("Reshape", ["x", "rows"], ["matrix"]),
+        helper.make_node("Gemm", ["matrix", "fc"], ["gemm"]),
+        helper.make_node("Gemm", ["matrix", "fc_t"], ["gemm_t"], transB=1),
+    ]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t")]
+    outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
+    graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              outputs, inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return onnx.shape_inference.infer_shapes(model)
+
+
+@pytest.fixture(scope="module")
+def inputs() -> dict[str, np.ndarray]:
+    return {"x": np.random.default_rng(12).standard_normal((1, 3, 160, 160)).astype(np.float32)}
+
+
+@pytest.fixture(scope="module")
+def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    model = pyocc.compile(many_ops())
+    ir_text = model.native.llvm_ir
+    # one thread: exactly the single-threaded module, no pool, no outlined bodies
+    assert "parallel_for" not in ir_text and "pthread" not in ir_text and ".body" not in ir_text
+    return model.run(inputs)
+
+
+@pytest.mark.parametrize("threads", [2, 4, 5])
+def test_every_thread_count_gives_the_same_bytes(threads: int, inputs: dict[str, np.ndarray],
+                                                 one_thread: dict[str, np.ndarray]) -> None:
+    model = pyocc.compile(many_ops(), threads=threads)
+    # tanh, add, max pool, batch norm, softmax, average pool, global pool,
+    # layer norm; the sgemm of the convolution and of the two products
+    assert len(PARALLEL_CALL.findall(model.native.llvm_ir)) >= 11
+    for _ in range(2):  # the pool is reused run after run
+        outputs = model.run(inputs)
+        for name, expected in one_thread.items():
+            np.testing.assert_array_equal(outputs[name], expected, err_msg=f"{name} on {threads} threads")
+
+
+def _site(shape: list[int]) -> dict[str, object]:
+    spec = {"shape": shape, "dtype": "float32"}
+    return {"kernel": "test", "inputs": [spec], "outputs": [spec], "kwargs": {}, "parallel_for": "m_parallel_for"}
+
+
+@pytest.mark.parametrize("case", ["parallel", "store_outside", "nested", "small", "two_loops"])
+def test_which_loops_run_on_threads(case: str) -> None:
+    """Only the first independent top-level loop with enough work is claimed,
+    and only a body whose code outside that loop has no effect runs on threads."""
+    rows, width = 3, PARALLEL_MIN_WORK
+    if case == "small":
+        width = PARALLEL_MIN_WORK // rows - 1
+    module = ir.Module()
+    k = KernelBuilder(module, "kernel", _site([rows, width]))
+    x, out = k.input(0), k.outputs[0]
+
+    def row(r: ir.Value) -> None:
+        base = k.b.mul(r, k.i64(width))
+        k.loop(width, lambda i: k.store(k.load(x, k.b.add(base, i)), out, k.b.add(base, i)))
+
+    if case == "store_outside":
+        k.store(ir.Constant(ir.FloatType(), 0.0), out, k.i64(0))
+    if case == "nested":
+        k.loop(2, lambda _: k.loop(rows, row, parallel=True, work=rows * width))
+    else:
+        k.loop(rows, row, parallel=True, work=rows * width)
+    if case == "two_loops":
+        k.loop(rows, row, parallel=True, work=rows * width)
+    k.finish()
+    assert k.outline.parallel is (case == "parallel")
+    assert (k.outline.count == rows) is (case in ("parallel", "store_outside", "two_loops"))
+    assert ("m_parallel_for" in str(module)) is (case == "parallel")
+
+
+def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str, np.ndarray],
+                                                one_thread: dict[str, np.ndarray]) -> None:
+    pyocc.compile(many_ops(), threads=2).save(tmp_path / "m.so")
+    model = load_shared_library(tmp_path / "m.so")
+    same_library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
+    set_threads = getattr(same_library, f"{model.name}_set_threads")
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int32], ctypes.c_int32
+    for count, status in ((3, 0), (1, 0), (0, 1), (257, 1), (7, 0)):
+        assert set_threads(count) == status
+        outputs = model.run(inputs)
+        for name, expected in one_thread.items():
+            np.testing.assert_array_equal(outputs[name], expected, err_msg=f"{name} after set_threads({count})")
+    model.close()
+
+
+def test_threads_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    onnx.save(many_ops(), tmp_path / "many.onnx")
+    assert pyocc_main(["run", str(tmp_path / "many.onnx"), "--threads", "3"]) == 0
+    assert "soft: shape [1, 3, 160, 160] float32" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        pyocc_main(["run", str(tmp_path / "many.onnx"), "--threads", "0"])
+    assert exit_info.value.code == 2
+    assert "'0' must be a whole number of threads from 1 to 256" in capsys.readouterr().err
+    with pytest.raises(PyoccError, match="threads must be a whole number from 1 to 256, got 0"):
+        pyocc.compile(many_ops(), threads=0)
