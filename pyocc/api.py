@@ -9,12 +9,14 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.utils.exceptions import PassFailedException
@@ -23,19 +25,21 @@ from pyocc.analysis.liveness import analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
-from pyocc.frontend.onnx_import import import_model
+from pyocc.frontend.onnx_import import import_model, load_model
+from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
+from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, max_live, plan_symbolic
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
-from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
+from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights, planning_problem
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+from pyocc.symbolic import SymbolicProgram, fit_polynomials, fit_program, probe_points, symbolic_problem
 from pyocc.weights import release, resource_keys
 from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
-    import numpy as np
     import onnx
     from xdsl.dialects.builtin import ModuleOp
 
@@ -422,6 +426,163 @@ def _report_pools(report: MemoryReport, function: Any, options: Options) -> None
     report.weight_bytes_by_pool = plan_weights(function, pools, options.alignment)
     report.dynamic_buffers = [b.name for b in report.buffers if b.offset is None]
     report.fast_pool_traffic_bytes = report.pools[0].traffic_bytes if report.pools else 0
+
+
+@dataclass
+class SymbolicLowering:
+    """A model lowered once for every value of its symbolic dimensions
+    (``dims={"sequence": 512}``): the buffer-form program with its integers
+    as polynomials in the symbols (pyocc.symbolic), and one pool plan whose
+    offsets and size are expressions, verified over the whole range."""
+
+    model: str
+    inputs: SymbolicInputs
+    program: SymbolicProgram
+    plan: SymbolicPlan
+    options: Options
+    fitted: dict[str, Poly]
+    """Report fields that are polynomials in the symbols (naive, weight and I/O bytes, MACs)."""
+    lower_ms: float = 0.0
+    """Milliseconds to probe, fit and plan (what the symbolic compile adds)."""
+
+    @property
+    def ranges(self) -> dict[str, tuple[int, int]]:
+        """symbol -> (low, high), inclusive."""
+        return dict(self.inputs.ranges)
+
+    def check_values(self, values: Mapping[str, int]) -> dict[str, int]:
+        """`values` checked: every symbol given, each in its range (PyoccError otherwise)."""
+        for name, (low, high) in self.ranges.items():
+            if name not in values:
+                raise PyoccError(f"{self.model}: give a value for '{name}' (range {low}..{high})")
+            value = values[name]
+            if not isinstance(value, int) or not low <= value <= high:
+                raise PyoccError(f"{self.model}: {name}={value} is out of range: it was compiled for "
+                                 f"{name} in {low}..{high} (--dim {name}={high}); compile with a larger --dim")
+        unknown = sorted(set(values) - set(self.ranges))
+        if unknown:
+            raise PyoccError(f"{self.model}: '{unknown[0]}' is not a symbolic dimension "
+                             f"(symbols: {', '.join(sorted(self.ranges))})")
+        return {name: int(values[name]) for name in self.ranges}
+
+    def values_of(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """The symbols' values read off the graph inputs' shapes (name ->
+        shape); PyoccError when a shape disagrees with the model's."""
+        values: dict[str, int] = {}
+        for name, declared in self.inputs.shapes.items():
+            if name not in shapes:
+                raise PyoccError(f"{self.model}: missing input '{name}'")
+            given = tuple(shapes[name])
+            if len(given) != len(declared):
+                raise PyoccError(f"{self.model}: input '{name}' has rank {len(given)}, expected {len(declared)}")
+            for dim, size in zip(declared, given, strict=True):
+                if isinstance(dim, str):
+                    if values.setdefault(dim, int(size)) != int(size):
+                        raise PyoccError(f"{self.model}: input '{name}' gives {dim}={size} but another input "
+                                         f"gives {dim}={values[dim]}")
+                elif dim != size:
+                    raise PyoccError(f"{self.model}: input '{name}' has shape {list(given)}, "
+                                     f"expected {['?' if isinstance(x, str) else x for x in declared]}")
+        return self.check_values(values)
+
+    def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
+        """The memory report at one value of every symbol, e.g.
+        ``dims={"sequence": 17}`` (default: every symbol at its maximum)."""
+        values = self.check_values(dims if dims is not None else self.plan.problem.maximum())
+        static = self.plan.problem.at(values)
+        offsets = self.plan.offsets(values)
+        return MemoryReport(
+            model=self.model, memory="pool", planner="symbolic",
+            activation_bytes=self.plan.pool_bytes(values),
+            lower_bound_bytes=max_live(static),
+            naive_bytes=self.fitted["naive_bytes"].evaluate(values),
+            weight_bytes=self.fitted["weight_bytes"].evaluate(values),
+            io_bytes=self.fitted["io_bytes"].evaluate(values),
+            workspace_bytes=0, plan_ms=self.plan.plan_ms,
+            buffers=[BufferReport(name=b.name, bytes=b.size, offset=offsets[b.name], first=b.first, last=b.last,
+                                  shape=[], dtype="", producer="", consumers=[]) for b in static.buffers],
+            allocator_calls_per_run=1,
+            macs=self.fitted["macs"].evaluate(values),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON: the symbols' ranges, the activation size as a
+        formula (`activation_bytes_expr`) and at the maximum
+        (`activation_bytes`), and every buffer's size and offset formulas."""
+        problem = self.plan.problem
+        at_max = self.memory_report()
+        return {
+            "model": self.model, "memory": "pool", "planner": "symbolic",
+            "symbols": {name: list(bounds) for name, bounds in self.ranges.items()},
+            "activation_bytes_expr": self.plan.pool_expr(),
+            "activation_bytes": at_max.activation_bytes,
+            "lower_bound_bytes": at_max.lower_bound_bytes,
+            "naive_bytes_expr": str(self.fitted["naive_bytes"]),
+            "weight_bytes": at_max.weight_bytes,
+            "io_bytes_expr": str(self.fitted["io_bytes"]),
+            "plan_ms": self.plan.plan_ms,
+            "buffers": [{"name": b.name, "size_expr": str(b.size), "offset_expr": self.plan.offset_expr(i),
+                         "first": b.first, "last": b.last, "alignment": b.alignment}
+                        for i, b in enumerate(problem.buffers)],
+        }
+
+
+def lower_symbolic(
+    model: str | Path | onnx.ModelProto,
+    dims: Mapping[str, int],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    planner: str = "auto",
+    alignment: int = 64,
+    fuse: bool = True,
+    coalesce: bool = True,
+    reorder: str = Options.reorder,
+    memory: str = "pool",
+    target: str = "host",
+) -> SymbolicLowering:
+    """Lower a model whose inputs have symbolic dimensions (ONNX dim_param)
+    for every value up to `dims` (symbol -> maximum): the model is lowered
+    at a few probe values of the symbols, the programs' integers are fitted
+    as polynomials (pyocc.symbolic) and one pool plan with offsets as
+    expressions is made and verified over the whole range. `shapes` fixes
+    other inputs. Pool mode and target host only (one clear error otherwise)."""
+    start = time.perf_counter()
+    if target != "host":
+        raise PyoccError(f"symbolic shapes (--dim) run on the host only for now; use --target host, "
+                         f"or fix the dimensions with --shape for target {target}")
+    if memory != "pool":
+        raise PyoccError(f"symbolic shapes (--dim) plan one pool: use --memory pool, not '{memory}'")
+    proto = load_model(model) if isinstance(model, str | Path) else model
+    name = Path(model).name if isinstance(model, str | Path) else (proto.graph.name or "model")
+    inputs = symbolic_inputs(proto, dims, shapes)
+    fit_points, check_points = probe_points(inputs.ranges)
+    texts: list[str] = []
+    problems: list[Problem] = []
+    scalars: list[list[int]] = []
+    options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
+                      reorder=reorder)
+    for point in [*fit_points, *check_points]:
+        before = resource_keys()
+        copy = type(proto)()
+        copy.CopyFrom(proto)
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        problems.append(planning_problem(analyze_function(function), alignment))
+        texts.append(str(module))
+        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+        release(resource_keys() - before)
+    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
+    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
+    polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
+    if wrong:
+        raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
+                         "fix the dimension with --shape")
+    fitted = dict(zip(["naive_bytes", "weight_bytes", "io_bytes", "macs"], polys, strict=True))
+    try:
+        plan = plan_symbolic(problem)
+    except PlanningError as e:
+        raise PyoccError(f"{name}: {e}") from None
+    return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
+                            (time.perf_counter() - start) * 1e3)
 
 
 class Model:

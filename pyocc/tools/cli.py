@@ -28,9 +28,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc import __version__
 from pyocc.api import compile as compile_model
-from pyocc.api import lower
+from pyocc.api import lower, lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
+from pyocc.frontend.symbols import parse_dims
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
 from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
@@ -138,6 +139,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="with --memory-limit min: the extra MACs patch-based execution may add (default 0.10)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=MAX",
+                   help="plan a symbolic dimension (ONNX dim_param) for every value 1..MAX (repeatable)")
     p.add_argument("--no-fuse", dest="fuse", action="store_false",
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
@@ -296,6 +299,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
     if args.output:
         check_output_path(args.output)
+    if args.dim:
+        return _plan_symbolic(args)
     module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
                            fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
                            pool_candidates=args.pool_candidates,
@@ -318,6 +323,31 @@ def cmd_plan(args: argparse.Namespace) -> int:
         text = json.dumps(report.to_json(), indent=2) + "\n"
     else:
         text = str(report) + "\n"
+    if args.output:
+        _write_atomically(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _plan_symbolic(args: argparse.Namespace) -> int:
+    """`pyocc plan --dim NAME=MAX`: the one plan for every value, as a text
+    report at the maximum with the formulas, or as JSON."""
+    if args.explain or args.liveness or args.format in ("svg", "html"):
+        raise PyoccError("with --dim, pyocc plan writes text or json for now; drop --explain/--liveness/"
+                         "--format svg|html, or fix the dimension with --shape to draw the plan at one size")
+    if args.memory_pools or args.memory_limit is not None or args.scratch:
+        raise PyoccError("--dim does not combine with --memory-pools, --memory-limit or --kernel-scratch yet; "
+                         "fix the dimension with --shape to use them")
+    symbolic = lower_symbolic(args.model, parse_dims(args.dim), shapes=_shapes(args.shape), planner=args.planner,
+                              fuse=args.fuse, coalesce=args.coalesce, reorder=args.reorder,
+                              memory=args.memory, target=args.target)
+    if args.format == "json":
+        text = json.dumps(symbolic.to_json(), indent=2) + "\n"
+    else:
+        ranges = ", ".join(f"{name} in {low}..{high}" for name, (low, high) in symbolic.ranges.items())
+        text = (f"symbols          {ranges} (report at the maximum)\n"
+                f"activation expr  {symbolic.plan.pool_expr()}\n{symbolic.memory_report()}\n")
     if args.output:
         _write_atomically(Path(args.output), text.encode())
     else:
