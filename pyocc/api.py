@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -35,7 +36,15 @@ from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
-from pyocc.symbolic import SymbolicProgram, fit_polynomials, fit_program, probe_points, symbolic_problem
+from pyocc.symbolic import (
+    SymbolicProgram,
+    SymbolicRun,
+    fit_polynomials,
+    fit_program,
+    probe_points,
+    program_steps,
+    symbolic_problem,
+)
 from pyocc.weights import release, resource_keys
 from pyocc.units import format_bytes, plural
 
@@ -442,8 +451,10 @@ class SymbolicLowering:
     options: Options
     fitted: dict[str, Poly]
     """Report fields that are polynomials in the symbols (naive, weight and I/O bytes, MACs)."""
+    runner: SymbolicRun | None = None
+    """What runs the program at one value (see `compile(dims=...)`)."""
     lower_ms: float = 0.0
-    """Milliseconds to probe, fit and plan (what the symbolic compile adds)."""
+    """Milliseconds to probe, fit and plan."""
 
     @property
     def ranges(self) -> dict[str, tuple[int, int]]:
@@ -556,6 +567,8 @@ def lower_symbolic(
     inputs = symbolic_inputs(proto, dims, shapes)
     fit_points, check_points = probe_points(inputs.ranges)
     texts: list[str] = []
+    steps: list[str] = []
+    weights: list[np.ndarray] = []
     problems: list[Problem] = []
     scalars: list[list[int]] = []
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
@@ -568,6 +581,9 @@ def lower_symbolic(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         problems.append(planning_problem(analyze_function(function), alignment))
         texts.append(str(module))
+        point_steps, point_weights = program_steps(function)
+        steps.append(json.dumps(point_steps))
+        weights = weights or point_weights
         scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
         release(resource_keys() - before)
     program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
@@ -581,8 +597,60 @@ def lower_symbolic(
         plan = plan_symbolic(problem)
     except PlanningError as e:
         raise PyoccError(f"{name}: {e}") from None
+    runner = SymbolicRun(fit_program(steps, fit_points, check_points, inputs.ranges, name), weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
-                            (time.perf_counter() - start) * 1e3)
+                            runner, (time.perf_counter() - start) * 1e3)
+
+
+class SymbolicModel:
+    """A model compiled once for every value of its symbolic dimensions
+    (`compile(path, dims={"sequence": 512})`): `run` takes inputs of any
+    size in range. For now it runs pyocc's numpy kernels driven from Python
+    (no generated code yet): per run, the offsets and the pool size are
+    evaluated from the input shapes, one pool of that size is allocated and
+    every buffer is a view at its planned offset."""
+
+    def __init__(self, lowered: SymbolicLowering):
+        self.lowered = lowered
+        assert lowered.runner is not None
+        self.runner = lowered.runner
+
+    @property
+    def input_names(self) -> list[str]:
+        """ONNX names of the graph inputs, in order."""
+        return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and not s[3]]
+
+    @property
+    def output_names(self) -> list[str]:
+        """ONNX names of the graph outputs, in order."""
+        return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and s[3]]
+
+    numpy_sites = property(lambda self: sum(1 for s in self.runner.steps_at(self.lowered.plan.problem.maximum())
+                                            if s[0] == "call"),
+                           doc="Compute ops, all of which call the numpy kernels.")
+    native_sites = property(lambda self: 0, doc="Always 0: symbolic programs run the numpy kernels for now.")
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once on inputs of any size in range: ONNX input name ->
+        array; a size out of range or a wrong shape is one PyoccError."""
+        arrays = {name: np.asarray(value) for name, value in inputs.items()}
+        expected = self.input_names
+        if sorted(arrays) != sorted(expected):
+            raise PyoccError(f"{self.lowered.model}: inputs {sorted(arrays)} do not match the model's inputs {expected}")
+        values = self.lowered.values_of({name: arrays[name].shape for name in self.lowered.inputs.shapes})
+        steps = self.runner.steps_at(values)
+        for step in steps:
+            if step[0] == "arg" and not step[3]:
+                array = arrays[step[2]]
+                if list(array.shape) != step[4] or array.dtype != np.dtype(step[5]):
+                    raise PyoccError(f"{self.lowered.model}: input '{step[2]}' has {array.dtype}{list(array.shape)}, "
+                                     f"the model takes {step[5]}{step[4]} at {values}")
+        return self.runner.run(values, arrays)
+
+    def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
+        """The memory report at one value of every symbol, e.g.
+        ``dims={"sequence": 17}`` (default: each at its maximum)."""
+        return self.lowered.memory_report(dims)
 
 
 class Model:
@@ -667,7 +735,8 @@ def compile(  # noqa: A001 - the name users expect
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
     tile_patches: int = 4,
-) -> Model:
+    dims: Mapping[str, int] | None = None,
+) -> Model | SymbolicModel:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
     `fuse=False` turns layer fusion off, `coalesce=False` tensor coalescing.
@@ -684,7 +753,16 @@ def compile(  # noqa: A001 - the name users expect
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
     `scratch=True` plans the native kernels' scratch (im2col columns) in the
     pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region` and
-    `tile_patches`: patch-based execution of the stem (see `lower`)."""
+    `tile_patches`: patch-based execution of the stem (see `lower`).
+    `dims` (symbol -> maximum, e.g. {"sequence": 512}) compiles one
+    `SymbolicModel` whose `run` takes every value from 1 to the maximum
+    (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
+    if dims:
+        if sanitize or memory_pools or pool_candidates or scratch or memory_limit is not None or tile_region:
+            raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, kernel scratch, "
+                             "a memory limit or tiling yet; fix the dimension with --shape to use them")
+        return SymbolicModel(lower_symbolic(model, dims, shapes=shapes, planner=planner, fuse=fuse,
+                                            coalesce=coalesce, reorder=reorder, memory=memory, target=target))
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):

@@ -23,15 +23,27 @@ the input shapes against the fitted ones.
 from __future__ import annotations
 
 import itertools
+import json
+import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DenseResourceAttr
+from xdsl.ir import SSAValue
 
+from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
+from pyocc.lowering.llvm_common import buffer_spec, graph_arguments, kernel_kwarg, weight_source
 from pyocc.planning import Problem
-from pyocc.planning.symbolic import Poly, SymbolicBuffer, SymbolicProblem
+from pyocc.planning.symbolic import Poly, SymbolicBuffer, SymbolicPlan, SymbolicProblem
+from pyocc.runtime import host_kernels
+from pyocc.runtime.bridge import aligned_bytes
+from pyocc.weights import load_bytes
 
 FIT_DEGREE = 2
 """Highest power of a symbol in a fitted integer (byte sizes of attention
@@ -89,16 +101,21 @@ def fit_polynomials(values: np.ndarray, fit_points: Sequence[Mapping[str, int]],
     the check points) with a polynomial with integer coefficients in the
     symbols; returns the polynomials and the columns no polynomial fits
     exactly at every point (empty when all fit)."""
-    names = sorted(fit_points[0]) if fit_points else []
+    polys = [Poly.constant(int(v)) for v in values[0]]
+    # most integers do not vary (and some are long digit runs of floats): fit only those that do
+    varying = np.flatnonzero((values != values[0]).any(axis=0))
+    if not len(varying):
+        return polys, []
+    names = sorted(fit_points[0])
     degrees = [min(FIT_DEGREE, len({p[n] for p in fit_points}) - 1) for n in names]
     monomials, matrix = _basis(fit_points, names, degrees)
-    solution = np.linalg.lstsq(matrix, values[:len(fit_points)].astype(np.float64), rcond=None)[0]
+    solution = np.linalg.lstsq(matrix, values[:len(fit_points), varying].astype(np.float64), rcond=None)[0]
     coefficients = np.rint(solution).astype(np.int64)
     _, everywhere = _basis([*fit_points, *check_points], names, degrees)
     predicted = np.rint(everywhere).astype(np.int64) @ coefficients
-    wrong = sorted(set(np.flatnonzero((predicted != values).any(axis=0)).tolist()))
-    polys = [Poly.of({m: int(c) for m, c in zip(monomials, coefficients[:, j], strict=True)})
-             for j in range(values.shape[1])]
+    wrong = sorted(int(varying[j]) for j in np.flatnonzero((predicted != values[:, varying]).any(axis=0)))
+    for j, column in enumerate(varying):
+        polys[column] = Poly.of({m: int(c) for m, c in zip(monomials, coefficients[:, j], strict=True)})
     return polys, wrong
 
 
@@ -132,9 +149,9 @@ def _line_of(pieces: Sequence[str], numbers: Sequence[int], index: int) -> str:
     `pieces` around its `numbers`."""
     head = "".join(p + str(n) for p, n in zip(pieces[:index], numbers[:index], strict=True)) + pieces[index]
     text = head + "".join(str(n) + p for n, p in zip(numbers[index:], pieces[index + 1:], strict=True))
-    start = head.rfind("\n") + 1
+    start = max(head.rfind("\n") + 1, len(head) - 80)
     end = text.find("\n", len(head))
-    return text[start:end if end >= 0 else len(text)].strip()
+    return text[start:min(end if end >= 0 else len(text), len(head) + 40)].strip()
 
 
 def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
@@ -206,3 +223,153 @@ def symbolic_problem(problems: Sequence[Problem], fit_points: Sequence[Mapping[s
 
 def _show(values: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(values.items()))
+
+
+# ---------------------------------------------------------------------------
+# Running a symbolic program: steps over one pool planned for every value
+# ---------------------------------------------------------------------------
+
+
+def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """A lazy buffer-form function as JSON-ready steps (every integer a
+    shape, a byte offset or a kernel argument, so that the steps at several
+    values fit like the program text) and its weights as arrays. Values are
+    numbered in order of definition; the steps are
+
+        ["arg", id, onnx name, is output, shape, dtype]
+        ["weight", id, weight index]
+        ["malloc", id, buffer index (the planning problem's order), shape, dtype]
+        ["view", id, source id, shape, dtype]          (same bytes, new type)
+        ["subview", id, source id, byte offset, shape, dtype]
+        ["copy", target id, source id, bytes]
+        ["call", kernel, inputs (ids, None, lists), output ids, out keyword, kwargs]
+    """
+    ids: dict[SSAValue, int] = {}
+    steps: list[list[Any]] = []
+    weights: list[np.ndarray] = []
+
+    def define(value: SSAValue) -> int:
+        ids[value] = len(ids)
+        return ids[value]
+
+    liveness = analyze_function(function)
+    buffers = {b.value: i for i, b in enumerate(b for b in liveness.intermediates
+                                               if isinstance(b.value.owner, d.MallocOp))}
+    for arg, is_output, spec in graph_arguments(function):
+        steps.append(["arg", define(arg), spec["name"], is_output, spec["shape"], spec["dtype"]])
+    for op in function.body.block.ops:
+        match op:
+            case d.WeightOp():
+                spec = buffer_spec(op, op.result.type)
+                weights.append(_weight_array(op, spec))
+                steps.append(["weight", define(op.result), len(weights) - 1])
+            case d.MallocOp():
+                spec = buffer_spec(op, op.result.type)
+                steps.append(["malloc", define(op.result), buffers[op.result], spec["shape"], spec["dtype"]])
+            case d.ViewOp():
+                spec = buffer_spec(op, op.result.type)
+                steps.append(["view", define(op.result), ids[op.source], spec["shape"], spec["dtype"]])
+            case d.SubviewOp():
+                spec = buffer_spec(op, op.result.type)
+                steps.append(["subview", define(op.result), ids[op.source], op.offset.value.data,
+                              spec["shape"], spec["dtype"]])
+            case d.MemcpyOp():
+                steps.append(["copy", ids[op.target], ids[op.source], op.size.value.data])
+            case d.DnnComputeOp():
+                inputs = [None if v is None else [ids[x] for x in v] if isinstance(v, list) else ids[v]
+                          for v in op.kernel_inputs()]
+                kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
+                steps.append(["call", op.kernel, inputs, [ids[v] for v in op.destinations()],
+                              "outs" if hasattr(op, "outs") else "out", kwargs])
+            case d.DeallocOp() | func.ReturnOp():
+                pass
+            case _:
+                raise PyoccError(f"symbolic shapes cannot run {op.name} yet; fix the dimension with --shape")
+    return steps, weights
+
+
+def _weight_array(op: d.WeightOp, spec: dict[str, Any]) -> np.ndarray:
+    """A weight's value as a (read-only) array of its buffer's shape."""
+    dtype, shape = np.dtype(spec["dtype"]), tuple(spec["shape"])
+    source = weight_source(op, math.prod(shape) * dtype.itemsize)
+    if "splat" in source:
+        return np.full(shape, source["splat"], dtype=dtype)
+    if "values" in source:
+        values = np.asarray(source["values"], dtype=dtype)
+        return values.reshape(shape) if values.size == math.prod(shape) else np.full(shape, values.reshape(-1)[0])
+    assert isinstance(op.value, DenseResourceAttr)
+    return np.frombuffer(load_bytes(op.value), dtype=dtype.newbyteorder("<")).reshape(shape)
+
+
+def _bytes_of(array: np.ndarray) -> np.ndarray:
+    """The bytes of a contiguous array, as a flat uint8 view."""
+    return array.reshape(-1).view(np.uint8)
+
+
+@dataclass
+class SymbolicRun:
+    """Runs a symbolic program at any value in range: the steps at that
+    value come from their fitted text, the pool is allocated once per run at
+    the plan's size for that value, and every buffer is a view at its
+    planned offset; the kernels are pyocc's numpy host kernels."""
+
+    steps: SymbolicProgram
+    """The JSON text of `program_steps`, its integers fitted."""
+    weights: list[np.ndarray]
+    plan: SymbolicPlan
+    _cache: dict[tuple[tuple[str, int], ...], list[list[Any]]] = field(default_factory=dict)
+
+    def steps_at(self, values: Mapping[str, int]) -> list[list[Any]]:
+        """The steps at one value of every symbol (kept for the last few values)."""
+        key = tuple(sorted(values.items()))
+        if key not in self._cache:
+            if len(self._cache) >= 8:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = json.loads(self.steps.text_at(values))
+        return self._cache[key]
+
+    def run(self, values: Mapping[str, int], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run at `values` (already checked to be in range) on `inputs`
+        (ONNX name -> array of the shape at `values`)."""
+        steps = self.steps_at(values)
+        offsets = self.plan.offsets(values)
+        names = [b.name for b in self.plan.problem.buffers]
+        pool = _bytes_of(aligned_bytes(max(self.plan.pool_bytes(values), 1)))
+        arrays: dict[int, np.ndarray] = {}
+        outputs: dict[str, np.ndarray] = {}
+        for step in steps:
+            kind = step[0]
+            if kind == "arg":
+                _, value, name, is_output, shape, dtype = step
+                if is_output:
+                    arrays[value] = outputs[name] = np.empty(shape, dtype=dtype)
+                else:
+                    arrays[value] = np.ascontiguousarray(inputs[name], dtype=dtype)
+            elif kind == "weight":
+                arrays[step[1]] = self.weights[step[2]]
+            elif kind == "malloc":
+                _, value, index, shape, dtype = step
+                start = offsets[names[index]]
+                size = math.prod(shape) * np.dtype(dtype).itemsize
+                arrays[value] = pool[start:start + size].view(dtype).reshape(shape)
+            elif kind == "view":
+                _, value, source, shape, dtype = step
+                size = math.prod(shape) * np.dtype(dtype).itemsize
+                arrays[value] = _bytes_of(arrays[source])[:size].view(dtype).reshape(shape)
+            elif kind == "subview":
+                _, value, source, offset, shape, dtype = step
+                size = math.prod(shape) * np.dtype(dtype).itemsize
+                arrays[value] = _bytes_of(arrays[source])[offset:offset + size].view(dtype).reshape(shape)
+            elif kind == "copy":
+                _, target, source, size = step
+                _bytes_of(arrays[target])[:size] = _bytes_of(arrays[source])[:size]
+            else:
+                _, kernel, kernel_inputs, outs, keyword, kwargs = step
+                args = [None if v is None else [arrays[x] for x in v] if isinstance(v, list) else arrays[v]
+                        for v in kernel_inputs]
+                while args and args[-1] is None:
+                    args.pop()
+                destinations = [arrays[v] for v in outs]
+                getattr(host_kernels, kernel)(*args, **{keyword: destinations if keyword == "outs"
+                                                        else destinations[0]}, **kwargs)
+        return outputs

@@ -173,6 +173,8 @@ def _bytes(limit: int | str | None) -> int | None:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.save_outputs:
         check_output_path(args.save_outputs)
+    if args.dim:
+        return _run_symbolic(args)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -202,7 +204,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_symbolic(args: argparse.Namespace) -> int:
+    """`pyocc run --dim NAME=MAX`: compile once for every value, run on the
+    --inputs (any size in range) or on random inputs at the maximum."""
+    if args.sanitize or args.memory_pools or args.memory_limit is not None or args.scratch:
+        raise PyoccError("--dim does not combine with --sanitize, --memory-pools, --memory-limit or "
+                         "--kernel-scratch yet; fix the dimension with --shape to use them")
+    model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          reorder=args.reorder, dims=parse_dims(args.dim))
+    print("note: symbolic shapes run the numpy kernels from Python for now (no generated code yet)")
+    lowered = model.lowered
+    if args.inputs:
+        inputs = _load_inputs(args.inputs, model.input_names)
+        values = lowered.values_of({name: np.shape(inputs[name]) for name in lowered.inputs.shapes
+                                    if name in inputs})
+    else:
+        values = lowered.plan.problem.maximum()
+        rng = np.random.default_rng(args.seed)
+        inputs = {}
+        for step in lowered.runner.steps_at(values):
+            if step[0] == "arg" and not step[3]:
+                shape, dtype = step[4], step[5]
+                inputs[step[2]] = (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
+                                   else rng.integers(0, 2, shape).astype(dtype))
+    outputs = model.run(inputs)
+    if args.save_outputs:
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        _write_atomically(Path(args.save_outputs), buffer.getvalue())
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}, mean {float(np.mean(value)):.6g}")
+    print(", ".join(f"{k}={v}" for k, v in values.items()))
+    print(model.memory_report(values))
+    return 0
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
+    if args.dim:
+        raise PyoccError("--dim models run in-process only for now (pyocc run, or pyocc.compile(..., dims=...)); "
+                         "pyocc compile -o writes static models: fix the dimension with --shape")
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
