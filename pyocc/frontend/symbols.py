@@ -94,6 +94,10 @@ def symbolic_inputs(model: onnx.ModelProto, dims: Mapping[str, int],
         if any(isinstance(d, str) for d in shape):
             found[inp.name] = tuple(shape)
     unknown = sorted(set(dims) - seen)
+    fixed = {d.dim_param for i in model.graph.input if i.name in shapes and i.type.HasField("tensor_type")
+             for d in i.type.tensor_type.shape.dim if d.dim_param}
+    if unknown and unknown[0] in fixed:
+        raise PyoccError(f"--dim names '{unknown[0]}', but --shape fixes every input that has it; drop one of the two")
     if unknown:
         params = sorted({d.dim_param for i in model.graph.input if i.type.HasField("tensor_type")
                          for d in i.type.tensor_type.shape.dim if d.dim_param})

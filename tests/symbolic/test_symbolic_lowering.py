@@ -6,8 +6,6 @@ plan with offsets as formulas holds at every value."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +17,8 @@ from pyocc.api import lower, lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.planning import Poly
 from pyocc.symbolic import fit_polynomials, fit_program, probe_points
+from pyocc.tools.cli import main
 from tests.graphs import GraphBuilder, bert_symbolic, encoder_symbolic
-
-BIN = Path(sys.executable).parent
 
 
 def copy(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -122,8 +119,11 @@ def test_constant_folded_from_the_symbol_is_one_line() -> None:
 
 # -- the command line -------------------------------------------------------
 
-def pyocc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(BIN / "pyocc"), *args], capture_output=True, text=True, timeout=300)
+def pyocc(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the `pyocc` command in this process: (exit status, stdout, stderr)."""
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
 @pytest.fixture(scope="module")
@@ -133,10 +133,11 @@ def encoder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: Path) -> None:
-    done = pyocc("plan", str(encoder_path), "--dim", "sequence=256", "--format", "json")
-    assert done.returncode == 0, done.stderr
-    plan = json.loads(done.stdout)
+def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=256", "--format", "json")
+    assert status == 0, err
+    plan = json.loads(out)
     assert plan["symbols"] == {"sequence": [1, 256]}
     assert plan["activation_bytes_expr"].startswith("max(end(") or plan["activation_bytes_expr"].startswith("end(")
     lowered = lower_symbolic(encoder_path, {"sequence": 256})
@@ -156,18 +157,24 @@ def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: 
      "with --shape for target cuda"),
     (("--dim", "sequence=8", "--memory", "lazy"), "symbolic shapes (--dim) plan one pool: use --memory pool, not 'lazy'"),
 ])
-def test_bad_dims_are_one_line(encoder_path: Path, args: tuple[str, ...], message: str) -> None:
-    done = pyocc("plan", str(encoder_path), *args)
-    assert done.returncode != 0 and done.stdout == ""
-    assert done.stderr.strip().splitlines() == [f"pyocc: error: {message}"]
+def test_bad_dims_are_one_line(encoder_path: Path, args: tuple[str, ...], message: str,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), *args)
+    assert status != 0 and out == ""
+    assert err.strip().splitlines() == [f"pyocc: error: {message}"]
 
 
-def test_shape_still_fixes_the_dimension(encoder_path: Path) -> None:
-    """--shape gives today's static plan, --dim or not."""
-    fixed = pyocc("plan", str(encoder_path), "--shape", "x=1x16x32", "--format", "json")
-    both = pyocc("plan", str(encoder_path), "--shape", "x=1x16x32", "--format", "json")
-    assert fixed.returncode == 0, fixed.stderr
-    assert json.loads(fixed.stdout)["planner"] != "symbolic"
-    drop = ("plan_ms", "reorder_ms")
-    assert {k: v for k, v in json.loads(fixed.stdout).items() if k not in drop} == \
-        {k: v for k, v in json.loads(both.stdout).items() if k not in drop}
+def test_shape_still_fixes_the_dimension(encoder_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--shape gives the static plan: the same report as lowering the model
+    at that shape, planned by the static planners."""
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--shape", "x=1x16x32", "--format", "json")
+    assert status == 0, err
+    fixed = json.loads(out)
+    _, static = lower(encoder_path, shapes={"x": (1, 16, 32)})
+    assert fixed["planner"] == static.planner and fixed["planner"] != "symbolic"
+    assert fixed["activation_bytes"] == static.activation_bytes
+    assert [b["offset"] for b in fixed["buffers"]] == [b.offset for b in static.buffers]
+    # and --dim on a dimension --shape fixed says so
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--shape", "x=1x16x32", "--dim", "sequence=64")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: --dim names 'sequence', but --shape fixes every input that has it; drop one of the two"]
