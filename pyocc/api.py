@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -20,10 +21,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.ir import Operation
+from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import analyze_function, root_buffer
+from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
+from pyocc.dialects.dnn import Dnn
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
@@ -31,7 +37,14 @@ from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, max_live, plan_symbolic
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
-from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights, planning_problem
+from pyocc.rewrites.dnn_memory_pool import (
+    Placement,
+    apply_placement,
+    buffer_traffic,
+    memory_pools,
+    plan_weights,
+    planning_problem,
+)
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
@@ -50,7 +63,6 @@ from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
     import onnx
-    from xdsl.dialects.builtin import ModuleOp
 
 
 
@@ -318,22 +330,9 @@ def lower(
     ops = list(function.body.block.ops)
     liveness = analyze_function(function)
 
-    pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
     scratch = {root_buffer(o.workspace) for o in ops
                if isinstance(o, d.DnnComputeOp) and getattr(o, "workspace", None) is not None}
-    buffers: list[BufferReport] = []
-    for b in liveness.intermediates:
-        owner = b.value.owner
-        buffers.append(BufferReport(
-            name=b.name, bytes=b.bytes,
-            offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
-            first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
-            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
-                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
-            consumers=sorted(set(b.consumers) - {"dnn.view"}),
-            pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
-            traffic=buffer_traffic(b),
-        ))
+    buffers = buffer_reports(ops, liveness)
     at_init = None if options.target == "host" else 0
     if memory == "pool":
         inits = [o for o in ops if isinstance(o, d.PoolInitOp)]
@@ -379,6 +378,26 @@ def lower(
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
+
+
+def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferReport]:
+    """One BufferReport per intermediate buffer of a buffer-form function
+    (`ops`, its operations in order, and their `liveness`)."""
+    pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    buffers: list[BufferReport] = []
+    for b in liveness.intermediates:
+        owner = b.value.owner
+        buffers.append(BufferReport(
+            name=b.name, bytes=b.bytes,
+            offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
+            first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
+            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
+                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
+            consumers=sorted(set(b.consumers) - {"dnn.view"}),
+            pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
+            traffic=buffer_traffic(b),
+        ))
+    return buffers
 
 
 def _pool_allocation(pool_allocation: str | None, target: str) -> str:
@@ -453,6 +472,8 @@ class SymbolicLowering:
     """Report fields that are polynomials in the symbols (naive, weight and I/O bytes, MACs)."""
     runner: SymbolicRun | None = None
     """What runs the program at one value (see `compile(dims=...)`)."""
+    resource_keys: list[str] = field(default_factory=list)
+    """The weights' dense_resource keys, in the order the program text names them."""
     lower_ms: float = 0.0
     """Milliseconds to probe, fit and plan."""
 
@@ -515,6 +536,28 @@ class SymbolicLowering:
             allocator_calls_per_run=1,
             macs=self.fitted["macs"].evaluate(values),
         )
+
+    def module_at(self, dims: Mapping[str, int]) -> tuple[ModuleOp, MemoryReport]:
+        """The pool-form program at one value of every symbol (the symbolic
+        program's text at that value, its buffers placed at the symbolic
+        plan's offsets there) and its report: what `pyocc plan --at` draws."""
+        values = self.check_values(dims)
+        keys = iter(self.resource_keys)
+        text = re.sub(r"dense_resource<>", lambda _: f"dense_resource<{next(keys)}>", self.program.text_at(values))
+        ctx = Context()
+        for dialect in (Builtin, Func, Dnn):
+            ctx.load_dialect(dialect)
+        module = Parser(ctx, text).parse_module()
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        problem = planning_problem(analyze_function(function), self.options.alignment)
+        apply_placement(function, [b.name for b in problem.buffers],
+                        Placement.of_plan(self.plan.at(values), self.options.alignment))
+        report = self.memory_report(values)
+        liveness = analyze_function(function)
+        report.buffers = buffer_reports(list(function.body.block.ops), liveness)
+        report.activation_traffic_bytes = sum(b.traffic for b in report.buffers)
+        report.tensor_lower_bound_bytes = None
+        return module, report
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
@@ -599,7 +642,8 @@ def lower_symbolic(
         raise PyoccError(f"{name}: {e}") from None
     runner = SymbolicRun(fit_program(steps, fit_points, check_points, inputs.ranges, name), weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
-                            runner, (time.perf_counter() - start) * 1e3)
+                            runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
+                            (time.perf_counter() - start) * 1e3)
 
 
 class SymbolicModel:

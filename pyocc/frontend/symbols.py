@@ -21,29 +21,33 @@ from pyocc.errors import PyoccError
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
-def parse_dim(spec: str) -> tuple[str, int]:
-    """``sequence=512`` -> ("sequence", 512); PyoccError on bad text."""
+def parse_dim(spec: str, option: str = "--dim", low: int = 1) -> tuple[str, int]:
+    """``sequence=512`` -> ("sequence", 512); PyoccError on bad text
+    (`option` names the option in the message; values below `low` are bad)."""
+    what = "maximum" if option == "--dim" else "value"
     name, sep, value = spec.partition("=")
     name = name.strip()
     if not sep or not _NAME.fullmatch(name):
-        raise PyoccError(f"--dim '{spec}' must look like NAME=MAX, e.g. --dim sequence=512")
+        label = "MAX" if option == "--dim" else "VALUE"
+        raise PyoccError(f"{option} '{spec}' must look like NAME={label}, e.g. {option} sequence=512")
     try:
-        high = int(value)
+        number = int(value)
     except ValueError:
-        raise PyoccError(f"--dim '{spec}': the maximum must be an integer, e.g. --dim {name}=512") from None
-    if high < 1:
-        raise PyoccError(f"--dim '{spec}': the maximum must be at least 1")
-    return name, high
+        raise PyoccError(f"{option} '{spec}': the {what} must be an integer, e.g. {option} {name}=512") from None
+    if number < low:
+        raise PyoccError(f"{option} '{spec}': the {what} must be at least {low}")
+    return name, number
 
 
-def parse_dims(specs: Sequence[str]) -> dict[str, int]:
-    """Repeated ``--dim NAME=MAX`` -> {name: max}; a name given twice is an error."""
+def parse_dims(specs: Sequence[str], option: str = "--dim", low: int = 1) -> dict[str, int]:
+    """Repeated ``--dim NAME=MAX`` (or ``--at NAME=VALUE``) -> {name: number};
+    a name given twice is an error."""
     dims: dict[str, int] = {}
     for spec in specs:
-        name, high = parse_dim(spec)
+        name, number = parse_dim(spec, option, low)
         if name in dims:
-            raise PyoccError(f"--dim names '{name}' twice; give each symbol once")
-        dims[name] = high
+            raise PyoccError(f"{option} names '{name}' twice; give each symbol once")
+        dims[name] = number
     return dims
 
 

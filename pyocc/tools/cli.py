@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc import __version__
 from pyocc.api import compile as compile_model
-from pyocc.api import lower, lower_symbolic
+from pyocc.api import SymbolicLowering, lower, lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.frontend.symbols import parse_dims
@@ -340,16 +340,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
     if args.output:
         check_output_path(args.output)
-    if args.dim:
+    if args.at and not args.dim:
+        raise PyoccError("--at picks a value of a symbolic dimension: give its range with --dim too, "
+                         "e.g. --dim sequence=512 --at sequence=17")
+    if args.dim and not args.at:
         return _plan_symbolic(args)
-    module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                           fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
-                           pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
-                           workspace=args.workspace,
-                          scratch=args.scratch,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
-    report.check_limit(_bytes(args.memory_limit))
+    if args.dim:
+        module, report = _lower_symbolic(args).module_at(parse_dims(args.at, option="--at", low=0))
+    else:
+        module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                               fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
+                               pool_candidates=args.pool_candidates,
+                               reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
+                               workspace=args.workspace,
+                               scratch=args.scratch,
+                               memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+        report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
     if args.explain:
@@ -371,18 +377,23 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _lower_symbolic(args: argparse.Namespace) -> SymbolicLowering:
+    """The symbolic lowering `pyocc plan --dim` asks for."""
+    if args.memory_pools or args.memory_limit is not None or args.scratch:
+        raise PyoccError("--dim does not combine with --memory-pools, --memory-limit or --kernel-scratch yet; "
+                         "fix the dimension with --shape to use them")
+    return lower_symbolic(args.model, parse_dims(args.dim), shapes=_shapes(args.shape), planner=args.planner,
+                          fuse=args.fuse, coalesce=args.coalesce, reorder=args.reorder,
+                          memory=args.memory, target=args.target)
+
+
 def _plan_symbolic(args: argparse.Namespace) -> int:
     """`pyocc plan --dim NAME=MAX`: the one plan for every value, as a text
     report at the maximum with the formulas, or as JSON."""
     if args.explain or args.liveness or args.format in ("svg", "html"):
-        raise PyoccError("with --dim, pyocc plan writes text or json for now; drop --explain/--liveness/"
-                         "--format svg|html, or fix the dimension with --shape to draw the plan at one size")
-    if args.memory_pools or args.memory_limit is not None or args.scratch:
-        raise PyoccError("--dim does not combine with --memory-pools, --memory-limit or --kernel-scratch yet; "
-                         "fix the dimension with --shape to use them")
-    symbolic = lower_symbolic(args.model, parse_dims(args.dim), shapes=_shapes(args.shape), planner=args.planner,
-                              fuse=args.fuse, coalesce=args.coalesce, reorder=args.reorder,
-                              memory=args.memory, target=args.target)
+        raise PyoccError("with --dim, pictures, --explain and --liveness show one value: add --at NAME=VALUE, "
+                         "e.g. --at sequence=17")
+    symbolic = _lower_symbolic(args)
     if args.format == "json":
         text = json.dumps(symbolic.to_json(), indent=2) + "\n"
     else:
@@ -424,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--explain", action="store_true",
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
+    plan.add_argument("--at", action="append", default=[], metavar="NAME=VALUE",
+                      help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser

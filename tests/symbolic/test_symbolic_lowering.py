@@ -18,6 +18,7 @@ from pyocc.errors import PyoccError
 from pyocc.planning import Poly
 from pyocc.symbolic import fit_polynomials, fit_program, probe_points
 from pyocc.tools.cli import main
+from pyocc.units import format_bytes
 from tests.graphs import GraphBuilder, bert_symbolic, encoder_symbolic
 
 
@@ -178,3 +179,27 @@ def test_shape_still_fixes_the_dimension(encoder_path: Path, capsys: pytest.Capt
     status, out, err = pyocc(capsys, "plan", str(encoder_path), "--shape", "x=1x16x32", "--dim", "sequence=64")
     assert status == 1 and err.splitlines() == [
         "pyocc: error: --dim names 'sequence', but --shape fixes every input that has it; drop one of the two"]
+
+
+def test_plan_at_one_value_draws_the_symbolic_plan_there(encoder_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    lowered = lower_symbolic(encoder_path, {"sequence": 64})
+    at_17 = lowered.memory_report(dims={"sequence": 17})
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--at", "sequence=17",
+                             "--format", "json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["planner"] == "symbolic" and report["activation_bytes"] == at_17.activation_bytes
+    assert sorted(b["offset"] for b in report["buffers"]) == sorted(lowered.plan.offsets({"sequence": 17}).values())
+    assert [1, 4, 17, 17] in [b["shape"] for b in report["buffers"]]
+    svg = tmp_path / "plan.svg"
+    assert pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--at", "sequence=17", "-o", str(svg))[0] == 0
+    assert svg.read_text().startswith("<svg") and format_bytes(at_17.activation_bytes) in svg.read_text()
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--format", "svg")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: with --dim, pictures, --explain and --liveness show one value: add --at NAME=VALUE, "
+        "e.g. --at sequence=17"]
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--at", "sequence=17")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: --at picks a value of a symbolic dimension: give its range with --dim too, "
+        "e.g. --dim sequence=512 --at sequence=17"]
