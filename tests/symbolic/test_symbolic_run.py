@@ -96,3 +96,21 @@ def test_cli_run_and_compile_with_dim(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().err.splitlines() == [
         "pyocc: error: --dim models run in-process only for now (pyocc run, or pyocc.compile(..., dims=...)); "
         "pyocc compile -o writes static models: fix the dimension with --shape"]
+
+
+def test_two_symbols_batch_and_sequence() -> None:
+    """`batch` and `sequence` both symbolic: sizes are products of the two
+    (128*batch*sequence), and one compile runs every (batch, sequence)."""
+    model = encoder_symbolic(layers=1)
+    for value in (model.graph.input[0], model.graph.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    symbolic = pyocc.compile(fresh, dims={"batch": 4, "sequence": 32})
+    assert "128*batch*sequence" in {b["size_expr"] for b in symbolic.lowered.to_json()["buffers"]}
+    session = ort.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(0)
+    for batch, s in ((1, 1), (3, 17), (4, 32), (2, 5)):
+        x = {"x": rng.standard_normal((batch, s, 32)).astype(np.float32)}
+        (got,) = symbolic.run(x).values()
+        np.testing.assert_allclose(got, session.run(None, x)[0], rtol=1e-4, atol=1e-5)
