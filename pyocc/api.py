@@ -9,36 +9,61 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import re
+import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.ir import Operation
+from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import analyze_function, root_buffer
+from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
+from pyocc.dialects.dnn import Dnn
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
-from pyocc.frontend.onnx_import import import_model
+from pyocc.frontend.onnx_import import import_model, load_model
+from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
+from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, max_live, plan_symbolic
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
-from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
+from pyocc.rewrites.dnn_memory_pool import (
+    Placement,
+    apply_placement,
+    buffer_traffic,
+    memory_pools,
+    plan_weights,
+    planning_problem,
+)
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+from pyocc.symbolic import (
+    SymbolicProgram,
+    SymbolicRun,
+    fit_polynomials,
+    fit_program,
+    probe_points,
+    program_steps,
+    symbolic_problem,
+)
 from pyocc.weights import release, resource_keys
 from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
-    import numpy as np
     import onnx
-    from xdsl.dialects.builtin import ModuleOp
 
 
 
@@ -306,22 +331,9 @@ def lower(
     ops = list(function.body.block.ops)
     liveness = analyze_function(function)
 
-    pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
     scratch = {root_buffer(o.workspace) for o in ops
                if isinstance(o, d.DnnComputeOp) and getattr(o, "workspace", None) is not None}
-    buffers: list[BufferReport] = []
-    for b in liveness.intermediates:
-        owner = b.value.owner
-        buffers.append(BufferReport(
-            name=b.name, bytes=b.bytes,
-            offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
-            first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
-            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
-                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
-            consumers=sorted(set(b.consumers) - {"dnn.view"}),
-            pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
-            traffic=buffer_traffic(b),
-        ))
+    buffers = buffer_reports(ops, liveness)
     at_init = None if options.target == "host" else 0
     if memory == "pool":
         inits = [o for o in ops if isinstance(o, d.PoolInitOp)]
@@ -367,6 +379,26 @@ def lower(
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
+
+
+def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferReport]:
+    """One BufferReport per intermediate buffer of a buffer-form function
+    (`ops`, its operations in order, and their `liveness`)."""
+    pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    buffers: list[BufferReport] = []
+    for b in liveness.intermediates:
+        owner = b.value.owner
+        buffers.append(BufferReport(
+            name=b.name, bytes=b.bytes,
+            offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
+            first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
+            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
+                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
+            consumers=sorted(set(b.consumers) - {"dnn.view"}),
+            pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
+            traffic=buffer_traffic(b),
+        ))
+    return buffers
 
 
 def _pool_allocation(pool_allocation: str | None, target: str) -> str:
@@ -423,6 +455,247 @@ def _report_pools(report: MemoryReport, function: Any, options: Options) -> None
     report.weight_bytes_by_pool = plan_weights(function, pools, options.alignment)
     report.dynamic_buffers = [b.name for b in report.buffers if b.offset is None]
     report.fast_pool_traffic_bytes = report.pools[0].traffic_bytes if report.pools else 0
+
+
+@dataclass
+class SymbolicLowering:
+    """A model lowered once for every value of its symbolic dimensions
+    (``dims={"sequence": 512}``): the buffer-form program with its integers
+    as polynomials in the symbols (pyocc.symbolic), and one pool plan whose
+    offsets and size are expressions, verified over the whole range."""
+
+    model: str
+    inputs: SymbolicInputs
+    program: SymbolicProgram
+    plan: SymbolicPlan
+    options: Options
+    fitted: dict[str, Poly]
+    """Report fields that are polynomials in the symbols (naive, weight and I/O bytes, MACs)."""
+    runner: SymbolicRun | None = None
+    """What runs the program at one value (see `compile(dims=...)`)."""
+    resource_keys: list[str] = field(default_factory=list)
+    """The weights' dense_resource keys, in the order the program text names them."""
+    lower_ms: float = 0.0
+    """Milliseconds to probe, fit and plan."""
+
+    @property
+    def ranges(self) -> dict[str, tuple[int, int]]:
+        """symbol -> (low, high), inclusive."""
+        return dict(self.inputs.ranges)
+
+    def check_values(self, values: Mapping[str, int]) -> dict[str, int]:
+        """`values` checked: every symbol given, each in its range (PyoccError otherwise)."""
+        for name, (low, high) in self.ranges.items():
+            if name not in values:
+                raise PyoccError(f"{self.model}: give a value for '{name}' (range {low}..{high})")
+            value = values[name]
+            if not isinstance(value, int) or not low <= value <= high:
+                raise PyoccError(f"{self.model}: {name}={value} is out of range: it was compiled for "
+                                 f"{name} in {low}..{high} (--dim {name}={high}); compile with a larger --dim")
+        unknown = sorted(set(values) - set(self.ranges))
+        if unknown:
+            raise PyoccError(f"{self.model}: '{unknown[0]}' is not a symbolic dimension "
+                             f"(symbols: {', '.join(sorted(self.ranges))})")
+        return {name: int(values[name]) for name in self.ranges}
+
+    def values_of(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """The symbols' values read off the graph inputs' shapes (name ->
+        shape); PyoccError when a shape disagrees with the model's."""
+        values: dict[str, int] = {}
+        for name, declared in self.inputs.shapes.items():
+            if name not in shapes:
+                raise PyoccError(f"{self.model}: missing input '{name}'")
+            given = tuple(shapes[name])
+            if len(given) != len(declared):
+                raise PyoccError(f"{self.model}: input '{name}' has rank {len(given)}, expected {len(declared)}")
+            for dim, size in zip(declared, given, strict=True):
+                if isinstance(dim, str):
+                    if values.setdefault(dim, int(size)) != int(size):
+                        raise PyoccError(f"{self.model}: input '{name}' gives {dim}={size} but another input "
+                                         f"gives {dim}={values[dim]}")
+                elif dim != size:
+                    raise PyoccError(f"{self.model}: input '{name}' has shape {list(given)}, "
+                                     f"expected {['?' if isinstance(x, str) else x for x in declared]}")
+        return self.check_values(values)
+
+    def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
+        """The memory report at one value of every symbol, e.g.
+        ``dims={"sequence": 17}`` (default: every symbol at its maximum)."""
+        values = self.check_values(dims if dims is not None else self.plan.problem.maximum())
+        static = self.plan.problem.at(values)
+        offsets = self.plan.offsets(values)
+        return MemoryReport(
+            model=self.model, memory="pool", planner="symbolic",
+            activation_bytes=self.plan.pool_bytes(values),
+            lower_bound_bytes=max_live(static),
+            naive_bytes=self.fitted["naive_bytes"].evaluate(values),
+            weight_bytes=self.fitted["weight_bytes"].evaluate(values),
+            io_bytes=self.fitted["io_bytes"].evaluate(values),
+            workspace_bytes=0, plan_ms=self.plan.plan_ms,
+            buffers=[BufferReport(name=b.name, bytes=b.size, offset=offsets[b.name], first=b.first, last=b.last,
+                                  shape=[], dtype="", producer="", consumers=[]) for b in static.buffers],
+            allocator_calls_per_run=1,
+            macs=self.fitted["macs"].evaluate(values),
+        )
+
+    def module_at(self, dims: Mapping[str, int]) -> tuple[ModuleOp, MemoryReport]:
+        """The pool-form program at one value of every symbol (the symbolic
+        program's text at that value, its buffers placed at the symbolic
+        plan's offsets there) and its report: what `pyocc plan --at` draws."""
+        values = self.check_values(dims)
+        keys = iter(self.resource_keys)
+        text = re.sub(r"dense_resource<>", lambda _: f"dense_resource<{next(keys)}>", self.program.text_at(values))
+        ctx = Context()
+        for dialect in (Builtin, Func, Dnn):
+            ctx.load_dialect(dialect)
+        module = Parser(ctx, text).parse_module()
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        problem = planning_problem(analyze_function(function), self.options.alignment)
+        apply_placement(function, [b.name for b in problem.buffers],
+                        Placement.of_plan(self.plan.at(values), self.options.alignment))
+        report = self.memory_report(values)
+        liveness = analyze_function(function)
+        report.buffers = buffer_reports(list(function.body.block.ops), liveness)
+        report.activation_traffic_bytes = sum(b.traffic for b in report.buffers)
+        report.tensor_lower_bound_bytes = None
+        return module, report
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON: the symbols' ranges, the activation size as a
+        formula (`activation_bytes_expr`) and at the maximum
+        (`activation_bytes`), and every buffer's size and offset formulas."""
+        problem = self.plan.problem
+        at_max = self.memory_report()
+        return {
+            "model": self.model, "memory": "pool", "planner": "symbolic",
+            "symbols": {name: list(bounds) for name, bounds in self.ranges.items()},
+            "activation_bytes_expr": self.plan.pool_expr(),
+            "activation_bytes": at_max.activation_bytes,
+            "lower_bound_bytes": at_max.lower_bound_bytes,
+            "naive_bytes_expr": str(self.fitted["naive_bytes"]),
+            "weight_bytes": at_max.weight_bytes,
+            "io_bytes_expr": str(self.fitted["io_bytes"]),
+            "plan_ms": self.plan.plan_ms,
+            "buffers": [{"name": b.name, "size_expr": str(b.size), "offset_expr": self.plan.offset_expr(i),
+                         "first": b.first, "last": b.last, "alignment": b.alignment}
+                        for i, b in enumerate(problem.buffers)],
+        }
+
+
+def lower_symbolic(
+    model: str | Path | onnx.ModelProto,
+    dims: Mapping[str, int],
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    planner: str = "auto",
+    alignment: int = 64,
+    fuse: bool = True,
+    coalesce: bool = True,
+    reorder: str = Options.reorder,
+    memory: str = "pool",
+    target: str = "host",
+) -> SymbolicLowering:
+    """Lower a model whose inputs have symbolic dimensions (ONNX dim_param)
+    for every value up to `dims` (symbol -> maximum): the model is lowered
+    at a few probe values of the symbols, the programs' integers are fitted
+    as polynomials (pyocc.symbolic) and one pool plan with offsets as
+    expressions is made and verified over the whole range. `shapes` fixes
+    other inputs. Pool mode and target host only (one clear error otherwise)."""
+    start = time.perf_counter()
+    if target != "host":
+        raise PyoccError(f"symbolic shapes (--dim) run on the host only for now; use --target host, "
+                         f"or fix the dimensions with --shape for target {target}")
+    if memory != "pool":
+        raise PyoccError(f"symbolic shapes (--dim) plan one pool: use --memory pool, not '{memory}'")
+    proto = load_model(model) if isinstance(model, str | Path) else model
+    name = Path(model).name if isinstance(model, str | Path) else (proto.graph.name or "model")
+    inputs = symbolic_inputs(proto, dims, shapes)
+    fit_points, check_points = probe_points(inputs.ranges)
+    texts: list[str] = []
+    steps: list[str] = []
+    weights: list[np.ndarray] = []
+    problems: list[Problem] = []
+    scalars: list[list[int]] = []
+    options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
+                      reorder=reorder)
+    for point in [*fit_points, *check_points]:
+        before = resource_keys()
+        copy = type(proto)()
+        copy.CopyFrom(proto)
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        problems.append(planning_problem(analyze_function(function), alignment))
+        texts.append(str(module))
+        point_steps, point_weights = program_steps(function)
+        steps.append(json.dumps(point_steps))
+        weights = weights or point_weights
+        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+        release(resource_keys() - before)
+    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
+    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
+    polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
+    if wrong:
+        raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
+                         "fix the dimension with --shape")
+    fitted = dict(zip(["naive_bytes", "weight_bytes", "io_bytes", "macs"], polys, strict=True))
+    try:
+        plan = plan_symbolic(problem)
+    except PlanningError as e:
+        raise PyoccError(f"{name}: {e}") from None
+    runner = SymbolicRun(fit_program(steps, fit_points, check_points, inputs.ranges, name), weights, plan)
+    return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
+                            runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
+                            (time.perf_counter() - start) * 1e3)
+
+
+class SymbolicModel:
+    """A model compiled once for every value of its symbolic dimensions
+    (`compile(path, dims={"sequence": 512})`): `run` takes inputs of any
+    size in range. For now it runs pyocc's numpy kernels driven from Python
+    (no generated code yet): per run, the offsets and the pool size are
+    evaluated from the input shapes, one pool of that size is allocated and
+    every buffer is a view at its planned offset."""
+
+    def __init__(self, lowered: SymbolicLowering):
+        self.lowered = lowered
+        assert lowered.runner is not None
+        self.runner = lowered.runner
+
+    @property
+    def input_names(self) -> list[str]:
+        """ONNX names of the graph inputs, in order."""
+        return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and not s[3]]
+
+    @property
+    def output_names(self) -> list[str]:
+        """ONNX names of the graph outputs, in order."""
+        return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and s[3]]
+
+    numpy_sites = property(lambda self: sum(1 for s in self.runner.steps_at(self.lowered.plan.problem.maximum())
+                                            if s[0] == "call"),
+                           doc="Compute ops, all of which call the numpy kernels.")
+    native_sites = property(lambda self: 0, doc="Always 0: symbolic programs run the numpy kernels for now.")
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run once on inputs of any size in range: ONNX input name ->
+        array; a size out of range or a wrong shape is one PyoccError."""
+        arrays = {name: np.asarray(value) for name, value in inputs.items()}
+        expected = self.input_names
+        if sorted(arrays) != sorted(expected):
+            raise PyoccError(f"{self.lowered.model}: inputs {sorted(arrays)} do not match the model's inputs {expected}")
+        values = self.lowered.values_of({name: arrays[name].shape for name in self.lowered.inputs.shapes})
+        steps = self.runner.steps_at(values)
+        for step in steps:
+            if step[0] == "arg" and not step[3]:
+                array = arrays[step[2]]
+                if list(array.shape) != step[4] or array.dtype != np.dtype(step[5]):
+                    raise PyoccError(f"{self.lowered.model}: input '{step[2]}' has {array.dtype}{list(array.shape)}, "
+                                     f"the model takes {step[5]}{step[4]} at {values}")
+        return self.runner.run(values, arrays)
+
+    def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
+        """The memory report at one value of every symbol, e.g.
+        ``dims={"sequence": 17}`` (default: each at its maximum)."""
+        return self.lowered.memory_report(dims)
 
 
 class Model:
@@ -508,7 +781,8 @@ def compile(  # noqa: A001 - the name users expect
     tile_region: int = 0,
     tile_patches: int = 4,
     threads: int = 1,
-) -> Model:
+    dims: Mapping[str, int] | None = None,
+) -> Model | SymbolicModel:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
     `fuse=False` turns layer fusion off, `coalesce=False` tensor coalescing.
@@ -529,7 +803,17 @@ def compile(  # noqa: A001 - the name users expect
     `threads` (host): the threads the model runs on, for its BLAS calls and
     for the independent outer loops of its native kernels (a worker pool
     the model starts when it is loaded; results are the same for every
-    count); 1, the default, compiles exactly the single-threaded code."""
+    count); 1, the default, compiles exactly the single-threaded code.
+    `dims` (symbol -> maximum, e.g. {"sequence": 512}) compiles one
+    `SymbolicModel` whose `run` takes every value from 1 to the maximum
+    (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
+    if dims:
+        if (sanitize or memory_pools or pool_candidates or scratch or memory_limit is not None or tile_region
+                or threads != 1):
+            raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, kernel scratch, "
+                             "a memory limit, tiling or threads yet; fix the dimension with --shape to use them")
+        return SymbolicModel(lower_symbolic(model, dims, shapes=shapes, planner=planner, fuse=fuse,
+                                            coalesce=coalesce, reorder=reorder, memory=memory, target=target))
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):

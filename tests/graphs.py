@@ -581,3 +581,67 @@ def random_inputs(model: onnx.ModelProto, seed: int = 1) -> dict[str, np.ndarray
     if "attention_mask" in inputs:
         inputs["attention_mask"][..., 0] = 1  # a real mask keeps at least the first token
     return inputs
+
+
+# ---------------------------------------------------------------------------
+# Graphs with a symbolic sequence length (ONNX dim_param "sequence")
+# ---------------------------------------------------------------------------
+
+
+def _symbolic_encoder_layer(g: GraphBuilder, h: str, hidden: int, heads: int, mask: str | None,
+                            merge_by_shape: bool) -> str:
+    """One post-norm encoder layer on [1, S, hidden] with S symbolic: the
+    split-heads Reshape keeps S with a 0 dim; the merge-heads Reshape takes
+    its target from Shape -> Gather -> Concat (`merge_by_shape`) or from
+    [0, 0, hidden]."""
+    head_dim = hidden // heads
+    q = g.split_heads(g.linear(h, hidden, hidden), heads, head_dim, [0, 2, 1, 3])
+    k_t = g.split_heads(g.linear(h, hidden, hidden), heads, head_dim, [0, 2, 3, 1])
+    v = g.split_heads(g.linear(h, hidden, hidden), heads, head_dim, [0, 2, 1, 3])
+    context = g.op("Transpose", g.attention(q, k_t, v, None if mask is None else ("add", mask), head_dim),
+                   perm=[0, 2, 1, 3])
+    if merge_by_shape:
+        batch_seq = g.op("Gather", g.op("Shape", context), g.const([0, 1], np.int64), axis=0)
+        target = g.op("Concat", batch_seq, g.const([hidden], np.int64), axis=0)
+    else:
+        target = g.const([0, 0, hidden], np.int64)
+    h = g.layer_norm(g.op("Add", g.linear(g.op("Reshape", context, target), hidden, hidden), h), hidden)
+    ffn = g.linear(g.gelu_erf(g.linear(h, hidden, 2 * hidden)), 2 * hidden, hidden)
+    return g.layer_norm(g.op("Add", ffn, h), hidden)
+
+
+def encoder_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, layers: int = 2) -> onnx.ModelProto:
+    """A plain transformer encoder (post-norm, GELU) on x [1, "sequence",
+    hidden], the sequence length an ONNX dim_param: the memory of every
+    activation is a polynomial in it (attention scores grow as S^2)."""
+    g = GraphBuilder("encoder_symbolic", seed)
+    h = g.input("x", TensorProto.FLOAT, [1, "sequence", hidden])
+    for layer in range(layers):
+        h = _symbolic_encoder_layer(g, h, hidden, heads, None, merge_by_shape=layer % 2 == 1)
+    return g.model([(h, TensorProto.FLOAT)])
+
+
+def bert_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 50,
+                  max_positions: int = 512) -> onnx.ModelProto:
+    """A two-layer BERT encoder whose inputs are [1, "sequence"] (ONNX
+    dim_param): word and position embeddings by Gather (position_ids is an
+    input, as HuggingFace exports it when given: a Slice of a constant table
+    up to Shape(input_ids)[1] would be folded at import into a constant
+    whose shape depends on the sequence, which pyocc rejects with one line),
+    an additive mask from the int64 attention_mask, and a pooler on token
+    0. Outputs: last hidden state and pooled."""
+    g = GraphBuilder("bert_symbolic", seed)
+    ids = g.input("input_ids", TensorProto.INT64, [1, "sequence"], id_range=vocab)
+    position_ids = g.input("position_ids", TensorProto.INT64, [1, "sequence"], id_range=max_positions)
+    mask = g.input("attention_mask", TensorProto.INT64, [1, "sequence"], id_range=2)
+    words = g.op("Gather", g.weight([vocab, hidden], fan_in=1), ids, axis=0)       # [1, S, hidden]
+    positions = g.op("Gather", g.weight([max_positions, hidden], fan_in=1), position_ids, axis=0)
+    h = g.layer_norm(g.op("Add", words, positions), hidden)
+    extended = g.op("Unsqueeze", mask, g.const([1, 2], np.int64))                   # [1, 1, 1, S]
+    additive = g.op("Mul", g.op("Sub", g.const(1.0), g.op("Cast", extended, to=TensorProto.FLOAT)),
+                    g.const(-10000.0))
+    for layer in range(2):
+        h = _symbolic_encoder_layer(g, h, hidden, heads, additive, merge_by_shape=layer == 1)
+    first = g.op("Gather", h, g.const(0, np.int64), axis=1)                         # [1, hidden]
+    pooled = g.op("Tanh", g.op("Gemm", first, g.weight([hidden, hidden]), g.bias(hidden), transB=1))
+    return g.model([(h, TensorProto.FLOAT), (pooled, TensorProto.FLOAT)])

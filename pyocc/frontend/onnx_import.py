@@ -321,6 +321,7 @@ class _Importer:
                     raise PyoccError(
                         f"graph input '{inp.name}' has a dynamic dimension {i}{label}; "
                         f"fix it with --shape {inp.name}={example} (or shapes={{'{inp.name}': ...}} in the API)"
+                        + (f", or run every value up to MAX with --dim {dim.dim_param}=MAX" if dim.dim_param else "")
                     )
 
     # -- step 2 ----------------------------------------------------------

@@ -419,9 +419,13 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
     candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
     candidates += [_stacked(problem, sizes, problem.at(point), algorithm)
                    for point in points for algorithm in STATIC_ALGORITHMS]
+    # alignment padding (at most one alignment per buffer) is all there is
+    # to a plan at tiny sizes: score the ratio over the bound plus that slack,
+    # so that bytes of padding at S = 1 do not outweigh percent at S = 512
+    slack = sum(b.alignment - 1 for b in problem.buffers)
     best: tuple[float, tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
     for below, order, pool in candidates:
-        score = float(np.max(pool / np.maximum(bound, 1)))
+        score = float(np.max(pool / (bound + max(slack, 1))))
         if best is None or score < best[0]:
             best = (score, below, order)
     assert best is not None

@@ -28,9 +28,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc import __version__
 from pyocc.api import compile as compile_model
-from pyocc.api import lower
+from pyocc.api import SymbolicLowering, lower, lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
+from pyocc.frontend.symbols import parse_dims
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, to_llvm_ir
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.planning import ALGORITHMS, PlanningError
@@ -150,6 +151,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="with --memory-limit min: the extra MACs patch-based execution may add (default 0.10)")
     p.add_argument("--shape", action="append", default=[], metavar="NAME=1x3x224x224",
                    help="fix a graph input's shape (repeatable)")
+    p.add_argument("--dim", action="append", default=[], metavar="NAME=MAX",
+                   help="plan a symbolic dimension (ONNX dim_param) for every value 1..MAX (repeatable)")
     p.add_argument("--no-fuse", dest="fuse", action="store_false",
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
@@ -182,6 +185,8 @@ def _bytes(limit: int | str | None) -> int | None:
 def cmd_run(args: argparse.Namespace) -> int:
     if args.save_outputs:
         check_output_path(args.save_outputs)
+    if args.dim:
+        return _run_symbolic(args)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           sanitize=args.sanitize,
@@ -211,7 +216,46 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_symbolic(args: argparse.Namespace) -> int:
+    """`pyocc run --dim NAME=MAX`: compile once for every value, run on the
+    --inputs (any size in range) or on random inputs at the maximum."""
+    if args.sanitize or args.memory_pools or args.memory_limit is not None or args.scratch or args.threads != 1:
+        raise PyoccError("--dim does not combine with --sanitize, --memory-pools, --memory-limit, "
+                         "--kernel-scratch or --threads yet; fix the dimension with --shape to use them")
+    model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                          reorder=args.reorder, dims=parse_dims(args.dim))
+    print("note: symbolic shapes run the numpy kernels from Python for now (no generated code yet)")
+    lowered = model.lowered
+    if args.inputs:
+        inputs = _load_inputs(args.inputs, model.input_names)
+        values = lowered.values_of({name: np.shape(inputs[name]) for name in lowered.inputs.shapes
+                                    if name in inputs})
+    else:
+        values = lowered.plan.problem.maximum()
+        rng = np.random.default_rng(args.seed)
+        inputs = {}
+        for step in lowered.runner.steps_at(values):
+            if step[0] == "arg" and not step[3]:
+                shape, dtype = step[4], step[5]
+                inputs[step[2]] = (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
+                                   else rng.integers(0, 2, shape).astype(dtype))
+    outputs = model.run(inputs)
+    if args.save_outputs:
+        buffer = io.BytesIO()
+        np.savez(buffer, **outputs)
+        _write_atomically(Path(args.save_outputs), buffer.getvalue())
+    for name, value in outputs.items():
+        print(f"{name}: shape {list(value.shape)} {value.dtype}, mean {float(np.mean(value)):.6g}")
+    print(", ".join(f"{k}={v}" for k, v in values.items()))
+    print(model.memory_report(values))
+    return 0
+
+
 def cmd_compile(args: argparse.Namespace) -> int:
+    if args.dim:
+        raise PyoccError("--dim models run in-process only for now (pyocc run, or pyocc.compile(..., dims=...)); "
+                         "pyocc compile -o writes static models: fix the dimension with --shape")
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
@@ -310,14 +354,22 @@ def cmd_plan(args: argparse.Namespace) -> int:
     args.format = plan_format(args.format, args.output, text_only, sys.stdout.isatty())
     if args.output:
         check_output_path(args.output)
-    module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
-                           fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
-                           pool_candidates=args.pool_candidates,
-                           reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
-                           workspace=args.workspace,
-                          scratch=args.scratch,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
-    report.check_limit(_bytes(args.memory_limit))
+    if args.at and not args.dim:
+        raise PyoccError("--at picks a value of a symbolic dimension: give its range with --dim too, "
+                         "e.g. --dim sequence=512 --at sequence=17")
+    if args.dim and not args.at:
+        return _plan_symbolic(args)
+    if args.dim:
+        module, report = _lower_symbolic(args).module_at(parse_dims(args.at, option="--at", low=0))
+    else:
+        module, report = lower(args.model, memory=args.memory, planner=args.planner, shapes=_shapes(args.shape),
+                               fuse=args.fuse, coalesce=args.coalesce, memory_pools=args.memory_pools,
+                               pool_candidates=args.pool_candidates,
+                               reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
+                               workspace=args.workspace,
+                               scratch=args.scratch,
+                               memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+        report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
     if args.explain:
@@ -332,6 +384,36 @@ def cmd_plan(args: argparse.Namespace) -> int:
         text = json.dumps(report.to_json(), indent=2) + "\n"
     else:
         text = str(report) + "\n"
+    if args.output:
+        _write_atomically(Path(args.output), text.encode())
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _lower_symbolic(args: argparse.Namespace) -> SymbolicLowering:
+    """The symbolic lowering `pyocc plan --dim` asks for."""
+    if args.memory_pools or args.memory_limit is not None or args.scratch:
+        raise PyoccError("--dim does not combine with --memory-pools, --memory-limit or --kernel-scratch yet; "
+                         "fix the dimension with --shape to use them")
+    return lower_symbolic(args.model, parse_dims(args.dim), shapes=_shapes(args.shape), planner=args.planner,
+                          fuse=args.fuse, coalesce=args.coalesce, reorder=args.reorder,
+                          memory=args.memory, target=args.target)
+
+
+def _plan_symbolic(args: argparse.Namespace) -> int:
+    """`pyocc plan --dim NAME=MAX`: the one plan for every value, as a text
+    report at the maximum with the formulas, or as JSON."""
+    if args.explain or args.liveness or args.format in ("svg", "html"):
+        raise PyoccError("with --dim, pictures, --explain and --liveness show one value: add --at NAME=VALUE, "
+                         "e.g. --at sequence=17")
+    symbolic = _lower_symbolic(args)
+    if args.format == "json":
+        text = json.dumps(symbolic.to_json(), indent=2) + "\n"
+    else:
+        ranges = ", ".join(f"{name} in {low}..{high}" for name, (low, high) in symbolic.ranges.items())
+        text = (f"symbols          {ranges} (report at the maximum)\n"
+                f"activation expr  {symbolic.plan.pool_expr()}\n{symbolic.memory_report()}\n")
     if args.output:
         _write_atomically(Path(args.output), text.encode())
     else:
@@ -370,6 +452,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--explain", action="store_true",
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
+    plan.add_argument("--at", action="append", default=[], metavar="NAME=VALUE",
+                      help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser

@@ -1,0 +1,99 @@
+"""One plan for every sequence length, against a static plan per length.
+
+For each graph with a symbolic sequence dimension (tests/graphs.py: a
+BERT-style encoder and a plain transformer encoder), compile once with
+``dims={"sequence": MAX}`` and, at every S of ``--lengths``: the symbolic
+pool arena(S), the pool of a static compile at that S (its own plan and op
+order), their ratio, the max-live bound of the symbolic program at S, and
+the largest difference of the run at S from onnxruntime. Then the compile
+times: the symbolic compile, and one static compile (pyocc.compile at S =
+MAX, native kernels, the default).
+
+    python bench/symbolic.py                        # S in 1 2 17 128 384 512
+    python bench/symbolic.py --lengths 1,64,512 --max 512
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+# Measure the working tree this file belongs to, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pyocc  # noqa: E402
+from pyocc.api import lower  # noqa: E402
+from tests.graphs import bert_symbolic, encoder_symbolic  # noqa: E402
+
+GRAPHS = {"encoder (2 layers)": encoder_symbolic, "BERT-style (2 layers)": bert_symbolic}
+
+
+def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy (the importer fixes input shapes in the proto it is given)."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    return copy
+
+
+def inputs_at(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Random inputs at sequence length `s`: floats, token ids < 50,
+    positions 0..s-1, a 0/1 mask with token 0 kept."""
+    inputs = {}
+    for inp in model.graph.input:
+        shape = [s if d.dim_param else d.dim_value for d in inp.type.tensor_type.shape.dim]
+        if inp.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            inputs[inp.name] = rng.standard_normal(shape).astype(np.float32)
+        elif inp.name == "position_ids":
+            inputs[inp.name] = np.arange(s, dtype=np.int64)[None]
+        elif inp.name == "attention_mask":
+            inputs[inp.name] = np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)
+        else:
+            inputs[inp.name] = rng.integers(0, 50, shape)
+    return inputs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lengths", default="1,2,17,128,384,512")
+    parser.add_argument("--max", type=int, default=512)
+    args = parser.parse_args()
+    lengths = [int(s) for s in args.lengths.split(",")]
+    rng = np.random.default_rng(0)
+    print("| graph | S | arena(S) B | static plan B | ratio | bound(S) B | max abs diff vs onnxruntime |")
+    print("|---|---|---|---|---|---|---|")
+    times = []
+    for name, build in GRAPHS.items():
+        model = build()
+        start = time.perf_counter()
+        symbolic = pyocc.compile(fresh(model), dims={"sequence": args.max})
+        symbolic_s = time.perf_counter() - start
+        session = ort.InferenceSession(model.SerializeToString())
+        for s in lengths:
+            inputs = inputs_at(model, s, rng)
+            _, static = lower(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
+            report = symbolic.memory_report(dims={"sequence": s})
+            outputs = symbolic.run(inputs)
+            diff = max(float(np.max(np.abs(a - b)))
+                       for a, b in zip(outputs.values(), session.run(None, inputs), strict=True))
+            print(f"| {name} | {s} | {report.activation_bytes:,} | {static.activation_bytes:,} | "
+                  f"{report.activation_bytes / static.activation_bytes:.3f} | {report.lower_bound_bytes:,} | "
+                  f"{diff:.1e} |")
+        inputs = inputs_at(model, args.max, rng)
+        start = time.perf_counter()
+        pyocc.compile(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
+        times.append((name, symbolic_s, time.perf_counter() - start))
+    print()
+    print("| graph | symbolic compile s | one static compile s (S = max, native kernels) | ratio |")
+    print("|---|---|---|---|")
+    for name, symbolic_s, static_s in times:
+        print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

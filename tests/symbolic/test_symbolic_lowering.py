@@ -1,0 +1,205 @@
+"""Symbolic dimensions end to end up to the plan: a model whose input has an
+ONNX dim_param ("sequence") is lowered for every value up to --dim's
+maximum, its program's integers are polynomials in the symbol, and one pool
+plan with offsets as formulas holds at every value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from pyocc.api import lower, lower_symbolic
+from pyocc.errors import PyoccError
+from pyocc.planning import Poly
+from pyocc.symbolic import fit_polynomials, fit_program, probe_points
+from pyocc.tools.cli import main
+from pyocc.units import format_bytes
+from tests.graphs import GraphBuilder, bert_symbolic, encoder_symbolic
+
+
+def copy(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A fresh copy: the importer fixes input shapes in the proto it is given."""
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    return fresh
+
+
+# -- fitting ----------------------------------------------------------------
+
+def test_probe_points_fit_then_check() -> None:
+    fits, checks = probe_points({"S": (1, 512)})
+    assert [p["S"] for p in fits] == [509, 503, 499] and [p["S"] for p in checks] == [491, 487]
+    small_fits, small_checks = probe_points({"S": (1, 3)})
+    assert [p["S"] for p in small_fits] == [3, 2, 1] and small_checks == []
+
+
+def test_fit_recovers_polynomials_and_rejects_the_rest() -> None:
+    fits, checks = probe_points({"S": (1, 512)})
+    points = [p["S"] for p in fits + checks]
+    columns = np.array([[48 * s * s + 3072 * s, 4 * s + 64, 768, s // 2] for s in points], dtype=np.int64)
+    polys, wrong = fit_polynomials(columns, fits, checks)
+    assert polys[:3] == [Poly.parse("48*S^2 + 3072*S"), Poly.parse("4*S + 64"), Poly.constant(768)]
+    assert wrong == [3]  # S // 2 is no polynomial
+
+
+def test_program_whose_ops_change_with_the_size_is_one_line() -> None:
+    fits, checks = probe_points({"S": (1, 512)})
+    texts = [f"%a = dnn.malloc {{size = {4 * p['S']}}}\n" + ("dnn.relu\n" if p["S"] > 500 else "")
+             for p in fits + checks]
+    with pytest.raises(PyoccError, match=r"the program differs between S=509 and S=499 .*fix the dimension with --shape"):
+        fit_program(texts, fits, checks, {"S": (1, 512)})
+
+
+# -- lowering ---------------------------------------------------------------
+
+def test_encoder_program_and_plan_are_symbolic() -> None:
+    lowered = lower_symbolic(encoder_symbolic(), {"sequence": 512})
+    text = lowered.program.symbolic_text()
+    assert "%x: memref<1x{sequence}x32xf32>" in text
+    assert "dnn.malloc {size = {128*sequence} : i64} : memref<{sequence}x32xf32>" in text
+    # attention scores: [1, heads=4, S, S] floats
+    assert "{16*sequence^2}" in text
+    assert lowered.ranges == {"sequence": (1, 512)}
+    for s in (1, 2, 17, 128, 512):
+        symbolic = lowered.memory_report({"sequence": s})
+        _, static = lower(copy(encoder_symbolic()), shapes={"x": (1, s, 32)})
+        # the program is the one dnn-reorder chose at the top of the range:
+        # there, and at S <= 2 where the order does not matter, the static one
+        if s >= 128 or s <= 2:
+            assert symbolic.lower_bound_bytes == static.lower_bound_bytes
+        assert symbolic.lower_bound_bytes <= symbolic.activation_bytes <= 1.05 * static.activation_bytes
+        assert symbolic.weight_bytes == static.weight_bytes and symbolic.io_bytes == static.io_bytes
+        assert sorted(b.bytes for b in symbolic.buffers) == sorted(b.bytes for b in static.buffers)
+    # the program at one value is the static program's text
+    _, point = probe_points({"sequence": (1, 512)})
+    static_module, _ = lower(copy(encoder_symbolic()), shapes={"x": (1, 40, 32)}, memory="lazy")
+    strip = __import__("re").compile(r"dense_resource<[^>]*>")
+    assert strip.sub("", lowered.program.text_at({"sequence": 40})) == strip.sub("", str(static_module))
+
+
+def test_bert_style_plan_holds_over_the_range() -> None:
+    lowered = lower_symbolic(bert_symbolic(), {"sequence": 512})
+    plan = lowered.plan
+    for s in (1, 17, 384, 512):
+        static = plan.problem.at({"sequence": s})
+        offsets = plan.offsets({"sequence": s})
+        # no two buffers alive at once share a byte (verify_symbolic_plan checked all of 1..512)
+        for a in static.buffers:
+            for b in static.buffers:
+                if a.name < b.name and a.first <= b.last and b.first <= a.last and a.size and b.size:
+                    assert offsets[a.name] + a.size <= offsets[b.name] or offsets[b.name] + b.size <= offsets[a.name]
+
+
+def test_out_of_range_value_is_one_line() -> None:
+    lowered = lower_symbolic(encoder_symbolic(layers=1), {"sequence": 64})
+    with pytest.raises(PyoccError, match=r"sequence=65 is out of range: it was compiled for sequence in 1..64 "
+                                         r"\(--dim sequence=64\); compile with a larger --dim"):
+        lowered.memory_report({"sequence": 65})
+    with pytest.raises(PyoccError, match=r"input 'x' has shape \[1, 3, 16\], expected \[1, '\?', 32\]"):
+        lowered.values_of({"x": (1, 3, 16)})
+    assert lowered.values_of({"x": (1, 9, 32)}) == {"sequence": 9}
+
+
+def test_constant_folded_from_the_symbol_is_one_line() -> None:
+    """A Slice of a constant table up to Shape(x)[1] folds at import into a
+    constant whose shape (and data) depend on the sequence."""
+    g = GraphBuilder("sliced_positions", 0)
+    x = g.input("x", TensorProto.FLOAT, [1, "sequence", 8])
+    length = g.op("Gather", g.op("Shape", x), g.const([1], np.int64), axis=0)
+    table = g.op("Slice", g.weight([64, 8]), g.const([0], np.int64), length, g.const([0], np.int64))
+    model = g.model([(g.op("Add", x, table), TensorProto.FLOAT)])
+    with pytest.raises(PyoccError, match=r"the constant in '%slice = \"dnn.weight\".*' has a shape that depends "
+                                         r"on sequence: .*feed it as a graph input, or fix the dimension with --shape"):
+        lower_symbolic(model, {"sequence": 64})
+
+
+# -- the command line -------------------------------------------------------
+
+def pyocc(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """Run the `pyocc` command in this process: (exit status, stdout, stderr)."""
+    status = main(list(args))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def encoder_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("symbolic") / "encoder.onnx"
+    onnx.save(encoder_symbolic(layers=1), str(path))
+    return path
+
+
+def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=256", "--format", "json")
+    assert status == 0, err
+    plan = json.loads(out)
+    assert plan["symbols"] == {"sequence": [1, 256]}
+    assert plan["activation_bytes_expr"].startswith("max(end(") or plan["activation_bytes_expr"].startswith("end(")
+    lowered = lower_symbolic(encoder_path, {"sequence": 256})
+    assert plan["activation_bytes"] == lowered.plan.pool_bytes({"sequence": 256})
+    assert {b["size_expr"] for b in plan["buffers"]} >= {"128*sequence", "16*sequence^2"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ((), "graph input 'x' has a dynamic dimension 1 ('sequence'); fix it with --shape x=1x1x32 "
+         "(or shapes={'x': ...} in the API), or run every value up to MAX with --dim sequence=MAX"),
+    (("--dim", "sequence"), "--dim 'sequence' must look like NAME=MAX, e.g. --dim sequence=512"),
+    (("--dim", "sequence=0"), "--dim 'sequence=0': the maximum must be at least 1"),
+    (("--dim", "sequence=8", "--dim", "batch=2"),
+     "--dim names 'batch', which no graph input's dimension is (symbolic dimensions: sequence)"),
+    (("--dim", "sequence=8", "--target", "cuda"),
+     "symbolic shapes (--dim) run on the host only for now; use --target host, or fix the dimensions "
+     "with --shape for target cuda"),
+    (("--dim", "sequence=8", "--memory", "lazy"), "symbolic shapes (--dim) plan one pool: use --memory pool, not 'lazy'"),
+])
+def test_bad_dims_are_one_line(encoder_path: Path, args: tuple[str, ...], message: str,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), *args)
+    assert status != 0 and out == ""
+    assert err.strip().splitlines() == [f"pyocc: error: {message}"]
+
+
+def test_shape_still_fixes_the_dimension(encoder_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--shape gives the static plan: the same report as lowering the model
+    at that shape, planned by the static planners."""
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--shape", "x=1x16x32", "--format", "json")
+    assert status == 0, err
+    fixed = json.loads(out)
+    _, static = lower(encoder_path, shapes={"x": (1, 16, 32)})
+    assert fixed["planner"] == static.planner and fixed["planner"] != "symbolic"
+    assert fixed["activation_bytes"] == static.activation_bytes
+    assert [b["offset"] for b in fixed["buffers"]] == [b.offset for b in static.buffers]
+    # and --dim on a dimension --shape fixed says so
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--shape", "x=1x16x32", "--dim", "sequence=64")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: --dim names 'sequence', but --shape fixes every input that has it; drop one of the two"]
+
+
+def test_plan_at_one_value_draws_the_symbolic_plan_there(encoder_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         tmp_path: Path) -> None:
+    lowered = lower_symbolic(encoder_path, {"sequence": 64})
+    at_17 = lowered.memory_report(dims={"sequence": 17})
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--at", "sequence=17",
+                             "--format", "json")
+    assert status == 0, err
+    report = json.loads(out)
+    assert report["planner"] == "symbolic" and report["activation_bytes"] == at_17.activation_bytes
+    assert sorted(b["offset"] for b in report["buffers"]) == sorted(lowered.plan.offsets({"sequence": 17}).values())
+    assert [1, 4, 17, 17] in [b["shape"] for b in report["buffers"]]
+    svg = tmp_path / "plan.svg"
+    assert pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--at", "sequence=17", "-o", str(svg))[0] == 0
+    assert svg.read_text().startswith("<svg") and format_bytes(at_17.activation_bytes) in svg.read_text()
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--dim", "sequence=64", "--format", "svg")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: with --dim, pictures, --explain and --liveness show one value: add --at NAME=VALUE, "
+        "e.g. --at sequence=17"]
+    status, out, err = pyocc(capsys, "plan", str(encoder_path), "--at", "sequence=17")
+    assert status == 1 and err.splitlines() == [
+        "pyocc: error: --at picks a value of a symbolic dimension: give its range with --dim too, "
+        "e.g. --dim sequence=512 --at sequence=17"]
