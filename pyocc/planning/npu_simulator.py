@@ -284,8 +284,8 @@ def simulate(
                 r = resident(index, buffer)
                 if r.pending:
                     raise fail(index, f"{ins.op} writes {buffer.name!r} while a transfer on it is pending")
-                if any(t != piece.tensor for t in r.content):
-                    r.content = {}
+                if any(t != piece.tensor for t in r.content) or buffer.size < tensor_bytes[piece.tensor]:
+                    r.content = {}  # a buffer smaller than the tensor holds one part at a time
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
             cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
             compute += cycles

@@ -116,12 +116,16 @@ class _Need:
     """True: a band or block, loaded for this tile; False: the whole tensor."""
 
 
+WHOLE, STREAM, KEEP, KEEP_STORE = "whole", "stream", "keep", "keep+store"
+
+
 @dataclass(frozen=True)
 class _Make:
     piece: Piece
-    stream: bool
-    """True: a tile in its own buffer, stored at once; False: a tile of the
-    whole tensor's buffer."""
+    mode: str
+    """`whole`: a part of the whole tensor's buffer; `stream`: its own
+    buffer, stored to DRAM at once and freed; `keep`: its own buffer, kept
+    while later units read it (a cascade's band); `keep+store`: both."""
 
 
 @dataclass(frozen=True)
@@ -131,9 +135,14 @@ class _Unit:
     reads: tuple[_Need, ...]
     writes: tuple[_Make, ...]
     last_of_op: bool
+    touched: int | None = None
+    """SRAM bytes the compute touches, when not all of its pieces (a band
+    reads only the halo rows of its neighbours)."""
 
     @property
     def sram_bytes(self) -> int:
+        if self.touched is not None:
+            return self.touched
         return sum(n.piece.bytes for n in self.reads) + sum(m.piece.bytes for m in self.writes)
 
 
@@ -267,17 +276,29 @@ def _candidates(extent: int) -> list[int]:
 
 
 def _units(program: NpuProgram, sram: int) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
-    """Each op as one unit, or as its tiles when it does not fit."""
+    """Each op as one unit, or as its tiles when it does not fit; runs of
+    row-splittable ops with a tensor too big for SRAM as cascades."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
-    for op in program.ops:
+    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)}
+    index = 0
+    while index < len(program.ops):
+        if index in cascades:
+            stop, bands = cascades[index]
+            units += _cascade_units(program, index, stop, bands, sram)
+            for op in program.ops[index:stop]:
+                tiling[op.name] = (bands, 1)
+            index = stop
+            continue
+        op = program.ops[index]
+        index += 1
         names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
         if sum(tensors[n].size for n in names) <= sram // 2:
             units.append(_Unit(
                 op.name, op.macs,
                 tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
-                tuple(_Make(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys(op.outputs)),
+                tuple(_Make(Piece(n, "all", tensors[n].size), WHOLE) for n in dict.fromkeys(op.outputs)),
                 True,
             ))
             continue
@@ -299,11 +320,141 @@ def _units(program: NpuProgram, sram: int) -> tuple[list[_Unit], dict[str, tuple
                 else:
                     reads.append(_Need(Piece(n, f"block{j}/{c}", _split(w.size, c, j)), True))
             writes = tuple(
-                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}", _split(tensors[n].size, r * c, i * c + j)), tensors[n].size > big)
+                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}", _split(tensors[n].size, r * c, i * c + j)),
+                      STREAM if tensors[n].size > big else WHOLE)
                 for n in dict.fromkeys(op.outputs)
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
     return units, tiling
+
+
+def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
+    """(produced inside, read inside, needed after) the ops start..stop."""
+    produced = {n for op in program.ops[start:stop] for n in op.outputs}
+    read_inside = {n for op in program.ops[start:stop] for n in op.inputs}
+    tensors = program.by_name()
+    after = {n for op in program.ops[stop:] for n in op.inputs} | {n for n in produced if tensors[n].kind == "output"}
+    return produced, read_inside, after
+
+
+def _cascade_footprint(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> int | None:
+    """SRAM a cascade of ops start..stop in `bands` row bands needs (its
+    weights whole, about four bands of each tensor in flight), or None when
+    a band would be thinner than a halo."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    produced, read_inside, after = _cascade_tensors(program, start, stop)
+    small = sram // 8
+    foot = sum(tensors[w].size for w in {w for op in ops for w in op.weights})
+    names = {n for op in ops for n in (*op.inputs, *op.outputs)}
+    reach: dict[str, int] = {}
+    for op in ops:
+        for n in op.inputs:
+            if tensors[n].rows < bands:
+                return None
+            reach[n] = max(reach.get(n, 0), _reach(op, tensors[n], bands))
+        if op.out_rows < bands:
+            return None
+    for n in names:
+        t = tensors[n]
+        band = math.ceil(t.size / bands)
+        in_flight = (2 * reach.get(n, 0) + 2) * band
+        if n in produced and n not in after:
+            foot += in_flight
+        else:
+            foot += t.size if t.size <= small else in_flight
+    return foot
+
+
+def _reach(op: NpuOp, tensor: NpuTensor, bands: int) -> int:
+    """How many neighbouring bands on each side a band of `op` reads of
+    `tensor`: enough rows to cover the halo."""
+    if not op.halo_rows:
+        return 0
+    return math.ceil(op.halo_rows / max(1, tensor.rows // bands))
+
+
+def _cascades(program: NpuProgram, sram: int) -> list[tuple[int, int, int]]:
+    """(first op, op after the last, row bands) of each cascade: a maximal
+    run of consecutive row-splittable ops whose weights fit a quarter of the
+    SRAM and whose bands fit half of it, kept when a tensor of it is too big
+    to stay whole in SRAM."""
+    tensors = program.by_name()
+    ops = program.ops
+    found: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(ops):
+        best: tuple[int, int] | None = None
+        stop = start
+        weights: set[str] = set()
+        while stop < len(ops) and ops[stop].out_rows > 1:
+            weights |= set(ops[stop].weights)
+            if sum(tensors[w].size for w in weights) > sram // 4:
+                break
+            fits = next((b for b in _candidates(min(op.out_rows for op in ops[start:stop + 1]))
+                         if (f := _cascade_footprint(program, start, stop + 1, b, sram)) is not None and f <= sram // 2),
+                        None)
+            if fits is None:
+                break
+            best = (stop + 1, fits)
+            stop += 1
+        names = {n for op in ops[start:best[0]] for n in (*op.inputs, *op.outputs)} if best else set()
+        if best and best[1] > 1 and any(tensors[n].size > sram // 4 for n in names):
+            found.append((start, best[0], best[1]))
+            start = best[0]
+        else:
+            start += 1
+    return found
+
+
+def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
+    """The ops start..stop band by band: op k computes band i once its
+    producers inside the cascade computed band i + 1 (its halo below), so
+    a band of each tensor lives only while its consumers need it."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    produced, _, after = _cascade_tensors(program, start, stop)
+    producer = {n: k for k, op in enumerate(ops) for n in op.outputs}
+    small = sram // 8
+    skew: list[int] = []
+    for op in ops:
+        lag = [skew[producer[n]] + _reach(op, tensors[n], bands) for n in op.inputs if n in producer]
+        skew.append(max(lag, default=0))
+    units: list[_Unit] = []
+    for step in range(bands + max(skew)):
+        for k, op in enumerate(ops):
+            i = step - skew[k]
+            if not 0 <= i < bands:
+                continue
+            reads: list[_Need] = []
+            touched = 0
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                band = _split(t.size, bands, i)
+                halo = math.ceil(t.size * op.halo_rows / max(1, t.rows))
+                touched += band + 2 * halo
+                if t.size <= small and n not in produced:
+                    reads.append(_Need(Piece(n, "all", t.size), False))
+                    continue
+                r = _reach(op, t, bands)
+                near = [j for j in range(i - r, i + r + 1) if 0 <= j < bands]
+                reads += [_Need(Piece(n, f"band{j}/{bands}", _split(t.size, bands, j)), True) for j in near]
+            for w in dict.fromkeys(op.weights):
+                reads.append(_Need(Piece(w, "all", tensors[w].size), False))
+                touched += tensors[w].size
+            writes = []
+            for n in dict.fromkeys(op.outputs):
+                t = tensors[n]
+                piece = Piece(n, f"band{i}/{bands}", _split(t.size, bands, i))
+                touched += piece.bytes
+                if n not in after:
+                    writes.append(_Make(piece, KEEP))
+                elif t.size <= small:
+                    writes.append(_Make(piece, WHOLE))
+                else:
+                    writes.append(_Make(piece, KEEP_STORE))
+            units.append(_Unit(op.name, _split(op.macs, bands, i), tuple(reads), tuple(writes), i == bands - 1, touched))
+    return units
 
 
 class _Allocator:
@@ -343,7 +494,8 @@ class _Scheduler:
         self.resident: dict[tuple[str, str], _Entry] = {}
         self.draining: dict[str, tuple[SramBuffer, int]] = {}
         self.pending_stores: dict[str, set[int]] = {}
-        self.in_dram = {t.name for t in program.tensors if t.kind in ("weight", "input")}
+        self.dram_parts: dict[str, dict[str, int]] = {
+            t.name: {"all": t.size} for t in program.tensors if t.kind in ("weight", "input")}
         self.next_id = 0
         self.buffers = 0
         self.uses: dict[tuple[str, str], list[int]] = {}
@@ -353,6 +505,9 @@ class _Scheduler:
                 # the whole tensor serves any part of it
                 self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
         self.now = 0
+        self.waited: set[int] = set()
+        self.assembling: set[tuple[str, str]] = set()
+        """Whole tensors being written part by part: not evicted half-written."""
 
     def lookup(self, piece: Piece) -> _Entry | None:
         """The resident entry holding `piece`: its own, or the whole tensor's."""
@@ -363,6 +518,12 @@ class _Scheduler:
             if index > self.now:
                 return index
         return math.inf
+
+    def _wait(self, transfer: int) -> None:
+        """Wait for a transfer once (later waits on it are no-ops)."""
+        if transfer not in self.waited:
+            self.waited.add(transfer)
+            self.out.append(Wait(transfer))
 
     def _id(self) -> int:
         self.next_id += 1
@@ -379,7 +540,7 @@ class _Scheduler:
         self.out.append(Free(buffer))
 
     def _wait_store(self, buffer: SramBuffer, store: int) -> None:
-        self.out.append(Wait(store))
+        self._wait(store)
         for ids in self.pending_stores.values():
             ids.discard(store)
 
@@ -397,30 +558,36 @@ class _Scheduler:
             if self.draining:
                 self._drain(next(iter(self.draining)))
                 continue
-            victims = [k for k, e in self.resident.items() if k not in protected and e.load is None]
+            victims = [k for k in self.resident if k not in protected and k not in self.assembling]
             if not victims:
                 raise PlanningError(
                     f"scratchpad: {nbytes} bytes for {label} do not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
                 )
-            victim = max(victims, key=lambda k: (self.next_use(k), not self.resident[k].dirty))
+            victim = max(victims, key=lambda k: (self.next_use(k), self.resident[k].load is None,
+                                                 not self.resident[k].dirty))
             self.evict(victim)
 
     def evict(self, key: tuple[str, str]) -> None:
         """Drop a piece from SRAM, writing it back first if DRAM lacks it."""
         entry = self.resident.pop(key)
+        if entry.load is not None:  # a prefetch given up: its buffer is free once it lands
+            self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
         elif entry.dirty and self.next_use(key) != math.inf:
             store = self._id()
-            self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], self.tensors[key[0]].size)))
+            self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
             self._wait_store(entry.buffer, store)
-            self.in_dram.add(key[0])
+            self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
         self.alloc.live.pop(entry.buffer.name)
         self.out.append(Free(entry.buffer))
 
-    def loadable(self, tensor: str) -> bool:
-        return tensor in self.in_dram and not self.pending_stores.get(tensor)
+    def loadable(self, piece: Piece) -> bool:
+        """True when DRAM holds `piece` and no store to its tensor is in flight."""
+        parts = self.dram_parts.get(piece.tensor, {})
+        held = piece.part in parts or "all" in parts or sum(parts.values()) >= self.tensors[piece.tensor].size
+        return held and not self.pending_stores.get(piece.tensor)
 
     def load(self, piece: Piece, protected: set[tuple[str, str]], evict: bool) -> bool:
         if self.pending_stores.get(piece.tensor) and evict:
@@ -429,9 +596,9 @@ class _Scheduler:
                 if names:
                     self._drain(names[0])
                 else:
-                    self.out.append(Wait(store))
+                    self._wait(store)
             self.pending_stores[piece.tensor] = set()
-        if not self.loadable(piece.tensor):
+        if not self.loadable(piece):
             if evict:
                 raise PlanningError(f"scratchpad: {piece.tensor!r} is read before it is written")
             return False
@@ -447,7 +614,7 @@ class _Scheduler:
         for index, unit in enumerate(self.units):
             self.now = index
             keys = {(n.piece.tensor, n.piece.part) for n in unit.reads}
-            whole_outs = {(m.piece.tensor, "all") for m in unit.writes if not m.stream}
+            whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
             protected = keys | whole_outs
@@ -456,22 +623,31 @@ class _Scheduler:
                     self.load(need.piece, protected, evict=True)
             writes: list[tuple[SramBuffer, Piece]] = []
             stream_outs: list[tuple[SramBuffer, Piece]] = []
+            kept_stores: list[tuple[SramBuffer, Piece]] = []
             for make in unit.writes:
                 t = self.tensors[make.piece.tensor]
-                if make.stream:
+                if make.mode != WHOLE:
                     buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
-                    stream_outs.append((buffer, make.piece))
                     writes.append((buffer, make.piece))
+                    if make.mode == STREAM:
+                        stream_outs.append((buffer, make.piece))
+                    else:
+                        key = (t.name, make.piece.part)
+                        self.resident[key] = _Entry(buffer, True)
+                        protected.add(key)
+                        if make.mode == KEEP_STORE:
+                            kept_stores.append((buffer, make.piece))
                     continue
                 key = (t.name, "all")
                 if key not in self.resident:
                     buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
                     self.resident[key] = _Entry(buffer, True)
+                    self.assembling.add(key)
                 writes.append((self.resident[key].buffer, make.piece))
             for key in keys:
                 entry = self.resident.get(key)
                 if entry is not None and entry.load is not None:
-                    self.out.append(Wait(entry.load))
+                    self._wait(entry.load)
                     entry.load = None
             self.prefetch(index, protected)
             reads = tuple((self.lookup(n.piece).buffer, n.piece) for n in unit.reads)
@@ -481,18 +657,26 @@ class _Scheduler:
                 self.out.append(Store(store, buffer, piece))
                 self.draining[buffer.name] = (buffer, store)
                 self.pending_stores.setdefault(piece.tensor, set()).add(store)
-                self.in_dram.add(piece.tensor)
+                self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            for buffer, piece in kept_stores:
+                store = self._id()
+                self.out.append(Store(store, buffer, piece))
+                entry = self.resident[(piece.tensor, piece.part)]
+                entry.store, entry.dirty = store, False
+                self.pending_stores.setdefault(piece.tensor, set()).add(store)
+                self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
             if unit.last_of_op:
+                self.assembling -= whole_outs
                 for make in unit.writes:
                     t = self.tensors[make.piece.tensor]
-                    if make.stream or t.kind != "output":
+                    if make.mode != WHOLE or t.kind != "output":
                         continue
                     entry = self.resident[(t.name, "all")]
                     store = self._id()
                     self.out.append(Store(store, entry.buffer, Piece(t.name, "all", t.size)))
                     entry.store, entry.dirty = store, False
                     self.pending_stores.setdefault(t.name, set()).add(store)
-                    self.in_dram.add(t.name)
+                    self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
             for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
                 if key[1] == "all" and key in whole_outs and not unit.last_of_op:
@@ -518,7 +702,7 @@ class _Scheduler:
                 key = (need.piece.tensor, need.piece.part)
                 if self.lookup(need.piece) is not None:
                     continue
-                if not self.loadable(need.piece.tensor):
+                if not self.loadable(need.piece):
                     continue
                 if ahead + need.piece.bytes > self.sram // 2:
                     return
