@@ -25,14 +25,12 @@ def _rows(value: SSAValue) -> int:
 
 
 def _halo_rows(op: d.DnnComputeOp) -> int:
-    """Input rows a band needs beyond its share: the window's extent minus its stride."""
-    trait = op.get_trait(d.RowLocal)
-    if trait is None or not trait.window:
-        return 0
+    """Input rows a band needs beyond its share: the window's extent (its
+    `kernel_shape`, or the rows of a 4-d weight `w`) minus its stride."""
     kernel = getattr(op, "kernel_shape", None)
     if kernel is not None:
         k = int(kernel.get_values()[0])
-    elif getattr(op, "w", None) is not None:
+    elif getattr(op, "w", None) is not None and len(op.w.type.get_shape()) == 4:
         k = int(op.w.type.get_shape()[2])
     else:
         return 0

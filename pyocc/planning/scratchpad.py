@@ -212,31 +212,36 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     return math.ceil(tensor.size * rows / tensor.rows)
 
 
-def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int) -> tuple[int, int, bool, int]:
-    """(row bands, channel blocks, rows outer, streaming threshold) with the
-    least DRAM traffic whose double-buffered tile fits in half the SRAM.
-    Operands above the threshold stream through DRAM; it starts at a quarter
-    of the SRAM and halves until a tiling fits."""
+def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost) -> tuple[int, int, bool, int]:
+    """(row bands, channel blocks, rows outer, streaming threshold) of the
+    tiling with the fewest estimated cycles (the slower of its compute and
+    its DRAM traffic under `cost`), then the least traffic, whose
+    double-buffered tile fits in half the SRAM (three quarters if nothing
+    fits in half). Operands above the threshold stream through DRAM."""
     for limit in (sram // 2, sram * 3 // 4):
-        for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0):
-            found = _tiling_with(op, tensors, limit, big)
-            if found is not None:
-                return (*found, big)
+        found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
+                 if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
+        if found:
+            best = min(found)
+            return best[3], best[4], best[5], best[6]
     raise PlanningError(
         f"scratchpad: op {op.name!r} does not fit in {sram} bytes of SRAM even tiled; give a larger --scratchpad"
     )
 
 
-def _tiling_with(op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int) -> tuple[int, int, bool] | None:
-    """The best tiling whose tile fits in `limit` bytes when operands above
-    `big` bytes stream, or None."""
+def _tiling_with(
+    op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
+) -> tuple[int, int, int, int, int, bool] | None:
+    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
+    outer) of the best tiling whose tile fits in `limit` bytes when operands
+    above `big` bytes stream, or None."""
     reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
     weights = [tensors[n] for n in dict.fromkeys(op.weights)]
     outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
     row_ok = op.out_rows > 1 and all(t.rows > 1 for t in reads if t.size > big)
     rows = _candidates(op.out_rows) if row_ok else [1]
     channels = _candidates(op.channels) if weights and op.channels > 1 else [1]
-    best: tuple[int, int, int, int, bool] | None = None
+    best: tuple[int, int, int, int, int, bool] | None = None
     for r in rows:
         for c in channels:
             n = r * c
@@ -252,16 +257,19 @@ def _tiling_with(op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int)
             in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
             w_bytes = sum(w.size for w in weights)
             w_whole = c == 1 and all(w.size <= big for w in weights)
+            touched = (sum(_band_bytes(t, op, r) for t in reads) + math.ceil(w_bytes / c)
+                       + math.ceil(sum(t.size for t in outs) / n))
+            compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
             for rows_outer in (True, False):
                 traffic = sum(t.size for t in outs if t.size > big)
                 if rows_outer:
                     traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
                 else:
                     traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
-                key = (traffic, n, r, c, rows_outer)
-                if best is None or key[:2] < best[:2]:
+                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer)
+                if best is None or key < best:
                     best = key
-    return None if best is None else (best[2], best[3], best[4])
+    return best
 
 
 def _candidates(extent: int) -> list[int]:
@@ -275,7 +283,7 @@ def _candidates(extent: int) -> list[int]:
     return out
 
 
-def _units(program: NpuProgram, sram: int) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades."""
     tensors = program.by_name()
@@ -302,7 +310,7 @@ def _units(program: NpuProgram, sram: int) -> tuple[list[_Unit], dict[str, tuple
                 True,
             ))
             continue
-        r, c, rows_outer, big = _choose_tiling(op, tensors, sram)
+        r, c, rows_outer, big = _choose_tiling(op, tensors, sram, cost)
         tiling[op.name] = (r, c)
         order = [(i, j) for i in range(r) for j in range(c)] if rows_outer else [(i, j) for j in range(c) for i in range(r)]
         for k, (i, j) in enumerate(order):
@@ -725,19 +733,20 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
-def schedule_scratchpad(program: NpuProgram, sram_size: int) -> NpuSchedule:
-    """The prefetching schedule of `program` for an SRAM of `sram_size` bytes."""
+def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
+    """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
+    (`cost` steers the choice of tilings)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size)
+    units, tiling = _units(program, sram_size, cost)
     instructions = _Scheduler(program, sram_size, units).run()
     return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
 
 
-def schedule_no_prefetch(program: NpuProgram, sram_size: int) -> NpuSchedule:
+def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size)
+    units, tiling = _units(program, sram_size, cost)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -799,9 +808,9 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
 def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
     baseline, and report both against the bounds."""
-    schedule = schedule_scratchpad(program, sram_size)
+    schedule = schedule_scratchpad(program, sram_size, cost)
     result = _simulate(schedule, program, sram_size, cost)
-    baseline = _simulate(schedule_no_prefetch(program, sram_size), program, sram_size, cost)
+    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost), program, sram_size, cost)
     lower = program.dram_lower_bound_bytes()
     macs = program.macs()
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))

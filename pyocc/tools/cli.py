@@ -302,7 +302,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                            reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
                            workspace=args.workspace,
                           scratch=args.scratch,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                           scratchpad=args.scratchpad, npu_cost=args.npu_cost)
     report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
@@ -354,6 +355,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
     plan.add_argument("-o", "--output", help="write to this file")
+    plan.add_argument("--scratchpad", default=None, metavar="SIZE",
+                      help="also schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB) and report its simulated cycles")
+    plan.add_argument("--npu-cost", default=None, metavar="SPEC",
+                      help="the NPU cost model, e.g. 'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser
 

@@ -651,6 +651,12 @@ class PreActConvOp(DnnComputeOp):
         """Output elements times the input channels and taps each one sums."""
         return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
 
+    def splits_by_rows(self) -> bool:
+        """A band of output rows needs a band of input rows, as for `dnn.conv`
+        (the pre-activation is per element). Not `RowLocal`: dnn-tile does
+        not run it on patches."""
+        return True
+
     def scratch_bytes(self) -> int:
         """One block of pre-activated im2col columns (group 1, float32; pointwise
         convolutions too: the input must be pre-activated somewhere)."""
