@@ -23,6 +23,7 @@ and run concurrently with compute; a `Wait` blocks until its transfer ends
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -194,6 +195,7 @@ def simulate(
     """
     dram_offsets = dram_offsets or {}
     live: dict[str, _Resident] = {}
+    order: list[tuple[int, str]] = []  # (offset, name) of the live buffers, sorted: neighbours tell overlaps
     pending: dict[int, tuple[str, _Resident, Piece, int]] = {}
     dram_parts: dict[str, dict[str, int]] = {t: {"all": tensor_bytes[t]} for t in dram_resident}
     dram_pending: dict[str, set[int]] = {}
@@ -221,17 +223,19 @@ def simulate(
                 raise fail(index, f"buffer {b.name!r} [{b.offset}, {b.offset + b.size}) is outside the {sram_size}-byte SRAM")
             if b.name in live:
                 raise fail(index, f"buffer {b.name!r} is already live")
-            for other in live.values():
-                o = other.buffer
+            at = bisect.bisect_left(order, (b.offset, b.name))
+            for o in (live[n].buffer for _, n in order[max(0, at - 1):at + 1]):
                 if b.offset < o.offset + o.size and o.offset < b.offset + b.size:
                     raise fail(index, f"buffer {b.name!r} overlaps live buffer {o.name!r} in SRAM")
             live[b.name] = _Resident(b)
+            order.insert(at, (b.offset, b.name))
             peak = max(peak, b.offset + b.size)
         elif isinstance(ins, Free):
             r = resident(index, ins.buffer)
             if r.pending:
                 raise fail(index, f"buffer {ins.buffer.name!r} is freed with transfer {min(r.pending)} still pending")
             del live[ins.buffer.name]
+            order.remove((ins.buffer.offset, ins.buffer.name))
         elif isinstance(ins, (Load, Store)):
             r = resident(index, ins.buffer)
             if r.pending:

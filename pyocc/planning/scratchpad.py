@@ -29,6 +29,7 @@ No IR here: pyocc's planning layer.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -53,6 +54,8 @@ from .verify import verify_plan
 ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
 PREFETCH_UNITS = 16
+CASCADE_SHARE = 3
+"""A cascade's bands and weights may take this many quarters of the SRAM."""
 """How many units ahead prefetch looks."""
 
 KINDS = ("weight", "input", "output", "activation")
@@ -395,17 +398,25 @@ def _cascades(program: NpuProgram, sram: int) -> list[tuple[int, int, int]]:
         best: tuple[int, int] | None = None
         stop = start
         weights: set[str] = set()
+        fitting: list[tuple[int, int]] = []
         while stop < len(ops) and ops[stop].out_rows > 1:
             weights |= set(ops[stop].weights)
             if sum(tensors[w].size for w in weights) > sram // 4:
                 break
             fits = next((b for b in _candidates(min(op.out_rows for op in ops[start:stop + 1]))
-                         if (f := _cascade_footprint(program, start, stop + 1, b, sram)) is not None and f <= sram // 2),
+                         if (f := _cascade_footprint(program, start, stop + 1, b, sram)) is not None
+                         and f <= sram * CASCADE_SHARE // 4),
                         None)
             if fits is None:
                 break
             best = (stop + 1, fits)
+            fitting.append(best)
             stop += 1
+        if best:
+            # end where the least data crosses to later ops (it goes through DRAM when big)
+            stops = {stop: bands for stop, bands in fitting}
+            cut = min(stops, key=lambda stop: (_crossing_bytes(program, start, stop, sram), -stop))
+            best = (cut, stops[cut])
         names = {n for op in ops[start:best[0]] for n in (*op.inputs, *op.outputs)} if best else set()
         if best and best[1] > 1 and any(tensors[n].size > sram // 4 for n in names):
             found.append((start, best[0], best[1]))
@@ -413,6 +424,14 @@ def _cascades(program: NpuProgram, sram: int) -> list[tuple[int, int, int]]:
         else:
             start += 1
     return found
+
+
+def _crossing_bytes(program: NpuProgram, start: int, stop: int, sram: int) -> int:
+    """Bytes of the big tensors ops start..stop leave to later ops: what a
+    cascade ending there sends through DRAM."""
+    produced, _, after = _cascade_tensors(program, start, stop)
+    tensors = program.by_name()
+    return sum(tensors[n].size for n in produced & after if tensors[n].size > sram // 8)
 
 
 def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
@@ -471,14 +490,27 @@ class _Allocator:
     def __init__(self, size: int):
         self.size = size
         self.live: dict[str, SramBuffer] = {}
+        self.order: list[tuple[int, str]] = []
+        """(offset, name) of the live buffers, sorted."""
+
+    def add(self, buffer: SramBuffer) -> None:
+        """Mark `buffer` live."""
+        self.live[buffer.name] = buffer
+        bisect.insort(self.order, (buffer.offset, buffer.name))
+
+    def remove(self, buffer: SramBuffer) -> None:
+        """Mark `buffer` free."""
+        del self.live[buffer.name]
+        self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
 
     def find(self, nbytes: int) -> int | None:
         """The lowest aligned offset where `nbytes` fit, or None."""
         offset = 0
-        for b in sorted(self.live.values(), key=lambda b: b.offset):
-            if b.offset - offset >= nbytes:
+        for start, name in self.order:
+            if start - offset >= nbytes:
                 return offset
-            offset = max(offset, math.ceil((b.offset + b.size) / ALIGN) * ALIGN)
+            b = self.live[name]
+            offset = max(offset, -(-(b.offset + b.size) // ALIGN) * ALIGN)
         return offset if self.size - offset >= nbytes else None
 
 
@@ -522,10 +554,12 @@ class _Scheduler:
         return self.resident.get((piece.tensor, piece.part)) or self.resident.get((piece.tensor, "all"))
 
     def next_use(self, key: tuple[str, str]) -> float:
-        for index in self.uses.get(key, ()):
-            if index > self.now:
-                return index
-        return math.inf
+        """The first unit after the current one that reads `key`."""
+        uses = self.uses.get(key)
+        if not uses:
+            return math.inf
+        at = bisect.bisect_right(uses, self.now)
+        return uses[at] if at < len(uses) else math.inf
 
     def _wait(self, transfer: int) -> None:
         """Wait for a transfer once (later waits on it are no-ops)."""
@@ -544,7 +578,7 @@ class _Scheduler:
     def _drain(self, name: str) -> None:
         buffer, store = self.draining.pop(name)
         self._wait_store(buffer, store)
-        self.alloc.live.pop(buffer.name)
+        self.alloc.remove(buffer)
         self.out.append(Free(buffer))
 
     def _wait_store(self, buffer: SramBuffer, store: int) -> None:
@@ -558,7 +592,7 @@ class _Scheduler:
             offset = self.alloc.find(nbytes)
             if offset is not None:
                 buffer = self._new_buffer(offset, nbytes, label)
-                self.alloc.live[buffer.name] = buffer
+                self.alloc.add(buffer)
                 self.out.append(Alloc(buffer))
                 return buffer
             if not evict:
@@ -588,7 +622,7 @@ class _Scheduler:
             self.pending_stores.setdefault(key[0], set()).add(store)
             self._wait_store(entry.buffer, store)
             self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
-        self.alloc.live.pop(entry.buffer.name)
+        self.alloc.remove(entry.buffer)
         self.out.append(Free(entry.buffer))
 
     def loadable(self, piece: Piece) -> bool:
@@ -693,7 +727,7 @@ class _Scheduler:
                 if entry.store is not None:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
                 else:
-                    self.alloc.live.pop(entry.buffer.name)
+                    self.alloc.remove(entry.buffer)
                     self.out.append(Free(entry.buffer))
         for name in list(self.draining):
             self._drain(name)
