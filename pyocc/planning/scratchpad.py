@@ -546,6 +546,8 @@ class _Scheduler:
                 self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
         self.now = 0
         self.waited: set[int] = set()
+        self.pinned: set[tuple[str, str]] = set()
+        """The outputs the current unit is about to write: never evicted."""
         self.assembling: set[tuple[str, str]] = set()
         """Whole tensors being written part by part: not evicted half-written."""
 
@@ -601,6 +603,8 @@ class _Scheduler:
                 self._drain(next(iter(self.draining)))
                 continue
             victims = [k for k in self.resident if k not in protected and k not in self.assembling]
+            if not victims:  # the unit's own inputs, reloaded by `run`
+                victims = [k for k in self.resident if k not in self.assembling and k not in self.pinned]
             if not victims:
                 raise PlanningError(
                     f"scratchpad: {nbytes} bytes for {label} do not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
@@ -652,6 +656,29 @@ class _Scheduler:
         self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
         return True
 
+    def _place(self, make: _Make, protected: set[tuple[str, str]],
+               stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
+        """The buffer an output piece is written into, allocated if need be."""
+        t = self.tensors[make.piece.tensor]
+        if make.mode != WHOLE:
+            buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
+            if make.mode == STREAM:
+                stream_outs.append((buffer, make.piece))
+            else:
+                key = (t.name, make.piece.part)
+                self.resident[key] = _Entry(buffer, True)
+                protected.add(key)
+                self.pinned.add(key)
+                if make.mode == KEEP_STORE:
+                    kept_stores.append((buffer, make.piece))
+            return buffer
+        key = (t.name, "all")
+        if key not in self.resident:
+            buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            self.resident[key] = _Entry(buffer, True)
+            self.assembling.add(key)
+        return self.resident[key].buffer
+
     def run(self) -> list[Instruction]:
         for index, unit in enumerate(self.units):
             self.now = index
@@ -660,32 +687,26 @@ class _Scheduler:
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
             protected = keys | whole_outs
-            for need in unit.reads:
-                if self.lookup(need.piece) is None:
-                    self.load(need.piece, protected, evict=True)
-            writes: list[tuple[SramBuffer, Piece]] = []
             stream_outs: list[tuple[SramBuffer, Piece]] = []
             kept_stores: list[tuple[SramBuffer, Piece]] = []
-            for make in unit.writes:
-                t = self.tensors[make.piece.tensor]
-                if make.mode != WHOLE:
-                    buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
-                    writes.append((buffer, make.piece))
-                    if make.mode == STREAM:
-                        stream_outs.append((buffer, make.piece))
-                    else:
-                        key = (t.name, make.piece.part)
-                        self.resident[key] = _Entry(buffer, True)
-                        protected.add(key)
-                        if make.mode == KEEP_STORE:
-                            kept_stores.append((buffer, make.piece))
-                    continue
-                key = (t.name, "all")
-                if key not in self.resident:
-                    buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
-                    self.resident[key] = _Entry(buffer, True)
-                    self.assembling.add(key)
-                writes.append((self.resident[key].buffer, make.piece))
+            placed: dict[_Make, SramBuffer] = {}
+            self.pinned = set()
+            # an output's buffer may evict an input of this unit (when the SRAM is
+            # fragmented): load what is missing again, a few times at most
+            for _ in range(8):
+                for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
+                    if self.lookup(need.piece) is None:
+                        self.load(need.piece, protected, evict=True)
+                for make in unit.writes:
+                    if make not in placed:
+                        placed[make] = self._place(make, protected, stream_outs, kept_stores)
+                if all(self.lookup(n.piece) is not None for n in unit.reads):
+                    break
+            else:
+                raise PlanningError(
+                    f"scratchpad: op {unit.op!r} does not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
+                )
+            writes = [(placed[m], m.piece) for m in unit.writes]
             for key in keys:
                 entry = self.resident.get(key)
                 if entry is not None and entry.load is not None:
