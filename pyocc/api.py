@@ -21,12 +21,12 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.liveness import analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
+from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
-from pyocc.report.npu import npu_report, npu_summary, parse_scratchpad
 from pyocc.rewrites.dnn_memory_pool import buffer_traffic, memory_pools, plan_weights
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
