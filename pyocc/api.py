@@ -30,6 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import Dnn
+from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
@@ -160,6 +161,9 @@ class MemoryReport:
     tiled_lower_bound_bytes: int | None = None
     """The tiled program's own buffers' bound (None when nothing was tiled);
     `lower_bound_bytes` stays the untransformed program's, so the gain shows."""
+    npu: dict[str, Any] | None = None
+    """The scratchpad schedule's simulation (`scratchpad`): cycles, DRAM
+    bytes, SRAM used, bounds and the no-prefetch baseline; None without."""
 
     @property
     def fast_pool_traffic_fraction(self) -> float | None:
@@ -233,6 +237,8 @@ class MemoryReport:
         if self.dynamic_buffers:
             lines.append(f"dynamic buffers  {len(self.dynamic_buffers)} left to the runtime allocator: "
                          + ", ".join(self.dynamic_buffers))
+        if self.npu is not None:
+            lines.append(npu_summary(self.npu))
         return "\n".join(lines)
 
 
@@ -257,6 +263,8 @@ def lower(
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
     tile_patches: int = 4,
+    scratchpad: int | str | None = None,
+    npu_cost: str | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -278,6 +286,11 @@ def lower(
     than that: the first fitting one in order of extra MACs, or ("min") the
     smallest within `max_extra_macs` (a ratio of the untiled MACs); bytes
     that no tiling reaches are an error naming the smallest size reached.
+    `scratchpad` (bytes, or "1MiB") schedules the tensor-form program for
+    an NPU whose compute reads only SRAM of that size (DMA from DRAM,
+    prefetch, tiling, cascades) and simulates it under `npu_cost`
+    ("macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"
+    by default): the report's `npu`. The compiled program is unchanged.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
     if options is None:
@@ -298,6 +311,9 @@ def lower(
         raise PyoccError(f"memory pools need memory mode 'pool', got '{memory}'; drop --memory-pools or use --memory pool")
     if options.pool_candidates and not options.memory_pools:
         raise PyoccError("pool candidates need memory pools; add --memory-pools, e.g. 'sram:size=1MiB,dram'")
+    npu_machine = None if scratchpad is None else parse_scratchpad(scratchpad, npu_cost)
+    if npu_cost is not None and scratchpad is None:
+        raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     module = import_model(model, shapes)
     ctx = Context()
@@ -306,6 +322,7 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
+        npu = None if npu_machine is None else npu_report(function, *npu_machine)
         if memory_limit is not None:
             choice = choose_tiling(function, _planner_of(ctx, module, options), memory, memory_limit,
                                    max_extra_macs, base_macs)
@@ -376,6 +393,7 @@ def lower(
             report.lower_bound_bytes = untiled_bound
     if options.memory_pools:
         _report_pools(report, function, options)
+    report.npu = npu
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report

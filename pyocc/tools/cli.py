@@ -357,6 +357,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.at and not args.dim:
         raise PyoccError("--at picks a value of a symbolic dimension: give its range with --dim too, "
                          "e.g. --dim sequence=512 --at sequence=17")
+    if args.dim and args.scratchpad is not None:
+        raise PyoccError("--scratchpad does not combine with --dim yet; fix the dimension with --shape")
     if args.dim and not args.at:
         return _plan_symbolic(args)
     if args.dim:
@@ -368,7 +370,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
                                workspace=args.workspace,
                                scratch=args.scratch,
-                               memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+                               memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                               scratchpad=args.scratchpad, npu_cost=args.npu_cost)
         report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
         timeline = build_timeline(module, report)
@@ -455,6 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--at", action="append", default=[], metavar="NAME=VALUE",
                       help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
+    plan.add_argument("--scratchpad", default=None, metavar="SIZE",
+                      help="also schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB) and report its simulated cycles")
+    plan.add_argument("--npu-cost", default=None, metavar="SPEC",
+                      help="the NPU cost model, e.g. 'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser
 

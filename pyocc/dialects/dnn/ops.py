@@ -293,6 +293,14 @@ class DnnComputeOp(IRDLOperation):
         cost is data movement or a few flops per element."""
         return 0
 
+    def splits_by_rows(self) -> bool:
+        """True when a band of the result's rows (axis 2 of NCHW, the second
+        to last of a higher rank) needs only
+        a band of each input's rows, so the op may run band by band (the
+        scratchpad scheduler's row tiling): the `RowLocal` ops, and ops
+        that say so for their properties (a concat off the row axis)."""
+        return self.get_trait(RowLocal) is not None
+
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
@@ -642,6 +650,12 @@ class PreActConvOp(DnnComputeOp):
     def macs(self) -> int:
         """Output elements times the input channels and taps each one sums."""
         return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
+
+    def splits_by_rows(self) -> bool:
+        """A band of output rows needs a band of input rows, as for `dnn.conv`
+        (the pre-activation is per element). Not `RowLocal`: dnn-tile does
+        not run it on patches."""
+        return True
 
     def scratch_bytes(self) -> int:
         """One block of pre-activated im2col columns (group 1, float32; pointwise
@@ -1027,6 +1041,12 @@ class ConcatOp(DnnComputeOp):
     traits = traits_def(KernelEffects(), HOST_AND_CUDA)
     axis = prop_def(IntegerAttr)
 
+    def splits_by_rows(self) -> bool:
+        """A concat along any axis but the rows (the second to last) copies
+        row bands into row bands."""
+        rank = len(self.output_type().get_shape())
+        return rank >= 4 and self.axis.value.data % rank != rank - 2
+
 
 @irdl_op_definition
 class SplitOp(DnnComputeOp):
@@ -1093,6 +1113,13 @@ class TransposeOp(UnaryKernelOp):
     name = "dnn.transpose"
     traits = traits_def(HOST_AND_CUDA)
     perm = _ints()
+
+    def splits_by_rows(self) -> bool:
+        """A transpose that keeps the last two axes (rows, columns) in place
+        (a channel shuffle) copies row bands into row bands."""
+        rank = len(self.output_type().get_shape())
+        perm = list(self.perm.get_values()) if self.perm else list(reversed(range(rank)))
+        return rank >= 4 and perm[-2:] == [rank - 2, rank - 1]
 
 
 class GatherLikeOp(DnnComputeOp):

@@ -1,0 +1,101 @@
+"""The NPU scratchpad on the light models: simulated cycles and DRAM traffic
+against their lower bounds, with the no-prefetch baseline.
+
+For each light model (ONNX's `light_*.onnx`, fused and reordered like
+`pyocc plan`, scheduled and simulated, not compiled nor run) and each SRAM
+size, one row: cycles / bound_cycles and dram_bytes / dram_lower_bound_bytes
+for pyocc's schedule (cascades, tiling, prefetch) and for the baseline that
+copies in, computes and copies out serially; the SRAM used; the share of
+cycles spent stalled. The last rows give the geometric means and check the
+goals of issue 22 at 1 MiB: geomean cycles/bound <= 1.10 with no model above
+1.3, geomean DRAM/bound <= 1.25, SRAM <= the size.
+
+    python bench/scratchpad.py                        # 1 MiB, 256 KiB and 4 MiB, every light model
+    python bench/scratchpad.py --sram 1MiB --models squeezenet resnet50
+    python bench/scratchpad.py --markdown             # the table of docs/memory.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+# Measure the working tree this file belongs to, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import onnx  # noqa: E402
+from xdsl.context import Context  # noqa: E402
+from xdsl.dialects import func  # noqa: E402
+
+from pyocc.analysis.npu_program import npu_program  # noqa: E402
+from pyocc.frontend.onnx_import import import_model  # noqa: E402
+from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
+from pyocc.planning import parse_size  # noqa: E402
+from pyocc.planning.npu_simulator import NpuCost  # noqa: E402
+from pyocc.planning.scratchpad import NpuProgram, run_scratchpad  # noqa: E402
+from tests.conftest import LIGHT_MODELS, light_model_path  # noqa: E402
+
+
+def program_of(name: str) -> NpuProgram:
+    """The scheduler's view of light model `name` after the tensor passes."""
+    module = import_model(onnx.load(str(light_model_path(name))))
+    run_passes(Context(), module, tensor_passes(Options()))
+    return npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+
+
+def geomean(values: list[float]) -> float:
+    """The geometric mean of positive values."""
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main() -> int:
+    """Print the table (see the module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sram", nargs="+", default=["1MiB", "256KiB", "4MiB"])
+    parser.add_argument("--models", nargs="+", default=LIGHT_MODELS)
+    parser.add_argument("--npu-cost", default="")
+    parser.add_argument("--markdown", action="store_true", help="a markdown table")
+    args = parser.parse_args()
+    cost = NpuCost.parse(args.npu_cost)
+    programs = {name: program_of(name) for name in args.models}
+    failed = False
+    for size_text in args.sram:
+        size = parse_size(size_text)
+        rows = []
+        for name, program in programs.items():
+            start = time.perf_counter()
+            r = run_scratchpad(program, size, cost)
+            rows.append((name, r.cycles / r.bound_cycles, r.dram_bytes / r.dram_lower_bound_bytes, r.sram_bytes,
+                         r.stall_cycles / r.cycles, r.baseline.cycles / r.bound_cycles,
+                         r.baseline.dram_bytes / r.dram_lower_bound_bytes, time.perf_counter() - start))
+        cyc, dram = [r[1] for r in rows], [r[2] for r in rows]
+        head = ("model", "cycles/bound", "DRAM/bound", "SRAM used", "stalled", "no-prefetch cycles/bound",
+                "no-prefetch DRAM/bound", "seconds")
+        print(f"\nSRAM {size_text} ({size:,d} B), {cost}")
+        if args.markdown:
+            print("| " + " | ".join(head) + " |")
+            print("|" + "---|" * len(head))
+        else:
+            print(f"{head[0]:<14s}" + "".join(f"{h:>14s}" for h in ("cyc/bound", "DRAM/bound", "SRAM", "stalled",
+                                                                      "base cyc/b", "base DRAM/b", "s")))
+        for name, c, d, sram, stall, bc, bd, seconds in rows:
+            cells = (f"{c:.3f}", f"{d:.3f}", f"{sram:,d}", f"{stall:.0%}", f"{bc:.2f}", f"{bd:.2f}", f"{seconds:.1f}")
+            print(("| " + name + " | " + " | ".join(cells) + " |") if args.markdown
+                  else f"{name:<14s}" + "".join(f"{x:>14s}" for x in cells))
+        summary = (f"geomean cycles/bound {geomean(cyc):.3f} (max {max(cyc):.3f}), geomean DRAM/bound "
+                   f"{geomean(dram):.3f}; no prefetch: cycles/bound {geomean([r[5] for r in rows]):.2f}, "
+                   f"DRAM/bound {geomean([r[6] for r in rows]):.2f}")
+        print(summary)
+        goals = (geomean(cyc) <= 1.10 and max(cyc) <= 1.3 and geomean(dram) <= 1.25
+                 and all(r[3] <= size for r in rows))
+        if size == 1 << 20:
+            print("goals of issue 22 at 1 MiB: " + ("met" if goals else "NOT met"))
+            failed |= not goals
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

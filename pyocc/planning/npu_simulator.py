@@ -1,0 +1,321 @@
+"""A cycle simulator for a two-level (SRAM scratchpad + DRAM) NPU program.
+
+The program is a straight line of instructions over plain data: `Alloc` and
+`Free` of SRAM buffers, `Load` (DRAM -> SRAM) and `Store` (SRAM -> DRAM)
+DMA starts, `Wait` on a transfer, and `Compute` of one op or one tile of it.
+The simulator runs it under an `NpuCost` and checks, as it goes, that
+
+- every byte a compute reads is resident in SRAM: the buffer is live, holds
+  that piece of that tensor, and the load that brought it in was waited on;
+- nothing overlaps in SRAM at any time (a buffer is allocated only where no
+  live buffer is, and inside the scratchpad), and no transfer is pending on
+  a buffer when it is freed or overwritten;
+- a load reads DRAM bytes that hold data: a weight, a graph input, or an
+  activation whose store was waited on; spilled activations' DRAM regions
+  never overlap while both hold data; every graph output ends in DRAM.
+
+Timing: the control processor issues instructions in order; a compute takes
+max(MACs / macs_per_cycle, SRAM bytes touched / sram_bytes_per_cycle) cycles
+and blocks it; transfers queue on one DRAM port (FIFO, dram_bytes_per_cycle)
+and run concurrently with compute; a `Wait` blocks until its transfer ends
+(those cycles are stall cycles). No IR here: pyocc's planning layer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+from .problem import PlanningError
+
+
+class ScheduleError(Exception):
+    """A schedule that breaks a rule of the machine (found by the simulator);
+    the message names the instruction and the rule."""
+
+
+@dataclass(frozen=True)
+class NpuCost:
+    """The machine's throughputs (the cost model of docs/guide.md)."""
+
+    macs_per_cycle: int = 256
+    sram_bytes_per_cycle: int = 64
+    dram_bytes_per_cycle: int = 8
+
+    @classmethod
+    def parse(cls, text: str) -> NpuCost:
+        """The cost model from ``"macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"``;
+        keys left out keep their default. Raises `PlanningError` with one line."""
+        values: dict[str, int] = {}
+        known = ("macs_per_cycle", "sram_bytes_per_cycle", "dram_bytes_per_cycle")
+        for part in (p.strip() for p in text.split(",")):
+            if not part:
+                continue
+            key, sep, value = (s.strip() for s in part.partition("="))
+            if key not in known:
+                raise PlanningError(f"npu cost: unknown key {key!r}; the keys are {', '.join(known)}")
+            if not sep or not value.isdigit() or int(value) <= 0:
+                raise PlanningError(f"npu cost: {key} needs a positive whole number, e.g. {key}=8")
+            values[key] = int(value)
+        return cls(**values)
+
+    def compute_cycles(self, macs: int, sram_bytes: int) -> int:
+        """Cycles of one compute: the slower of its MACs and its SRAM traffic."""
+        return max(math.ceil(macs / self.macs_per_cycle), math.ceil(sram_bytes / self.sram_bytes_per_cycle))
+
+    def dma_cycles(self, nbytes: int) -> int:
+        """Cycles one transfer holds the DRAM port."""
+        return math.ceil(nbytes / self.dram_bytes_per_cycle)
+
+
+@dataclass(frozen=True)
+class SramBuffer:
+    """A region of the scratchpad: `size` bytes at `offset`."""
+
+    name: str
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A part of a tensor: `part` names it (``all`` is the whole tensor)."""
+
+    tensor: str
+    part: str
+    bytes: int
+
+
+@dataclass(frozen=True)
+class Alloc:
+    """A buffer becomes live (holding nothing yet)."""
+
+    buffer: SramBuffer
+
+
+@dataclass(frozen=True)
+class Free:
+    """A buffer's bytes become free: no transfer may be pending on it."""
+
+    buffer: SramBuffer
+
+
+@dataclass(frozen=True)
+class Load:
+    """Start a DMA of `piece` from DRAM into `buffer` (dnn.dma_start dram_to_sram)."""
+
+    id: int
+    buffer: SramBuffer
+    piece: Piece
+
+
+@dataclass(frozen=True)
+class Store:
+    """Start a DMA of `piece` from `buffer` to DRAM (dnn.dma_start sram_to_dram)."""
+
+    id: int
+    buffer: SramBuffer
+    piece: Piece
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Block until transfer `id` is done (dnn.dma_wait)."""
+
+    id: int
+
+
+@dataclass(frozen=True)
+class Compute:
+    """One op, or one tile of it: reads and writes pieces in SRAM buffers."""
+
+    op: str
+    macs: int
+    sram_bytes: int
+    """Bytes the compute touches in SRAM (reads plus writes): its SRAM cost."""
+    reads: tuple[tuple[SramBuffer, Piece], ...]
+    writes: tuple[tuple[SramBuffer, Piece], ...]
+
+
+Instruction = Alloc | Free | Load | Store | Wait | Compute
+
+
+@dataclass
+class SimulationResult:
+    """What a run of the schedule cost."""
+
+    cycles: int
+    compute_cycles: int
+    stall_cycles: int
+    dram_bytes: int
+    """Bytes moved over the DRAM port, both directions."""
+    dram_read_bytes: int
+    dram_write_bytes: int
+    sram_peak_bytes: int
+    """The highest byte of SRAM ever allocated."""
+    transfers: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    """(direction, tensor:part, bytes, start cycle, end cycle) per DMA, for pictures."""
+
+
+@dataclass
+class _Resident:
+    buffer: SramBuffer
+    content: dict[str, dict[str, int]] = field(default_factory=dict)
+    """tensor -> {part: bytes} of valid data."""
+    pending: set[int] = field(default_factory=set)
+
+
+def _holds(resident: _Resident, piece: Piece, tensor_bytes: dict[str, int]) -> bool:
+    parts = resident.content.get(piece.tensor, {})
+    if piece.part in parts:
+        return True
+    # the whole tensor is there once its parts add up to it (tiles written one by one)
+    whole = "all" in parts or sum(parts.values()) >= tensor_bytes[piece.tensor]
+    return whole and (piece.part == "all" or piece.bytes <= tensor_bytes[piece.tensor])
+
+
+def simulate(
+    instructions: list[Instruction],
+    *,
+    sram_size: int,
+    tensor_bytes: dict[str, int],
+    dram_resident: set[str],
+    outputs: set[str],
+    dram_offsets: dict[str, int] | None = None,
+    cost: NpuCost = NpuCost(),
+) -> SimulationResult:
+    """Run `instructions` under `cost`, checking residency and overlaps.
+
+    `tensor_bytes` gives every tensor's size; `dram_resident` the tensors in
+    DRAM from the start (weights, graph inputs); `outputs` the tensors that
+    must be in DRAM at the end; `dram_offsets` where spilled activations live
+    in the DRAM spill area (checked for overlaps in time). Raises
+    `ScheduleError` naming the first instruction that breaks a rule.
+    """
+    dram_offsets = dram_offsets or {}
+    live: dict[str, _Resident] = {}
+    order: list[tuple[int, str]] = []  # (offset, name) of the live buffers, sorted: neighbours tell overlaps
+    pending: dict[int, tuple[str, _Resident, Piece, int]] = {}
+    dram_parts: dict[str, dict[str, int]] = {t: {"all": tensor_bytes[t]} for t in dram_resident}
+    dram_pending: dict[str, set[int]] = {}
+    spill_span: dict[str, list[int]] = {}
+    now = port = 0
+    compute = stall = read = written = peak = 0
+    transfers: list[tuple[str, str, int, int, int]] = []
+
+    def fail(index: int, message: str) -> ScheduleError:
+        return ScheduleError(f"instruction {index} ({type(instructions[index]).__name__}): {message}")
+
+    def resident(index: int, buffer: SramBuffer) -> _Resident:
+        if buffer.name not in live or live[buffer.name].buffer != buffer:
+            raise fail(index, f"buffer {buffer.name!r} is not live in SRAM")
+        return live[buffer.name]
+
+    def in_dram(piece: Piece) -> bool:
+        parts = dram_parts.get(piece.tensor, {})
+        return piece.part in parts or "all" in parts or sum(parts.values()) >= tensor_bytes[piece.tensor]
+
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Alloc):
+            b = ins.buffer
+            if b.offset < 0 or b.size <= 0 or b.offset + b.size > sram_size:
+                raise fail(index, f"buffer {b.name!r} [{b.offset}, {b.offset + b.size}) is outside the {sram_size}-byte SRAM")
+            if b.name in live:
+                raise fail(index, f"buffer {b.name!r} is already live")
+            at = bisect.bisect_left(order, (b.offset, b.name))
+            for o in (live[n].buffer for _, n in order[max(0, at - 1):at + 1]):
+                if b.offset < o.offset + o.size and o.offset < b.offset + b.size:
+                    raise fail(index, f"buffer {b.name!r} overlaps live buffer {o.name!r} in SRAM")
+            live[b.name] = _Resident(b)
+            order.insert(at, (b.offset, b.name))
+            peak = max(peak, b.offset + b.size)
+        elif isinstance(ins, Free):
+            r = resident(index, ins.buffer)
+            if r.pending:
+                raise fail(index, f"buffer {ins.buffer.name!r} is freed with transfer {min(r.pending)} still pending")
+            del live[ins.buffer.name]
+            order.remove((ins.buffer.offset, ins.buffer.name))
+        elif isinstance(ins, (Load, Store)):
+            r = resident(index, ins.buffer)
+            if r.pending:
+                raise fail(index, f"buffer {ins.buffer.name!r} already has transfer {min(r.pending)} pending")
+            if ins.piece.bytes > ins.buffer.size:
+                raise fail(index, f"{ins.piece.tensor}:{ins.piece.part} ({ins.piece.bytes} B) does not fit buffer {ins.buffer.name!r}")
+            if ins.id in pending:
+                raise fail(index, f"transfer id {ins.id} is already pending")
+            if isinstance(ins, Load):
+                if not in_dram(ins.piece) or dram_pending.get(ins.piece.tensor):
+                    raise fail(index, f"{ins.piece.tensor}:{ins.piece.part} is not in DRAM (no waited store, not a weight or input)")
+                r.content = {}
+                read += ins.piece.bytes
+                direction = "load"
+            else:
+                if not _holds(r, ins.piece, tensor_bytes):
+                    raise fail(index, f"buffer {ins.buffer.name!r} does not hold {ins.piece.tensor}:{ins.piece.part}")
+                written += ins.piece.bytes
+                dram_pending.setdefault(ins.piece.tensor, set()).add(ins.id)
+                if ins.piece.tensor not in dram_resident and ins.piece.tensor not in outputs:
+                    spill_span.setdefault(ins.piece.tensor, [index, index])[1] = index
+                direction = "store"
+            start = max(now, port)
+            port = start + cost.dma_cycles(ins.piece.bytes)
+            r.pending.add(ins.id)
+            pending[ins.id] = (direction, r, ins.piece, port)
+            transfers.append((direction, f"{ins.piece.tensor}:{ins.piece.part}", ins.piece.bytes, start, port))
+            if direction == "load" and ins.piece.tensor in spill_span:
+                spill_span[ins.piece.tensor][1] = index
+        elif isinstance(ins, Wait):
+            if ins.id not in pending:
+                raise fail(index, f"transfer {ins.id} is not pending")
+            direction, r, piece, end = pending.pop(ins.id)
+            r.pending.discard(ins.id)
+            if end > now:
+                stall += end - now
+                now = end
+            if direction == "load":
+                r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            else:
+                dram_pending[piece.tensor].discard(ins.id)
+                dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+        elif isinstance(ins, Compute):
+            for buffer, piece in ins.reads:
+                r = resident(index, buffer)
+                loading = any(pending[i][0] == "load" for i in r.pending)
+                if loading or not _holds(r, piece, tensor_bytes):
+                    raise fail(index, f"{ins.op} reads {piece.tensor}:{piece.part}, which is not resident in {buffer.name!r}")
+            for buffer, piece in ins.writes:
+                r = resident(index, buffer)
+                if r.pending:
+                    raise fail(index, f"{ins.op} writes {buffer.name!r} while a transfer on it is pending")
+                if any(t != piece.tensor for t in r.content) or buffer.size < tensor_bytes[piece.tensor]:
+                    r.content = {}  # a buffer smaller than the tensor holds one part at a time
+                r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
+            compute += cycles
+            now += cycles
+        else:  # pragma: no cover - the union is closed
+            raise fail(index, f"unknown instruction {ins!r}")
+
+    if pending:
+        raise ScheduleError(f"transfers {sorted(pending)} are never waited on")
+    for tensor in sorted(outputs):
+        if not in_dram(Piece(tensor, "all", tensor_bytes[tensor])):
+            raise ScheduleError(f"graph output {tensor!r} is not in DRAM at the end")
+    _check_spill_overlaps(spill_span, dram_offsets, tensor_bytes)
+    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers)
+
+
+def _check_spill_overlaps(span: dict[str, list[int]], offsets: dict[str, int], tensor_bytes: dict[str, int]) -> None:
+    """Spilled tensors whose DRAM lives (first store to last load) overlap
+    must not share a byte of the spill area."""
+    names = sorted(span)
+    for name in names:
+        if name not in offsets:
+            raise ScheduleError(f"spilled tensor {name!r} has no DRAM offset")
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            if span[a][0] <= span[b][1] and span[b][0] <= span[a][1]:
+                ao, bo = offsets[a], offsets[b]
+                if ao < bo + tensor_bytes[b] and bo < ao + tensor_bytes[a]:
+                    raise ScheduleError(f"spilled tensors {a!r} and {b!r} overlap in DRAM while both hold data")

@@ -1,0 +1,875 @@
+"""Scheduling a program for a two-level NPU: an SRAM scratchpad and DRAM.
+
+Compute reads and writes only SRAM of `sram_size` bytes; weights, graph
+inputs and outputs, and whatever does not fit live in DRAM and move by DMA.
+`schedule_scratchpad` turns a program (ops in order, the tensors they read
+and write, their MACs) into the straight-line instructions of
+npu_simulator.py:
+
+1. **Tiling.** An op whose operands do not fit in half the SRAM is split
+   into row bands (of its output, input bands with their halo) and/or
+   output-channel blocks (weight blocks), choosing the split with the least
+   DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
+   of the SRAM that such an op reads or writes stream through DRAM tile by
+   tile; smaller ones stay whole in SRAM.
+2. **Residency.** SRAM is a cache managed with knowledge of the future:
+   a piece is loaded before its first use; when space runs out, the piece
+   used furthest in the future is evicted (written back first if it is an
+   activation not yet in DRAM); dead pieces are freed at once.
+3. **Prefetch.** Before each compute, the loads of the next units are
+   started, in the order they are needed, as long as they fit in free SRAM
+   (never evicting for a prefetch): while one weight block computes, the
+   next one streams in, which is double buffering.
+
+Spilled activations get DRAM offsets from `plan_memory` (verified), and
+`run_scratchpad` simulates the schedule, which checks residency and overlaps.
+`schedule_no_prefetch` is the baseline: per op, copy in, compute, copy out.
+No IR here: pyocc's planning layer.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+from .npu_simulator import (
+    Alloc,
+    Compute,
+    Free,
+    Instruction,
+    Load,
+    NpuCost,
+    Piece,
+    SimulationResult,
+    SramBuffer,
+    Store,
+    Wait,
+    simulate,
+)
+from .planner import plan_memory
+from .problem import Buffer, PlanningError, Problem
+from .verify import verify_plan
+
+ALIGN = 64
+"""SRAM buffers start at multiples of this many bytes."""
+PREFETCH_UNITS = 16
+CASCADE_SHARE = 3
+"""A cascade's bands and weights may take this many quarters of the SRAM."""
+"""How many units ahead prefetch looks."""
+
+KINDS = ("weight", "input", "output", "activation")
+
+
+@dataclass(frozen=True)
+class NpuTensor:
+    """A tensor of the program: its bytes, its kind and its row count."""
+
+    name: str
+    size: int
+    kind: str
+    """`weight`, `input` (graph input), `output` (graph output) or `activation`."""
+    rows: int = 1
+    """Rows a row tiling splits (the height of an NCHW tensor); 1: not split."""
+
+
+@dataclass(frozen=True)
+class NpuOp:
+    """One compute op: what it reads and writes, its MACs and tiling facts."""
+
+    name: str
+    macs: int
+    inputs: tuple[str, ...]
+    """Activations and graph inputs read."""
+    weights: tuple[str, ...]
+    """Weights read (split into blocks by output channel)."""
+    outputs: tuple[str, ...]
+    out_rows: int = 1
+    """Output rows (1: the op cannot be split by rows)."""
+    halo_rows: int = 0
+    """Extra input rows a band needs beyond its share (kernel minus stride)."""
+    channels: int = 1
+    """Output channels (1: the op cannot be split by channels)."""
+
+
+@dataclass(frozen=True)
+class NpuProgram:
+    """Ops in execution order over named tensors."""
+
+    tensors: tuple[NpuTensor, ...]
+    ops: tuple[NpuOp, ...]
+
+    def by_name(self) -> dict[str, NpuTensor]:
+        """Tensors keyed by name."""
+        return {t.name: t for t in self.tensors}
+
+    def dram_lower_bound_bytes(self) -> int:
+        """Bytes any schedule moves: every weight once, graph inputs in, outputs out."""
+        return sum(t.size for t in self.tensors if t.kind in ("weight", "input", "output"))
+
+    def macs(self) -> int:
+        """Total multiply-accumulates."""
+        return sum(op.macs for op in self.ops)
+
+
+@dataclass(frozen=True)
+class _Need:
+    piece: Piece
+    stream: bool
+    """True: a band or block, loaded for this tile; False: the whole tensor."""
+
+
+WHOLE, STREAM, KEEP, KEEP_STORE = "whole", "stream", "keep", "keep+store"
+
+
+@dataclass(frozen=True)
+class _Make:
+    piece: Piece
+    mode: str
+    """`whole`: a part of the whole tensor's buffer; `stream`: its own
+    buffer, stored to DRAM at once and freed; `keep`: its own buffer, kept
+    while later units read it (a cascade's band); `keep+store`: both."""
+
+
+@dataclass(frozen=True)
+class _Unit:
+    op: str
+    macs: int
+    reads: tuple[_Need, ...]
+    writes: tuple[_Make, ...]
+    last_of_op: bool
+    touched: int | None = None
+    """SRAM bytes the compute touches, when not all of its pieces (a band
+    reads only the halo rows of its neighbours)."""
+
+    @property
+    def sram_bytes(self) -> int:
+        if self.touched is not None:
+            return self.touched
+        return sum(n.piece.bytes for n in self.reads) + sum(m.piece.bytes for m in self.writes)
+
+
+@dataclass
+class NpuSchedule:
+    """A schedule and what it was built from."""
+
+    instructions: list[Instruction]
+    dram_offsets: dict[str, int]
+    tiling: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """op -> (row bands, channel blocks) for every tiled op."""
+
+
+@dataclass
+class NpuResult:
+    """The scratchpad run of one program (the report's `npu` section)."""
+
+    sram_size: int
+    cost: NpuCost
+    cycles: int
+    compute_cycles: int
+    stall_cycles: int
+    dram_bytes: int
+    dram_lower_bound_bytes: int
+    bound_cycles: int
+    sram_bytes: int
+    macs: int
+    tiled_ops: dict[str, tuple[int, int]]
+    baseline: SimulationResult
+    simulation: SimulationResult
+
+    def as_json(self) -> dict:
+        """The JSON form (the report's `npu` object)."""
+        return {
+            "sram_size": self.sram_size,
+            "cost": {"macs_per_cycle": self.cost.macs_per_cycle,
+                     "sram_bytes_per_cycle": self.cost.sram_bytes_per_cycle,
+                     "dram_bytes_per_cycle": self.cost.dram_bytes_per_cycle},
+            "cycles": self.cycles,
+            "compute_cycles": self.compute_cycles,
+            "stall_cycles": self.stall_cycles,
+            "dram_bytes": self.dram_bytes,
+            "dram_lower_bound_bytes": self.dram_lower_bound_bytes,
+            "bound_cycles": self.bound_cycles,
+            "sram_bytes": self.sram_bytes,
+            "macs": self.macs,
+            "tiled_ops": {op: {"row_bands": r, "channel_blocks": c} for op, (r, c) in self.tiled_ops.items()},
+            "dma_transfers": len(self.simulation.transfers),
+            "baseline_no_prefetch": {"cycles": self.baseline.cycles,
+                                     "stall_cycles": self.baseline.stall_cycles,
+                                     "dram_bytes": self.baseline.dram_bytes,
+                                     "sram_bytes": self.baseline.sram_peak_bytes},
+        }
+
+
+def _split(total: int, parts: int, index: int) -> int:
+    """The `index`-th of `parts` near-equal shares of `total` (they add up to it)."""
+    return total // parts + (1 if index < total % parts else 0)
+
+
+def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
+    """Bytes of one input band: its share of the rows plus the halo."""
+    if bands == 1 or tensor.rows <= 1:
+        return tensor.size
+    out_rows = math.ceil(op.out_rows / bands)
+    rows = min(tensor.rows, math.ceil(out_rows * tensor.rows / op.out_rows) + op.halo_rows)
+    return math.ceil(tensor.size * rows / tensor.rows)
+
+
+def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost) -> tuple[int, int, bool, int]:
+    """(row bands, channel blocks, rows outer, streaming threshold) of the
+    tiling with the fewest estimated cycles (the slower of its compute and
+    its DRAM traffic under `cost`), then the least traffic, whose
+    double-buffered tile fits in half the SRAM (three quarters if nothing
+    fits in half). Operands above the threshold stream through DRAM."""
+    for limit in (sram // 2, sram * 3 // 4):
+        found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
+                 if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
+        if found:
+            best = min(found)
+            return best[3], best[4], best[5], best[6]
+    raise PlanningError(
+        f"scratchpad: op {op.name!r} does not fit in {sram} bytes of SRAM even tiled; give a larger --scratchpad"
+    )
+
+
+def _tiling_with(
+    op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
+) -> tuple[int, int, int, int, int, bool] | None:
+    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
+    outer) of the best tiling whose tile fits in `limit` bytes when operands
+    above `big` bytes stream, or None."""
+    reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
+    weights = [tensors[n] for n in dict.fromkeys(op.weights)]
+    outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
+    row_ok = op.out_rows > 1 and all(t.rows > 1 for t in reads if t.size > big)
+    rows = _candidates(op.out_rows) if row_ok else [1]
+    channels = _candidates(op.channels) if weights and op.channels > 1 else [1]
+    best: tuple[int, int, int, int, int, bool] | None = None
+    for r in rows:
+        for c in channels:
+            n = r * c
+            foot = 0
+            for t in reads:
+                foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
+            for w in weights:
+                foot += w.size if c == 1 and w.size <= big else 2 * math.ceil(w.size / c)
+            for t in outs:
+                foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
+            if foot > limit:
+                continue
+            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
+            w_bytes = sum(w.size for w in weights)
+            w_whole = c == 1 and all(w.size <= big for w in weights)
+            touched = (sum(_band_bytes(t, op, r) for t in reads) + math.ceil(w_bytes / c)
+                       + math.ceil(sum(t.size for t in outs) / n))
+            compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
+            for rows_outer in (True, False):
+                traffic = sum(t.size for t in outs if t.size > big)
+                if rows_outer:
+                    traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
+                else:
+                    traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
+                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer)
+                if best is None or key < best:
+                    best = key
+    return best
+
+
+def _candidates(extent: int) -> list[int]:
+    """Split counts worth trying: 1, 2, 3, 4, 6, 8, ... up to `extent`."""
+    out, n = [], 1
+    while n <= extent:
+        out.append(n)
+        n = n + 1 if n < 4 else int(n * 1.5)
+    if extent not in out:
+        out.append(extent)
+    return out
+
+
+def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+    """Each op as one unit, or as its tiles when it does not fit; runs of
+    row-splittable ops with a tensor too big for SRAM as cascades."""
+    tensors = program.by_name()
+    units: list[_Unit] = []
+    tiling: dict[str, tuple[int, int]] = {}
+    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)}
+    index = 0
+    while index < len(program.ops):
+        if index in cascades:
+            stop, bands = cascades[index]
+            units += _cascade_units(program, index, stop, bands, sram)
+            for op in program.ops[index:stop]:
+                tiling[op.name] = (bands, 1)
+            index = stop
+            continue
+        op = program.ops[index]
+        index += 1
+        names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
+        if sum(tensors[n].size for n in names) <= sram // 2:
+            units.append(_Unit(
+                op.name, op.macs,
+                tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
+                tuple(_Make(Piece(n, "all", tensors[n].size), WHOLE) for n in dict.fromkeys(op.outputs)),
+                True,
+            ))
+            continue
+        r, c, rows_outer, big = _choose_tiling(op, tensors, sram, cost)
+        tiling[op.name] = (r, c)
+        order = [(i, j) for i in range(r) for j in range(c)] if rows_outer else [(i, j) for j in range(c) for i in range(r)]
+        for k, (i, j) in enumerate(order):
+            reads: list[_Need] = []
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                if t.size > big and r > 1:
+                    reads.append(_Need(Piece(n, f"rows{i}/{r}", _band_bytes(t, op, r)), True))
+                else:
+                    reads.append(_Need(Piece(n, "all", t.size), False))
+            for n in dict.fromkeys(op.weights):
+                w = tensors[n]
+                if c == 1 and w.size <= big:
+                    reads.append(_Need(Piece(n, "all", w.size), False))
+                else:
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _split(w.size, c, j)), True))
+            writes = tuple(
+                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}", _split(tensors[n].size, r * c, i * c + j)),
+                      STREAM if tensors[n].size > big else WHOLE)
+                for n in dict.fromkeys(op.outputs)
+            )
+            units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
+    return units, tiling
+
+
+def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
+    """(produced inside, read inside, needed after) the ops start..stop."""
+    produced = {n for op in program.ops[start:stop] for n in op.outputs}
+    read_inside = {n for op in program.ops[start:stop] for n in op.inputs}
+    tensors = program.by_name()
+    after = {n for op in program.ops[stop:] for n in op.inputs} | {n for n in produced if tensors[n].kind == "output"}
+    return produced, read_inside, after
+
+
+def _cascade_footprint(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> int | None:
+    """SRAM a cascade of ops start..stop in `bands` row bands needs (its
+    weights whole, about four bands of each tensor in flight), or None when
+    a band would be thinner than a halo."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    produced, read_inside, after = _cascade_tensors(program, start, stop)
+    small = sram // 8
+    foot = sum(tensors[w].size for w in {w for op in ops for w in op.weights})
+    names = {n for op in ops for n in (*op.inputs, *op.outputs)}
+    reach: dict[str, int] = {}
+    for op in ops:
+        for n in op.inputs:
+            if tensors[n].rows < bands:
+                return None
+            reach[n] = max(reach.get(n, 0), _reach(op, tensors[n], bands))
+        if op.out_rows < bands:
+            return None
+    for n in names:
+        t = tensors[n]
+        band = math.ceil(t.size / bands)
+        in_flight = (2 * reach.get(n, 0) + 2) * band
+        if n in produced and n not in after:
+            foot += in_flight
+        else:
+            foot += t.size if t.size <= small else in_flight
+    return foot
+
+
+def _reach(op: NpuOp, tensor: NpuTensor, bands: int) -> int:
+    """How many neighbouring bands on each side a band of `op` reads of
+    `tensor`: enough rows to cover the halo."""
+    if not op.halo_rows:
+        return 0
+    return math.ceil(op.halo_rows / max(1, tensor.rows // bands))
+
+
+def _cascades(program: NpuProgram, sram: int) -> list[tuple[int, int, int]]:
+    """(first op, op after the last, row bands) of each cascade: a maximal
+    run of consecutive row-splittable ops whose weights fit a quarter of the
+    SRAM and whose bands fit half of it, kept when a tensor of it is too big
+    to stay whole in SRAM."""
+    tensors = program.by_name()
+    ops = program.ops
+    found: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(ops):
+        best: tuple[int, int] | None = None
+        stop = start
+        weights: set[str] = set()
+        fitting: list[tuple[int, int]] = []
+        while stop < len(ops) and ops[stop].out_rows > 1:
+            weights |= set(ops[stop].weights)
+            if sum(tensors[w].size for w in weights) > sram // 4:
+                break
+            fits = next((b for b in _candidates(min(op.out_rows for op in ops[start:stop + 1]))
+                         if (f := _cascade_footprint(program, start, stop + 1, b, sram)) is not None
+                         and f <= sram * CASCADE_SHARE // 4),
+                        None)
+            if fits is None:
+                break
+            best = (stop + 1, fits)
+            fitting.append(best)
+            stop += 1
+        if best:
+            # end where the least data crosses to later ops (it goes through DRAM when big)
+            stops = {stop: bands for stop, bands in fitting}
+            cut = min(stops, key=lambda stop: (_crossing_bytes(program, start, stop, sram), -stop))
+            best = (cut, stops[cut])
+        names = {n for op in ops[start:best[0]] for n in (*op.inputs, *op.outputs)} if best else set()
+        if best and best[1] > 1 and any(tensors[n].size > sram // 4 for n in names):
+            found.append((start, best[0], best[1]))
+            start = best[0]
+        else:
+            start += 1
+    return found
+
+
+def _crossing_bytes(program: NpuProgram, start: int, stop: int, sram: int) -> int:
+    """Bytes of the big tensors ops start..stop leave to later ops: what a
+    cascade ending there sends through DRAM."""
+    produced, _, after = _cascade_tensors(program, start, stop)
+    tensors = program.by_name()
+    return sum(tensors[n].size for n in produced & after if tensors[n].size > sram // 8)
+
+
+def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
+    """The ops start..stop band by band: op k computes band i once its
+    producers inside the cascade computed band i + 1 (its halo below), so
+    a band of each tensor lives only while its consumers need it."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    produced, _, after = _cascade_tensors(program, start, stop)
+    producer = {n: k for k, op in enumerate(ops) for n in op.outputs}
+    small = sram // 8
+    skew: list[int] = []
+    for op in ops:
+        lag = [skew[producer[n]] + _reach(op, tensors[n], bands) for n in op.inputs if n in producer]
+        skew.append(max(lag, default=0))
+    units: list[_Unit] = []
+    for step in range(bands + max(skew)):
+        for k, op in enumerate(ops):
+            i = step - skew[k]
+            if not 0 <= i < bands:
+                continue
+            reads: list[_Need] = []
+            touched = 0
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                band = _split(t.size, bands, i)
+                halo = math.ceil(t.size * op.halo_rows / max(1, t.rows))
+                touched += band + 2 * halo
+                if t.size <= small and n not in produced:
+                    reads.append(_Need(Piece(n, "all", t.size), False))
+                    continue
+                r = _reach(op, t, bands)
+                near = [j for j in range(i - r, i + r + 1) if 0 <= j < bands]
+                reads += [_Need(Piece(n, f"band{j}/{bands}", _split(t.size, bands, j)), True) for j in near]
+            for w in dict.fromkeys(op.weights):
+                reads.append(_Need(Piece(w, "all", tensors[w].size), False))
+                touched += tensors[w].size
+            writes = []
+            for n in dict.fromkeys(op.outputs):
+                t = tensors[n]
+                piece = Piece(n, f"band{i}/{bands}", _split(t.size, bands, i))
+                touched += piece.bytes
+                if n not in after:
+                    writes.append(_Make(piece, KEEP))
+                elif t.size <= small:
+                    writes.append(_Make(piece, WHOLE))
+                else:
+                    writes.append(_Make(piece, KEEP_STORE))
+            units.append(_Unit(op.name, _split(op.macs, bands, i), tuple(reads), tuple(writes), i == bands - 1, touched))
+    return units
+
+
+class _Allocator:
+    """First-fit placement of SRAM buffers."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.live: dict[str, SramBuffer] = {}
+        self.order: list[tuple[int, str]] = []
+        """(offset, name) of the live buffers, sorted."""
+
+    def add(self, buffer: SramBuffer) -> None:
+        """Mark `buffer` live."""
+        self.live[buffer.name] = buffer
+        bisect.insort(self.order, (buffer.offset, buffer.name))
+
+    def remove(self, buffer: SramBuffer) -> None:
+        """Mark `buffer` free."""
+        del self.live[buffer.name]
+        self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
+
+    def find(self, nbytes: int) -> int | None:
+        """The lowest aligned offset where `nbytes` fit, or None."""
+        offset = 0
+        for start, name in self.order:
+            if start - offset >= nbytes:
+                return offset
+            b = self.live[name]
+            offset = max(offset, -(-(b.offset + b.size) // ALIGN) * ALIGN)
+        return offset if self.size - offset >= nbytes else None
+
+
+@dataclass
+class _Entry:
+    buffer: SramBuffer
+    dirty: bool
+    load: int | None = None
+    store: int | None = None
+
+
+class _Scheduler:
+    """The cache-managing, prefetching scheduler of the module docstring."""
+
+    def __init__(self, program: NpuProgram, sram: int, units: list[_Unit]):
+        self.tensors = program.by_name()
+        self.sram = sram
+        self.units = units
+        self.alloc = _Allocator(sram)
+        self.out: list[Instruction] = []
+        self.resident: dict[tuple[str, str], _Entry] = {}
+        self.draining: dict[str, tuple[SramBuffer, int]] = {}
+        self.pending_stores: dict[str, set[int]] = {}
+        self.dram_parts: dict[str, dict[str, int]] = {
+            t.name: {"all": t.size} for t in program.tensors if t.kind in ("weight", "input")}
+        self.next_id = 0
+        self.buffers = 0
+        self.uses: dict[tuple[str, str], list[int]] = {}
+        for index, unit in enumerate(units):
+            for need in unit.reads:
+                self.uses.setdefault((need.piece.tensor, need.piece.part), []).append(index)
+                # the whole tensor serves any part of it
+                self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
+        self.now = 0
+        self.waited: set[int] = set()
+        self.pinned: set[tuple[str, str]] = set()
+        """The outputs the current unit is about to write: never evicted."""
+        self.assembling: set[tuple[str, str]] = set()
+        """Whole tensors being written part by part: not evicted half-written."""
+
+    def lookup(self, piece: Piece) -> _Entry | None:
+        """The resident entry holding `piece`: its own, or the whole tensor's."""
+        return self.resident.get((piece.tensor, piece.part)) or self.resident.get((piece.tensor, "all"))
+
+    def next_use(self, key: tuple[str, str]) -> float:
+        """The first unit after the current one that reads `key`."""
+        uses = self.uses.get(key)
+        if not uses:
+            return math.inf
+        at = bisect.bisect_right(uses, self.now)
+        return uses[at] if at < len(uses) else math.inf
+
+    def _wait(self, transfer: int) -> None:
+        """Wait for a transfer once (later waits on it are no-ops)."""
+        if transfer not in self.waited:
+            self.waited.add(transfer)
+            self.out.append(Wait(transfer))
+
+    def _id(self) -> int:
+        self.next_id += 1
+        return self.next_id
+
+    def _new_buffer(self, offset: int, nbytes: int, label: str) -> SramBuffer:
+        self.buffers += 1
+        return SramBuffer(f"b{self.buffers}:{label}", offset, nbytes)
+
+    def _drain(self, name: str) -> None:
+        buffer, store = self.draining.pop(name)
+        self._wait_store(buffer, store)
+        self.alloc.remove(buffer)
+        self.out.append(Free(buffer))
+
+    def _wait_store(self, buffer: SramBuffer, store: int) -> None:
+        self._wait(store)
+        for ids in self.pending_stores.values():
+            ids.discard(store)
+
+    def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool) -> SramBuffer | None:
+        """A buffer of `nbytes`; without `evict`, only from free space."""
+        while True:
+            offset = self.alloc.find(nbytes)
+            if offset is not None:
+                buffer = self._new_buffer(offset, nbytes, label)
+                self.alloc.add(buffer)
+                self.out.append(Alloc(buffer))
+                return buffer
+            if not evict:
+                return None
+            if self.draining:
+                self._drain(next(iter(self.draining)))
+                continue
+            victims = [k for k in self.resident if k not in protected and k not in self.assembling]
+            if not victims:  # the unit's own inputs, reloaded by `run`
+                victims = [k for k in self.resident if k not in self.assembling and k not in self.pinned]
+            if not victims:
+                raise PlanningError(
+                    f"scratchpad: {nbytes} bytes for {label} do not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
+                )
+            victim = max(victims, key=lambda k: (self.next_use(k), self.resident[k].load is None,
+                                                 not self.resident[k].dirty))
+            self.evict(victim)
+
+    def evict(self, key: tuple[str, str]) -> None:
+        """Drop a piece from SRAM, writing it back first if DRAM lacks it."""
+        entry = self.resident.pop(key)
+        if entry.load is not None:  # a prefetch given up: its buffer is free once it lands
+            self._wait(entry.load)
+        if entry.store is not None:
+            self._wait_store(entry.buffer, entry.store)
+        elif entry.dirty and self.next_use(key) != math.inf:
+            store = self._id()
+            self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
+            self.pending_stores.setdefault(key[0], set()).add(store)
+            self._wait_store(entry.buffer, store)
+            self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
+        self.alloc.remove(entry.buffer)
+        self.out.append(Free(entry.buffer))
+
+    def loadable(self, piece: Piece) -> bool:
+        """True when DRAM holds `piece` and no store to its tensor is in flight."""
+        parts = self.dram_parts.get(piece.tensor, {})
+        held = piece.part in parts or "all" in parts or sum(parts.values()) >= self.tensors[piece.tensor].size
+        return held and not self.pending_stores.get(piece.tensor)
+
+    def load(self, piece: Piece, protected: set[tuple[str, str]], evict: bool) -> bool:
+        if self.pending_stores.get(piece.tensor) and evict:
+            for store in sorted(self.pending_stores[piece.tensor]):
+                names = [n for n, (_, s) in self.draining.items() if s == store]
+                if names:
+                    self._drain(names[0])
+                else:
+                    self._wait(store)
+            self.pending_stores[piece.tensor] = set()
+        if not self.loadable(piece):
+            if evict:
+                raise PlanningError(f"scratchpad: {piece.tensor!r} is read before it is written")
+            return False
+        buffer = self.allocate(piece.bytes, f"{piece.tensor}:{piece.part}", protected, evict)
+        if buffer is None:
+            return False
+        load = self._id()
+        self.out.append(Load(load, buffer, piece))
+        self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
+        return True
+
+    def _place(self, make: _Make, protected: set[tuple[str, str]],
+               stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
+        """The buffer an output piece is written into, allocated if need be."""
+        t = self.tensors[make.piece.tensor]
+        if make.mode != WHOLE:
+            buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
+            if make.mode == STREAM:
+                stream_outs.append((buffer, make.piece))
+            else:
+                key = (t.name, make.piece.part)
+                self.resident[key] = _Entry(buffer, True)
+                protected.add(key)
+                self.pinned.add(key)
+                if make.mode == KEEP_STORE:
+                    kept_stores.append((buffer, make.piece))
+            return buffer
+        key = (t.name, "all")
+        if key not in self.resident:
+            buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            self.resident[key] = _Entry(buffer, True)
+            self.assembling.add(key)
+        return self.resident[key].buffer
+
+    def run(self) -> list[Instruction]:
+        for index, unit in enumerate(self.units):
+            self.now = index
+            keys = {(n.piece.tensor, n.piece.part) for n in unit.reads}
+            whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
+            protected = keys | whole_outs
+            keys |= {(n.piece.tensor, "all") for n in unit.reads}
+            protected = keys | whole_outs
+            stream_outs: list[tuple[SramBuffer, Piece]] = []
+            kept_stores: list[tuple[SramBuffer, Piece]] = []
+            placed: dict[_Make, SramBuffer] = {}
+            self.pinned = set()
+            # an output's buffer may evict an input of this unit (when the SRAM is
+            # fragmented): load what is missing again, a few times at most
+            for _ in range(8):
+                for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
+                    if self.lookup(need.piece) is None:
+                        self.load(need.piece, protected, evict=True)
+                for make in unit.writes:
+                    if make not in placed:
+                        placed[make] = self._place(make, protected, stream_outs, kept_stores)
+                if all(self.lookup(n.piece) is not None for n in unit.reads):
+                    break
+            else:
+                raise PlanningError(
+                    f"scratchpad: op {unit.op!r} does not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
+                )
+            writes = [(placed[m], m.piece) for m in unit.writes]
+            for key in keys:
+                entry = self.resident.get(key)
+                if entry is not None and entry.load is not None:
+                    self._wait(entry.load)
+                    entry.load = None
+            self.prefetch(index, protected)
+            reads = tuple((self.lookup(n.piece).buffer, n.piece) for n in unit.reads)
+            self.out.append(Compute(unit.op, unit.macs, unit.sram_bytes, reads, tuple(writes)))
+            for buffer, piece in stream_outs:
+                store = self._id()
+                self.out.append(Store(store, buffer, piece))
+                self.draining[buffer.name] = (buffer, store)
+                self.pending_stores.setdefault(piece.tensor, set()).add(store)
+                self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            for buffer, piece in kept_stores:
+                store = self._id()
+                self.out.append(Store(store, buffer, piece))
+                entry = self.resident[(piece.tensor, piece.part)]
+                entry.store, entry.dirty = store, False
+                self.pending_stores.setdefault(piece.tensor, set()).add(store)
+                self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            if unit.last_of_op:
+                self.assembling -= whole_outs
+                for make in unit.writes:
+                    t = self.tensors[make.piece.tensor]
+                    if make.mode != WHOLE or t.kind != "output":
+                        continue
+                    entry = self.resident[(t.name, "all")]
+                    store = self._id()
+                    self.out.append(Store(store, entry.buffer, Piece(t.name, "all", t.size)))
+                    entry.store, entry.dirty = store, False
+                    self.pending_stores.setdefault(t.name, set()).add(store)
+                    self.dram_parts.setdefault(t.name, {})["all"] = t.size
+            self.now = index
+            for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
+                if key[1] == "all" and key in whole_outs and not unit.last_of_op:
+                    continue  # a tensor still being written tile by tile
+                entry = self.resident.pop(key)
+                if entry.store is not None:
+                    self.draining[entry.buffer.name] = (entry.buffer, entry.store)
+                else:
+                    self.alloc.remove(entry.buffer)
+                    self.out.append(Free(entry.buffer))
+        for name in list(self.draining):
+            self._drain(name)
+        for key in list(self.resident):
+            self.evict(key)
+        return self.out
+
+    def prefetch(self, index: int, protected: set[tuple[str, str]]) -> None:
+        """Start the loads of the next units that fit in free SRAM, in the
+        order they are needed; stop at the first that does not fit."""
+        ahead = 0
+        for later in range(index + 1, min(len(self.units), index + 1 + PREFETCH_UNITS)):
+            for need in self.units[later].reads:
+                key = (need.piece.tensor, need.piece.part)
+                if self.lookup(need.piece) is not None:
+                    continue
+                if not self.loadable(need.piece):
+                    continue
+                if ahead + need.piece.bytes > self.sram // 2:
+                    return
+                if not self.load(need.piece, protected, evict=False):
+                    return
+                ahead += need.piece.bytes
+
+
+def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor]) -> dict[str, int]:
+    """DRAM offsets for activations written back, planned over their DRAM lives."""
+    span: dict[str, list[int]] = {}
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, (Load, Store)) and tensors[ins.piece.tensor].kind == "activation":
+            span.setdefault(ins.piece.tensor, [index, index])[1] = index
+    if not span:
+        return {}
+    problem = Problem(tuple(Buffer(name, tensors[name].size, first, last, ALIGN) for name, (first, last) in span.items()))
+    plan = plan_memory(problem)
+    verify_plan(problem, plan)
+    return dict(plan.offsets)
+
+
+def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
+    """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
+    (`cost` steers the choice of tilings)."""
+    _check_program(program)
+    units, tiling = _units(program, sram_size, cost)
+    instructions = _Scheduler(program, sram_size, units).run()
+    return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+
+
+def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
+    """The baseline: per unit, load every operand, compute, store every
+    result, all serially; nothing stays in SRAM between units."""
+    _check_program(program)
+    units, tiling = _units(program, sram_size, cost)
+    tensors = program.by_name()
+    out: list[Instruction] = []
+    ids = 0
+    for unit in units:
+        offset = 0
+        buffers: list[SramBuffer] = []
+
+        def take(nbytes: int, label: str) -> SramBuffer:
+            nonlocal offset
+            buffer = SramBuffer(f"u{len(out)}:{label}", offset, nbytes)
+            offset = math.ceil((offset + nbytes) / ALIGN) * ALIGN
+            out.append(Alloc(buffer))
+            buffers.append(buffer)
+            return buffer
+
+        reads = []
+        for need in unit.reads:
+            ids += 1
+            buffer = take(need.piece.bytes, f"{need.piece.tensor}:{need.piece.part}")
+            out.append(Load(ids, buffer, need.piece))
+            out.append(Wait(ids))
+            reads.append((buffer, need.piece))
+        writes = [(take(m.piece.bytes, f"{m.piece.tensor}:{m.piece.part}"), m.piece) for m in unit.writes]
+        out.append(Compute(unit.op, unit.macs, unit.sram_bytes, tuple(reads), tuple(writes)))
+        for buffer, piece in writes:
+            ids += 1
+            out.append(Store(ids, buffer, piece))
+            out.append(Wait(ids))
+        for buffer in buffers:
+            out.append(Free(buffer))
+    return NpuSchedule(out, _plan_spills(out, tensors), tiling)
+
+
+def _check_program(program: NpuProgram) -> None:
+    """Raise `PlanningError` for unknown tensor names or kinds."""
+    tensors = program.by_name()
+    for t in program.tensors:
+        if t.kind not in KINDS:
+            raise PlanningError(f"scratchpad: tensor {t.name!r} has kind {t.kind!r}; expected one of {', '.join(KINDS)}")
+    for op in program.ops:
+        for name in (*op.inputs, *op.weights, *op.outputs):
+            if name not in tensors:
+                raise PlanningError(f"scratchpad: op {op.name!r} names unknown tensor {name!r}")
+
+
+def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: NpuCost) -> SimulationResult:
+    tensors = program.by_name()
+    return simulate(
+        schedule.instructions,
+        sram_size=sram_size,
+        tensor_bytes={t.name: t.size for t in program.tensors},
+        dram_resident={t.name for t in program.tensors if t.kind in ("weight", "input")},
+        outputs={n for n, t in tensors.items() if t.kind == "output"},
+        dram_offsets=schedule.dram_offsets,
+        cost=cost,
+    )
+
+
+def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuResult:
+    """Schedule `program` for the scratchpad, simulate it and the no-prefetch
+    baseline, and report both against the bounds."""
+    schedule = schedule_scratchpad(program, sram_size, cost)
+    result = _simulate(schedule, program, sram_size, cost)
+    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost), program, sram_size, cost)
+    lower = program.dram_lower_bound_bytes()
+    macs = program.macs()
+    bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
+    return NpuResult(
+        sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
+        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result,
+    )

@@ -1,0 +1,147 @@
+"""The scratchpad scheduler and the NPU cycle simulator (pyocc/planning):
+the simulator's timing by hand, each rule it enforces, and schedules of a
+small program at several SRAM sizes checked by it."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pyocc.planning import PlanningError
+from pyocc.planning.npu_simulator import (
+    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
+)
+from pyocc.planning.scratchpad import (
+    NpuOp, NpuProgram, NpuTensor, run_scratchpad, schedule_no_prefetch, schedule_scratchpad,
+)
+
+W = Piece("w", "all", 800)
+X = Piece("x", "all", 64)
+Y = Piece("y", "all", 64)
+BW, BX, BY = SramBuffer("bw", 0, 800), SramBuffer("bx", 832, 64), SramBuffer("by", 896, 64)
+SIZES = {"w": 800, "x": 64, "y": 64, "a": 64}
+
+
+def _run(instructions, outputs=("y",), **kw):
+    return simulate(instructions, sram_size=1024, tensor_bytes=SIZES, dram_resident={"w", "x"},
+                    outputs=set(outputs), **kw)
+
+
+def _gemm(macs=256 * 50):
+    return Compute("gemm", macs, 928, ((BW, W), (BX, X)), ((BY, Y),))
+
+
+def _program():
+    return [Alloc(BW), Alloc(BX), Alloc(BY), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
+            _gemm(), Store(3, BY, Y), Wait(3), Free(BW), Free(BX), Free(BY)]
+
+
+def test_timing_by_hand():
+    # x: 8 cycles, w: 100 cycles on the port (8 B/cycle); gemm: max(50, ceil(928/64)=15)
+    # = 50 cycles after both loads (108); y: 8 cycles out -> 166
+    result = _run(_program())
+    assert (result.cycles, result.compute_cycles, result.stall_cycles) == (166, 50, 116)
+    assert (result.dram_read_bytes, result.dram_write_bytes, result.sram_peak_bytes) == (864, 64, 960)
+
+
+def test_dma_overlaps_compute():
+    # a second load started before the gemm runs on the port (108..116) while
+    # the gemm computes (108..158): it costs DRAM bytes but no cycles
+    b2 = SramBuffer("b2", 960, 64)
+    prog = _program()
+    prog[7:7] = [Alloc(b2), Load(4, b2, X)]
+    prog.insert(10, Wait(4))
+    prog.append(Free(b2))
+    result = _run(prog)
+    assert (result.cycles, result.stall_cycles, result.dram_read_bytes) == (166, 116, 928)
+    assert ("load", "x:all", 64, 108, 116) in result.transfers
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: p.remove(Wait(2)) or p.insert(8, Wait(2)), "reads w:all, which is not resident"),
+    (lambda p: p.__setitem__(1, Alloc(SramBuffer("bx", 700, 64))), "overlaps live buffer 'bw'"),
+    (lambda p: p.__setitem__(0, Alloc(SramBuffer("bw", 512, 800))), "outside the 1024-byte SRAM"),
+    (lambda p: p.insert(9, Free(BY)), "freed with transfer 3 still pending"),
+    (lambda p: p.__setitem__(4, Load(2, BW, Piece("a", "all", 64))), "a:all is not in DRAM"),
+    (lambda p: p.remove(Store(3, BY, Y)) or p.remove(Wait(3)), "graph output 'y' is not in DRAM"),
+    (lambda p: p.remove(Wait(3)) or p.remove(Free(BY)), "never waited on"),
+    (lambda p: p.insert(9, _gemm()), "writes 'by' while a transfer on it is pending"),
+])
+def test_simulator_rejects(mutate, message):
+    prog = _program()
+    mutate(prog)
+    with pytest.raises(ScheduleError, match=message):
+        _run(prog)
+
+
+def test_spills_must_not_overlap_in_dram():
+    a1, a2 = Piece("a", "all", 64), Piece("b", "all", 64)
+    b1, b2 = SramBuffer("b1", 0, 64), SramBuffer("b2", 64, 64)
+    prog = [Alloc(b1), Alloc(b2), Compute("p", 0, 128, (), ((b1, a1), (b2, a2))),
+            Store(1, b1, a1), Store(2, b2, a2), Wait(1), Wait(2), Load(3, b1, a1), Load(4, b2, a2), Wait(3), Wait(4)]
+    sizes = {"a": 64, "b": 64}
+    run = lambda offsets: simulate(prog, sram_size=256, tensor_bytes=sizes, dram_resident=set(), outputs=set(), dram_offsets=offsets)
+    run({"a": 0, "b": 64})
+    with pytest.raises(ScheduleError, match="overlap in DRAM"):
+        run({"a": 0, "b": 32})
+
+
+def test_cost_parse():
+    assert NpuCost.parse("") == NpuCost(256, 64, 8)
+    assert NpuCost.parse("dram_bytes_per_cycle=16") == NpuCost(256, 64, 16)
+    with pytest.raises(PlanningError, match="unknown key 'macs'"):
+        NpuCost.parse("macs=3")
+    with pytest.raises(PlanningError, match="macs_per_cycle needs a positive whole number"):
+        NpuCost.parse("macs_per_cycle=0")
+
+
+def _small_net() -> NpuProgram:
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 4096, "input", 8), T("w1", 2048, "weight"), T("a", 8192, "activation", 8),
+         T("w2", 65536, "weight"), T("b", 8192, "activation", 8), T("w3", 262144, "weight"), T("y", 256, "output")),
+        (NpuOp("conv1", 100_000, ("x",), ("w1",), ("a",), 8, 2, 16),
+         NpuOp("conv2", 500_000, ("a",), ("w2",), ("b",), 8, 2, 16),
+         NpuOp("fc", 65_536, ("b",), ("w3",), ("y",), 1, 0, 64)),
+    )
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_pass_the_simulator_and_respect_the_bounds(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram)  # simulates: raises on any broken rule
+    assert result.sram_bytes <= sram
+    assert result.dram_bytes >= result.dram_lower_bound_bytes == 4096 + 2048 + 65536 + 262144 + 256
+    assert result.cycles >= result.bound_cycles == math.ceil(result.dram_lower_bound_bytes / 8)
+    assert result.cycles <= result.baseline.cycles
+    assert result.dram_bytes <= result.baseline.dram_bytes
+
+
+def test_small_sram_tiles_and_streams_weights():
+    result = run_scratchpad(_small_net(), 32 * 1024)
+    assert set(result.tiled_ops) == {"conv2", "fc"}
+    assert result.tiled_ops["fc"][1] > 1  # fc's weight streams block by block
+    loads = [t for t in result.simulation.transfers if t[0] == "load" and t[1].startswith("w3:block")]
+    assert len(loads) == result.tiled_ops["fc"][1]
+    # double buffering: a block's load overlaps the compute of the previous one, so
+    # the fc's weight stream (32 Ki cycles of port time) is not paid twice
+    assert result.cycles < result.baseline.cycles / 2
+
+
+def test_big_sram_prefetches_without_tiling():
+    result = run_scratchpad(_small_net(), 1024 * 1024)
+    assert result.tiled_ops == {}
+    assert result.dram_bytes == result.dram_lower_bound_bytes
+    assert result.cycles <= 1.15 * result.bound_cycles
+
+
+def test_too_small_sram_is_one_line():
+    with pytest.raises(PlanningError, match="does not fit in 1024 bytes of SRAM even tiled; give a larger --scratchpad"):
+        schedule_scratchpad(_small_net(), 1024)
+
+
+def test_unknown_tensor_is_refused():
+    program = NpuProgram((NpuTensor("x", 4, "input"),), (NpuOp("f", 1, ("x",), (), ("nope",)),))
+    with pytest.raises(PlanningError, match="op 'f' names unknown tensor 'nope'"):
+        schedule_no_prefetch(program, 1024)

@@ -1,0 +1,95 @@
+"""`pyocc plan --scratchpad`: the report's `npu` object and its text summary
+from the scheduler and simulator, the program the scheduler sees (read from
+the op definitions), and one line for each bad value."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import onnx
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import func
+
+from pyocc.analysis.npu_program import npu_program
+from pyocc.examples.tiny_cnn import build as build_tiny_cnn
+from pyocc.frontend.onnx_import import import_model
+from pyocc.pipelines import Options, run_passes, tensor_passes
+from pyocc.tools.cli import main
+from tests.conftest import light_model_path
+
+KEYS = {"cycles", "compute_cycles", "stall_cycles", "dram_bytes", "dram_lower_bound_bytes", "bound_cycles",
+        "sram_bytes", "macs", "baseline_no_prefetch"}
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.onnx"
+    onnx.save(build_tiny_cnn(), str(path))
+    return path
+
+
+def _program(path: Path):
+    module = import_model(str(path))
+    run_passes(Context(), module, tensor_passes(Options()))
+    return npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+
+
+def test_the_program_is_read_from_the_op_definitions(tiny: Path) -> None:
+    program = _program(tiny)
+    kinds = {t.name: t.kind for t in program.tensors}
+    assert kinds["x"] == "input" and kinds["y"] == "output" and kinds["w2"] == "weight"
+    ops = {op.name: op for op in program.ops}
+    # conv 3x3 stride 1: two halo rows, splits by rows and by its 8 output channels
+    assert (ops["relu1"].out_rows, ops["relu1"].halo_rows, ops["relu1"].channels) == (16, 2, 8)
+    assert ops["relu1"].macs == 8 * 16 * 16 * 3 * 3 * 3
+    # max pool 2x2 stride 2: no halo; the channel concat splits by rows, the gemm does not
+    assert (ops["pool"].out_rows, ops["pool"].halo_rows) == (8, 0)
+    assert ops["cat"].out_rows == 8 and ops["y"].out_rows == 1
+    # the flatten view shares gap's tensor
+    assert ops["y"].inputs == ("gap",)
+
+
+def test_plan_json_has_the_npu_report(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(tiny), "--scratchpad", "16KiB", "--format", "json"]) == 0
+    npu = json.loads(capsys.readouterr().out)["npu"]
+    assert KEYS <= set(npu)
+    assert npu["sram_size"] == 16384 and npu["sram_bytes"] <= 16384
+    assert npu["dram_bytes"] >= npu["dram_lower_bound_bytes"] and npu["cycles"] >= npu["bound_cycles"]
+    assert npu["cycles"] == npu["compute_cycles"] + npu["stall_cycles"]
+    assert npu["cycles"] < npu["baseline_no_prefetch"]["cycles"]
+
+
+def test_plan_text_has_the_summary(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(tiny), "--scratchpad", "1MiB", "--npu-cost", "dram_bytes_per_cycle=4",
+                 "--format", "text"]) == 0
+    out = capsys.readouterr().out
+    assert "npu scratchpad   1,048,576 B SRAM (macs/cycle 256, SRAM B/cycle 64, DRAM B/cycle 4)" in out
+    assert "no prefetch" in out and "DRAM traffic" in out
+
+
+def test_a_light_model_at_one_mib(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(light_model_path("bvlc_alexnet")), "--scratchpad", "1MiB", "--format", "json"]) == 0
+    npu = json.loads(capsys.readouterr().out)["npu"]
+    assert npu["sram_bytes"] <= 2**20
+    assert npu["dram_bytes"] <= 1.25 * npu["dram_lower_bound_bytes"]
+    assert npu["cycles"] <= 1.3 * npu["bound_cycles"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--scratchpad", "lots"], "pyocc: error: --scratchpad: size 'lots' must be a number of bytes"),
+    (["--scratchpad", "0"], "pyocc: error: --scratchpad: the SRAM size must be positive, got 0"),
+    (["--scratchpad", "1KiB"], "pyocc: error: scratchpad: op 'relu1' does not fit in 1024 bytes of SRAM even tiled; "
+                               "give a larger --scratchpad"),
+    (["--scratchpad", "1MiB", "--npu-cost", "macs=3"], "pyocc: error: --npu-cost: unknown key 'macs'"),
+    (["--scratchpad", "1MiB", "--npu-cost", "dram_bytes_per_cycle=-1"],
+     "pyocc: error: --npu-cost: dram_bytes_per_cycle needs a positive whole number"),
+    (["--npu-cost", "macs_per_cycle=1"], "pyocc: error: --npu-cost needs a scratchpad; add --scratchpad SIZE"),
+])
+def test_bad_values_are_one_line(tiny: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", str(tiny), *args]) != 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), captured.err
