@@ -4,9 +4,9 @@ its stem (dnn-tile) with regions and patch counts in order of extra MACs,
 planning each candidate for real, and take the first that fits; `min` takes
 the smallest plan within a budget of extra MACs.
 
-The candidates: the prefixes of the row-local chain from the graph input up
-to the first downsampling stages (the rows shrunk at most 8 times, at most
-12 ops), each with 2, 4, 8 or 16 patches.
+The candidates: the regions from the graph input (dnn_tile.regions: chains
+or branching blocks with one output) up to the rows shrunk at most 16
+times and at most 64 ops, each with 2, 4, 8 or 16 patches.
 
 The caller (pyocc.api) passes the compile step in as `plan`, so this module
 needs no pipeline: it only chooses.
@@ -19,15 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.ir import Operation, SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
-from pyocc.rewrites.dnn_tile import RowWindow, patch_bounds, region_chain
+from pyocc.rewrites.dnn_tile import Region, patch_bounds, patch_rows, regions
 
 PATCH_COUNTS = (2, 4, 8, 16)
-MAX_REGION_OPS = 12
-MAX_DOWNSAMPLING = 8
+MAX_REGION_OPS = 64
+MAX_DOWNSAMPLING = 16
 
 
 @dataclass(frozen=True)
@@ -51,32 +50,28 @@ class Choice:
 
 def candidates(function: func.FuncOp) -> list[Candidate]:
     """Every (region, patches) worth planning, least extra MACs first."""
-    chain = region_chain(function)
-    rows_in = chain[0][2].rows_in if chain else 0
     found: list[Candidate] = []
-    for count in range(1, min(len(chain), MAX_REGION_OPS) + 1):
-        windows = [w for _, _, w in chain[:count]]
-        if rows_in > MAX_DOWNSAMPLING * windows[-1].rows_out:
+    for region in regions(function):
+        if len(region.ops) > MAX_REGION_OPS or region.rows_in() > MAX_DOWNSAMPLING * region.rows_out():
             break
-        macs = [op.macs() for op, _, _ in chain[:count]]  # type: ignore[attr-defined]
         for patches in PATCH_COUNTS:
-            if patches > windows[-1].rows_out:
+            if patches > region.rows_out():
                 break
-            found.append(Candidate(count, patches, _extra_macs(windows, macs, patches)))
+            found.append(Candidate(len(region.ops), patches, extra_macs(region, patches)))
     return sorted(found, key=lambda c: (c.extra_macs, c.patches, c.region))
 
 
-def _extra_macs(windows: list[RowWindow], macs: list[int], patches: int) -> int:
+def extra_macs(region: Region, patches: int) -> int:
     """The MACs the patches compute beyond the untiled ops: each op's cost
     grows with the rows it computes, halo rows counted once per patch."""
-    rows = [0] * len(windows)
-    for first, end in patch_bounds(windows[-1].rows_out, patches):
-        band = (first, end)
-        for i in range(len(windows) - 1, -1, -1):
-            rows[i] += band[1] - band[0]
-            lo, hi, _, _ = windows[i].needs(*band)
-            band = (lo, hi)
-    return sum(math.ceil(m * (r / w.rows_out - 1)) for m, r, w in zip(macs, rows, windows, strict=True))
+    rows = [0] * len(region.ops)
+    for first, end in patch_bounds(region.rows_out(), patches):
+        bands = patch_rows(region, first, end).bands
+        for i, op in enumerate(region.ops):
+            lo, hi = bands[op.results[0]]
+            rows[i] += hi - lo
+    return sum(math.ceil(op.macs() * (r / op.results[0].type.get_shape()[2] - 1))  # type: ignore[attr-defined]
+               for op, r in zip(region.ops, rows, strict=True))
 
 
 Plan = Callable[[int, int], func.FuncOp]
@@ -84,8 +79,7 @@ Plan = Callable[[int, int], func.FuncOp]
 form with that tiling (region 0: untiled), on a copy."""
 
 
-def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
-                  chain: list[tuple[Operation, SSAValue, RowWindow]]) -> dict[int, int]:
+def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: list[Region]) -> dict[int, int]:
     """Region length k -> the most bytes live at once in the planned untiled
     function from the first compute op after the region on. Tiling leaves those steps as they
     are, so no tiling of k ops can plan below it. Only for the regions whose
@@ -106,7 +100,8 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
     for i in range(len(live) - 1, -1, -1):
         after[i] = max(live[i], after[i + 1])
     floors: dict[int, int] = {}
-    for count, (op, _, _) in enumerate(chain, 1):
+    for region in found:
+        count, op = len(region.ops), region.ops[-1]
         # the ops up to the region's end must pair up (a removed copy or
         # concat before it would shift the steps)
         position = tensor_ops.index(op)
@@ -142,7 +137,7 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
     if limit != "min" and untiled <= int(limit):
         return best
     # eager's footprint is the sum of all buffers, not a peak: no floor applies
-    floors = region_floors(function, planned, region_chain(function)) if memory != "eager" else {}
+    floors = region_floors(function, planned, regions(function)) if memory != "eager" else {}
     no_gain: set[int] = set()  # regions whose fewest patches saved nothing: more will not either
     for candidate in candidates(function):
         if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:

@@ -49,6 +49,24 @@ def test_tiled_toy_graphs_match_onnxruntime(build, sanitize: bool, patches: int)
     assert report.extra_macs == 0.0  # the halo rows of a one-op region are input rows: nothing recomputed
 
 
+@pytest.mark.parametrize("region, patches", [(5, 3), (11, 2), (12, 5)])
+def test_branching_regions_match_onnxruntime(region: int, patches: int) -> None:
+    # MobileNetV2's inverted residuals: the region's adds read the block
+    # input over fewer rows than the depthwise conv's path does
+    model = mobilenet_v2()
+    inputs = random_inputs(model)
+    report = _check(model, inputs, _reference(model, inputs), tile_region=region, tile_patches=patches,
+                    sanitize=True)
+    assert report.tiling == f"{region} ops in {patches} patches"
+    assert report.extra_macs > 0.0  # the depthwise convs' halo rows are recomputed
+
+
+def test_a_prefix_that_is_no_region_is_not_tiled() -> None:
+    # the first inverted residual's input is still read by its add after op 3
+    _, report = lower(mobilenet_v2(), tile_region=3)
+    assert report.tiling is None
+
+
 def test_region_longer_than_the_chain_is_not_tiled() -> None:
     model = tiny_cnn()
     _, report = lower(model, tile_region=2)
