@@ -2,6 +2,8 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=4}" | filecheck %s --check-prefix=P4
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=2},dnn-insert-memory-ops{mode=lazy},dnn-coalesce" | filecheck %s --check-prefix=BUF
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=5 patches=2}" | filecheck %s --check-prefix=BR
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=5 patches=2 halo=cache}" | filecheck %s --check-prefix=CACHE
+// RUN: not pyocc-opt %s -p "dnn-tile{halo=keep}" 2>&1 | filecheck %s --check-prefix=HALO
 // RUN: not pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-tile" 2>&1 | filecheck %s --check-prefix=FORM
 
 // conv(3x3, pad 1) -> relu -> max_pool(2x2, stride 2) on 8 rows, in 2
@@ -107,6 +109,19 @@ func.func @stem_second_user(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x8x8xf32> {
 // BR-NOT:  dnn.slice
 // BR:      dnn.insert_slice {{.*}} {axis = 2 : i64, offset = 2 : i64}
 // BR-NEXT: func.return
+// Halos cached: patch 1 computes only the conv rows no patch did, [5, 8),
+// from input rows [4, 8), and joins them to the cached rows [3, 5) that
+// patch 0 left for the pool's halo; nothing is computed twice.
+// CACHE-LABEL: func.func @stem_branch
+// CACHE:      %[[C0:.*]] = dnn.conv ins({{.*}}) {pads = array<i64: 1, 1, 0, 1>} : tensor<1x2x5x8xf32>
+// CACHE-NEXT: %[[K:.*]] = dnn.slice ins(%[[C0]] : {{.*}}) {starts = array<i64: 3>, ends = array<i64: 5>, axes = array<i64: 2>}
+// CACHE:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 4>, ends = array<i64: 8>, axes = array<i64: 2>}
+// CACHE-NEXT: %[[C1:.*]] = dnn.conv ins({{.*}}) {pads = array<i64: 0, 1, 1, 1>} : tensor<1x2x3x8xf32>
+// CACHE-NEXT: %[[J:.*]] = dnn.concat ins(%[[K]], %[[C1]] : {{.*}}) {axis = 2 : i64} : tensor<1x2x5x8xf32>
+// CACHE-NEXT: dnn.max_pool ins(%[[J]] : {{.*}}) {{.*}}pads = array<i64: 0, 0, 1, 0>} : tensor<1x2x4x8xf32>
+// CACHE-NOT:  dnn.conv
+// CACHE:      func.return
+// HALO: dnn-tile: halo must be recompute or cache, got 'keep'
 // Negative: three ops are no region: the conv's result is still read by the
 // concat after them (two values would leave it).
 // CHECK-LABEL: func.func @stem_branch

@@ -338,13 +338,163 @@ def tile_region(region: Region, patches: int) -> None:
         rewriter.erase_op(op)
 
 
-def tile_function(function: func.FuncOp, region: str | int, patches: int) -> int:
-    """Tile the region of one function; returns the ops it covers (0: none)."""
+def high_rows(region: Region, end: int) -> dict[SSAValue, int]:
+    """Region value -> one past the last of its rows that output rows
+    [0, end) need (what the patches up to one ending at `end` computed)."""
+    high: dict[SSAValue, int] = {region.output: end}
+    for i in range(len(region.ops) - 1, -1, -1):
+        op = region.ops[i]
+        top = high.get(op.results[0], 0)
+        for k, window in region.windows[i].items():
+            value = op.operands[k]
+            hi = window.needs(0, top)[1] if top > 0 else 0
+            high[value] = max(high.get(value, 0), hi)
+    return high
+
+
+@dataclass
+class CachedPatch:
+    """What one patch computes with halos cached: `new[i]`, the output rows
+    [a, b) ops[i] computes (empty: the op does not run in this patch);
+    `reads[(i, k)]` as in PatchRows; `low[v]`, the first row of region
+    value v this patch reads (rows of v below it are no longer needed)."""
+
+    new: list[tuple[int, int]]
+    reads: dict[tuple[int, int], tuple[int, int, int, int]]
+    low: dict[SSAValue, int]
+
+
+def cached_patches(region: Region, patches: int) -> list[CachedPatch]:
+    """The patches of `region` when each row of each op is computed once:
+    patch p computes the rows its output rows need that no earlier patch
+    did, reading the halo rows the earlier patches left in the cache."""
+    found: list[CachedPatch] = []
+    before: dict[SSAValue, int] = {}
+    for _, end in patch_bounds(region.rows_out(), patches):
+        high = high_rows(region, end)
+        new: list[tuple[int, int]] = []
+        reads: dict[tuple[int, int], tuple[int, int, int, int]] = {}
+        low: dict[SSAValue, int] = {}
+        for i, op in enumerate(region.ops):
+            result = op.results[0]
+            band = (before.get(result, 0), high.get(result, 0))
+            new.append(band)
+            if band[0] >= band[1]:
+                continue
+            for k, window in region.windows[i].items():
+                need = window.needs(*band)
+                reads[(i, k)] = need
+                value = op.operands[k]
+                low[value] = min(low.get(value, need[0]), need[0])
+        found.append(CachedPatch(new, reads, low))
+        before = high
+    return found
+
+
+def _concat_rows(parts: list[SSAValue]) -> Operation:
+    rows = sum(p.type.get_shape()[ROWS] for p in parts)  # type: ignore[attr-defined]
+    return d.ConcatOp.build({"inputs": parts}, [_with_rows(parts[0].type, rows)],  # type: ignore[arg-type]
+                            {"axis": IntegerAttr(ROWS, i64)})
+
+
+def tile_region_cached(region: Region, patches: int) -> None:
+    """Rewrite `region` into `patches` patches that compute every row of
+    every op once (StreamNet-style): after a value's new rows are computed,
+    the rows of it the next patch still reads (its halo) are sliced into a
+    small cache, and a reader whose rows span the cache and the new rows
+    reads their concat along the rows."""
+    last = region.ops[-1]
+    output = region.output
+    rewriter = Rewriter()
+    where = InsertPoint.before(last)
+    plan = cached_patches(region, patches)
+    # region value -> the pieces of it this patch holds, (value, first row),
+    # and those the next patch will hold (the cache)
+    held: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
+    carry: dict[SSAValue, list[tuple[SSAValue, int]]] = {}
+    dest: SSAValue | None = None
+
+    def emit(op: Operation) -> SSAValue:
+        rewriter.insert_op(op, where)
+        return op.results[0]
+
+    def rows_of(pieces: list[tuple[SSAValue, int]]) -> tuple[int, int]:
+        value, start = pieces[-1]
+        return pieces[0][1], start + value.type.get_shape()[ROWS]  # type: ignore[attr-defined]
+
+    def band(value: SSAValue, lo: int, hi: int, slices: dict[tuple[SSAValue, int, int], SSAValue]) -> SSAValue:
+        """Rows [lo, hi) of region value `value` as one tensor."""
+        if value is region.input:
+            pieces = [(value, 0)]
+        else:
+            pieces = held[value]
+            inside = [p for p in pieces if p[1] <= lo and hi <= rows_of([p])[1]]
+            if inside:
+                pieces = inside[:1]
+            elif len(pieces) > 1:  # the rows span the cache and the new rows: join them once
+                joined = emit(_concat_rows([p for p, _ in pieces]))
+                held[value] = pieces = [(joined, pieces[0][1])]
+        whole, start = pieces[0]
+        if (lo, hi) == (start, start + whole.type.get_shape()[ROWS]):  # type: ignore[attr-defined]
+            return whole
+        if (whole, lo, hi) not in slices:
+            slices[(whole, lo, hi)] = emit(_slice(whole, lo - start, hi - start))
+        return slices[(whole, lo, hi)]
+
+    for index, (patch, (first, end)) in enumerate(zip(plan, patch_bounds(region.rows_out(), patches), strict=True)):
+        following = plan[index + 1] if index + 1 < len(plan) else None
+        slices: dict[tuple[SSAValue, int, int], SSAValue] = {}
+        held, carry = carry, {}
+        for i, op in enumerate(region.ops):
+            result = op.results[0]
+            o_lo, o_hi = patch.new[i]
+            if o_lo < o_hi:
+                operands = list(op.operands)
+                top, bottom = 0, 0
+                for k, window in region.windows[i].items():
+                    lo, hi, pad_top, pad_bottom = patch.reads[(i, k)]
+                    operands[k] = band(op.operands[k], lo, hi, slices)
+                    if window.extent > 1 or window.pad_top or window.pad_bottom:
+                        top, bottom = pad_top, pad_bottom
+                properties = dict(op.properties)
+                if any(w.extent > 1 or w.pad_top or w.pad_bottom for w in region.windows[i].values()):
+                    row_pads = _ints(op, "pads", [0, 0, 0, 0])
+                    properties["pads"] = DenseArrayBase.from_list(i64, [top, row_pads[1], bottom, row_pads[3]])
+                computed = emit(type(op).create(operands=operands, properties=properties,
+                                                attributes=dict(op.attributes),
+                                                result_types=[_with_rows(result.type, o_hi - o_lo)]))  # type: ignore[arg-type]
+                if result.name_hint:
+                    computed.name_hint = f"{result.name_hint}_p{index}"
+                held[result] = [*held.get(result, []), (computed, o_lo)]
+            if result is output or result not in held or following is None or result not in following.low:
+                continue
+            # the rows of it the next patch still reads: the halo cache
+            lo, hi = rows_of(held[result])
+            keep = max(following.low[result], lo)
+            if keep < hi:
+                carry[result] = [(band(result, keep, hi, slices), keep)]
+        if dest is None:
+            dest = emit(d.EmptyOp.build({}, [output.type]))
+        dest = emit(d.InsertSliceOp.build({"dest": dest, "x": held[output][-1][0]}, [output.type], {
+            "axis": IntegerAttr(ROWS, i64), "offset": IntegerAttr(first, i64)}))
+    assert dest is not None
+    dest.name_hint = output.name_hint
+    output.replace_all_uses_with(dest)
+    for op in reversed(region.ops):
+        rewriter.erase_op(op)
+
+
+def tile_function(function: func.FuncOp, region: str | int, patches: int, halo: str = "recompute") -> int:
+    """Tile the region of one function, its halos recomputed or cached;
+    returns the ops it covers (0: none)."""
     found = regions(function)
     chosen = auto_region(found) if region == "auto" else next((r for r in found if len(r.ops) == int(region)), None)
     if chosen is None or patches < 2 or chosen.rows_out() < 2:
         return 0
-    tile_region(chosen, patches)
+    if halo == "cache":
+        tile_region_cached(chosen, patches)
+    else:
+        tile_region(chosen, patches)
     return len(chosen.ops)
 
 
@@ -364,13 +514,20 @@ class DnnTilePass(ModulePass):
     patches: int = 4
     """Patches along the region output's rows (at most one per row)."""
 
+    halo: str = "recompute"
+    """recompute (each patch computes its halo rows again) or cache (each
+    row is computed once; the rows the next patch reads again stay in a
+    small cache)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.region != "auto" and not str(self.region).isdigit():
             raise PassFailedException(f"dnn-tile: region must be auto or a number of ops, got '{self.region}'")
+        if self.halo not in ("recompute", "cache"):
+            raise PassFailedException(f"dnn-tile: halo must be recompute or cache, got '{self.halo}'")
         if self.patches < 1:
             raise PassFailedException(f"dnn-tile: patches must be at least 1, got {self.patches}")
         for function in op.walk():
             if isinstance(function, func.FuncOp) and function.body.blocks:
                 if any(isinstance(o, d.DnnComputeOp) and o.on_buffers for o in function.body.block.ops):
                     raise PassFailedException("dnn-tile: run it on tensor form, before dnn-insert-memory-ops")
-                tile_function(function, self.region, self.patches)
+                tile_function(function, self.region, self.patches, self.halo)
