@@ -1,13 +1,16 @@
 """The automatic choice behind `--memory-limit`: when the program as given
 needs more activation memory than the limit, try patch-based execution of
-its stem (dnn-tile) with regions and patch counts in order of extra MACs,
-planning each candidate for real, and take the first that fits; `min` takes
-the smallest plan within a budget of extra MACs.
+its stem (dnn-tile) with regions, patch counts and halo handling in order
+of extra MACs, and take the first that fits; `min` takes the smallest plan
+within a budget of extra MACs. Every candidate is estimated (patch_peak and
+the floor after its region); the best few are planned for real.
 
 The candidates: the regions from the graph input (dnn_tile.regions: chains
 or branching blocks with one output) up to the rows shrunk at most 16
-times and at most 64 ops, at most 256 ops in all patches, each with 2, 4, 8, 16 or 32 patches (or one per output row), the halos recomputed or cached
-(dnn-tile's halo=cache: no extra MACs, a small cache of overlap rows).
+times and at most 64 ops, at most 640 ops and 64 concats in all patches,
+each with 2, 4, 8, 16 or 32 patches (or one per output row), the halos
+recomputed or cached (dnn-tile's halo=cache: no extra MACs, a small cache
+of overlap rows).
 
 The caller (pyocc.api) passes the compile step in as `plan`, so this module
 needs no pipeline: it only chooses.
@@ -29,11 +32,13 @@ from pyocc.rewrites.dnn_tile import ROWS, Region, cached_patches, high_rows, pat
 PATCH_COUNTS = (2, 4, 8, 16, 32)
 MAX_REGION_OPS = 64
 MAX_DOWNSAMPLING = 16
-MAX_PATCH_OPS = 256
-"""At most this many ops in all patches: planning (dnn-coalesce's concat
-bands above all) grows faster than linearly with them, and beyond ~8
-patches the pool shrinks little."""
-REAL_PLANS = 2
+MAX_PATCH_OPS = 640
+"""At most this many ops in all patches (planning time)."""
+MAX_PATCH_CONCATS = 64
+"""At most this many channel concats in all patches: dnn-coalesce's choice
+of concat bands grows faster than linearly with them (DenseNet's first
+dense block in 28 patches took minutes)."""
+REAL_PLANS = 3
 """How many of the best-estimated candidates the search plans for real."""
 ESTIMATE_SLACK = 1.25
 """A byte limit plans the candidates estimated at up to this much over it."""
@@ -69,7 +74,8 @@ def candidates(function: func.FuncOp) -> list[Candidate]:
             break
         rows = region.rows_out()
         for patches in [c for c in PATCH_COUNTS if c < rows] + ([rows] if rows <= PATCH_COUNTS[-1] else []):
-            if patches * len(region.ops) > MAX_PATCH_OPS:
+            concats = sum(isinstance(op, d.ConcatOp) for op in region.ops)
+            if patches * len(region.ops) > MAX_PATCH_OPS or patches * concats > MAX_PATCH_CONCATS:
                 break
             found.append(Candidate(len(region.ops), patches, extra_macs(region, patches)))
             found.append(Candidate(len(region.ops), patches, 0, "cache"))
@@ -214,11 +220,12 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
         ranked = [(0, c) for c in every]
     else:
         floors = region_floors(function, planned, found)
-        ranked = [(max(floors.get(c.region, 0), patch_peak(by_length[c.region], c.patches, c.halo)), c)
-                  for c in every]
+        peaks = {c: patch_peak(by_length[c.region], c.patches, c.halo) for c in every}
+        ranked = [(max(floors.get(c.region, 0), peaks[c]), c) for c in every]
         ranked = [(e, c) for e, c in ranked if e < untiled]
         if limit == "min":
-            ranked.sort(key=lambda ec: (ec[0], ec[1].extra_macs, ec[1].patches))
+            # on a tie (the floor after the region) the lower patch peak: the estimate is below the plan
+            ranked.sort(key=lambda ec: (ec[0], peaks[ec[1]], ec[1].extra_macs, ec[1].patches))
             ranked = ranked[:REAL_PLANS]
         else:
             fitting = [(e, c) for e, c in ranked if e <= int(limit) * ESTIMATE_SLACK][:REAL_PLANS]

@@ -111,7 +111,9 @@ def test_light_memory_limit_min_matches_onnxruntime(name: str) -> None:
     assert report.tiling is not None
     assert report.activation_bytes < untiled.activation_bytes * 0.7
     assert report.lower_bound_bytes == untiled.lower_bound_bytes  # the untransformed program's
-    assert 0.0 < report.extra_macs <= 0.10
+    # cached halos add no MACs; rows no output row reads are never computed
+    # (a strided pool's last input row): a tiling may even compute fewer
+    assert -0.01 < report.extra_macs <= 0.10
     assert report.macs == pytest.approx(untiled.macs * (1 + report.extra_macs))
 
 
