@@ -265,6 +265,7 @@ def lower(
     tile_patches: int = 4,
     scratchpad: int | str | None = None,
     npu_cost: str | None = None,
+    tile_halo: str = "recompute",
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -281,7 +282,8 @@ def lower(
     activation memory includes it). `scratch=True` plans the host's
     native kernel scratch (im2col columns) as buffers of the plan.
     `tile_region` > 0 runs the first N row-local ops patch by patch
-    (dnn-tile, `tile_patches` patches). `memory_limit` (bytes, or "min")
+    (dnn-tile, `tile_patches` patches, the halo rows recomputed or, with
+    `tile_halo="cache"`, computed once and cached). `memory_limit` (bytes, or "min")
     picks a tiling when the program as given needs more activation memory
     than that: the first fitting one in order of extra MACs, or ("min") the
     smallest within `max_extra_macs` (a ratio of the untiled MACs); bytes
@@ -299,7 +301,8 @@ def lower(
                           memory_pools=memory_pools or "", pool_candidates=pool_candidates or "",
                           reorder=reorder, target=target,
                           pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace,
-                          scratch=scratch, tile_region=tile_region, tile_patches=tile_patches)
+                          scratch=scratch, tile_region=tile_region, tile_patches=tile_patches,
+                          tile_halo=tile_halo)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -326,7 +329,8 @@ def lower(
         if memory_limit is not None:
             choice = choose_tiling(function, _planner_of(ctx, module, options), memory, memory_limit,
                                    max_extra_macs, base_macs)
-            options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches)
+            options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches,
+                                          tile_halo=choice.halo)
         if options.tile_region and options.target == "cuda":
             raise PyoccError(f"{name}: patch-based execution (tiling) runs on the host only for now; "
                              "use --target host, or a --memory-limit the untiled program fits")
@@ -387,7 +391,8 @@ def lower(
     )
     if any(isinstance(o, d.InsertSliceOp) for o in ops):
         report.extra_macs = (report.macs - base_macs) / base_macs if base_macs else 0.0
-        report.tiling = f"{options.tile_region} ops in {options.tile_patches} patches"
+        report.tiling = f"{options.tile_region} ops in {options.tile_patches} patches" + (
+            ", halos cached" if options.tile_halo == "cache" else "")
         report.tiled_lower_bound_bytes = report.lower_bound_bytes
         if untiled_bound is not None:
             report.lower_bound_bytes = untiled_bound
@@ -433,11 +438,11 @@ def _pool_allocation(pool_allocation: str | None, target: str) -> str:
 
 
 def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options) -> Plan:
-    """The tile search's compile step: (region, patches) -> the planned
-    buffer-form function of a copy of `tensor_module` tiled so."""
+    """The tile search's compile step: (region, patches, halo) -> the
+    planned buffer-form function of a copy of `tensor_module` tiled so."""
 
-    def plan(region: int, patches: int) -> func.FuncOp:
-        tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches)
+    def plan(region: int, patches: int, halo: str = "recompute") -> func.FuncOp:
+        tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches, tile_halo=halo)
         copy = tensor_module.clone()
         run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled), *pool_passes(tiled)])
         return next(op for op in copy.walk() if isinstance(op, func.FuncOp))
@@ -798,6 +803,7 @@ def compile(  # noqa: A001 - the name users expect
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
     tile_patches: int = 4,
+    tile_halo: str = "recompute",
     threads: int = 1,
     dims: Mapping[str, int] | None = None,
 ) -> Model | SymbolicModel:
@@ -816,8 +822,8 @@ def compile(  # noqa: A001 - the name users expect
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
     `scratch=True` plans the native kernels' scratch (im2col columns) in the
-    pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region` and
-    `tile_patches`: patch-based execution of the stem (see `lower`).
+    pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region`,
+    `tile_patches` and `tile_halo`: patch-based execution of the stem (see `lower`).
     `threads` (host): the threads the model runs on, for its BLAS calls and
     for the independent outer loops of its native kernels (a worker pool
     the model starts when it is loaded; results are the same for every
@@ -854,7 +860,7 @@ def compile(  # noqa: A001 - the name users expect
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
                            target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch,
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
-                           tile_region=tile_region, tile_patches=tile_patches)
+                           tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
                             threads=threads)

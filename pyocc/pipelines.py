@@ -98,6 +98,8 @@ class Options:
 
     tile_patches: int = 4
     """dnn-tile's patch count (with tile_region)."""
+    tile_halo: str = "recompute"
+    """dnn-tile's halo rows: recompute or cache (with tile_region)."""
 
 
 def tensor_passes(options: Options) -> list[ModulePass]:
@@ -123,7 +125,7 @@ def tile_passes(options: Options) -> list[ModulePass]:
     of tensor_passes so a report can take the bound of the untiled program."""
     if options.tile_region <= 0:
         return []
-    return [DnnTilePass(region=options.tile_region, patches=options.tile_patches)]
+    return [DnnTilePass(region=options.tile_region, patches=options.tile_patches, halo=options.tile_halo)]
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:

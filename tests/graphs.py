@@ -198,6 +198,36 @@ def mobilenet_v2(seed: int = 0) -> onnx.ModelProto:
     return g.model([(logits, TensorProto.FLOAT)])
 
 
+def mobilenet_v2_224(seed: int = 0) -> onnx.ModelProto:
+    """MobileNetV2 at full size (width 1.0, 1x3x224x224, 1000 classes), the
+    network MCUNetV2's patch-based inference is measured on: a 3x3/2 stem
+    of 32 channels, the 17 inverted residual blocks of the paper's table
+    (expansion t, channels c, repeats n, stride s), a 1x1 conv to 1280,
+    GlobalAveragePool and the classifier; BatchNorm folded into the convs'
+    biases as exported models have it, ReLU6 as Clip(0, 6). Random weights."""
+    g = GraphBuilder("mobilenet_v2_224", seed)
+    x = g.input("image", TensorProto.FLOAT, [1, 3, 224, 224])
+    zero, six = g.const(0.0), g.const(6.0)
+
+    def relu6(t: str) -> str:
+        return g.op("Clip", t, zero, six)
+
+    h, c_in = relu6(g.conv(x, 3, 32, 3, stride=2)), 32
+    for t, c, n, s in [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                       (6, 160, 3, 2), (6, 320, 1, 1)]:
+        for i in range(n):
+            stride = s if i == 0 else 1
+            hidden = c_in * t
+            b = relu6(g.conv(h, c_in, hidden, 1)) if t != 1 else h
+            b = relu6(g.conv(b, hidden, hidden, 3, stride=stride, group=hidden))
+            b = g.conv(b, hidden, c, 1)
+            h, c_in = (g.op("Add", h, b) if stride == 1 and c_in == c else b), c
+    h = relu6(g.conv(h, 320, 1280, 1))
+    h = g.op("Flatten", g.op("GlobalAveragePool", h), axis=1)
+    logits = g.op("Gemm", h, g.weight([1000, 1280]), g.bias(1000), transB=1)
+    return g.model([(logits, TensorProto.FLOAT)])
+
+
 def unet(seed: int = 0) -> onnx.ModelProto:
     """UNet in miniature: two encoder stages (two 3x3 Conv + Relu, then
     MaxPool 2x2), a bottleneck, and a decoder that upsamples once with

@@ -1,6 +1,9 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=2}" | filecheck %s
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=4}" | filecheck %s --check-prefix=P4
 // RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=3 patches=2},dnn-insert-memory-ops{mode=lazy},dnn-coalesce" | filecheck %s --check-prefix=BUF
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=5 patches=2}" | filecheck %s --check-prefix=BR
+// RUN: pyocc-opt %s --split-input-file -p "dnn-tile{region=5 patches=2 halo=cache}" | filecheck %s --check-prefix=CACHE
+// RUN: not pyocc-opt %s -p "dnn-tile{halo=keep}" 2>&1 | filecheck %s --check-prefix=HALO
 // RUN: not pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-tile" 2>&1 | filecheck %s --check-prefix=FORM
 
 // conv(3x3, pad 1) -> relu -> max_pool(2x2, stride 2) on 8 rows, in 2
@@ -69,8 +72,8 @@ func.func @stem_not_spatial(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x8x8xf32> {
 
 // -----
 
-// Negative: the conv's result has a second user (a residual add), so it
-// must exist whole and cannot be inside the region: nothing is tiled.
+// Negative: the conv's result has a second user (a residual add, the
+// fourth op), so the first three ops are no region: nothing is tiled.
 // CHECK-LABEL: func.func @stem_second_user
 // CHECK-NOT: dnn.slice
 // CHECK-NOT: dnn.insert_slice
@@ -82,4 +85,55 @@ func.func @stem_second_user(%x: tensor<1x1x8x8xf32>) -> tensor<1x2x8x8xf32> {
   %t = dnn.unary ins(%r : tensor<1x2x8x8xf32>) {fn = "tanh"} : tensor<1x2x8x8xf32>
   %a = dnn.binary ins(%t, %c : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) {fn = "add"} : tensor<1x2x8x8xf32>
   func.return %a : tensor<1x2x8x8xf32>
+}
+
+// -----
+
+// A branching region: the conv's result feeds a pool, a residual add and a
+// concat; one input, one output. Each patch computes every branch, the
+// conv over the union of the rows its readers need (the pool's halo row),
+// and the add and the concat read one shared slice of the rows they need.
+// BR-LABEL: func.func @stem_branch
+// BR:      %[[X0:.*]] = dnn.slice ins(%x : {{.*}}) {starts = array<i64: 0>, ends = array<i64: 6>, axes = array<i64: 2>}
+// BR-NEXT: %[[C0:.*]] = dnn.conv ins(%[[X0]], %w : {{.*}}) {pads = array<i64: 1, 1, 0, 1>} : tensor<1x2x5x8xf32>
+// BR-NEXT: %[[R0:.*]] = dnn.max_pool ins(%[[C0]] : {{.*}}) {{.*}}pads = array<i64: 1, 0, 0, 0>} : tensor<1x2x4x8xf32>
+// BR-NEXT: %[[S0:.*]] = dnn.slice ins(%[[C0]] : {{.*}}) {starts = array<i64: 0>, ends = array<i64: 4>, axes = array<i64: 2>}
+// BR-NEXT: %[[A0:.*]] = dnn.binary ins(%[[R0]], %[[S0]] : {{.*}}) {fn = "add"}
+// BR-NEXT: %[[K0:.*]] = dnn.concat ins(%[[A0]], %[[S0]] : {{.*}}) {axis = 1 : i64} : tensor<1x4x4x8xf32>
+// BR-NEXT: %[[P0:.*]] = dnn.max_pool ins(%[[K0]] : {{.*}} : tensor<1x4x2x8xf32>
+// BR-NEXT: %[[E:.*]] = dnn.empty : tensor<1x4x4x8xf32>
+// BR-NEXT: %[[I0:.*]] = dnn.insert_slice ins(%[[E]], %[[P0]] : {{.*}}) {axis = 2 : i64, offset = 0 : i64}
+// BR-NEXT: %[[X1:.*]] = dnn.slice ins(%x : {{.*}}) {starts = array<i64: 2>, ends = array<i64: 8>, axes = array<i64: 2>}
+// BR-NEXT: %[[C1:.*]] = dnn.conv ins(%[[X1]], %w : {{.*}}) {pads = array<i64: 0, 1, 1, 1>} : tensor<1x2x5x8xf32>
+// BR:      dnn.slice ins(%[[C1]] : {{.*}}) {starts = array<i64: 1>, ends = array<i64: 5>, axes = array<i64: 2>}
+// BR-NOT:  dnn.slice
+// BR:      dnn.insert_slice {{.*}} {axis = 2 : i64, offset = 2 : i64}
+// BR-NEXT: func.return
+// Halos cached: patch 1 computes only the conv rows no patch did, [5, 8),
+// from input rows [4, 8), and joins them to the cached rows [3, 5) that
+// patch 0 left for the pool's halo; nothing is computed twice.
+// CACHE-LABEL: func.func @stem_branch
+// CACHE:      %[[C0:.*]] = dnn.conv ins({{.*}}) {pads = array<i64: 1, 1, 0, 1>} : tensor<1x2x5x8xf32>
+// CACHE-NEXT: %[[K:.*]] = dnn.slice ins(%[[C0]] : {{.*}}) {starts = array<i64: 3>, ends = array<i64: 5>, axes = array<i64: 2>}
+// CACHE:      dnn.slice ins(%x : {{.*}}) {starts = array<i64: 4>, ends = array<i64: 8>, axes = array<i64: 2>}
+// CACHE-NEXT: %[[C1:.*]] = dnn.conv ins({{.*}}) {pads = array<i64: 0, 1, 1, 1>} : tensor<1x2x3x8xf32>
+// CACHE-NEXT: %[[J:.*]] = dnn.concat ins(%[[K]], %[[C1]] : {{.*}}) {axis = 2 : i64} : tensor<1x2x5x8xf32>
+// CACHE-NEXT: dnn.max_pool ins(%[[J]] : {{.*}}) {{.*}}pads = array<i64: 0, 0, 1, 0>} : tensor<1x2x4x8xf32>
+// CACHE-NOT:  dnn.conv
+// CACHE:      func.return
+// HALO: dnn-tile: halo must be recompute or cache, got 'keep'
+// Negative: three ops are no region: the conv's result is still read by the
+// concat after them (two values would leave it).
+// CHECK-LABEL: func.func @stem_branch
+// CHECK-NOT: dnn.slice
+// CHECK-NOT: dnn.insert_slice
+// CHECK: func.return
+func.func @stem_branch(%x: tensor<1x1x8x8xf32>) -> tensor<1x4x4x8xf32> {
+  %w = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %c = dnn.conv ins(%x, %w : tensor<1x1x8x8xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x8x8xf32>
+  %r = dnn.max_pool ins(%c : tensor<1x2x8x8xf32>) {kernel_shape = array<i64: 3, 1>, pads = array<i64: 1, 0, 1, 0>} : tensor<1x2x8x8xf32>
+  %a = dnn.binary ins(%r, %c : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) {fn = "add"} : tensor<1x2x8x8xf32>
+  %k = dnn.concat ins(%a, %c : tensor<1x2x8x8xf32>, tensor<1x2x8x8xf32>) {axis = 1 : i64} : tensor<1x4x8x8xf32>
+  %p = dnn.max_pool ins(%k : tensor<1x4x8x8xf32>) {kernel_shape = array<i64: 2, 1>, strides = array<i64: 2, 1>} : tensor<1x4x4x8xf32>
+  func.return %p : tensor<1x4x4x8xf32>
 }

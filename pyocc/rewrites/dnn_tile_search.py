@@ -1,12 +1,16 @@
 """The automatic choice behind `--memory-limit`: when the program as given
 needs more activation memory than the limit, try patch-based execution of
-its stem (dnn-tile) with regions and patch counts in order of extra MACs,
-planning each candidate for real, and take the first that fits; `min` takes
-the smallest plan within a budget of extra MACs.
+its stem (dnn-tile) with regions, patch counts and halo handling in order
+of extra MACs, and take the first that fits; `min` takes the smallest plan
+within a budget of extra MACs. Every candidate is estimated (patch_peak and
+the floor after its region); the best few are planned for real.
 
-The candidates: the prefixes of the row-local chain from the graph input up
-to the first downsampling stages (the rows shrunk at most 8 times, at most
-12 ops), each with 2, 4, 8 or 16 patches.
+The candidates: the regions from the graph input (dnn_tile.regions: chains
+or branching blocks with one output) up to the rows shrunk at most 16
+times and at most 64 ops, at most 640 ops and 64 concats in all patches,
+each with 2, 4, 8, 16 or 32 patches (or one per output row), the halos
+recomputed or cached (dnn-tile's halo=cache: no extra MACs, a small cache
+of overlap rows).
 
 The caller (pyocc.api) passes the compile step in as `plan`, so this module
 needs no pipeline: it only chooses.
@@ -19,25 +23,37 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
-from pyocc.rewrites.dnn_tile import RowWindow, patch_bounds, region_chain
+from pyocc.rewrites.dnn_tile import ROWS, Region, cached_patches, high_rows, patch_bounds, patch_rows, regions
 
-PATCH_COUNTS = (2, 4, 8, 16)
-MAX_REGION_OPS = 12
-MAX_DOWNSAMPLING = 8
+PATCH_COUNTS = (2, 4, 8, 16, 32)
+MAX_REGION_OPS = 64
+MAX_DOWNSAMPLING = 16
+MAX_PATCH_OPS = 640
+"""At most this many ops in all patches (planning time)."""
+MAX_PATCH_CONCATS = 64
+"""At most this many channel concats in all patches: dnn-coalesce's choice
+of concat bands grows faster than linearly with them (DenseNet's first
+dense block in 28 patches took minutes)."""
+REAL_PLANS = 3
+"""How many of the best-estimated candidates the search plans for real."""
+ESTIMATE_SLACK = 1.25
+"""A byte limit plans the candidates estimated at up to this much over it."""
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One tiling to try: the first `region` ops in `patches` patches."""
+    """One tiling to try: the first `region` ops in `patches` patches, the
+    halo rows recomputed or cached (`halo`)."""
 
     region: int
     patches: int
     extra_macs: int
-    """MACs the halo recomputation adds to one run."""
+    """MACs the halo recomputation adds to one run (0 when cached)."""
+    halo: str = "recompute"
 
 
 @dataclass(frozen=True)
@@ -47,45 +63,46 @@ class Choice:
     region: int
     patches: int
     activation_bytes: int
+    halo: str = "recompute"
 
 
 def candidates(function: func.FuncOp) -> list[Candidate]:
     """Every (region, patches) worth planning, least extra MACs first."""
-    chain = region_chain(function)
-    rows_in = chain[0][2].rows_in if chain else 0
     found: list[Candidate] = []
-    for count in range(1, min(len(chain), MAX_REGION_OPS) + 1):
-        windows = [w for _, _, w in chain[:count]]
-        if rows_in > MAX_DOWNSAMPLING * windows[-1].rows_out:
+    for region in regions(function):
+        if len(region.ops) > MAX_REGION_OPS or region.rows_in() > MAX_DOWNSAMPLING * region.rows_out():
             break
-        macs = [op.macs() for op, _, _ in chain[:count]]  # type: ignore[attr-defined]
-        for patches in PATCH_COUNTS:
-            if patches > windows[-1].rows_out:
+        rows = region.rows_out()
+        for patches in [c for c in PATCH_COUNTS if c < rows] + ([rows] if rows <= PATCH_COUNTS[-1] else []):
+            concats = sum(isinstance(op, d.ConcatOp) for op in region.ops)
+            if patches * len(region.ops) > MAX_PATCH_OPS or patches * concats > MAX_PATCH_CONCATS:
                 break
-            found.append(Candidate(count, patches, _extra_macs(windows, macs, patches)))
-    return sorted(found, key=lambda c: (c.extra_macs, c.patches, c.region))
+            found.append(Candidate(len(region.ops), patches, extra_macs(region, patches)))
+            found.append(Candidate(len(region.ops), patches, 0, "cache"))
+    # least extra MACs first; at equal MACs recomputation first (no cache
+    # buffers, no copies into them), then fewer patches
+    return sorted(found, key=lambda c: (c.extra_macs, c.halo == "cache", c.patches, c.region))
 
 
-def _extra_macs(windows: list[RowWindow], macs: list[int], patches: int) -> int:
+def extra_macs(region: Region, patches: int) -> int:
     """The MACs the patches compute beyond the untiled ops: each op's cost
     grows with the rows it computes, halo rows counted once per patch."""
-    rows = [0] * len(windows)
-    for first, end in patch_bounds(windows[-1].rows_out, patches):
-        band = (first, end)
-        for i in range(len(windows) - 1, -1, -1):
-            rows[i] += band[1] - band[0]
-            lo, hi, _, _ = windows[i].needs(*band)
-            band = (lo, hi)
-    return sum(math.ceil(m * (r / w.rows_out - 1)) for m, r, w in zip(macs, rows, windows, strict=True))
+    rows = [0] * len(region.ops)
+    for first, end in patch_bounds(region.rows_out(), patches):
+        bands = patch_rows(region, first, end).bands
+        for i, op in enumerate(region.ops):
+            lo, hi = bands[op.results[0]]
+            rows[i] += hi - lo
+    return sum(math.ceil(op.macs() * (r / op.results[0].type.get_shape()[2] - 1))  # type: ignore[attr-defined]
+               for op, r in zip(region.ops, rows, strict=True))
 
 
-Plan = Callable[[int, int], func.FuncOp]
-"""(region, patches) -> the tensor-form function compiled to planned buffer
-form with that tiling (region 0: untiled), on a copy."""
+Plan = Callable[[int, int, str], func.FuncOp]
+"""(region, patches, halo) -> the tensor-form function compiled to planned
+buffer form with that tiling (region 0: untiled), on a copy."""
 
 
-def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
-                  chain: list[tuple[Operation, SSAValue, RowWindow]]) -> dict[int, int]:
+def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: list[Region]) -> dict[int, int]:
     """Region length k -> the most bytes live at once in the planned untiled
     function from the first compute op after the region on. Tiling leaves those steps as they
     are, so no tiling of k ops can plan below it. Only for the regions whose
@@ -106,7 +123,8 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp,
     for i in range(len(live) - 1, -1, -1):
         after[i] = max(live[i], after[i + 1])
     floors: dict[int, int] = {}
-    for count, (op, _, _) in enumerate(chain, 1):
+    for region in found:
+        count, op = len(region.ops), region.ops[-1]
         # the ops up to the region's end must pair up (a removed copy or
         # concat before it would shift the steps)
         position = tensor_ops.index(op)
@@ -128,6 +146,53 @@ def function_activation_bytes(function: func.FuncOp, memory: str) -> int:
     return liveness.lower_bound if memory == "lazy" else liveness.naive_bytes
 
 
+def patch_peak(region: Region, patches: int, halo: str) -> int:
+    """An estimate of the most bytes live while the patches run, before any
+    planning: in each patch every region value's rows (what the patch holds
+    of it) live from the op that makes it to its last reader in the region,
+    plus the region output (whole from the first patch's end on) and, with
+    halos cached, every cached band through the patch. The graph input is
+    the caller's; the copies of its rows are counted. In-place writes and
+    the slices the planner would overlap are not modelled: the real plan
+    decides between the best few."""
+    ops = region.ops
+    index = {op.results[0]: i for i, op in enumerate(ops)}
+    index[region.input] = -1
+    last_read: dict[SSAValue, int] = {}
+    for i, windows in enumerate(region.windows):
+        for k in windows:
+            last_read[ops[i].operands[k]] = i
+    values = [region.input, *(op.results[0] for op in ops[:-1])]
+    row_bytes = {v: d.type_bytes(v.type) // v.type.get_shape()[ROWS] for v in [*values, region.output]}  # type: ignore[attr-defined]
+    bounds = patch_bounds(region.rows_out(), patches)
+    held_rows: list[dict[SSAValue, int]] = []
+    cached: list[int] = []
+    if halo == "cache":
+        plan = cached_patches(region, patches)
+        for p, (patch, (_, end)) in enumerate(zip(plan, bounds, strict=True)):
+            high = high_rows(region, end)
+            held_rows.append({v: max(0, high.get(v, 0) - patch.low[v]) for v in values if v in patch.low})
+            following = plan[p + 1] if p + 1 < len(plan) else None
+            cached.append(0 if following is None else sum(
+                row_bytes[v] * max(0, high.get(v, 0) - following.low[v]) for v in values if v in following.low))
+    else:
+        for first, end in bounds:
+            bands = patch_rows(region, first, end).bands
+            held_rows.append({v: bands[v][1] - bands[v][0] for v in values if v in bands})
+            cached.append(0)
+    peak = 0
+    for p, ((first, end), rows) in enumerate(zip(bounds, held_rows, strict=True)):
+        events = [0] * (len(ops) + 2)
+        for v, count in rows.items():
+            events[index[v] + 1] += row_bytes[v] * count
+            events[last_read.get(v, index[v]) + 2] -= row_bytes[v] * count
+        live = cached[p] + (d.type_bytes(region.output.type) if p else row_bytes[region.output] * (end - first))
+        for delta in events:
+            live += delta
+            peak = max(peak, live)
+    return peak
+
+
 def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | str,
                   max_extra_macs: float, base_macs: int) -> Choice:
     """The tiling `--memory-limit` asks for: with a byte limit the first
@@ -135,25 +200,41 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
     "min" the smallest activation memory within `max_extra_macs` (a ratio
     of the untiled MACs). When nothing fits, the smallest plan found (the
     caller's MemoryReport.check_limit then says so). `function` is the
-    tensor form, `memory` the memory mode."""
-    planned = plan(0, 0)
+    tensor form, `memory` the memory mode.
+
+    Planning a tiled program takes seconds, so outside eager mode the
+    candidates are first ranked by an estimate (the larger of patch_peak
+    and the floor after the region), and only the best REAL_PLANS of them
+    (min), or those the estimate says may fit (a byte limit), are planned."""
+    planned = plan(0, 0, "recompute")
     untiled = function_activation_bytes(planned, memory)
     best = Choice(0, 0, untiled)
     if limit != "min" and untiled <= int(limit):
         return best
-    # eager's footprint is the sum of all buffers, not a peak: no floor applies
-    floors = region_floors(function, planned, region_chain(function)) if memory != "eager" else {}
-    no_gain: set[int] = set()  # regions whose fewest patches saved nothing: more will not either
-    for candidate in candidates(function):
-        if limit == "min" and candidate.extra_macs > max_extra_macs * base_macs:
-            break
-        if candidate.region in no_gain or floors.get(candidate.region, 0) >= best.activation_bytes:
-            continue
-        size = function_activation_bytes(plan(candidate.region, candidate.patches), memory)
-        if size >= untiled:
-            no_gain.add(candidate.region)
+    found = regions(function)
+    by_length = {len(r.ops): r for r in found}
+    every = candidates(function)
+    if limit == "min":
+        every = [c for c in every if c.extra_macs <= max_extra_macs * base_macs]
+    if memory == "eager":  # eager's footprint is the sum of all buffers, not a peak: plan every one
+        ranked = [(0, c) for c in every]
+    else:
+        floors = region_floors(function, planned, found)
+        peaks = {c: patch_peak(by_length[c.region], c.patches, c.halo) for c in every}
+        ranked = [(max(floors.get(c.region, 0), peaks[c]), c) for c in every]
+        ranked = [(e, c) for e, c in ranked if e < untiled]
+        if limit == "min":
+            # on a tie (the floor after the region) the lower patch peak: the estimate is below the plan
+            ranked.sort(key=lambda ec: (ec[0], peaks[ec[1]], ec[1].extra_macs, ec[1].patches))
+            ranked = ranked[:REAL_PLANS]
+        else:
+            fitting = [(e, c) for e, c in ranked if e <= int(limit) * ESTIMATE_SLACK][:REAL_PLANS]
+            # nothing may fit: plan the smallest estimates, to name the smallest size reached
+            ranked = fitting or sorted(ranked, key=lambda ec: (ec[0], ec[1].extra_macs))[:REAL_PLANS]
+    for _, candidate in ranked:
+        size = function_activation_bytes(plan(candidate.region, candidate.patches, candidate.halo), memory)
         if size < best.activation_bytes:
-            best = Choice(candidate.region, candidate.patches, size)
+            best = Choice(candidate.region, candidate.patches, size, candidate.halo)
         if limit != "min" and size <= int(limit):
             return best
     return best

@@ -181,12 +181,16 @@ def aliased_value(owner: Operation | Block) -> SSAValue | None:
 @dataclass(frozen=True)
 class RowLocal(OpTrait):
     """Each row (axis 2 of NCHW) of the result depends only on a band of rows
-    of the data input `x` (or `a`/`b`): dnn-tile may run the op on a band of
+    of the data input `x` (or `a`/`b`, a concat's inputs; a fused conv's
+    `residual` row for row): dnn-tile may run the op on a band of
     rows. `window`: the op slides a kernel along the rows (its `kernel_shape`
     or the weight `w`'s dim 2, with `strides`, `pads`, `dilations`); without
-    it, row r of the result needs row r of the input (elementwise)."""
+    it, row r of the result needs row r of the input (elementwise).
+    `joins_channels`: the inputs are joined along the channels (axis 1, a
+    concat), so their channel counts may differ from the result's."""
 
     window: bool = False
+    joins_channels: bool = False
 
 
 class DnnComputeOp(IRDLOperation):
@@ -624,7 +628,7 @@ class PreActConvOp(DnnComputeOp):
     (dnn-cuda-scratch); on the host, with --kernel-scratch, the native
     kernel's im2col blocks (`scratch_bytes`)."""
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA, RowLocal(window=True))
     pre_activation = _str()
     strides = _ints()
     pads = _ints()
@@ -1038,7 +1042,7 @@ class ConcatOp(DnnComputeOp):
     inputs = var_operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), HOST_AND_CUDA, RowLocal(joins_channels=True))
     axis = prop_def(IntegerAttr)
 
     def splits_by_rows(self) -> bool:
