@@ -36,7 +36,7 @@ from typing import Any
 
 import llvmlite.ir as ir
 
-from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_bytes, im2col_block_rows
+from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block, im2col_block_bytes
 from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
 
@@ -233,10 +233,11 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
-                  channels: int | None = None) -> None:
+                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
-    first_row + rows of dim 0."""
+    first_row + rows of dim 0 and input channels first_channel ..
+    first_channel + channels (c counts from first_channel)."""
     taps = g.taps
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
     leading = block_rows * row_positions  # the columns matrix's row length
@@ -244,10 +245,11 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     middle_in = list(g.in_spatial[1:-1])
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
     b = k.builder
-    with k.loop(0, g.channels if channels is None else channels) as channel:
+    with k.loop(0, g.channels if channels is None else channels) as block_channel:
+        channel = k.add(first_channel, block_channel)
         x_plane = k.element(x_image, k.mul(channel, g.in_positions))
         for tap_index, tap in enumerate(taps):
-            column_row = k.element(columns, k.mul(k.add(k.mul(channel, len(taps)), tap_index), leading))
+            column_row = k.element(columns, k.mul(k.add(k.mul(block_channel, len(taps)), tap_index), leading))
             lo, hi = g.valid_range(tap[-1])
             shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
             with k.loop(0, rows) as r:
@@ -346,7 +348,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
             heap = True
             alloc = _heap(k, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
             columns = k.builder.call(alloc, [I64(64), I64(-(-scratch // 64) * 64)])
-    block_rows = im2col_block_rows(x_shape, w_shape, out_shape, 4)
+    block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4)
     row_positions = math.prod(g.out_spatial[1:])
     positions = g.out_positions
     blas_beta = 1.0 if residual is not None else 0.0
@@ -364,19 +366,33 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                         out_group, positions, beta=blas_beta)
             else:
                 assert columns is not None
+                b = k.builder
                 with k.loop(0, g.out_spatial[0], block_rows) as first_row:
-                    left = k.builder.sub(I64(g.out_spatial[0]), first_row)
-                    rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
-                    _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, group_channels)
-                    k.sgemm(group_outs, k.builder.mul(rows, I64(row_positions)), depth, w_group, depth, columns,
-                            block_rows * row_positions,
-                            k.element(out_group, k.builder.mul(first_row, I64(row_positions))), positions,
-                            beta=blas_beta)
+                    rows = _at_most(k, b.sub(I64(g.out_spatial[0]), first_row), block_rows)
+                    out_block = k.element(out_group, b.mul(first_row, I64(row_positions)))
+                    # the block's channels a slice at a time, each sgemm adding onto the last
+                    with k.loop(0, group_channels, block_channels) as first_channel:
+                        count = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
+                        _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, count,
+                                      first_channel)
+                        if block_channels >= group_channels or blas_beta == 1.0:
+                            beta: float | ir.Value = blas_beta
+                        else:
+                            first = b.icmp_signed("==", first_channel, I64(0))
+                            beta = b.select(first, F32(blas_beta), F32(1.0))
+                        k.sgemm(group_outs, b.mul(rows, I64(row_positions)), b.mul(count, I64(len(g.taps))),
+                                k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
+                                block_rows * row_positions, out_block, positions, beta=beta)
         with k.loop(0, g.out_channels) as oc:
             _epilogue(k, k.element(out_image, k.mul(oc, g.out_positions)), bias, oc, g.out_positions,
                       kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
     if heap:
         k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
+
+
+def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
+    """min(value, limit) for an i64 value."""
+    return k.builder.select(k.builder.icmp_signed("<", value, I64(limit)), value, I64(limit))
 
 
 @native_kernel("preact_conv", supports=supports_conv)

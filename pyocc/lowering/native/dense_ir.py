@@ -29,6 +29,10 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 #: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
 SGEMM = "scipy_cblas_sgemm"
 SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
+#: the sgemv a product with one row or one column calls instead: sgemm would
+#: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
+SGEMV = "scipy_cblas_sgemv"
+SGEMV_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
 
 
 class NotNative(Exception):
@@ -177,12 +181,24 @@ class Kernel:
 
     # -- BLAS ------------------------------------------------------------------------
 
-    def sgemm(self, m: int, n: int | ir.Value, k: int, a: ir.Value, lda: int, b: ir.Value, ldb: int,
-              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float = 0.0, trans_a: bool = False,
+    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int, b: ir.Value, ldb: int,
+              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0, trans_a: bool = False,
               trans_b: bool = False) -> None:
-        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n may
-        be a run-time i64)."""
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k
+        and beta may be run-time values). A product with one row or one
+        column (static) is a matrix-vector product: sgemv, which reads the
+        matrix once."""
         if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
+            # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
+            rows, columns = (n, k) if trans_b else (k, n)
+            self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
+            return
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) and n == 1:
+            # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
+            self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
+                       c, ldc, alpha, beta)
             return
         function = self.module.globals.get(SGEMM)
         if function is None:
@@ -194,7 +210,20 @@ class Kernel:
         self.builder.call(function, [
             i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
             i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
-            a, i32(max(lda, 1)), b, i32(max(ldb, 1)), F32(beta), c, i32(max(ldc, 1)),
+            a, i32(max(lda, 1)), b, i32(max(ldb, 1)), beta if isinstance(beta, ir.Value) else F32(beta), c,
+            i32(max(ldc, 1)),
+        ])
+
+    def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
+              y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """y = alpha * op(A) @ x + beta * y for a row-major rows x columns A
+        (op(A) = A^T when `trans`); x and y with element strides incx, incy."""
+        function = self.module.globals.get(SGEMV)
+        if function is None:
+            function = ir.Function(self.module, SGEMV_TYPE, SGEMV)
+        self.builder.call(function, [
+            I32(CBLAS_ROW_MAJOR), I32(CBLAS_TRANS if trans else CBLAS_NO_TRANS), I32(rows), I32(columns),
+            F32(alpha), a, I32(max(lda, 1)), x, I32(max(incx, 1)), F32(beta), y, I32(max(incy, 1)),
         ])
 
 
