@@ -10,7 +10,7 @@ vectorise. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -23,6 +23,10 @@ F32 = ir.FloatType()
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
+
+#: float32 lanes of the explicit vectors of `Kernel.copy` (an AVX-512 register)
+LANES = 16
+VECTOR = ir.VectorType(F32, LANES)
 
 #: CBLAS's enums
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
@@ -134,6 +138,34 @@ class Kernel:
 
     def store(self, value: ir.Value, base: ir.Value, index: ir.Value | int) -> None:
         self.builder.store(value, self.element(base, index))
+
+    def splat(self, value: ir.Value) -> ir.Value:
+        """A VECTOR with `value` (a float32) in every lane."""
+        b = self.builder
+        one = b.insert_element(ir.Constant(VECTOR, ir.Undefined), value, I32(0))
+        return b.shuffle_vector(one, ir.Constant(VECTOR, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES),
+                                                                                     [0] * LANES))
+
+    def copy(self, target: ir.Value, source: ir.Value | None, count: int | ir.Value,
+             transform: Callable[[ir.Value], ir.Value] | None = None) -> None:
+        """target[:count] = transform(source[:count]), or zeros without a
+        source, LANES elements a time in explicit vectors, then the tail one
+        by one. LLVM leaves such a loop scalar when it cannot prove target
+        and source apart; here they are disjoint or the same (a residual
+        written in place), never partly overlapping. `transform` maps a
+        float32 or a VECTOR alike."""
+        b = self.builder
+        if isinstance(count, int) and count <= 0:
+            return
+        full = count - count % LANES if isinstance(count, int) else b.and_(count, I64(-LANES))
+        zero = ir.Constant(VECTOR, [0.0] * LANES)
+        with self.loop(0, full, LANES) as i:
+            value = b.load(self.element(source, i), typ=VECTOR, align=4) if source is not None else zero
+            b.store(transform(value) if transform is not None and source is not None else value,
+                    self.element(target, i), align=4)
+        with self.loop(full, count) as i:
+            value = self.load(source, i) if source is not None else F32(0.0)
+            self.store(transform(value) if transform is not None and source is not None else value, target, i)
 
     # -- control flow ------------------------------------------------------------
 
