@@ -1,7 +1,7 @@
 """OpenBLAS for the host's native kernels: where it is and how to bind it.
 
 The generated code of the matrix products and convolutions calls
-`scipy_cblas_sgemm` from the OpenBLAS of the `scipy-openblas32` wheel
+`scipy_cblas_sgemm` (and `scipy_cblas_sgemv`) from the OpenBLAS of the `scipy-openblas32` wheel
 (32-bit integers, every symbol prefixed `scipy_`, so it never clashes with
 the OpenBLAS numpy bundles). The JIT binds the symbols to the loaded
 library (`symbols()`); a shared library links it (`link_flags()`). The
@@ -21,7 +21,7 @@ from pyocc.errors import PyoccError
 
 #: the BLAS functions generated code may call (the thread setter: models
 #: compiled for several threads set OpenBLAS to one thread when they start)
-BLAS_SYMBOLS = ("scipy_cblas_sgemm", "scipy_openblas_set_num_threads")
+BLAS_SYMBOLS = ("scipy_cblas_sgemm", "scipy_cblas_sgemv", "scipy_openblas_set_num_threads")
 #: threads the BLAS runs on unless `set_threads` says otherwise
 DEFAULT_THREADS = 1
 

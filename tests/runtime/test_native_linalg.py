@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("scipy_openblas32", reason="the native kernels call OpenBLAS from scipy-openblas32")
 
-from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes  # noqa: E402
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block, im2col_block_bytes  # noqa: E402
 from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_preact_conv  # noqa: E402
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
@@ -65,6 +65,9 @@ CONVS: dict[str, dict[str, Any]] = {
     "clip_hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="clip", alpha=-0.5, beta=0.5),
     "hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="hard_sigmoid", alpha=0.3, beta=0.4),
     "many_blocks": dict(x=[1, 64, 40, 40], w=[32, 64, 3, 3], pads=[1, 1, 1, 1], bias=True, activation="relu"),
+    # row blocks (the last one short) by channel blocks (67 = 34 + 33), the later ones adding onto the residual
+    "channel_blocks_residual": dict(x=[1, 67, 30, 30], w=[8, 67, 3, 3], pads=[1, 1, 1, 1], bias=True,
+                                    residual=True, activation="relu"),
 }
 
 
@@ -91,9 +94,17 @@ def test_conv_matches_numpy(name: str, planned: bool) -> None:
     assert_close(got, want)
 
 
+def test_blocked_cases_span_several_blocks() -> None:
+    # the cases above that exercise the im2col blocking really do span several blocks each way
+    rows, channels = im2col_block([1, 67, 30, 30], [8, 67, 3, 3], [1, 8, 30, 30], 4)
+    assert (rows, channels) == (18, 34)  # 30 rows = 18 + 12, 67 channels = 34 + 33
+    rows, channels = im2col_block([1, 64, 40, 40], [32, 64, 3, 3], [1, 32, 40, 40], 4)
+    assert rows < 40 and 40 % rows and channels < 64
+
+
 def test_conv_residual_in_place() -> None:
     # dnn-coalesce writes a residual conv over its dying residual: out is residual
-    for name in ("strided_dilated_asymmetric", "pointwise", "depthwise"):
+    for name in ("strided_dilated_asymmetric", "pointwise", "depthwise", "channel_blocks_residual"):
         inputs, out_shape, kwargs = conv_case(CONVS[name])
         want = np.empty(out_shape, np.float32)
         hk.conv(*inputs, out=want, **kwargs)
@@ -106,7 +117,8 @@ def test_conv_residual_in_place() -> None:
 
 
 @pytest.mark.parametrize("planned", [True, False], ids=["workspace", "heap"])
-@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric"])
+@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric",
+                                  "channel_blocks_residual"])
 @pytest.mark.parametrize("pre_activation", [None, "relu"])
 def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, planned: bool) -> None:
     inputs, out_shape, kwargs = conv_case(CONVS[name])
@@ -165,6 +177,14 @@ GEMMS: dict[str, dict[str, Any]] = {
     "classifier": dict(a=[1, 2048], b=[10, 2048], trans_b=1, c=[10]),
     "clip": dict(a=[3, 4], b=[4, 5], c=[5], activation="clip", activation_alpha=-0.1, activation_beta=0.2),
     "empty_depth": dict(a=[3, 0], b=[0, 4], c=[4]),
+    # one row or one column: sgemv, in each transpose combination
+    "row_sgemv": dict(a=[1, 37], b=[37, 11], c=[11], beta=0.5, activation="relu"),
+    "row_sgemv_trans_a": dict(a=[37, 1], b=[37, 11], trans_a=1, alpha=-2.0),
+    "row_sgemv_trans_ab": dict(a=[37, 1], b=[11, 37], trans_a=1, trans_b=1, c=[1, 11]),
+    "column_sgemv": dict(a=[6, 13], b=[13, 1], c=[6, 1], beta=-1.0),
+    "column_sgemv_trans_a": dict(a=[13, 6], b=[13, 1], trans_a=1, alpha=0.25),
+    "column_sgemv_trans_ab": dict(a=[13, 6], b=[1, 13], trans_a=1, trans_b=1, c=[6, 1], activation="sigmoid"),
+    "one_by_one": dict(a=[1, 5], b=[1, 5], trans_b=1, c=[1]),
 }
 
 
@@ -192,6 +212,8 @@ MATMULS = {
     "broadcast_a": ([3, 4], [2, 4, 5]),
     "attention_heads": ([2, 4, 6, 8], [2, 4, 8, 6]),
     "one_row": ([1, 1, 9], [1, 9, 1]),
+    "row_times_matrix": ([1, 9], [9, 5]),
+    "batched_columns": ([3, 4, 9], [3, 9, 1]),
 }
 
 

@@ -2,11 +2,12 @@
 
 The native (LLVM IR) convolution of the host target runs a group-1
 convolution (and each group of a grouped one with at least
-GROUPED_BLAS_CHANNELS channels per group) as im2col + BLAS sgemm, a block of
-output rows at a time: the columns of one block, (C/group * kernel taps) x
-(block positions), are scratch,
-at most `IM2COL_BLOCK_BYTES` (or one output row's columns, if more). Where
-they are not needed:
+GROUPED_BLAS_CHANNELS channels per group) as im2col + BLAS sgemm, a block
+at a time: a block is some output rows (at least IM2COL_MIN_POSITIONS
+positions, or the whole image) by some input channels, and its columns,
+(block channels * kernel taps) x (block positions), are scratch, at most
+`IM2COL_BLOCK_BYTES` (or one channel's columns, if more); the sgemm of a
+block accumulates over the block's channels. Where they are not needed:
 a pointwise stride-1 unpadded convolution multiplies the input itself, and
 depthwise and narrow grouped convolutions run direct kernels. `ConvOp.scratch_bytes`
 (pyocc/dialects/dnn/ops.py) declares this size on the op, so that
@@ -20,12 +21,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
-           "is_pointwise"]
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm", "conv_scratch_bytes",
+           "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
 IM2COL_BLOCK_BYTES = 1 << 20
+#: the fewest output positions a block spans (whole rows; the image if it
+#: has fewer): the sgemm repacks the weights once per block of positions,
+#: so short blocks of a deep layer (VGG-19's 28x28 3x3 convs: 56 positions
+#: of 4608 channel taps a block when blocks were whole-channel) spent a
+#: third of the conv repacking (docs/performance.md)
+IM2COL_MIN_POSITIONS = 512
 
 
 def is_pointwise(kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None) -> bool:
@@ -52,15 +59,31 @@ def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: 
     return "im2col"
 
 
-def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
-                      element_bytes: int, block_bytes: int | None = None) -> int:
-    """Output rows (first spatial dim; a 1-D convolution has one row) whose
-    columns fill one im2col block (of at most `block_bytes`, default
-    IM2COL_BLOCK_BYTES)."""
+def im2col_block(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                 element_bytes: int, block_bytes: int | None = None) -> tuple[int, int]:
+    """(rows, channels) of one im2col block (of at most `block_bytes`,
+    default IM2COL_BLOCK_BYTES, or one channel's columns if more): output
+    rows of the first spatial dim (a 1-D convolution has one row), as many
+    as fit with all the group's channels but at least IM2COL_MIN_POSITIONS
+    positions' worth, and the input channels (of a group) whose columns
+    fill the block with those rows, spread evenly over the blocks."""
     block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
-    row_bytes = w_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
-    return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))
+    row_positions = max(math.prod(spatial[1:]), 1)
+    channel_row_bytes = math.prod(w_shape[2:]) * row_positions * element_bytes  # one channel's taps, one row
+    channels = w_shape[1]
+    rows = max(block_bytes // max(channel_row_bytes * channels, 1), -(-IM2COL_MIN_POSITIONS // row_positions), 1)
+    rows = min(spatial[0], rows)
+    fitting = max(1, min(channels, block_bytes // max(channel_row_bytes * rows, 1)))
+    blocks = -(-channels // fitting)
+    return rows, -(-channels // blocks) if channels else 0
+
+
+def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
+                      element_bytes: int, block_bytes: int | None = None) -> int:
+    """Output rows (first spatial dim; a 1-D convolution has one row) of
+    one im2col block (`im2col_block`)."""
+    return im2col_block(x_shape, w_shape, out_shape, element_bytes, block_bytes)[0]
 
 
 def _as_rows(spatial: Sequence[int]) -> list[int]:
@@ -81,5 +104,5 @@ def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape
 def im2col_block_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
                        element_bytes: int) -> int:
     """Bytes of one im2col block of one group (whatever the algorithm)."""
-    rows = im2col_block_rows(x_shape, w_shape, out_shape, element_bytes)
-    return w_shape[1] * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
+    rows, channels = im2col_block(x_shape, w_shape, out_shape, element_bytes)
+    return channels * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes

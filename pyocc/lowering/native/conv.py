@@ -3,21 +3,24 @@
 
 conv picks its algorithm with pyocc.dialects.dnn.scratch.conv_algorithm,
 the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
-- im2col: per group, a block of output rows at a time, the block's columns
-  (C/group * taps) x (block positions) are written into the op's workspace
-  (a buffer of the memory plan), then one BLAS sgemm writes the block's
-  outputs. Without a
+- im2col: per group, a block of output rows at a time (at least
+  IM2COL_MIN_POSITIONS positions), and within it a slice of the input
+  channels at a time, the slice's columns (channels * taps) x (block
+  positions) are written into the op's workspace (a buffer of the memory
+  plan), then one BLAS sgemm adds the slice's part onto the block's
+  outputs (`im2col_block` sizes both). Without a
   workspace (the plan made none: `--kernel-scratch` off) the block is
   allocated with aligned_alloc around the call instead, outside the plan.
-- pointwise (1x1, stride 1, unpadded): one sgemm per image and group over
-  the input.
+- pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
+  per block of rows over the input itself.
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
   channels): loops, no scratch. For each output row,
   each input channel of the group and each kernel tap, one multiply-add
   sweep along the row, whose valid range is known at compile time, so the
   inner loop has no bounds checks and vectorises.
-A residual is copied into the output first and BLAS accumulates onto it
-(beta = 1); bias and the activation are one pass over the result.
+A residual is copied into the output block first and BLAS accumulates onto
+it (beta = 1); bias and the activation are one pass over the block, while
+it is in cache.
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
 stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
@@ -36,7 +39,13 @@ from typing import Any
 
 import llvmlite.ir as ir
 
-from pyocc.dialects.dnn.scratch import conv_algorithm, conv_scratch_bytes, im2col_block_bytes, im2col_block_rows
+from pyocc.dialects.dnn.scratch import (
+    IM2COL_MIN_POSITIONS,
+    conv_algorithm,
+    conv_scratch_bytes,
+    im2col_block,
+    im2col_block_bytes,
+)
 from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
 
@@ -139,13 +148,12 @@ def _input_outer(k: Kernel, g: Geometry, outs: Sequence[ir.Value | int], tap: Se
     return coords, inside
 
 
-def _copy_or_zero(k: Kernel, target: ir.Value, source: ir.Value | None, count: int) -> None:
-    """target[:count] = source[:count], or zeros without a source."""
-    with k.loop(0, count) as i:
-        k.store(k.load(source, i) if source is not None else F32(0.0), target, i)
+def _copy_or_zero(k: Kernel, target: ir.Value, source: ir.Value | None, count: int | ir.Value) -> None:
+    """target[:count] = source[:count], or zeros without a source (vectorised)."""
+    k.copy(target, source, count)
 
 
-def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value | int, count: int,
+def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value | int, count: int | ir.Value,
               activation: str | None, alpha: float | None, beta: float | None) -> None:
     """out[:count] = act(out[:count] + bias[channel]): the fused tail."""
     if bias is None and activation is None:
@@ -233,10 +241,11 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
-                  channels: int | None = None) -> None:
+                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
-    first_row + rows of dim 0."""
+    first_row + rows of dim 0 and input channels first_channel ..
+    first_channel + channels (c counts from first_channel)."""
     taps = g.taps
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
     leading = block_rows * row_positions  # the columns matrix's row length
@@ -244,10 +253,11 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     middle_in = list(g.in_spatial[1:-1])
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
     b = k.builder
-    with k.loop(0, g.channels if channels is None else channels) as channel:
+    with k.loop(0, g.channels if channels is None else channels) as block_channel:
+        channel = k.add(first_channel, block_channel)
         x_plane = k.element(x_image, k.mul(channel, g.in_positions))
         for tap_index, tap in enumerate(taps):
-            column_row = k.element(columns, k.mul(k.add(k.mul(channel, len(taps)), tap_index), leading))
+            column_row = k.element(columns, k.mul(k.add(k.mul(block_channel, len(taps)), tap_index), leading))
             lo, hi = g.valid_range(tap[-1])
             shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
             with k.loop(0, rows) as r:
@@ -259,6 +269,12 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
 
                     def copy_row() -> None:
                         x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
+                        if g.strides[-1] == 1:  # contiguous: explicit vectors
+                            k.copy(target, None, lo)
+                            k.copy(k.element(target, lo), k.element(x_row, lo + shift), hi - lo,
+                                   (lambda value: transform(k, channel, value)) if transform is not None else None)
+                            k.copy(k.element(target, hi), None, out_length - hi)
+                            return
                         with k.loop(0, lo) as o:
                             k.store(F32(0.0), target, o)
                         with k.loop(lo, hi) as o:
@@ -276,8 +292,7 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
                             with then:
                                 copy_row()
                             with otherwise:
-                                with k.loop(0, out_length) as o:
-                                    k.store(F32(0.0), target, o)
+                                k.copy(target, None, out_length)
 
                 _outer_loops(k, middle_out, fill)
 
@@ -326,11 +341,13 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, transform: InputTransform | None = None) -> None:
-    """A convolution through sgemm: per image and group, im2col blocks (in
-    `workspace`, else in a block allocated around the call) and one sgemm
-    each, or (`im2col` false: pointwise) one sgemm over the group's input;
-    a residual is copied into out first (beta = 1); then bias + activation.
-    `transform` (preact_conv) is for group 1 only."""
+    """A convolution through sgemm, per image and group a block of output
+    rows at a time: im2col (in `workspace`, else in a block allocated
+    around the call) a slice of the input channels at a time
+    (`im2col_block`), one sgemm each, adding onto the last; or (`im2col`
+    false: pointwise) one sgemm over the block's input. A residual is
+    copied into the block first (beta = 1); bias + activation run on the
+    block while it is in cache. `transform` (preact_conv) is for group 1 only."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
     image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
@@ -346,37 +363,63 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
             heap = True
             alloc = _heap(k, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
             columns = k.builder.call(alloc, [I64(64), I64(-(-scratch // 64) * 64)])
-    block_rows = im2col_block_rows(x_shape, w_shape, out_shape, 4)
+    if im2col:
+        block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4)
+    else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
+        block_channels = 0
+        block_rows = max(1, min(g.out_spatial[0], -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))))
     row_positions = math.prod(g.out_spatial[1:])
     positions = g.out_positions
     blas_beta = 1.0 if residual is not None else 0.0
+    b = k.builder
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, image_in))
         out_image = k.element(out, k.mul(image, image_out))
-        if residual is not None:
-            _copy_or_zero(k, out_image, k.element(residual, k.mul(image, image_out)), image_out)
+        residual_image = k.element(residual, k.mul(image, image_out)) if residual is not None else None
         with k.loop(0, g.group) as group:
             x_group = k.element(x_image, k.mul(group, group_channels * g.in_positions))
             w_group = k.element(w, k.mul(group, group_outs * depth))
-            out_group = k.element(out_image, k.mul(group, group_outs * positions))
-            if not im2col:
-                k.sgemm(group_outs, positions, group_channels, w_group, group_channels, x_group, positions,
-                        out_group, positions, beta=blas_beta)
-            else:
-                assert columns is not None
-                with k.loop(0, g.out_spatial[0], block_rows) as first_row:
-                    left = k.builder.sub(I64(g.out_spatial[0]), first_row)
-                    rows = k.builder.select(k.builder.icmp_signed("<", left, I64(block_rows)), left, I64(block_rows))
-                    _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, group_channels)
-                    k.sgemm(group_outs, k.builder.mul(rows, I64(row_positions)), depth, w_group, depth, columns,
-                            block_rows * row_positions,
-                            k.element(out_group, k.builder.mul(first_row, I64(row_positions))), positions,
-                            beta=blas_beta)
-        with k.loop(0, g.out_channels) as oc:
-            _epilogue(k, k.element(out_image, k.mul(oc, g.out_positions)), bias, oc, g.out_positions,
-                      kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+            first_out = k.mul(group, group_outs)
+            out_group = k.element(out_image, k.mul(first_out, positions))
+            with k.loop(0, g.out_spatial[0], block_rows) as first_row:
+                rows = _at_most(k, b.sub(I64(g.out_spatial[0]), first_row), block_rows)
+                start, count = b.mul(first_row, I64(row_positions)), b.mul(rows, I64(row_positions))
+                out_block = k.element(out_group, start)
+                if residual_image is not None:  # the block's residual first: the sgemms add onto it (beta 1)
+                    with k.loop(0, group_outs) as local:
+                        plane = k.add(k.mul(k.add(first_out, local), positions), start)
+                        _copy_or_zero(k, k.element(out_image, plane), k.element(residual_image, plane), count)
+                if not im2col:
+                    k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
+                            positions, out_block, positions, beta=blas_beta)
+                else:
+                    assert columns is not None
+                    # the block's channels a slice at a time, each sgemm adding onto the last
+                    with k.loop(0, group_channels, block_channels) as first_channel:
+                        channels = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
+                        _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, channels,
+                                      first_channel)
+                        if block_channels >= group_channels or blas_beta == 1.0:
+                            beta: float | ir.Value = blas_beta
+                        else:
+                            first = b.icmp_signed("==", first_channel, I64(0))
+                            beta = b.select(first, F32(blas_beta), F32(1.0))
+                        k.sgemm(group_outs, count, b.mul(channels, I64(len(g.taps))),
+                                k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
+                                block_rows * row_positions, out_block, positions, beta=beta)
+                # bias + activation while the block's outputs are in cache
+                if bias is not None or kwargs.get("activation") is not None:
+                    with k.loop(0, group_outs) as local:
+                        oc = k.add(first_out, local)
+                        _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), bias, oc, count,
+                                  kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
     if heap:
         k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
+
+
+def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
+    """min(value, limit) for an i64 value."""
+    return k.builder.select(k.builder.icmp_signed("<", value, I64(limit)), value, I64(limit))
 
 
 @native_kernel("preact_conv", supports=supports_conv)
@@ -394,9 +437,17 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     relu = kwargs.get("pre_activation") == "relu"
 
     def pre_activate(kernel: Kernel, channel: ir.Value, value: ir.Value) -> ir.Value:
+        """pre_act(value * scale[channel] + shift[channel]), for a float32 or a VECTOR of them."""
         b = kernel.builder
-        value = b.fadd(b.fmul(value, kernel.load(scale, channel)), kernel.load(shift, channel))
-        return kernel.activation(value, "relu", None, None) if relu else value
+        factor, offset = kernel.load(scale, channel), kernel.load(shift, channel)
+        if isinstance(value.type, ir.VectorType):
+            factor, offset = kernel.splat(factor), kernel.splat(offset)
+        value = b.fadd(b.fmul(value, factor), offset)
+        if not relu:
+            return value
+        zero = ir.Constant(value.type, [0.0] * value.type.count) if isinstance(value.type, ir.VectorType) \
+            else F32(0.0)
+        return b.select(b.fcmp_ordered(">", value, zero), value, zero)  # the activation's relu, lane by lane
 
     if not (g.batch and g.out_positions and g.out_channels):
         pass

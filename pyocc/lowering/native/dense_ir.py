@@ -23,7 +23,7 @@ at least SGEMM_PARALLEL_MACS multiply-adds.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -37,6 +37,10 @@ F32 = ir.FloatType()
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
+
+#: float32 lanes of the explicit vectors of `Kernel.copy` (an AVX-512 register)
+LANES = 16
+VECTOR = ir.VectorType(F32, LANES)
 
 #: CBLAS's enums
 CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
@@ -52,6 +56,10 @@ SGEMM_COLUMN_BLOCK = 64
 SGEMM_PARALLEL_MACS = 1 << 20
 #: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as integers), column count
 SGEMM_CONTEXT_SLOTS = 4
+#: the sgemv a product with one row or one column calls instead: sgemm would
+#: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
+SGEMV = "scipy_cblas_sgemv"
+SGEMV_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
 
 
 class NotNative(Exception):
@@ -155,6 +163,34 @@ class Kernel:
     def store(self, value: ir.Value, base: ir.Value, index: ir.Value | int) -> None:
         self.builder.store(value, self.element(base, index))
 
+    def splat(self, value: ir.Value) -> ir.Value:
+        """A VECTOR with `value` (a float32) in every lane."""
+        b = self.builder
+        one = b.insert_element(ir.Constant(VECTOR, ir.Undefined), value, I32(0))
+        return b.shuffle_vector(one, ir.Constant(VECTOR, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES),
+                                                                                     [0] * LANES))
+
+    def copy(self, target: ir.Value, source: ir.Value | None, count: int | ir.Value,
+             transform: Callable[[ir.Value], ir.Value] | None = None) -> None:
+        """target[:count] = transform(source[:count]), or zeros without a
+        source, LANES elements a time in explicit vectors, then the tail one
+        by one. LLVM leaves such a loop scalar when it cannot prove target
+        and source apart; here they are disjoint or the same (a residual
+        written in place), never partly overlapping. `transform` maps a
+        float32 or a VECTOR alike."""
+        b = self.builder
+        if isinstance(count, int) and count <= 0:
+            return
+        full = count - count % LANES if isinstance(count, int) else b.and_(count, I64(-LANES))
+        zero = ir.Constant(VECTOR, [0.0] * LANES)
+        with self.loop(0, full, LANES) as i:
+            value = b.load(self.element(source, i), typ=VECTOR, align=4) if source is not None else zero
+            b.store(transform(value) if transform is not None and source is not None else value,
+                    self.element(target, i), align=4)
+        with self.loop(full, count) as i:
+            value = self.load(source, i) if source is not None else F32(0.0)
+            self.store(transform(value) if transform is not None and source is not None else value, target, i)
+
     # -- control flow ------------------------------------------------------------
 
     @contextmanager
@@ -201,19 +237,35 @@ class Kernel:
 
     # -- BLAS ------------------------------------------------------------------------
 
-    def sgemm(self, m: int, n: int | ir.Value, k: int, a: ir.Value, lda: int, b: ir.Value, ldb: int,
-              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float = 0.0, trans_a: bool = False,
+    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int, b: ir.Value, ldb: int,
+              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0, trans_a: bool = False,
               trans_b: bool = False) -> None:
-        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n may
-        be a run-time i64)."""
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k
+        and beta may be run-time values). A product with one row or one
+        column (static) is a matrix-vector product: sgemv, which reads the
+        matrix once."""
         if m == 0 or (isinstance(n, int) and n == 0):
             return
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
+            # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
+            rows, columns = (n, k) if trans_b else (k, n)
+            self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
+            return
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) and n == 1:
+            # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
+            self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
+                       c, ldc, alpha, beta)
+            return
         parallel_for = self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
+        if parallel_for is None or not isinstance(k, int) or isinstance(beta, ir.Value):
+            # one thread, or a run-time depth or beta (the split needs both at compile time)
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            return
         columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
         per_column = max(m * k, 1)
         block = -(-SGEMM_PARALLEL_MACS // per_column)
         block = max(SGEMM_COLUMN_BLOCK, -(-block // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
-        if parallel_for is None or columns < 2 * block:
+        if columns < 2 * block:
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
         # the blocks of columns [begin, end) of C: C[:, cols] = op(A) @ op(B)[:, cols]
@@ -251,9 +303,21 @@ class Kernel:
         blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
         caller.call(parallel_for, [part, slot, blocks])
 
+    def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
+              y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """y = alpha * op(A) @ x + beta * y for a row-major rows x columns A
+        (op(A) = A^T when `trans`); x and y with element strides incx, incy."""
+        function = self.module.globals.get(SGEMV)
+        if function is None:
+            function = ir.Function(self.module, SGEMV_TYPE, SGEMV)
+        self.builder.call(function, [
+            I32(CBLAS_ROW_MAJOR), I32(CBLAS_TRANS if trans else CBLAS_NO_TRANS), I32(rows), I32(columns),
+            F32(alpha), a, I32(max(lda, 1)), x, I32(max(incx, 1)), F32(beta), y, I32(max(incy, 1)),
+        ])
 
-def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int, a: ir.Value, lda: int,
-                b: ir.Value, ldb: int, c: ir.Value, ldc: int, alpha: float, beta: float, trans_a: bool,
+
+def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value,
+                lda: int, b: ir.Value, ldb: int, c: ir.Value, ldc: int, alpha: float, beta: float | ir.Value, trans_a: bool,
                 trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
@@ -266,7 +330,8 @@ def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Va
     builder.call(function, [
         i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
         i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
-        a, i32(max(lda, 1)), b, i32(max(ldb, 1)), F32(beta), c, i32(max(ldc, 1)),
+        a, i32(max(lda, 1)), b, i32(max(ldb, 1)), beta if isinstance(beta, ir.Value) else F32(beta), c,
+        i32(max(ldc, 1)),
     ])
 
 
