@@ -52,6 +52,12 @@ CHECKS = 2
 """Extra probe values per symbol that every fitted integer is checked at."""
 
 _INTEGER = re.compile(r"\d+")
+
+
+class ProgramMismatch(PyoccError):
+    """The programs lowered at two probe values differ in more than their
+    integers (their ops, or their buffers' lifetimes)."""
+
 _RESOURCE = re.compile(r"dense_resource<[^>]*>")
 
 
@@ -168,7 +174,7 @@ def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
     for i, pieces in enumerate(split[1:], start=1):
         if pieces != split[0]:
             where = next(k for k, (a, b) in enumerate(zip(pieces, split[0], strict=False)) if a != b)
-            raise PyoccError(
+            raise ProgramMismatch(
                 f"{what}: the program differs between {_show(points[0])} and {_show(points[i])} "
                 f"(near '{_line_of(split[0], numbers[0], max(where - 1, 0))}'): its ops depend on the symbolic size, "
                 "so one program cannot run every value; fix the dimension with --shape")
@@ -209,7 +215,7 @@ def symbolic_problem(problems: Sequence[Problem], fit_points: Sequence[Mapping[s
     for problem in problems[1:]:
         if [(b.name, b.first, b.last, b.alignment) for b in problem.buffers] != \
                 [(b.name, b.first, b.last, b.alignment) for b in reference]:
-            raise PyoccError(f"{what}: the buffers' lifetimes depend on the symbolic size; fix it with --shape")
+            raise ProgramMismatch(f"{what}: the buffers' lifetimes depend on the symbolic size; fix it with --shape")
     if not reference:
         return SymbolicProblem((), ranges)
     sizes = np.array([[b.size for b in p.buffers] for p in problems], dtype=np.int64)

@@ -203,3 +203,14 @@ def test_plan_at_one_value_draws_the_symbolic_plan_there(encoder_path: Path, cap
     assert status == 1 and err.splitlines() == [
         "pyocc: error: --at picks a value of a symbolic dimension: give its range with --dim too, "
         "e.g. --dim sequence=512 --at sequence=17"]
+
+
+def test_an_op_order_that_changes_between_probes_falls_back_to_the_models_order() -> None:
+    """At --dim sequence=32 dnn-reorder picks one order at S = 31 and another
+    at S = 23 (measured): the programs differ, so the symbolic lowering keeps
+    the model's own order, the same at every size."""
+    lowered = lower_symbolic(encoder_symbolic(), {"sequence": 32})
+    assert lowered.options.reorder == "given"
+    for s in (1, 23, 32):
+        _, given = lower(copy(encoder_symbolic()), shapes={"x": (1, s, 32)}, reorder="given")
+        assert lowered.memory_report(dims={"sequence": s}).lower_bound_bytes == given.lower_bound_bytes
