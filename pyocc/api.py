@@ -53,6 +53,7 @@ from pyocc.symbolic import (
     ProgramMismatch,
     SymbolicProgram,
     SymbolicRun,
+    check_weights,
     fit_polynomials,
     fit_program,
     probe_points,
@@ -645,25 +646,38 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     problem, run steps, weights, report scalars per point, program texts)."""
     texts: list[str] = []
     steps: list[str] = []
-    weights: list[np.ndarray] = []
+    weights: list[list[np.ndarray]] = []
     problems: list[Problem] = []
     scalars: list[list[int]] = []
-    for point in [*fit_points, *check_points]:
+    names: list[str] = []
+
+    def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
         before = resource_keys()
         copy = type(proto)()
         copy.CopyFrom(proto)
         module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
-        problems.append(planning_problem(analyze_function(function), options.alignment))
-        texts.append(str(module))
-        point_steps, point_weights = program_steps(function)
-        steps.append(json.dumps(point_steps))
-        weights = weights or point_weights
-        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+        point_steps, point_weights, point_names = program_steps(function)
+        names[:] = point_names
         release(resource_keys() - before)
-    return (fit_program(texts, fit_points, check_points, inputs.ranges, name),
-            symbolic_problem(problems, fit_points, check_points, inputs.ranges, name),
-            fit_program(steps, fit_points, check_points, inputs.ranges, name), weights, scalars, texts)
+        return function, report, point_steps, point_weights
+
+    for point in [*fit_points, *check_points]:
+        function, report, point_steps, point_weights = lower_at(point)
+        problems.append(planning_problem(analyze_function(function), options.alignment))
+        texts.append(str(function.parent_op()))
+        steps.append(json.dumps(point_steps))
+        weights.append(point_weights)
+        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
+    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
+    run_steps = fit_program(steps, fit_points, check_points, inputs.ranges, name)
+    at_maximum = None
+    if any(len({w[i].shape for w in weights}) > 1 for i in range(len(names))):
+        # a constant folded from the symbol's value: its value at the top of the range
+        at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
+    chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
+    return program, problem, run_steps, chosen, scalars, texts
 
 
 class SymbolicModel:

@@ -625,9 +625,7 @@ def bert_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 
                   max_positions: int = 512) -> onnx.ModelProto:
     """A two-layer BERT encoder whose inputs are [1, "sequence"] (ONNX
     dim_param): word and position embeddings by Gather (position_ids is an
-    input, as HuggingFace exports it when given: a Slice of a constant table
-    up to Shape(input_ids)[1] would be folded at import into a constant
-    whose shape depends on the sequence, which pyocc rejects with one line),
+    input, as HuggingFace exports it when given),
     an additive mask from the int64 attention_mask, and a pooler on token
     0. Outputs: last hidden state and pooled."""
     g = GraphBuilder("bert_symbolic", seed)
