@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from pyocc.api import compile as compile_model
 from pyocc.api import lower, lower_symbolic
