@@ -1,7 +1,8 @@
 """One plan for every sequence length, against a static plan per length.
 
 For each graph with a symbolic sequence dimension (tests/graphs.py: a
-BERT-style encoder and a plain transformer encoder), compile once with
+BERT-style encoder, a GPT-2-style decoder and a plain transformer
+encoder), compile once with
 ``dims={"sequence": MAX}`` and, at every S of ``--lengths``: the symbolic
 pool arena(S), the pool of a static compile at that S (its own plan and op
 order), their ratio, the max-live bound of the symbolic program at S, and
@@ -29,9 +30,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyocc  # noqa: E402
 from pyocc.api import lower  # noqa: E402
-from tests.graphs import bert_symbolic, encoder_symbolic  # noqa: E402
+from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic  # noqa: E402
 
-GRAPHS = {"encoder (2 layers)": encoder_symbolic, "BERT-style (2 layers)": bert_symbolic}
+GRAPHS = {"encoder (2 layers)": encoder_symbolic, "BERT-style (2 layers)": bert_symbolic,
+          "GPT-2-style (2 layers)": gpt2_symbolic}
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -37,7 +37,7 @@ from pyocc.frontend.onnx_import import import_model, load_model
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
-from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, max_live, plan_symbolic
+from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import (
     Placement,
@@ -52,8 +52,10 @@ from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
 from pyocc.symbolic import (
+    ProgramMismatch,
     SymbolicProgram,
     SymbolicRun,
+    check_weights,
     fit_polynomials,
     fit_program,
     probe_points,
@@ -633,28 +635,18 @@ def lower_symbolic(
     name = Path(model).name if isinstance(model, str | Path) else (proto.graph.name or "model")
     inputs = symbolic_inputs(proto, dims, shapes)
     fit_points, check_points = probe_points(inputs.ranges)
-    texts: list[str] = []
-    steps: list[str] = []
-    weights: list[np.ndarray] = []
-    problems: list[Problem] = []
-    scalars: list[list[int]] = []
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                       reorder=reorder)
-    for point in [*fit_points, *check_points]:
-        before = resource_keys()
-        copy = type(proto)()
-        copy.CopyFrom(proto)
-        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
-        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
-        problems.append(planning_problem(analyze_function(function), alignment))
-        texts.append(str(module))
-        point_steps, point_weights = program_steps(function)
-        steps.append(json.dumps(point_steps))
-        weights = weights or point_weights
-        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
-        release(resource_keys() - before)
-    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
-    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
+    try:
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
+    except ProgramMismatch:
+        if reorder == "given":
+            raise
+        # dnn-reorder's choice depends on the sizes and changed between two
+        # probes: the model's own order is the same at every size
+        options = dataclasses.replace(options, reorder="given")
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
+    program, problem, steps, weights, scalars, texts = probes
     polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
     if wrong:
         raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
@@ -664,10 +656,52 @@ def lower_symbolic(
         plan = plan_symbolic(problem)
     except PlanningError as e:
         raise PyoccError(f"{name}: {e}") from None
-    runner = SymbolicRun(fit_program(steps, fit_points, check_points, inputs.ranges, name), weights, plan)
+    runner = SymbolicRun(steps, weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
                             runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
                             (time.perf_counter() - start) * 1e3)
+
+
+def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
+           options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
+           name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
+                               list[str]]:
+    """Lower the model at every probe point and fit: (program, planning
+    problem, run steps, weights, report scalars per point, program texts)."""
+    texts: list[str] = []
+    steps: list[str] = []
+    weights: list[list[np.ndarray]] = []
+    problems: list[Problem] = []
+    scalars: list[list[int]] = []
+    names: list[str] = []
+
+    def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
+        before = resource_keys()
+        copy = type(proto)()
+        copy.CopyFrom(proto)
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        point_steps, point_weights, point_names = program_steps(function)
+        names[:] = point_names
+        release(resource_keys() - before)
+        return function, report, point_steps, point_weights
+
+    for point in [*fit_points, *check_points]:
+        function, report, point_steps, point_weights = lower_at(point)
+        problems.append(planning_problem(analyze_function(function), options.alignment))
+        texts.append(str(function.parent_op()))
+        steps.append(json.dumps(point_steps))
+        weights.append(point_weights)
+        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
+    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
+    run_steps = fit_program(steps, fit_points, check_points, inputs.ranges, name)
+    at_maximum = None
+    if any(len({w[i].shape for w in weights}) > 1 for i in range(len(names))):
+        # a constant folded from the symbol's value: its value at the top of the range
+        at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
+    chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
+    return program, problem, run_steps, chosen, scalars, texts
 
 
 class SymbolicModel:

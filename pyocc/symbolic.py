@@ -7,9 +7,10 @@ off them: the printed buffer-form programs must agree everywhere except in
 their integers, and every integer (a dimension, a byte size, a Slice end, a
 Reshape target) must be one polynomial in the symbols (degree at most
 ``FIT_DEGREE`` per symbol) at every probe: fitted at ``(FIT_DEGREE + 1)``
-values per symbol, then checked at others. A program whose structure or
-numbers do not fit (an op that appears only for some values, a constant
-folded from the symbol's value) is one PyoccError saying so.
+values per symbol, then checked at others. A constant folded from a
+symbol's value must be the leading block of its value at the maximum (a
+position table sliced to the length, a causal mask). A program whose
+structure, numbers or constants do not fit is one PyoccError saying so.
 
 From the symbolic program come the symbolic planning problem (buffer
 sizes are polynomials, lifetimes are the program's) and the text of the
@@ -52,6 +53,12 @@ CHECKS = 2
 """Extra probe values per symbol that every fitted integer is checked at."""
 
 _INTEGER = re.compile(r"\d+")
+
+
+class ProgramMismatch(PyoccError):
+    """The programs lowered at two probe values differ in more than their
+    integers (their ops, or their buffers' lifetimes)."""
+
 _RESOURCE = re.compile(r"dense_resource<[^>]*>")
 
 
@@ -159,16 +166,15 @@ def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
                 what: str = "the model") -> SymbolicProgram:
     """The symbolic program of the printed programs `texts`, one per point
     (fit points, then check points). PyoccError when their structure differs
-    or an integer is no polynomial in the symbols, or when a constant's
-    shape depends on a symbol (it was folded at import from the symbol's
-    value, so it holds different data at every value)."""
+    or an integer is no polynomial in the symbols. (A constant's shape may
+    vary: `check_weights` checks the constants' data.)"""
     points = [*fit_points, *check_points]
     split = [_INTEGER.split(_RESOURCE.sub("dense_resource<>", t)) for t in texts]
     numbers = [[int(n) for n in _INTEGER.findall(_RESOURCE.sub("dense_resource<>", t))] for t in texts]
     for i, pieces in enumerate(split[1:], start=1):
         if pieces != split[0]:
             where = next(k for k, (a, b) in enumerate(zip(pieces, split[0], strict=False)) if a != b)
-            raise PyoccError(
+            raise ProgramMismatch(
                 f"{what}: the program differs between {_show(points[0])} and {_show(points[i])} "
                 f"(near '{_line_of(split[0], numbers[0], max(where - 1, 0))}'): its ops depend on the symbolic size, "
                 "so one program cannot run every value; fix the dimension with --shape")
@@ -180,14 +186,6 @@ def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
             f"{what}: a number in '{line}' is no polynomial in {', '.join(sorted(ranges))} "
             f"(values {[row[wrong[0]] for row in numbers]} at {', '.join(_show(p) for p in points)}); "
             "fix the dimension with --shape")
-    for index, poly in enumerate(polys):
-        if not poly.is_constant():
-            line = _line_of(split[0], numbers[0], index)
-            if "dnn.weight" in line:
-                raise PyoccError(
-                    f"{what}: the constant in '{line}' has a shape that depends on "
-                    f"{', '.join(sorted(poly.symbols))}: it was computed at import from the symbol's value; "
-                    "pyocc cannot run it for every value: feed it as a graph input, or fix the dimension with --shape")
     # keep the integers that do not vary as printed (`5.000000e-01` has three)
     tokens = _INTEGER.findall(_RESOURCE.sub("dense_resource<>", texts[0]))
     pieces, varying = [split[0][0]], []
@@ -209,7 +207,7 @@ def symbolic_problem(problems: Sequence[Problem], fit_points: Sequence[Mapping[s
     for problem in problems[1:]:
         if [(b.name, b.first, b.last, b.alignment) for b in problem.buffers] != \
                 [(b.name, b.first, b.last, b.alignment) for b in reference]:
-            raise PyoccError(f"{what}: the buffers' lifetimes depend on the symbolic size; fix it with --shape")
+            raise ProgramMismatch(f"{what}: the buffers' lifetimes depend on the symbolic size; fix it with --shape")
     if not reference:
         return SymbolicProblem((), ranges)
     sizes = np.array([[b.size for b in p.buffers] for p in problems], dtype=np.int64)
@@ -230,14 +228,14 @@ def _show(values: Mapping[str, int]) -> str:
 # ---------------------------------------------------------------------------
 
 
-def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarray]]:
+def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarray], list[str]]:
     """A lazy buffer-form function as JSON-ready steps (every integer a
     shape, a byte offset or a kernel argument, so that the steps at several
     values fit like the program text) and its weights as arrays. Values are
     numbered in order of definition; the steps are
 
         ["arg", id, onnx name, is output, shape, dtype]
-        ["weight", id, weight index]
+        ["weight", id, weight index, shape]          (a leading block of the weight)
         ["malloc", id, buffer index (the planning problem's order), shape, dtype]
         ["view", id, source id, shape, dtype]          (same bytes, new type)
         ["subview", id, source id, byte offset, shape, dtype]
@@ -247,6 +245,7 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
     ids: dict[SSAValue, int] = {}
     steps: list[list[Any]] = []
     weights: list[np.ndarray] = []
+    names: list[str] = []
 
     def define(value: SSAValue) -> int:
         ids[value] = len(ids)
@@ -262,7 +261,8 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
             case d.WeightOp():
                 spec = buffer_spec(op, op.result.type)
                 weights.append(_weight_array(op, spec))
-                steps.append(["weight", define(op.result), len(weights) - 1])
+                names.append(op.result.name_hint or f"weight #{len(weights) - 1}")
+                steps.append(["weight", define(op.result), len(weights) - 1, spec["shape"]])
             case d.MallocOp():
                 spec = buffer_spec(op, op.result.type)
                 steps.append(["malloc", define(op.result), buffers[op.result], spec["shape"], spec["dtype"]])
@@ -285,7 +285,7 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
                 pass
             case _:
                 raise PyoccError(f"symbolic shapes cannot run {op.name} yet; fix the dimension with --shape")
-    return steps, weights
+    return steps, weights, names
 
 
 def _weight_array(op: d.WeightOp, spec: dict[str, Any]) -> np.ndarray:
@@ -299,6 +299,36 @@ def _weight_array(op: d.WeightOp, spec: dict[str, Any]) -> np.ndarray:
         return values.reshape(shape) if values.size == math.prod(shape) else np.full(shape, values.reshape(-1)[0])
     assert isinstance(op.value, DenseResourceAttr)
     return np.frombuffer(load_bytes(op.value), dtype=dtype.newbyteorder("<")).reshape(shape)
+
+
+def check_weights(weights: Sequence[Sequence[np.ndarray]], names: Sequence[str],
+                  at_maximum: Sequence[np.ndarray] | None, what: str, symbols: str) -> list[np.ndarray]:
+    """The weights a symbolic program runs with, from the weights of the
+    programs at every probe (`weights[probe][i]`) and, when some constant's
+    shape varies, at every symbol's maximum. A constant that import folded
+    from a symbol's value must be, at every probe, the leading block of its
+    value at the maximum (a Slice of a table up to Shape(x)[1], a causal
+    Trilu mask, a Range): then the run takes that block. Any other constant
+    whose data differs between probes is one PyoccError."""
+    chosen = list(weights[0])
+    for i, name in enumerate(names):
+        shapes = {w[i].shape for w in weights}
+        if len(shapes) == 1:
+            if any(not np.array_equal(w[i], weights[0][i]) for w in weights[1:]):
+                raise PyoccError(
+                    f"{what}: the constant %{name} holds data computed at import from the value of {symbols}; "
+                    "pyocc cannot run it for every value: feed it as a graph input, or fix the dimension with --shape")
+            continue
+        full = at_maximum[i] if at_maximum is not None else None
+        if full is None or any(
+                w[i].ndim != full.ndim or any(n > m for n, m in zip(w[i].shape, full.shape, strict=True))
+                or not np.array_equal(w[i], full[tuple(slice(0, n) for n in w[i].shape)]) for w in weights):
+            raise PyoccError(
+                f"{what}: the constant %{name} has a shape that depends on {symbols} and is not the leading "
+                "block of its value at the maximum; pyocc cannot run it for every value: feed it as a graph "
+                "input, or fix the dimension with --shape")
+        chosen[i] = full
+    return chosen
 
 
 def _bytes_of(array: np.ndarray) -> np.ndarray:
@@ -346,7 +376,11 @@ class SymbolicRun:
                 else:
                     arrays[value] = np.ascontiguousarray(inputs[name], dtype=dtype)
             elif kind == "weight":
-                arrays[step[1]] = self.weights[step[2]]
+                _, value, index, shape = step
+                weight = self.weights[index]
+                if list(weight.shape) != shape:
+                    weight = np.ascontiguousarray(weight[tuple(slice(0, n) for n in shape)])
+                arrays[value] = weight
             elif kind == "malloc":
                 _, value, index, shape, dtype = step
                 start = offsets[names[index]]

@@ -8,6 +8,10 @@ well under a second. Weights are seeded random initializers, scaled by
 1/sqrt(fan_in) so activations stay O(1) through the layers: large values
 would saturate softmax and tanh and hide wrong numbers.
 
+The `*_symbolic` builders (encoder, BERT-, GPT-2-style) give the sequence
+length as an ONNX dim_param, "sequence", for `--dim sequence=MAX`; they are
+not in GRAPHS (those run at fixed shapes) but in tests/symbolic/.
+
 `random_inputs(model, seed)` makes matching inputs: normal floats, token ids
 in range for int64 ids, and 0/1 attention masks.
 """
@@ -655,9 +659,7 @@ def bert_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 
                   max_positions: int = 512) -> onnx.ModelProto:
     """A two-layer BERT encoder whose inputs are [1, "sequence"] (ONNX
     dim_param): word and position embeddings by Gather (position_ids is an
-    input, as HuggingFace exports it when given: a Slice of a constant table
-    up to Shape(input_ids)[1] would be folded at import into a constant
-    whose shape depends on the sequence, which pyocc rejects with one line),
+    input, as HuggingFace exports it when given),
     an additive mask from the int64 attention_mask, and a pooler on token
     0. Outputs: last hidden state and pooled."""
     g = GraphBuilder("bert_symbolic", seed)
@@ -675,3 +677,36 @@ def bert_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 
     first = g.op("Gather", h, g.const(0, np.int64), axis=1)                         # [1, hidden]
     pooled = g.op("Tanh", g.op("Gemm", first, g.weight([hidden, hidden]), g.bias(hidden), transB=1))
     return g.model([(h, TensorProto.FLOAT), (pooled, TensorProto.FLOAT)])
+
+
+def gpt2_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 50, layers: int = 2,
+                  max_positions: int = 512) -> onnx.ModelProto:
+    """A GPT-2-style decoder on input_ids [1, "sequence"] (ONNX dim_param)
+    as tracing exporters write it: position embeddings and the causal mask
+    are Slices, up to Shape(input_ids)[1], of a [max_positions, hidden] table
+    and of a [max_positions, max_positions] lower-triangular bool buffer
+    (both fold at import into constants of S rows, leading blocks of the
+    tables); pre-norm blocks, Where on the mask, GELU in tanh form."""
+    g = GraphBuilder("gpt2_symbolic", seed)
+    head_dim = hidden // heads
+    ids = g.input("input_ids", TensorProto.INT64, [1, "sequence"], id_range=vocab)
+    length = g.op("Gather", g.op("Shape", ids), g.const([1], np.int64), axis=0)             # [S]
+    zero = g.const([0], np.int64)
+    positions = g.op("Slice", g.weight([max_positions, hidden], fan_in=1), zero, length, zero)
+    h = g.op("Add", g.op("Gather", g.weight([vocab, hidden], fan_in=1), ids, axis=0), positions)
+    bias = g.const(np.tril(np.ones((max_positions, max_positions), dtype=bool)), np.bool_)
+    both = g.const([0, 1], np.int64)
+    causal = g.op("Slice", bias, g.const([0, 0], np.int64), g.op("Concat", length, length, axis=0), both)
+    for _ in range(layers):
+        x = g.layer_norm(h, hidden)
+        q = g.split_heads(g.linear(x, hidden, hidden), heads, head_dim, [0, 2, 1, 3])
+        k_t = g.split_heads(g.linear(x, hidden, hidden), heads, head_dim, [0, 2, 3, 1])
+        v = g.split_heads(g.linear(x, hidden, hidden), heads, head_dim, [0, 2, 1, 3])
+        context = g.op("Transpose", g.attention(q, k_t, v, ("where", causal), head_dim, scale_by="Mul"),
+                       perm=[0, 2, 1, 3])
+        context = g.op("Reshape", context, g.const([0, 0, hidden], np.int64))
+        h = g.op("Add", h, g.linear(context, hidden, hidden))
+        h = g.op("Add", h, g.linear(g.gelu_tanh(g.linear(g.layer_norm(h, hidden), hidden, 4 * hidden)),
+                                    4 * hidden, hidden))
+    logits = g.op("MatMul", g.layer_norm(h, hidden), g.weight([hidden, vocab]))
+    return g.model([(logits, TensorProto.FLOAT)])

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
+from pyocc.api import compile as compile_model
 from pyocc.api import lower, lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.planning import Poly
@@ -105,16 +107,36 @@ def test_out_of_range_value_is_one_line() -> None:
     assert lowered.values_of({"x": (1, 9, 32)}) == {"sequence": 9}
 
 
-def test_constant_folded_from_the_symbol_is_one_line() -> None:
-    """A Slice of a constant table up to Shape(x)[1] folds at import into a
-    constant whose shape (and data) depend on the sequence."""
+def test_constant_folded_from_the_symbol_runs_as_the_leading_block() -> None:
+    """A Slice of a constant table up to Shape(x)[1] and a causal Trilu mask
+    fold at import into constants of S rows: at every probe each is the
+    leading block of its value at the maximum, so the run takes that block."""
     g = GraphBuilder("sliced_positions", 0)
     x = g.input("x", TensorProto.FLOAT, [1, "sequence", 8])
     length = g.op("Gather", g.op("Shape", x), g.const([1], np.int64), axis=0)
     table = g.op("Slice", g.weight([64, 8]), g.const([0], np.int64), length, g.const([0], np.int64))
-    model = g.model([(g.op("Add", x, table), TensorProto.FLOAT)])
-    with pytest.raises(PyoccError, match=r"the constant in '%slice = \"dnn.weight\".*' has a shape that depends "
-                                         r"on sequence: .*feed it as a graph input, or fix the dimension with --shape"):
+    causal = g.op("Trilu", g.op("Expand", g.const(1.0), g.op("Concat", length, length, axis=0)), upper=0)
+    scores = g.op("Mul", g.op("MatMul", g.op("Add", x, table), g.op("Transpose", x, perm=[0, 2, 1])), causal)
+    model = g.model([(g.op("MatMul", scores, x), TensorProto.FLOAT)])
+    symbolic = compile_model(copy(model), dims={"sequence": 64})
+    session = ort.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(0)
+    for s in (1, 5, 17, 64):
+        x_s = {"x": rng.standard_normal((1, s, 8)).astype(np.float32)}
+        (got,) = symbolic.run(x_s).values()
+        np.testing.assert_allclose(got, session.run(None, x_s)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_constant_whose_data_follows_the_symbol_is_one_line() -> None:
+    """Gather(table, Shape(x)[1] - 1) folds into one row whose data changes
+    with the sequence: no leading block of anything."""
+    g = GraphBuilder("last_position", 0)
+    x = g.input("x", TensorProto.FLOAT, [1, "sequence", 256])
+    last = g.op("Sub", g.op("Gather", g.op("Shape", x), g.const([1], np.int64), axis=0), g.const([1], np.int64))
+    model = g.model([(g.op("Add", x, g.op("Gather", g.weight([64, 256]), last, axis=0)), TensorProto.FLOAT)])
+    with pytest.raises(PyoccError, match=r"^last_position: the constant %gather holds data computed at import from "
+                                         r"the value of sequence; pyocc cannot run it for every value: feed it as a "
+                                         r"graph input, or fix the dimension with --shape$"):
         lower_symbolic(model, {"sequence": 64})
 
 
@@ -203,3 +225,14 @@ def test_plan_at_one_value_draws_the_symbolic_plan_there(encoder_path: Path, cap
     assert status == 1 and err.splitlines() == [
         "pyocc: error: --at picks a value of a symbolic dimension: give its range with --dim too, "
         "e.g. --dim sequence=512 --at sequence=17"]
+
+
+def test_an_op_order_that_changes_between_probes_falls_back_to_the_models_order() -> None:
+    """At --dim sequence=32 dnn-reorder picks one order at S = 31 and another
+    at S = 23 (measured): the programs differ, so the symbolic lowering keeps
+    the model's own order, the same at every size."""
+    lowered = lower_symbolic(encoder_symbolic(), {"sequence": 32})
+    assert lowered.options.reorder == "given"
+    for s in (1, 23, 32):
+        _, given = lower(copy(encoder_symbolic()), shapes={"x": (1, s, 32)}, reorder="given")
+        assert lowered.memory_report(dims={"sequence": s}).lower_bound_bytes == given.lower_bound_bytes

@@ -1,5 +1,6 @@
 """One compile, every sequence length: `pyocc.compile(path, dims=...)` runs
-a BERT-style graph and a plain transformer encoder with a symbolic sequence
+a BERT-style graph, a GPT-2-style decoder (its causal mask and positions
+Slices up to the length) and a plain transformer encoder with a symbolic sequence
 dimension at S in {1, 2, 17, 128} and matches onnxruntime; its pool at each
 S is compared with the static plan compiled for that S."""
 
@@ -16,15 +17,17 @@ import pyocc
 from pyocc.api import SymbolicModel, lower
 from pyocc.errors import PyoccError
 from pyocc.tools.cli import main
-from tests.graphs import bert_symbolic, encoder_symbolic
+from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic
 
 LENGTHS = (1, 2, 17, 128)
-GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic}
+GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic, "gpt2": gpt2_symbolic}
 
 
 def inputs_at(name: str, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     if name == "encoder":
         return {"x": rng.standard_normal((1, s, 32)).astype(np.float32)}
+    if name == "gpt2":
+        return {"input_ids": rng.integers(0, 50, (1, s))}
     return {"input_ids": rng.integers(0, 50, (1, s)), "position_ids": np.arange(s)[None],
             "attention_mask": np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)}
 
@@ -55,7 +58,8 @@ def test_one_compile_runs_every_length_like_onnxruntime(compiled: tuple[str, onn
 def test_pool_at_each_length_against_the_static_plan(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     """At most 1.05x the static plan for that S from S = 17 up; below, the
     difference is a few 64-byte alignment paddings (measured on the BERT
-    graph: +188 B at S = 1, +312 B at S = 2; the encoder: equal)."""
+    graph: +188 B at S = 1, +312 B at S = 2; GPT-2: +63 and +60 B; the
+    encoder: equal)."""
     name, model, symbolic = compiled
     for s in (*LENGTHS, 384, 512):
         fresh = onnx.ModelProto()
