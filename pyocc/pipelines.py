@@ -29,6 +29,7 @@ from xdsl.passes import ModulePass
 
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+from pyocc.lowering.cuda_scratch import DnnCudaScratchPass
 from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 from pyocc.rewrites.dnn_fuse import DnnFusePass
 from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
@@ -139,8 +140,6 @@ def buffer_passes(options: Options) -> list[ModulePass]:
     if options.sanitize:
         passes.append(DnnSanitizePass())
     if options.target == "cuda":
-        from pyocc.lowering.cuda_scratch import DnnCudaScratchPass
-
         passes.append(DnnCudaScratchPass(workspace=options.workspace, mode=mode, alignment=options.alignment))
     return passes
 

@@ -8,10 +8,10 @@
 
 func.func @f(%x: memref<1x4x8x8xf32> {onnx.name = "x"}, %a: memref<3xi64> {onnx.name = "a"},
              %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}, %z: memref<3xi64> {onnx.name = "z", dnn.output}) {
-  "dnn.unary"(%x, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
-  "dnn.binary"(%a, %a, %z) <{operandSegmentSizes = array<i32: 1, 1, 1>, fn = "pow"}> : (memref<3xi64>, memref<3xi64>, memref<3xi64>) -> ()
-  "dnn.unary"(%y, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "relu"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
-  "dnn.unary"(%y, %y) <{operandSegmentSizes = array<i32: 1, 1>, fn = "sigmoid"}> : (memref<1x4x8x8xf32>, memref<1x4x8x8xf32>) -> ()
+  dnn.unary ins(%x : memref<1x4x8x8xf32>) outs(%y : memref<1x4x8x8xf32>) {fn = "relu"}
+  dnn.binary ins(%a, %a : memref<3xi64>, memref<3xi64>) outs(%z : memref<3xi64>) {fn = "pow"}
+  dnn.unary ins(%y : memref<1x4x8x8xf32>) outs(%y : memref<1x4x8x8xf32>) {fn = "relu"}
+  dnn.unary ins(%y : memref<1x4x8x8xf32>) outs(%y : memref<1x4x8x8xf32>) {fn = "sigmoid"}
   func.return
 }
 

@@ -18,6 +18,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, SSAValue
 
@@ -130,8 +131,6 @@ class BandChoice:
     the max-live bound (lazy) or the sum of buffers (eager)."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
-        import numpy as np
-
         self.eager = eager
         self.buffers: dict[SSAValue, _Buffer] = {}
         for b in liveness.buffers:

@@ -21,6 +21,7 @@ never rewrites.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import func
@@ -71,15 +72,7 @@ class Liveness:
     def lower_bound(self) -> int:
         """Max over steps of the bytes of simultaneously live intermediates:
         no plan of this op order can use fewer."""
-        events = [0] * (self.steps + 2)
-        for b in self.intermediates:
-            events[b.first] += b.bytes
-            events[b.last + 1] -= b.bytes
-        best = live = 0
-        for delta in events:
-            live += delta
-            best = max(best, live)
-        return best
+        return self._peak(lambda b: b.first)
 
     @property
     def lower_bound_by_use(self) -> int:
@@ -87,10 +80,14 @@ class Liveness:
         producer writing it) to its last, wherever its malloc sits: in eager
         mode, where every malloc is at entry, the bound a plan of these
         buffers is measured against."""
+        return self._peak(lambda b: b.first if b.first_use is None else b.first_use)
+
+    def _peak(self, first: Callable[[LiveBuffer], int]) -> int:
+        """Max over steps of the bytes of intermediates live at once, each
+        from `first(buffer)` to its last step."""
         events = [0] * (self.steps + 2)
         for b in self.intermediates:
-            first = b.first if b.first_use is None else b.first_use
-            events[first] += b.bytes
+            events[first(b)] += b.bytes
             events[b.last + 1] -= b.bytes
         best = live = 0
         for delta in events:

@@ -28,6 +28,9 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+
 from pyocc.lowering.llvm_math import (
     BINARY_FUNCTIONS,
     COMPARISONS,
@@ -155,8 +158,6 @@ DTYPES: dict[str, tuple[int, str]] = {"float32": (4, "f"), "int32": (4, "i"), "i
 
 
 def _llvm_type(dtype: str) -> object:
-    import llvmlite.ir as ir
-
     size, kind = DTYPES[dtype]
     return ir.FloatType() if kind == "f" else ir.IntType(8 * size)
 
@@ -506,9 +507,6 @@ def grid(kernel: Kernel) -> int:
 
 def ptx_module(kernels: Sequence[Kernel]) -> str:
     """The PTX of `kernels`: one `.entry` per kernel, named as the kernel."""
-    import llvmlite.binding as llvm
-    import llvmlite.ir as ir
-
     module = ir.Module(name="pyocc_kernels")
     module.triple = "nvptx64-nvidia-cuda"
     i32, i64 = ir.IntType(32), ir.IntType(64)
@@ -549,8 +547,6 @@ def host_twins(kernels: Sequence[Kernel]) -> str:
     """LLVM IR for the host: `void NAME_host(void **params, int64_t first,
     int64_t last)` runs elements [first, last) of kernel NAME, reading its
     arguments as cuLaunchKernel passes them (an array of pointers to each)."""
-    import llvmlite.ir as ir
-
     module = ir.Module(name="pyocc_kernel_twins")
     i8p, i64 = ir.IntType(8).as_pointer(), ir.IntType(64)
     for kernel in kernels:

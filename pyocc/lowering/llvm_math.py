@@ -16,6 +16,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import llvmlite.ir as ir
+
 #: unary functions the kernels compute (x -> y), with their parameters alpha/beta
 UNARY_FUNCTIONS = frozenset({
     "identity", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "floor", "ceil", "relu", "leaky_relu",
@@ -55,8 +57,6 @@ class ScalarMath:
 
     def __init__(self, builder: object, module: object, flavour: str):
         """Emit with `builder` into llvmlite `module` in `flavour` (ptx or host)."""
-        import llvmlite.ir as ir
-
         self.ir = ir
         self.b = builder
         self.module = module

@@ -49,8 +49,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
 from xdsl.ir import Operation, SSAValue
@@ -63,9 +64,6 @@ from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
 from pyocc.rewrites.fusion.engine import compile_rules
 from pyocc.rewrites.fusion.language import Condition, Match, OpPattern, Rule, const, op, prop_value, var
-
-if TYPE_CHECKING:
-    import numpy as np
 
 # ---------------------------------------------------------------------------
 # Conditions (named, so a rule lists what it needs)
@@ -86,8 +84,6 @@ def channel_vector(m: Match, name: str, target: str, axis: int = 1) -> np.ndarra
     """The constant `name` as one float64 value per channel (`axis`) of
     `target`'s result, or None if it varies along another axis or would
     grow the result by broadcasting."""
-    import numpy as np
-
     shape = list(m[target].results[0].type.get_shape())
     array = m.array(name)
     if array.ndim > len(shape):
@@ -101,8 +97,6 @@ def channel_vector(m: Match, name: str, target: str, axis: int = 1) -> np.ndarra
 def affine_vector(m: Match, name: str, length: int) -> np.ndarray:
     """A channel_affine scale or shift (one value, or one per channel) as a
     float64 vector of `length`."""
-    import numpy as np
-
     return np.broadcast_to(m.array(name).astype(np.float64).reshape(-1), (length,)).copy()
 
 
@@ -128,8 +122,6 @@ def same_shape(name: str, target: str) -> Condition:
 
 def matrices(m: Match) -> bool:
     """matmul of two matrices whose add only broadcasts a bias over rows."""
-    import numpy as np
-
     a, b, c = m["a"].type.get_shape(), m["b"].type.get_shape(), m["c"].type.get_shape()
     out = tuple(m.root.results[0].type.get_shape())
     product = m["mm"] if "mm" in m.ops else m["gemm"]
@@ -184,15 +176,11 @@ def last_axis_norm(m: Match) -> bool:
 
 
 def _weight_or_zeros(m: Match, value: SSAValue | None, length: int) -> np.ndarray:
-    import numpy as np
-
     return np.zeros(length) if value is None else m.array(value).astype(np.float64).reshape(-1)
 
 
 def _folded_conv(m: Match, scale: np.ndarray, shift: np.ndarray, **props: Any) -> d.DnnComputeOp:
     """`conv` with out = conv * scale[c] + shift[c] folded into its weights."""
-    import numpy as np
-
     conv = m["conv"]
     w = m.array(conv.w).astype(np.float64)
     bias = _weight_or_zeros(m, conv.bias, w.shape[0])
@@ -210,16 +198,12 @@ def fold_affine_into_conv(m: Match) -> Operation:
 
 def fold_scale_into_conv(m: Match) -> Operation:
     """produce: the conv with w and bias scaled per output channel."""
-    import numpy as np
-
     c = channel_vector(m, "c", "conv")
     return _folded_conv(m, c, np.zeros_like(c))
 
 
 def fold_shift_into_conv(m: Match) -> Operation:
     """produce: the conv with the constant added to its bias."""
-    import numpy as np
-
     c = channel_vector(m, "c", "conv")
     return _folded_conv(m, np.ones_like(c), c)
 
@@ -300,8 +284,6 @@ def gelu_of(approximate: str) -> Callable[[Match], Operation]:
 def last_axis_softmax(m: Match) -> bool:
     """The softmax runs along the last axis, the scale is one number and the
     mask (if any) does not grow the scores by broadcasting."""
-    import numpy as np
-
     scores = m["product"].results[0].type
     rank = len(scores.get_shape())
     axis = prop_value(m.root, "axis")

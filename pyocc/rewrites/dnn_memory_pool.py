@@ -30,8 +30,9 @@ fits no pool fails the pass with the planner's one-line overflow message.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -51,11 +52,19 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import LiveBuffer, Liveness, analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
-    from pyocc.planning import MemoryPool, Plan, PoolsPlan, Problem
+from pyocc.planning import (
+    ALGORITHMS,
+    Buffer,
+    MemoryPool,
+    Plan,
+    PlanningError,
+    PoolsPlan,
+    Problem,
+    parse_memory_pools,
+    parse_pool_candidates,
+    plan_memory,
+    plan_pools,
+)
 
 
 def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False,
@@ -66,10 +75,6 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
     (see `buffer_traffic`) and marks mallocs without a static size dynamic;
     `candidates` (kind -> pools) gives a buffer whose writer's kind is in
     `kinds` (buffer value -> kind, see `writer_kinds`) its candidate pools."""
-    from collections import Counter
-
-    from pyocc.planning import Buffer, Problem
-
     mallocs = [b for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)]
     counts = Counter(b.name for b in mallocs)
     buffers = []
@@ -126,8 +131,6 @@ WEIGHT_POOL = "constants"
 
 def memory_pools(spec: str, alignment: int) -> tuple[MemoryPool, ...]:
     """The pools of a `pools=` spec (`PassFailedException` if malformed)."""
-    from pyocc.planning import PlanningError, parse_memory_pools
-
     try:
         return parse_memory_pools(spec, default_alignment=alignment)
     except PlanningError as e:
@@ -140,8 +143,6 @@ def plan_weights(function: func.FuncOp, pools: Sequence[MemoryPool], alignment: 
     offset); they fill the read-only pools of `pools` in order, spilling to
     the next when one is full, or one unbounded `constants` pool when there
     is none. `PassFailedException` names a weight no pool can hold."""
-    from pyocc.planning import MemoryPool
-
     read_only = [p for p in pools if p.read_only] or [MemoryPool(WEIGHT_POOL, None, alignment, read_only=True)]
     used = {p.name: 0 for p in read_only}
     for op in function.body.block.ops:
@@ -193,8 +194,6 @@ class DnnMemoryPoolPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "buffers")
-        from pyocc.planning import ALGORITHMS, PlanningError, plan_memory
-
         if self.planner != "auto" and self.planner not in ALGORITHMS:
             raise PassFailedException(
                 f"dnn-memory-pool: unknown planner '{self.planner}' (choose from auto, {', '.join(sorted(ALGORITHMS))})"
@@ -217,8 +216,6 @@ class DnnMemoryPoolPass(ModulePass):
 
     def _apply_pools(self, op: ModuleOp) -> None:
         """Plan every function across the named pools and rewrite it."""
-        from pyocc.planning import PlanningError, parse_pool_candidates, plan_pools
-
         if self.alignment < 1:
             raise PassFailedException("dnn-memory-pool: alignment must be positive")
         pools = memory_pools(self.pools, self.alignment)

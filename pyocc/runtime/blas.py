@@ -31,6 +31,7 @@ _library: ctypes.CDLL | None = None
 def library_dir() -> str:
     """The directory of the OpenBLAS shared library (scipy-openblas32's lib/)."""
     try:
+        # on first use: only native matrix kernels need OpenBLAS, and a missing wheel is one line, not an ImportError
         import scipy_openblas32
     except ImportError:
         raise PyoccError("the host's native kernels need OpenBLAS: pip install scipy-openblas32") from None
@@ -39,7 +40,7 @@ def library_dir() -> str:
 
 def library_name() -> str:
     """The library's link name (`-l<name>`)."""
-    import scipy_openblas32
+    import scipy_openblas32  # present: library_dir() ran first and said so in one line otherwise
 
     return str(scipy_openblas32.get_library())
 

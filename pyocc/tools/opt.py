@@ -16,14 +16,21 @@ import difflib
 import os
 import sys
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from io import StringIO
 from typing import IO
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
+from xdsl.utils.arg_spec import parse_pipeline
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    ParseError,
+    PassFailedException,
+    VerifyException,
+)
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -75,9 +82,6 @@ class PyoccOptMain(xDSLOptMain):
     def _check_pass_names(self) -> None:
         """An unknown pass is one line naming it and the closest known name;
         a malformed pipeline is one line (xDSL raises a BaseException)."""
-        from xdsl.utils.arg_spec import parse_pipeline
-        from xdsl.utils.exceptions import ArgSpecParseError
-
         if not self.args.passes:
             return
         try:

@@ -218,3 +218,27 @@ func.func @element_size() -> memref<4xindex> {
   func.return %0 : memref<4xindex>
 }
 // CHECK: element type index has no known size
+
+// -----
+
+func.func @insert_slice_axis(%d: tensor<1x2x8xf32>, %x: tensor<1x2x4xf32>) -> tensor<1x2x8xf32> {
+  %0 = dnn.insert_slice ins(%d, %x : tensor<1x2x8xf32>, tensor<1x2x4xf32>) {axis = 3 : i64, offset = 0 : i64} : tensor<1x2x8xf32>
+  func.return %0 : tensor<1x2x8xf32>
+}
+// CHECK: dnn.insert_slice: axis 3 must name a dim of both tensor<1x2x8xf32> and tensor<1x2x4xf32>
+
+// -----
+
+func.func @insert_slice_other_dims(%d: tensor<1x2x8xf32>, %x: tensor<1x3x4xf32>) -> tensor<1x2x8xf32> {
+  %0 = dnn.insert_slice ins(%d, %x : tensor<1x2x8xf32>, tensor<1x3x4xf32>) {axis = 2 : i64, offset = 0 : i64} : tensor<1x2x8xf32>
+  func.return %0 : tensor<1x2x8xf32>
+}
+// CHECK: dnn.insert_slice: tensor<1x3x4xf32> must match tensor<1x2x8xf32> except along axis 2
+
+// -----
+
+func.func @insert_slice_rows(%d: tensor<1x2x8xf32>, %x: tensor<1x2x4xf32>) -> tensor<1x2x8xf32> {
+  %0 = dnn.insert_slice ins(%d, %x : tensor<1x2x8xf32>, tensor<1x2x4xf32>) {axis = 2 : i64, offset = 6 : i64} : tensor<1x2x8xf32>
+  func.return %0 : tensor<1x2x8xf32>
+}
+// CHECK: dnn.insert_slice: rows [6, 10) fall outside the 8 rows of axis 2
