@@ -177,7 +177,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
                           kernels=args.kernels,
                           scratch=args.scratch,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                          scratchpad=args.scratchpad, npu_cost=args.npu_cost)
     model.memory_report().check_limit(_bytes(args.memory_limit))
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
@@ -355,10 +356,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="list the buffers live at the peak and who still needs each")
     plan.add_argument("--liveness", action="store_true", help="print the liveness table instead")
     plan.add_argument("-o", "--output", help="write to this file")
-    plan.add_argument("--scratchpad", default=None, metavar="SIZE",
-                      help="also schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB) and report its simulated cycles")
-    plan.add_argument("--npu-cost", default=None, metavar="SPEC",
-                      help="the NPU cost model, e.g. 'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
+    for command, what in ((plan, "report its simulated cycles"),
+                          (run, "run it staged through that SRAM by DMA (host copies), and report the simulation")):
+        command.add_argument("--scratchpad", default=None, metavar="SIZE",
+                             help=f"schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB), {what}")
+        command.add_argument("--npu-cost", default=None, metavar="SPEC", help="the NPU cost model, e.g. "
+                             "'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser
 
