@@ -33,7 +33,7 @@ from xdsl.dialects import func  # noqa: E402
 from pyocc.analysis.npu_program import npu_program  # noqa: E402
 from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
-from pyocc.planning import parse_size  # noqa: E402
+from pyocc.planning import PlanningError, parse_size  # noqa: E402
 from pyocc.planning.npu_simulator import NpuCost  # noqa: E402
 from pyocc.planning.scratchpad import NpuProgram, run_scratchpad  # noqa: E402
 from tests.conftest import LIGHT_MODELS, light_model_path  # noqa: E402
@@ -65,9 +65,14 @@ def main() -> int:
     for size_text in args.sram:
         size = parse_size(size_text)
         rows = []
+        refused = []
         for name, program in programs.items():
             start = time.perf_counter()
-            r = run_scratchpad(program, size, cost)
+            try:
+                r = run_scratchpad(program, size, cost)
+            except PlanningError as e:  # an op whose smallest tile does not fit: a row that says so
+                refused.append(f"{name}: {e}")
+                continue
             rows.append((name, r.cycles / r.bound_cycles, r.dram_bytes / r.dram_lower_bound_bytes, r.sram_bytes,
                          r.stall_cycles / r.cycles, r.baseline.cycles / r.bound_cycles,
                          r.baseline.dram_bytes / r.dram_lower_bound_bytes, time.perf_counter() - start))
@@ -85,11 +90,13 @@ def main() -> int:
             cells = (f"{c:.3f}", f"{d:.3f}", f"{sram:,d}", f"{stall:.0%}", f"{bc:.2f}", f"{bd:.2f}", f"{seconds:.1f}")
             print(("| " + name + " | " + " | ".join(cells) + " |") if args.markdown
                   else f"{name:<14s}" + "".join(f"{x:>14s}" for x in cells))
-        summary = (f"geomean cycles/bound {geomean(cyc):.3f} (max {max(cyc):.3f}), geomean DRAM/bound "
+        for line in refused:
+            print(("| " + line + " |") if args.markdown else line)
+        summary = (f"over {len(rows)} models: geomean cycles/bound {geomean(cyc):.3f} (max {max(cyc, default=0):.3f}), geomean DRAM/bound "
                    f"{geomean(dram):.3f}; no prefetch: cycles/bound {geomean([r[5] for r in rows]):.2f}, "
                    f"DRAM/bound {geomean([r[6] for r in rows]):.2f}")
         print(summary)
-        goals = (geomean(cyc) <= 1.10 and max(cyc) <= 1.3 and geomean(dram) <= 1.25
+        goals = (not refused and geomean(cyc) <= 1.10 and max(cyc) <= 1.3 and geomean(dram) <= 1.25
                  and all(r[3] <= size for r in rows))
         if size == 1 << 20:
             print("goals of issue 22 at 1 MiB: " + ("met" if goals else "NOT met"))

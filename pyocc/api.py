@@ -48,6 +48,8 @@ from pyocc.rewrites.dnn_memory_pool import (
     planning_problem,
 )
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.rewrites.dnn_scratchpad import DnnScratchpadPass
+from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
@@ -268,6 +270,7 @@ def lower(
     scratchpad: int | str | None = None,
     npu_cost: str | None = None,
     tile_halo: str = "recompute",
+    stage_dma: bool = False,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -294,7 +297,11 @@ def lower(
     an NPU whose compute reads only SRAM of that size (DMA from DRAM,
     prefetch, tiling, cascades) and simulates it under `npu_cost`
     ("macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"
-    by default): the report's `npu`. The compiled program is unchanged.
+    by default): the report's `npu`. `stage_dma=True` (what `compile` asks
+    for with a scratchpad) also makes the program obey it, the no-prefetch
+    way: dnn-scratchpad stages every weight and graph input/output through
+    SRAM by DMA, the planned pool is the SRAM and must fit `scratchpad`,
+    and dnn-dma-to-memcpy turns the DMA into host copies.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
     if options is None:
@@ -345,9 +352,16 @@ def lower(
                 next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
         run_passes(ctx, module, tile_passes(options))
         run_passes(ctx, module, buffer_passes(options))
+        if stage_dma:
+            if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
+                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
+                                 "(the planned pool is the SRAM)")
+            run_passes(ctx, module, [DnnScratchpadPass()])
         timings: dict[str, float] = {}
         run_passes(ctx, module, pool_passes(options), timings)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
+        if stage_dma:
+            run_passes(ctx, module, [DnnDmaToMemcpyPass()])
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -401,6 +415,11 @@ def lower(
     if options.memory_pools:
         _report_pools(report, function, options)
     report.npu = npu
+    if stage_dma and npu_machine is not None and report.activation_bytes > npu_machine[0]:
+        raise PyoccError(
+            f"{name}: staged whole tensor by whole tensor, the program needs {report.activation_bytes:,} bytes of SRAM, "
+            f"more than the {npu_machine[0]:,} of --scratchpad; the tiled schedule is simulated only "
+            "(pyocc plan --scratchpad)")
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
@@ -838,6 +857,8 @@ def compile(  # noqa: A001 - the name users expect
     tile_region: int = 0,
     tile_patches: int = 4,
     tile_halo: str = "recompute",
+    scratchpad: int | str | None = None,
+    npu_cost: str | None = None,
     threads: int = 1,
     dims: Mapping[str, int] | None = None,
 ) -> Model | SymbolicModel:
@@ -858,6 +879,10 @@ def compile(  # noqa: A001 - the name users expect
     `scratch=True` plans the native kernels' scratch (im2col columns) in the
     pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region`,
     `tile_patches` and `tile_halo`: patch-based execution of the stem (see `lower`).
+    `scratchpad` (bytes or "1MiB") runs the program the NPU way: every
+    weight and graph input/output copied into the SRAM pool before the op
+    that needs it and results copied out (DMA as host copies), the pool no
+    larger than the scratchpad; `npu_cost` as in `lower`.
     `threads` (host): the threads the model runs on, for its BLAS calls and
     for the independent outer loops of its native kernels (a worker pool
     the model starts when it is loaded; results are the same for every
@@ -867,9 +892,10 @@ def compile(  # noqa: A001 - the name users expect
     (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
     if dims:
         if (sanitize or memory_pools or pool_candidates or scratch or memory_limit is not None or tile_region
-                or threads != 1):
+                or threads != 1 or scratchpad is not None):
             raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, kernel scratch, "
-                             "a memory limit, tiling or threads yet; fix the dimension with --shape to use them")
+                             "a memory limit, tiling, threads or a scratchpad yet; "
+                             "fix the dimension with --shape to use them")
         return SymbolicModel(lower_symbolic(model, dims, shapes=shapes, planner=planner, fuse=fuse,
                                             coalesce=coalesce, reorder=reorder, memory=memory, target=target))
     if target not in ("host", "cuda"):
@@ -894,7 +920,8 @@ def compile(  # noqa: A001 - the name users expect
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
                            target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch,
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
-                           tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo)
+                           tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo,
+                           scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
                             threads=threads)

@@ -194,7 +194,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
                           kernels=args.kernels, threads=args.threads,
                           scratch=args.scratch,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                          scratchpad=args.scratchpad, npu_cost=args.npu_cost)
     model.memory_report().check_limit(_bytes(args.memory_limit))
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)
@@ -219,9 +220,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_symbolic(args: argparse.Namespace) -> int:
     """`pyocc run --dim NAME=MAX`: compile once for every value, run on the
     --inputs (any size in range) or on random inputs at the maximum."""
-    if args.sanitize or args.memory_pools or args.memory_limit is not None or args.scratch or args.threads != 1:
+    if (args.sanitize or args.memory_pools or args.memory_limit is not None or args.scratch or args.threads != 1
+            or args.scratchpad is not None):
         raise PyoccError("--dim does not combine with --sanitize, --memory-pools, --memory-limit, "
-                         "--kernel-scratch or --threads yet; fix the dimension with --shape to use them")
+                         "--kernel-scratch, --threads or --scratchpad yet; fix the dimension with --shape to use them")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           reorder=args.reorder, dims=parse_dims(args.dim))
@@ -458,10 +460,12 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--at", action="append", default=[], metavar="NAME=VALUE",
                       help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
-    plan.add_argument("--scratchpad", default=None, metavar="SIZE",
-                      help="also schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB) and report its simulated cycles")
-    plan.add_argument("--npu-cost", default=None, metavar="SPEC",
-                      help="the NPU cost model, e.g. 'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
+    for command, what in ((plan, "report its simulated cycles"),
+                          (run, "run it staged through that SRAM by DMA (host copies), and report the simulation")):
+        command.add_argument("--scratchpad", default=None, metavar="SIZE",
+                             help=f"schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB), {what}")
+        command.add_argument("--npu-cost", default=None, metavar="SPEC", help="the NPU cost model, e.g. "
+                             "'macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8'")
     sub.add_parser("plan-json", help="solve a planning problem given as JSON (see docs/guide.md)", add_help=False)
     return parser
 
