@@ -12,7 +12,7 @@ kernels are written), a large sgemm is split by columns of C into blocks,
 and the model's worker threads each call the single-threaded sgemm on a
 contiguous run of blocks (the last block takes the leftover columns):
 OpenBLAS's own threads spin while they wait, which on a loaded machine made
-ResNet-50 five times slower (docs/performance.md), while the workers sleep.
+ResNet-50 5 to 23 times slower (docs/performance.md), while the workers sleep.
 Every element of C is still one sgemm's dot product over the whole depth,
 in the same order, as long as every call takes OpenBLAS's path for large
 products: its small-matrix kernels (up to 100^3 multiply-adds) round

@@ -15,7 +15,7 @@ the BLAS, sets OpenBLAS to one thread (`scipy_openblas_set_num_threads`):
 the workers split each large sgemm by columns between them
 (pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
 OpenBLAS's own threads spin while they wait for work, which made ResNet-50
-five times slower on a loaded machine (docs/performance.md).
+5 to 23 times slower on a loaded machine (docs/performance.md).
 `NAME_parallel_for` splits [0, count) into `threads` contiguous ranges,
 `t * count / threads` to `(t + 1) * count / threads` (some empty when
 count < threads), wakes the workers, runs range 0 itself and waits
