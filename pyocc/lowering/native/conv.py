@@ -46,6 +46,7 @@ from pyocc.dialects.dnn.scratch import (
     conv_scratch_bytes,
     im2col_block,
     im2col_block_bytes,
+    output_block_rows,
 )
 from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
@@ -369,7 +370,8 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4)
     else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
         block_channels = 0
-        block_rows = max(1, min(g.out_spatial[0], -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))))
+        least = -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))
+        block_rows = max(1, min(g.out_spatial[0], max(least, output_block_rows(w_shape, out_shape, 4))))
     row_positions = math.prod(g.out_spatial[1:])
     positions = g.out_positions
     b = k.builder
