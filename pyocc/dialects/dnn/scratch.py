@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm", "conv_scratch_bytes",
-           "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise", "output_block_rows"]
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm",
+           "conv_scratch_bytes", "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise",
+           "output_block_rows"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -65,8 +66,9 @@ def im2col_block(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequ
     default IM2COL_BLOCK_BYTES, or one channel's columns if more): output
     rows of the first spatial dim (a 1-D convolution has one row), as many
     as fit with all the group's channels (and no more than
-    `output_block_rows`) but at least IM2COL_MIN_POSITIONS positions' worth, and the input channels (of a group) whose columns
-    fill the block with those rows, spread evenly over the blocks."""
+    `output_block_rows`) but at least IM2COL_MIN_POSITIONS positions'
+    worth, and the input channels (of a group) whose columns fill the
+    block with those rows, spread evenly over the blocks."""
     block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
     row_positions = max(math.prod(spatial[1:]), 1)
