@@ -13,7 +13,13 @@ import pytest
 
 pytest.importorskip("scipy_openblas32", reason="the native kernels call OpenBLAS from scipy-openblas32")
 
-from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block, im2col_block_bytes  # noqa: E402
+from pyocc.dialects.dnn.scratch import (  # noqa: E402
+    conv_algorithm,
+    conv_scratch_bytes,
+    im2col_block,
+    im2col_block_bytes,
+    output_block_rows,
+)
 from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_preact_conv  # noqa: E402
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
@@ -68,6 +74,11 @@ CONVS: dict[str, dict[str, Any]] = {
     # row blocks (the last one short) by channel blocks (67 = 34 + 33), the later ones adding onto the residual
     "channel_blocks_residual": dict(x=[1, 67, 30, 30], w=[8, 67, 3, 3], pads=[1, 1, 1, 1], bias=True,
                                     residual=True, activation="relu"),
+    # pointwise in two row blocks (64 + 6 rows: 64 x 64 x 64 outputs fill the 1 MiB), and 1x1 convs that
+    # must not take the pointwise path (padded; grouped narrow)
+    "pointwise_row_blocks": dict(x=[2, 3, 70, 64], w=[64, 3, 1, 1], bias=True, residual=True, activation="relu"),
+    "one_by_one_padded": dict(x=[1, 4, 5, 5], w=[3, 4, 1, 1], pads=[1, 0, 0, 1], bias=True),
+    "one_by_one_grouped_narrow": dict(x=[1, 6, 5, 5], w=[6, 2, 1, 1], group=3, bias=True, activation="relu"),
 }
 
 
@@ -102,9 +113,20 @@ def test_blocked_cases_span_several_blocks() -> None:
     assert rows < 40 and 40 % rows and channels < 64
 
 
+def test_algorithm_of_one_by_one_convs() -> None:
+    # only an unpadded stride-1 1x1 conv multiplies its input as is; padding, strides and narrow groups do not
+    assert conv_algorithm([64, 3, 1, 1], None, None, 1) == "pointwise"
+    assert conv_algorithm([12, 16, 1, 1], [1, 1], [0, 0, 0, 0], 3) == "pointwise"
+    assert conv_algorithm([3, 4, 1, 1], None, [1, 0, 0, 1], 1) == "im2col"
+    assert conv_algorithm([7, 5, 1, 1], [2, 2], None, 1) == "im2col"
+    assert conv_algorithm([6, 2, 1, 1], None, None, 3) == "direct"
+    assert output_block_rows([64, 3, 1, 1], [2, 64, 70, 64], 4) == 64  # so pointwise_row_blocks has 2 blocks
+
+
 def test_conv_residual_in_place() -> None:
     # dnn-coalesce writes a residual conv over its dying residual: out is residual
-    for name in ("strided_dilated_asymmetric", "pointwise", "depthwise", "channel_blocks_residual"):
+    for name in ("strided_dilated_asymmetric", "pointwise", "depthwise", "channel_blocks_residual",
+                 "pointwise_row_blocks"):
         inputs, out_shape, kwargs = conv_case(CONVS[name])
         want = np.empty(out_shape, np.float32)
         hk.conv(*inputs, out=want, **kwargs)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm", "conv_scratch_bytes",
-           "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise"]
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm",
+           "conv_scratch_bytes", "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise",
+           "output_block_rows"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -64,19 +65,33 @@ def im2col_block(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequ
     """(rows, channels) of one im2col block (of at most `block_bytes`,
     default IM2COL_BLOCK_BYTES, or one channel's columns if more): output
     rows of the first spatial dim (a 1-D convolution has one row), as many
-    as fit with all the group's channels but at least IM2COL_MIN_POSITIONS
-    positions' worth, and the input channels (of a group) whose columns
-    fill the block with those rows, spread evenly over the blocks."""
+    as fit with all the group's channels (and no more than
+    `output_block_rows`) but at least IM2COL_MIN_POSITIONS positions'
+    worth, and the input channels (of a group) whose columns fill the
+    block with those rows, spread evenly over the blocks."""
     block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
     row_positions = max(math.prod(spatial[1:]), 1)
     channel_row_bytes = math.prod(w_shape[2:]) * row_positions * element_bytes  # one channel's taps, one row
     channels = w_shape[1]
-    rows = max(block_bytes // max(channel_row_bytes * channels, 1), -(-IM2COL_MIN_POSITIONS // row_positions), 1)
-    rows = min(spatial[0], rows)
+    # as many rows as fit with all channels, but no more than the outputs that fit beside them in cache
+    # (a stem's few channel taps would otherwise make a block's outputs outgrow the cache)
+    fit = min(block_bytes // max(channel_row_bytes * channels, 1), output_block_rows(w_shape, out_shape, element_bytes,
+                                                                                     block_bytes))
+    rows = min(spatial[0], max(fit, -(-IM2COL_MIN_POSITIONS // row_positions), 1))
     fitting = max(1, min(channels, block_bytes // max(channel_row_bytes * rows, 1)))
     blocks = -(-channels // fitting)
     return rows, -(-channels // blocks) if channels else 0
+
+
+def output_block_rows(w_shape: Sequence[int], out_shape: Sequence[int], element_bytes: int,
+                      block_bytes: int | None = None) -> int:
+    """Output rows (first spatial dim) whose outputs, all channels, fill at
+    most `block_bytes` (default IM2COL_BLOCK_BYTES), at least 1: the block
+    a convolution finishes (bias, activation) while it is in cache."""
+    block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
+    spatial = _as_rows(out_shape[2:])
+    return max(1, min(spatial[0], block_bytes // max(w_shape[0] * math.prod(spatial[1:]) * element_bytes, 1)))
 
 
 def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],

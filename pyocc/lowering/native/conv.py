@@ -18,8 +18,9 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   each input channel of the group and each kernel tap, one multiply-add
   sweep along the row, whose valid range is known at compile time, so the
   inner loop has no bounds checks and vectorises.
-A residual is copied into the output block first and BLAS accumulates onto
-it (beta = 1); bias and the activation are one pass over the block, while
+The output block starts as the residual (the bias is added after) or as
+the bias, and BLAS accumulates onto it (beta = 1, so OpenBLAS never runs
+its own pass zeroing C); the activation is one pass over the block, while
 it is in cache.
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
@@ -45,6 +46,7 @@ from pyocc.dialects.dnn.scratch import (
     conv_scratch_bytes,
     im2col_block,
     im2col_block_bytes,
+    output_block_rows,
 )
 from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
@@ -345,9 +347,10 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     rows at a time: im2col (in `workspace`, else in a block allocated
     around the call) a slice of the input channels at a time
     (`im2col_block`), one sgemm each, adding onto the last; or (`im2col`
-    false: pointwise) one sgemm over the block's input. A residual is
-    copied into the block first (beta = 1); bias + activation run on the
-    block while it is in cache. `transform` (preact_conv) is for group 1 only."""
+    false: pointwise) one sgemm over the block's input. The block starts
+    as the residual (bias added after) or as the bias, and every sgemm adds
+    onto it (beta = 1); the activation runs on the block while it is in
+    cache. `transform` (preact_conv) is for group 1 only."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
     image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
@@ -367,10 +370,10 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4)
     else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
         block_channels = 0
-        block_rows = max(1, min(g.out_spatial[0], -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))))
+        least = -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))
+        block_rows = max(1, min(g.out_spatial[0], max(least, output_block_rows(w_shape, out_shape, 4))))
     row_positions = math.prod(g.out_spatial[1:])
     positions = g.out_positions
-    blas_beta = 1.0 if residual is not None else 0.0
     b = k.builder
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, image_in))
@@ -385,13 +388,20 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 rows = _at_most(k, b.sub(I64(g.out_spatial[0]), first_row), block_rows)
                 start, count = b.mul(first_row, I64(row_positions)), b.mul(rows, I64(row_positions))
                 out_block = k.element(out_group, start)
-                if residual_image is not None:  # the block's residual first: the sgemms add onto it (beta 1)
-                    with k.loop(0, group_outs) as local:
-                        plane = k.add(k.mul(k.add(first_out, local), positions), start)
+                # the block starts as the residual, else as the bias (or 0): the sgemms add onto
+                # it (beta 1, so OpenBLAS skips its own pass zeroing C)
+                with k.loop(0, group_outs) as local:
+                    oc = k.add(first_out, local)
+                    plane = k.add(k.mul(oc, positions), start)
+                    if residual_image is not None:
                         _copy_or_zero(k, k.element(out_image, plane), k.element(residual_image, plane), count)
+                    elif bias is not None:
+                        k.fill(k.element(out_image, plane), k.load(bias, oc), count)
+                    else:
+                        _copy_or_zero(k, k.element(out_image, plane), None, count)
                 if not im2col:
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
-                            positions, out_block, positions, beta=blas_beta)
+                            positions, out_block, positions, beta=1.0)
                 else:
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
@@ -399,20 +409,16 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                         channels = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
                         _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, channels,
                                       first_channel)
-                        if block_channels >= group_channels or blas_beta == 1.0:
-                            beta: float | ir.Value = blas_beta
-                        else:
-                            first = b.icmp_signed("==", first_channel, I64(0))
-                            beta = b.select(first, F32(blas_beta), F32(1.0))
                         k.sgemm(group_outs, count, b.mul(channels, I64(len(g.taps))),
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                block_rows * row_positions, out_block, positions, beta=beta)
-                # bias + activation while the block's outputs are in cache
-                if bias is not None or kwargs.get("activation") is not None:
+                                block_rows * row_positions, out_block, positions, beta=1.0)
+                # bias (after a residual) + activation while the block's outputs are in cache
+                late_bias = bias if residual_image is not None else None
+                if late_bias is not None or kwargs.get("activation") is not None:
                     with k.loop(0, group_outs) as local:
                         oc = k.add(first_out, local)
-                        _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), bias, oc, count,
-                                  kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+                        _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), late_bias, oc,
+                                  count, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
     if heap:
         k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
 

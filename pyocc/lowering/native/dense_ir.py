@@ -191,6 +191,16 @@ class Kernel:
             value = self.load(source, i) if source is not None else F32(0.0)
             self.store(transform(value) if transform is not None and source is not None else value, target, i)
 
+    def fill(self, target: ir.Value, value: ir.Value, count: int | ir.Value) -> None:
+        """target[:count] = value (a float32), in explicit vectors like `copy`."""
+        b = self.builder
+        full = count - count % LANES if isinstance(count, int) else b.and_(count, I64(-LANES))
+        lanes = self.splat(value)
+        with self.loop(0, full, LANES) as i:
+            b.store(lanes, self.element(target, i), align=4)
+        with self.loop(full, count) as i:
+            self.store(value, target, i)
+
     # -- control flow ------------------------------------------------------------
 
     @contextmanager
