@@ -409,7 +409,10 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                         channels = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
                         _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, channels,
                                       first_channel)
-                        k.sgemm(group_outs, count, b.mul(channels, I64(len(g.taps))),
+                        # one slice (the common case): a depth known at compile time, so
+                        # the product can be split between threads (Kernel.sgemm)
+                        depth_now = depth if block_channels >= group_channels else b.mul(channels, I64(len(g.taps)))
+                        k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
                                 block_rows * row_positions, out_block, positions, beta=1.0)
                 # bias (after a residual) + activation while the block's outputs are in cache
