@@ -222,11 +222,6 @@ def regions(function: func.FuncOp) -> list[Region]:
     return found
 
 
-def region_of(function: func.FuncOp, count: int) -> Region | None:
-    """The region of exactly `count` ops (None when there is no cut there)."""
-    return next((r for r in regions(function) if len(r.ops) == count), None)
-
-
 def auto_region(found: list[Region]) -> Region | None:
     """region=auto: the region that ends at the smallest output (the
     earliest one on a tie), where patch-based execution saves most."""

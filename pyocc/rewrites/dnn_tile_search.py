@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
@@ -106,7 +106,8 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: lis
     """Region length k -> the most bytes live at once in the planned untiled
     function from the first compute op after the region on. Tiling leaves those steps as they
     are, so no tiling of k ops can plan below it. Only for the regions whose
-    compute ops (and those before them) pair up across the two forms."""
+    compute ops (and those before them) pair up across the two forms (a
+    concat dnn-coalesce removed pairs with the step before it)."""
     tensor_ops = [op for op in tensor_function.body.block.ops if isinstance(op, d.DnnComputeOp)]
     steps = [(i, op) for i, op in enumerate(planned.body.block.ops)
              if isinstance(op, d.DnnComputeOp) and not isinstance(op, d.SanitizeOp)]
@@ -122,17 +123,29 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: lis
     after = [0] * (len(live) + 1)  # after[i]: the most live bytes at steps >= i
     for i in range(len(live) - 1, -1, -1):
         after[i] = max(live[i], after[i + 1])
+    # pair each tensor-form compute op with its planned step; dnn-coalesce
+    # may have removed a concat (its inputs written into their bands) or
+    # left copies in its place
+    paired: dict[Operation, int] = {}
+    j = 0
+    for t in tensor_ops:
+        if j < len(steps) and steps[j][1].name == t.name:
+            paired[t] = j
+            j += 1
+        elif isinstance(t, d.ConcatOp):
+            while j < len(steps) and isinstance(steps[j][1], d.CopyOp):
+                j += 1
+            paired[t] = j - 1
+        else:
+            break
     floors: dict[int, int] = {}
     for region in found:
         count, op = len(region.ops), region.ops[-1]
-        # the ops up to the region's end must pair up (a removed copy or
-        # concat before it would shift the steps)
-        position = tensor_ops.index(op)
-        if position >= len(steps) or any(t.name != b.name for t, (_, b) in
-                                         zip(tensor_ops[:position + 1], steps[:position + 1], strict=True)):
+        if op not in paired:
             break
         # from the next compute op on: the probes dnn-sanitize puts right
         # after the region still read the region's own buffers
+        position = paired[op]
         floors[count] = after[steps[position + 1][0]] if position + 1 < len(steps) else 0
     return floors
 
