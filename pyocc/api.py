@@ -226,7 +226,7 @@ def lower(
     target: str = "host",
     pool_allocation: str | None = None,
     workspace: int = Options.workspace,
-    scratch: bool = False,
+    scratch: bool = True,
     memory_limit: int | str | None = None,
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
@@ -244,8 +244,10 @@ def lower(
     the planned pool is allocated: "init" (default: once per model) or "run"
     (once per run, Occamy's way), and `workspace` the bytes of cuDNN
     workspace each convolution may use, planned as a buffer (so the
-    activation memory includes it). `scratch=True` plans the host's
-    native kernel scratch (im2col columns) as buffers of the plan.
+    activation memory includes it). `scratch` (default True) plans the
+    host's native kernel scratch (im2col columns) as buffers of the plan,
+    each sized to the pool's slack at its op (pyocc.planning.fit); False
+    leaves it out, and the convolutions that need it run numpy kernels.
     `tile_region` > 0 runs the first N row-local ops patch by patch
     (dnn-tile, `tile_patches` patches). `memory_limit` (bytes, or "min")
     picks a tiling when the program as given needs more activation memory
@@ -342,7 +344,7 @@ def lower(
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
-        # planned kernel scratch (--kernel-scratch): the most one op needs at once
+        # planned kernel scratch (host, native kernels): the most one op has at once
         workspace_bytes=max((b.bytes for b in liveness.intermediates if b.value in scratch), default=0),
         plan_ms=plan_ms,
         buffers=buffers,
@@ -501,7 +503,7 @@ def compile(  # noqa: A001 - the name users expect
     workspace: int = 32 << 20,
     pool_allocation: str | None = None,
     kernels: str = "native",
-    scratch: bool = False,
+    scratch: bool = True,
     memory_limit: int | str | None = None,
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
@@ -521,8 +523,8 @@ def compile(  # noqa: A001 - the name users expect
     `kernels="native"` (default) compiles a native kernel for every op that
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
-    `scratch=True` plans the native kernels' scratch (im2col columns) in the
-    pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region` and
+    `scratch` (default True) plans the native kernels' scratch (im2col
+    columns) in the pool (see `lower`); with `kernels="numpy"` none is planned. `memory_limit`, `max_extra_macs`, `tile_region` and
     `tile_patches`: patch-based execution of the stem (see `lower`)."""
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
@@ -540,8 +542,8 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch,
-                           memory_limit=memory_limit, max_extra_macs=max_extra_macs,
+                           target=target, pool_allocation=pool_allocation, workspace=workspace,
+                           scratch=scratch and kernels == "native", memory_limit=memory_limit, max_extra_macs=max_extra_macs,
                            tile_region=tile_region, tile_patches=tile_patches)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels)

@@ -88,9 +88,14 @@ class Options:
     per model, by NAME_init) or run (once per run, Occamy's way). The host's
     pool is allocated per run."""
 
-    scratch: bool = False
+    scratch: bool = True
     """Plan the host's native kernel scratch (im2col columns) as buffers of
-    the memory plan (dnn-insert-memory-ops{scratch=true}); host only."""
+    the memory plan (dnn-insert-memory-ops{scratch=true}), each sized to
+    the pool's slack at its op (dnn-memory-pool); host only."""
+
+    fit_scratch: bool = True
+    """Pool mode: size each kernel scratch to the pool's slack at its op
+    (dnn-memory-pool{fit_scratch}); False plans every block whole."""
 
     tile_region: int = 0
     """dnn-tile's region: the first N row-local ops from the graph input run
@@ -149,7 +154,7 @@ def pool_passes(options: Options) -> list[ModulePass]:
         return []
     return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
                               pools=options.memory_pools, policy=options.pool_policy,
-                              candidates=options.pool_candidates)]
+                              candidates=options.pool_candidates, fit_scratch=options.fit_scratch)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:

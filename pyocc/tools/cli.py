@@ -142,8 +142,6 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
                    help="turn tensor coalescing (dnn-coalesce) off")
-    p.add_argument("--kernel-scratch", dest="scratch", action="store_true",
-                   help="target host: plan the native kernels' scratch (im2col columns) in the pool")
 
 
 def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
@@ -176,7 +174,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
                           kernels=args.kernels,
-                          scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     model.memory_report().check_limit(_bytes(args.memory_limit))
     if args.inputs:
@@ -211,7 +208,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
                           kernels=args.kernels,
-                          scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
@@ -301,7 +297,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
                            pool_candidates=args.pool_candidates,
                            reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
                            workspace=args.workspace,
-                          scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):

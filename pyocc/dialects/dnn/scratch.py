@@ -21,7 +21,7 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "conv_algorithm", "conv_scratch_bytes", "im2col_block_bytes", "im2col_block_rows",
-           "is_pointwise"]
+           "im2col_row_bytes", "is_pointwise"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -59,8 +59,14 @@ def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape:
     IM2COL_BLOCK_BYTES)."""
     block_bytes = IM2COL_BLOCK_BYTES if block_bytes is None else block_bytes
     spatial = _as_rows(out_shape[2:])
-    row_bytes = w_shape[1] * math.prod(w_shape[2:]) * math.prod(spatial[1:]) * element_bytes
+    row_bytes = im2col_row_bytes(w_shape, out_shape, element_bytes)
     return max(1, min(spatial[0], block_bytes // max(row_bytes, 1)))
+
+
+def im2col_row_bytes(w_shape: Sequence[int], out_shape: Sequence[int], element_bytes: int) -> int:
+    """Bytes of one output row's im2col columns (of one group): the smallest
+    block the kernel runs, and the unit a planned block is a multiple of."""
+    return w_shape[1] * math.prod(w_shape[2:]) * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
 
 
 def _as_rows(spatial: Sequence[int]) -> list[int]:
