@@ -95,7 +95,8 @@ class Options:
 
     fit_scratch: bool = True
     """Pool mode: size each kernel scratch to the pool's slack at its op
-    (dnn-memory-pool{fit_scratch}); False plans every block whole."""
+    (dnn-memory-pool{fit_scratch}); False plans every block whole (as
+    with `sanitize`, whose guards and fills are sized for the whole block)."""
 
     tile_region: int = 0
     """dnn-tile's region: the first N row-local ops from the graph input run
@@ -154,7 +155,9 @@ def pool_passes(options: Options) -> list[ModulePass]:
         return []
     return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
                               pools=options.memory_pools, policy=options.pool_policy,
-                              candidates=options.pool_candidates, fit_scratch=options.fit_scratch)]
+                              candidates=options.pool_candidates,
+                              # the sanitizer's guard bytes and fills are sized for the whole block
+                              fit_scratch=options.fit_scratch and not options.sanitize)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:
