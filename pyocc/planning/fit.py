@@ -14,6 +14,7 @@ Plain data only (no IR).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .planner import plan_memory
@@ -48,7 +49,7 @@ def _round_up(value: int, step: int) -> int:
 
 
 def fit_flexible(problem: Problem, flexible: dict[str, int], algorithm: str = "auto",
-                 time_budget_ms: int = 200) -> FittedPlan:
+                 time_budget_ms: int = 200, planner: Callable[..., Plan] = plan_memory) -> FittedPlan:
     """Plan `problem`, whose buffers named in `flexible` (name -> minimum
     bytes) may shrink from their `size` (the maximum) down to that minimum.
 
@@ -56,11 +57,12 @@ def fit_flexible(problem: Problem, flexible: dict[str, int], algorithm: str = "a
     buffer, largest maximum first, takes the longest free run of bytes below
     the pool top at its steps that holds its minimum (capped at its maximum),
     else the lowest place where its minimum fits (the pool grows by the
-    least). Raises `PlanError` if the combined plan fails verification."""
+    least). `planner` plans the fixed buffers (`plan_memory`'s signature).
+    Raises `PlanError` if the combined plan fails verification."""
     start = time.perf_counter()
     fixed = Problem(tuple(b for b in problem.buffers if b.name not in flexible))
     if fixed.buffers:
-        base = plan_memory(fixed, algorithm, time_budget_ms=time_budget_ms)
+        base = planner(fixed, algorithm, time_budget_ms=time_budget_ms)
         offsets, fixed_pool, algo, optimal = dict(base.offsets), base.pool_size, base.algorithm, base.optimal
     else:
         offsets, fixed_pool, algo, optimal = {}, 0, "none", True

@@ -222,7 +222,8 @@ class DnnMemoryPoolPass(ModulePass):
             flexible = scratch_minimums(function, names) if self.fit_scratch else {}
             try:
                 if flexible:
-                    fitted = fit_flexible(problem, flexible, self.planner, time_budget_ms=self.time_budget_ms)
+                    fitted = fit_flexible(problem, flexible, self.planner, time_budget_ms=self.time_budget_ms,
+                                          planner=plan_memory)
                     resize_scratch(function, names, fitted.sizes)
                     plan = fitted.plan
                 else:
