@@ -6,10 +6,15 @@
      heapcount_mark()  -> restarts the peak at the bytes live now
      heapcount_read(long long out[2]) -> out[0] = bytes live now, out[1] = peak since the mark
 
+   With HEAPCOUNT_OUT=FILE set, it also writes "peak_live_bytes N calls M"
+   for the whole process to FILE at exit (tests/runtime/test_heapcount.py,
+   bench/heapcount.py: the heap peak of examples/c/run_model).
+
    Build: cc -shared -fPIC -O2 -o heapcount.so heapcount.c -ldl */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +22,7 @@ static void *(*r_malloc)(size_t), *(*r_calloc)(size_t, size_t), *(*r_realloc)(vo
 static void (*r_free)(void *);
 static int (*r_posix_memalign)(void **, size_t, size_t);
 static void *(*r_aligned_alloc)(size_t, size_t), *(*r_memalign)(size_t, size_t);
-static long long live, peak;
+static long long live, peak, calls;
 static char boot[1 << 16]; static size_t boot_used;
 
 static void init(void) {
@@ -31,6 +36,7 @@ static int in_boot(void *p) { return (char *)p >= boot && (char *)p < boot + siz
 static void add(void *p) {
   if (!p) return;
   long long now = __atomic_add_fetch(&live, (long long)malloc_usable_size(p), __ATOMIC_RELAXED);
+  __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
   long long old = __atomic_load_n(&peak, __ATOMIC_RELAXED);
   while (now > old && !__atomic_compare_exchange_n(&peak, &old, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
@@ -45,3 +51,7 @@ void *memalign(size_t a, size_t n) { init(); void *p = r_memalign(a, n); add(p);
 void heapcount_mark(void) { __atomic_store_n(&peak, __atomic_load_n(&live, __ATOMIC_RELAXED), __ATOMIC_RELAXED); }
 void heapcount_read(long long *out) { out[0] = __atomic_load_n(&live, __ATOMIC_RELAXED); out[1] = __atomic_load_n(&peak, __ATOMIC_RELAXED); }
 __attribute__((constructor)) static void start(void) { init(); }
+__attribute__((destructor)) static void report(void) {
+  const char *f = getenv("HEAPCOUNT_OUT"); FILE *o = f ? fopen(f, "w") : NULL;
+  if (o) { fprintf(o, "peak_live_bytes %lld calls %lld\n", peak, calls); fclose(o); }
+}

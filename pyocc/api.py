@@ -262,7 +262,7 @@ def lower(
     target: str = "host",
     pool_allocation: str | None = None,
     workspace: int = Options.workspace,
-    scratch: bool = False,
+    scratch: bool = True,
     memory_limit: int | str | None = None,
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
@@ -284,8 +284,10 @@ def lower(
     the planned pool is allocated: "init" (default: once per model) or "run"
     (once per run, Occamy's way), and `workspace` the bytes of cuDNN
     workspace each convolution may use, planned as a buffer (so the
-    activation memory includes it). `scratch=True` plans the host's
-    native kernel scratch (im2col columns) as buffers of the plan.
+    activation memory includes it). `scratch` (default True) plans the
+    host's native kernel scratch (im2col columns) as buffers of the plan,
+    each sized to the pool's slack at its op (pyocc.planning.fit); False
+    leaves it out, and the convolutions that need it run numpy kernels.
     `tile_region` > 0 runs the first N row-local ops patch by patch
     (dnn-tile, `tile_patches` patches, the halo rows recomputed or, with
     `tile_halo="cache"`, computed once and cached). `memory_limit` (bytes, or "min")
@@ -392,7 +394,7 @@ def lower(
         naive_bytes=tensor_liveness.naive_bytes,
         weight_bytes=liveness.bytes_of("weight"),
         io_bytes=liveness.bytes_of("input") + liveness.bytes_of("output"),
-        # planned kernel scratch (--kernel-scratch): the most one op needs at once
+        # planned kernel scratch (host, native kernels): the most one op has at once
         workspace_bytes=max((b.bytes for b in liveness.intermediates if b.value in scratch), default=0),
         plan_ms=plan_ms,
         buffers=buffers,
@@ -851,7 +853,7 @@ def compile(  # noqa: A001 - the name users expect
     workspace: int = 32 << 20,
     pool_allocation: str | None = None,
     kernels: str = "native",
-    scratch: bool = False,
+    scratch: bool = True,
     memory_limit: int | str | None = None,
     max_extra_macs: float = 0.10,
     tile_region: int = 0,
@@ -876,8 +878,9 @@ def compile(  # noqa: A001 - the name users expect
     `kernels="native"` (default) compiles a native kernel for every op that
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
-    `scratch=True` plans the native kernels' scratch (im2col columns) in the
-    pool (see `lower`). `memory_limit`, `max_extra_macs`, `tile_region`,
+    `scratch` (default True) plans the native kernels' scratch (im2col
+    columns) in the pool (see `lower`); with `kernels="numpy"` none is
+    planned. `memory_limit`, `max_extra_macs`, `tile_region`,
     `tile_patches` and `tile_halo`: patch-based execution of the stem (see `lower`).
     `scratchpad` (bytes or "1MiB") runs the program the NPU way: every
     weight and graph input/output copied into the SRAM pool before the op
@@ -891,9 +894,9 @@ def compile(  # noqa: A001 - the name users expect
     `SymbolicModel` whose `run` takes every value from 1 to the maximum
     (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
     if dims:
-        if (sanitize or memory_pools or pool_candidates or scratch or memory_limit is not None or tile_region
+        if (sanitize or memory_pools or pool_candidates or memory_limit is not None or tile_region
                 or threads != 1 or scratchpad is not None):
-            raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, kernel scratch, "
+            raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, "
                              "a memory limit, tiling, threads or a scratchpad yet; "
                              "fix the dimension with --shape to use them")
         return SymbolicModel(lower_symbolic(model, dims, shapes=shapes, planner=planner, fuse=fuse,
@@ -918,7 +921,8 @@ def compile(  # noqa: A001 - the name users expect
     module, report = lower(model, memory=memory, planner=planner, shapes=shapes, fuse=fuse, coalesce=coalesce,
                            sanitize=sanitize,
                            memory_pools=memory_pools, pool_candidates=pool_candidates, reorder=reorder,
-                           target=target, pool_allocation=pool_allocation, workspace=workspace, scratch=scratch,
+                           target=target, pool_allocation=pool_allocation, workspace=workspace,
+                           scratch=scratch and kernels == "native",
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
                            tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo,
                            scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None)

@@ -89,9 +89,15 @@ class Options:
     per model, by NAME_init) or run (once per run, Occamy's way). The host's
     pool is allocated per run."""
 
-    scratch: bool = False
+    scratch: bool = True
     """Plan the host's native kernel scratch (im2col columns) as buffers of
-    the memory plan (dnn-insert-memory-ops{scratch=true}); host only."""
+    the memory plan (dnn-insert-memory-ops{scratch=true}), each sized to
+    the pool's slack at its op (dnn-memory-pool); host only."""
+
+    fit_scratch: bool = True
+    """Pool mode: size each kernel scratch to the pool's slack at its op
+    (dnn-memory-pool{fit_scratch}); False plans every block whole (as
+    with `sanitize`, whose guards and fills are sized for the whole block)."""
 
     tile_region: int = 0
     """dnn-tile's region: the first N row-local ops from the graph input run
@@ -150,7 +156,9 @@ def pool_passes(options: Options) -> list[ModulePass]:
         return []
     return [DnnMemoryPoolPass(planner=options.planner, alignment=options.alignment,
                               pools=options.memory_pools, policy=options.pool_policy,
-                              candidates=options.pool_candidates)]
+                              candidates=options.pool_candidates,
+                              # the sanitizer's guard bytes and fills are sized for the whole block
+                              fit_scratch=options.fit_scratch and not options.sanitize)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:

@@ -106,17 +106,18 @@ func.func @concat(%x: tensor<16xf32>) -> tensor<32xf32> {
 
 // A 3x3 convolution needs its im2col columns (C*taps x positions floats =
 // 2*9*16*4 bytes) as scratch: a malloc live only around the op, passed as
-// its workspace operand (the last one).
+// its workspace operand (the last one). Its kernel also runs in smaller
+// blocks, down to one output row's columns (2*9*4*4 bytes): min_size.
 // LAZY-LABEL: func.func @conv_scratch
 // LAZY-NEXT: %[[Y:.*]] = dnn.malloc {size = 192 : i64} : memref<1x3x4x4xf32>
-// LAZY-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64} : memref<1152xi8>
+// LAZY-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64, min_size = 288 : i64} : memref<1152xi8>
 // LAZY-NEXT: dnn.conv ins(%x, %w : {{.*}}) outs(%[[Y]], workspace %[[S]] : memref<1x3x4x4xf32>, memref<1152xi8>)
 // LAZY-NEXT: dnn.dealloc %[[S]]
 // LAZY-NEXT: dnn.unary ins(%[[Y]]
 // LAZY-NEXT: dnn.dealloc %[[Y]]
 // EAGER-LABEL: func.func @conv_scratch
 // EAGER-NEXT: dnn.malloc {size = 192 : i64}
-// EAGER-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64} : memref<1152xi8>
+// EAGER-NEXT: %[[S:.*]] = dnn.malloc {size = 1152 : i64, min_size = 288 : i64} : memref<1152xi8>
 // EAGER-NEXT: dnn.conv ins(%x, %w : {{.*}}) outs(%{{.*}}, workspace %[[S]] :
 // EAGER-NEXT: dnn.unary
 // EAGER-NEXT: dnn.dealloc
@@ -151,7 +152,7 @@ func.func @conv_without_scratch(%x: tensor<1x2x4x4xf32>, %w1: tensor<3x2x1x1xf32
 // A pointwise preact_conv still needs scratch: its input is pre-activated
 // into im2col columns (2 channels x 16 positions x 4 bytes) before the sgemm.
 // LAZY-LABEL: func.func @preact_conv_scratch
-// LAZY: %[[S:.*]] = dnn.malloc {size = 128 : i64} : memref<128xi8>
+// LAZY: %[[S:.*]] = dnn.malloc {size = 128 : i64, min_size = 32 : i64} : memref<128xi8>
 // LAZY-NEXT: dnn.preact_conv ins(%x, %s, %t, %w : {{.*}}) outs(%{{.*}}, workspace %[[S]] :
 // LAZY-NEXT: dnn.dealloc %[[S]]
 // NOSCRATCH-LABEL: func.func @preact_conv_scratch

@@ -135,7 +135,10 @@ class BandChoice:
         self.buffers: dict[SSAValue, _Buffer] = {}
         for b in liveness.buffers:
             if b.kind == "output" or (b.kind == "intermediate" and is_malloc(b.value)):
-                self.buffers[b.value] = _Buffer(b.bytes, b.first, b.last, counted=b.kind == "intermediate")
+                # a kernel's scratch counts at its least (dnn-memory-pool sizes it to the slack)
+                least = getattr(b.value.owner, "min_size", None) if b.kind == "intermediate" else None
+                self.buffers[b.value] = _Buffer(least.value.data if least is not None else b.bytes, b.first, b.last,
+                                                counted=b.kind == "intermediate")
         for i, op in enumerate(ops):
             for value in written_values(op):
                 buffer = self.buffers.get(root_buffer(value))

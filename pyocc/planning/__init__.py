@@ -7,9 +7,11 @@ with size limits (pools.py). ``problem_to_json``/``plan_to_json`` and the ``plan
 command (cli.py) let other compilers use it through files. ``plan_symbolic``
 plans buffers whose sizes are polynomials in symbols (a sequence length):
 one plan, offsets as formulas, valid for every value in range (symbolic.py).
+``fit_flexible`` sizes flexible buffers (kernel scratch) to a plan's slack (fit.py).
 """
 
 from .bounds import lower_bound, max_live, naive_bytes
+from .fit import FittedPlan, fit_flexible
 from .planner import ALGORITHMS, plan_memory
 from .pools import (
     POLICIES,
@@ -40,6 +42,8 @@ __all__ = [
     "ALGORITHMS",
     "POLICIES",
     "Buffer",
+    "FittedPlan",
+    "fit_flexible",
     "MemoryPool",
     "PoolOverflowError",
     "PoolsPlan",

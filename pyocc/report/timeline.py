@@ -60,6 +60,9 @@ class BufferBox:
     """Indices of every op that writes it: more than one when coalescing
     let several tensors share it (a result written over a dying input,
     bands of a concat)."""
+    scratch: bool = False
+    """A kernel's scratch (an op's `workspace`): sized by the plan to the
+    bytes free at its op, so it fills the pool's slack there."""
 
 
 @dataclass
@@ -108,7 +111,15 @@ class Timeline:
         if not live:
             return 0, 0
         top = max(live)
-        return live.index(top), top
+        # scratch fills the slack at its op, so a step can reach the top only
+        # by it: prefer the first top step with the least scratch live
+        scratch = [0] * len(live)
+        for b in self.buffers:
+            if b.scratch:
+                for step in range(b.first, b.last + 1):
+                    scratch[step] += b.bytes
+        step = min((i for i, v in enumerate(live) if v == top), key=lambda i: (scratch[i], i))
+        return step, top
 
 
 def _op_label(op: Operation) -> str:
@@ -132,16 +143,19 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
     liveness = analyze_function(function)
     intermediates = liveness.intermediates
     buffer_id = {b.value: i for i, b in enumerate(intermediates)}
+    scratch = {liveness.root_of(o.workspace) for o in function.body.block.ops
+               if isinstance(o, d.DnnComputeOp) and getattr(o, "workspace", None) is not None}
     ops: list[OpBox] = []
     for op in function.body.block.ops:
         if not isinstance(op, d.DnnComputeOp):
             continue
         box = OpBox(len(ops), _op_label(op))
-        for value in op.destinations():
+        for value in [*op.destinations(), *([op.workspace] if getattr(op, "workspace", None) is not None else [])]:
             i = buffer_id.get(liveness.root_of(value))
             if i is not None and i not in box.produces:
                 box.produces.append(i)
-        for value in op.read_values():
+        workspace = getattr(op, "workspace", None)  # kernel scratch: written and read by its op alone
+        for value in [*op.read_values(), *([workspace] if workspace is not None else [])]:
             i = buffer_id.get(liveness.root_of(value))
             if i is not None and i not in box.reads:
                 box.reads.append(i)
@@ -172,7 +186,7 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
             id=i, name=b.name, bytes=b.bytes,
             offset=owner.offset.value.data + pool_base.get(owner.pool, 0) if isinstance(owner, d.MemOffsetOp) else 0,
             first=min(steps), last=max(steps), shape=list(b.shape), dtype=b.dtype,
-            producer=producer.get(i), consumers=consumers[i], writers=writers[i],
+            producer=producer.get(i), consumers=consumers[i], writers=writers[i], scratch=b.value in scratch,
         ))
     io = [(b.name, b.kind, b.bytes) for b in liveness.buffers if b.kind in ("input", "output")]
     placement = {"pool": "planned", "lazy": "first-fit"}.get(report.memory, "stacked")

@@ -15,7 +15,10 @@ of memory operations. Tensor-form dnn becomes buffer-form dnn.
   the host runs as im2col + BLAS) gets a `dnn.malloc` of that many bytes as
   its `workspace` operand, allocated like an output (lazy: right before the
   op, freed right after it, so it is live only around the op; eager: at
-  entry), so that the pool plans it and the report counts it.
+  entry), so that the pool plans it and the report counts it. Where the
+  kernel can run in smaller blocks, the malloc carries `min_size` (the
+  op's `scratch_min_bytes()`): dnn-memory-pool then sizes it to the slack
+  of the pool at the op, between `min_size` and `size`.
   Only with `scratch=true` (the host with native kernels; cuDNN's workspace
   on target cuda is allocated once at init).
 - `memcpy=true` (for targets whose kernels see another memory space) copies
@@ -230,6 +233,9 @@ def _scratch_malloc(op: d.DnnComputeOp, alignment: int) -> d.MallocOp | None:
         raise PassFailedException(f"dnn-insert-memory-ops: {op.name} declares {size} bytes of scratch "
                                   "but has no workspace operand")
     alloc = d.MallocOp(MemRefType(i8, [size]), alignment)
+    least = op.scratch_min_bytes()
+    if 0 < least < size:
+        alloc.properties["min_size"] = IntegerAttr(least, i64)
     alloc.result.name_hint = f"{op.results[0].name_hint or 'op'}_scratch"
     return alloc
 

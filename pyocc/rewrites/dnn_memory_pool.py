@@ -9,7 +9,10 @@ with one `dnn.pool_init` of the planned size at entry and one
 `dnn.pool_release` before the return. Lifetimes come from the liveness
 analysis of the lazy form (malloc to last use), so the plan may reuse the
 bytes of any buffer that is dead. Every plan passes the plan verifier before
-the IR is rewritten. The planner decides (a `Placement`: pool and offset per
+the IR is rewritten. A kernel's scratch (a malloc with `min_size`) is
+sized to the pool's slack at its op (`fit_scratch`, pyocc.planning.fit):
+the fixed buffers are planned first, then each scratch takes the free bytes
+at its op, from `min_size` up to `size`. The planner decides (a `Placement`: pool and offset per
 buffer); two patterns rewrite, the same for one pool and for named pools:
 `MallocToMemOffset` and `DeallocErased` (`apply_placement`).
 
@@ -62,6 +65,7 @@ from pyocc.planning import (
     Problem,
     parse_memory_pools,
     parse_pool_candidates,
+    fit_flexible,
     plan_memory,
     plan_pools,
 )
@@ -192,6 +196,12 @@ class DnnMemoryPoolPass(ModulePass):
     """Per op kind candidate pools, e.g. "concat=dram,conv=sram+dram": a
     buffer written by that kind of op tries only those pools, in order."""
 
+    fit_scratch: bool = True
+    """One pool: size each kernel scratch buffer (a malloc with `min_size`)
+    to the free bytes of the pool at its op, between `min_size` and `size`
+    (pyocc.planning.fit); named pools: `min_size` (one output row's columns
+    for a convolution); false: plan it at `size` like any buffer."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "buffers")
         if self.planner != "auto" and self.planner not in ALGORITHMS:
@@ -208,11 +218,19 @@ class DnnMemoryPoolPass(ModulePass):
             problem = planning_problem(liveness, self.alignment)
             if not problem.buffers:
                 continue
+            names = [b.name for b in problem.buffers]
+            flexible = scratch_minimums(function, names) if self.fit_scratch else {}
             try:
-                plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
+                if flexible:
+                    fitted = fit_flexible(problem, flexible, self.planner, time_budget_ms=self.time_budget_ms,
+                                          planner=plan_memory)
+                    resize_scratch(function, names, fitted.sizes)
+                    plan = fitted.plan
+                else:
+                    plan = plan_memory(problem, self.planner, time_budget_ms=self.time_budget_ms)
             except PlanningError as e:
                 raise PassFailedException(f"dnn-memory-pool: {e}") from None
-            apply_placement(function, [b.name for b in problem.buffers], Placement.of_plan(plan, self.alignment))
+            apply_placement(function, names, Placement.of_plan(plan, self.alignment))
 
     def _apply_pools(self, op: ModuleOp) -> None:
         """Plan every function across the named pools and rewrite it."""
@@ -234,6 +252,11 @@ class DnnMemoryPoolPass(ModulePass):
             plan_weights(function, pools, self.alignment)
             if not any(isinstance(o, d.MallocOp) for o in function.body.block.ops):
                 continue
+            if self.fit_scratch:
+                # no slack fitting across pools yet: each kernel scratch takes its least block
+                mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
+                names = [str(i) for i in range(len(mallocs))]
+                resize_scratch(function, names, scratch_minimums(function, names))
             problem = planning_problem(analyze_function(function), self.alignment, with_traffic=True,
                                        candidates=candidates, kinds=writer_kinds(function))
             try:
@@ -242,6 +265,30 @@ class DnnMemoryPoolPass(ModulePass):
             except PlanningError as e:
                 raise PassFailedException(f"dnn-memory-pool: {e}") from None
             apply_placement(function, [b.name for b in problem.buffers], Placement.of_pools(result))
+
+
+def scratch_minimums(function: func.FuncOp, names: list[str]) -> dict[str, int]:
+    """Planner name -> `min_size` of each malloc that has one (a kernel
+    scratch the pool may shrink); `names` lists the mallocs' planner names
+    in block order."""
+    mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
+    return {name: o.min_size.value.data for o, name in zip(mallocs, names, strict=True) if o.min_size is not None}
+
+
+def resize_scratch(function: func.FuncOp, names: list[str], sizes: dict[str, int]) -> None:
+    """Give each scratch malloc named in `sizes` (planner name -> bytes) its
+    fitted size: a new `memref<N x i8>` malloc whose uses (the op's
+    workspace, its dealloc) take its result."""
+    mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
+    for op, name in zip(mallocs, names, strict=True):
+        size = sizes.get(name)
+        if size is None or size == op.size.value.data:
+            continue
+        smaller = d.MallocOp(MemRefType(i8, [size]), op.alignment.value.data)
+        if op.min_size is not None and op.min_size.value.data <= size:
+            smaller.properties["min_size"] = op.min_size
+        smaller.result.name_hint = op.result.name_hint
+        Rewriter.replace_op(op, smaller)
 
 
 # ---------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 Only the library and the weights file are needed (no xDSL, no IR, no weight
 store): the library carries its JSON site table (`NAME_meta()`), and the
-weights file is the packed constant pool. One live model per loaded library
+weights file is the packed constant pool, memory-mapped once per load. One live model per loaded library
 path: the kernel callback is a global of the library.
 """
 
@@ -71,9 +71,11 @@ def load_shared_library(path: str | os.PathLike[str], weights: str | os.PathLike
     expected = meta["weights"]["bytes"]
     if expected and not weights_path.is_file():
         raise PyoccError(f"{weights_path}: no such weights file (the model needs {expected} bytes of weights)")
-    data = weights_path.read_bytes() if expected else b""
-    if len(data) != expected:
-        raise PyoccError(f"{weights_path} has {len(data)} bytes; model '{name}' expects {expected}")
-    pool = aligned_bytes(expected, meta["weights"]["alignment"])
-    pool[:] = np.frombuffer(data, dtype=np.uint8)
+    size = weights_path.stat().st_size if expected else 0
+    if size != expected:
+        raise PyoccError(f"{weights_path} has {size} bytes; model '{name}' expects {expected}")
+    # memory-mapped once (private: never written back), page-aligned, so the
+    # weight pool's offsets keep their alignment; no copy on the heap
+    pool = np.memmap(weights_path, dtype=np.uint8, mode="c") if expected \
+        else aligned_bytes(0, meta["weights"]["alignment"])
     return SharedLibraryModel(library, meta, pool)

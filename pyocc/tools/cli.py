@@ -157,8 +157,6 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="turn layer fusion (dnn-fuse) off, to measure its effect")
     p.add_argument("--no-coalesce", dest="coalesce", action="store_false",
                    help="turn tensor coalescing (dnn-coalesce) off")
-    p.add_argument("--kernel-scratch", dest="scratch", action="store_true",
-                   help="target host: plan the native kernels' scratch (im2col columns) in the pool")
 
 
 def _load_inputs(path: str, input_names: list[str]) -> dict[str, Any]:
@@ -193,7 +191,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
                           kernels=args.kernels, threads=args.threads,
-                          scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
                           scratchpad=args.scratchpad, npu_cost=args.npu_cost)
     model.memory_report().check_limit(_bytes(args.memory_limit))
@@ -220,10 +217,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _run_symbolic(args: argparse.Namespace) -> int:
     """`pyocc run --dim NAME=MAX`: compile once for every value, run on the
     --inputs (any size in range) or on random inputs at the maximum."""
-    if (args.sanitize or args.memory_pools or args.memory_limit is not None or args.scratch or args.threads != 1
+    if (args.sanitize or args.memory_pools or args.memory_limit is not None or args.threads != 1
             or args.scratchpad is not None):
         raise PyoccError("--dim does not combine with --sanitize, --memory-pools, --memory-limit, "
-                         "--kernel-scratch, --threads or --scratchpad yet; fix the dimension with --shape to use them")
+                         "--threads or --scratchpad yet; fix the dimension with --shape to use them")
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           reorder=args.reorder, dims=parse_dims(args.dim))
@@ -269,7 +266,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
                           kernels=args.kernels, threads=args.threads,
-                          scratch=args.scratch,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
@@ -371,8 +367,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
                                pool_candidates=args.pool_candidates,
                                reorder=args.reorder, target=args.target, pool_allocation=args.pool_allocation,
                                workspace=args.workspace,
-                               scratch=args.scratch,
-                               memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                                    memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
                                scratchpad=args.scratchpad, npu_cost=args.npu_cost)
         report.check_limit(_bytes(args.memory_limit))
     if args.explain or args.format in ("svg", "html"):
@@ -398,8 +393,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def _lower_symbolic(args: argparse.Namespace) -> SymbolicLowering:
     """The symbolic lowering `pyocc plan --dim` asks for."""
-    if args.memory_pools or args.memory_limit is not None or args.scratch:
-        raise PyoccError("--dim does not combine with --memory-pools, --memory-limit or --kernel-scratch yet; "
+    if args.memory_pools or args.memory_limit is not None:
+        raise PyoccError("--dim does not combine with --memory-pools or --memory-limit yet; "
                          "fix the dimension with --shape to use them")
     return lower_symbolic(args.model, parse_dims(args.dim), shapes=_shapes(args.shape), planner=args.planner,
                           fuse=args.fuse, coalesce=args.coalesce, reorder=args.reorder,

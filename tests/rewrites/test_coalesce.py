@@ -119,9 +119,9 @@ def test_dense_chain_reaches_the_stem_bound() -> None:
     40 KiB, exactly the stem's 32 KiB plus its pooled 8 KiB that no rewrite
     can avoid (greedy in program order alone stops at 48 KiB; no coalescing:
     64 KiB, 48 KiB with fusion)."""
-    _, report = pyocc.lower(dense_chain_graph(), memory="pool")
+    _, report = pyocc.lower(dense_chain_graph(), memory="pool", scratch=False)  # the tensors' buffers alone
     assert report.activation_bytes == 40 * 1024
-    _, report = pyocc.lower(dense_chain_graph(), memory="pool", coalesce=False)
+    _, report = pyocc.lower(dense_chain_graph(), memory="pool", coalesce=False, scratch=False)
     assert report.activation_bytes > 40 * 1024  # 64 KiB; 48 KiB once relus fuse into convs
 
 
@@ -187,9 +187,11 @@ REACHED = set(BEST_PEER_MIB) - {"shufflenet"}
 
 
 def _pool_bytes(module, coalesce: bool) -> tuple[int, int]:
-    """(pool bytes, mallocs before the pool) of a tensor-form module."""
+    """(pool bytes, mallocs before the pool) of a tensor-form module, without
+    kernel scratch (the peers' numbers count none either; what the scratch
+    costs is tests/rewrites/test_memory_ops.py's)."""
     module = module.clone()
-    options = Options(memory="pool", coalesce=coalesce)
+    options = Options(memory="pool", coalesce=coalesce, scratch=False)
     run_passes(Context(), module, buffer_passes(options))
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     mallocs = sum(isinstance(op, d.MallocOp) for op in function.body.block.ops)
@@ -224,6 +226,7 @@ def test_no_coalesce_flag_measures_coalescing(capsys: pytest.CaptureFixture[str]
     for flags in ([], ["--no-coalesce"]):
         assert main(["plan", str(path), "--format", "json", *flags]) == 0
         reports[bool(flags)] = json.loads(capsys.readouterr().out)
-    assert reports[False]["activation_bytes"] == 40 * 1024
-    assert reports[True]["activation_bytes"] > 40 * 1024
+    # the convolutions' scratch is planned too (test_dense_chain_reaches_the_stem_bound: 40 KiB without)
+    assert reports[False]["activation_bytes"] == reports[False]["lower_bound_bytes"] >= 40 * 1024
+    assert reports[True]["activation_bytes"] >= reports[False]["activation_bytes"]  # here the peak is a conv's, in both
     assert len(reports[False]["buffers"]) < len(reports[True]["buffers"])

@@ -83,7 +83,10 @@ def test_reordered_branches_match_onnxruntime(memory: str) -> None:
     # together. Reordered: one map at a time next to the finished poolings.
     assert report.lower_bound_given_order_bytes == 3 * 4096 + 64
     assert report.tensor_lower_bound_bytes == 4096 + 3 * 64
-    assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes
+    # the buffers' bound also holds the convolutions' im2col scratch (its op's
+    # least block where it runs at the peak)
+    scratch = max((b.bytes for b in report.buffers if b.name.endswith("_scratch")), default=0)
+    assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes + scratch
     assert report.reorder == "auto"
     x = np.random.default_rng(1).standard_normal((1, 4, 8, 8)).astype(np.float32)
     options = ort.SessionOptions()

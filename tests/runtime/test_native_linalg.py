@@ -18,13 +18,15 @@ from pyocc.dialects.dnn.scratch import (  # noqa: E402
     conv_scratch_bytes,
     im2col_block,
     im2col_block_bytes,
+    im2col_row_bytes,
     output_block_rows,
 )
 from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_preact_conv  # noqa: E402
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
+from pyocc.lowering.native.registry import native_kernel_for  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernels import run_guarded  # noqa: E402
+from pyocc.testing.native_kernels import run_guarded, site_for  # noqa: E402
 
 RNG = np.random.default_rng(16)
 
@@ -90,19 +92,39 @@ def conv_case(case: dict[str, Any]) -> tuple[list[np.ndarray | None], list[int],
     return inputs, out_shape, kwargs
 
 
-@pytest.mark.parametrize("planned", [True, False], ids=["workspace", "heap"])
+#: the planned scratch the kernel may get: a full block, one output row's
+#: columns (the least the pool gives), or 2.5 rows (a partial last row unused)
+SCRATCH_SIZES = {"full_block": lambda block, row: block, "one_row": lambda block, row: row,
+                 "rows_and_a_half": lambda block, row: min(block, 5 * row // 2)}
+
+
+@pytest.mark.parametrize("size", sorted(SCRATCH_SIZES))
 @pytest.mark.parametrize("name", sorted(CONVS))
-def test_conv_matches_numpy(name: str, planned: bool) -> None:
+def test_conv_matches_numpy(name: str, size: str) -> None:
+    # the kernel runs as many output rows per im2col block as its planned
+    # workspace holds (dnn-memory-pool fits it to the pool's slack)
     inputs, out_shape, kwargs = conv_case(CONVS[name])
     want = np.empty(out_shape, np.float32)
     hk.conv(*inputs, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
     scratch = conv_scratch_bytes(inputs[0].shape, inputs[1].shape, out_shape, kwargs.get("strides"),
                                  kwargs.get("pads"), kwargs.get("group"), 4)
-    if not planned and not scratch:
-        pytest.skip("this convolution needs no scratch: the heap fallback does not apply")
-    run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=scratch if planned else None)
+    if not scratch and size != "full_block":
+        pytest.skip("this convolution needs no scratch: one size is enough")
+    workspace = SCRATCH_SIZES[size](scratch, im2col_row_bytes(inputs[1].shape, out_shape, 4))
+    run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=workspace or None)
     assert_close(got, want)
+
+
+def test_im2col_conv_without_planned_scratch_is_not_native() -> None:
+    # no per-call heap block any more: without a workspace holding one output
+    # row's columns the site stays on the numpy kernel (the plan always gives one)
+    inputs, out_shape, kwargs = conv_case(CONVS["many_blocks"])
+    row = im2col_row_bytes(inputs[1].shape, out_shape, 4)
+    outputs = [(out_shape, "float32")]
+    assert native_kernel_for(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs)) is not None
+    for workspace in (None, row - 4):
+        assert native_kernel_for(site_for("conv", inputs, outputs, workspace_bytes=workspace, **kwargs)) is None
 
 
 def test_blocked_cases_span_several_blocks() -> None:
@@ -138,11 +160,11 @@ def test_conv_residual_in_place() -> None:
         assert_close(residual, want)
 
 
-@pytest.mark.parametrize("planned", [True, False], ids=["workspace", "heap"])
+@pytest.mark.parametrize("size", sorted(SCRATCH_SIZES))
 @pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric",
                                   "channel_blocks_residual"])
 @pytest.mark.parametrize("pre_activation", [None, "relu"])
-def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, planned: bool) -> None:
+def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, size: str) -> None:
     inputs, out_shape, kwargs = conv_case(CONVS[name])
     x, w, bias, residual = inputs
     channels = x.shape[1]
@@ -153,10 +175,11 @@ def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, planne
     hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
     scratch = im2col_block_bytes(x.shape, w.shape, out_shape, 4) if kwargs.get("group", 1) == 1 else 0
-    if not planned and not scratch:
-        pytest.skip("a grouped preact_conv runs direct loops: no scratch, no heap fallback")
+    if not scratch and size != "full_block":
+        pytest.skip("a grouped preact_conv runs direct loops: no scratch, one size is enough")
+    workspace = SCRATCH_SIZES[size](scratch, im2col_row_bytes(w.shape, out_shape, 4))
     run_guarded(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
-               workspace_bytes=scratch if planned and scratch else None)
+               workspace_bytes=workspace or None)
     assert_close(got, want)
 
 

@@ -75,7 +75,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from pyocc.dialects.properties import property_value
-from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes, im2col_row_bytes
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -495,6 +495,12 @@ class DnnComputeOp(IRDLOperation):
         returns more must have a `workspace` operand."""
         return 0
 
+    def scratch_min_bytes(self) -> int:
+        """The least scratch the native kernel can work with (it loops over
+        blocks of whatever size the plan gives, from this up to
+        `scratch_bytes()`); the default: all of `scratch_bytes()`."""
+        return self.scratch_bytes()
+
     def verify_(self) -> None:
         has_results = len(self.results) > 0
         if has_results == self.on_buffers:
@@ -600,6 +606,11 @@ class ConvOp(DnnComputeOp):
             self.pads.get_values() if self.pads else None,
             self.group.value.data if self.group else None, 4)
 
+    def scratch_min_bytes(self) -> int:
+        """One output row's im2col columns (the kernel's smallest block), when
+        it needs scratch at all."""
+        return min(self.scratch_bytes(), im2col_row_bytes(self.w.type.get_shape(), self.output_type().get_shape(), 4))
+
     def macs(self) -> int:
         """Output elements times the input channels and taps each one sums."""
         return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
@@ -625,7 +636,7 @@ class PreActConvOp(DnnComputeOp):
     out = opt_operand_def(MemRefType)
     workspace = opt_operand_def(MemRefType)
     """target=cuda: the scratch buffer the pre-activated input is written to
-    (dnn-cuda-scratch); on the host, with --kernel-scratch, the native
+    (dnn-cuda-scratch); on the host (native kernels), the native
     kernel's im2col blocks (`scratch_bytes`)."""
     result = opt_result_def(TensorType)
     traits = traits_def(KernelEffects(), WritesInPlace(("residual",)), HOST_AND_CUDA, RowLocal(window=True))
@@ -668,6 +679,10 @@ class PreActConvOp(DnnComputeOp):
         if not isinstance(out_type.get_element_type(), Float32Type) or (self.group and self.group.value.data != 1):
             return 0
         return im2col_block_bytes(self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(), 4)
+
+    def scratch_min_bytes(self) -> int:
+        """One output row's pre-activated im2col columns (the smallest block)."""
+        return min(self.scratch_bytes(), im2col_row_bytes(self.w.type.get_shape(), self.output_type().get_shape(), 4))
 
 
 #: activations a kernel can fuse onto its result (host_kernels.ACTIVATIONS)
@@ -1318,6 +1333,10 @@ class MallocOp(IRDLOperation):
     name = "dnn.malloc"
     size = _size_prop()
     alignment = prop_def(IntegerAttr, default_value=IntegerAttr(64, i64))
+    min_size = opt_prop_def(IntegerAttr)
+    """A kernel's scratch (dnn-insert-memory-ops{scratch=true}): its kernel
+    works with any size from `min_size` up to `size`, so dnn-memory-pool may
+    shrink it to the slack of the pool at its op (see pyocc.planning.fit)."""
     result = result_def(MemRefType)
     irdl_options = (ParsePropInAttrDict(),)
     assembly_format = "attr-dict `:` type($result)"
@@ -1337,6 +1356,9 @@ class MallocOp(IRDLOperation):
             )
         if self.alignment.value.data < 1:
             raise VerifyException("dnn.malloc: alignment must be positive")
+        if self.min_size is not None and not 0 < self.min_size.value.data <= self.size.value.data:
+            raise VerifyException(f"dnn.malloc: min_size {self.min_size.value.data} must be within 1..size "
+                                  f"({self.size.value.data})")
 
 
 @irdl_op_definition

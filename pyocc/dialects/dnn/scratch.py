@@ -22,8 +22,8 @@ import math
 from collections.abc import Sequence
 
 __all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm",
-           "conv_scratch_bytes", "im2col_block", "im2col_block_bytes", "im2col_block_rows", "is_pointwise",
-           "output_block_rows"]
+           "conv_scratch_bytes", "im2col_block", "im2col_block_bytes", "im2col_block_rows", "im2col_row_bytes",
+           "is_pointwise", "output_block_rows"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -79,6 +79,8 @@ def im2col_block(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequ
     fit = min(block_bytes // max(channel_row_bytes * channels, 1), output_block_rows(w_shape, out_shape, element_bytes,
                                                                                      block_bytes))
     rows = min(spatial[0], max(fit, -(-IM2COL_MIN_POSITIONS // row_positions), 1))
+    # ... and no more than one channel's columns fit (a planned block may hold as little as one row)
+    rows = min(rows, max(1, block_bytes // max(channel_row_bytes, 1)))
     fitting = max(1, min(channels, block_bytes // max(channel_row_bytes * rows, 1)))
     blocks = -(-channels // fitting)
     return rows, -(-channels // blocks) if channels else 0
@@ -99,6 +101,12 @@ def im2col_block_rows(x_shape: Sequence[int], w_shape: Sequence[int], out_shape:
     """Output rows (first spatial dim; a 1-D convolution has one row) of
     one im2col block (`im2col_block`)."""
     return im2col_block(x_shape, w_shape, out_shape, element_bytes, block_bytes)[0]
+
+
+def im2col_row_bytes(w_shape: Sequence[int], out_shape: Sequence[int], element_bytes: int) -> int:
+    """Bytes of one output row's im2col columns (of one group): the smallest
+    block the kernel runs, and the unit a planned block is a multiple of."""
+    return w_shape[1] * math.prod(w_shape[2:]) * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
 
 
 def _as_rows(spatial: Sequence[int]) -> list[int]:

@@ -8,9 +8,10 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   channels at a time, the slice's columns (channels * taps) x (block
   positions) are written into the op's workspace (a buffer of the memory
   plan), then one BLAS sgemm adds the slice's part onto the block's
-  outputs (`im2col_block` sizes both). Without a
-  workspace (the plan made none: `--kernel-scratch` off) the block is
-  allocated with aligned_alloc around the call instead, outside the plan.
+  outputs (`im2col_block` sizes both within the workspace). The plan
+  sizes that workspace to the pool's slack at the op (from one output
+  row's columns up to a full block); without one (no planned scratch) the
+  op is not native.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself.
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
@@ -46,9 +47,10 @@ from pyocc.dialects.dnn.scratch import (
     conv_scratch_bytes,
     im2col_block,
     im2col_block_bytes,
+    im2col_row_bytes,
     output_block_rows,
 )
-from pyocc.lowering.native.dense_ir import F32, I64, PTR, Kernel, NotNative, all_float32, require_float32
+from pyocc.lowering.native.dense_ir import F32, I64, Kernel, NotNative, all_float32, require_float32
 from pyocc.lowering.native.registry import native_kernel
 
 __all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
@@ -300,14 +302,35 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
 
 
 def supports_conv(site: dict[str, Any]) -> bool:
-    """float32 convolutions of 1, 2 or 3 spatial dims."""
+    """float32 convolutions of 1, 2 or 3 spatial dims; one that runs im2col
+    blocks only with a planned workspace of at least one output row's
+    columns (the plan made none: the numpy kernel)."""
     weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
-    return all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3
+    if not (all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3):
+        return False
+    if math.prod(site["outputs"][0]["shape"]) == 0:
+        return True
+    return not _im2col(site) or _workspace_bytes(site) >= im2col_row_bytes(weights["shape"],
+                                                                         site["outputs"][0]["shape"], 4)
 
 
-def _heap(k: Kernel, name: str, signature: ir.FunctionType) -> ir.Function:
-    function = k.module.globals.get(name)
-    return function if function is not None else ir.Function(k.module, signature, name)
+def _im2col(site: dict[str, Any]) -> bool:
+    """Whether the site's kernel runs im2col blocks (so needs a workspace)."""
+    kwargs = site["kwargs"]
+    if site["kernel"] == "preact_conv":
+        return int(kwargs.get("group") or 1) == 1
+    if site["kernel"] != "conv":
+        return False
+    return conv_algorithm(site["inputs"][1]["shape"], kwargs.get("strides"), kwargs.get("pads"),
+                          kwargs.get("group")) == "im2col"
+
+
+def _workspace_bytes(site: dict[str, Any]) -> int:
+    """The bytes of the site's planned scratch (its `workspace`: the plan
+    sizes it between one output row's columns and one full block); 0 when
+    it has none."""
+    workspace = site.get("workspace")
+    return math.prod(workspace["shape"]) if workspace is not None else 0
 
 
 @native_kernel("conv", supports=supports_conv)
@@ -331,43 +354,34 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
-    workspace = k.buffer(5) if site.get("workspace") is not None else None
-    if workspace is not None and math.prod(site["workspace"]["shape"]) < conv_scratch_bytes(
-            x_shape, w_shape, out_shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"), 4):
-        workspace = None  # sized for another algorithm: not usable
-    _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, algorithm == "im2col",
-               workspace)
+    im2col = algorithm == "im2col"
+    block_bytes = _workspace_bytes(site) if im2col else 0
+    _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, im2col,
+               k.buffer(5) if im2col else None, block_bytes)
     k.finish()
+
 
 
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
-               im2col: bool, workspace: ir.Value | None, transform: InputTransform | None = None) -> None:
+               im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
+               transform: InputTransform | None = None) -> None:
     """A convolution through sgemm, per image and group a block of output
-    rows at a time: im2col (in `workspace`, else in a block allocated
-    around the call) a slice of the input channels at a time
-    (`im2col_block`), one sgemm each, adding onto the last; or (`im2col`
-    false: pointwise) one sgemm over the block's input. The block starts
-    as the residual (bias added after) or as the bias, and every sgemm adds
-    onto it (beta = 1); the activation runs on the block while it is in
-    cache. `transform` (preact_conv) is for group 1 only."""
+    rows at a time: im2col (in `workspace`, `block_bytes` of planned
+    scratch) a slice of the input channels at a time (`im2col_block`
+    sizes both to the workspace), one sgemm each, adding onto the last; or
+    (`im2col` false: pointwise) one sgemm over the block's input. The block
+    starts as the residual (bias added after) or as the bias, and every
+    sgemm adds onto it (beta = 1); the activation runs on the block while
+    it is in cache. `transform` (preact_conv) is for group 1 only."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
     image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
     group_channels, group_outs = w_shape[1], g.out_channels // g.group
     depth = group_channels * len(g.taps)
-    scratch = im2col_block_bytes(x_shape, w_shape, out_shape, 4)
-    columns = None
-    heap = False
+    columns = workspace if im2col else None
     if im2col:
-        if workspace is not None:
-            columns = workspace
-        else:
-            heap = True
-            alloc = _heap(k, "aligned_alloc", ir.FunctionType(PTR, [I64, I64]))
-            columns = k.builder.call(alloc, [I64(64), I64(-(-scratch // 64) * 64)])
-    if im2col:
-        block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4)
+        block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4, block_bytes)
     else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
         block_channels = 0
         least = -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))
@@ -422,8 +436,6 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                         oc = k.add(first_out, local)
                         _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), late_bias, oc,
                                   count, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
-    if heap:
-        k.builder.call(_heap(k, "free", ir.FunctionType(ir.VoidType(), [PTR])), [columns])
 
 
 def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
@@ -463,9 +475,8 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     elif g.group == 1:
         # pre-activated im2col blocks (padding stays zero) + sgemm
         shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
-        workspace = site.get("workspace")
-        usable = workspace is not None and math.prod(workspace["shape"]) >= im2col_block_bytes(*shapes, 4)
-        _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7) if usable else None,
+        block_bytes = _workspace_bytes(site)
+        _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
                    transform=pre_activate)
     else:
         _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
