@@ -293,7 +293,7 @@ def test_other_dtypes_stay_on_numpy() -> None:
 # -- whole models, native kernels against onnxruntime ------------------------------
 
 
-@pytest.mark.parametrize("scratch", [False, True], ids=["heap_scratch", "planned_scratch"])
+@pytest.mark.parametrize("scratch", [False, True], ids=["no_scratch", "planned_scratch"])
 @pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
 def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     pytest.importorskip("onnxruntime")
@@ -305,7 +305,10 @@ def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     assert compare_with_onnxruntime(model, random_inputs(model, 0), memory=memory, scratch=scratch) is None
     compiled = pyocc.compile(model, memory=memory, scratch=scratch)
     kernels = [site["kernel"] for site in compiled.native.meta["sites"]]
-    assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
+    if scratch:
+        assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
+    else:  # an im2col convolution without planned scratch has no block to work in: the numpy kernel runs it
+        assert "gemm" in kernels and compiled.numpy_sites == 2
     scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
     assert bool(scratch_buffers) == scratch
 
