@@ -84,10 +84,13 @@ EXCLUDED: dict[str, str] = {
         "element type: bfloat16 has no host kernel representation (convert-dnn-to-llvm)",
 }
 
-#: Light models run here by default: the two that tests/e2e leaves out of CI
-#: (their random fully connected weights are slow; here the weights stay
-#: ConstantOfShape splats and the reference outputs ship with onnx).
-LIGHT_MODELS_IN_CI = ("bvlc_alexnet", "zfnet512")
+#: Light models run here by default: none. tests/e2e/test_light_models_numerics.py
+#: checks all nine against onnxruntime with random weights (AlexNet in every
+#: memory mode, ZFNet-512 in pool mode), a stronger check than this one with
+#: their ConstantOfShape splat weights; AlexNet and ZFNet-512 here cost 47 s
+#: of the suite's CPU time (their compile, again). PYOCC_BACKEND_LIGHT_MODELS=1
+#: runs all nine here.
+LIGHT_MODELS_IN_CI: tuple[str, ...] = ()
 
 
 class MemoryModeBackend(pyocc.backend.PyoccBackend):
