@@ -69,6 +69,14 @@ CONVS: dict[str, dict[str, Any]] = {
     "one_d": dict(x=[2, 3, 10], w=[4, 3, 3], strides=[2], pads=[1, 2], dilations=[2], activation="hard_swish"),
     "three_d": dict(x=[1, 2, 4, 5, 6], w=[3, 2, 3, 2, 3], pads=[1, 0, 1, 1, 1, 1], bias=True),
     "tiny_all_padding": dict(x=[1, 3, 1, 1], w=[2, 3, 3, 3], pads=[1, 1, 1, 1]),
+    # more taps than conv.UNROLLED_TAPS: im2col loops over the taps at run time (stem_7x7_stride2 and
+    # three_d do too); stride 1 (the vector copies), dilated, and taps wholly in the padding
+    "large_kernel_contiguous_dilated": dict(x=[1, 2, 9, 8], w=[3, 2, 5, 4], pads=[2, 3, 1, 4], dilations=[1, 2],
+                                            bias=True, activation="relu"),
+    # the leading padding reaches past the output row (tap 0's valid range is empty and starts beyond it),
+    # unrolled (3x3) and as a run-time tap loop (5x5)
+    "pads_beyond_the_row": dict(x=[1, 2, 1, 1], w=[2, 2, 3, 3], pads=[2, 2, 0, 0]),
+    "pads_beyond_the_row_large_kernel": dict(x=[1, 2, 3, 3], w=[2, 2, 5, 5], pads=[4, 4, 0, 0], strides=[1, 2]),
     "kernel_larger_than_stride_gap": dict(x=[1, 2, 5, 5], w=[3, 2, 2, 2], strides=[3, 3], pads=[0, 0, 1, 1]),
     "clip_hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="clip", alpha=-0.5, beta=0.5),
     "hard_sigmoid": dict(x=[1, 3, 5, 5], w=[2, 3, 3, 3], activation="hard_sigmoid", alpha=0.3, beta=0.4),

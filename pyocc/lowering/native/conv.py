@@ -112,7 +112,7 @@ class Geometry:
         s, d, p = self.strides[-1], self.dilations[-1], self.pads_begin[-1]
         size, out = self.in_spatial[-1], self.out_spatial[-1]
         shift = tap * d - p  # input = o * s + shift
-        lo = max(0, -(shift // s)) if shift < 0 else 0  # the first o with o * s + shift >= 0
+        lo = min(out, max(0, -(shift // s)) if shift < 0 else 0)  # the first o with o * s + shift >= 0
         hi = min(out, (size - 1 - shift) // s + 1)  # one past the last o with o * s + shift < size
         return lo, max(lo, hi)
 
@@ -134,18 +134,21 @@ def _flat(k: Kernel, indices: Sequence[ir.Value | int], sizes: Sequence[int]) ->
     return flat
 
 
-def _input_outer(k: Kernel, g: Geometry, outs: Sequence[ir.Value | int], tap: Sequence[int]
+def _input_outer(k: Kernel, g: Geometry, outs: Sequence[ir.Value | int], tap: Sequence[ir.Value | int]
                  ) -> tuple[list[ir.Value], ir.Value | None]:
-    """For output coords `outs` of dims 0..rank-2 and a tap: the input coords
-    and the i1 "all inside the image" (None when always inside)."""
+    """For output coords `outs` of dims 0..rank-2 and a tap (ints, or i64
+    values of a run-time tap loop): the input coords and the i1 "all inside
+    the image" (None when always inside)."""
     coords: list[ir.Value] = []
     inside: ir.Value | None = None
     for axis, (o, t) in enumerate(zip(outs, tap, strict=True)):
-        shift = t * g.dilations[axis] - g.pads_begin[axis]
+        shift = k.add(k.mul(t, g.dilations[axis]), -g.pads_begin[axis])
         coord = k.add(k.mul(o, g.strides[axis]), shift)
         coords.append(coord)
-        reach = (g.out_spatial[axis] - 1) * g.strides[axis] + shift
-        if shift >= 0 and reach < g.in_spatial[axis]:
+        # the tap's shift, or for a run-time tap the range of the kernel's shifts
+        low = shift if isinstance(shift, int) else -g.pads_begin[axis]
+        high = shift if isinstance(shift, int) else (g.kernel[axis] - 1) * g.dilations[axis] - g.pads_begin[axis]
+        if low >= 0 and (g.out_spatial[axis] - 1) * g.strides[axis] + high < g.in_spatial[axis]:
             continue  # every output row of this tap reads inside the image
         test = k.in_range(k.index(coord), 0, g.in_spatial[axis])
         inside = test if inside is None else k.builder.and_(inside, test)
@@ -243,62 +246,116 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
             _outer_loops(k, outer_out, row)
 
 
+#: im2col of a kernel of at most this many taps emits one body per tap,
+#: with its valid range and offsets as constants; a larger kernel (AlexNet's
+#: 11x11 stem, ResNet's 7x7) loops over its taps at run time, one body in
+#: all, since each unrolled body is a few vectorised loops that LLVM's O3
+#: then spends most of a model's compile time on (see docs/performance.md,
+#: "Compile time of the native convolution")
+UNROLLED_TAPS = 9
+
+
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
                   channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
-    first_channel + channels (c counts from first_channel)."""
+    first_channel + channels (c counts from first_channel). The taps are
+    unrolled up to UNROLLED_TAPS, else a run-time loop."""
     taps = g.taps
+    with k.loop(0, g.channels if channels is None else channels) as block_channel:
+        channel = k.add(first_channel, block_channel)
+        x_plane = k.element(x_image, k.mul(channel, g.in_positions))
+        tap_rows = k.mul(block_channel, len(taps))
+        if len(taps) <= UNROLLED_TAPS:
+            for tap_index, tap in enumerate(taps):
+                lo, hi = g.valid_range(tap[-1])
+                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, tap_index), tap, (lo, hi),
+                            first_row, rows, block_rows, transform)
+        else:
+
+            def tap_body(tap: list[ir.Value]) -> None:
+                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
+                            _valid_range_at(k, g, tap[-1]), first_row, rows, block_rows, transform)
+
+            _outer_loops(k, g.kernel, tap_body)
+
+
+def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """Geometry.valid_range for a last-dim tap known at run time (i64)."""
+    b = k.builder
+    s, d, p = g.strides[-1], g.dilations[-1], g.pads_begin[-1]
+    size, out = g.in_spatial[-1], g.out_spatial[-1]
+    shift = b.sub(b.mul(tap, I64(d)), I64(p))  # input = o * s + shift
+
+    def smin(a: ir.Value, z: ir.Value) -> ir.Value:
+        return b.select(b.icmp_signed("<", a, z), a, z)
+
+    def smax(a: ir.Value, z: ir.Value) -> ir.Value:
+        return b.select(b.icmp_signed(">", a, z), a, z)
+
+    below = smax(b.sub(I64(0), shift), I64(0))  # input positions in the leading padding
+    lo = smin(b.udiv(b.add(below, I64(s - 1)), I64(s)), I64(out))
+    top = b.sub(I64(size - 1), shift)  # the last o has o * s <= top
+    hi = b.select(b.icmp_signed("<", top, I64(0)), I64(0), b.add(b.udiv(smax(top, I64(0)), I64(s)), I64(1)))
+    return lo, smax(lo, smin(hi, I64(out)))
+
+
+def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, channel: ir.Value | int,
+                column: ir.Value | int, tap: Sequence[ir.Value | int], valid: tuple[ir.Value | int, ir.Value | int],
+                first_row: ir.Value, rows: ir.Value, block_rows: int, transform: InputTransform | None) -> None:
+    """One tap of _im2col_block: columns row `column` = the channel's input
+    at `tap` (ints, or i64 values in a run-time tap loop) for the block's
+    output rows; `valid` is the tap's last-dim valid range [lo, hi)."""
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
     leading = block_rows * row_positions  # the columns matrix's row length
     middle_out = list(g.out_spatial[1:-1])
     middle_in = list(g.in_spatial[1:-1])
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
     b = k.builder
-    with k.loop(0, g.channels if channels is None else channels) as block_channel:
-        channel = k.add(first_channel, block_channel)
-        x_plane = k.element(x_image, k.mul(channel, g.in_positions))
-        for tap_index, tap in enumerate(taps):
-            column_row = k.element(columns, k.mul(k.add(k.mul(block_channel, len(taps)), tap_index), leading))
-            lo, hi = g.valid_range(tap[-1])
-            shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
-            with k.loop(0, rows) as r:
+    column_row = k.element(columns, k.mul(column, leading))
+    lo, hi = valid
+    shift = k.add(k.mul(tap[-1], g.dilations[-1]), -g.pads_begin[-1])
 
-                def fill(middle: list[ir.Value]) -> None:
-                    outs = [b.add(first_row, r), *middle]
-                    coords, inside = _input_outer(k, g, outs, tap[:-1])
-                    target = k.element(column_row, k.mul(_flat(k, [r, *middle], [block_rows, *middle_out]), out_length))
+    def sub(a: ir.Value | int, z: ir.Value | int) -> ir.Value | int:
+        return a - z if isinstance(a, int) and isinstance(z, int) else b.sub(k.index(a), k.index(z))
 
-                    def copy_row() -> None:
-                        x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
-                        if g.strides[-1] == 1:  # contiguous: explicit vectors
-                            k.copy(target, None, lo)
-                            k.copy(k.element(target, lo), k.element(x_row, lo + shift), hi - lo,
-                                   (lambda value: transform(k, channel, value)) if transform is not None else None)
-                            k.copy(k.element(target, hi), None, out_length - hi)
-                            return
-                        with k.loop(0, lo) as o:
-                            k.store(F32(0.0), target, o)
-                        with k.loop(lo, hi) as o:
-                            value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
-                            if transform is not None:
-                                value = transform(k, channel, value)
-                            k.store(value, target, o)
-                        with k.loop(hi, out_length) as o:
-                            k.store(F32(0.0), target, o)
+    with k.loop(0, rows) as r:
 
-                    if inside is None:
+        def fill(middle: list[ir.Value]) -> None:
+            outs = [b.add(first_row, r), *middle]
+            coords, inside = _input_outer(k, g, outs, tap[:-1])
+            target = k.element(column_row, k.mul(_flat(k, [r, *middle], [block_rows, *middle_out]), out_length))
+
+            def copy_row() -> None:
+                x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
+                if g.strides[-1] == 1:  # contiguous: explicit vectors
+                    k.copy(target, None, lo)
+                    k.copy(k.element(target, lo), k.element(x_row, k.add(lo, shift)), sub(hi, lo),
+                           (lambda value: transform(k, channel, value)) if transform is not None else None)
+                    k.copy(k.element(target, hi), None, sub(out_length, hi))
+                    return
+                with k.loop(0, lo) as o:
+                    k.store(F32(0.0), target, o)
+                with k.loop(lo, hi) as o:
+                    value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                    if transform is not None:
+                        value = transform(k, channel, value)
+                    k.store(value, target, o)
+                with k.loop(hi, out_length) as o:
+                    k.store(F32(0.0), target, o)
+
+            if inside is None:
+                copy_row()
+            else:
+                with b.if_else(inside) as (then, otherwise):
+                    with then:
                         copy_row()
-                    else:
-                        with b.if_else(inside) as (then, otherwise):
-                            with then:
-                                copy_row()
-                            with otherwise:
-                                k.copy(target, None, out_length)
+                    with otherwise:
+                        k.copy(target, None, out_length)
 
-                _outer_loops(k, middle_out, fill)
+        _outer_loops(k, middle_out, fill)
 
 
 def supports_conv(site: dict[str, Any]) -> bool:
