@@ -1,0 +1,86 @@
+"""Where `pyocc.compile` spends its CPU time on the light models.
+
+For each named light model (from the onnx wheel), compiles it once from its
+path (`pyocc.compile(path)`, the default native kernels and pool) and prints
+the CPU seconds (`time.process_time`) of the whole compile and of its
+phases: `pyocc.api.lower` (ONNX import and the dnn pass pipeline, memory
+planning included), the emission of the LLVM IR
+(`convert_dnn_to_llvm.to_llvmlite`), LLVM's O3 pipeline (`jit.optimize`)
+and machine-code generation (`ExecutionEngine.finalize_object`); the rest
+is parsing and verifying the IR and packing the weights. The one-off
+import of pyocc, xDSL, onnx and llvmlite is printed apart. The phases are
+timed by wrapping those functions in this process only.
+
+    python bench/compile_time.py bvlc_alexnet resnet50 densenet121
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+# Measure the working tree this file belongs to, installed or not.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+START = time.process_time()
+import llvmlite.binding.executionengine as executionengine  # noqa: E402
+
+import pyocc  # noqa: E402
+import pyocc.api as api  # noqa: E402
+import pyocc.lowering.convert_dnn_to_llvm as convert_dnn_to_llvm  # noqa: E402
+import pyocc.runtime.jit as jit  # noqa: E402
+from pyocc.testing.light_models import light_model_path  # noqa: E402
+
+IMPORT_SECONDS = time.process_time() - START
+
+#: (owner, attribute, column): the functions whose CPU time is a phase
+PHASES: list[tuple[Any, str, str]] = [
+    (api, "lower", "import + passes"),
+    (convert_dnn_to_llvm, "to_llvmlite", "emit IR"),
+    (jit, "optimize", "LLVM O3"),
+    (executionengine.ExecutionEngine, "finalize_object", "LLVM codegen"),
+]
+
+
+def timed(function: Callable[..., Any], column: str, totals: dict[str, float]) -> Callable[..., Any]:
+    """`function`, adding the CPU seconds of each call to totals[column]."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            totals[column] += time.process_time() - start
+
+    return wrapper
+
+
+def main() -> None:
+    """Compile each named model and print one markdown row of CPU seconds."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="+", help="light model names, e.g. resnet50")
+    args = parser.parse_args()
+    totals = {column: 0.0 for _, _, column in PHASES}
+    for owner, attribute, column in PHASES:
+        setattr(owner, attribute, timed(getattr(owner, attribute), column, totals))
+    print(f"imports: {IMPORT_SECONDS:.2f} CPU s (once per process)")
+    print("| model | compile s | " + " | ".join(column for _, _, column in PHASES) + " |")
+    print("|---|---:|" + "---:|" * len(PHASES))
+    for name in args.models:
+        for column in totals:
+            totals[column] = 0.0
+        start = time.process_time()
+        pyocc.compile(str(light_model_path(name)))
+        seconds = time.process_time() - start
+        print(f"| {name} | {seconds:.2f} | " + " | ".join(f"{totals[c]:.2f}" for _, _, c in PHASES) + " |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
