@@ -128,7 +128,11 @@ class BandChoice:
     A set of bands merges each input's buffer (with everything already
     merged into it) into its concat output. The merged buffer lives from the
     first step of any member to the last, so the peak can rise; the cost is
-    the max-live bound (lazy) or the sum of buffers (eager)."""
+    the max-live bound (lazy) or the sum of buffers (eager).
+
+    The search evaluates thousands of sets (DenseNet-121 in patches), so
+    internally buffers and bands are integers, a set's profile is one
+    vectorised difference array, and each set's cost is computed once."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
         self.eager = eager
@@ -144,59 +148,112 @@ class BandChoice:
                 buffer = self.buffers.get(root_buffer(value))
                 if buffer is not None:
                     buffer.writes.append(i)
-        self.base = np.zeros(liveness.steps + 1, dtype=np.int64)
+        self.steps = liveness.steps + 1
+        self.base = np.zeros(self.steps, dtype=np.int64)
         for b in self.buffers.values():
             if b.counted:
                 self.base[b.first:b.last + 1] += b.bytes
         self.base_sum = sum(b.bytes for b in self.buffers.values() if b.counted)
+        # buffers as integers (SSAValue hashes are Python-level and slow)
+        self._index = {value: i for i, value in enumerate(self.buffers)}
+        table = list(self.buffers.values())
+        self._bytes = [b.bytes for b in table]
+        self._first = [b.first for b in table]
+        self._last = [b.last for b in table]
+        self._counted = [b.counted for b in table]
+        self._max_write = [max(b.writes, default=-1) for b in table]
+        self._writes = [b.writes for b in table]
+        self._bands: list[tuple[int, int, int]] = []  # (root, output, step) per band number
+        self._band_number: dict[int, int] = {}  # id(ConcatBand) -> band number
+        self._band_objects: list[ConcatBand] = []
+        self._memo: dict[frozenset[int], int | None] = {}
+
+    def _number(self, band: ConcatBand) -> int:
+        """The band's number (registered on first sight)."""
+        number = self._band_number.get(id(band))
+        if number is None or self._band_objects[number] is not band:
+            number = len(self._bands)
+            self._bands.append((self._index[band.root], self._index[band.output], band.step))
+            self._band_number[id(band)] = number
+            self._band_objects.append(band)
+        return number
 
     def cost(self, bands: list[ConcatBand]) -> int | None:
         """The cost with `bands` merged, or None when the set is illegal: a
         band's bytes must be written only before its concat, and its output
         not overwritten while the band is still read."""
-        parent = {band.root: band for band in bands}
+        return self._cost([self._number(band) for band in bands])
+
+    def _cost(self, numbers: list[int]) -> int | None:
+        """`cost` of the bands with these numbers (memoised per set)."""
+        key = frozenset(numbers)
+        if len(key) < len(numbers):
+            return None  # the same band twice: one buffer cannot be a band of two outputs
+        if key in self._memo:
+            return self._memo[key]
+        result = self._compute(numbers)
+        self._memo[key] = result
+        return result
+
+    def _compute(self, numbers: list[int]) -> int | None:
+        bands = [self._bands[n] for n in numbers]
+        parent = {root: output for root, output, _ in bands}
         if len(parent) < len(bands):
             return None  # one buffer cannot be a band of two outputs
-        members: dict[SSAValue, list[SSAValue]] = {}
-        for value in {*parent, *(band.output for band in bands)}:
-            top = value
-            while top in parent:
-                top = parent[top].output
-            members.setdefault(top, []).append(value)
-        children: dict[SSAValue, list[SSAValue]] = {}
-        for band in bands:
-            children.setdefault(band.output, []).append(band.root)
-        for band in bands:
-            group = [band.root, *self._merged_into(band.root, children)]
-            if any(w >= band.step for m in group for w in self.buffers[m].writes):
+        children: dict[int, list[int]] = {}
+        for root, output, _ in bands:
+            children.setdefault(output, []).append(root)
+        # per buffer, over it and everything merged into it: the last write and the last step
+        max_write: dict[int, int] = {}
+        group_last: dict[int, int] = {}
+
+        def subtree(value: int) -> None:
+            stack = [(value, False)]
+            while stack:
+                v, done = stack.pop()
+                if done:
+                    kids = children.get(v, ())
+                    max_write[v] = max([self._max_write[v], *(max_write[k] for k in kids)])
+                    group_last[v] = max([self._last[v], *(group_last[k] for k in kids)])
+                elif v not in max_write:
+                    stack.append((v, True))
+                    stack.extend((k, False) for k in children.get(v, ()))
+
+        for root, output, step in bands:
+            subtree(root)
+            if max_write[root] >= step:
                 return None
-            group_last = max(self.buffers[m].last for m in group)
-            if any(w != band.step and w <= group_last for w in self.buffers[band.output].writes):
+            last = group_last[root]
+            if any(w != step and w <= last for w in self._writes[output]):
                 return None
         if self.eager:
-            return self.base_sum - sum(self.buffers[band.root].bytes for band in bands)
-        profile = self.base.copy()
+            return self.base_sum - sum(self._bytes[root] for root, _, _ in bands)
+        members: dict[int, list[int]] = {}
+        for value in {*parent, *(output for _, output, _ in bands)}:
+            top = value
+            while top in parent:
+                top = parent[top]
+            members.setdefault(top, []).append(value)
+        starts: list[int] = []
+        ends: list[int] = []
+        amounts: list[int] = []
         for top, group in members.items():
             for m in group:
-                b = self.buffers[m]
-                if b.counted:
-                    profile[b.first:b.last + 1] -= b.bytes
-            head = self.buffers[top]
-            if head.counted:
-                first = min(self.buffers[m].first for m in group)
-                last = max(self.buffers[m].last for m in group)
-                profile[first:last + 1] += head.bytes
-        return int(profile.max()) if len(profile) else 0
-
-    @staticmethod
-    def _merged_into(value: SSAValue, children: dict[SSAValue, list[SSAValue]]) -> list[SSAValue]:
-        """Every buffer merged (transitively) into `value`."""
-        found, frontier = [], [value]
-        while frontier:
-            for child in children.get(frontier.pop(), []):
-                found.append(child)
-                frontier.append(child)
-        return found
+                if self._counted[m]:
+                    starts.append(self._first[m])
+                    ends.append(self._last[m] + 1)
+                    amounts.append(-self._bytes[m])
+            if self._counted[top]:
+                starts.append(min(self._first[m] for m in group))
+                ends.append(max(self._last[m] for m in group) + 1)
+                amounts.append(self._bytes[top])
+        if not self.steps:
+            return 0
+        delta = np.zeros(self.steps + 1, dtype=np.int64)
+        values = np.array(amounts, dtype=np.int64)
+        np.add.at(delta, np.array(starts, dtype=np.int64), values)
+        np.add.at(delta, np.array(ends, dtype=np.int64), -values)
+        return int((self.base + np.cumsum(delta[:-1])).max())
 
     def choose(self, concats: list[list[ConcatBand]]) -> list[ConcatBand]:
         """Greedy over the concats (per concat, the subset of its inputs
@@ -204,44 +261,46 @@ class BandChoice:
         band or add one while that lowers the cost (adding: or keeps it).
         Greedy runs both in program order and backwards (one band can tie
         the peak early and block a chain later), and the better result wins."""
-        candidates = [b for bands in concats for b in bands]
+        numbered = [[self._number(b) for b in bands] for bands in concats]
+        candidates = [n for bands in numbered for n in bands]
         results = []
-        for order in (concats, concats[::-1]):
-            chosen: list[ConcatBand] = []
+        for order in (numbered, numbered[::-1]):
+            chosen: list[int] = []
             for bands in order:
                 chosen = self._best_extension(chosen, bands)
             chosen = self._improve(chosen, candidates)
-            results.append((self.cost(chosen), -len(chosen), chosen))
-        return min(results, key=lambda r: r[:2])[2]
+            results.append((self._cost(chosen), -len(chosen), chosen))
+        return [self._band_objects[n] for n in min(results, key=lambda r: r[:2])[2]]
 
-    def _best_extension(self, chosen: list[ConcatBand], bands: list[ConcatBand]) -> list[ConcatBand]:
-        best, best_cost = chosen, self.cost(chosen)
+    def _best_extension(self, chosen: list[int], bands: list[int]) -> list[int]:
+        best, best_cost = chosen, self._cost(chosen)
         assert best_cost is not None
         if len(bands) <= MAX_SUBSET_INPUTS:
             subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
         else:  # too many subsets: grow one input at a time
             subsets = (bands[:n] for n in range(1, len(bands) + 1))
         for subset in subsets:
-            cost = self.cost([*chosen, *subset])
+            cost = self._cost([*chosen, *subset])
             if cost is not None and (cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best))):
                 best, best_cost = [*chosen, *subset], cost
         return best
 
-    def _improve(self, chosen: list[ConcatBand], candidates: list[ConcatBand]) -> list[ConcatBand]:
-        cost = self.cost(chosen)
+    def _improve(self, chosen: list[int], candidates: list[int]) -> list[int]:
+        cost = self._cost(chosen)
         assert cost is not None
         improved = True
         while improved:
             improved = False
             for band in list(chosen):
-                trial = [b for b in chosen if b is not band]
-                new = self.cost(trial)
+                trial = [b for b in chosen if b != band]
+                new = self._cost(trial)
                 if new is not None and new < cost:
                     chosen, cost, improved = trial, new, True
             for band in candidates:
-                if band in chosen or any(b.root is band.root for b in chosen):
+                root = self._bands[band][0]
+                if band in chosen or any(self._bands[b][0] == root for b in chosen):
                     continue
-                new = self.cost([*chosen, band])
+                new = self._cost([*chosen, band])
                 if new is not None and new <= cost:
                     chosen, cost, improved = [*chosen, band], new, new < cost or improved
         return chosen
