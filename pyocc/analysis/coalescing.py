@@ -196,59 +196,58 @@ class BandChoice:
         return result
 
     def _compute(self, numbers: list[int]) -> int | None:
-        bands = [self._bands[n] for n in numbers]
+        """`cost` of the bands with these numbers, computed.
+
+        Legality in order of the concats' steps: a band merged into another
+        one's root is written by its concat, which (in a legal set) comes
+        before the other one's concat, so what is merged into a root is
+        known when its band is checked; a merged band whose concat comes
+        later writes the root at or after the step, which is illegal anyway."""
+        bands = sorted((self._bands[n] for n in numbers), key=lambda band: band[2])
         parent = {root: output for root, output, _ in bands}
         if len(parent) < len(bands):
             return None  # one buffer cannot be a band of two outputs
-        children: dict[int, list[int]] = {}
-        for root, output, _ in bands:
-            children.setdefault(output, []).append(root)
-        # per buffer, over it and everything merged into it: the last write and the last step
-        max_write: dict[int, int] = {}
-        group_last: dict[int, int] = {}
-
-        def subtree(value: int) -> None:
-            stack = [(value, False)]
-            while stack:
-                v, done = stack.pop()
-                if done:
-                    kids = children.get(v, ())
-                    max_write[v] = max([self._max_write[v], *(max_write[k] for k in kids)])
-                    group_last[v] = max([self._last[v], *(group_last[k] for k in kids)])
-                elif v not in max_write:
-                    stack.append((v, True))
-                    stack.extend((k, False) for k in children.get(v, ()))
-
+        # per buffer, over everything merged into it so far: the last write and the last step
+        merged_write: dict[int, int] = {}
+        merged_last: dict[int, int] = {}
         for root, output, step in bands:
-            subtree(root)
-            if max_write[root] >= step:
+            write = max(self._max_write[root], merged_write.get(root, -1))
+            if write >= step:
                 return None
-            last = group_last[root]
+            last = max(self._last[root], merged_last.get(root, -1))
             if any(w != step and w <= last for w in self._writes[output]):
                 return None
+            merged_write[output] = max(merged_write.get(output, -1), write)
+            merged_last[output] = max(merged_last.get(output, -1), last)
         if self.eager:
             return self.base_sum - sum(self._bytes[root] for root, _, _ in bands)
-        members: dict[int, list[int]] = {}
-        for value in {*parent, *(output for _, output, _ in bands)}:
-            top = value
-            while top in parent:
-                top = parent[top]
-            members.setdefault(top, []).append(value)
+        if not self.steps:
+            return 0
+        top: dict[int, int] = {}
+        group_first: dict[int, int] = {}
+        group_last: dict[int, int] = {}
         starts: list[int] = []
         ends: list[int] = []
         amounts: list[int] = []
-        for top, group in members.items():
-            for m in group:
-                if self._counted[m]:
-                    starts.append(self._first[m])
-                    ends.append(self._last[m] + 1)
-                    amounts.append(-self._bytes[m])
-            if self._counted[top]:
-                starts.append(min(self._first[m] for m in group))
-                ends.append(max(self._last[m] for m in group) + 1)
-                amounts.append(self._bytes[top])
-        if not self.steps:
-            return 0
+        for value in {*parent, *(output for _, output, _ in bands)}:
+            path, head = [], value
+            while head in parent and head not in top:
+                path.append(head)
+                head = parent[head]
+            head = top.get(head, head)
+            for v in path:
+                top[v] = head
+            group_first[head] = min(group_first.get(head, self._first[value]), self._first[value])
+            group_last[head] = max(group_last.get(head, self._last[value]), self._last[value])
+            if self._counted[value]:
+                starts.append(self._first[value])
+                ends.append(self._last[value] + 1)
+                amounts.append(-self._bytes[value])
+        for head, first in group_first.items():
+            if self._counted[head]:
+                starts.append(first)
+                ends.append(group_last[head] + 1)
+                amounts.append(self._bytes[head])
         delta = np.zeros(self.steps + 1, dtype=np.int64)
         values = np.array(amounts, dtype=np.int64)
         np.add.at(delta, np.array(starts, dtype=np.int64), values)
