@@ -121,6 +121,26 @@ class _Buffer:
     counted: bool = True
 
 
+@dataclass
+class _SetState:
+    """One legal set of bands as BandChoice sees it (buffers as integers)."""
+
+    numbers: frozenset[int]
+    parent: dict[int, tuple[int, int]]
+    """Band root -> (its output, the concat's step)."""
+    merged_write: dict[int, int]
+    """Buffer -> the last write of anything merged into it."""
+    merged_last: dict[int, int]
+    """Buffer -> the last step of anything merged into it."""
+    top: dict[int, int] = field(default_factory=dict)
+    """Band root -> the head of its merged group."""
+    group_first: dict[int, int] = field(default_factory=dict)
+    group_last: dict[int, int] = field(default_factory=dict)
+    """Group head -> the first and last step of the group."""
+    profile: np.ndarray | None = None
+    cost: int | None = None
+
+
 class BandChoice:
     """Which concat inputs to write into their band: the live-bytes profile
     and legality of any set of bands, and a search for a good set.
@@ -196,7 +216,13 @@ class BandChoice:
         return result
 
     def _compute(self, numbers: list[int]) -> int | None:
-        """`cost` of the bands with these numbers, computed.
+        """`cost` of the bands with these numbers, computed."""
+        state = self._state(numbers)
+        return None if state is None else state.cost
+
+    def _state(self, numbers: list[int]) -> _SetState | None:
+        """The merged groups, the facts legality needs and the live-bytes
+        profile of a set of bands; None when the set is illegal.
 
         Legality in order of the concats' steps: a band merged into another
         one's root is written by its concat, which (in a legal set) comes
@@ -204,10 +230,10 @@ class BandChoice:
         known when its band is checked; a merged band whose concat comes
         later writes the root at or after the step, which is illegal anyway."""
         bands = sorted((self._bands[n] for n in numbers), key=lambda band: band[2])
-        parent = {root: output for root, output, _ in bands}
+        parent = {root: (output, step) for root, output, step in bands}
         if len(parent) < len(bands):
             return None  # one buffer cannot be a band of two outputs
-        # per buffer, over everything merged into it so far: the last write and the last step
+        # per buffer, over everything merged into it: the last write and the last step
         merged_write: dict[int, int] = {}
         merged_last: dict[int, int] = {}
         for root, output, step in bands:
@@ -219,13 +245,14 @@ class BandChoice:
                 return None
             merged_write[output] = max(merged_write.get(output, -1), write)
             merged_last[output] = max(merged_last.get(output, -1), last)
+        state = _SetState(frozenset(numbers), parent, merged_write, merged_last)
         if self.eager:
-            return self.base_sum - sum(self._bytes[root] for root, _, _ in bands)
+            state.cost = self.base_sum - sum(self._bytes[root] for root, _, _ in bands)
+            return state
         if not self.steps:
-            return 0
-        top: dict[int, int] = {}
-        group_first: dict[int, int] = {}
-        group_last: dict[int, int] = {}
+            state.cost = 0
+            return state
+        top, group_first, group_last = state.top, state.group_first, state.group_last
         starts: list[int] = []
         ends: list[int] = []
         amounts: list[int] = []
@@ -233,7 +260,7 @@ class BandChoice:
             path, head = [], value
             while head in parent and head not in top:
                 path.append(head)
-                head = parent[head]
+                head = parent[head][0]
             head = top.get(head, head)
             for v in path:
                 top[v] = head
@@ -252,7 +279,62 @@ class BandChoice:
         values = np.array(amounts, dtype=np.int64)
         np.add.at(delta, np.array(starts, dtype=np.int64), values)
         np.add.at(delta, np.array(ends, dtype=np.int64), -values)
-        return int((self.base + np.cumsum(delta[:-1])).max())
+        state.profile = self.base + np.cumsum(delta[:-1])
+        state.cost = int(state.profile.max())
+        return state
+
+    def _cost_plus(self, state: _SetState, number: int) -> int | None:
+        """`cost` of the legal set `state` plus one band, from the state:
+        the band's root group merges into its output's group, and only the
+        bands above the output (whose roots now hold more) are checked again."""
+        if number in state.numbers:
+            return None
+        key = state.numbers | {number}
+        if key in self._memo:
+            return self._memo[key]
+        result = self._plus(state, *self._bands[number])
+        self._memo[key] = result
+        return result
+
+    def _plus(self, state: _SetState, root: int, output: int, step: int) -> int | None:
+        if root in state.parent:
+            return None  # one buffer cannot be a band of two outputs
+        write = max(self._max_write[root], state.merged_write.get(root, -1))
+        last = max(self._last[root], state.merged_last.get(root, -1))
+        if write >= step or any(w != step and w <= last for w in self._writes[output]):
+            return None
+        value = output
+        write = max(write, state.merged_write.get(value, -1))
+        last = max(last, state.merged_last.get(value, -1))
+        while value in state.parent:
+            above, above_step = state.parent[value]
+            write = max(self._max_write[value], write)
+            last = max(self._last[value], last)
+            if write >= above_step or any(w != above_step and w <= last for w in self._writes[above]):
+                return None
+            value = above
+            write = max(write, state.merged_write.get(value, -1))
+            last = max(last, state.merged_last.get(value, -1))
+        if self.eager:
+            assert state.cost is not None
+            return state.cost - self._bytes[root]
+        if not self.steps:
+            return 0
+        assert state.profile is not None
+        head = state.top.get(output, output)
+        if head == root:
+            return None  # a cycle (already illegal above)
+        root_first = state.group_first.get(root, self._first[root])
+        root_last = state.group_last.get(root, self._last[root])
+        head_first = state.group_first.get(head, self._first[head])
+        head_last = state.group_last.get(head, self._last[head])
+        profile = state.profile.copy()
+        if self._counted[root]:
+            profile[root_first:root_last + 1] -= self._bytes[root]
+        if self._counted[head]:
+            profile[head_first:head_last + 1] -= self._bytes[head]
+            profile[min(root_first, head_first):max(root_last, head_last) + 1] += self._bytes[head]
+        return int(profile.max())
 
     def choose(self, concats: list[list[ConcatBand]]) -> list[ConcatBand]:
         """Greedy over the concats (per concat, the subset of its inputs
@@ -278,8 +360,10 @@ class BandChoice:
             subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
         else:  # too many subsets: grow one input at a time
             subsets = (bands[:n] for n in range(1, len(bands) + 1))
+        state = self._state(chosen)
+        assert state is not None
         for subset in subsets:
-            cost = self._cost([*chosen, *subset])
+            cost = self._cost_plus(state, subset[0]) if len(subset) == 1 else self._cost([*chosen, *subset])
             if cost is not None and (cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best))):
                 best, best_cost = [*chosen, *subset], cost
         return best
@@ -295,13 +379,17 @@ class BandChoice:
                 new = self._cost(trial)
                 if new is not None and new < cost:
                     chosen, cost, improved = trial, new, True
+            state = self._state(chosen)
+            assert state is not None
             for band in candidates:
                 root = self._bands[band][0]
                 if band in chosen or any(self._bands[b][0] == root for b in chosen):
                     continue
-                new = self._cost([*chosen, band])
+                new = self._cost_plus(state, band)
                 if new is not None and new <= cost:
                     chosen, cost, improved = [*chosen, band], new, new < cost or improved
+                    state = self._state(chosen)
+                    assert state is not None
         return chosen
 
 
