@@ -139,6 +139,10 @@ class _SetState:
     """Group head -> the first and last step of the group."""
     profile: np.ndarray | None = None
     cost: int | None = None
+    members: dict[int, list[int]] | None = None
+    """Group head -> its buffers (made on first need)."""
+    children: dict[int, list[int]] | None = None
+    """Band output -> the roots merged into it (made on first need)."""
 
 
 class BandChoice:
@@ -336,6 +340,46 @@ class BandChoice:
             profile[min(root_first, head_first):max(root_last, head_last) + 1] += self._bytes[head]
         return int(profile.max())
 
+    def _cost_minus(self, state: _SetState, number: int) -> int | None:
+        """`cost` of the legal set `state` less one of its bands, from the
+        state (a subset of a legal set is legal: less is merged into each
+        root): the root's subtree leaves its group."""
+        key = state.numbers - {number}
+        if key in self._memo:
+            return self._memo[key]
+        result = self._minus(state, *self._bands[number])
+        self._memo[key] = result
+        return result
+
+    def _minus(self, state: _SetState, root: int, output: int, step: int) -> int:
+        if self.eager:
+            assert state.cost is not None
+            return state.cost + self._bytes[root]
+        if not self.steps:
+            return 0
+        assert state.profile is not None
+        if state.members is None or state.children is None:
+            state.members, state.children = {}, {}
+            for value, (above, _) in state.parent.items():
+                state.members.setdefault(state.top.get(value, value), []).append(value)
+                state.children.setdefault(above, []).append(value)
+            for head in state.members:
+                state.members[head].append(head)
+        head = state.top[root]
+        subtree, frontier = {root}, [root]
+        while frontier:
+            for child in state.children.get(frontier.pop(), []):
+                subtree.add(child)
+                frontier.append(child)
+        rest = [m for m in state.members[head] if m not in subtree]
+        profile = state.profile.copy()
+        if self._counted[head]:
+            profile[state.group_first[head]:state.group_last[head] + 1] -= self._bytes[head]
+            profile[min(self._first[m] for m in rest):max(self._last[m] for m in rest) + 1] += self._bytes[head]
+        if self._counted[root]:
+            profile[min(self._first[m] for m in subtree):max(self._last[m] for m in subtree) + 1] += self._bytes[root]
+        return int(profile.max())
+
     def choose(self, concats: list[list[ConcatBand]]) -> list[ConcatBand]:
         """Greedy over the concats (per concat, the subset of its inputs
         with the lowest cost, ties to more bands), then local search: drop a
@@ -374,13 +418,15 @@ class BandChoice:
         improved = True
         while improved:
             improved = False
-            for band in list(chosen):
-                trial = [b for b in chosen if b != band]
-                new = self._cost(trial)
-                if new is not None and new < cost:
-                    chosen, cost, improved = trial, new, True
             state = self._state(chosen)
             assert state is not None
+            for band in list(chosen):
+                trial = [b for b in chosen if b != band]
+                new = self._cost_minus(state, band)
+                if new < cost:
+                    chosen, cost, improved = trial, new, True
+                    state = self._state(chosen)
+                    assert state is not None
             for band in candidates:
                 root = self._bands[band][0]
                 if band in chosen or any(self._bands[b][0] == root for b in chosen):
