@@ -156,7 +156,9 @@ class BandChoice:
 
     The search evaluates thousands of sets (DenseNet-121 in patches), so
     internally buffers and bands are integers, a set's profile is one
-    vectorised difference array, and each set's cost is computed once."""
+    vectorised difference array, a set with one band more or less than a
+    legal set is costed from that set's state (`_SetState`), and each
+    set's cost is computed once."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
         self.eager = eager
