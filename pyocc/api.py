@@ -38,6 +38,7 @@ from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
+from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import (
     Placement,
@@ -337,8 +338,9 @@ def lower(
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
         npu = None if npu_machine is None else npu_report(function, *npu_machine)
+        kept = _Searched()
         if memory_limit is not None:
-            choice = choose_tiling(function, _planner_of(ctx, module, options), memory, memory_limit,
+            choice = choose_tiling(function, _planner_of(ctx, module, options, kept), memory, memory_limit,
                                    max_extra_macs, base_macs)
             options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches,
                                           tile_halo=choice.halo)
@@ -348,19 +350,29 @@ def lower(
         untiled_bound = None
         if options.tile_region:
             # the report's lower bound stays the untransformed program's
-            untiled = module.clone()
-            run_passes(ctx, untiled, buffer_passes(dataclasses.replace(options, tile_region=0)))
-            untiled_bound = analyze_function(
-                next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
-        run_passes(ctx, module, tile_passes(options))
-        run_passes(ctx, module, buffer_passes(options))
+            untiled_bound = kept.untiled_bound
+            if untiled_bound is None:
+                untiled = module.clone()
+                run_passes(ctx, untiled, buffer_passes(dataclasses.replace(options, tile_region=0)))
+                untiled_bound = analyze_function(
+                    next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
+        searched = None if stage_dma else kept.plans.get((options.tile_region, options.tile_patches, options.tile_halo))
+        timings: dict[str, float] = {}
+        if searched is not None:
+            # the search compiled the chosen tiling already: verified here, not compiled again
+            module, timings = searched
+            module.verify()
+            check_lifetimes(module)
+        else:
+            run_passes(ctx, module, tile_passes(options))
+            run_passes(ctx, module, buffer_passes(options))
         if stage_dma:
             if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
                 raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
                                  "(the planned pool is the SRAM)")
             run_passes(ctx, module, [DnnScratchpadPass()])
-        timings: dict[str, float] = {}
-        run_passes(ctx, module, pool_passes(options), timings)
+        if searched is None:
+            run_passes(ctx, module, pool_passes(options), timings)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
             run_passes(ctx, module, [DnnDmaToMemcpyPass()])
@@ -460,14 +472,34 @@ def _pool_allocation(pool_allocation: str | None, target: str) -> str:
     return pool_allocation
 
 
-def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options) -> Plan:
+@dataclass
+class _Searched:
+    """What the tile search compiled, kept so that lower compiles neither
+    the chosen tiling nor the untiled program (the report's bound) again."""
+
+    plans: dict[tuple[int, int, str], tuple[ModuleOp, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    """(region, patches, halo) -> the planned module and its pool passes' milliseconds."""
+    untiled_bound: int | None = None
+    """The untiled buffer-form program's lower_bound_by_use (before the pool passes)."""
+
+
+def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options, kept: _Searched) -> Plan:
     """The tile search's compile step: (region, patches, halo) -> the
-    planned buffer-form function of a copy of `tensor_module` tiled so."""
+    planned buffer-form function of a copy of `tensor_module` tiled so.
+    Each copy and its pool passes' timings go into `kept`, with the untiled
+    program's bound."""
 
     def plan(region: int, patches: int, halo: str = "recompute") -> func.FuncOp:
         tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches, tile_halo=halo)
         copy = tensor_module.clone()
-        run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled), *pool_passes(tiled)])
+        # only measured: the chosen tiling is compiled again, verified, by lower
+        run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled)], verify=False)
+        function = next(op for op in copy.walk() if isinstance(op, func.FuncOp))
+        if region == 0:
+            kept.untiled_bound = analyze_function(function).lower_bound_by_use
+        timings: dict[str, float] = {}
+        run_passes(ctx, copy, pool_passes(tiled), timings, verify=False)
+        kept.plans[(region, patches, halo)] = (copy, timings)
         return next(op for op in copy.walk() if isinstance(op, func.FuncOp))
 
     return plan

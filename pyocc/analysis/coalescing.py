@@ -121,6 +121,30 @@ class _Buffer:
     counted: bool = True
 
 
+@dataclass
+class _SetState:
+    """One legal set of bands as BandChoice sees it (buffers as integers)."""
+
+    numbers: frozenset[int]
+    parent: dict[int, tuple[int, int]]
+    """Band root -> (its output, the concat's step)."""
+    merged_write: dict[int, int]
+    """Buffer -> the last write of anything merged into it."""
+    merged_last: dict[int, int]
+    """Buffer -> the last step of anything merged into it."""
+    top: dict[int, int] = field(default_factory=dict)
+    """Band root -> the head of its merged group."""
+    group_first: dict[int, int] = field(default_factory=dict)
+    group_last: dict[int, int] = field(default_factory=dict)
+    """Group head -> the first and last step of the group."""
+    profile: np.ndarray | None = None
+    cost: int | None = None
+    members: dict[int, list[int]] | None = None
+    """Group head -> its buffers (made on first need)."""
+    children: dict[int, list[int]] | None = None
+    """Band output -> the roots merged into it (made on first need)."""
+
+
 class BandChoice:
     """Which concat inputs to write into their band: the live-bytes profile
     and legality of any set of bands, and a search for a good set.
@@ -128,7 +152,13 @@ class BandChoice:
     A set of bands merges each input's buffer (with everything already
     merged into it) into its concat output. The merged buffer lives from the
     first step of any member to the last, so the peak can rise; the cost is
-    the max-live bound (lazy) or the sum of buffers (eager)."""
+    the max-live bound (lazy) or the sum of buffers (eager).
+
+    The search evaluates thousands of sets (DenseNet-121 in patches), so
+    internally buffers and bands are integers, a set's profile is one
+    vectorised difference array, a set with one band more or less than a
+    legal set is costed from that set's state (`_SetState`), and each
+    set's cost is computed once."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
         self.eager = eager
@@ -144,59 +174,213 @@ class BandChoice:
                 buffer = self.buffers.get(root_buffer(value))
                 if buffer is not None:
                     buffer.writes.append(i)
-        self.base = np.zeros(liveness.steps + 1, dtype=np.int64)
+        self.steps = liveness.steps + 1
+        self.base = np.zeros(self.steps, dtype=np.int64)
         for b in self.buffers.values():
             if b.counted:
                 self.base[b.first:b.last + 1] += b.bytes
         self.base_sum = sum(b.bytes for b in self.buffers.values() if b.counted)
+        # buffers as integers (SSAValue hashes are Python-level and slow)
+        self._index = {value: i for i, value in enumerate(self.buffers)}
+        table = list(self.buffers.values())
+        self._bytes = [b.bytes for b in table]
+        self._first = [b.first for b in table]
+        self._last = [b.last for b in table]
+        self._counted = [b.counted for b in table]
+        self._max_write = [max(b.writes, default=-1) for b in table]
+        self._writes = [b.writes for b in table]
+        self._bands: list[tuple[int, int, int]] = []  # (root, output, step) per band number
+        self._band_number: dict[int, int] = {}  # id(ConcatBand) -> band number
+        self._band_objects: list[ConcatBand] = []
+        self._memo: dict[frozenset[int], int | None] = {}
+
+    def _number(self, band: ConcatBand) -> int:
+        """The band's number (registered on first sight)."""
+        number = self._band_number.get(id(band))
+        if number is None or self._band_objects[number] is not band:
+            number = len(self._bands)
+            self._bands.append((self._index[band.root], self._index[band.output], band.step))
+            self._band_number[id(band)] = number
+            self._band_objects.append(band)
+        return number
 
     def cost(self, bands: list[ConcatBand]) -> int | None:
         """The cost with `bands` merged, or None when the set is illegal: a
         band's bytes must be written only before its concat, and its output
         not overwritten while the band is still read."""
-        parent = {band.root: band for band in bands}
+        return self._cost([self._number(band) for band in bands])
+
+    def _cost(self, numbers: list[int]) -> int | None:
+        """`cost` of the bands with these numbers (memoised per set)."""
+        key = frozenset(numbers)
+        if len(key) < len(numbers):
+            return None  # the same band twice: one buffer cannot be a band of two outputs
+        if key in self._memo:
+            return self._memo[key]
+        result = self._compute(numbers)
+        self._memo[key] = result
+        return result
+
+    def _compute(self, numbers: list[int]) -> int | None:
+        """`cost` of the bands with these numbers, computed."""
+        state = self._state(numbers)
+        return None if state is None else state.cost
+
+    def _state(self, numbers: list[int]) -> _SetState | None:
+        """The merged groups, the facts legality needs and the live-bytes
+        profile of a set of bands; None when the set is illegal.
+
+        Legality in order of the concats' steps: a band merged into another
+        one's root is written by its concat, which (in a legal set) comes
+        before the other one's concat, so what is merged into a root is
+        known when its band is checked; a merged band whose concat comes
+        later writes the root at or after the step, which is illegal anyway."""
+        bands = sorted((self._bands[n] for n in numbers), key=lambda band: band[2])
+        parent = {root: (output, step) for root, output, step in bands}
         if len(parent) < len(bands):
             return None  # one buffer cannot be a band of two outputs
-        members: dict[SSAValue, list[SSAValue]] = {}
-        for value in {*parent, *(band.output for band in bands)}:
-            top = value
-            while top in parent:
-                top = parent[top].output
-            members.setdefault(top, []).append(value)
-        children: dict[SSAValue, list[SSAValue]] = {}
-        for band in bands:
-            children.setdefault(band.output, []).append(band.root)
-        for band in bands:
-            group = [band.root, *self._merged_into(band.root, children)]
-            if any(w >= band.step for m in group for w in self.buffers[m].writes):
+        # per buffer, over everything merged into it: the last write and the last step
+        merged_write: dict[int, int] = {}
+        merged_last: dict[int, int] = {}
+        for root, output, step in bands:
+            write = max(self._max_write[root], merged_write.get(root, -1))
+            if write >= step:
                 return None
-            group_last = max(self.buffers[m].last for m in group)
-            if any(w != band.step and w <= group_last for w in self.buffers[band.output].writes):
+            last = max(self._last[root], merged_last.get(root, -1))
+            if any(w != step and w <= last for w in self._writes[output]):
                 return None
+            merged_write[output] = max(merged_write.get(output, -1), write)
+            merged_last[output] = max(merged_last.get(output, -1), last)
+        state = _SetState(frozenset(numbers), parent, merged_write, merged_last)
         if self.eager:
-            return self.base_sum - sum(self.buffers[band.root].bytes for band in bands)
-        profile = self.base.copy()
-        for top, group in members.items():
-            for m in group:
-                b = self.buffers[m]
-                if b.counted:
-                    profile[b.first:b.last + 1] -= b.bytes
-            head = self.buffers[top]
-            if head.counted:
-                first = min(self.buffers[m].first for m in group)
-                last = max(self.buffers[m].last for m in group)
-                profile[first:last + 1] += head.bytes
-        return int(profile.max()) if len(profile) else 0
+            state.cost = self.base_sum - sum(self._bytes[root] for root, _, _ in bands)
+            return state
+        if not self.steps:
+            state.cost = 0
+            return state
+        top, group_first, group_last = state.top, state.group_first, state.group_last
+        starts: list[int] = []
+        ends: list[int] = []
+        amounts: list[int] = []
+        for value in {*parent, *(output for _, output, _ in bands)}:
+            path, head = [], value
+            while head in parent and head not in top:
+                path.append(head)
+                head = parent[head][0]
+            head = top.get(head, head)
+            for v in path:
+                top[v] = head
+            group_first[head] = min(group_first.get(head, self._first[value]), self._first[value])
+            group_last[head] = max(group_last.get(head, self._last[value]), self._last[value])
+            if self._counted[value]:
+                starts.append(self._first[value])
+                ends.append(self._last[value] + 1)
+                amounts.append(-self._bytes[value])
+        for head, first in group_first.items():
+            if self._counted[head]:
+                starts.append(first)
+                ends.append(group_last[head] + 1)
+                amounts.append(self._bytes[head])
+        delta = np.zeros(self.steps + 1, dtype=np.int64)
+        values = np.array(amounts, dtype=np.int64)
+        np.add.at(delta, np.array(starts, dtype=np.int64), values)
+        np.add.at(delta, np.array(ends, dtype=np.int64), -values)
+        state.profile = self.base + np.cumsum(delta[:-1])
+        state.cost = int(state.profile.max())
+        return state
 
-    @staticmethod
-    def _merged_into(value: SSAValue, children: dict[SSAValue, list[SSAValue]]) -> list[SSAValue]:
-        """Every buffer merged (transitively) into `value`."""
-        found, frontier = [], [value]
+    def _cost_plus(self, state: _SetState, number: int) -> int | None:
+        """`cost` of the legal set `state` plus one band, from the state:
+        the band's root group merges into its output's group, and only the
+        bands above the output (whose roots now hold more) are checked again."""
+        if number in state.numbers:
+            return None
+        key = state.numbers | {number}
+        if key in self._memo:
+            return self._memo[key]
+        result = self._plus(state, *self._bands[number])
+        self._memo[key] = result
+        return result
+
+    def _plus(self, state: _SetState, root: int, output: int, step: int) -> int | None:
+        if root in state.parent:
+            return None  # one buffer cannot be a band of two outputs
+        write = max(self._max_write[root], state.merged_write.get(root, -1))
+        last = max(self._last[root], state.merged_last.get(root, -1))
+        if write >= step or any(w != step and w <= last for w in self._writes[output]):
+            return None
+        value = output
+        write = max(write, state.merged_write.get(value, -1))
+        last = max(last, state.merged_last.get(value, -1))
+        while value in state.parent:
+            above, above_step = state.parent[value]
+            write = max(self._max_write[value], write)
+            last = max(self._last[value], last)
+            if write >= above_step or any(w != above_step and w <= last for w in self._writes[above]):
+                return None
+            value = above
+            write = max(write, state.merged_write.get(value, -1))
+            last = max(last, state.merged_last.get(value, -1))
+        if self.eager:
+            assert state.cost is not None
+            return state.cost - self._bytes[root]
+        if not self.steps:
+            return 0
+        assert state.profile is not None
+        head = state.top.get(output, output)
+        if head == root:
+            return None  # a cycle (already illegal above)
+        root_first = state.group_first.get(root, self._first[root])
+        root_last = state.group_last.get(root, self._last[root])
+        head_first = state.group_first.get(head, self._first[head])
+        head_last = state.group_last.get(head, self._last[head])
+        profile = state.profile.copy()
+        if self._counted[root]:
+            profile[root_first:root_last + 1] -= self._bytes[root]
+        if self._counted[head]:
+            profile[head_first:head_last + 1] -= self._bytes[head]
+            profile[min(root_first, head_first):max(root_last, head_last) + 1] += self._bytes[head]
+        return int(profile.max())
+
+    def _cost_minus(self, state: _SetState, number: int) -> int | None:
+        """`cost` of the legal set `state` less one of its bands, from the
+        state (a subset of a legal set is legal: less is merged into each
+        root): the root's subtree leaves its group."""
+        key = state.numbers - {number}
+        if key in self._memo:
+            return self._memo[key]
+        result = self._minus(state, *self._bands[number])
+        self._memo[key] = result
+        return result
+
+    def _minus(self, state: _SetState, root: int, output: int, step: int) -> int:
+        if self.eager:
+            assert state.cost is not None
+            return state.cost + self._bytes[root]
+        if not self.steps:
+            return 0
+        assert state.profile is not None
+        if state.members is None or state.children is None:
+            state.members, state.children = {}, {}
+            for value, (above, _) in state.parent.items():
+                state.members.setdefault(state.top.get(value, value), []).append(value)
+                state.children.setdefault(above, []).append(value)
+            for head in state.members:
+                state.members[head].append(head)
+        head = state.top[root]
+        subtree, frontier = {root}, [root]
         while frontier:
-            for child in children.get(frontier.pop(), []):
-                found.append(child)
+            for child in state.children.get(frontier.pop(), []):
+                subtree.add(child)
                 frontier.append(child)
-        return found
+        rest = [m for m in state.members[head] if m not in subtree]
+        profile = state.profile.copy()
+        if self._counted[head]:
+            profile[state.group_first[head]:state.group_last[head] + 1] -= self._bytes[head]
+            profile[min(self._first[m] for m in rest):max(self._last[m] for m in rest) + 1] += self._bytes[head]
+        if self._counted[root]:
+            profile[min(self._first[m] for m in subtree):max(self._last[m] for m in subtree) + 1] += self._bytes[root]
+        return int(profile.max())
 
     def choose(self, concats: list[list[ConcatBand]]) -> list[ConcatBand]:
         """Greedy over the concats (per concat, the subset of its inputs
@@ -204,46 +388,56 @@ class BandChoice:
         band or add one while that lowers the cost (adding: or keeps it).
         Greedy runs both in program order and backwards (one band can tie
         the peak early and block a chain later), and the better result wins."""
-        candidates = [b for bands in concats for b in bands]
+        numbered = [[self._number(b) for b in bands] for bands in concats]
+        candidates = [n for bands in numbered for n in bands]
         results = []
-        for order in (concats, concats[::-1]):
-            chosen: list[ConcatBand] = []
+        for order in (numbered, numbered[::-1]):
+            chosen: list[int] = []
             for bands in order:
                 chosen = self._best_extension(chosen, bands)
             chosen = self._improve(chosen, candidates)
-            results.append((self.cost(chosen), -len(chosen), chosen))
-        return min(results, key=lambda r: r[:2])[2]
+            results.append((self._cost(chosen), -len(chosen), chosen))
+        return [self._band_objects[n] for n in min(results, key=lambda r: r[:2])[2]]
 
-    def _best_extension(self, chosen: list[ConcatBand], bands: list[ConcatBand]) -> list[ConcatBand]:
-        best, best_cost = chosen, self.cost(chosen)
+    def _best_extension(self, chosen: list[int], bands: list[int]) -> list[int]:
+        best, best_cost = chosen, self._cost(chosen)
         assert best_cost is not None
         if len(bands) <= MAX_SUBSET_INPUTS:
             subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
         else:  # too many subsets: grow one input at a time
             subsets = (bands[:n] for n in range(1, len(bands) + 1))
+        state = self._state(chosen)
+        assert state is not None
         for subset in subsets:
-            cost = self.cost([*chosen, *subset])
+            cost = self._cost_plus(state, subset[0]) if len(subset) == 1 else self._cost([*chosen, *subset])
             if cost is not None and (cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best))):
                 best, best_cost = [*chosen, *subset], cost
         return best
 
-    def _improve(self, chosen: list[ConcatBand], candidates: list[ConcatBand]) -> list[ConcatBand]:
-        cost = self.cost(chosen)
+    def _improve(self, chosen: list[int], candidates: list[int]) -> list[int]:
+        cost = self._cost(chosen)
         assert cost is not None
         improved = True
         while improved:
             improved = False
+            state = self._state(chosen)
+            assert state is not None
             for band in list(chosen):
-                trial = [b for b in chosen if b is not band]
-                new = self.cost(trial)
-                if new is not None and new < cost:
+                trial = [b for b in chosen if b != band]
+                new = self._cost_minus(state, band)
+                if new < cost:
                     chosen, cost, improved = trial, new, True
+                    state = self._state(chosen)
+                    assert state is not None
             for band in candidates:
-                if band in chosen or any(b.root is band.root for b in chosen):
+                root = self._bands[band][0]
+                if band in chosen or any(self._bands[b][0] == root for b in chosen):
                     continue
-                new = self.cost([*chosen, band])
+                new = self._cost_plus(state, band)
                 if new is not None and new <= cost:
                     chosen, cost, improved = [*chosen, band], new, new < cost or improved
+                    state = self._state(chosen)
+                    assert state is not None
         return chosen
 
 

@@ -37,7 +37,8 @@ MAX_PATCH_OPS = 640
 MAX_PATCH_CONCATS = 64
 """At most this many channel concats in all patches: dnn-coalesce's choice
 of concat bands grows faster than linearly with them (DenseNet's first
-dense block in 28 patches took minutes)."""
+dense block in 28 patches took minutes before the choice costed one band
+more or less incrementally; raising the limit would change the choices)."""
 REAL_PLANS = 3
 """How many of the best-estimated candidates the search plans for real."""
 ESTIMATE_SLACK = 1.25

@@ -17,6 +17,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block
 
 import pyocc
+from pyocc.analysis import coalescing
 from pyocc.analysis.liveness import root_buffer
 from pyocc.dialects.dnn import ops as d
 from pyocc.frontend.onnx_import import import_model
@@ -230,3 +231,34 @@ def test_no_coalesce_flag_measures_coalescing(capsys: pytest.CaptureFixture[str]
     assert reports[False]["activation_bytes"] == reports[False]["lower_bound_bytes"] >= 40 * 1024
     assert reports[True]["activation_bytes"] >= reports[False]["activation_bytes"]  # here the peak is a conv's, in both
     assert len(reports[False]["buffers"]) < len(reports[True]["buffers"])
+
+
+@pytest.mark.parametrize("memory", ["eager", "pool"])
+def test_band_choice_costs_one_band_more_or_less_as_from_scratch(memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The band search costs a set with one band more or less from the
+    state of a legal set (BandChoice._plus, _minus): every such cost equals
+    the set's cost computed from scratch (_compute), on the dense chain in
+    patches (--memory-limit min: many nested bands) and untiled."""
+    checked = {"plus": 0, "minus": 0}
+    plus, minus = coalescing.BandChoice._plus, coalescing.BandChoice._minus
+
+    def number(choice: coalescing.BandChoice, band: tuple[int, int, int]) -> int:
+        return choice._bands.index(band)
+
+    def checked_plus(self: coalescing.BandChoice, state: coalescing._SetState, *band: int) -> int | None:
+        got = plus(self, state, *band)
+        assert got == self._compute([*state.numbers, number(self, band)])
+        checked["plus"] += 1
+        return got
+
+    def checked_minus(self: coalescing.BandChoice, state: coalescing._SetState, *band: int) -> int:
+        got = minus(self, state, *band)
+        assert got == self._compute([n for n in state.numbers if n != number(self, band)])
+        checked["minus"] += 1
+        return got
+
+    monkeypatch.setattr(coalescing.BandChoice, "_plus", checked_plus)
+    monkeypatch.setattr(coalescing.BandChoice, "_minus", checked_minus)
+    pyocc.lower(dense_chain_graph(), memory=memory, scratch=False)
+    pyocc.lower(dense_chain_graph(), memory=memory, scratch=False, memory_limit="min")
+    assert checked["plus"] > 0 and checked["minus"] > 0
