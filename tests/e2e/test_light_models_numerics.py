@@ -59,8 +59,10 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
         # coalescing only shares bytes: the buffers' bound is at most the
         # tensors'. Not in eager mode, whose coalescing picks concat bands by
         # the sum of sizes (eager's footprint) and may lengthen a band's life
-        # past the tensors' peak (ShuffleNet: 3.09 vs 2.75 MiB).
-        assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes
+        # past the tensors' peak (ShuffleNet: 3.09 vs 2.75 MiB). The
+        # kernels' scratch is no tensor: one op runs at a time, so at most
+        # one block (the largest, workspace_bytes) comes on top.
+        assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes + report.workspace_bytes
     if memory == "pool":
         assert report.allocator_calls_per_run == 1
         assert report.lower_bound_bytes <= report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)

@@ -164,6 +164,14 @@ func.func @malloc_alignment() -> memref<4xf32> {
 
 // -----
 
+func.func @malloc_min_size() -> memref<4xf32> {
+  %0 = dnn.malloc {size = 16 : i64, min_size = 32 : i64} : memref<4xf32>
+  func.return %0 : memref<4xf32>
+}
+// CHECK: dnn.malloc: min_size 32 must be within 1..size (16)
+
+// -----
+
 func.func @memcpy_kind(%a: memref<4xf32>, %b: memref<4xf32>) {
   "dnn.memcpy"(%a, %b) <{kind = "sideways", size = 16 : i64}> : (memref<4xf32>, memref<4xf32>) -> ()
   func.return
