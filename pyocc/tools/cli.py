@@ -203,15 +203,20 @@ def cmd_run(args: argparse.Namespace) -> int:
             name, shape, dtype = spec["name"], spec["shape"], spec["dtype"]
             inputs[name] = (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
                             else rng.integers(0, 2, shape).astype(dtype))
-    outputs = model.run(inputs)
+    _print_outputs(args, model.run(inputs))
+    print(model.memory_report())
+    return 0
+
+
+def _print_outputs(args: argparse.Namespace, outputs: dict[str, np.ndarray]) -> None:
+    """Save the outputs where --save-outputs says (all or nothing), and print
+    a line per output."""
     if args.save_outputs:
         buffer = io.BytesIO()
         np.savez(buffer, **outputs)
         _write_atomically(Path(args.save_outputs), buffer.getvalue())
     for name, value in outputs.items():
         print(f"{name}: shape {list(value.shape)} {value.dtype}, mean {float(np.mean(value)):.6g}")
-    print(model.memory_report())
-    return 0
 
 
 def _run_symbolic(args: argparse.Namespace) -> int:
@@ -239,15 +244,10 @@ def _run_symbolic(args: argparse.Namespace) -> int:
                 shape, dtype = step[4], step[5]
                 inputs[step[2]] = (rng.standard_normal(shape).astype(dtype) if np.dtype(dtype).kind == "f"
                                    else rng.integers(0, 2, shape).astype(dtype))
-    outputs = model.run(inputs)
-    if args.save_outputs:
-        buffer = io.BytesIO()
-        np.savez(buffer, **outputs)
-        _write_atomically(Path(args.save_outputs), buffer.getvalue())
-    for name, value in outputs.items():
-        print(f"{name}: shape {list(value.shape)} {value.dtype}, mean {float(np.mean(value)):.6g}")
+    _print_outputs(args, model.run(inputs))
     print(", ".join(f"{k}={v}" for k, v in values.items()))
     print(model.memory_report(values))
+    return 0
     return 0
 
 
