@@ -13,7 +13,7 @@ import json
 import re
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +51,8 @@ from pyocc.rewrites.dnn_memory_pool import (
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_scratchpad import DnnScratchpadPass
 from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
+from pyocc.rewrites.dnn_recompute import named_recompute_ops
+from pyocc.rewrites.dnn_recompute_search import choose_recompute
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
@@ -164,8 +166,15 @@ class MemoryReport:
     tiling: str | None = None
     """The tiled region ("N ops in P patches"); None when nothing was tiled."""
     tiled_lower_bound_bytes: int | None = None
-    """The tiled program's own buffers' bound (None when nothing was tiled);
-    `lower_bound_bytes` stays the untransformed program's, so the gain shows."""
+    """The transformed (tiled or recomputing) program's own buffers' bound
+    (None when nothing was transformed); `lower_bound_bytes` stays the
+    untransformed program's, so the gain shows."""
+    recomputed: list[str] = field(default_factory=list)
+    """The cheap values computed again at their late readers (dnn-recompute),
+    by their tensor-form names; empty when none."""
+    recompute_ops: int = 0
+    """Element operations the recomputed values add to one run (each op's
+    result elements times its Recomputable `ops_per_element`)."""
     npu: dict[str, Any] | None = None
     """The scratchpad schedule's simulation (`scratchpad`): cycles, DRAM
     bytes, SRAM used, bounds and the no-prefetch baseline; None without."""
@@ -182,7 +191,9 @@ class MemoryReport:
         (None: no limit); the message says what to try."""
         if limit_bytes is None or self.activation_bytes <= limit_bytes:
             return
-        hint = (f"; the smallest reached, with {self.tiling} (patch-based)" if self.tiling
+        transformed = ", ".join([*([f"{self.tiling} (patch-based)"] if self.tiling else []),
+                                 *([f"{', '.join(self.recomputed)} recomputed"] if self.recomputed else [])])
+        hint = (f"; the smallest reached, with {transformed}" if transformed
                 else "; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
                 else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
                 else "")
@@ -228,6 +239,9 @@ class MemoryReport:
             lines.append(f"kernels          {self.native_sites} native, {self.numpy_sites} numpy")
         if self.tiling is not None:
             lines.append(f"tiling           {self.tiling}, {self.extra_macs:+.1%} MACs")
+        if self.recomputed:
+            lines.append(f"recompute        {', '.join(self.recomputed)} again at late readers: "
+                         f"{self.recompute_ops:,d} element ops, {self.extra_macs:+.1%} MACs")
         for pool in self.pools:
             limit = "unbounded" if pool.limit is None else f"limit {pool.limit:,d} B"
             share = pool.traffic_bytes / self.activation_traffic_bytes if self.activation_traffic_bytes else 0.0
@@ -272,6 +286,7 @@ def lower(
     npu_cost: str | None = None,
     tile_halo: str = "recompute",
     stage_dma: bool = False,
+    recompute: str = "",
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -291,11 +306,15 @@ def lower(
     leaves it out, and the convolutions that need it run numpy kernels.
     `tile_region` > 0 runs the first N row-local ops patch by patch
     (dnn-tile, `tile_patches` patches, the halo rows recomputed or, with
-    `tile_halo="cache"`, computed once and cached). `memory_limit` (bytes, or "min")
-    picks a tiling when the program as given needs more activation memory
-    than that: the first fitting one in order of extra MACs, or ("min") the
-    smallest within `max_extra_macs` (a ratio of the untiled MACs); bytes
-    that no tiling reaches are an error naming the smallest size reached.
+    `tile_halo="cache"`, computed once and cached). `recompute` ("a,b":
+    tensor-form value names) computes those cheap values again at their late
+    readers (dnn-recompute). `memory_limit` (bytes, or "min")
+    picks recomputations and a tiling when the program as given needs more
+    activation memory than that: recomputed values that lower the planned
+    pool (least work first), then the first fitting tiling in order of extra
+    MACs, or ("min") the smallest within `max_extra_macs` (a ratio of the
+    untransformed MACs; a recomputed element op counts as one); bytes
+    that nothing reaches are an error naming the smallest size reached.
     `scratchpad` (bytes, or "1MiB") schedules the tensor-form program for
     an NPU whose compute reads only SRAM of that size (DMA from DRAM,
     prefetch, tiling, cascades) and simulates it under `npu_cost`
@@ -314,7 +333,7 @@ def lower(
                           reorder=reorder, target=target,
                           pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace,
                           scratch=scratch, tile_region=tile_region, tile_patches=tile_patches,
-                          tile_halo=tile_halo)
+                          tile_halo=tile_halo, recompute=recompute)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -339,25 +358,35 @@ def lower(
         base_macs = module_macs(module)
         npu = None if npu_machine is None else npu_report(function, *npu_machine)
         kept = _Searched()
+        recompute_ops = 0
         if memory_limit is not None:
+            # recomputation first: its clones are elementwise ops, cheaper
+            # than the halo rows of most tilings; then tiling on top
+            recomputed = choose_recompute(function, _recompute_planner_of(ctx, module, options, kept), memory,
+                                          memory_limit, max_extra_macs * base_macs)
+            options = dataclasses.replace(options, recompute=",".join(recomputed.values))
+            recompute_ops = recomputed.ops
+            left = max(0.0, max_extra_macs - (recomputed.ops + recomputed.macs) / base_macs) if base_macs else 0.0
             choice = choose_tiling(function, _planner_of(ctx, module, options, kept), memory, memory_limit,
-                                   max_extra_macs, base_macs)
+                                   left, base_macs)
             options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches,
                                           tile_halo=choice.halo)
+        elif options.recompute:
+            recompute_ops = named_recompute_ops(function, options.recompute.split(","))
         if options.tile_region and options.target == "cuda":
             raise PyoccError(f"{name}: patch-based execution (tiling) runs on the host only for now; "
                              "use --target host, or a --memory-limit the untiled program fits")
         untiled_bound = None
-        if options.tile_region:
+        if options.tile_region or options.recompute:
             # the report's lower bound stays the untransformed program's
             untiled_bound = kept.untiled_bound
             if untiled_bound is None:
                 untiled = module.clone()
-                untiled_options = dataclasses.replace(options, tile_region=0)
+                untiled_options = dataclasses.replace(options, tile_region=0, recompute="")
                 run_passes(ctx, untiled, [*buffer_passes(untiled_options), *pool_passes(untiled_options)])
                 untiled_bound = analyze_function(
                     next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
-        searched = None if stage_dma else kept.plans.get((options.tile_region, options.tile_patches, options.tile_halo))
+        searched = None if stage_dma else kept.plans.get(_plan_key(options))
         timings: dict[str, float] = {}
         if searched is not None:
             # the search compiled the chosen tiling already: verified here, not compiled again
@@ -420,10 +449,15 @@ def lower(
         activation_traffic_bytes=sum(b.traffic for b in buffers),
         macs=module_macs(module),
     )
-    if any(isinstance(o, d.InsertSliceOp) for o in ops):
-        report.extra_macs = (report.macs - base_macs) / base_macs if base_macs else 0.0
+    tiled = any(isinstance(o, d.InsertSliceOp) for o in ops)
+    if tiled:
         report.tiling = f"{options.tile_region} ops in {options.tile_patches} patches" + (
             ", halos cached" if options.tile_halo == "cache" else "")
+    if options.recompute:
+        report.recomputed = options.recompute.split(",")
+        report.recompute_ops = recompute_ops
+    if tiled or options.recompute:
+        report.extra_macs = (report.macs - base_macs) / base_macs if base_macs else 0.0
         report.tiled_lower_bound_bytes = report.lower_bound_bytes
         if untiled_bound is not None:
             report.lower_bound_bytes = untiled_bound
@@ -478,8 +512,9 @@ class _Searched:
     """What the tile search compiled, kept so that lower compiles neither
     the chosen tiling nor the untiled program (the report's bound) again."""
 
-    plans: dict[tuple[int, int, str], tuple[ModuleOp, dict[str, float]]] = dataclasses.field(default_factory=dict)
-    """(region, patches, halo) -> the planned module and its pool passes' milliseconds."""
+    plans: dict[tuple[str, int, int, str], tuple[ModuleOp, dict[str, float]]] = dataclasses.field(default_factory=dict)
+    """(recomputed values, region, patches, halo) -> the planned module and
+    its pool passes' milliseconds."""
     untiled_bound: int | None = None
     """The untiled program's lower_bound_by_use, after its pool passes (as its own report gives it)."""
 
@@ -492,18 +527,49 @@ def _planner_of(ctx: Context, tensor_module: ModuleOp, options: Options, kept: _
 
     def plan(region: int, patches: int, halo: str = "recompute") -> func.FuncOp:
         tiled = dataclasses.replace(options, tile_region=region, tile_patches=patches, tile_halo=halo)
-        copy = tensor_module.clone()
-        # only measured: the chosen tiling is compiled again, verified, by lower
-        run_passes(ctx, copy, [*tile_passes(tiled), *buffer_passes(tiled)], verify=False)
-        function = next(op for op in copy.walk() if isinstance(op, func.FuncOp))
-        timings: dict[str, float] = {}
-        run_passes(ctx, copy, pool_passes(tiled), timings, verify=False)
-        if region == 0:  # measured after the pool passes, as the untiled report's (its scratch fitted)
-            kept.untiled_bound = analyze_function(function).lower_bound_by_use
-        kept.plans[(region, patches, halo)] = (copy, timings)
-        return next(op for op in copy.walk() if isinstance(op, func.FuncOp))
+        return _planned(ctx, tensor_module, tiled, kept)
 
     return plan
+
+
+def _recompute_planner_of(ctx: Context, tensor_module: ModuleOp, options: Options,
+                          kept: _Searched) -> Callable[[tuple[str, ...]], func.FuncOp]:
+    """The recompute search's compile step: values -> the planned
+    buffer-form function of a copy of `tensor_module` with those values
+    recomputed (untiled), kept in `kept` like the tile search's."""
+
+    def plan(values: tuple[str, ...]) -> func.FuncOp:
+        return _planned(ctx, tensor_module, dataclasses.replace(options, recompute=",".join(values), tile_region=0),
+                        kept)
+
+    return plan
+
+
+def _plan_key(options: Options) -> tuple[str, int, int, str]:
+    """What makes one searched program differ from another: (recomputed
+    values, region, patches, halo); patches and halo only with a region."""
+    if not options.tile_region:
+        return (options.recompute, 0, 0, "recompute")
+    return (options.recompute, options.tile_region, options.tile_patches, options.tile_halo)
+
+
+def _planned(ctx: Context, tensor_module: ModuleOp, options: Options, kept: _Searched) -> func.FuncOp:
+    """A copy of `tensor_module` transformed as `options` say (recomputation,
+    tiling) and planned, or the copy `kept` has of it; the untransformed
+    program's bound goes into `kept`."""
+    key = _plan_key(options)
+    if key not in kept.plans:
+        copy = tensor_module.clone()
+        # only measured: the chosen one is compiled again, verified, by lower
+        run_passes(ctx, copy, [*tile_passes(options), *buffer_passes(options)], verify=False)
+        timings: dict[str, float] = {}
+        run_passes(ctx, copy, pool_passes(options), timings, verify=False)
+        if not options.recompute and not options.tile_region:
+            # measured after the pool passes, as the untransformed report's (its scratch fitted)
+            kept.untiled_bound = analyze_function(next(op for op in copy.walk()
+                                                       if isinstance(op, func.FuncOp))).lower_bound_by_use
+        kept.plans[key] = (copy, timings)
+    return next(op for op in kept.plans[key][0].walk() if isinstance(op, func.FuncOp))
 
 
 def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
@@ -895,6 +961,7 @@ def compile(  # noqa: A001 - the name users expect
     scratchpad: int | str | None = None,
     npu_cost: str | None = None,
     threads: int = 1,
+    recompute: str = "",
     dims: Mapping[str, int] | None = None,
 ) -> Model | SymbolicModel:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
@@ -914,7 +981,8 @@ def compile(  # noqa: A001 - the name users expect
     `scratch` (default True) plans the native kernels' scratch (im2col
     columns) in the pool (see `lower`); with `kernels="numpy"` none is
     planned. `memory_limit`, `max_extra_macs`, `tile_region`,
-    `tile_patches` and `tile_halo`: patch-based execution of the stem (see `lower`).
+    `tile_patches`, `tile_halo` and `recompute`: recomputation and
+    patch-based execution of the stem (see `lower`).
     `scratchpad` (bytes or "1MiB") runs the program the NPU way: every
     weight and graph input/output copied into the SRAM pool before the op
     that needs it and results copied out (DMA as host copies), the pool no
@@ -927,7 +995,7 @@ def compile(  # noqa: A001 - the name users expect
     `SymbolicModel` whose `run` takes every value from 1 to the maximum
     (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
     if dims:
-        if (sanitize or memory_pools or pool_candidates or memory_limit is not None or tile_region
+        if (sanitize or memory_pools or pool_candidates or memory_limit is not None or tile_region or recompute
                 or threads != 1 or scratchpad is not None):
             raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, "
                              "a memory limit, tiling, threads or a scratchpad yet; "
@@ -958,6 +1026,7 @@ def compile(  # noqa: A001 - the name users expect
                            scratch=scratch and kernels == "native",
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
                            tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo,
+                           recompute=recompute,
                            scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,

@@ -7,7 +7,9 @@
 A flow has four stages, each a list of passes built from `Options`:
 
     tensor_passes   onnx -> tensor-form dnn, and rewrites on tensors (dnn-fuse)
-    tile_passes     patch-based execution of the stem (dnn-tile; off by default)
+    tile_passes     below the max-live bound: cheap values recomputed at their
+                    late readers (dnn-recompute), the stem patch by patch
+                    (dnn-tile); both off by default
     buffer_passes   tensor form -> buffer form with malloc/dealloc, coalesced
                     (target cuda: plus the scratch buffers its lowering needs)
     pool_passes     malloc/dealloc -> one planned pool (pool mode only)
@@ -36,6 +38,7 @@ from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
+from pyocc.rewrites.dnn_recompute import DnnRecomputePass
 from pyocc.rewrites.dnn_tile import DnnTilePass
 
 MEMORY_MODES = ("eager", "lazy", "pool")
@@ -107,6 +110,9 @@ class Options:
     """dnn-tile's patch count (with tile_region)."""
     tile_halo: str = "recompute"
     """dnn-tile's halo rows: recompute or cache (with tile_region)."""
+    recompute: str = ""
+    """dnn-recompute's values: the cheap values (by name, comma-separated)
+    computed again at their late readers; empty: none."""
 
 
 def tensor_passes(options: Options) -> list[ModulePass]:
@@ -127,12 +133,16 @@ def reorder_passes(options: Options) -> list[ModulePass]:
 
 
 def tile_passes(options: Options) -> list[ModulePass]:
-    """dnn-tile, on the final tensor form (after dnn-reorder, which would
-    otherwise interleave the patches); empty without a tile_region. Kept out
-    of tensor_passes so a report can take the bound of the untiled program."""
-    if options.tile_region <= 0:
-        return []
-    return [DnnTilePass(region=options.tile_region, patches=options.tile_patches, halo=options.tile_halo)]
+    """dnn-recompute (with `recompute`), then dnn-tile (with a tile_region),
+    on the final tensor form (after dnn-reorder, which would move the clones
+    back up and interleave the patches). Kept out of tensor_passes so a
+    report can take the bound of the untransformed program."""
+    passes: list[ModulePass] = []
+    if options.recompute:
+        passes.append(DnnRecomputePass(values=options.recompute))
+    if options.tile_region > 0:
+        passes.append(DnnTilePass(region=options.tile_region, patches=options.tile_patches, halo=options.tile_halo))
+    return passes
 
 
 def buffer_passes(options: Options) -> list[ModulePass]:

@@ -46,6 +46,8 @@ _PASSES: list[tuple[str, str, str, str]] = [
     ("dnn-fuse", "pyocc.rewrites.dnn_fuse", "DnnFusePass", "layer fusion on tensor-form dnn"),
     ("dnn-reorder", "pyocc.rewrites.dnn_reorder", "DnnReorderPass",
      "run tensor-form ops in the order with the lowest peak of live bytes"),
+    ("dnn-recompute", "pyocc.rewrites.dnn_recompute", "DnnRecomputePass",
+     "compute cheap values again at their late readers instead of keeping them alive"),
     ("dnn-tile", "pyocc.rewrites.dnn_tile", "DnnTilePass",
      "run the stem's first row-local ops patch by patch (below the max-live bound)"),
     ("dnn-insert-memory-ops", "pyocc.rewrites.dnn_insert_memory_ops", "DnnInsertMemoryOpsPass",

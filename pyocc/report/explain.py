@@ -43,6 +43,8 @@ def explain_peak(timeline: Timeline) -> str:
         f"No plan of this op order needs less than the lower bound, {t.lower_bound_bytes / unit_bytes:.{decimals}f} {unit}. "
         "To lower the peak, free one of the buffers listed here earlier (run the op in its last column "
         "sooner) or make a large one smaller (fusion, in-place reuse).",
+        *([f"Transformed below the bound of the program as given ({'; '.join(t.transforms)}): "
+           "the bound above is this program's own."] if t.transforms else []),
         "",
     ]
     rows = [("bytes", unit, "buffer", "shape", "written by", "read at/after the peak by", "kept alive until")]

@@ -92,6 +92,9 @@ class Timeline:
     """With several named pools (`--memory-pools`): (name, base, size) of
     each, stacked bottom to top in the order they are created; a buffer's
     `offset` is then its pool's base plus its offset in the pool."""
+    transforms: list[str] = field(default_factory=list)
+    """How the program was changed to go below the bound of the program as
+    given (`--memory-limit`): the tiled region, the recomputed values."""
 
     def live_bytes(self) -> list[int]:
         """Bytes of live buffers at each op index."""
@@ -204,6 +207,8 @@ def build_timeline(module: ModuleOp, report: MemoryReport) -> Timeline:
         pool_bytes=report.activation_bytes, lower_bound_bytes=bound,
         naive_bytes=report.naive_bytes, placement=placement, pools=pools if len(pools) > 1 else [],
         tensor_lower_bound_bytes=report.tensor_lower_bound_bytes, io=io,
+        transforms=[*([f"tiled: {report.tiling}"] if report.tiling else []),
+                    *([f"recomputed at late readers: {', '.join(report.recomputed)}"] if report.recomputed else [])],
     )
 
 

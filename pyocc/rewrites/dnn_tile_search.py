@@ -124,21 +124,7 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: lis
     after = [0] * (len(live) + 1)  # after[i]: the most live bytes at steps >= i
     for i in range(len(live) - 1, -1, -1):
         after[i] = max(live[i], after[i + 1])
-    # pair each tensor-form compute op with its planned step; dnn-coalesce
-    # may have removed a concat (its inputs written into their bands) or
-    # left copies in its place
-    paired: dict[Operation, int] = {}
-    j = 0
-    for t in tensor_ops:
-        if j < len(steps) and steps[j][1].name == t.name:
-            paired[t] = j
-            j += 1
-        elif isinstance(t, d.ConcatOp):
-            while j < len(steps) and isinstance(steps[j][1], d.CopyOp):
-                j += 1
-            paired[t] = j - 1
-        else:
-            break
+    paired = pair_compute_ops(tensor_ops, [op for _, op in steps])
     floors: dict[int, int] = {}
     for region in found:
         count, op = len(region.ops), region.ops[-1]
@@ -149,6 +135,27 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: lis
         position = paired[op]
         floors[count] = after[steps[position + 1][0]] if position + 1 < len(steps) else 0
     return floors
+
+
+def pair_compute_ops(tensor_ops: list[Operation], planned_ops: list[Operation]) -> dict[Operation, int]:
+    """Each tensor-form compute op (in block order) -> the index in
+    `planned_ops` (the planned function's compute ops, in block order) of
+    the op that does its work, as far as they pair up. dnn-coalesce may have
+    removed a concat (its inputs written into their bands: paired with the
+    op before) or left copies in its place."""
+    paired: dict[Operation, int] = {}
+    j = 0
+    for t in tensor_ops:
+        if j < len(planned_ops) and planned_ops[j].name == t.name:
+            paired[t] = j
+            j += 1
+        elif isinstance(t, d.ConcatOp):
+            while j < len(planned_ops) and isinstance(planned_ops[j], d.CopyOp):
+                j += 1
+            paired[t] = j - 1
+        else:
+            break
+    return paired
 
 
 def function_activation_bytes(function: func.FuncOp, memory: str) -> int:

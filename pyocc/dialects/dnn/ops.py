@@ -193,6 +193,19 @@ class RowLocal(OpTrait):
     joins_channels: bool = False
 
 
+@dataclass(frozen=True)
+class Recomputable(OpTrait):
+    """The op is cheap next to keeping its result alive: a few operations
+    per result element (a ReLU or another unary function, an add, a folded
+    batch norm, an upsample), so dnn-recompute may compute it again just
+    before a late reader instead of keeping the result alive in between.
+    Recomputing it costs about `ops_per_element` operations per result
+    element (what the report's `recompute_ops` counts; the op's `macs()`
+    stays what it declares)."""
+
+    ops_per_element: int = 1
+
+
 class DnnComputeOp(IRDLOperation):
     """Base of compute ops: the tensor/buffer form rule and kernel naming."""
 
@@ -834,7 +847,7 @@ class UnaryOp(UnaryKernelOp):
     Safe in place: `out` may be `x`'s buffer."""
 
     name = "dnn.unary"
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal())
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal(), Recomputable())
     fn = prop_def(StringAttr)
     alpha = _float()
     beta = _float()
@@ -852,7 +865,7 @@ class BinaryOp(DnnComputeOp):
     b = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA, RowLocal())
+    traits = traits_def(KernelEffects(), WritesInPlace(("a", "b")), HOST_AND_CUDA, RowLocal(), Recomputable())
     fn = prop_def(StringAttr)
     fmod = _int(0)
     activation = _str()
@@ -921,7 +934,7 @@ class ChannelAffineOp(DnnComputeOp):
     shift = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal())
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, RowLocal(), Recomputable())
     axis = _int(1)
     activation = _str()
     alpha = _float()
@@ -941,7 +954,7 @@ class BatchNormOp(DnnComputeOp):
     var = operand_def(TensorOrBuffer)
     out = opt_operand_def(MemRefType)
     result = opt_result_def(TensorType)
-    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA)
+    traits = traits_def(KernelEffects(), WritesInPlace(("x",)), HOST_AND_CUDA, Recomputable(ops_per_element=2))
     epsilon = _float(1e-5)
 
 
@@ -1222,7 +1235,7 @@ class PadOp(UnaryKernelOp):
 @irdl_op_definition
 class ResizeOp(UnaryKernelOp):
     name = "dnn.resize"
-    traits = traits_def(HOST_AND_CUDA)
+    traits = traits_def(HOST_AND_CUDA, Recomputable(ops_per_element=4))
     mode = _str("nearest")
     coordinate_transformation_mode = _str("half_pixel")
     nearest_mode = _str("round_prefer_floor")

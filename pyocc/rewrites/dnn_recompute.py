@@ -1,0 +1,226 @@
+"""`dnn-recompute{values=a,b}`: compute a cheap value again at its late
+readers instead of keeping it alive in between (DTR, Checkmate, MONeT; here
+at inference).
+
+A value read early and again much later (a long skip, the output of an
+upsample read by a concat and by a later add) stays alive across every op
+in between, often across the peak. When its producer is cheap (the
+`Recomputable` trait of pyocc/dialects/dnn/ops.py: unary functions such as
+ReLU, binary ops such as add, folded batch norms, upsampling) the chain
+that makes it can be cloned just before the late readers, and the value
+dies at its early ones:
+
+    v = p(x); a(v) ... b(v)   =>   v = p(x); a(v) ... v' = p(x); b(v')
+
+An analysis decides (`recompute_site`): the late readers start after the
+widest gap between consecutive readers of the value; the chain grows
+upwards through Recomputable producers whose results would otherwise die
+before that gap ends and whose own inputs are no larger (the upsample's
+small input instead of its big output). The clone reads the chain's
+inputs, which then live until the late readers, so the gain is real only
+when they are smaller or alive anyway (the graph input, a tensor read later
+anyway): the `--memory-limit` search (dnn_recompute_search) keeps a
+recomputation only when the planned pool goes down.
+
+Runs on tensor form, after dnn-reorder (which would move the clone back up).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
+from xdsl.rewriter import InsertPoint
+from xdsl.utils.exceptions import PassFailedException
+
+from pyocc.analysis.ir_form import require_form
+from pyocc.dialects.dnn import ops as d
+
+MAX_CHAIN = 4
+"""At most this many ops cloned for one value."""
+
+
+@dataclass(frozen=True)
+class RecomputeSite:
+    """One recomputation: `chain` (Recomputable ops in block order, the last
+    one makes `value`) is cloned just before `late[0]`, and the readers in
+    `late` read the clone's result instead of `value`."""
+
+    value: SSAValue
+    chain: tuple[Operation, ...]
+    late: tuple[Operation, ...]
+
+    def ops(self) -> int:
+        """The operations the clones add to one run: each chain op's result
+        elements times its `ops_per_element`."""
+        total = 0
+        for op in self.chain:
+            trait = op.get_trait(d.Recomputable)
+            assert trait is not None
+            total += trait.ops_per_element * math.prod(op.results[0].type.get_shape())  # type: ignore[attr-defined]
+        return total
+
+    def macs(self) -> int:
+        """The MACs the clones add (the chain ops' declared `macs()`)."""
+        return sum(op.macs() for op in self.chain)  # type: ignore[attr-defined]
+
+
+def is_recomputable(op: Operation | Block) -> bool:
+    """True for a tensor-form compute op with one tensor result whose op
+    definition says it is cheap (the `Recomputable` trait)."""
+    return (isinstance(op, d.DnnComputeOp) and op.get_trait(d.Recomputable) is not None
+            and len(op.results) == 1 and isinstance(op.results[0].type, TensorType)
+            and not op.on_buffers)
+
+
+def _readers(value: SSAValue, block: Block) -> list[Operation] | None:
+    """The ops of `block` that read `value`, in block order (None when a
+    reader sits elsewhere, e.g. in a nested region)."""
+    readers = {use.operation for use in value.uses}
+    if any(r.parent_block() is not block for r in readers):
+        return None
+    return sorted(readers, key=block.get_operation_index)
+
+
+def recompute_site(value: SSAValue) -> RecomputeSite | None:
+    """Where recomputing `value` would end its life early: None when its
+    producer is not Recomputable, or no two of its readers are apart by at
+    least one other op (nothing to gain)."""
+    producer = value.owner
+    if not isinstance(producer, Operation) or not is_recomputable(producer):
+        return None
+    block = producer.parent_block()
+    if block is None:
+        return None
+    readers = _readers(value, block)
+    if readers is None or len(readers) < 2:
+        return None
+    position = [block.get_operation_index(r) for r in readers]
+    gaps = [position[k] - position[k - 1] for k in range(1, len(readers))]
+    widest = max(gaps)
+    if widest < 2:
+        return None
+    split = gaps.index(widest) + 1
+    anchor = position[split]
+    chain = [producer]
+    frontier = [producer]
+    while frontier and len(chain) < MAX_CHAIN:
+        op = frontier.pop()
+        for operand in op.operands:
+            source = operand.owner
+            if (not isinstance(source, Operation) or source in chain or not is_recomputable(source)
+                    or isinstance(source, d.WeightOp)):
+                continue
+            users = _readers(operand, block)
+            # clone the producer too only when its result would die before the
+            # late readers anyway, and the clone then reads no more bytes
+            if users is None or any(u not in chain and block.get_operation_index(u) >= anchor for u in users):
+                continue
+            inputs = [v for v in source.operands if not isinstance(v.owner, d.WeightOp)]
+            if sum(d.type_bytes(v.type) for v in inputs) > d.type_bytes(operand.type):
+                continue
+            if len(chain) < MAX_CHAIN:
+                chain.append(source)
+                frontier.append(source)
+    chain.sort(key=block.get_operation_index)
+    return RecomputeSite(value, tuple(chain), tuple(readers[split:]))
+
+
+class RecomputeAtLateReaders(RewritePattern):
+    """v = p(x); a(v) ... b(v)  =>  v = p(x); a(v) ... v' = p(x); b(v')
+    (the sites decided by `recompute_site`, keyed by their first late reader)."""
+
+    def __init__(self, sites: dict[Operation, RecomputeSite]):
+        self.sites = sites
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        site = self.sites.pop(op, None)
+        if site is None:
+            return
+        mapping: dict[SSAValue, SSAValue] = {}
+        for original in site.chain:
+            clone = original.clone(value_mapper=mapping)
+            rewriter.insert(clone, InsertPoint.before(op))
+            if original.results[0].name_hint:
+                clone.results[0].name_hint = f"{original.results[0].name_hint}_again"
+            mapping[original.results[0]] = clone.results[0]
+        late = set(site.late)
+        rewriter.replace_uses_with_if(site.value, mapping[site.value], lambda use: use.operation in late)
+
+
+def printed_names(function: func.FuncOp) -> dict[str, SSAValue]:
+    """The values of `function`'s block by the names the IR printer gives
+    them (`%relu`, `%relu_1`, ...: a name hint, then `_N` for its N-th
+    repeat, block arguments first, then the op results in block order)."""
+    seen: dict[str, int] = {}
+    names: dict[str, SSAValue] = {}
+    block = function.body.block
+    values = [*block.args, *(r for op in block.ops for r in op.results)]
+    for value in values:
+        if not value.name_hint:
+            continue
+        count = seen.get(value.name_hint, 0)
+        seen[value.name_hint] = count + 1
+        names.setdefault(f"{value.name_hint}_{count}" if count else value.name_hint, value)
+    return names
+
+
+def named_recompute_ops(function: func.FuncOp, names: list[str]) -> int:
+    """The element operations recomputing the named values of the
+    tensor-form `function` adds (each site as if recomputed alone; unknown
+    names and values with nothing to gain add none)."""
+    values = printed_names(function)
+    sites = [recompute_site(values[n]) for n in names if n in values]
+    return sum(site.ops() for site in sites if site is not None)
+
+
+def recompute_values(function: func.FuncOp, names: list[str]) -> list[RecomputeSite]:
+    """Recompute the named values of `function` at their late readers, one
+    after the other; returns the sites rewritten (a value with nothing to
+    gain is left as it is). Raises PassFailedException for a name that is
+    missing, ambiguous, or made by an op that is not Recomputable."""
+    done: list[RecomputeSite] = []
+    for name in names:
+        value = printed_names(function).get(name)
+        if value is None:
+            raise PassFailedException(f"dnn-recompute: no value named %{name} in @{function.sym_name.data}; "
+                                      "name an op result as the tensor-form IR prints it (pyocc-opt MODEL -p ...)")
+        owner = value.owner
+        if not isinstance(owner, Operation) or not is_recomputable(owner):
+            what = owner.name if isinstance(owner, Operation) else "a block argument"
+            raise PassFailedException(f"dnn-recompute: %{name} is made by {what}, which is not Recomputable; "
+                                      "only cheap ops (the Recomputable trait: unary, binary, channel_affine, "
+                                      "batch_norm, resize) are recomputed")
+        site = recompute_site(value)
+        if site is None:
+            continue
+        PatternRewriteWalker(RecomputeAtLateReaders({site.late[0]: site}), apply_recursively=False).rewrite_module(function)
+        done.append(site)
+    return done
+
+
+@dataclass(frozen=True)
+class DnnRecomputePass(ModulePass):
+    """Recompute the named cheap values at their late readers (see the
+    module docstring); tensor form only."""
+
+    name = "dnn-recompute"
+
+    values: str = ""
+    """The values to recompute, by name without the %, comma-separated
+    (e.g. `values=skip,up`)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        require_form(op, self.name, "tensors")
+        names = [n.strip().lstrip("%") for n in self.values.split(",") if n.strip()]
+        for function in op.walk():
+            if isinstance(function, func.FuncOp) and function.body.blocks:
+                if any(isinstance(o, d.DnnComputeOp) and o.on_buffers for o in function.body.block.ops):
+                    raise PassFailedException("dnn-recompute: run it on tensor form, before dnn-insert-memory-ops")
+                recompute_values(function, names)

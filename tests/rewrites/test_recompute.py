@@ -1,0 +1,80 @@
+"""dnn-recompute end to end: programs that compute cheap values again at
+their late readers match onnxruntime on random weights, pass the plan
+verifier (dnn-memory-pool verifies every plan; run_passes checks lifetimes
+after each pass) and the sanitizer, and `memory_limit` keeps a
+recomputation only when the planned pool goes down."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pyocc
+from pyocc.api import lower
+from pyocc.errors import PyoccError
+from pyocc.examples.tiny_cnn import build as tiny_cnn
+from pyocc.report.explain import explain_peak
+from pyocc.report.timeline import build_timeline
+from tests.graphs import random_inputs, unet_skips
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _check(model, **options) -> pyocc.api.MemoryReport:
+    inputs = random_inputs(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    compiled = pyocc.compile(model, **options)
+    outputs = list(compiled.run(inputs).values())
+    for got, want in zip(outputs, session.run(None, inputs), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+    return compiled.memory_report()
+
+
+@pytest.mark.parametrize("sanitize", [False, True])
+def test_unet_min_recomputes_the_upsample_and_matches_onnxruntime(sanitize: bool) -> None:
+    model = unet_skips()
+    _, given = lower(model, sanitize=sanitize)
+    report = _check(model, memory_limit="min", sanitize=sanitize)
+    # the last upsample's 512 KiB output no longer lives across the head conv:
+    # it is made again from its 128 KiB input before the residual add
+    assert report.recomputed == ["resize_1"]
+    assert report.activation_bytes < given.activation_bytes
+    assert report.lower_bound_bytes == given.lower_bound_bytes  # the untransformed program's bound
+    assert report.tiled_lower_bound_bytes is not None and report.tiled_lower_bound_bytes < given.lower_bound_bytes
+    assert report.recompute_ops == 32 * 64 * 64 * 4  # the resize's elements, 4 ops each (its Recomputable trait)
+    assert report.macs == given.macs and report.extra_macs == 0.0  # a resize declares no MACs
+    assert "recompute        resize_1 again at late readers: 524,288 element ops, +0.0% MACs" in str(report)
+
+
+def test_named_recomputations_match_onnxruntime_with_the_sanitizer() -> None:
+    # the long skip relu(bn(image)) too, which the search leaves out (it does not lower this plan)
+    report = _check(unet_skips(), recompute="relu,resize_1", sanitize=True)
+    assert report.recomputed == ["relu", "resize_1"]
+
+
+def test_a_byte_limit_recomputes_only_as_needed() -> None:
+    model = unet_skips()
+    _, given = lower(model)
+    _, fits = lower(model, memory_limit=given.activation_bytes)
+    assert fits.recomputed == [] and fits.activation_bytes == given.activation_bytes
+    _, report = lower(model, memory_limit=given.activation_bytes - 1)
+    assert report.recomputed == ["resize_1"] and report.activation_bytes < given.activation_bytes
+    with pytest.raises(PyoccError, match=r"the smallest reached, with resize_1 recomputed$"):
+        lower(model, memory_limit=1 << 20)
+
+
+def test_explain_says_what_was_recomputed() -> None:
+    module, report = lower(unet_skips(), memory_limit="min")
+    text = explain_peak(build_timeline(module, report))
+    assert "recomputed at late readers: resize_1" in text
+    assert f"the lower bound, {report.tiled_lower_bound_bytes / 2**20:.2f} MiB" in text
+
+
+def test_nothing_is_recomputed_where_it_does_not_help() -> None:
+    _, report = lower(tiny_cnn(), memory_limit="min")
+    assert report.recomputed == [] and report.recompute_ops == 0
+
+
+def test_a_bad_value_name_is_one_line() -> None:
+    with pytest.raises(PyoccError, match=r"^dnn-recompute: no value named %skip in @main_graph; name an op result"):
+        lower(unet_skips(), recompute="skip")
