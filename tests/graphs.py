@@ -26,6 +26,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from pyocc.examples.unet_skips import build as unet_skips_example
+
 #: name of an int64 graph input -> exclusive upper bound of its values
 ID_RANGES_KEY = "pyocc.id_range"
 
@@ -263,37 +265,8 @@ def unet(seed: int = 0) -> onnx.ModelProto:
 
 def unet_skips(seed: int = 0) -> onnx.ModelProto:
     """A U-Net whose long-lived tensors are cheap to make again (the graph
-    dnn-recompute is for): the normalised input `relu(bn(image))` feeds the
-    first conv and is concatenated again at the last stage (a long skip
-    made from the graph input), and the last upsample's output is read by
-    the last concat and, after a wide head conv, by the residual add at the
-    very end (a big tensor made from a 4x smaller one). Two encoder stages with conv3x3 + ReLU and
-    MaxPool, nearest-neighbour Resize in the decoder. Input 1x8x64x64."""
-    g = GraphBuilder("unet_skips", seed)
-    x = g.input("image", TensorProto.FLOAT, [1, 8, 64, 64])
-    scale = g.const(1.0 + 0.1 * g.rng.standard_normal(8, dtype=np.float32))
-    mean = g.const(0.1 * g.rng.standard_normal(8, dtype=np.float32))
-    var = g.const(1.0 + 0.1 * g.rng.random(8, dtype=np.float32))
-    normed = g.op("Relu", g.op("BatchNormalization", x, scale, g.bias(8), mean, var))  # 8 x 64x64
-
-    def conv_relu(t: str, c_in: int, c_out: int) -> str:
-        return g.op("Relu", g.conv(t, c_in, c_out, 3))
-
-    def max_pool(t: str) -> str:
-        return g.op("MaxPool", t, kernel_shape=[2, 2], strides=[2, 2])
-
-    def upsample(t: str) -> str:
-        return g.op("Resize", t, "", g.const([1.0, 1.0, 2.0, 2.0]), mode="nearest")
-
-    e1 = conv_relu(normed, 8, 16)                                     # 16 x 64x64
-    e2 = conv_relu(max_pool(e1), 16, 32)                              # 32 x 32x32
-    bottom = conv_relu(max_pool(e2), 32, 64)                          # 64 x 16x16
-    d2 = conv_relu(g.op("Concat", upsample(bottom), e2, axis=1), 96, 32)  # 32 x 32x32
-    up = upsample(d2)                                                 # 32 x 64x64
-    d1 = conv_relu(g.op("Concat", up, e1, normed, axis=1), 56, 16)    # 16 x 64x64
-    head = conv_relu(d1, 16, 64)                                      # 64 x 64x64
-    out = g.op("Add", g.conv(head, 64, 32, 1), up)                    # 32 x 64x64
-    return g.model([(out, TensorProto.FLOAT)])
+    dnn-recompute is for): pyocc.examples.unet_skips, which the docs use."""
+    return unet_skips_example(seed)
 
 
 def bert(seed: int = 0, batch: int = 2, seq: int = 16, hidden: int = 32, heads: int = 4,

@@ -37,19 +37,19 @@ def test_unet_min_recomputes_the_upsample_and_matches_onnxruntime(sanitize: bool
     report = _check(model, memory_limit="min", sanitize=sanitize)
     # the last upsample's 512 KiB output no longer lives across the head conv:
     # it is made again from its 128 KiB input before the residual add
-    assert report.recomputed == ["resize_1"]
+    assert report.recomputed == ["up_top"]
     assert report.activation_bytes < given.activation_bytes
     assert report.lower_bound_bytes == given.lower_bound_bytes  # the untransformed program's bound
     assert report.tiled_lower_bound_bytes is not None and report.tiled_lower_bound_bytes < given.lower_bound_bytes
     assert report.recompute_ops == 32 * 64 * 64 * 4  # the resize's elements, 4 ops each (its Recomputable trait)
     assert report.macs == given.macs and report.extra_macs == 0.0  # a resize declares no MACs
-    assert "recompute        resize_1 again at late readers: 524,288 element ops, +0.0% MACs" in str(report)
+    assert "recompute        up_top again at late readers: 524,288 element ops, +0.0% MACs" in str(report)
 
 
 def test_named_recomputations_match_onnxruntime_with_the_sanitizer() -> None:
-    # the long skip relu(bn(image)) too, which the search leaves out (it does not lower this plan)
-    report = _check(unet_skips(), recompute="relu,resize_1", sanitize=True)
-    assert report.recomputed == ["relu", "resize_1"]
+    # the long skip normed = relu(bn(image)) too, which the search leaves out (it does not lower this plan)
+    report = _check(unet_skips(), recompute="normed,up_top", sanitize=True)
+    assert report.recomputed == ["normed", "up_top"]
 
 
 def test_a_byte_limit_recomputes_only_as_needed() -> None:
@@ -58,15 +58,15 @@ def test_a_byte_limit_recomputes_only_as_needed() -> None:
     _, fits = lower(model, memory_limit=given.activation_bytes)
     assert fits.recomputed == [] and fits.activation_bytes == given.activation_bytes
     _, report = lower(model, memory_limit=given.activation_bytes - 1)
-    assert report.recomputed == ["resize_1"] and report.activation_bytes < given.activation_bytes
-    with pytest.raises(PyoccError, match=r"the smallest reached, with resize_1 recomputed$"):
+    assert report.recomputed == ["up_top"] and report.activation_bytes < given.activation_bytes
+    with pytest.raises(PyoccError, match=r"the smallest reached, with up_top recomputed$"):
         lower(model, memory_limit=1 << 20)
 
 
 def test_explain_says_what_was_recomputed() -> None:
     module, report = lower(unet_skips(), memory_limit="min")
     text = explain_peak(build_timeline(module, report))
-    assert "recomputed at late readers: resize_1" in text
+    assert "recomputed at late readers: up_top" in text
     assert f"the lower bound, {report.tiled_lower_bound_bytes / 2**20:.2f} MiB" in text
 
 
