@@ -112,6 +112,8 @@ def _title_lines(t: Timeline) -> list[str]:
         lines.append(f"peak {format_bytes(t.pool_bytes)}; lower bound {format_bytes(t.lower_bound_bytes)}{tensors}{counts}")
     lines.append("each box is one buffer: from the op that writes it to the last op that reads it (x), "
                  "at its bytes in the pool (y)")
+    if t.transforms:
+        lines.append("changed to go below the bound of the program as given: " + "; ".join(t.transforms))
     if t.pools:
         lines.append("pools stacked bottom to top: " + ", ".join(f"{name} ({format_bytes(size)})" for name, _, size in t.pools))
     if t.placement == "first-fit":
