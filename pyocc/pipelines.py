@@ -36,9 +36,9 @@ from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 from pyocc.rewrites.dnn_fuse import DnnFusePass
 from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
 from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
+from pyocc.rewrites.dnn_recompute import DnnRecomputePass
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
 from pyocc.rewrites.dnn_sanitize import DnnSanitizePass
-from pyocc.rewrites.dnn_recompute import DnnRecomputePass
 from pyocc.rewrites.dnn_tile import DnnTilePass
 
 MEMORY_MODES = ("eager", "lazy", "pool")

@@ -70,6 +70,20 @@ class RecomputeSite:
         """The MACs the clones add (the chain ops' declared `macs()`)."""
         return sum(op.macs() for op in self.chain)  # type: ignore[attr-defined]
 
+    def extended_bytes(self) -> int:
+        """The bytes the clones keep alive longer: the chain's inputs made
+        by ops (not graph inputs or weights) that no reader outside the chain
+        needs at or after the first late reader. Recomputing can lower the
+        peak only when this is less than the value's own bytes."""
+        block = self.late[0].parent_block()
+        assert block is not None
+        anchor = block.get_operation_index(self.late[0])
+        inputs = {v for op in self.chain for v in op.operands
+                  if isinstance(v.owner, Operation) and v.owner not in self.chain and not isinstance(v.owner, d.WeightOp)}
+        return sum(d.type_bytes(v.type) for v in inputs
+                   if not any(u.operation not in self.chain and u.operation.parent_block() is block
+                              and block.get_operation_index(u.operation) >= anchor for u in v.uses))
+
 
 def is_recomputable(op: Operation | Block) -> bool:
     """True for a tensor-form compute op with one tensor result whose op

@@ -3,8 +3,10 @@ again at their late readers (dnn-recompute) so the planned pool goes down.
 
 The candidates are the values dnn_recompute.recompute_site finds a site
 for (a Recomputable producer, two readers apart) whose gap, between the
-last early reader and the first late one, holds the op at the peak of the
-planned program as given: only those can lower that peak. Each is ranked by the
+last early reader and the first late one, holds an op at the peak of the
+planned program as given (only those can lower that peak), and whose clones
+keep fewer bytes alive longer than the value frees (an add of two tensors
+that die at it never pays). Each is ranked by the
 work its clones add (element operations, then MACs). Few candidates
 (at most EXACT_CANDIDATES) are searched exactly: every subset is planned for
 real and the smallest pool wins (on a tie, the least work). More are chosen
@@ -109,6 +111,8 @@ def candidates(function: func.FuncOp, peaks: set[int]) -> list[RecomputeCandidat
         if site is None:
             continue
         early = max(block.get_operation_index(u.operation) for u in value.uses if u.operation not in site.late)
+        if site.extended_bytes() >= d.type_bytes(value.type):
+            continue  # the clones would keep at least as many bytes alive as they free
         if any(early < peak < block.get_operation_index(site.late[0]) for peak in peaks):
             found.append(RecomputeCandidate(name, site.ops(), site.macs()))
     return sorted(found, key=lambda c: (c.ops, c.macs, c.name))
