@@ -15,6 +15,7 @@ from pyocc.errors import PyoccError
 from pyocc.examples.tiny_cnn import build as tiny_cnn
 from pyocc.report.explain import explain_peak
 from pyocc.report.timeline import build_timeline
+from pyocc.testing.fake_cuda import FakeCuda
 from tests.graphs import random_inputs, unet_skips
 
 ort = pytest.importorskip("onnxruntime")
@@ -78,3 +79,18 @@ def test_nothing_is_recomputed_where_it_does_not_help() -> None:
 def test_a_bad_value_name_is_one_line() -> None:
     with pytest.raises(PyoccError, match=r"^dnn-recompute: no value named %skip in @main_graph; name an op result"):
         lower(unet_skips(), recompute="skip")
+
+
+def test_the_greedy_search_keeps_only_what_lowers_the_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with the exact search off, the candidates are tried in order of work:
+    # normed (32,768 element ops) first, which does not lower this plan, then up_top
+    monkeypatch.setattr("pyocc.rewrites.dnn_recompute_search.EXACT_CANDIDATES", 0)
+    _, report = lower(unet_skips(), memory_limit="min")
+    assert report.recomputed == ["up_top"]
+
+
+def test_recomputation_runs_on_the_cuda_stand_in() -> None:
+    model = unet_skips()
+    _, given = lower(model, target="cuda", workspace=0)
+    report = _check(model, target="cuda", cuda_libraries=FakeCuda(), workspace=0, memory_limit="min")
+    assert report.recomputed == ["up_top"] and report.activation_bytes < given.activation_bytes
