@@ -1,0 +1,144 @@
+"""Shape inference with symbols (pyocc.frontend.symbolic_shapes): every
+tensor's shape of the BERT-, GPT-2- and encoder-style graphs as polynomials
+in "sequence", checked against ONNX's own shape inference at concrete
+lengths, and every planned buffer's byte size against the polynomial the
+probing path (pyocc.symbolic) fits."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper
+
+from pyocc.api import lower_symbolic
+from pyocc.errors import PyoccError
+from pyocc.frontend.symbolic_shapes import infer_symbolic_shapes
+from pyocc.frontend.symbols import symbolic_inputs
+from pyocc.planning import Poly
+from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, random_inputs
+
+GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic, "gpt2": gpt2_symbolic}
+
+
+def _shapes(model: onnx.ModelProto, maximum: int = 512):
+    return infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": maximum}), what=model.graph.name)
+
+
+def _at(model: onnx.ModelProto, sequence: int) -> onnx.ModelProto:
+    """A copy of `model` with every 'sequence' input dimension set to `sequence`."""
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(model)
+    for inp in fixed.graph.input:
+        for dim in inp.type.tensor_type.shape.dim:
+            if dim.dim_param == "sequence":
+                dim.Clear()
+                dim.dim_value = sequence
+    return fixed
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+@pytest.mark.parametrize("sequence", [1, 2, 17, 128, 512])
+def test_shapes_equal_onnxruntimes_at_each_length(graph: str, sequence: int) -> None:
+    """onnxruntime runs the model at one length with every intermediate made
+    an output: each array's shape is the symbolic shape at that length."""
+    model = GRAPHS[graph]()
+    symbolic = _shapes(model)
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for name in node.output:
+            if name and name not in outputs:
+                probe.graph.output.append(helper.make_tensor_value_info(name, symbolic.tensors[name].elem_type, None))
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    inputs = random_inputs(_at(model, sequence))
+    arrays = session.run(None, inputs)
+    for info, array in zip(session.get_outputs(), arrays, strict=True):
+        assert symbolic.tensors[info.name].concrete({"sequence": sequence}) == array.shape, info.name
+    assert len(arrays) >= len(model.graph.node)
+    assert sum(not symbolic.elements(n.output[0]).is_constant() for n in model.graph.node) > len(model.graph.node) // 2
+
+
+def test_shapes_are_polynomials_in_the_symbol() -> None:
+    model = gpt2_symbolic()
+    symbolic = _shapes(model)
+    scores = [n.output[0] for n in model.graph.node if n.op_type == "Softmax"][0]
+    assert symbolic.text(scores) == "1x4x{sequence}x{sequence}xf32"
+    causal = [n.output[0] for n in model.graph.node if n.op_type == "Slice"][1]
+    assert symbolic.bytes(causal) == Poly.parse("sequence^2")  # bool: one byte each
+    merged = [n.output[0] for n in model.graph.node if n.op_type == "Reshape"][3]
+    assert symbolic.shape(merged) == (Poly.constant(1), Poly.symbol("sequence"), Poly.constant(32))
+    length = [n.output[0] for n in model.graph.node if n.op_type == "Gather"][0]
+    assert symbolic.tensors[length].values == (Poly.symbol("sequence"),)
+
+
+def _named(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its intermediate tensors renamed `t0x`, `t1x`, ...: xDSL
+    keeps those as SSA name hints, so a planned buffer names its tensor."""
+    keep = {i.name for i in model.graph.input} | {o.name for o in model.graph.output}
+    names: dict[str, str] = {}
+    for node in model.graph.node:
+        for output in node.output:
+            if output not in keep:
+                names[output] = f"t{len(names)}x"
+    for node in model.graph.node:
+        node.input[:] = [names.get(i, i) for i in node.input]
+        node.output[:] = [names.get(o, o) for o in node.output]
+    return model
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_buffer_sizes_equal_the_probed_polynomials(graph: str) -> None:
+    """The probing path fits each buffer's size on probes near 64; symbolic
+    inference derives it from the dim_param. Both must be the same
+    polynomial, hence agree at every length."""
+    model = _named(GRAPHS[graph]())
+    lowered = lower_symbolic(model, {"sequence": 64})
+    symbolic = _shapes(model, 64)
+    buffers = lowered.plan.problem.buffers
+    for buffer in buffers:
+        tensor = buffer.name.split("#")[0]
+        assert symbolic.bytes(tensor) == buffer.size, buffer.name
+        for sequence in (1, 2, 17, 64):
+            assert symbolic.bytes(tensor).evaluate({"sequence": sequence}) == buffer.size.evaluate(
+                {"sequence": sequence})
+    assert sum(not b.size.is_constant() for b in buffers) >= len(buffers) - 2
+
+
+# -- one line for what symbolic inference cannot do ---------------------------
+
+def _model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], shape: list) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_op_without_a_rule_is_one_line() -> None:
+    model = _model([helper.make_node("TopK", ["x", "k"], ["y", "i"], axis=-1)],
+                   [onnx.numpy_helper.from_array(np.array([2], np.int64), "k")], [1, "sequence"])
+    with pytest.raises(PyoccError, match=r"^bad: symbolic shape inference: TopK at node 'y' has no symbolic shape "
+                                         r"rule .*; fix the dimension with --shape$"):
+        _shapes(model)
+
+
+def test_reshape_that_does_not_divide_is_one_line() -> None:
+    model = _model([helper.make_node("Reshape", ["x", "target"], ["y"])],
+                   [onnx.numpy_helper.from_array(np.array([-1, 3], np.int64), "target")], [1, "sequence"])
+    with pytest.raises(PyoccError, match=r"Reshape at node 'y' infers -1 as \(sequence\) / \(3\), "
+                                         r"which is no polynomial; fix the dimension with --shape"):
+        _shapes(model)
+
+
+def test_slice_whose_end_crosses_the_dimension_is_one_line() -> None:
+    # table[:, :sequence] of a 100-column table: all of sequence below 100, clamped above: no polynomial
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+             helper.make_node("Slice", ["table", "zero", "length", "one"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(np.array([1], np.int64), "one"),
+             onnx.numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             onnx.numpy_helper.from_array(np.zeros((1, 100), np.float32), "table")]
+    with pytest.raises(PyoccError, match=r"^bad: symbolic shape inference: Slice at node 'y' compares sequence "
+                                         r"with 100, whose order changes inside the range; fix the dimension"):
+        _shapes(_model(nodes, inits, [1, "sequence"]))
