@@ -34,9 +34,11 @@ from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
+from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
+from pyocc.lowering.symbolic_pool import pool_module
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
@@ -556,6 +558,9 @@ class SymbolicLowering:
     """The weights' dense_resource keys, in the order the program text names them."""
     lower_ms: float = 0.0
     """Milliseconds to probe, fit and plan."""
+    shapes: SymbolicShapes | None = None
+    """Every ONNX tensor's shape as polynomials in the symbols, inferred from
+    the dim_params (pyocc.frontend.symbolic_shapes), not probed."""
 
     @property
     def ranges(self) -> dict[str, tuple[int, int]]:
@@ -639,6 +644,13 @@ class SymbolicLowering:
         report.tensor_lower_bound_bytes = None
         return module, report
 
+    def pool_module(self) -> ModuleOp:
+        """The plan as IR: ``func.func @<model>_pool(%symbol: index, ...)``
+        computing the pool size and every buffer's offset (problem order)
+        with arith ops on the symbols' values (pyocc.lowering.symbolic_pool)."""
+        name = re.sub(r"[^A-Za-z0-9_]", "_", Path(self.model).stem) + "_pool"
+        return pool_module(self.plan, name)
+
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
         formula (`activation_bytes_expr`) and at the maximum
@@ -688,6 +700,8 @@ def lower_symbolic(
     proto = load_model(model) if isinstance(model, str | Path) else model
     name = Path(model).name if isinstance(model, str | Path) else (proto.graph.name or "model")
     inputs = symbolic_inputs(proto, dims, shapes)
+    # the symbols through shape inference first: an op without a symbolic rule is one line before any probe
+    tensor_shapes = infer_symbolic_shapes(proto, inputs, shapes, name)
     fit_points, check_points = probe_points(inputs.ranges)
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                       reorder=reorder)
@@ -713,7 +727,7 @@ def lower_symbolic(
     runner = SymbolicRun(steps, weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
                             runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
-                            (time.perf_counter() - start) * 1e3)
+                            (time.perf_counter() - start) * 1e3, tensor_shapes)
 
 
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,

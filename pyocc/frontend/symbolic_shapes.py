@@ -416,6 +416,25 @@ def _clamp(ctx: _Context, value: Poly, dim: Poly) -> Poly:
     return dim if ctx.compare(value, dim) >= 0 else value
 
 
+def _expand(ctx: _Context) -> list[SymbolicTensor]:
+    """Broadcast input 0 to the shape held by input 1."""
+    x = ctx.input(0)
+    target = ctx.values(1, "shape")
+    return [SymbolicTensor(_broadcast(ctx, [x.shape, tuple(target)]), x.elem_type)]
+
+
+def _range(ctx: _Context) -> list[SymbolicTensor]:
+    """Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements."""
+    start, limit = ctx.values(0, "start")[0], ctx.values(1, "limit")[0]
+    delta = ctx.constants(2, "delta")[0]
+    count = _divide(limit - start, _int(delta)) if delta else None
+    if count is None:
+        raise ctx.fail(f"has ({limit} - {start}) / {delta} elements, which is no polynomial")
+    if ctx.compare(count, _int(0)) < 0:
+        raise ctx.fail(f"has {count} elements, negative inside the range")
+    return [SymbolicTensor((count,), ctx.input(0).elem_type)]
+
+
 def _layer_norm(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
     return [SymbolicTensor(x.shape, x.elem_type)] + [None] * (len(ctx.node.output) - 1)  # type: ignore[list-item]
@@ -435,7 +454,7 @@ def _constant_of_shape(ctx: _Context) -> list[SymbolicTensor]:
     return [SymbolicTensor(tuple(shape), elem)]
 
 
-def _softmax_like(ctx: _Context) -> list[SymbolicTensor]:
+def _same_shape(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
     return [SymbolicTensor(x.shape, x.elem_type)]
 
@@ -459,9 +478,10 @@ _BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Grea
 RULES: dict[str, Rule] = {
     **{op: _same for op in _UNARY},
     **{op: _elementwise for op in _BROADCAST},
+    "Expand": _expand, "Range": _range, "Trilu": _same_shape, "CumSum": _same_shape,
     "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Reshape": _reshape, "Shape": _shape,
     "Gather": _gather, "Concat": _concat, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice,
-    "LayerNormalization": _layer_norm, "Softmax": _softmax_like, "LogSoftmax": _softmax_like,
+    "LayerNormalization": _layer_norm, "Softmax": _same_shape, "LogSoftmax": _same_shape,
     "Constant": _constant, "ConstantOfShape": _constant_of_shape, "ReduceMean": _reduce, "ReduceSum": _reduce,
     "ReduceMax": _reduce,
 }

@@ -11,12 +11,19 @@ import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.interpreter import Interpreter
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.ir import SSAValue
 
 from pyocc.api import lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.frontend.symbolic_shapes import infer_symbolic_shapes
 from pyocc.frontend.symbols import symbolic_inputs
-from pyocc.planning import Poly
+from pyocc.lowering.symbolic_pool import pool_module
+from pyocc.planning import Poly, SymbolicBuffer, SymbolicProblem, plan_symbolic
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, random_inputs
 
 GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic, "gpt2": gpt2_symbolic}
@@ -142,3 +149,62 @@ def test_slice_whose_end_crosses_the_dimension_is_one_line() -> None:
     with pytest.raises(PyoccError, match=r"^bad: symbolic shape inference: Slice at node 'y' compares sequence "
                                          r"with 100, whose order changes inside the range; fix the dimension"):
         _shapes(_model(nodes, inits, [1, "sequence"]))
+
+
+# -- the plan as IR: offsets and pool size as arith ops on the symbols -----------
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_pool_ir_computes_the_plans_offsets_at_every_length(graph: str) -> None:
+    """xDSL's interpreter runs the emitted function at every length in range:
+    pool size and offsets equal the plan's (which verify_symbolic_plan checked)."""
+    lowered = lower_symbolic(GRAPHS[graph](), {"sequence": 40})
+    module = lowered.pool_module()
+    module.verify()
+    function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    assert {op.name for op in function.body.block.ops} <= {
+        "arith.constant", "arith.addi", "arith.muli", "arith.cmpi", "arith.select", "arith.floordivsi", "func.return"}
+    interpreter = Interpreter(module)
+    interpreter.register_implementations(ArithFunctions())
+    interpreter.register_implementations(FuncFunctions())
+    names = [b.name for b in lowered.plan.problem.buffers]
+    for sequence in range(1, 41):
+        results = [r.value.data for r in interpreter.call_op(function.sym_name.data,
+                                                             (IntegerAttr(sequence, IndexType()),))]
+        offsets = lowered.plan.offsets({"sequence": sequence})
+        assert results[0] == lowered.plan.pool_bytes({"sequence": sequence})
+        assert results[1:] == [offsets[n] for n in names]
+    assert lowered.shapes is not None and lowered.shapes.ranges == {"sequence": (1, 40)}
+
+
+def test_pool_ir_of_a_static_size_has_no_symbol_arithmetic() -> None:
+    """Every buffer of constant size: the function folds to constants (the negative twin)."""
+    problem = SymbolicProblem((SymbolicBuffer("a", Poly.constant(100), 0, 1, 64),
+                               SymbolicBuffer("b", Poly.constant(28), 1, 2, 64)), {"S": (1, 8)})
+    plan = plan_symbolic(problem)
+    function = next(op for op in pool_module(plan).walk() if isinstance(op, func.FuncOp))
+    assert [a.name_hint for a in function.body.block.args] == ["S"]  # still an argument
+    assert not function.body.block.args[0].uses
+    returned = function.body.block.last_op
+    assert isinstance(returned, func.ReturnOp)
+    folded = [plan.pool_bytes({"S": 1}), *plan.offsets({"S": 1}).values()]
+    assert [_constant_of(v) for v in returned.operands] == folded
+
+
+def _constant_of(value: SSAValue) -> int | None:
+    """The integer an SSA value folds to when it is made of constants and
+    add/mul/floordiv/select-by-compare ops only (None otherwise)."""
+    op = value.owner
+    if isinstance(op, arith.ConstantOp):
+        return op.value.value.data
+    args = [_constant_of(o) for o in op.operands]
+    if isinstance(op, arith.AddiOp):
+        return args[0] + args[1]
+    if isinstance(op, arith.MuliOp):
+        return args[0] * args[1]
+    if isinstance(op, arith.FloorDivSIOp):
+        return args[0] // args[1]
+    if isinstance(op, arith.CmpiOp):
+        return int(args[0] >= args[1])
+    if isinstance(op, arith.SelectOp):
+        return args[1] if args[0] else args[2]
+    return None
