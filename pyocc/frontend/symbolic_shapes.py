@@ -435,6 +435,50 @@ def _range(ctx: _Context) -> list[SymbolicTensor]:
     return [SymbolicTensor((count,), ctx.input(0).elem_type)]
 
 
+def _window(ctx: _Context) -> list[SymbolicTensor]:
+    """Conv, MaxPool, AveragePool: N and C pass through (C from the weight
+    for Conv); each spatial size must be an integer (the usual formula)."""
+    x = ctx.input(0)
+    spatial = x.shape[2:]
+    if any(not d.is_constant() for d in spatial):
+        raise ctx.fail("has a symbolic spatial size; symbols may be its batch only")
+    sizes = [d.evaluate({}) for d in spatial]
+    if ctx.node.op_type == "Conv":
+        weight = ctx.input(1)
+        channels = weight.shape[0]
+        kernel = ctx.attrs.get("kernel_shape", [d.evaluate({}) for d in weight.shape[2:]])
+    else:
+        channels = x.shape[1]
+        kernel = ctx.attrs["kernel_shape"]
+    rank = len(sizes)
+    strides = ctx.attrs.get("strides", [1] * rank)
+    dilations = ctx.attrs.get("dilations", [1] * rank)
+    pads = ctx.attrs.get("pads", [0] * (2 * rank))
+    auto_pad = ctx.attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    ceil = ctx.attrs.get("ceil_mode", 0)
+    out = []
+    for k in range(rank):
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-sizes[k] // strides[k]))
+            continue
+        extent = sizes[k] + (0 if auto_pad == "VALID" else pads[k] + pads[k + rank]) \
+            - dilations[k] * (kernel[k] - 1) - 1
+        out.append((-(-extent // strides[k]) if ceil else extent // strides[k]) + 1)
+    return [SymbolicTensor((x.shape[0], channels, *(_int(v) for v in out)), x.elem_type)]
+
+
+def _global_pool(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    return [SymbolicTensor((*x.shape[:2], *(_int(1) for _ in x.shape[2:])), x.elem_type)]
+
+
+def _flatten(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    axis = ctx.attrs.get("axis", 1) % (len(x.shape) + 1) if x.shape else 0
+    return [SymbolicTensor((_product(x.shape[:axis]), _product(x.shape[axis:])), x.elem_type)]
+
+
 def _layer_norm(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
     return [SymbolicTensor(x.shape, x.elem_type)] + [None] * (len(ctx.node.output) - 1)  # type: ignore[list-item]
@@ -478,6 +522,8 @@ _BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Grea
 RULES: dict[str, Rule] = {
     **{op: _same for op in _UNARY},
     **{op: _elementwise for op in _BROADCAST},
+    "Conv": _window, "MaxPool": _window, "AveragePool": _window, "GlobalAveragePool": _global_pool,
+    "GlobalMaxPool": _global_pool, "Flatten": _flatten, "BatchNormalization": _layer_norm,
     "Expand": _expand, "Range": _range, "Trilu": _same_shape, "CumSum": _same_shape,
     "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Reshape": _reshape, "Shape": _shape,
     "Gather": _gather, "Concat": _concat, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice,
