@@ -50,8 +50,9 @@ def model(extra=(), extra_inits=(), output="out"):
     ]
     inits = [weight("wq", (8, 8)), weight("wk", (8, 8)), ints("first_two", [0, 1]), ints("width", [8]),
              *extra_inits]
-    graph = helper.make_graph(nodes, "attention", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence", 8])],
-                              [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)], inits)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence", 8])
+    graph = helper.make_graph(nodes, "attention", [x], [helper.make_tensor_value_info(output, TensorProto.FLOAT, None)],
+                              inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 

@@ -354,7 +354,7 @@ def _concat(ctx: _Context) -> list[SymbolicTensor]:
     return [SymbolicTensor(shape, present[0].elem_type, values)]
 
 
-def _axes(ctx: _Context, rank: int) -> list[int] | None:
+def _axes(ctx: _Context) -> list[int] | None:
     """The `axes` of Squeeze/Unsqueeze/Reduce*: input 1 from opset 13 (18 for Reduce), else the attribute."""
     if "axes" in ctx.attrs:
         return list(ctx.attrs["axes"])
@@ -365,7 +365,7 @@ def _axes(ctx: _Context, rank: int) -> list[int] | None:
 
 def _unsqueeze(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
-    axes = _axes(ctx, len(x.shape))
+    axes = _axes(ctx)
     if axes is None:
         raise ctx.fail("has no axes")
     rank = len(x.shape) + len(axes)
@@ -377,7 +377,7 @@ def _unsqueeze(ctx: _Context) -> list[SymbolicTensor]:
 
 def _squeeze(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
-    axes = _axes(ctx, len(x.shape))
+    axes = _axes(ctx)
     if axes is None:
         axes = [k for k, d in enumerate(x.shape) if d == _int(1)]
     positions = {a % len(x.shape) for a in axes}
@@ -505,7 +505,7 @@ def _same_shape(ctx: _Context) -> list[SymbolicTensor]:
 
 def _reduce(ctx: _Context) -> list[SymbolicTensor]:
     x = ctx.input(0)
-    axes = _axes(ctx, len(x.shape))
+    axes = _axes(ctx)
     rank = len(x.shape)
     positions = set(range(rank)) if axes is None else {a % rank for a in axes}
     keep = ctx.attrs.get("keepdims", 1)

@@ -215,3 +215,14 @@ def _constant_of(value: SSAValue) -> int | None:
     if isinstance(op, arith.SelectOp):
         return args[1] if args[0] else args[2]
     return None
+
+
+def test_conv_with_a_symbolic_spatial_size_is_one_line() -> None:
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3])]
+    inits = [onnx.numpy_helper.from_array(np.zeros((4, 3, 3, 3), np.float32), "w")]
+    graph = helper.make_graph(nodes, "bad", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, "height", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(PyoccError, match=r"^bad: symbolic shape inference: Conv at node 'y' has a symbolic spatial "
+                                         r"size; symbols may be its batch only; fix the dimension with --shape$"):
+        _shapes(model, symbol="height")
