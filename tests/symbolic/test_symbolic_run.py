@@ -125,9 +125,9 @@ def test_vit_one_compile_runs_every_batch() -> None:
     to Shape(image)[0] rows, folded at import at each probe): one compile
     runs B in {1, 2, 17, 64} like onnxruntime, within 1.05x the static plan
     for that B from 2 up. At B = 1 the patch embedding's 12 KiB im2col block
-    (a constant) is most of the memory, and the one layout, chosen at the top
-    of the range, stacks it where the static plan at B = 1 does not: 18,560
-    against 15,232 bytes (1.22x) when measured."""
+    (a constant) is most of the memory, and the one layout, chosen for the
+    top of the range, is looser there than the static plan for B = 1: 18,560
+    against 15,232 bytes (1.22x) when measured (docs/memory.md)."""
     model = vit_symbolic()
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
