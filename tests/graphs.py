@@ -9,8 +9,8 @@ well under a second. Weights are seeded random initializers, scaled by
 would saturate softmax and tanh and hide wrong numbers.
 
 The `*_symbolic` builders (encoder, BERT-, GPT-2-style) give the sequence
-length as an ONNX dim_param, "sequence", for `--dim sequence=MAX`; they are
-not in GRAPHS (those run at fixed shapes) but in tests/symbolic/.
+length as an ONNX dim_param, "sequence", for `--dim sequence=MAX` (the
+ViT-style one its batch, "batch"); they are not in GRAPHS (those run at fixed shapes) but in tests/symbolic/.
 
 `random_inputs(model, seed)` makes matching inputs: normal floats, token ids
 in range for int64 ids, and 0/1 attention masks.

@@ -52,6 +52,8 @@ budget, ``SEARCH_BUDGET_MS``, is a safety cap far above what those steps take on
 a model's problem, so in practice it is deterministic too; a plan it cuts
 short is still verified like every other."""
 SEARCH_BUDGET_MS = 5000.0
+SEARCH_BUFFER_LIMIT = 400
+"""Problems with more buffers skip the search (its steps grow with the buffers)."""
 SCORE_SAMPLES = 64
 """Values per symbol a plan is scored at when its range is larger than ``GRID_LIMIT``."""
 
@@ -427,7 +429,8 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
     candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
     candidates += [_stacked(problem, sizes, problem.at(point), algorithm)
                    for point in points for algorithm in STATIC_ALGORITHMS]
-    candidates.append(_stacked(problem, sizes, problem.at(points[-1]), SEARCH_ALGORITHM))
+    if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
+        candidates.append(_stacked(problem, sizes, problem.at(points[-1]), SEARCH_ALGORITHM))
     # alignment padding (at most one alignment per buffer) is all there is
     # to a plan at tiny sizes: score the ratio over the bound plus that slack,
     # so that bytes of padding at S = 1 do not outweigh percent at S = 512
