@@ -660,6 +660,8 @@ class SymbolicLowering:
         return {
             "model": self.model, "memory": "pool", "planner": "symbolic",
             "symbols": {name: list(bounds) for name, bounds in self.ranges.items()},
+            **({"types": {name: self.shapes.text(name) for name in (*self.shapes.inputs, *self.shapes.outputs)}}
+               if self.shapes is not None else {}),
             "activation_bytes_expr": self.plan.pool_expr(),
             "activation_bytes": at_max.activation_bytes,
             "lower_bound_bytes": at_max.lower_bound_bytes,

@@ -65,6 +65,10 @@ class SymbolicShapes:
 
     tensors: dict[str, SymbolicTensor]
     ranges: Mapping[str, tuple[int, int]]
+    inputs: tuple[str, ...] = ()
+    """The graph inputs (initializers excluded), in order."""
+    outputs: tuple[str, ...] = ()
+    """The graph outputs, in order."""
 
     def shape(self, name: str) -> Shape:
         """The shape of tensor `name` (KeyError when the graph has none)."""
@@ -584,4 +588,7 @@ def infer_symbolic_shapes(model: onnx.ModelProto, inputs: SymbolicInputs,
         for name, tensor in zip(node.output, rule(ctx), strict=False):
             if name and tensor is not None:
                 tensors[name] = tensor
-    return SymbolicShapes(tensors, dict(inputs.ranges))
+    initializers = {t.name for t in model.graph.initializer}
+    return SymbolicShapes(tensors, dict(inputs.ranges),
+                          tuple(i.name for i in model.graph.input if i.name not in initializers),
+                          tuple(o.name for o in model.graph.output))
