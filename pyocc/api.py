@@ -23,7 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
@@ -38,7 +38,7 @@ from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
-from pyocc.lowering.symbolic_pool import pool_module
+from pyocc.lowering.symbolic_pool import BufferType, pool_module
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
@@ -61,6 +61,7 @@ from pyocc.symbolic import (
     SymbolicProgram,
     SymbolicRun,
     check_weights,
+    fit_buffer_types,
     fit_polynomials,
     fit_program,
     probe_points,
@@ -561,6 +562,9 @@ class SymbolicLowering:
     shapes: SymbolicShapes | None = None
     """Every ONNX tensor's shape as polynomials in the symbols, inferred from
     the dim_params (pyocc.frontend.symbolic_shapes), not probed."""
+    buffer_types: list[BufferType] = field(default_factory=list)
+    """Every planned buffer's dimensions (polynomials) and element type, in
+    the planning problem's order."""
 
     @property
     def ranges(self) -> dict[str, tuple[int, int]]:
@@ -644,12 +648,14 @@ class SymbolicLowering:
         report.tensor_lower_bound_bytes = None
         return module, report
 
-    def pool_module(self) -> ModuleOp:
+    def pool_module(self, views: bool = True) -> ModuleOp:
         """The plan as IR: ``func.func @<model>_pool(%symbol: index, ...)``
         computing the pool size and every buffer's offset (problem order)
-        with arith ops on the symbols' values (pyocc.lowering.symbolic_pool)."""
+        with arith ops on the symbols' values (pyocc.lowering.symbolic_pool);
+        with `views`, also the symbolic pool and every buffer as a view with
+        dynamic dimensions (`dnn.symbolic_pool`, `dnn.symbolic_view`)."""
         name = re.sub(r"[^A-Za-z0-9_]", "_", Path(self.model).stem) + "_pool"
-        return pool_module(self.plan, name)
+        return pool_module(self.plan, name, self.buffer_types if views else None)
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
@@ -716,7 +722,7 @@ def lower_symbolic(
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
-    program, problem, steps, weights, scalars, texts = probes
+    program, problem, steps, weights, scalars, texts, buffer_types = probes
     polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
     if wrong:
         raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
@@ -729,13 +735,13 @@ def lower_symbolic(
     runner = SymbolicRun(steps, weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
                             runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
-                            (time.perf_counter() - start) * 1e3, tensor_shapes)
+                            (time.perf_counter() - start) * 1e3, tensor_shapes, buffer_types)
 
 
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
            name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
-                               list[str]]:
+                               list[str], list[BufferType]]:
     """Lower the model at every probe point and fit: (program, planning
     problem, run steps, weights, report scalars per point, program texts)."""
     texts: list[str] = []
@@ -744,6 +750,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     problems: list[Problem] = []
     scalars: list[list[int]] = []
     names: list[str] = []
+    types: list[list[Attribute]] = []
 
     def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
         before = resource_keys()
@@ -758,7 +765,9 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
 
     for point in [*fit_points, *check_points]:
         function, report, point_steps, point_weights = lower_at(point)
-        problems.append(planning_problem(analyze_function(function), options.alignment))
+        liveness = analyze_function(function)
+        problems.append(planning_problem(liveness, options.alignment))
+        types.append([b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)])
         texts.append(str(function.parent_op()))
         steps.append(json.dumps(point_steps))
         weights.append(point_weights)
@@ -771,7 +780,8 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         # a constant folded from the symbol's value: its value at the top of the range
         at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
     chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
-    return program, problem, run_steps, chosen, scalars, texts
+    return program, problem, run_steps, chosen, scalars, texts, fit_buffer_types(
+        types, fit_points, check_points, name)
 
 
 class SymbolicModel:

@@ -8,7 +8,8 @@
 # on x [1, "sequence", 8] (an ONNX dim_param) whose merge Reshape takes its
 # target from Shape -> Gather -> Concat. `shapes` prints every tensor's
 # inferred symbolic type (no probing); `pool` the pool plan as IR, offsets
-# and pool size as arith ops on %sequence; `fixed` the same model with
+# and pool size as arith ops on %sequence, and the buffers as views with
+# dynamic dimensions (memref<1x?x?xf32>, the ? as SSA values); `fixed` the same model with
 # --shape (no symbol anywhere). Negative: an op without a symbolic shape
 # rule and a Slice whose end crosses its dimension inside the range are one
 # line each.
@@ -68,7 +69,9 @@ elif mode == "pool":
     lowered = lower_symbolic(model(), {"sequence": 64})
     for i, b in enumerate(lowered.plan.problem.buffers):
         print(f"// buffer {b.name}: size {b.size}, offset {lowered.plan.offset_expr(i)}")
-    print(lowered.pool_module())
+    module = lowered.pool_module()
+    module.verify()
+    print(module)
 elif mode == "fixed":
     m = model()
     shapes = infer_symbolic_shapes(m, symbolic_inputs(m, {}, {"x": [1, 5, 8]}), {"x": [1, 5, 8]})
@@ -124,4 +127,10 @@ else:
 # POOL-NEXT: %end_scores = arith.addi %offset_scores, %[[SCORES_SIZE]] : index
 # POOL-NEXT: %[[TOP:.*]] = arith.cmpi sge, %end_k, %end_scores : index
 # POOL-NEXT: %[[POOL:.*]] = arith.select %[[TOP]], %end_k, %end_scores : index
+# POOL-NEXT: %pool = dnn.symbolic_pool %[[POOL]] : memref<?xi8>
+# POOL-NEXT: %q = dnn.symbolic_view %pool[%c0] (%sequence) : memref<?xi8> -> memref<1x?x8xf32>
+# POOL-NEXT: %k = dnn.symbolic_view %pool[%offset_k] (%sequence) : memref<?xi8> -> memref<1x?x8xf32>
+# POOL-NEXT: %kt = dnn.symbolic_view %pool[%offset_kt] (%sequence) : memref<?xi8> -> memref<1x8x?xf32>
+# POOL-NEXT: %scores = dnn.symbolic_view %pool[%offset_scores] (%sequence, %sequence) : memref<?xi8> -> memref<1x?x?xf32>
+# POOL-NEXT: dnn.pool_release %pool : memref<?xi8>
 # POOL-NEXT: func.return %[[POOL]], %c0, %offset_k, %offset_kt, %offset_scores : index, index, index, index, index

@@ -16,17 +16,30 @@ evaluated once per run:
 
 Only arith ops that xDSL's interpreter runs are used, so tests evaluate the
 function at any value and compare it with ``SymbolicPlan.offsets``.
+
+Given the buffers' types (dimensions as polynomials), the function also
+holds the symbolic pool form's memory ops: ``dnn.symbolic_pool`` of the
+pool size (a ``memref<?xi8>``) and one ``dnn.symbolic_view`` per buffer at
+its offset, a memref whose symbolic dimensions are ``?`` with their values
+as SSA operands (``memref<1x?x8xf32>`` and ``%sequence``). The compute ops
+that would use those views are not written yet.
 """
 
 from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Region, SSAValue
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp, i64
+from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
+from pyocc.dialects.dnn import ops as d
 from pyocc.planning.symbolic import Poly, SymbolicPlan
+
+BufferType = tuple[tuple[Poly, ...], Attribute]
+"""A buffer's dimensions as polynomials in the symbols, and its element type."""
 
 
 class _Emitter:
@@ -104,9 +117,12 @@ class _Emitter:
         return self.builder.insert(arith.MuliOp(blocks, self.constant(alignment))).result
 
 
-def pool_function(plan: SymbolicPlan, name: str = "pool_plan") -> func.FuncOp:
+def pool_function(plan: SymbolicPlan, name: str = "pool_plan",
+                  buffers: Sequence[BufferType] | None = None) -> func.FuncOp:
     """`plan` as ``func.func @name(%symbol: index, ...) -> (index, ...)``
-    returning the pool size, then every buffer's offset (problem order)."""
+    returning the pool size, then every buffer's offset (problem order);
+    with `buffers` (one type per buffer of the plan's problem), also the
+    symbolic pool and a view per buffer (see the module docstring)."""
     problem = plan.problem
     symbols = list(problem.symbols)
     block = Block(arg_types=[IndexType()] * len(symbols))
@@ -131,11 +147,34 @@ def pool_function(plan: SymbolicPlan, name: str = "pool_plan") -> func.FuncOp:
         offsets[i], ends[i] = offset, end
     under = {c for cs in plan.below for c in cs}
     pool = emit.maximum([ends[i] for i in range(len(problem.buffers)) if i not in under])
+    if buffers is not None:
+        _views(builder, emit, plan, buffers, pool, offsets)
     builder.insert(func.ReturnOp(pool, *(offsets[i] for i in range(len(problem.buffers)))))
     results = [IndexType()] * (1 + len(problem.buffers))
     return func.FuncOp(name, ([IndexType()] * len(symbols), results), Region(block))
 
 
-def pool_module(plan: SymbolicPlan, name: str = "pool_plan") -> ModuleOp:
-    """A module holding `pool_function(plan, name)`."""
-    return ModuleOp([pool_function(plan, name)])
+def _views(builder: Builder, emit: _Emitter, plan: SymbolicPlan, buffers: Sequence[BufferType], size: SSAValue,
+           offsets: dict[int, SSAValue]) -> None:
+    """dnn.symbolic_pool of `size`, then one dnn.symbolic_view per buffer at
+    its offset (problem order), then the pool's release."""
+    problem = plan.problem
+    if len(buffers) != len(problem.buffers):
+        raise ValueError(f"{len(buffers)} buffer types for a plan of {len(problem.buffers)} buffers")
+    pool_op = builder.insert(d.SymbolicPoolOp.build(
+        operands=[size], result_types=[MemRefType(IntegerType(8), [DYNAMIC_INDEX])],
+        properties={"alignment": IntegerAttr(max((b.alignment for b in problem.buffers), default=1), i64)}))
+    pool_op.pool.name_hint = "pool"
+    for i, (dims, element) in enumerate(buffers):
+        shape = [dim.evaluate({}) if dim.is_constant() else DYNAMIC_INDEX for dim in dims]
+        dynamic = [emit.poly(dim) for dim in dims if not dim.is_constant()]
+        view = builder.insert(d.SymbolicViewOp.build(
+            operands=[pool_op.pool, offsets[i], dynamic], result_types=[MemRefType(element, shape)]))
+        view.result.name_hint = problem.buffers[i].name.split("#")[0]
+    builder.insert(d.PoolReleaseOp.build(operands=[pool_op.pool]))
+
+
+def pool_module(plan: SymbolicPlan, name: str = "pool_plan",
+                buffers: Sequence[BufferType] | None = None) -> ModuleOp:
+    """A module holding `pool_function(plan, name, buffers)`."""
+    return ModuleOp([pool_function(plan, name, buffers)])

@@ -6,19 +6,22 @@ probing path (pyocc.symbolic) fits."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr
 from xdsl.interpreter import Interpreter
 from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import SSAValue
 
 from pyocc.api import lower_symbolic
+from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import symbolic_inputs
@@ -109,12 +112,14 @@ def test_buffer_sizes_equal_the_probed_polynomials(graph: str) -> None:
     lowered = lower_symbolic(model, {symbol: 64})
     symbolic = _shapes(model, 64, symbol)
     buffers = lowered.plan.problem.buffers
-    for buffer in buffers:
+    for buffer, (dims, _) in zip(buffers, lowered.buffer_types, strict=True):
         tensor = buffer.name.split("#")[0]
         if tensor.endswith("_scratch"):  # a conv's im2col workspace (ViT's patch embedding): no tensor
             assert graph == "vit"
             continue
         assert symbolic.bytes(tensor) == buffer.size, buffer.name
+        # the probed memref's dims, fitted (lowering may flatten [1, S, 32] to [S, 32])
+        assert math.prod(dims, start=Poly.constant(1)) == symbolic.elements(tensor), buffer.name
         for sequence in (1, 2, 17, 64):
             assert symbolic.bytes(tensor).evaluate({symbol: sequence}) == buffer.size.evaluate({symbol: sequence})
     assert sum(not b.size.is_constant() for b in buffers) >= len(buffers) - 2
@@ -165,7 +170,7 @@ def test_pool_ir_computes_the_plans_offsets_at_every_length(graph: str) -> None:
     pool size and offsets equal the plan's (which verify_symbolic_plan checked)."""
     build, symbol = GRAPHS[graph]
     lowered = lower_symbolic(build(), {symbol: 40})
-    module = lowered.pool_module()
+    module = lowered.pool_module(views=False)
     module.verify()
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     assert {op.name for op in function.body.block.ops} <= {
@@ -226,3 +231,31 @@ def test_conv_with_a_symbolic_spatial_size_is_one_line() -> None:
     with pytest.raises(PyoccError, match=r"^bad: symbolic shape inference: Conv at node 'y' has a symbolic spatial "
                                          r"size; symbols may be its batch only; fix the dimension with --shape$"):
         _shapes(model, symbol="height")
+
+
+@pytest.mark.parametrize("graph", ["gpt2", "vit"])
+def test_pool_ir_views_have_the_buffers_dynamic_types(graph: str) -> None:
+    """With views: one dnn.symbolic_pool of the pool size and one
+    dnn.symbolic_view per buffer at its offset, each memref with a `?` for
+    every dimension that varies, its value an SSA operand; the module verifies."""
+    build, symbol = GRAPHS[graph]
+    lowered = lower_symbolic(build(), {symbol: 40})
+    module = lowered.pool_module()
+    module.verify()
+    function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    ops = list(function.body.block.ops)
+    pools = [op for op in ops if isinstance(op, d.SymbolicPoolOp)]
+    views = [op for op in ops if isinstance(op, d.SymbolicViewOp)]
+    returned = ops[-1]
+    assert isinstance(returned, func.ReturnOp) and len(pools) == 1
+    assert pools[0].size == returned.operands[0]
+    assert [v.offset for v in views] == list(returned.operands[1:])
+    dynamic = 0
+    for view, (dims, element) in zip(views, lowered.buffer_types, strict=True):
+        assert view.result.type.element_type == element
+        shape = view.result.type.get_shape()
+        assert [s == DYNAMIC_INDEX for s in shape] == [not dim.is_constant() for dim in dims]
+        assert [s for s in shape if s != DYNAMIC_INDEX] == [dim.evaluate({}) for dim in dims if dim.is_constant()]
+        dynamic += len(view.dims)
+    # every buffer but ViT's im2col block has a symbolic dimension, attention scores two
+    assert dynamic >= len(views) - (graph == "vit")
