@@ -38,7 +38,7 @@ from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
-from pyocc.lowering.symbolic_pool import BufferType, pool_module
+from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
@@ -565,6 +565,8 @@ class SymbolicLowering:
     buffer_types: list[BufferType] = field(default_factory=list)
     """Every planned buffer's dimensions (polynomials) and element type, in
     the planning problem's order."""
+    probe_functions: list[func.FuncOp] = field(default_factory=list)
+    """The lazy buffer-form function at the first two probe values."""
 
     @property
     def ranges(self) -> dict[str, tuple[int, int]]:
@@ -657,6 +659,12 @@ class SymbolicLowering:
         name = re.sub(r"[^A-Za-z0-9_]", "_", Path(self.model).stem) + "_pool"
         return pool_module(self.plan, name, self.buffer_types if views else None)
 
+    def pool_form_module(self) -> ModuleOp:
+        """The pool-form program for every value, with dynamic memrefs
+        (pyocc.lowering.symbolic_pool.symbolic_pool_form); PyoccError for a
+        program with an op whose properties depend on the size."""
+        return symbolic_pool_form(self.probe_functions, self.plan, self.buffer_types, self.model)
+
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
         formula (`activation_bytes_expr`) and at the maximum
@@ -722,7 +730,7 @@ def lower_symbolic(
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
-    program, problem, steps, weights, scalars, texts, buffer_types = probes
+    program, problem, steps, weights, scalars, texts, buffer_types, functions = probes
     polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
     if wrong:
         raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
@@ -735,13 +743,13 @@ def lower_symbolic(
     runner = SymbolicRun(steps, weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
                             runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
-                            (time.perf_counter() - start) * 1e3, tensor_shapes, buffer_types)
+                            (time.perf_counter() - start) * 1e3, tensor_shapes, buffer_types, functions)
 
 
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
            name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
-                               list[str], list[BufferType]]:
+                               list[str], list[BufferType], list[func.FuncOp]]:
     """Lower the model at every probe point and fit: (program, planning
     problem, run steps, weights, report scalars per point, program texts)."""
     texts: list[str] = []
@@ -751,6 +759,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     scalars: list[list[int]] = []
     names: list[str] = []
     types: list[list[Attribute]] = []
+    functions: list[func.FuncOp] = []
 
     def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
         before = resource_keys()
@@ -768,6 +777,8 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         liveness = analyze_function(function)
         problems.append(planning_problem(liveness, options.alignment))
         types.append([b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)])
+        if len(functions) < 2:
+            functions.append(function)
         texts.append(str(function.parent_op()))
         steps.append(json.dumps(point_steps))
         weights.append(point_weights)
@@ -781,7 +792,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
     chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
     return program, problem, run_steps, chosen, scalars, texts, fit_buffer_types(
-        types, fit_points, check_points, name)
+        types, fit_points, check_points, name), functions
 
 
 class SymbolicModel:

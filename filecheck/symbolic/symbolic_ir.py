@@ -4,12 +4,16 @@
 # RUN: %python %s save-unsupported %t.onnx
 # RUN: not pyocc plan %t.onnx --dim sequence=64 2>&1 | filecheck %s --check-prefix=NORULE
 # RUN: %python %s crossing | filecheck %s --check-prefix=CROSSING
+# RUN: %python %s form | filecheck %s --check-prefix=FORM
+# RUN: %python %s form-folded | filecheck %s --check-prefix=FOLDED
 # Symbols in the IR through onnx -> dnn -> pool: a one-head attention block
 # on x [1, "sequence", 8] (an ONNX dim_param) whose merge Reshape takes its
 # target from Shape -> Gather -> Concat. `shapes` prints every tensor's
 # inferred symbolic type (no probing); `pool` the pool plan as IR, offsets
 # and pool size as arith ops on %sequence, and the buffers as views with
-# dynamic dimensions (memref<1x?x?xf32>, the ? as SSA values); `fixed` the same model with
+# dynamic dimensions (memref<1x?x?xf32>, the ? as SSA values); `form` the
+# whole pool-form program with those memrefs (negative: `form-folded`, a
+# constant sliced to the length has no symbolic form yet); `fixed` the same model with
 # --shape (no symbol anywhere). Negative: an op without a symbolic shape
 # rule and a Slice whose end crosses its dimension inside the range are one
 # line each.
@@ -80,6 +84,24 @@ elif mode == "fixed":
 elif mode == "save-unsupported":
     onnx.save(model([helper.make_node("TopK", ["out", "two"], ["top", "index"], axis=-1)], [ints("two", [2])], "top"),
               sys.argv[2])
+elif mode == "form":
+    module = lower_symbolic(model(), {"sequence": 64}).pool_form_module()
+    module.verify()
+    print(module)
+    names = [op.name for op in module.walk()]
+    print(f"// mallocs: {names.count('dnn.malloc')}, deallocs: {names.count('dnn.dealloc')}, "
+          f"views: {names.count('dnn.symbolic_view')}")
+elif mode == "form-folded":
+    # out + table[:sequence]: import folds the Slice at each probe into a constant of `sequence` rows
+    m = model([helper.make_node("Shape", ["x"], ["xshape"]),
+               helper.make_node("Gather", ["xshape", "one"], ["length"], axis=0),
+               helper.make_node("Slice", ["table", "zero", "length", "zero"], ["rows"]),
+               helper.make_node("Add", ["out", "rows"], ["sum"])],
+              [ints("one", [1]), ints("zero", [0]), weight("table", (64, 8))], "sum")
+    try:
+        lower_symbolic(m, {"sequence": 64}).pool_form_module()
+    except PyoccError as e:
+        print(f"error: {e}")
 else:
     # table[:, :sequence] of a 40-column table: the end crosses 40 inside 1..64
     m = model([helper.make_node("Shape", ["x"], ["xshape"]),
@@ -134,3 +156,18 @@ else:
 # POOL-NEXT: %scores = dnn.symbolic_view %pool[%offset_scores] (%sequence, %sequence) : memref<?xi8> -> memref<1x?x?xf32>
 # POOL-NEXT: dnn.pool_release %pool : memref<?xi8>
 # POOL-NEXT: func.return %[[POOL]], %c0, %offset_k, %offset_kt, %offset_scores : index, index, index, index, index
+
+# FORM: func.func @main_graph(%sequence: index, %x: memref<1x?x8xf32> {onnx.name = "x"}, %out_out: memref<1x?x8xf32> {onnx.name = "out", dnn.output}) {
+# FORM: %pool = dnn.symbolic_pool %{{.*}} : memref<?xi8>
+# FORM: %q = dnn.symbolic_view %pool[%c0] (%sequence) : memref<?xi8> -> memref<1x?x8xf32>
+# FORM-NEXT: dnn.matmul ins(%x, %wq : memref<1x?x8xf32>, memref<8x8xf32>) outs(%q : memref<1x?x8xf32>)
+# FORM: %kt = dnn.symbolic_view %pool[%offset_kt] (%sequence) : memref<?xi8> -> memref<1x8x?xf32>
+# FORM-NEXT: dnn.transpose ins(%k : memref<1x?x8xf32>) outs(%kt : memref<1x8x?xf32>)
+# FORM-NEXT: %scores = dnn.symbolic_view %pool[%offset_scores] (%sequence, %sequence) : memref<?xi8> -> memref<1x?x?xf32>
+# FORM-NEXT: dnn.matmul ins(%q, %kt : memref<1x?x8xf32>, memref<1x8x?xf32>) outs(%scores : memref<1x?x?xf32>)
+# FORM-NEXT: dnn.softmax ins(%scores : memref<1x?x?xf32>) outs(%scores : memref<1x?x?xf32>)
+# FORM: dnn.pool_release %pool : memref<?xi8>
+# FORM-NEXT: func.return
+# FORM: // mallocs: 0, deallocs: 0, views: 4
+
+# FOLDED: error: attention: dnn.weight %rows holds a number that depends on the symbolic size; the symbolic pool form cannot write it yet (the plan and the probed program still run)

@@ -21,8 +21,13 @@ Given the buffers' types (dimensions as polynomials), the function also
 holds the symbolic pool form's memory ops: ``dnn.symbolic_pool`` of the
 pool size (a ``memref<?xi8>``) and one ``dnn.symbolic_view`` per buffer at
 its offset, a memref whose symbolic dimensions are ``?`` with their values
-as SSA operands (``memref<1x?x8xf32>`` and ``%sequence``). The compute ops
-that would use those views are not written yet.
+as SSA operands (``memref<1x?x8xf32>`` and ``%sequence``).
+
+``symbolic_pool_form`` writes the whole pool-form program that way: the
+buffer-form function lowered at two probes, its memrefs made dynamic where
+they differ, the plan's arithmetic first, each malloc a view. An op whose
+properties differ between the probes (a constant folded to the length, a
+Slice end) has no symbolic form yet: one PyoccError.
 """
 
 from __future__ import annotations
@@ -31,11 +36,23 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, IntegerType, MemRefType, ModuleOp, i64
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    i64,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
-from xdsl.rewriter import InsertPoint
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from pyocc.dialects.dnn import ops as d
+from pyocc.errors import PyoccError
 from pyocc.planning.symbolic import Poly, SymbolicPlan
 
 BufferType = tuple[tuple[Poly, ...], Attribute]
@@ -117,19 +134,9 @@ class _Emitter:
         return self.builder.insert(arith.MuliOp(blocks, self.constant(alignment))).result
 
 
-def pool_function(plan: SymbolicPlan, name: str = "pool_plan",
-                  buffers: Sequence[BufferType] | None = None) -> func.FuncOp:
-    """`plan` as ``func.func @name(%symbol: index, ...) -> (index, ...)``
-    returning the pool size, then every buffer's offset (problem order);
-    with `buffers` (one type per buffer of the plan's problem), also the
-    symbolic pool and a view per buffer (see the module docstring)."""
+def _offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan) -> tuple[SSAValue, dict[int, SSAValue]]:
+    """(pool size, buffer index -> offset) as arith ops, buffers in placement order."""
     problem = plan.problem
-    symbols = list(problem.symbols)
-    block = Block(arg_types=[IndexType()] * len(symbols))
-    for arg, symbol in zip(block.args, symbols, strict=True):
-        arg.name_hint = symbol
-    builder = Builder(InsertPoint.at_end(block))
-    emit = _Emitter(builder, dict(zip(symbols, block.args, strict=True)))
     ends: dict[int, SSAValue] = {}
     offsets: dict[int, SSAValue] = {}
     for i in plan.order:
@@ -146,7 +153,23 @@ def pool_function(plan: SymbolicPlan, name: str = "pool_plan",
         end.name_hint = f"end_{hint}"
         offsets[i], ends[i] = offset, end
     under = {c for cs in plan.below for c in cs}
-    pool = emit.maximum([ends[i] for i in range(len(problem.buffers)) if i not in under])
+    return emit.maximum([ends[i] for i in range(len(problem.buffers)) if i not in under]), offsets
+
+
+def pool_function(plan: SymbolicPlan, name: str = "pool_plan",
+                  buffers: Sequence[BufferType] | None = None) -> func.FuncOp:
+    """`plan` as ``func.func @name(%symbol: index, ...) -> (index, ...)``
+    returning the pool size, then every buffer's offset (problem order);
+    with `buffers` (one type per buffer of the plan's problem), also the
+    symbolic pool and a view per buffer (see the module docstring)."""
+    problem = plan.problem
+    symbols = list(problem.symbols)
+    block = Block(arg_types=[IndexType()] * len(symbols))
+    for arg, symbol in zip(block.args, symbols, strict=True):
+        arg.name_hint = symbol
+    builder = Builder(InsertPoint.at_end(block))
+    emit = _Emitter(builder, dict(zip(symbols, block.args, strict=True)))
+    pool, offsets = _offsets(builder, emit, plan)
     if buffers is not None:
         _views(builder, emit, plan, buffers, pool, offsets)
     builder.insert(func.ReturnOp(pool, *(offsets[i] for i in range(len(problem.buffers)))))
@@ -178,3 +201,79 @@ def pool_module(plan: SymbolicPlan, name: str = "pool_plan",
                 buffers: Sequence[BufferType] | None = None) -> ModuleOp:
     """A module holding `pool_function(plan, name, buffers)`."""
     return ModuleOp([pool_function(plan, name, buffers)])
+
+
+def _dynamic(first: Attribute, second: Attribute) -> Attribute:
+    """The memref type whose dimensions that differ between two probes' types are `?`."""
+    if not isinstance(first, MemRefType) or first == second:
+        return first
+    assert isinstance(second, MemRefType)
+    shape = [a if a == b else DYNAMIC_INDEX for a, b in zip(first.get_shape(), second.get_shape(), strict=True)]
+    return MemRefType(first.element_type, shape)
+
+
+def symbolic_pool_form(probes: Sequence[func.FuncOp], plan: SymbolicPlan, buffers: Sequence[BufferType],
+                       what: str = "the model") -> ModuleOp:
+    """The pool-form program for every value of the symbols, from the lazy
+    buffer-form function lowered at two probe values (same ops, see
+    pyocc.symbolic): the symbols become leading ``index`` arguments, every
+    memref whose dimensions differ between the probes gets a ``?`` there,
+    the pool plan's arithmetic comes first, each ``dnn.malloc`` becomes a
+    ``dnn.symbolic_view`` of one ``dnn.symbolic_pool`` and deallocs go.
+    PyoccError (one line) for an op whose properties differ between the
+    probes (a size written into the op, e.g. a Slice end): such an op has no
+    symbolic form yet."""
+    first, second = probes
+    for a, b in zip(first.body.block.ops, second.body.block.ops, strict=True):
+        if isinstance(a, d.MallocOp | d.DeallocOp):
+            continue
+        if a.properties != b.properties or a.attributes != b.attributes:
+            name = a.results[0].name_hint if a.results else None
+            raise PyoccError(f"{what}: {a.name}{f' %{name}' if name else ''} holds a number that depends on the "
+                             "symbolic size; the symbolic pool form cannot write it yet (the plan and the "
+                             "probed program still run)")
+    function = first.clone()
+    block = function.body.block
+    pairs = [*zip(block.args, second.body.block.args, strict=True),
+             *((r, s) for op_a, op_b in zip(block.ops, second.body.block.ops, strict=True)
+               for r, s in zip(op_a.results, op_b.results, strict=True))]
+    mallocs = [op for op in block.ops if isinstance(op, d.MallocOp)]
+    for value, other in pairs:
+        dynamic = _dynamic(value.type, other.type)
+        if dynamic != value.type:
+            Rewriter.replace_value_with_new_type(value, dynamic)
+    symbols = list(plan.problem.symbols)
+    for k, symbol in enumerate(symbols):
+        block.insert_arg(IndexType(), k).name_hint = symbol
+    first_op = block.first_op
+    assert first_op is not None
+    builder = Builder(InsertPoint.before(first_op))
+    emit = _Emitter(builder, dict(zip(symbols, block.args[:len(symbols)], strict=True)))
+    size, offsets = _offsets(builder, emit, plan)
+    pool = builder.insert(d.SymbolicPoolOp.build(
+        operands=[size], result_types=[MemRefType(IntegerType(8), [DYNAMIC_INDEX])])).pool
+    pool.name_hint = "pool"
+    # planning_problem numbers the buffers by their mallocs, in order
+    if len(mallocs) != len(buffers):
+        raise PyoccError(f"{what}: {len(mallocs)} buffers in the program but {len(buffers)} in the plan")
+    for i, malloc in enumerate(mallocs):
+        dims, _ = buffers[i]
+        view_builder = Builder(InsertPoint.before(malloc))
+        emit.builder = view_builder
+        dynamic = [emit.poly(dim) for dim, size_ in zip(dims, malloc.result.type.get_shape(), strict=True)
+                   if size_ == DYNAMIC_INDEX]
+        view = view_builder.insert(d.SymbolicViewOp.build(
+            operands=[pool, offsets[i], dynamic], result_types=[malloc.result.type]))
+        view.result.name_hint = malloc.result.name_hint
+        malloc.result.replace_all_uses_with(view.result)
+        block.erase_op(malloc)
+    for op in [op for op in block.ops if isinstance(op, d.DeallocOp)]:
+        block.erase_op(op)
+    last = block.last_op
+    assert last is not None
+    block.insert_op_before(d.PoolReleaseOp.build(operands=[pool]), last)
+    function.function_type = FunctionType.from_lists([a.type for a in block.args],
+                                                     list(function.function_type.outputs))
+    if function.arg_attrs is not None:
+        function.arg_attrs = ArrayAttr([*(DictionaryAttr({}) for _ in symbols), *function.arg_attrs.data])
+    return ModuleOp([function])

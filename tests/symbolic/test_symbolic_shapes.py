@@ -259,3 +259,43 @@ def test_pool_ir_views_have_the_buffers_dynamic_types(graph: str) -> None:
         dynamic += len(view.dims)
     # every buffer but ViT's im2col block has a symbolic dimension, attention scores two
     assert dynamic >= len(views) - (graph == "vit")
+
+
+# -- the pool-form program with dynamic memrefs -----------------------------------
+
+@pytest.mark.parametrize("graph", ["encoder", "bert"])
+def test_pool_form_has_dynamic_memrefs_and_no_allocations(graph: str) -> None:
+    """The whole program for every length: the symbol is the first argument,
+    the graph's memrefs have a `?` exactly where the ONNX input/output has the
+    symbol (from the symbolic shape inference, an independent derivation),
+    every buffer is a view of one symbolic pool, no malloc or dealloc is left,
+    and the module verifies."""
+    build, symbol = GRAPHS[graph]
+    model = build()
+    lowered = lower_symbolic(model, {symbol: 40})
+    module = lowered.pool_form_module()
+    module.verify()
+    function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+    block = function.body.block
+    assert [a.type for a in block.args[:1]] == [IndexType()] and block.args[0].name_hint == symbol
+    assert lowered.shapes is not None
+    names = [*lowered.shapes.inputs, *lowered.shapes.outputs]
+    for arg, onnx_name in zip(block.args[1:], names, strict=True):
+        dims = lowered.shapes.shape(onnx_name)
+        assert [s == DYNAMIC_INDEX for s in arg.type.get_shape()] == [not d.is_constant() for d in dims], onnx_name
+    kinds = [op.name for op in block.ops]
+    assert "dnn.malloc" not in kinds and "dnn.dealloc" not in kinds
+    assert kinds.count("dnn.symbolic_pool") == 1
+    assert kinds.count("dnn.symbolic_view") == len(lowered.plan.problem.buffers)
+    # the compute ops read and write the views: every view is used
+    views = [op for op in block.ops if isinstance(op, d.SymbolicViewOp)]
+    assert all(view.result.uses for view in views)
+
+
+def test_pool_form_of_a_constant_sliced_to_the_length_is_one_line() -> None:
+    """GPT-2-style: the position table and the causal mask fold at import
+    into constants of S rows, whose types differ between probes."""
+    lowered = lower_symbolic(gpt2_symbolic(), {"sequence": 40})
+    with pytest.raises(PyoccError, match=r"^gpt2_symbolic: dnn.weight %\w+ holds a number that depends on the "
+                                         r"symbolic size; the symbolic pool form cannot write it yet"):
+        lowered.pool_form_module()
