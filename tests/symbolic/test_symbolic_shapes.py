@@ -6,6 +6,7 @@ probing path (pyocc.symbolic) fits."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -20,7 +21,7 @@ from xdsl.interpreters.arith import ArithFunctions
 from xdsl.interpreters.func import FuncFunctions
 from xdsl.ir import SSAValue
 
-from pyocc.api import lower_symbolic
+from pyocc.api import SymbolicLowering, lower_symbolic
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
@@ -102,15 +103,29 @@ def _named(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-@pytest.mark.parametrize("graph", sorted(GRAPHS))
-def test_buffer_sizes_equal_the_probed_polynomials(graph: str) -> None:
-    """The probing path fits each buffer's size on probes near 64; symbolic
-    inference derives it from the dim_param. Both must be the same
-    polynomial, hence agree at every length."""
+MAXIMUM = 40
+"""The range the lowering tests compile for (1..40)."""
+
+
+@functools.cache
+def _lowered(graph: str) -> tuple[onnx.ModelProto, SymbolicLowering]:
+    """Graph `graph` (tensors renamed by `_named`) lowered once for every
+    value up to MAXIMUM, shared by the tests below (none changes it)."""
     build, symbol = GRAPHS[graph]
     model = _named(build())
-    lowered = lower_symbolic(model, {symbol: 64})
-    symbolic = _shapes(model, 64, symbol)
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    return model, lower_symbolic(fresh, {symbol: MAXIMUM})
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_buffer_sizes_equal_the_probed_polynomials(graph: str) -> None:
+    """The probing path fits each buffer's size on probes near the maximum;
+    symbolic inference derives it from the dim_param. Both must be the same
+    polynomial, hence agree at every length."""
+    symbol = GRAPHS[graph][1]
+    model, lowered = _lowered(graph)
+    symbolic = _shapes(model, MAXIMUM, symbol)
     buffers = lowered.plan.problem.buffers
     for buffer, (dims, _) in zip(buffers, lowered.buffer_types, strict=True):
         tensor = buffer.name.split("#")[0]
@@ -120,7 +135,7 @@ def test_buffer_sizes_equal_the_probed_polynomials(graph: str) -> None:
         assert symbolic.bytes(tensor) == buffer.size, buffer.name
         # the probed memref's dims, fitted (lowering may flatten [1, S, 32] to [S, 32])
         assert math.prod(dims, start=Poly.constant(1)) == symbolic.elements(tensor), buffer.name
-        for sequence in (1, 2, 17, 64):
+        for sequence in (1, 2, 17, MAXIMUM):
             assert symbolic.bytes(tensor).evaluate({symbol: sequence}) == buffer.size.evaluate({symbol: sequence})
     assert sum(not b.size.is_constant() for b in buffers) >= len(buffers) - 2
 
@@ -168,8 +183,8 @@ def test_slice_whose_end_crosses_the_dimension_is_one_line() -> None:
 def test_pool_ir_computes_the_plans_offsets_at_every_length(graph: str) -> None:
     """xDSL's interpreter runs the emitted function at every length in range:
     pool size and offsets equal the plan's (which verify_symbolic_plan checked)."""
-    build, symbol = GRAPHS[graph]
-    lowered = lower_symbolic(build(), {symbol: 40})
+    symbol = GRAPHS[graph][1]
+    lowered = _lowered(graph)[1]
     module = lowered.pool_module(views=False)
     module.verify()
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -179,13 +194,13 @@ def test_pool_ir_computes_the_plans_offsets_at_every_length(graph: str) -> None:
     interpreter.register_implementations(ArithFunctions())
     interpreter.register_implementations(FuncFunctions())
     names = [b.name for b in lowered.plan.problem.buffers]
-    for sequence in range(1, 41):
+    for sequence in range(1, MAXIMUM + 1):
         results = [r.value.data for r in interpreter.call_op(function.sym_name.data,
                                                              (IntegerAttr(sequence, IndexType()),))]
         offsets = lowered.plan.offsets({symbol: sequence})
         assert results[0] == lowered.plan.pool_bytes({symbol: sequence})
         assert results[1:] == [offsets[n] for n in names]
-    assert lowered.shapes is not None and lowered.shapes.ranges == {symbol: (1, 40)}
+    assert lowered.shapes is not None and lowered.shapes.ranges == {symbol: (1, MAXIMUM)}
 
 
 def test_pool_ir_of_a_static_size_has_no_symbol_arithmetic() -> None:
@@ -238,8 +253,7 @@ def test_pool_ir_views_have_the_buffers_dynamic_types(graph: str) -> None:
     """With views: one dnn.symbolic_pool of the pool size and one
     dnn.symbolic_view per buffer at its offset, each memref with a `?` for
     every dimension that varies, its value an SSA operand; the module verifies."""
-    build, symbol = GRAPHS[graph]
-    lowered = lower_symbolic(build(), {symbol: 40})
+    lowered = _lowered(graph)[1]
     module = lowered.pool_module()
     module.verify()
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -270,9 +284,8 @@ def test_pool_form_has_dynamic_memrefs_and_no_allocations(graph: str) -> None:
     symbol (from the symbolic shape inference, an independent derivation),
     every buffer is a view of one symbolic pool, no malloc or dealloc is left,
     and the module verifies."""
-    build, symbol = GRAPHS[graph]
-    model = build()
-    lowered = lower_symbolic(model, {symbol: 40})
+    symbol = GRAPHS[graph][1]
+    lowered = _lowered(graph)[1]
     module = lowered.pool_form_module()
     module.verify()
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -295,7 +308,7 @@ def test_pool_form_has_dynamic_memrefs_and_no_allocations(graph: str) -> None:
 def test_pool_form_of_a_constant_sliced_to_the_length_is_one_line() -> None:
     """GPT-2-style: the position table and the causal mask fold at import
     into constants of S rows, whose types differ between probes."""
-    lowered = lower_symbolic(gpt2_symbolic(), {"sequence": 40})
+    lowered = _lowered("gpt2")[1]
     with pytest.raises(PyoccError, match=r"^gpt2_symbolic: dnn.weight %\w+ holds a number that depends on the "
                                          r"symbolic size; the symbolic pool form cannot write it yet"):
         lowered.pool_form_module()
