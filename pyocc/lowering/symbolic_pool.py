@@ -258,6 +258,10 @@ def symbolic_pool_form(probes: Sequence[func.FuncOp], plan: SymbolicPlan, buffer
         raise PyoccError(f"{what}: {len(mallocs)} buffers in the program but {len(buffers)} in the plan")
     for i, malloc in enumerate(mallocs):
         dims, _ = buffers[i]
+        if [size_ == DYNAMIC_INDEX for size_ in malloc.result.type.get_shape()] != [
+                not dim.is_constant() for dim in dims]:
+            raise PyoccError(f"{what}: buffer %{malloc.result.name_hint} has the type {malloc.result.type} at the "
+                             f"probes but the dimensions {', '.join(map(str, dims))} when fitted")
         view_builder = Builder(InsertPoint.before(malloc))
         emit.builder = view_builder
         dynamic = [emit.poly(dim) for dim, size_ in zip(dims, malloc.result.type.get_shape(), strict=True)
