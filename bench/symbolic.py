@@ -1,9 +1,9 @@
 """One plan for every sequence length, against a static plan per length.
 
-For each graph with a symbolic sequence dimension (tests/graphs.py: a
-BERT-style encoder, a GPT-2-style decoder and a plain transformer
-encoder), compile once with
-``dims={"sequence": MAX}`` and, at every S of ``--lengths``: the symbolic
+For each graph with a symbolic dimension (tests/graphs.py: a BERT-style
+encoder, a GPT-2-style decoder and a plain transformer encoder, whose
+sequence is symbolic, and a ViT-style graph, whose batch is), compile once
+with ``dims={SYMBOL: MAX}`` and, at every S of ``--lengths``: the symbolic
 pool arena(S), the pool of a static compile at that S (its own plan and op
 order), their ratio, the max-live bound of the symbolic program at S, and
 the largest difference of the run at S from onnxruntime. Then the compile
@@ -12,6 +12,7 @@ MAX, native kernels, the default).
 
     python bench/symbolic.py                        # S in 1 2 17 128 384 512
     python bench/symbolic.py --lengths 1,64,512 --max 512
+    python bench/symbolic.py --only ViT             # one graph
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyocc  # noqa: E402
 from pyocc.api import lower  # noqa: E402
-from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic  # noqa: E402
+from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic  # noqa: E402
 
-GRAPHS = {"encoder (2 layers)": encoder_symbolic, "BERT-style (2 layers)": bert_symbolic,
-          "GPT-2-style (2 layers)": gpt2_symbolic}
+GRAPHS = {"encoder (2 layers)": (encoder_symbolic, "sequence"), "BERT-style (2 layers)": (bert_symbolic, "sequence"),
+          "GPT-2-style (2 layers)": (gpt2_symbolic, "sequence"), "ViT-style (1 block, batch)": (vit_symbolic, "batch")}
+"""name -> (builder, its symbolic dimension)"""
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -64,22 +66,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", default="1,2,17,128,384,512")
     parser.add_argument("--max", type=int, default=512)
+    parser.add_argument("--only", default="", help="measure only the graphs whose name contains this text")
     args = parser.parse_args()
     lengths = [int(s) for s in args.lengths.split(",")]
     rng = np.random.default_rng(0)
     print("| graph | S | arena(S) B | static plan B | ratio | bound(S) B | max abs diff vs onnxruntime |")
     print("|---|---|---|---|---|---|---|")
     times = []
-    for name, build in GRAPHS.items():
+    for name, (build, symbol) in GRAPHS.items():
+        if args.only not in name:
+            continue
         model = build()
         start = time.perf_counter()
-        symbolic = pyocc.compile(fresh(model), dims={"sequence": args.max})
+        symbolic = pyocc.compile(fresh(model), dims={symbol: args.max})
         symbolic_s = time.perf_counter() - start
         session = ort.InferenceSession(model.SerializeToString())
         for s in lengths:
             inputs = inputs_at(model, s, rng)
             _, static = lower(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
-            report = symbolic.memory_report(dims={"sequence": s})
+            report = symbolic.memory_report(dims={symbol: s})
             outputs = symbolic.run(inputs)
             diff = max(float(np.max(np.abs(a - b)))
                        for a, b in zip(outputs.values(), session.run(None, inputs), strict=True))

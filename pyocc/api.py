@@ -23,7 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
-from xdsl.ir import Operation
+from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
@@ -34,9 +34,11 @@ from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
+from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
+from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
@@ -61,6 +63,7 @@ from pyocc.symbolic import (
     SymbolicProgram,
     SymbolicRun,
     check_weights,
+    fit_buffer_types,
     fit_polynomials,
     fit_program,
     probe_points,
@@ -622,6 +625,14 @@ class SymbolicLowering:
     """The weights' dense_resource keys, in the order the program text names them."""
     lower_ms: float = 0.0
     """Milliseconds to probe, fit and plan."""
+    shapes: SymbolicShapes | None = None
+    """Every ONNX tensor's shape as polynomials in the symbols, inferred from
+    the dim_params (pyocc.frontend.symbolic_shapes), not probed."""
+    buffer_types: list[BufferType] = field(default_factory=list)
+    """Every planned buffer's dimensions (polynomials) and element type, in
+    the planning problem's order."""
+    probe_functions: list[func.FuncOp] = field(default_factory=list)
+    """The lazy buffer-form function at the first two probe values."""
 
     @property
     def ranges(self) -> dict[str, tuple[int, int]]:
@@ -705,6 +716,21 @@ class SymbolicLowering:
         report.tensor_lower_bound_bytes = None
         return module, report
 
+    def pool_module(self, views: bool = True) -> ModuleOp:
+        """The plan as IR: ``func.func @<model>_pool(%symbol: index, ...)``
+        computing the pool size and every buffer's offset (problem order)
+        with arith ops on the symbols' values (pyocc.lowering.symbolic_pool);
+        with `views`, also the symbolic pool and every buffer as a view with
+        dynamic dimensions (`dnn.symbolic_pool`, `dnn.symbolic_view`)."""
+        name = re.sub(r"[^A-Za-z0-9_]", "_", Path(self.model).stem) + "_pool"
+        return pool_module(self.plan, name, self.buffer_types if views else None)
+
+    def pool_form_module(self) -> ModuleOp:
+        """The pool-form program for every value, with dynamic memrefs
+        (pyocc.lowering.symbolic_pool.symbolic_pool_form); PyoccError for a
+        program with an op whose properties depend on the size."""
+        return symbolic_pool_form(self.probe_functions, self.plan, self.buffer_types, self.model)
+
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
         formula (`activation_bytes_expr`) and at the maximum
@@ -714,6 +740,8 @@ class SymbolicLowering:
         return {
             "model": self.model, "memory": "pool", "planner": "symbolic",
             "symbols": {name: list(bounds) for name, bounds in self.ranges.items()},
+            **({"types": {name: self.shapes.text(name) for name in (*self.shapes.inputs, *self.shapes.outputs)}}
+               if self.shapes is not None else {}),
             "activation_bytes_expr": self.plan.pool_expr(),
             "activation_bytes": at_max.activation_bytes,
             "lower_bound_bytes": at_max.lower_bound_bytes,
@@ -754,6 +782,8 @@ def lower_symbolic(
     proto = load_model(model) if isinstance(model, str | Path) else model
     name = Path(model).name if isinstance(model, str | Path) else (proto.graph.name or "model")
     inputs = symbolic_inputs(proto, dims, shapes)
+    # the symbols through shape inference first: an op without a symbolic rule is one line before any probe
+    tensor_shapes = infer_symbolic_shapes(proto, inputs, shapes, name)
     fit_points, check_points = probe_points(inputs.ranges)
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                       reorder=reorder)
@@ -766,7 +796,7 @@ def lower_symbolic(
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
-    program, problem, steps, weights, scalars, texts = probes
+    program, problem, steps, weights, scalars, texts, buffer_types, functions = probes
     polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
     if wrong:
         raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
@@ -779,13 +809,13 @@ def lower_symbolic(
     runner = SymbolicRun(steps, weights, plan)
     return SymbolicLowering(name, inputs, program, plan, dataclasses.replace(options, memory="pool"), fitted,
                             runner, re.findall(r"dense_resource<([^>]*)>", texts[0]),
-                            (time.perf_counter() - start) * 1e3)
+                            (time.perf_counter() - start) * 1e3, tensor_shapes, buffer_types, functions)
 
 
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
            name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
-                               list[str]]:
+                               list[str], list[BufferType], list[func.FuncOp]]:
     """Lower the model at every probe point and fit: (program, planning
     problem, run steps, weights, report scalars per point, program texts)."""
     texts: list[str] = []
@@ -794,6 +824,8 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     problems: list[Problem] = []
     scalars: list[list[int]] = []
     names: list[str] = []
+    types: list[list[Attribute]] = []
+    functions: list[func.FuncOp] = []
 
     def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
         before = resource_keys()
@@ -808,7 +840,11 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
 
     for point in [*fit_points, *check_points]:
         function, report, point_steps, point_weights = lower_at(point)
-        problems.append(planning_problem(analyze_function(function), options.alignment))
+        liveness = analyze_function(function)
+        problems.append(planning_problem(liveness, options.alignment))
+        types.append([b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)])
+        if len(functions) < 2:
+            functions.append(function)
         texts.append(str(function.parent_op()))
         steps.append(json.dumps(point_steps))
         weights.append(point_weights)
@@ -821,7 +857,8 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         # a constant folded from the symbol's value: its value at the top of the range
         at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
     chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
-    return program, problem, run_steps, chosen, scalars, texts
+    return program, problem, run_steps, chosen, scalars, texts, fit_buffer_types(
+        types, fit_points, check_points, name), functions
 
 
 class SymbolicModel:

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DenseResourceAttr
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from pyocc.analysis.liveness import analyze_function
 from pyocc.dialects.dnn import ops as d
@@ -217,6 +217,33 @@ def symbolic_problem(problems: Sequence[Problem], fit_points: Sequence[Mapping[s
                          f"{', '.join(sorted(ranges))}; fix the dimension with --shape")
     return SymbolicProblem(tuple(SymbolicBuffer(b.name, poly, b.first, b.last, b.alignment)
                                  for b, poly in zip(reference, polys, strict=True)), ranges)
+
+
+def fit_buffer_types(types: Sequence[Sequence[Attribute]], fit_points: Sequence[Mapping[str, int]],
+                     check_points: Sequence[Mapping[str, int]], what: str = "the model") -> list[
+                         tuple[tuple[Poly, ...], Attribute]]:
+    """Every planned buffer's dimensions as polynomials and its element type,
+    from its memref type at each point (fit points, then check points; one
+    list per point in the planning problem's order). PyoccError when a rank
+    or an element type changes, or a dimension is no polynomial."""
+    reference = types[0]
+    for point_types in types[1:]:
+        if [(len(t.get_shape()), t.element_type) for t in point_types] != \
+                [(len(t.get_shape()), t.element_type) for t in reference]:
+            raise ProgramMismatch(f"{what}: the buffers' ranks or element types depend on the symbolic size; "
+                                  "fix it with --shape")
+    if not reference:
+        return []
+    dims = np.array([[d for t in point_types for d in t.get_shape()] for point_types in types], dtype=np.int64)
+    polys, wrong = fit_polynomials(dims, fit_points, check_points)
+    if wrong:
+        raise PyoccError(f"{what}: a buffer's dimension is no polynomial in the symbols; fix the dimension with --shape")
+    result, k = [], 0
+    for t in reference:
+        rank = len(t.get_shape())
+        result.append((tuple(polys[k:k + rank]), t.element_type))
+        k += rank
+    return result
 
 
 def _show(values: Mapping[str, int]) -> str:

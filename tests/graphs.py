@@ -9,8 +9,8 @@ well under a second. Weights are seeded random initializers, scaled by
 would saturate softmax and tanh and hide wrong numbers.
 
 The `*_symbolic` builders (encoder, BERT-, GPT-2-style) give the sequence
-length as an ONNX dim_param, "sequence", for `--dim sequence=MAX`; they are
-not in GRAPHS (those run at fixed shapes) but in tests/symbolic/.
+length as an ONNX dim_param, "sequence", for `--dim sequence=MAX` (the
+ViT-style one its batch, "batch"); they are not in GRAPHS (those run at fixed shapes) but in tests/symbolic/.
 
 `random_inputs(model, seed)` makes matching inputs: normal floats, token ids
 in range for int64 ids, and 0/1 attention masks.
@@ -718,3 +718,38 @@ def gpt2_symbolic(seed: int = 0, hidden: int = 32, heads: int = 4, vocab: int = 
                                     4 * hidden, hidden))
     logits = g.op("MatMul", g.layer_norm(h, hidden), g.weight([hidden, vocab]))
     return g.model([(logits, TensorProto.FLOAT)])
+
+
+def vit_symbolic(seed: int = 0, patch: int = 8, hidden: int = 32, heads: int = 4) -> onnx.ModelProto:
+    """The one-block Vision Transformer of `vit` on image ["batch", 3, 32,
+    32], the batch an ONNX dim_param, as tracing exporters write it: the
+    class token is Expanded to Shape(image)[0] rows, every Reshape keeps the
+    batch with a 0 (the head's with -1), so the memory of every activation
+    is linear in the batch."""
+    g = GraphBuilder("vit_symbolic", seed)
+    head_dim = hidden // heads
+    patches = (32 // patch) ** 2
+    tokens = patches + 1
+    x = g.input("image", TensorProto.FLOAT, ["batch", 3, 32, 32])
+    emb = g.conv(x, 3, hidden, patch, stride=patch, pad=0)                     # [B, hidden, 4, 4]
+    emb = g.op("Transpose", g.op("Reshape", emb, g.const([0, hidden, patches], np.int64)), perm=[0, 2, 1])
+    batch = g.op("Gather", g.op("Shape", x), g.const([0], np.int64), axis=0)   # [B]
+    cls = g.op("Expand", g.const(0.02 * g.rng.standard_normal((1, 1, hidden), dtype=np.float32)),
+               g.op("Concat", batch, g.const([1, hidden], np.int64), axis=0))  # [B, 1, hidden]
+    h = g.op("Add", g.op("Concat", cls, emb, axis=1), g.weight([1, tokens, hidden], fan_in=1))
+
+    x = g.layer_norm(h, hidden)
+    qkv = g.op("Reshape", g.linear(x, hidden, 3 * hidden), g.const([0, tokens, 3, heads, head_dim], np.int64))
+    qkv = g.op("Transpose", qkv, perm=[2, 0, 3, 1, 4])                         # [3, B, H, T, D]
+    q, k, v = (g.op("Gather", qkv, g.const(i, np.int64), axis=0) for i in range(3))
+    k_t = g.op("Transpose", k, perm=[0, 1, 3, 2])
+    context = g.op("Transpose", g.attention(q, k_t, v, None, head_dim, scale_by="Mul"), perm=[0, 2, 1, 3])
+    context = g.op("Reshape", context, g.const([0, tokens, hidden], np.int64))
+    h = g.op("Add", h, g.linear(context, hidden, hidden))
+    mlp = g.linear(g.op("Gelu", g.linear(g.layer_norm(h, hidden), hidden, 2 * hidden)), 2 * hidden, hidden)
+    h = g.layer_norm(g.op("Add", h, mlp), hidden)
+
+    cls_out = g.op("Reshape", g.op("Slice", h, g.const([0], np.int64), g.const([1], np.int64), g.const([1], np.int64)),
+                   g.const([-1, hidden], np.int64))
+    logits = g.op("Gemm", cls_out, g.weight([10, hidden]), g.bias(10), transB=1)
+    return g.model([(logits, TensorProto.FLOAT)], opset=20)

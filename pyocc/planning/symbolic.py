@@ -45,6 +45,15 @@ STATIC_ALGORITHMS = ("greedy-by-size", "best-fit-decreasing", "greedy-by-conflic
                      "occamy-first-fit")
 """The static planners candidates start from: the deterministic ones (no
 time budget), so that a symbolic plan does not depend on the machine's speed."""
+SEARCH_ALGORITHM = "hill-climb"
+"""One improving search is a candidate too, at the top of the range (where
+the memory is): TVM's hill climb, seeded, at most 2,000 steps. Its time
+budget, ``SEARCH_BUDGET_MS``, is a safety cap far above what those steps take on
+a model's problem, so in practice it is deterministic too; a plan it cuts
+short is still verified like every other."""
+SEARCH_BUDGET_MS = 5000.0
+SEARCH_BUFFER_LIMIT = 400
+"""Problems with more buffers skip the search (its steps grow with the buffers)."""
 SCORE_SAMPLES = 64
 """Values per symbol a plan is scored at when its range is larger than ``GRID_LIMIT``."""
 
@@ -400,7 +409,8 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
 
     Candidates, each from one *reference point* (the first, last and
     quartile check points):
-    - the static plans at that point (``STATIC_ALGORITHMS``) made symbolic:
+    - the static plans at that point (``STATIC_ALGORITHMS``, and at the
+      last point also ``SEARCH_ALGORITHM``) made symbolic:
       each buffer sits on the conflicting buffers under it there; valid at
       every point by construction;
     - greedy by size at that point, each buffer in the lowest gap there
@@ -419,6 +429,8 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
     candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
     candidates += [_stacked(problem, sizes, problem.at(point), algorithm)
                    for point in points for algorithm in STATIC_ALGORITHMS]
+    if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
+        candidates.append(_stacked(problem, sizes, problem.at(points[-1]), SEARCH_ALGORITHM))
     # alignment padding (at most one alignment per buffer) is all there is
     # to a plan at tiny sizes: score the ratio over the bound plus that slack,
     # so that bytes of padding at S = 1 do not outweigh percent at S = 512
@@ -442,7 +454,7 @@ def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], static: Problem,
     one of any two conflicting buffers is under the other, so the result is
     valid at every point, and at the static plan's own point it is no larger."""
     buffers = problem.buffers
-    plan = plan_memory(static, algorithm)
+    plan = plan_memory(static, algorithm, time_budget_ms=SEARCH_BUDGET_MS)
     start = [plan.offsets[b.name] for b in buffers]
     end = [start[i] + b.size for i, b in enumerate(static.buffers)]
     order = sorted(range(len(buffers)), key=lambda i: (start[i], end[i], i))

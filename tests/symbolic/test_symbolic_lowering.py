@@ -162,6 +162,8 @@ def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: 
     assert status == 0, err
     plan = json.loads(out)
     assert plan["symbols"] == {"sequence": [1, 256]}
+    output = encoder_symbolic(layers=1).graph.output[0].name
+    assert plan["types"] == {"x": "1x{sequence}x32xf32", output: "1x{sequence}x32xf32"}
     assert plan["activation_bytes_expr"].startswith("max(end(") or plan["activation_bytes_expr"].startswith("end(")
     lowered = lower_symbolic(encoder_path, {"sequence": 256})
     assert plan["activation_bytes"] == lowered.plan.pool_bytes({"sequence": 256})

@@ -17,7 +17,7 @@ import pyocc
 from pyocc.api import SymbolicModel, lower
 from pyocc.errors import PyoccError
 from pyocc.tools.cli import main
-from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic
+from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic
 
 LENGTHS = (1, 2, 17, 128)
 GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic, "gpt2": gpt2_symbolic}
@@ -118,3 +118,30 @@ def test_two_symbols_batch_and_sequence() -> None:
         x = {"x": rng.standard_normal((batch, s, 32)).astype(np.float32)}
         (got,) = symbolic.run(x).values()
         np.testing.assert_allclose(got, session.run(None, x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_vit_one_compile_runs_every_batch() -> None:
+    """The ViT-style graph with a symbolic batch (its class token Expanded
+    to Shape(image)[0] rows, folded at import at each probe): one compile
+    runs B in {1, 2, 17, 64} like onnxruntime, within 1.05x the static plan
+    for that B from 2 up. At B = 1 the patch embedding's 12 KiB im2col block
+    (a constant) is most of the memory, and the one layout, chosen for the
+    top of the range, is looser there than the static plan for B = 1: 18,560
+    against 15,232 bytes (1.22x) when measured (docs/memory.md)."""
+    model = vit_symbolic()
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    symbolic = pyocc.compile(fresh, dims={"batch": 64})
+    session = ort.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(0)
+    for batch in (1, 2, 17, 64):
+        x = {"image": rng.standard_normal((batch, 3, 32, 32)).astype(np.float32)}
+        (got,) = symbolic.run(x).values()
+        assert got.shape == (batch, 10)
+        np.testing.assert_allclose(got, session.run(None, x)[0], rtol=1e-4, atol=1e-5)
+        static_model = onnx.ModelProto()
+        static_model.CopyFrom(model)
+        _, static = lower(static_model, shapes={"image": (batch, 3, 32, 32)})
+        arena = symbolic.memory_report(dims={"batch": batch}).activation_bytes
+        limit = (1.05 if batch >= 2 else 1.25) * static.activation_bytes
+        assert arena <= limit, (batch, arena, static.activation_bytes)

@@ -94,6 +94,13 @@ def data_dependent_if(path: Path) -> None:
     save(path, nodes, inits=[numpy_helper.from_array(np.array(0.0, np.float32), "zero")])
 
 
+def symbolic_topk(path: Path) -> None:
+    """x [1, "sequence"] into TopK, which has no symbolic shape rule."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence"])
+    save(path, [helper.make_node("TopK", ["x", "k"], ["y", "i"], name="top", axis=-1)], inputs=[x],
+         inits=[numpy_helper.from_array(np.array([2], np.int64), "k")])
+
+
 def malformed_mlir(path: Path) -> None:
     path.write_text("func.func @f( {\n")
 
@@ -205,6 +212,9 @@ CASES = {
     "threads on the GPU target": (relu, ["pyocc", "compile", "MODEL", "--target", "cuda", "--threads", "2",
                                          "-o", "OUT.ll"], None,
                                   "threads applies to the host target; drop --threads with --target cuda"),
+    "op without a symbolic shape rule": (symbolic_topk, ["pyocc", "plan", "MODEL", "--dim", "sequence=8", "-o", "OUT"],
+                                         None, "model.onnx: symbolic shape inference: TopK at node 'top' has no "
+                                               "symbolic shape rule"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }

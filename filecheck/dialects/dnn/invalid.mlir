@@ -197,6 +197,31 @@ func.func @pool_shape() {
 
 // -----
 
+func.func @symbolic_pool_static(%size: index) {
+  %0 = dnn.symbolic_pool %size : memref<64xi8>
+  dnn.pool_release %0 : memref<64xi8>
+  func.return
+}
+// CHECK: dnn.symbolic_pool: the pool must be a memref<?xi8>, not memref<64xi8>
+
+// -----
+
+func.func @symbolic_view_static_pool(%p: memref<64xi8>, %offset: index, %s: index) -> memref<?x8xf32> {
+  %0 = dnn.symbolic_view %p[%offset] (%s) : memref<64xi8> -> memref<?x8xf32>
+  func.return %0 : memref<?x8xf32>
+}
+// CHECK: dnn.symbolic_view: the pool must be a memref<?xi8>, not memref<64xi8>
+
+// -----
+
+func.func @symbolic_view_dims(%p: memref<?xi8>, %offset: index, %s: index) -> memref<?x?xf32> {
+  %0 = dnn.symbolic_view %p[%offset] (%s) : memref<?xi8> -> memref<?x?xf32>
+  func.return %0 : memref<?x?xf32>
+}
+// CHECK: dnn.symbolic_view: memref<?x?xf32> has 2 dynamic dimensions but 1 dims are given
+
+// -----
+
 func.func @mem_offset_negative(%p: memref<64xi8>) -> memref<4xf32> {
   %0 = dnn.mem_offset %p {offset = -16 : i64, size = 16 : i64} : memref<64xi8> -> memref<4xf32>
   func.return %0 : memref<4xf32>

@@ -178,3 +178,20 @@ func.func @defaults_elided(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>, %m:
   %ln = dnn.layer_norm ins(%m, %m : tensor<8x8xf32>, tensor<8x8xf32>) {axis = -1 : i64, epsilon = 1.0e-05 : f32} : tensor<8x8xf32>
   func.return
 }
+
+// A symbolic plan's memory ops: the pool's size, each buffer's offset and
+// its dynamic dimensions are SSA indices (computed from the symbols).
+// CHECK-LABEL: func.func @symbolic_memory
+func.func @symbolic_memory(%sequence: index, %size: index, %offset: index) {
+  // CHECK-NEXT: %pool = dnn.symbolic_pool %size : memref<?xi8>
+  %pool = dnn.symbolic_pool %size : memref<?xi8>
+  // CHECK-NEXT: %q = dnn.symbolic_view %pool[%offset] (%sequence) : memref<?xi8> -> memref<1x?x8xf32>
+  %q = dnn.symbolic_view %pool[%offset] (%sequence) : memref<?xi8> -> memref<1x?x8xf32>
+  // CHECK-NEXT: %s = dnn.symbolic_view %pool[%offset] (%sequence, %sequence) : memref<?xi8> -> memref<1x?x?xf32>
+  %s = dnn.symbolic_view %pool[%offset] (%sequence, %sequence) : memref<?xi8> -> memref<1x?x?xf32>
+  // CHECK-NEXT: %w = dnn.symbolic_view %pool[%offset] () : memref<?xi8> -> memref<4xf32>
+  %w = dnn.symbolic_view %pool[%offset] () : memref<?xi8> -> memref<4xf32>
+  // CHECK-NEXT: dnn.pool_release %pool : memref<?xi8>
+  dnn.pool_release %pool : memref<?xi8>
+  func.return
+}

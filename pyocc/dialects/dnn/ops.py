@@ -31,12 +31,15 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self, overload
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DenseResourceAttr,
     Float32Type,
     FloatAttr,
+    IndexType,
     IntegerAttr,
+    IntegerType,
     MemRefType,
     StringAttr,
     TensorType,
@@ -1462,6 +1465,50 @@ class MemOffsetOp(IRDLOperation):
 
 
 @irdl_op_definition
+class SymbolicPoolOp(IRDLOperation):
+    """The one pool of a symbolic plan (`--dim`): its byte size is an SSA
+    index computed from the symbols' values (pyocc.lowering.symbolic_pool),
+    so the pool is a `memref<?xi8>`."""
+
+    name = "dnn.symbolic_pool"
+    size = operand_def(IndexType)
+    alignment = prop_def(IntegerAttr, default_value=IntegerAttr(64, i64))
+    pool = result_def(MemRefType)
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$size attr-dict `:` type($pool)"
+
+    def verify_(self) -> None:
+        pool = self.pool.type
+        if pool.get_shape() != (DYNAMIC_INDEX,) or pool.element_type != IntegerType(8):
+            raise VerifyException(f"dnn.symbolic_pool: the pool must be a memref<?xi8>, not {pool}")
+
+
+@irdl_op_definition
+class SymbolicViewOp(IRDLOperation):
+    """A buffer of a symbolic plan: the bytes at `offset` in a
+    `dnn.symbolic_pool`, viewed as the result's memref, whose dynamic
+    dimensions (`?`) are the `dims` operands, in order. Offset and dims are
+    SSA indices computed from the symbols' values."""
+
+    name = "dnn.symbolic_view"
+    pool = operand_def(MemRefType)
+    offset = operand_def(IndexType)
+    dims = var_operand_def(IndexType)
+    result = result_def(MemRefType)
+    traits = traits_def(Pure())
+    irdl_options = (ParsePropInAttrDict(),)
+    assembly_format = "$pool `[` $offset `]` `(` $dims `)` attr-dict `:` type($pool) `->` type($result)"
+
+    def verify_(self) -> None:
+        if self.pool.type.get_shape() != (DYNAMIC_INDEX,):
+            raise VerifyException(f"dnn.symbolic_view: the pool must be a memref<?xi8>, not {self.pool.type}")
+        dynamic = sum(1 for d in self.result.type.get_shape() if d == DYNAMIC_INDEX)
+        if dynamic != len(self.dims):
+            raise VerifyException(f"dnn.symbolic_view: {self.result.type} has {dynamic} dynamic dimensions "
+                                  f"but {len(self.dims)} dims are given")
+
+
+@irdl_op_definition
 class PoolReleaseOp(IRDLOperation):
     """Release a pool created by dnn.pool_init (at function exit)."""
 
@@ -1498,7 +1545,7 @@ COMPUTE_OPS = [
     TransposeOp, GatherOp, GatherElementsOp, GatherNDOp, ExpandOp, TileOp, PadOp, ResizeOp, RangeOp,
     SanitizeOp, EmptyOp, InsertSliceOp, ArgMinOp, CumSumOp, TopKOp, ScatterNDOp, ScatterElementsOp,
 ]
-MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp]
+MEMORY_OPS = [MallocOp, DeallocOp, MemcpyOp, PoolInitOp, MemOffsetOp, PoolReleaseOp, SymbolicPoolOp, SymbolicViewOp]
 DNN_OPS = [*COMPUTE_OPS, WeightOp, ViewOp, SubviewOp, *MEMORY_OPS]
 ALIAS_OPS: tuple[type[IRDLOperation], ...] = tuple(op for op in DNN_OPS if op.has_trait(AliasesOperand))
 """Ops whose result shares an operand's bytes (their `AliasesOperand` trait),

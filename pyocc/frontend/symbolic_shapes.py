@@ -1,0 +1,594 @@
+"""Shape inference with symbols: every tensor's shape as polynomials in a
+model's symbolic dimensions (ONNX ``dim_param``), without probing.
+
+``infer_symbolic_shapes(model, inputs)`` walks the graph once. A graph
+input's ``dim_param`` declared with ``--dim`` is the symbol itself
+(``Poly.symbol("sequence")``); every other dimension is an integer. Each op
+maps its inputs' shapes to its outputs' shapes as sums and products of those
+polynomials. Small integer tensors that hold shapes (the results of Shape,
+Gather, Concat, Slice, Unsqueeze, Cast and arithmetic on them) carry their
+*values* as polynomials too, so that a Reshape whose target is
+``Concat(Gather(Shape(x), [0, 1]), [768])`` or a Slice that ends at
+``Shape(ids)[1]`` gets an exact symbolic shape.
+
+Comparisons a rule needs (a Slice end against its dimension, a broadcast of
+two dimensions) are decided over the symbols' whole range. An op without a
+rule, or a shape no polynomial describes (a Reshape's ``-1`` that does not
+divide), is one ``PyoccError`` naming the node.
+
+The result is a cross-check of, and an explanation for, the sizes that
+pyocc.symbolic reads off probes: a buffer's fitted byte size is its
+tensor's symbolic element count times the element size.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from pyocc.errors import PyoccError
+from pyocc.frontend.symbols import SymbolicInputs
+from pyocc.planning.symbolic import Poly
+
+Shape = tuple[Poly, ...]
+
+VALUE_LIMIT = 64
+"""Integer tensors with at most this many elements carry their values (shapes, axes, indices)."""
+RANGE_LIMIT = 4096
+"""Comparisons are decided at every value of a range with at most this many points;
+larger ranges are sampled at their ends and 64 values between (see `_range_points`)."""
+
+
+@dataclass(frozen=True)
+class SymbolicTensor:
+    """A tensor's shape, and, for a small integer tensor, its values (flat,
+    row-major) as polynomials; ``values`` is None when unknown."""
+
+    shape: Shape
+    elem_type: int
+    values: tuple[Poly, ...] | None = None
+
+    def concrete(self, values: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape at one value of every symbol."""
+        return tuple(d.evaluate(values) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class SymbolicShapes:
+    """The result of `infer_symbolic_shapes`: every named tensor of the graph."""
+
+    tensors: dict[str, SymbolicTensor]
+    ranges: Mapping[str, tuple[int, int]]
+    inputs: tuple[str, ...] = ()
+    """The graph inputs (initializers excluded), in order."""
+    outputs: tuple[str, ...] = ()
+    """The graph outputs, in order."""
+
+    def shape(self, name: str) -> Shape:
+        """The shape of tensor `name` (KeyError when the graph has none)."""
+        return self.tensors[name].shape
+
+    def elements(self, name: str) -> Poly:
+        """The element count of tensor `name` as a polynomial."""
+        total = Poly.constant(1)
+        for dim in self.tensors[name].shape:
+            total = total * dim
+        return total
+
+    def bytes(self, name: str) -> Poly:
+        """The byte size of tensor `name` as a polynomial."""
+        itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(self.tensors[name].elem_type)).itemsize
+        return self.elements(name) * Poly.constant(itemsize)
+
+    def text(self, name: str) -> str:
+        """``1x{sequence}x32xf32``-like rendering of a tensor's type, symbolic dims in braces."""
+        tensor = self.tensors[name]
+        dims = [str(d) if d.is_constant() else "{" + str(d) + "}" for d in tensor.shape]
+        elem = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        return "x".join([*dims, _TYPE_NAMES.get(np.dtype(elem).name, np.dtype(elem).name)])
+
+
+_TYPE_NAMES = {"float32": "f32", "float16": "f16", "float64": "f64", "int64": "i64", "int32": "i32",
+               "bool": "i1", "int8": "i8", "uint8": "ui8"}
+
+
+class _Context:
+    """What a rule sees: the node, its input tensors, the symbols' ranges."""
+
+    def __init__(self, node: onnx.NodeProto, inputs: list[SymbolicTensor | None],
+                 ranges: Mapping[str, tuple[int, int]], what: str) -> None:
+        self.node = node
+        self.inputs = inputs
+        self.ranges = ranges
+        self.what = what
+        self.attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+    def fail(self, reason: str) -> PyoccError:
+        """The one-line error for this node."""
+        return PyoccError(f"{self.what}: symbolic shape inference: {self.node.op_type} at node "
+                          f"'{self.node.name or self.node.output[0]}' {reason}; fix the dimension with --shape")
+
+    def input(self, i: int) -> SymbolicTensor:
+        """Input `i` (an error when it is absent)."""
+        if i >= len(self.inputs) or self.inputs[i] is None:
+            raise self.fail(f"lacks input {i}")
+        tensor = self.inputs[i]
+        assert tensor is not None
+        return tensor
+
+    def optional(self, i: int) -> SymbolicTensor | None:
+        """Input `i`, or None when the node omits it."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def values(self, i: int, what: str) -> tuple[Poly, ...]:
+        """The values of input `i`, which must be known at compile time."""
+        tensor = self.input(i)
+        if tensor.values is None:
+            raise self.fail(f"needs its {what} at compile time, and it is computed at run time")
+        return tensor.values
+
+    def constants(self, i: int, what: str) -> list[int]:
+        """The values of input `i` as integers (no symbol allowed)."""
+        values = self.values(i, what)
+        if any(not v.is_constant() for v in values):
+            raise self.fail(f"has a symbolic {what} ({', '.join(map(str, values))})")
+        return [v.evaluate({}) for v in values]
+
+    def compare(self, a: Poly, b: Poly) -> int:
+        """0 when a == b at every value of the range, -1 when a <= b at every
+        value (a < b somewhere), 1 when a >= b at every value (a > b
+        somewhere); an error when the order changes inside the range."""
+        difference = a - b
+        if not difference.terms:
+            return 0
+        values = difference.evaluate_grid(_range_points(self.ranges))
+        if np.all(values == 0):
+            return 0
+        if np.all(values <= 0):
+            return -1
+        if np.all(values >= 0):
+            return 1
+        raise self.fail(f"compares {a} with {b}, whose order changes inside the range")
+
+
+def _range_points(ranges: Mapping[str, tuple[int, int]]) -> dict[str, np.ndarray]:
+    """Every point of the ranges when there are at most `RANGE_LIMIT`;
+    otherwise each symbol's ends and 64 values between, in every combination."""
+    names = sorted(ranges)
+    total = math.prod(high - low + 1 for low, high in ranges.values())
+    if total <= RANGE_LIMIT:
+        axes = [range(ranges[n][0], ranges[n][1] + 1) for n in names]
+    else:
+        axes = [sorted({*np.linspace(ranges[n][0], ranges[n][1], 66).round().astype(int).tolist()}) for n in names]
+    combos = list(itertools.product(*axes))
+    return {name: np.array([c[k] for c in combos], dtype=np.int64) for k, name in enumerate(names)}
+
+
+def _int(value: int) -> Poly:
+    return Poly.constant(int(value))
+
+
+def _product(dims: Sequence[Poly]) -> Poly:
+    total = Poly.constant(1)
+    for dim in dims:
+        total = total * dim
+    return total
+
+
+def _divide(a: Poly, b: Poly) -> Poly | None:
+    """a / b when b is one term (c * a monomial) dividing every term of a; else None."""
+    if len(b.terms) != 1:
+        return None
+    (monomial, coefficient), = b.terms
+    powers = dict(monomial)
+    result: dict[tuple[tuple[str, int], ...], int] = {}
+    for term, c in a.terms:
+        mine = dict(term)
+        if c % coefficient or any(mine.get(n, 0) < p for n, p in powers.items()):
+            return None
+        rest = {n: mine.get(n, 0) - powers.get(n, 0) for n in mine}
+        result[tuple(sorted((n, p) for n, p in rest.items() if p))] = c // coefficient
+    return Poly.of(result)
+
+
+def _axis(ctx: _Context, axis: int, rank: int) -> int:
+    if not -rank <= axis < rank:
+        raise ctx.fail(f"has axis {axis} outside rank {rank}")
+    return axis % rank
+
+
+def _broadcast(ctx: _Context, shapes: Sequence[Shape]) -> Shape:
+    """numpy broadcasting of symbolic shapes (1 stretches; equal dims stay)."""
+    rank = max(len(s) for s in shapes)
+    result: list[Poly] = []
+    for k in range(rank):
+        dims = [s[len(s) - rank + k] for s in shapes if len(s) - rank + k >= 0]
+        chosen = _int(1)
+        for dim in dims:
+            if dim == _int(1):
+                continue
+            if chosen == _int(1):
+                chosen = dim
+            elif ctx.compare(chosen, dim) != 0:
+                raise ctx.fail(f"broadcasts {chosen} against {dim}")
+        result.append(chosen)
+    return tuple(result)
+
+
+# ---------------------------------------------------------------------------
+# Rules: op_type -> outputs
+# ---------------------------------------------------------------------------
+
+Rule = Callable[[_Context], list[SymbolicTensor]]
+
+
+def _same(ctx: _Context) -> list[SymbolicTensor]:
+    """Shape (and, for Identity/Cast, values) of input 0; Cast changes the type."""
+    x = ctx.input(0)
+    elem = int(ctx.attrs.get("to", x.elem_type))
+    keep = x.values if ctx.node.op_type in ("Identity", "Cast") else None
+    return [SymbolicTensor(x.shape, elem, keep)]
+
+
+def _elementwise(ctx: _Context) -> list[SymbolicTensor]:
+    """Broadcasting ops; Add/Sub/Mul/Div on known integer values compute them."""
+    present = [t for t in ctx.inputs if t is not None]
+    shape = _broadcast(ctx, [t.shape for t in present])
+    elem = present[-1].elem_type if ctx.node.op_type == "Where" else present[0].elem_type
+    if ctx.node.op_type in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"):
+        elem = onnx.TensorProto.BOOL
+    values = None
+    op = ctx.node.op_type
+    if op in ("Add", "Sub", "Mul", "Div") and all(t.values is not None for t in present) and \
+            np.issubdtype(helper.tensor_dtype_to_np_dtype(elem), np.integer) and math.prod(
+                d.evaluate({}) if d.is_constant() else VALUE_LIMIT + 1 for d in shape) <= VALUE_LIMIT:
+        concrete = tuple(d.evaluate({}) for d in shape)
+        a, b = (np.broadcast_to(np.array(t.values, dtype=object).reshape(
+            tuple(d.evaluate({}) for d in t.shape)), concrete).reshape(-1) for t in present)
+        out: list[Poly] = []
+        for x, y in zip(a, b, strict=True):
+            if op == "Div":
+                quotient = _divide(x, y)
+                if quotient is None:
+                    raise ctx.fail(f"divides {x} by {y}, which is no polynomial")
+                out.append(quotient)
+            else:
+                out.append(x + y if op == "Add" else x - y if op == "Sub" else x * y)
+        values = tuple(out)
+    return [SymbolicTensor(shape, elem, values)]
+
+
+def _matmul(ctx: _Context) -> list[SymbolicTensor]:
+    a, b = ctx.input(0), ctx.input(1)
+    sa, sb = list(a.shape), list(b.shape)
+    if len(sa) == 0 or len(sb) == 0:
+        raise ctx.fail("has a scalar operand")
+    squeeze_a, squeeze_b = len(sa) == 1, len(sb) == 1
+    if squeeze_a:
+        sa = [_int(1), *sa]
+    if squeeze_b:
+        sb = [*sb, _int(1)]
+    if ctx.compare(sa[-1], sb[-2]) != 0:
+        raise ctx.fail(f"multiplies a {sa[-1]}-wide operand by one of {sb[-2]} rows")
+    batch = _broadcast(ctx, [tuple(sa[:-2]), tuple(sb[:-2])])
+    out = [*batch, *([] if squeeze_a else [sa[-2]]), *([] if squeeze_b else [sb[-1]])]
+    return [SymbolicTensor(tuple(out), a.elem_type)]
+
+
+def _gemm(ctx: _Context) -> list[SymbolicTensor]:
+    a, b = ctx.input(0), ctx.input(1)
+    m = a.shape[1] if ctx.attrs.get("transA", 0) else a.shape[0]
+    n = b.shape[0] if ctx.attrs.get("transB", 0) else b.shape[1]
+    return [SymbolicTensor((m, n), a.elem_type)]
+
+
+def _transpose(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    perm = ctx.attrs.get("perm", list(reversed(range(len(x.shape)))))
+    return [SymbolicTensor(tuple(x.shape[p] for p in perm), x.elem_type)]
+
+
+def _reshape(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    target = list(ctx.values(1, "target shape"))
+    allow_zero = ctx.attrs.get("allowzero", 0)
+    out: list[Poly | None] = []
+    for k, dim in enumerate(target):
+        if dim == _int(0) and not allow_zero:
+            if k >= len(x.shape):
+                raise ctx.fail(f"copies dimension {k} of a rank-{len(x.shape)} input")
+            out.append(x.shape[k])
+        elif dim == _int(-1):
+            out.append(None)
+        else:
+            out.append(dim)
+    known = [d for d in out if d is not None]
+    if len(known) < len(out) - 1:
+        raise ctx.fail("has more than one -1 in its target shape")
+    total = _product(x.shape)
+    if len(known) < len(out):
+        rest = _divide(total, _product(known))
+        if rest is None:
+            raise ctx.fail(f"infers -1 as ({total}) / ({_product(known)}), which is no polynomial")
+        out = [rest if d is None else d for d in out]
+    elif ctx.compare(_product(known), total) != 0:
+        raise ctx.fail(f"reshapes {total} elements into {_product(known)}")
+    values = x.values
+    return [SymbolicTensor(tuple(d for d in out if d is not None), x.elem_type, values)]
+
+
+def _shape(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    rank = len(x.shape)
+    start = ctx.attrs.get("start", 0)
+    end = ctx.attrs.get("end", rank)
+    start, end = (max(0, min(rank, v + rank if v < 0 else v)) for v in (start, end))
+    dims = x.shape[start:end]
+    return [SymbolicTensor((_int(len(dims)),), onnx.TensorProto.INT64, tuple(dims))]
+
+
+def _gather(ctx: _Context) -> list[SymbolicTensor]:
+    data, indices = ctx.input(0), ctx.input(1)
+    axis = _axis(ctx, ctx.attrs.get("axis", 0), len(data.shape))
+    shape = (*data.shape[:axis], *indices.shape, *data.shape[axis + 1:])
+    values = None
+    if data.values is not None and indices.values is not None and len(data.shape) == 1:
+        length = data.shape[0].evaluate({})
+        if all(i.is_constant() for i in indices.values):
+            values = tuple(data.values[i.evaluate({}) % length] for i in indices.values)
+    return [SymbolicTensor(shape, data.elem_type, values)]
+
+
+def _concat(ctx: _Context) -> list[SymbolicTensor]:
+    present = [t for t in ctx.inputs if t is not None]
+    axis = _axis(ctx, ctx.attrs["axis"], len(present[0].shape))
+    total = _int(0)
+    for t in present:
+        total = total + t.shape[axis]
+    shape = (*present[0].shape[:axis], total, *present[0].shape[axis + 1:])
+    values = None
+    if len(shape) == 1 and all(t.values is not None for t in present):
+        values = tuple(v for t in present for v in (t.values or ()))
+    return [SymbolicTensor(shape, present[0].elem_type, values)]
+
+
+def _axes(ctx: _Context) -> list[int] | None:
+    """The `axes` of Squeeze/Unsqueeze/Reduce*: input 1 from opset 13 (18 for Reduce), else the attribute."""
+    if "axes" in ctx.attrs:
+        return list(ctx.attrs["axes"])
+    if ctx.optional(1) is not None:
+        return ctx.constants(1, "axes")
+    return None
+
+
+def _unsqueeze(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    axes = _axes(ctx)
+    if axes is None:
+        raise ctx.fail("has no axes")
+    rank = len(x.shape) + len(axes)
+    positions = sorted(a % rank for a in axes)
+    dims = iter(x.shape)
+    shape = tuple(_int(1) if k in positions else next(dims) for k in range(rank))
+    return [SymbolicTensor(shape, x.elem_type, x.values)]
+
+
+def _squeeze(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    axes = _axes(ctx)
+    if axes is None:
+        axes = [k for k, d in enumerate(x.shape) if d == _int(1)]
+    positions = {a % len(x.shape) for a in axes}
+    return [SymbolicTensor(tuple(d for k, d in enumerate(x.shape) if k not in positions), x.elem_type, x.values)]
+
+
+def _slice(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    starts = list(ctx.values(1, "starts"))
+    ends = list(ctx.values(2, "ends"))
+    rank = len(x.shape)
+    axes = ctx.constants(3, "axes") if ctx.optional(3) is not None else list(range(len(starts)))
+    steps = ctx.constants(4, "steps") if ctx.optional(4) is not None else [1] * len(starts)
+    shape = list(x.shape)
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        axis = _axis(ctx, axis, rank)
+        dim = x.shape[axis]
+        if step != 1:
+            raise ctx.fail(f"has step {step}; symbolic slices take step 1")
+        low, high = (_clamp(ctx, v, dim) for v in (start, end))
+        shape[axis] = high - low if ctx.compare(high, low) >= 0 else _int(0)
+    values = None
+    if x.values is not None and rank == 1 and all(d.is_constant() for d in shape):
+        low = _clamp(ctx, starts[0], x.shape[0])
+        if low.is_constant():
+            values = x.values[low.evaluate({}):low.evaluate({}) + shape[0].evaluate({})]
+    return [SymbolicTensor(tuple(shape), x.elem_type, values)]
+
+
+def _clamp(ctx: _Context, value: Poly, dim: Poly) -> Poly:
+    """A Slice bound (negative counts from the end) clamped to 0..dim over the whole range."""
+    if ctx.compare(value, _int(0)) < 0:
+        value = value + dim
+    if ctx.compare(value, _int(0)) <= 0:
+        return _int(0)
+    return dim if ctx.compare(value, dim) >= 0 else value
+
+
+def _expand(ctx: _Context) -> list[SymbolicTensor]:
+    """Broadcast input 0 to the shape held by input 1."""
+    x = ctx.input(0)
+    target = ctx.values(1, "shape")
+    return [SymbolicTensor(_broadcast(ctx, [x.shape, tuple(target)]), x.elem_type)]
+
+
+def _range(ctx: _Context) -> list[SymbolicTensor]:
+    """Range(start, limit, delta): max(ceil((limit - start) / delta), 0) elements."""
+    start, limit = ctx.values(0, "start")[0], ctx.values(1, "limit")[0]
+    delta = ctx.constants(2, "delta")[0]
+    count = _divide(limit - start, _int(delta)) if delta else None
+    if count is None:
+        raise ctx.fail(f"has ({limit} - {start}) / {delta} elements, which is no polynomial")
+    if ctx.compare(count, _int(0)) < 0:
+        raise ctx.fail(f"has {count} elements, negative inside the range")
+    return [SymbolicTensor((count,), ctx.input(0).elem_type)]
+
+
+def _window(ctx: _Context) -> list[SymbolicTensor]:
+    """Conv, MaxPool, AveragePool: N and C pass through (C from the weight
+    for Conv); each spatial size must be an integer (the usual formula)."""
+    x = ctx.input(0)
+    spatial = x.shape[2:]
+    if any(not d.is_constant() for d in spatial):
+        raise ctx.fail("has a symbolic spatial size; symbols may be its batch only")
+    sizes = [d.evaluate({}) for d in spatial]
+    if ctx.node.op_type == "Conv":
+        weight = ctx.input(1)
+        channels = weight.shape[0]
+        kernel = ctx.attrs.get("kernel_shape", [d.evaluate({}) for d in weight.shape[2:]])
+    else:
+        channels = x.shape[1]
+        kernel = ctx.attrs["kernel_shape"]
+    rank = len(sizes)
+    strides = ctx.attrs.get("strides", [1] * rank)
+    dilations = ctx.attrs.get("dilations", [1] * rank)
+    pads = ctx.attrs.get("pads", [0] * (2 * rank))
+    auto_pad = ctx.attrs.get("auto_pad", b"NOTSET")
+    auto_pad = auto_pad.decode() if isinstance(auto_pad, bytes) else auto_pad
+    ceil = ctx.attrs.get("ceil_mode", 0)
+    out = []
+    for k in range(rank):
+        if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+            out.append(-(-sizes[k] // strides[k]))
+            continue
+        extent = sizes[k] + (0 if auto_pad == "VALID" else pads[k] + pads[k + rank]) \
+            - dilations[k] * (kernel[k] - 1) - 1
+        out.append((-(-extent // strides[k]) if ceil else extent // strides[k]) + 1)
+    return [SymbolicTensor((x.shape[0], channels, *(_int(v) for v in out)), x.elem_type)]
+
+
+def _global_pool(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    return [SymbolicTensor((*x.shape[:2], *(_int(1) for _ in x.shape[2:])), x.elem_type)]
+
+
+def _flatten(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    axis = ctx.attrs.get("axis", 1) % (len(x.shape) + 1) if x.shape else 0
+    return [SymbolicTensor((_product(x.shape[:axis]), _product(x.shape[axis:])), x.elem_type)]
+
+
+def _layer_norm(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    return [SymbolicTensor(x.shape, x.elem_type)] + [None] * (len(ctx.node.output) - 1)  # type: ignore[list-item]
+
+
+def _constant(ctx: _Context) -> list[SymbolicTensor]:
+    if "value" not in ctx.attrs:
+        raise ctx.fail("has a constant given other than by 'value'")
+    value = next(a.t for a in ctx.node.attribute if a.name == "value")
+    return [_from_array(numpy_helper.to_array(value))]
+
+
+def _constant_of_shape(ctx: _Context) -> list[SymbolicTensor]:
+    shape = ctx.values(0, "shape")
+    value = next((a.t for a in ctx.node.attribute if a.name == "value"), None)
+    elem = value.data_type if value is not None else onnx.TensorProto.FLOAT
+    return [SymbolicTensor(tuple(shape), elem)]
+
+
+def _same_shape(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    return [SymbolicTensor(x.shape, x.elem_type)]
+
+
+def _reduce(ctx: _Context) -> list[SymbolicTensor]:
+    x = ctx.input(0)
+    axes = _axes(ctx)
+    rank = len(x.shape)
+    positions = set(range(rank)) if axes is None else {a % rank for a in axes}
+    keep = ctx.attrs.get("keepdims", 1)
+    shape = tuple(_int(1) if k in positions else d for k, d in enumerate(x.shape) if keep or k not in positions)
+    return [SymbolicTensor(shape, x.elem_type)]
+
+
+_UNARY = ("Identity", "Cast", "Erf", "Tanh", "Sqrt", "Relu", "Exp", "Log", "Neg", "Sigmoid", "Gelu", "Abs",
+          "Reciprocal", "Not", "Dropout", "Softsign", "Softplus", "Floor", "Ceil", "Round", "Sign", "Elu",
+          "LeakyRelu", "HardSigmoid", "Clip")
+_BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+              "GreaterOrEqual", "And", "Or", "Max", "Min", "Mod")
+
+RULES: dict[str, Rule] = {
+    **{op: _same for op in _UNARY},
+    **{op: _elementwise for op in _BROADCAST},
+    "Conv": _window, "MaxPool": _window, "AveragePool": _window, "GlobalAveragePool": _global_pool,
+    "GlobalMaxPool": _global_pool, "Flatten": _flatten, "BatchNormalization": _layer_norm,
+    "Expand": _expand, "Range": _range, "Trilu": _same_shape, "CumSum": _same_shape,
+    "MatMul": _matmul, "Gemm": _gemm, "Transpose": _transpose, "Reshape": _reshape, "Shape": _shape,
+    "Gather": _gather, "Concat": _concat, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice,
+    "LayerNormalization": _layer_norm, "Softmax": _same_shape, "LogSoftmax": _same_shape,
+    "Constant": _constant, "ConstantOfShape": _constant_of_shape, "ReduceMean": _reduce, "ReduceSum": _reduce,
+    "ReduceMax": _reduce,
+}
+"""ONNX op_type -> its symbolic shape rule. These run on the ONNX graph
+before import (the onnx dialect's types are static), so they are keyed by
+ONNX op_type like the importer's OP_BY_TYPE."""
+
+
+def _from_array(array: np.ndarray) -> SymbolicTensor:
+    """A constant: its shape, and its values when it is a small integer tensor."""
+    elem = helper.np_dtype_to_tensor_dtype(array.dtype)
+    values = None
+    if np.issubdtype(array.dtype, np.integer) and array.size <= VALUE_LIMIT:
+        values = tuple(_int(v) for v in array.reshape(-1).tolist())
+    return SymbolicTensor(tuple(_int(d) for d in array.shape), elem, values)
+
+
+def infer_symbolic_shapes(model: onnx.ModelProto, inputs: SymbolicInputs,
+                          shapes: Mapping[str, Sequence[int]] | None = None,
+                          what: str = "the model") -> SymbolicShapes:
+    """Every tensor's shape in `model` as polynomials in the symbols of
+    `inputs` (see pyocc.frontend.symbols.symbolic_inputs); `shapes` fixes
+    other graph inputs. PyoccError (one line, naming the node) for an op
+    without a rule or a shape no polynomial describes."""
+    shapes = dict(shapes or {})
+    tensors: dict[str, SymbolicTensor] = {}
+    for init in model.graph.initializer:
+        tensors[init.name] = _from_array(numpy_helper.to_array(init))
+    for inp in model.graph.input:
+        if inp.name in tensors:
+            continue
+        ttype = inp.type.tensor_type
+        if inp.name in inputs.shapes:
+            dims = [Poly.symbol(d) if isinstance(d, str) else _int(d) for d in inputs.shapes[inp.name]]
+        elif inp.name in shapes:
+            dims = [_int(d) for d in shapes[inp.name]]
+        else:
+            dims = []
+            for k, dim in enumerate(ttype.shape.dim):
+                if not dim.HasField("dim_value") or dim.dim_value <= 0:
+                    raise PyoccError(f"{what}: graph input '{inp.name}' has a dynamic dimension {k}; "
+                                     f"declare it with --dim or fix it with --shape")
+                dims.append(_int(dim.dim_value))
+        tensors[inp.name] = SymbolicTensor(tuple(dims), ttype.elem_type)
+    for node in model.graph.node:
+        rule = RULES.get(node.op_type)
+        ctx = _Context(node, [tensors.get(i) if i else None for i in node.input], inputs.ranges, what)
+        if node.domain not in ("", "ai.onnx") or rule is None:
+            raise ctx.fail(f"has no symbolic shape rule (rules: {len(RULES)} op types, see "
+                           "pyocc.frontend.symbolic_shapes.RULES)")
+        missing = [i for i in node.input if i and i not in tensors]
+        if missing:
+            raise ctx.fail(f"reads '{missing[0]}', which no node before it defines")
+        for name, tensor in zip(node.output, rule(ctx), strict=False):
+            if name and tensor is not None:
+                tensors[name] = tensor
+    initializers = {t.name for t in model.graph.initializer}
+    return SymbolicShapes(tensors, dict(inputs.ranges),
+                          tuple(i.name for i in model.graph.input if i.name not in initializers),
+                          tuple(o.name for o in model.graph.output))
