@@ -49,7 +49,7 @@ from pyocc.rewrites.dnn_memory_pool import (
     planning_problem,
 )
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
-from pyocc.rewrites.dnn_scratchpad import DnnScratchpadPass
+from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
 from pyocc.runtime.bridge import check_inputs
@@ -359,7 +359,18 @@ def lower(
                     next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
         searched = None if stage_dma else kept.plans.get((options.tile_region, options.tile_patches, options.tile_halo))
         timings: dict[str, float] = {}
-        if searched is not None:
+        if stage_dma:
+            if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
+                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
+                                 "(the schedule plans the SRAM and the DRAM)")
+            if options.tile_region:
+                raise PyoccError("--scratchpad does not combine with tiling (--memory-limit, --tile-region): "
+                                 "the scratchpad schedule tiles on its own; drop one of them")
+            start = time.perf_counter()
+            schedule_function(function, *npu_machine)
+            timings["dnn-npu-schedule"] = (time.perf_counter() - start) * 1000
+            module.verify()
+        elif searched is not None:
             # the search compiled the chosen tiling already: verified here, not compiled again
             module, timings = searched
             module.verify()
@@ -367,12 +378,7 @@ def lower(
         else:
             run_passes(ctx, module, tile_passes(options))
             run_passes(ctx, module, buffer_passes(options))
-        if stage_dma:
-            if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
-                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
-                                 "(the planned pool is the SRAM)")
-            run_passes(ctx, module, [DnnScratchpadPass()])
-        if searched is None:
+        if searched is None and not stage_dma:
             run_passes(ctx, module, pool_passes(options), timings)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
@@ -430,11 +436,6 @@ def lower(
     if options.memory_pools:
         _report_pools(report, function, options)
     report.npu = npu
-    if stage_dma and npu_machine is not None and report.activation_bytes > npu_machine[0]:
-        raise PyoccError(
-            f"{name}: staged whole tensor by whole tensor, the program needs {report.activation_bytes:,} bytes of SRAM, "
-            f"more than the {npu_machine[0]:,} of --scratchpad; the tiled schedule is simulated only "
-            "(pyocc plan --scratchpad)")
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report

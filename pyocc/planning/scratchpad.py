@@ -686,6 +686,7 @@ class _Scheduler:
             whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
+            order = {(n.piece.tensor, n.piece.part): i for i, n in enumerate(unit.reads)}
             protected = keys | whole_outs
             stream_outs: list[tuple[SramBuffer, Piece]] = []
             kept_stores: list[tuple[SramBuffer, Piece]] = []
@@ -707,7 +708,8 @@ class _Scheduler:
                     f"scratchpad: op {unit.op!r} does not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
                 )
             writes = [(placed[m], m.piece) for m in unit.writes]
-            for key in keys:
+            # in the unit's order: a set's order changes from run to run (string hashing)
+            for key in sorted(keys, key=lambda k: order.get(k, len(order))):
                 entry = self.resident.get(key)
                 if entry is not None and entry.load is not None:
                     self._wait(entry.load)
