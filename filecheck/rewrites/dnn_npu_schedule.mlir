@@ -1,7 +1,8 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB}" | filecheck %s
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=24KiB}" --verify-diagnostics | filecheck %s --check-prefix=SPILL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB},dnn-dma-to-memcpy" | filecheck %s --check-prefix=HOST
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=TILED
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=BLOCKS
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=ROWS
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
 
@@ -32,14 +33,29 @@
 // HOST-NOT:   dnn.dma_
 // HOST:       "dnn.memcpy"(%w, %w_sram) <{kind = "host_to_host", size = 16384 : i64}>
 // HOST:       "dnn.memcpy"(%y_sram, %y_out) <{kind = "host_to_host", size = 256 : i64}>
-// A weight too large for half of 16 KiB: the scheduler streams it in channel
-// blocks, which the IR does not run yet; the pass says so in one line.
-// TILED: dnn-npu-schedule: the schedule holds part 'block0/6' of 'w' in SRAM (a tiled op); only whole tensors run so far: give a larger --scratchpad
+// A weight too large for half of 16 KiB streams in blocks of output
+// channels (rows of the transposed B): each block a subview of the weight in
+// DRAM loaded into its own SRAM buffer, the next block's load started before
+// the gemm of this one (double buffering) and waited on only after it; each
+// gemm writes its columns, a subview of the output's SRAM buffer.
+// BLOCKS-LABEL: func.func @gemm_relu
+// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 0 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
+// BLOCKS-NEXT: %[[B0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x64xf32> -> memref<11x64xf32>
+// BLOCKS-NEXT: %w_in = dnn.dma_start ins(%[[B0]] : memref<11x64xf32>) outs(%w_sram : memref<11x64xf32>) {npu.piece = ["w", "block0/6", 2816 : i64, 16384 : i64]
+// BLOCKS:      dnn.dma_wait %w_in
+// BLOCKS:      %[[B1:.*]] = dnn.subview %w {offset = 2816 : i64} : memref<64x64xf32> -> memref<11x64xf32>
+// BLOCKS-NEXT: %w_in_1 = dnn.dma_start ins(%[[B1]] : memref<11x64xf32>) outs(%w_sram_1
+// BLOCKS:      %[[H0:.*]] = dnn.subview %h_sram {offset = 0 : i64} : memref<1x64xf32> -> memref<1x11xf32>
+// BLOCKS-NEXT: dnn.gemm ins(%x_sram, %w_sram : memref<1x64xf32>, memref<11x64xf32>) outs(%[[H0]] : memref<1x11xf32>) {trans_b = 1 : i64
+// BLOCKS-NEXT: dnn.dma_wait %w_in_1
+// BLOCKS:      %[[H1:.*]] = dnn.subview %h_sram {offset = 44 : i64} : memref<1x64xf32> -> memref<1x11xf32>
+// BLOCKS-NEXT: dnn.gemm ins(%x_sram, %w_sram_1 : memref<1x64xf32>, memref<11x64xf32>) outs(%[[H1]] : memref<1x11xf32>)
+// BLOCKS:      dnn.unary ins(%h_sram : memref<1x64xf32>) outs(%y_sram : memref<1x64xf32>) {fn = "relu"
 // SMALL: dnn-npu-schedule: scratchpad: op 'h' does not fit in 1024 bytes of SRAM even tiled; give a larger --scratchpad
 // FORM: dnn-npu-schedule needs tensor-form dnn
 func.func @gemm_relu(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
   %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x64xf32>}> : () -> tensor<64x64xf32>
-  %h = dnn.gemm ins(%x, %w : tensor<1x64xf32>, tensor<64x64xf32>) : tensor<1x64xf32>
+  %h = dnn.gemm ins(%x, %w : tensor<1x64xf32>, tensor<64x64xf32>) {trans_b = 1 : i64} : tensor<1x64xf32>
   %y = dnn.unary ins(%h : tensor<1x64xf32>) {fn = "relu"} : tensor<1x64xf32>
   func.return %y : tensor<1x64xf32>
 }
@@ -81,4 +97,27 @@ func.func @spill(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   %j = dnn.binary ins(%i, %b : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
   %y = dnn.binary ins(%j, %a : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
   func.return %y : tensor<1024xf32>
+}
+
+// -----
+
+// Negative: a gemm that does not transpose B cannot be split by output
+// channels (its `channel_split` is None), so it must fit whole.
+// BLOCKS: dnn-npu-schedule: scratchpad: op 'h' does not fit in 16384 bytes of SRAM even tiled; give a larger --scratchpad
+func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x64xf32>}> : () -> tensor<64x64xf32>
+  %h = dnn.gemm ins(%x, %w : tensor<1x64xf32>, tensor<64x64xf32>) : tensor<1x64xf32>
+  %y = dnn.unary ins(%h : tensor<1x64xf32>) {fn = "relu"} : tensor<1x64xf32>
+  func.return %y : tensor<1x64xf32>
+}
+
+// -----
+
+// Negative: a convolution whose input and output do not fit runs in row
+// bands in the schedule, which the IR does not run yet: one line.
+// ROWS: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (rows of a tensor); the IR runs whole tensors and output-channel blocks so far: give a larger --scratchpad
+func.func @conv_rows(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %y = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  func.return %y : tensor<1x4x32x32xf32>
 }

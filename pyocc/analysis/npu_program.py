@@ -4,7 +4,8 @@
 writes (weights apart), their MACs (`op.macs()`), and the facts tiling needs,
 all read from the op definitions: an op whose `splits_by_rows()` holds may
 be split by rows (a `RowLocal` window's kernel rows and stride give the halo), an op
-that reads a weight by output channels. Views share their source's
+whose `channel_split()` says how may be split by output channels (its
+weights read by blocks, but those it reads whole). Views share their source's
 tensor. The result is plain data for pyocc.planning.scratchpad.
 
 `npu_report` runs the scheduler and simulator on it for `--scratchpad`, and
@@ -145,11 +146,16 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         first = op.results[0]
         shape = first.type.get_shape()  # type: ignore[attr-defined]
         row_local = op.splits_by_rows() and len(shape) >= 4
-        channels = int(shape[1] if len(shape) >= 4 else shape[-1]) if weights and shape else 1
+        split = op.channel_split() if weights and shape else None
+        channels = split[0] if split is not None else 1
+        split_values = {getattr(op, field) for field in (split[1] if split else ())} - {None}
+        whole = tuple(dict.fromkeys(w for w in weights
+                                    if not any(name_of(v) == w for v in split_values)))
         compute[writes[0]] = op
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
+            whole if channels > 1 else (),
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:

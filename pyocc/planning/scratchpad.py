@@ -90,6 +90,9 @@ class NpuOp:
     """Extra input rows a band needs beyond its share (kernel minus stride)."""
     channels: int = 1
     """Output channels (1: the op cannot be split by channels)."""
+    whole_weights: tuple[str, ...] = ()
+    """Weights every channel block reads whole (per input channel: a
+    pre-activation's scale); the others are split with the output channels."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +209,31 @@ def _split(total: int, parts: int, index: int) -> int:
     return total // parts + (1 if index < total % parts else 0)
 
 
+def _block_bytes(size: int, channels: int, blocks: int, index: int) -> int:
+    """Bytes of channel block `index` of `blocks` of a tensor of `size`
+    bytes over `channels` channels: whole channels, so a block is a slice
+    of the tensor (the near-equal byte share when channels do not divide it)."""
+    if channels > 1 and size % channels == 0:
+        return size // channels * _split(channels, blocks, index)
+    return _split(size, blocks, index)
+
+
+def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
+    """(first, end, split by rows too) of the output channels a unit of `op`
+    computes, from the name of a part it reads or writes (`block{j}/{c}`
+    of a weight, `tile{i}.{j}/{r}x{c}` of its output)."""
+    if part.startswith("block"):
+        j, c = (int(n) for n in part.removeprefix("block").split("/"))
+        rows = False
+    else:
+        index, counts = part.removeprefix("tile").split("/")
+        j = int(index.split(".")[1])
+        r, c = (int(n) for n in counts.split("x"))
+        rows = r > 1
+    lo = sum(_split(op.channels, c, k) for k in range(j))
+    return lo, lo + _split(op.channels, c, j), rows
+
+
 def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     """Bytes of one input band: its share of the rows plus the halo."""
     if bands == 1 or tensor.rows <= 1:
@@ -252,7 +280,8 @@ def _tiling_with(
             for t in reads:
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
-                foot += w.size if c == 1 and w.size <= big else 2 * math.ceil(w.size / c)
+                whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
+                foot += w.size if whole else 2 * math.ceil(w.size / c)
             for t in outs:
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
             if foot > limit:
@@ -326,12 +355,14 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], 
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
                 w = tensors[n]
-                if c == 1 and w.size <= big:
+                if (c == 1 and w.size <= big) or n in op.whole_weights:
                     reads.append(_Need(Piece(n, "all", w.size), False))
                 else:
-                    reads.append(_Need(Piece(n, f"block{j}/{c}", _split(w.size, c, j)), True))
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(w.size, op.channels, c, j)), True))
             writes = tuple(
-                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}", _split(tensors[n].size, r * c, i * c + j)),
+                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}",
+                            _block_bytes(tensors[n].size, op.channels, c, j) if r == 1
+                            else _split(tensors[n].size, r * c, i * c + j)),
                       STREAM if tensors[n].size > big else WHOLE)
                 for n in dict.fromkeys(op.outputs)
             )

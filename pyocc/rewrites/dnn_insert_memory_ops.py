@@ -167,7 +167,7 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
         workspace = _scratch_malloc(op, alignment) if scratch else None
         if workspace is not None:
             (entry_allocs if mode == "eager" else body).append(workspace)
-        body.append(buffer_form(op, mapping, destinations, workspace.result if workspace else None))
+        body.append(_buffer_form(op, mapping, destinations, workspace.result if workspace else None))
         if workspace is not None and mode == "eager":
             exit_frees.append(workspace.result)
         elif workspace is not None:
@@ -240,7 +240,7 @@ def _scratch_malloc(op: d.DnnComputeOp, alignment: int) -> d.MallocOp | None:
     return alloc
 
 
-def buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue],
+def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue],
                  workspace: SSAValue | None = None) -> Operation:
     """The same kernel, reading mapped buffers and writing `destinations`
     (and `workspace`, when given, as its scratch)."""

@@ -25,12 +25,16 @@ fails the pass if the IR breaks a rule of the machine).
 
 Runs on tensor form (after the tensor rewrites), instead of
 dnn-insert-memory-ops and the pool passes; dnn-dma-to-memcpy then makes
-the transfers host copies. Only whole tensors move so far: a schedule that
-tiles an op (row bands, channel blocks, cascades) is refused in one line.
+the transfers host copies. Whole tensors and blocks of output channels run:
+a block reads `dnn.subview`s (a weight block's own buffer is loaded from a
+subview of the weight) and writes its channels of the output, with the
+slices and properties the op's `channel_block` gives. A schedule that runs
+an op on row bands (row tiling, cascades) is refused in one line.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -69,8 +73,8 @@ from pyocc.planning.npu_simulator import (
     Wait,
     simulate,
 )
-from pyocc.planning.scratchpad import NpuSchedule, schedule_scratchpad
-from pyocc.rewrites.dnn_insert_memory_ops import buffer_form, to_buffer_type
+from pyocc.planning.scratchpad import NpuSchedule, channel_range, schedule_scratchpad
+from pyocc.rewrites.dnn_insert_memory_ops import to_buffer_type
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
 
@@ -81,12 +85,19 @@ def piece_attr(piece: Piece, tensor_bytes: int) -> ArrayAttr:
                       IntegerAttr(piece.bytes, i64), IntegerAttr(tensor_bytes, i64)])
 
 
+def _refuse(what: str) -> PassFailedException:
+    """The one line for a schedule the IR cannot run yet."""
+    return PassFailedException(f"dnn-npu-schedule: {what}; the IR runs whole tensors and output-channel "
+                               "blocks so far: give a larger --scratchpad")
+
+
 class _Emitter:
     """Writes one schedule of one function as a new buffer-form block."""
 
     def __init__(self, function: func.FuncOp, facts: NpuProgramOf, schedule: NpuSchedule, sram_size: int):
         self.facts = facts
         self.schedule = schedule
+        self.npu_ops = {o.name: o for o in facts.program.ops}
         self.tensors = facts.program.by_name()
         block = function.body.block
         ret = block.last_op
@@ -146,11 +157,7 @@ class _Emitter:
         return to_buffer_type(self.facts.roots[tensor].type)
 
     def _dram(self, piece: Piece) -> SSAValue:
-        """Where `piece` lives in DRAM, seen with its tensor's type."""
-        if piece.part != "all":
-            raise PassFailedException(
-                f"dnn-npu-schedule: the schedule moves part {piece.part!r} of {piece.tensor!r} (a tiled op); "
-                "only whole tensors run so far: give a larger --scratchpad")
+        """Where `piece` lives in DRAM, seen with its own type."""
         tensor = self.tensors[piece.tensor]
         if tensor.kind == "activation":
             assert self.spill is not None
@@ -160,15 +167,26 @@ class _Emitter:
                                                     "size": IntegerAttr(tensor.size, i64)})
             view.result.name_hint = f"{piece.tensor}_dram"
             self.ops.append(view)
-            return view.result
-        return self._typed(self.dram[piece.tensor], self._root_type(piece.tensor))
+            whole = view.result
+        else:
+            whole = self._typed(self.dram[piece.tensor], self._root_type(piece.tensor))
+        if piece.part == "all":
+            return whole
+        return self._slice(whole, self._root_type(piece.tensor), self._cut(piece))  # type: ignore[arg-type]
+
+    def _cut(self, piece: Piece) -> tuple[int, int, int]:
+        if (piece.tensor, piece.part) not in self.cuts:
+            raise _refuse(f"the schedule moves part {piece.part!r} of {piece.tensor!r}, which no op reads as a block")
+        return self.cuts[(piece.tensor, piece.part)]
 
     def _alloc(self, buffer: SramBuffer, first: Piece) -> None:
-        if first.part != "all":
-            raise PassFailedException(
-                f"dnn-npu-schedule: the schedule holds part {first.part!r} of {first.tensor!r} in SRAM (a tiled op); "
-                "only whole tensors run so far: give a larger --scratchpad")
-        view = d.MemOffsetOp.create(operands=[self.sram], result_types=[self._root_type(first.tensor)],
+        type_ = self._root_type(first.tensor)
+        if first.part != "all" and buffer.size < self.tensors[first.tensor].size:
+            axis, start, stop = self._cut(first)
+            shape = list(type_.get_shape())  # type: ignore[attr-defined]
+            shape[axis] = stop - start
+            type_ = MemRefType(type_.get_element_type(), shape)  # type: ignore[attr-defined]
+        view = d.MemOffsetOp.create(operands=[self.sram], result_types=[type_],
                                     properties={"offset": IntegerAttr(buffer.offset, i64),
                                                 "size": IntegerAttr(buffer.size, i64)})
         view.result.name_hint = f"{first.tensor}_sram"
@@ -179,7 +197,7 @@ class _Emitter:
     def _transfer(self, ins: Load | Store) -> None:
         sram = self.buffers[ins.buffer.name]
         dram = self._dram(ins.piece)
-        if isinstance(ins, Store) and self.tensors[ins.piece.tensor].kind == "output":
+        if isinstance(ins, Store) and self.tensors[ins.piece.tensor].kind == "output" and ins.piece.part == "all":
             # the destination argument may be a view's type (a returned reshape)
             dram = self.dram[ins.piece.tensor]
             sram = self._typed(sram, dram.type)
@@ -190,23 +208,89 @@ class _Emitter:
         self.ops.append(start)
         self.tokens[ins.id] = start.token
 
+    def _block(self, ins: Compute) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]]:
+        """The slices and properties of the op of `ins` on its channel block
+        (its whole self when the unit is not a block)."""
+        op = self.facts.ops[ins.op]
+        parts = {piece.part for _, piece in (*ins.reads, *ins.writes)} - {"all"}
+        tiled = [p for p in parts if p.startswith(("block", "tile"))]
+        if len(tiled) != len(parts):
+            raise _refuse(f"the schedule runs op {ins.op!r} on {sorted(parts - set(tiled))[0]!r} (rows of a tensor)")
+        if not tiled:
+            return {}, dict(op.properties)
+        lo, hi, rows = channel_range(self.npu_ops[ins.op], tiled[0])
+        if rows:
+            raise _refuse(f"the schedule runs op {ins.op!r} on {tiled[0]!r} (rows of a tensor)")
+        block = op.channel_block(lo, hi)
+        if block is None:
+            raise _refuse(f"op {ins.op!r} cannot run on its output channels [{lo}, {hi})")
+        slices, properties = block
+        for result in op.results:
+            slices[f"result:{self.facts.tensor_of[result]}"] = (1, lo, hi)
+        return slices, properties
+
+    def _slice(self, value: SSAValue, type_: MemRefType, cut: tuple[int, int, int]) -> SSAValue:
+        """The contiguous slice `cut` (axis, start, stop) of `value` (of `type_`)."""
+        axis, start, stop = cut
+        shape = list(type_.get_shape())
+        if any(n != 1 for n in shape[:axis]):
+            raise _refuse(f"a slice along axis {axis} of {type_} is not contiguous")
+        inner = d.type_bytes(type_) // math.prod(shape[:axis + 1])
+        shape[axis] = stop - start
+        view = d.SubviewOp(self._typed(value, type_), start * inner, MemRefType(type_.get_element_type(), shape))
+        self.ops.append(view)
+        return view.result
+
+    def _operand(self, value: SSAValue, cut: tuple[int, int, int] | None, held: dict[str, SSAValue],
+                 pieces: dict[str, Piece]) -> SSAValue:
+        """The SRAM buffer an op operand (or result) `value` reads (writes)."""
+        tensor = self.facts.tensor_of[value]
+        type_ = to_buffer_type(value.type)
+        if cut is None:
+            return self._typed(held[tensor], type_)
+        if pieces[tensor].part != "all" and d.type_bytes(held[tensor].type) < self.tensors[tensor].size:
+            return held[tensor]  # the block's own buffer, typed for it at its allocation
+        return self._slice(held[tensor], type_, cut)  # type: ignore[arg-type]
+
     def _compute(self, ins: Compute) -> None:
         op = self.facts.ops[ins.op]
         held = {piece.tensor: self.buffers[b.name] for b, piece in (*ins.reads, *ins.writes)}
         pieces = {piece.tensor: piece for _, piece in (*ins.reads, *ins.writes)}
-        mapping: dict[SSAValue, SSAValue] = {}
-        for value in op.operands:
-            mapping[value] = self._typed(held[self.facts.tensor_of[value]], to_buffer_type(value.type))
-        destinations = [self._typed(held[self.facts.tensor_of[r]], to_buffer_type(r.type)) for r in op.results]
-        new_op = buffer_form(op, mapping, destinations)
+        slices, properties = self._blocks[id(ins)]
+        operands: dict[str, list[SSAValue]] = {}
+        for name, _ in op.get_irdl_definition().operands:
+            value = getattr(op, name)
+            group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+            if name in ("out", "outs"):
+                group = list(op.results)
+                operands[name] = [self._operand(r, slices.get(f"result:{self.facts.tensor_of[r]}"), held, pieces)
+                                  for r in group]
+            else:
+                operands[name] = [self._operand(v, slices.get(name), held, pieces) for v in group]
+        new_op = type(op).build(operands, [], properties, op.attributes)
         # aligned with the new op's read_values() and destinations()
         reads = [pieces[self.facts.tensor_of[v]] for v in op.read_values()]
         writes = [pieces[self.facts.tensor_of[r]] for r in op.results]
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in reads])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in writes])
+        new_op.attributes["npu.macs"] = IntegerAttr(ins.macs, i64)
         self.ops.append(new_op)
 
     def emit(self) -> Block:
+        self._blocks: dict[int, tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]]] = {}
+        self.cuts: dict[tuple[str, str], tuple[int, int, int]] = {}
+        for ins in self.schedule.instructions:
+            if isinstance(ins, Compute):
+                slices, properties = self._blocks[id(ins)] = self._block(ins)
+                op = self.facts.ops[ins.op]
+                fields = {**{name: getattr(op, name) for name, _ in op.get_irdl_definition().operands},
+                          **{f"result:{self.facts.tensor_of[r]}": r for r in op.results}}
+                for _, piece in (*ins.reads, *ins.writes):
+                    if piece.part == "all":
+                        continue
+                    for name, cut in slices.items():
+                        if isinstance(fields.get(name), SSAValue) and self.facts.tensor_of[fields[name]] == piece.tensor:
+                            self.cuts[(piece.tensor, piece.part)] = cut
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):

@@ -2,8 +2,8 @@
 writes the scheduler's result as IR (SRAM buffers at their planned offsets,
 DMA with prefetch and write-backs), dnn-dma-to-memcpy makes each transfer a
 copy between the two arenas, and the numbers must still match onnxruntime
-(random weights and inputs). A schedule the IR cannot run yet (a tiled op)
-is one line."""
+(random weights and inputs). A schedule the IR cannot run yet (an op on
+row bands) is one line."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from pyocc.testing.light_models import onnxruntime_reference
 pytest.importorskip("onnxruntime")
 
 
-@pytest.mark.parametrize("name, sram", [("squeezenet", 16 << 20), ("shufflenet", 16 << 20)])
+@pytest.mark.parametrize("name, sram", [
+    ("squeezenet", 16 << 20), ("shufflenet", 16 << 20),
+    ("bvlc_alexnet", 16 << 20),  # fc6-fc8 stream their weights in blocks of output columns
+    ("resnet50", 16 << 20),  # four convolutions (residual ones too) in blocks of output channels
+])
 def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
     model, inputs, expected = onnxruntime_reference(name)
     compiled = pyocc.compile(model, scratchpad=sram, kernels="numpy")
@@ -35,6 +39,6 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
 
 def test_a_tiled_schedule_is_one_line() -> None:
     model, _, _ = onnxruntime_reference("squeezenet")
-    with pytest.raises(PyoccError, match=r"dnn-npu-schedule: the schedule (holds|moves) part '[^']+' of '[^']+' "
-                                         r"(in SRAM )?\(a tiled op\); only whole tensors run so far"):
+    with pytest.raises(PyoccError, match=r"dnn-npu-schedule: the schedule runs op '[^']+' on '[^']+' \(rows of a "
+                                         r"tensor\); the IR runs whole tensors and output-channel blocks so far"):
         pyocc.compile(model, scratchpad="1MiB", kernels="numpy")

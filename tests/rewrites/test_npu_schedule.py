@@ -73,3 +73,24 @@ def test_a_late_wait_in_the_ir_is_caught() -> None:
     function.body.block.insert_op_before(wait, function.body.block.last_op)
     with pytest.raises(ScheduleError, match="not resident"):
         _simulate_ir(function, 24 << 10)
+
+
+def test_channel_blocks_of_a_grouped_convolution() -> None:
+    ctx = Context()
+    for dialect in (Builtin, Func, Dnn):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, """
+    func.func @g(%x: tensor<1x4x8x8xf32>, %w: tensor<8x2x3x3xf32>) -> tensor<1x8x8x8xf32> {
+      %y = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<8x2x3x3xf32>) {group = 2 : i64} : tensor<1x8x8x8xf32>
+      func.return %y : tensor<1x8x8x8xf32>
+    }""").parse_module()
+    conv = next(op for op in module.walk() if op.name == "dnn.conv")
+    assert conv.channel_split() == (8, {"w": 0, "bias": 0, "residual": 1})
+    # inside group 1: a plain convolution of that group's two input channels
+    slices, properties = conv.channel_block(5, 7)
+    assert slices == {"w": (0, 5, 7), "x": (1, 2, 4)} and properties["group"].value.data == 1
+    # both groups whole: still grouped
+    slices, properties = conv.channel_block(0, 8)
+    assert slices == {"w": (0, 0, 8), "x": (1, 0, 4)} and properties["group"].value.data == 2
+    # part of one group and part of the other: no single convolution computes it
+    assert conv.channel_block(3, 6) is None
