@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import Dnn
-from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
+from pyocc.analysis.npu_program import npu_report, npu_run, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
@@ -38,6 +38,7 @@ from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
+from pyocc.planning.scratchpad import NpuResult
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import (
@@ -439,6 +440,27 @@ def lower(
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
+
+
+def npu_schedule(
+    model: str | Path | onnx.ModelProto,
+    *,
+    scratchpad: int | str,
+    npu_cost: str | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    fuse: bool = True,
+    reorder: str = Options.reorder,
+) -> NpuResult:
+    """The scratchpad schedule of `model` (fused and reordered as `lower`
+    does) and its simulation: what `pyocc plan --scratchpad SIZE --format
+    svg` draws (pyocc.report.npu_picture)."""
+    sram_size, cost = parse_scratchpad(scratchpad, npu_cost)
+    module = import_model(model, shapes)
+    try:
+        _run_tensor_passes(Context(), module, tensor_passes(Options(fuse=fuse, reorder=reorder)))
+    except PassFailedException as e:
+        raise PyoccError(str(e)) from None
+    return npu_run(next(op for op in module.walk() if isinstance(op, func.FuncOp)), sram_size, cost)
 
 
 def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferReport]:

@@ -41,7 +41,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
 )
 from pyocc.planning.pools import parse_size
-from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuTensor, run_scratchpad
+from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, run_scratchpad
 
 
 def _rows(value: SSAValue) -> int:
@@ -296,8 +296,13 @@ def parse_scratchpad(size: int | str, cost: str | None) -> tuple[int, NpuCost]:
 def npu_report(function: func.FuncOp, sram_size: int, cost: NpuCost) -> dict[str, Any]:
     """Schedule and simulate `function` (tensor form) for the scratchpad;
     the report's `npu` object. A program the SRAM cannot hold is one line."""
+    return npu_run(function, sram_size, cost).as_json()
+
+
+def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
+    """`npu_report`'s schedule and simulation themselves (for the picture)."""
     try:
-        return run_scratchpad(npu_program(function), sram_size, cost).as_json()
+        return run_scratchpad(npu_program(function), sram_size, cost)
     except PlanningError as e:
         raise PyoccError(str(e)) from None
     except ScheduleError as e:  # the simulator caught the scheduler: a bug, said plainly

@@ -179,6 +179,12 @@ class NpuResult:
     tiled_ops: dict[str, tuple[int, int]]
     baseline: SimulationResult
     simulation: SimulationResult
+    schedule: NpuSchedule | None = None
+    """The schedule simulated (what dnn-npu-schedule writes as IR)."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Tensor -> its kind (weight, input, output, activation), for pictures."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Tensor -> its bytes, for pictures."""
 
     def as_json(self) -> dict:
         """The JSON form (the report's `npu` object)."""
@@ -904,5 +910,6 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
     return NpuResult(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
-        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result,
+        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
+        {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors},
     )

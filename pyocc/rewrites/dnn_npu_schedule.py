@@ -68,6 +68,7 @@ from pyocc.planning.npu_simulator import (
     NpuCost,
     Piece,
     ScheduleError,
+    SimulationResult,
     SramBuffer,
     Store,
     Wait,
@@ -315,14 +316,19 @@ class _Emitter:
         return self.block
 
 
-def schedule_function(function: func.FuncOp, sram_size: int, cost: NpuCost, check: bool = True) -> NpuSchedule:
-    """Replace tensor-form `function` by its scratchpad schedule in buffer
-    form; returns the schedule. With `check`, the simulator runs the new IR."""
+def schedule_function(
+    function: func.FuncOp, sram_size: int, cost: NpuCost, check: bool = True, schedule: NpuSchedule | None = None,
+) -> tuple[NpuSchedule, SimulationResult | None]:
+    """Replace tensor-form `function` by its scratchpad schedule (`schedule`,
+    or the scheduler's) in buffer form; returns the schedule and, with
+    `check`, the simulation of the new IR (the simulator run on the
+    instructions read back from it)."""
     facts = npu_program_of(function)
-    try:
-        schedule = schedule_scratchpad(facts.program, sram_size, cost)
-    except PlanningError as e:
-        raise PassFailedException(f"dnn-npu-schedule: {e}") from None
+    if schedule is None:
+        try:
+            schedule = schedule_scratchpad(facts.program, sram_size, cost)
+        except PlanningError as e:
+            raise PassFailedException(f"dnn-npu-schedule: {e}") from None
     block = _Emitter(function, facts, schedule, sram_size).emit()
     n_inputs = len(function.body.block.args)
     n_outputs = len(block.args) - n_inputs
@@ -339,13 +345,13 @@ def schedule_function(function: func.FuncOp, sram_size: int, cost: NpuCost, chec
     for old in reversed(list(function.body.block.ops)):
         old.drop_all_references()
     function.erase(safe_erase=False)
-    if check:
-        try:
-            instructions, machine = npu_instructions(new_function)
-            simulate(instructions, sram_size=sram_size, cost=cost, **machine)
-        except ScheduleError as e:
-            raise PassFailedException(f"dnn-npu-schedule: the emitted IR breaks a rule of the machine: {e}") from None
-    return schedule
+    if not check:
+        return schedule, None
+    try:
+        instructions, machine = npu_instructions(new_function)
+        return schedule, simulate(instructions, sram_size=sram_size, cost=cost, **machine)
+    except ScheduleError as e:
+        raise PassFailedException(f"dnn-npu-schedule: the emitted IR breaks a rule of the machine: {e}") from None
 
 
 @dataclass(frozen=True)
