@@ -302,10 +302,11 @@ def lower(
     prefetch, tiling, cascades) and simulates it under `npu_cost`
     ("macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"
     by default): the report's `npu`. `stage_dma=True` (what `compile` asks
-    for with a scratchpad) also makes the program obey it, the no-prefetch
-    way: dnn-scratchpad stages every weight and graph input/output through
-    SRAM by DMA, the planned pool is the SRAM and must fit `scratchpad`,
-    and dnn-dma-to-memcpy turns the DMA into host copies.
+    for with a scratchpad) also makes the program that schedule:
+    dnn-npu-schedule writes it as IR (SRAM and DRAM buffers at their
+    planned offsets, DMA with its prefetches and write-backs, simulated
+    again from the IR) instead of the buffer and pool passes, and
+    dnn-dma-to-memcpy turns the DMA into host copies.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
     if options is None:
@@ -938,10 +939,10 @@ def compile(  # noqa: A001 - the name users expect
     columns) in the pool (see `lower`); with `kernels="numpy"` none is
     planned. `memory_limit`, `max_extra_macs`, `tile_region`,
     `tile_patches` and `tile_halo`: patch-based execution of the stem (see `lower`).
-    `scratchpad` (bytes or "1MiB") runs the program the NPU way: every
-    weight and graph input/output copied into the SRAM pool before the op
-    that needs it and results copied out (DMA as host copies), the pool no
-    larger than the scratchpad; `npu_cost` as in `lower`.
+    `scratchpad` (bytes or "1MiB") runs the scratchpad schedule (see
+    `lower`): compute on SRAM buffers of that size only, DMA as host
+    copies; schedules that run ops on row bands are refused in one line
+    for now; `npu_cost` as in `lower`.
     `threads` (host): the threads the model runs on, for its BLAS calls and
     for the independent outer loops of its native kernels (a worker pool
     the model starts when it is loaded; results are the same for every
