@@ -3,6 +3,7 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB},dnn-dma-to-memcpy" | filecheck %s --check-prefix=HOST
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=BLOCKS
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=ROWS
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=CONV
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
 
@@ -120,4 +121,30 @@ func.func @conv_rows(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
   %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
   %y = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
   func.return %y : tensor<1x4x32x32xf32>
+}
+
+// -----
+
+// A convolution with a fused bias and residual whose filters exceed half of
+// 32 KiB: each block of 5 output channels loads its filters and bias entries
+// (subviews of the weights) and reads and writes its channels of the
+// residual and of the output, subviews of their whole SRAM buffers; the
+// input is read whole by every block.
+// CONV-LABEL: func.func @conv_blocks
+// CONV:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b2:w:block0/13", {{.*}}} : memref<32768xi8> -> memref<5x16x3x3xf32>
+// CONV-NEXT: %[[W0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x16x3x3xf32> -> memref<5x16x3x3xf32>
+// CONV:      %b_sram = dnn.mem_offset %{{.*}} -> memref<5xf32>
+// CONV-NEXT: %[[B0:.*]] = dnn.subview %b {offset = 0 : i64} : memref<64xf32> -> memref<5xf32>
+// CONV:      %[[R0:.*]] = dnn.subview %r_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram, bias %b_sram, residual %[[R0]] : memref<1x16x4x4xf32>, memref<5x16x3x3xf32>, memref<5xf32>, memref<1x5x4x4xf32>) outs(%[[Y0]] : memref<1x5x4x4xf32>)
+// CONV:      %[[R1:.*]] = dnn.subview %r_sram {offset = 320 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: %[[Y1:.*]] = dnn.subview %y_sram {offset = 320 : i64}
+// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram_1, bias %b_sram_1, residual %[[R1]]
+// CONV:      direction = "sram_to_dram"
+func.func @conv_blocks(%x: tensor<1x16x4x4xf32>, %r: tensor<1x64x4x4xf32>) -> tensor<1x64x4x4xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x16x3x3xf32>}> : () -> tensor<64x16x3x3xf32>
+  %b = "dnn.weight"() <{value = dense<1.0> : tensor<64xf32>}> : () -> tensor<64xf32>
+  %y = dnn.conv ins(%x, %w, bias %b, residual %r : tensor<1x16x4x4xf32>, tensor<64x16x3x3xf32>, tensor<64xf32>, tensor<1x64x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu"} : tensor<1x64x4x4xf32>
+  func.return %y : tensor<1x64x4x4xf32>
 }
