@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import Dnn
-from pyocc.analysis.npu_program import npu_report, npu_run, npu_summary, parse_scratchpad
+from pyocc.analysis.npu_program import npu_run, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
@@ -339,7 +339,8 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
-        npu = None if npu_machine is None else npu_report(function, *npu_machine)
+        npu_result = None if npu_machine is None else npu_run(function, *npu_machine)
+        npu = None if npu_result is None else npu_result.as_json()
         kept = _Searched()
         if memory_limit is not None:
             choice = choose_tiling(function, _planner_of(ctx, module, options, kept), memory, memory_limit,
@@ -369,7 +370,9 @@ def lower(
                 raise PyoccError("--scratchpad does not combine with tiling (--memory-limit, --tile-region): "
                                  "the scratchpad schedule tiles on its own; drop one of them")
             start = time.perf_counter()
-            schedule_function(function, *npu_machine)
+            assert npu_result is not None
+            # the schedule the report simulated, written as IR (and simulated again from it)
+            schedule_function(function, *npu_machine, schedule=npu_result.schedule)
             timings["dnn-npu-schedule"] = (time.perf_counter() - start) * 1000
             module.verify()
         elif searched is not None:
