@@ -111,7 +111,7 @@ class _Emitter:
         self.ops: list[Operation] = []
         # DRAM: inputs, weights, outputs (destination arguments), spills
         self.dram: dict[str, SSAValue] = {}
-        for old, new in zip(block.args, self.block.args, strict=False):
+        for old, new in zip(block.args, self.block.args[:self.n_inputs], strict=True):
             new.name_hint = old.name_hint
             if old in facts.tensor_of:
                 self.dram[facts.tensor_of[old]] = new
@@ -120,8 +120,9 @@ class _Emitter:
             name = facts.tensor_of.get(value)
             if name is None or self.tensors[name].kind != "output" or name in self.dram:
                 raise PassFailedException(
-                    f"dnn-npu-schedule: output {value.name_hint or '?'} is not computed by an op "
-                    "(a returned input or weight); the scratchpad schedule needs every output computed")
+                    f"dnn-npu-schedule: output {value.name_hint or '?'} is not computed by an op of its own "
+                    "(a returned input or weight, or a value returned twice); the scratchpad schedule "
+                    "needs every output computed once")
             self.dram[name] = arg
         for op in block.ops:
             if isinstance(op, d.WeightOp):
