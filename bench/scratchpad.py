@@ -8,7 +8,10 @@ for pyocc's schedule (cascades, tiling, prefetch) and for the baseline that
 copies in, computes and copies out serially; the SRAM used; the share of
 cycles spent stalled. The last rows give the geometric means and check the
 goals of issue 22 at 1 MiB: geomean cycles/bound <= 1.10 with no model above
-1.3, geomean DRAM/bound <= 1.25, SRAM <= the size.
+1.3, geomean DRAM/bound <= 1.25, SRAM <= the size. `runs as IR` says whether
+dnn-npu-schedule writes that schedule as IR (what `pyocc run --scratchpad`
+runs; "yes" only when that IR, read back and simulated, gives the same
+cycles, DRAM bytes and SRAM peak) or why not.
 
     python bench/scratchpad.py                        # 1 MiB, 256 KiB and 4 MiB, every light model
     python bench/scratchpad.py --sram 1MiB --models squeezenet resnet50
@@ -29,21 +32,49 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import onnx  # noqa: E402
 from xdsl.context import Context  # noqa: E402
 from xdsl.dialects import func  # noqa: E402
+from xdsl.dialects.builtin import ModuleOp  # noqa: E402
+from xdsl.utils.exceptions import PassFailedException  # noqa: E402
 
 from pyocc.analysis.npu_program import npu_program  # noqa: E402
 from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
 from pyocc.planning import PlanningError, parse_size  # noqa: E402
 from pyocc.planning.npu_simulator import NpuCost  # noqa: E402
-from pyocc.planning.scratchpad import NpuProgram, run_scratchpad  # noqa: E402
+from pyocc.planning.scratchpad import NpuProgram, NpuResult, run_scratchpad  # noqa: E402
+from pyocc.rewrites.dnn_npu_schedule import schedule_function  # noqa: E402
 from tests.conftest import LIGHT_MODELS, light_model_path  # noqa: E402
+
+
+def tensor_module(name: str) -> ModuleOp:
+    """Light model `name` in tensor form, after the tensor passes."""
+    module = import_model(onnx.load(str(light_model_path(name))))
+    run_passes(Context(), module, tensor_passes(Options()))
+    return module
+
+
+def _function(module: ModuleOp) -> func.FuncOp:
+    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
 
 
 def program_of(name: str) -> NpuProgram:
     """The scheduler's view of light model `name` after the tensor passes."""
-    module = import_model(onnx.load(str(light_model_path(name))))
-    run_passes(Context(), module, tensor_passes(Options()))
-    return npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    return npu_program(_function(tensor_module(name)))
+
+
+def runs(module: ModuleOp, result: NpuResult, size: int, cost: NpuCost) -> str:
+    """Whether dnn-npu-schedule writes `result`'s schedule as IR (what
+    `pyocc run --scratchpad` runs): "yes" when it does and the IR, read back
+    and simulated, gives the same cycles and bytes; else why not."""
+    clone = module.clone()
+    try:
+        _, simulated = schedule_function(_function(clone), size, cost, check=True, schedule=result.schedule)
+    except PassFailedException as e:
+        text = str(e)
+        return "no: rows" if "rows of a tensor" in text else "no: " + text.removeprefix("dnn-npu-schedule: ")[:60]
+    assert simulated is not None
+    same = (simulated.cycles, simulated.dram_bytes, simulated.sram_peak_bytes) == (
+        result.cycles, result.dram_bytes, result.sram_bytes)
+    return "yes" if same else "IR simulates differently"
 
 
 def geomean(values: list[float]) -> float:
@@ -60,7 +91,8 @@ def main() -> int:
     parser.add_argument("--markdown", action="store_true", help="a markdown table")
     args = parser.parse_args()
     cost = NpuCost.parse(args.npu_cost)
-    programs = {name: program_of(name) for name in args.models}
+    modules = {name: tensor_module(name) for name in args.models}
+    programs = {name: npu_program(_function(module)) for name, module in modules.items()}
     failed = False
     for size_text in args.sram:
         size = parse_size(size_text)
@@ -73,21 +105,24 @@ def main() -> int:
             except PlanningError as e:  # an op whose smallest tile does not fit: a row that says so
                 refused.append(f"{name}: {e}")
                 continue
+            seconds = time.perf_counter() - start
             rows.append((name, r.cycles / r.bound_cycles, r.dram_bytes / r.dram_lower_bound_bytes, r.sram_bytes,
                          r.stall_cycles / r.cycles, r.baseline.cycles / r.bound_cycles,
-                         r.baseline.dram_bytes / r.dram_lower_bound_bytes, time.perf_counter() - start))
+                         r.baseline.dram_bytes / r.dram_lower_bound_bytes, seconds,
+                         runs(modules[name], r, size, cost)))
         cyc, dram = [r[1] for r in rows], [r[2] for r in rows]
         head = ("model", "cycles/bound", "DRAM/bound", "SRAM used", "stalled", "no-prefetch cycles/bound",
-                "no-prefetch DRAM/bound", "seconds")
+                "no-prefetch DRAM/bound", "seconds", "runs as IR")
         print(f"\nSRAM {size_text} ({size:,d} B), {cost}")
         if args.markdown:
             print("| " + " | ".join(head) + " |")
             print("|" + "---|" * len(head))
         else:
             print(f"{head[0]:<14s}" + "".join(f"{h:>14s}" for h in ("cyc/bound", "DRAM/bound", "SRAM", "stalled",
-                                                                      "base cyc/b", "base DRAM/b", "s")))
-        for name, c, d, sram, stall, bc, bd, seconds in rows:
-            cells = (f"{c:.3f}", f"{d:.3f}", f"{sram:,d}", f"{stall:.0%}", f"{bc:.2f}", f"{bd:.2f}", f"{seconds:.1f}")
+                                                                      "base cyc/b", "base DRAM/b", "s", "runs")))
+        for name, c, d, sram, stall, bc, bd, seconds, ran in rows:
+            cells = (f"{c:.3f}", f"{d:.3f}", f"{sram:,d}", f"{stall:.0%}", f"{bc:.2f}", f"{bd:.2f}", f"{seconds:.1f}",
+                     ran)
             print(("| " + name + " | " + " | ".join(cells) + " |") if args.markdown
                   else f"{name:<14s}" + "".join(f"{x:>14s}" for x in cells))
         for line in refused:

@@ -30,7 +30,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import Dnn
-from pyocc.analysis.npu_program import npu_report, npu_summary, parse_scratchpad
+from pyocc.analysis.npu_program import npu_run, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model, load_model
@@ -40,6 +40,7 @@ from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
+from pyocc.planning.scratchpad import NpuResult
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
 from pyocc.rewrites.dnn_memory_pool import (
@@ -51,7 +52,7 @@ from pyocc.rewrites.dnn_memory_pool import (
     planning_problem,
 )
 from pyocc.rewrites.dnn_reorder import DnnReorderPass
-from pyocc.rewrites.dnn_scratchpad import DnnScratchpadPass
+from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
 from pyocc.rewrites.dnn_recompute import named_recompute_ops
 from pyocc.rewrites.dnn_recompute_search import choose_recompute
@@ -323,10 +324,11 @@ def lower(
     prefetch, tiling, cascades) and simulates it under `npu_cost`
     ("macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"
     by default): the report's `npu`. `stage_dma=True` (what `compile` asks
-    for with a scratchpad) also makes the program obey it, the no-prefetch
-    way: dnn-scratchpad stages every weight and graph input/output through
-    SRAM by DMA, the planned pool is the SRAM and must fit `scratchpad`,
-    and dnn-dma-to-memcpy turns the DMA into host copies.
+    for with a scratchpad) also makes the program that schedule:
+    dnn-npu-schedule writes it as IR (SRAM and DRAM buffers at their
+    planned offsets, DMA with its prefetches and write-backs, simulated
+    again from the IR) instead of the buffer and pool passes, and
+    dnn-dma-to-memcpy turns the DMA into host copies.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
     if options is None:
@@ -359,7 +361,8 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
-        npu = None if npu_machine is None else npu_report(function, *npu_machine)
+        npu_result = None if npu_machine is None else npu_run(function, *npu_machine)
+        npu = None if npu_result is None else npu_result.as_json()
         kept = _Searched()
         recompute_ops = 0
         if memory_limit is not None:
@@ -391,7 +394,20 @@ def lower(
                     next(op for op in untiled.walk() if isinstance(op, func.FuncOp))).lower_bound_by_use
         searched = None if stage_dma else kept.plans.get(_plan_key(options))
         timings: dict[str, float] = {}
-        if searched is not None:
+        if stage_dma:
+            if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
+                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
+                                 "(the schedule plans the SRAM and the DRAM)")
+            if options.tile_region:
+                raise PyoccError("--scratchpad does not combine with tiling (--memory-limit, --tile-region): "
+                                 "the scratchpad schedule tiles on its own; drop one of them")
+            start = time.perf_counter()
+            assert npu_result is not None
+            # the schedule the report simulated, written as IR (and simulated again from it)
+            schedule_function(function, *npu_machine, schedule=npu_result.schedule)
+            timings["dnn-npu-schedule"] = (time.perf_counter() - start) * 1000
+            module.verify()
+        elif searched is not None:
             # the search compiled the chosen tiling already: verified here, not compiled again
             module, timings = searched
             module.verify()
@@ -399,12 +415,7 @@ def lower(
         else:
             run_passes(ctx, module, tile_passes(options))
             run_passes(ctx, module, buffer_passes(options))
-        if stage_dma:
-            if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
-                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
-                                 "(the planned pool is the SRAM)")
-            run_passes(ctx, module, [DnnScratchpadPass()])
-        if searched is None:
+        if searched is None and not stage_dma:
             run_passes(ctx, module, pool_passes(options), timings)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
@@ -467,14 +478,30 @@ def lower(
     if options.memory_pools:
         _report_pools(report, function, options)
     report.npu = npu
-    if stage_dma and npu_machine is not None and report.activation_bytes > npu_machine[0]:
-        raise PyoccError(
-            f"{name}: staged whole tensor by whole tensor, the program needs {report.activation_bytes:,} bytes of SRAM, "
-            f"more than the {npu_machine[0]:,} of --scratchpad; the tiled schedule is simulated only "
-            "(pyocc plan --scratchpad)")
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
     return module, report
+
+
+def npu_schedule(
+    model: str | Path | onnx.ModelProto,
+    *,
+    scratchpad: int | str,
+    npu_cost: str | None = None,
+    shapes: Mapping[str, Sequence[int]] | None = None,
+    fuse: bool = True,
+    reorder: str = Options.reorder,
+) -> NpuResult:
+    """The scratchpad schedule of `model` (fused and reordered as `lower`
+    does) and its simulation: what `pyocc plan --scratchpad SIZE --format
+    svg` draws (pyocc.report.npu_picture)."""
+    sram_size, cost = parse_scratchpad(scratchpad, npu_cost)
+    module = import_model(model, shapes)
+    try:
+        _run_tensor_passes(Context(), module, tensor_passes(Options(fuse=fuse, reorder=reorder)))
+    except PassFailedException as e:
+        raise PyoccError(str(e)) from None
+    return npu_run(next(op for op in module.walk() if isinstance(op, func.FuncOp)), sram_size, cost)
 
 
 def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferReport]:
@@ -1020,10 +1047,10 @@ def compile(  # noqa: A001 - the name users expect
     planned. `memory_limit`, `max_extra_macs`, `tile_region`,
     `tile_patches`, `tile_halo` and `recompute`: recomputation and
     patch-based execution of the stem (see `lower`).
-    `scratchpad` (bytes or "1MiB") runs the program the NPU way: every
-    weight and graph input/output copied into the SRAM pool before the op
-    that needs it and results copied out (DMA as host copies), the pool no
-    larger than the scratchpad; `npu_cost` as in `lower`.
+    `scratchpad` (bytes or "1MiB") runs the scratchpad schedule (see
+    `lower`): compute on SRAM buffers of that size only, DMA as host
+    copies; schedules that run ops on row bands are refused in one line
+    for now; `npu_cost` as in `lower`.
     `threads` (host): the threads the model runs on, for its BLAS calls and
     for the independent outer loops of its native kernels (a worker pool
     the model starts when it is loaded; results are the same for every

@@ -57,6 +57,8 @@ _PASSES: list[tuple[str, str, str, str]] = [
     ("dnn-sanitize", "pyocc.rewrites.dnn_sanitize", "DnnSanitizePass", "poison dead buffers, check guard bytes"),
     ("dnn-scratchpad", "pyocc.rewrites.dnn_scratchpad", "DnnScratchpadPass",
      "compute reads only SRAM: DMA DRAM operands (weights, graph I/O) in and results out"),
+    ("dnn-npu-schedule", "pyocc.rewrites.dnn_npu_schedule", "DnnNpuSchedulePass",
+     "tensor form -> the scratchpad schedule (DMA, SRAM and DRAM offsets) as buffer form, simulated"),
     ("dnn-memory-pool", "pyocc.rewrites.dnn_memory_pool", "DnnMemoryPoolPass",
      "malloc/dealloc -> one planned pool (dnn.pool_init + dnn.mem_offset)"),
     ("dnn-cuda-scratch", "pyocc.lowering.cuda_scratch", "DnnCudaScratchPass",

@@ -4,7 +4,8 @@
 writes (weights apart), their MACs (`op.macs()`), and the facts tiling needs,
 all read from the op definitions: an op whose `splits_by_rows()` holds may
 be split by rows (a `RowLocal` window's kernel rows and stride give the halo), an op
-that reads a weight by output channels. Views share their source's
+whose `channel_split()` says how may be split by output channels (its
+weights read by blocks, but those it reads whole). Views share their source's
 tensor. The result is plain data for pyocc.planning.scratchpad.
 
 `npu_report` runs the scheduler and simulator on it for `--scratchpad`, and
@@ -15,17 +16,32 @@ no-prefetch baseline).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.ir import SSAValue
+from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pyocc.dialects.dnn import ops as d
+from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
 from pyocc.errors import PyoccError
 from pyocc.planning import PlanningError
-from pyocc.planning.npu_simulator import NpuCost, ScheduleError
+from pyocc.planning.npu_simulator import (
+    Alloc,
+    Compute,
+    Free,
+    Instruction,
+    Load,
+    NpuCost,
+    Piece,
+    ScheduleError,
+    SramBuffer,
+    Store,
+    Wait,
+)
 from pyocc.planning.pools import parse_size
-from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuTensor, run_scratchpad
+from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, run_scratchpad
 
 
 def _rows(value: SSAValue) -> int:
@@ -55,7 +71,28 @@ def _halo_rows(op: d.DnnComputeOp) -> int:
 def npu_program(function: func.FuncOp) -> NpuProgram:
     """The program of a tensor-form function: graph inputs and outputs,
     weights, and every compute op in block order."""
+    return npu_program_of(function).program
+
+
+@dataclass
+class NpuProgramOf:
+    """A tensor-form function's program and where each of its names comes
+    from in the IR (what dnn-npu-schedule needs to write the schedule as IR)."""
+
+    program: NpuProgram
+    ops: dict[str, d.DnnComputeOp]
+    """NpuOp name -> the compute op."""
+    tensor_of: dict[SSAValue, str]
+    """Every value seen (views included) -> the name of the tensor it shares."""
+    roots: dict[str, SSAValue]
+    """Tensor name -> the value that owns its bytes (views resolved)."""
+
+
+def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
+    """`npu_program` with the IR each name stands for."""
     names: dict[SSAValue, str] = {}
+    seen: dict[SSAValue, str] = {}
+    compute: dict[str, d.DnnComputeOp] = {}
     tensors: dict[str, NpuTensor] = {}
     outputs = set()
     ret = function.body.block.last_op
@@ -63,6 +100,7 @@ def npu_program(function: func.FuncOp) -> NpuProgram:
         outputs = set(ret.operands)
 
     def name_of(value: SSAValue) -> str:
+        given = value
         while (source := d.aliased_value(value.owner)) is not None:
             value = source
         if value not in names:
@@ -72,6 +110,7 @@ def npu_program(function: func.FuncOp) -> NpuProgram:
                 n += 1
                 name = f"{base}_{n}"
             names[value] = name
+        seen[given] = names[value]
         return names[value]
 
     def add(value: SSAValue, kind: str) -> str:
@@ -107,10 +146,16 @@ def npu_program(function: func.FuncOp) -> NpuProgram:
         first = op.results[0]
         shape = first.type.get_shape()  # type: ignore[attr-defined]
         row_local = op.splits_by_rows() and len(shape) >= 4
-        channels = int(shape[1] if len(shape) >= 4 else shape[-1]) if weights and shape else 1
+        split = op.channel_split() if weights and shape else None
+        channels = split[0] if split is not None else 1
+        split_values = {getattr(op, field) for field in (split[1] if split else ())} - {None}
+        whole = tuple(dict.fromkeys(w for w in weights
+                                    if not any(name_of(v) == w for v in split_values)))
+        compute[writes[0]] = op
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
+            whole if channels > 1 else (),
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
@@ -119,7 +164,117 @@ def npu_program(function: func.FuncOp) -> NpuProgram:
             t = tensors[name]
             tensors[name] = NpuTensor(t.name, t.size, "output", t.rows)
     used = {n for op in ops for n in (*op.inputs, *op.weights, *op.outputs)}
-    return NpuProgram(tuple(t for t in tensors.values() if t.name in used and t.size > 0), tuple(ops))
+    program = NpuProgram(tuple(t for t in tensors.values() if t.name in used and t.size > 0), tuple(ops))
+    return NpuProgramOf(program, compute, seen, {name: value for value, name in names.items()})
+
+
+def _piece(attr: Attribute | None, op: Operation) -> tuple[Piece, int]:
+    """The (piece, tensor bytes) an `npu.piece` entry names."""
+    if not (isinstance(attr, ArrayAttr) and len(attr.data) == 4):
+        raise ScheduleError(f"{op.name} carries no npu piece [tensor, part, bytes, tensor bytes]")
+    tensor, part, nbytes, total = attr.data
+    assert isinstance(tensor, StringAttr) and isinstance(part, StringAttr)
+    assert isinstance(nbytes, IntegerAttr) and isinstance(total, IntegerAttr)
+    return Piece(tensor.data, part.data, nbytes.value.data), total.value.data
+
+
+def _root(value: SSAValue) -> SSAValue:
+    while (source := d.aliased_value(value.owner)) is not None:
+        value = source
+    return value
+
+
+def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str, Any]]:
+    """The simulator's instructions of a function dnn-npu-schedule wrote, read
+    back from the IR, and the keyword arguments `simulate` needs (tensor
+    sizes, what DRAM holds from the start, the graph outputs, the spill
+    offsets), all from the IR: SRAM buffers are `dnn.mem_offset`s of the
+    pool named "sram", each freed right after its last use; each transfer a
+    Load or Store; each compute op a Compute on the buffers it reads and
+    writes. Raises `ScheduleError` on IR that is not of that form."""
+    block = function.body.block
+    pools = {o.pool: o.pool_name.data for o in block.ops
+             if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    outputs_args = set()
+    for index, arg in enumerate(block.args):
+        attrs = function.arg_attrs.data[index].data if function.arg_attrs is not None else {}
+        if "dnn.output" in attrs:
+            outputs_args.add(arg)
+    ops = list(block.ops)
+    buffers: dict[SSAValue, SramBuffer] = {}
+    last: dict[SSAValue, int] = {}
+    for index, op in enumerate(ops):
+        if isinstance(op, d.MemOffsetOp) and pools.get(op.pool) == "sram":
+            name = op.attributes.get("npu.buffer")
+            label = name.data if isinstance(name, StringAttr) else (op.result.name_hint or f"b{index}")
+            buffers[op.result] = SramBuffer(label, op.offset.value.data, op.size.value.data)
+        used = list(op.operands)
+        if isinstance(op, DmaWaitOp):
+            used = list(op.token.owner.operands)  # type: ignore[union-attr]
+        for value in used:
+            root = _root(value)
+            if root in buffers:
+                last[root] = index
+    frees: dict[int, list[SramBuffer]] = {}
+    for root, index in last.items():
+        frees.setdefault(index, []).append(buffers[root])
+    out: list[Instruction] = []
+    tokens: dict[SSAValue, int] = {}
+    sizes: dict[str, int] = {}
+    dram_resident: set[str] = set()
+    outputs: set[str] = set()
+    dram_offsets: dict[str, int] = {}
+
+    def sram(op: Operation, value: SSAValue) -> SramBuffer:
+        root = _root(value)
+        if root not in buffers:
+            raise ScheduleError(f"{op.name} uses {value.name_hint or '?'}, which is not an SRAM buffer")
+        return buffers[root]
+
+    for index, op in enumerate(ops):
+        if isinstance(op, d.MemOffsetOp) and op.result in buffers:
+            out.append(Alloc(buffers[op.result]))
+        elif isinstance(op, DmaStartOp):
+            piece, total = _piece(op.attributes.get("npu.piece"), op)
+            sizes[piece.tensor] = total
+            load = op.direction.data == "dram_to_sram"
+            dram = _root(op.source if load else op.target)
+            owner = dram.owner
+            if isinstance(owner, d.MemOffsetOp) and pools.get(owner.pool) == "dram":
+                dram_offsets[piece.tensor] = owner.offset.value.data
+            elif load and (isinstance(owner, d.WeightOp) or (isinstance(dram, BlockArgument) and dram not in outputs_args)):
+                dram_resident.add(piece.tensor)
+            elif not load and dram in outputs_args:
+                outputs.add(piece.tensor)
+            else:
+                raise ScheduleError(f"transfer of {piece.tensor}:{piece.part} has no DRAM side "
+                                    "(a weight, an argument or the dram pool)")
+            tokens[op.token] = len(tokens) + 1
+            buffer = sram(op, op.target if load else op.source)
+            out.append((Load if load else Store)(tokens[op.token], buffer, piece))
+        elif isinstance(op, DmaWaitOp):
+            out.append(Wait(tokens[op.token]))
+        elif isinstance(op, d.DnnComputeOp):
+            reads = [_piece(a, op) for a in op.attributes.get("npu.reads", ArrayAttr([])).data]  # type: ignore[union-attr]
+            writes = [_piece(a, op) for a in op.attributes.get("npu.writes", ArrayAttr([])).data]  # type: ignore[union-attr]
+            values, destinations = op.read_values(), op.destinations()
+            if len(reads) != len(values) or len(writes) != len(destinations):
+                raise ScheduleError(f"{op.name} names {len(reads)} read and {len(writes)} written pieces "
+                                    f"for {len(values)} operands and {len(destinations)} results")
+            for piece, total in (*reads, *writes):
+                sizes[piece.tensor] = total
+            macs = op.attributes.get("npu.macs")
+            out.append(Compute(
+                writes[0][0].tensor if writes else op.name,
+                macs.value.data if isinstance(macs, IntegerAttr) else op.macs(),
+                sum(p.bytes for p, _ in dict.fromkeys((*reads, *writes))),
+                tuple(dict.fromkeys((sram(op, v), p) for v, (p, _) in zip(values, reads, strict=True))),
+                tuple((sram(op, v), p) for v, (p, _) in zip(destinations, writes, strict=True)),
+            ))
+        for buffer in frees.get(index, []):
+            out.append(Free(buffer))
+    return out, {"tensor_bytes": sizes, "dram_resident": dram_resident, "outputs": outputs,
+                 "dram_offsets": dram_offsets}
 
 
 def parse_scratchpad(size: int | str, cost: str | None) -> tuple[int, NpuCost]:
@@ -141,8 +296,13 @@ def parse_scratchpad(size: int | str, cost: str | None) -> tuple[int, NpuCost]:
 def npu_report(function: func.FuncOp, sram_size: int, cost: NpuCost) -> dict[str, Any]:
     """Schedule and simulate `function` (tensor form) for the scratchpad;
     the report's `npu` object. A program the SRAM cannot hold is one line."""
+    return npu_run(function, sram_size, cost).as_json()
+
+
+def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
+    """`npu_report`'s schedule and simulation themselves (for the picture)."""
     try:
-        return run_scratchpad(npu_program(function), sram_size, cost).as_json()
+        return run_scratchpad(npu_program(function), sram_size, cost)
     except PlanningError as e:
         raise PyoccError(str(e)) from None
     except ScheduleError as e:  # the simulator caught the scheduler: a bug, said plainly

@@ -156,6 +156,10 @@ class SimulationResult:
     """The highest byte of SRAM ever allocated."""
     transfers: list[tuple[str, str, int, int, int]] = field(default_factory=list)
     """(direction, tensor:part, bytes, start cycle, end cycle) per DMA, for pictures."""
+    issued: list[int] = field(default_factory=list)
+    """The cycle each instruction is issued at (a wait: when it returns), for pictures."""
+    computes: list[tuple[str, int, int]] = field(default_factory=list)
+    """(op, start cycle, end cycle) per compute, for pictures."""
 
 
 @dataclass
@@ -203,6 +207,8 @@ def simulate(
     now = port = 0
     compute = stall = read = written = peak = 0
     transfers: list[tuple[str, str, int, int, int]] = []
+    issued: list[int] = []
+    computes: list[tuple[str, int, int]] = []
 
     def fail(index: int, message: str) -> ScheduleError:
         return ScheduleError(f"instruction {index} ({type(instructions[index]).__name__}): {message}")
@@ -293,9 +299,11 @@ def simulate(
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
             cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
             compute += cycles
+            computes.append((ins.op, now, now + cycles))
             now += cycles
         else:  # pragma: no cover - the union is closed
             raise fail(index, f"unknown instruction {ins!r}")
+        issued.append(now if not isinstance(ins, Compute) else now - cycles)
 
     if pending:
         raise ScheduleError(f"transfers {sorted(pending)} are never waited on")
@@ -303,7 +311,7 @@ def simulate(
         if not in_dram(Piece(tensor, "all", tensor_bytes[tensor])):
             raise ScheduleError(f"graph output {tensor!r} is not in DRAM at the end")
     _check_spill_overlaps(spill_span, dram_offsets, tensor_bytes)
-    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers)
+    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers, issued, computes)
 
 
 def _check_spill_overlaps(span: dict[str, list[int]], offsets: dict[str, int], tensor_bytes: dict[str, int]) -> None:

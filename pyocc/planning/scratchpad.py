@@ -90,6 +90,9 @@ class NpuOp:
     """Extra input rows a band needs beyond its share (kernel minus stride)."""
     channels: int = 1
     """Output channels (1: the op cannot be split by channels)."""
+    whole_weights: tuple[str, ...] = ()
+    """Weights every channel block reads whole (per input channel: a
+    pre-activation's scale); the others are split with the output channels."""
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,12 @@ class NpuResult:
     tiled_ops: dict[str, tuple[int, int]]
     baseline: SimulationResult
     simulation: SimulationResult
+    schedule: NpuSchedule | None = None
+    """The schedule simulated (what dnn-npu-schedule writes as IR)."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    """Tensor -> its kind (weight, input, output, activation), for pictures."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    """Tensor -> its bytes, for pictures."""
 
     def as_json(self) -> dict:
         """The JSON form (the report's `npu` object)."""
@@ -204,6 +213,31 @@ class NpuResult:
 def _split(total: int, parts: int, index: int) -> int:
     """The `index`-th of `parts` near-equal shares of `total` (they add up to it)."""
     return total // parts + (1 if index < total % parts else 0)
+
+
+def _block_bytes(size: int, channels: int, blocks: int, index: int) -> int:
+    """Bytes of channel block `index` of `blocks` of a tensor of `size`
+    bytes over `channels` channels: whole channels, so a block is a slice
+    of the tensor (the near-equal byte share when channels do not divide it)."""
+    if channels > 1 and size % channels == 0:
+        return size // channels * _split(channels, blocks, index)
+    return _split(size, blocks, index)
+
+
+def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
+    """(first, end, split by rows too) of the output channels a unit of `op`
+    computes, from the name of a part it reads or writes (`block{j}/{c}`
+    of a weight, `tile{i}.{j}/{r}x{c}` of its output)."""
+    if part.startswith("block"):
+        j, c = (int(n) for n in part.removeprefix("block").split("/"))
+        rows = False
+    else:
+        index, counts = part.removeprefix("tile").split("/")
+        j = int(index.split(".")[1])
+        r, c = (int(n) for n in counts.split("x"))
+        rows = r > 1
+    lo = sum(_split(op.channels, c, k) for k in range(j))
+    return lo, lo + _split(op.channels, c, j), rows
 
 
 def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
@@ -252,7 +286,8 @@ def _tiling_with(
             for t in reads:
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
-                foot += w.size if c == 1 and w.size <= big else 2 * math.ceil(w.size / c)
+                whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
+                foot += w.size if whole else 2 * math.ceil(w.size / c)
             for t in outs:
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
             if foot > limit:
@@ -326,12 +361,14 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], 
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
                 w = tensors[n]
-                if c == 1 and w.size <= big:
+                if (c == 1 and w.size <= big) or n in op.whole_weights:
                     reads.append(_Need(Piece(n, "all", w.size), False))
                 else:
-                    reads.append(_Need(Piece(n, f"block{j}/{c}", _split(w.size, c, j)), True))
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(w.size, op.channels, c, j)), True))
             writes = tuple(
-                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}", _split(tensors[n].size, r * c, i * c + j)),
+                _Make(Piece(n, f"tile{i}.{j}/{r}x{c}",
+                            _block_bytes(tensors[n].size, op.channels, c, j) if r == 1
+                            else _split(tensors[n].size, r * c, i * c + j)),
                       STREAM if tensors[n].size > big else WHOLE)
                 for n in dict.fromkeys(op.outputs)
             )
@@ -686,6 +723,7 @@ class _Scheduler:
             whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
+            order = {(n.piece.tensor, n.piece.part): i for i, n in enumerate(unit.reads)}
             protected = keys | whole_outs
             stream_outs: list[tuple[SramBuffer, Piece]] = []
             kept_stores: list[tuple[SramBuffer, Piece]] = []
@@ -707,7 +745,8 @@ class _Scheduler:
                     f"scratchpad: op {unit.op!r} does not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
                 )
             writes = [(placed[m], m.piece) for m in unit.writes]
-            for key in keys:
+            # in the unit's order: a set's order changes from run to run (string hashing)
+            for key in sorted(keys, key=lambda k: order.get(k, len(order))):
                 entry = self.resident.get(key)
                 if entry is not None and entry.load is not None:
                     self._wait(entry.load)
@@ -871,5 +910,6 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
     return NpuResult(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
-        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result,
+        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
+        {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors},
     )

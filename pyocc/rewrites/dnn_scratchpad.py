@@ -11,10 +11,10 @@ that rule with explicit DMA, whole buffer by whole buffer:
     op(outs %y)        =>  %s = dnn.malloc ; op(outs %s)
                            %t = dnn.dma_start ins(%s) outs(%y) {sram_to_dram} ; dnn.dma_wait %t ; dnn.dealloc %s
 
-It is the executable form of the no-prefetch baseline (copy in, compute,
+It is the staged form of the no-prefetch baseline (copy in, compute,
 copy out; activations stay in SRAM): each wait follows its start. The
-prefetching, tiled schedule of pyocc/planning/scratchpad.py is simulated
-(`pyocc plan --scratchpad`), not yet written into the IR.
+prefetching schedule of pyocc/planning/scratchpad.py is written as IR by
+dnn-npu-schedule, which is what `pyocc run --scratchpad` runs.
 """
 
 from __future__ import annotations

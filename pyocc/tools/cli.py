@@ -28,7 +28,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc import __version__
 from pyocc.api import compile as compile_model
-from pyocc.api import SymbolicLowering, lower, lower_symbolic
+from pyocc.api import SymbolicLowering, lower, lower_symbolic, npu_schedule
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.frontend.symbols import parse_dims
@@ -38,6 +38,7 @@ from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.pools import parse_size
 from pyocc.report.explain import explain_peak
+from pyocc.report.npu_picture import render_npu_svg
 from pyocc.report.picture import render_html, render_svg
 from pyocc.report.timeline import build_timeline
 from pyocc.runtime.jit import weights_path_for
@@ -359,6 +360,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise PyoccError("--scratchpad does not combine with --dim yet; fix the dimension with --shape")
     if args.dim and not args.at:
         return _plan_symbolic(args)
+    if args.scratchpad is not None and args.format in ("svg", "html") and not args.dim:
+        # the schedule's picture: both memories and the DMA between them
+        svg = render_npu_svg(npu_schedule(args.model, scratchpad=args.scratchpad, npu_cost=args.npu_cost,
+                                          shapes=_shapes(args.shape), fuse=args.fuse, reorder=args.reorder),
+                             title=f"{Path(args.model).name}: scratchpad schedule")
+        text = svg if args.format == "svg" else f"<!doctype html>\n<html><body>\n{svg}</body></html>\n"
+        if args.output:
+            _write_atomically(Path(args.output), text.encode())
+        else:
+            sys.stdout.write(text)
+        return 0
     if args.dim:
         module, report = _lower_symbolic(args).module_at(parse_dims(args.at, option="--at", low=0))
     else:

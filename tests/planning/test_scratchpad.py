@@ -13,7 +13,7 @@ from pyocc.planning.npu_simulator import (
     Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, run_scratchpad, schedule_no_prefetch, schedule_scratchpad,
+    NpuOp, NpuProgram, NpuTensor, channel_range, run_scratchpad, schedule_no_prefetch, schedule_scratchpad,
 )
 
 W = Piece("w", "all", 800)
@@ -145,3 +145,32 @@ def test_unknown_tensor_is_refused():
     program = NpuProgram((NpuTensor("x", 4, "input"),), (NpuOp("f", 1, ("x",), (), ("nope",)),))
     with pytest.raises(PlanningError, match="op 'f' names unknown tensor 'nope'"):
         schedule_no_prefetch(program, 1024)
+
+
+def test_weight_blocks_are_whole_channels():
+    # fc: 64 output channels, 4096 bytes of weight per channel; whatever the
+    # block count, each block is whole channels and the blocks add up to the
+    # weight (what dnn-npu-schedule needs to load a block as a slice)
+    result = run_scratchpad(_small_net(), 32 * 1024)
+    blocks = result.tiled_ops["fc"][1]
+    loads = {t[1]: t[2] for t in result.simulation.transfers if t[1].startswith("w3:block")}
+    assert all(nbytes % 4096 == 0 for nbytes in loads.values())
+    assert sum(loads.values()) == 262144
+    fc = _small_net().ops[2]
+    ranges = [channel_range(fc, f"block{j}/{blocks}")[:2] for j in range(blocks)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == 64
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:], strict=False))
+    assert [(hi - lo) * 4096 for lo, hi in ranges] == [loads[f"w3:block{j}/{blocks}"] for j in range(blocks)]
+
+
+def test_a_weight_read_whole_is_not_split():
+    # a pre-activation's per-input-channel scale is read whole by every block
+    program = NpuProgram(
+        (NpuTensor("x", 256, "input"), NpuTensor("s", 64, "weight"), NpuTensor("w", 65536, "weight"),
+         NpuTensor("y", 256, "output")),
+        (NpuOp("fc", 16384, ("x",), ("s", "w"), ("y",), 1, 0, 64, whole_weights=("s",)),),
+    )
+    result = run_scratchpad(program, 32 * 1024)
+    parts = {t[1] for t in result.simulation.transfers if t[0] == "load"}
+    assert "s:all" in parts and not any(p.startswith("s:block") for p in parts)
+    assert any(p.startswith("w:block") for p in parts)

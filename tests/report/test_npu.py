@@ -13,6 +13,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 
 from pyocc.analysis.npu_program import npu_program
+from pyocc.api import npu_schedule
 from pyocc.examples.tiny_cnn import build as build_tiny_cnn
 from pyocc.frontend.onnx_import import import_model
 from pyocc.pipelines import Options, run_passes, tensor_passes
@@ -93,3 +94,16 @@ def test_bad_values_are_one_line(tiny: Path, args: list[str], message: str, caps
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(message), captured.err
+
+
+def test_the_picture_draws_both_memories_and_every_transfer(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "npu.svg"
+    assert main(["plan", str(tiny), "--scratchpad", "16KiB", "--format", "svg", "-o", str(out)]) == 0
+    svg = out.read_text()
+    assert svg.startswith("<svg") and "SRAM" in svg and "DRAM" in svg
+    # one rectangle per transfer and per compute, with its title
+    result = npu_schedule(str(tiny), scratchpad="16KiB")
+    assert svg.count("<title>load ") == sum(1 for t in result.simulation.transfers if t[0] == "load")
+    assert svg.count("<title>store ") == sum(1 for t in result.simulation.transfers if t[0] == "store")
+    assert svg.count("cycles") >= len(result.simulation.computes)
+    assert f"{result.cycles:,d} cycles" in svg

@@ -321,6 +321,36 @@ class DnnComputeOp(IRDLOperation):
         that say so for their properties (a concat off the row axis)."""
         return self.get_trait(RowLocal) is not None
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """How the op runs on a block of its output channels (axis 1 of an
+        NCHW result, the last axis of a matrix), for the scratchpad
+        scheduler's weight streaming: (output channels, operand name ->
+        axis): each named operand is sliced along its axis in proportion
+        to the block (a filter's rows, a bias's entries); `channel_block`
+        says what else a block reads. None (the default): the op cannot be
+        split by channels."""
+        return None
+
+    def channel_block(self, lo: int, hi: int) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]] | None:
+        """The op on output channels [lo, hi): (operand name -> (axis,
+        start, stop) of the slice it reads, the block's properties), or
+        None when such a block cannot run. By default `channel_split`'s
+        operands in proportion and the same properties."""
+        split = self.channel_split()
+        if split is None:
+            return None
+        channels, axes = split
+        slices: dict[str, tuple[int, int, int]] = {}
+        for name, axis in axes.items():
+            value = getattr(self, name, None)
+            if value is None:
+                continue
+            extent = value.type.get_shape()[axis]
+            if extent == 1:  # broadcast: every block reads it whole
+                continue
+            slices[name] = (axis, lo * extent // channels, hi * extent // channels)
+        return slices, dict(self.properties)
+
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
@@ -631,6 +661,42 @@ class ConvOp(DnnComputeOp):
         """Output elements times the input channels and taps each one sums."""
         return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of output channels needs its filters, bias and residual
+        channels (and, grouped, the input channels of its groups)."""
+        return _conv_channel_split(self)
+
+    def channel_block(self, lo: int, hi: int) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]] | None:
+        """Grouped: a block inside one group reads that group's input
+        channels as a group-1 convolution; a block of whole groups reads
+        theirs, with its number of groups; a block across part of a group
+        cannot run."""
+        block = super().channel_block(lo, hi)
+        group = self.group.value.data if self.group is not None else 1
+        if block is None or group == 1:
+            return block
+        slices, properties = block
+        per_out = self.w.type.get_shape()[0] // group
+        per_in = self.x.type.get_shape()[1] // group
+        first, last = lo // per_out, (hi - 1) // per_out
+        if first == last:
+            groups = 1
+        elif lo % per_out == 0 and hi % per_out == 0:
+            groups = last + 1 - first
+        else:
+            return None
+        slices["x"] = (1, first * per_in, (last + 1) * per_in)
+        properties["group"] = IntegerAttr(groups, i64)
+        return slices, properties
+
+
+def _conv_channel_split(op: ConvOp | PreActConvOp) -> tuple[int, dict[str, int]] | None:
+    """`channel_split` of a (pre-activated) convolution of a batch of one."""
+    group = op.group.value.data if op.group is not None else 1
+    if op.x.type.get_shape()[0] != 1 or (group != 1 and isinstance(op, PreActConvOp)):
+        return None
+    return op.w.type.get_shape()[0], {"w": 0, "bias": 0, "residual": 1}
+
 
 @irdl_op_definition
 class PreActConvOp(DnnComputeOp):
@@ -687,6 +753,11 @@ class PreActConvOp(DnnComputeOp):
         (the pre-activation is per element). Not `RowLocal`: dnn-tile does
         not run it on patches."""
         return True
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """As for `dnn.conv` (the pre-activation's per-input-channel
+        scale and shift are read whole by every block); group 1 only."""
+        return _conv_channel_split(self)
 
     def scratch_bytes(self) -> int:
         """One block of pre-activated im2col columns (group 1, float32; pointwise
@@ -818,6 +889,25 @@ class GemmOp(DnnComputeOp):
         a = self.a.type.get_shape()
         k = a[0] if self.trans_a is not None and self.trans_a.value.data else a[1]
         return math.prod(self.output_type().get_shape()) * k
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """One row of A (a fully connected layer) times B transposed: a
+        block of output columns needs its rows of B and its part of C."""
+        if (self.trans_b is None or not self.trans_b.value.data
+                or (self.trans_a is not None and self.trans_a.value.data)
+                or self.output_type().get_shape()[0] != 1):
+            return None
+        split = {"b": 0}
+        if self.c is not None:
+            c = list(self.c.type.get_shape())
+            n = self.output_type().get_shape()[1]
+            if c == [n]:
+                split["c"] = 0
+            elif c == [1, n]:
+                split["c"] = 1
+            elif math.prod(c) != 1:
+                return None
+        return self.output_type().get_shape()[1], split
 
     def verify_(self) -> None:
         super().verify_()

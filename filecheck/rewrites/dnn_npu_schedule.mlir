@@ -1,0 +1,150 @@
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB}" | filecheck %s
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=24KiB}" --verify-diagnostics | filecheck %s --check-prefix=SPILL
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB},dnn-dma-to-memcpy" | filecheck %s --check-prefix=HOST
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=BLOCKS
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=ROWS
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=CONV
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
+// RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
+
+// The schedule as IR: every SRAM buffer a mem_offset of the "sram" pool at the
+// scheduler's offset; the weight and the input are loaded (the weight first:
+// the larger one), both waited on before the gemm that reads them; the output
+// computed in SRAM and stored to the destination argument. The relu's output
+// reuses the bytes of the weight, dead after the gemm.
+// CHECK-LABEL: func.func @gemm_relu
+// CHECK-SAME:  (%x: memref<1x64xf32>, %y_out: memref<1x64xf32> {dnn.output})
+// CHECK:      %[[SRAM:.*]] = dnn.pool_init {size = 65536 : i64, pool_name = "sram"}
+// CHECK-NEXT: %w_sram = dnn.mem_offset %[[SRAM]] {{{.*}}offset = 0 : i64, size = 16384 : i64}
+// CHECK-NEXT: %w_in = dnn.dma_start ins(%w : memref<64x64xf32>) outs(%w_sram : memref<64x64xf32>) {npu.piece = ["w", "all", 16384 : i64, 16384 : i64], direction = "dram_to_sram"
+// CHECK-NEXT: %x_sram = dnn.mem_offset %[[SRAM]] {{{.*}}offset = 16384 : i64, size = 256 : i64}
+// CHECK-NEXT: %x_in = dnn.dma_start ins(%x : memref<1x64xf32>) outs(%x_sram
+// CHECK-NEXT: %h_sram = dnn.mem_offset %[[SRAM]] {{{.*}}offset = 16640 : i64
+// CHECK-NEXT: dnn.dma_wait %x_in
+// CHECK-NEXT: dnn.dma_wait %w_in
+// CHECK-NEXT: dnn.gemm ins(%x_sram, %w_sram : memref<1x64xf32>, memref<64x64xf32>) outs(%h_sram : memref<1x64xf32>)
+// CHECK-NEXT: %y_sram = dnn.mem_offset %[[SRAM]] {{{.*}}offset = 0 : i64, size = 256 : i64}
+// CHECK-NEXT: dnn.unary ins(%h_sram : memref<1x64xf32>) outs(%y_sram : memref<1x64xf32>) {fn = "relu"
+// CHECK-NEXT: %[[T:.*]] = dnn.dma_start ins(%y_sram : memref<1x64xf32>) outs(%y_out : memref<1x64xf32>) {{{.*}}direction = "sram_to_dram"
+// CHECK-NEXT: dnn.dma_wait %[[T]]
+// CHECK-NEXT: dnn.pool_release %[[SRAM]]
+// CHECK-NEXT: func.return
+// On the host each transfer is a copy between the two arenas.
+// HOST-LABEL: func.func @gemm_relu
+// HOST-NOT:   dnn.dma_
+// HOST:       "dnn.memcpy"(%w, %w_sram) <{kind = "host_to_host", size = 16384 : i64}>
+// HOST:       "dnn.memcpy"(%y_sram, %y_out) <{kind = "host_to_host", size = 256 : i64}>
+// A weight too large for half of 16 KiB streams in blocks of output
+// channels (rows of the transposed B): each block a subview of the weight in
+// DRAM loaded into its own SRAM buffer, the next block's load started before
+// the gemm of this one (double buffering) and waited on only after it; each
+// gemm writes its columns, a subview of the output's SRAM buffer.
+// BLOCKS-LABEL: func.func @gemm_relu
+// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 0 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
+// BLOCKS-NEXT: %[[B0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x64xf32> -> memref<11x64xf32>
+// BLOCKS-NEXT: %w_in = dnn.dma_start ins(%[[B0]] : memref<11x64xf32>) outs(%w_sram : memref<11x64xf32>) {npu.piece = ["w", "block0/6", 2816 : i64, 16384 : i64]
+// BLOCKS:      dnn.dma_wait %w_in
+// BLOCKS:      %[[B1:.*]] = dnn.subview %w {offset = 2816 : i64} : memref<64x64xf32> -> memref<11x64xf32>
+// BLOCKS-NEXT: %w_in_1 = dnn.dma_start ins(%[[B1]] : memref<11x64xf32>) outs(%w_sram_1
+// BLOCKS:      %[[H0:.*]] = dnn.subview %h_sram {offset = 0 : i64} : memref<1x64xf32> -> memref<1x11xf32>
+// BLOCKS-NEXT: dnn.gemm ins(%x_sram, %w_sram : memref<1x64xf32>, memref<11x64xf32>) outs(%[[H0]] : memref<1x11xf32>) {trans_b = 1 : i64
+// BLOCKS-NEXT: dnn.dma_wait %w_in_1
+// BLOCKS:      %[[H1:.*]] = dnn.subview %h_sram {offset = 44 : i64} : memref<1x64xf32> -> memref<1x11xf32>
+// BLOCKS-NEXT: dnn.gemm ins(%x_sram, %w_sram_1 : memref<1x64xf32>, memref<11x64xf32>) outs(%[[H1]] : memref<1x11xf32>)
+// BLOCKS:      dnn.unary ins(%h_sram : memref<1x64xf32>) outs(%y_sram : memref<1x64xf32>) {fn = "relu"
+// SMALL: dnn-npu-schedule: scratchpad: op 'h' does not fit in 1024 bytes of SRAM even tiled; give a larger --scratchpad
+// FORM: dnn-npu-schedule needs tensor-form dnn
+func.func @gemm_relu(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x64xf32>}> : () -> tensor<64x64xf32>
+  %h = dnn.gemm ins(%x, %w : tensor<1x64xf32>, tensor<64x64xf32>) {trans_b = 1 : i64} : tensor<1x64xf32>
+  %y = dnn.unary ins(%h : tensor<1x64xf32>) {fn = "relu"} : tensor<1x64xf32>
+  func.return %y : tensor<1x64xf32>
+}
+
+// -----
+
+// Six live tensors in a 24 KiB SRAM: %a, used last, is written back to the
+// "dram" pool (Belady: the furthest next use) and loaded again early, its
+// wait right before the add that reads it.
+// SPILL-LABEL: func.func @spill
+// SPILL:      %[[SRAM:.*]] = dnn.pool_init {size = 24576 : i64, pool_name = "sram"}
+// SPILL-NEXT: %[[DRAM:.*]] = dnn.pool_init {size = 4096 : i64, pool_name = "dram"}
+// SPILL:      dnn.unary ins(%e_sram : memref<1024xf32>) outs(%f_sram
+// SPILL-NEXT: %a_dram = dnn.mem_offset %[[DRAM]] {offset = 0 : i64, size = 4096 : i64}
+// SPILL-NEXT: %a_out = dnn.dma_start ins(%a_sram : memref<1024xf32>) outs(%a_dram : memref<1024xf32>) {{{.*}}direction = "sram_to_dram"
+// SPILL-NEXT: dnn.dma_wait %a_out
+// SPILL:      %a_in = dnn.dma_start ins(%{{.*}} : memref<1024xf32>) outs(%[[A:.*]] : memref<1024xf32>) {{{.*}}direction = "dram_to_sram"
+// SPILL-NEXT: dnn.binary ins(%g_sram, %d_sram
+// SPILL:      dnn.dma_wait %a_in
+// SPILL-NEXT: dnn.binary ins(%j_sram, %[[A]] : memref<1024xf32>, memref<1024xf32>)
+// Negative: at 64 KiB everything fits; nothing goes back to DRAM but the output.
+// CHECK-LABEL: func.func @spill
+// CHECK-NOT:   pool_name = "dram"
+// CHECK-NOT:   "sram_to_dram"
+// CHECK:       %y_sram
+// CHECK:       direction = "sram_to_dram"
+// CHECK-NOT:   direction = "sram_to_dram"
+// CHECK:       func.return
+func.func @spill(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %a = dnn.unary ins(%x : tensor<1024xf32>) {fn = "relu"} : tensor<1024xf32>
+  %b = dnn.unary ins(%a : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %c = dnn.unary ins(%b : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
+  %d = dnn.unary ins(%c : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %e = dnn.unary ins(%d : tensor<1024xf32>) {fn = "tanh"} : tensor<1024xf32>
+  %f = dnn.unary ins(%e : tensor<1024xf32>) {fn = "exp"} : tensor<1024xf32>
+  %g = dnn.binary ins(%f, %e : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
+  %h = dnn.binary ins(%g, %d : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
+  %i = dnn.binary ins(%h, %c : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
+  %j = dnn.binary ins(%i, %b : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
+  %y = dnn.binary ins(%j, %a : tensor<1024xf32>, tensor<1024xf32>) {fn = "add"} : tensor<1024xf32>
+  func.return %y : tensor<1024xf32>
+}
+
+// -----
+
+// Negative: a gemm that does not transpose B cannot be split by output
+// channels (its `channel_split` is None), so it must fit whole.
+// BLOCKS: dnn-npu-schedule: scratchpad: op 'h' does not fit in 16384 bytes of SRAM even tiled; give a larger --scratchpad
+func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x64xf32>}> : () -> tensor<64x64xf32>
+  %h = dnn.gemm ins(%x, %w : tensor<1x64xf32>, tensor<64x64xf32>) : tensor<1x64xf32>
+  %y = dnn.unary ins(%h : tensor<1x64xf32>) {fn = "relu"} : tensor<1x64xf32>
+  func.return %y : tensor<1x64xf32>
+}
+
+// -----
+
+// Negative: a convolution whose input and output do not fit runs in row
+// bands in the schedule, which the IR does not run yet: one line.
+// ROWS: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (rows of a tensor); the IR runs whole tensors and output-channel blocks so far: give a larger --scratchpad
+func.func @conv_rows(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %y = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  func.return %y : tensor<1x4x32x32xf32>
+}
+
+// -----
+
+// A convolution with a fused bias and residual whose filters exceed half of
+// 32 KiB: each block of 5 output channels loads its filters and bias entries
+// (subviews of the weights) and reads and writes its channels of the
+// residual and of the output, subviews of their whole SRAM buffers; the
+// input is read whole by every block.
+// CONV-LABEL: func.func @conv_blocks
+// CONV:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b2:w:block0/13", {{.*}}} : memref<32768xi8> -> memref<5x16x3x3xf32>
+// CONV-NEXT: %[[W0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x16x3x3xf32> -> memref<5x16x3x3xf32>
+// CONV:      %b_sram = dnn.mem_offset %{{.*}} -> memref<5xf32>
+// CONV-NEXT: %[[B0:.*]] = dnn.subview %b {offset = 0 : i64} : memref<64xf32> -> memref<5xf32>
+// CONV:      %[[R0:.*]] = dnn.subview %r_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram, bias %b_sram, residual %[[R0]] : memref<1x16x4x4xf32>, memref<5x16x3x3xf32>, memref<5xf32>, memref<1x5x4x4xf32>) outs(%[[Y0]] : memref<1x5x4x4xf32>)
+// CONV:      %[[R1:.*]] = dnn.subview %r_sram {offset = 320 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// CONV-NEXT: %[[Y1:.*]] = dnn.subview %y_sram {offset = 320 : i64}
+// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram_1, bias %b_sram_1, residual %[[R1]]
+// CONV:      direction = "sram_to_dram"
+func.func @conv_blocks(%x: tensor<1x16x4x4xf32>, %r: tensor<1x64x4x4xf32>) -> tensor<1x64x4x4xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x16x3x3xf32>}> : () -> tensor<64x16x3x3xf32>
+  %b = "dnn.weight"() <{value = dense<1.0> : tensor<64xf32>}> : () -> tensor<64xf32>
+  %y = dnn.conv ins(%x, %w, bias %b, residual %r : tensor<1x16x4x4xf32>, tensor<64x16x3x3xf32>, tensor<64xf32>, tensor<1x64x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu"} : tensor<1x64x4x4xf32>
+  func.return %y : tensor<1x64x4x4xf32>
+}

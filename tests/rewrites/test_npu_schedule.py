@@ -1,0 +1,96 @@
+"""dnn-npu-schedule writes the scratchpad schedule as IR: the simulator,
+run on the instructions read back from that IR, must give exactly the
+numbers of the schedule it was written from, and must reject the IR once a
+rule of the machine is broken in it (a wait moved after the compute that
+needs the data)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.func import Func
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.parser import Parser
+
+from pyocc.analysis.npu_program import npu_instructions, npu_program
+from pyocc.dialects.dnn import Dnn
+from pyocc.dialects.dnn.dma import DmaWaitOp
+from pyocc.frontend.onnx_import import import_model
+from pyocc.pipelines import Options, run_passes, tensor_passes
+from pyocc.planning.npu_simulator import NpuCost, ScheduleError, simulate
+from pyocc.planning.scratchpad import run_scratchpad
+from pyocc.rewrites.dnn_npu_schedule import schedule_function
+from pyocc.testing.light_models import light_model_path
+
+FILECHECK = Path(__file__).resolve().parents[2] / "filecheck" / "rewrites" / "dnn_npu_schedule.mlir"
+
+
+def _function(module: ModuleOp) -> func.FuncOp:
+    return next(op for op in module.walk() if isinstance(op, func.FuncOp))
+
+
+def _small_module() -> ModuleOp:
+    text = FILECHECK.read_text().split("// -----")[1]
+    ctx = Context()
+    for dialect in (Builtin, Func, Dnn):
+        ctx.load_dialect(dialect)
+    return Parser(ctx, text).parse_module()
+
+
+def _simulate_ir(function: func.FuncOp, sram: int):
+    instructions, machine = npu_instructions(function)
+    return simulate(instructions, sram_size=sram, cost=NpuCost(), **machine)
+
+
+@pytest.mark.parametrize("name, sram", [("squeezenet", 16 << 20), ("shufflenet", 16 << 20)])
+def test_the_ir_simulates_to_the_schedule(name: str, sram: int) -> None:
+    path = light_model_path(name)
+    if not path.exists():
+        pytest.skip(f"{path} is not downloaded")
+    module = import_model(onnx.load(str(path)))
+    run_passes(Context(), module, tensor_passes(Options()))
+    function = _function(module)
+    expected = run_scratchpad(npu_program(function), sram)
+    schedule_function(function, sram, NpuCost())
+    got = _simulate_ir(_function(module), sram)
+    assert (got.cycles, got.stall_cycles, got.dram_bytes, got.sram_peak_bytes) == (
+        expected.cycles, expected.stall_cycles, expected.dram_bytes, expected.sram_bytes)
+    assert len(got.transfers) == len(expected.simulation.transfers)
+
+
+def test_a_late_wait_in_the_ir_is_caught() -> None:
+    module = _small_module()
+    schedule_function(_function(module), 24 << 10, NpuCost())
+    function = _function(module)
+    _simulate_ir(function, 24 << 10)  # as written: accepted
+    # the reload of the spilled %a: move its wait to the end, after the add that reads it
+    wait = [op for op in function.body.block.ops if isinstance(op, DmaWaitOp)][-2]
+    wait.detach()
+    function.body.block.insert_op_before(wait, function.body.block.last_op)
+    with pytest.raises(ScheduleError, match="not resident"):
+        _simulate_ir(function, 24 << 10)
+
+
+def test_channel_blocks_of_a_grouped_convolution() -> None:
+    ctx = Context()
+    for dialect in (Builtin, Func, Dnn):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, """
+    func.func @g(%x: tensor<1x4x8x8xf32>, %w: tensor<8x2x3x3xf32>) -> tensor<1x8x8x8xf32> {
+      %y = dnn.conv ins(%x, %w : tensor<1x4x8x8xf32>, tensor<8x2x3x3xf32>) {group = 2 : i64} : tensor<1x8x8x8xf32>
+      func.return %y : tensor<1x8x8x8xf32>
+    }""").parse_module()
+    conv = next(op for op in module.walk() if op.name == "dnn.conv")
+    assert conv.channel_split() == (8, {"w": 0, "bias": 0, "residual": 1})
+    # inside group 1: a plain convolution of that group's two input channels
+    slices, properties = conv.channel_block(5, 7)
+    assert slices == {"w": (0, 5, 7), "x": (1, 2, 4)} and properties["group"].value.data == 1
+    # both groups whole: still grouped
+    slices, properties = conv.channel_block(0, 8)
+    assert slices == {"w": (0, 0, 8), "x": (1, 0, 4)} and properties["group"].value.data == 2
+    # part of one group and part of the other: no single convolution computes it
+    assert conv.channel_block(3, 6) is None
