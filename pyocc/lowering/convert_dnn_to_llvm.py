@@ -233,16 +233,11 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     return chosen
 
 
-def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
-    """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
-    plus indirect `llvm.call`s, which it does not convert, plus the native
-    kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
-    each host function gets a pool of worker threads (started by NAME_init,
-    `NAME_set_threads` exported) and its native kernels' independent loops
-    a parallel-for (pyocc.lowering.native.threads); with 1 the module is
-    exactly the single-threaded one."""
-    if not 1 <= threads <= MAX_THREADS:
-        raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+def _export(module: ModuleOp, kernels: str,
+            ) -> tuple[llvmlite.ir.Module, dict[str, tuple[NativeKernel, dict[str, Any]]]]:
+    """A lowered module in llvmlite IR (xDSL's exporter, plus indirect
+    `llvm.call`s, which it does not convert), its native kernels declared
+    only; and those kernels (see select_kernels)."""
     module = module.clone()
     native = select_kernels(module, kernels)
     bodies: dict[str, Region] = {}
@@ -278,6 +273,20 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
                     values[op.returned] = result
             else:
                 convert_op(op, builder, values)
+    return llvm_module, native
+
+
+def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
+    """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
+    plus indirect `llvm.call`s, which it does not convert, plus the native
+    kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
+    each host function gets a pool of worker threads (started by NAME_init,
+    `NAME_set_threads` exported) and its native kernels' independent loops
+    a parallel-for (pyocc.lowering.native.threads); with 1 the module is
+    exactly the single-threaded one."""
+    if not 1 <= threads <= MAX_THREADS:
+        raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+    llvm_module, native = _export(module, kernels)
     if threads > 1:
         # declared before the kernels are written: their BLAS calls split between the threads when it is there
         for name in lowered_functions(module):
@@ -293,6 +302,21 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
             if f"{name}_dispatch" in llvm_module.globals:  # host code (cuda code has no sites)
                 define_thread_pool(llvm_module, name, threads, uses_blas)
     return llvm_module
+
+
+def to_llvm_parts(module: ModuleOp, kernels: str = "native") -> tuple[str, dict[str, str]]:
+    """As to_llvm_ir for one thread, in parts: the module's LLVM IR text with
+    its native kernels declared, and each kernel's own module (symbol -> LLVM
+    IR text), which the JIT compiles apart and caches
+    (pyocc.runtime.jit.jit_kernels). One thread only: a kernel compiled for
+    several calls its own model's parallel-for, so it is no model's to share."""
+    llvm_module, native = _export(module, kernels)
+    parts: dict[str, str] = {}
+    for symbol, (kernel, site) in native.items():
+        part = ir.Module(name=symbol)
+        kernel.emit(part, symbol, site)
+        parts[symbol] = str(part)
+    return str(llvm_module), parts
 
 
 def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
@@ -343,4 +367,9 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
         if cuda_libraries is None:
             cuda_libraries = CudaLibraries.load()
         return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
-    return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)
+    if threads > 1:
+        # kernels on threads call their model's own parallel-for, so they are not shared
+        # between models: one module, compiled whole (the cache holds one-thread kernels)
+        return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)
+    llvm_ir, parts = to_llvm_parts(lowered, kernels)
+    return CompiledModel(llvm_ir, meta, weight_pool, parts)
