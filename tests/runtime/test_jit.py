@@ -5,6 +5,8 @@ the pass's errors for what it cannot lower."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from xdsl.context import Context
@@ -13,10 +15,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
+import pyocc
 from pyocc.errors import PyoccError
+from pyocc.examples.tiny_cnn import build
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, compile_module
 from pyocc.registry import PYOCC_DIALECTS
 from pyocc.runtime import host_kernels as hk
+from pyocc.runtime import jit
+from pyocc.runtime.loader import load_shared_library
 
 RNG_SEED = 20240601
 
@@ -253,3 +259,26 @@ def test_dynamic_shape_is_refused() -> None:
 """
     with pytest.raises(PassFailedException, match="dynamic shape"):
         _lower(ir)
+
+
+
+def test_kernels_are_compiled_once_per_process(tmp_path: Path) -> None:
+    """A second compile of the tiny CNN in another memory mode reuses every
+    native kernel the first compiled (no new engine), computes the same
+    numbers, and writes a shared library from the reused kernels that runs
+    like the JIT."""
+    model = build()
+    rng = np.random.default_rng(RNG_SEED)
+    inputs = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+              for i in model.graph.input}
+    pool = pyocc.compile(model, memory="pool")
+    compiled_before = dict(jit._kernels)
+    lazy = pyocc.compile(model, memory="lazy")
+    assert lazy.native.kernels, "the tiny CNN has native kernels"
+    assert jit._kernels.keys() == compiled_before.keys(), "the lazy compile compiled a kernel again"
+    assert all(entry is compiled_before[key] for key, entry in jit._kernels.items())
+    want = pool.run(inputs)
+    lazy.save(tmp_path / "tiny.so")
+    for got in (lazy.run(inputs), load_shared_library(tmp_path / "tiny.so").run(inputs)):
+        for a, b in zip(got.values(), want.values(), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
