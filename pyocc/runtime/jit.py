@@ -188,10 +188,21 @@ def jit_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
 
 
 def renamed(text: str, names: Mapping[str, str]) -> str:
-    """LLVM IR text with each global `@"old"` renamed to `@"new"`."""
+    """LLVM IR text with each global `@"old"` renamed to `@"new"`; where two
+    declared functions get one name (two sites whose kernels came out the
+    same), one declaration is kept."""
     for old, new in names.items():
         text = text.replace(f'@"{old}"', f'@"{new}"')
-    return text
+    declared: set[str] = set()
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("declare "):
+            signature = line.split("(", 1)[0]
+            if signature in declared:
+                continue
+            declared.add(signature)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def weights_path_for(library: str | os.PathLike[str]) -> Path:
