@@ -141,15 +141,19 @@ class Kernel:
             return b
         return self.builder.add(self.index(a), self.index(b))
 
-    def mul(self, a: ir.Value | int, b: int) -> ir.Value | int:
-        """a * b for a constant b, folded when possible."""
-        if isinstance(a, int):
+    def mul(self, a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
+        """a * b, folded when both are Python ints (and when one is 0 or 1)."""
+        if isinstance(a, int) and isinstance(b, int):
             return a * b
-        if b == 1:
-            return a
-        if b == 0:
-            return 0
-        return self.builder.mul(a, I64(b))
+        if isinstance(a, int):
+            a, b = b, a
+        assert isinstance(a, ir.Value)
+        if isinstance(b, int):
+            if b == 1:
+                return a
+            if b == 0:
+                return 0
+        return self.builder.mul(a, self.index(b))
 
     def element(self, base: ir.Value, index: ir.Value | int) -> ir.Value:
         """&base[index] for a float32 array."""
@@ -204,7 +208,7 @@ class Kernel:
     # -- control flow ------------------------------------------------------------
 
     @contextmanager
-    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: int = 1) -> Iterator[ir.Value]:
+    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: ir.Value | int = 1) -> Iterator[ir.Value]:
         """`for (i = start; i < stop; i += step)`: the body is what the caller
         emits inside the `with`; yields i (i64). Nothing runs when start >= stop."""
         b = self.builder
@@ -220,7 +224,7 @@ class Kernel:
         b.cbranch(b.icmp_signed("<", i, stop_value), body, after)
         b.position_at_end(body)
         yield i
-        following = b.add(i, I64(step))
+        following = b.add(i, self.index(step))
         i.add_incoming(following, b.block)
         b.branch(header)
         b.position_at_end(after)
@@ -247,14 +251,18 @@ class Kernel:
 
     # -- BLAS ------------------------------------------------------------------------
 
-    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int, b: ir.Value, ldb: int,
-              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0, trans_a: bool = False,
-              trans_b: bool = False) -> None:
-        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k
-        and beta may be run-time values). A product with one row or one
+    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
+              ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0,
+              trans_a: bool = False, trans_b: bool = False) -> None:
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
+        lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
-        matrix once."""
+        matrix once. One whose depth, leading dimensions and beta are known
+        at compile time may be split between the model's threads."""
         if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        if not (isinstance(lda, int) and isinstance(ldb, int)):  # only sgemm takes them from run time
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
             # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
@@ -327,8 +335,8 @@ class Kernel:
 
 
 def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value,
-                lda: int, b: ir.Value, ldb: int, c: ir.Value, ldc: int, alpha: float, beta: float | ir.Value, trans_a: bool,
-                trans_b: bool) -> None:
+                lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float,
+                beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
     if function is None:
@@ -337,10 +345,14 @@ def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Va
     def i32(value: int | ir.Value) -> ir.Value:
         return I32(int(value)) if isinstance(value, int) else builder.trunc(value, I32)
 
+    def leading(value: int | ir.Value) -> ir.Value:
+        """A leading dimension: at least 1 (a run-time one always is: a product's depth or row)."""
+        return i32(max(value, 1) if isinstance(value, int) else value)
+
     builder.call(function, [
         i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
         i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
-        a, i32(max(lda, 1)), b, i32(max(ldb, 1)), beta if isinstance(beta, ir.Value) else F32(beta), c,
+        a, leading(lda), b, leading(ldb), beta if isinstance(beta, ir.Value) else F32(beta), c,
         i32(max(ldc, 1)),
     ])
 
