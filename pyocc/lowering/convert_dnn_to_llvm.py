@@ -325,9 +325,7 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
     exactly the single-threaded one."""
     if not 1 <= threads <= MAX_THREADS:
         raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
-    # on threads every site keeps a function of its own: a shared one's sgemm
-    # depth, known only at run time, would keep it from splitting between them
-    llvm_module, native = _export(module, kernels, share_sizes=threads == 1)
+    llvm_module, native = _export(module, kernels)
     if threads > 1:
         # declared before the kernels are written: their BLAS calls split between the threads when it is there
         for name in lowered_functions(module):

@@ -56,6 +56,8 @@ SGEMM_COLUMN_BLOCK = 64
 SGEMM_PARALLEL_MACS = 1 << 20
 #: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as integers), column count
 SGEMM_CONTEXT_SLOTS = 4
+#: ... and, for a depth known at run time only, the block's columns, the depth, lda and ldb
+SGEMM_RUN_TIME_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
 SGEMV = "scipy_cblas_sgemv"
@@ -257,11 +259,13 @@ class Kernel:
         """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
         lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
-        matrix once. One whose depth, leading dimensions and beta are known
-        at compile time may be split between the model's threads."""
+        matrix once. One whose beta is known at compile time may be split
+        between the model's threads (with a run-time depth, into blocks
+        sized at run time)."""
         if m == 0 or (isinstance(n, int) and n == 0):
             return
-        if not (isinstance(lda, int) and isinstance(ldb, int)):  # only sgemm takes them from run time
+        if isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)):
+            # run-time leading dimensions come with a run-time depth (a shared kernel's), not alone
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
@@ -275,51 +279,76 @@ class Kernel:
                        c, ldc, alpha, beta)
             return
         parallel_for = self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
-        if parallel_for is None or not isinstance(k, int) or isinstance(beta, ir.Value):
-            # one thread, or a run-time depth or beta (the split needs both at compile time)
+        if parallel_for is None or isinstance(beta, ir.Value):
+            # one thread, or a run-time beta (the split needs it at compile time)
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
-        columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
-        per_column = max(m * k, 1)
-        block = -(-SGEMM_PARALLEL_MACS // per_column)
-        block = max(SGEMM_COLUMN_BLOCK, -(-block // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
-        if columns < 2 * block:
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-            return
+        caller = self.builder
+        block: ir.Value
+        if isinstance(k, int):
+            columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
+            per_column = max(m * k, 1)
+            size = -(-SGEMM_PARALLEL_MACS // per_column)
+            size = max(SGEMM_COLUMN_BLOCK, -(-size // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
+            if columns < 2 * size:
+                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+                return
+            block = I64(size)
+        else:
+            # a run-time depth (a kernel shared by sites that differ in it): the same block
+            # size as for a compile-time one, computed here; fewer than two blocks: one call
+            per_column = caller.mul(I64(max(m, 1)), k)
+            size_value = caller.udiv(caller.add(per_column, I64(SGEMM_PARALLEL_MACS - 1)), per_column)
+            size_value = caller.and_(caller.add(size_value, I64(SGEMM_COLUMN_BLOCK - 1)), I64(-SGEMM_COLUMN_BLOCK))
+            block = caller.select(caller.icmp_unsigned("<", size_value, I64(SGEMM_COLUMN_BLOCK)),
+                                  I64(SGEMM_COLUMN_BLOCK), size_value)
+        static = isinstance(k, int)
         # the blocks of columns [begin, end) of C: C[:, cols] = op(A) @ op(B)[:, cols]
         part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
         part.linkage = "internal"
         builder = ir.IRBuilder(part.append_basic_block("entry"))
         context, begin, end = part.args
+        slots = SGEMM_CONTEXT_SLOTS if static else SGEMM_RUN_TIME_CONTEXT_SLOTS
         fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
-                  for i in range(SGEMM_CONTEXT_SLOTS)]
+                  for i in range(slots)]
         part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
         count = fields[3]
-        first = builder.mul(begin, I64(block))
-        last = builder.mul(end, I64(block))
+        # a run-time depth brings its block size and leading dimensions along
+        part_block, part_k, part_lda, part_ldb = (block, k, lda, ldb) if static else fields[4:8]
+        first = builder.mul(begin, part_block)
+        last = builder.mul(end, part_block)
         # the last block (fewer than `block` columns after it) takes them; a
         # run-time count below one block is one short block (count - last < 0)
-        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), I64(block)), count, last)
+        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), part_block), count, last)
         width = builder.sub(last, first)
-        b_first = builder.mul(first, I64(ldb)) if trans_b else first
+        b_first = builder.mul(first, part_ldb if isinstance(part_ldb, ir.Value) else I64(part_ldb)) \
+            if trans_b else first
         with builder.if_then(builder.icmp_signed(">", width, I64(0))):
-            _call_sgemm(self.module, builder, m, width, k, part_a, lda,
-                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb,
+            _call_sgemm(self.module, builder, m, width, part_k, part_a, part_lda,
+                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), part_ldb,
                         builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
                         alpha, beta, trans_a, trans_b)
         builder.ret_void()
         # the caller: the arguments on the stack, the blocks to the workers
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
-        caller = self.builder
+        slot = at_entry.alloca(I64, size=I64(slots))
         values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n)]
+        if not static:
+            values += [block, self.index(k), self.index(lda), self.index(ldb)]
         for i, value in enumerate(values):
             caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        # whole blocks, at least one (a run-time count may be short)
-        blocks = caller.udiv(self.index(n), I64(block))
-        blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
-        caller.call(parallel_for, [part, slot, blocks])
+        blocks = caller.udiv(self.index(n), block)
+        if static:
+            # whole blocks, at least one (a run-time count may be short)
+            blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
+            caller.call(parallel_for, [part, slot, blocks])
+            return
+        with caller.if_else(caller.icmp_unsigned("<", blocks, I64(2))) as (one, many):
+            with one:
+                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            with many:
+                caller.call(parallel_for, [part, slot, blocks])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
