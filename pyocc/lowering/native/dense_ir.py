@@ -4,7 +4,9 @@ float32 element access, the fused activations, and calls of the BLAS.
 
 Shapes are static (a kernel is specialised to its site), so loop bounds and
 most index arithmetic are Python ints; LLVM gets constant trip counts to
-vectorise. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
+vectorise. A kernel shared by sites that differ only in a few sizes
+(pyocc.lowering.native.registry) reads those at run time: `Kernel.mul`,
+`loop` and `sgemm` take i64 values where they take ints. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
 
 In a model compiled for several threads (its parallel-for,
 pyocc.lowering.native.threads, is declared in the module before the
