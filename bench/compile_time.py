@@ -5,11 +5,15 @@ path (`pyocc.compile(path)`, the default native kernels and pool) and prints
 the CPU seconds (`time.process_time`) of the whole compile and of its
 phases: `pyocc.api.lower` (ONNX import and the dnn pass pipeline, memory
 planning included), the emission of the LLVM IR
-(`convert_dnn_to_llvm.to_llvmlite`), LLVM's O3 pipeline (`jit.optimize`)
-and machine-code generation (`ExecutionEngine.finalize_object`); the rest
-is parsing and verifying the IR and packing the weights. The one-off
-import of pyocc, xDSL, onnx and llvmlite is printed apart. The phases are
-timed by wrapping those functions in this process only.
+(`convert_dnn_to_llvm.to_llvm_parts`, or `to_llvmlite` on threads), LLVM's
+O3 pipeline (`jit.optimize`, once per kernel module and once for the
+model's) and machine-code generation (`ExecutionEngine.finalize_object`);
+the rest is parsing and verifying the IR and packing the weights. Then
+the size of what LLVM compiled: the native functions (the shared ones
+among them) and the characters of LLVM IR. The one-off import of pyocc,
+xDSL, onnx and llvmlite is printed apart. The phases are timed by wrapping
+those functions in this process only. The JIT's kernel cache is emptied
+before each model, so each compile is a cold one.
 
     python bench/compile_time.py bvlc_alexnet resnet50 densenet121
 """
@@ -42,6 +46,7 @@ IMPORT_SECONDS = time.process_time() - START
 PHASES: list[tuple[Any, str, str]] = [
     (api, "lower", "import + passes"),
     (convert_dnn_to_llvm, "to_llvmlite", "emit IR"),
+    (convert_dnn_to_llvm, "to_llvm_parts", "emit IR"),
     (jit, "optimize", "LLVM O3"),
     (executionengine.ExecutionEngine, "finalize_object", "LLVM codegen"),
 ]
@@ -66,20 +71,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", help="light model names, e.g. resnet50")
     args = parser.parse_args()
-    totals = {column: 0.0 for _, _, column in PHASES}
+    totals = dict.fromkeys((column for _, _, column in PHASES), 0.0)
     for owner, attribute, column in PHASES:
         setattr(owner, attribute, timed(getattr(owner, attribute), column, totals))
     print(f"imports: {IMPORT_SECONDS:.2f} CPU s (once per process)")
-    print("| model | compile s | " + " | ".join(column for _, _, column in PHASES) + " |")
-    print("|---|---:|" + "---:|" * len(PHASES))
+    print("| model | compile s | " + " | ".join(totals) + " | native functions (shared) | IR chars |")
+    print("|---|---:|" + "---:|" * len(totals) + "---:|---:|")
     for name in args.models:
         for column in totals:
             totals[column] = 0.0
+        jit._kernels.clear()
         start = time.process_time()
-        pyocc.compile(str(light_model_path(name)))
+        model = pyocc.compile(str(light_model_path(name)))
         seconds = time.process_time() - start
-        print(f"| {name} | {seconds:.2f} | " + " | ".join(f"{totals[c]:.2f}" for _, _, c in PHASES) + " |",
-              flush=True)
+        kernels = model.native.kernels
+        shared = sum(symbol.endswith("_sizes") for symbol in kernels)
+        ir_chars = len(model.native.llvm_ir) + sum(len(text) for text in kernels.values())
+        print(f"| {name} | {seconds:.2f} | " + " | ".join(f"{t:.2f}" for t in totals.values())
+              + f" | {len(kernels)} ({shared}) | {ir_chars:,} |", flush=True)
 
 
 if __name__ == "__main__":

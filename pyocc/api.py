@@ -23,7 +23,7 @@ from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.dialects.func import Func
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
@@ -508,6 +508,12 @@ def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferRepor
     """One BufferReport per intermediate buffer of a buffer-form function
     (`ops`, its operations in order, and their `liveness`)."""
     pool_names = {o.pool: o.pool_name.data for o in ops if isinstance(o, d.PoolInitOp) and o.pool_name is not None}
+    # buffer -> (step, op name) of every compute op writing it, in order (one pass, not one per buffer)
+    writers: dict[SSAValue, list[tuple[int, str]]] = {}
+    for step, o in enumerate(ops):
+        if isinstance(o, d.DnnComputeOp):
+            for root in dict.fromkeys(root_buffer(v) for v in o.destinations()):
+                writers.setdefault(root, []).append((step, o.name))
     buffers: list[BufferReport] = []
     for b in liveness.intermediates:
         owner = b.value.owner
@@ -515,8 +521,7 @@ def buffer_reports(ops: list[Operation], liveness: Liveness) -> list[BufferRepor
             name=b.name, bytes=b.bytes,
             offset=owner.offset.value.data if isinstance(owner, d.MemOffsetOp) else None,
             first=b.first, last=b.last, shape=list(b.shape), dtype=b.dtype,
-            producer=next((o.name for o in ops[b.first:] if isinstance(o, d.DnnComputeOp)
-                           and any(root_buffer(v) is b.value for v in o.destinations())), ""),
+            producer=next((name for step, name in writers.get(b.value, []) if step >= b.first), ""),
             consumers=sorted(set(b.consumers) - {"dnn.view"}),
             pool=pool_names.get(owner.pool) if isinstance(owner, d.MemOffsetOp) else None,
             traffic=buffer_traffic(b),

@@ -40,7 +40,11 @@ is exported to LLVM (`to_llvmlite(module, kernels=...)`): with
 `kernels="native"` (the default) a site whose kernel has a native emitter
 (pyocc.lowering.native) calls a function generated for its static shapes,
 `NAME_site_K(buffers)` (sites alike in kernel, shapes and arguments share
-the function of the first of them, K); every other site (all of them with
+the function of the first of them, K; sites whose emitter takes some sizes
+at run time and that differ only in those, such as DenseNet's 1x1
+preact_convs in their channels, share `NAME_site_K_sizes`, each site's
+function a thin wrapper that passes its sizes: see
+pyocc.lowering.native.registry); every other site (all of them with
 `kernels="numpy"`) calls `kernel(site, buffers)` through the pointer that
 `NAME_init` stored, i.e. the numpy kernel. The
 JSON table (`NAME_meta`) describes each site: kernel name, the shape and
@@ -80,8 +84,9 @@ from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
+from pyocc.lowering.native.registry import NativeKernel, site_slots
 from pyocc.lowering.native.dense_ir import SGEMM
-from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE
+from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, emit_size_wrapper
 from pyocc.lowering.native.threads import MAX_THREADS, define_thread_pool, parallel_for_symbol
 from pyocc.lowering.targets import TARGETS
 from pyocc.runtime.bridge import pack_weight_pool
@@ -92,8 +97,6 @@ from pyocc.weights import load_bytes
 
 if TYPE_CHECKING:
     import llvmlite.ir
-
-    from pyocc.lowering.native.registry import NativeKernel
 
 #: how the host target runs its compute sites: generated loops where an
 #: emitter exists (numpy otherwise), or every site through the numpy kernels
@@ -172,7 +175,23 @@ def lowered_functions(module: ModuleOp) -> list[str]:
     return []
 
 
-def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple[NativeKernel, dict[str, Any]]]:
+@dataclass
+class KernelSelection:
+    """The native functions a lowered module's sites call (select_kernels)."""
+
+    kernels: dict[str, tuple[NativeKernel, dict[str, Any]]]
+    """symbol -> (native kernel, the site its emitter writes the function for)"""
+    wrappers: dict[str, tuple[str, int, list[int]]]
+    """symbol -> (the shared function it calls, the site's buffer slots, the
+    sizes it appends to them): the sites whose kernel reads sizes at run time"""
+
+
+def _site_key(site: dict[str, Any]) -> str:
+    """What a site's function depends on: everything but its number."""
+    return json.dumps({k: v for k, v in site.items() if k not in ("site", "native")}, sort_keys=True)
+
+
+def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool = True) -> KernelSelection:
     """Decide, in a lowered module (changed in place), which host sites run
     native kernels: with `kernels="native"` every site a native emitter
     supports (pyocc.lowering.native), with "numpy" none. Their calls in
@@ -180,12 +199,16 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     by to_llvmlite; sites that differ only in their number share the
     function of the first, K), and each function's table says per site whether it is
     "native" and counts the "numpy_sites". A module selected once keeps its
-    choice. Returns symbol -> (native kernel, site) for to_llvmlite."""
+    choice. With `share_sizes`, sites whose emitter takes some sizes at run
+    time and that differ only in those share one function, `NAME_site_K_sizes`
+    (K the first of them), and each `NAME_site_K` of theirs is a wrapper
+    passing its sizes (pyocc.lowering.native.registry). Returns the
+    functions to_llvmlite writes."""
     # the emitters import llvmlite and numpy: only when a module is exported
     if kernels not in KERNEL_CHOICES:
         raise ValueError(f"kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{kernels}'")
     symbols = {op.sym_name.data: op for op in module.ops if isinstance(op, llvm.FuncOp | llvm.GlobalOp)}
-    chosen: dict[str, tuple[NativeKernel, dict[str, Any]]] = {}
+    chosen = KernelSelection({}, {})
     for name in lowered_functions(module):
         if f"{name}_dispatch" not in symbols:
             continue  # not a host function (cuda code has no sites)
@@ -195,6 +218,8 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
         native_sites: dict[int, str] = {}
         # sites alike in everything but their number share one function
         shared: dict[str, str] = {}
+        # ... and sites alike but for the sizes their emitter reads at run time, one more
+        sized: dict[str, str] = {}
         for site in meta["sites"]:
             kernel = None
             if already:
@@ -202,11 +227,21 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
             elif kernels == "native":
                 kernel = native_kernel_for(site)
             site["native"] = kernel is not None
-            if kernel is not None:
-                key = json.dumps({k: v for k, v in site.items() if k not in ("site", "native")}, sort_keys=True)
-                symbol = shared.setdefault(key, f"{name}_site_{site['site']}")
-                native_sites[site["site"]] = symbol
-                chosen.setdefault(symbol, (kernel, site))
+            if kernel is None:
+                continue
+            symbol = shared.setdefault(_site_key(site), f"{name}_site_{site['site']}")
+            native_sites[site["site"]] = symbol
+            if symbol in chosen.kernels or symbol in chosen.wrappers:
+                continue
+            general = kernel.shared_sizes(site) if share_sizes and kernel.shared_sizes is not None else None
+            if general is None:
+                chosen.kernels[symbol] = (kernel, site)
+                continue
+            general_site, sizes = general
+            general_site = {**general_site, "run_time_sizes": site_slots(site)}
+            general_symbol = sized.setdefault(_site_key(general_site), f"{symbol}_sizes")
+            chosen.kernels.setdefault(general_symbol, (kernel, general_site))
+            chosen.wrappers[symbol] = (general_symbol, site_slots(site), sizes)
         if already:
             continue
         meta["numpy_sites"] = sum(not site["native"] for site in meta["sites"])
@@ -233,18 +268,15 @@ def select_kernels(module: ModuleOp, kernels: str = "native") -> dict[str, tuple
     return chosen
 
 
-def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
-    """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
-    plus indirect `llvm.call`s, which it does not convert, plus the native
-    kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
-    each host function gets a pool of worker threads (started by NAME_init,
-    `NAME_set_threads` exported) and its native kernels' independent loops
-    a parallel-for (pyocc.lowering.native.threads); with 1 the module is
-    exactly the single-threaded one."""
-    if not 1 <= threads <= MAX_THREADS:
-        raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+def _export(module: ModuleOp, kernels: str, share_sizes: bool = True,
+            ) -> tuple[llvmlite.ir.Module, dict[str, tuple[NativeKernel, dict[str, Any]]]]:
+    """A lowered module in llvmlite IR (xDSL's exporter, plus indirect
+    `llvm.call`s, which it does not convert), with the wrappers of the
+    sites whose kernels share a function taking their sizes at run time,
+    and the native kernels declared only; and those kernels (see
+    select_kernels)."""
     module = module.clone()
-    native = select_kernels(module, kernels)
+    selection = select_kernels(module, kernels, share_sizes)
     bodies: dict[str, Region] = {}
     linkages: dict[str, str] = {}
     for op in module.ops:
@@ -278,6 +310,22 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
                     values[op.returned] = result
             else:
                 convert_op(op, builder, values)
+    for symbol, (general_symbol, slots, sizes) in selection.wrappers.items():
+        emit_size_wrapper(llvm_module, symbol, general_symbol, slots, sizes)
+    return llvm_module, selection.kernels
+
+
+def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
+    """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
+    plus indirect `llvm.call`s, which it does not convert, plus the native
+    kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
+    each host function gets a pool of worker threads (started by NAME_init,
+    `NAME_set_threads` exported) and its native kernels' independent loops
+    a parallel-for (pyocc.lowering.native.threads); with 1 the module is
+    exactly the single-threaded one."""
+    if not 1 <= threads <= MAX_THREADS:
+        raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
+    llvm_module, native = _export(module, kernels)
     if threads > 1:
         # declared before the kernels are written: their BLAS calls split between the threads when it is there
         for name in lowered_functions(module):
@@ -293,6 +341,21 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
             if f"{name}_dispatch" in llvm_module.globals:  # host code (cuda code has no sites)
                 define_thread_pool(llvm_module, name, threads, uses_blas)
     return llvm_module
+
+
+def to_llvm_parts(module: ModuleOp, kernels: str = "native") -> tuple[str, dict[str, str]]:
+    """As to_llvm_ir for one thread, in parts: the module's LLVM IR text with
+    its native kernels declared, and each kernel's own module (symbol -> LLVM
+    IR text), which the JIT compiles apart and caches
+    (pyocc.runtime.jit.jit_kernels). One thread only: a kernel compiled for
+    several calls its own model's parallel-for, so it is no model's to share."""
+    llvm_module, native = _export(module, kernels)
+    parts: dict[str, str] = {}
+    for symbol, (kernel, site) in native.items():
+        part = ir.Module(name=symbol)
+        kernel.emit(part, symbol, site)
+        parts[symbol] = str(part)
+    return str(llvm_module), parts
 
 
 def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
@@ -343,4 +406,9 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
         if cuda_libraries is None:
             cuda_libraries = CudaLibraries.load()
         return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
-    return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)
+    if threads > 1:
+        # kernels on threads call their model's own parallel-for, so they are not shared
+        # between models: one module, compiled whole (the cache holds one-thread kernels)
+        return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)
+    llvm_ir, parts = to_llvm_parts(lowered, kernels)
+    return CompiledModel(llvm_ir, meta, weight_pool, parts)

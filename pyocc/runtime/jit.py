@@ -13,6 +13,16 @@ other undefined symbol is an error, not a silent lookup in the process.
 Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
 name and features), so the native kernels' loops are vectorised.
 
+The native kernels of a model come as modules of their own (one LLVM IR
+text per kernel), JIT-compiled one by one and cached in the process by
+their text (`jit_kernels`): a kernel alike in everything but its name to
+one compiled before (the same emitter, shapes and attributes, in another
+model or another memory mode of the same model) is not compiled again.
+Kernels are never inlined into the run function, so compiling them apart
+changes no code. The files written to disk still hold one module. A model
+compiled for several threads is compiled whole, as one module: its kernels
+call that model's own parallel-for, so no other model may share them.
+
 The same compiled module is written to disk as LLVM IR (`write_llvm_ir`), an
 object file (`write_object`) or a shared library plus its weights file
 (`write_shared_library`), which pyocc.runtime.loader runs in any process.
@@ -25,11 +35,14 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
+import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +66,15 @@ PTHREAD_SYMBOLS = ("pthread_create", "pthread_join", "pthread_mutex_init", "pthr
 #: LLVM's optimisation level for generated code
 SPEED_LEVEL = 3
 
+#: compiled native kernels kept for reuse (least recently used dropped
+#: first); a model keeps its own kernels alive, whatever the cache drops
+KERNEL_CACHE_SIZE = 128
+#: the name every kernel is compiled under in its own module
+KERNEL_NAME = "kernel"
+
 _initialised = False
+#: normalised kernel text -> (engine, its optimised module, the name bound by llvm.add_symbol, address)
+_kernels: OrderedDict[str, tuple[Any, Any, str, int]] = OrderedDict()
 
 
 def _llvm() -> Any:
@@ -69,11 +90,13 @@ def _llvm() -> Any:
     return llvm
 
 
+@functools.cache  # find_library runs ldconfig: once a process
 def _libc() -> ctypes.CDLL:
     name = ctypes.util.find_library("c")
     return ctypes.CDLL(name) if name else ctypes.CDLL(None)
 
 
+@functools.cache
 def _libm() -> ctypes.CDLL:
     name = ctypes.util.find_library("m")
     return ctypes.CDLL(name) if name else ctypes.CDLL(None)
@@ -88,6 +111,7 @@ def _target_machine(codemodel: str = "default") -> Any:
     32-bit relocations then fail an LLVM assertion that kills the process."""
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
+    # a new one each time: an MCJIT engine owns (and frees) the machine it is given
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
                                         opt=SPEED_LEVEL, reloc="pic", codemodel=codemodel)
 
@@ -103,21 +127,82 @@ def optimize(module: Any, machine: Any) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
-def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None) -> tuple[Any, Any]:
+def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
+               before_optimize: bool = False) -> tuple[Any, Any]:
     """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`), let
-    `bind` resolve its external symbols (llvm.add_symbol), and JIT it:
-    (engine, module)."""
+    `bind` resolve its external symbols (llvm.add_symbol; before optimising
+    with `before_optimize`), and JIT it: (engine, module)."""
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
     module.verify()
+    if bind is not None and before_optimize:
+        bind(module)
     optimize(module, machine)
-    if bind is not None:
+    if bind is not None and not before_optimize:
         bind(module)
     engine = llvm.create_mcjit_compiler(module, machine)
     engine.finalize_object()
     return engine, module
+
+
+def _normalised(symbol: str, text: str) -> str:
+    """A kernel module's text with its symbol (and the names made from it,
+    such as its constant tables') replaced by KERNEL_NAME: the cache key."""
+    return text.replace(f'"{symbol}', f'"{KERNEL_NAME}')
+
+
+def jit_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
+    """JIT each native kernel (symbol -> the LLVM IR text of a module that
+    defines `void symbol(ptr)`) on its own, unless a kernel of the same text
+    (its symbol aside) was compiled earlier in this process. Each is bound
+    under a name made from its text (llvm.add_symbol). Returns symbol -> that
+    name, and the engines that hold the code (keep them alive while it runs)."""
+    llvm = _llvm()
+    names: dict[str, str] = {}
+    engines: list[Any] = []
+    for symbol, text in kernels.items():
+        key = _normalised(symbol, text)
+        entry = _kernels.get(key)
+        if entry is None:
+            name = f"pyocc_kernel_{hashlib.sha1(key.encode()).hexdigest()}"
+
+            def external(module: Any) -> None:
+                # the emitters define kernels internal: O3 would drop an unused one
+                module.get_function(KERNEL_NAME).linkage = "external"
+                _resolve_externals(module)
+
+            engine, module = jit_module(key, _target_machine("large"), external, before_optimize=True)
+            entry = (engine, module, name, engine.get_function_address(KERNEL_NAME))
+            _kernels[key] = entry
+            if len(_kernels) > KERNEL_CACHE_SIZE:
+                _kernels.popitem(last=False)
+        else:
+            _kernels.move_to_end(key)
+        engine, _, name, address = entry
+        llvm.add_symbol(name, address)  # again on every use: a dropped and recompiled kernel moves
+        names[symbol] = name
+        engines.append(entry)
+    return names, engines
+
+
+def renamed(text: str, names: Mapping[str, str]) -> str:
+    """LLVM IR text with each global `@"old"` renamed to `@"new"`; where two
+    declared functions get one name (two sites whose kernels came out the
+    same), one declaration is kept."""
+    for old, new in names.items():
+        text = text.replace(f'@"{old}"', f'@"{new}"')
+    declared: set[str] = set()
+    lines = []
+    for line in text.splitlines():
+        if line.startswith("declare "):
+            signature = line.split("(", 1)[0]
+            if signature in declared:
+                continue
+            declared.add(signature)
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 def weights_path_for(library: str | os.PathLike[str]) -> Path:
@@ -127,27 +212,63 @@ def weights_path_for(library: str | os.PathLike[str]) -> Path:
 
 class CompiledModel(NativeModel):
     """A model JIT-compiled in this process. `llvm_ir` is the module text,
-    `meta` the function's JSON table, `weight_pool` its packed constants."""
+    `meta` the function's JSON table, `weight_pool` its packed constants;
+    `kernels` the native kernels `llvm_ir` declares, symbol -> the text of
+    a module defining it (compiled apart and cached, see `jit_kernels`)."""
 
-    def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray):
+    def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray,
+                 kernels: Mapping[str, str] | None = None):
         self.llvm_ir = llvm_ir
+        self.kernels = dict(kernels or {})
         self._machine = _target_machine()
-        engine, self._module = jit_module(llvm_ir, _target_machine("large"), _resolve_externals)
+        names, self._kernel_engines = jit_kernels(self.kernels)
+        bound = set(names.values())
+        engine, self._module = jit_module(renamed(llvm_ir, names), _target_machine("large"),
+                                          lambda module: _resolve_externals(module, bound))
+        self._names = names
         name = meta["name"]
         functions = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "run", "destroy")}
-        super().__init__(meta, weight_pool, functions, keepalive=engine)
+        super().__init__(meta, weight_pool, functions, keepalive=(engine, self._kernel_engines))
+
+    def _linked(self, optimised: bool) -> Any:
+        """One module: the model's and its kernels', linked (kernels internal
+        again, under their symbols), as generated or as the JIT optimised it."""
+        llvm = _llvm()
+        if optimised:
+            module = self._module.clone()
+            parts = {symbol: entry[1].clone() for symbol, entry in zip(self.kernels, self._kernel_engines, strict=True)}
+        else:
+            module = llvm.parse_assembly(self.llvm_ir)
+            parts = {symbol: llvm.parse_assembly(text) for symbol, text in self.kernels.items()}
+        module.triple = self._machine.triple
+        module.data_layout = str(self._machine.target_data)
+        linked: set[str] = set()
+        for symbol, part in parts.items():
+            name = self._names[symbol] if optimised else symbol
+            if name in linked:
+                continue  # two symbols of one kernel text: one definition
+            part.triple = module.triple
+            part.data_layout = module.data_layout
+            function = part.get_function(KERNEL_NAME if optimised else symbol)
+            function.name = name
+            function.linkage = "external"
+            for variable in part.global_variables:  # the kernel's tables: its own, whatever their name
+                if not variable.is_declaration:
+                    variable.linkage = "internal"
+            module.link_in(part)  # consumes part
+            linked.add(name)
+        for symbol in self.kernels:
+            module.get_function(self._names[symbol] if optimised else symbol).linkage = "internal"
+        return module
 
     def write_llvm_ir(self, path: str | os.PathLike[str]) -> None:
         """The module as generated, before LLVM optimises it, as LLVM IR
         text (`.ll`) for this machine's triple and data layout."""
-        module = _llvm().parse_assembly(self.llvm_ir)
-        module.triple = self._machine.triple
-        module.data_layout = str(self._machine.target_data)
-        Path(path).write_text(str(module))
+        Path(path).write_text(str(self._linked(optimised=False)))
 
     def write_object(self, path: str | os.PathLike[str]) -> None:
         """The module as a native, position-independent object file (`.o`)."""
-        Path(path).write_bytes(self._machine.emit_object(self._module))
+        Path(path).write_bytes(self._machine.emit_object(self._linked(optimised=True)))
 
     def write_weights(self, path: str | os.PathLike[str]) -> None:
         """The packed weight pool, the raw bytes the `weights` argument points to."""
@@ -166,9 +287,12 @@ class CompiledModel(NativeModel):
             obj = Path(tmp) / f"{self.name}.o"
             self.write_object(obj)
             # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
-            uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for f in self._module.functions)
+            modules = (self._module, *(entry[1] for entry in self._kernel_engines))
+            uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for module in modules
+                            for f in module.functions)
             # a model compiled for several threads runs a pthread pool
-            uses_threads = any(f.is_declaration and f.name in PTHREAD_SYMBOLS for f in self._module.functions)
+            uses_threads = any(f.is_declaration and f.name in PTHREAD_SYMBOLS for module in modules
+                               for f in module.functions)
             result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
                                      *(["-lpthread"] if uses_threads else []),
                                      *(blas.link_flags() if uses_blas else [])],
@@ -181,10 +305,11 @@ class CompiledModel(NativeModel):
         return weights
 
 
-def _resolve_externals(module: Any) -> None:
+def _resolve_externals(module: Any, bound: set[str] | frozenset[str] = frozenset()) -> None:
     """Bind each declared external function to libc's or libm's, by address,
     and the libm functions LLVM's intrinsics lower to; refuse any symbol
-    that is neither an LLVM intrinsic nor an allowed libc / libm one."""
+    that is neither an LLVM intrinsic nor an allowed libc / libm one, nor
+    in `bound` (bound already: the model's native kernels)."""
     llvm = _llvm()
     # the process itself: pthreads before glibc 2.34 live in libpthread, which Python loads
     libraries = {"libc": _libc(), "libm": _libm(), "process": ctypes.CDLL(None)}
@@ -199,7 +324,8 @@ def _resolve_externals(module: Any) -> None:
     for name in LIBM_SYMBOLS:
         bind(name, "libm")
     for function in module.functions:
-        if not function.is_declaration or function.name.startswith("llvm.") or function.name in LIBM_SYMBOLS:
+        if (not function.is_declaration or function.name.startswith("llvm.") or function.name in LIBM_SYMBOLS
+                or function.name in bound):
             continue
         if function.name in blas.BLAS_SYMBOLS:  # the native matrix products' sgemm (OpenBLAS, one thread)
             llvm.add_symbol(function.name, blas.symbols()[function.name])

@@ -74,3 +74,21 @@ def test_native_kernels_match_onnxruntime(name: str) -> None:
 def test_unknown_kernels_is_one_clear_error() -> None:
     with pytest.raises(PyoccError, match="unknown kernels 'fast'; use native or numpy"):
         pyocc.compile(light_model_path("squeezenet"), kernels="fast")
+
+
+def test_densenet_preact_convs_share_their_kernels() -> None:
+    """DenseNet-121's group-1 preact_convs differ only in channels and
+    scratch: each site's function is a wrapper of a function shared by a
+    whole dense block, which keeps its compile short (docs/performance.md)."""
+    module, _ = lower(str(light_model_path("densenet121")))
+    ConvertDnnToLlvmPass().apply(Context(), module)
+    selection = select_kernels(module, "native")
+    name = lowered_functions(module)[0]
+    preact = [site for site in read_meta(module, name)["sites"]
+              if site["kernel"] == "preact_conv" and int(site["kwargs"].get("group") or 1) == 1]
+    assert len(preact) == 61
+    wrapped = {f"{name}_site_{site['site']}" for site in preact}
+    assert wrapped <= selection.wrappers.keys()
+    shared = {general for general, _, _ in selection.wrappers.values()}
+    assert all(symbol.endswith("_sizes") and symbol in selection.kernels for symbol in shared)
+    assert len(shared) <= 8 and len(selection.kernels) < 30

@@ -5,6 +5,8 @@ the pass's errors for what it cannot lower."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from xdsl.context import Context
@@ -13,10 +15,14 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
+import pyocc
 from pyocc.errors import PyoccError
+from pyocc.examples.tiny_cnn import build
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, compile_module
 from pyocc.registry import PYOCC_DIALECTS
 from pyocc.runtime import host_kernels as hk
+from pyocc.runtime import jit
+from pyocc.runtime.loader import load_shared_library
 
 RNG_SEED = 20240601
 
@@ -253,3 +259,55 @@ def test_dynamic_shape_is_refused() -> None:
 """
     with pytest.raises(PassFailedException, match="dynamic shape"):
         _lower(ir)
+
+
+def test_kernels_are_compiled_once_per_process(tmp_path: Path) -> None:
+    """A compile of the tiny CNN in eager mode after one in lazy mode reuses
+    every native kernel the lazy one compiled (no new engine: the two plan
+    the same kernel scratch; pool mode fits its scratch into the pool's
+    slack, so its convolutions are other kernels), computes the numbers of
+    the pool-mode model, and writes a shared library from the reused
+    kernels that runs like the JIT."""
+    model = build()
+    rng = np.random.default_rng(RNG_SEED)
+    inputs = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+              for i in model.graph.input}
+    want = pyocc.compile(model, memory="pool").run(inputs)
+    lazy = pyocc.compile(model, memory="lazy")
+    compiled_before = dict(jit._kernels)
+    eager = pyocc.compile(model, memory="eager")
+    assert eager.native.kernels, "the tiny CNN has native kernels"
+    assert jit._kernels.keys() == compiled_before.keys(), "the eager compile compiled a kernel again"
+    assert all(entry is compiled_before[key] for key, entry in jit._kernels.items())
+    eager.save(tmp_path / "tiny.so")
+    for got in (lazy.run(inputs), eager.run(inputs), load_shared_library(tmp_path / "tiny.so").run(inputs)):
+        for a, b in zip(got.values(), want.values(), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_a_model_on_threads_shares_no_kernel(tmp_path: Path) -> None:
+    """Kernels compiled for several threads call their own model's
+    parallel-for, so a model on two threads is compiled whole, from no
+    cached kernel, even after the same model on one thread filled the
+    cache; it computes the one-thread numbers, and so does its shared
+    library. A one-thread compile afterwards still finds its kernels."""
+    model = build()
+    rng = np.random.default_rng(RNG_SEED)
+    inputs = {i.name: rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+              for i in model.graph.input}
+    one = pyocc.compile(model, memory="pool")
+    assert one.native.kernels, "the tiny CNN has native kernels"
+    cached = dict(jit._kernels)
+    two = pyocc.compile(model, memory="pool", threads=2)
+    assert two.native.kernels == {}, "a model on threads took its kernels from the cache"
+    assert jit._kernels.keys() == cached.keys(), "a model on threads put its kernels into the cache"
+    assert all(f'define internal void @"{symbol}"' in two.native.llvm_ir for symbol in one.native.kernels)
+    assert "_parallel_for" in two.native.llvm_ir
+    want = one.run(inputs)
+    two.save(tmp_path / "two.so")
+    for got in (two.run(inputs), load_shared_library(tmp_path / "two.so").run(inputs)):
+        for a, b in zip(got.values(), want.values(), strict=True):
+            np.testing.assert_array_equal(a, b)
+    again = pyocc.compile(model, memory="pool")
+    assert again.native.kernels.keys() == one.native.kernels.keys()
+    assert jit._kernels.keys() == cached.keys(), "the one-thread compile compiled a kernel again"

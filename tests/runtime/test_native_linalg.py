@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import llvmlite.ir as ir
 import numpy as np
 import pytest
 
@@ -21,10 +22,16 @@ from pyocc.dialects.dnn.scratch import (  # noqa: E402
     im2col_row_bytes,
     output_block_rows,
 )
-from pyocc.lowering.native.conv import emit_conv, emit_conv_transpose, emit_preact_conv  # noqa: E402
+from pyocc.lowering.native.conv import (  # noqa: E402
+    emit_conv,
+    emit_conv_transpose,
+    emit_preact_conv,
+    preact_conv_sizes,
+)
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
-from pyocc.lowering.native.registry import native_kernel_for  # noqa: E402
+from pyocc.lowering.native.loops import emit_size_wrapper  # noqa: E402
+from pyocc.lowering.native.registry import native_kernel_for, site_slots  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
 from pyocc.testing.native_kernels import run_guarded, site_for  # noqa: E402
 
@@ -189,6 +196,42 @@ def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, size: 
     run_guarded(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
                workspace_bytes=workspace or None)
     assert_close(got, want)
+    if not scratch:
+        return
+    # the kernel shared by sites that differ only in channels and scratch, through
+    # the site's wrapper: the same bytes as the site's own kernel
+    shared = np.full(out_shape, np.nan, np.float32)
+    run_guarded(emit_shared_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], shared, kwargs,
+               workspace_bytes=workspace)
+    np.testing.assert_array_equal(shared, got)
+
+
+def emit_shared_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """`symbol`: the wrapper of `site` calling the preact_conv kernel that
+    reads its channels and block at run time (what a model's sites that
+    differ only in those call, pyocc.lowering.native.registry)."""
+    general = preact_conv_sizes(site)
+    assert general is not None, "a group-1 preact_conv with scratch shares its kernel"
+    general_site, sizes = general
+    assert None in general_site["inputs"][0]["shape"], "the shared kernel's site leaves the channels out"
+    emit_size_wrapper(module, symbol, f"{symbol}_sizes", site_slots(site), sizes)
+    emit_preact_conv(module, f"{symbol}_sizes", {**general_site, "run_time_sizes": site_slots(site)})
+
+
+def test_preact_conv_sites_that_differ_in_channels_share_a_kernel() -> None:
+    """DenseNet's 1x1 preact_convs: their shared site is the same whatever
+    the channels and the scratch; a grouped one keeps its own kernel."""
+    def site(channels: int, workspace: int, group: int = 1) -> dict[str, Any]:
+        x, w = np.zeros([1, channels, 14, 14], np.float32), np.zeros([128, channels // group, 1, 1], np.float32)
+        scale = np.zeros([channels], np.float32)
+        return site_for("preact_conv", [x, scale, scale, w, None, None], [([1, 128, 14, 14], "float32")],
+                        workspace_bytes=workspace, group=group, pre_activation="relu")
+
+    first, second = preact_conv_sizes(site(256, 200704)), preact_conv_sizes(site(992, 777728))
+    assert first is not None and second is not None
+    assert first[0] == second[0]
+    assert first[1] == [256, *im2col_block([1, 256, 14, 14], [128, 256, 1, 1], [1, 128, 14, 14], 4, 200704)]
+    assert preact_conv_sizes(site(256, 200704, group=2)) is None
 
 
 CONV_TRANSPOSES: dict[str, dict[str, Any]] = {

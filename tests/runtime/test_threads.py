@@ -18,7 +18,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
+from pyocc.dialects.dnn.scratch import im2col_block
 from pyocc.errors import PyoccError
+from pyocc.lowering.native.dense_ir import SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS
 from pyocc.lowering.native.loops import PARALLEL_MIN_WORK, KernelBuilder
 from pyocc.runtime.loader import load_shared_library
 from pyocc.tools.cli import main as pyocc_main
@@ -77,7 +79,8 @@ def inputs() -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     model = pyocc.compile(many_ops())
-    ir_text = model.native.llvm_ir
+    ir_text = "".join([model.native.llvm_ir, *model.native.kernels.values()])  # the kernels are compiled apart
+    assert model.native.kernels, "one-thread kernels come as parts of their own (pyocc.runtime.jit's cache)"
     # one thread: exactly the single-threaded module, no pool, no outlined bodies
     assert "parallel_for" not in ir_text and "pthread" not in ir_text and ".body" not in ir_text
     return model.run(inputs)
@@ -155,3 +158,59 @@ def test_threads_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFix
     assert "'0' must be a whole number of threads from 1 to 256" in capsys.readouterr().err
     with pytest.raises(PyoccError, match="threads must be a whole number from 1 to 256, got 0"):
         pyocc.compile(many_ops(), threads=0)
+
+
+def dense_block() -> onnx.ModelProto:
+    """DenseNet's pattern: three batchnorm-relu-1x1-conv layers (preact_convs
+    after fusion) on 64, 96 and 128 channels of a growing concat, which
+    share one kernel that reads its channels at run time."""
+    rng = np.random.default_rng(21)
+
+    def init(name: str, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(array.astype(np.float32), name)
+
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+    features = "x"
+    for i, channels in enumerate((64, 96, 128)):
+        inits += [init(f"s{i}", rng.random(channels) + 0.5), init(f"b{i}", rng.standard_normal(channels)),
+                  init(f"m{i}", rng.standard_normal(channels)), init(f"v{i}", rng.random(channels) + 0.5),
+                  init(f"w{i}", rng.standard_normal((32, channels, 1, 1)) * 0.1)]
+        nodes += [helper.make_node("BatchNormalization", [features, f"s{i}", f"b{i}", f"m{i}", f"v{i}"], [f"n{i}"]),
+                  helper.make_node("Relu", [f"n{i}"], [f"r{i}"]),
+                  helper.make_node("Conv", [f"r{i}", f"w{i}"], [f"y{i}"])]
+        if i < 2:
+            nodes.append(helper.make_node("Concat", [features, f"y{i}"], [f"cat{i}"], axis=1))
+            features = f"cat{i}"
+    graph = helper.make_graph(nodes, "dense", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 64, 64])],
+                              [helper.make_tensor_value_info("y2", TensorProto.FLOAT, None)], inits)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_kernel_shared_across_channels_splits_its_sgemm_at_run_time(threads: int) -> None:
+    """The three preact_convs share one kernel whose sgemm depth is known at
+    run time only; on threads it sizes its column blocks there (each of
+    them, in lazy mode's whole im2col blocks, has at least two) and gives the
+    bytes of one thread."""
+    model = dense_block()
+    x = {"x": np.random.default_rng(22).standard_normal((1, 64, 64, 64)).astype(np.float32)}
+    one = pyocc.compile(model, memory="lazy")
+    shared = [symbol for symbol in one.native.kernels if symbol.endswith("_sizes")]
+    assert len(shared) == 1, sorted(one.native.kernels)
+    for site in one.native.meta["sites"]:
+        if site["kernel"] == "preact_conv":
+            x_shape, w_shape = site["inputs"][0]["shape"], site["inputs"][3]["shape"]
+            rows, _ = im2col_block(x_shape, w_shape, site["outputs"][0]["shape"], 4, site["workspace"]["shape"][0])
+            block = -(-SGEMM_PARALLEL_MACS // (w_shape[0] * w_shape[1]))
+            block = -(-block // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK
+            assert rows * x_shape[3] >= 2 * block, "this site's sgemm would not split"
+    model_on_threads = pyocc.compile(model, memory="lazy", threads=threads)
+    ir_text = model_on_threads.native.llvm_ir
+    body = ir_text[ir_text.index(f'define internal void @"{shared[0]}"'):]
+    assert PARALLEL_CALL.search(body[:body.index("\n}")]), "the shared kernel's sgemm does not run on the threads"
+    want = one.run(x)
+    for _ in range(2):
+        got = model_on_threads.run(x)
+        for name, expected in want.items():
+            np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {threads} threads")

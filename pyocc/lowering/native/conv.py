@@ -34,6 +34,7 @@ output rows it reaches.
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,12 +52,26 @@ from pyocc.dialects.dnn.scratch import (
     output_block_rows,
 )
 from pyocc.lowering.native.dense_ir import F32, I64, Kernel, NotNative, all_float32, require_float32
+from pyocc.lowering.native.loops import run_time_size
 from pyocc.lowering.native.registry import native_kernel
 
 __all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
 
 #: reads x[channel] at a flat element pointer: (kernel, channel index, value) -> value
 InputTransform = Callable[[Kernel, ir.Value, ir.Value], ir.Value]
+
+
+@dataclass(frozen=True)
+class RunTimeSizes:
+    """The sizes a preact_conv kernel shared by sites that differ only in
+    them reads at run time (`preact_conv_sizes`), as i64 values."""
+
+    channels: ir.Value
+    """input channels (group 1)"""
+    block_rows: ir.Value
+    """output rows of one im2col block (`im2col_block`)"""
+    block_channels: ir.Value
+    """input channels of one slice of it"""
 
 
 @dataclass(frozen=True)
@@ -256,7 +271,7 @@ UNROLLED_TAPS = 9
 
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
-                  rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
+                  rows: ir.Value, block_rows: int | ir.Value, transform: InputTransform | None = None,
                   channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
@@ -304,12 +319,13 @@ def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir
 
 def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, channel: ir.Value | int,
                 column: ir.Value | int, tap: Sequence[ir.Value | int], valid: tuple[ir.Value | int, ir.Value | int],
-                first_row: ir.Value, rows: ir.Value, block_rows: int, transform: InputTransform | None) -> None:
+                first_row: ir.Value, rows: ir.Value, block_rows: int | ir.Value,
+                transform: InputTransform | None) -> None:
     """One tap of _im2col_block: columns row `column` = the channel's input
     at `tap` (ints, or i64 values in a run-time tap loop) for the block's
     output rows; `valid` is the tap's last-dim valid range [lo, hi)."""
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
-    leading = block_rows * row_positions  # the columns matrix's row length
+    leading = k.mul(block_rows, row_positions)  # the columns matrix's row length
     middle_out = list(g.out_spatial[1:-1])
     middle_in = list(g.in_spatial[1:-1])
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
@@ -422,7 +438,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
-               transform: InputTransform | None = None) -> None:
+               transform: InputTransform | None = None, sizes: RunTimeSizes | None = None) -> None:
     """A convolution through sgemm, per image and group a block of output
     rows at a time: im2col (in `workspace`, `block_bytes` of planned
     scratch) a slice of the input channels at a time (`im2col_block`
@@ -430,14 +446,23 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     (`im2col` false: pointwise) one sgemm over the block's input. The block
     starts as the residual (bias added after) or as the bias, and every
     sgemm adds onto it (beta = 1); the activation runs on the block while
-    it is in cache. `transform` (preact_conv) is for group 1 only."""
+    it is in cache. `transform` (preact_conv) is for group 1 only. With
+    `sizes` (im2col, group 1) the input channels and the block come from
+    run time (a kernel shared by sites that differ only in those)."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
-    image_in, image_out = g.channels * g.in_positions, g.out_channels * g.out_positions
-    group_channels, group_outs = w_shape[1], g.out_channels // g.group
-    depth = group_channels * len(g.taps)
+    assert sizes is None or (im2col and g.group == 1)
+    channels: int | ir.Value = g.channels if sizes is None else sizes.channels
+    group_channels: int | ir.Value = w_shape[1] if sizes is None else sizes.channels
+    image_in, image_out = k.mul(channels, g.in_positions), g.out_channels * g.out_positions
+    group_outs = g.out_channels // g.group
+    depth = k.mul(group_channels, len(g.taps))
     columns = workspace if im2col else None
-    if im2col:
+    block_rows: int | ir.Value
+    block_channels: int | ir.Value
+    if sizes is not None:
+        block_rows, block_channels = sizes.block_rows, sizes.block_channels
+    elif im2col:
         block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4, block_bytes)
     else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
         block_channels = 0
@@ -451,8 +476,8 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         out_image = k.element(out, k.mul(image, image_out))
         residual_image = k.element(residual, k.mul(image, image_out)) if residual is not None else None
         with k.loop(0, g.group) as group:
-            x_group = k.element(x_image, k.mul(group, group_channels * g.in_positions))
-            w_group = k.element(w, k.mul(group, group_outs * depth))
+            x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_positions)))
+            w_group = k.element(w, k.mul(group, k.mul(depth, group_outs)))
             first_out = k.mul(group, group_outs)
             out_group = k.element(out_image, k.mul(first_out, positions))
             with k.loop(0, g.out_spatial[0], block_rows) as first_row:
@@ -477,15 +502,17 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
                     with k.loop(0, group_channels, block_channels) as first_channel:
-                        channels = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
-                        _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, channels,
+                        slice_channels = _at_most(k, b.sub(k.index(group_channels), first_channel), block_channels)
+                        _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, slice_channels,
                                       first_channel)
                         # one slice (the common case): a depth known at compile time, so
                         # the product can be split between threads (Kernel.sgemm)
-                        depth_now = depth if block_channels >= group_channels else b.mul(channels, I64(len(g.taps)))
+                        one_slice = isinstance(block_channels, int) and isinstance(group_channels, int) \
+                            and block_channels >= group_channels
+                        depth_now = depth if one_slice else b.mul(slice_channels, I64(len(g.taps)))
                         k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                block_rows * row_positions, out_block, positions, beta=1.0)
+                                k.mul(block_rows, row_positions), out_block, positions, beta=1.0)
                 # bias (after a residual) + activation while the block's outputs are in cache
                 late_bias = bias if residual_image is not None else None
                 if late_bias is not None or kwargs.get("activation") is not None:
@@ -495,20 +522,51 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                   count, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
 
 
-def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
+def _at_most(k: Kernel, value: ir.Value, limit: int | ir.Value) -> ir.Value:
     """min(value, limit) for an i64 value."""
-    return k.builder.select(k.builder.icmp_signed("<", value, I64(limit)), value, I64(limit))
+    limit = k.index(limit)
+    return k.builder.select(k.builder.icmp_signed("<", value, limit), value, limit)
 
 
-@native_kernel("preact_conv", supports=supports_conv)
+def preact_conv_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | None:
+    """A group-1 preact_conv with outputs runs im2col blocks whose code
+    depends on the input channels and the planned scratch only through
+    three numbers, which a shared kernel reads at run time: (the site with
+    the channel dims and the workspace size None, [channels, block rows,
+    block channels]). DenseNet's 1x1 preact_convs (61 sites, 64% of its
+    IR) then share one function per image size. None for the sites that
+    keep their own function (grouped: direct loops; nothing to compute)."""
+    x_spec, scale_spec, shift_spec, w_spec = site["inputs"][:4]
+    out_shape = site["outputs"][0]["shape"]
+    if not _im2col(site) or math.prod(out_shape) == 0 or site.get("workspace") is None:
+        return None
+    rows, block_channels = im2col_block(x_spec["shape"], w_spec["shape"], out_shape, 4, _workspace_bytes(site))
+    general = json.loads(json.dumps(site))  # a deep copy of plain data
+    x, scale, shift, w = general["inputs"][:4]
+    x["shape"][1] = w["shape"][1] = None
+    scale["shape"] = shift["shape"] = [None]
+    general["workspace"]["shape"] = [None]
+    return general, [x_spec["shape"][1], rows, block_channels]
+
+
+@native_kernel("preact_conv", supports=supports_conv, shared_sizes=preact_conv_sizes)
 def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """conv(pre_act(x * pre_scale[c] + pre_shift[c]), w) + bias + residual,
-    then the activation (pyocc.runtime.kernels.conv.preact_conv)."""
+    then the activation (pyocc.runtime.kernels.conv.preact_conv); for a
+    site with "run_time_sizes" (`preact_conv_sizes`) the kernel shared by
+    sites that differ only in them."""
     require_float32(site)
     x_spec, scale_spec, shift_spec, w_spec, bias_spec, residual_spec = site["inputs"]
     kwargs = site["kwargs"]
-    g = Geometry.of(x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"], kwargs)
     k = Kernel(module, symbol)
+    sizes: RunTimeSizes | None = None
+    x_shape, w_shape = list(x_spec["shape"]), list(w_spec["shape"])
+    if "run_time_sizes" in site:
+        first = site["run_time_sizes"]
+        buffers = k.function.args[0]
+        sizes = RunTimeSizes(*(run_time_size(k.builder, buffers, first + i) for i in range(3)))
+        # they stay None: nothing the shared kernel runs (the group-1 im2col path) reads Geometry's channels
+    g = Geometry.of(x_shape, w_shape, site["outputs"][0]["shape"], kwargs)
     x, scale, shift, w, out = k.buffer(0), k.buffer(1), k.buffer(2), k.buffer(3), k.buffer(6)
     bias = k.buffer(4) if bias_spec is not None else None
     residual = k.buffer(5) if residual_spec is not None else None
@@ -527,7 +585,11 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
             else F32(0.0)
         return b.select(b.fcmp_ordered(">", value, zero), value, zero)  # the activation's relu, lane by lane
 
-    if not (g.batch and g.out_positions and g.out_channels):
+    if sizes is not None:
+        shapes = (x_shape, w_shape, site["outputs"][0]["shape"])
+        _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), transform=pre_activate,
+                   sizes=sizes)
+    elif not (g.batch and g.out_positions and g.out_channels):
         pass
     elif g.group == 1:
         # pre-activated im2col blocks (padding stays zero) + sgemm

@@ -4,7 +4,9 @@ float32 element access, the fused activations, and calls of the BLAS.
 
 Shapes are static (a kernel is specialised to its site), so loop bounds and
 most index arithmetic are Python ints; LLVM gets constant trip counts to
-vectorise. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
+vectorise. A kernel shared by sites that differ only in a few sizes
+(pyocc.lowering.native.registry) reads those at run time: `Kernel.mul`,
+`loop` and `sgemm` take i64 values where they take ints. The BLAS is OpenBLAS's CBLAS sgemm (pyocc.runtime.blas binds it).
 
 In a model compiled for several threads (its parallel-for,
 pyocc.lowering.native.threads, is declared in the module before the
@@ -56,6 +58,8 @@ SGEMM_COLUMN_BLOCK = 64
 SGEMM_PARALLEL_MACS = 1 << 20
 #: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as integers), column count
 SGEMM_CONTEXT_SLOTS = 4
+#: ... and, for a depth known at run time only, the block's columns, the depth, lda and ldb
+SGEMM_RUN_TIME_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
 SGEMV = "scipy_cblas_sgemv"
@@ -141,15 +145,19 @@ class Kernel:
             return b
         return self.builder.add(self.index(a), self.index(b))
 
-    def mul(self, a: ir.Value | int, b: int) -> ir.Value | int:
-        """a * b for a constant b, folded when possible."""
-        if isinstance(a, int):
+    def mul(self, a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
+        """a * b, folded when both are Python ints (and when one is 0 or 1)."""
+        if isinstance(a, int) and isinstance(b, int):
             return a * b
-        if b == 1:
-            return a
-        if b == 0:
-            return 0
-        return self.builder.mul(a, I64(b))
+        if isinstance(a, int):
+            a, b = b, a
+        assert isinstance(a, ir.Value)
+        if isinstance(b, int):
+            if b == 1:
+                return a
+            if b == 0:
+                return 0
+        return self.builder.mul(a, self.index(b))
 
     def element(self, base: ir.Value, index: ir.Value | int) -> ir.Value:
         """&base[index] for a float32 array."""
@@ -204,7 +212,7 @@ class Kernel:
     # -- control flow ------------------------------------------------------------
 
     @contextmanager
-    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: int = 1) -> Iterator[ir.Value]:
+    def loop(self, start: ir.Value | int, stop: ir.Value | int, step: ir.Value | int = 1) -> Iterator[ir.Value]:
         """`for (i = start; i < stop; i += step)`: the body is what the caller
         emits inside the `with`; yields i (i64). Nothing runs when start >= stop."""
         b = self.builder
@@ -220,7 +228,7 @@ class Kernel:
         b.cbranch(b.icmp_signed("<", i, stop_value), body, after)
         b.position_at_end(body)
         yield i
-        following = b.add(i, I64(step))
+        following = b.add(i, self.index(step))
         i.add_incoming(following, b.block)
         b.branch(header)
         b.position_at_end(after)
@@ -247,14 +255,20 @@ class Kernel:
 
     # -- BLAS ------------------------------------------------------------------------
 
-    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int, b: ir.Value, ldb: int,
-              c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0, trans_a: bool = False,
-              trans_b: bool = False) -> None:
-        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k
-        and beta may be run-time values). A product with one row or one
+    def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
+              ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0,
+              trans_a: bool = False, trans_b: bool = False) -> None:
+        """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
+        lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
-        matrix once."""
+        matrix once. One whose beta is known at compile time may be split
+        between the model's threads (with a run-time depth, into blocks
+        sized at run time)."""
         if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        if isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)):
+            # run-time leading dimensions come with a run-time depth (a shared kernel's), not alone
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
             # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
@@ -267,51 +281,76 @@ class Kernel:
                        c, ldc, alpha, beta)
             return
         parallel_for = self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
-        if parallel_for is None or not isinstance(k, int) or isinstance(beta, ir.Value):
-            # one thread, or a run-time depth or beta (the split needs both at compile time)
+        if parallel_for is None or isinstance(beta, ir.Value):
+            # one thread, or a run-time beta (the split needs it at compile time)
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
-        columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
-        per_column = max(m * k, 1)
-        block = -(-SGEMM_PARALLEL_MACS // per_column)
-        block = max(SGEMM_COLUMN_BLOCK, -(-block // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
-        if columns < 2 * block:
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-            return
+        caller = self.builder
+        block: ir.Value
+        if isinstance(k, int):
+            columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
+            per_column = max(m * k, 1)
+            size = -(-SGEMM_PARALLEL_MACS // per_column)
+            size = max(SGEMM_COLUMN_BLOCK, -(-size // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
+            if columns < 2 * size:
+                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+                return
+            block = I64(size)
+        else:
+            # a run-time depth (a kernel shared by sites that differ in it): the same block
+            # size as for a compile-time one, computed here; fewer than two blocks: one call
+            per_column = caller.mul(I64(max(m, 1)), k)
+            size_value = caller.udiv(caller.add(per_column, I64(SGEMM_PARALLEL_MACS - 1)), per_column)
+            size_value = caller.and_(caller.add(size_value, I64(SGEMM_COLUMN_BLOCK - 1)), I64(-SGEMM_COLUMN_BLOCK))
+            block = caller.select(caller.icmp_unsigned("<", size_value, I64(SGEMM_COLUMN_BLOCK)),
+                                  I64(SGEMM_COLUMN_BLOCK), size_value)
+        static = isinstance(k, int)
         # the blocks of columns [begin, end) of C: C[:, cols] = op(A) @ op(B)[:, cols]
         part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
         part.linkage = "internal"
         builder = ir.IRBuilder(part.append_basic_block("entry"))
         context, begin, end = part.args
+        slots = SGEMM_CONTEXT_SLOTS if static else SGEMM_RUN_TIME_CONTEXT_SLOTS
         fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
-                  for i in range(SGEMM_CONTEXT_SLOTS)]
+                  for i in range(slots)]
         part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
         count = fields[3]
-        first = builder.mul(begin, I64(block))
-        last = builder.mul(end, I64(block))
+        # a run-time depth brings its block size and leading dimensions along
+        part_block, part_k, part_lda, part_ldb = (block, k, lda, ldb) if static else fields[4:8]
+        first = builder.mul(begin, part_block)
+        last = builder.mul(end, part_block)
         # the last block (fewer than `block` columns after it) takes them; a
         # run-time count below one block is one short block (count - last < 0)
-        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), I64(block)), count, last)
+        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), part_block), count, last)
         width = builder.sub(last, first)
-        b_first = builder.mul(first, I64(ldb)) if trans_b else first
+        b_first = builder.mul(first, part_ldb if isinstance(part_ldb, ir.Value) else I64(part_ldb)) \
+            if trans_b else first
         with builder.if_then(builder.icmp_signed(">", width, I64(0))):
-            _call_sgemm(self.module, builder, m, width, k, part_a, lda,
-                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb,
+            _call_sgemm(self.module, builder, m, width, part_k, part_a, part_lda,
+                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), part_ldb,
                         builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
                         alpha, beta, trans_a, trans_b)
         builder.ret_void()
         # the caller: the arguments on the stack, the blocks to the workers
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
-        caller = self.builder
+        slot = at_entry.alloca(I64, size=I64(slots))
         values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n)]
+        if not static:
+            values += [block, self.index(k), self.index(lda), self.index(ldb)]
         for i, value in enumerate(values):
             caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        # whole blocks, at least one (a run-time count may be short)
-        blocks = caller.udiv(self.index(n), I64(block))
-        blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
-        caller.call(parallel_for, [part, slot, blocks])
+        blocks = caller.udiv(self.index(n), block)
+        if static:
+            # whole blocks, at least one (a run-time count may be short)
+            blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
+            caller.call(parallel_for, [part, slot, blocks])
+            return
+        with caller.if_else(caller.icmp_unsigned("<", blocks, I64(2))) as (one, many):
+            with one:
+                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            with many:
+                caller.call(parallel_for, [part, slot, blocks])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
@@ -327,8 +366,8 @@ class Kernel:
 
 
 def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value,
-                lda: int, b: ir.Value, ldb: int, c: ir.Value, ldc: int, alpha: float, beta: float | ir.Value, trans_a: bool,
-                trans_b: bool) -> None:
+                lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float,
+                beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
     if function is None:
@@ -337,10 +376,14 @@ def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Va
     def i32(value: int | ir.Value) -> ir.Value:
         return I32(int(value)) if isinstance(value, int) else builder.trunc(value, I32)
 
+    def leading(value: int | ir.Value) -> ir.Value:
+        """A leading dimension: at least 1 (a run-time one always is: a product's depth or row)."""
+        return i32(max(value, 1) if isinstance(value, int) else value)
+
     builder.call(function, [
         i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
         i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
-        a, i32(max(lda, 1)), b, i32(max(ldb, 1)), beta if isinstance(beta, ir.Value) else F32(beta), c,
+        a, leading(lda), b, leading(ldb), beta if isinstance(beta, ir.Value) else F32(beta), c,
         i32(max(ldc, 1)),
     ])
 

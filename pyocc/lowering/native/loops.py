@@ -113,6 +113,35 @@ def kernel_function(module: ir.Module, symbol: str) -> ir.Function:
     return function
 
 
+def emit_size_wrapper(module: ir.Module, symbol: str, shared: str, slots: int, sizes: Sequence[int]) -> None:
+    """`void symbol(i8 **buffers)`: the site's `slots` buffer pointers and
+    then its `sizes` (i64s cast to pointers) in an array on the stack,
+    passed to `void shared(i8 **buffers)`, the function its kernel shares
+    with sites that differ only in those sizes (it reads them with
+    `run_time_size`)."""
+    function = kernel_function(module, symbol)
+    target = module.globals.get(shared)
+    if target is None:
+        target = ir.Function(module, KERNEL_TYPE, shared)
+    b = ir.IRBuilder(function.append_basic_block("entry"))
+    buffers = function.args[0]
+    array = b.alloca(PTR, size=ir.Constant(I64, slots + len(sizes)))
+    for slot in range(slots):
+        pointer = b.load(b.gep(buffers, [ir.Constant(I64, slot)], inbounds=True, source_etype=PTR), typ=PTR)
+        b.store(pointer, b.gep(array, [ir.Constant(I64, slot)], inbounds=True, source_etype=PTR))
+    for index, size in enumerate(sizes):
+        b.store(ir.Constant(I64, int(size)).inttoptr(PTR),
+                b.gep(array, [ir.Constant(I64, slots + index)], inbounds=True, source_etype=PTR))
+    b.call(target, [array])
+    b.ret_void()
+
+
+def run_time_size(builder: ir.IRBuilder, buffers: ir.Value, slot: int) -> ir.Value:
+    """The size a wrapper (`emit_size_wrapper`) put in `buffers[slot]`, as an i64."""
+    pointer = builder.load(builder.gep(buffers, [ir.Constant(I64, slot)], inbounds=True, source_etype=PTR), typ=PTR)
+    return builder.ptrtoint(pointer, I64)
+
+
 class ParallelOutline:
     """The functions of one kernel `symbol`: with `parallel_for` (the model's
     parallel-for symbol) an outlined body the emitter writes into and the

@@ -13,6 +13,16 @@ an absent optional input), then the outputs.
 An emitter that handles only some sites of its kernel (some dtypes, some
 modes) says which through `supports(site)`; the other sites keep calling
 the numpy kernel.
+
+Sites that differ only in some sizes (DenseNet's 1x1 preact_convs differ
+only in their input channels and scratch) may share one function, which
+reads those sizes at run time: an emitter that can write such a function
+says so through `shared_sizes(site)`, which returns the site as the shared
+function sees it (the sizes that vary set to None, so that a use of one
+fails at emission) and the sizes themselves (ints). Each site then gets a
+thin wrapper `void symbol(i8 **buffers)` that appends its sizes to the
+buffer pointers (as integers cast to pointers, slots `site["run_time_sizes"]`
+onwards of the shared site) and calls the shared function (`emit_size_wrapper`).
 """
 
 from __future__ import annotations
@@ -28,6 +38,9 @@ if TYPE_CHECKING:
 Emitter = Callable[["llvmlite.ir.Module", str, dict[str, Any]], None]
 #: supports(site): whether the emitter computes this site exactly as numpy does
 Supports = Callable[[dict[str, Any]], bool]
+#: shared_sizes(site): (the site with its run-time sizes None, those sizes),
+#: or None when the site gets a function of its own
+SharedSizes = Callable[[dict[str, Any]], "tuple[dict[str, Any], list[int]] | None"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +53,9 @@ class NativeKernel:
     """writes a site's function"""
     supports: Supports
     """which sites it can write"""
+    shared_sizes: SharedSizes | None = None
+    """which sites share a function that reads some sizes at run time (see
+    the module docstring); None: every site's function is its own"""
 
 
 #: kernel name -> its native kernel
@@ -50,17 +66,27 @@ def _every_site(site: dict[str, Any]) -> bool:
     return True
 
 
-def native_kernel(name: str, supports: Supports | None = None) -> Callable[[Emitter], Emitter]:
+def native_kernel(name: str, supports: Supports | None = None,
+                  shared_sizes: SharedSizes | None = None) -> Callable[[Emitter], Emitter]:
     """Register the decorated emitter as the native kernel `name`; with
-    `supports`, only for the sites it accepts."""
+    `supports`, only for the sites it accepts; with `shared_sizes`, sites
+    alike but for some sizes share one function (see the module docstring)."""
 
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
-        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site)
+        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes)
         return emit
 
     return register
+
+
+def site_slots(site: dict[str, Any]) -> int:
+    """The buffer pointers a site's kernel is called with: the inputs
+    (variadic ones expanded, an absent one as NULL), the outputs and the
+    workspace, if any; a size-sharing wrapper appends the sizes after them."""
+    inputs = sum(len(spec) if isinstance(spec, list) else 1 for spec in site["inputs"])
+    return inputs + len(site["outputs"]) + (site.get("workspace") is not None)
 
 
 def native_kernel_for(site: dict[str, Any]) -> NativeKernel | None:
