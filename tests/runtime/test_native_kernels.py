@@ -178,6 +178,9 @@ POOLS = [  # (x shape, kernel_shape, strides, pads, dilations)
     ((1, 2, 4, 5, 6), [2, 2, 3], [1, 2, 2], [0, 1, 1, 1, 0, 1], None),
     ((1, 1, 3, 2), [3, 3], [1, 1], [1, 1, 1, 1], None),  # no output column is clear of the padding
     ((1, 2, 5, 77), [3, 3], [2, 2], [1, 1, 1, 1], None),  # long rows: the vectorised interior and its tail
+    ((1, 3, 14, 14), [3, 3], [1, 1], [1, 1, 1, 1], None),  # Inception's pools: interior rows and columns
+    ((1, 2, 9, 2), [3, 3], [1, 1], [1, 1, 1, 1], None),  # interior rows, no interior column
+    ((1, 1, 6, 7, 8), [3, 3, 3], [1, 1, 1], [1, 1, 1, 1, 1, 1], None),  # an interior along every axis of 3
 ]
 
 

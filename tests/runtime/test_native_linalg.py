@@ -96,6 +96,11 @@ CONVS: dict[str, dict[str, Any]] = {
     "pointwise_row_blocks": dict(x=[2, 3, 70, 64], w=[64, 3, 1, 1], bias=True, residual=True, activation="relu"),
     "one_by_one_padded": dict(x=[1, 4, 5, 5], w=[3, 4, 1, 1], pads=[1, 0, 0, 1], bias=True),
     "one_by_one_grouped_narrow": dict(x=[1, 6, 5, 5], w=[6, 2, 1, 1], group=3, bias=True, activation="relu"),
+    # stride-2 rows long enough for the vector copy of every other input (and its tail), unrolled and as a
+    # run-time tap loop
+    "stride2_long_rows": dict(x=[1, 3, 9, 80], w=[13, 3, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], bias=True,
+                              activation="relu"),
+    "stride2_long_rows_large_kernel": dict(x=[1, 2, 11, 70], w=[3, 2, 5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
 }
 
 

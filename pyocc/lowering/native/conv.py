@@ -23,6 +23,9 @@ The output block starts as the residual (the bias is added after) or as
 the bias, and BLAS accumulates onto it (beta = 1, so OpenBLAS never runs
 its own pass zeroing C); the activation is one pass over the block, while
 it is in cache.
+Stride-1 and stride-2 im2col rows are copied in explicit vectors (stride
+2: two loads and a shuffle per LANES columns); other strides element by
+element.
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
 stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
@@ -51,7 +54,17 @@ from pyocc.dialects.dnn.scratch import (
     im2col_row_bytes,
     output_block_rows,
 )
-from pyocc.lowering.native.dense_ir import F32, I64, Kernel, NotNative, all_float32, require_float32
+from pyocc.lowering.native.dense_ir import (
+    F32,
+    I32,
+    I64,
+    LANES,
+    VECTOR,
+    Kernel,
+    NotNative,
+    all_float32,
+    require_float32,
+)
 from pyocc.lowering.native.loops import run_time_size
 from pyocc.lowering.native.registry import native_kernel
 
@@ -352,6 +365,13 @@ def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, ch
                            (lambda value: transform(k, channel, value)) if transform is not None else None)
                     k.copy(k.element(target, hi), None, sub(out_length, hi))
                     return
+                if g.strides[-1] == 2:  # every other input: explicit vectors too
+                    k.copy(target, None, lo)
+                    _copy_every_other(k, k.element(target, lo), k.element(x_row, k.add(k.mul(lo, 2), shift)),
+                                      sub(hi, lo), (lambda value: transform(k, channel, value))
+                                      if transform is not None else None)
+                    k.copy(k.element(target, hi), None, sub(out_length, hi))
+                    return
                 with k.loop(0, lo) as o:
                     k.store(F32(0.0), target, o)
                 with k.loop(lo, hi) as o:
@@ -372,6 +392,30 @@ def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, ch
                         k.copy(target, None, out_length)
 
         _outer_loops(k, middle_out, fill)
+
+
+def _copy_every_other(k: Kernel, target: ir.Value, source: ir.Value, count: int | ir.Value,
+                      transform: Callable[[ir.Value], ir.Value] | None) -> None:
+    """target[i] = transform(source[2 i]) for i < count (a stride-2 im2col
+    row): LANES outputs at a time from two vector loads and one shuffle,
+    then the rest one by one. The vectors stop while at least one output
+    is left after them, so no load reads past source[2 (count - 1)]."""
+    b = k.builder
+    if isinstance(count, int):
+        full: int | ir.Value = max(count - 1, 0) // LANES * LANES
+    else:
+        last = b.sub(count, I64(1))
+        full = b.select(b.icmp_signed("<", last, I64(0)), I64(0), b.and_(last, I64(-LANES)))
+    evens = ir.Constant(ir.VectorType(I32, LANES), list(range(0, 2 * LANES, 2)))
+    with k.loop(0, full, LANES) as i:
+        pair = k.element(source, b.mul(i, I64(2)))
+        low = b.load(pair, typ=VECTOR, align=4)
+        high = b.load(k.element(pair, LANES), typ=VECTOR, align=4)
+        value = b.shuffle_vector(low, high, evens)
+        b.store(transform(value) if transform is not None else value, k.element(target, i), align=4)
+    with k.loop(full, count) as i:
+        value = k.load(source, b.mul(i, I64(2)))
+        k.store(transform(value) if transform is not None else value, target, i)
 
 
 def supports_conv(site: dict[str, Any]) -> bool:

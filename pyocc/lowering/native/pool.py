@@ -2,10 +2,13 @@
 global_max_pool (float32, NC + spatial dims).
 
 Windows are unrolled at compile time (their taps are static) inside a loop
-over the last output dim, so that loop is the one LLVM vectorises. A tap
-outside the data reads a clamped, in-bounds address and is replaced by the
-padding value (the lowest finite float for max, 0 for sums), so no branch
-sits in the loop. average_pool sums the window axis by axis, first axis
+over the last output dim, so that loop is the one LLVM vectorises. Each
+output dim's loop is split into its interior, where every tap reads inside
+the data, and the edges before and after it. At the edges a tap outside
+the data reads a clamped, in-bounds address and is replaced by the padding
+value (the lowest finite float for max, 0 for sums), so no branch sits in
+the loop; in the interior the taps are plain loads and an average divides
+by the constant window size. average_pool sums the window axis by axis, first axis
 innermost, and divides by the product of per-axis counts, exactly as the
 numpy kernel does, so both round the same.
 """
@@ -72,18 +75,16 @@ class Taps:
         lo = min(-(-pad // stride), hi)
         return lo, hi
 
-    def positions(self, indices: list[ir.Value], inside_last: bool) -> list[list[tuple[ir.Value, ir.Value | None]]]:
-        """Per axis and tap: (input index, in-data flag or None)."""
+    def positions(self, indices: list[ir.Value], inside: list[bool]) -> list[list[tuple[ir.Value, ir.Value | None]]]:
+        """Per axis and tap: (input index, in-data flag or None); `inside`
+        says per axis whether every tap of these outputs is in the data."""
         k = self.k
         result = []
         for axis, o in enumerate(indices):
             taps = []
             for t in range(self.kernel[axis]):
                 index = _tap_index(k, o, t, self.strides[axis], self.dilations[axis], self.pads_begin[axis])
-                if inside_last and axis == len(indices) - 1:
-                    taps.append((index, None))
-                else:
-                    taps.append(k.clamp_index(index, self.spatial[axis]))
+                taps.append((index, None) if inside[axis] else k.clamp_index(index, self.spatial[axis]))
             result.append(taps)
         return result
 
@@ -102,28 +103,34 @@ class Taps:
 def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> None:
     """For each output element: store tap_value(x, out spatial indices,
     input plane offset, positions) at it. Loops over N*C and the spatial
-    dims; the last dim's loop is split so that its interior, where no tap
-    leaves the data, has no bounds checks along it (and vectorises)."""
+    dims; each spatial dim's loop is split in three, so that the interior,
+    where no tap leaves the data along any dim, has no bounds checks (no
+    clamps, no selects: the last dim's loop vectorises), and only the
+    edges check."""
     x, out = k.input(0), k.outputs[0]
     channels = x.shape[0] * x.shape[1]
     in_plane, out_plane = math.prod(x.shape[2:]), math.prod(out.shape[2:])
-    leading, last = list(out.shape[2:-1]), out.shape[-1]
-    lo, hi = taps.interior(len(out.shape) - 3, last)
+    spatial = list(out.shape[2:])
+    segments = []
+    for axis, size in enumerate(spatial):
+        lo, hi = taps.interior(axis, size)
+        segments.append([(first, stop, inside) for first, stop, inside in ((0, lo, False), (lo, hi, True),
+                                                                           (hi, size, False)) if stop > first])
 
     def plane(nc: ir.Value) -> None:
         in_base = k.b.mul(nc, k.i64(in_plane))
         out_base = k.b.mul(nc, k.i64(out_plane))
 
-        def row(outer: list[ir.Value]) -> None:
-            def element(o: ir.Value, first: int, inside_last: bool) -> None:
-                indices = [*outer, k.b.add(o, k.i64(first))]
-                value = tap_value(x, indices, in_base, taps.positions(indices, inside_last))
+        def level(axis: int, indices: list[ir.Value], inside: list[bool]) -> None:
+            if axis == len(spatial):
+                value = tap_value(x, indices, in_base, taps.positions(indices, inside))
                 k.store(value, out, k.offset(indices, list(out.strides[2:]), out_base))
+                return
+            for first, stop, within in segments[axis]:
+                k.loop(stop - first, lambda o, first=first, within=within: level(
+                    axis + 1, [*indices, k.b.add(o, k.i64(first))], [*inside, within]))
 
-            for first, stop, inside in ((0, lo, False), (lo, hi, True), (hi, last, False)):
-                k.loop(stop - first, lambda o, first=first, inside=inside: element(o, first, inside))
-
-        k.loop_nest(leading, row) if leading else row([])
+        level(0, [], [])
 
     # each N*C plane of out is written from its own plane of x
     k.loop(channels, plane, parallel=True, work=channels * max(in_plane, out_plane))
@@ -201,6 +208,9 @@ def emit_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> N
             return acc
 
         total = axis_sum(len(kernel) - 1, {})
+        if all(flag is None for axis in positions for _, flag in axis):
+            # every tap inside the data: the window's count, whether padding counts or not
+            return b.fdiv(total, ir.Constant(F32, float(math.prod(kernel))))
         divisor = count(indices[0], 0)
         for axis in range(1, len(kernel)):
             divisor = b.mul(divisor, count(indices[axis], axis))
