@@ -7,11 +7,10 @@ lines matched in order, `...` for any text."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
-from tests.docs.test_tutorial import check_output, parse_chapter
+from tests.docs.test_tutorial import check_output, parse_chapter, run_command
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "memory.md"
 
@@ -26,9 +25,7 @@ def test_memory_page_commands(tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     for step in parse_chapter(PAGE.read_text()):
-        done = subprocess.run(["bash", "-c", step.command], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
-        output = done.stdout + done.stderr
-        assert done.returncode == step.exit_code, f"`{step.command}` exited {done.returncode}:\n{output[-3000:]}"
+        status, output = run_command(step.command, tmp_path, env)
+        assert status == step.exit_code, f"`{step.command}` exited {status}:\n{output[-3000:]}"
         missing = check_output(step.shown, output)
         assert missing is None, f"`{step.command}` did not print\n  {missing}\n--- it printed:\n{output[-6000:]}"
