@@ -15,7 +15,9 @@ the text. `release` drops blobs a finished compilation no longer needs.
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 
 import numpy as np
 from xdsl.dialect_interfaces.op_asm import OpAsmDialectInterface
@@ -75,6 +77,23 @@ def release(keys: set[str]) -> None:
     blobs = _blobs()
     for key in keys:
         blobs.pop(key, None)
+
+
+@contextlib.contextmanager
+def isolated_store() -> Iterator[None]:
+    """Run the body with an empty blob store, as a fresh process would, and
+    put the store back as it was afterwards (the blobs the body made are
+    dropped). Keys are made unique against what the store holds, so a
+    command run in a long-lived process would otherwise print `w1_3` where
+    a fresh `pyocc-opt` prints `w1`."""
+    blobs = _blobs()
+    held = {key: blobs.raw(key) for key in blobs}
+    blobs.clear()
+    try:
+        yield
+    finally:
+        blobs.clear()
+        blobs.update(held)
 
 
 def resource_key(name: str) -> str:

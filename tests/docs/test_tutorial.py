@@ -43,6 +43,7 @@ import pytest
 
 from pyocc.tools.cli import main as pyocc_main
 from pyocc.tools.opt import main as opt_main
+from pyocc.weights import isolated_store
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial"
 CHAPTERS = sorted(TUTORIAL.glob("[0-9][0-9]-*.md"))
@@ -132,7 +133,8 @@ def run_command(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = env.get("COLUMNS", "80")
     try:
-        with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with (contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+              isolated_store()):
             try:
                 status = call()
             except SystemExit as e:
