@@ -174,8 +174,11 @@ def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value
 
 
 def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, residual: ir.Value | None,
-            out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None) -> None:
-    """Grouped/depthwise (or any) convolution by direct loops, row by row."""
+            out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None,
+            keep: Sequence[ir.Value] = ()) -> None:
+    """Grouped/depthwise (or any) convolution by direct loops, row by row;
+    the output channels of an image may run on threads (Kernel.parallel_loop;
+    `keep`: the pointers `transform` reads)."""
     channels_per_group = g.channels // g.group
     outs_per_group = g.out_channels // g.group
     taps = g.taps
@@ -183,67 +186,74 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
     in_row_length = g.in_spatial[-1]
     outer_out = list(g.out_spatial[:-1])
     outer_in = list(g.in_spatial[:-1])
-    b = k.builder
+    # the output channels of an image are independent: they may run on threads
+    work = g.out_channels * g.out_positions * channels_per_group * len(taps)
+
+    def channel_plane(image: ir.Value, oc: ir.Value, v: dict[str, Any]) -> None:
+        x, w, bias, residual, out = v["x"], v["w"], v["bias"], v["residual"], v["out"]
+        b = k.builder
+        group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
+        plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
+
+        def row(outs: list[ir.Value]) -> None:
+            out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
+            source = k.element(residual, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length))) \
+                if residual is not None else None
+            _copy_or_zero(k, out_row, source, out_row_length)
+            with k.loop(0, channels_per_group) as icl:
+                ic = k.add(k.mul(group, channels_per_group), icl)
+                x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
+                w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
+                # the taps of one kernel row (same outer coords) are summed in
+                # registers over the positions where all of them are inside
+                # the image, so each output element is loaded and stored once
+                # per kernel row; the edges take the taps one by one
+                last = g.kernel[-1]
+                for row_start in range(0, len(taps), last):
+                    row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
+                    ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
+                    common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
+                    coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
+
+                    def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
+                        x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
+                        weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
+
+                        def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
+                            shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
+                            value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                            return transform(k, ic, value) if transform is not None else value
+
+                        spans: list[tuple[int, int, list[int]]] = []
+                        if common[0] < common[1]:
+                            spans.append((common[0], common[1], list(range(len(row_taps)))))
+                        for j, (lo, hi) in enumerate(ranges):
+                            pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
+                                if common[0] < common[1] else [(lo, hi)]
+                            spans += [(a, z, [j]) for a, z in pieces if a < z]
+                        for start, stop, members in spans:
+                            with k.loop(start, stop) as o:
+                                total = k.load(out_row, o)
+                                for j in members:
+                                    total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
+                                k.store(total, out_row, o)
+
+                    if all(lo >= hi for lo, hi in ranges):
+                        continue
+                    if inside is None:
+                        sweep()
+                    else:
+                        with k.when(inside):
+                            sweep()
+            _epilogue(k, out_row, bias, oc, out_row_length, kwargs.get("activation"), kwargs.get("alpha"),
+                      kwargs.get("beta"))
+
+        _outer_loops(k, outer_out, row)
 
     with k.loop(0, g.batch) as image:
-        with k.loop(0, g.out_channels) as oc:
-            group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
-            plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
-
-            def row(outs: list[ir.Value]) -> None:
-                out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
-                source = k.element(residual, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length))) \
-                    if residual is not None else None
-                _copy_or_zero(k, out_row, source, out_row_length)
-                with k.loop(0, channels_per_group) as icl:
-                    ic = k.add(k.mul(group, channels_per_group), icl)
-                    x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
-                    w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
-                    # the taps of one kernel row (same outer coords) are summed in
-                    # registers over the positions where all of them are inside
-                    # the image, so each output element is loaded and stored once
-                    # per kernel row; the edges take the taps one by one
-                    last = g.kernel[-1]
-                    for row_start in range(0, len(taps), last):
-                        row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
-                        ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
-                        common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
-                        coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
-
-                        def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
-                            x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
-                            weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
-
-                            def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
-                                shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
-                                value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
-                                return transform(k, ic, value) if transform is not None else value
-
-                            spans: list[tuple[int, int, list[int]]] = []
-                            if common[0] < common[1]:
-                                spans.append((common[0], common[1], list(range(len(row_taps)))))
-                            for j, (lo, hi) in enumerate(ranges):
-                                pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
-                                    if common[0] < common[1] else [(lo, hi)]
-                                spans += [(a, z, [j]) for a, z in pieces if a < z]
-                            for start, stop, members in spans:
-                                with k.loop(start, stop) as o:
-                                    total = k.load(out_row, o)
-                                    for j in members:
-                                        total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
-                                    k.store(total, out_row, o)
-
-                        if all(lo >= hi for lo, hi in ranges):
-                            continue
-                        if inside is None:
-                            sweep()
-                        else:
-                            with k.when(inside):
-                                sweep()
-                _epilogue(k, out_row, bias, oc, out_row_length, kwargs.get("activation"), kwargs.get("alpha"),
-                          kwargs.get("beta"))
-
-            _outer_loops(k, outer_out, row)
+        values = {"image": image, "x": x, "w": w, "bias": bias, "residual": residual, "out": out,
+                  **{f"keep{i}": value for i, value in enumerate(keep)}}
+        k.parallel_loop(g.out_channels, work, values, lambda oc, v: channel_plane(v["image"], oc, v))
 
 
 #: im2col of a kernel of at most this many taps emits one body per tap,
@@ -257,29 +267,40 @@ UNROLLED_TAPS = 9
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int, transform: InputTransform | None = None,
-                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
+                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0,
+                  keep: Sequence[ir.Value] = ()) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
     first_channel + channels (c counts from first_channel). The taps are
-    unrolled up to UNROLLED_TAPS, else a run-time loop."""
+    unrolled up to UNROLLED_TAPS, else a run-time loop. The channels may
+    run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
+    reads, which the threads' part must capture."""
     taps = g.taps
-    with k.loop(0, g.channels if channels is None else channels) as block_channel:
-        channel = k.add(first_channel, block_channel)
-        x_plane = k.element(x_image, k.mul(channel, g.in_positions))
+    count = g.channels if channels is None else channels
+    # elements written, for a block of `channels` (at most all of them) whole rows
+    work = g.channels * len(taps) * block_rows * math.prod(g.out_spatial[1:])
+    values = {"x": x_image, "columns": columns, "first_row": first_row, "rows": rows, "first": first_channel,
+              **{f"keep{i}": value for i, value in enumerate(keep)}}
+
+    def one_channel(block_channel: ir.Value, v: dict[str, Any]) -> None:
+        channel = k.add(v["first"], block_channel)
+        x_plane = k.element(v["x"], k.mul(channel, g.in_positions))
         tap_rows = k.mul(block_channel, len(taps))
         if len(taps) <= UNROLLED_TAPS:
             for tap_index, tap in enumerate(taps):
                 lo, hi = g.valid_range(tap[-1])
-                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, tap_index), tap, (lo, hi),
-                            first_row, rows, block_rows, transform)
+                _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),
+                            v["first_row"], v["rows"], block_rows, transform)
         else:
 
             def tap_body(tap: list[ir.Value]) -> None:
-                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
-                            _valid_range_at(k, g, tap[-1]), first_row, rows, block_rows, transform)
+                _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
+                            _valid_range_at(k, g, tap[-1]), v["first_row"], v["rows"], block_rows, transform)
 
             _outer_loops(k, g.kernel, tap_body)
+
+    k.parallel_loop(count, work, values, one_channel)
 
 
 def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -422,7 +443,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
-               transform: InputTransform | None = None) -> None:
+               transform: InputTransform | None = None, keep: Sequence[ir.Value] = ()) -> None:
     """A convolution through sgemm, per image and group a block of output
     rows at a time: im2col (in `workspace`, `block_bytes` of planned
     scratch) a slice of the input channels at a time (`im2col_block`
@@ -461,15 +482,21 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 out_block = k.element(out_group, start)
                 # the block starts as the residual, else as the bias (or 0): the sgemms add onto
                 # it (beta 1, so OpenBLAS skips its own pass zeroing C)
-                with k.loop(0, group_outs) as local:
-                    oc = k.add(first_out, local)
-                    plane = k.add(k.mul(oc, positions), start)
-                    if residual_image is not None:
-                        _copy_or_zero(k, k.element(out_image, plane), k.element(residual_image, plane), count)
-                    elif bias is not None:
-                        k.fill(k.element(out_image, plane), k.load(bias, oc), count)
+                block_work = group_outs * block_rows * row_positions  # elements of a whole block
+                outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
+                           "start": start, "count": count}
+
+                def init(local: ir.Value, v: dict[str, Any]) -> None:
+                    oc = k.add(v["first_out"], local)
+                    plane = k.add(k.mul(oc, positions), v["start"])
+                    if v["residual"] is not None:
+                        _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), v["count"])
+                    elif v["bias"] is not None:
+                        k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), v["count"])
                     else:
-                        _copy_or_zero(k, k.element(out_image, plane), None, count)
+                        _copy_or_zero(k, k.element(v["out"], plane), None, v["count"])
+
+                k.parallel_loop(group_outs, block_work, outputs, init)
                 if not im2col:
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
                             positions, out_block, positions, beta=1.0)
@@ -479,7 +506,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                     with k.loop(0, group_channels, block_channels) as first_channel:
                         channels = _at_most(k, b.sub(I64(group_channels), first_channel), block_channels)
                         _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, channels,
-                                      first_channel)
+                                      first_channel, keep)
                         # one slice (the common case): a depth known at compile time, so
                         # the product can be split between threads (Kernel.sgemm)
                         depth_now = depth if block_channels >= group_channels else b.mul(channels, I64(len(g.taps)))
@@ -489,10 +516,14 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 # bias (after a residual) + activation while the block's outputs are in cache
                 late_bias = bias if residual_image is not None else None
                 if late_bias is not None or kwargs.get("activation") is not None:
-                    with k.loop(0, group_outs) as local:
-                        oc = k.add(first_out, local)
-                        _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), late_bias, oc,
-                                  count, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                    def finish(local: ir.Value, v: dict[str, Any]) -> None:
+                        oc = k.add(v["first_out"], local)
+                        late = v["bias"] if v["residual"] is not None else None
+                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, positions), v["start"])), late, oc,
+                                  v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                    k.parallel_loop(group_outs, block_work, outputs, finish)
 
 
 def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
@@ -534,9 +565,9 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
         block_bytes = _workspace_bytes(site)
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
-                   transform=pre_activate)
+                   transform=pre_activate, keep=(scale, shift))
     else:
-        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
+        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
     k.finish()
 
 
