@@ -8,6 +8,8 @@ every site function and the model's parallel-for are wrapped in
 (`NAME_set_threads(1)`: the parallel-for then runs each body once over its
 whole range, so these are one-thread times) and prints:
 
+- parallel-fors per run: the calls of at least 2 iterations (each wakes
+  the workers and waits for them);
 - in parallel: the share of the run's cycles spent inside parallel-for
   calls of at least 2 iterations (what the threads share: the claimed
   loops of native kernels and the split sgemms);
@@ -47,7 +49,8 @@ SHOW_SITES = 0
 def instrument(llvm_ir: str, name: str, sites: int) -> str:
     """`llvm_ir` with cycle counters around every site and the parallel-for:
     globals NAME_timing_sites ([sites x 2] i64: total, inside parallel-fors),
-    NAME_timing_parallel (cycles inside parallel-fors of >= 2 iterations)."""
+    NAME_timing_parallel (cycles inside parallel-fors of >= 2 iterations),
+    NAME_timing_calls (how many such calls)."""
     parallel_for = f"{name}_parallel_for"
     pattern = re.compile(rf'^define internal void @"{re.escape(parallel_for)}"\(', re.M)
     if not pattern.search(llvm_ir):
@@ -56,6 +59,7 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
     extra = [
         "declare i64 @llvm.readcyclecounter()",
         f'@"{name}_timing_parallel" = global i64 0',
+        f'@"{name}_timing_calls" = global i64 0',
         f'@"{name}_timing_sites" = global [{sites} x [2 x i64]] zeroinitializer',
         f'define internal void @"{parallel_for}"(ptr %body, ptr %context, i64 %count) {{',
         "  %t0 = call i64 @llvm.readcyclecounter()",
@@ -67,6 +71,10 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
         f'  %old = load i64, ptr @"{name}_timing_parallel"',
         "  %new = add i64 %old, %add",
         f'  store i64 %new, ptr @"{name}_timing_parallel"',
+        f'  %calls = load i64, ptr @"{name}_timing_calls"',
+        "  %one = zext i1 %shared to i64",
+        "  %more = add i64 %calls, %one",
+        f'  store i64 %more, ptr @"{name}_timing_calls"',
         "  ret void",
         "}",
     ]
@@ -100,9 +108,9 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
     return text + "\n" + "\n".join(extra) + "\n"
 
 
-def measure(model_name: str, runs: int) -> tuple[float, float, dict[str, tuple[float, int, float]]]:
-    """(cycles per run, share inside parallel-fors, family -> (serial share,
-    largest site, its share))."""
+def measure(model_name: str, runs: int) -> tuple[float, float, int, dict[str, tuple[float, int, float]]]:
+    """(cycles per run, share inside parallel-fors, parallel-for calls per
+    run, family -> (serial share, largest site, its share))."""
     proto = with_random_weights(model_name)
     inputs = random_inputs_for(proto)
     compiled = pyocc.compile(proto, threads=2).native
@@ -116,8 +124,9 @@ def measure(model_name: str, runs: int) -> tuple[float, float, dict[str, tuple[f
     timed.run(inputs)  # warm-up
     table = (ctypes.c_int64 * (2 * len(sites))).from_address(engine.get_global_value_address(f"{name}_timing_sites"))
     parallel = ctypes.c_int64.from_address(engine.get_global_value_address(f"{name}_timing_parallel"))
+    calls = ctypes.c_int64.from_address(engine.get_global_value_address(f"{name}_timing_calls"))
     ctypes.memset(ctypes.addressof(table), 0, ctypes.sizeof(table))
-    parallel.value = 0
+    parallel.value = calls.value = 0
     for _ in range(runs):
         timed.run(inputs)
     counts = np.frombuffer(table, dtype=np.int64).reshape(len(sites), 2).astype(float)
@@ -142,7 +151,7 @@ def measure(model_name: str, runs: int) -> tuple[float, float, dict[str, tuple[f
             print(f"    site {index} {site['kernel']} {shapes} -> {site['outputs'][0]['shape']} {kwargs}: "
                   f"serial {(counts[index, 0] - counts[index, 1]) / total:.1%}, "
                   f"parallel {counts[index, 1] / total:.1%}", file=sys.stderr)
-    return total / runs, parallel.value / total, families
+    return total / runs, parallel.value / total, calls.value // runs, families
 
 
 def main() -> None:
@@ -155,16 +164,17 @@ def main() -> None:
     args = parser.parse_args()
     global SHOW_SITES
     SHOW_SITES = args.sites
-    print("| model | Mcycles per run | in parallel | serial, by kernel family (share of the run; largest site) |")
-    print("|---|---:|---:|---|")
+    print("| model | Mcycles per run | parallel-fors per run | in parallel | serial, by kernel family "
+          "(share of the run; largest site) |")
+    print("|---|---:|---:|---:|---|")
     shares = []
     for model_name in args.models:
-        cycles, inside, families = measure(model_name, args.runs)
+        cycles, inside, forks, families = measure(model_name, args.runs)
         shares.append(inside)
         ranked = sorted(families.items(), key=lambda item: -item[1][0])[:args.top]
         parts = [f"{kind} {share:.0%} (site {site}: {top:.0%})" for kind, (share, site, top) in ranked]
-        print(f"| {model_name} | {cycles / 1e6:.1f} | {inside:.0%} | {'; '.join(parts)} |", flush=True)
-    print(f"| mean |  | {sum(shares) / len(shares):.0%} |  |")
+        print(f"| {model_name} | {cycles / 1e6:.1f} | {forks} | {inside:.0%} | {'; '.join(parts)} |", flush=True)
+    print(f"| mean |  |  | {sum(shares) / len(shares):.0%} |  |")
 
 
 if __name__ == "__main__":
