@@ -40,7 +40,14 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.lowering.llvm_math import ScalarMath, unary_expression
-from pyocc.lowering.native.loops import BODY_TYPE, KERNEL_TYPE, PARALLEL_MIN_WORK, kernel_function
+from pyocc.lowering.native.loops import (
+    BLAS_CHUNKS_PER_THREAD,
+    BODY_TYPE,
+    CHUNKS_PER_THREAD,
+    KERNEL_TYPE,
+    PARALLEL_MIN_WORK,
+    kernel_function,
+)
 from pyocc.lowering.native.threads import parallel_for_symbol
 
 F32 = ir.FloatType()
@@ -57,8 +64,12 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 #: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
 SGEMM = "scipy_cblas_sgemm"
 SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
-#: a block of an sgemm split between threads has a multiple of this many columns of C
-SGEMM_COLUMN_BLOCK = 64
+#: a block of an sgemm split between threads has a multiple of this many
+#: columns of C (a cache line of floats; what decides the rounding is only
+#: that every part holds SGEMM_PARALLEL_MACS: split at 16-column multiples,
+#: parts of 32x112x1152 .. 64x200x576 products matched the whole call bit
+#: for bit, while any part under 100^3 multiply-adds did not)
+SGEMM_COLUMN_BLOCK = 16
 #: ... and at least this many multiply-adds (above OpenBLAS's small-matrix
 #: sizes); an sgemm is split when it has two blocks (a run-time column
 #: count, a convolution's im2col block, counts as the columns a 1 MiB
@@ -301,7 +312,7 @@ class Kernel:
             value = captures[name]
             field = caller.ptrtoint(value, I64) if value.type == PTR else value
             caller.store(field, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        caller.call(parallel_for, [part, slot, self.index(count)])
+        caller.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
 
     @contextmanager
     def when(self, condition: ir.Value) -> Iterator[None]:
@@ -444,7 +455,7 @@ class Kernel:
         # whole blocks, at least one (a run-time count may be short: then one thread runs it)
         blocks = caller.udiv(self.index(extent), self.index(block))
         blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
-        caller.call(parallel_for, [part, slot, blocks])
+        caller.call(parallel_for, [part, slot, blocks, I64(BLAS_CHUNKS_PER_THREAD)])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
@@ -489,7 +500,7 @@ class Kernel:
         caller = self.builder
         for i, pointer in enumerate((a, x, y)):
             caller.store(caller.ptrtoint(pointer, I64), caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        caller.call(parallel_for, [part, slot, I64(blocks)])
+        caller.call(parallel_for, [part, slot, I64(blocks), I64(BLAS_CHUNKS_PER_THREAD)])
 
     def _parallel_for(self) -> ir.Function | None:
         """The model's parallel-for (declared before the kernels are

@@ -7,7 +7,8 @@ A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
                                           // (0, or 1 for n < 1)
     void    NAME_threads_start(void);     // internal: called first by NAME_init
     void    NAME_threads_stop(void);      // internal: called first by NAME_destroy
-    void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count);
+    void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count,
+                              i64 chunks_per_thread);
 
 `NAME_threads_start` starts `threads - 1` pthreads that sleep on a condition
 variable (the calling thread is the last worker) and, when the model calls
@@ -16,8 +17,9 @@ the workers split each large sgemm by columns between them
 (pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
 OpenBLAS's own threads spin while they wait for work, which made ResNet-50
 5 to 23 times slower on a loaded machine (docs/performance.md).
-`NAME_parallel_for` cuts [0, count) into chunks (about CHUNKS_PER_THREAD
-per thread, at least one iteration each), publishes the job, wakes the
+`NAME_parallel_for` cuts [0, count) into chunks (`chunks_per_thread` per
+thread, at least one iteration each: pyocc.lowering.native.loops'
+CHUNKS_PER_THREAD), publishes the job, wakes the
 workers and claims chunks itself; every thread claims the next chunk with
 an atomic compare-and-swap on a word tagged with the job's generation (so
 a worker that wakes after its job is over claims nothing) until none is
@@ -44,9 +46,6 @@ from pyocc.lowering.native.loops import BODY_TYPE, I32, I64, PARALLEL_FOR_TYPE, 
 VOID = ir.VoidType()
 #: the most threads a model runs on (its workers' pthread_t table is static)
 MAX_THREADS = 256
-#: a parallel-for cuts its range into about this many chunks per thread,
-#: which the threads claim one at a time
-CHUNKS_PER_THREAD = 4
 #: bytes reserved for one pthread mutex or condition variable
 SYNC_SLOT = 128
 #: OpenBLAS's thread count setter in scipy-openblas32
@@ -199,7 +198,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     # -- parallel_for: publish the job, claim chunks too, wait for the last ------------
     parallel = _function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
     parallel.linkage = "internal"
-    body, context, count = parallel.args
+    body, context, count, per_thread = parallel.args
     entry = parallel.append_basic_block("entry")
     alone = parallel.append_basic_block("alone")
     shared = parallel.append_basic_block("shared")
@@ -213,8 +212,9 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     _call_body(b, body, [context, zero64, count])
     b.ret_void()
     b.position_at_end(shared)
-    # CHUNKS_PER_THREAD chunks per thread (at least one iteration each)
-    chunk = b.udiv(count, b.mul(b.zext(team, I64), I64(CHUNKS_PER_THREAD)))
+    # `per_thread` chunks per thread, rounded up (at least one iteration each)
+    parts = b.mul(b.zext(team, I64), per_thread)
+    chunk = b.udiv(b.add(count, b.sub(parts, I64(1))), parts)
     chunk = b.select(b.icmp_unsigned("<", chunk, I64(1)), I64(1), chunk)
     chunks = b.udiv(b.add(count, b.sub(chunk, I64(1))), chunk)
     b.call(pthread["pthread_mutex_lock"], [mutex])
