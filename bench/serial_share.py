@@ -148,6 +148,9 @@ def measure(model_name: str, runs: int) -> tuple[float, float, int, dict[str, tu
             site = sites[index]
             shapes = [spec["shape"] for spec in site["inputs"] if isinstance(spec, dict)]
             kwargs = {k: v for k, v in site["kwargs"].items() if k in ("group", "strides", "pads", "activation")}
+            workspace = site.get("workspace")
+            if workspace is not None:
+                kwargs["workspace bytes"] = workspace["shape"][0]
             print(f"    site {index} {site['kernel']} {shapes} -> {site['outputs'][0]['shape']} {kwargs}: "
                   f"serial {(counts[index, 0] - counts[index, 1]) / total:.1%}, "
                   f"parallel {counts[index, 1] / total:.1%}", file=sys.stderr)

@@ -98,6 +98,7 @@ def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     ir_text = model.native.llvm_ir
     # one thread: exactly the single-threaded module, no pool, no outlined bodies
     assert "parallel_for" not in ir_text and "pthread" not in ir_text and ".body" not in ir_text
+    assert not re.search(r"\.(part|sgemm|sgemv)\b", ir_text)  # no outlined parts, no split BLAS calls
     return model.run(inputs)
 
 
