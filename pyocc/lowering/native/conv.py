@@ -189,71 +189,72 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
     # the output channels of an image are independent: they may run on threads
     work = g.out_channels * g.out_positions * channels_per_group * len(taps)
 
-    def channel_plane(image: ir.Value, oc: ir.Value, v: dict[str, Any]) -> None:
-        x, w, bias, residual, out = v["x"], v["w"], v["bias"], v["residual"], v["out"]
-        b = k.builder
-        group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
-        plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
+    with k.loop(0, g.batch) as outer_image:
 
-        def row(outs: list[ir.Value]) -> None:
-            out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
-            source = k.element(residual, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length))) \
-                if residual is not None else None
-            _copy_or_zero(k, out_row, source, out_row_length)
-            with k.loop(0, channels_per_group) as icl:
-                ic = k.add(k.mul(group, channels_per_group), icl)
-                x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
-                w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
-                # the taps of one kernel row (same outer coords) are summed in
-                # registers over the positions where all of them are inside
-                # the image, so each output element is loaded and stored once
-                # per kernel row; the edges take the taps one by one
-                last = g.kernel[-1]
-                for row_start in range(0, len(taps), last):
-                    row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
-                    ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
-                    common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
-                    coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
+        def channel_plane(oc: ir.Value, v: dict[str, Any]) -> None:
+            image, x, w, bias, residual, out = (v["image"], v["x"], v["w"], v["bias"], v["residual"], v["out"])
+            b = k.builder
+            group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
+            plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
 
-                    def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
-                        x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
-                        weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
+            def row(outs: list[ir.Value]) -> None:
+                out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
+                source = k.element(residual, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length))) \
+                    if residual is not None else None
+                _copy_or_zero(k, out_row, source, out_row_length)
+                with k.loop(0, channels_per_group) as icl:
+                    ic = k.add(k.mul(group, channels_per_group), icl)
+                    x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
+                    w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
+                    # the taps of one kernel row (same outer coords) are summed in
+                    # registers over the positions where all of them are inside
+                    # the image, so each output element is loaded and stored once
+                    # per kernel row; the edges take the taps one by one
+                    last = g.kernel[-1]
+                    for row_start in range(0, len(taps), last):
+                        row_taps = list(enumerate(taps[row_start:row_start + last], start=row_start))
+                        ranges = [g.valid_range(tap[-1]) for _, tap in row_taps]
+                        common = (max(lo for lo, _ in ranges), min(hi for _, hi in ranges))
+                        coords, inside = _input_outer(k, g, outs, row_taps[0][1][:-1])
 
-                        def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
-                            shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
-                            value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
-                            return transform(k, ic, value) if transform is not None else value
+                        def sweep(row_taps=row_taps, ranges=ranges, common=common, coords=coords) -> None:
+                            x_row = k.element(x_plane, k.mul(_flat(k, coords, outer_in), in_row_length))
+                            weights = [k.load(w, k.add(w_base, index)) for index, _ in row_taps]
 
-                        spans: list[tuple[int, int, list[int]]] = []
-                        if common[0] < common[1]:
-                            spans.append((common[0], common[1], list(range(len(row_taps)))))
-                        for j, (lo, hi) in enumerate(ranges):
-                            pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
-                                if common[0] < common[1] else [(lo, hi)]
-                            spans += [(a, z, [j]) for a, z in pieces if a < z]
-                        for start, stop, members in spans:
-                            with k.loop(start, stop) as o:
-                                total = k.load(out_row, o)
-                                for j in members:
-                                    total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
-                                k.store(total, out_row, o)
+                            def tap_value(tap: tuple[int, ...], o: ir.Value) -> ir.Value:
+                                shift = tap[-1] * g.dilations[-1] - g.pads_begin[-1]
+                                value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                                return transform(k, ic, value) if transform is not None else value
 
-                    if all(lo >= hi for lo, hi in ranges):
-                        continue
-                    if inside is None:
-                        sweep()
-                    else:
-                        with k.when(inside):
+                            spans: list[tuple[int, int, list[int]]] = []
+                            if common[0] < common[1]:
+                                spans.append((common[0], common[1], list(range(len(row_taps)))))
+                            for j, (lo, hi) in enumerate(ranges):
+                                pieces = [(lo, min(hi, common[0])), (max(lo, common[1]), hi)] \
+                                    if common[0] < common[1] else [(lo, hi)]
+                                spans += [(a, z, [j]) for a, z in pieces if a < z]
+                            for start, stop, members in spans:
+                                with k.loop(start, stop) as o:
+                                    total = k.load(out_row, o)
+                                    for j in members:
+                                        total = b.fadd(total, b.fmul(weights[j], tap_value(row_taps[j][1], o)))
+                                    k.store(total, out_row, o)
+
+                        if all(lo >= hi for lo, hi in ranges):
+                            continue
+                        if inside is None:
                             sweep()
-            _epilogue(k, out_row, bias, oc, out_row_length, kwargs.get("activation"), kwargs.get("alpha"),
-                      kwargs.get("beta"))
+                        else:
+                            with k.when(inside):
+                                sweep()
+                _epilogue(k, out_row, bias, oc, out_row_length, kwargs.get("activation"), kwargs.get("alpha"),
+                          kwargs.get("beta"))
 
-        _outer_loops(k, outer_out, row)
+            _outer_loops(k, outer_out, row)
 
-    with k.loop(0, g.batch) as image:
-        values = {"image": image, "x": x, "w": w, "bias": bias, "residual": residual, "out": out,
+        values = {"image": outer_image, "x": x, "w": w, "bias": bias, "residual": residual, "out": out,
                   **{f"keep{i}": value for i, value in enumerate(keep)}}
-        k.parallel_loop(g.out_channels, work, values, lambda oc, v: channel_plane(v["image"], oc, v))
+        k.parallel_loop(g.out_channels, work, values, channel_plane)
 
 
 #: im2col of a kernel of at most this many taps emits one body per tap,
