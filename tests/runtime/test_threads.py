@@ -38,7 +38,9 @@ def many_ops() -> onnx.ModelProto:
     last with a tail of fewer than 64); the first (4100 outputs) stays
     whole, as split its rounding moved (Kernel.sgemv); and a product with
     too few columns (48) for two column blocks, which the threads split by
-    rows (300: four parts, the last with 44 rows more)."""
+    rows (300: four parts, the last with 44 rows more); a depthwise
+    convolution (its output channels on threads) and a grouped pointwise one
+    (its groups on threads)."""
     rng = np.random.default_rng(11)
     shape = [1, 3, 160, 160]
     assert np.prod(shape) >= PARALLEL_MIN_WORK
@@ -52,6 +54,7 @@ def many_ops() -> onnx.ModelProto:
              init("ln_scale", rng.standard_normal(159)), init("ln_bias", rng.standard_normal(159)),
              init("fc", rng.standard_normal((160, 130))), init("fc_t", rng.standard_normal((130, 160))),
              init("tall", rng.standard_normal((300, 1600))),
+             init("grouped_w", rng.standard_normal((16, 8, 1, 1))),
              init("depthwise", rng.standard_normal((3, 1, 3, 3))), init("w_pre", rng.standard_normal((8, 3, 3, 3))),
              numpy_helper.from_array(np.array([1600, 48], dtype=np.int64), "narrow"),
              init("wide", rng.standard_normal((160, 4100))), init("wide_t", rng.standard_normal((4097, 160))),
@@ -70,6 +73,7 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("Gemm", ["matrix", "fc"], ["gemm"]),
         helper.make_node("Gemm", ["matrix", "fc_t"], ["gemm_t"], transB=1),
         helper.make_node("Conv", ["x", "depthwise"], ["dw"], pads=[1, 1, 1, 1], group=3),
+        helper.make_node("Conv", ["conv", "grouped_w"], ["grouped"], group=2),
         helper.make_node("Relu", ["n"], ["n_relu"]),
         helper.make_node("Conv", ["n_relu", "w_pre"], ["pre"], pads=[1, 1, 1, 1]),
         helper.make_node("Reshape", ["x", "narrow"], ["columns"]),
@@ -79,7 +83,7 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("Gemm", ["first", "wide_t"], ["gemv_t"], transB=1),
     ]
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
-               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre")]
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre", "grouped")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)

@@ -472,7 +472,12 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         x_image = k.element(x, k.mul(image, image_in))
         out_image = k.element(out, k.mul(image, image_out))
         residual_image = k.element(residual, k.mul(image, image_out)) if residual is not None else None
-        with k.loop(0, g.group) as group:
+        group_values = {"x": x_image, "out": out_image, "residual": residual_image, "w": w, "bias": bias,
+                        "workspace": columns, **{f"keep{i}": value for i, value in enumerate(keep)}}
+
+        def one_group(group: ir.Value, v: dict[str, Any]) -> None:
+            x_image, out_image, residual_image = v["x"], v["out"], v["residual"]
+            w, bias, columns, b = v["w"], v["bias"], v["workspace"], k.builder
             x_group = k.element(x_image, k.mul(group, group_channels * g.in_positions))
             w_group = k.element(w, k.mul(group, group_outs * depth))
             first_out = k.mul(group, group_outs)
@@ -525,6 +530,11 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                   v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
 
                     k.parallel_loop(group_outs, block_work, outputs, finish)
+
+        # the groups of a pointwise convolution share nothing, so they may run on threads
+        # (an im2col one fills the one workspace group by group)
+        group_work = 0 if im2col or g.group < 2 else g.out_channels * positions * group_channels
+        k.parallel_loop(g.group, group_work, group_values, one_group)
 
 
 def _at_most(k: Kernel, value: ir.Value, limit: int) -> ir.Value:
