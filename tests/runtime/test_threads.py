@@ -34,7 +34,15 @@ def many_ops() -> onnx.ModelProto:
     (softmax's rows) or one merged run of elements, over more than
     PARALLEL_MIN_WORK elements; plus a convolution and two matrix products
     whose sgemm the threads split by columns (130 columns: two blocks and a
-    2-column tail, fewer blocks than some thread counts)."""
+    2-column tail, fewer blocks than some thread counts), and two
+    matrix-vector products (one row times a matrix, as is and transposed):
+    the threads split the second's sgemv by outputs (4097: nine parts, the
+    last with a tail of fewer than 64); the first (4100 outputs) stays
+    whole, as split its rounding moved (Kernel.sgemv); and a product with
+    too few columns (48) for two column blocks, which the threads split by
+    rows (300: four parts, the last with 44 rows more); a depthwise
+    convolution (its output channels on threads) and a grouped pointwise one
+    (its groups on threads)."""
     rng = np.random.default_rng(11)
     shape = [1, 3, 160, 160]
     assert np.prod(shape) >= PARALLEL_MIN_WORK
@@ -47,6 +55,11 @@ def many_ops() -> onnx.ModelProto:
              init("row", rng.standard_normal((1, 1, 1, 160))), init("w", rng.standard_normal((16, 3, 5, 5))),
              init("ln_scale", rng.standard_normal(159)), init("ln_bias", rng.standard_normal(159)),
              init("fc", rng.standard_normal((160, 130))), init("fc_t", rng.standard_normal((130, 160))),
+             init("tall", rng.standard_normal((300, 1600))),
+             init("grouped_w", rng.standard_normal((16, 8, 1, 1))),
+             init("depthwise", rng.standard_normal((3, 1, 3, 3))), init("w_pre", rng.standard_normal((8, 3, 3, 3))),
+             numpy_helper.from_array(np.array([1600, 48], dtype=np.int64), "narrow"),
+             init("wide", rng.standard_normal((160, 4100))), init("wide_t", rng.standard_normal((4097, 160))),
              numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows")]
     nodes = [
         helper.make_node("Tanh", ["x"], ["t"]),
@@ -61,9 +74,18 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("Reshape", ["x", "rows"], ["matrix"]),
         helper.make_node("Gemm", ["matrix", "fc"], ["gemm"]),
         helper.make_node("Gemm", ["matrix", "fc_t"], ["gemm_t"], transB=1),
+        helper.make_node("Conv", ["x", "depthwise"], ["dw"], pads=[1, 1, 1, 1], group=3),
+        helper.make_node("Conv", ["conv", "grouped_w"], ["grouped"], group=2),
+        helper.make_node("Relu", ["n"], ["n_relu"]),
+        helper.make_node("Conv", ["n_relu", "w_pre"], ["pre"], pads=[1, 1, 1, 1]),
+        helper.make_node("Reshape", ["x", "narrow"], ["columns"]),
+        helper.make_node("Gemm", ["tall", "columns"], ["gemm_rows"]),
+        helper.make_node("ReduceMean", ["matrix"], ["first"], axes=[0], keepdims=1),
+        helper.make_node("Gemm", ["first", "wide"], ["gemv"]),
+        helper.make_node("Gemm", ["first", "wide_t"], ["gemv_t"], transB=1),
     ]
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
-               for name in ("soft", "gap", "conv", "gemm", "gemm_t")]
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre", "grouped")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)
@@ -83,6 +105,7 @@ def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     assert model.native.kernels, "one-thread kernels come as parts of their own (pyocc.runtime.jit's cache)"
     # one thread: exactly the single-threaded module, no pool, no outlined bodies
     assert "parallel_for" not in ir_text and "pthread" not in ir_text and ".body" not in ir_text
+    assert not re.search(r"\.(part|sgemm|sgemv)\b", ir_text)  # no outlined parts, no split BLAS calls
     return model.run(inputs)
 
 
@@ -91,8 +114,9 @@ def test_every_thread_count_gives_the_same_bytes(threads: int, inputs: dict[str,
                                                  one_thread: dict[str, np.ndarray]) -> None:
     model = pyocc.compile(many_ops(), threads=threads)
     # tanh, add, max pool, batch norm, softmax, average pool, global pool,
-    # layer norm; the sgemm of the convolution and of the two products
-    assert len(PARALLEL_CALL.findall(model.native.llvm_ir)) >= 11
+    # layer norm; the sgemm of the convolution and of the three products; one sgemv
+    assert len(PARALLEL_CALL.findall(model.native.llvm_ir)) >= 13
+    assert re.search(r'define internal void @"\w+\.sgemv"', model.native.llvm_ir)
     for _ in range(2):  # the pool is reused run after run
         outputs = model.run(inputs)
         for name, expected in one_thread.items():

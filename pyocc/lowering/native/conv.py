@@ -202,8 +202,11 @@ def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value
 
 
 def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, residual: ir.Value | None,
-            out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None) -> None:
-    """Grouped/depthwise (or any) convolution by direct loops, row by row."""
+            out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None,
+            keep: Sequence[ir.Value] = ()) -> None:
+    """Grouped/depthwise (or any) convolution by direct loops, row by row;
+    the output channels of an image may run on threads (Kernel.parallel_loop;
+    `keep`: the pointers `transform` reads)."""
     channels_per_group = g.channels // g.group
     outs_per_group = g.out_channels // g.group
     taps = g.taps
@@ -211,10 +214,14 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
     in_row_length = g.in_spatial[-1]
     outer_out = list(g.out_spatial[:-1])
     outer_in = list(g.in_spatial[:-1])
-    b = k.builder
+    # the output channels of an image are independent: they may run on threads
+    work = g.out_channels * g.out_positions * channels_per_group * len(taps)
 
-    with k.loop(0, g.batch) as image:
-        with k.loop(0, g.out_channels) as oc:
+    with k.loop(0, g.batch) as outer_image:
+
+        def channel_plane(oc: ir.Value, v: dict[str, Any]) -> None:
+            image, x, w, bias, residual, out = (v["image"], v["x"], v["w"], v["bias"], v["residual"], v["out"])
+            b = k.builder
             group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
             plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
 
@@ -273,6 +280,10 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
 
             _outer_loops(k, outer_out, row)
 
+        values = {"image": outer_image, "x": x, "w": w, "bias": bias, "residual": residual, "out": out,
+                  **{f"keep{i}": value for i, value in enumerate(keep)}}
+        k.parallel_loop(g.out_channels, work, values, channel_plane)
+
 
 #: im2col of a kernel of at most this many taps emits one body per tap,
 #: with its valid range and offsets as constants; a larger kernel (AlexNet's
@@ -285,29 +296,42 @@ UNROLLED_TAPS = 9
 
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int | ir.Value, transform: InputTransform | None = None,
-                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0) -> None:
+                  channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0,
+                  keep: Sequence[ir.Value] = ()) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
     first_channel + channels (c counts from first_channel). The taps are
-    unrolled up to UNROLLED_TAPS, else a run-time loop."""
+    unrolled up to UNROLLED_TAPS, else a run-time loop. The channels may
+    run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
+    reads, which the threads' part must capture."""
     taps = g.taps
-    with k.loop(0, g.channels if channels is None else channels) as block_channel:
-        channel = k.add(first_channel, block_channel)
-        x_plane = k.element(x_image, k.mul(channel, g.in_positions))
+    count = g.channels if channels is None else channels
+    # elements written, for a block of `channels` (at most all of them) whole rows
+    # (a run-time block, a shared kernel's, counted as all the rows)
+    work = g.channels * len(taps) * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
+        * math.prod(g.out_spatial[1:])
+    values = {"x": x_image, "columns": columns, "first_row": first_row, "rows": rows, "first": first_channel,
+              "block_rows": block_rows, **{f"keep{i}": value for i, value in enumerate(keep)}}
+
+    def one_channel(block_channel: ir.Value, v: dict[str, Any]) -> None:
+        channel = k.add(v["first"], block_channel)
+        x_plane = k.element(v["x"], k.mul(channel, g.in_positions))
         tap_rows = k.mul(block_channel, len(taps))
         if len(taps) <= UNROLLED_TAPS:
             for tap_index, tap in enumerate(taps):
                 lo, hi = g.valid_range(tap[-1])
-                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, tap_index), tap, (lo, hi),
-                            first_row, rows, block_rows, transform)
+                _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),
+                            v["first_row"], v["rows"], v["block_rows"], transform)
         else:
 
             def tap_body(tap: list[ir.Value]) -> None:
-                _im2col_tap(k, g, x_plane, columns, channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
-                            _valid_range_at(k, g, tap[-1]), first_row, rows, block_rows, transform)
+                _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
+                            _valid_range_at(k, g, tap[-1]), v["first_row"], v["rows"], v["block_rows"], transform)
 
             _outer_loops(k, g.kernel, tap_body)
+
+    k.parallel_loop(count, work, values, one_channel)
 
 
 def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -482,7 +506,8 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
-               transform: InputTransform | None = None, sizes: RunTimeSizes | None = None) -> None:
+               transform: InputTransform | None = None, sizes: RunTimeSizes | None = None,
+               keep: Sequence[ir.Value] = ()) -> None:
     """A convolution through sgemm, per image and group a block of output
     rows at a time: im2col (in `workspace`, `block_bytes` of planned
     scratch) a slice of the input channels at a time (`im2col_block`
@@ -519,7 +544,13 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         x_image = k.element(x, k.mul(image, image_in))
         out_image = k.element(out, k.mul(image, image_out))
         residual_image = k.element(residual, k.mul(image, image_out)) if residual is not None else None
-        with k.loop(0, g.group) as group:
+        group_values = {"x": x_image, "out": out_image, "residual": residual_image, "w": w, "bias": bias,
+                        "workspace": columns, **{f"keep{i}": value for i, value in enumerate(keep)}}
+
+        def one_group(group: ir.Value, v: dict[str, Any]) -> None:
+            x_image, out_image, residual_image = v["x"], v["out"], v["residual"]
+            w, bias, columns, b = v["w"], v["bias"], v["workspace"], k.builder
+            # (run-time sizes come with group 1 and im2col: this loop then stays in the kernel)
             x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_positions)))
             w_group = k.element(w, k.mul(group, k.mul(depth, group_outs)))
             first_out = k.mul(group, group_outs)
@@ -530,15 +561,23 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 out_block = k.element(out_group, start)
                 # the block starts as the residual, else as the bias (or 0): the sgemms add onto
                 # it (beta 1, so OpenBLAS skips its own pass zeroing C)
-                with k.loop(0, group_outs) as local:
-                    oc = k.add(first_out, local)
-                    plane = k.add(k.mul(oc, positions), start)
-                    if residual_image is not None:
-                        _copy_or_zero(k, k.element(out_image, plane), k.element(residual_image, plane), count)
-                    elif bias is not None:
-                        k.fill(k.element(out_image, plane), k.load(bias, oc), count)
+                # elements of a whole block (a run-time block counted as all the rows)
+                block_work = group_outs * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
+                    * row_positions
+                outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
+                           "start": start, "count": count}
+
+                def init(local: ir.Value, v: dict[str, Any]) -> None:
+                    oc = k.add(v["first_out"], local)
+                    plane = k.add(k.mul(oc, positions), v["start"])
+                    if v["residual"] is not None:
+                        _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), v["count"])
+                    elif v["bias"] is not None:
+                        k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), v["count"])
                     else:
-                        _copy_or_zero(k, k.element(out_image, plane), None, count)
+                        _copy_or_zero(k, k.element(v["out"], plane), None, v["count"])
+
+                k.parallel_loop(group_outs, block_work, outputs, init)
                 if not im2col:
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
                             positions, out_block, positions, beta=1.0)
@@ -548,7 +587,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                     with k.loop(0, group_channels, block_channels) as first_channel:
                         slice_channels = _at_most(k, b.sub(k.index(group_channels), first_channel), block_channels)
                         _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, slice_channels,
-                                      first_channel)
+                                      first_channel, keep)
                         # one slice (the common case): a depth known at compile time, so
                         # the product can be split between threads (Kernel.sgemm)
                         one_slice = isinstance(block_channels, int) and isinstance(group_channels, int) \
@@ -560,10 +599,19 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 # bias (after a residual) + activation while the block's outputs are in cache
                 late_bias = bias if residual_image is not None else None
                 if late_bias is not None or kwargs.get("activation") is not None:
-                    with k.loop(0, group_outs) as local:
-                        oc = k.add(first_out, local)
-                        _epilogue(k, k.element(out_image, k.add(k.mul(oc, positions), start)), late_bias, oc,
-                                  count, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                    def finish(local: ir.Value, v: dict[str, Any]) -> None:
+                        oc = k.add(v["first_out"], local)
+                        late = v["bias"] if v["residual"] is not None else None
+                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, positions), v["start"])), late, oc,
+                                  v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                    k.parallel_loop(group_outs, block_work, outputs, finish)
+
+        # the groups of a pointwise convolution share nothing, so they may run on threads
+        # (an im2col one fills the one workspace group by group)
+        group_work = 0 if im2col or g.group < 2 else g.out_channels * positions * group_channels
+        k.parallel_loop(g.group, group_work, group_values, one_group)
 
 
 def _at_most(k: Kernel, value: ir.Value, limit: int | ir.Value) -> ir.Value:
@@ -632,7 +680,7 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     if sizes is not None:
         shapes = (x_shape, w_shape, site["outputs"][0]["shape"])
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), transform=pre_activate,
-                   sizes=sizes)
+                   sizes=sizes, keep=(scale, shift))
     elif not (g.batch and g.out_positions and g.out_channels):
         pass
     elif g.group == 1:
@@ -640,9 +688,9 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
         block_bytes = _workspace_bytes(site)
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
-                   transform=pre_activate)
+                   transform=pre_activate, keep=(scale, shift))
     else:
-        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate)
+        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
     k.finish()
 
 

@@ -10,16 +10,26 @@ vectorise. A kernel shared by sites that differ only in a few sizes
 
 In a model compiled for several threads (its parallel-for,
 pyocc.lowering.native.threads, is declared in the module before the
-kernels are written), a large sgemm is split by columns of C into blocks,
-and the model's worker threads each call the single-threaded sgemm on a
-contiguous run of blocks (the last block takes the leftover columns):
-OpenBLAS's own threads spin while they wait, which on a loaded machine made
-ResNet-50 5 to 23 times slower (docs/performance.md), while the workers sleep.
-Every element of C is still one sgemm's dot product over the whole depth,
-in the same order, as long as every call takes OpenBLAS's path for large
-products: its small-matrix kernels (up to 100^3 multiply-adds) round
-differently, so a block holds a multiple of SGEMM_COLUMN_BLOCK columns and
-at least SGEMM_PARALLEL_MACS multiply-adds.
+kernels are written):
+- a large sgemm is split by columns of C into blocks (or, when C has too
+  few columns for two blocks, a convolution on a 7x7 or 14x14 image, by
+  rows of C), and the model's worker threads each call the single-threaded
+  sgemm on a contiguous run of blocks (the last block takes the leftover).
+  Sizes known only at run time (a convolution's block of rows, its channel
+  slice's depth) get their blocks computed at run time. OpenBLAS's own
+  threads spin while they wait, which on a loaded machine made ResNet-50 5
+  to 23 times slower (docs/performance.md), while the workers sleep. Every
+  element of C is still one sgemm's dot product over the whole depth, in
+  the same order, as long as every call takes OpenBLAS's path for large
+  products: its small-matrix kernels (up to 100^3 multiply-adds) round
+  differently, so a block holds a multiple of SGEMM_COLUMN_BLOCK columns
+  (SGEMM_ROW_BLOCK rows) and at least SGEMM_PARALLEL_MACS multiply-adds;
+- a large sgemv with one dot product per element of y is split by
+  elements of y (Kernel.sgemv);
+- `Kernel.parallel_loop` runs a loop of independent iterations (a
+  convolution's im2col channels, its output channels' first and last
+  passes, a direct convolution's output channels) as an outlined part on
+  the parallel-for.
 """
 
 from __future__ import annotations
@@ -32,7 +42,14 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.lowering.llvm_math import ScalarMath, unary_expression
-from pyocc.lowering.native.loops import BODY_TYPE, kernel_function
+from pyocc.lowering.native.loops import (
+    BLAS_CHUNKS_PER_THREAD,
+    BODY_TYPE,
+    CHUNKS_PER_THREAD,
+    KERNEL_TYPE,
+    PARALLEL_MIN_WORK,
+    kernel_function,
+)
 from pyocc.lowering.native.threads import parallel_for_symbol
 
 F32 = ir.FloatType()
@@ -49,20 +66,34 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 #: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
 SGEMM = "scipy_cblas_sgemm"
 SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
-#: a block of an sgemm split between threads has a multiple of this many columns of C
-SGEMM_COLUMN_BLOCK = 64
+#: a block of an sgemm split between threads has a multiple of this many
+#: columns of C (a cache line of floats; what decides the rounding is only
+#: that every part holds SGEMM_PARALLEL_MACS: split at 16-column multiples,
+#: parts of 32x112x1152 .. 64x200x576 products matched the whole call bit
+#: for bit, while any part under 100^3 multiply-adds did not)
+SGEMM_COLUMN_BLOCK = 16
 #: ... and at least this many multiply-adds (above OpenBLAS's small-matrix
 #: sizes); an sgemm is split when it has two blocks (a run-time column
 #: count, a convolution's im2col block, counts as the columns a 1 MiB
 #: block of depth k holds)
 SGEMM_PARALLEL_MACS = 1 << 20
-#: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as integers), column count
-SGEMM_CONTEXT_SLOTS = 4
-#: ... and, for a depth known at run time only, the block's columns, the depth, lda and ldb
-SGEMM_RUN_TIME_CONTEXT_SLOTS = 8
+#: a product with too few columns for two blocks (a convolution on a 7x7 or
+#: 14x14 image) is split by rows of C instead, a multiple of this many each
+SGEMM_ROW_BLOCK = 64
+#: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as
+#: integers), column count, columns (rows) per block, depth, lda, ldb (the
+#: last four may be run-time values: a kernel shared by sites that differ in them)
+SGEMM_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
 SGEMV = "scipy_cblas_sgemv"
+#: a large sgemv is split between threads by elements of y, in parts of a
+#: multiple of this many elements (so each part's kernel meets its elements
+#: at the same alignment, and only the last part has the tail)...
+SGEMV_OUTPUT_BLOCK = 64
+#: ... holding at least this many multiply-adds (a quarter of a MiB of the
+#: matrix: waking the workers costs about as much as reading that)
+SGEMV_PARALLEL_MACS = 1 << 16
 SGEMV_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
 
 
@@ -103,6 +134,9 @@ class Kernel:
         ir.IRBuilder(self.entry).branch(start)
         self.builder = ir.IRBuilder(start)
         self.math = ScalarMath(self.builder, module, "host")
+        #: id(value of the kernel function) -> the same value inside the part
+        #: being emitted (parallel_loop); element/load/store read through it
+        self._captured: dict[int, ir.Value] = {}
 
     def variable(self, type: ir.Type) -> ir.Value:
         """A variable of `type`: an alloca at the top of the entry block,
@@ -118,7 +152,8 @@ class Kernel:
         return variable
 
     def buffer(self, slot: int) -> ir.Value:
-        """The data pointer in `buffers[slot]`."""
+        """The data pointer in `buffers[slot]` (in the kernel function, not in a part)."""
+        assert self.function.function_type == KERNEL_TYPE, "load the buffers before parallel_loop"
         b = self.builder
         return b.load(b.gep(self.function.args[0], [I64(slot)], source_etype=PTR), typ=PTR)
 
@@ -160,7 +195,9 @@ class Kernel:
         return self.builder.mul(a, self.index(b))
 
     def element(self, base: ir.Value, index: ir.Value | int) -> ir.Value:
-        """&base[index] for a float32 array."""
+        """&base[index] for a float32 array (inside a parallel_loop part, a
+        captured `base` is its reloaded value)."""
+        base = self._captured.get(id(base), base)
         if isinstance(index, int) and index == 0:
             return base
         return self.builder.gep(base, [self.index(index)], inbounds=True, source_etype=F32)
@@ -233,6 +270,57 @@ class Kernel:
         b.branch(header)
         b.position_at_end(after)
 
+    def parallel_loop(self, count: int | ir.Value, work: int, captures: dict[str, Any],
+                      body: Callable[[ir.Value, dict[str, Any]], None]) -> None:
+        """for i in range(count): body(i, values), for iterations that write
+        disjoint elements and read nothing another iteration writes.
+        `values` is `captures` (name -> an i64 or pointer value of this
+        function, or a Python value). In a model compiled for several
+        threads, a loop of at least PARALLEL_MIN_WORK innermost iterations
+        (`work`, an estimate for a run-time count) is outlined as
+        `SYMBOL.part(context, begin, end)` and run on the parallel-for: the
+        captured values travel on the stack and the body gets them reloaded
+        (element/load/store also map a captured pointer to its reloaded
+        value), so the body must reach this function's values only through
+        `values`. Otherwise it is the plain loop, exactly as without
+        threads. Every iteration runs the same instructions either way."""
+        parallel_for = self._parallel_for()
+        if parallel_for is None or work < PARALLEL_MIN_WORK or (isinstance(count, int) and count < 2):
+            with self.loop(0, count) as i:
+                body(i, dict(captures))
+            return
+        names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
+        for name in names:
+            assert captures[name].type in (I64, PTR), f"{name}: parallel_loop captures i64s and pointers"
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.part"))
+        part.linkage = "internal"
+        saved = (self.function, self.entry, self.builder, self.math, self._captured)
+        self.function = part
+        self.entry = part.append_basic_block("entry")
+        start = part.append_basic_block("start")
+        ir.IRBuilder(self.entry).branch(start)
+        self.builder = ir.IRBuilder(start)
+        self.math = ScalarMath(self.builder, self.module, "host")
+        context, begin, end = part.args
+        values = dict(captures)
+        for i, name in enumerate(names):
+            field = self.builder.load(self.builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
+            values[name] = self.builder.inttoptr(field, PTR) if captures[name].type == PTR else field
+        self._captured = {**saved[4], **{id(captures[name]): values[name] for name in names}}
+        with self.loop(begin, end) as i:
+            body(i, values)
+        self.builder.ret_void()
+        self.function, self.entry, self.builder, self.math, self._captured = saved
+        caller = self.builder
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        slot = at_entry.alloca(I64, size=I64(max(len(names), 1)))
+        for i, name in enumerate(names):
+            value = captures[name]
+            field = caller.ptrtoint(value, I64) if value.type == PTR else value
+            caller.store(field, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
+        caller.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
+
     @contextmanager
     def when(self, condition: ir.Value) -> Iterator[None]:
         """Emit the body only where `condition` (i1) holds."""
@@ -280,94 +368,199 @@ class Kernel:
             self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
                        c, ldc, alpha, beta)
             return
-        parallel_for = self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
+        parallel_for = self._parallel_for()
         if parallel_for is None or isinstance(beta, ir.Value):
-            # one thread, or a run-time beta (the split needs it at compile time)
+            # one thread, or a run-time beta (not split)
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
+        call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+        rows_possible = m >= 2 * SGEMM_ROW_BLOCK
+        if isinstance(n, int) and isinstance(k, int):
+            # everything known: split by columns, else by rows, else not at all
+            if n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
+                self._split_sgemm(parallel_for, "columns", call)
+            elif rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK):
+                self._split_sgemm(parallel_for, "rows", call)
+            else:
+                _call_sgemm(self.module, self.builder, *call)
+            return
+        if isinstance(k, int) and not rows_possible \
+                and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
+            # a convolution's block of at most 1 MiB of columns never holds two blocks
+            _call_sgemm(self.module, self.builder, *call)
+            return
+        if not rows_possible:
+            self._split_sgemm(parallel_for, "columns", call)
+            return
+        # run-time sizes: by columns when there are two blocks of them, else by rows
         caller = self.builder
-        block: ir.Value
-        if isinstance(k, int):
-            columns = n if isinstance(n, int) else (1 << 18) // max(k, 1)
-            per_column = max(m * k, 1)
-            size = -(-SGEMM_PARALLEL_MACS // per_column)
-            size = max(SGEMM_COLUMN_BLOCK, -(-size // SGEMM_COLUMN_BLOCK) * SGEMM_COLUMN_BLOCK)
-            if columns < 2 * size:
-                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-                return
-            block = I64(size)
-        else:
-            # a run-time depth (a kernel shared by sites that differ in it): the same block
-            # size as for a compile-time one, computed here; fewer than two blocks: one call
-            per_column = caller.mul(I64(max(m, 1)), k)
-            size_value = caller.udiv(caller.add(per_column, I64(SGEMM_PARALLEL_MACS - 1)), per_column)
-            size_value = caller.and_(caller.add(size_value, I64(SGEMM_COLUMN_BLOCK - 1)), I64(-SGEMM_COLUMN_BLOCK))
-            block = caller.select(caller.icmp_unsigned("<", size_value, I64(SGEMM_COLUMN_BLOCK)),
-                                  I64(SGEMM_COLUMN_BLOCK), size_value)
-        static = isinstance(k, int)
-        # the blocks of columns [begin, end) of C: C[:, cols] = op(A) @ op(B)[:, cols]
+        column_blocks = caller.udiv(self.index(n), self._block_at_run_time(caller.mul(I64(m), self.index(k)),
+                                                                          SGEMM_COLUMN_BLOCK))
+        with caller.if_else(caller.icmp_unsigned(">=", column_blocks, I64(2))) as (by_columns, by_rows):
+            with by_columns:
+                self._split_sgemm(parallel_for, "columns", call)
+            with by_rows:
+                self._split_sgemm(parallel_for, "rows", call)
+
+    def _block_at_run_time(self, per_unit: ir.Value, unit: int) -> ir.Value:
+        """_split_block for a run-time `per_unit` (i64), emitted here."""
+        caller = self.builder
+        per_unit = caller.select(caller.icmp_signed("<", per_unit, I64(1)), I64(1), per_unit)
+        least = caller.udiv(caller.add(I64(SGEMM_PARALLEL_MACS - 1), per_unit), per_unit)
+        rounded = caller.mul(caller.udiv(caller.add(least, I64(unit - 1)), I64(unit)), I64(unit))
+        return caller.select(caller.icmp_unsigned("<", rounded, I64(unit)), I64(unit), rounded)
+
+    def _split_sgemm(self, parallel_for: ir.Function, by: str,
+                     call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
+                                 int | ir.Value, ir.Value, int, float, float, bool, bool]) -> None:
+        """Emit `call` (Kernel.sgemm's arguments) as parts on the
+        parallel-for: `by` "columns" of C (blocks of B's columns) or "rows"
+        (blocks of A's rows), each block a multiple of SGEMM_COLUMN_BLOCK /
+        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds
+        (computed at run time for run-time sizes); the last part takes the
+        leftover. A size too short for two blocks runs as one part."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        caller = self.builder
+        unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
+        other = (m * k if isinstance(k, int) else caller.mul(I64(m), k)) if by == "columns" else \
+            (n * k if isinstance(n, int) and isinstance(k, int) else caller.mul(self.index(n), self.index(k)))
+        block = _split_block(other, unit) if isinstance(other, int) else self._block_at_run_time(other, unit)
+        extent = n if by == "columns" else m
+        # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
         part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
         part.linkage = "internal"
         builder = ir.IRBuilder(part.append_basic_block("entry"))
         context, begin, end = part.args
-        slots = SGEMM_CONTEXT_SLOTS if static else SGEMM_RUN_TIME_CONTEXT_SLOTS
         fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
-                  for i in range(slots)]
+                  for i in range(SGEMM_CONTEXT_SLOTS)]
         part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
-        count = fields[3]
-        # a run-time depth brings its block size and leading dimensions along
-        part_block, part_k, part_lda, part_ldb = (block, k, lda, ldb) if static else fields[4:8]
+        part_n, part_block, part_k, part_lda, part_ldb = fields[3:8]
+        count = part_n if by == "columns" else I64(m)
         first = builder.mul(begin, part_block)
         last = builder.mul(end, part_block)
-        # the last block (fewer than `block` columns after it) takes them; a
-        # run-time count below one block is one short block (count - last < 0)
+        # the last block (fewer than `block` after it) takes the rest; a run-time
+        # count below one block is one short block (count - last < 0)
         last = builder.select(builder.icmp_signed("<", builder.sub(count, last), part_block), count, last)
         width = builder.sub(last, first)
-        b_first = builder.mul(first, part_ldb if isinstance(part_ldb, ir.Value) else I64(part_ldb)) \
-            if trans_b else first
+        depth = k if isinstance(k, int) else part_k
+        # run-time leading dimensions (a shared kernel's) come through the context
+        lda_here = lda if isinstance(lda, int) else part_lda
+        ldb_here = ldb if isinstance(ldb, int) else part_ldb
         with builder.if_then(builder.icmp_signed(">", width, I64(0))):
-            _call_sgemm(self.module, builder, m, width, part_k, part_a, part_lda,
-                        builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), part_ldb,
-                        builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
-                        alpha, beta, trans_a, trans_b)
+            if by == "columns":
+                b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
+                _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
+                            builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb_here,
+                            builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
+                            alpha, beta, trans_a, trans_b)
+            else:
+                a_first = first if trans_a else builder.mul(first, _i64(lda_here))
+                _call_sgemm(self.module, builder, width, part_n if not isinstance(n, int) else n, depth,
+                            builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b, ldb_here,
+                            builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True, source_etype=F32),
+                            ldc, alpha, beta, trans_a, trans_b)
         builder.ret_void()
         # the caller: the arguments on the stack, the blocks to the workers
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64, size=I64(slots))
-        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n)]
-        if not static:
-            values += [block, self.index(k), self.index(lda), self.index(ldb)]
+        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
+        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), self.index(block),
+                                                                             self.index(k), self.index(lda),
+                                                                             self.index(ldb)]
         for i, value in enumerate(values):
             caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        blocks = caller.udiv(self.index(n), block)
-        if static:
-            # whole blocks, at least one (a run-time count may be short)
-            blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
-            caller.call(parallel_for, [part, slot, blocks])
-            return
-        with caller.if_else(caller.icmp_unsigned("<", blocks, I64(2))) as (one, many):
-            with one:
-                _call_sgemm(self.module, caller, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-            with many:
-                caller.call(parallel_for, [part, slot, blocks])
+        # whole blocks, at least one (a run-time count may be short: then one thread runs it)
+        blocks = caller.udiv(self.index(extent), self.index(block))
+        blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
+        caller.call(parallel_for, [part, slot, blocks, I64(BLAS_CHUNKS_PER_THREAD)])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
         """y = alpha * op(A) @ x + beta * y for a row-major rows x columns A
-        (op(A) = A^T when `trans`); x and y with element strides incx, incy."""
-        function = self.module.globals.get(SGEMV)
-        if function is None:
-            function = ir.Function(self.module, SGEMV_TYPE, SGEMV)
-        self.builder.call(function, [
-            I32(CBLAS_ROW_MAJOR), I32(CBLAS_TRANS if trans else CBLAS_NO_TRANS), I32(rows), I32(columns),
-            F32(alpha), a, I32(max(lda, 1)), x, I32(max(incx, 1)), F32(beta), y, I32(max(incy, 1)),
-        ])
+        (op(A) = A^T when `trans`); x and y with element strides incx, incy.
+        In a model compiled for several threads, a large one without
+        `trans` (one dot product per element of y: ONNX Gemm with transB,
+        every classifier) is split by rows of A (SGEMV_OUTPUT_BLOCK), one
+        sgemv per part. With `trans` it is not: OpenBLAS's kernel for it
+        works on blocks of y whose bounds, and so whose rounding, move with
+        where a part starts (measured: 6 of 4100 elements differed)."""
+        outputs, inner = (columns, rows) if trans else (rows, columns)
+        parallel_for = self._parallel_for()
+        block = max(SGEMV_OUTPUT_BLOCK, -(-SGEMV_PARALLEL_MACS // max(inner, 1) // SGEMV_OUTPUT_BLOCK)
+                    * SGEMV_OUTPUT_BLOCK)
+        if parallel_for is None or trans or outputs < 2 * block:
+            _call_sgemv(self.module, self.builder, trans, rows, columns, a, lda, x, incx, y, incy, alpha, beta)
+            return
+        blocks = outputs // block
+        # blocks [begin, end) of y: y[part] = op(A)[part, :] @ x (rows of A, or columns when transposed)
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemv"))
+        part.linkage = "internal"
+        builder = ir.IRBuilder(part.append_basic_block("entry"))
+        context, begin, end = part.args
+        part_a, part_x, part_y = (builder.inttoptr(builder.load(builder.gep(context, [I64(i)], inbounds=True,
+                                                                            source_etype=I64), typ=I64), PTR)
+                                  for i in range(3))
+        first = builder.mul(begin, I64(block))
+        # the last block takes the outputs after it
+        last = builder.select(builder.icmp_unsigned("==", end, I64(blocks)), I64(outputs),
+                              builder.mul(end, I64(block)))
+        width = builder.sub(last, first)
+        a_first = builder.gep(part_a, [first if trans else builder.mul(first, I64(lda))], inbounds=True,
+                              source_etype=F32)
+        y_first = builder.gep(part_y, [builder.mul(first, I64(max(incy, 1)))], inbounds=True, source_etype=F32)
+        _call_sgemv(self.module, builder, trans, rows if trans else width, width if trans else columns, a_first,
+                    lda, part_x, incx, y_first, incy, alpha, beta)
+        builder.ret_void()
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        slot = at_entry.alloca(I64, size=I64(3))
+        caller = self.builder
+        for i, pointer in enumerate((a, x, y)):
+            caller.store(caller.ptrtoint(pointer, I64), caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
+        caller.call(parallel_for, [part, slot, I64(blocks), I64(BLAS_CHUNKS_PER_THREAD)])
+
+    def _parallel_for(self) -> ir.Function | None:
+        """The model's parallel-for (declared before the kernels are
+        written), or None in a model compiled for one thread and inside a
+        part already on it (parallel_loop: nested loops run serially)."""
+        if self.function.function_type != KERNEL_TYPE:
+            return None
+        return self.module.globals.get(parallel_for_symbol(self.symbol.rsplit("_site_", 1)[0]))
 
 
-def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value,
-                lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float,
-                beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
+def _call_sgemv(module: ir.Module, builder: ir.IRBuilder, trans: bool, rows: int | ir.Value,
+                columns: int | ir.Value, a: ir.Value, lda: int, x: ir.Value, incx: int, y: ir.Value, incy: int,
+                alpha: float, beta: float) -> None:
+    """One call of the CBLAS sgemv, row-major (see Kernel.sgemv)."""
+    function = module.globals.get(SGEMV)
+    if function is None:
+        function = ir.Function(module, SGEMV_TYPE, SGEMV)
+
+    def i32(value: int | ir.Value) -> ir.Value:
+        return I32(int(value)) if isinstance(value, int) else builder.trunc(value, I32)
+
+    builder.call(function, [
+        I32(CBLAS_ROW_MAJOR), I32(CBLAS_TRANS if trans else CBLAS_NO_TRANS), i32(rows), i32(columns),
+        F32(alpha), a, I32(max(lda, 1)), x, I32(max(incx, 1)), F32(beta), y, I32(max(incy, 1)),
+    ])
+
+
+def _split_block(per_unit: int, unit: int) -> int:
+    """Columns (rows) of C per part of a split sgemm whose columns (rows)
+    cost `per_unit` multiply-adds each: a multiple of `unit`, holding at
+    least SGEMM_PARALLEL_MACS."""
+    block = -(-SGEMM_PARALLEL_MACS // max(per_unit, 1))
+    return max(unit, -(-block // unit) * unit)
+
+
+def _i64(value: int | ir.Value) -> ir.Value:
+    """An i64 constant for an int, the value itself otherwise."""
+    return I64(value) if isinstance(value, int) else value
+
+
+def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int | ir.Value, n: int | ir.Value, k: int | ir.Value,
+                a: ir.Value, lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int,
+                alpha: float, beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
     if function is None:

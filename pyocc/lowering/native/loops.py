@@ -50,8 +50,15 @@ PTR = ir.PointerType()
 KERNEL_TYPE = ir.FunctionType(ir.VoidType(), [PTR])
 #: a kernel's outlined body when it runs on threads: void body(i8 **buffers, i64 begin, i64 end)
 BODY_TYPE = ir.FunctionType(ir.VoidType(), [PTR, I64, I64])
-#: a model's parallel-for: void parallel_for(body, i8 **buffers, i64 count)
-PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64])
+#: a model's parallel-for: void parallel_for(body, i8 **buffers, i64 count, i64 chunks_per_thread)
+PARALLEL_FOR_TYPE = ir.FunctionType(ir.VoidType(), [PTR, PTR, I64, I64])
+#: how many chunks per thread a parallel-for cuts a loop into (the threads
+#: claim them one at a time, pyocc.lowering.native.threads): several for
+#: loops of element operations, one for split BLAS calls, each of which
+#: packs a whole operand again (4 parts of a 256x196x2304 sgemm took 1.9x
+#: the CPU time of 1)
+CHUNKS_PER_THREAD = 4
+BLAS_CHUNKS_PER_THREAD = 1
 #: a loop runs on threads only with at least this many innermost iterations
 #: (waking the workers costs about as much as this many element operations)
 PARALLEL_MIN_WORK = 1 << 16
@@ -211,7 +218,7 @@ class ParallelOutline:
             parallel_for = module.globals.get(self.parallel_for)
             if parallel_for is None:
                 parallel_for = ir.Function(module, PARALLEL_FOR_TYPE, self.parallel_for)
-            b.call(parallel_for, [self.function, buffers, ir.Constant(I64, self.count)])
+            b.call(parallel_for, [self.function, buffers, ir.Constant(I64, self.count), I64(CHUNKS_PER_THREAD)])
         else:
             b.call(self.function, [buffers, ir.Constant(I64, 0), ir.Constant(I64, self.count or 0)])
         b.ret_void()

@@ -284,9 +284,11 @@ def emit_lrn(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
 
             k.loop(inner, per_element)
 
-        k.loop(channels, per_channel)
+        # each channel's outputs read only x: the channels (of a single
+        # image) or the images may run on threads
+        k.loop(channels, per_channel, parallel=True, work=channels * inner)
 
-    k.loop(batch, per_image)
+    k.loop(batch, per_image, parallel=True, work=batch * channels * inner)
     k.finish()
 
 

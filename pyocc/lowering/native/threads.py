@@ -7,7 +7,8 @@ A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
                                           // (0, or 1 for n < 1)
     void    NAME_threads_start(void);     // internal: called first by NAME_init
     void    NAME_threads_stop(void);      // internal: called first by NAME_destroy
-    void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count);
+    void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count,
+                              i64 chunks_per_thread);
 
 `NAME_threads_start` starts `threads - 1` pthreads that sleep on a condition
 variable (the calling thread is the last worker) and, when the model calls
@@ -16,14 +17,20 @@ the workers split each large sgemm by columns between them
 (pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
 OpenBLAS's own threads spin while they wait for work, which made ResNet-50
 5 to 23 times slower on a loaded machine (docs/performance.md).
-`NAME_parallel_for` splits [0, count) into `threads` contiguous ranges,
-`t * count / threads` to `(t + 1) * count / threads` (some empty when
-count < threads), wakes the workers, runs range 0 itself and waits
-until every worker is done: no allocation, no Python, and each element is
-computed by exactly the code that computes it serially, so results do not
-depend on the thread count. `NAME_threads_stop` wakes the workers to exit
-and joins them. A `NAME_set_threads` on a started pool restarts it; a
-pthread that cannot be created leaves the pool with the threads it has.
+`NAME_parallel_for` cuts [0, count) into chunks (`chunks_per_thread` per
+thread, at least one iteration each: pyocc.lowering.native.loops'
+CHUNKS_PER_THREAD), publishes the job, wakes the
+workers and claims chunks itself; every thread claims the next chunk with
+an atomic compare-and-swap on a word tagged with the job's generation (so
+a worker that wakes after its job is over claims nothing) until none is
+left, and the thread that finishes the last chunk wakes the caller. A
+worker that has lost its core on a loaded machine thus holds up only the
+chunk it has claimed, not a fixed share of the range. No allocation, no
+Python, and each element is computed by exactly the code that computes it
+serially, so results do not depend on the thread count or on who ran which
+chunk. `NAME_threads_stop` wakes the workers to exit and joins them. A
+`NAME_set_threads` on a started pool restarts it; a pthread that cannot be
+created leaves the pool with the threads it has.
 
 The pthread objects are opaque to LLVM: each lives in a 128-byte, 64-byte
 aligned slot, more than any libc's `pthread_mutex_t`/`pthread_cond_t`
@@ -107,17 +114,53 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     job_body = _global(module, f"{name}_job_body", PTR, null)
     job_context = _global(module, f"{name}_job_context", PTR, null)
     job_count = _global(module, f"{name}_job_count", I64, zero64)
+    job_chunk = _global(module, f"{name}_job_chunk", I64, zero64)
+    job_chunks = _global(module, f"{name}_job_chunks", I64, zero64)
     generation = _global(module, f"{name}_generation", I64, zero64)
-    pending = _global(module, f"{name}_pending", I32, zero32)
+    # the next chunk to claim, tagged with its job: (generation << 32) | index
+    claim = _global(module, f"{name}_claim", I64, zero64, 64)
+    finished = _global(module, f"{name}_finished", I64, zero64, 64)  # chunks of the job done
     stopping = _global(module, f"{name}_stopping", I32, zero32)
 
-    def ranged(b: ir.IRBuilder, index: ir.Value, count: ir.Value, parts: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """[index * count / parts, (index + 1) * count / parts)"""
-        begin = b.udiv(b.mul(index, count), parts)
-        end = b.udiv(b.mul(b.add(index, I64(1)), count), parts)
-        return begin, end
+    # -- run_chunks: claim chunks of job `tag` until none is left ------------------
+    run_chunks = ir.Function(module, ir.FunctionType(VOID, [I64, PTR, PTR, I64, I64, I64]), f"{name}_run_chunks")
+    run_chunks.linkage = "internal"
+    tag, body, context, count, chunk, chunks = run_chunks.args
+    entry = run_chunks.append_basic_block("entry")
+    again = run_chunks.append_basic_block("again")
+    check = run_chunks.append_basic_block("check")
+    take = run_chunks.append_basic_block("take")
+    run = run_chunks.append_basic_block("run")
+    last = run_chunks.append_basic_block("last")
+    out = run_chunks.append_basic_block("out")
+    b = ir.IRBuilder(entry)
+    b.branch(again)
+    b.position_at_end(again)
+    seen = b.load_atomic(claim, "acquire", 8, typ=I64)
+    index = b.and_(seen, I64(0xFFFFFFFF))
+    mine = b.icmp_unsigned("==", b.lshr(seen, I64(32)), b.and_(tag, I64(0xFFFFFFFF)))
+    b.cbranch(b.and_(mine, b.icmp_unsigned("<", index, chunks)), take, out)
+    b.position_at_end(take)
+    swap = b.cmpxchg(claim, seen, b.add(seen, I64(1)), "acq_rel", "acquire")
+    b.cbranch(b.extract_value(swap, 1), run, again)
+    b.position_at_end(run)
+    begin = b.mul(index, chunk)
+    stop_at = b.add(begin, chunk)
+    end = b.select(b.icmp_unsigned("<", stop_at, count), stop_at, count)
+    _call_body(b, body, [context, begin, end])
+    done_now = b.add(b.atomic_rmw("add", finished, I64(1), "acq_rel"), I64(1))
+    b.cbranch(b.icmp_unsigned("==", done_now, chunks), last, check)
+    b.position_at_end(last)  # the job's last chunk: wake its caller
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.call(pthread["pthread_cond_signal"], [work_done])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(check)
+    b.position_at_end(check)
+    b.branch(again)
+    b.position_at_end(out)
+    b.ret_void()
 
-    # -- the worker: wait for a new generation, run its range, report ------------
+    # -- the worker: wait for a new generation, claim its chunks ---------------------
     worker = ir.Function(module, ir.FunctionType(PTR, [PTR]), f"{name}_worker")
     worker.linkage = "internal"
     entry = worker.append_basic_block("entry")
@@ -127,7 +170,6 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     leave = worker.append_basic_block("leave")
     work = worker.append_basic_block("work")
     b = ir.IRBuilder(entry)
-    index = b.ptrtoint(worker.args[0], I64)
     seen_slot = b.alloca(I64)
     b.store(zero64, seen_slot)
     b.call(pthread["pthread_mutex_lock"], [mutex])
@@ -145,26 +187,18 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.ret(null)
     b.position_at_end(work)
-    b.store(b.load(generation, typ=I64), seen_slot)
-    body = b.load(job_body, typ=PTR)
-    context = b.load(job_context, typ=PTR)
-    count = b.load(job_count, typ=I64)
-    parts = b.zext(b.load(active, typ=I32), I64)
+    job = b.load(generation, typ=I64)
+    b.store(job, seen_slot)
+    fields = [b.load(g, typ=g.value_type) for g in (job_body, job_context, job_count, job_chunk, job_chunks)]
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    begin, end = ranged(b, index, count, parts)
-    with b.if_then(b.icmp_unsigned("<", begin, end)):
-        _call_body(b, body, [context, begin, end])
+    b.call(run_chunks, [job, *fields])
     b.call(pthread["pthread_mutex_lock"], [mutex])
-    left = b.sub(b.load(pending, typ=I32), I32(1))
-    b.store(left, pending)
-    with b.if_then(b.icmp_unsigned("==", left, zero32)):
-        b.call(pthread["pthread_cond_signal"], [work_done])
     b.branch(wait)
 
-    # -- parallel_for: publish the job, run range 0, wait for the others ----------
+    # -- parallel_for: publish the job, claim chunks too, wait for the last ------------
     parallel = _function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
     parallel.linkage = "internal"
-    body, context, count = parallel.args
+    body, context, count, per_thread = parallel.args
     entry = parallel.append_basic_block("entry")
     alone = parallel.append_basic_block("alone")
     shared = parallel.append_basic_block("shared")
@@ -178,21 +212,27 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     _call_body(b, body, [context, zero64, count])
     b.ret_void()
     b.position_at_end(shared)
+    # `per_thread` chunks per thread, rounded up (at least one iteration each)
+    parts = b.mul(b.zext(team, I64), per_thread)
+    chunk = b.udiv(b.add(count, b.sub(parts, I64(1))), parts)
+    chunk = b.select(b.icmp_unsigned("<", chunk, I64(1)), I64(1), chunk)
+    chunks = b.udiv(b.add(count, b.sub(chunk, I64(1))), chunk)
     b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.store(body, job_body)
-    b.store(context, job_context)
-    b.store(count, job_count)
-    b.store(b.sub(team, I32(1)), pending)
-    b.store(b.add(b.load(generation, typ=I64), I64(1)), generation)
+    job = b.add(b.load(generation, typ=I64), I64(1))
+    for value, target in ((body, job_body), (context, job_context), (count, job_count), (chunk, job_chunk),
+                          (chunks, job_chunks)):
+        b.store(value, target)
+    b.store_atomic(zero64, finished, "release", 8)
+    b.store_atomic(b.shl(b.and_(job, I64(0xFFFFFFFF)), I64(32)), claim, "release", 8)
+    b.store(job, generation)
     b.call(pthread["pthread_cond_broadcast"], [work_ready])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
-    begin, end = ranged(b, zero64, count, b.zext(team, I64))
-    with b.if_then(b.icmp_unsigned("<", begin, end)):
-        _call_body(b, body, [context, begin, end])
+    b.call(run_chunks, [job, body, context, count, chunk, chunks])
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.branch(waiting)
     b.position_at_end(waiting)
-    b.cbranch(b.icmp_unsigned("==", b.load(pending, typ=I32), zero32), done, sleep)
+    all_done = b.icmp_unsigned("==", b.load_atomic(finished, "acquire", 8, typ=I64), chunks)
+    b.cbranch(all_done, done, sleep)
     b.position_at_end(sleep)
     b.call(pthread["pthread_cond_wait"], [work_done, mutex])
     b.branch(waiting)
