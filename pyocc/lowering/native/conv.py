@@ -65,7 +65,7 @@ from pyocc.lowering.native.dense_ir import (
     all_float32,
     require_float32,
 )
-from pyocc.lowering.native.loops import run_time_size
+from pyocc.lowering.native.loops import PARALLEL_MIN_WORK, run_time_size
 from pyocc.lowering.native.registry import native_kernel
 
 __all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
@@ -308,8 +308,9 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     taps = g.taps
     count = g.channels if channels is None else channels
     # elements written, for a block of `channels` (at most all of them) whole rows
-    # (a run-time block, a shared kernel's, counted as all the rows)
-    work = g.channels * len(taps) * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
+    # (a shared kernel's run-time block counted as all the rows, its channels as enough to share)
+    work = PARALLEL_MIN_WORK if g.channels is None else \
+        g.channels * len(taps) * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
         * math.prod(g.out_spatial[1:])
     values = {"x": x_image, "columns": columns, "first_row": first_row, "rows": rows, "first": first_channel,
               "block_rows": block_rows, **{f"keep{i}": value for i, value in enumerate(keep)}}
