@@ -19,10 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pyocc.api import lower  # noqa: E402
 from pyocc.examples.unet_skips import build as unet_skips  # noqa: E402
-from pyocc.testing.light_models import light_model_path  # noqa: E402
-
-MODELS = ("bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
-          "squeezenet", "vgg19", "zfnet512")
+from pyocc.testing.light_models import LIGHT_MODELS as MODELS, light_model_path  # noqa: E402
 
 
 def main() -> None:

@@ -82,18 +82,29 @@ class Liveness:
         buffers is measured against."""
         return self._peak(lambda b: b.first if b.first_use is None else b.first_use)
 
-    def _peak(self, first: Callable[[LiveBuffer], int]) -> int:
-        """Max over steps of the bytes of intermediates live at once, each
-        from `first(buffer)` to its last step."""
+    @property
+    def live_bytes(self) -> list[int]:
+        """Bytes of intermediates live at each step (each from its first step
+        to its last; two steps past the end, both 0): `lower_bound` is its max."""
+        return self._profile(lambda b: b.first)
+
+    def _profile(self, first: Callable[[LiveBuffer], int]) -> list[int]:
+        """Bytes of intermediates live at each step, each from `first(buffer)`
+        to its last step."""
         events = [0] * (self.steps + 2)
         for b in self.intermediates:
             events[first(b)] += b.bytes
             events[b.last + 1] -= b.bytes
-        best = live = 0
+        live, running = [], 0
         for delta in events:
-            live += delta
-            best = max(best, live)
-        return best
+            running += delta
+            live.append(running)
+        return live
+
+    def _peak(self, first: Callable[[LiveBuffer], int]) -> int:
+        """Max over steps of the bytes of intermediates live at once, each
+        from `first(buffer)` to its last step."""
+        return max(self._profile(first))
 
     def bytes_of(self, kind: str) -> int:
         """Total bytes of buffers of one kind (input, output, weight)."""

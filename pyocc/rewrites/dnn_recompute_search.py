@@ -77,14 +77,7 @@ def peak_positions(tensor_function: func.FuncOp, planned: func.FuncOp) -> set[in
     steps = [i for i, op in enumerate(planned_block)
              if isinstance(op, d.DnnComputeOp) and not isinstance(op, d.SanitizeOp)]
     liveness = analyze_function(planned)
-    events = [0] * (liveness.steps + 2)
-    for b in liveness.intermediates:
-        events[b.first] += b.bytes
-        events[b.last + 1] -= b.bytes
-    live, running = [], 0
-    for delta in events:
-        running += delta
-        live.append(running)
+    live = liveness.live_bytes
     high = {step for step, bytes_live in enumerate(live) if bytes_live >= PEAK_SHARE * max(live)}
     block = tensor_function.body.block
     # each high step belongs to the tensor op whose planned op runs last at or before it

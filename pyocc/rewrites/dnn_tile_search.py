@@ -113,14 +113,7 @@ def region_floors(tensor_function: func.FuncOp, planned: func.FuncOp, found: lis
     steps = [(i, op) for i, op in enumerate(planned.body.block.ops)
              if isinstance(op, d.DnnComputeOp) and not isinstance(op, d.SanitizeOp)]
     liveness = analyze_function(planned)
-    events = [0] * (liveness.steps + 2)
-    for b in liveness.intermediates:
-        events[b.first] += b.bytes
-        events[b.last + 1] -= b.bytes
-    live, running = [], 0
-    for delta in events:
-        running += delta
-        live.append(running)
+    live = liveness.live_bytes
     after = [0] * (len(live) + 1)  # after[i]: the most live bytes at steps >= i
     for i in range(len(live) - 1, -1, -1):
         after[i] = max(live[i], after[i + 1])
