@@ -200,11 +200,16 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
         Region(new_block),
         arg_attrs=ArrayAttr([*arg_attrs, *out_attrs]),
     )
+    replace_function(function, new_function)
+
+
+def replace_function(function: func.FuncOp, new_function: func.FuncOp) -> None:
+    """Put `new_function` where `function` is and erase `function` (its
+    body's uses dropped first: the new body took its values' places)."""
     parent = function.parent_block()
     assert parent is not None
     parent.insert_op_before(new_function, function)
     function.detach()
-    # Drop the old body's uses before erasing it.
     for old in reversed(list(function.body.block.ops)):
         old.drop_all_references()
     function.erase(safe_erase=False)

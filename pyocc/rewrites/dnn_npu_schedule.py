@@ -75,7 +75,7 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import NpuSchedule, channel_range, schedule_scratchpad
-from pyocc.rewrites.dnn_insert_memory_ops import to_buffer_type
+from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
 
@@ -339,13 +339,7 @@ def schedule_function(
     new_function = func.FuncOp(function.sym_name.data, ([a.type for a in block.args], []), Region(block),
                                arg_attrs=ArrayAttr([*arg_attrs, *out_attrs]))
     new_function.attributes["dnn.planner"] = StringAttr("npu-schedule")
-    parent = function.parent_block()
-    assert parent is not None
-    parent.insert_op_before(new_function, function)
-    function.detach()
-    for old in reversed(list(function.body.block.ops)):
-        old.drop_all_references()
-    function.erase(safe_erase=False)
+    replace_function(function, new_function)
     if not check:
         return schedule, None
     try:
