@@ -265,6 +265,16 @@ class MemoryReport:
         return "\n".join(lines)
 
 
+
+def _limit_rank(limit: int | str, activation_bytes: int, extra_work: int) -> tuple[int, int, int]:
+    """How `--memory-limit` ranks a way to meet it (lower is better): with
+    "min" the smaller activation memory, with a byte limit fitting first;
+    then the least extra work (MACs and recomputed element operations)."""
+    if limit == "min":
+        return 0, activation_bytes, extra_work
+    fits = activation_bytes <= int(limit)
+    return (0, 0, extra_work) if fits else (1, activation_bytes, extra_work)
+
 def lower(
     model: str | Path | onnx.ModelProto,
     memory: str = "pool",
@@ -370,11 +380,24 @@ def lower(
             # than the halo rows of most tilings; then tiling on top
             recomputed = choose_recompute(function, _recompute_planner_of(ctx, module, options, kept), memory,
                                           memory_limit, max_extra_macs * base_macs)
-            options = dataclasses.replace(options, recompute=",".join(recomputed.values))
-            recompute_ops = recomputed.ops
+            with_recompute = dataclasses.replace(options, recompute=",".join(recomputed.values))
             left = max(0.0, max_extra_macs - (recomputed.ops + recomputed.macs) / base_macs) if base_macs else 0.0
-            choice = choose_tiling(function, _planner_of(ctx, module, options, kept), memory, memory_limit,
+            choice = choose_tiling(function, _planner_of(ctx, module, with_recompute, kept), memory, memory_limit,
                                    left, base_macs)
+            recompute_ops = recomputed.ops
+            if recomputed.values:
+                # tiling alone may get as far for less extra work (a cached halo adds none): the
+                # smaller pool with min, else what fits, and on a tie the least extra work
+                alone = choose_tiling(function, _planner_of(ctx, module, options, kept), memory, memory_limit,
+                                      max_extra_macs, base_macs)
+                work = recomputed.ops + recomputed.macs + choice.extra_macs
+                if _limit_rank(memory_limit, alone.activation_bytes, alone.extra_macs) \
+                        <= _limit_rank(memory_limit, choice.activation_bytes, work):
+                    choice, recompute_ops = alone, 0
+                else:
+                    options = with_recompute
+            else:
+                options = with_recompute
             options = dataclasses.replace(options, tile_region=choice.region, tile_patches=choice.patches,
                                           tile_halo=choice.halo)
         elif options.recompute:

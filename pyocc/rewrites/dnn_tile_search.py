@@ -65,6 +65,8 @@ class Choice:
     patches: int
     activation_bytes: int
     halo: str = "recompute"
+    extra_macs: int = 0
+    """MACs the tiling adds to one run (its halo rows recomputed; 0 cached)."""
 
 
 def candidates(function: func.FuncOp) -> list[Candidate]:
@@ -248,7 +250,7 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
     for _, candidate in ranked:
         size = function_activation_bytes(plan(candidate.region, candidate.patches, candidate.halo), memory)
         if size < best.activation_bytes:
-            best = Choice(candidate.region, candidate.patches, size, candidate.halo)
+            best = Choice(candidate.region, candidate.patches, size, candidate.halo, candidate.extra_macs)
         if limit != "min" and size <= int(limit):
             return best
     return best

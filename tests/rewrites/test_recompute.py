@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import pyocc
-from pyocc.api import lower
+from pyocc.api import _limit_rank, lower
 from pyocc.errors import PyoccError
 from pyocc.examples.tiny_cnn import build as tiny_cnn
 from pyocc.report.explain import explain_peak
@@ -94,3 +94,14 @@ def test_recomputation_runs_on_the_cuda_stand_in() -> None:
     _, given = lower(model, target="cuda", workspace=0)
     report = _check(model, target="cuda", cuda_libraries=FakeCuda(), workspace=0, memory_limit="min")
     assert report.recomputed == ["up_top"] and report.activation_bytes < given.activation_bytes
+
+
+def test_memory_limit_ranks_ways_by_fit_then_least_work() -> None:
+    """--memory-limit compares recomputation (+ tiling) with tiling alone:
+    with min the smaller pool wins; with a byte limit whatever fits, then
+    the least extra work (a cached halo's zero beats a recomputation)."""
+    assert _limit_rank("min", 900, 10) < _limit_rank("min", 1000, 0)
+    assert _limit_rank("min", 900, 0) < _limit_rank("min", 900, 10)
+    assert _limit_rank(1000, 1000, 0) < _limit_rank(1000, 800, 10)  # both fit: less work
+    assert _limit_rank(1000, 1000, 50) < _limit_rank(1000, 1200, 0)  # only one fits
+    assert _limit_rank(1000, 1100, 50) < _limit_rank(1000, 1200, 0)  # neither: the smaller
