@@ -1055,6 +1055,7 @@ def compile(  # noqa: A001 - the name users expect
     threads: int = 1,
     recompute: str = "",
     dims: Mapping[str, int] | None = None,
+    jit: bool = True,
 ) -> Model | SymbolicModel:
     """Compile an ONNX model (path or ModelProto) to native code for `target`
     ('host' or 'cuda'), with memory mode 'pool' (default), 'lazy' or 'eager';
@@ -1085,7 +1086,10 @@ def compile(  # noqa: A001 - the name users expect
     count); 1, the default, compiles exactly the single-threaded code.
     `dims` (symbol -> maximum, e.g. {"sequence": 512}) compiles one
     `SymbolicModel` whose `run` takes every value from 1 to the maximum
-    (pool mode, target host, numpy kernels for now; see `lower_symbolic`)."""
+    (pool mode, target host, numpy kernels for now; see `lower_symbolic`).
+    `jit=False` (host) optimises the code but leaves generating machine
+    code in this process until the first `run`: a model compiled only to
+    be saved (`Model.save`, `pyocc compile`) then generates it once."""
     if dims:
         if (sanitize or memory_pools or pool_candidates or memory_limit is not None or tile_region or recompute
                 or threads != 1 or scratchpad is not None):
@@ -1122,7 +1126,7 @@ def compile(  # noqa: A001 - the name users expect
                            scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
-                            threads=threads)
+                            threads=threads, jit=jit)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
     else:

@@ -375,7 +375,7 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
 def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
                    cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace,
                    pool_allocation: str = ConvertDnnToLlvmPass.pool_allocation, kernels: str = "native",
-                   threads: int = 1) -> Any:
+                   threads: int = 1, jit: bool = True) -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
     `function` (default: the only one) into a runnable model: a
     CompiledModel on the host, whose sites run native kernels where one
@@ -384,7 +384,9 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
     `symbols() -> {name: address}`; default NVIDIA's libraries,
     pyocc.runtime.cuda.CudaLibraries; `workspace` and `pool_allocation` are
     the pass's target=cuda options). `threads` (host): the threads the
-    model runs on, its BLAS and its native loops (see to_llvmlite)."""
+    model runs on, its BLAS and its native loops (see to_llvmlite).
+    `jit=False` (host) leaves the JIT until the model's first run
+    (CompiledModel): enough to write the code to disk."""
     lowered = module.clone()
     try:
         ConvertDnnToLlvmPass(target=target, workspace=workspace, pool_allocation=pool_allocation).apply(Context(), lowered)
@@ -409,6 +411,6 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
     if threads > 1:
         # kernels on threads call their model's own parallel-for, so they are not shared
         # between models: one module, compiled whole (the cache holds one-thread kernels)
-        return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool)
+        return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool, jit=jit)
     llvm_ir, parts = to_llvm_parts(lowered, kernels)
-    return CompiledModel(llvm_ir, meta, weight_pool, parts)
+    return CompiledModel(llvm_ir, meta, weight_pool, parts, jit=jit)

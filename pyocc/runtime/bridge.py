@@ -253,9 +253,11 @@ class NativeModel(ModelSignature):
     """A compiled model behind the C ABI: `run(inputs) -> outputs`.
 
     `functions` maps "init", "run", "destroy" to their addresses; `keepalive`
-    holds whatever owns that code (a JIT engine, a loaded library)."""
+    holds whatever owns that code (a JIT engine, a loaded library). A
+    subclass may pass no `functions` and bind them later (`_bind`): its
+    `_start` then does so on the first `run`."""
 
-    def __init__(self, meta: dict[str, Any], weight_pool: np.ndarray, functions: dict[str, int],
+    def __init__(self, meta: dict[str, Any], weight_pool: np.ndarray, functions: dict[str, int] | None,
                  keepalive: Any = None):
         if meta.get("abi") != ABI_VERSION:
             raise PyoccError(f"the model uses ABI version {meta.get('abi')}; this runtime reads version {ABI_VERSION}")
@@ -267,16 +269,32 @@ class NativeModel(ModelSignature):
         self.weight_pool = weight_pool
         self._keepalive = keepalive
         self._bridge = KernelBridge(meta["sites"])
+        self._run: Callable[..., int] | None = None
+        self._destroy: Callable[[], None] | None = None
+        self._stats = AllocStats(0, 0, 0, 0)
+        if functions is not None:
+            self._bind(functions, keepalive)
+
+    def _bind(self, functions: dict[str, int], keepalive: Any) -> None:
+        """Bind the model's init/run/destroy at their addresses (kept alive
+        by `keepalive`) and call its init."""
+        self._keepalive = keepalive
         self._run = _RUN(functions["run"])
         self._destroy = _DESTROY(functions["destroy"])
         _INIT(functions["init"])(ctypes.addressof(self._bridge.table))
-        self._stats = AllocStats(0, 0, 0, 0)
+
+    def _start(self) -> None:
+        """Bind the model's code before its first run; a subclass that
+        passed no `functions` overrides this."""
+        raise PyoccError(f"{self.name}: the model has no code bound to run")
 
     def run(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model on `inputs` (ONNX input name -> array of exactly the
         declared shape and dtype); returns ONNX output name -> a new array."""
         # named locals: the arrays must outlive the call
         outputs, input_pointers, output_pointers = self.io_buffers(inputs)
+        if self._run is None:
+            self._start()
         state = (ctypes.c_int64 * STATE_SLOTS)()
         status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
                            self.weight_pool.ctypes.data, ctypes.addressof(state))

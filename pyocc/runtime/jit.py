@@ -59,10 +59,11 @@ LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
 LIBM_SYMBOLS = ("erf", "expf", "logf", "tanhf", "powf", "exp2f", "log2f", "fmodf", "tanh", "exp", "log", "pow",
                 "fmod")
 #: the pthread functions the worker pool of a model compiled for several
-#: threads calls (pyocc.lowering.native.threads; libc's since glibc 2.34)
+#: threads calls (pyocc.lowering.native.threads; libc's since glibc 2.34), and
+#: sched_yield, which its waiting threads call before they sleep
 PTHREAD_SYMBOLS = ("pthread_create", "pthread_join", "pthread_mutex_init", "pthread_mutex_destroy",
                    "pthread_mutex_lock", "pthread_mutex_unlock", "pthread_cond_init", "pthread_cond_destroy",
-                   "pthread_cond_wait", "pthread_cond_broadcast", "pthread_cond_signal")
+                   "pthread_cond_wait", "pthread_cond_broadcast", "pthread_cond_signal", "sched_yield")
 #: LLVM's optimisation level for generated code
 SPEED_LEVEL = 3
 
@@ -127,11 +128,11 @@ def optimize(module: Any, machine: Any) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
-def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
-               before_optimize: bool = False) -> tuple[Any, Any]:
-    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`), let
-    `bind` resolve its external symbols (llvm.add_symbol; before optimising
-    with `before_optimize`), and JIT it: (engine, module)."""
+def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
+                     before_optimize: bool = False) -> Any:
+    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`) and
+    let `bind` resolve its external symbols (llvm.add_symbol; before
+    optimising with `before_optimize`): the module, ready for codegen."""
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = machine.triple
@@ -142,7 +143,14 @@ def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = 
     optimize(module, machine)
     if bind is not None and not before_optimize:
         bind(module)
-    engine = llvm.create_mcjit_compiler(module, machine)
+    return module
+
+
+def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
+               before_optimize: bool = False) -> tuple[Any, Any]:
+    """`optimized_module`, then JIT it: (engine, module)."""
+    module = optimized_module(llvm_ir, machine, bind, before_optimize)
+    engine = _llvm().create_mcjit_compiler(module, machine)
     engine.finalize_object()
     return engine, module
 
@@ -151,6 +159,32 @@ def _normalised(symbol: str, text: str) -> str:
     """A kernel module's text with its symbol (and the names made from it,
     such as its constant tables') replaced by KERNEL_NAME: the cache key."""
     return text.replace(f'"{symbol}', f'"{KERNEL_NAME}')
+
+
+def _kernel_name(key: str) -> str:
+    """The symbol a kernel of normalised text `key` is bound under."""
+    return f"pyocc_kernel_{hashlib.sha1(key.encode()).hexdigest()}"
+
+
+def _external_kernel(module: Any) -> None:
+    """Make a kernel module's KERNEL_NAME external (the emitters define
+    kernels internal: O3 would drop an unused one) and resolve its externals."""
+    module.get_function(KERNEL_NAME).linkage = "external"
+    _resolve_externals(module)
+
+
+def optimize_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
+    """What `jit_kernels` returns, without JIT-compiling anything: symbol ->
+    the name it would be bound under, and each kernel's module, optimised
+    as the JIT optimises it (not taken from the cache, whose modules belong
+    to its engines). For code that is only written to disk."""
+    names: dict[str, str] = {}
+    modules: list[Any] = []
+    for symbol, text in kernels.items():
+        key = _normalised(symbol, text)
+        names[symbol] = _kernel_name(key)
+        modules.append(optimized_module(key, _target_machine("large"), _external_kernel, before_optimize=True))
+    return names, modules
 
 
 def jit_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
@@ -166,14 +200,8 @@ def jit_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
         key = _normalised(symbol, text)
         entry = _kernels.get(key)
         if entry is None:
-            name = f"pyocc_kernel_{hashlib.sha1(key.encode()).hexdigest()}"
-
-            def external(module: Any) -> None:
-                # the emitters define kernels internal: O3 would drop an unused one
-                module.get_function(KERNEL_NAME).linkage = "external"
-                _resolve_externals(module)
-
-            engine, module = jit_module(key, _target_machine("large"), external, before_optimize=True)
+            name = _kernel_name(key)
+            engine, module = jit_module(key, _target_machine("large"), _external_kernel, before_optimize=True)
             entry = (engine, module, name, engine.get_function_address(KERNEL_NAME))
             _kernels[key] = entry
             if len(_kernels) > KERNEL_CACHE_SIZE:
@@ -214,21 +242,38 @@ class CompiledModel(NativeModel):
     """A model JIT-compiled in this process. `llvm_ir` is the module text,
     `meta` the function's JSON table, `weight_pool` its packed constants;
     `kernels` the native kernels `llvm_ir` declares, symbol -> the text of
-    a module defining it (compiled apart and cached, see `jit_kernels`)."""
+    a module defining it (compiled apart and cached, see `jit_kernels`).
+    With `jit=False` the code is optimised but not JIT-compiled until the
+    first `run`: enough to write it to disk (`pyocc compile`), which then
+    generates machine code once, not twice."""
 
     def __init__(self, llvm_ir: str, meta: dict[str, Any], weight_pool: np.ndarray,
-                 kernels: Mapping[str, str] | None = None):
+                 kernels: Mapping[str, str] | None = None, jit: bool = True):
         self.llvm_ir = llvm_ir
         self.kernels = dict(kernels or {})
         self._machine = _target_machine()
-        names, self._kernel_engines = jit_kernels(self.kernels)
-        bound = set(names.values())
-        engine, self._module = jit_module(renamed(llvm_ir, names), _target_machine("large"),
-                                          lambda module: _resolve_externals(module, bound))
-        self._names = names
-        name = meta["name"]
-        functions = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "run", "destroy")}
-        super().__init__(meta, weight_pool, functions, keepalive=(engine, self._kernel_engines))
+        super().__init__(meta, weight_pool, None)
+        if jit:
+            self._start()
+        else:
+            self._names, self._kernel_modules = optimize_kernels(self.kernels)
+            self._module = optimized_module(renamed(llvm_ir, self._names), _target_machine("large"),
+                                            self._binder(set(self._names.values())))
+
+    @staticmethod
+    def _binder(bound: set[str]) -> Callable[[Any], None]:
+        """Resolve a model module's externals, its kernels (`bound`) aside."""
+        return lambda module: _resolve_externals(module, bound)
+
+    def _start(self) -> None:
+        """JIT the kernels (cached) and the model, and bind its functions."""
+        names, engines = jit_kernels(self.kernels)
+        engine, module = jit_module(renamed(self.llvm_ir, names), _target_machine("large"),
+                                    self._binder(set(names.values())))
+        self._names, self._module = names, module
+        self._kernel_modules = [entry[1] for entry in engines]
+        functions = {kind: engine.get_function_address(f"{self.name}_{kind}") for kind in ("init", "run", "destroy")}
+        self._bind(functions, keepalive=(engine, engines))
 
     def _linked(self, optimised: bool) -> Any:
         """One module: the model's and its kernels', linked (kernels internal
@@ -236,7 +281,7 @@ class CompiledModel(NativeModel):
         llvm = _llvm()
         if optimised:
             module = self._module.clone()
-            parts = {symbol: entry[1].clone() for symbol, entry in zip(self.kernels, self._kernel_engines, strict=True)}
+            parts = {symbol: part.clone() for symbol, part in zip(self.kernels, self._kernel_modules, strict=True)}
         else:
             module = llvm.parse_assembly(self.llvm_ir)
             parts = {symbol: llvm.parse_assembly(text) for symbol, text in self.kernels.items()}
@@ -287,7 +332,7 @@ class CompiledModel(NativeModel):
             obj = Path(tmp) / f"{self.name}.o"
             self.write_object(obj)
             # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
-            modules = (self._module, *(entry[1] for entry in self._kernel_engines))
+            modules = (self._module, *self._kernel_modules)
             uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for module in modules
                             for f in module.functions)
             # a model compiled for several threads runs a pthread pool

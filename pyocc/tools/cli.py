@@ -267,7 +267,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
                           kernels=args.kernels, threads=args.threads,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
+                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                          jit=False)  # written to disk, never run here: machine code once, for the file
     model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
     if out.suffix == ".so":

@@ -68,3 +68,34 @@ def test_missing_weights_file_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "other.weights").unlink()
     with pytest.raises(PyoccError, match="no such weights file"):
         load_shared_library(tmp_path / "other.so")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_model_compiled_only_to_be_saved_is_jit_compiled_on_its_first_run(
+        tmp_path: Path, threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jit=False (pyocc compile's way) generates no machine code in the
+    process until the first run, writes the same object file as a model
+    JIT-compiled at once, and then runs as that one does."""
+    from pyocc.runtime import jit
+
+    rng = np.random.default_rng(9)
+    module = parse_with_weights(POOL, conv_weights(rng))
+    x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
+    at_once = compile_module(module, threads=threads)
+    expected = at_once.run({"x": x})["y"]
+    at_once.write_object(tmp_path / "at_once.o")
+
+    real_jit_module = jit.jit_module
+
+    def no_jit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model compiled with jit=False was JIT-compiled before its first run")
+
+    monkeypatch.setattr(jit, "jit_module", no_jit)
+    saved_only = compile_module(module, threads=threads, jit=False)
+    saved_only.write_object(tmp_path / "saved_only.o")
+    saved_only.write_shared_library(tmp_path / "saved_only.so")
+    assert (tmp_path / "saved_only.o").read_bytes() == (tmp_path / "at_once.o").read_bytes()
+    monkeypatch.setattr(jit, "jit_module", real_jit_module)
+    np.testing.assert_array_equal(saved_only.run({"x": x})["y"], expected)
+    saved_only.close()
+    at_once.close()

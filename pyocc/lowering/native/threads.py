@@ -39,6 +39,9 @@ aligned slot, more than any libc's `pthread_mutex_t`/`pthread_cond_t`
 
 from __future__ import annotations
 
+import platform
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 from pyocc.lowering.native.loops import BODY_TYPE, I32, I64, PARALLEL_FOR_TYPE, PTR
@@ -63,7 +66,18 @@ PTHREAD_FUNCTIONS: dict[str, ir.FunctionType] = {
     "pthread_cond_wait": ir.FunctionType(I32, [PTR, PTR]),
     "pthread_cond_broadcast": ir.FunctionType(I32, [PTR]),
     "pthread_cond_signal": ir.FunctionType(I32, [PTR]),
+    "sched_yield": ir.FunctionType(I32, []),
 }
+#: how long a waiting thread spins before it yields, in cycle-counter ticks
+#: (x86's time-stamp counter: 100,000 ticks are 50 us at 2 GHz); about what
+#: one parallel-for's wake-up through the condition variable cost (bench/parallel_for.py)
+SPIN_TICKS = 100_000
+#: the most polls of one spin (the only bound where there is no cycle counter)
+SPIN_LIMIT = 1 << 16
+#: how many times a waiting thread yields its core (sched_yield) after spinning, before it sleeps
+YIELDS = 4
+#: machines whose spin loops use x86's `pause` and time-stamp counter
+X86_MACHINES = frozenset({"x86_64", "amd64", "i386", "i686"})
 
 
 def parallel_for_symbol(name: str) -> str:
@@ -87,12 +101,44 @@ def _call_body(b: ir.IRBuilder, body: ir.Value, args: list[ir.Value]) -> None:
     b.call(typed, args)
 
 
+def _store_atomic(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, ordering: str, align: int) -> None:
+    """An atomic store; llvmlite's store_atomic() wants a typed pointer,
+    which a global holding a `ptr` is not."""
+    b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, ordering, align))
+
+
 def _global(module: ir.Module, name: str, typ: ir.Type, initial: ir.Constant, align: int = 8) -> ir.GlobalVariable:
     variable = ir.GlobalVariable(module, typ, name)
     variable.linkage = "internal"
     variable.initializer = initial
     variable.align = align
     return variable
+
+
+def _poll(b: ir.IRBuilder, ready: Callable[[ir.IRBuilder], ir.Value], on_ready: ir.Block, give_up: ir.Block,
+          step: Callable[[ir.IRBuilder], None], limit: int, ticks: int, clock: ir.Function | None) -> None:
+    """Emit a bounded wait at `b`: test `ready(b)` (which must emit no
+    blocks), branch to `on_ready` once it holds, else run `step(b)` and test
+    again, at most `limit` times and, with `ticks` and a `clock`, for at most
+    that many of the clock's ticks; then branch to `give_up`."""
+    function = b.function
+    before = b.block
+    started = b.call(clock, []) if ticks and clock is not None else None
+    poll = function.append_basic_block("poll")
+    again = function.append_basic_block("poll.again")
+    b.branch(poll)
+    b.position_at_end(poll)
+    polls = b.phi(I64)
+    polls.add_incoming(I64(0), before)
+    b.cbranch(ready(b), on_ready, again)
+    b.position_at_end(again)
+    step(b)
+    following = b.add(polls, I64(1))
+    polls.add_incoming(following, b.block)
+    more = b.icmp_unsigned("<", following, I64(limit))
+    if started is not None:
+        more = b.and_(more, b.icmp_unsigned("<", b.sub(b.call(clock, []), started), I64(ticks)))
+    b.cbranch(more, poll, give_up)
 
 
 def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bool) -> None:
@@ -102,6 +148,11 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in 1..{MAX_THREADS}, got {threads}")
     pthread = {n: _function(module, n, t) for n, t in PTHREAD_FUNCTIONS.items()}
+    if platform.machine().lower() in X86_MACHINES:  # spin politely, bounded by the time-stamp counter
+        spin_hint: ir.Function | None = _function(module, "llvm.x86.sse2.pause", ir.FunctionType(VOID, []))
+        clock: ir.Function | None = _function(module, "llvm.readcyclecounter", ir.FunctionType(I64, []))
+    else:  # elsewhere the counter may trap in user space: polls bounded by SPIN_LIMIT alone
+        spin_hint = clock = None
     zero32, zero64, null = I32(0), I64(0), ir.Constant(PTR, None)
     requested = _global(module, f"{name}_threads", I32, I32(threads))
     active = _global(module, f"{name}_threads_active", I32, I32(1))  # 1: no workers running
@@ -116,7 +167,10 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     job_count = _global(module, f"{name}_job_count", I64, zero64)
     job_chunk = _global(module, f"{name}_job_chunk", I64, zero64)
     job_chunks = _global(module, f"{name}_job_chunks", I64, zero64)
-    generation = _global(module, f"{name}_generation", I64, zero64)
+    # the job's sequence word: 2 * job when published, odd while its fields are written
+    sequence = _global(module, f"{name}_sequence", I64, zero64, 64)
+    sleepers = _global(module, f"{name}_sleepers", I32, zero32)  # workers asleep on work_ready
+    caller_waiting = _global(module, f"{name}_caller_waiting", I32, zero32)  # the caller asleep on work_done
     # the next chunk to claim, tagged with its job: (generation << 32) | index
     claim = _global(module, f"{name}_claim", I64, zero64, 64)
     finished = _global(module, f"{name}_finished", I64, zero64, 64)  # chunks of the job done
@@ -132,6 +186,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     take = run_chunks.append_basic_block("take")
     run = run_chunks.append_basic_block("run")
     last = run_chunks.append_basic_block("last")
+    signal = run_chunks.append_basic_block("signal")
     out = run_chunks.append_basic_block("out")
     b = ir.IRBuilder(entry)
     b.branch(again)
@@ -148,9 +203,12 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     stop_at = b.add(begin, chunk)
     end = b.select(b.icmp_unsigned("<", stop_at, count), stop_at, count)
     _call_body(b, body, [context, begin, end])
-    done_now = b.add(b.atomic_rmw("add", finished, I64(1), "acq_rel"), I64(1))
+    done_now = b.add(b.atomic_rmw("add", finished, I64(1), "seq_cst"), I64(1))
     b.cbranch(b.icmp_unsigned("==", done_now, chunks), last, check)
-    b.position_at_end(last)  # the job's last chunk: wake its caller
+    b.position_at_end(last)  # the job's last chunk: wake its caller if it has gone to sleep
+    asleep = b.icmp_unsigned("!=", b.load_atomic(caller_waiting, "seq_cst", 4, typ=I32), zero32)
+    b.cbranch(asleep, signal, check)
+    b.position_at_end(signal)
     b.call(pthread["pthread_mutex_lock"], [mutex])
     b.call(pthread["pthread_cond_signal"], [work_done])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
@@ -160,40 +218,74 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.position_at_end(out)
     b.ret_void()
 
-    # -- the worker: wait for a new generation, claim its chunks ---------------------
+    def pause(b: ir.IRBuilder) -> None:
+        if spin_hint is not None:
+            b.call(spin_hint, [])
+
+    def give_way(b: ir.IRBuilder) -> None:
+        b.call(pthread["sched_yield"], [])
+
+    # -- the worker: wait for a new job (spin, yield, sleep), claim its chunks --------
     worker = ir.Function(module, ir.FunctionType(PTR, [PTR]), f"{name}_worker")
     worker.linkage = "internal"
     entry = worker.append_basic_block("entry")
-    wait = worker.append_basic_block("wait")
+    spin = worker.append_basic_block("spin")
+    yielding = worker.append_basic_block("yielding")
     sleep = worker.append_basic_block("sleep")
-    woken = worker.append_basic_block("woken")
+    sleep_check = worker.append_basic_block("sleep_check")
+    wait = worker.append_basic_block("wait")
+    awake = worker.append_basic_block("awake")
+    take = worker.append_basic_block("take")
+    read = worker.append_basic_block("read")
     leave = worker.append_basic_block("leave")
     work = worker.append_basic_block("work")
     b = ir.IRBuilder(entry)
     seen_slot = b.alloca(I64)
     b.store(zero64, seen_slot)
+    b.branch(spin)
+
+    def news(b: ir.IRBuilder, ordering: str = "acquire") -> ir.Value:
+        """A job this worker has not seen is published, or the pool stops."""
+        word = b.load_atomic(sequence, ordering, 8, typ=I64)
+        whole = b.icmp_unsigned("==", b.and_(word, I64(1)), zero64)
+        fresh = b.and_(whole, b.icmp_unsigned("!=", b.lshr(word, I64(1)), b.load(seen_slot, typ=I64)))
+        return b.or_(fresh, b.icmp_unsigned("!=", b.load_atomic(stopping, ordering, 4, typ=I32), zero32))
+
+    b.position_at_end(spin)
+    _poll(b, news, take, yielding, pause, SPIN_LIMIT, SPIN_TICKS if clock is not None else 0, clock)
+    b.position_at_end(yielding)
+    _poll(b, news, take, sleep, give_way, YIELDS, 0, None)
+    b.position_at_end(sleep)  # count itself a sleeper before its last look (see parallel_for)
     b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.branch(wait)
+    b.atomic_rmw("add", sleepers, I32(1), "seq_cst")
+    b.branch(sleep_check)
+    b.position_at_end(sleep_check)
+    b.cbranch(news(b, "seq_cst"), awake, wait)
     b.position_at_end(wait)
-    fresh = b.icmp_unsigned("!=", b.load(generation, typ=I64), b.load(seen_slot, typ=I64))
-    stop = b.icmp_unsigned("!=", b.load(stopping, typ=I32), zero32)
-    b.cbranch(b.or_(fresh, stop), woken, sleep)
-    b.position_at_end(sleep)
     b.call(pthread["pthread_cond_wait"], [work_ready, mutex])
-    b.branch(wait)
-    b.position_at_end(woken)
-    b.cbranch(b.icmp_unsigned("!=", b.load(stopping, typ=I32), zero32), leave, work)
+    b.branch(sleep_check)
+    b.position_at_end(awake)
+    b.atomic_rmw("sub", sleepers, I32(1), "seq_cst")
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(take)
+    b.position_at_end(take)
+    b.cbranch(b.icmp_unsigned("!=", b.load_atomic(stopping, "acquire", 4, typ=I32), zero32), leave, read)
     b.position_at_end(leave)
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.ret(null)
+    b.position_at_end(read)  # the job's fields, read as a sequence lock's reader does
+    before = b.load_atomic(sequence, "acquire", 8, typ=I64)
+    fields = [b.load_atomic(g, "monotonic", 8, typ=g.value_type)
+              for g in (job_body, job_context, job_count, job_chunk, job_chunks)]
+    b.fence("acquire")
+    after = b.load_atomic(sequence, "monotonic", 8, typ=I64)
+    job = b.lshr(before, I64(1))
+    whole = b.icmp_unsigned("==", b.and_(before, I64(1)), zero64)
+    unseen = b.icmp_unsigned("!=", job, b.load(seen_slot, typ=I64))
+    b.cbranch(b.and_(b.and_(whole, unseen), b.icmp_unsigned("==", before, after)), work, spin)
     b.position_at_end(work)
-    job = b.load(generation, typ=I64)
     b.store(job, seen_slot)
-    fields = [b.load(g, typ=g.value_type) for g in (job_body, job_context, job_count, job_chunk, job_chunks)]
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
     b.call(run_chunks, [job, *fields])
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.branch(wait)
+    b.branch(spin)
 
     # -- parallel_for: publish the job, claim chunks too, wait for the last ------------
     parallel = _function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
@@ -202,8 +294,13 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     entry = parallel.append_basic_block("entry")
     alone = parallel.append_basic_block("alone")
     shared = parallel.append_basic_block("shared")
+    wake = parallel.append_basic_block("wake")
+    claim_too = parallel.append_basic_block("claim_too")
+    yielding = parallel.append_basic_block("yielding")
+    block = parallel.append_basic_block("block")
     waiting = parallel.append_basic_block("waiting")
     sleep = parallel.append_basic_block("sleep")
+    woken = parallel.append_basic_block("woken")
     done = parallel.append_basic_block("done")
     b = ir.IRBuilder(entry)
     team = b.load(active, typ=I32)
@@ -217,27 +314,49 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     chunk = b.udiv(b.add(count, b.sub(parts, I64(1))), parts)
     chunk = b.select(b.icmp_unsigned("<", chunk, I64(1)), I64(1), chunk)
     chunks = b.udiv(b.add(count, b.sub(chunk, I64(1))), chunk)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    job = b.add(b.load(generation, typ=I64), I64(1))
+    # publish as a sequence lock's writer: odd while the fields change
+    previous = b.load_atomic(sequence, "monotonic", 8, typ=I64)
+    b.store_atomic(b.add(previous, I64(1)), sequence, "monotonic", 8)
+    b.fence("release")
     for value, target in ((body, job_body), (context, job_context), (count, job_count), (chunk, job_chunk),
                           (chunks, job_chunks)):
-        b.store(value, target)
-    b.store_atomic(zero64, finished, "release", 8)
-    b.store_atomic(b.shl(b.and_(job, I64(0xFFFFFFFF)), I64(32)), claim, "release", 8)
-    b.store(job, generation)
+        _store_atomic(b, value, target, "monotonic", 8)
+    job = b.add(b.lshr(previous, I64(1)), I64(1))
+    b.store_atomic(zero64, finished, "monotonic", 8)
+    b.store_atomic(b.shl(b.and_(job, I64(0xFFFFFFFF)), I64(32)), claim, "monotonic", 8)
+    b.store_atomic(b.add(previous, I64(2)), sequence, "seq_cst", 8)
+    # a worker counts itself a sleeper, then looks at the sequence, then sleeps
+    # (all sequentially consistent): one that this load misses sees the job
+    anyone_asleep = b.icmp_unsigned("!=", b.load_atomic(sleepers, "seq_cst", 4, typ=I32), zero32)
+    b.cbranch(anyone_asleep, wake, claim_too)
+    b.position_at_end(wake)
+    b.call(pthread["pthread_mutex_lock"], [mutex])
     b.call(pthread["pthread_cond_broadcast"], [work_ready])
     b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(claim_too)
+    b.position_at_end(claim_too)
     b.call(run_chunks, [job, body, context, count, chunk, chunks])
+
+    def all_done(b: ir.IRBuilder, ordering: str = "acquire") -> ir.Value:
+        return b.icmp_unsigned("==", b.load_atomic(finished, ordering, 8, typ=I64), chunks)
+
+    _poll(b, all_done, done, yielding, pause, SPIN_LIMIT, SPIN_TICKS if clock is not None else 0, clock)
+    b.position_at_end(yielding)
+    _poll(b, all_done, done, block, give_way, YIELDS, 0, None)
+    b.position_at_end(block)  # sleep until the last chunk's thread signals
     b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.store_atomic(I32(1), caller_waiting, "seq_cst", 4)
     b.branch(waiting)
     b.position_at_end(waiting)
-    all_done = b.icmp_unsigned("==", b.load_atomic(finished, "acquire", 8, typ=I64), chunks)
-    b.cbranch(all_done, done, sleep)
+    b.cbranch(all_done(b, "seq_cst"), woken, sleep)
     b.position_at_end(sleep)
     b.call(pthread["pthread_cond_wait"], [work_done, mutex])
     b.branch(waiting)
-    b.position_at_end(done)
+    b.position_at_end(woken)
+    b.store_atomic(zero32, caller_waiting, "monotonic", 4)
     b.call(pthread["pthread_mutex_unlock"], [mutex])
+    b.branch(done)
+    b.position_at_end(done)
     b.ret_void()
 
     # -- start: sync objects, the BLAS's threads, threads - 1 workers ---------------
@@ -254,7 +373,9 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
         b.call(pthread["pthread_cond_init"], [work_ready, null])
         b.call(pthread["pthread_cond_init"], [work_done, null])
         b.store(zero32, stopping)
-        b.store(zero64, generation)
+        b.store(zero64, sequence)
+        b.store(zero32, sleepers)
+        b.store(zero32, caller_waiting)
         # workers 1 .. wanted-1; `active` counts the caller and the workers created
         b.store(I32(1), active)
         create = b.append_basic_block("create")
@@ -281,7 +402,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     team = b.load(active, typ=I32)
     with b.if_then(b.icmp_unsigned(">", team, I32(1))):
         b.call(pthread["pthread_mutex_lock"], [mutex])
-        b.store(I32(1), stopping)
+        b.store_atomic(I32(1), stopping, "seq_cst", 4)
         b.call(pthread["pthread_cond_broadcast"], [work_ready])
         b.call(pthread["pthread_mutex_unlock"], [mutex])
         before_join = b.block
