@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import time
 from pathlib import Path
 
 import llvmlite.ir as ir
@@ -238,3 +239,22 @@ def test_a_kernel_shared_across_channels_splits_its_sgemm_at_run_time(threads: i
         got = model_on_threads.run(x)
         for name, expected in want.items():
             np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {threads} threads")
+
+
+def test_idle_workers_sleep_and_wake_again(inputs: dict[str, np.ndarray],
+                                           one_thread: dict[str, np.ndarray]) -> None:
+    """Waiting threads spin only briefly (threads.SPIN_TICKS, then YIELDS
+    yields): a model idle between runs burns no CPU, and its sleeping
+    workers wake for the next run and give the same bytes."""
+    model = pyocc.compile(many_ops(), threads=3)
+    for _ in range(2):
+        model.run(inputs)
+        time.sleep(0.05)  # far past the spin: every worker is asleep
+        start = time.process_time()
+        time.sleep(0.2)
+        idle = time.process_time() - start
+        assert idle < 0.02, f"the idle pool burnt {idle * 1e3:.0f} ms of CPU in 200 ms"
+    outputs = model.run(inputs)
+    for name, expected in one_thread.items():
+        np.testing.assert_array_equal(outputs[name], expected, err_msg=f"{name} after the workers slept")
+    model.native.close()
