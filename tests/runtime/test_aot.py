@@ -99,3 +99,30 @@ def test_a_model_compiled_only_to_be_saved_is_jit_compiled_on_its_first_run(
     np.testing.assert_array_equal(saved_only.run({"x": x})["y"], expected)
     saved_only.close()
     at_once.close()
+
+
+def test_pyocc_compile_generates_machine_code_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pyocc compile -o model.so` builds no JIT engine: the object file is
+    the only machine code it generates."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from pyocc.runtime import jit
+    from pyocc.runtime.loader import load_shared_library
+    from pyocc.tools.cli import main as pyocc_main
+
+    graph = helper.make_graph([helper.make_node("Tanh", ["x"], ["y"])], "tiny",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "tiny.onnx")
+
+    def no_jit(*args: object, **kwargs: object) -> None:
+        raise AssertionError("pyocc compile JIT-compiled the model")
+
+    monkeypatch.setattr(jit, "jit_module", no_jit)
+    assert pyocc_main(["compile", str(tmp_path / "tiny.onnx"), "-o", str(tmp_path / "tiny.so")]) == 0
+    monkeypatch.undo()
+    x = np.linspace(-2, 2, 6, dtype=np.float32).reshape(2, 3)
+    model = load_shared_library(tmp_path / "tiny.so")
+    np.testing.assert_allclose(model.run({"x": x})["y"], np.tanh(x), rtol=1e-6)
+    model.close()
