@@ -25,6 +25,7 @@ import ctypes
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import llvmlite.ir as ir
@@ -40,7 +41,8 @@ NAME = "bench"
 F32 = ir.FloatType()
 
 
-def _counted(b: ir.IRBuilder, count: ir.Value, start: ir.Value, step: callable) -> None:
+def _counted(b: ir.IRBuilder, count: ir.Value, start: ir.Value,
+             step: Callable[[ir.IRBuilder, ir.Value], object]) -> None:
     """for (i = start; i < count; ++i) step(b, i), leaving `b` after the loop."""
     entry = b.block
     head = b.append_basic_block("head")

@@ -6,7 +6,7 @@ jobs, the caller waiting for the last chunk) spin for SPIN_TICKS of the
 cycle counter, then yield its core YIELDS times, then sleep on a condition
 variable. This compiles each model (random weights) three ways in one
 process: one thread; two threads whose waiting threads sleep at once
-("sleep": SPIN_LIMIT 1 and YIELDS 0 while it compiles, a timing build made
+("sleep": SPIN_LIMIT 0 and YIELDS 0 while it compiles, a timing build made
 here, not a pyocc option); two threads as pyocc compiles them ("spin").
 The three take turns run by run, so a load burst on a shared machine hits
 all alike, and the script prints each one's median and fastest wall
@@ -38,7 +38,7 @@ from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_ran
 def compile_sleeping(model: object) -> pyocc.Model:
     """The model on two threads whose waiting threads never spin or yield."""
     saved = pool.SPIN_LIMIT, pool.YIELDS
-    pool.SPIN_LIMIT, pool.YIELDS = 1, 0
+    pool.SPIN_LIMIT, pool.YIELDS = 0, 0
     try:
         return pyocc.compile(model, threads=2)
     finally:

@@ -136,7 +136,11 @@ def _poll(b: ir.IRBuilder, ready: Callable[[ir.IRBuilder], ir.Value], on_ready: 
     """Emit a bounded wait at `b`: test `ready(b)` (which must emit no
     blocks), branch to `on_ready` once it holds, else run `step(b)` and test
     again, at most `limit` times and, with `ticks` and a `clock`, for at most
-    that many of the clock's ticks; then branch to `give_up`."""
+    that many of the clock's ticks; then branch to `give_up` (at once, with
+    `limit` 0, after one test)."""
+    if limit <= 0:
+        b.cbranch(ready(b), on_ready, give_up)
+        return
     function = b.function
     before = b.block
     started = b.call(clock, []) if ticks and clock is not None else None
