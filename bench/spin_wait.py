@@ -13,7 +13,10 @@ all alike, and the script prints each one's median and fastest wall
 milliseconds, process CPU milliseconds (both threads: what spinning
 costs the machine) and the process's voluntary context switches per run
 (a thread going to sleep: /proc/self/task/*/status, Linux), and checks
-that all three give the same bytes.
+that all three give the same bytes. With `--ort`, an onnxruntime session
+on two threads (test dependency; its threads spin between jobs) runs
+untimed before each timed run, as bench/host_latency.py alternates the
+two runtimes.
 
     python bench/spin_wait.py squeezenet densenet121 --runs 9
 """
@@ -25,6 +28,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +49,18 @@ def compile_sleeping(model: object) -> pyocc.Model:
         pool.SPIN_LIMIT, pool.YIELDS = saved
 
 
+def ort_session(model: Any) -> Any:
+    """onnxruntime on two intra-op threads (imported only for --ort)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    options.intra_op_num_threads = 2
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+
 def sleeps() -> int:
     """Voluntary context switches of all this process's threads so far (0 without /proc)."""
     total = 0
@@ -63,6 +79,8 @@ def main() -> None:
     parser.add_argument("models", nargs="*", default=["squeezenet", "inception_v1", "densenet121", "resnet50"],
                         metavar="MODEL", help=f"light models (of {', '.join(LIGHT_MODELS)})")
     parser.add_argument("--runs", type=int, default=9, help="timed runs per build (after one warm-up)")
+    parser.add_argument("--ort", action="store_true",
+                        help="run onnxruntime (2 threads, untimed) before each timed run, as host_latency.py does")
     args = parser.parse_args()
     for name in args.models:
         if name not in LIGHT_MODELS:
@@ -74,12 +92,15 @@ def main() -> None:
         model = with_random_weights(name)
         inputs = random_inputs_for(model)
         builds = {"1": pyocc.compile(model), "sleep": compile_sleeping(model), "spin": pyocc.compile(model, threads=2)}
+        session = ort_session(model) if args.ort else None
         wall: dict[str, list[float]] = {k: [] for k in builds}
         cpu: dict[str, list[float]] = {k: [] for k in builds}
         switches: dict[str, list[int]] = {k: [] for k in builds}
         outputs: dict[str, dict[str, np.ndarray]] = {}
         for round_ in range(args.runs + 1):
             for key, build in builds.items():
+                if session is not None:
+                    session.run(None, inputs)
                 start, start_cpu, start_sleeps = time.perf_counter(), time.process_time(), sleeps()
                 outputs[key] = build.run(inputs)
                 if round_:  # the first round warms up
