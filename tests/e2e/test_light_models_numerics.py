@@ -2,19 +2,20 @@
 replaced by seeded random ones (constant weights hide aliasing bugs) match
 onnxruntime in every memory mode. A wrong plan shows up here as wrong numbers.
 
-Weights are drawn in float32 straight into the model (He-style scale
-sqrt(2 / fan_in), so activations neither vanish nor saturate the final
-softmax); that keeps AlexNet, ZFNet-512 and VGG-19, whose fully connected
-weights are 250-550 MB of random numbers, within seconds each. Each model is
-built and run by onnxruntime once and shared by its memory modes.
+Weights are drawn in float32 and written with the model as ONNX external
+data (He-style scale sqrt(2 / fan_in), so activations neither vanish nor
+saturate the final softmax); onnxruntime and pyocc read them from the file,
+so AlexNet, ZFNet-512 and VGG-19, whose fully connected weights are 250-550
+MB, are in memory once at a time. Each model is written and run by
+onnxruntime once and shared by its memory modes.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
-import onnx
 import pytest
 
 import pyocc
@@ -39,9 +40,9 @@ CASES = [
 ]
 
 
-@lru_cache(maxsize=1)  # the modes of one model run in a row; keep one model alive
-def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
-    """The model with random weights, seeded random inputs, and onnxruntime's outputs."""
+@lru_cache(maxsize=1)  # the modes of one model run in a row
+def reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[np.ndarray]]:
+    """The model with random weights (its path), seeded random inputs, and onnxruntime's outputs."""
     return onnxruntime_reference(name)
 
 
