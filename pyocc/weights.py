@@ -16,6 +16,7 @@ the text. `release` drops blobs a finished compilation no longer needs.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import re
 from collections.abc import Iterator
 
@@ -94,6 +95,18 @@ def isolated_store() -> Iterator[None]:
     finally:
         blobs.clear()
         blobs.update(held)
+
+
+def evict_mapped(key: str) -> None:
+    """Give back the resident pages of blob `key` if it maps a file (weights
+    the importer memory-maps from ONNX external data), once its bytes have
+    been copied where the compiled model reads them. The mapping stays: a
+    later read (printing the module) pages the data in again from the file."""
+    base = _blobs().raw(key)
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, mmap.mmap):
+        base.madvise(mmap.MADV_DONTNEED)
 
 
 def resource_key(name: str) -> str:
