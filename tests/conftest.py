@@ -55,6 +55,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(reason)
 
 
+@pytest.hookimpl(trylast=True)  # after the terminal reporter read -r
+def pytest_configure(config: pytest.Config) -> None:
+    """`-ra` would list every skip, one line per reason: a few hundred for
+    onnx's node tests (issue #19), burying the result. Skips are counted by
+    kind instead (pytest_terminal_summary); they are listed one a line only
+    when asked for by name, `-rs`."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not re.search("[sS]", config.option.reportchars):
+        reporter.reportchars = reporter.reportchars.replace("s", "")
+
+
 def skip_reason_kind(reason: str) -> str:
     """The kind of a skip reason, for the summary: its text up to the first
     colon or parenthesis, without `Skipped: ` and without what varies (op
