@@ -137,7 +137,14 @@ def onnxruntime_reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[
     what every numerics check compares with. onnxruntime reads the weights
     from the file, and nothing here keeps them: the weights are in memory
     once while onnxruntime runs, and once in the compiled model later.
-    (onnxruntime is a test dependency; it is imported here only.)"""
+    Computed once per process (a few MB each are kept); the arrays are
+    read-only, since every caller shares them."""
+    path, inputs, outputs = _onnxruntime_reference(name)
+    return path, dict(inputs), list(outputs)
+
+
+@functools.cache
+def _onnxruntime_reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[np.ndarray]]:
     import onnxruntime as ort  # a test dependency only: pyocc itself runs without it
 
     path = random_weights_file(name)
@@ -148,4 +155,6 @@ def onnxruntime_reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     outputs = session.run(None, inputs)
     del session
+    for array in [*inputs.values(), *outputs]:
+        array.flags.writeable = False
     return path, inputs, outputs

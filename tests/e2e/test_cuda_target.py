@@ -13,8 +13,6 @@ and lazy mode, each freed), and leave nothing behind after
 from __future__ import annotations
 
 import ctypes
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,15 +37,9 @@ CASES = [
 ]
 
 
-@lru_cache(maxsize=1)
-def reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[np.ndarray]]:
-    """The model with random weights (its path), seeded inputs, and onnxruntime's outputs."""
-    return onnxruntime_reference(name)
-
-
 @pytest.mark.parametrize("name, memory", CASES)
 def test_light_model_matches_onnxruntime(name: str, memory: str) -> None:
-    model, inputs, expected = reference(name)
+    model, inputs, expected = onnxruntime_reference(name)
     fake = FakeCuda()
     memory, _, allocation = memory.partition("-")
     compiled = pyocc.compile(model, target="cuda", memory=memory, cuda_libraries=fake,
@@ -83,7 +75,7 @@ def test_the_workspace_is_planned_in_the_pool() -> None:
     """Each convolution's cuDNN workspace is a buffer of the plan, live only
     while it runs: init allocates the pool (which holds it) and the weights,
     and no workspace of its own."""
-    model, inputs, expected = reference("squeezenet")
+    model, inputs, expected = onnxruntime_reference("squeezenet")
     fake = FakeCuda()
     bound = 1 << 20
     compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, workspace=bound)
@@ -106,7 +98,7 @@ def test_the_workspace_is_planned_in_the_pool() -> None:
 
 def test_workspace_limit_is_honoured() -> None:
     """With no workspace, every convolution falls back to implicit GEMM."""
-    model, inputs, expected = reference("squeezenet")
+    model, inputs, expected = onnxruntime_reference("squeezenet")
     fake = FakeCuda()
     compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=fake, workspace=0)
     assert compiled.native.workspace_bytes == 0
@@ -136,7 +128,7 @@ class _Failing:
     ("cudnnCreate", 1001, "init: cudnnCreate (cuDNN handle) failed with CUDNN_STATUS_NOT_INITIALIZED (1001)"),
 ])
 def test_a_failed_call_is_named(function: str, status: int, message: str) -> None:
-    model, inputs, _ = reference("squeezenet")
+    model, inputs, _ = onnxruntime_reference("squeezenet")
     libraries = _Failing(function, status)
     with pytest.raises(PyoccError, match=message.replace("(", r"\(").replace(")", r"\)")):
         pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=libraries).run(inputs)
@@ -149,7 +141,7 @@ def test_no_gpu_is_one_line_error() -> None:
     reason = cuda_unavailable_reason()
     if reason is None:
         pytest.skip("a GPU is usable here; tests/e2e/test_cuda_light_models.py covers it")
-    model, _, _ = reference("squeezenet")
+    model, _, _ = onnxruntime_reference("squeezenet")
     with pytest.raises(PyoccError, match="target cuda needs an NVIDIA GPU"):
         pyocc.compile(model, target="cuda")
 
@@ -324,7 +316,7 @@ def test_unet_matches_onnxruntime(memory: str) -> None:
 
 
 def test_save_writes_llvm_ir_only(tmp_path: Any) -> None:
-    model, _, _ = reference("squeezenet")
+    model, _, _ = onnxruntime_reference("squeezenet")
     compiled = pyocc.compile(model, target="cuda", memory="pool", cuda_libraries=FakeCuda())
     compiled.save(tmp_path / "model.ll")
     assert '@"cudaMalloc"' in (tmp_path / "model.ll").read_text()

@@ -7,13 +7,11 @@ data (He-style scale sqrt(2 / fan_in), so activations neither vanish nor
 saturate the final softmax); onnxruntime and pyocc read them from the file,
 so AlexNet, ZFNet-512 and VGG-19, whose fully connected weights are 250-550
 MB, are in memory once at a time. Each model is written and run by
-onnxruntime once and shared by its memory modes.
+onnxruntime once per process and shared by its memory modes.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -40,15 +38,9 @@ CASES = [
 ]
 
 
-@lru_cache(maxsize=1)  # the modes of one model run in a row
-def reference(name: str) -> tuple[Path, dict[str, np.ndarray], list[np.ndarray]]:
-    """The model with random weights (its path), seeded random inputs, and onnxruntime's outputs."""
-    return onnxruntime_reference(name)
-
-
 @pytest.mark.parametrize("name, memory", CASES)
 def test_matches_onnxruntime(name: str, memory: str) -> None:
-    model, inputs, expected = reference(name)
+    model, inputs, expected = onnxruntime_reference(name)
     compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
     for value, want in zip(got.values(), expected, strict=True):
