@@ -11,6 +11,9 @@ Weights pyocc creates itself stay numpy arrays in the store and become hex
 text only if the module is printed: hex-encoding and decoding a 500 MB VGG
 weight costs seconds and twice its size in memory, and compiling never needs
 the text. `release` drops blobs a finished compilation no longer needs.
+Weights of a model saved with ONNX external data are memory-mapped from
+their file by the importer; `evict_mapped` gives back their resident pages
+once a compilation has copied them (the file still holds them).
 """
 
 from __future__ import annotations
