@@ -13,9 +13,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
+import pyocc
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model
+from pyocc.weights import load_bytes
 from tests.conftest import light_model_path
 
 PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
@@ -206,10 +209,6 @@ def test_external_weights_are_memory_mapped_and_match(tmp_path: Path) -> None:
     file instead of reading it (the blob store holds a memmap), and the
     compiled model computes the same as onnx's reference on the inlined
     weight; the module still prints the weight after compiling evicted it."""
-    import pyocc
-    from onnx.reference import ReferenceEvaluator
-    from pyocc.weights import load_bytes
-
     path = tmp_path / "m.onnx"
     w = _save_with_external_weights(path)
     module = import_model(path)
