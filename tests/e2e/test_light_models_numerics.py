@@ -46,6 +46,12 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
     for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
+    # the default kernels: native where one exists, and the report says how many sites are
+    sites = compiled.native.meta["sites"]
+    assert compiled.native_sites > 0
+    assert compiled.numpy_sites == sum(not site["native"] for site in sites) == len(sites) - compiled.native_sites
+    assert (report.native_sites, report.numpy_sites) == (compiled.native_sites, compiled.numpy_sites)
+    assert f"kernels          {compiled.native_sites} native, {compiled.numpy_sites} numpy" in str(report)
     # Compiled with the default dnn-reorder: never above the given order.
     assert report.tensor_lower_bound_bytes <= report.lower_bound_given_order_bytes
     if memory != "eager":
