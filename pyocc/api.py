@@ -71,7 +71,7 @@ from pyocc.symbolic import (
     program_steps,
     symbolic_problem,
 )
-from pyocc.weights import release, resource_keys
+from pyocc.weights import evict_mapped, release, resource_keys
 from pyocc.units import format_bytes, plural
 
 if TYPE_CHECKING:
@@ -364,6 +364,7 @@ def lower(
     if npu_cost is not None and scratchpad is None:
         raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
+    before = resource_keys()
     module = import_model(model, shapes)
     ctx = Context()
     try:
@@ -503,6 +504,9 @@ def lower(
     report.npu = npu
     if isinstance(memory_limit, int):
         report.check_limit(memory_limit)
+    # weights mapped from an external data file: passes may have read them; the file keeps them
+    for key in resource_keys() - before:
+        evict_mapped(key)
     return module, report
 
 

@@ -11,11 +11,15 @@ Weights pyocc creates itself stay numpy arrays in the store and become hex
 text only if the module is printed: hex-encoding and decoding a 500 MB VGG
 weight costs seconds and twice its size in memory, and compiling never needs
 the text. `release` drops blobs a finished compilation no longer needs.
+Weights of a model saved with ONNX external data are memory-mapped from
+their file by the importer; `evict_mapped` gives back their resident pages
+once a compilation has copied them (the file still holds them).
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import re
 from collections.abc import Iterator
 
@@ -94,6 +98,18 @@ def isolated_store() -> Iterator[None]:
     finally:
         blobs.clear()
         blobs.update(held)
+
+
+def evict_mapped(key: str) -> None:
+    """Give back the resident pages of blob `key` if it maps a file (weights
+    the importer memory-maps from ONNX external data), once its bytes have
+    been copied where the compiled model reads them. The mapping stays: a
+    later read (printing the module) pages the data in again from the file."""
+    base = _blobs().raw(key)
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    if isinstance(base, mmap.mmap):
+        base.madvise(mmap.MADV_DONTNEED)
 
 
 def resource_key(name: str) -> str:

@@ -19,9 +19,10 @@ def light_model(request: pytest.FixtureRequest) -> Path:
 
 
 LARGE_WEIGHTS = re.compile(r"alexnet|zfnet|vgg19")
-"""Models whose fully connected weights take 250-550 MB (each compile holds
-several copies): their tests that materialise those weights run on one
-worker, one after another."""
+"""Models whose fully connected weights take 250-550 MB (held once by
+onnxruntime, then once by each compiled model: pyocc.testing.light_models
+writes them as external data, which pyocc maps): their tests that
+materialise those weights run on one worker, one after another."""
 
 MATERIALISES_WEIGHTS = re.compile(r"onnxruntime|test_onnx_backend\.py")
 """The tests that materialise a light model's weights: those that run it
@@ -34,7 +35,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that materialise the weights of the models with large weights
     join xdist_group("large_weights"), so that pytest-xdist's loadgroup runs
     them on one worker (never two such models in memory at once; the
-    numerics tests' cached reference is reused)."""
+    worker's cached onnxruntime reference is reused)."""
     for item in items:
         if LARGE_WEIGHTS.search(item.nodeid) and MATERIALISES_WEIGHTS.search(item.nodeid):
             item.add_marker(pytest.mark.xdist_group("large_weights"))
@@ -53,6 +54,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             if os.environ.get("PYOCC_REQUIRE_GPU") == "1":
                 pytest.fail(reason, pytrace=False)
             pytest.skip(reason)
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter read -r
+def pytest_configure(config: pytest.Config) -> None:
+    """`-ra` would list every skip, one line per reason: a few hundred for
+    onnx's node tests (issue #19), burying the result. Skips are counted by
+    kind instead (pytest_terminal_summary); they are listed one a line only
+    when asked for by name, `-rs`."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and not re.search("[sS]", config.option.reportchars):
+        reporter.reportchars = reporter.reportchars.replace("s", "")
 
 
 def skip_reason_kind(reason: str) -> str:

@@ -29,6 +29,7 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
+from onnx.external_data_helper import ExternalDataInfo, uses_external_data
 from onnx.reference import ReferenceEvaluator
 from xdsl.builder import Builder
 from xdsl.dialects import func
@@ -169,15 +170,17 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def load_model(path: str | Path) -> onnx.ModelProto:
-    """Read an .onnx file, with one-line errors for missing or broken files."""
+def load_model(path: str | Path, external_data: bool = True) -> onnx.ModelProto:
+    """Read an .onnx file, with one-line errors for missing or broken files.
+    With `external_data=False`, weights stored in files next to the model
+    stay there (import_model memory-maps them; see external_array)."""
     path = Path(path)
     if not path.exists():
         raise PyoccError(f"{path}: no such file")
     if path.is_dir():
         raise PyoccError(f"{path}: is a directory, expected an .onnx file")
     try:
-        model = onnx.load(str(path))
+        model = onnx.load(str(path), load_external_data=external_data)
     except (DecodeError, ValueError, RuntimeError, OSError) as e:
         raise PyoccError(
             f"{path}: not a valid ONNX model (the file is corrupt or truncated: {str(e).splitlines()[0] if str(e) else type(e).__name__})"
@@ -200,8 +203,44 @@ def import_model(
     source = ""
     if not hasattr(model, "graph"):
         source = str(model)
-        model = load_model(model)  # type: ignore[arg-type]
+        # weights in external files are memory-mapped, not read into the proto
+        model = load_model(model, external_data=False)  # type: ignore[arg-type]
     return _Importer(model, dict(shapes or {}), function_name, source).run()  # type: ignore[arg-type]
+
+
+def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model") -> np.ndarray:
+    """The data of `tensor`, an initializer whose bytes are stored in a file
+    next to the model (ONNX external data), memory-mapped read-only instead
+    of read: a model's weights are then held once, by the compiled model,
+    not also by the proto and its copy. Types numpy cannot map (packed
+    4-bit, strings) are read as onnx reads them. PyoccError (one line,
+    naming the tensor and the file) when the file is missing or too short."""
+    info = ExternalDataInfo(tensor)
+    location = Path(info.location)
+    name = tensor.name
+    if location.is_absolute() or ".." in location.parts:
+        raise PyoccError(f"{what}: initializer '{name}' keeps its data at '{info.location}', outside the model's "
+                         "folder; external data must lie in the model's folder (re-save the model with onnx.save)")
+    path = base_dir / location
+    if not path.is_file():
+        raise PyoccError(f"{what}: initializer '{name}' keeps its data in '{info.location}', which is not in "
+                         f"{base_dir}; put that file next to the model")
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.data_type))
+    count = math.prod(tensor.dims)
+    packed = helper.tensor_dtype_to_storage_tensor_dtype(tensor.data_type) != tensor.data_type
+    if packed or dtype.kind not in "biuf" or count == 0 or not np.little_endian:
+        try:
+            return numpy_helper.to_array(tensor, str(base_dir))
+        except (OSError, ValueError) as e:
+            raise PyoccError(f"{what}: initializer '{name}': cannot read its data from '{info.location}' "
+                             f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    offset = int(info.offset or 0)
+    size = path.stat().st_size
+    nbytes = count * dtype.itemsize
+    if (info.length is not None and int(info.length) != nbytes) or offset + nbytes > size:
+        raise PyoccError(f"{what}: initializer '{name}' needs {nbytes:,d} bytes at offset {offset:,d} of "
+                         f"'{info.location}', which holds {size:,d} bytes; the file is truncated or not this model's")
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,)).reshape(tuple(tensor.dims))
 
 
 @dataclass
@@ -329,8 +368,12 @@ class _Importer:
     # -- step 2 ----------------------------------------------------------
     def fold_and_infer(self) -> None:
         graph = self.model.graph
+        base_dir = Path(self.source).parent
         for init in graph.initializer:
-            self.consts[init.name] = numpy_helper.to_array(init)
+            if uses_external_data(init):
+                self.consts[init.name] = external_array(init, base_dir, self.source or "the model")
+            else:
+                self.consts[init.name] = numpy_helper.to_array(init)
         nodes = list(graph.node)
         for _round in range(8):
             self.infer_types(nodes)

@@ -93,7 +93,7 @@ from pyocc.runtime.bridge import pack_weight_pool
 from pyocc.runtime.cuda import CudaLibraries
 from pyocc.runtime.cuda_model import CudaModel
 from pyocc.runtime.jit import CompiledModel
-from pyocc.weights import load_bytes
+from pyocc.weights import evict_mapped, load_bytes
 
 if TYPE_CHECKING:
     import llvmlite.ir
@@ -403,7 +403,7 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
         raise PyoccError(f"unknown kernels '{kernels}'; use {' or '.join(KERNEL_CHOICES)}")
     select_kernels(lowered, kernels)
     meta = read_meta(lowered, function)
-    weight_pool = pack_weight_pool(meta, _read_resource)
+    weight_pool = pack_weight_pool(meta, _read_resource, evict_mapped)
     if target == "cuda":
         if cuda_libraries is None:
             cuda_libraries = CudaLibraries.load()

@@ -136,13 +136,16 @@ class KernelBridge:
                              f"{type(error).__name__}: {error}") from error
 
 
-def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[str, Any]], bytes]) -> np.ndarray:
+def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[str, Any]], bytes],
+                     copied: Callable[[str], None] | None = None) -> np.ndarray:
     """The constant pool of a model: every weight at its planned offset.
 
     Splats are filled with np.full, inline values come from the table, and
     `read_resource(key, entry)` supplies the bytes of a `dense_resource` blob
     (the compiler reads pyocc's weight store; an AOT model ships the packed
-    pool as a file instead)."""
+    pool as a file instead). `copied(key)`, if given, is told when a blob's
+    bytes are in the pool (the store then gives back the pages of weights it
+    maps from a file, so they are not resident twice)."""
     layout = meta["weights"]
     pool = aligned_bytes(layout["bytes"], layout["alignment"])
     for entry in layout["entries"]:
@@ -162,6 +165,9 @@ def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[st
                 raise PyoccError(f"weight '{source['resource']}' has {len(data)} bytes, its "
                                  f"{entry['dtype']}{list(shape)} type needs {entry['nbytes']}")
             target[...] = np.frombuffer(data, dtype=dtype.newbyteorder("<")).reshape(shape)
+            del data
+            if copied is not None:
+                copied(source["resource"])
     return pool
 
 

@@ -2,19 +2,18 @@
 replaced by seeded random ones (constant weights hide aliasing bugs) match
 onnxruntime in every memory mode. A wrong plan shows up here as wrong numbers.
 
-Weights are drawn in float32 straight into the model (He-style scale
-sqrt(2 / fan_in), so activations neither vanish nor saturate the final
-softmax); that keeps AlexNet, ZFNet-512 and VGG-19, whose fully connected
-weights are 250-550 MB of random numbers, within seconds each. Each model is
-built and run by onnxruntime once and shared by its memory modes.
+Weights are drawn in float32 and written with the model as ONNX external
+data (He-style scale sqrt(2 / fan_in), so activations neither vanish nor
+saturate the final softmax); onnxruntime and pyocc read them from the file,
+so AlexNet, ZFNet-512 and VGG-19, whose fully connected weights are 250-550
+MB, are in memory once at a time. Each model is written and run by
+onnxruntime once per process and shared by its memory modes.
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
 
 import numpy as np
-import onnx
 import pytest
 
 import pyocc
@@ -39,20 +38,20 @@ CASES = [
 ]
 
 
-@lru_cache(maxsize=1)  # the modes of one model run in a row; keep one model alive
-def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[np.ndarray]]:
-    """The model with random weights, seeded random inputs, and onnxruntime's outputs."""
-    return onnxruntime_reference(name)
-
-
 @pytest.mark.parametrize("name, memory", CASES)
 def test_matches_onnxruntime(name: str, memory: str) -> None:
-    model, inputs, expected = reference(name)
+    model, inputs, expected = onnxruntime_reference(name)
     compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
     for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
     report = compiled.memory_report()
+    # the default kernels: native where one exists, and the report says how many sites are
+    sites = compiled.native.meta["sites"]
+    assert compiled.native_sites > 0
+    assert compiled.numpy_sites == sum(not site["native"] for site in sites) == len(sites) - compiled.native_sites
+    assert (report.native_sites, report.numpy_sites) == (compiled.native_sites, compiled.numpy_sites)
+    assert f"kernels          {compiled.native_sites} native, {compiled.numpy_sites} numpy" in str(report)
     # Compiled with the default dnn-reorder: never above the given order.
     assert report.tensor_lower_bound_bytes <= report.lower_bound_given_order_bytes
     if memory != "eager":

@@ -14,21 +14,17 @@ import pytest
 
 import pyocc
 from tests.conftest import light_model_path
-from pyocc.testing.light_models import random_inputs_for, with_random_weights
+from pyocc.testing.light_models import onnxruntime_reference
 
-ort = pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxruntime")
 
 TWO_POOLS = "sram:size=1MiB,dram"
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v1", "resnet50"])
 def test_two_pools_match_onnxruntime(name: str) -> None:
-    model = with_random_weights(name)
+    model, inputs, expected = onnxruntime_reference(name)
     compiled = pyocc.compile(model, memory_pools=TWO_POOLS)
-    inputs = random_inputs_for(model)
-    options = ort.SessionOptions()
-    options.log_severity_level = 3
-    expected = ort.InferenceSession(model.SerializeToString(), options).run(None, inputs)
     got = compiled.run(inputs)
     for value, want in zip(got.values(), expected, strict=True):
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)

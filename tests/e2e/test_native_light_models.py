@@ -2,9 +2,9 @@
 the numbers against onnxruntime with random weights.
 
 tests/e2e/test_light_models_numerics.py runs every light model in every
-memory mode with the default kernels (native); this file checks what the
-native default changes: the count of sites that fall back to numpy (the
-model reports it), and that `kernels="numpy"` still calls numpy everywhere.
+memory mode with the default kernels (native), and checks the native and
+numpy sites the report counts; this file checks which sites fall back to
+numpy, and that `kernels="numpy"` still calls numpy everywhere and matches.
 """
 
 from __future__ import annotations
@@ -53,22 +53,18 @@ def test_numpy_sites_are_only_the_kernels_without_a_native_one(name: str) -> Non
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet"])
-def test_native_kernels_match_onnxruntime(name: str) -> None:
-    """Both kernel choices against onnxruntime; the model reports its sites."""
+def test_numpy_kernels_match_onnxruntime(name: str) -> None:
+    """`kernels="numpy"` calls numpy at every site and still matches
+    onnxruntime. (The native default on the same models, with its site
+    counts in the report, is test_light_models_numerics's pool case.)"""
     model, inputs, expected = onnxruntime_reference(name)
-    native = pyocc.compile(model)
     reference = pyocc.compile(model, kernels="numpy")
-    sites = len(native.native.meta["sites"])
-    assert reference.numpy_sites == sites and reference.native_sites == 0
-    assert native.native_sites > 0
-    report = native.memory_report()
-    assert (report.native_sites, report.numpy_sites) == (native.native_sites, native.numpy_sites)
-    assert f"kernels          {native.native_sites} native, {native.numpy_sites} numpy" in str(report)
-    assert native.numpy_sites == sum(site["kernel"] in NOT_NATIVE_YET for site in native.native.meta["sites"])
-    for compiled in (native, reference):
-        got = compiled.run(inputs)
-        for value, want in zip(got.values(), expected, strict=True):
-            np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+    assert reference.numpy_sites == len(reference.native.meta["sites"]) > 0 and reference.native_sites == 0
+    report = reference.memory_report()
+    assert (report.native_sites, report.numpy_sites) == (0, reference.numpy_sites)
+    got = reference.run(inputs)
+    for value, want in zip(got.values(), expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
 
 
 def test_unknown_kernels_is_one_clear_error() -> None:

@@ -4,6 +4,7 @@ the file, and every bad input gets one clear line."""
 from __future__ import annotations
 
 import collections
+import mmap
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,12 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
+import pyocc
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import import_model
+from pyocc.weights import load_bytes
 from tests.conftest import light_model_path
 
 PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
@@ -185,3 +189,62 @@ def test_output_file_is_not_written_on_error(tmp_path: Path) -> None:
     out = tmp_path / "out.mlir"
     result = _run_opt(str(tmp_path / "missing.onnx"), "-o", str(out))
     assert result.returncode != 0 and not out.exists()
+
+
+def _save_with_external_weights(path: Path) -> np.ndarray:
+    """A conv whose weight is stored as ONNX external data next to `path`
+    (`path.name + ".data"`); returns the weight."""
+    w = np.random.default_rng(3).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"])], "g", [x], [y],
+                              [numpy_helper.from_array(w, "w")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path),
+              save_as_external_data=True, location=path.name + ".data", size_threshold=0)
+    return w
+
+
+def test_external_weights_are_memory_mapped_and_match(tmp_path: Path) -> None:
+    """A model whose weights lie in a file beside it: the importer maps the
+    file instead of reading it (the blob store holds a memmap), and the
+    compiled model computes the same as onnx's reference on the inlined
+    weight; the module still prints the weight after compiling evicted it."""
+    path = tmp_path / "m.onnx"
+    w = _save_with_external_weights(path)
+    module = import_model(path)
+    (attr,) = [value for op in module.walk() if op.name == "onnx.Constant"
+               for value in [op.properties.get("value")] if hasattr(value, "resource_handle")]
+    data = load_bytes(attr)
+    np.testing.assert_array_equal(np.frombuffer(data, np.float32).reshape(w.shape), w)
+    base = data.obj  # the array the store holds, a view of ... of the mapped file
+    while isinstance(base, np.ndarray) and base.base is not None:
+        base = base.base
+    assert isinstance(base, mmap.mmap)
+    x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    compiled = pyocc.compile(path)
+    (got,) = compiled.run({"x": x}).values()
+    (want,) = ReferenceEvaluator(onnx.load(str(path))).run(None, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # compiling gave back the mapped pages (pyocc.weights.evict_mapped): reading pages them in again
+    (attr,) = [value for op in compiled.module.walk() for value in op.properties.values()
+               if hasattr(value, "resource_handle")]
+    assert bytes(load_bytes(attr)) == w.tobytes()
+
+
+def test_missing_external_weights_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    _save_with_external_weights(path)
+    (tmp_path / "m.onnx.data").unlink()
+    with pytest.raises(PyoccError, match=r"initializer 'w' keeps its data in 'm.onnx.data', which is not in "
+                                         r".*; put that file next to the model$"):
+        import_model(path)
+
+
+def test_truncated_external_weights_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "m.onnx"
+    _save_with_external_weights(path)
+    data = tmp_path / "m.onnx.data"
+    data.write_bytes(data.read_bytes()[:100])
+    with pytest.raises(PyoccError, match=r"initializer 'w' needs 432 bytes at offset 0 of 'm.onnx.data', which "
+                                         r"holds 100 bytes; the file is truncated or not this model's$"):
+        import_model(path)
