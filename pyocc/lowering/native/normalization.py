@@ -200,7 +200,7 @@ def _supports_layer_norm(site: dict[str, Any]) -> bool:
             and _trailing_strides(bias, trailing) is not None)
 
 
-@native_kernel("layer_norm", supports=_supports_layer_norm)
+@native_kernel("layer_norm", supports=_supports_layer_norm, run_time_shapes=True)
 def emit_layer_norm(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX LayerNormalization over dims axis.. (host_kernels.layer_norm):
     (x - mean) * (1 / sqrt(var + epsilon)) * scale + bias; out may be x."""

@@ -42,7 +42,7 @@ def _copy_strided(k: KernelBuilder, source: Operand, source_strides: list[int], 
                         lambda at: k.store(k.load(source, at[0]), target, at[1]), [source_base, target_base])
 
 
-@native_kernel("transpose", supports=_moves)
+@native_kernel("transpose", supports=_moves, run_time_shapes=True)
 def emit_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Transpose (host_kernels.transpose); no perm reverses the axes."""
     k = KernelBuilder(module, symbol, site)
@@ -110,7 +110,7 @@ def _supports_gather(site: dict[str, Any]) -> bool:
     return _moves(site) and site["inputs"][1]["dtype"] in ("int32", "int64")
 
 
-@native_kernel("gather", supports=_supports_gather)
+@native_kernel("gather", supports=_supports_gather, run_time_shapes=True)
 def emit_gather(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Gather along axis; negative indices count from the end
     (host_kernels.gather). An index out of range reads the nearest valid
