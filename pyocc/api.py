@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import time
@@ -958,12 +959,12 @@ class SymbolicModel:
         self._native_order = (code.input_names, code.output_names, code.symbols)
         self.compile_ms = (time.perf_counter() - start) * 1e3
 
-    @property
+    @functools.cached_property
     def input_names(self) -> list[str]:
         """ONNX names of the graph inputs, in order."""
         return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and not s[3]]
 
-    @property
+    @functools.cached_property
     def output_names(self) -> list[str]:
         """ONNX names of the graph outputs, in order."""
         return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and s[3]]
