@@ -164,7 +164,6 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
     plan), see the module docstring. NotNativeProgram when it cannot be written."""
     ranges = dict(program.ranges)
     names = sorted(ranges)
-    maximum = {n: high for n, (_, high) in ranges.items()}
     steps = poly_steps(program)
     symbol = re.sub(r"[^A-Za-z0-9_]", "_", name)
     module = ir.Module(name=symbol)
@@ -205,7 +204,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
     for step, site in sites:
         key = _text(site)
         if key not in functions:
-            functions[key] = _emit_site(module, f"{symbol}_site_{len(functions)}", site, names, ranges, maximum)
+            functions[key] = emit_site(module, f"{symbol}_site_{len(functions)}", site, ranges)
         site_function.append(functions[key])
     _emit_run(module, f"{symbol}_run", steps, site_function, weight_of, weights, plan, names, ranges)
     pool, _ = pack_weights(weights)
@@ -228,13 +227,20 @@ def _check_prefix(weight: np.ndarray, shape: list[int | Poly], ranges: Mapping[s
                                "its leading bytes (only its first dimension may depend on the symbols)")
 
 
-def _emit_site(module: ir.Module, symbol: str, site: dict[str, Any], names: Sequence[str],
-               ranges: Mapping[str, tuple[int, int]], maximum: Mapping[str, int]) -> ir.Function:
-    """The kernel function of one site (its shapes' Polys as run-time Sizes)."""
-    at_maximum = _at(site, maximum)
+def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
+              ranges: Mapping[str, tuple[int, int]]) -> ir.Function:
+    """Define the kernel function `void symbol(i8 **buffers)` of one site
+    (kernel, inputs, outputs, kwargs; dimensions ints or Polys in the
+    symbols of `ranges`) in `module`: the buffer pointers, then the
+    symbols' values (sorted by name) as integers cast to pointers. Its
+    Polys are run-time Sizes to the emitter (a kernel registered with
+    `run_time_shapes`); NotNativeProgram when no native kernel can write it."""
+    names = sorted(ranges)
+    at_maximum = _at(site, {n: high for n, (_, high) in ranges.items()})
     kernel = native_kernel_for(at_maximum)
     if kernel is None:
-        raise NotNativeProgram(f"the {site['kernel']} kernel of {_shapes(at_maximum)} has no native kernel that computes it")
+        raise NotNativeProgram(f"the {site['kernel']} kernel of {_shapes(at_maximum)} has no native kernel "
+                               "that computes it")
     symbolic = _has_poly(site)
     if symbolic and not kernel.run_time_shapes:
         raise NotNativeProgram(f"the native {site['kernel']} kernel takes static shapes only")

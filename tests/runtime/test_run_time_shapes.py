@@ -1,0 +1,166 @@
+"""Native kernels with run-time shapes (pyocc.lowering.native.sizes): one
+kernel, written once for dimensions that are polynomials in a symbol S,
+run at several S against pyocc's numpy kernel on the same arrays; the
+Size arithmetic the emitters rely on; and the sites that cannot take
+run-time shapes saying so (pyocc.lowering.symbolic_native.emit_site)."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Callable
+from typing import Any
+
+import llvmlite.ir as ir
+import numpy as np
+import pytest
+
+from pyocc.lowering.native.sizes import Size, SizeContext
+from pyocc.lowering.symbolic_native import NotNativeProgram, emit_site
+from pyocc.planning.symbolic import Poly
+from pyocc.runtime.jit import _resolve_externals, _target_machine, jit_module
+from pyocc.testing.native_kernels import run_numpy, site_for
+
+RANGES = {"S": (1, 64)}
+LENGTHS = (1, 2, 5, 17, 64)
+S = Poly.symbol("S")
+
+Dim = int | Poly
+Spec = tuple[tuple[Dim, ...], str] | None
+
+
+def _spec(spec: Spec) -> dict[str, Any] | None:
+    return None if spec is None else {"shape": list(spec[0]), "dtype": spec[1]}
+
+
+def _at(shape: tuple[Dim, ...], s: int) -> tuple[int, ...]:
+    return tuple(d.evaluate({"S": s}) if isinstance(d, Poly) else d for d in shape)
+
+
+def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], **kwargs: Any) -> Callable[..., None]:
+    """The kernel of a site with symbolic dimensions, JIT-compiled:
+    call(arrays..., outputs..., s) runs it at S = s."""
+    module = ir.Module(name="run_time_shapes")
+    site = {"kernel": kernel, "inputs": [_spec(x) for x in inputs], "outputs": [_spec(x) for x in outputs],
+            "kwargs": kwargs}
+    emit_site(module, "site", site, RANGES)
+    entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), "entry")
+    builder = ir.IRBuilder(entry.append_basic_block())
+    builder.call(module.get_global("site"), [entry.args[0]])
+    builder.ret_void()
+    engine, _ = jit_module(str(module), _target_machine(), _resolve_externals)
+    function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("entry"))
+
+    def call(arrays: list[np.ndarray | None], outs: list[np.ndarray], s: int) -> None:
+        pointers = [None if a is None else a.ctypes.data for a in [*arrays, *outs]] + [s]
+        table = (ctypes.c_void_p * len(pointers))(*pointers)
+        function(ctypes.addressof(table))
+        _ = engine  # the code lives as long as the engine
+
+    return call
+
+
+def check(kernel: str, inputs: list[Spec], outputs: list[Spec], make: Callable[[tuple[int, ...], str, int],
+                                                                              np.ndarray] | None = None,
+          rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any) -> None:
+    """The run-time-shape kernel at every S of LENGTHS equals the numpy kernel on the same arrays."""
+    run = compile_site(kernel, inputs, outputs, **kwargs)
+    rng = np.random.default_rng(0)
+    for s in LENGTHS:
+        arrays: list[np.ndarray | None] = []
+        for index, spec in enumerate(inputs):
+            if spec is None:
+                arrays.append(None)
+                continue
+            shape, dtype = _at(spec[0], s), spec[1]
+            arrays.append(make(shape, dtype, index) if make is not None
+                          else rng.standard_normal(shape).astype(dtype))
+        out_specs = [(_at(o[0], s), o[1]) for o in outputs if o is not None]
+        got = [np.full(shape, 77, dtype=dtype) for shape, dtype in out_specs]
+        run(arrays, got, s)
+        want = run_numpy(site_for(kernel, arrays, out_specs, **kwargs), arrays)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{kernel} at S={s}")
+
+
+def test_gemm_rows_at_run_time() -> None:
+    check("gemm", [((S, 32), "float32"), ((32, 16), "float32"), ((16,), "float32")], [((S, 16), "float32")],
+          alpha=1.0, beta=1.0, trans_a=0, trans_b=0)
+    check("gemm", [((S, 8), "float32"), ((12, 8), "float32"), ((12,), "float32")], [((S, 12), "float32")],
+          alpha=0.5, beta=2.0, trans_a=0, trans_b=1, activation="tanh")
+
+
+def test_matmul_with_run_time_depth_and_batch() -> None:
+    check("matmul", [((1, 4, S, S), "float32"), ((1, 4, S, 8), "float32")], [((1, 4, S, 8), "float32")])
+    check("matmul", [((S, 4, 3, 5), "float32"), ((S, 4, 5, 2), "float32")], [((S, 4, 3, 2), "float32")])
+    check("matmul", [((1, S, 8), "float32"), ((8, 6), "float32")], [((1, S, 6), "float32")])
+
+
+def test_attention_softmax_with_and_without_a_mask() -> None:
+    q, k_t = ((1, 4, S, 8), "float32"), ((1, 4, 8, S), "float32")
+    check("attention_softmax", [q, k_t, None], [((1, 4, S, S), "float32")], scale=0.35)
+    check("attention_softmax", [q, k_t, ((1, 1, 1, S), "float32")], [((1, 4, S, S), "float32")], scale=0.35)
+
+
+def test_elementwise_with_broadcasting() -> None:
+    x = ((1, S, 32), "float32")
+    check("unary", [x], [x], fn="erf")
+    check("unary", [x], [x], fn="gelu", approximate="tanh")
+    check("binary", [x, ((32,), "float32")], [x], fn="add", fmod=0)
+    check("binary", [((1, 4, S, S), "float32"), ((1, 1, 1, S), "float32")], [((1, 4, S, S), "float32")],
+          fn="mul", fmod=0)
+    check("binary", [((), "float32"), ((1, 1, 1, S), "float32")], [((1, 1, 1, S), "float32")], fn="sub", fmod=0)
+    check("cast", [((1, 1, 1, S), "int64")], [((1, 1, 1, S), "float32")],
+          make=lambda shape, dtype, _: np.arange(math.prod(shape)).reshape(shape).astype(dtype) % 2)
+
+
+def test_layer_norm_transpose_and_gather() -> None:
+    check("layer_norm", [((1, S, 32), "float32"), ((32,), "float32"), ((32,), "float32")],
+          [((1, S, 32), "float32")], axis=-1, epsilon=1e-5, rtol=1e-5, atol=1e-5)
+    check("transpose", [((1, S, 4, 8), "float32")], [((1, 4, S, 8), "float32")], perm=[0, 2, 1, 3])
+    check("transpose", [((1, S, 4, 8), "float32")], [((1, 4, 8, S), "float32")], perm=[0, 2, 3, 1])
+
+    def ids(shape: tuple[int, ...], dtype: str, index: int) -> np.ndarray:
+        rng = np.random.default_rng(index)
+        return rng.integers(-50, 50, shape).astype(dtype) if index == 1 else rng.standard_normal(shape).astype(dtype)
+
+    check("gather", [((50, 32), "float32"), ((1, S), "int64")], [((1, S, 32), "float32")], make=ids, axis=0)
+    check("gather", [((1, S, 32), "float32"), ((), "int64")], [((1, 32), "float32")],
+          make=lambda shape, dtype, index: np.zeros(shape, dtype) if index == 1
+          else np.random.default_rng(0).standard_normal(shape).astype(dtype), axis=1)
+
+
+def test_a_kernel_without_run_time_shapes_says_so() -> None:
+    module = ir.Module(name="m")
+    site = {"kernel": "softmax", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, S, 8), "float32"))],
+            "kwargs": {"axis": -1}}
+    with pytest.raises(NotNativeProgram, match="^the native softmax kernel takes static shapes only$"):
+        emit_site(module, "site", site, RANGES)
+
+
+def test_a_kernel_that_needs_a_static_size_says_so() -> None:
+    """layer_norm divides by its row width as a float constant: a width of S cannot be one."""
+    module = ir.Module(name="m")
+    site = {"kernel": "layer_norm", "inputs": [_spec(((4, S), "float32")), _spec(((S,), "float32")), None],
+            "outputs": [_spec(((4, S), "float32"))], "kwargs": {"axis": -1, "epsilon": 1e-5}}
+    with pytest.raises(NotNativeProgram, match=r"^the native layer_norm kernel cannot take the run-time shapes "
+                                               r"4xS, S, 4xS: a run-time size S used as a compile-time number$"):
+        emit_site(module, "site", site, RANGES)
+
+
+def test_size_arithmetic_and_comparisons() -> None:
+    context = SizeContext(ir.Module(name="m"), "unused", 0, ["S"], RANGES)
+    s = context.size(S)
+    assert isinstance(s, Size) and context.size(Poly.constant(7)) == 7
+    assert 32 * s == s * 32 and (s * 32).poly == Poly.parse("32*S")
+    assert s - s == 0 and isinstance(s - s, int)
+    assert math.prod([1, s, 4]) == 4 * s and (4 * s) // 2 == 2 * s and (4 * s) % 2 == 0
+    assert s != 1 and s != 64 and not (s == 1)  # equal to no int: it is every value of the range
+    assert s >= 1 and s <= 64 and s > 0 and not s > 1 and not s < 64 and not s <= 0
+    assert (s + 1 > s) and not (s * s > s)  # S^2 == S at S = 1
+    with pytest.raises(TypeError, match="compile-time int"):
+        range(s)
+    with pytest.raises(TypeError, match="written as a constant"):
+        str(ir.Constant(ir.IntType(64), s))
+    with pytest.raises(TypeError, match="not divisible"):
+        (3 * s) // 2
