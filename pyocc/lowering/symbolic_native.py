@@ -186,8 +186,6 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
             types[step[1]] = (step[4], step[5])
         elif kind == "call":
             _, kernel, inputs, outs, _keyword, kwargs = step
-            if _has_poly(kwargs):
-                raise NotNativeProgram(f"the arguments of a {kernel} kernel depend on the symbols ({_text(kwargs)})")
 
             def spec(v: int) -> dict[str, Any]:
                 shape, dtype = types[v]
@@ -243,6 +241,9 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
                                "that computes it")
     symbolic = _has_poly(site)
     if symbolic and not kernel.run_time_shapes:
+        if _has_poly(site["kwargs"]):
+            raise NotNativeProgram(f"the arguments of a {site['kernel']} kernel depend on the symbols "
+                                   f"({_text(site['kwargs'])})")
         raise NotNativeProgram(f"the native {site['kernel']} kernel takes static shapes only")
     slots = sum(len(s) if isinstance(s, list) else 1 for s in site["inputs"]) + len(site["outputs"])
     context = SizeContext(module, symbol, slots, names, ranges)

@@ -78,7 +78,9 @@ def check(kernel: str, inputs: list[Spec], outputs: list[Spec], make: Callable[[
         out_specs = [(_at(o[0], s), o[1]) for o in outputs if o is not None]
         got = [np.full(shape, 77, dtype=dtype) for shape, dtype in out_specs]
         run(arrays, got, s)
-        want = run_numpy(site_for(kernel, arrays, out_specs, **kwargs), arrays)
+        static_kwargs = {k: [_at((v,), s)[0] if isinstance(v, Poly) else v for v in value]
+                         if isinstance(value, list) else value for k, value in kwargs.items()}
+        want = run_numpy(site_for(kernel, arrays, out_specs, **static_kwargs), arrays)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{kernel} at S={s}")
 
@@ -130,11 +132,24 @@ def test_layer_norm_transpose_and_gather() -> None:
           else np.random.default_rng(0).standard_normal(shape).astype(dtype), axis=1)
 
 
+def test_softmax_where_and_a_slice_up_to_the_length() -> None:
+    """GPT-2's causal attention: a Slice of a [64, 64] mask up to S x S (its
+    ends are the length), Where on it, Softmax."""
+    scores = ((1, 4, S, S), "float32")
+    check("softmax", [scores], [scores], axis=-1)
+    check("slice", [((64, 64), "bool")], [((S, S), "bool")],
+          make=lambda shape, dtype, _: np.tril(np.ones(shape, dtype)), starts=[0, 0], ends=[S, S], axes=[0, 1])
+    check("slice", [((S, 8), "float32")], [((S, 5), "float32")], starts=[0, 2], ends=[S, 7], axes=[0, 1])
+    check("where", [((S, S), "bool"), scores, ((), "float32")], [scores],
+          make=lambda shape, dtype, i: (np.random.default_rng(i).random(shape) < 0.5).astype(dtype) if i == 0
+          else np.random.default_rng(i).standard_normal(shape).astype(dtype))
+
+
 def test_a_kernel_without_run_time_shapes_says_so() -> None:
     module = ir.Module(name="m")
-    site = {"kernel": "softmax", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, S, 8), "float32"))],
+    site = {"kernel": "log_softmax", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, S, 8), "float32"))],
             "kwargs": {"axis": -1}}
-    with pytest.raises(NotNativeProgram, match="^the native softmax kernel takes static shapes only$"):
+    with pytest.raises(NotNativeProgram, match="^the native log_softmax kernel takes static shapes only$"):
         emit_site(module, "site", site, RANGES)
 
 

@@ -2,11 +2,12 @@
 a BERT-style graph, a GPT-2-style decoder (its causal mask and positions
 Slices up to the length) and a plain transformer encoder with a symbolic sequence
 dimension at S in {1, 2, 17, 128} and matches onnxruntime; its pool at each
-S is compared with the static plan compiled for that S. The encoder and
-BERT run generated code (pyocc.lowering.symbolic_native): S in {1, 2, 17,
-128, 384, 512} with no numpy kernel called and the pool each run allocates
-equal to the plan's at S; GPT-2 (a Slice whose ends are the length) falls
-back to the numpy kernels with a warning that says why."""
+S is compared with the static plan compiled for that S. All three run
+generated code (pyocc.lowering.symbolic_native): S in {1, 2, 17, 128, 384,
+512} with no numpy kernel called and the pool each run allocates equal to
+the plan's at S. The ViT-style graph (a convolution, which has no
+run-time-shape kernel) falls back to the numpy kernels with a warning that
+says why."""
 
 from __future__ import annotations
 
@@ -26,9 +27,6 @@ from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_sym
 
 LENGTHS = (1, 2, 17, 128)
 GRAPHS = {"encoder": encoder_symbolic, "bert": bert_symbolic, "gpt2": gpt2_symbolic}
-#: the graphs generated code runs (the others: why they fall back)
-NATIVE = {"encoder", "bert"}
-FALLBACK = {"gpt2": "the arguments of a slice kernel depend on the symbols"}
 
 
 def inputs_at(name: str, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -45,20 +43,13 @@ def compiled(request: pytest.FixtureRequest) -> tuple[str, onnx.ModelProto, Symb
     model = GRAPHS[request.param]()
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
-    if request.param in FALLBACK:
-        with pytest.warns(UserWarning, match="symbolic shapes run the numpy kernels from Python for this model: "
-                          + FALLBACK[request.param]):
-            return request.param, model, pyocc.compile(fresh, dims={"sequence": 512})
     return request.param, model, pyocc.compile(fresh, dims={"sequence": 512})
 
 
 def test_one_compile_runs_every_length_like_onnxruntime(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     name, model, symbolic = compiled
     assert isinstance(symbolic, SymbolicModel)
-    if name in NATIVE:
-        assert symbolic.fallback_reason is None and symbolic.numpy_sites == 0 and symbolic.native_sites > 0
-    else:
-        assert symbolic.native is None and symbolic.native_sites == 0 and symbolic.numpy_sites > 0
+    assert symbolic.fallback_reason is None and symbolic.numpy_sites == 0 and symbolic.native_sites > 0
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for s in LENGTHS:
@@ -114,8 +105,6 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
     kernel called during a run (the same counter counts the numpy path's
     calls), one pool allocated per run whose size is the plan's at S."""
     name, model, symbolic = compiled
-    if name not in NATIVE:
-        pytest.skip(f"{name} runs the numpy kernels: {FALLBACK[name]}")
     session = ort.InferenceSession(model.SerializeToString())
     counter = _CountingKernels(monkeypatch)
     rng = np.random.default_rng(1)
@@ -199,6 +188,7 @@ def test_vit_one_compile_runs_every_batch() -> None:
     fresh.CopyFrom(model)
     with pytest.warns(UserWarning, match="numpy kernels from Python for this model: the conv kernel"):
         symbolic = pyocc.compile(fresh, dims={"batch": 64})
+    assert symbolic.native is None and symbolic.native_sites == 0 and symbolic.numpy_sites > 0
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for batch in (1, 2, 17, 64):

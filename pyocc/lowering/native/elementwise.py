@@ -237,7 +237,7 @@ def _supports_where(site: dict[str, Any]) -> bool:
     return cond == "bool" and a == b == site["outputs"][0]["dtype"] and a in FLOATS | SIGNED | UNSIGNED
 
 
-@native_kernel("where", supports=_supports_where)
+@native_kernel("where", supports=_supports_where, run_time_shapes=True)
 def emit_where(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = a if cond else b, broadcast (host_kernels.where); out may be b."""
     k = KernelBuilder(module, symbol, site)

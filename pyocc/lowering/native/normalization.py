@@ -131,7 +131,7 @@ def _row_max(k: KernelBuilder, x: Operand, at: Any, length: int) -> ir.Value:
                     lambda j, acc: (lambda v: b.select(b.fcmp_unordered(">", v, acc), v, acc))(k.load(x, at(j))))
 
 
-@native_kernel("softmax", supports=_float32)
+@native_kernel("softmax", supports=_float32, run_time_shapes=True)
 def emit_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Softmax along `axis`, shifted by the max (host_kernels.softmax); out may be x."""
     k = KernelBuilder(module, symbol, site)
