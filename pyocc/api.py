@@ -1011,8 +1011,11 @@ class SymbolicModel:
 
     def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
         """The memory report at one value of every symbol, e.g.
-        ``dims={"sequence": 17}`` (default: each at its maximum)."""
-        return self.lowered.memory_report(dims)
+        ``dims={"sequence": 17}`` (default: each at its maximum), with the
+        kernels that run it (`kernels  N native, M numpy`)."""
+        report = self.lowered.memory_report(dims)
+        report.native_sites, report.numpy_sites = self.native_sites, self.numpy_sites
+        return report
 
 
 class Model:
