@@ -19,7 +19,8 @@ the buffers below it) and the pool size; allocates the pool (one
 `aligned_alloc`, counted in `state` like the static models' allocations:
 calls, frees, bytes now, peak); points every buffer, view and subview at
 its offset; copies what the program copies; and calls one native kernel
-per compute op with the op's buffer pointers and then the symbols' values
+per compute op with the op's buffer pointers (its planned scratch last,
+if it has one) and then the symbols' values
 (as integers cast to pointers). The kernels take their shapes at run time:
 each site's dimensions are polynomials, which the emitters registered with
 `run_time_shapes=True` see as `Size`s (pyocc.lowering.native.sizes) and the
@@ -51,6 +52,7 @@ import numpy as np
 
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
+from pyocc.lowering.native.registry import site_slots
 from pyocc.lowering.native.sizes import SizeContext
 from pyocc.planning.symbolic import Poly, SymbolicPlan
 
@@ -185,7 +187,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
         elif kind == "subview":
             types[step[1]] = (step[4], step[5])
         elif kind == "call":
-            _, kernel, inputs, outs, _keyword, kwargs = step
+            _, kernel, inputs, outs, _keyword, kwargs, workspace = step
 
             def spec(v: int) -> dict[str, Any]:
                 shape, dtype = types[v]
@@ -194,7 +196,8 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
             site = {"kernel": kernel,
                     "inputs": [None if v is None else [spec(x) for x in v] if isinstance(v, list) else spec(v)
                                for v in inputs],
-                    "outputs": [spec(v) for v in outs], "kwargs": kwargs}
+                    "outputs": [spec(v) for v in outs], "kwargs": kwargs,
+                    "workspace": None if workspace is None else spec(workspace)}
             sites.append((step, site))
     # one function per distinct site
     functions: dict[str, ir.Function] = {}
@@ -245,7 +248,7 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
             raise NotNativeProgram(f"the arguments of a {site['kernel']} kernel depend on the symbols "
                                    f"({_text(site['kwargs'])})")
         raise NotNativeProgram(f"the native {site['kernel']} kernel takes static shapes only")
-    slots = sum(len(s) if isinstance(s, list) else 1 for s in site["inputs"]) + len(site["outputs"])
+    slots = site_slots(site)
     context = SizeContext(module, symbol, slots, names, ranges)
 
     def sized(value: Any) -> Any:
@@ -330,8 +333,9 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
     slot_count = 0
     for step in steps:
         if step[0] == "call":
-            _, _, kernel_inputs, outs, _, _ = step
-            count = sum(len(v) if isinstance(v, list) else 1 for v in kernel_inputs) + len(outs)
+            _, _, kernel_inputs, outs, _, _, workspace = step
+            count = sum(len(v) if isinstance(v, list) else 1 for v in kernel_inputs) + len(outs) + \
+                (workspace is not None)
             slot_count = max(slot_count, count + len(names))
     array = b.alloca(PTR, size=ir.Constant(I64, max(slot_count, 1)))
     symbol_pointers = [b.inttoptr(sizes.value(Poly.symbol(n)), PTR) for n in names]
@@ -359,7 +363,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
             _, target, source, size = step
             b.call(memcpy, [pointers[target], pointers[source], poly(size), ir.Constant(ir.IntType(1), 0)])
         elif kind == "call":
-            _, _, kernel_inputs, outs, _, _ = step
+            _, _, kernel_inputs, outs, _, _, workspace = step
             values: list[ir.Value] = []
             for v in kernel_inputs:
                 if v is None:
@@ -368,7 +372,8 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
                     values += [pointers[x] for x in v]
                 else:
                     values.append(pointers[v])
-            values += [pointers[v] for v in outs] + symbol_pointers
+            values += [pointers[v] for v in outs] + ([] if workspace is None else [pointers[workspace]])
+            values += symbol_pointers
             for index, value in enumerate(values):
                 b.store(value, b.gep(array, [ir.Constant(I64, index)], inbounds=True, source_etype=PTR))
             b.call(next(calls), [array])

@@ -29,7 +29,9 @@ Dim = int | Poly
 Spec = tuple[tuple[Dim, ...], str] | None
 
 
-def _spec(spec: Spec) -> dict[str, Any] | None:
+def _spec(spec: Spec | list[Spec]) -> Any:
+    if isinstance(spec, list):
+        return [_spec(one) for one in spec]
     return None if spec is None else {"shape": list(spec[0]), "dtype": spec[1]}
 
 
@@ -37,12 +39,14 @@ def _at(shape: tuple[Dim, ...], s: int) -> tuple[int, ...]:
     return tuple(d.evaluate({"S": s}) if isinstance(d, Poly) else d for d in shape)
 
 
-def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], **kwargs: Any) -> Callable[..., None]:
-    """The kernel of a site with symbolic dimensions, JIT-compiled:
-    call(arrays..., outputs..., s) runs it at S = s."""
+def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], workspace_bytes: int | None = None,
+                 **kwargs: Any) -> Callable[..., None]:
+    """The kernel of a site with symbolic dimensions (and a planned scratch
+    of `workspace_bytes`), JIT-compiled: call(arrays, outputs, s) runs it at S = s."""
     module = ir.Module(name="run_time_shapes")
     site = {"kernel": kernel, "inputs": [_spec(x) for x in inputs], "outputs": [_spec(x) for x in outputs],
-            "kwargs": kwargs}
+            "kwargs": kwargs,
+            "workspace": None if workspace_bytes is None else {"shape": [workspace_bytes], "dtype": "int8"}}
     emit_site(module, "site", site, RANGES)
     entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), "entry")
     builder = ir.IRBuilder(entry.append_basic_block())
@@ -51,8 +55,11 @@ def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], **kwargs:
     engine, _ = jit_module(str(module), _target_machine(), _resolve_externals)
     function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("entry"))
 
+    scratch = [np.full(workspace_bytes, 255, np.uint8)] if workspace_bytes is not None else []
+
     def call(arrays: list[np.ndarray | None], outs: list[np.ndarray], s: int) -> None:
-        pointers = [None if a is None else a.ctypes.data for a in [*arrays, *outs]] + [s]
+        flat = [a for x in arrays for a in (x if isinstance(x, list) else [x])]
+        pointers = [None if a is None else a.ctypes.data for a in [*flat, *outs, *scratch]] + [s]
         table = (ctypes.c_void_p * len(pointers))(*pointers)
         function(ctypes.addressof(table))
         _ = engine  # the code lives as long as the engine
@@ -60,27 +67,32 @@ def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], **kwargs:
     return call
 
 
-def check(kernel: str, inputs: list[Spec], outputs: list[Spec], make: Callable[[tuple[int, ...], str, int],
-                                                                              np.ndarray] | None = None,
-          rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any) -> None:
+def check(kernel: str, inputs: list[Spec | list[Spec]], outputs: list[Spec],
+          make: Callable[[tuple[int, ...], str, int], np.ndarray] | None = None, rtol: float = 1e-5,
+          atol: float = 1e-6, workspace_bytes: int | None = None, out_keyword: str = "out", **kwargs: Any) -> None:
     """The run-time-shape kernel at every S of LENGTHS equals the numpy kernel on the same arrays."""
-    run = compile_site(kernel, inputs, outputs, **kwargs)
+    run = compile_site(kernel, inputs, outputs, workspace_bytes, **kwargs)
     rng = np.random.default_rng(0)
+
+    def array(spec: tuple[tuple[Dim, ...], str], index: int, s: int) -> np.ndarray:
+        shape, dtype = _at(spec[0], s), spec[1]
+        return make(shape, dtype, index) if make is not None else rng.standard_normal(shape).astype(dtype)
+
     for s in LENGTHS:
-        arrays: list[np.ndarray | None] = []
+        arrays: list[Any] = []
         for index, spec in enumerate(inputs):
             if spec is None:
                 arrays.append(None)
-                continue
-            shape, dtype = _at(spec[0], s), spec[1]
-            arrays.append(make(shape, dtype, index) if make is not None
-                          else rng.standard_normal(shape).astype(dtype))
+            elif isinstance(spec, list):
+                arrays.append([array(one, index, s) for one in spec])
+            else:
+                arrays.append(array(spec, index, s))
         out_specs = [(_at(o[0], s), o[1]) for o in outputs if o is not None]
         got = [np.full(shape, 77, dtype=dtype) for shape, dtype in out_specs]
         run(arrays, got, s)
         static_kwargs = {k: [_at((v,), s)[0] if isinstance(v, Poly) else v for v in value]
                          if isinstance(value, list) else value for k, value in kwargs.items()}
-        want = run_numpy(site_for(kernel, arrays, out_specs, **static_kwargs), arrays)
+        want = run_numpy(site_for(kernel, arrays, out_specs, out_keyword=out_keyword, **static_kwargs), arrays)
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=f"{kernel} at S={s}")
 
@@ -143,6 +155,22 @@ def test_softmax_where_and_a_slice_up_to_the_length() -> None:
     check("where", [((S, S), "bool"), scores, ((), "float32")], [scores],
           make=lambda shape, dtype, i: (np.random.default_rng(i).random(shape) < 0.5).astype(dtype) if i == 0
           else np.random.default_rng(i).standard_normal(shape).astype(dtype))
+
+
+def test_convolution_over_a_run_time_batch() -> None:
+    """The ViT-style patch embedding: an im2col convolution on S images, with its planned scratch."""
+    check("conv", [((S, 3, 32, 32), "float32"), ((32, 3, 8, 8), "float32"), ((32,), "float32"), None],
+          [((S, 32, 4, 4), "float32")], workspace_bytes=12288, rtol=1e-5, atol=1e-5,
+          strides=[8, 8], group=1, pads=[0, 0, 0, 0])
+
+
+def test_concat_split_and_expand_with_run_time_sizes() -> None:
+    check("concat", [[((S, 1, 8), "float32"), ((S, 16, 8), "float32")]], [((S, 17, 8), "float32")], axis=1)
+    check("concat", [[((1, S, 8), "float32"), ((1, 3, 8), "float32"), ((1, S, 8), "float32")]],
+          [((1, Poly.parse("2*S + 3"), 8), "float32")], axis=1)
+    check("split", [((1, S, 8), "float32")], [((1, S, 3), "float32"), ((1, S, 5), "float32")], axis=2,
+          out_keyword="outs")
+    check("expand", [((1, 1, 8), "float32")], [((S, 1, 8), "float32")])
 
 
 def test_a_kernel_without_run_time_shapes_says_so() -> None:

@@ -54,7 +54,7 @@ def emit_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None
     k.finish()
 
 
-@native_kernel("concat", supports=_moves)
+@native_kernel("concat", supports=_moves, run_time_shapes=True)
 def emit_concat(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Concat: each input into its band of out along axis (host_kernels.concat)."""
     k = KernelBuilder(module, symbol, site)
@@ -68,7 +68,7 @@ def emit_concat(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("split", supports=_moves)
+@native_kernel("split", supports=_moves, run_time_shapes=True)
 def emit_split(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Split: out k is the k-th band of x along axis (host_kernels.split)."""
     k = KernelBuilder(module, symbol, site)
@@ -149,7 +149,7 @@ def emit_gather(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("expand", supports=_moves)
+@native_kernel("expand", supports=_moves, run_time_shapes=True)
 def emit_expand(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Expand: x broadcast to out's shape (host_kernels.expand)."""
     k = KernelBuilder(module, symbol, site)
