@@ -55,6 +55,7 @@ from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
 from pyocc.lowering.native.sizes import SizeContext
 from pyocc.planning.symbolic import Poly, SymbolicPlan
+from pyocc.runtime.bridge import aligned_bytes
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -147,13 +148,13 @@ def _text(value: Any) -> str:
 
 
 def pack_weights(weights: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
-    """The weights packed into one byte array, each at a 64-byte aligned
-    offset: (the pool, the offsets)."""
+    """The weights packed into one 64-byte aligned byte array, each at a
+    64-byte aligned offset: (the pool, the offsets)."""
     offsets, total = [], 0
     for weight in weights:
         offsets.append(total)
         total += -(-max(weight.nbytes, 1) // ALIGNMENT) * ALIGNMENT
-    pool = np.zeros(max(total, ALIGNMENT), dtype=np.uint8)
+    pool = aligned_bytes(max(total, ALIGNMENT))
     for weight, offset in zip(weights, offsets, strict=True):
         pool[offset:offset + weight.nbytes] = np.ascontiguousarray(weight).reshape(-1).view(np.uint8)
     return pool, offsets
@@ -179,7 +180,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
         elif kind == "weight":
             _, value, index, shape = step
             weight = weights[index]
-            _check_prefix(weight, shape, ranges)
+            _check_prefix(weight, shape)
             types[value] = (shape, str(weight.dtype))
             weight_of[value] = index
         elif kind in ("malloc", "view"):
@@ -218,7 +219,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
                           [s[2] for s in args if s[3]], names, len(sites), len(functions))
 
 
-def _check_prefix(weight: np.ndarray, shape: list[int | Poly], ranges: Mapping[str, tuple[int, int]]) -> None:
+def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:
     """A constant read at a symbolic shape must be the leading bytes of its value at the maximum."""
     if not _has_poly(shape):
         return
