@@ -207,3 +207,8 @@ def test_size_arithmetic_and_comparisons() -> None:
         str(ir.Constant(ir.IntType(64), s))
     with pytest.raises(TypeError, match="not divisible"):
         (3 * s) // 2
+    quadratic = context.size(Poly.parse("S^2 - 5*S + 7"))  # 1 at S = 2 and 3, its least value
+    assert quadratic >= 1 and not quadratic > 1
+    huge = SizeContext(ir.Module(name="m"), "unused", 0, ["a", "b"], {"a": (1, 4096), "b": (1, 4096)})
+    with pytest.raises(TypeError, match="the sign of a\\*b is not checked"):
+        huge.size(Poly.parse("a*b")) > 0  # noqa: B015 - the comparison raises

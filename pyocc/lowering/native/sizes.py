@@ -34,19 +34,20 @@ static number falls back (NotNative) instead of computing garbage.
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import llvmlite.ir as ir
+import numpy as np
 
 from pyocc.planning.symbolic import Poly
 
 I64 = ir.IntType(64)
 PTR = ir.PointerType()
 
-#: ranges with more points than this are checked at their corners only
-_GRID_POINTS = 1 << 16
+#: the most points of the symbols' ranges a comparison evaluates a polynomial at
+_GRID_POINTS = 1 << 22
 
 
 class SizeContext:
@@ -66,6 +67,7 @@ class SizeContext:
         self.names = list(names)
         self.ranges = {name: ranges[name] for name in self.names}
         self._values: dict[Poly, ir.Value] = {}
+        self._bounds: dict[Poly, tuple[int, int]] = {}
         self._last: ir.Instruction | None = None
         self._function: ir.Function | None = None
 
@@ -123,15 +125,18 @@ class SizeContext:
         return instruction
 
     def bounds(self, poly: Poly) -> tuple[int, int]:
-        """The least and the largest value of `poly` over the ranges."""
-        axes = [range(low, high + 1) for low, high in self.ranges.values()]
-        total = 1
-        for axis in axes:
-            total *= len(axis)
-        if total > _GRID_POINTS:
-            axes = [sorted({low, high, (low + high) // 2}) for low, high in self.ranges.values()]
-        values = [poly.evaluate(dict(zip(self.names, point, strict=True))) for point in itertools.product(*axes)]
-        return min(values), max(values)
+        """The least and the largest value of `poly` over the ranges, every
+        point evaluated (TypeError for ranges of more than _GRID_POINTS
+        points: a kernel then cannot decide on its sizes)."""
+        if poly not in self._bounds:
+            axes = [np.arange(low, high + 1, dtype=np.int64) for low, high in self.ranges.values()]
+            if math.prod(len(a) for a in axes) > _GRID_POINTS:
+                raise TypeError(f"the symbols' ranges hold more than {_GRID_POINTS} points: "
+                                f"the sign of {poly} is not checked")
+            grid = np.meshgrid(*axes, indexing="ij")
+            values = poly.evaluate_grid({n: g.reshape(-1) for n, g in zip(self.names, grid, strict=True)})
+            self._bounds[poly] = (int(values.min()), int(values.max()))
+        return self._bounds[poly]
 
 
 def _poly(other: Any) -> Poly | None:
