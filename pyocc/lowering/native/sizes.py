@@ -254,10 +254,18 @@ class Size:
 
 
 def has_sizes(site: Mapping[str, Any]) -> bool:
-    """Whether any operand of `site` has a run-time Size among its dimensions."""
-    specs = [*site["inputs"], *site["outputs"]]
-    return any(isinstance(d, Size) for spec in specs if spec is not None
-               for one in (spec if isinstance(spec, list) else [spec]) for d in one["shape"])
+    """Whether `site` holds a run-time Size (a dimension of an operand, or a keyword argument)."""
+
+    def holds(value: Any) -> bool:
+        if isinstance(value, Size):
+            return True
+        if isinstance(value, list | tuple):
+            return any(holds(v) for v in value)
+        if isinstance(value, Mapping):
+            return any(holds(v) for v in value.values())
+        return False
+
+    return holds([site["inputs"], site["outputs"], site.get("workspace"), site.get("kwargs")])
 
 
 def at_least_one(count: int | Size) -> None:
