@@ -173,11 +173,53 @@ def test_concat_split_and_expand_with_run_time_sizes() -> None:
     check("expand", [((1, 1, 8), "float32")], [((S, 1, 8), "float32")])
 
 
+F32 = "float32"
+#: more kernels over a run-time batch or sequence: name -> check's arguments
+MORE = {
+    "variadic": ([[((1, S, 8), F32), ((8,), F32), ((1, S, 8), F32)]], [((1, S, 8), F32)], {"fn": "sum"}),
+    "copy": ([((1, S, 8), F32)], [((S, 8), F32)], {}),
+    "channel_affine": ([((S, 4, 3, 3), F32), ((4,), F32), ((4,), F32)], [((S, 4, 3, 3), F32)], {}),
+    "log_softmax": ([((1, 4, S, S), F32)], [((1, 4, S, S), F32)], {"axis": -1, "atol": 1e-5}),
+    "max_pool": ([((S, 4, 8, 8), F32)], [((S, 4, 4, 4), F32)],
+                 {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0]}),
+    "average_pool": ([((S, 4, 8, 8), F32)], [((S, 4, 4, 4), F32)],
+                     {"kernel_shape": [2, 2], "strides": [2, 2], "pads": [0, 0, 0, 0]}),
+    "global_average_pool": ([((S, 4, 5, 5), F32)], [((S, 4, 1, 1), F32)], {}),
+    "global_max_pool": ([((S, 4, 5, 5), F32)], [((S, 4, 1, 1), F32)], {}),
+    "reduce": ([((1, S, 8), F32)], [((1, S, 1), F32)], {"fn": "mean", "axes": [-1], "keepdims": 1}),
+}
+
+
+@pytest.mark.parametrize("kernel", sorted(MORE))
+def test_more_kernels_over_a_run_time_size(kernel: str) -> None:
+    inputs, outputs, kwargs = MORE[kernel]
+    check(kernel, inputs, outputs, **kwargs)
+
+
+def test_batch_norm_and_a_sum_over_the_run_time_axis() -> None:
+    def positive(shape: tuple[int, ...], dtype: str, index: int) -> np.ndarray:
+        values = np.random.default_rng(index).standard_normal(shape).astype(dtype)
+        return np.abs(values) + 1 if index == 4 else values  # the variance
+
+    check("batch_norm", [((S, 4, 3, 3), F32), ((4,), F32), ((4,), F32), ((4,), F32), ((4,), F32)],
+          [((S, 4, 3, 3), F32)], make=positive, epsilon=1e-5)
+    check("reduce", [((1, S, 8), F32)], [((1, 1, 8), F32)], fn="sum", axes=[1], keepdims=1, atol=1e-5)
+
+
 def test_a_kernel_without_run_time_shapes_says_so() -> None:
     module = ir.Module(name="m")
-    site = {"kernel": "log_softmax", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, S, 8), "float32"))],
-            "kwargs": {"axis": -1}}
-    with pytest.raises(NotNativeProgram, match="^the native log_softmax kernel takes static shapes only$"):
+    site = {"kernel": "lrn", "inputs": [_spec(((1, 8, S), "float32"))], "outputs": [_spec(((1, 8, S), "float32"))],
+            "kwargs": {"size": 3}}
+    with pytest.raises(NotNativeProgram, match="^the native lrn kernel takes static shapes only$"):
+        emit_site(module, "site", site, RANGES)
+
+
+def test_a_mean_over_the_run_time_axis_says_why_it_is_not_native() -> None:
+    """A mean divides by the count of the reduced axis, a float constant: S cannot be one."""
+    module = ir.Module(name="m")
+    site = {"kernel": "reduce", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, 1, 8), "float32"))],
+            "kwargs": {"fn": "mean", "axes": [1], "keepdims": 1}}
+    with pytest.raises(NotNativeProgram, match="^the native reduce kernel cannot take the run-time shapes"):
         emit_site(module, "site", site, RANGES)
 
 

@@ -210,7 +210,7 @@ def _supports_variadic(site: dict[str, Any]) -> bool:
                                                                            and fn != "mean"))
 
 
-@native_kernel("variadic", supports=_supports_variadic)
+@native_kernel("variadic", supports=_supports_variadic, run_time_shapes=True)
 def emit_variadic(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Sum / Mean / Max / Min, folded left to right (host_kernels.variadic)."""
     k = KernelBuilder(module, symbol, site)
@@ -299,7 +299,7 @@ def _supports_copy(site: dict[str, Any]) -> bool:
         and x["dtype"] in _CASTABLE
 
 
-@native_kernel("copy", supports=_supports_copy)
+@native_kernel("copy", supports=_supports_copy, run_time_shapes=True)
 def emit_copy(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = x, reshaped when the sizes agree (host_kernels.copy)."""
     k = KernelBuilder(module, symbol, site)

@@ -37,7 +37,7 @@ def _supports_reduce(site: dict[str, Any]) -> bool:
             and len(site["inputs"]) == 1)
 
 
-@native_kernel("reduce", supports=_supports_reduce)
+@native_kernel("reduce", supports=_supports_reduce, run_time_shapes=True)
 def emit_reduce(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Reduce<fn> over `axes` (host_kernels.reduce); keepdims is out's shape."""
     k = KernelBuilder(module, symbol, site)
