@@ -107,39 +107,29 @@ def poly_steps(program: FittedSteps) -> list[list[Any]]:
         steps = json.loads("".join(parts))
     except json.JSONDecodeError:
         raise NotNativeProgram("a size that depends on the symbols sits inside a name") from None
+    return _leaves(steps, lambda value: program.numbers[int(match.group(1))]
+                   if isinstance(value, str) and (match := _MARK.match(value)) else value)
 
-    def restore(value: Any) -> Any:
-        if isinstance(value, str):
-            match = _MARK.match(value)
-            return program.numbers[int(match.group(1))] if match else value
-        if isinstance(value, list):
-            return [restore(v) for v in value]
-        if isinstance(value, dict):
-            return {k: restore(v) for k, v in value.items()}
-        return value
 
-    return restore(steps)
+def _leaves(value: Any, leaf: Any) -> Any:
+    """`value` (JSON-like: lists, dicts, leaves) with every leaf mapped by `leaf`."""
+    if isinstance(value, list):
+        return [_leaves(v, leaf) for v in value]
+    if isinstance(value, dict):
+        return {k: _leaves(v, leaf) for k, v in value.items()}
+    return leaf(value)
 
 
 def _has_poly(value: Any) -> bool:
-    if isinstance(value, Poly):
-        return True
-    if isinstance(value, list | tuple):
-        return any(_has_poly(v) for v in value)
-    if isinstance(value, dict):
-        return any(_has_poly(v) for v in value.values())
-    return False
+    """Whether `value` holds a Poly."""
+    found: list[Poly] = []
+    _leaves(value, lambda v: found.append(v) if isinstance(v, Poly) else None)
+    return bool(found)
 
 
 def _at(value: Any, values: Mapping[str, int]) -> Any:
     """`value` with every Poly evaluated at `values`."""
-    if isinstance(value, Poly):
-        return value.evaluate(values)
-    if isinstance(value, list):
-        return [_at(v, values) for v in value]
-    if isinstance(value, dict):
-        return {k: _at(v, values) for k, v in value.items()}
-    return value
+    return _leaves(value, lambda v: v.evaluate(values) if isinstance(v, Poly) else v)
 
 
 def _text(value: Any) -> str:
@@ -252,16 +242,8 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
     slots = site_slots(site)
     context = SizeContext(module, symbol, slots, names, ranges)
 
-    def sized(value: Any) -> Any:
-        if isinstance(value, Poly):
-            return context.size(value)
-        if isinstance(value, list):
-            return [sized(v) for v in value]
-        if isinstance(value, dict):
-            return {k: sized(v) for k, v in value.items()}
-        return value
-
-    emitted = {**sized(site), "run_time_sizes": slots} if symbolic else at_maximum
+    sized = _leaves(site, lambda v: context.size(v) if isinstance(v, Poly) else v)
+    emitted = {**sized, "run_time_sizes": slots} if symbolic else at_maximum
     try:
         kernel.emit(module, symbol, emitted)
     except (NotNative, TypeError, AttributeError, AssertionError, ValueError) as e:
