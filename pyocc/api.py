@@ -957,6 +957,7 @@ class SymbolicModel:
         self.native = SymbolicCompiledModel(code.llvm_ir, code.function, code.weight_pool)
         self._native_sites = code.native_sites
         self._native_order = (code.input_names, code.output_names, code.symbols)
+        self._arguments = code.arguments
         self.compile_ms = (time.perf_counter() - start) * 1e3
 
     @functools.cached_property
@@ -993,17 +994,21 @@ class SymbolicModel:
         if sorted(arrays) != sorted(expected):
             raise PyoccError(f"{self.lowered.model}: inputs {sorted(arrays)} do not match the model's inputs {expected}")
         values = self.lowered.values_of({name: arrays[name].shape for name in self.lowered.inputs.shapes})
-        steps = self.runner.steps_at(values)
-        for step in steps:
-            if step[0] == "arg" and not step[3]:
-                array = arrays[step[2]]
-                if list(array.shape) != step[4] or array.dtype != np.dtype(step[5]):
-                    raise PyoccError(f"{self.lowered.model}: input '{step[2]}' has {array.dtype}{list(array.shape)}, "
-                                     f"the model takes {step[5]}{step[4]} at {values}")
+        # the arguments' shapes at `values` (the generated code's: no program text to read at a new value)
+        arguments = self._arguments if self.native is not None else [
+            (s[2], s[3], s[4], s[5]) for s in self.runner.steps_at(values) if s[0] == "arg"]
+        shapes = {name: ([d.evaluate(values) if isinstance(d, Poly) else d for d in shape], dtype)
+                  for name, _, shape, dtype in arguments}
+        for name, is_output, _, _ in arguments:
+            if not is_output:
+                array = arrays[name]
+                shape, dtype = shapes[name]
+                if list(array.shape) != shape or array.dtype != np.dtype(dtype):
+                    raise PyoccError(f"{self.lowered.model}: input '{name}' has {array.dtype}{list(array.shape)}, "
+                                     f"the model takes {dtype}{shape} at {values}")
         if self.native is None:
             return self.runner.run(values, arrays)
         input_names, output_names, symbols = self._native_order
-        shapes = {s[2]: (s[4], s[5]) for s in steps if s[0] == "arg" and s[3]}
         outputs = {name: np.empty(shapes[name][0], dtype=shapes[name][1]) for name in output_names}
         contiguous = [np.ascontiguousarray(arrays[name]) for name in input_names]
         self.native.run(contiguous, list(outputs.values()), [values[n] for n in symbols])

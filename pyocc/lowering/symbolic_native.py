@@ -95,6 +95,9 @@ class SymbolicNative:
     symbols: list[str]
     native_sites: int
     kernels: int
+    arguments: list[tuple[str, bool, list[int | Poly], str]]
+    """The graph inputs and outputs in order: (ONNX name, is output, shape
+    with Polys in the symbols, dtype)."""
 
 
 def poly_steps(program: FittedSteps) -> list[list[Any]]:
@@ -206,7 +209,8 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
         raise NotNativeProgram(f"a kernel needs a static size: {e}") from None
     args = [s for s in steps if s[0] == "arg"]
     return SymbolicNative(text, f"{symbol}_run", pool, [s[2] for s in args if not s[3]],
-                          [s[2] for s in args if s[3]], names, len(sites), len(functions))
+                          [s[2] for s in args if s[3]], names, len(sites), len(functions),
+                          [(s[2], s[3], s[4], s[5]) for s in args])
 
 
 def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:

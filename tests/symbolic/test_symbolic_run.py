@@ -123,6 +123,16 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
     assert counter.calls > 0
 
 
+def test_a_wrong_dtype_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
+    name, _, symbolic = compiled
+    inputs = inputs_at(name, 5, np.random.default_rng(0))
+    first = symbolic.input_names[0]
+    inputs[first] = inputs[first].astype(np.float64 if inputs[first].dtype != np.float64 else np.float32)
+    with pytest.raises(PyoccError, match=rf"input '{first}' has {inputs[first].dtype}\[1, 5.*\], the model takes "
+                                         r".*\[1, 5.*\] at \{'sequence': 5\}$"):
+        symbolic.run(inputs)
+
+
 def test_a_length_out_of_range_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     name, _, symbolic = compiled
     with pytest.raises(PyoccError, match=r"sequence=513 is out of range: it was compiled for sequence in 1..512 "
