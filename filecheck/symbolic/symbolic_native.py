@@ -7,8 +7,7 @@
 # it, allocates the pool once, and calls each kernel with the buffer
 # pointers and then the value; a kernel with run-time shapes reads the value
 # from its buffer array and computes its trip counts from it. Negative:
-# `fallback`, a mean over the sequence axis (its native kernel divides by
-# the count as a compile-time float) makes the program run the numpy
+# `fallback`, a CumSum (no native kernel) makes the program run the numpy
 # kernels, with one line saying why.
 import sys
 
@@ -27,10 +26,11 @@ def model(normalise: str):
         helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
         helper.make_node("MatMul", ["q", "xt"], ["scores"]),
         helper.make_node("Softmax", ["scores"], ["p"], axis=-1) if normalise == "Softmax"
-        else helper.make_node("ReduceMean", ["scores"], ["p"], axes=[1], keepdims=1),
+        else helper.make_node("CumSum", ["scores", "last"], ["p"]),
         helper.make_node("MatMul", ["p", "x"], ["out"]),
     ]
-    inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "wq")]
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 8)).astype(np.float32), "wq"),
+             numpy_helper.from_array(np.array(-1, np.int64), "last")]
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence", 8])
     graph = helper.make_graph(nodes, "attention", [x], [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
                               inits)
@@ -46,7 +46,7 @@ if sys.argv[1] == "llvm":
     print(generate("Softmax").llvm_ir)
 elif sys.argv[1] == "fallback":
     try:
-        generate("ReduceMean")
+        generate("CumSum")
     except NotNativeProgram as e:
         print(f"not native: {e}")
 
@@ -68,4 +68,4 @@ elif sys.argv[1] == "fallback":
 # LLVM:         call void @"free"(ptr %[[POOL]])
 # LLVM:         ret i32 0
 
-# FALLBACK: not native: the native reduce kernel cannot take the run-time shapes 1xsequencexsequence, 1x1xsequence: a run-time size sequence used as a compile-time number
+# FALLBACK: not native: the cum_sum kernel of 1x64x64, 1x64x64 has no native kernel that computes it

@@ -214,13 +214,9 @@ def test_a_kernel_without_run_time_shapes_says_so() -> None:
         emit_site(module, "site", site, RANGES)
 
 
-def test_a_mean_over_the_run_time_axis_says_why_it_is_not_native() -> None:
-    """A mean divides by the count of the reduced axis, a float constant: S cannot be one."""
-    module = ir.Module(name="m")
-    site = {"kernel": "reduce", "inputs": [_spec(((1, S, 8), "float32"))], "outputs": [_spec(((1, 1, 8), "float32"))],
-            "kwargs": {"fn": "mean", "axes": [1], "keepdims": 1}}
-    with pytest.raises(NotNativeProgram, match="^the native reduce kernel cannot take the run-time shapes"):
-        emit_site(module, "site", site, RANGES)
+def test_a_mean_over_the_run_time_axis() -> None:
+    """A mean divides by the count of the reduced axis: S, converted to a double at run time."""
+    check("reduce", [((1, S, 8), F32)], [((1, 1, 8), F32)], fn="mean", axes=[1], keepdims=1)
 
 
 def test_a_kernel_that_needs_a_static_size_says_so() -> None:
