@@ -8,18 +8,34 @@ pool arena(S), the pool of a static compile at that S (its own plan and op
 order), their ratio, the max-live bound of the symbolic program at S, and
 the largest difference of the run at S from onnxruntime. Then the compile
 times: the symbolic compile, and one static compile (pyocc.compile at S =
-MAX, native kernels, the default).
+MAX, native kernels, the default), and what runs the symbolic model
+(generated code, or the numpy kernels and why). Last, for the graphs whose
+symbolic model runs generated code, the latency at each S of
+``--latency-lengths``: the symbolic model's run against a static compile
+at that S (native kernels; median of ``--runs`` runs, wall clock, one
+thread) and against the numpy kernels driven from Python (the fallback).
 
     python bench/symbolic.py                        # S in 1 2 17 128 384 512
     python bench/symbolic.py --lengths 1,64,512 --max 512
     python bench/symbolic.py --only ViT             # one graph
+    python bench/symbolic.py --only encoder --lengths 512 --latency-lengths 1,17,128,512 --runs 50
+    python bench/symbolic.py --compile-times        # each compile alone in a fresh process
+
+The compile times of the main table are measured in one process, after
+other compiles: a static compile there reuses native kernels JIT-compiled
+before (pyocc.runtime.jit caches them by text) and finds every import done.
+``--compile-times`` runs each compile in a process of its own instead: the
+symbolic compile (probes, fit, plan, generated code) against one static
+compile at the maximum.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -67,12 +83,30 @@ def main() -> None:
     parser.add_argument("--lengths", default="1,2,17,128,384,512")
     parser.add_argument("--max", type=int, default=512)
     parser.add_argument("--only", default="", help="measure only the graphs whose name contains this text")
+    parser.add_argument("--latency-lengths", default="17,128,512", help="S values of the latency table ('' for none)")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per latency (after 3 warm-up runs)")
+    parser.add_argument("--compile-times", action="store_true", help="only the compile times, each in a fresh process")
+    parser.add_argument("--one-compile", nargs=2, metavar=("GRAPH", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.one_compile:
+        print(f"{one_compile(*args.one_compile, args.max):.3f}")
+        return
+    if args.compile_times:
+        print("| graph | symbolic compile s | one static compile s (S = max, native kernels) | ratio |")
+        print("|---|---|---|---|")
+        for name in GRAPHS:
+            if args.only in name:
+                symbolic_s, static_s = (float(subprocess.run(
+                    [sys.executable, __file__, "--max", str(args.max), "--one-compile", name, kind],
+                    capture_output=True, text=True, check=True).stdout.split()[-1]) for kind in ("symbolic", "static"))
+                print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
+        return
     lengths = [int(s) for s in args.lengths.split(",")]
     rng = np.random.default_rng(0)
     print("| graph | S | arena(S) B | static plan B | ratio | bound(S) B | max abs diff vs onnxruntime |")
     print("|---|---|---|---|---|---|---|")
     times = []
+    latencies = []
     for name, (build, symbol) in GRAPHS.items():
         if args.only not in name:
             continue
@@ -94,12 +128,55 @@ def main() -> None:
         inputs = inputs_at(model, args.max, rng)
         start = time.perf_counter()
         pyocc.compile(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
-        times.append((name, symbolic_s, time.perf_counter() - start))
+        runs = "generated code" if symbolic.native is not None else f"numpy: {symbolic.fallback_reason}"
+        times.append((name, symbolic_s, time.perf_counter() - start, runs))
+        if symbolic.native is None:
+            continue
+        for s in [int(v) for v in args.latency_lengths.split(",") if v]:
+            inputs = inputs_at(model, s, rng)
+            static_model = pyocc.compile(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
+            values = symbolic.lowered.values_of({k: v.shape for k, v in inputs.items()})
+            latencies.append((name, s, median_ms(lambda: symbolic.run(inputs), args.runs),
+                              median_ms(lambda: static_model.run(inputs), args.runs),  # noqa: B023 - called here
+                              median_ms(lambda: symbolic.runner.run(values, inputs), args.runs)))  # noqa: B023
     print()
-    print("| graph | symbolic compile s | one static compile s (S = max, native kernels) | ratio |")
-    print("|---|---|---|---|")
-    for name, symbolic_s, static_s in times:
-        print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
+    print("| graph | symbolic compile s | one static compile s (S = max, native kernels) | ratio | runs |")
+    print("|---|---|---|---|---|")
+    for name, symbolic_s, static_s, runs in times:
+        print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} | {runs} |")
+    if latencies:
+        print()
+        print("| graph | S | symbolic, generated code ms | static at S, native ms | ratio | "
+              "symbolic, numpy kernels ms |")
+        print("|---|---|---|---|---|---|")
+        for name, s, native, static, numpy in latencies:
+            print(f"| {name} | {s} | {native:.3f} | {static:.3f} | {native / static:.2f} | {numpy:.3f} |")
+
+
+def one_compile(name: str, kind: str, maximum: int) -> float:
+    """Seconds of one compile of graph `name`: "symbolic" (dims) or "static" (every symbol at `maximum`)."""
+    build, symbol = GRAPHS[name]
+    model = build()
+    start = time.perf_counter()
+    if kind == "symbolic":
+        pyocc.compile(model, dims={symbol: maximum})
+    else:
+        shapes = {i.name: [maximum if d.dim_param else d.dim_value for d in i.type.tensor_type.shape.dim]
+                  for i in model.graph.input}
+        pyocc.compile(model, shapes=shapes)
+    return time.perf_counter() - start
+
+
+def median_ms(run: Callable[[], object], runs: int) -> float:
+    """The median wall-clock milliseconds of `runs` calls of `run`, after 3 unmeasured ones."""
+    for _ in range(3):
+        run()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - start) * 1e3)
+    return float(np.median(samples))
 
 
 if __name__ == "__main__":

@@ -9,9 +9,11 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +40,7 @@ from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
 from pyocc.lowering.native.threads import MAX_THREADS
+from pyocc.lowering.symbolic_native import NotNativeProgram, build_symbolic_native
 from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
 from pyocc.planning.scratchpad import NpuResult
@@ -57,8 +60,9 @@ from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
 from pyocc.rewrites.dnn_recompute import named_recompute_ops
 from pyocc.rewrites.dnn_recompute_search import choose_recompute
 from pyocc.rewrites.dnn_tile_search import Plan, choose_tiling
-from pyocc.runtime.bridge import check_inputs
+from pyocc.runtime.bridge import AllocStats, check_inputs
 from pyocc.runtime.cuda import CudaLibraries, cuda_unavailable_reason
+from pyocc.runtime.jit import SymbolicCompiledModel
 from pyocc.symbolic import (
     ProgramMismatch,
     SymbolicProgram,
@@ -923,30 +927,68 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
 class SymbolicModel:
     """A model compiled once for every value of its symbolic dimensions
     (`compile(path, dims={"sequence": 512})`): `run` takes inputs of any
-    size in range. For now it runs pyocc's numpy kernels driven from Python
-    (no generated code yet): per run, the offsets and the pool size are
-    evaluated from the input shapes, one pool of that size is allocated and
-    every buffer is a view at its planned offset."""
+    size in range. With `kernels="native"` (the default) it runs generated
+    code (pyocc.lowering.symbolic_native): per run, the offsets and the pool
+    size are evaluated from the symbols' values read off the input shapes,
+    one pool of that size is allocated, every buffer is a pointer at its
+    planned offset and native kernels that take their shapes at run time
+    compute every op; no Python runs in between. A program that generated
+    code cannot run yet (a kernel without run-time shapes, ...) runs pyocc's
+    numpy kernels driven from Python (pyocc.symbolic.SymbolicRun) and says
+    so in a warning (`fallback_reason`); so does `kernels="numpy"`."""
 
-    def __init__(self, lowered: SymbolicLowering):
+    def __init__(self, lowered: SymbolicLowering, kernels: str = "native"):
         self.lowered = lowered
         assert lowered.runner is not None
         self.runner = lowered.runner
+        self.native: SymbolicCompiledModel | None = None
+        self.fallback_reason: str | None = None
+        """Why the numpy kernels run this model (None when the generated code does)."""
+        self._native_sites = 0
+        self.compile_ms = 0.0
+        """Milliseconds to write and JIT the generated code."""
+        if kernels == "numpy":
+            self.fallback_reason = "kernels=numpy"
+            return
+        start = time.perf_counter()
+        try:
+            code = build_symbolic_native(lowered.model, self.runner.steps, self.runner.weights, lowered.plan)
+        except NotNativeProgram as e:
+            self.fallback_reason = str(e)
+            warnings.warn(f"{lowered.model}: symbolic shapes run the numpy kernels from Python for this model: {e}",
+                          stacklevel=3)
+            return
+        self.native = SymbolicCompiledModel(code.llvm_ir, code.function, code.weight_pool)
+        self._native_sites = code.native_sites
+        self._native_order = (code.input_names, code.output_names, code.symbols)
+        self._arguments = code.arguments
+        self.compile_ms = (time.perf_counter() - start) * 1e3
 
-    @property
+    @functools.cached_property
     def input_names(self) -> list[str]:
         """ONNX names of the graph inputs, in order."""
         return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and not s[3]]
 
-    @property
+    @functools.cached_property
     def output_names(self) -> list[str]:
         """ONNX names of the graph outputs, in order."""
         return [s[2] for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "arg" and s[3]]
 
-    numpy_sites = property(lambda self: sum(1 for s in self.runner.steps_at(self.lowered.plan.problem.maximum())
-                                            if s[0] == "call"),
-                           doc="Compute ops, all of which call the numpy kernels.")
-    native_sites = property(lambda self: 0, doc="Always 0: symbolic programs run the numpy kernels for now.")
+    @property
+    def numpy_sites(self) -> int:
+        """Compute ops that run the numpy kernels (all of them without generated code)."""
+        if self.native is not None:
+            return 0
+        return sum(1 for s in self.runner.steps_at(self.lowered.plan.problem.maximum()) if s[0] == "call")
+
+    @property
+    def native_sites(self) -> int:
+        """Compute ops that run a native kernel of the generated code."""
+        return self._native_sites
+
+    def alloc_stats(self) -> AllocStats | None:
+        """Allocator calls and bytes of the last run of the generated code (None without it)."""
+        return self.native.alloc_stats() if self.native is not None else None
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run once on inputs of any size in range: ONNX input name ->
@@ -956,19 +998,33 @@ class SymbolicModel:
         if sorted(arrays) != sorted(expected):
             raise PyoccError(f"{self.lowered.model}: inputs {sorted(arrays)} do not match the model's inputs {expected}")
         values = self.lowered.values_of({name: arrays[name].shape for name in self.lowered.inputs.shapes})
-        steps = self.runner.steps_at(values)
-        for step in steps:
-            if step[0] == "arg" and not step[3]:
-                array = arrays[step[2]]
-                if list(array.shape) != step[4] or array.dtype != np.dtype(step[5]):
-                    raise PyoccError(f"{self.lowered.model}: input '{step[2]}' has {array.dtype}{list(array.shape)}, "
-                                     f"the model takes {step[5]}{step[4]} at {values}")
-        return self.runner.run(values, arrays)
+        # the arguments' shapes at `values` (the generated code's: no program text to read at a new value)
+        arguments = self._arguments if self.native is not None else [
+            (s[2], s[3], s[4], s[5]) for s in self.runner.steps_at(values) if s[0] == "arg"]
+        shapes = {name: ([d.evaluate(values) if isinstance(d, Poly) else d for d in shape], dtype)
+                  for name, _, shape, dtype in arguments}
+        for name, is_output, _, _ in arguments:
+            if not is_output:
+                array = arrays[name]
+                shape, dtype = shapes[name]
+                if list(array.shape) != shape or array.dtype != np.dtype(dtype):
+                    raise PyoccError(f"{self.lowered.model}: input '{name}' has {array.dtype}{list(array.shape)}, "
+                                     f"the model takes {dtype}{shape} at {values}")
+        if self.native is None:
+            return self.runner.run(values, arrays)
+        input_names, output_names, symbols = self._native_order
+        outputs = {name: np.empty(shapes[name][0], dtype=shapes[name][1]) for name in output_names}
+        contiguous = [np.ascontiguousarray(arrays[name]) for name in input_names]
+        self.native.run(contiguous, list(outputs.values()), [values[n] for n in symbols])
+        return outputs
 
     def memory_report(self, dims: Mapping[str, int] | None = None) -> MemoryReport:
         """The memory report at one value of every symbol, e.g.
-        ``dims={"sequence": 17}`` (default: each at its maximum)."""
-        return self.lowered.memory_report(dims)
+        ``dims={"sequence": 17}`` (default: each at its maximum), with the
+        kernels that run it (`kernels  N native, M numpy`)."""
+        report = self.lowered.memory_report(dims)
+        report.native_sites, report.numpy_sites = self.native_sites, self.numpy_sites
+        return report
 
 
 class Model:
@@ -1090,7 +1146,9 @@ def compile(  # noqa: A001 - the name users expect
     count); 1, the default, compiles exactly the single-threaded code.
     `dims` (symbol -> maximum, e.g. {"sequence": 512}) compiles one
     `SymbolicModel` whose `run` takes every value from 1 to the maximum
-    (pool mode, target host, numpy kernels for now; see `lower_symbolic`).
+    (pool mode, target host; generated code with native kernels that take
+    their shapes at run time, or the numpy kernels with a warning for a
+    program it cannot write yet; see `SymbolicModel` and `lower_symbolic`).
     `jit=False` (host) optimises the code but leaves generating machine
     code in this process until the first `run`: a model compiled only to
     be saved (`Model.save`, `pyocc compile`) then generates it once."""
@@ -1100,8 +1158,11 @@ def compile(  # noqa: A001 - the name users expect
             raise PyoccError("dims= (--dim) does not combine with the sanitizer, memory pools, "
                              "a memory limit, tiling, threads or a scratchpad yet; "
                              "fix the dimension with --shape to use them")
+        if kernels not in ("native", "numpy"):
+            raise PyoccError(f"unknown kernels '{kernels}'; use native or numpy")
         return SymbolicModel(lower_symbolic(model, dims, shapes=shapes, planner=planner, fuse=fuse,
-                                            coalesce=coalesce, reorder=reorder, memory=memory, target=target))
+                                            coalesce=coalesce, reorder=reorder, memory=memory, target=target),
+                             kernels)
     if target not in ("host", "cuda"):
         raise PyoccError(f"unknown target '{target}'; use host or cuda")
     if kernels not in ("native", "numpy"):

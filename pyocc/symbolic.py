@@ -267,7 +267,10 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
         ["view", id, source id, shape, dtype]          (same bytes, new type)
         ["subview", id, source id, byte offset, shape, dtype]
         ["copy", target id, source id, bytes]
-        ["call", kernel, inputs (ids, None, lists), output ids, out keyword, kwargs]
+        ["call", kernel, inputs (ids, None, lists), output ids, out keyword, kwargs, workspace id or None]
+
+    (The workspace, a native kernel's planned scratch, is passed to native
+    kernels only: the numpy kernels need none.)
     """
     ids: dict[SSAValue, int] = {}
     steps: list[list[Any]] = []
@@ -306,8 +309,10 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
                 inputs = [None if v is None else [ids[x] for x in v] if isinstance(v, list) else ids[v]
                           for v in op.kernel_inputs()]
                 kwargs = {name: kernel_kwarg(op, name, attr) for name, attr in op.kernel_attributes().items()}
+                workspace = getattr(op, "workspace", None)
                 steps.append(["call", op.kernel, inputs, [ids[v] for v in op.destinations()],
-                              "outs" if hasattr(op, "outs") else "out", kwargs])
+                              "outs" if hasattr(op, "outs") else "out", kwargs,
+                              None if workspace is None else ids[workspace]])
             case d.DeallocOp() | func.ReturnOp():
                 pass
             case _:
@@ -425,7 +430,7 @@ class SymbolicRun:
                 _, target, source, size = step
                 _bytes_of(arrays[target])[:size] = _bytes_of(arrays[source])[:size]
             else:
-                _, kernel, kernel_inputs, outs, keyword, kwargs = step
+                _, kernel, kernel_inputs, outs, keyword, kwargs, _workspace = step
                 args = [None if v is None else [arrays[x] for x in v] if isinstance(v, list) else arrays[v]
                         for v in kernel_inputs]
                 while args and args[-1] is None:

@@ -50,7 +50,7 @@ import numpy as np
 
 from pyocc.errors import PyoccError
 from pyocc.runtime import blas
-from pyocc.runtime.bridge import NativeModel
+from pyocc.runtime.bridge import STATE_SLOTS, AllocStats, NativeModel
 
 #: the libc functions generated code may call
 LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
@@ -383,3 +383,43 @@ def _resolve_externals(module: Any, bound: set[str] | frozenset[str] = frozenset
                              f"(allowed: {', '.join(LIBC_SYMBOLS + LIBM_SYMBOLS)})")
         bind(function.name, "libc")
 
+
+
+#: a symbolic program's run function (pyocc.lowering.symbolic_native):
+#: int32_t run(inputs, outputs, weights, state, symbols)
+_SYMBOLIC_RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                 ctypes.c_void_p)
+
+
+class SymbolicCompiledModel:
+    """A symbolic program's generated code, JIT-compiled in this process:
+    `run` calls its run function with the input and output arrays and the
+    symbols' values (no Python in between: the kernels are native)."""
+
+    def __init__(self, llvm_ir: str, function: str, weight_pool: np.ndarray):
+        """JIT `llvm_ir`, whose run function is `function`; `weight_pool` the packed constants."""
+        engine, self._module = jit_module(llvm_ir, _target_machine("large"), _resolve_externals)
+        self._engine = engine
+        self._run = _SYMBOLIC_RUN(engine.get_function_address(function))
+        self.weight_pool = weight_pool
+        self._stats = AllocStats(0, 0, 0, 0)
+
+    def run(self, inputs: list[np.ndarray], outputs: list[np.ndarray], values: list[int]) -> None:
+        """Run on C-contiguous `inputs`, writing `outputs` (arrays of the
+        shapes at `values`, the symbols' values in the module's order);
+        PyoccError when the pool could not be allocated."""
+        input_pointers = (ctypes.c_void_p * max(len(inputs), 1))(*(a.ctypes.data for a in inputs))
+        output_pointers = (ctypes.c_void_p * max(len(outputs), 1))(*(a.ctypes.data for a in outputs))
+        symbols = (ctypes.c_int64 * max(len(values), 1))(*values)
+        state = (ctypes.c_int64 * STATE_SLOTS)()
+        status = self._run(ctypes.addressof(input_pointers), ctypes.addressof(output_pointers),
+                           self.weight_pool.ctypes.data, ctypes.addressof(state), ctypes.addressof(symbols))
+        self._stats = AllocStats.from_state(state)
+        if status == 1:
+            raise PyoccError("out of memory (the allocator returned NULL for the pool)")
+        if status != 0:
+            raise PyoccError(f"the generated code returned status {status}")
+
+    def alloc_stats(self) -> AllocStats:
+        """Allocator calls and bytes of the last `run` (counted in native code)."""
+        return self._stats

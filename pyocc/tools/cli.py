@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import tempfile
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
@@ -227,10 +228,14 @@ def _run_symbolic(args: argparse.Namespace) -> int:
             or args.scratchpad is not None):
         raise PyoccError("--dim does not combine with --sanitize, --memory-pools, --memory-limit, "
                          "--threads or --scratchpad yet; fix the dimension with --shape to use them")
-    model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
-                          shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
-                          reorder=args.reorder, dims=parse_dims(args.dim))
-    print("note: symbolic shapes run the numpy kernels from Python for now (no generated code yet)")
+    with warnings.catch_warnings():
+        # the fallback's warning is the note below, one line
+        warnings.simplefilter("ignore")
+        model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                              shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                              reorder=args.reorder, kernels=args.kernels, dims=parse_dims(args.dim))
+    if model.fallback_reason is not None:
+        print(f"note: symbolic shapes run the numpy kernels from Python for this model: {model.fallback_reason}")
     lowered = model.lowered
     if args.inputs:
         inputs = _load_inputs(args.inputs, model.input_names)

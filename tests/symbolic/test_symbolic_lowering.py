@@ -118,7 +118,9 @@ def test_constant_folded_from_the_symbol_runs_as_the_leading_block() -> None:
     causal = g.op("Trilu", g.op("Expand", g.const(1.0), g.op("Concat", length, length, axis=0)), upper=0)
     scores = g.op("Mul", g.op("MatMul", g.op("Add", x, table), g.op("Transpose", x, perm=[0, 2, 1])), causal)
     model = g.model([(g.op("MatMul", scores, x), TensorProto.FLOAT)])
-    symbolic = compile_model(copy(model), dims={"sequence": 64})
+    # the causal mask's [S, S] block is not a prefix of its [64, 64] bytes: the numpy kernels run it
+    with pytest.warns(UserWarning, match="a constant of shape \\[64, 64\\] is read in leading blocks"):
+        symbolic = compile_model(copy(model), dims={"sequence": 64})
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for s in (1, 5, 17, 64):

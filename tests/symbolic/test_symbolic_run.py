@@ -2,7 +2,11 @@
 a BERT-style graph, a GPT-2-style decoder (its causal mask and positions
 Slices up to the length) and a plain transformer encoder with a symbolic sequence
 dimension at S in {1, 2, 17, 128} and matches onnxruntime; its pool at each
-S is compared with the static plan compiled for that S."""
+S is compared with the static plan compiled for that S. All three run
+generated code (pyocc.lowering.symbolic_native): S in {1, 2, 17, 128, 384,
+512} with no numpy kernel called and the pool each run allocates equal to
+the plan's at S; so does the ViT-style graph (a symbolic batch: its patch
+embedding is a convolution over a run-time number of images)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import pytest
 
 import pyocc
 from pyocc.api import SymbolicModel, lower
+from pyocc.runtime import host_kernels
 from pyocc.errors import PyoccError
 from pyocc.tools.cli import main
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic
@@ -42,7 +47,8 @@ def compiled(request: pytest.FixtureRequest) -> tuple[str, onnx.ModelProto, Symb
 
 def test_one_compile_runs_every_length_like_onnxruntime(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     name, model, symbolic = compiled
-    assert isinstance(symbolic, SymbolicModel) and symbolic.native_sites == 0
+    assert isinstance(symbolic, SymbolicModel)
+    assert symbolic.fallback_reason is None and symbolic.numpy_sites == 0 and symbolic.native_sites > 0
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for s in LENGTHS:
@@ -74,6 +80,59 @@ def test_pool_at_each_length_against_the_static_plan(compiled: tuple[str, onnx.M
             assert report.activation_bytes <= static.activation_bytes + 5 * 64
 
 
+class _CountingKernels:
+    """Every numpy host kernel wrapped to count its calls (the symbolic
+    numpy path looks them up by name at each step)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch):
+        self.calls = 0
+        for name in dir(host_kernels):
+            kernel = getattr(host_kernels, name)
+            if callable(kernel) and not name.startswith("_") and not isinstance(kernel, type):
+                monkeypatch.setattr(host_kernels, name, self._counted(kernel))
+
+    def _counted(self, kernel):  # noqa: ANN001, ANN202 - any kernel
+        def counted(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            self.calls += 1
+            return kernel(*args, **kwargs)
+        return counted
+
+
+def test_generated_code_runs_every_length_without_python(compiled: tuple[str, onnx.ModelProto, SymbolicModel],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """S in {1, 2, 17, 128, 384, 512}: outputs like onnxruntime, no numpy
+    kernel called during a run (the same counter counts the numpy path's
+    calls), one pool allocated per run whose size is the plan's at S."""
+    name, model, symbolic = compiled
+    session = ort.InferenceSession(model.SerializeToString())
+    counter = _CountingKernels(monkeypatch)
+    rng = np.random.default_rng(1)
+    for s in (1, 2, 17, 128, 384, 512):
+        inputs = inputs_at(name, s, rng)
+        outputs = symbolic.run(inputs)
+        assert counter.calls == 0
+        for got, want in zip(outputs.values(), session.run(None, inputs), strict=True):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        stats = symbolic.alloc_stats()
+        assert stats is not None and (stats.allocations, stats.frees, stats.live_bytes) == (1, 1, 0)
+        pool = symbolic.lowered.plan.pool_bytes({"sequence": s})
+        assert stats.peak_bytes == pool == symbolic.memory_report(dims={"sequence": s}).activation_bytes
+    # the counter sees the numpy kernels when they run
+    symbolic.runner.run({"sequence": 3}, inputs_at(name, 3, rng))
+    assert counter.calls > 0
+
+
+def test_a_wrong_dtype_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
+    name, _, symbolic = compiled
+    inputs = inputs_at(name, 5, np.random.default_rng(0))
+    first = symbolic.input_names[0]
+    inputs[first] = inputs[first].astype(np.float64 if inputs[first].dtype != np.float64 else np.float32)
+    with pytest.raises(PyoccError, match=rf"input '{first}' has {inputs[first].dtype}\[1, 5.*\], the model takes "
+                                         r".*\[1, 5.*\] at \{'sequence': 5\}$"):
+        symbolic.run(inputs)
+
+
 def test_a_length_out_of_range_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     name, _, symbolic = compiled
     with pytest.raises(PyoccError, match=r"sequence=513 is out of range: it was compiled for sequence in 1..512 "
@@ -87,9 +146,13 @@ def test_cli_run_and_compile_with_dim(tmp_path: Path, capsys: pytest.CaptureFixt
     np.savez(tmp_path / "in.npz", x=np.ones((1, 9, 32), np.float32))
     assert main(["run", str(path), "--dim", "sequence=64", "--inputs", str(tmp_path / "in.npz")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "note: symbolic shapes run the numpy kernels from Python for now (no generated code yet)"
-    assert lines[1].startswith("layernormalization_") and "shape [1, 9, 32] float32" in lines[1]
-    assert lines[2] == "sequence=9"
+    # generated code: no note
+    assert lines[0].startswith("layernormalization_") and "shape [1, 9, 32] float32" in lines[0]
+    assert lines[1] == "sequence=9"
+    assert main(["run", str(path), "--dim", "sequence=64", "--kernels", "numpy",
+                 "--inputs", str(tmp_path / "in.npz")]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        "note: symbolic shapes run the numpy kernels from Python for this model: kernels=numpy")
     np.savez(tmp_path / "long.npz", x=np.ones((1, 70, 32), np.float32))
     assert main(["run", str(path), "--dim", "sequence=64", "--inputs", str(tmp_path / "long.npz")]) == 1
     assert capsys.readouterr().err.splitlines() == [
@@ -112,6 +175,7 @@ def test_two_symbols_batch_and_sequence() -> None:
     fresh.CopyFrom(model)
     symbolic = pyocc.compile(fresh, dims={"batch": 4, "sequence": 32})
     assert "128*batch*sequence" in {b["size_expr"] for b in symbolic.lowered.to_json()["buffers"]}
+    assert symbolic.fallback_reason is None and symbolic.numpy_sites == 0
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for batch, s in ((1, 1), (3, 17), (4, 32), (2, 5)):
@@ -132,6 +196,7 @@ def test_vit_one_compile_runs_every_batch() -> None:
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
     symbolic = pyocc.compile(fresh, dims={"batch": 64})
+    assert symbolic.fallback_reason is None and symbolic.numpy_sites == 0
     session = ort.InferenceSession(model.SerializeToString())
     rng = np.random.default_rng(0)
     for batch in (1, 2, 17, 64):
@@ -139,6 +204,7 @@ def test_vit_one_compile_runs_every_batch() -> None:
         (got,) = symbolic.run(x).values()
         assert got.shape == (batch, 10)
         np.testing.assert_allclose(got, session.run(None, x)[0], rtol=1e-4, atol=1e-5)
+        assert symbolic.alloc_stats().peak_bytes == symbolic.lowered.plan.pool_bytes({"batch": batch})
         static_model = onnx.ModelProto()
         static_model.CopyFrom(model)
         _, static = lower(static_model, shapes={"image": (batch, 3, 32, 32)})

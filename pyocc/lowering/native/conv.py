@@ -475,7 +475,7 @@ def _workspace_bytes(site: dict[str, Any]) -> int:
     return math.prod(workspace["shape"]) if workspace is not None else 0
 
 
-@native_kernel("conv", supports=supports_conv)
+@native_kernel("conv", supports=supports_conv, run_time_shapes=True)
 def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv)."""
     require_float32(site)

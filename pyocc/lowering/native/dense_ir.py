@@ -50,6 +50,7 @@ from pyocc.lowering.native.loops import (
     PARALLEL_MIN_WORK,
     kernel_function,
 )
+from pyocc.lowering.native.sizes import Size, i64_of
 from pyocc.lowering.native.threads import parallel_for_symbol
 
 F32 = ir.FloatType()
@@ -167,12 +168,13 @@ class Kernel:
     def const(value: int) -> ir.Constant:
         return I64(value)
 
-    def index(self, value: ir.Value | int) -> ir.Value:
-        return I64(value) if isinstance(value, int) else value
+    def index(self, value: ir.Value | int | Size) -> ir.Value:
+        """An i64: a constant, a run-time Size's value (pyocc.lowering.native.sizes) or the value itself."""
+        return i64_of(value)
 
-    def add(self, a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
-        """a + b, folded when both are Python ints (and when one is 0)."""
-        if isinstance(a, int) and isinstance(b, int):
+    def add(self, a: ir.Value | int | Size, b: ir.Value | int | Size) -> ir.Value | int | Size:
+        """a + b, folded when both are Python ints or Sizes (and when one is 0)."""
+        if isinstance(a, int | Size) and isinstance(b, int | Size):
             return a + b
         if isinstance(b, int) and b == 0:
             return a
@@ -180,10 +182,14 @@ class Kernel:
             return b
         return self.builder.add(self.index(a), self.index(b))
 
-    def mul(self, a: ir.Value | int, b: ir.Value | int) -> ir.Value | int:
-        """a * b, folded when both are Python ints (and when one is 0 or 1)."""
-        if isinstance(a, int) and isinstance(b, int):
+    def mul(self, a: ir.Value | int | Size, b: ir.Value | int | Size) -> ir.Value | int | Size:
+        """a * b, folded when both are Python ints or Sizes (and when one is 0 or 1)."""
+        if isinstance(a, int | Size) and isinstance(b, int | Size):
             return a * b
+        if isinstance(a, Size):
+            a = a.value()
+        if isinstance(b, Size):
+            b = b.value()
         if isinstance(a, int):
             a, b = b, a
         assert isinstance(a, ir.Value)
@@ -226,6 +232,7 @@ class Kernel:
         b = self.builder
         if isinstance(count, int) and count <= 0:
             return
+        count = count.value() if isinstance(count, Size) else count
         full = count - count % LANES if isinstance(count, int) else b.and_(count, I64(-LANES))
         zero = ir.Constant(VECTOR, [0.0] * LANES)
         with self.loop(0, full, LANES) as i:
@@ -239,6 +246,7 @@ class Kernel:
     def fill(self, target: ir.Value, value: ir.Value, count: int | ir.Value) -> None:
         """target[:count] = value (a float32), in explicit vectors like `copy`."""
         b = self.builder
+        count = count.value() if isinstance(count, Size) else count
         full = count - count % LANES if isinstance(count, int) else b.and_(count, I64(-LANES))
         lanes = self.splat(value)
         with self.loop(0, full, LANES) as i:
@@ -353,6 +361,12 @@ class Kernel:
         between the model's threads (with a run-time depth, into blocks
         sized at run time)."""
         if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)):
+            # run-time shapes (a symbolic program's kernel): one call, on one thread
+            _call_sgemm(self.module, self.builder, *(i64_of(v) if isinstance(v, Size) else v
+                                                     for v in (m, n, k, a, lda, b, ldb, c, ldc)),
+                        alpha, beta, trans_a, trans_b)
             return
         if isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)):
             # run-time leading dimensions come with a run-time depth (a shared kernel's), not alone
@@ -559,7 +573,7 @@ def _i64(value: int | ir.Value) -> ir.Value:
 
 
 def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int | ir.Value, n: int | ir.Value, k: int | ir.Value,
-                a: ir.Value, lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int,
+                a: ir.Value, lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value,
                 alpha: float, beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
@@ -577,7 +591,7 @@ def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int | ir.Value, n: 
         i32(CBLAS_ROW_MAJOR), i32(CBLAS_TRANS if trans_a else CBLAS_NO_TRANS),
         i32(CBLAS_TRANS if trans_b else CBLAS_NO_TRANS), i32(m), i32(n), i32(k), F32(alpha),
         a, leading(lda), b, leading(ldb), beta if isinstance(beta, ir.Value) else F32(beta), c,
-        i32(max(ldc, 1)),
+        leading(ldc),
     ])
 
 
@@ -603,8 +617,8 @@ def flat_offset(kernel: Kernel, flat: ir.Value, shape: Sequence[int], strides: S
     for size, stride, step in zip(shape, strides, inner, strict=True):
         if stride == 0 or size == 1:
             continue
-        index = b.udiv(flat, I64(step)) if step != 1 else flat
+        index = b.udiv(flat, kernel.index(step)) if step != 1 else flat
         if step * size != math.prod(shape):
-            index = b.urem(index, I64(size))
+            index = b.urem(index, kernel.index(size))
         offset = kernel.add(offset, kernel.mul(index, stride))
     return offset

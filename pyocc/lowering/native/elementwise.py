@@ -82,7 +82,7 @@ def _gelu(k: KernelBuilder, x: ir.Value, approximate: str) -> ir.Value:
     return b.fptrunc(b.fmul(x64, gate), F32)
 
 
-@native_kernel("unary", supports=_supports_unary)
+@native_kernel("unary", supports=_supports_unary, run_time_shapes=True)
 def emit_unary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = fn(x) elementwise (host_kernels.unary); out may be x."""
     k = KernelBuilder(module, symbol, site)
@@ -179,7 +179,7 @@ def binary_value(k: KernelBuilder, fn: str, a: ir.Value, c: ir.Value, dtype: str
     return integer_expression(k.math, fn, [a, c])
 
 
-@native_kernel("binary", supports=_supports_binary)
+@native_kernel("binary", supports=_supports_binary, run_time_shapes=True)
 def emit_binary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = act(fn(a, b)) with broadcasting (host_kernels.binary)."""
     k = KernelBuilder(module, symbol, site)
@@ -210,7 +210,7 @@ def _supports_variadic(site: dict[str, Any]) -> bool:
                                                                            and fn != "mean"))
 
 
-@native_kernel("variadic", supports=_supports_variadic)
+@native_kernel("variadic", supports=_supports_variadic, run_time_shapes=True)
 def emit_variadic(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Sum / Mean / Max / Min, folded left to right (host_kernels.variadic)."""
     k = KernelBuilder(module, symbol, site)
@@ -237,7 +237,7 @@ def _supports_where(site: dict[str, Any]) -> bool:
     return cond == "bool" and a == b == site["outputs"][0]["dtype"] and a in FLOATS | SIGNED | UNSIGNED
 
 
-@native_kernel("where", supports=_supports_where)
+@native_kernel("where", supports=_supports_where, run_time_shapes=True)
 def emit_where(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = a if cond else b, broadcast (host_kernels.where); out may be b."""
     k = KernelBuilder(module, symbol, site)
@@ -284,7 +284,7 @@ def cast_value(k: KernelBuilder, value: ir.Value, source: str, target: str) -> i
     return value
 
 
-@native_kernel("cast", supports=lambda site: all_dtypes_in(site, _CASTABLE))
+@native_kernel("cast", supports=lambda site: all_dtypes_in(site, _CASTABLE), run_time_shapes=True)
 def emit_cast(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Cast to out's dtype (host_kernels.cast)."""
     k = KernelBuilder(module, symbol, site)
@@ -299,7 +299,7 @@ def _supports_copy(site: dict[str, Any]) -> bool:
         and x["dtype"] in _CASTABLE
 
 
-@native_kernel("copy", supports=_supports_copy)
+@native_kernel("copy", supports=_supports_copy, run_time_shapes=True)
 def emit_copy(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = x, reshaped when the sizes agree (host_kernels.copy)."""
     k = KernelBuilder(module, symbol, site)

@@ -27,11 +27,12 @@ from pyocc.lowering.native.dense_ir import (
     require_float32,
 )
 from pyocc.lowering.native.registry import native_kernel
+from pyocc.lowering.native.sizes import Size
 
 __all__ = ["emit_attention_softmax", "emit_gemm", "emit_matmul"]
 
 
-@native_kernel("gemm", supports=all_float32)
+@native_kernel("gemm", supports=all_float32, run_time_shapes=True)
 def emit_gemm(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Gemm: out = act(alpha * A' @ B' + beta * C), C broadcast to out."""
     require_float32(site)
@@ -88,7 +89,13 @@ def _batched_products(k: Kernel, a_shape: list[int], b_shape: list[int], a: ir.V
     rank = max(len(a2), len(b2)) - 2
     a_batch = [1] * (rank - len(a2) + 2) + a2[:-2]
     b_batch = [1] * (rank - len(b2) + 2) + b2[:-2]
-    batch = [max(x, y) for x, y in zip(a_batch, b_batch, strict=True)]
+    if any(isinstance(d, Size) for d in (*a_batch, *b_batch)):
+        # run-time batch dimensions: the same on both sides (or 1 on one), no broadcast guessed
+        if any(x != y and 1 not in (x, y) for x, y in zip(a_batch, b_batch, strict=True)):
+            raise NotNative("matmul: batch dimensions known only at run time that differ")
+        batch = [y if x == 1 else x for x, y in zip(a_batch, b_batch, strict=True)]
+    else:
+        batch = [max(x, y) for x, y in zip(a_batch, b_batch, strict=True)]
     batches = math.prod(batch)
     a_strides = [s * m * depth for s in broadcast_strides(a_batch, batch)]
     b_strides = [s * depth * n for s in broadcast_strides(b_batch, batch)]
@@ -105,7 +112,7 @@ def _batched_products(k: Kernel, a_shape: list[int], b_shape: list[int], a: ir.V
     return [*batch, m, n]
 
 
-@native_kernel("matmul", supports=all_float32)
+@native_kernel("matmul", supports=all_float32, run_time_shapes=True)
 def emit_matmul(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX MatMul = numpy matmul (batch broadcasting, 1-D operands)."""
     require_float32(site)
@@ -115,7 +122,7 @@ def emit_matmul(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("attention_softmax", supports=all_float32)
+@native_kernel("attention_softmax", supports=all_float32, run_time_shapes=True)
 def emit_attention_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """softmax(scale * (a @ b) + mask) along the last axis, mask broadcast."""
     require_float32(site)

@@ -42,6 +42,7 @@ from typing import Any
 import llvmlite.ir as ir
 
 from pyocc.lowering.llvm_math import ScalarMath, broadcast_strides, row_major_strides, unary_expression
+from pyocc.lowering.native.sizes import Size, at_least_one, has_sizes, i64_of
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -282,7 +283,13 @@ class KernelBuilder:
         self.kwargs: dict[str, Any] = site["kwargs"]
         self.outline = ParallelOutline(module, symbol, site.get("parallel_for"))
         self.function = self.outline.function
-        self.b = ir.IRBuilder(self.function.append_basic_block("entry"))
+        entry = self.function.append_basic_block("entry")
+        if has_sizes(site):
+            # the entry block holds the run-time sizes' values (pyocc.lowering.native.sizes), the code follows
+            start = self.function.append_basic_block("start")
+            ir.IRBuilder(entry).branch(start)
+            entry = start
+        self.b = ir.IRBuilder(entry)
         self.math = ScalarMath(self.b, module, "host")
         buffers = self.function.args[0]
         slot = 0
@@ -319,9 +326,9 @@ class KernelBuilder:
     # -- values --------------------------------------------------------------
 
     @staticmethod
-    def i64(value: int) -> ir.Constant:
-        """An i64 constant."""
-        return ir.Constant(I64, value)
+    def i64(value: int | Size) -> ir.Value:
+        """An i64 constant (a run-time Size: its value, pyocc.lowering.native.sizes)."""
+        return i64_of(value)
 
     @staticmethod
     def constant(value: float | int, dtype: str) -> ir.Constant:
@@ -345,7 +352,7 @@ class KernelBuilder:
     def offset(self, indices: Sequence[ir.Value], strides: Sequence[int], base: int | ir.Value = 0) -> ir.Value:
         """base + sum(index * stride) in elements; zero strides cost nothing."""
         b = self.b
-        total: ir.Value = self.i64(base) if isinstance(base, int) else base
+        total: ir.Value = self.i64(base) if isinstance(base, int | Size) else base
         for index, stride in zip(indices, strides, strict=True):
             if stride == 1:
                 total = b.add(total, index)
@@ -408,6 +415,7 @@ class KernelBuilder:
         b = self.b
         if count <= 0:
             return initial
+        at_least_one(count)
         if count == 1:
             result = step(self.i64(0), initial)
             return result if initial is not None else None
@@ -444,7 +452,7 @@ class KernelBuilder:
             self.loop(shape[depth], lambda i: level(depth + 1, [*indices, i]), parallel=parallel and depth == 0,
                       work=math.prod(shape[depth:]))
 
-        if math.prod(shape) > 0:
+        if not math.prod(shape) <= 0:  # a run-time Size is <= 0 only when it is everywhere in range
             level(0, [])
 
     def strided_loop_nest(self, shape: Sequence[int], strides: Sequence[Sequence[int]],

@@ -62,7 +62,7 @@ def _supports_affine(site: dict[str, Any]) -> bool:
     return _float32(site) and math.prod(scale["shape"]) == length and math.prod(shift["shape"]) == length
 
 
-@native_kernel("channel_affine", supports=_supports_affine)
+@native_kernel("channel_affine", supports=_supports_affine, run_time_shapes=True)
 def emit_channel_affine(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = act(x * scale[c] + shift[c]) along `axis` (host_kernels.channel_affine)."""
     k = KernelBuilder(module, symbol, site)
@@ -86,7 +86,7 @@ def _supports_batch_norm(site: dict[str, Any]) -> bool:
         math.prod(spec["shape"]) == x["shape"][1] for spec in site["inputs"][1:5])
 
 
-@native_kernel("batch_norm", supports=_supports_batch_norm)
+@native_kernel("batch_norm", supports=_supports_batch_norm, run_time_shapes=True)
 def emit_batch_norm(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX BatchNormalization (inference, host_kernels.batch_norm): the
     statistics folded into a per-channel scale and shift in float64,
@@ -131,7 +131,7 @@ def _row_max(k: KernelBuilder, x: Operand, at: Any, length: int) -> ir.Value:
                     lambda j, acc: (lambda v: b.select(b.fcmp_unordered(">", v, acc), v, acc))(k.load(x, at(j))))
 
 
-@native_kernel("softmax", supports=_float32)
+@native_kernel("softmax", supports=_float32, run_time_shapes=True)
 def emit_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Softmax along `axis`, shifted by the max (host_kernels.softmax); out may be x."""
     k = KernelBuilder(module, symbol, site)
@@ -153,7 +153,7 @@ def emit_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("log_softmax", supports=_float32)
+@native_kernel("log_softmax", supports=_float32, run_time_shapes=True)
 def emit_log_softmax(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX LogSoftmax: x - max - log(sum(exp(x - max))) (host_kernels.log_softmax)."""
     k = KernelBuilder(module, symbol, site)
@@ -200,7 +200,7 @@ def _supports_layer_norm(site: dict[str, Any]) -> bool:
             and _trailing_strides(bias, trailing) is not None)
 
 
-@native_kernel("layer_norm", supports=_supports_layer_norm)
+@native_kernel("layer_norm", supports=_supports_layer_norm, run_time_shapes=True)
 def emit_layer_norm(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX LayerNormalization over dims axis.. (host_kernels.layer_norm):
     (x - mean) * (1 / sqrt(var + epsilon)) * scale + bias; out may be x."""

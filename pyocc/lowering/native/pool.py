@@ -142,7 +142,7 @@ def _tap_index(k: KernelBuilder, o: ir.Value, tap: int, stride: int, dilation: i
     return k.b.add(k.b.mul(o, k.i64(stride)), k.i64(tap * dilation - pad))
 
 
-@native_kernel("max_pool", supports=_supports_window)
+@native_kernel("max_pool", supports=_supports_window, run_time_shapes=True)
 def emit_max_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX MaxPool (host_kernels.max_pool): padding is the lowest finite float."""
     k = KernelBuilder(module, symbol, site)
@@ -167,7 +167,7 @@ def _supports_average(site: dict[str, Any]) -> bool:
     return _supports_window(site) and not any(d != 1 for d in site["kwargs"].get("dilations") or [])
 
 
-@native_kernel("average_pool", supports=_supports_average)
+@native_kernel("average_pool", supports=_supports_average, run_time_shapes=True)
 def emit_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX AveragePool (host_kernels.average_pool): zero-padded window sums
     over the window's count (count_include_pad: clipped to the padded extent)."""
@@ -233,7 +233,7 @@ def _global(k: KernelBuilder, combine: Callable[[ir.Value, ir.Value], ir.Value],
     k.finish()
 
 
-@native_kernel("global_average_pool", supports=_float32)
+@native_kernel("global_average_pool", supports=_float32, run_time_shapes=True)
 def emit_global_average_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX GlobalAveragePool: the mean of each channel's plane, summed in float64."""
     k = KernelBuilder(module, symbol, site)
@@ -242,7 +242,7 @@ def emit_global_average_pool(module: ir.Module, symbol: str, site: dict[str, Any
             lambda total, n: b.fptrunc(b.fdiv(total, ir.Constant(F64, float(n))), F32))
 
 
-@native_kernel("global_max_pool", supports=_float32)
+@native_kernel("global_max_pool", supports=_float32, run_time_shapes=True)
 def emit_global_max_pool(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX GlobalMaxPool: the max of each channel's plane."""
     k = KernelBuilder(module, symbol, site)

@@ -16,6 +16,7 @@ import llvmlite.ir as ir
 
 from pyocc.lowering.native.loops import F32, F64, KernelBuilder, all_dtypes_in
 from pyocc.lowering.native.registry import native_kernel
+from pyocc.lowering.native.sizes import Size
 
 _REDUCTIONS = frozenset({"sum", "mean", "max", "min", "prod", "l1", "l2", "sum_square", "log_sum", "log_sum_exp"})
 
@@ -37,7 +38,7 @@ def _supports_reduce(site: dict[str, Any]) -> bool:
             and len(site["inputs"]) == 1)
 
 
-@native_kernel("reduce", supports=_supports_reduce)
+@native_kernel("reduce", supports=_supports_reduce, run_time_shapes=True)
 def emit_reduce(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Reduce<fn> over `axes` (host_kernels.reduce); keepdims is out's shape."""
     k = KernelBuilder(module, symbol, site)
@@ -92,7 +93,9 @@ def emit_reduce(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
                      "l2": lambda v: b.fmul(v, v), "sum_square": lambda v: b.fmul(v, v)}
             total = wide_sum(base, terms[fn])
             if fn == "mean":
-                total = b.fdiv(total, ir.Constant(F64, float(count)))
+                # a run-time count (a mean over a symbolic axis) becomes a double at run time, exactly
+                divisor = b.sitofp(count.value(), F64) if isinstance(count, Size) else ir.Constant(F64, float(count))
+                total = b.fdiv(total, divisor)
             result = b.fptrunc(total, F32)
             if fn == "l2":
                 result = m.sqrt(result)

@@ -23,6 +23,13 @@ fails at emission) and the sizes themselves (ints). Each site then gets a
 thin wrapper `void symbol(i8 **buffers)` that appends its sizes to the
 buffer pointers (as integers cast to pointers, slots `site["run_time_sizes"]`
 onwards of the shared site) and calls the shared function (`emit_size_wrapper`).
+
+A symbolic program (`--dim sequence=512`, pyocc.lowering.symbolic_native)
+has sites whose dimensions are polynomials in its symbols. An emitter that
+computes such a site says so with `run_time_shapes=True`: it is then given
+the site with those dimensions as `Size`s (pyocc.lowering.native.sizes),
+whose values the kernel computes from the symbols' values in its buffer
+array (slots `site["run_time_sizes"]` onwards, one per symbol).
 """
 
 from __future__ import annotations
@@ -56,6 +63,9 @@ class NativeKernel:
     shared_sizes: SharedSizes | None = None
     """which sites share a function that reads some sizes at run time (see
     the module docstring); None: every site's function is its own"""
+    run_time_shapes: bool = False
+    """whether the emitter computes a symbolic program's site, whose
+    dimensions are run-time Sizes (see the module docstring)"""
 
 
 #: kernel name -> its native kernel
@@ -67,15 +77,18 @@ def _every_site(site: dict[str, Any]) -> bool:
 
 
 def native_kernel(name: str, supports: Supports | None = None,
-                  shared_sizes: SharedSizes | None = None) -> Callable[[Emitter], Emitter]:
+                  shared_sizes: SharedSizes | None = None,
+                  run_time_shapes: bool = False) -> Callable[[Emitter], Emitter]:
     """Register the decorated emitter as the native kernel `name`; with
     `supports`, only for the sites it accepts; with `shared_sizes`, sites
-    alike but for some sizes share one function (see the module docstring)."""
+    alike but for some sizes share one function; with `run_time_shapes`, it
+    also writes symbolic programs' sites (see the module docstring)."""
 
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
-        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes)
+        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes,
+                                           run_time_shapes)
         return emit
 
     return register

@@ -21,7 +21,9 @@ import numpy as np
 
 from pyocc.lowering.llvm_math import broadcast_strides, row_major_strides
 from pyocc.lowering.native.loops import F32, FLOATS, ITEMSIZE, KernelBuilder, Operand, all_dtypes_in
+from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import native_kernel
+from pyocc.lowering.native.sizes import Size
 from pyocc.runtime.kernels.resize import _cubic_taps, _linear_taps, _nearest_taps, _original_coordinates
 from pyocc.runtime.kernels.tensor import onnx_axis_slice
 
@@ -42,7 +44,7 @@ def _copy_strided(k: KernelBuilder, source: Operand, source_strides: list[int], 
                         lambda at: k.store(k.load(source, at[0]), target, at[1]), [source_base, target_base])
 
 
-@native_kernel("transpose", supports=_moves)
+@native_kernel("transpose", supports=_moves, run_time_shapes=True)
 def emit_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Transpose (host_kernels.transpose); no perm reverses the axes."""
     k = KernelBuilder(module, symbol, site)
@@ -52,7 +54,7 @@ def emit_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None
     k.finish()
 
 
-@native_kernel("concat", supports=_moves)
+@native_kernel("concat", supports=_moves, run_time_shapes=True)
 def emit_concat(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Concat: each input into its band of out along axis (host_kernels.concat)."""
     k = KernelBuilder(module, symbol, site)
@@ -66,7 +68,7 @@ def emit_concat(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("split", supports=_moves)
+@native_kernel("split", supports=_moves, run_time_shapes=True)
 def emit_split(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Split: out k is the k-th band of x along axis (host_kernels.split)."""
     k = KernelBuilder(module, symbol, site)
@@ -89,12 +91,20 @@ def _slice_starts_steps(site: dict[str, Any]) -> tuple[list[int], list[int]]:
     starts, steps = [0] * len(shape), [1] * len(shape)
     for start, end, axis, step in zip(starts_kw, kw["ends"], axes, steps_kw, strict=True):
         axis %= len(shape)
+        if isinstance(end, Size) or isinstance(shape[axis], Size):
+            # a run-time end or dimension (a symbolic program's Slice up to the length): a forward
+            # slice from a static start inside the dimension; where it ends is the output's shape
+            if isinstance(start, Size) or isinstance(step, Size) or step != 1 or not 0 <= start or \
+                    not start < shape[axis]:
+                raise NotNative(f"slice: start {start!r} step {step!r} on a run-time dimension")
+            starts[axis] = start
+            continue
         first, _, stride = onnx_axis_slice(int(start), int(end), int(step), shape[axis]).indices(shape[axis])
         starts[axis], steps[axis] = first, stride
     return starts, steps
 
 
-@native_kernel("slice", supports=_moves)
+@native_kernel("slice", supports=_moves, run_time_shapes=True)
 def emit_slice(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Slice with static starts/ends/axes/steps (host_kernels.slice)."""
     k = KernelBuilder(module, symbol, site)
@@ -110,7 +120,7 @@ def _supports_gather(site: dict[str, Any]) -> bool:
     return _moves(site) and site["inputs"][1]["dtype"] in ("int32", "int64")
 
 
-@native_kernel("gather", supports=_supports_gather)
+@native_kernel("gather", supports=_supports_gather, run_time_shapes=True)
 def emit_gather(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Gather along axis; negative indices count from the end
     (host_kernels.gather). An index out of range reads the nearest valid
@@ -139,7 +149,7 @@ def emit_gather(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("expand", supports=_moves)
+@native_kernel("expand", supports=_moves, run_time_shapes=True)
 def emit_expand(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Expand: x broadcast to out's shape (host_kernels.expand)."""
     k = KernelBuilder(module, symbol, site)

@@ -1,0 +1,371 @@
+"""Generated native code for a symbolic program (``--dim sequence=512``):
+one LLVM module that runs every value of the symbols.
+
+Design. The symbolic program is the buffer-form program's run steps
+(pyocc.symbolic.program_steps) with every integer that varies a
+polynomial in the symbols (fitted over the probes), plus the pool plan
+whose offsets are expressions (pyocc.planning.symbolic.SymbolicPlan).
+From them this module writes one llvmlite module with
+
+    int32_t NAME_run(void *const *inputs, void *const *outputs,
+                     const void *weights, int64_t *state,
+                     const int64_t *symbols);
+
+`symbols` holds the symbols' values (sorted by name), which the runtime
+reads off the input shapes. Once per run the function evaluates, as LLVM
+integer arithmetic on those values, every planned buffer's size, its
+offset (in the plan's placement order: the aligned maximum of the ends of
+the buffers below it) and the pool size; allocates the pool (one
+`aligned_alloc`, counted in `state` like the static models' allocations:
+calls, frees, bytes now, peak); points every buffer, view and subview at
+its offset; copies what the program copies; and calls one native kernel
+per compute op with the op's buffer pointers (its planned scratch last,
+if it has one) and then the symbols' values
+(as integers cast to pointers). The kernels take their shapes at run time:
+each site's dimensions are polynomials, which the emitters registered with
+`run_time_shapes=True` see as `Size`s (pyocc.lowering.native.sizes) and the
+kernel computes from the symbols' values it was passed; sites whose shapes
+do not depend on the symbols call the ordinary static kernels. Sites alike
+in kernel, dtypes, shapes (as polynomials) and arguments share one
+function. No Python runs during a run.
+
+What cannot be written this way raises `NotNativeProgram` with one line
+saying why (a kernel without a native emitter or with one that needs a
+static size, a kernel argument that depends on the symbols, a constant
+whose leading block is not a prefix of its bytes); pyocc.api then runs the
+program through the numpy kernels (pyocc.symbolic.SymbolicRun) and says so
+in a warning. The weights are packed into one read-only pool by
+`pack_weights` (64-byte aligned, each at its value for the largest
+symbols; a run reads the leading rows it needs).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import llvmlite.ir as ir
+import numpy as np
+
+from pyocc.lowering.native import native_kernel_for
+from pyocc.lowering.native.dense_ir import NotNative
+from pyocc.lowering.native.registry import site_slots
+from pyocc.lowering.native.sizes import SizeContext
+from pyocc.planning.symbolic import Poly, SymbolicPlan
+from pyocc.runtime.bridge import aligned_bytes
+
+I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
+PTR = ir.PointerType()
+#: the run function's signature (see the module docstring)
+RUN_TYPE = ir.FunctionType(I32, [PTR, PTR, PTR, PTR, PTR])
+#: the pool's and every weight's alignment
+ALIGNMENT = 64
+
+_MARK = re.compile(r"^@(\d+)@$")
+
+
+class FittedSteps(Protocol):
+    """The run steps' JSON text with its varying integers fitted
+    (pyocc.symbolic.SymbolicProgram): ``pieces[0]``, ``numbers[0]``,
+    ``pieces[1]``, ..., over the symbols' ``ranges``."""
+
+    pieces: tuple[str, ...]
+    numbers: tuple[Poly, ...]
+    ranges: Mapping[str, tuple[int, int]]
+
+
+class NotNativeProgram(Exception):
+    """A symbolic program that generated code cannot run (the message says why)."""
+
+
+@dataclass
+class SymbolicNative:
+    """A symbolic program's generated code: the LLVM IR text of one module,
+    the name of its run function, the packed weights, and what the run
+    passes in: the graph inputs and outputs in order (ONNX names)."""
+
+    llvm_ir: str
+    function: str
+    weight_pool: np.ndarray
+    input_names: list[str]
+    output_names: list[str]
+    symbols: list[str]
+    native_sites: int
+    kernels: int
+    arguments: list[tuple[str, bool, list[int | Poly], str]]
+    """The graph inputs and outputs in order: (ONNX name, is output, shape
+    with Polys in the symbols, dtype)."""
+
+
+def poly_steps(program: FittedSteps) -> list[list[Any]]:
+    """The run steps (pyocc.symbolic.program_steps) with every varying
+    integer a Poly; NotNativeProgram when one sits where no number may."""
+    parts = [program.pieces[0]]
+    for i, piece in enumerate(program.pieces[1:]):
+        parts += [f'"@{i}@"', piece]
+    try:
+        steps = json.loads("".join(parts))
+    except json.JSONDecodeError:
+        raise NotNativeProgram("a size that depends on the symbols sits inside a name") from None
+    return _leaves(steps, lambda value: program.numbers[int(match.group(1))]
+                   if isinstance(value, str) and (match := _MARK.match(value)) else value)
+
+
+def _leaves(value: Any, leaf: Any) -> Any:
+    """`value` (JSON-like: lists, dicts, leaves) with every leaf mapped by `leaf`."""
+    if isinstance(value, list):
+        return [_leaves(v, leaf) for v in value]
+    if isinstance(value, dict):
+        return {k: _leaves(v, leaf) for k, v in value.items()}
+    return leaf(value)
+
+
+def _has_poly(value: Any) -> bool:
+    """Whether `value` holds a Poly."""
+    found: list[Poly] = []
+    _leaves(value, lambda v: found.append(v) if isinstance(v, Poly) else None)
+    return bool(found)
+
+
+def _at(value: Any, values: Mapping[str, int]) -> Any:
+    """`value` with every Poly evaluated at `values`."""
+    return _leaves(value, lambda v: v.evaluate(values) if isinstance(v, Poly) else v)
+
+
+def _text(value: Any) -> str:
+    """A site's key text (Polys as their formulas)."""
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def pack_weights(weights: Sequence[np.ndarray]) -> tuple[np.ndarray, list[int]]:
+    """The weights packed into one 64-byte aligned byte array, each at a
+    64-byte aligned offset: (the pool, the offsets)."""
+    offsets, total = [], 0
+    for weight in weights:
+        offsets.append(total)
+        total += -(-max(weight.nbytes, 1) // ALIGNMENT) * ALIGNMENT
+    pool = aligned_bytes(max(total, ALIGNMENT))
+    for weight, offset in zip(weights, offsets, strict=True):
+        pool[offset:offset + weight.nbytes] = np.ascontiguousarray(weight).reshape(-1).view(np.uint8)
+    return pool, offsets
+
+
+def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.ndarray],
+                          plan: SymbolicPlan) -> SymbolicNative:
+    """The generated code of a symbolic program (`program`: the fitted run
+    steps; `weights`: their values at the largest symbols; `plan`: the pool
+    plan), see the module docstring. NotNativeProgram when it cannot be written."""
+    ranges = dict(program.ranges)
+    names = sorted(ranges)
+    steps = poly_steps(program)
+    symbol = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    module = ir.Module(name=symbol)
+    types: dict[int, tuple[list[int | Poly], str]] = {}
+    weight_of: dict[int, int] = {}
+    sites: list[tuple[list[Any], dict[str, Any]]] = []
+    for step in steps:
+        kind = step[0]
+        if kind == "arg":
+            types[step[1]] = (step[4], step[5])
+        elif kind == "weight":
+            _, value, index, shape = step
+            weight = weights[index]
+            _check_prefix(weight, shape)
+            types[value] = (shape, str(weight.dtype))
+            weight_of[value] = index
+        elif kind in ("malloc", "view"):
+            types[step[1]] = (step[3], step[4])
+        elif kind == "subview":
+            types[step[1]] = (step[4], step[5])
+        elif kind == "call":
+            _, kernel, inputs, outs, _keyword, kwargs, workspace = step
+
+            def spec(v: int) -> dict[str, Any]:
+                shape, dtype = types[v]
+                return {"shape": list(shape), "dtype": dtype}
+
+            site = {"kernel": kernel,
+                    "inputs": [None if v is None else [spec(x) for x in v] if isinstance(v, list) else spec(v)
+                               for v in inputs],
+                    "outputs": [spec(v) for v in outs], "kwargs": kwargs,
+                    "workspace": None if workspace is None else spec(workspace)}
+            sites.append((step, site))
+    # one function per distinct site
+    functions: dict[str, ir.Function] = {}
+    site_function: list[ir.Function] = []
+    for step, site in sites:
+        key = _text(site)
+        if key not in functions:
+            functions[key] = emit_site(module, f"{symbol}_site_{len(functions)}", site, ranges)
+        site_function.append(functions[key])
+    _emit_run(module, f"{symbol}_run", steps, site_function, weight_of, weights, plan, names, ranges)
+    pool, _ = pack_weights(weights)
+    try:
+        text = str(module)
+    except TypeError as e:  # a run-time Size written as a constant by an emitter
+        raise NotNativeProgram(f"a kernel needs a static size: {e}") from None
+    args = [s for s in steps if s[0] == "arg"]
+    return SymbolicNative(text, f"{symbol}_run", pool, [s[2] for s in args if not s[3]],
+                          [s[2] for s in args if s[3]], names, len(sites), len(functions),
+                          [(s[2], s[3], s[4], s[5]) for s in args])
+
+
+def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:
+    """A constant read at a symbolic shape must be the leading bytes of its value at the maximum."""
+    if not _has_poly(shape):
+        return
+    if len(shape) != weight.ndim or any(_has_poly(d) or d != full for d, full in zip(shape[1:], weight.shape[1:],
+                                                                                     strict=True)):
+        raise NotNativeProgram(f"a constant of shape {list(weight.shape)} is read in leading blocks that are not "
+                               "its leading bytes (only its first dimension may depend on the symbols)")
+
+
+def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
+              ranges: Mapping[str, tuple[int, int]]) -> ir.Function:
+    """Define the kernel function `void symbol(i8 **buffers)` of one site
+    (kernel, inputs, outputs, kwargs; dimensions ints or Polys in the
+    symbols of `ranges`) in `module`: the buffer pointers, then the
+    symbols' values (sorted by name) as integers cast to pointers. Its
+    Polys are run-time Sizes to the emitter (a kernel registered with
+    `run_time_shapes`); NotNativeProgram when no native kernel can write it."""
+    names = sorted(ranges)
+    at_maximum = _at(site, {n: high for n, (_, high) in ranges.items()})
+    kernel = native_kernel_for(at_maximum)
+    if kernel is None:
+        raise NotNativeProgram(f"the {site['kernel']} kernel of {_shapes(at_maximum)} has no native kernel "
+                               "that computes it")
+    symbolic = _has_poly(site)
+    if symbolic and not kernel.run_time_shapes:
+        if _has_poly(site["kwargs"]):
+            raise NotNativeProgram(f"the arguments of a {site['kernel']} kernel depend on the symbols "
+                                   f"({_text(site['kwargs'])})")
+        raise NotNativeProgram(f"the native {site['kernel']} kernel takes static shapes only")
+    slots = site_slots(site)
+    context = SizeContext(module, symbol, slots, names, ranges)
+
+    sized = _leaves(site, lambda v: context.size(v) if isinstance(v, Poly) else v)
+    emitted = {**sized, "run_time_sizes": slots} if symbolic else at_maximum
+    try:
+        kernel.emit(module, symbol, emitted)
+    except (NotNative, TypeError, AttributeError, AssertionError, ValueError) as e:
+        raise NotNativeProgram(f"the native {site['kernel']} kernel cannot take the run-time shapes "
+                               f"{_shapes(site)}: {e}") from None
+    function = module.globals[symbol]
+    assert isinstance(function, ir.Function)
+    return function
+
+
+def _shapes(site: dict[str, Any]) -> str:
+    specs = [s for spec in site["inputs"] if spec is not None for s in (spec if isinstance(spec, list) else [spec])]
+    return ", ".join("x".join(str(d) for d in s["shape"]) or "scalar" for s in [*specs, *site["outputs"]])
+
+
+def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_functions: Sequence[ir.Function],
+              weight_of: Mapping[int, int], weights: Sequence[np.ndarray], plan: SymbolicPlan,
+              names: Sequence[str], ranges: Mapping[str, tuple[int, int]]) -> None:
+    """`NAME_run` (see the module docstring)."""
+    function = ir.Function(module, RUN_TYPE, symbol)
+    inputs, outputs, weight_base, state, symbols = function.args
+    entry = function.append_basic_block("entry")
+    b = ir.IRBuilder(function.append_basic_block("body"))
+    ir.IRBuilder(entry).branch(b.block)  # the entry block holds the symbols' values (SizeContext)
+    sizes = SizeContext(module, symbol, 0, names, ranges, argument=4)
+
+    def poly(value: int | Poly) -> ir.Value:
+        return sizes.value(value) if isinstance(value, Poly) else ir.Constant(I64, int(value))
+
+    def umax(x: ir.Value, y: ir.Value) -> ir.Value:
+        return b.select(b.icmp_unsigned(">", x, y), x, y)
+
+    # the plan: offsets in placement order, then the pool size
+    buffers = plan.problem.buffers
+    ends: dict[int, ir.Value] = {}
+    offsets: dict[int, ir.Value] = {}
+    for i in plan.order:
+        top: ir.Value = ir.Constant(I64, 0)
+        for c in plan.below[i]:
+            top = umax(top, ends[c])
+        alignment = buffers[i].alignment
+        offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
+                       ir.Constant(I64, alignment)) if alignment > 1 else top
+        offsets[i] = offset
+        ends[i] = b.add(offset, poly(buffers[i].size))
+    pool_bytes: ir.Value = ir.Constant(I64, 0)
+    for end in ends.values():
+        pool_bytes = umax(pool_bytes, end)
+    rounded = b.mul(b.udiv(b.add(umax(pool_bytes, ir.Constant(I64, 1)), ir.Constant(I64, ALIGNMENT - 1)),
+                           ir.Constant(I64, ALIGNMENT)), ir.Constant(I64, ALIGNMENT))
+    aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")
+    free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
+    memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
+    pool = b.call(aligned_alloc, [ir.Constant(I64, ALIGNMENT), rounded])
+
+    def counter(slot: int) -> ir.Value:
+        return b.gep(state, [ir.Constant(I64, slot)], inbounds=True, source_etype=I64)
+
+    with b.if_then(b.icmp_unsigned("==", pool, ir.Constant(PTR, None)), likely=False):
+        b.ret(ir.Constant(I32, 1))
+    b.store(b.add(b.load(counter(0), typ=I64), ir.Constant(I64, 1)), counter(0))
+    now = b.add(b.load(counter(2), typ=I64), pool_bytes)
+    b.store(now, counter(2))
+    b.store(umax(b.load(counter(3), typ=I64), now), counter(3))
+
+    _, weight_offsets = pack_weights(weights)
+    pointers: dict[int, ir.Value] = {}
+    arguments = {False: 0, True: 0}
+    calls = iter(site_functions)
+    slot_count = 0
+    for step in steps:
+        if step[0] == "call":
+            _, _, kernel_inputs, outs, _, _, workspace = step
+            count = sum(len(v) if isinstance(v, list) else 1 for v in kernel_inputs) + len(outs) + \
+                (workspace is not None)
+            slot_count = max(slot_count, count + len(names))
+    array = b.alloca(PTR, size=ir.Constant(I64, max(slot_count, 1)))
+    symbol_pointers = [b.inttoptr(sizes.value(Poly.symbol(n)), PTR) for n in names]
+
+    def byte_pointer(base: ir.Value, offset: ir.Value) -> ir.Value:
+        return b.gep(base, [offset], inbounds=True, source_etype=I8)
+
+    for step in steps:
+        kind = step[0]
+        if kind == "arg":
+            _, value, _, is_output, _, _ = step
+            table = outputs if is_output else inputs
+            slot = b.gep(table, [ir.Constant(I64, arguments[is_output])], inbounds=True, source_etype=PTR)
+            pointers[value] = b.load(slot, typ=PTR)
+            arguments[is_output] += 1
+        elif kind == "weight":
+            pointers[step[1]] = byte_pointer(weight_base, ir.Constant(I64, weight_offsets[weight_of[step[1]]]))
+        elif kind == "malloc":
+            pointers[step[1]] = byte_pointer(pool, offsets[step[2]])
+        elif kind == "view":
+            pointers[step[1]] = pointers[step[2]]
+        elif kind == "subview":
+            pointers[step[1]] = byte_pointer(pointers[step[2]], poly(step[3]))
+        elif kind == "copy":
+            _, target, source, size = step
+            b.call(memcpy, [pointers[target], pointers[source], poly(size), ir.Constant(ir.IntType(1), 0)])
+        elif kind == "call":
+            _, _, kernel_inputs, outs, _, _, workspace = step
+            values: list[ir.Value] = []
+            for v in kernel_inputs:
+                if v is None:
+                    values.append(ir.Constant(PTR, None))
+                elif isinstance(v, list):
+                    values += [pointers[x] for x in v]
+                else:
+                    values.append(pointers[v])
+            values += [pointers[v] for v in outs] + ([] if workspace is None else [pointers[workspace]])
+            values += symbol_pointers
+            for index, value in enumerate(values):
+                b.store(value, b.gep(array, [ir.Constant(I64, index)], inbounds=True, source_etype=PTR))
+            b.call(next(calls), [array])
+    b.call(free, [pool])
+    b.store(b.add(b.load(counter(1), typ=I64), ir.Constant(I64, 1)), counter(1))
+    b.store(b.sub(b.load(counter(2), typ=I64), pool_bytes), counter(2))
+    b.ret(ir.Constant(I32, 0))
+
