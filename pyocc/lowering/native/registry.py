@@ -23,6 +23,9 @@ fails at emission) and the sizes themselves (ints). Each site then gets a
 thin wrapper `void symbol(i8 **buffers)` that appends its sizes to the
 buffer pointers (as integers cast to pointers, slots `site["run_time_sizes"]`
 onwards of the shared site) and calls the shared function (`emit_size_wrapper`).
+A kernel may ask for at least `min_sharing_sites` such sites before a shared
+function replaces their own: a conv's patches (a tiled op) share one, while
+an untiled conv, alone with its shape, keeps the function specialised to it.
 """
 
 from __future__ import annotations
@@ -56,6 +59,9 @@ class NativeKernel:
     shared_sizes: SharedSizes | None = None
     """which sites share a function that reads some sizes at run time (see
     the module docstring); None: every site's function is its own"""
+    min_sharing_sites: int = 1
+    """the sites of distinct shapes (their planned scratch aside) a shared
+    function must serve to be used; fewer keep their own functions"""
 
 
 #: kernel name -> its native kernel
@@ -66,16 +72,17 @@ def _every_site(site: dict[str, Any]) -> bool:
     return True
 
 
-def native_kernel(name: str, supports: Supports | None = None,
-                  shared_sizes: SharedSizes | None = None) -> Callable[[Emitter], Emitter]:
+def native_kernel(name: str, supports: Supports | None = None, shared_sizes: SharedSizes | None = None,
+                  min_sharing_sites: int = 1) -> Callable[[Emitter], Emitter]:
     """Register the decorated emitter as the native kernel `name`; with
     `supports`, only for the sites it accepts; with `shared_sizes`, sites
-    alike but for some sizes share one function (see the module docstring)."""
+    alike but for some sizes share one function, where at least
+    `min_sharing_sites` distinct sites call it (see the module docstring)."""
 
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
-        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes)
+        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes, min_sharing_sites)
         return emit
 
     return register
