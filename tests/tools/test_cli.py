@@ -14,6 +14,7 @@ import numpy as np
 import onnx
 import pytest
 
+from pyocc.examples.tiny_cnn import build as tiny_cnn
 from tests.conftest import light_model_path
 
 PYOCC = str(Path(sys.executable).with_name("pyocc"))
@@ -22,6 +23,16 @@ PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
 
 def pyocc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYOCC, *args], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tutorial's tiny CNN as a file: for the tests of what the command
+    does with its options and mistakes, which no model's size changes
+    (SqueezeNet took each such command 3-5 s of import and planning)."""
+    path = tmp_path_factory.mktemp("model") / "tiny_cnn.onnx"
+    onnx.save(tiny_cnn(), str(path))
+    return str(path)
 
 
 def test_plan_json_has_the_report_fields() -> None:
@@ -142,21 +153,21 @@ def test_compile_names_the_weights_file(tmp_path: Path) -> None:
     assert (tmp_path / "m.weights").stat().st_size > 1_000_000
 
 
-def test_plan_format_follows_the_output_suffix(tmp_path: Path) -> None:
-    model = str(light_model_path("squeezenet"))
+def test_plan_format_follows_the_output_suffix(tmp_path: Path, tiny_model: str) -> None:
+    model = tiny_model
     for name, starts in [("plan.html", "<!DOCTYPE html>"), ("plan.svg", "<svg "), ("plan.json", "{"),
                          ("plan.txt", "model "), ("plan", "model ")]:
         result = pyocc("plan", model, "-o", str(tmp_path / name))
         assert result.returncode == 0, result.stderr
         assert (tmp_path / name).read_text().startswith(starts), name
-    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "light_squeezenet.onnx"
+    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "tiny_cnn.onnx"
 
 
-def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
+def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path, tiny_model: str) -> None:
     """--format html|svg without -o: refused on a terminal, written to a pipe."""
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([PYOCC, "plan", str(light_model_path("squeezenet")), "--format", "html"],
+        done = subprocess.run([PYOCC, "plan", tiny_model, "--format", "html"],
                               stdout=follower, stderr=subprocess.PIPE, text=True, timeout=300)
     finally:
         os.close(follower)
@@ -164,7 +175,7 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == ("pyocc: error: --format html writes a picture, not text for the terminal; "
                                    "give -o plan.html (or pipe it: ... > plan.html)")
-    piped = pyocc("plan", str(light_model_path("squeezenet")), "--format", "svg")
+    piped = pyocc("plan", tiny_model, "--format", "svg")
     assert piped.returncode == 0 and piped.stdout.startswith("<svg "), piped.stderr
 
 
@@ -178,8 +189,8 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
     (["run", "MODEL", "--target", "cuda", "--sanitize"], "the sanitizer runs on the host only"),
     (["plan", "MODEL", "--pool-allocation", "init"], "pool allocation 'init' is for target cuda"),
 ])
-def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
-    args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]
+def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path, tiny_model: str) -> None:
+    args = [tiny_model if a == "MODEL" else a for a in args]
     args = [str(tmp_path / a) if a.endswith((".exe", ".npz", ".so")) else a for a in args]
     result = pyocc(*args)
     assert result.returncode != 0
