@@ -3,6 +3,7 @@ user mistake."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pty
@@ -25,6 +26,20 @@ def pyocc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYOCC, *args], capture_output=True, text=True)
 
 
+def plan_json(*args: str) -> dict:
+    """`pyocc plan ARGS --format json`'s report (a fresh copy each call),
+    the command run once per ARGS in this process: several tests read the
+    same plan of SqueezeNet."""
+    return json.loads(_plan_json_text(*args))
+
+
+@functools.cache
+def _plan_json_text(*args: str) -> str:
+    result = pyocc("plan", *args, "--format", "json")
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
     """The tutorial's tiny CNN as a file: for the tests of what the command
@@ -36,9 +51,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_plan_json_has_the_report_fields() -> None:
-    result = pyocc("plan", str(light_model_path("squeezenet")), "--format", "json")
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    report = plan_json(str(light_model_path("squeezenet")))
     for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "tensor_lower_bound_bytes",
                 "naive_bytes", "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
         assert key in report
@@ -94,19 +107,17 @@ def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> N
 
 def test_plan_reports_pool_allocations_per_run_and_at_init() -> None:
     model = str(light_model_path("squeezenet"))
-    once = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda").stdout)
-    per_run = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda",
-                               "--pool-allocation", "run").stdout)
-    host = json.loads(pyocc("plan", model, "--format", "json").stdout)
+    once = plan_json(model, "--target", "cuda")
+    per_run = plan_json(model, "--target", "cuda", "--pool-allocation", "run")
+    host = plan_json(model)
     assert (once["allocator_calls_per_run"], once["allocator_calls_at_init"]) == (0, 1)
     assert (per_run["allocator_calls_per_run"], per_run["allocator_calls_at_init"]) == (1, 0)
     assert (host["allocator_calls_per_run"], host["allocator_calls_at_init"]) == (1, None)
 
 
 def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
-    host = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json").stdout)
-    cuda = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json",
-                            "--target", "cuda").stdout)
+    host = plan_json(str(light_model_path("squeezenet")))
+    cuda = plan_json(str(light_model_path("squeezenet")), "--target", "cuda")
     # the input and output copies are device buffers, planned like the rest,
     # and so is each convolution's cuDNN workspace
     scratch = [b for b in cuda["buffers"] if b["name"].startswith("scratch")]
