@@ -66,6 +66,7 @@ the export to llvmlite with the native kernels (pyocc.lowering.native).
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -202,8 +203,9 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
     choice. With `share_sizes`, sites whose emitter takes some sizes at run
     time and that differ only in those share one function, `NAME_site_K_sizes`
     (K the first of them), and each `NAME_site_K` of theirs is a wrapper
-    passing its sizes (pyocc.lowering.native.registry). Returns the
-    functions to_llvmlite writes."""
+    passing its sizes (pyocc.lowering.native.registry), where at least the
+    kernel's `min_sharing_sites` sites of distinct shapes (their scratch
+    aside) share it. Returns the functions to_llvmlite writes."""
     # the emitters import llvmlite and numpy: only when a module is exported
     if kernels not in KERNEL_CHOICES:
         raise ValueError(f"kernels must be one of {', '.join(KERNEL_CHOICES)}, got '{kernels}'")
@@ -220,6 +222,8 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
         shared: dict[str, str] = {}
         # ... and sites alike but for the sizes their emitter reads at run time, one more
         sized: dict[str, str] = {}
+        # symbol -> (kernel, site, its shared site and sizes or None), one per distinct site
+        functions: dict[str, tuple[NativeKernel, dict[str, Any], tuple[dict[str, Any], list[int]] | None]] = {}
         for site in meta["sites"]:
             kernel = None
             if already:
@@ -231,14 +235,24 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
                 continue
             symbol = shared.setdefault(_site_key(site), f"{name}_site_{site['site']}")
             native_sites[site["site"]] = symbol
-            if symbol in chosen.kernels or symbol in chosen.wrappers:
+            if symbol in functions:
                 continue
             general = kernel.shared_sizes(site) if share_sizes and kernel.shared_sizes is not None else None
-            if general is None:
+            if general is not None:
+                general = ({**general[0], "run_time_sizes": site_slots(site)}, general[1])
+            functions[symbol] = (kernel, site, general)
+        # the distinct sites each shared function would serve, sites that differ only
+        # in their planned scratch counted once (the same shape: no rows to share)
+        sharers = Counter(_site_key(general[0]) for general in {
+            _site_key({**site, "workspace": None}): general
+            for _, site, general in functions.values() if general is not None}.values())
+        for symbol, (kernel, site, general) in functions.items():
+            if symbol in chosen.kernels or symbol in chosen.wrappers:
+                continue
+            if general is None or sharers[_site_key(general[0])] < kernel.min_sharing_sites:
                 chosen.kernels[symbol] = (kernel, site)
                 continue
             general_site, sizes = general
-            general_site = {**general_site, "run_time_sizes": site_slots(site)}
             general_symbol = sized.setdefault(_site_key(general_site), f"{symbol}_sizes")
             chosen.kernels.setdefault(general_symbol, (kernel, general_site))
             chosen.wrappers[symbol] = (general_symbol, site_slots(site), sizes)

@@ -3,6 +3,7 @@ user mistake."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import pty
@@ -14,6 +15,7 @@ import numpy as np
 import onnx
 import pytest
 
+from pyocc.examples.tiny_cnn import build as tiny_cnn
 from tests.conftest import light_model_path
 
 PYOCC = str(Path(sys.executable).with_name("pyocc"))
@@ -24,10 +26,32 @@ def pyocc(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([PYOCC, *args], capture_output=True, text=True)
 
 
-def test_plan_json_has_the_report_fields() -> None:
-    result = pyocc("plan", str(light_model_path("squeezenet")), "--format", "json")
+def plan_json(*args: str) -> dict:
+    """`pyocc plan ARGS --format json`'s report (a fresh copy each call),
+    the command run once per ARGS in this process: several tests read the
+    same plan of SqueezeNet."""
+    return json.loads(_plan_json_text(*args))
+
+
+@functools.cache
+def _plan_json_text(*args: str) -> str:
+    result = pyocc("plan", *args, "--format", "json")
     assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The tutorial's tiny CNN as a file: for the tests of what the command
+    does with its options and mistakes, which no model's size changes
+    (SqueezeNet took each such command 3-5 s of import and planning)."""
+    path = tmp_path_factory.mktemp("model") / "tiny_cnn.onnx"
+    onnx.save(tiny_cnn(), str(path))
+    return str(path)
+
+
+def test_plan_json_has_the_report_fields() -> None:
+    report = plan_json(str(light_model_path("squeezenet")))
     for key in ("model", "memory", "planner", "activation_bytes", "lower_bound_bytes", "tensor_lower_bound_bytes",
                 "naive_bytes", "weight_bytes", "io_bytes", "workspace_bytes", "plan_ms", "buffers"):
         assert key in report
@@ -83,19 +107,17 @@ def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> N
 
 def test_plan_reports_pool_allocations_per_run_and_at_init() -> None:
     model = str(light_model_path("squeezenet"))
-    once = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda").stdout)
-    per_run = json.loads(pyocc("plan", model, "--format", "json", "--target", "cuda",
-                               "--pool-allocation", "run").stdout)
-    host = json.loads(pyocc("plan", model, "--format", "json").stdout)
+    once = plan_json(model, "--target", "cuda")
+    per_run = plan_json(model, "--target", "cuda", "--pool-allocation", "run")
+    host = plan_json(model)
     assert (once["allocator_calls_per_run"], once["allocator_calls_at_init"]) == (0, 1)
     assert (per_run["allocator_calls_per_run"], per_run["allocator_calls_at_init"]) == (1, 0)
     assert (host["allocator_calls_per_run"], host["allocator_calls_at_init"]) == (1, None)
 
 
 def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
-    host = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json").stdout)
-    cuda = json.loads(pyocc("plan", str(light_model_path("squeezenet")), "--format", "json",
-                            "--target", "cuda").stdout)
+    host = plan_json(str(light_model_path("squeezenet")))
+    cuda = plan_json(str(light_model_path("squeezenet")), "--target", "cuda")
     # the input and output copies are device buffers, planned like the rest,
     # and so is each convolution's cuDNN workspace
     scratch = [b for b in cuda["buffers"] if b["name"].startswith("scratch")]
@@ -142,21 +164,21 @@ def test_compile_names_the_weights_file(tmp_path: Path) -> None:
     assert (tmp_path / "m.weights").stat().st_size > 1_000_000
 
 
-def test_plan_format_follows_the_output_suffix(tmp_path: Path) -> None:
-    model = str(light_model_path("squeezenet"))
+def test_plan_format_follows_the_output_suffix(tmp_path: Path, tiny_model: str) -> None:
+    model = tiny_model
     for name, starts in [("plan.html", "<!DOCTYPE html>"), ("plan.svg", "<svg "), ("plan.json", "{"),
                          ("plan.txt", "model "), ("plan", "model ")]:
         result = pyocc("plan", model, "-o", str(tmp_path / name))
         assert result.returncode == 0, result.stderr
         assert (tmp_path / name).read_text().startswith(starts), name
-    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "light_squeezenet.onnx"
+    assert json.loads((tmp_path / "plan.json").read_text())["model"] == "tiny_cnn.onnx"
 
 
-def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
+def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path, tiny_model: str) -> None:
     """--format html|svg without -o: refused on a terminal, written to a pipe."""
     leader, follower = pty.openpty()
     try:
-        done = subprocess.run([PYOCC, "plan", str(light_model_path("squeezenet")), "--format", "html"],
+        done = subprocess.run([PYOCC, "plan", tiny_model, "--format", "html"],
                               stdout=follower, stderr=subprocess.PIPE, text=True, timeout=300)
     finally:
         os.close(follower)
@@ -164,7 +186,7 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.strip() == ("pyocc: error: --format html writes a picture, not text for the terminal; "
                                    "give -o plan.html (or pipe it: ... > plan.html)")
-    piped = pyocc("plan", str(light_model_path("squeezenet")), "--format", "svg")
+    piped = pyocc("plan", tiny_model, "--format", "svg")
     assert piped.returncode == 0 and piped.stdout.startswith("<svg "), piped.stderr
 
 
@@ -178,8 +200,8 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path) -> None:
     (["run", "MODEL", "--target", "cuda", "--sanitize"], "the sanitizer runs on the host only"),
     (["plan", "MODEL", "--pool-allocation", "init"], "pool allocation 'init' is for target cuda"),
 ])
-def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path) -> None:
-    args = [str(light_model_path("squeezenet")) if a == "MODEL" else a for a in args]
+def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path, tiny_model: str) -> None:
+    args = [tiny_model if a == "MODEL" else a for a in args]
     args = [str(tmp_path / a) if a.endswith((".exe", ".npz", ".so")) else a for a in args]
     result = pyocc(*args)
     assert result.returncode != 0

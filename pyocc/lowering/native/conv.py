@@ -40,7 +40,7 @@ import itertools
 import json
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import llvmlite.ir as ir
@@ -88,9 +88,34 @@ class RunTimeSizes:
 
 
 @dataclass(frozen=True)
+class RowSizes:
+    """The sizes a 2-D conv kernel shared by sites that differ only in their
+    rows (the patches of a tiled op, `conv_row_sizes`) reads at run time,
+    as i64 values."""
+
+    in_rows: ir.Value
+    """input rows (dim 0 of the image)"""
+    out_rows: ir.Value
+    """output rows"""
+    pad_top: ir.Value
+    """padding rows above the image"""
+    block_rows: ir.Value
+    """output rows of one im2col or pointwise block"""
+    block_channels: ir.Value
+    """input channels of one im2col slice (0 for a pointwise conv)"""
+
+
+#: the names under which a parallel_loop part gets a shared kernel's rows
+ROW_CAPTURES = ("in_rows", "out_rows", "pad_top")
+
+
+@dataclass(frozen=True)
 class Geometry:
     """A convolution's static shapes, with a 1-D one seen as 2-D (a unit row
-    dim in front), so every kernel has a row dim (0) and a last dim."""
+    dim in front), so every kernel has a row dim (0) and a last dim. In a
+    kernel shared by a tiled op's patches (`RowSizes`) the rows of dim 0
+    (in_spatial[0], out_spatial[0], pads_begin[0]) are i64 values read at
+    run time; every other size is static."""
 
     batch: int
     channels: int
@@ -121,6 +146,40 @@ class Geometry:
         out_channels = w_shape[1] * group if transpose else w_shape[0]
         return cls(x_shape[0], x_shape[1], out_channels, group, tuple(in_spatial), tuple(out_spatial),
                    tuple(kernel), tuple(strides), tuple(dilations), tuple(pads_begin))
+
+    def with_rows(self, in_rows: ir.Value, out_rows: ir.Value, pad_top: ir.Value) -> Geometry:
+        """This geometry with its rows of dim 0 read at run time."""
+        return replace(self, in_spatial=(in_rows, *self.in_spatial[1:]), out_spatial=(out_rows, *self.out_spatial[1:]),
+                       pads_begin=(pad_top, *self.pads_begin[1:]))
+
+    @property
+    def static_rows(self) -> bool:
+        """Whether the rows of dim 0 are known at compile time."""
+        return isinstance(self.out_spatial[0], int)
+
+    def row_values(self) -> dict[str, ir.Value]:
+        """The run-time rows, to capture into a parallel_loop part (none when static)."""
+        if self.static_rows:
+            return {}
+        return dict(zip(ROW_CAPTURES, (self.in_spatial[0], self.out_spatial[0], self.pads_begin[0]), strict=True))
+
+    def in_part(self, values: dict[str, Any]) -> Geometry:
+        """This geometry inside a parallel_loop part: its run-time rows as
+        the part sees them (`values`, captured from `row_values`)."""
+        return self if self.static_rows else self.with_rows(*(values[name] for name in ROW_CAPTURES))
+
+    def in_size(self, k: Kernel) -> ir.Value | int:
+        """Positions of one input channel plane (a value with run-time rows)."""
+        return k.mul(self.in_spatial[0], math.prod(self.in_spatial[1:]))
+
+    def out_size(self, k: Kernel) -> ir.Value | int:
+        """Positions of one output channel plane (a value with run-time rows)."""
+        return k.mul(self.out_spatial[0], math.prod(self.out_spatial[1:]))
+
+    def out_rows_estimate(self) -> int:
+        """Output rows of dim 0 for a work estimate: the static ones, else
+        enough to pass any threshold (a shared kernel's come at run time)."""
+        return self.out_spatial[0] if self.static_rows else PARALLEL_MIN_WORK
 
     @property
     def taps(self) -> list[tuple[int, ...]]:
@@ -170,7 +229,15 @@ def _input_outer(k: Kernel, g: Geometry, outs: Sequence[ir.Value | int], tap: Se
     coords: list[ir.Value] = []
     inside: ir.Value | None = None
     for axis, (o, t) in enumerate(zip(outs, tap, strict=True)):
-        shift = k.add(k.mul(t, g.dilations[axis]), -g.pads_begin[axis])
+        pad = g.pads_begin[axis]
+        if not isinstance(pad, int):  # a shared kernel's rows: the padding above comes at run time
+            coord = k.builder.sub(k.index(k.add(k.mul(o, g.strides[axis]), k.mul(t, g.dilations[axis]))), pad)
+            coords.append(coord)
+            # never folded away: the sites sharing the kernel differ in which rows are inside
+            test = k.builder.icmp_unsigned("<", coord, k.index(g.in_spatial[axis]))
+            inside = test if inside is None else k.builder.and_(inside, test)
+            continue
+        shift = k.add(k.mul(t, g.dilations[axis]), -pad)
         coord = k.add(k.mul(o, g.strides[axis]), shift)
         coords.append(coord)
         # the tap's shift, or for a run-time tap the range of the kernel's shifts
@@ -212,18 +279,21 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
     taps = g.taps
     out_row_length = g.out_spatial[-1]
     in_row_length = g.in_spatial[-1]
-    outer_out = list(g.out_spatial[:-1])
-    outer_in = list(g.in_spatial[:-1])
     # the output channels of an image are independent: they may run on threads
-    work = g.out_channels * g.out_positions * channels_per_group * len(taps)
+    work = g.out_channels * g.out_rows_estimate() * math.prod(g.out_spatial[1:]) * channels_per_group * len(taps)
+    whole = g
 
     with k.loop(0, g.batch) as outer_image:
 
         def channel_plane(oc: ir.Value, v: dict[str, Any]) -> None:
             image, x, w, bias, residual, out = (v["image"], v["x"], v["w"], v["bias"], v["residual"], v["out"])
             b = k.builder
+            g = whole.in_part(v)  # a shared kernel's rows, as this part sees them
+            outer_out = list(g.out_spatial[:-1])
+            outer_in = list(g.in_spatial[:-1])
+            out_size, in_size = g.out_size(k), g.in_size(k)
             group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
-            plane = k.add(k.mul(image, g.out_channels * g.out_positions), k.mul(oc, g.out_positions))
+            plane = k.add(k.mul(image, k.mul(g.out_channels, out_size)), k.mul(oc, out_size))
 
             def row(outs: list[ir.Value]) -> None:
                 out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
@@ -232,7 +302,7 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
                 _copy_or_zero(k, out_row, source, out_row_length)
                 with k.loop(0, channels_per_group) as icl:
                     ic = k.add(k.mul(group, channels_per_group), icl)
-                    x_plane = k.element(x, k.add(k.mul(image, g.channels * g.in_positions), k.mul(ic, g.in_positions)))
+                    x_plane = k.element(x, k.add(k.mul(image, k.mul(g.channels, in_size)), k.mul(ic, in_size)))
                     w_base = k.mul(k.add(k.mul(oc, channels_per_group), icl), len(taps))
                     # the taps of one kernel row (same outer coords) are summed in
                     # registers over the positions where all of them are inside
@@ -281,7 +351,7 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
             _outer_loops(k, outer_out, row)
 
         values = {"image": outer_image, "x": x, "w": w, "bias": bias, "residual": residual, "out": out,
-                  **{f"keep{i}": value for i, value in enumerate(keep)}}
+                  **{f"keep{i}": value for i, value in enumerate(keep)}, **g.row_values()}
         k.parallel_loop(g.out_channels, work, values, channel_plane)
 
 
@@ -310,14 +380,16 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     # elements written, for a block of `channels` (at most all of them) whole rows
     # (a shared kernel's run-time block counted as all the rows, its channels as enough to share)
     work = PARALLEL_MIN_WORK if g.channels is None else \
-        g.channels * len(taps) * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
+        g.channels * len(taps) * (block_rows if isinstance(block_rows, int) else g.out_rows_estimate()) \
         * math.prod(g.out_spatial[1:])
     values = {"x": x_image, "columns": columns, "first_row": first_row, "rows": rows, "first": first_channel,
-              "block_rows": block_rows, **{f"keep{i}": value for i, value in enumerate(keep)}}
+              "block_rows": block_rows, **{f"keep{i}": value for i, value in enumerate(keep)}, **g.row_values()}
+    whole = g
 
     def one_channel(block_channel: ir.Value, v: dict[str, Any]) -> None:
+        g = whole.in_part(v)  # a shared kernel's rows, as this part sees them
         channel = k.add(v["first"], block_channel)
-        x_plane = k.element(v["x"], k.mul(channel, g.in_positions))
+        x_plane = k.element(v["x"], k.mul(channel, g.in_size(k)))
         tap_rows = k.mul(block_channel, len(taps))
         if len(taps) <= UNROLLED_TAPS:
             for tap_index, tap in enumerate(taps):
@@ -475,39 +547,94 @@ def _workspace_bytes(site: dict[str, Any]) -> int:
     return math.prod(workspace["shape"]) if workspace is not None else 0
 
 
-@native_kernel("conv", supports=supports_conv, run_time_shapes=True)
+#: the sizes a conv kernel shared by a tiled op's patches reads at run time (RowSizes)
+ROW_SIZES = len(RowSizes.__dataclass_fields__)
+
+
+def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | None:
+    """The patches of a tiled 2-D conv differ only in their rows: input
+    rows, output rows, the padding above and below (the first and last
+    patch reach the image's edge) and the planned scratch. A shared kernel
+    reads them at run time: (the site with those None, [input rows, output
+    rows, padding above, block rows, block channels]); the blocks are what
+    the site's own kernel would run (`im2col_block`, or a pointwise conv's
+    row blocks; 0 where unused). None for a site that keeps its own
+    function (not 2-D, or nothing to compute)."""
+    x_spec, w_spec, _, residual_spec = site["inputs"]
+    out_shape = site["outputs"][0]["shape"]
+    w_shape, kwargs = w_spec["shape"], site["kwargs"]
+    if len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0:
+        return None
+    pads = list(kwargs.get("pads") or [0, 0, 0, 0])
+    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
+    block_rows, block_channels = 0, 0
+    if algorithm == "im2col":
+        block_rows, block_channels = im2col_block(x_spec["shape"], w_shape, out_shape, 4, _workspace_bytes(site))
+    elif algorithm == "pointwise":
+        block_rows = _pointwise_block_rows(w_shape, out_shape)
+    general = json.loads(json.dumps(site))  # a deep copy of plain data
+    x, _, _, residual = general["inputs"]
+    x["shape"][2] = general["outputs"][0]["shape"][2] = None
+    if residual is not None:
+        residual["shape"][2] = None
+    if algorithm != "pointwise":  # (a pointwise conv has none: its sites keep the zeros, so stay apart)
+        general["kwargs"]["pads"] = [None, pads[1], None, pads[3]]
+    if general.get("workspace") is not None:
+        general["workspace"]["shape"] = [None]
+    return general, [x_spec["shape"][2], out_shape[2], pads[0], block_rows, block_channels]
+
+
+def _pointwise_block_rows(w_shape: Sequence[int], out_shape: Sequence[int]) -> int:
+    """Output rows of one block of a pointwise conv: enough positions for
+    a good sgemm (IM2COL_MIN_POSITIONS), yet its outputs fit in cache
+    (`output_block_rows`), so each block's epilogue finds them there."""
+    spatial = list(out_shape[2:]) if len(out_shape) > 3 else [1, *out_shape[2:]]
+    least = -(-IM2COL_MIN_POSITIONS // math.prod(spatial[1:]))
+    return max(1, min(spatial[0], max(least, output_block_rows(w_shape, out_shape, 4))))
+
+
+@native_kernel("conv", supports=supports_conv, shared_sizes=conv_row_sizes, min_sharing_sites=2,
+               run_time_shapes=True)
 def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
-    """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv)."""
+    """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv);
+    for a site with "run_time_sizes" (`conv_row_sizes`) the kernel shared
+    by a tiled op's patches, which reads their rows at run time."""
     require_float32(site)
     x_spec, w_spec, bias_spec, residual_spec = site["inputs"]
     kwargs = site["kwargs"]
     x_shape, w_shape, out_shape = x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"]
     g = Geometry.of(x_shape, w_shape, out_shape, kwargs)
-    if g.batch == 0 or g.out_positions == 0 or g.out_channels == 0:
+    rows: RowSizes | None = None
+    if "run_time_sizes" not in site and (g.batch == 0 or g.out_positions == 0 or g.out_channels == 0):
         Kernel(module, symbol).finish()
         return
     k = Kernel(module, symbol)
+    # a shared kernel's padding above varies between its sites (None): any padding rules out pointwise
+    pads = [1 if pad is None else pad for pad in kwargs.get("pads") or []]
+    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
+    if "run_time_sizes" in site:
+        first = site["run_time_sizes"]
+        rows = RowSizes(*(run_time_size(k.builder, k.function.args[0], first + i) for i in range(ROW_SIZES)))
+        g = g.with_rows(rows.in_rows, rows.out_rows, rows.pad_top)
     x, w, out = k.buffer(0), k.buffer(1), k.buffer(4)
     bias = k.buffer(2) if bias_spec is not None else None
     residual = k.buffer(3) if residual_spec is not None else None
-    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"))
     if algorithm == "direct":
         _direct(k, g, x, w, bias, residual, out, kwargs)
         k.finish()
         return
 
     im2col = algorithm == "im2col"
-    block_bytes = _workspace_bytes(site) if im2col else 0
+    block_bytes = _workspace_bytes(site) if im2col and rows is None else 0
     _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, im2col,
-               k.buffer(5) if im2col else None, block_bytes)
+               k.buffer(5) if im2col else None, block_bytes, sizes=rows)
     k.finish()
-
 
 
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
-               transform: InputTransform | None = None, sizes: RunTimeSizes | None = None,
+               transform: InputTransform | None = None, sizes: RunTimeSizes | RowSizes | None = None,
                keep: Sequence[ir.Value] = ()) -> None:
     """A convolution through sgemm, per image and group a block of output
     rows at a time: im2col (in `workspace`, `block_bytes` of planned
@@ -518,13 +645,15 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     sgemm adds onto it (beta = 1); the activation runs on the block while
     it is in cache. `transform` (preact_conv) is for group 1 only. With
     `sizes` (im2col, group 1) the input channels and the block come from
-    run time (a kernel shared by sites that differ only in those)."""
+    run time (a kernel shared by sites that differ only in those); with
+    RowSizes (a tiled op's patches) its rows and blocks, `g` having its
+    rows as run-time values (Geometry.with_rows)."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
-    assert sizes is None or (im2col and g.group == 1)
-    channels: int | ir.Value = g.channels if sizes is None else sizes.channels
-    group_channels: int | ir.Value = w_shape[1] if sizes is None else sizes.channels
-    image_in, image_out = k.mul(channels, g.in_positions), g.out_channels * g.out_positions
+    assert not isinstance(sizes, RunTimeSizes) or (im2col and g.group == 1)
+    channels: int | ir.Value = sizes.channels if isinstance(sizes, RunTimeSizes) else g.channels
+    group_channels: int | ir.Value = sizes.channels if isinstance(sizes, RunTimeSizes) else w_shape[1]
+    image_in, image_out = k.mul(channels, g.in_size(k)), k.mul(g.out_channels, g.out_size(k))
     group_outs = g.out_channels // g.group
     depth = k.mul(group_channels, len(g.taps))
     columns = workspace if im2col else None
@@ -536,41 +665,46 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         block_rows, block_channels = im2col_block(x_shape, w_shape, out_shape, 4, block_bytes)
     else:  # pointwise: blocks of rows too, so each block's epilogue finds its outputs in cache
         block_channels = 0
-        least = -(-IM2COL_MIN_POSITIONS // math.prod(g.out_spatial[1:]))
-        block_rows = max(1, min(g.out_spatial[0], max(least, output_block_rows(w_shape, out_shape, 4))))
+        block_rows = _pointwise_block_rows(w_shape, out_shape)
     row_positions = math.prod(g.out_spatial[1:])
-    positions = g.out_positions
     b = k.builder
+    whole = g
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, image_in))
         out_image = k.element(out, k.mul(image, image_out))
         residual_image = k.element(residual, k.mul(image, image_out)) if residual is not None else None
         group_values = {"x": x_image, "out": out_image, "residual": residual_image, "w": w, "bias": bias,
-                        "workspace": columns, **{f"keep{i}": value for i, value in enumerate(keep)}}
+                        "workspace": columns, **{f"keep{i}": value for i, value in enumerate(keep)},
+                        **g.row_values(), **({} if isinstance(block_rows, int) else {"block_rows": block_rows}),
+                        **({} if isinstance(block_channels, int) else {"block_channels": block_channels})}
 
         def one_group(group: ir.Value, v: dict[str, Any]) -> None:
             x_image, out_image, residual_image = v["x"], v["out"], v["residual"]
             w, bias, columns, b = v["w"], v["bias"], v["workspace"], k.builder
+            g = whole.in_part(v)  # a shared kernel's rows and blocks, as this part sees them
+            rows_per_block = v.get("block_rows", block_rows)
+            channels_per_slice = v.get("block_channels", block_channels)
+            positions = g.out_size(k)
             # (run-time sizes come with group 1 and im2col: this loop then stays in the kernel)
-            x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_positions)))
+            x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_size(k))))
             w_group = k.element(w, k.mul(group, k.mul(depth, group_outs)))
             first_out = k.mul(group, group_outs)
             out_group = k.element(out_image, k.mul(first_out, positions))
-            with k.loop(0, g.out_spatial[0], block_rows) as first_row:
-                rows = _at_most(k, b.sub(I64(g.out_spatial[0]), first_row), block_rows)
+            with k.loop(0, g.out_spatial[0], rows_per_block) as first_row:
+                rows = _at_most(k, b.sub(k.index(g.out_spatial[0]), first_row), rows_per_block)
                 start, count = b.mul(first_row, I64(row_positions)), b.mul(rows, I64(row_positions))
                 out_block = k.element(out_group, start)
                 # the block starts as the residual, else as the bias (or 0): the sgemms add onto
                 # it (beta 1, so OpenBLAS skips its own pass zeroing C)
                 # elements of a whole block (a run-time block counted as all the rows)
-                block_work = group_outs * (block_rows if isinstance(block_rows, int) else g.out_spatial[0]) \
-                    * row_positions
+                block_work = group_outs * (rows_per_block if isinstance(rows_per_block, int)
+                                           else g.out_rows_estimate()) * row_positions
                 outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
-                           "start": start, "count": count}
+                           "start": start, "count": count, "positions": positions}
 
                 def init(local: ir.Value, v: dict[str, Any]) -> None:
                     oc = k.add(v["first_out"], local)
-                    plane = k.add(k.mul(oc, positions), v["start"])
+                    plane = k.add(k.mul(oc, v["positions"]), v["start"])
                     if v["residual"] is not None:
                         _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), v["count"])
                     elif v["bias"] is not None:
@@ -585,18 +719,19 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 else:
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
-                    with k.loop(0, group_channels, block_channels) as first_channel:
-                        slice_channels = _at_most(k, b.sub(k.index(group_channels), first_channel), block_channels)
-                        _im2col_block(k, g, x_group, columns, first_row, rows, block_rows, transform, slice_channels,
-                                      first_channel, keep)
+                    with k.loop(0, group_channels, channels_per_slice) as first_channel:
+                        slice_channels = _at_most(k, b.sub(k.index(group_channels), first_channel),
+                                                  channels_per_slice)
+                        _im2col_block(k, g, x_group, columns, first_row, rows, rows_per_block, transform,
+                                      slice_channels, first_channel, keep)
                         # one slice (the common case): a depth known at compile time, so
                         # the product can be split between threads (Kernel.sgemm)
-                        one_slice = isinstance(block_channels, int) and isinstance(group_channels, int) \
-                            and block_channels >= group_channels
+                        one_slice = isinstance(channels_per_slice, int) and isinstance(group_channels, int) \
+                            and channels_per_slice >= group_channels
                         depth_now = depth if one_slice else b.mul(slice_channels, I64(len(g.taps)))
                         k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                k.mul(block_rows, row_positions), out_block, positions, beta=1.0)
+                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0)
                 # bias (after a residual) + activation while the block's outputs are in cache
                 late_bias = bias if residual_image is not None else None
                 if late_bias is not None or kwargs.get("activation") is not None:
@@ -604,14 +739,15 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                     def finish(local: ir.Value, v: dict[str, Any]) -> None:
                         oc = k.add(v["first_out"], local)
                         late = v["bias"] if v["residual"] is not None else None
-                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, positions), v["start"])), late, oc,
+                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, v["positions"]), v["start"])), late, oc,
                                   v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
 
                     k.parallel_loop(group_outs, block_work, outputs, finish)
 
         # the groups of a pointwise convolution share nothing, so they may run on threads
         # (an im2col one fills the one workspace group by group)
-        group_work = 0 if im2col or g.group < 2 else g.out_channels * positions * group_channels
+        group_work = 0 if im2col or g.group < 2 else \
+            g.out_channels * g.out_rows_estimate() * row_positions * group_channels
         k.parallel_loop(g.group, group_work, group_values, one_group)
 
 

@@ -352,7 +352,8 @@ class Kernel:
     # -- BLAS ------------------------------------------------------------------------
 
     def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
-              ldb: int | ir.Value, c: ir.Value, ldc: int, alpha: float = 1.0, beta: float | ir.Value = 0.0,
+              ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value, alpha: float = 1.0,
+              beta: float | ir.Value = 0.0,
               trans_a: bool = False, trans_b: bool = False) -> None:
         """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
         lda, ldb and beta may be run-time values). A product with one row or one
@@ -368,8 +369,9 @@ class Kernel:
                                                      for v in (m, n, k, a, lda, b, ldb, c, ldc)),
                         alpha, beta, trans_a, trans_b)
             return
-        if isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)):
-            # run-time leading dimensions come with a run-time depth (a shared kernel's), not alone
+        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
+            # run-time leading dimensions come with a run-time depth (a shared kernel's), not
+            # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
             _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
@@ -573,8 +575,8 @@ def _i64(value: int | ir.Value) -> ir.Value:
 
 
 def _call_sgemm(module: ir.Module, builder: ir.IRBuilder, m: int | ir.Value, n: int | ir.Value, k: int | ir.Value,
-                a: ir.Value, lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value,
-                alpha: float, beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
+                a: ir.Value, lda: int | ir.Value, b: ir.Value, ldb: int | ir.Value, c: ir.Value,
+                ldc: int | ir.Value, alpha: float, beta: float | ir.Value, trans_a: bool, trans_b: bool) -> None:
     """One call of the CBLAS sgemm, row-major (see Kernel.sgemm)."""
     function = module.globals.get(SGEMM)
     if function is None:

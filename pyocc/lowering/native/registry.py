@@ -23,6 +23,9 @@ fails at emission) and the sizes themselves (ints). Each site then gets a
 thin wrapper `void symbol(i8 **buffers)` that appends its sizes to the
 buffer pointers (as integers cast to pointers, slots `site["run_time_sizes"]`
 onwards of the shared site) and calls the shared function (`emit_size_wrapper`).
+A kernel may ask for at least `min_sharing_sites` such sites before a shared
+function replaces their own: a conv's patches (a tiled op) share one, while
+an untiled conv, alone with its shape, keeps the function specialised to it.
 
 A symbolic program (`--dim sequence=512`, pyocc.lowering.symbolic_native)
 has sites whose dimensions are polynomials in its symbols. An emitter that
@@ -63,6 +66,9 @@ class NativeKernel:
     shared_sizes: SharedSizes | None = None
     """which sites share a function that reads some sizes at run time (see
     the module docstring); None: every site's function is its own"""
+    min_sharing_sites: int = 1
+    """the sites of distinct shapes (their planned scratch aside) a shared
+    function must serve to be used; fewer keep their own functions"""
     run_time_shapes: bool = False
     """whether the emitter computes a symbolic program's site, whose
     dimensions are run-time Sizes (see the module docstring)"""
@@ -76,18 +82,18 @@ def _every_site(site: dict[str, Any]) -> bool:
     return True
 
 
-def native_kernel(name: str, supports: Supports | None = None,
-                  shared_sizes: SharedSizes | None = None,
-                  run_time_shapes: bool = False) -> Callable[[Emitter], Emitter]:
+def native_kernel(name: str, supports: Supports | None = None, shared_sizes: SharedSizes | None = None,
+                  min_sharing_sites: int = 1, run_time_shapes: bool = False) -> Callable[[Emitter], Emitter]:
     """Register the decorated emitter as the native kernel `name`; with
     `supports`, only for the sites it accepts; with `shared_sizes`, sites
-    alike but for some sizes share one function; with `run_time_shapes`, it
+    alike but for some sizes share one function, where at least
+    `min_sharing_sites` distinct sites call it; with `run_time_shapes`, it
     also writes symbolic programs' sites (see the module docstring)."""
 
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
-        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes,
+        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes, min_sharing_sites,
                                            run_time_shapes)
         return emit
 
