@@ -247,7 +247,7 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
     context = SizeContext(module, symbol, slots, names, ranges)
 
     sized = _leaves(site, lambda v: context.size(v) if isinstance(v, Poly) else v)
-    emitted = {**sized, "run_time_sizes": slots} if symbolic else at_maximum
+    emitted = {**sized, "run_time_symbols": slots} if symbolic else at_maximum
     try:
         kernel.emit(module, symbol, emitted)
     except (NotNative, TypeError, AttributeError, AssertionError, ValueError) as e:

@@ -32,7 +32,7 @@ has sites whose dimensions are polynomials in its symbols. An emitter that
 computes such a site says so with `run_time_shapes=True`: it is then given
 the site with those dimensions as `Size`s (pyocc.lowering.native.sizes),
 whose values the kernel computes from the symbols' values in its buffer
-array (slots `site["run_time_sizes"]` onwards, one per symbol).
+array (slots `site["run_time_symbols"]` onwards, one per symbol).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ that take their shapes at run time (pyocc.lowering.symbolic_native).
 
 A kernel written for such a site gets the symbols' values at run time in
 its buffer array, as integers cast to pointers, from slot
-``site["run_time_sizes"]`` on (one per symbol, in `SizeContext.names`
+``site["run_time_symbols"]`` on (one per symbol, in `SizeContext.names`
 order), and every dimension that depends on them as a `Size`: the
 polynomial plus the context that turns it into an i64 of the kernel
 function. The emitters' index arithmetic runs unchanged on Sizes:
