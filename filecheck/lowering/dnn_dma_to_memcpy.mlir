@@ -28,21 +28,15 @@ func.func @no_dma(%x: memref<8xf32>, %y: memref<8xf32> {dnn.output}) {
 
 // -----
 
-// A band of rows (rows 1..2 of 4) moves channel by channel: one copy per
-// channel between subviews, at the band's offset in each channel of the
-// DRAM side (12 B, then 48 + 12 = 60 B) and packed on the SRAM side.
+// A band of rows (rows 1..2 of 4) moves as one strided copy: a chunk of
+// 24 B per channel, from byte 12 of the DRAM side (a subview), one channel
+// (48 B) apart there, packed (24 B apart) in SRAM; written back the other way.
 // CHECK-LABEL: func.func @band
 // CHECK-NEXT:  %s = dnn.malloc
-// CHECK-NEXT:  %{{.*}} = dnn.subview %x {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  %{{.*}} = dnn.subview %s {offset = 0 : i64} : memref<1x2x2x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  "dnn.memcpy"(%{{.*}}, %{{.*}}) <{kind = "host_to_host", size = 24 : i64}>
-// CHECK-NEXT:  %{{.*}} = dnn.subview %x {offset = 60 : i64} : memref<1x2x4x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  %{{.*}} = dnn.subview %s {offset = 24 : i64} : memref<1x2x2x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  "dnn.memcpy"(%{{.*}}, %{{.*}}) <{kind = "host_to_host", size = 24 : i64}>
-// Written back: SRAM is the source, the band's rows of %y the target.
-// CHECK:       %{{.*}} = dnn.subview %y {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  %[[S:.*]] = dnn.subview %s {offset = 0 : i64} : memref<1x2x2x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  "dnn.memcpy"(%[[S]], %{{.*}}) <{kind = "host_to_host", size = 24 : i64}>
+// CHECK-NEXT:  %[[X:.*]] = dnn.subview %x {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<84xi8>
+// CHECK-NEXT:  "dnn.memcpy"(%[[X]], %s) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 48 : i64, target_stride = 24 : i64}>
+// CHECK-NEXT:  %[[Y:.*]] = dnn.subview %y {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<84xi8>
+// CHECK-NEXT:  "dnn.memcpy"(%s, %[[Y]]) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 24 : i64, target_stride = 48 : i64}>
 // CHECK-NOT:   dnn.dma_
 func.func @band(%x: memref<1x2x4x3xf32>, %y: memref<1x2x4x3xf32> {dnn.output}) {
   %s = dnn.malloc {size = 48 : i64} : memref<1x2x2x3xf32>
@@ -56,13 +50,12 @@ func.func @band(%x: memref<1x2x4x3xf32>, %y: memref<1x2x4x3xf32> {dnn.output}) {
 
 // -----
 
-// Negative: a band of one channel is contiguous, so it stays one copy
-// (no subviews), from the band's first byte.
+// Negative: a band of one channel is contiguous, so it stays one plain
+// copy (no count), from the band's first byte.
 // CHECK-LABEL: func.func @one_channel_band
 // CHECK-NEXT:  %s = dnn.malloc
 // CHECK-NEXT:  %[[X:.*]] = dnn.subview %x {offset = 12 : i64} : memref<1x1x4x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  %[[B:.*]] = dnn.subview %s {offset = 0 : i64} : memref<1x1x2x3xf32> -> memref<24xi8>
-// CHECK-NEXT:  "dnn.memcpy"(%[[X]], %[[B]]) <{kind = "host_to_host", size = 24 : i64}>
+// CHECK-NEXT:  "dnn.memcpy"(%[[X]], %s) <{kind = "host_to_host", size = 24 : i64}>
 // CHECK-NEXT:  dnn.dealloc
 func.func @one_channel_band(%x: memref<1x1x4x3xf32>) {
   %s = dnn.malloc {size = 24 : i64} : memref<1x1x2x3xf32>

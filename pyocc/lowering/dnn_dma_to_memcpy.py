@@ -8,16 +8,14 @@ nothing left to wait for:
     %t = dnn.dma_start ins(%a) outs(%b)  =>  dnn.memcpy(%a, %b) {kind = "host_to_host"}
     dnn.dma_wait %t                      =>  (nothing)
 
-A band of rows (`rows = array<i64: lo, hi>`) is one copy per leading index
-(per channel of NCHW) between `dnn.subview`s of the two sides, each of the
-band's rows of that channel (one copy when the band is contiguous):
+A band of rows (`rows = array<i64: lo, hi>`) is one strided copy: a chunk
+per leading index (per channel of NCHW), `count` of them, from the band's
+first byte of the DRAM side (a `dnn.subview`) a whole channel apart, packed
+on the SRAM side (a plain copy when the band is contiguous):
 
     %t = dnn.dma_start ins(%x : memref<1x2x4x3xf32>) outs(%b : memref<1x2x2x3xf32>) {rows = array<i64: 1, 3>, ...}
-      =>  dnn.memcpy(subview %x at 12 B, subview %b at 0 B)   rows 1..2 of channel 0
-          dnn.memcpy(subview %x at 60 B, subview %b at 24 B)  rows 1..2 of channel 1
-
-The functional result is the same as on the NPU; the timing is not (that is
-the simulator's job).
+      =>  %x1 = dnn.subview %x {offset = 12}                     rows 1.. of channel 0
+          dnn.memcpy(%x1, %b) {size = 24, count = 2, source_stride = 48, target_stride = 24}
 """
 
 from __future__ import annotations
@@ -50,18 +48,20 @@ class DnnDmaToMemcpyPass(ModulePass):
 
 
 def _copies(start: DmaStartOp) -> list[Operation]:
-    """The host copies of one transfer (with the subviews a band needs)."""
+    """The host copy of one transfer (after the subview a band needs)."""
     kind = StringAttr("host_to_host")
     if start.row_band() is None:
         return [d.MemcpyOp.create(operands=[start.source, start.target],
                                   properties={"kind": kind, "size": IntegerAttr(start.size.value.data, i64)})]
-    ops: list[Operation] = []
+    offset, count, chunk, stride = start.chunks()
+    dram_side = start.dram_side()
+    span = chunk if count == 1 else d.type_bytes(dram_side.type) - offset
+    dram = d.SubviewOp(dram_side, offset, MemRefType(i8, [span]))
     load = start.direction.data == "dram_to_sram"
-    for dram_offset, sram_offset, nbytes in start.chunks():
-        chunk = MemRefType(i8, [nbytes])
-        dram = d.SubviewOp(start.dram_side(), dram_offset, chunk)
-        sram = d.SubviewOp(start.sram_side(), sram_offset, chunk)
-        source, target = (dram, sram) if load else (sram, dram)
-        ops += [dram, sram, d.MemcpyOp.create(operands=[source.result, target.result],
-                                              properties={"kind": kind, "size": IntegerAttr(nbytes, i64)})]
-    return ops
+    source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
+    properties = {"kind": kind, "size": IntegerAttr(chunk, i64)}
+    if count > 1:
+        properties |= {"count": IntegerAttr(count, i64),
+                       "source_stride": IntegerAttr(stride if load else chunk, i64),
+                       "target_stride": IntegerAttr(chunk if load else stride, i64)}
+    return [dram, d.MemcpyOp.create(operands=[source, target], properties=properties)]

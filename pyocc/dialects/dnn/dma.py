@@ -108,22 +108,23 @@ class DmaStartOp(IRDLOperation):
         lo, hi = (int(v) for v in self.rows.get_values())
         return lo, hi
 
-    def chunks(self) -> list[tuple[int, int, int]]:
-        """The contiguous copies the transfer is: (DRAM byte offset, SRAM
-        byte offset, bytes) each; one for whole buffers, one per leading
-        index (channel) for a band of rows that is not the whole tensor."""
+    def chunks(self) -> tuple[int, int, int, int]:
+        """The transfer as equal contiguous copies: (DRAM byte offset of the
+        first, count, bytes each, DRAM bytes between two); one copy for whole
+        buffers or a contiguous band, one per leading index (channel) for a
+        band of rows that is not the whole tensor. On the SRAM side the
+        copies are packed."""
         band = self.row_band()
         size = self.size.value.data
         if band is None:
-            return [(0, 0, size)]
+            return 0, 1, size, size
         shape = self.dram_side().type.get_shape()  # type: ignore[attr-defined]
         lo, hi = band
         outer = math.prod(shape[:-2])
         row_bytes = type_bytes(self.dram_side().type) // math.prod(shape) * shape[-1]
         if outer == 1 or (lo, hi) == (0, shape[-2]):
-            return [(lo * row_bytes, 0, size)]
-        chunk = (hi - lo) * row_bytes
-        return [((o * shape[-2] + lo) * row_bytes, o * chunk, chunk) for o in range(outer)]
+            return lo * row_bytes, 1, size, size
+        return lo * row_bytes, outer, (hi - lo) * row_bytes, shape[-2] * row_bytes
 
     def verify_(self) -> None:
         if self.direction.data not in self.DIRECTIONS:
