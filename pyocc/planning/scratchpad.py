@@ -289,17 +289,22 @@ def row_bytes(tensor: NpuTensor, rows: int) -> int:
 
 
 def tile_rows(op: NpuOp, part: str) -> tuple[int, int] | None:
-    """Output rows [first, end) a unit of `op` computes, from the name of a
-    part it reads or writes (`rows{i}/{r}` of an input band,
-    `tile{i}.{j}/{r}x{c}` of its output); None when not split by rows."""
-    if part.startswith("rows"):
-        i, r = (int(n) for n in part.removeprefix("rows").split("/"))
-    elif part.startswith("tile"):
-        index, counts = part.removeprefix("tile").split("/")
-        i, r = int(index.split(".")[0]), int(counts.split("x")[0])
-    else:
+    """Output rows [first, end) a unit of `op` computes, from the name of the
+    part of its output it writes (`tile{i}.{j}/{r}x{c}`); None when not
+    split by rows."""
+    if not part.startswith("tile"):
         return None
+    index, counts = part.removeprefix("tile").split("/")
+    i, r = int(index.split(".")[0]), int(counts.split("x")[0])
     return op.out_band(r, i) if r > 1 else None
+
+
+def band_rows(part: str) -> tuple[int, int] | None:
+    """The rows [lo, hi) an input band `rows{lo}:{hi}` holds, None for another part."""
+    if not part.startswith("rows"):
+        return None
+    lo, hi = part.removeprefix("rows").split(":")
+    return int(lo), int(hi)
 
 
 def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
@@ -427,7 +432,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
                 t = tensors[n]
                 if r > 1 and op.window(n) is not None:
                     lo, hi = op.in_band(t, r, i)
-                    reads.append(_Need(Piece(n, f"rows{i}/{r}", row_bytes(t, hi - lo)), True))
+                    # named by its rows: two ops (or bands) that read the same rows share it
+                    reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
                 else:
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):

@@ -31,7 +31,7 @@ bands of output rows run:
 - a channel block reads `dnn.subview`s (a weight block's own buffer is
   loaded from a subview of the weight) and writes its channels of the
   output, with the slices and properties the op's `channel_block` gives;
-- a row band (row tiling, `rows{i}/{r}` inputs and `tile{i}.{j}/{r}x{c}`
+- a row band (row tiling, `rows{lo}:{hi}` inputs and `tile{i}.{j}/{r}x{c}`
   outputs) reads each banded input from its own SRAM buffer, loaded by a
   `dnn.dma_start` with `rows = [lo, hi)` (the band's rows and its halo, a
   strided copy), and writes its own output buffer, written back the same
@@ -85,7 +85,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
     simulate,
 )
-from pyocc.planning.scratchpad import NpuSchedule, channel_range, schedule_scratchpad, tile_rows
+from pyocc.planning.scratchpad import NpuSchedule, band_rows, channel_range, schedule_scratchpad, tile_rows
 from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
@@ -314,6 +314,10 @@ class _Emitter:
         if rows is not None:  # a band: its own buffer, of every channel (an output: of its block)
             if pieces[tensor].part == "all":
                 raise _refuse(f"a band of {tensor!r} would be read from the whole tensor in SRAM (strided)")
+            held_rows = band_rows(pieces[tensor].part)
+            if held_rows is not None and held_rows != rows:
+                raise PassFailedException(f"dnn-npu-schedule: internal error: op reads rows {list(rows)} of "
+                                          f"{tensor!r} from its band {pieces[tensor].part!r}")
             if type_.get_shape()[-2] != self._root_type(tensor).get_shape()[-2]:  # type: ignore[attr-defined]
                 raise _refuse(f"{tensor!r} is banded through a view with other rows")
             band = _with_rows(type_, rows[1] - rows[0])
@@ -375,9 +379,9 @@ class _Emitter:
                     for name in (*unit.slices, *unit.rows):
                         if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(name, [])):
                             # an input band moves every channel; an output tile only its block
-                            whole_channels = piece.part.startswith("rows")
+                            rows = band_rows(piece.part)
                             self.cuts[(piece.tensor, piece.part)] = (
-                                None if whole_channels else unit.slices.get(name), unit.rows.get(name))
+                                (None, rows) if rows is not None else (unit.slices.get(name), unit.rows.get(name)))
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):
