@@ -406,7 +406,7 @@ class DnnComputeOp(IRDLOperation):
             stop = (end - 1) * stride - pad_top + extent
             lo, hi = max(0, start), min(rows_in, stop)
             reads[name] = (lo, hi)
-            if extent > 1 or pad_top or "pads" in properties:
+            if name == "x" and "pads" in self.get_irdl_definition().properties:  # the sliding window's input
                 pads = [int(v) for v in properties["pads"].get_values()] if "pads" in properties else [0, 0, 0, 0]  # type: ignore[attr-defined]
                 pads[0], pads[len(pads) // 2] = lo - start, stop - hi
                 properties["pads"] = DenseArrayBase.from_list(i64, pads)
