@@ -30,6 +30,7 @@ No IR here: pyocc's planning layer.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -307,6 +308,7 @@ def band_rows(part: str) -> tuple[int, int] | None:
     return int(lo), int(hi)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     """Bytes of the largest input band: its share of the rows plus the halo
     (exact for an input the op reads by bands)."""
