@@ -211,8 +211,13 @@ class _Emitter:
             return whole, None
         cut, rows = self._cut(piece)
         if cut is not None:
-            whole = self._slice(whole, self._root_type(piece.tensor), cut)  # type: ignore[arg-type]
+            whole = self._slice(whole, self._cut_type(piece), cut)  # type: ignore[arg-type]
         return whole, rows
+
+    def _cut_type(self, piece: Piece) -> Attribute:
+        """The type a piece's channel cut refers to: the operand's that reads
+        it as a block (a view's shape may differ from the tensor's)."""
+        return self.cut_types.get((piece.tensor, piece.part)) or self._root_type(piece.tensor)
 
     def _cut(self, piece: Piece) -> Cut:
         if piece.bytes == self.tensors[piece.tensor].size and piece.part.endswith("/1"):
@@ -226,6 +231,8 @@ class _Emitter:
         type_ = self._root_type(first.tensor)
         if first.part != "all" and buffer.size < self.tensors[first.tensor].size:
             cut, rows = self._cut(first)
+            if cut is not None:
+                type_ = self._cut_type(first)
             shape = list(type_.get_shape())  # type: ignore[attr-defined]
             if cut is not None:
                 shape[cut[0]] = cut[2] - cut[1]
@@ -363,6 +370,7 @@ class _Emitter:
     def emit(self) -> Block:
         self._blocks: dict[int, _Unit] = {}
         self.cuts: dict[tuple[str, str], Cut] = {}
+        self.cut_types: dict[tuple[str, str], Attribute] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Compute):
                 unit = self._blocks[id(ins)] = self._block(ins)
@@ -382,6 +390,8 @@ class _Emitter:
                             rows = band_rows(piece.part)
                             self.cuts[(piece.tensor, piece.part)] = (
                                 (None, rows) if rows is not None else (unit.slices.get(name), unit.rows.get(name)))
+                            value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
+                            self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):
