@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8, i64
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, TensorType, f32, i8, i64
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
@@ -88,9 +88,6 @@ def test_row_band_of_a_strided_conv_adjusts_its_pads() -> None:
     """A band of output rows reads the input rows its window covers, halo
     included; the top pad stays on the first band only, the bottom pad on
     the last (here a stride-2 3x3 conv whose last row needs no bottom pad)."""
-    from xdsl.dialects.builtin import DenseArrayBase, TensorType, f32, i64
-    from xdsl.ir import Block
-
     block = Block(arg_types=[TensorType(f32, [1, 3, 10, 10]), TensorType(f32, [8, 3, 3, 3]),
                              TensorType(f32, [1, 8, 5, 5])])
     conv = d.ConvOp.build({"x": block.args[0], "w": block.args[1], "residual": block.args[2]},
