@@ -304,6 +304,9 @@ def program_steps(function: func.FuncOp) -> tuple[list[list[Any]], list[np.ndarr
                 steps.append(["subview", define(op.result), ids[op.source], op.offset.value.data,
                               spec["shape"], spec["dtype"]])
             case d.MemcpyOp():
+                if op.strides() is not None:
+                    raise PyoccError("a strided dnn.memcpy (a scratchpad band) has no symbolic program; "
+                                     "compile the scratchpad with concrete shapes")
                 steps.append(["copy", ids[op.target], ids[op.source], op.size.value.data])
             case d.DnnComputeOp():
                 inputs = [None if v is None else [ids[x] for x in v] if isinstance(v, list) else ids[v]

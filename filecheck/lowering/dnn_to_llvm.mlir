@@ -79,6 +79,39 @@ func.func @pool(%x: memref<16xf32> {onnx.name = "x"}, %y: memref<16xf32> {onnx.n
 
 // -----
 
+// A strided copy (a band of rows of an NCHW tensor, from dnn-dma-to-memcpy):
+// a loop of `count` memcpys of `size` bytes, each k * stride into its side.
+// (The pool test above is the negative twin: a plain copy is one call, no loop.)
+
+func.func @strided(%x: memref<1x2x4x3xf32> {onnx.name = "x"}, %y: memref<1x2x2x3xf32> {onnx.name = "y", dnn.output}) {
+  %0 = dnn.subview %x {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<84xi8>
+  "dnn.memcpy"(%0, %y) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 48 : i64, target_stride = 24 : i64}> : (memref<84xi8>, memref<1x2x2x3xf32>) -> ()
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @strided_run(
+// CHECK:         %[[X:.*]] = llvm.getelementptr inbounds %{{.*}}[12] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
+// CHECK-NEXT:  ^[[HEAD]](%[[K:.*]]: i64):
+// CHECK-NEXT:    %[[COUNT:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[LESS:.*]] = llvm.icmp "slt" %[[K]], %[[COUNT]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[LESS]], ^[[BODY:.*]], ^[[EXIT:.*]]
+// CHECK-NEXT:  ^[[BODY]]:
+// CHECK-NEXT:    %[[TS:.*]] = llvm.mlir.constant(24) : i64
+// CHECK-NEXT:    %[[TO:.*]] = llvm.mul %[[K]], %[[TS]] : i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.getelementptr %{{.*}}[%[[TO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SS:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    %[[SO:.*]] = llvm.mul %[[K]], %[[SS]] : i64
+// CHECK-NEXT:    %[[S:.*]] = llvm.getelementptr %[[X]][%[[SO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(24) : i64
+// CHECK-NEXT:    llvm.call @memcpy(%[[T]], %[[S]], %[[SIZE]])
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[K]], %[[ONE]] : i64
+// CHECK-NEXT:    llvm.br ^[[HEAD]](%[[NEXT]] : i64)
+// CHECK-NEXT:  ^[[EXIT]]:
+
+// -----
+
 // Negative twin: an op without a host lowering stops the pass and is named.
 
 func.func @unknown_op(%x: memref<4xf32> {onnx.name = "x"}, %y: memref<4xf32> {onnx.name = "y", dnn.output}) {

@@ -17,6 +17,7 @@ no-prefetch baseline).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import func
@@ -66,6 +67,28 @@ def _halo_rows(op: d.DnnComputeOp) -> int:
     strides = getattr(op, "strides", None)
     stride = int(strides.get_values()[0]) if strides else 1
     return max(0, k - stride)
+
+
+def _row_windows(op: d.DnnComputeOp, name_of: Callable[[SSAValue], str]) -> tuple[tuple[str, int, int, int], ...]:
+    """`NpuOp.row_windows` from the op's `row_windows` (operand fields ->
+    tensor names); empty when the op cannot run on bands, or reads one
+    tensor through two different windows."""
+    windows = op.row_windows()
+    if not windows:
+        return ()
+    found: dict[str, tuple[int, int, int]] = {}
+    for field, window in windows.items():
+        value = getattr(op, field)
+        for v in list(value) if isinstance(value, tuple | list) else [value]:
+            if found.setdefault(name_of(v), window) != window:
+                return ()
+    return tuple((name, *window) for name, window in found.items())
+
+
+def _groups(op: d.DnnComputeOp) -> int:
+    """The op's `group` property (a grouped convolution's), 1 without one."""
+    group = getattr(op, "group", None)
+    return group.value.data if isinstance(group, IntegerAttr) else 1
 
 
 def npu_program(function: func.FuncOp) -> NpuProgram:
@@ -155,7 +178,8 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
-            whole if channels > 1 else (),
+            whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
+            _groups(op) if channels > 1 else 1,
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
@@ -299,10 +323,11 @@ def npu_report(function: func.FuncOp, sram_size: int, cost: NpuCost) -> dict[str
     return npu_run(function, sram_size, cost).as_json()
 
 
-def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
-    """`npu_report`'s schedule and simulation themselves (for the picture)."""
+def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost, cascades: bool = True) -> NpuResult:
+    """`npu_report`'s schedule and simulation themselves (for the picture);
+    `cascades`: let the scheduler cascade (what runs as IR does not, yet)."""
     try:
-        return run_scratchpad(npu_program(function), sram_size, cost)
+        return run_scratchpad(npu_program(function), sram_size, cost, cascades)
     except PlanningError as e:
         raise PyoccError(str(e)) from None
     except ScheduleError as e:  # the simulator caught the scheduler: a bug, said plainly

@@ -169,10 +169,41 @@ class HostFunctionLowering:
             case MemcpyOp():
                 if op.kind.data != "host_to_host":
                     raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
-                b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
-                       b.const(op.size.value.data), returns=PTR)
+                strided = op.strides()
+                if strided is None:
+                    b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
+                           b.const(op.size.value.data), returns=PTR)
+                else:
+                    self._strided_copy(op, *strided)
             case _:
                 raise cannot_lower(op, "no host lowering exists for this op")
+
+    def _strided_copy(self, op: MemcpyOp, count: int, source_stride: int, target_stride: int) -> None:
+        """A loop of `count` memcpys of `size` bytes, k * stride into each side:
+
+            br head(0)
+          head(k): br k < count ? body : exit
+          body:    memcpy(target + k * ts, source + k * ss, size); br head(k + 1)
+          exit:    ...the rest of the function
+        """
+        b = self.b
+        target, source = self._pointer(op, op.target), self._pointer(op, op.source)
+        head, body, exit_ = Block(arg_types=[i64]), Block(), Block()
+        b.add(llvm.BrOp(head, b.const(0)))
+        k = head.args[0]
+        b.block = head
+        less = b.add(llvm.ICmpOp(k, b.const(count), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
+        b.add(llvm.CondBrOp(less, body, [], exit_, []))
+        b.block = body
+
+        def at(base: SSAValue, stride: int) -> SSAValue:
+            offset = b.add(llvm.MulOp(k, b.const(stride))).results[0]
+            return b.add(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset])).results[0]
+
+        b.call("memcpy", at(target, target_stride), at(source, source_stride), b.const(op.size.value.data), returns=PTR)
+        b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
+        self._extra_blocks += [head, body, exit_]
+        b.block = exit_
 
     def _lower_compute(self, op: DnnComputeOp) -> None:
         b = self.b

@@ -8,8 +8,14 @@ nothing left to wait for:
     %t = dnn.dma_start ins(%a) outs(%b)  =>  dnn.memcpy(%a, %b) {kind = "host_to_host"}
     dnn.dma_wait %t                      =>  (nothing)
 
-The functional result is the same as on the NPU; the timing is not (that is
-the simulator's job).
+A band of rows (`rows = array<i64: lo, hi>`) is one strided copy: a chunk
+per leading index (per channel of NCHW), `count` of them, from the band's
+first byte of the DRAM side (a `dnn.subview`) a whole channel apart, packed
+on the SRAM side (a plain copy when the band is contiguous):
+
+    %t = dnn.dma_start ins(%x : memref<1x2x4x3xf32>) outs(%b : memref<1x2x2x3xf32>) {rows = array<i64: 1, 3>, ...}
+      =>  %x1 = dnn.subview %x {offset = 12}                     rows 1.. of channel 0
+          dnn.memcpy(%x1, %b) {size = 24, count = 2, source_stride = 48, target_stride = 24}
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, i8, i64
 from xdsl.passes import ModulePass
+from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pyocc.dialects.dnn import ops as d
@@ -35,9 +42,26 @@ class DnnDmaToMemcpyPass(ModulePass):
         for wait in [o for o in op.walk() if isinstance(o, DmaWaitOp)]:
             Rewriter.erase_op(wait)
         for start in [o for o in op.walk() if isinstance(o, DmaStartOp)]:
-            copy = d.MemcpyOp.create(
-                operands=[start.source, start.target],
-                properties={"kind": StringAttr("host_to_host"), "size": IntegerAttr(start.size.value.data, i64)},
-            )
-            Rewriter.insert_op(copy, InsertPoint.before(start))
+            for copy in _copies(start):
+                Rewriter.insert_op(copy, InsertPoint.before(start))
             Rewriter.erase_op(start)  # its token's waits are gone
+
+
+def _copies(start: DmaStartOp) -> list[Operation]:
+    """The host copy of one transfer (after the subview a band needs)."""
+    kind = StringAttr("host_to_host")
+    if start.row_band() is None:
+        return [d.MemcpyOp.create(operands=[start.source, start.target],
+                                  properties={"kind": kind, "size": IntegerAttr(start.size.value.data, i64)})]
+    offset, count, chunk, stride = start.chunks()
+    dram_side = start.dram_side()
+    span = chunk if count == 1 else d.type_bytes(dram_side.type) - offset
+    dram = d.SubviewOp(dram_side, offset, MemRefType(i8, [span]))
+    load = start.direction.data == "dram_to_sram"
+    source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
+    properties = {"kind": kind, "size": IntegerAttr(chunk, i64)}
+    if count > 1:
+        properties |= {"count": IntegerAttr(count, i64),
+                       "source_stride": IntegerAttr(stride if load else chunk, i64),
+                       "target_stride": IntegerAttr(chunk if load else stride, i64)}
+    return [dram, d.MemcpyOp.create(operands=[source, target], properties=properties)]

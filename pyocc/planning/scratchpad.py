@@ -30,6 +30,7 @@ No IR here: pyocc's planning layer.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -54,9 +55,9 @@ from .verify import verify_plan
 ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
 PREFETCH_UNITS = 16
+"""How many units ahead prefetch looks."""
 CASCADE_SHARE = 3
 """A cascade's bands and weights may take this many quarters of the SRAM."""
-"""How many units ahead prefetch looks."""
 
 KINDS = ("weight", "input", "output", "activation")
 
@@ -93,6 +94,45 @@ class NpuOp:
     whole_weights: tuple[str, ...] = ()
     """Weights every channel block reads whole (per input channel: a
     pre-activation's scale); the others are split with the output channels."""
+    row_windows: tuple[tuple[str, int, int, int], ...] = ()
+    """(input, extent, stride, pad_top) per input a band of output rows
+    reads a band of (the op's `row_windows`): output row o reads its rows
+    [o * stride - pad_top, + extent). Empty: row tiling cannot run the op
+    (a cascade still may, in simulation)."""
+
+    channel_groups: int = 1
+    """Groups of a grouped convolution: a channel block must lie inside
+    one group or be whole groups."""
+
+    def blocks_run(self, blocks: int) -> bool:
+        """True when every one of `blocks` near-equal channel blocks lies
+        inside one group or is made of whole groups."""
+        if self.channel_groups <= 1:
+            return True
+        per = self.channels // self.channel_groups
+        lo = 0
+        for j in range(blocks):
+            hi = lo + _split(self.channels, blocks, j)
+            if lo // per != (hi - 1) // per and (lo % per or hi % per):
+                return False
+            lo = hi
+        return True
+
+    def window(self, tensor: str) -> tuple[int, int, int] | None:
+        """(extent, stride, pad_top) of input `tensor`'s band, or None (read whole)."""
+        return next(((e, s, p) for n, e, s, p in self.row_windows if n == tensor), None)
+
+    def out_band(self, bands: int, index: int) -> tuple[int, int]:
+        """Output rows [first, end) of band `index` of `bands` (near-equal)."""
+        return index * self.out_rows // bands, (index + 1) * self.out_rows // bands
+
+    def in_band(self, tensor: NpuTensor, bands: int, index: int) -> tuple[int, int]:
+        """Rows [lo, hi) of input `tensor` that output band `index` of `bands` reads."""
+        window = self.window(tensor.name)
+        assert window is not None, f"{tensor.name} is not read by bands"
+        extent, stride, pad_top = window
+        first, end = self.out_band(bands, index)
+        return max(0, first * stride - pad_top), min(tensor.rows, (end - 1) * stride - pad_top + extent)
 
 
 @dataclass(frozen=True)
@@ -185,11 +225,15 @@ class NpuResult:
     """Tensor -> its kind (weight, input, output, activation), for pictures."""
     sizes: dict[str, int] = field(default_factory=dict)
     """Tensor -> its bytes, for pictures."""
+    cascades: bool = True
+    """Whether the scheduler could cascade (False: each op tiled on its own,
+    what `pyocc run --scratchpad` runs so far)."""
 
     def as_json(self) -> dict:
         """The JSON form (the report's `npu` object)."""
         return {
             "sram_size": self.sram_size,
+            "cascades": self.cascades,
             "cost": {"macs_per_cycle": self.cost.macs_per_cycle,
                      "sram_bytes_per_cycle": self.cost.sram_bytes_per_cycle,
                      "dram_bytes_per_cycle": self.cost.dram_bytes_per_cycle},
@@ -240,10 +284,38 @@ def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
     return lo, lo + _split(op.channels, c, j), rows
 
 
+def row_bytes(tensor: NpuTensor, rows: int) -> int:
+    """Bytes of `rows` rows of `tensor` (all its channels)."""
+    return tensor.size // tensor.rows * rows
+
+
+def tile_rows(op: NpuOp, part: str) -> tuple[int, int] | None:
+    """Output rows [first, end) a unit of `op` computes, from the name of the
+    part of its output it writes (`tile{i}.{j}/{r}x{c}`); None when not
+    split by rows."""
+    if not part.startswith("tile"):
+        return None
+    index, counts = part.removeprefix("tile").split("/")
+    i, r = int(index.split(".")[0]), int(counts.split("x")[0])
+    return op.out_band(r, i) if r > 1 else None
+
+
+def band_rows(part: str) -> tuple[int, int] | None:
+    """The rows [lo, hi) an input band `rows{lo}:{hi}` holds, None for another part."""
+    if not part.startswith("rows"):
+        return None
+    lo, hi = part.removeprefix("rows").split(":")
+    return int(lo), int(hi)
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
-    """Bytes of one input band: its share of the rows plus the halo."""
+    """Bytes of the largest input band: its share of the rows plus the halo
+    (exact for an input the op reads by bands)."""
     if bands == 1 or tensor.rows <= 1:
         return tensor.size
+    if op.window(tensor.name) is not None:
+        return max(row_bytes(tensor, hi - lo) for lo, hi in (op.in_band(tensor, bands, i) for i in range(bands)))
     out_rows = math.ceil(op.out_rows / bands)
     rows = min(tensor.rows, math.ceil(out_rows * tensor.rows / op.out_rows) + op.halo_rows)
     return math.ceil(tensor.size * rows / tensor.rows)
@@ -275,9 +347,12 @@ def _tiling_with(
     reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
     weights = [tensors[n] for n in dict.fromkeys(op.weights)]
     outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
-    row_ok = op.out_rows > 1 and all(t.rows > 1 for t in reads if t.size > big)
+    # a band reads its input bands and writes its output tiles in their own
+    # buffers (strided DMA from and to DRAM): every banded operand streams
+    row_ok = (op.out_rows > 1 and bool(op.row_windows) and all(t.size > big for t in outs)
+              and all(t.size > big for t in reads if op.window(t.name) is not None))
     rows = _candidates(op.out_rows) if row_ok else [1]
-    channels = _candidates(op.channels) if weights and op.channels > 1 else [1]
+    channels = [c for c in _candidates(op.channels) if op.blocks_run(c)] if weights and op.channels > 1 else [1]
     best: tuple[int, int, int, int, int, bool] | None = None
     for r in rows:
         for c in channels:
@@ -321,13 +396,15 @@ def _candidates(extent: int) -> list[int]:
     return out
 
 
-def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+def _units(program: NpuProgram, sram: int, cost: NpuCost,
+           cascades_too: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
-    row-splittable ops with a tensor too big for SRAM as cascades."""
+    row-splittable ops with a tensor too big for SRAM as cascades (unless
+    not `cascades_too`)."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
-    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)}
+    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)} if cascades_too else {}
     index = 0
     while index < len(program.ops):
         if index in cascades:
@@ -355,8 +432,10 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], 
             reads: list[_Need] = []
             for n in dict.fromkeys(op.inputs):
                 t = tensors[n]
-                if t.size > big and r > 1:
-                    reads.append(_Need(Piece(n, f"rows{i}/{r}", _band_bytes(t, op, r)), True))
+                if r > 1 and op.window(n) is not None:
+                    lo, hi = op.in_band(t, r, i)
+                    # named by its rows: two ops (or bands) that read the same rows share it
+                    reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
                 else:
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
@@ -368,7 +447,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost) -> tuple[list[_Unit], 
             writes = tuple(
                 _Make(Piece(n, f"tile{i}.{j}/{r}x{c}",
                             _block_bytes(tensors[n].size, op.channels, c, j) if r == 1
-                            else _split(tensors[n].size, r * c, i * c + j)),
+                            else _block_bytes(row_bytes(tensors[n], op.out_band(r, i)[1] - op.out_band(r, i)[0]),
+                                              op.channels, c, j)),
                       STREAM if tensors[n].size > big else WHOLE)
                 for n in dict.fromkeys(op.outputs)
             )
@@ -576,11 +656,15 @@ class _Scheduler:
         self.next_id = 0
         self.buffers = 0
         self.uses: dict[tuple[str, str], list[int]] = {}
+        self.band_uses: dict[str, list[int]] = {}
+        """Tensor -> the units that read a band of its rows (from DRAM)."""
         for index, unit in enumerate(units):
             for need in unit.reads:
                 self.uses.setdefault((need.piece.tensor, need.piece.part), []).append(index)
-                # the whole tensor serves any part of it
-                self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
+                if _own_buffer(need.piece):
+                    self.band_uses.setdefault(need.piece.tensor, []).append(index)
+                else:  # the whole tensor serves any other part of it
+                    self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
         self.now = 0
         self.waited: set[int] = set()
         self.pinned: set[tuple[str, str]] = set()
@@ -589,8 +673,25 @@ class _Scheduler:
         """Whole tensors being written part by part: not evicted half-written."""
 
     def lookup(self, piece: Piece) -> _Entry | None:
-        """The resident entry holding `piece`: its own, or the whole tensor's."""
-        return self.resident.get((piece.tensor, piece.part)) or self.resident.get((piece.tensor, "all"))
+        """The resident entry holding `piece`: its own, or the whole tensor's
+        (but a band of rows, strided in the whole, has its own buffer)."""
+        own = self.resident.get((piece.tensor, piece.part))
+        return own if own is not None or _own_buffer(piece) else self.resident.get((piece.tensor, "all"))
+
+    def banded_later(self, tensor: str) -> bool:
+        """True when a later unit reads a band of `tensor`'s rows from DRAM."""
+        uses = self.band_uses.get(tensor, [])
+        return bisect.bisect_right(uses, self.now) < len(uses)
+
+    def write_back(self, key: tuple[str, str]) -> None:
+        """Start storing a dirty resident whole tensor (its bands are read
+        from DRAM); it stays resident."""
+        entry = self.resident[key]
+        store = self._id()
+        self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
+        entry.store, entry.dirty = store, False
+        self.pending_stores.setdefault(key[0], set()).add(store)
+        self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
 
     def next_use(self, key: tuple[str, str]) -> float:
         """The first unit after the current one that reads `key`."""
@@ -657,7 +758,7 @@ class _Scheduler:
             self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
-        elif entry.dirty and self.next_use(key) != math.inf:
+        elif entry.dirty and (self.next_use(key) != math.inf or self.banded_later(key[0])):
             store = self._id()
             self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
@@ -733,6 +834,10 @@ class _Scheduler:
             # fragmented): load what is missing again, a few times at most
             for _ in range(8):
                 for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
+                    whole = self.resident.get((need.piece.tensor, "all"))
+                    if (_own_buffer(need.piece) and whole is not None and whole.dirty and whole.store is None
+                            and (need.piece.tensor, "all") not in self.assembling):
+                        self.write_back((need.piece.tensor, "all"))
                     if self.lookup(need.piece) is None:
                         self.load(need.piece, protected, evict=True)
                 for make in unit.writes:
@@ -783,6 +888,8 @@ class _Scheduler:
             for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
                 if key[1] == "all" and key in whole_outs and not unit.last_of_op:
                     continue  # a tensor still being written tile by tile
+                if key[1] == "all" and self.resident[key].dirty and self.banded_later(key[0]):
+                    self.write_back(key)
                 entry = self.resident.pop(key)
                 if entry.store is not None:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
@@ -813,6 +920,12 @@ class _Scheduler:
                 ahead += need.piece.bytes
 
 
+def _own_buffer(piece: Piece) -> bool:
+    """True for a band of rows of a tiled op's input: always its own buffer
+    (loaded from DRAM), never a view of the whole tensor in SRAM."""
+    return piece.part.startswith("rows")
+
+
 def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor]) -> dict[str, int]:
     """DRAM offsets for activations written back, planned over their DRAM lives."""
     span: dict[str, list[int]] = {}
@@ -827,20 +940,23 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
-def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
+def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
+                        cascades: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
-    (`cost` steers the choice of tilings)."""
+    (`cost` steers the choice of tilings; without `cascades`, ops are tiled
+    one by one, as the IR runs them so far)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost)
+    units, tiling = _units(program, sram_size, cost, cascades)
     instructions = _Scheduler(program, sram_size, units).run()
     return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
 
 
-def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuSchedule:
+def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
+                         cascades: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost)
+    units, tiling = _units(program, sram_size, cost, cascades)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -899,17 +1015,18 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
     )
 
 
-def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost()) -> NpuResult:
+def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
-    baseline, and report both against the bounds."""
-    schedule = schedule_scratchpad(program, sram_size, cost)
+    baseline, and report both against the bounds (`cascades`: as
+    `schedule_scratchpad`)."""
+    schedule = schedule_scratchpad(program, sram_size, cost, cascades)
     result = _simulate(schedule, program, sram_size, cost)
-    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost), program, sram_size, cost)
+    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades), program, sram_size, cost)
     lower = program.dram_lower_bound_bytes()
     macs = program.macs()
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
     return NpuResult(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
-        {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors},
+        {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
     )

@@ -25,11 +25,22 @@ fails the pass if the IR breaks a rule of the machine).
 
 Runs on tensor form (after the tensor rewrites), instead of
 dnn-insert-memory-ops and the pool passes; dnn-dma-to-memcpy then makes
-the transfers host copies. Whole tensors and blocks of output channels run:
-a block reads `dnn.subview`s (a weight block's own buffer is loaded from a
-subview of the weight) and writes its channels of the output, with the
-slices and properties the op's `channel_block` gives. A schedule that runs
-an op on row bands (row tiling, cascades) is refused in one line.
+the transfers host copies. Whole tensors, blocks of output channels and
+bands of output rows run:
+
+- a channel block reads `dnn.subview`s (a weight block's own buffer is
+  loaded from a subview of the weight) and writes its channels of the
+  output, with the slices and properties the op's `channel_block` gives;
+- a row band (row tiling, `rows{lo}:{hi}` inputs and `tile{i}.{j}/{r}x{c}`
+  outputs) reads each banded input from its own SRAM buffer, loaded by a
+  `dnn.dma_start` with `rows = [lo, hi)` (the band's rows and its halo, a
+  strided copy), and writes its own output buffer, written back the same
+  way; the rows and the pads (top pad on the first band only, bottom on the
+  last) are the op's `row_band`. A band may be a channel block too.
+
+A schedule with cascades (bands that live in SRAM while the next op reads
+them, several per read) is refused in one line: by default
+(`cascades=false`) the pass schedules without them.
 """
 
 from __future__ import annotations
@@ -74,7 +85,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
     simulate,
 )
-from pyocc.planning.scratchpad import NpuSchedule, channel_range, schedule_scratchpad
+from pyocc.planning.scratchpad import NpuSchedule, band_rows, channel_range, schedule_scratchpad, tile_rows
 from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
@@ -88,8 +99,31 @@ def piece_attr(piece: Piece, tensor_bytes: int) -> ArrayAttr:
 
 def _refuse(what: str) -> PassFailedException:
     """The one line for a schedule the IR cannot run yet."""
-    return PassFailedException(f"dnn-npu-schedule: {what}; the IR runs whole tensors and output-channel "
-                               "blocks so far: give a larger --scratchpad")
+    return PassFailedException(f"dnn-npu-schedule: {what}; the IR runs whole tensors, output-channel "
+                               "blocks and row bands so far: schedule without cascades or give a larger --scratchpad")
+
+
+def _with_rows(type_: MemRefType, rows: int) -> MemRefType:
+    """`type_` with `rows` rows (its second-to-last axis)."""
+    shape = list(type_.get_shape())
+    shape[-2] = rows
+    return MemRefType(type_.get_element_type(), shape)
+
+
+Cut = tuple[tuple[int, int, int] | None, tuple[int, int] | None]
+"""How a piece sits in its tensor: (axis, start, stop) of a channel block,
+and the rows [lo, hi) of a band (each None when not cut that way)."""
+
+
+@dataclass
+class _Unit:
+    """What one compute of the schedule runs: the op's channel-block slices
+    (operand field or `result:NAME` -> (axis, start, stop)), the rows of a
+    band (operand field or `result:NAME` -> [lo, hi)) and its properties."""
+
+    slices: dict[str, tuple[int, int, int]]
+    rows: dict[str, tuple[int, int]]
+    properties: dict[str, Attribute]
 
 
 class _Emitter:
@@ -158,8 +192,9 @@ class _Emitter:
     def _root_type(self, tensor: str) -> Attribute:
         return to_buffer_type(self.facts.roots[tensor].type)
 
-    def _dram(self, piece: Piece) -> SSAValue:
-        """Where `piece` lives in DRAM, seen with its own type."""
+    def _dram(self, piece: Piece) -> tuple[SSAValue, tuple[int, int] | None]:
+        """Where `piece` lives in DRAM, seen with its own type (a band: the
+        whole tensor, or its channel block, and the band's rows)."""
         tensor = self.tensors[piece.tensor]
         if tensor.kind == "activation":
             assert self.spill is not None
@@ -173,21 +208,40 @@ class _Emitter:
         else:
             whole = self._typed(self.dram[piece.tensor], self._root_type(piece.tensor))
         if piece.part == "all":
-            return whole
-        return self._slice(whole, self._root_type(piece.tensor), self._cut(piece))  # type: ignore[arg-type]
+            return whole, None
+        cut, rows = self._cut(piece)
+        if cut is not None:
+            whole = self._slice(whole, self._cut_type(piece), cut)  # type: ignore[arg-type]
+        return whole, rows
 
-    def _cut(self, piece: Piece) -> tuple[int, int, int]:
+    def _cut_type(self, piece: Piece) -> Attribute:
+        """The type a piece's channel cut refers to: the operand's that reads
+        it as a block (a view's shape may differ from the tensor's)."""
+        return self.cut_types.get((piece.tensor, piece.part)) or self._root_type(piece.tensor)
+
+    def _cut(self, piece: Piece) -> Cut:
+        if piece.bytes == self.tensors[piece.tensor].size and piece.part.endswith("/1"):
+            return None, None  # the one block of a weight streamed whole by a band
         if (piece.tensor, piece.part) not in self.cuts:
-            raise _refuse(f"the schedule moves part {piece.part!r} of {piece.tensor!r}, which no op reads as a block")
+            raise _refuse(f"the schedule moves part {piece.part!r} of {piece.tensor!r}, which no op reads as a "
+                          "block or a band")
         return self.cuts[(piece.tensor, piece.part)]
 
     def _alloc(self, buffer: SramBuffer, first: Piece) -> None:
         type_ = self._root_type(first.tensor)
         if first.part != "all" and buffer.size < self.tensors[first.tensor].size:
-            axis, start, stop = self._cut(first)
+            cut, rows = self._cut(first)
+            if cut is not None:
+                type_ = self._cut_type(first)
             shape = list(type_.get_shape())  # type: ignore[attr-defined]
-            shape[axis] = stop - start
+            if cut is not None:
+                shape[cut[0]] = cut[2] - cut[1]
+            if rows is not None:
+                shape[-2] = rows[1] - rows[0]
             type_ = MemRefType(type_.get_element_type(), shape)  # type: ignore[attr-defined]
+            if d.type_bytes(type_) != first.bytes:
+                raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
+                                          f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
         view = d.MemOffsetOp.create(operands=[self.sram], result_types=[type_],
                                     properties={"offset": IntegerAttr(buffer.offset, i64),
                                                 "size": IntegerAttr(buffer.size, i64)})
@@ -198,38 +252,54 @@ class _Emitter:
 
     def _transfer(self, ins: Load | Store) -> None:
         sram = self.buffers[ins.buffer.name]
-        dram = self._dram(ins.piece)
+        dram, rows = self._dram(ins.piece)
         if isinstance(ins, Store) and self.tensors[ins.piece.tensor].kind == "output" and ins.piece.part == "all":
             # the destination argument may be a view's type (a returned reshape)
             dram = self.dram[ins.piece.tensor]
             sram = self._typed(sram, dram.type)
         source, target = (dram, sram) if isinstance(ins, Load) else (sram, dram)
-        start = DmaStartOp(source, target, "dram_to_sram" if isinstance(ins, Load) else "sram_to_dram")
+        start = DmaStartOp(source, target, "dram_to_sram" if isinstance(ins, Load) else "sram_to_dram", rows)
         start.attributes["npu.piece"] = piece_attr(ins.piece, self.tensors[ins.piece.tensor].size)
         start.token.name_hint = f"{ins.piece.tensor}_{'in' if isinstance(ins, Load) else 'out'}"
         self.ops.append(start)
         self.tokens[ins.id] = start.token
 
-    def _block(self, ins: Compute) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]]:
-        """The slices and properties of the op of `ins` on its channel block
-        (its whole self when the unit is not a block)."""
+    def _block(self, ins: Compute) -> _Unit:
+        """What the op of `ins` runs on: its channel block and its band of
+        rows (its whole self when the unit is neither)."""
         op = self.facts.ops[ins.op]
+        npu_op = self.npu_ops[ins.op]
         parts = {piece.part for _, piece in (*ins.reads, *ins.writes)} - {"all"}
-        tiled = [p for p in parts if p.startswith(("block", "tile"))]
+        tiled = [p for p in parts if p.startswith(("block", "tile", "rows"))]
         if len(tiled) != len(parts):
-            raise _refuse(f"the schedule runs op {ins.op!r} on {sorted(parts - set(tiled))[0]!r} (rows of a tensor)")
+            raise _refuse(f"the schedule runs op {ins.op!r} on {sorted(parts - set(tiled))[0]!r} (a cascade's band)")
         if not tiled:
-            return {}, dict(op.properties)
-        lo, hi, rows = channel_range(self.npu_ops[ins.op], tiled[0])
-        if rows:
-            raise _refuse(f"the schedule runs op {ins.op!r} on {tiled[0]!r} (rows of a tensor)")
-        block = op.channel_block(lo, hi)
-        if block is None:
-            raise _refuse(f"op {ins.op!r} cannot run on its output channels [{lo}, {hi})")
-        slices, properties = block
-        for result in op.results:
-            slices[f"result:{self.facts.tensor_of[result]}"] = (1, lo, hi)
-        return slices, properties
+            return _Unit({}, {}, dict(op.properties))
+        slices: dict[str, tuple[int, int, int]] = {}
+        properties = dict(op.properties)
+        channel_part = next((p for p in sorted(tiled) if p.startswith(("block", "tile"))), None)
+        if channel_part is not None:
+            lo, hi, _ = channel_range(npu_op, channel_part)
+            if (lo, hi) != (0, npu_op.channels):
+                block = op.channel_block(lo, hi)
+                if block is None:
+                    raise _refuse(f"op {ins.op!r} cannot run on its output channels [{lo}, {hi})")
+                slices, properties = block
+                for result in op.results:
+                    slices[f"result:{self.facts.tensor_of[result]}"] = (1, lo, hi)
+        rows: dict[str, tuple[int, int]] = {}
+        band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
+        if band is not None:
+            found = op.row_band(*band)
+            if found is None:
+                raise _refuse(f"op {ins.op!r} cannot run on its output rows [{band[0]}, {band[1]})")
+            rows, band_properties = found
+            for key in ("pads", "ceil_mode"):
+                if key in band_properties:
+                    properties[key] = band_properties[key]
+            for result in op.results:
+                rows[f"result:{self.facts.tensor_of[result]}"] = band
+        return _Unit(slices, rows, properties)
 
     def _slice(self, value: SSAValue, type_: MemRefType, cut: tuple[int, int, int]) -> SSAValue:
         """The contiguous slice `cut` (axis, start, stop) of `value` (of `type_`)."""
@@ -243,11 +313,28 @@ class _Emitter:
         self.ops.append(view)
         return view.result
 
-    def _operand(self, value: SSAValue, cut: tuple[int, int, int] | None, held: dict[str, SSAValue],
-                 pieces: dict[str, Piece]) -> SSAValue:
+    def _operand(self, value: SSAValue, cut: tuple[int, int, int] | None, rows: tuple[int, int] | None,
+                 held: dict[str, SSAValue], pieces: dict[str, Piece]) -> SSAValue:
         """The SRAM buffer an op operand (or result) `value` reads (writes)."""
         tensor = self.facts.tensor_of[value]
         type_ = to_buffer_type(value.type)
+        if rows is not None:  # a band: its own buffer, of every channel (an output: of its block)
+            if pieces[tensor].part == "all":
+                raise _refuse(f"a band of {tensor!r} would be read from the whole tensor in SRAM (strided)")
+            held_rows = band_rows(pieces[tensor].part)
+            if held_rows is not None and held_rows != rows:
+                raise PassFailedException(f"dnn-npu-schedule: internal error: op reads rows {list(rows)} of "
+                                          f"{tensor!r} from its band {pieces[tensor].part!r}")
+            if type_.get_shape()[-2] != self._root_type(tensor).get_shape()[-2]:  # type: ignore[attr-defined]
+                raise _refuse(f"{tensor!r} is banded through a view with other rows")
+            band = _with_rows(type_, rows[1] - rows[0])
+            if cut is None:
+                return self._typed(held[tensor], band)
+            if pieces[tensor].part.startswith("tile"):  # the block's own buffer
+                shape = list(band.get_shape())
+                shape[cut[0]] = cut[2] - cut[1]
+                return self._typed(held[tensor], MemRefType(band.get_element_type(), shape))
+            return self._slice(self._typed(held[tensor], band), band, cut)
         if cut is None:
             return self._typed(held[tensor], type_)
         if pieces[tensor].part != "all" and d.type_bytes(held[tensor].type) < self.tensors[tensor].size:
@@ -258,18 +345,20 @@ class _Emitter:
         op = self.facts.ops[ins.op]
         held = {piece.tensor: self.buffers[b.name] for b, piece in (*ins.reads, *ins.writes)}
         pieces = {piece.tensor: piece for _, piece in (*ins.reads, *ins.writes)}
-        slices, properties = self._blocks[id(ins)]
+        unit = self._blocks[id(ins)]
+        slices, rows = unit.slices, unit.rows
         operands: dict[str, list[SSAValue]] = {}
         for name, _ in op.get_irdl_definition().operands:
             value = getattr(op, name)
             group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
             if name in ("out", "outs"):
                 group = list(op.results)
-                operands[name] = [self._operand(r, slices.get(f"result:{self.facts.tensor_of[r]}"), held, pieces)
+                operands[name] = [self._operand(r, slices.get(f"result:{self.facts.tensor_of[r]}"),
+                                                rows.get(f"result:{self.facts.tensor_of[r]}"), held, pieces)
                                   for r in group]
             else:
-                operands[name] = [self._operand(v, slices.get(name), held, pieces) for v in group]
-        new_op = type(op).build(operands, [], properties, op.attributes)
+                operands[name] = [self._operand(v, slices.get(name), rows.get(name), held, pieces) for v in group]
+        new_op = type(op).build(operands, [], unit.properties, op.attributes)
         # aligned with the new op's read_values() and destinations()
         reads = [pieces[self.facts.tensor_of[v]] for v in op.read_values()]
         writes = [pieces[self.facts.tensor_of[r]] for r in op.results]
@@ -279,20 +368,30 @@ class _Emitter:
         self.ops.append(new_op)
 
     def emit(self) -> Block:
-        self._blocks: dict[int, tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]]] = {}
-        self.cuts: dict[tuple[str, str], tuple[int, int, int]] = {}
+        self._blocks: dict[int, _Unit] = {}
+        self.cuts: dict[tuple[str, str], Cut] = {}
+        self.cut_types: dict[tuple[str, str], Attribute] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Compute):
-                slices, properties = self._blocks[id(ins)] = self._block(ins)
+                unit = self._blocks[id(ins)] = self._block(ins)
                 op = self.facts.ops[ins.op]
-                fields = {**{name: getattr(op, name) for name, _ in op.get_irdl_definition().operands},
-                          **{f"result:{self.facts.tensor_of[r]}": r for r in op.results}}
+                fields: dict[str, list[SSAValue]] = {}
+                for name, _ in op.get_irdl_definition().operands:
+                    value = getattr(op, name)
+                    fields[name] = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+                for r in op.results:
+                    fields[f"result:{self.facts.tensor_of[r]}"] = [r]
                 for _, piece in (*ins.reads, *ins.writes):
                     if piece.part == "all":
                         continue
-                    for name, cut in slices.items():
-                        if isinstance(fields.get(name), SSAValue) and self.facts.tensor_of[fields[name]] == piece.tensor:
-                            self.cuts[(piece.tensor, piece.part)] = cut
+                    for name in (*unit.slices, *unit.rows):
+                        if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(name, [])):
+                            # an input band moves every channel; an output tile only its block
+                            rows = band_rows(piece.part)
+                            self.cuts[(piece.tensor, piece.part)] = (
+                                (None, rows) if rows is not None else (unit.slices.get(name), unit.rows.get(name)))
+                            value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
+                            self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):
@@ -319,15 +418,16 @@ class _Emitter:
 
 def schedule_function(
     function: func.FuncOp, sram_size: int, cost: NpuCost, check: bool = True, schedule: NpuSchedule | None = None,
+    cascades: bool = False,
 ) -> tuple[NpuSchedule, SimulationResult | None]:
     """Replace tensor-form `function` by its scratchpad schedule (`schedule`,
-    or the scheduler's) in buffer form; returns the schedule and, with
-    `check`, the simulation of the new IR (the simulator run on the
-    instructions read back from it)."""
+    or the scheduler's, with `cascades` or not) in buffer form; returns the
+    schedule and, with `check`, the simulation of the new IR (the simulator
+    run on the instructions read back from it)."""
     facts = npu_program_of(function)
     if schedule is None:
         try:
-            schedule = schedule_scratchpad(facts.program, sram_size, cost)
+            schedule = schedule_scratchpad(facts.program, sram_size, cost, cascades)
         except PlanningError as e:
             raise PassFailedException(f"dnn-npu-schedule: {e}") from None
     block = _Emitter(function, facts, schedule, sram_size).emit()
@@ -365,6 +465,10 @@ class DnnNpuSchedulePass(ModulePass):
     check: bool = True
     """Simulate the emitted IR and fail when it breaks a rule of the machine."""
 
+    cascades: bool = False
+    """Let the scheduler cascade ops band by band (simulated, not yet run as
+    IR: a schedule with a cascade is refused in one line)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         try:
@@ -372,4 +476,4 @@ class DnnNpuSchedulePass(ModulePass):
         except PlanningError as e:
             raise PassFailedException(f"dnn-npu-schedule: {e}") from None
         for function in function_bodies(op):
-            schedule_function(function, sram_size, cost, self.check)
+            schedule_function(function, sram_size, cost, self.check, cascades=self.cascades)

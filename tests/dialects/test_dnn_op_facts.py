@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from xdsl.dialects.builtin import MemRefType, TensorType, f32, i8, i64
+from xdsl.dialects.builtin import DenseArrayBase, MemRefType, TensorType, f32, i8, i64
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
@@ -82,3 +82,23 @@ def test_kernel_kwargs_fill_defaults_and_leave_out_absent_properties() -> None:
     assert conv.kernel_kwargs() == {"strides": [1, 1], "group": 1}
     del conv.properties["group"]  # as if built without xDSL's filling: the definition's default still counts
     assert conv.kernel_kwargs()["group"] == 1
+
+
+def test_row_band_of_a_strided_conv_adjusts_its_pads() -> None:
+    """A band of output rows reads the input rows its window covers, halo
+    included; the top pad stays on the first band only, the bottom pad on
+    the last (here a stride-2 3x3 conv whose last row needs no bottom pad)."""
+    block = Block(arg_types=[TensorType(f32, [1, 3, 10, 10]), TensorType(f32, [8, 3, 3, 3]),
+                             TensorType(f32, [1, 8, 5, 5])])
+    conv = d.ConvOp.build({"x": block.args[0], "w": block.args[1], "residual": block.args[2]},
+                          [TensorType(f32, [1, 8, 5, 5])],
+                          {"strides": DenseArrayBase.from_list(i64, [2, 2]), "pads": DenseArrayBase.from_list(i64, [1, 1, 1, 1])})
+    assert conv.row_windows() == {"x": (3, 2, 1), "residual": (1, 1, 0)}
+    bands = [conv.row_band(first, end) for first, end in ((0, 2), (2, 4), (4, 5))]
+    assert [b[0] for b in bands] == [{"x": (0, 4), "residual": (0, 2)}, {"x": (3, 8), "residual": (2, 4)},
+                                     {"x": (7, 10), "residual": (4, 5)}]
+    assert [list(b[1]["pads"].get_values()) for b in bands] == [[1, 1, 0, 1], [0, 1, 0, 1], [0, 1, 0, 1]]
+    # a gemm has no rows to band
+    gemm = d.GemmOp.build({"a": Block(arg_types=[TensorType(f32, [1, 8])]).args[0],
+                           "b": Block(arg_types=[TensorType(f32, [8, 4])]).args[0]}, [TensorType(f32, [1, 4])])
+    assert gemm.row_windows() is None and gemm.row_band(0, 1) is None

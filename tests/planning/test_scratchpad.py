@@ -174,3 +174,62 @@ def test_a_weight_read_whole_is_not_split():
     parts = {t[1] for t in result.simulation.transfers if t[0] == "load"}
     assert "s:all" in parts and not any(p.startswith("s:block") for p in parts)
     assert any(p.startswith("w:block") for p in parts)
+
+
+def _conv_rows_program() -> NpuProgram:
+    """A 3x3 conv (pad 1) on a 1x4x32x32 input, then a 1x1 stride-2 conv of its
+    output: both read by bands of exact rows when tiled."""
+    size = 4 * 32 * 32 * 4
+    return NpuProgram(
+        (NpuTensor("x", size, "input", 32), NpuTensor("w", 576, "weight"), NpuTensor("y", size, "activation", 32),
+         NpuTensor("v", 64, "weight"), NpuTensor("z", size // 4, "output", 16)),
+        (NpuOp("y", 4 * 32 * 32 * 36, ("x",), ("w",), ("y",), 32, 2, 4, (), (("x", 3, 1, 1),)),
+         NpuOp("z", 4 * 16 * 16 * 4, ("y",), ("v",), ("z",), 16, 0, 4, (), (("y", 1, 2, 0),))),
+    )
+
+
+def test_row_bands_are_exact_rows_in_their_own_buffers():
+    # without cascades every op is tiled on its own; its input bands are the
+    # rows its window reads (halo included, clamped), named by them, and its
+    # output tiles add up to the tensor
+    program = _conv_rows_program()
+    schedule = schedule_scratchpad(program, 24 << 10, cascades=False)
+    assert schedule.tiling["y"][0] > 1
+    op = program.ops[0]
+    r = schedule.tiling["y"][0]
+    loads = {ins.piece.part: ins.piece.bytes for ins in schedule.instructions
+             if isinstance(ins, Load) and ins.piece.tensor == "x"}
+    want = {}
+    for i in range(r):
+        first, end = op.out_band(r, i)
+        lo, hi = max(0, first - 1), min(32, end + 1)
+        want[f"rows{lo}:{hi}"] = (hi - lo) * 4 * 32 * 4
+    assert loads == want
+    tiles = {ins.piece.part: ins.piece.bytes for ins in schedule.instructions
+             if isinstance(ins, Store) and ins.piece.tensor == "y"}
+    assert sum(tiles.values()) == 4 * 32 * 32 * 4
+    # a band is never read out of the whole tensor's buffer (strided in SRAM)
+    for ins in schedule.instructions:
+        if isinstance(ins, Compute):
+            for buffer, piece in ins.reads:
+                if piece.part.startswith("rows"):
+                    assert buffer.size == piece.bytes
+    result = run_scratchpad(program, 24 << 10, cascades=False)
+    assert result.cascades is False and result.as_json()["cascades"] is False
+
+
+def test_cascades_false_never_cascades():
+    program = _conv_rows_program()
+    cascaded = schedule_scratchpad(program, 24 << 10)
+    plain = schedule_scratchpad(program, 24 << 10, cascades=False)
+    parts = {p.part for ins in plain.instructions if isinstance(ins, Compute) for _, p in (*ins.reads, *ins.writes)}
+    assert not any(part.startswith("band") for part in parts)
+    parts = {p.part for ins in cascaded.instructions if isinstance(ins, Compute) for _, p in (*ins.reads, *ins.writes)}
+    assert any(part.startswith("band") for part in parts)
+
+
+def test_grouped_channel_blocks_lie_in_a_group_or_are_whole_groups():
+    op = NpuOp("y", 1, ("x",), ("w",), ("y",), channels=12, channel_groups=3)
+    assert op.blocks_run(1) and op.blocks_run(3) and op.blocks_run(6) and op.blocks_run(12)
+    assert not op.blocks_run(2)  # [0, 6) spans half of group 1
+    assert not op.blocks_run(5)

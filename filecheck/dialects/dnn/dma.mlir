@@ -27,6 +27,15 @@ func.func @prefetch_and_write_back(%w: memref<8x8xf32>, %x: memref<1x8xf32>, %y:
   func.return
 }
 
+// A band of rows: rows 1..2 of the DRAM side move into a 2-row SRAM buffer.
+// CHECK-LABEL: func.func @band
+// CHECK-NEXT: %t = dnn.dma_start ins(%x : memref<1x2x4x3xf32>) outs(%b : memref<1x2x2x3xf32>) {direction = "dram_to_sram", size = 48 : i64, rows = array<i64: 1, 3>} : !dnn.dma_token
+func.func @band(%x: memref<1x2x4x3xf32>, %b: memref<1x2x2x3xf32>) {
+  %t = dnn.dma_start ins(%x : memref<1x2x4x3xf32>) outs(%b : memref<1x2x2x3xf32>) {direction = "dram_to_sram", size = 48 : i64, rows = array<i64: 1, 3>} : !dnn.dma_token
+  dnn.dma_wait %t : !dnn.dma_token
+  func.return
+}
+
 // Transfers have effects: dead-code elimination keeps a start whose token
 // only a wait reads, and the wait itself.
 // KEPT-LABEL: func.func @prefetch_and_write_back

@@ -275,3 +275,11 @@ func.func @insert_slice_rows(%d: tensor<1x2x8xf32>, %x: tensor<1x2x4xf32>) -> te
   func.return %0 : tensor<1x2x8xf32>
 }
 // CHECK: dnn.insert_slice: rows [6, 10) fall outside the 8 rows of axis 2
+
+// -----
+
+func.func @memcpy_chunks_overrun(%a: memref<1x2x4x3xf32>, %b: memref<1x2x2x3xf32>) {
+  "dnn.memcpy"(%a, %b) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 48 : i64, target_stride = 48 : i64}> : (memref<1x2x4x3xf32>, memref<1x2x2x3xf32>) -> ()
+  func.return
+}
+// CHECK: dnn.memcpy: 2 chunks of 24 bytes, 48 bytes apart, do not fit the 48-byte target without overlap

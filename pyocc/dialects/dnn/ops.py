@@ -321,6 +321,99 @@ class DnnComputeOp(IRDLOperation):
         that say so for their properties (a concat off the row axis)."""
         return self.get_trait(RowLocal) is not None
 
+    def row_windows(self) -> dict[str, tuple[int, int, int]] | None:
+        """How the op runs on a band of its result's rows (the second to
+        last axis, H of NCHW), for the scratchpad's row tiling: operand name
+        -> (extent, stride, pad_top): result row o reads rows
+        [o * stride - pad_top, o * stride - pad_top + extent) of that operand
+        (clamped to it; the pads make up what is clamped). A sliding op's `x`
+        has its kernel's window, a row-for-row operand (1, 1, 0); operands
+        not named (weights, a broadcast along the rows) are read whole.
+        None when the op cannot run on a band (`splits_by_rows` false, rank
+        below 4, a window whose rows do not add up)."""
+        if not self.splits_by_rows():
+            return None
+        out_shape = self.output_type().get_shape()
+        if len(out_shape) < 4:
+            return None
+        rows = out_shape[-2]
+        windows: dict[str, tuple[int, int, int]] = {}
+        sliding = "pads" in self.get_irdl_definition().properties
+        for name, _ in self.get_irdl_definition().operands:
+            if name in self.NOT_INPUTS:
+                continue
+            value = getattr(self, name)
+            group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+            if not group:
+                continue
+            if sliding and name == "x":
+                window = self._row_window()
+                if window is None:
+                    return None
+                windows[name] = window
+            elif sliding and name == "w":
+                continue  # the filter: read whole
+            elif all(len(v.type.get_shape()) == len(out_shape) and v.type.get_shape()[-2] == rows for v in group):
+                windows[name] = (1, 1, 0)
+            elif any(len(v.type.get_shape()) >= 2 and v.type.get_shape()[-2] != 1 for v in group):
+                return None  # rows that are not the result's rows
+        return windows or None
+
+    def _row_window(self) -> tuple[int, int, int] | None:
+        """(extent, stride, pad_top) of a sliding op's window over `x`'s rows."""
+        x = self.x  # type: ignore[attr-defined]
+        w = getattr(self, "w", None)
+        if w is not None:
+            if len(w.type.get_shape()) != 4:
+                return None
+            kernel = w.type.get_shape()[2]
+        else:
+            shape = getattr(self, "kernel_shape", None)
+            if shape is None or len(shape.get_values()) != 2:
+                return None
+            kernel = int(shape.get_values()[0])
+
+        def first(name: str, default: int, index: int = 0) -> int:
+            attr = getattr(self, name, None)
+            return int(attr.get_values()[index]) if attr is not None else default
+
+        extent = (kernel - 1) * first("dilations", 1) + 1
+        stride, top, bottom = first("strides", 1), first("pads", 0, 0), first("pads", 0, 2)
+        rows_in, rows_out = x.type.get_shape()[-2], self.output_type().get_shape()[-2]
+        if (rows_in + top + bottom - extent) // stride + 1 != rows_out:
+            ceil = getattr(self, "ceil_mode", None)
+            counts_pad = getattr(self, "count_include_pad", None)
+            if ceil is None or ceil.value.data == 0 or (counts_pad is not None and counts_pad.value.data):
+                return None
+            # ceil_mode: the last window hangs past the pad; a band's own
+            # bottom pad covers it (pads never count)
+        return extent, stride, top
+
+    def row_band(self, first: int, end: int) -> tuple[dict[str, tuple[int, int]], dict[str, Attribute]] | None:
+        """The op on its result's rows [first, end): (operand name -> the
+        rows [lo, hi) of it the band reads, the band's properties: a sliding
+        op's pads replaced by what its band lacks, the top pad on the first
+        band only, the bottom on the last), or None (see `row_windows`)."""
+        windows = self.row_windows()
+        if windows is None:
+            return None
+        properties = dict(self.properties)
+        reads: dict[str, tuple[int, int]] = {}
+        for name, (extent, stride, pad_top) in windows.items():
+            value = getattr(self, name)
+            rows_in = (value[0] if isinstance(value, tuple | list) else value).type.get_shape()[-2]
+            start = first * stride - pad_top
+            stop = (end - 1) * stride - pad_top + extent
+            lo, hi = max(0, start), min(rows_in, stop)
+            reads[name] = (lo, hi)
+            if name == "x" and "pads" in self.get_irdl_definition().properties:  # the sliding window's input
+                pads = [int(v) for v in properties["pads"].get_values()] if "pads" in properties else [0, 0, 0, 0]  # type: ignore[attr-defined]
+                pads[0], pads[len(pads) // 2] = lo - start, stop - hi
+                properties["pads"] = DenseArrayBase.from_list(i64, pads)
+                if "ceil_mode" in properties:
+                    properties["ceil_mode"] = IntegerAttr(0, i64)
+        return reads, properties
+
     def channel_split(self) -> tuple[int, dict[str, int]] | None:
         """How the op runs on a block of its output channels (axis 1 of an
         NCHW result, the last axis of a matrix), for the scratchpad
@@ -1488,17 +1581,39 @@ class DeallocOp(IRDLOperation):
 @irdl_op_definition
 class MemcpyOp(IRDLOperation):
     """Copy `source` into `target`; `kind` is host_to_device,
-    device_to_host, device_to_device or host_to_host."""
+    device_to_host, device_to_device or host_to_host. With `count`, a
+    strided copy: `count` chunks of `size` bytes, chunk k from byte
+    k * `source_stride` of `source` to byte k * `target_stride` of `target`
+    (a band of rows of an NCHW tensor: one chunk per channel)."""
 
     name = "dnn.memcpy"
     source = operand_def(MemRefType)
     target = operand_def(MemRefType)
     kind = prop_def(StringAttr)
     size = _size_prop()
+    count = opt_prop_def(IntegerAttr)
+    source_stride = opt_prop_def(IntegerAttr)
+    target_stride = opt_prop_def(IntegerAttr)
+
+    def strides(self) -> tuple[int, int, int] | None:
+        """(count, source stride, target stride) of a strided copy, None for a plain one."""
+        if self.count is None:
+            return None
+        return (self.count.value.data, self.source_stride.value.data if self.source_stride else self.size.value.data,
+                self.target_stride.value.data if self.target_stride else self.size.value.data)
 
     def verify_(self) -> None:
         if self.kind.data not in ("host_to_device", "device_to_host", "device_to_device", "host_to_host"):
             raise VerifyException(f"dnn.memcpy: unknown kind {self.kind.data!r}")
+        strided = self.strides()
+        if strided is not None:
+            count, size = strided[0], self.size.value.data
+            for side, value, stride in (("source", self.source, strided[1]), ("target", self.target, strided[2])):
+                if count < 1 or stride < size or (count - 1) * stride + size > type_bytes(value.type):
+                    raise VerifyException(
+                        f"dnn.memcpy: {count} chunks of {size} bytes, {stride} bytes apart, do not fit the "
+                        f"{type_bytes(value.type)}-byte {side} without overlap")
+            return
         if type_bytes(self.source.type) != type_bytes(self.target.type):
             raise VerifyException("dnn.memcpy: source and target sizes differ")
 

@@ -565,6 +565,8 @@ class CudaFunctionLowering:
 
     def _lower_memcpy(self, op: d.MemcpyOp) -> None:
         kind = op.kind.data
+        if op.strides() is not None:
+            raise cannot_lower(op, "a strided copy (count) runs on target=host only")
         source_host, target_host = op.source in self.host_values, op.target in self.host_values
         expected = {"host_to_device": (True, False), "device_to_host": (False, True),
                     "device_to_device": (False, False)}
