@@ -99,7 +99,9 @@ def random_weights_file(name: str, seed: int = 0) -> Path:
     path = folder / "model.onnx"
     if path.exists():
         return path
-    folder.mkdir()
+    # model.onnx is written last, so a folder without it is a write that failed
+    # half-way (a full disk): write it again from the start
+    folder.mkdir(exist_ok=True)
     model = onnx.load(str(light_model_path(name)))
     with open(folder / "model.onnx.data", "wb") as data:
         for output, shape, w in _random_weights(model, seed):
