@@ -123,6 +123,13 @@ def _store_atomic(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, ordering: str
     b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, ordering, align))
 
 
+def _notify(b: ir.IRBuilder, pthread: dict[str, ir.Function], mutex: ir.Value, how: str, condition: ir.Value) -> None:
+    """Under `mutex`, wake the waiters of `condition` (`how`: "signal" one, "broadcast" all)."""
+    b.call(pthread["pthread_mutex_lock"], [mutex])
+    b.call(pthread[f"pthread_cond_{how}"], [condition])
+    b.call(pthread["pthread_mutex_unlock"], [mutex])
+
+
 def _global(module: ir.Module, name: str, typ: ir.Type, initial: ir.Constant, align: int = 8) -> ir.GlobalVariable:
     variable = ir.GlobalVariable(module, typ, name)
     variable.linkage = "internal"
@@ -229,9 +236,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     asleep = b.icmp_unsigned("!=", b.load_atomic(caller_waiting, "seq_cst", 4, typ=I32), zero32)
     b.cbranch(asleep, signal, check)
     b.position_at_end(signal)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.call(pthread["pthread_cond_signal"], [work_done])
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    _notify(b, pthread, mutex, "signal", work_done)
     b.branch(check)
     b.position_at_end(check)
     b.branch(again)
@@ -350,9 +355,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     anyone_asleep = b.icmp_unsigned("!=", b.load_atomic(sleepers, "seq_cst", 4, typ=I32), zero32)
     b.cbranch(anyone_asleep, wake, claim_too)
     b.position_at_end(wake)
-    b.call(pthread["pthread_mutex_lock"], [mutex])
-    b.call(pthread["pthread_cond_broadcast"], [work_ready])
-    b.call(pthread["pthread_mutex_unlock"], [mutex])
+    _notify(b, pthread, mutex, "broadcast", work_ready)
     b.branch(claim_too)
     b.position_at_end(claim_too)
     b.call(run_chunks, [job, body, context, count, chunk, chunks])
