@@ -66,10 +66,7 @@ class RowWindow:
     def needs(self, first: int, end: int) -> tuple[int, int, int, int]:
         """The input rows [lo, hi) output rows [first, end) read, clamped to
         the input, and the (top, bottom) pads that replace what is clamped."""
-        start = first * self.stride - self.pad_top
-        stop = (end - 1) * self.stride - self.pad_top + self.extent
-        lo, hi = max(0, start), min(self.rows_in, stop)
-        return lo, hi, lo - start, stop - hi
+        return d.band_rows(first, end, self.extent, self.stride, self.pad_top, self.rows_in)
 
 
 def _ints(op: Operation, name: str, default: list[int]) -> list[int]:

@@ -171,6 +171,18 @@ class AliasesOperand(OpTrait):
             raise VerifyException(f"{op.name}: AliasesOperand needs one result and an operand '{self.operand}'")
 
 
+def band_rows(first: int, end: int, extent: int, stride: int, pad_top: int, rows_in: int) -> tuple[int, int, int, int]:
+    """The input rows [lo, hi) that output rows [first, end) of a row window
+    (result row o reads [o * stride - pad_top, o * stride - pad_top + extent))
+    read, clamped to the input's `rows_in`, and the (top, bottom) pads that
+    replace what is clamped. Shared by the ops' `row_band` (the scratchpad's
+    row bands) and the tiling pass's patches."""
+    start = first * stride - pad_top
+    stop = (end - 1) * stride - pad_top + extent
+    lo, hi = max(0, start), min(rows_in, stop)
+    return lo, hi, lo - start, stop - hi
+
+
 def aliased_value(owner: Operation | Block) -> SSAValue | None:
     """The value whose bytes the result of `owner` shares, when `owner` is an
     op with the `AliasesOperand` trait; None otherwise (a block argument's
@@ -402,13 +414,11 @@ class DnnComputeOp(IRDLOperation):
         for name, (extent, stride, pad_top) in windows.items():
             value = getattr(self, name)
             rows_in = (value[0] if isinstance(value, tuple | list) else value).type.get_shape()[-2]
-            start = first * stride - pad_top
-            stop = (end - 1) * stride - pad_top + extent
-            lo, hi = max(0, start), min(rows_in, stop)
+            lo, hi, pad_above, pad_below = band_rows(first, end, extent, stride, pad_top, rows_in)
             reads[name] = (lo, hi)
             if name == "x" and "pads" in self.get_irdl_definition().properties:  # the sliding window's input
                 pads = [int(v) for v in properties["pads"].get_values()] if "pads" in properties else [0, 0, 0, 0]  # type: ignore[attr-defined]
-                pads[0], pads[len(pads) // 2] = lo - start, stop - hi
+                pads[0], pads[len(pads) // 2] = pad_above, pad_below
                 properties["pads"] = DenseArrayBase.from_list(i64, pads)
                 if "ceil_mode" in properties:
                     properties["ceil_mode"] = IntegerAttr(0, i64)
