@@ -11,10 +11,12 @@ vectorise. A kernel shared by sites that differ only in a few sizes
 In a model compiled for several threads (its parallel-for,
 pyocc.lowering.native.threads, is declared in the module before the
 kernels are written):
-- a large sgemm is split by columns of C into blocks (or, when C has too
-  few columns for two blocks, a convolution on a 7x7 or 14x14 image, by
-  rows of C), and the model's worker threads each call the single-threaded
-  sgemm on a contiguous run of blocks (the last block takes the leftover).
+- a large sgemm is split into one part per thread, by columns of C, or by
+  rows of C when C has fewer columns than rows (each part packs the operand
+  that is not cut again, so the smaller one is packed again) or too few
+  columns for two blocks (a convolution on a 7x7 or 14x14 image); the parts
+  are even (they differ by at most one block unit) and each of the model's
+  threads calls the single-threaded sgemm on its own part.
   Sizes known only at run time (a convolution's block of rows, its channel
   slice's depth) get their blocks computed at run time. OpenBLAS's own
   threads spin while they wait, which on a loaded machine made ResNet-50 5
@@ -51,7 +53,7 @@ from pyocc.lowering.native.loops import (
     kernel_function,
 )
 from pyocc.lowering.native.sizes import Size, i64_of
-from pyocc.lowering.native.threads import parallel_for_symbol
+from pyocc.lowering.native.threads import TEAM_TYPE, parallel_for_symbol, team_symbol
 
 F32 = ir.FloatType()
 I32 = ir.IntType(32)
@@ -82,8 +84,9 @@ SGEMM_PARALLEL_MACS = 1 << 20
 #: 14x14 image) is split by rows of C instead, a multiple of this many each
 SGEMM_ROW_BLOCK = 64
 #: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as
-#: integers), column count, columns (rows) per block, depth, lda, ldb (the
-#: last four may be run-time values: a kernel shared by sites that differ in them)
+#: integers), column count, parts, depth, lda, ldb (the column count, depth
+#: and leading dimensions may be run-time values: a kernel shared by sites
+#: that differ in them)
 SGEMM_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
@@ -392,11 +395,13 @@ class Kernel:
         call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
         rows_possible = m >= 2 * SGEMM_ROW_BLOCK
         if isinstance(n, int) and isinstance(k, int):
-            # everything known: split by columns, else by rows, else not at all
-            if n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
-                self._split_sgemm(parallel_for, "columns", call)
-            elif rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK):
+            # everything known: split the way that packs less again (see _split_sgemm), else not at all
+            by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
+            by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
+            if by_rows and (n < m or not by_columns):
                 self._split_sgemm(parallel_for, "rows", call)
+            elif by_columns:
+                self._split_sgemm(parallel_for, "columns", call)
             else:
                 _call_sgemm(self.module, self.builder, *call)
             return
@@ -408,11 +413,17 @@ class Kernel:
         if not rows_possible:
             self._split_sgemm(parallel_for, "columns", call)
             return
-        # run-time sizes: by columns when there are two blocks of them, else by rows
+        # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
+        # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
         caller = self.builder
-        column_blocks = caller.udiv(self.index(n), self._block_at_run_time(caller.mul(I64(m), self.index(k)),
-                                                                          SGEMM_COLUMN_BLOCK))
-        with caller.if_else(caller.icmp_unsigned(">=", column_blocks, I64(2))) as (by_columns, by_rows):
+        columns = self.index(n)
+        column_blocks = caller.udiv(columns, self._block_at_run_time(caller.mul(I64(m), self.index(k)),
+                                                                    SGEMM_COLUMN_BLOCK))
+        row_blocks = caller.udiv(I64(m), self._block_at_run_time(caller.mul(columns, self.index(k)),
+                                                                 SGEMM_ROW_BLOCK))
+        narrow = caller.and_(caller.icmp_unsigned("<", columns, I64(m)), caller.icmp_unsigned(">=", row_blocks, I64(2)))
+        rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
+        with caller.if_else(caller.not_(rows_first)) as (by_columns, by_rows):
             with by_columns:
                 self._split_sgemm(parallel_for, "columns", call)
             with by_rows:
@@ -430,11 +441,17 @@ class Kernel:
                      call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
                                  int | ir.Value, ir.Value, int, float, float, bool, bool]) -> None:
         """Emit `call` (Kernel.sgemm's arguments) as parts on the
-        parallel-for: `by` "columns" of C (blocks of B's columns) or "rows"
-        (blocks of A's rows), each block a multiple of SGEMM_COLUMN_BLOCK /
-        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds
-        (computed at run time for run-time sizes); the last part takes the
-        leftover. A size too short for two blocks runs as one part."""
+        parallel-for: `by` "columns" of C (B's columns) or "rows" (A's rows).
+        It runs one part per thread running now (NAME_threads_team), at most
+        as many as C holds blocks (a multiple of SGEMM_COLUMN_BLOCK /
+        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds,
+        computed at run time for run-time sizes), and cuts C evenly between
+        them at multiples of that unit, so every part holds at least one
+        block and the parts differ by at most one unit (the last takes the
+        tail). A size too short for two blocks runs as one part. Each part
+        packs the operand that is not cut again, so Kernel.sgemm cuts the
+        columns of C when A (m x k) is the smaller operand and its rows when
+        B (k x n) is."""
         m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
         caller = self.builder
         unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
@@ -450,13 +467,13 @@ class Kernel:
         fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
                   for i in range(SGEMM_CONTEXT_SLOTS)]
         part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
-        part_n, part_block, part_k, part_lda, part_ldb = fields[3:8]
+        part_n, parts, part_k, part_lda, part_ldb = fields[3:8]
         count = part_n if by == "columns" else I64(m)
-        first = builder.mul(begin, part_block)
-        last = builder.mul(end, part_block)
-        # the last block (fewer than `block` after it) takes the rest; a run-time
-        # count below one block is one short block (count - last < 0)
-        last = builder.select(builder.icmp_signed("<", builder.sub(count, last), part_block), count, last)
+        # part i of p starts at unit * floor(units * i / p); the last ends at the count
+        units = builder.udiv(count, I64(unit))
+        first = builder.mul(builder.udiv(builder.mul(units, begin), parts), I64(unit))
+        last = builder.select(builder.icmp_unsigned(">=", end, parts), count,
+                              builder.mul(builder.udiv(builder.mul(units, end), parts), I64(unit)))
         width = builder.sub(last, first)
         depth = k if isinstance(k, int) else part_k
         # run-time leading dimensions (a shared kernel's) come through the context
@@ -480,15 +497,18 @@ class Kernel:
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
         slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
-        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), self.index(block),
+        # one part per thread, at most one per whole block and at least one (a run-time
+        # count may be short of a block: then one thread runs it whole)
+        blocks = caller.udiv(self.index(extent), self.index(block))
+        team = caller.call(self._team(), [])
+        count_parts = caller.select(caller.icmp_unsigned("<", blocks, team), blocks, team)
+        count_parts = caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
+        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), count_parts,
                                                                              self.index(k), self.index(lda),
                                                                              self.index(ldb)]
         for i, value in enumerate(values):
             caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        # whole blocks, at least one (a run-time count may be short: then one thread runs it)
-        blocks = caller.udiv(self.index(extent), self.index(block))
-        blocks = caller.select(caller.icmp_unsigned("<", blocks, I64(1)), I64(1), blocks)
-        caller.call(parallel_for, [part, slot, blocks, I64(BLAS_CHUNKS_PER_THREAD)])
+        caller.call(parallel_for, [part, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
@@ -534,6 +554,14 @@ class Kernel:
         for i, pointer in enumerate((a, x, y)):
             caller.store(caller.ptrtoint(pointer, I64), caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
         caller.call(parallel_for, [part, slot, I64(blocks), I64(BLAS_CHUNKS_PER_THREAD)])
+
+    def _team(self) -> ir.Function:
+        """The model's NAME_threads_team (declared here, defined with the pool)."""
+        symbol = team_symbol(self.symbol.rsplit("_site_", 1)[0])
+        function = self.module.globals.get(symbol)
+        if function is None:
+            function = ir.Function(self.module, TEAM_TYPE, symbol)
+        return function
 
     def _parallel_for(self) -> ir.Function | None:
         """The model's parallel-for (declared before the kernels are

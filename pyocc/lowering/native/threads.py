@@ -9,6 +9,8 @@ A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
     void    NAME_threads_stop(void);      // internal: called first by NAME_destroy
     void    NAME_parallel_for(void (*body)(i8 **, i64, i64), i8 **buffers, i64 count,
                               i64 chunks_per_thread);
+    int64_t NAME_threads_team(void);      // internal: the threads running now (1 when
+                                          // the pool is stopped)
 
 `NAME_threads_start` starts `threads - 1` pthreads that wait for jobs (the
 calling thread is the last worker) and, when the model calls
@@ -96,9 +98,18 @@ YIELDS = 4
 X86_MACHINES = frozenset({"x86_64", "amd64", "i386", "i686"})
 
 
+#: `i64 NAME_threads_team()`: how many threads run NAME's parallel-fors now (the caller and its workers)
+TEAM_TYPE = ir.FunctionType(I64, [])
+
+
 def parallel_for_symbol(name: str) -> str:
     """The parallel-for of model function `name`."""
     return f"{name}_parallel_for"
+
+
+def team_symbol(name: str) -> str:
+    """The function that says how many threads model function `name` runs on now."""
+    return f"{name}_threads_team"
 
 
 def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
@@ -381,6 +392,12 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.branch(done)
     b.position_at_end(done)
     b.ret_void()
+
+    # -- team: the threads running now (a split BLAS call cuts one part per thread) ---
+    team_fn = _function(module, team_symbol(name), TEAM_TYPE)
+    team_fn.linkage = "internal"
+    b = ir.IRBuilder(team_fn.append_basic_block("entry"))
+    b.ret(b.zext(b.load(active, typ=I32), I64))
 
     # -- start: sync objects, the BLAS's threads, threads - 1 workers ---------------
     start = ir.Function(module, ir.FunctionType(VOID, []), f"{name}_threads_start")
