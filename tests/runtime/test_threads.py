@@ -21,8 +21,10 @@ from onnx import TensorProto, helper, numpy_helper
 import pyocc
 from pyocc.dialects.dnn.scratch import im2col_block
 from pyocc.errors import PyoccError
-from pyocc.lowering.native.dense_ir import SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS
-from pyocc.lowering.native.loops import PARALLEL_MIN_WORK, KernelBuilder
+from pyocc.lowering.native.dense_ir import SGEMM, SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_TYPE, Kernel
+from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, PARALLEL_MIN_WORK, KernelBuilder
+from pyocc.lowering.native.threads import define_thread_pool, parallel_for_symbol
+from pyocc.runtime import jit
 from pyocc.runtime.loader import load_shared_library
 from pyocc.tools.cli import main as pyocc_main
 
@@ -258,3 +260,78 @@ def test_idle_workers_sleep_and_wake_again(inputs: dict[str, np.ndarray],
     for name, expected in one_thread.items():
         np.testing.assert_array_equal(outputs[name], expected, err_msg=f"{name} after the workers slept")
     model.native.close()
+
+
+def split_parts(m: int, n: int, depth: int, threads: int) -> list[tuple[int, int, int, int]]:
+    """The sgemm calls a split m x n x depth product makes on `threads`
+    threads, as (m, n, k, element offset of its C) sorted by offset: a
+    module whose kernel calls Kernel.sgemm, linked to a recording stand-in
+    for the BLAS's sgemm, with the real pool."""
+    name = "split"
+    module = ir.Module(name=name)
+    for kind in ("init", "destroy"):
+        function = ir.Function(module, ir.FunctionType(ir.VoidType(), []), f"{name}_{kind}")
+        ir.IRBuilder(function.append_basic_block("entry")).ret_void()
+    i64, ptr = ir.IntType(64), ir.PointerType()
+    table_type = ir.ArrayType(i64, 4 * 64)
+    table = ir.GlobalVariable(module, table_type, f"{name}_calls")
+    table.initializer = ir.Constant(table_type, None)
+    calls = ir.GlobalVariable(module, i64, f"{name}_count")
+    calls.initializer = i64(0)
+    recorder = ir.Function(module, SGEMM_TYPE, SGEMM)  # the stand-in: records m, n, k (CBLAS's i32s) and C
+    b = ir.IRBuilder(recorder.append_basic_block("entry"))
+    index = b.atomic_rmw("add", calls, i64(1), "seq_cst")
+    for field, value in enumerate((recorder.args[3], recorder.args[4], recorder.args[5])):
+        b.store(b.sext(value, i64), b.gep(table, [i64(0), b.add(b.mul(index, i64(4)), i64(field))]))
+    b.store(b.ptrtoint(recorder.args[12], i64), b.gep(table, [i64(0), b.add(b.mul(index, i64(4)), i64(3))]))
+    b.ret_void()
+    ir.Function(module, PARALLEL_FOR_TYPE, parallel_for_symbol(name))
+    kernel = Kernel(module, f"{name}_site_0")
+    a, bm, c = (kernel.buffer(slot) for slot in range(3))
+    kernel.sgemm(m, n, depth, a, depth, bm, n, c, n)
+    kernel.finish()
+    run = ir.Function(module, ir.FunctionType(ir.VoidType(), [ptr]), f"{name}_run")
+    b = ir.IRBuilder(run.append_basic_block("entry"))
+    b.call(kernel.function, [run.args[0]])
+    b.ret_void()
+    define_thread_pool(module, name, threads, uses_blas=False)
+    engine, _ = jit.jit_module(str(module), jit._target_machine("large"), jit._resolve_externals)
+    address = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "destroy", "run")}
+    ctypes.CFUNCTYPE(None)(address["init"])()
+    base = 1 << 20
+    pointers = (ctypes.c_void_p * 3)(base, base, base)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(address["run"])(ctypes.cast(pointers, ctypes.c_void_p))
+    ctypes.CFUNCTYPE(None)(address["destroy"])()
+    count = ctypes.c_int64.from_address(engine.get_global_value_address(f"{name}_count")).value
+    recorded = list((ctypes.c_int64 * (4 * 64)).from_address(engine.get_global_value_address(f"{name}_calls")))
+    del engine
+    return sorted((recorded[4 * i], recorded[4 * i + 1], recorded[4 * i + 2], (recorded[4 * i + 3] - base) // 4)
+                  for i in range(count))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_split_sgemm_gives_each_thread_an_even_part(threads: int) -> None:
+    """128 x 729 x 32 (SqueezeNet's 1x1 32->128 at 27x27): two blocks of 256
+    columns, which whole blocks with the tail on the last part split 256 :
+    473; now two parts within one 16-column unit (and the tail) of each other,
+    on 2 and 3 threads alike, each at least a block; one call on one thread."""
+    parts = split_parts(128, 729, 32, threads)
+    if threads == 1:
+        assert parts == [(128, 729, 32, 0)]
+        return
+    assert [(m, k) for m, _, k, _ in parts] == [(128, 32)] * 2
+    widths = [n for _, n, _, _ in parts]
+    assert [offset for *_, offset in parts] == [0, widths[0]] and sum(widths) == 729
+    assert min(widths) >= 256 and max(widths) - min(widths) <= 2 * SGEMM_COLUMN_BLOCK, widths
+
+
+def test_a_product_with_fewer_columns_than_rows_is_split_by_rows() -> None:
+    """1000 x 169 x 512 (SqueezeNet's last 1x1 conv at 13x13): cut by
+    columns, each part would pack the whole 1000 x 512 A again; by rows
+    each packs B (512 x 169) again. Three threads: three parts of 64-row
+    multiples, every one with all 169 columns."""
+    parts = split_parts(1000, 169, 512, 3)
+    assert len(parts) == 3 and all(n == 169 and k == 512 for _, n, k, _ in parts), parts
+    rows = [m for m, *_ in parts]
+    assert sum(rows) == 1000 and all(r % 64 == 0 for r in rows[:-1]) and max(rows) - min(rows) <= 2 * 64, rows
+    assert [offset for *_, offset in parts] == [0, rows[0] * 169, (rows[0] + rows[1]) * 169]
