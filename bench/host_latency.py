@@ -30,6 +30,11 @@ single-threaded apart from numpy's BLAS.
     python bench/host_latency.py --kernels numpy       # the numpy kernels for every op
     python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
 
+With several threads, `--order blocks` times each runtime's runs back to
+back instead of in turns: in turns, a run starts while the other runtime's
+idle workers may still spin on the cores (onnxruntime's do, for longer
+than pyocc's; bench/turns.py measures what that costs each side).
+
 On a machine shared with other work, wall-clock medians swing with the load;
 ``--clock cpu`` times this process's CPU time instead (with one thread that
 is the latency on an idle core), and the two runtimes take turns run by run,
@@ -71,6 +76,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--clock", default="wall", choices=["wall", "cpu"],
                         help="wall: elapsed time; cpu: this process's CPU time, steadier on a shared "
                              "machine (meaningful with --threads 1 only)")
+    parser.add_argument("--order", default="turns", choices=["turns", "blocks"],
+                        help="turns: the runtimes take turns run by run (a load burst hits both alike); blocks: "
+                             "each runtime's warm-up and runs back to back, one runtime after the other (with "
+                             "several threads a run in turns starts while the other runtime's idle workers still "
+                             "spin: bench/turns.py)")
     parser.add_argument("--memory", default="pool", choices=["pool", "lazy", "eager"], help="pyocc memory mode")
     parser.add_argument("--kernels", default="native", choices=["native", "numpy"],
                         help="pyocc's host kernels: native (default: generated code where an op has a native "
@@ -114,7 +124,11 @@ def median_seconds(runners: list[Callable[[], object]], runs: int, warmup: int) 
     """Median time of each runner over `runs` calls, after `warmup` calls.
 
     The runners take turns (one call each per round), so a burst of load on
-    a shared machine slows all of them alike instead of one of them."""
+    a shared machine slows all of them alike instead of one of them; with
+    `--order blocks` each runner's warm-up and runs come back to back, one
+    runner after the other."""
+    if ARGS.order == "blocks" and len(runners) > 1:
+        return [seconds for run in runners for seconds in median_seconds([run], runs, warmup)]
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     for _ in range(warmup):
         for run in runners:
@@ -268,7 +282,7 @@ def main() -> None:
     import_s = clock() - start
     print(f"threads: {ARGS.threads} (onnxruntime intra-op; BLAS: {blas}); memory {ARGS.memory}; "
           f"kernels {ARGS.kernels}; "
-          f"{ARGS.clock} clock, {ARGS.statistic} of {ARGS.runs} runs after {ARGS.warmup} warm-up; onnxruntime {ort.__version__}, "
+          f"{ARGS.clock} clock, {ARGS.statistic} of {ARGS.runs} runs after {ARGS.warmup} warm-up, {ARGS.order}; onnxruntime {ort.__version__}, "
           f"numpy {np.__version__}, {os.cpu_count()} CPUs")
     rows = []
     for name in ARGS.models:
