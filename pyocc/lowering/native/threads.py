@@ -15,7 +15,7 @@ A model compiled with `threads > 1` (pyocc.lowering.convert_dnn_to_llvm's
 `NAME_threads_start` starts `threads - 1` pthreads that wait for jobs (the
 calling thread is the last worker) and, when the model calls
 the BLAS, sets OpenBLAS to one thread (`scipy_openblas_set_num_threads`):
-the workers split each large sgemm by columns between them
+the workers split each large sgemm between them, one part per thread
 (pyocc.lowering.native.dense_ir), each calling the BLAS on its own thread.
 OpenBLAS's own threads spin while they wait for work, which made ResNet-50
 5 to 23 times slower on a loaded machine (docs/performance.md).
