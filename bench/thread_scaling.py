@@ -50,13 +50,16 @@ from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_ran
 #: the per-site counters: total, inside parallel-fors (>= 2 iterations), caller work, caller wait,
 #: worker work, parallel-for calls, the worker's latency (cycles from the parallel-for's call to the
 #: worker's entering its chunk loop), jobs the worker entered
-FIELDS = 12
+FIELDS = 15
 #: cycle-counter ticks per microsecond (the time-stamp counter of this project's 2.1 GHz machine)
 TICKS_PER_US = 2100.0
 TOTAL, INSIDE, CALLER_WORK, WAIT, WORKER_WORK, CALLS, LATENCY, JOINED = range(8)
 #: what a parallel-for runs, by its body's name (pyocc.lowering.native: a split sgemm or sgemv, an
-#: outlined loop of a convolution kernel, an element kernel's body) -> the field of its cycles
-KINDS = {"sgemm": 8, "sgemv": 9, "part": 10, "body": 11}
+#: element kernel's body, an outlined loop of a convolution kernel: `part`, `part.1`, ... in the order
+#: the kernel emits them; in an im2col convolution `part` writes the bias or residual into the
+#: output block, `part.1` is the im2col and `part.2` the last pass (bias after a residual, activation))
+#: -> the field of its cycles
+KINDS = {"sgemm": 8, "sgemv": 9, "body": 10, "part": 11, "part.1": 12, "part.2": 13, "part.3+": 14}
 
 
 def _rename(text: str, symbol: str, new: str, exported: bool = False) -> str:
@@ -144,7 +147,8 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
         ]
     # each call of the parallel-for goes through a wrapper for its body's kind
     def by_kind(match: re.Match) -> str:
-        kind = match.group(2).split(".")[0]
+        kind = match.group(2)
+        kind = kind if kind in KINDS else "part.3+" if kind.startswith("part.") else kind.split(".")[0]
         assert kind in KINDS, match.group(0)
         return f'call void @"{parallel_for}.{kind}"({match.group(1)}'
     calls = re.compile(rf'call void @"{re.escape(parallel_for)}"\(([^@\n]*@"{re.escape(name)}_site_\d+\.([\w.]+)")')
