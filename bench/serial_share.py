@@ -56,8 +56,10 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
     if not pattern.search(llvm_ir):
         raise SystemExit("the module has no parallel-for (compiled for one thread?)")
     text = pattern.sub(f'define internal void @"{parallel_for}.timed"(', llvm_ir)
-    extra = [
-        "declare i64 @llvm.readcyclecounter()",
+    # the pool's spin (pyocc.lowering.native.threads) may already read the cycle counter
+    declared = re.search(r'^declare i64 @"?llvm\.readcyclecounter"?\(\)', text, re.M)
+    extra = [] if declared else ["declare i64 @llvm.readcyclecounter()"]
+    extra += [
         f'@"{name}_timing_parallel" = global i64 0',
         f'@"{name}_timing_calls" = global i64 0',
         f'@"{name}_timing_sites" = global [{sites} x [2 x i64]] zeroinitializer',
