@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyocc  # noqa: E402
 from pyocc.runtime.jit import CompiledModel  # noqa: E402
 from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_random_weights  # noqa: E402
+from serial_share import at_least_two_parts  # noqa: E402  (bench/, the script's own folder)
 
 #: the per-site counters: total, inside parallel-fors (>= 2 iterations), caller work, caller wait,
 #: worker work, parallel-for calls, the worker's latency (cycles from the parallel-for's call to the
@@ -212,7 +213,8 @@ def measure(model_name: str, runs: int) -> tuple[list[dict], np.ndarray, np.ndar
     compiled = pyocc.compile(proto, threads=2).native
     meta = compiled.meta
     name, sites = meta["name"], meta["sites"]
-    timed = CompiledModel(instrument(compiled.llvm_ir, name, len(sites)), meta, compiled.weight_pool)
+    timed = CompiledModel(at_least_two_parts(instrument(compiled.llvm_ir, name, len(sites)), name), meta,
+                          compiled.weight_pool)
     engine = timed._keepalive[0]
     set_threads = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
         engine.get_function_address(f"{name}_set_threads"))
