@@ -71,6 +71,13 @@ def test_gelu_tanh_and_not() -> None:
     check("unary", [rand(7, dtype="bool")], [((7,), "bool")], fn="not")
 
 
+@pytest.mark.parametrize("fn", ["isnan", "isinf", "isposinf", "isneginf"])
+def test_float_predicates(fn: str) -> None:
+    x = rand(4, 9)
+    x.reshape(-1)[::4], x.reshape(-1)[1::6], x.reshape(-1)[2::5] = np.nan, np.inf, -np.inf
+    check("unary", [x], [((4, 9), "bool")], fn=fn)
+
+
 def test_unary_in_place() -> None:
     """out may be x itself."""
     x = rand(5, 6)

@@ -367,7 +367,7 @@ def _supports_gather_elements(site: dict[str, Any]) -> bool:
     return _moves(site) and indices["dtype"] in ("int32", "int64") and len(x["shape"]) == len(indices["shape"])
 
 
-@native_kernel("gather_elements", supports=_supports_gather_elements)
+@native_kernel("gather_elements", supports=_supports_gather_elements, run_time_shapes=True)
 def emit_gather_elements(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX GatherElements (host_kernels.gather_elements): out[i] = x[i with
     its `axis` coordinate replaced by indices[i]], negative indices wrapped
