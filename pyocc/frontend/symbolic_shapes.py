@@ -569,6 +569,20 @@ def _gather_elements(ctx: _Context) -> list[SymbolicTensor]:
     return [SymbolicTensor(ctx.input(1).shape, ctx.input(0).elem_type)]
 
 
+def _gather_nd(ctx: _Context) -> list[SymbolicTensor]:
+    """GatherND: the batch dims, the indices' leading dims, then the data's
+    dims after the `indices.shape[-1]` it indexes (a number known at compile time)."""
+    data, indices = ctx.input(0), ctx.input(1)
+    batch = int(ctx.attrs.get("batch_dims", 0))
+    if not indices.shape or not indices.shape[-1].is_constant():
+        raise ctx.fail("has indices whose last dimension is not a number")
+    depth = indices.shape[-1].evaluate({})
+    if batch + depth > len(data.shape):
+        raise ctx.fail(f"indexes {depth} dimensions after {batch} batch dimensions of a rank-{len(data.shape)} input")
+    return [SymbolicTensor((*data.shape[:batch], *indices.shape[batch:-1], *data.shape[batch + depth:]),
+                           data.elem_type)]
+
+
 def _split(ctx: _Context) -> list[SymbolicTensor]:
     """Split along `axis` into the sizes of input 1 (opset 13) or the
     attribute `split`, else into equal parts (one per output, or
@@ -660,7 +674,8 @@ RULES: dict[str, Rule] = {
     "Constant": _constant, "ConstantOfShape": _constant_of_shape, "ReduceMean": _reduce, "ReduceSum": _reduce,
     "ReduceMax": _reduce, "ReduceMin": _reduce, "ReduceProd": _reduce, "ReduceL1": _reduce, "ReduceL2": _reduce,
     "ReduceLogSum": _reduce, "ReduceLogSumExp": _reduce, "ReduceSumSquare": _reduce,
-    "IsNaN": _is_value, "IsInf": _is_value, "GatherElements": _gather_elements, "Split": _split,
+    "IsNaN": _is_value, "IsInf": _is_value, "GatherElements": _gather_elements, "GatherND": _gather_nd,
+    "Split": _split,
     "ArgMax": _arg_reduce, "ArgMin": _arg_reduce, "Size": _size, "Tile": _tile, "Pad": _pad,
 }
 """ONNX op_type -> its symbolic shape rule. These run on the ONNX graph

@@ -402,6 +402,19 @@ def test_gather_elements(axis: int, index_dtype: str) -> None:
     check("gather_elements", [x, indices], [(tuple(shape), "float32")], axis=axis)
 
 
+@pytest.mark.parametrize("idx_shape, batch_dims",
+                         [((2, 2), 0), ((3, 1), 0), ((2, 2, 3), 0), ((3, 2, 1), 1), ((3, 2), 1), ((3, 2, 2), 1)])
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_gather_nd(idx_shape: tuple[int, ...], batch_dims: int, index_dtype: str) -> None:
+    """Negative indices too; batch_dims shares the leading dimensions."""
+    x = rand(3, 4, 5)
+    depth = idx_shape[-1]
+    dims = np.array(x.shape[batch_dims:batch_dims + depth])
+    indices = (RNG.integers(0, 1000, idx_shape) % dims - dims * RNG.integers(0, 2, idx_shape)).astype(index_dtype)
+    out = x.shape[:batch_dims] + idx_shape[batch_dims:-1] + x.shape[batch_dims + depth:]
+    check("gather_nd", [x, indices], [(out, "float32")], batch_dims=batch_dims)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])
 def test_constant_of_shape(dtype: str) -> None:
     check("constant_of_shape", [], [((2, 3), dtype)], value=1.0)

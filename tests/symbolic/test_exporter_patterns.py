@@ -6,7 +6,9 @@ with onnx.helper (no torch needed):
   (the exporter's spelling of ``x.expand(shape)``): known only through the
   values of Equal, Where, ConstantOfShape and Mul on shape tensors;
 - ``Where(IsNaN(scores), 0, scores)`` around an attention's softmax;
-- GatherElements, and Split into equal parts and by sizes (GPT-2's c_attn);
+- GatherElements; GatherND by (batch, position) pairs (the dynamo
+  exporter's lookup of the attention mask); Split into equal parts and by
+  sizes (GPT-2's c_attn);
 - a position table ``[1, 512, 8]`` sliced to ``[1, S, 8]`` (folded to a
   constant read in leading blocks after a dimension of 1);
 - and, for shape inference only, Tile, Pad, ArgMax, Size, Max/Min and logic
@@ -102,6 +104,14 @@ def gather_elements() -> onnx.ModelProto:
     return _model(nodes, [], [_x(), index], ["y"], "gather_elements")
 
 
+def gather_nd() -> onnx.ModelProto:
+    """x[pairs[..., 0], pairs[..., 1]] for (batch, position) pairs [1, S, 2]: rows of x [1, S, 8]."""
+    pairs = helper.make_tensor_value_info("pairs", TensorProto.INT64, [1, "sequence", 2])
+    nodes = [helper.make_node("GatherND", ["x", "pairs"], ["picked"]),
+             helper.make_node("Neg", ["picked"], ["y"])]
+    return _model(nodes, [], [_x(), pairs], ["y"], "gather_nd")
+
+
 def split_heads() -> onnx.ModelProto:
     """GPT-2's c_attn: a projection to 3 * HIDDEN split by sizes into q, k, v,
     and x split in two equal halves (no sizes given)."""
@@ -167,10 +177,11 @@ def shape_arithmetic() -> onnx.ModelProto:
 
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
-    "gather_elements": gather_elements, "split_heads": split_heads, "position_table": position_table,
-    "shape_arithmetic": shape_arithmetic,
+    "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
+    "position_table": position_table, "shape_arithmetic": shape_arithmetic,
 }
-NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "split_heads", "position_table")
+NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
+          "position_table")
 """The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
 
 
@@ -179,6 +190,8 @@ def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
     inputs = {"x": rng.standard_normal((1, s, HIDDEN)).astype(np.float32)}
     if any(i.name == "index" for i in model.graph.input):
         inputs["index"] = rng.integers(-HIDDEN, HIDDEN, (1, s, HIDDEN)).astype(np.int64)
+    if any(i.name == "pairs" for i in model.graph.input):
+        inputs["pairs"] = np.stack([np.zeros(s, np.int64), rng.integers(-s, s, s)], -1)[None]
     return inputs
 
 
@@ -210,7 +223,7 @@ def test_shapes_and_shape_values_equal_onnxruntimes(graph: str) -> None:
                 values = [v.evaluate({"sequence": s}) for v in tensor.values]
                 assert values == array.astype(np.int64).reshape(-1).tolist(), (info.name, s)
                 known += 1
-    assert known > 0 or graph in ("nan_guarded_attention", "gather_elements", "split_heads")
+    assert known > 0 or graph in ("nan_guarded_attention", "gather_elements", "gather_nd", "split_heads")
 
 
 def test_the_exporters_expand_shape_is_known_through_equal_and_where() -> None:
