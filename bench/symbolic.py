@@ -24,9 +24,10 @@ thread) and against the numpy kernels driven from Python (the fallback).
 
 ``--zoo`` adds rows for the Hugging Face transformers of bench/zoo.py
 (bert, distilbert, gpt2, llama: 2 layers, hidden size 32, random
-weights, their position tables made ``--max`` long), each exported by the
-classic TorchScript exporter (opset 17) with a symbolic ``sequence`` axis
-on input_ids and attention_mask and the batch fixed at 1. It needs torch
+weights, their position tables made ``--max`` long), each exported with a
+symbolic ``sequence`` axis on input_ids and attention_mask and the batch
+fixed at 1, by the classic TorchScript exporter (opset 17) or, with
+``--zoo-exporter dynamo``, the dynamo exporter (opset 18). It needs torch
 and transformers; without them the zoo rows are skipped with one line.
 
 The compile times of the main table are measured in one process, after
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import subprocess
 import sys
 import tempfile
@@ -72,10 +74,10 @@ ZOO_POSITIONS = {"bert": "max_position_embeddings", "distilbert": "max_position_
 """The zoo's transformers `--zoo` takes -> the config field of their position table's length."""
 
 
-def zoo_model(name: str, maximum: int) -> onnx.ModelProto:
+def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelProto:
     """bench/zoo.py's model `name` at batch 1, its position table `maximum`
-    long, exported (classic exporter, opset 17) with a symbolic
-    ``sequence`` axis on its inputs and its first output."""
+    long, exported by the classic (opset 17) or the dynamo (opset 18)
+    exporter with a symbolic ``sequence`` axis on its inputs and its first output."""
     import torch
     import zoo
 
@@ -85,13 +87,25 @@ def zoo_model(name: str, maximum: int) -> onnx.ModelProto:
         sink = io.StringIO()
         with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             warnings.simplefilter("ignore")
-            torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
-                              output_names=["hidden"], opset_version=17, dynamo=False,
-                              dynamic_axes={**{n: {1: "sequence"} for n in entry.names}, "hidden": {1: "sequence"}})
+            logging.disable(logging.WARNING)  # the dynamo exporter logs (to a handler made before the redirect)
+            try:
+                if exporter == "dynamo":
+                    # the wrapper takes its inputs as *args: one tuple of per-input dims
+                    sequence = torch.export.Dim("sequence", max=maximum)
+                    torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
+                                      output_names=["hidden"], opset_version=18, dynamo=True,
+                                      dynamic_shapes=(tuple({1: sequence} for _ in entry.names),))
+                else:
+                    torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
+                                      output_names=["hidden"], opset_version=17, dynamo=False,
+                                      dynamic_axes={**{n: {1: "sequence"} for n in entry.names},
+                                                    "hidden": {1: "sequence"}})
+            finally:
+                logging.disable(logging.NOTSET)
         return onnx.load(str(path))
 
 
-def add_zoo(names: list[str], maximum: int) -> None:
+def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
     """Add the zoo rows `names` to GRAPHS (one line and none when torch or transformers is missing)."""
     # bench/zoo.py, next to this file; importing it also takes bench/ off sys.path, where transformers,
     # probing for a package named `kernels`, would find bench/kernels.py
@@ -105,7 +119,8 @@ def add_zoo(names: list[str], maximum: int) -> None:
               "skipping the zoo rows")
         return
     for name in names:
-        GRAPHS[f"zoo {name} (2 layers, batch 1)"] = (partial(zoo_model, name, maximum), "sequence")
+        GRAPHS[f"zoo {name} ({exporter}, 2 layers, batch 1)"] = (partial(zoo_model, name, maximum, exporter),
+                                                                  "sequence")
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -142,13 +157,15 @@ def main() -> None:
     parser.add_argument("--compile-times", action="store_true", help="only the compile times, each in a fresh process")
     parser.add_argument("--zoo", default="", help=f"comma-separated zoo models to add ({', '.join(ZOO_POSITIONS)}); "
                         "needs torch and transformers")
+    parser.add_argument("--zoo-exporter", choices=("classic", "dynamo"), default="classic",
+                        help="the exporter of the --zoo models (default classic)")
     parser.add_argument("--one-compile", nargs=2, metavar=("GRAPH", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     zoo_names = [n for n in args.zoo.split(",") if n]
     unknown = [n for n in zoo_names if n not in ZOO_POSITIONS]
     if unknown:
         parser.error(f"unknown zoo model {unknown[0]!r}; choose from {', '.join(ZOO_POSITIONS)}")
-    add_zoo(zoo_names, args.max)
+    add_zoo(zoo_names, args.max, args.zoo_exporter)
     if args.one_compile:
         print(f"{one_compile(*args.one_compile, args.max):.3f}")
         return
@@ -158,7 +175,8 @@ def main() -> None:
         for name in GRAPHS:
             if args.only in name:
                 symbolic_s, static_s = (float(subprocess.run(
-                    [sys.executable, __file__, "--max", str(args.max), "--zoo", args.zoo, "--one-compile", name, kind],
+                    [sys.executable, __file__, "--max", str(args.max), "--zoo", args.zoo, "--zoo-exporter",
+                     args.zoo_exporter, "--one-compile", name, kind],
                     capture_output=True, text=True, check=True).stdout.split()[-1]) for kind in ("symbolic", "static"))
                 print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
         return
