@@ -20,6 +20,15 @@ thread) and against the numpy kernels driven from Python (the fallback).
     python bench/symbolic.py --only ViT             # one graph
     python bench/symbolic.py --only encoder --lengths 512 --latency-lengths 1,17,128,512 --runs 50
     python bench/symbolic.py --compile-times        # each compile alone in a fresh process
+    python bench/symbolic.py --zoo bert,gpt2 --only zoo --latency-lengths ''   # zoo models only
+
+``--zoo`` adds rows for the Hugging Face transformers of bench/zoo.py
+(bert, distilbert, gpt2, llama: 2 layers, hidden size 32, random
+weights, their position tables made ``--max`` long), each exported with a
+symbolic ``sequence`` axis on input_ids and attention_mask and the batch
+fixed at 1, by the classic TorchScript exporter (opset 17) or, with
+``--zoo-exporter dynamo``, the dynamo exporter (opset 18). It needs torch
+and transformers; without them the zoo rows are skipped with one line.
 
 The compile times of the main table are measured in one process, after
 other compiles: a static compile there reuses native kernels JIT-compiled
@@ -32,10 +41,16 @@ compile at the maximum.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import logging
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -47,11 +62,65 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyocc  # noqa: E402
 from pyocc.api import lower  # noqa: E402
+from pyocc.errors import PyoccError  # noqa: E402
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic  # noqa: E402
 
 GRAPHS = {"encoder (2 layers)": (encoder_symbolic, "sequence"), "BERT-style (2 layers)": (bert_symbolic, "sequence"),
           "GPT-2-style (2 layers)": (gpt2_symbolic, "sequence"), "ViT-style (1 block, batch)": (vit_symbolic, "batch")}
 """name -> (builder, its symbolic dimension)"""
+
+ZOO_POSITIONS = {"bert": "max_position_embeddings", "distilbert": "max_position_embeddings", "gpt2": "n_positions",
+                 "llama": "max_position_embeddings"}
+"""The zoo's transformers `--zoo` takes -> the config field of their position table's length."""
+
+
+def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelProto:
+    """bench/zoo.py's model `name` at batch 1, its position table `maximum`
+    long, exported by the classic (opset 17) or the dynamo (opset 18)
+    exporter with a symbolic ``sequence`` axis on its inputs and its first output."""
+    import torch
+    import zoo
+
+    entry = zoo.ZOO[name](batch=1, **{ZOO_POSITIONS[name]: maximum})
+    with tempfile.TemporaryDirectory(prefix="pyocc-symbolic-zoo-") as tmp:
+        path = Path(tmp) / f"{name}.onnx"
+        sink = io.StringIO()
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            warnings.simplefilter("ignore")
+            logging.disable(logging.WARNING)  # the dynamo exporter logs (to a handler made before the redirect)
+            try:
+                if exporter == "dynamo":
+                    # the wrapper takes its inputs as *args: one tuple of per-input dims
+                    sequence = torch.export.Dim("sequence", max=maximum)
+                    torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
+                                      output_names=["hidden"], opset_version=18, dynamo=True,
+                                      dynamic_shapes=(tuple({1: sequence} for _ in entry.names),))
+                else:
+                    torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
+                                      output_names=["hidden"], opset_version=17, dynamo=False,
+                                      dynamic_axes={**{n: {1: "sequence"} for n in entry.names},
+                                                    "hidden": {1: "sequence"}})
+            finally:
+                logging.disable(logging.NOTSET)
+        return onnx.load(str(path))
+
+
+def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
+    """Add the zoo rows `names` to GRAPHS (one line and none when torch or transformers is missing)."""
+    # bench/zoo.py, next to this file; importing it also takes bench/ off sys.path, where transformers,
+    # probing for a package named `kernels`, would find bench/kernels.py
+    import zoo  # noqa: F401
+
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        print("bench/symbolic.py: --zoo needs torch and transformers (pip install torch transformers); "
+              "skipping the zoo rows")
+        return
+    for name in names:
+        GRAPHS[f"zoo {name} ({exporter}, 2 layers, batch 1)"] = (partial(zoo_model, name, maximum, exporter),
+                                                                  "sequence")
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -86,8 +155,17 @@ def main() -> None:
     parser.add_argument("--latency-lengths", default="17,128,512", help="S values of the latency table ('' for none)")
     parser.add_argument("--runs", type=int, default=20, help="timed runs per latency (after 3 warm-up runs)")
     parser.add_argument("--compile-times", action="store_true", help="only the compile times, each in a fresh process")
+    parser.add_argument("--zoo", default="", help=f"comma-separated zoo models to add ({', '.join(ZOO_POSITIONS)}); "
+                        "needs torch and transformers")
+    parser.add_argument("--zoo-exporter", choices=("classic", "dynamo"), default="classic",
+                        help="the exporter of the --zoo models (default classic)")
     parser.add_argument("--one-compile", nargs=2, metavar=("GRAPH", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    zoo_names = [n for n in args.zoo.split(",") if n]
+    unknown = [n for n in zoo_names if n not in ZOO_POSITIONS]
+    if unknown:
+        parser.error(f"unknown zoo model {unknown[0]!r}; choose from {', '.join(ZOO_POSITIONS)}")
+    add_zoo(zoo_names, args.max, args.zoo_exporter)
     if args.one_compile:
         print(f"{one_compile(*args.one_compile, args.max):.3f}")
         return
@@ -97,7 +175,8 @@ def main() -> None:
         for name in GRAPHS:
             if args.only in name:
                 symbolic_s, static_s = (float(subprocess.run(
-                    [sys.executable, __file__, "--max", str(args.max), "--one-compile", name, kind],
+                    [sys.executable, __file__, "--max", str(args.max), "--zoo", args.zoo, "--zoo-exporter",
+                     args.zoo_exporter, "--one-compile", name, kind],
                     capture_output=True, text=True, check=True).stdout.split()[-1]) for kind in ("symbolic", "static"))
                 print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
         return
@@ -112,7 +191,11 @@ def main() -> None:
             continue
         model = build()
         start = time.perf_counter()
-        symbolic = pyocc.compile(fresh(model), dims={symbol: args.max})
+        try:
+            symbolic = pyocc.compile(fresh(model), dims={symbol: args.max})
+        except PyoccError as e:  # a model pyocc cannot compile symbolically yet: its row says where it stopped
+            print(f"| {name} | - | compile failed: {e} | | | | |")
+            continue
         symbolic_s = time.perf_counter() - start
         session = ort.InferenceSession(model.SerializeToString())
         for s in lengths:

@@ -141,16 +141,18 @@ def _text_inputs(torch: Any, vocab: int, batch: int = 2, seq: int = 16) -> tuple
     return ids, mask
 
 
-def _hf(config_name: str, model_name: str, family: str, vocab: int = 100, **config: Any) -> Callable[[], Entry]:
+def _hf(config_name: str, model_name: str, family: str, vocab: int = 100, **config: Any) -> Callable[..., Entry]:
     """A transformers model with a masked batch (input_ids, attention_mask)."""
 
-    def build() -> Entry:
+    def build(batch: int = 2, **changes: Any) -> Entry:
+        """The model and a batch of `batch` rows; `changes` override the
+        config (bench/symbolic.py: more positions for longer sequences)."""
         torch = _torch()
         import transformers
 
-        cfg = getattr(transformers, config_name)(vocab_size=vocab, **config)
+        cfg = getattr(transformers, config_name)(vocab_size=vocab, **{**config, **changes})
         model = getattr(transformers, model_name)(cfg).eval()
-        ids, mask = _text_inputs(torch, vocab)
+        ids, mask = _text_inputs(torch, vocab, batch=batch)
         return Entry(family, _HfOutputs(model, ("input_ids", "attention_mask")), (ids, mask),
                      ["input_ids", "attention_mask"])
 

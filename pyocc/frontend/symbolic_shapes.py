@@ -237,31 +237,65 @@ def _same(ctx: _Context) -> list[SymbolicTensor]:
 
 
 def _elementwise(ctx: _Context) -> list[SymbolicTensor]:
-    """Broadcasting ops; Add/Sub/Mul/Div on known integer values compute them."""
+    """Broadcasting ops. On small tensors whose values are known, the
+    arithmetic (Add/Sub/Mul/Div/Max/Min), comparisons, logic and Where on
+    shapes compute the values too (see `_element_value`): an exporter writes
+    ``Expand(x, Where(Equal(shape, -1), 1, shape))``, whose shape is
+    known only through them."""
     present = [t for t in ctx.inputs if t is not None]
     shape = _broadcast(ctx, [t.shape for t in present])
     elem = present[-1].elem_type if ctx.node.op_type == "Where" else present[0].elem_type
-    if ctx.node.op_type in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or"):
+    if ctx.node.op_type in _PREDICATES:
         elem = onnx.TensorProto.BOOL
     values = None
     op = ctx.node.op_type
-    if op in ("Add", "Sub", "Mul", "Div") and all(t.values is not None for t in present) and \
-            np.issubdtype(helper.tensor_dtype_to_np_dtype(elem), np.integer) and math.prod(
-                d.evaluate({}) if d.is_constant() else VALUE_LIMIT + 1 for d in shape) <= VALUE_LIMIT:
+    if op in _VALUE_OPS and all(t.values is not None for t in present) and math.prod(
+            d.evaluate({}) if d.is_constant() else VALUE_LIMIT + 1 for d in shape) <= VALUE_LIMIT:
         concrete = tuple(d.evaluate({}) for d in shape)
-        a, b = (np.broadcast_to(np.array(t.values, dtype=object).reshape(
-            tuple(d.evaluate({}) for d in t.shape)), concrete).reshape(-1) for t in present)
-        out: list[Poly] = []
-        for x, y in zip(a, b, strict=True):
-            if op == "Div":
-                quotient = _divide(x, y)
-                if quotient is None:
-                    raise ctx.fail(f"divides {x} by {y}, which is no polynomial")
-                out.append(quotient)
-            else:
-                out.append(x + y if op == "Add" else x - y if op == "Sub" else x * y)
-        values = tuple(out)
+        columns = [np.broadcast_to(np.array(t.values, dtype=object).reshape(
+            tuple(d.evaluate({}) for d in t.shape)), concrete).reshape(-1) for t in present]
+        out = [_element_value(ctx, op, list(args)) for args in zip(*columns, strict=True)]
+        values = None if any(v is None for v in out) else tuple(v for v in out if v is not None)
     return [SymbolicTensor(shape, elem, values)]
+
+
+_PREDICATES = ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "Not", "And", "Or", "Xor")
+_VALUE_OPS = ("Add", "Sub", "Mul", "Div", "Max", "Min", "Where", *_PREDICATES)
+"""Elementwise ops whose values `_element_value` computes."""
+
+
+def _element_value(ctx: _Context, op: str, args: list[Poly]) -> Poly | None:
+    """One element of `op` on known values: a polynomial; a truth value as
+    0 or 1 when it holds (or fails) at every value of the range; None when
+    it depends on the value (the tensor's values are then unknown)."""
+    if op in ("Add", "Sub", "Mul"):
+        a, b = args
+        return a + b if op == "Add" else a - b if op == "Sub" else a * b
+    if op == "Div":
+        if not np.issubdtype(helper.tensor_dtype_to_np_dtype(ctx.input(0).elem_type), np.integer):
+            return None
+        quotient = _divide(*args)
+        if quotient is None:
+            raise ctx.fail(f"divides {args[0]} by {args[1]}, which is no polynomial")
+        return quotient
+    if len(args) > 3 or (op != "Where" and len(args) == 3):
+        return None  # variadic Max/Min of three or more: not needed for shapes
+    if op in ("Not", "And", "Or", "Xor", "Where"):
+        truths = [a.evaluate({}) != 0 if a.is_constant() else None for a in args[:len(args) if op != "Where" else 1]]
+        if None in truths:
+            return None
+        if op == "Where":
+            return args[1] if truths[0] else args[2]
+        truth = {"Not": lambda: not truths[0], "And": lambda: all(truths), "Or": lambda: any(truths),
+                 "Xor": lambda: truths[0] != truths[1]}[op]()
+        return _int(int(truth))
+    difference = (args[0] - args[1]).evaluate_grid(_range_points(ctx.ranges))
+    holds = {"Equal": difference == 0, "Less": difference < 0, "Greater": difference > 0,
+             "LessOrEqual": difference <= 0, "GreaterOrEqual": difference >= 0,
+             "Max": difference >= 0, "Min": difference <= 0}[op]
+    if op in ("Max", "Min"):
+        return args[0] if np.all(holds) else args[1] if not np.any(holds) else None
+    return _int(1) if np.all(holds) else _int(0) if not np.any(holds) else None
 
 
 def _matmul(ctx: _Context) -> list[SymbolicTensor]:
@@ -496,10 +530,18 @@ def _constant(ctx: _Context) -> list[SymbolicTensor]:
 
 
 def _constant_of_shape(ctx: _Context) -> list[SymbolicTensor]:
+    """A tensor of the shape held by input 0, filled with `value`; a small
+    integer one carries its values (the exporters' ``ConstantOfShape([n], 1)``)."""
     shape = ctx.values(0, "shape")
     value = next((a.t for a in ctx.node.attribute if a.name == "value"), None)
     elem = value.data_type if value is not None else onnx.TensorProto.FLOAT
-    return [SymbolicTensor(tuple(shape), elem)]
+    values = None
+    fill = numpy_helper.to_array(value).reshape(-1) if value is not None else np.zeros(1, np.float32)
+    if np.issubdtype(fill.dtype, np.integer) and all(d.is_constant() for d in shape):
+        count = math.prod(d.evaluate({}) for d in shape)
+        if count <= VALUE_LIMIT:
+            values = (_int(int(fill[0])),) * count
+    return [SymbolicTensor(tuple(shape), elem, values)]
 
 
 def _same_shape(ctx: _Context) -> list[SymbolicTensor]:
@@ -517,11 +559,108 @@ def _reduce(ctx: _Context) -> list[SymbolicTensor]:
     return [SymbolicTensor(shape, x.elem_type)]
 
 
+def _is_value(ctx: _Context) -> list[SymbolicTensor]:
+    """IsNaN, IsInf: input 0's shape, booleans."""
+    return [SymbolicTensor(ctx.input(0).shape, onnx.TensorProto.BOOL)]
+
+
+def _gather_elements(ctx: _Context) -> list[SymbolicTensor]:
+    """The indices' shape, the data's type."""
+    return [SymbolicTensor(ctx.input(1).shape, ctx.input(0).elem_type)]
+
+
+def _gather_nd(ctx: _Context) -> list[SymbolicTensor]:
+    """GatherND: the batch dims, the indices' leading dims, then the data's
+    dims after the `indices.shape[-1]` it indexes (a number known at compile time)."""
+    data, indices = ctx.input(0), ctx.input(1)
+    batch = int(ctx.attrs.get("batch_dims", 0))
+    if not indices.shape or not indices.shape[-1].is_constant():
+        raise ctx.fail("has indices whose last dimension is not a number")
+    depth = indices.shape[-1].evaluate({})
+    if batch + depth > len(data.shape):
+        raise ctx.fail(f"indexes {depth} dimensions after {batch} batch dimensions of a rank-{len(data.shape)} input")
+    return [SymbolicTensor((*data.shape[:batch], *indices.shape[batch:-1], *data.shape[batch + depth:]),
+                           data.elem_type)]
+
+
+def _split(ctx: _Context) -> list[SymbolicTensor]:
+    """Split along `axis` into the sizes of input 1 (opset 13) or the
+    attribute `split`, else into equal parts (one per output, or
+    `num_outputs`, the last part smaller when they do not divide)."""
+    x = ctx.input(0)
+    axis = _axis(ctx, ctx.attrs.get("axis", 0), len(x.shape))
+    dim = x.shape[axis]
+    if "split" in ctx.attrs:
+        sizes = [_int(v) for v in ctx.attrs["split"]]
+    elif ctx.optional(1) is not None:
+        sizes = list(ctx.values(1, "split sizes"))
+    else:
+        parts = int(ctx.attrs.get("num_outputs", len(ctx.node.output)))
+        size = _divide(dim, _int(parts))
+        if size is None:
+            if not dim.is_constant():
+                raise ctx.fail(f"splits {dim} into {parts} parts, which is no polynomial")
+            whole = -(-dim.evaluate({}) // parts)
+            sizes = [_int(min(whole, max(0, dim.evaluate({}) - k * whole))) for k in range(parts)]
+        else:
+            sizes = [size] * parts
+    if ctx.compare(_sum(sizes), dim) != 0:
+        raise ctx.fail(f"splits {dim} into parts of {' + '.join(map(str, sizes))}")
+    return [SymbolicTensor((*x.shape[:axis], size, *x.shape[axis + 1:]), x.elem_type) for size in sizes]
+
+
+def _sum(values: Sequence[Poly]) -> Poly:
+    total = _int(0)
+    for value in values:
+        total = total + value
+    return total
+
+
+def _arg_reduce(ctx: _Context) -> list[SymbolicTensor]:
+    """ArgMax, ArgMin: `axis` removed (kept as 1 with keepdims), int64 indices."""
+    x = ctx.input(0)
+    axis = _axis(ctx, ctx.attrs.get("axis", 0), len(x.shape))
+    keep = ctx.attrs.get("keepdims", 1)
+    shape = tuple(_int(1) if k == axis else d for k, d in enumerate(x.shape) if keep or k != axis)
+    return [SymbolicTensor(shape, onnx.TensorProto.INT64)]
+
+
+def _size(ctx: _Context) -> list[SymbolicTensor]:
+    """Size: a scalar holding the element count."""
+    return [SymbolicTensor((), onnx.TensorProto.INT64, (_product(ctx.input(0).shape),))]
+
+
+def _tile(ctx: _Context) -> list[SymbolicTensor]:
+    """Tile: each dimension times its repeat count (input 1)."""
+    x = ctx.input(0)
+    repeats = ctx.values(1, "repeats")
+    if len(repeats) != len(x.shape):
+        raise ctx.fail(f"repeats {len(repeats)} dimensions of a rank-{len(x.shape)} input")
+    return [SymbolicTensor(tuple(d * r for d, r in zip(x.shape, repeats, strict=True)), x.elem_type)]
+
+
+def _pad(ctx: _Context) -> list[SymbolicTensor]:
+    """Pad: each dimension plus its two pads (input 1, or the attribute before opset 11; input 3 names the axes)."""
+    x = ctx.input(0)
+    rank = len(x.shape)
+    pads = [_int(v) for v in ctx.attrs["pads"]] if "pads" in ctx.attrs else list(ctx.values(1, "pads"))
+    axes = ctx.constants(3, "axes") if ctx.optional(3) is not None else list(range(rank))
+    if len(pads) != 2 * len(axes):
+        raise ctx.fail(f"has {len(pads)} pads for {len(axes)} axes")
+    shape = list(x.shape)
+    for k, axis in enumerate(axes):
+        axis = _axis(ctx, axis, rank)
+        shape[axis] = shape[axis] + pads[k] + pads[k + len(axes)]
+    return [SymbolicTensor(tuple(shape), x.elem_type)]
+
+
 _UNARY = ("Identity", "Cast", "Erf", "Tanh", "Sqrt", "Relu", "Exp", "Log", "Neg", "Sigmoid", "Gelu", "Abs",
-          "Reciprocal", "Not", "Dropout", "Softsign", "Softplus", "Floor", "Ceil", "Round", "Sign", "Elu",
-          "LeakyRelu", "HardSigmoid", "Clip")
+          "Reciprocal", "Dropout", "Softsign", "Softplus", "Floor", "Ceil", "Round", "Sign", "Elu",
+          "LeakyRelu", "HardSigmoid", "Clip", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+          "Asinh", "Acosh", "Atanh", "Celu", "Selu", "Mish", "HardSwish", "Shrink", "ThresholdedRelu",
+          "InstanceNormalization", "LRN")
 _BROADCAST = ("Add", "Sub", "Mul", "Div", "Pow", "Where", "Equal", "Less", "Greater", "LessOrEqual",
-              "GreaterOrEqual", "And", "Or", "Max", "Min", "Mod")
+              "GreaterOrEqual", "Not", "And", "Or", "Xor", "Max", "Min", "Mod", "PRelu", "Sum", "Mean")
 
 RULES: dict[str, Rule] = {
     **{op: _same for op in _UNARY},
@@ -533,7 +672,11 @@ RULES: dict[str, Rule] = {
     "Gather": _gather, "Concat": _concat, "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice,
     "LayerNormalization": _layer_norm, "Softmax": _same_shape, "LogSoftmax": _same_shape,
     "Constant": _constant, "ConstantOfShape": _constant_of_shape, "ReduceMean": _reduce, "ReduceSum": _reduce,
-    "ReduceMax": _reduce,
+    "ReduceMax": _reduce, "ReduceMin": _reduce, "ReduceProd": _reduce, "ReduceL1": _reduce, "ReduceL2": _reduce,
+    "ReduceLogSum": _reduce, "ReduceLogSumExp": _reduce, "ReduceSumSquare": _reduce,
+    "IsNaN": _is_value, "IsInf": _is_value, "GatherElements": _gather_elements, "GatherND": _gather_nd,
+    "Split": _split,
+    "ArgMax": _arg_reduce, "ArgMin": _arg_reduce, "Size": _size, "Tile": _tile, "Pad": _pad,
 }
 """ONNX op_type -> its symbolic shape rule. These run on the ONNX graph
 before import (the onnx dialect's types are static), so they are keyed by

@@ -214,13 +214,19 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
 
 
 def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:
-    """A constant read at a symbolic shape must be the leading bytes of its value at the maximum."""
+    """A constant read at a symbolic shape must be the leading bytes of its
+    value at the maximum: one dimension depends on the symbols, every
+    dimension after it is whole and every one before it is 1 (a position
+    table ``[1, S, 32]`` read from ``[1, 512, 32]``)."""
     if not _has_poly(shape):
         return
-    if len(shape) != weight.ndim or any(_has_poly(d) or d != full for d, full in zip(shape[1:], weight.shape[1:],
-                                                                                     strict=True)):
+    varying = [k for k, d in enumerate(shape) if _has_poly(d)]
+    first = varying[0]
+    if len(shape) != weight.ndim or len(varying) > 1 or any(
+            d != full for d, full in zip(shape[first + 1:], weight.shape[first + 1:], strict=True)) or any(
+            d != 1 for d in weight.shape[:first]):
         raise NotNativeProgram(f"a constant of shape {list(weight.shape)} is read in leading blocks that are not "
-                               "its leading bytes (only its first dimension may depend on the symbols)")
+                               "its leading bytes (one dimension may depend on the symbols, after dimensions of 1)")
 
 
 def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],

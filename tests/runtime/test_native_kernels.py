@@ -71,6 +71,13 @@ def test_gelu_tanh_and_not() -> None:
     check("unary", [rand(7, dtype="bool")], [((7,), "bool")], fn="not")
 
 
+@pytest.mark.parametrize("fn", ["isnan", "isinf", "isposinf", "isneginf"])
+def test_float_predicates(fn: str) -> None:
+    x = rand(4, 9)
+    x.reshape(-1)[::4], x.reshape(-1)[1::6], x.reshape(-1)[2::5] = np.nan, np.inf, -np.inf
+    check("unary", [x], [((4, 9), "bool")], fn=fn)
+
+
 def test_unary_in_place() -> None:
     """out may be x itself."""
     x = rand(5, 6)
@@ -393,6 +400,19 @@ def test_gather_elements(axis: int, index_dtype: str) -> None:
     shape[axis] = 2
     indices = RNG.integers(-x.shape[axis], x.shape[axis], shape).astype(index_dtype)
     check("gather_elements", [x, indices], [(tuple(shape), "float32")], axis=axis)
+
+
+@pytest.mark.parametrize("idx_shape, batch_dims",
+                         [((2, 2), 0), ((3, 1), 0), ((2, 2, 3), 0), ((3, 2, 1), 1), ((3, 2), 1), ((3, 2, 2), 1)])
+@pytest.mark.parametrize("index_dtype", ["int64", "int32"])
+def test_gather_nd(idx_shape: tuple[int, ...], batch_dims: int, index_dtype: str) -> None:
+    """Negative indices too; batch_dims shares the leading dimensions."""
+    x = rand(3, 4, 5)
+    depth = idx_shape[-1]
+    dims = np.array(x.shape[batch_dims:batch_dims + depth])
+    indices = (RNG.integers(0, 1000, idx_shape) % dims - dims * RNG.integers(0, 2, idx_shape)).astype(index_dtype)
+    out = x.shape[:batch_dims] + idx_shape[batch_dims:-1] + x.shape[batch_dims + depth:]
+    check("gather_nd", [x, indices], [(out, "float32")], batch_dims=batch_dims)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int64", "bool"])

@@ -173,6 +173,47 @@ def test_concat_split_and_expand_with_run_time_sizes() -> None:
     check("expand", [((1, 1, 8), "float32")], [((S, 1, 8), "float32")])
 
 
+def test_nan_predicates_and_gather_elements_with_run_time_sizes() -> None:
+    """The exporter's Where(IsNaN(scores), 0, scores) around attention, and
+    GatherElements over a run-time sequence."""
+    def special(shape: tuple[int, ...], dtype: str, index: int) -> np.ndarray:
+        values = np.random.default_rng(index).standard_normal(shape).astype(dtype)
+        flat = values.reshape(-1)
+        flat[::3], flat[1::5], flat[2::7] = np.nan, np.inf, -np.inf
+        return values
+
+    scores = ((1, 4, S, S), "float32")
+    for fn in ("isnan", "isinf", "isposinf", "isneginf"):
+        check("unary", [scores], [((1, 4, S, S), "bool")], make=special, fn=fn)
+
+    def indices(shape: tuple[int, ...], dtype: str, index: int) -> np.ndarray:
+        rng = np.random.default_rng(index)
+        return rng.integers(-8, 8, shape).astype(dtype) if index == 1 else rng.standard_normal(shape).astype(dtype)
+
+    check("gather_elements", [((1, S, 8), "float32"), ((1, S, 8), "int64")], [((1, S, 8), "float32")],
+          make=indices, axis=2)
+    # along the sequence: indices in [-S, S) (numpy raises out of range)
+    check("gather_elements", [((1, S, 8), "float32"), ((1, S, 8), "int32")], [((1, S, 8), "float32")],
+          make=lambda shape, dtype, index: np.random.default_rng(index).integers(-shape[1], shape[1], shape).astype(
+              dtype) if index == 1 else indices(shape, dtype, index), axis=1)
+
+
+def test_gather_nd_with_run_time_rows() -> None:
+    """The dynamo exporter's mask lookup: attention_mask[0, position] for
+    every position, as GatherND of [1, S] by (0, i) pairs [1, 1, 1, S, 2]."""
+    def pairs(shape: tuple[int, ...], dtype: str, index: int) -> np.ndarray:
+        if index == 0:
+            return np.random.default_rng(0).integers(0, 2, shape).astype(dtype)
+        length = shape[3]
+        rows = np.stack([np.zeros(length, np.int64), np.arange(length)[::-1] - length * (np.arange(length) % 2)], -1)
+        return rows.reshape(shape).astype(dtype)
+
+    check("gather_nd", [((1, S), "int64"), ((1, 1, 1, S, 2), "int64")], [((1, 1, 1, S), "int64")], make=pairs)
+    check("gather_nd", [((S, 4, 8), "float32"), ((S, 3, 1), "int32")], [((S, 3, 8), "float32")],
+          make=lambda shape, dtype, index: np.random.default_rng(index).integers(-4, 4, shape).astype(dtype)
+          if index == 1 else np.random.default_rng(index).standard_normal(shape).astype(dtype), batch_dims=1)
+
+
 F32 = "float32"
 #: more kernels over a run-time batch or sequence: name -> check's arguments
 MORE = {

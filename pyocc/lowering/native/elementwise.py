@@ -40,6 +40,8 @@ _INTEGER_BINARY = (INTEGER_FUNCTIONS - {"neg", "abs", "relu", "identity"}) | {"m
 #: dtypes the elementwise arithmetic handles
 _NUMBERS = frozenset({"float32", "int32", "int64"})
 _LOGICAL_BINARY = {"and", "or", "xor"}
+#: float32 predicates of the unary kernel (a bool out): what each asks of x
+_PREDICATES = {"isnan": "nan", "isinf": "inf", "isposinf": "+inf", "isneginf": "-inf"}
 
 
 def _spec(site: dict[str, Any], index: int) -> dict[str, Any]:
@@ -56,6 +58,8 @@ def _supports_unary(site: dict[str, Any]) -> bool:
     dtype = _spec(site, 0)["dtype"]
     if fn == "not":
         return dtype == "bool" and site["outputs"][0]["dtype"] == "bool"
+    if fn in _PREDICATES:
+        return dtype == "float32" and site["outputs"][0]["dtype"] == "bool"
     if fn == "gelu" and site["kwargs"].get("approximate", "none") not in ("none", "tanh"):
         return False
     return dtype == "float32" and site["outputs"][0]["dtype"] == "float32" and fn in UNARY_FUNCTIONS
@@ -82,6 +86,15 @@ def _gelu(k: KernelBuilder, x: ir.Value, approximate: str) -> ir.Value:
     return b.fptrunc(b.fmul(x64, gate), F32)
 
 
+def _predicate(k: KernelBuilder, kind: str, x: ir.Value) -> ir.Value:
+    """Whether float32 `x` is NaN, infinite, +inf or -inf (an i1)."""
+    if kind == "nan":
+        return k.b.fcmp_unordered("uno", x, x)
+    if kind == "inf":
+        return k.b.fcmp_ordered("==", k.math.fabs(x), ir.Constant(F32, math.inf))
+    return k.b.fcmp_ordered("==", x, ir.Constant(F32, math.inf if kind == "+inf" else -math.inf))
+
+
 @native_kernel("unary", supports=_supports_unary, run_time_shapes=True)
 def emit_unary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """out = fn(x) elementwise (host_kernels.unary); out may be x."""
@@ -94,6 +107,8 @@ def emit_unary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         value = k.load(x, i)
         if fn == "not":
             result = k.b.zext(k.b.icmp_unsigned("==", value, ir.Constant(value.type, 0)), value.type)
+        elif fn in _PREDICATES:
+            result = k.b.zext(_predicate(k, _PREDICATES[fn], value), ir.IntType(8))
         elif fn == "gelu":
             result = _gelu(k, value, kw.get("approximate", "none"))
         else:

@@ -367,7 +367,7 @@ def _supports_gather_elements(site: dict[str, Any]) -> bool:
     return _moves(site) and indices["dtype"] in ("int32", "int64") and len(x["shape"]) == len(indices["shape"])
 
 
-@native_kernel("gather_elements", supports=_supports_gather_elements)
+@native_kernel("gather_elements", supports=_supports_gather_elements, run_time_shapes=True)
 def emit_gather_elements(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX GatherElements (host_kernels.gather_elements): out[i] = x[i with
     its `axis` coordinate replaced by indices[i]], negative indices wrapped
@@ -389,6 +389,50 @@ def emit_gather_elements(module: ir.Module, symbol: str, site: dict[str, Any]) -
         k.store(k.load(x, k.offset(source, x.strides)), out, at)
 
     k.loop_nest(list(out.shape), element)
+    k.finish()
+
+
+def _supports_gather_nd(site: dict[str, Any]) -> bool:
+    return _moves(site) and site["inputs"][1]["dtype"] in ("int32", "int64")
+
+
+@native_kernel("gather_nd", supports=_supports_gather_nd, run_time_shapes=True)
+def emit_gather_nd(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+    """ONNX GatherND (host_kernels.gather_nd): each row of `indices` (its
+    last dimension, depth) addresses a block of x within its batch (the
+    first `batch_dims` dimensions); negative indices wrapped (out of range:
+    the nearest valid element, where numpy raises)."""
+    k = KernelBuilder(module, symbol, site)
+    x, indices, out = k.input(0), k.input(1), k.outputs[0]
+    b = k.b
+    batch_dims = int(k.kwargs.get("batch_dims", 0))
+    depth = indices.shape[-1]
+    if isinstance(depth, Size):
+        raise NotNative(f"gather_nd: a run-time index depth {depth!r}")
+    batch = math.prod(x.shape[:batch_dims])
+    addressed = x.shape[batch_dims:batch_dims + depth]
+    strides = row_major_strides(x.shape[batch_dims:])[:depth]
+    block = math.prod(x.shape[batch_dims + depth:])
+    per_batch = math.prod(x.shape[batch_dims:])
+    rows = math.prod(indices.shape[batch_dims:-1])
+
+    def per_batch_row(n: ir.Value) -> None:
+        def per_row(r: ir.Value) -> None:
+            row = b.add(b.mul(n, k.i64(rows)), r)
+            source = b.mul(n, k.i64(per_batch))
+            for j, (dim, stride) in enumerate(zip(addressed, strides, strict=True)):
+                chosen = k.load(indices, b.add(b.mul(row, k.i64(depth)), k.i64(j)))
+                if indices.dtype != "int64":
+                    chosen = b.sext(chosen, ir.IntType(64))
+                wrapped = b.select(b.icmp_signed("<", chosen, k.i64(0)), b.add(chosen, k.i64(dim)), chosen)
+                clamped, _ = k.clamp_index(wrapped, dim)
+                source = b.add(source, b.mul(clamped, k.i64(stride)))
+            target = b.mul(row, k.i64(block))
+            k.loop(block, lambda i: k.store(k.load(x, b.add(source, i)), out, b.add(target, i)))
+
+        k.loop(rows, per_row)
+
+    k.loop(batch, per_batch_row)
     k.finish()
 
 

@@ -1,0 +1,267 @@
+"""What PyTorch's exporter writes for Hugging Face transformers with a
+symbolic sequence (bench/symbolic.py --zoo), as small graphs built here
+with onnx.helper (no torch needed):
+
+- an Expand whose shape is ``Where(Equal(shape, -1 * ones), ones, shape)``
+  (the exporter's spelling of ``x.expand(shape)``): known only through the
+  values of Equal, Where, ConstantOfShape and Mul on shape tensors;
+- ``Where(IsNaN(scores), 0, scores)`` around an attention's softmax;
+- GatherElements; GatherND by (batch, position) pairs (the dynamo
+  exporter's lookup of the attention mask); Split into equal parts and by
+  sizes (GPT-2's c_attn);
+- a position table ``[1, 512, 8]`` sliced to ``[1, S, 8]`` (folded to a
+  constant read in leading blocks after a dimension of 1);
+- and, for shape inference only, Tile, Pad, ArgMax, Size, Max/Min and logic
+  on shape values.
+
+Each graph's symbolic shapes, and the values of its shape tensors, equal
+onnxruntime's at several lengths; the graphs that pyocc runs natively
+compile once (``dims={"sequence": 64}``), run generated code (no numpy
+kernel) and match onnxruntime at every length."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import pyocc
+from pyocc.api import SymbolicModel
+from pyocc.errors import PyoccError
+from pyocc.frontend.symbolic_shapes import infer_symbolic_shapes
+from pyocc.frontend.symbols import symbolic_inputs
+
+MAXIMUM = 64
+LENGTHS = (1, 2, 17, 63, 64)
+HIDDEN = 8
+
+
+def _int64(name: str, values: list[int] | int) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def _model(nodes: list[onnx.NodeProto], inits: list[onnx.TensorProto], inputs: list[onnx.ValueInfoProto],
+           outputs: list[str], name: str) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, name, inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                    for o in outputs], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _x() -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence", HIDDEN])
+
+
+def expand_by_where() -> onnx.ModelProto:
+    """y = x + Expand(w, shape of x), the shape spelled as the exporter does."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Unsqueeze", ["batch", "axis0"], ["batch1"]),
+        helper.make_node("Unsqueeze", ["length", "axis0"], ["length1"]),
+        helper.make_node("Concat", ["batch1", "length1", "width"], ["concat"], axis=0),
+        helper.make_node("Reshape", ["concat", "minus_one"], ["target"]),
+        helper.make_node("Shape", ["target"], ["rank"]),
+        helper.make_node("ConstantOfShape", ["rank"], ["ones"], value=numpy_helper.from_array(
+            np.array([1], np.int64))),
+        helper.make_node("Mul", ["ones", "minus_one_scalar"], ["minus_ones"]),
+        helper.make_node("Equal", ["target", "minus_ones"], ["is_free"]),
+        helper.make_node("Where", ["is_free", "ones", "target"], ["expand_shape"]),
+        helper.make_node("Expand", ["w", "expand_shape"], ["expanded"]),
+        helper.make_node("Add", ["x", "expanded"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("axis0", [0]), _int64("width", [HIDDEN]),
+             _int64("minus_one", [-1]), _int64("minus_one_scalar", -1),
+             numpy_helper.from_array(np.linspace(-1, 1, HIDDEN, dtype=np.float32).reshape(1, 1, HIDDEN), "w")]
+    return _model(nodes, inits, [_x()], ["y"], "expand_by_where")
+
+
+def nan_guarded_attention() -> onnx.ModelProto:
+    """softmax(x x^T) with NaN scores replaced by 0 before and after, then times x."""
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["x", "xt"], ["scores"]),
+        helper.make_node("IsNaN", ["scores"], ["nan"]),
+        helper.make_node("Where", ["nan", "zero", "scores"], ["clean"]),
+        helper.make_node("Softmax", ["clean"], ["weights"], axis=-1),
+        helper.make_node("IsInf", ["weights"], ["inf"]),
+        helper.make_node("Where", ["inf", "zero", "weights"], ["finite"]),
+        helper.make_node("MatMul", ["finite", "x"], ["y"]),
+    ]
+    return _model(nodes, [numpy_helper.from_array(np.array(0.0, np.float32), "zero")], [_x()], ["y"],
+                  "nan_guarded_attention")
+
+
+def gather_elements() -> onnx.ModelProto:
+    """GatherElements along the hidden axis by an index input of x's shape."""
+    index = helper.make_tensor_value_info("index", TensorProto.INT64, [1, "sequence", HIDDEN])
+    nodes = [helper.make_node("GatherElements", ["x", "index"], ["picked"], axis=2),
+             helper.make_node("Relu", ["picked"], ["y"])]
+    return _model(nodes, [], [_x(), index], ["y"], "gather_elements")
+
+
+def gather_nd() -> onnx.ModelProto:
+    """x[pairs[..., 0], pairs[..., 1]] for (batch, position) pairs [1, S, 2]: rows of x [1, S, 8]."""
+    pairs = helper.make_tensor_value_info("pairs", TensorProto.INT64, [1, "sequence", 2])
+    nodes = [helper.make_node("GatherND", ["x", "pairs"], ["picked"]),
+             helper.make_node("Neg", ["picked"], ["y"])]
+    return _model(nodes, [], [_x(), pairs], ["y"], "gather_nd")
+
+
+def split_heads() -> onnx.ModelProto:
+    """GPT-2's c_attn: a projection to 3 * HIDDEN split by sizes into q, k, v,
+    and x split in two equal halves (no sizes given)."""
+    nodes = [
+        helper.make_node("MatMul", ["x", "qkv_weight"], ["qkv"]),
+        helper.make_node("Split", ["qkv", "sizes"], ["q", "k", "v"], axis=2),
+        helper.make_node("Mul", ["q", "k"], ["qk"]),
+        helper.make_node("Add", ["qk", "v"], ["y"]),
+        helper.make_node("Split", ["x"], ["left", "right"], axis=2),
+        helper.make_node("Sub", ["left", "right"], ["z"]),
+    ]
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.standard_normal((HIDDEN, 3 * HIDDEN)).astype(np.float32), "qkv_weight"),
+             _int64("sizes", [HIDDEN] * 3)]
+    return _model(nodes, inits, [_x()], ["y", "z"], "split_heads")
+
+
+def position_table() -> onnx.ModelProto:
+    """x + table[:, :S]: a [1, 512, 8] table sliced to the length (a constant
+    of shape [1, S, 8] after folding, read from its value at the maximum)."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["length"]),
+        helper.make_node("Slice", ["table", "zero", "length", "one"], ["positions"]),
+        helper.make_node("Add", ["x", "positions"], ["y"]),
+    ]
+    table = np.random.default_rng(4).standard_normal((1, 512, HIDDEN)).astype(np.float32)
+    inits = [_int64("zero", [0]), _int64("one", [1]), _int64("two", [2]), numpy_helper.from_array(table, "table")]
+    return _model(nodes, inits, [_x()], ["y"], "position_table")
+
+
+def shape_arithmetic() -> onnx.ModelProto:
+    """Tile, Pad, ArgMax, Size, and Max/Min/Less/Not/Xor on the length, whose
+    results feed Reshape targets: their values must be known."""
+    nodes = [
+        helper.make_node("Tile", ["x", "repeats"], ["tiled"]),                    # 1 x 2S x 8
+        helper.make_node("Pad", ["x", "pads"], ["padded"]),                       # 1 x (S + 3) x 8
+        helper.make_node("ArgMax", ["x"], ["argmax"], axis=2, keepdims=1),        # 1 x S x 1
+        helper.make_node("Size", ["x"], ["size"]),                                # 8 S
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Max", ["length", "one"], ["at_least_one"]),             # S
+        helper.make_node("Min", ["length", "zero"], ["none"]),                    # 0
+        helper.make_node("Less", ["length", "one"], ["empty"]),                   # false
+        helper.make_node("Not", ["empty"], ["nonempty"]),                         # true
+        helper.make_node("Xor", ["empty", "nonempty"], ["either"]),               # true
+        helper.make_node("Where", ["either", "size", "none"], ["count"]),         # 8 S
+        helper.make_node("Add", ["count", "none"], ["count0"]),
+        helper.make_node("Unsqueeze", ["count0", "axis0"], ["flat"]),
+        helper.make_node("Reshape", ["x", "flat"], ["y"]),                        # 8 S
+        helper.make_node("Div", ["size", "at_least_one"], ["width"]),             # 8
+        helper.make_node("Unsqueeze", ["width", "axis0"], ["width1"]),
+        helper.make_node("Concat", ["minus_one", "width1"], ["rows"], axis=0),
+        helper.make_node("Reshape", ["tiled", "rows"], ["z"]),                    # 2S x 8
+    ]
+    inits = [_int64("repeats", [1, 2, 1]), _int64("pads", [0, 1, 0, 0, 2, 0]), _int64("one", 1),
+             _int64("zero", 0), _int64("axis0", [0]), _int64("minus_one", [-1])]
+    model = _model(nodes, inits, [_x()], ["y", "z"], "shape_arithmetic")
+    model.graph.output.extend([helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("padded",)])
+    model.graph.output.append(helper.make_tensor_value_info("argmax", TensorProto.INT64, None))
+    return model
+
+
+GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
+    "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
+    "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
+    "position_table": position_table, "shape_arithmetic": shape_arithmetic,
+}
+NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
+          "position_table")
+"""The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
+
+
+def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(s)
+    inputs = {"x": rng.standard_normal((1, s, HIDDEN)).astype(np.float32)}
+    if any(i.name == "index" for i in model.graph.input):
+        inputs["index"] = rng.integers(-HIDDEN, HIDDEN, (1, s, HIDDEN)).astype(np.int64)
+    if any(i.name == "pairs" for i in model.graph.input):
+        inputs["pairs"] = np.stack([np.zeros(s, np.int64), rng.integers(-s, s, s)], -1)[None]
+    return inputs
+
+
+def _every_tensor_an_output(model: onnx.ModelProto, elem_types: dict[str, int]) -> onnx.ModelProto:
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for name in node.output:
+            if name and name not in outputs:
+                probe.graph.output.append(helper.make_tensor_value_info(name, elem_types[name], None))
+    return probe
+
+
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_shapes_and_shape_values_equal_onnxruntimes(graph: str) -> None:
+    """At each length, every tensor's symbolic shape, and every value the
+    inference knows (shape tensors, truth values as 0/1), is what onnxruntime computes."""
+    model = GRAPHS[graph]()
+    symbolic = infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": MAXIMUM}), what=graph)
+    probe = _every_tensor_an_output(model, {n: t.elem_type for n, t in symbolic.tensors.items()})
+    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
+    known = 0
+    for s in LENGTHS:
+        for info, array in zip(session.get_outputs(), session.run(None, _inputs(model, s)), strict=True):
+            tensor = symbolic.tensors[info.name]
+            assert tensor.concrete({"sequence": s}) == array.shape, (info.name, s)
+            if tensor.values is not None:
+                values = [v.evaluate({"sequence": s}) for v in tensor.values]
+                assert values == array.astype(np.int64).reshape(-1).tolist(), (info.name, s)
+                known += 1
+    assert known > 0 or graph in ("nan_guarded_attention", "gather_elements", "gather_nd", "split_heads")
+
+
+def test_the_exporters_expand_shape_is_known_through_equal_and_where() -> None:
+    model = expand_by_where()
+    symbolic = infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": MAXIMUM}), what="g")
+    assert [str(v) for v in symbolic.tensors["expand_shape"].values or ()] == ["1", "sequence", str(HIDDEN)]
+    assert [str(v) for v in symbolic.tensors["is_free"].values or ()] == ["0", "0", "0"]
+    assert symbolic.text("expanded") == f"1x{{sequence}}x{HIDDEN}xf32"
+
+
+def test_a_comparison_whose_truth_changes_in_the_range_leaves_the_values_unknown() -> None:
+    """Equal(S, 5) holds at one length only: the values are unknown (not
+    guessed), and an Expand that needs them says so in one line."""
+    nodes = [helper.make_node("Shape", ["x"], ["shape"]),
+             helper.make_node("Equal", ["shape", "five"], ["is_five"]),
+             helper.make_node("Where", ["is_five", "ones", "shape"], ["target"]),
+             helper.make_node("Expand", ["x", "target"], ["y"])]
+    inits = [_int64("five", [1, 5, HIDDEN]), _int64("ones", [1, 1, 1])]
+    model = _model(nodes, inits, [_x()], ["y"], "g")
+    symbolic = infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": 4}), what="g")
+    assert symbolic.tensors["is_five"].values is not None  # S <= 4: never 5
+    with pytest.raises(PyoccError, match=r"^g: symbolic shape inference: Expand at node 'y' needs its "
+                                         r"shape at compile time, and it is computed at run time"):
+        infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": MAXIMUM}), what="g")
+
+
+@pytest.mark.parametrize("graph", NATIVE)
+def test_one_compile_runs_generated_code_like_onnxruntime(graph: str) -> None:
+    model = GRAPHS[graph]()
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    compiled = pyocc.compile(fresh, dims={"sequence": MAXIMUM})
+    assert isinstance(compiled, SymbolicModel)
+    assert compiled.fallback_reason is None and compiled.numpy_sites == 0 and compiled.native_sites > 0
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for s in LENGTHS:
+        inputs = _inputs(model, s)
+        got = compiled.run(inputs)
+        for value, want in zip(got.values(), session.run(None, inputs), strict=True):
+            assert value.shape == want.shape
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=f"{graph} at S={s}")
