@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,7 +54,7 @@ from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
 from pyocc.lowering.native.sizes import SizeContext
-from pyocc.planning.symbolic import Poly, SymbolicPlan
+from pyocc.planning.symbolic import Piece, Poly, SymbolicPlan
 from pyocc.runtime.bridge import aligned_bytes
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -263,6 +263,67 @@ def _shapes(site: dict[str, Any]) -> str:
     return ", ".join("x".join(str(d) for d in s["shape"]) or "scalar" for s in [*specs, *site["outputs"]])
 
 
+def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
+               poly: Callable[[int | Poly], ir.Value]) -> tuple[dict[int, ir.Value], ir.Value]:
+    """The plan's offsets (buffer index -> i64) and pool size at the
+    symbols' values, written at `b` (left at the end of what it wrote):
+    each buffer's offset in placement order (the aligned maximum of the ends
+    of the buffers below it), then the pool size. A plan in pieces picks
+    its piece first, one compare-and-branch per piece bound on the cut
+    symbol (``S <= 4``, ``S <= 32``, else the last piece); each piece's
+    block computes its layout and the values meet in phis."""
+    buffers = plan.problem.buffers
+    sizes = [poly(buffer.size) for buffer in buffers]  # in the entry block: shared by the pieces
+
+    def layout(piece: Piece) -> tuple[dict[int, ir.Value], ir.Value]:
+        def umax(x: ir.Value, y: ir.Value) -> ir.Value:
+            return b.select(b.icmp_unsigned(">", x, y), x, y)
+
+        ends: dict[int, ir.Value] = {}
+        offsets: dict[int, ir.Value] = {}
+        for i in piece.order:
+            top: ir.Value = ir.Constant(I64, 0)
+            for c in piece.below[i]:
+                top = umax(top, ends[c])
+            alignment = buffers[i].alignment
+            offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
+                           ir.Constant(I64, alignment)) if alignment > 1 else top
+            offsets[i] = offset
+            ends[i] = b.add(offset, sizes[i])
+        pool_bytes: ir.Value = ir.Constant(I64, 0)
+        for end in ends.values():
+            pool_bytes = umax(pool_bytes, end)
+        return offsets, pool_bytes
+
+    if plan.split is None:
+        return layout(plan.pieces[0])
+    value = poly(Poly.symbol(plan.split))
+    blocks = [function.append_basic_block(f"piece{k}") for k in range(len(plan.pieces))]
+    done = function.append_basic_block("plan_done")
+    for k, piece in enumerate(plan.pieces[:-1]):
+        last = k == len(plan.pieces) - 2
+        otherwise = blocks[-1] if last else function.append_basic_block(f"after_piece{k}")
+        b.cbranch(b.icmp_unsigned("<=", value, ir.Constant(I64, piece.ranges[plan.split][1])), blocks[k], otherwise)
+        if not last:
+            b.position_at_end(otherwise)
+    results: list[tuple[ir.Block, dict[int, ir.Value], ir.Value]] = []
+    for block, piece in zip(blocks, plan.pieces, strict=True):
+        b.position_at_end(block)
+        offsets, pool_bytes = layout(piece)
+        results.append((b.block, offsets, pool_bytes))
+        b.branch(done)
+    b.position_at_end(done)
+
+    def meet(values: Sequence[ir.Value], name: str) -> ir.Value:
+        phi = b.phi(I64, name=name)
+        for (block, _, _), incoming in zip(results, values, strict=True):
+            phi.add_incoming(incoming, block)
+        return phi
+
+    offsets = {i: meet([r[1][i] for r in results], f"offset{i}") for i in range(len(buffers))}
+    return offsets, meet([r[2] for r in results], "pool_bytes")
+
+
 def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_functions: Sequence[ir.Function],
               weight_of: Mapping[int, int], weights: Sequence[np.ndarray], plan: SymbolicPlan,
               names: Sequence[str], ranges: Mapping[str, tuple[int, int]]) -> None:
@@ -280,22 +341,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
     def umax(x: ir.Value, y: ir.Value) -> ir.Value:
         return b.select(b.icmp_unsigned(">", x, y), x, y)
 
-    # the plan: offsets in placement order, then the pool size
-    buffers = plan.problem.buffers
-    ends: dict[int, ir.Value] = {}
-    offsets: dict[int, ir.Value] = {}
-    for i in plan.order:
-        top: ir.Value = ir.Constant(I64, 0)
-        for c in plan.below[i]:
-            top = umax(top, ends[c])
-        alignment = buffers[i].alignment
-        offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
-                       ir.Constant(I64, alignment)) if alignment > 1 else top
-        offsets[i] = offset
-        ends[i] = b.add(offset, poly(buffers[i].size))
-    pool_bytes: ir.Value = ir.Constant(I64, 0)
-    for end in ends.values():
-        pool_bytes = umax(pool_bytes, end)
+    offsets, pool_bytes = _emit_plan(function, b, plan, poly)
     rounded = b.mul(b.udiv(b.add(umax(pool_bytes, ir.Constant(I64, 1)), ir.Constant(I64, ALIGNMENT - 1)),
                            ir.Constant(I64, ALIGNMENT)), ir.Constant(I64, ALIGNMENT))
     aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")
