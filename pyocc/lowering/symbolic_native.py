@@ -53,7 +53,7 @@ import numpy as np
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
-from pyocc.lowering.native.sizes import SizeContext
+from pyocc.lowering.native.sizes import SizeContext, StaticSizeError
 from pyocc.planning.symbolic import Piece, Poly, SymbolicPlan
 from pyocc.runtime.bridge import aligned_bytes
 
@@ -205,7 +205,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
     pool, _ = pack_weights(weights)
     try:
         text = str(module)
-    except TypeError as e:  # a run-time Size written as a constant by an emitter
+    except StaticSizeError as e:  # a run-time Size written as a constant by an emitter
         raise NotNativeProgram(f"a kernel needs a static size: {e}") from None
     args = [s for s in steps if s[0] == "arg"]
     return SymbolicNative(text, f"{symbol}_run", pool, [s[2] for s in args if not s[3]],
@@ -250,7 +250,7 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
     emitted = {**sized, "run_time_symbols": slots} if symbolic else at_maximum
     try:
         kernel.emit(module, symbol, emitted)
-    except (NotNative, TypeError, AttributeError, AssertionError, ValueError) as e:
+    except (NotNative, StaticSizeError) as e:  # anything else from an emitter is a bug: it propagates
         raise NotNativeProgram(f"the native {site['kernel']} kernel cannot take the run-time shapes "
                                f"{_shapes(site)}: {e}") from None
     function = module.globals[symbol]
