@@ -432,7 +432,8 @@ class SymbolicPlan:
 
     def piece_problem(self, index: int) -> SymbolicProblem:
         """The problem over piece ``index``'s sub-range."""
-        return self.problem.within(self.pieces[index].ranges)
+        ranges = self.pieces[index].ranges
+        return self.problem if ranges == self.problem.ranges else self.problem.within(ranges)
 
     def offsets(self, values: Mapping[str, int]) -> dict[str, int]:
         """Every buffer's offset at one value of every symbol."""
