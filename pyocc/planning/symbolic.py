@@ -50,12 +50,12 @@ planner chooses the cuts:
 
 A part that is a single value is a static problem: its candidates are the
 static plans at that value. Everything is deterministic (no time budget
-decides anything in practice, as below), so the same problem always gets
-the same pieces. Only problems with one symbol are cut (with several, the
-pieces would be boxes and their number would multiply); the others get one
-piece, as before. Measured on tests/graphs.py's graphs (docs/memory.md),
-two or three pieces bring every value of 1..512 within 2% of the static
-plan.
+decides anything in practice, see ``SEARCH_ALGORITHM``), so the same
+problem always gets the same pieces. Only problems with one symbol are cut
+(with several, the pieces would be boxes and their number would multiply);
+the others get one piece, as before. Measured on tests/graphs.py's graphs
+at 1..512 (docs/memory.md): one piece for the encoder, two for the
+others, and every value within 1.6% of the best static plan.
 
 The verifier checks that the pieces cover the range exactly, in order, and
 every piece over its own sub-range as above.
