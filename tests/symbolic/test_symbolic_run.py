@@ -125,6 +125,25 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
     assert counter.calls > 0
 
 
+def test_the_json_lists_the_pieces(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
+    """`pyocc plan --dim ... --format json`'s document: one entry per piece
+    with its range and pool formula; `activation_bytes_expr` names the
+    pieces' bounds when their formulas differ (GPT-2-style: they do)."""
+    name, _, symbolic = compiled
+    plan = symbolic.lowered.plan
+    document = symbolic.lowered.to_json()
+    assert [p["symbols"]["sequence"] for p in document["pieces"]] == [list(p.ranges["sequence"])
+                                                                      for p in plan.pieces]
+    formulas = [p["activation_bytes_expr"] for p in document["pieces"]]
+    if len(set(formulas)) == 1:
+        assert document["activation_bytes_expr"] == formulas[0]
+    else:
+        parts = [f"sequence <= {p['symbols']['sequence'][1]}: {f}"
+                 for p, f in zip(document["pieces"][:-1], formulas[:-1], strict=True)]
+        assert document["activation_bytes_expr"] == "; ".join([*parts, f"else: {formulas[-1]}"])
+    assert name != "gpt2" or len(set(formulas)) > 1
+
+
 def test_a_wrong_dtype_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     name, _, symbolic = compiled
     inputs = inputs_at(name, 5, np.random.default_rng(0))
