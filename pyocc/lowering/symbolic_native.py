@@ -15,7 +15,9 @@ From them this module writes one llvmlite module with
 reads off the input shapes. Once per run the function evaluates, as LLVM
 integer arithmetic on those values, every planned buffer's size, its
 offset (in the plan's placement order: the aligned maximum of the ends of
-the buffers below it) and the pool size; allocates the pool (one
+the buffers below it) and the pool size (a plan in pieces first branches
+to its piece's layout: one compare per piece bound on the cut symbol);
+allocates the pool (one
 `aligned_alloc`, counted in `state` like the static models' allocations:
 calls, frees, bytes now, peak); points every buffer, view and subview at
 its offset; copies what the program copies; and calls one native kernel
