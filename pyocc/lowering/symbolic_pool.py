@@ -152,15 +152,17 @@ def _offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan) -> tuple[SSAV
     inside = [builder.insert(arith.CmpiOp(value, emit.constant(piece.ranges[plan.split][1]), "sle")).result
               for piece in plan.pieces[:-1]]
 
-    def choose(values: list[SSAValue]) -> SSAValue:
+    def choose(values: list[SSAValue], hint: str) -> SSAValue:
         chosen = values[-1]
         for condition, candidate in reversed(list(zip(inside, values[:-1], strict=True))):
             if candidate is not chosen:
                 chosen = builder.insert(arith.SelectOp(condition, candidate, chosen)).result
+                chosen.name_hint = hint
         return chosen
 
-    offsets = {i: choose([layout[1][i] for layout in layouts]) for i in range(len(plan.problem.buffers))}
-    return choose([layout[0] for layout in layouts]), offsets
+    offsets = {i: choose([layout[1][i] for layout in layouts], f"offset_{b.name.replace('#', '_')}")
+               for i, b in enumerate(plan.problem.buffers)}
+    return choose([layout[0] for layout in layouts], "pool_size"), offsets
 
 
 def _piece_offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan,
