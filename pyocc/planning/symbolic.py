@@ -45,8 +45,9 @@ planner chooses the cuts:
    the small values, so the bad values are a prefix ``[low, k]``: one cut
    gives a piece for them and one for the rest; when the last value is
    bad too, just below the first bad one, and when both ends are, just
-   above the worst), plan both parts alone and keep the cut if it lowers
-   the worst ratio; repeat up to ``MAX_PIECES`` pieces.
+   above the worst), plan both parts alone (a part keeps the piece's
+   layout when its own is no closer to the static plans) and keep the cut
+   if it lowers the worst ratio; repeat up to ``MAX_PIECES`` pieces.
 
 A part that is a single value is a static problem: its candidates are the
 static plans at that value. Everything is deterministic (no time budget
@@ -641,8 +642,18 @@ class _Planner:
             last = values[0] - 1
         else:
             last = min(min(values, key=lambda v: (-bad[v], v)), high - 1)
-        return [self.layout(self.problem.within({name: (low, last)})),
-                self.layout(self.problem.within({name: (last + 1, high)}))]
+        parts = []
+        for part in (self.problem.within({name: (low, last)}), self.problem.within({name: (last + 1, high)})):
+            # the piece's own layout still holds over a part: keep it there when
+            # the part's new layout is no closer to the static plans
+            planned = self.layout(part)
+            grid = _grid(part)
+            sizes = [b.size.evaluate_grid(grid) for b in part.buffers]
+            kept = _Layout(Piece(dict(part.ranges), layout.piece.below, layout.piece.order), grid,
+                           _pool(part, sizes, layout.piece.below, layout.piece.order), _max_live(part, sizes))
+            worst = [max(self.bad_values(c).values(), default=0.0) for c in (planned, kept)]
+            parts.append(planned if worst[0] < worst[1] else kept)
+        return parts
 
     def layout(self, problem: SymbolicProblem) -> _Layout:
         """The best candidate layout over `problem`'s range (`plan_symbolic`)."""
