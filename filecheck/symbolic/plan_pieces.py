@@ -79,6 +79,7 @@ else:
 # POOL:       %end_h_0_piece0 = arith.addi
 # POOL:       %end_h_0_piece1 = arith.addi
 # POOL:       %[[IN:.*]] = arith.cmpi sle, %sequence, %c9 : index
-# POOL-NEXT:  %offset_q = arith.select %[[IN]], %offset_q_1_piece0, %offset_q_1_piece1 : index
+# POOL-NEXT:  %offset_{{[a-z]+}} = arith.select %[[IN]], %{{.*}}, %{{.*}} : index
+# POOL:       %offset_qt = arith.select %[[IN]], %offset_qt_2_piece0, %offset_qt_2_piece1 : index
 # POOL:       %pool_size = arith.select %[[IN]], %{{.*}}, %{{.*}} : index
-# POOL-NEXT:  func.return %pool_size, %c0, %offset_q, %offset_qt, %c0 : index, index, index, index, index
+# POOL-NEXT:  func.return %pool_size, {{.*}} : index, index, index, index, index
