@@ -800,7 +800,8 @@ class SymbolicLowering:
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the symbols' ranges, the activation size as a
-        formula (`activation_bytes_expr`) and at the maximum
+        formula (`activation_bytes_expr`, piecewise when the plan is in
+        pieces, which `pieces` lists with their ranges) and at the maximum
         (`activation_bytes`), and every buffer's size and offset formulas."""
         problem = self.plan.problem
         at_max = self.memory_report()
@@ -816,6 +817,9 @@ class SymbolicLowering:
             "weight_bytes": at_max.weight_bytes,
             "io_bytes_expr": str(self.fitted["io_bytes"]),
             "plan_ms": self.plan.plan_ms,
+            "pieces": [{"symbols": {name: list(bounds) for name, bounds in piece.ranges.items()},
+                        "activation_bytes_expr": self.plan.piece_pool_expr(k)}
+                       for k, piece in enumerate(self.plan.pieces)],
             "buffers": [{"name": b.name, "size_expr": str(b.size), "offset_expr": self.plan.offset_expr(i),
                          "first": b.first, "last": b.last, "alignment": b.alignment}
                         for i, b in enumerate(problem.buffers)],

@@ -15,7 +15,9 @@ From them this module writes one llvmlite module with
 reads off the input shapes. Once per run the function evaluates, as LLVM
 integer arithmetic on those values, every planned buffer's size, its
 offset (in the plan's placement order: the aligned maximum of the ends of
-the buffers below it) and the pool size; allocates the pool (one
+the buffers below it) and the pool size (a plan in pieces first branches
+to its piece's layout: one compare per piece bound on the cut symbol);
+allocates the pool (one
 `aligned_alloc`, counted in `state` like the static models' allocations:
 calls, frees, bytes now, peak); points every buffer, view and subview at
 its offset; copies what the program copies; and calls one native kernel
@@ -43,7 +45,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -53,8 +55,8 @@ import numpy as np
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
-from pyocc.lowering.native.sizes import SizeContext
-from pyocc.planning.symbolic import Poly, SymbolicPlan
+from pyocc.lowering.native.sizes import SizeContext, StaticSizeError
+from pyocc.planning.symbolic import Piece, Poly, SymbolicPlan
 from pyocc.runtime.bridge import aligned_bytes
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
@@ -205,7 +207,7 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
     pool, _ = pack_weights(weights)
     try:
         text = str(module)
-    except TypeError as e:  # a run-time Size written as a constant by an emitter
+    except StaticSizeError as e:  # a run-time Size written as a constant by an emitter
         raise NotNativeProgram(f"a kernel needs a static size: {e}") from None
     args = [s for s in steps if s[0] == "arg"]
     return SymbolicNative(text, f"{symbol}_run", pool, [s[2] for s in args if not s[3]],
@@ -256,7 +258,7 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
     emitted = {**sized, "run_time_symbols": slots} if symbolic else at_maximum
     try:
         kernel.emit(module, symbol, emitted)
-    except (NotNative, TypeError, AttributeError, AssertionError, ValueError) as e:
+    except (NotNative, StaticSizeError) as e:  # anything else from an emitter is a bug: it propagates
         raise NotNativeProgram(f"the native {site['kernel']} kernel cannot take the run-time shapes "
                                f"{_shapes(site)}: {e}") from None
     function = module.globals[symbol]
@@ -267,6 +269,67 @@ def emit_site(module: ir.Module, symbol: str, site: dict[str, Any],
 def _shapes(site: dict[str, Any]) -> str:
     specs = [s for spec in site["inputs"] if spec is not None for s in (spec if isinstance(spec, list) else [spec])]
     return ", ".join("x".join(str(d) for d in s["shape"]) or "scalar" for s in [*specs, *site["outputs"]])
+
+
+def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
+               poly: Callable[[int | Poly], ir.Value]) -> tuple[dict[int, ir.Value], ir.Value]:
+    """The plan's offsets (buffer index -> i64) and pool size at the
+    symbols' values, written at `b` (left at the end of what it wrote):
+    each buffer's offset in placement order (the aligned maximum of the ends
+    of the buffers below it), then the pool size. A plan in pieces picks
+    its piece first, one compare-and-branch per piece bound on the cut
+    symbol (``S <= 4``, ``S <= 32``, else the last piece); each piece's
+    block computes its layout and the values meet in phis."""
+    buffers = plan.problem.buffers
+    sizes = [poly(buffer.size) for buffer in buffers]  # in the entry block: shared by the pieces
+
+    def layout(piece: Piece) -> tuple[dict[int, ir.Value], ir.Value]:
+        def umax(x: ir.Value, y: ir.Value) -> ir.Value:
+            return b.select(b.icmp_unsigned(">", x, y), x, y)
+
+        ends: dict[int, ir.Value] = {}
+        offsets: dict[int, ir.Value] = {}
+        for i in piece.order:
+            top: ir.Value = ir.Constant(I64, 0)
+            for c in piece.below[i]:
+                top = umax(top, ends[c])
+            alignment = buffers[i].alignment
+            offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
+                           ir.Constant(I64, alignment)) if alignment > 1 else top
+            offsets[i] = offset
+            ends[i] = b.add(offset, sizes[i])
+        pool_bytes: ir.Value = ir.Constant(I64, 0)
+        for end in ends.values():
+            pool_bytes = umax(pool_bytes, end)
+        return offsets, pool_bytes
+
+    if plan.split is None:
+        return layout(plan.pieces[0])
+    value = poly(Poly.symbol(plan.split))
+    blocks = [function.append_basic_block(f"piece{k}") for k in range(len(plan.pieces))]
+    done = function.append_basic_block("plan_done")
+    for k, piece in enumerate(plan.pieces[:-1]):
+        last = k == len(plan.pieces) - 2
+        otherwise = blocks[-1] if last else function.append_basic_block(f"after_piece{k}")
+        b.cbranch(b.icmp_unsigned("<=", value, ir.Constant(I64, piece.ranges[plan.split][1])), blocks[k], otherwise)
+        if not last:
+            b.position_at_end(otherwise)
+    results: list[tuple[ir.Block, dict[int, ir.Value], ir.Value]] = []
+    for block, piece in zip(blocks, plan.pieces, strict=True):
+        b.position_at_end(block)
+        offsets, pool_bytes = layout(piece)
+        results.append((b.block, offsets, pool_bytes))
+        b.branch(done)
+    b.position_at_end(done)
+
+    def meet(values: Sequence[ir.Value], name: str) -> ir.Value:
+        phi = b.phi(I64, name=name)
+        for (block, _, _), incoming in zip(results, values, strict=True):
+            phi.add_incoming(incoming, block)
+        return phi
+
+    offsets = {i: meet([r[1][i] for r in results], f"offset{i}") for i in range(len(buffers))}
+    return offsets, meet([r[2] for r in results], "pool_bytes")
 
 
 def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_functions: Sequence[ir.Function],
@@ -286,22 +349,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
     def umax(x: ir.Value, y: ir.Value) -> ir.Value:
         return b.select(b.icmp_unsigned(">", x, y), x, y)
 
-    # the plan: offsets in placement order, then the pool size
-    buffers = plan.problem.buffers
-    ends: dict[int, ir.Value] = {}
-    offsets: dict[int, ir.Value] = {}
-    for i in plan.order:
-        top: ir.Value = ir.Constant(I64, 0)
-        for c in plan.below[i]:
-            top = umax(top, ends[c])
-        alignment = buffers[i].alignment
-        offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
-                       ir.Constant(I64, alignment)) if alignment > 1 else top
-        offsets[i] = offset
-        ends[i] = b.add(offset, poly(buffers[i].size))
-    pool_bytes: ir.Value = ir.Constant(I64, 0)
-    for end in ends.values():
-        pool_bytes = umax(pool_bytes, end)
+    offsets, pool_bytes = _emit_plan(function, b, plan, poly)
     rounded = b.mul(b.udiv(b.add(umax(pool_bytes, ir.Constant(I64, 1)), ir.Constant(I64, ALIGNMENT - 1)),
                            ir.Constant(I64, ALIGNMENT)), ir.Constant(I64, ALIGNMENT))
     aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")

@@ -14,6 +14,10 @@ evaluated once per run:
     end(b)    = offset(b) + size(b)
     pool      = max(end(b) for every b no buffer sits on)
 
+A plan in pieces (one layout per sub-range of a symbol) computes each
+piece's values so and selects them with ``arith.cmpi sle`` on the symbol and
+``arith.select``: the first piece whose upper bound holds.
+
 Only arith ops that xDSL's interpreter runs are used, so tests evaluate the
 function at any value and compare it with ``SymbolicPlan.offsets``.
 
@@ -135,24 +139,54 @@ class _Emitter:
 
 
 def _offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan) -> tuple[SSAValue, dict[int, SSAValue]]:
-    """(pool size, buffer index -> offset) as arith ops, buffers in placement order."""
-    problem = plan.problem
+    """(pool size, buffer index -> offset) as arith ops. A plan in pieces
+    computes every piece's layout and picks each value with the pieces'
+    bounds on the cut symbol (``arith.cmpi sle`` + ``arith.select``, the
+    first piece whose bound holds): straight-line arith that the
+    interpreter runs (generated code branches instead,
+    pyocc.lowering.symbolic_native)."""
+    layouts = [_piece_offsets(builder, emit, plan, k) for k in range(len(plan.pieces))]
+    if plan.split is None:
+        return layouts[0]
+    value = emit.symbols[plan.split]
+    inside = [builder.insert(arith.CmpiOp(value, emit.constant(piece.ranges[plan.split][1]), "sle")).result
+              for piece in plan.pieces[:-1]]
+
+    def choose(values: list[SSAValue], hint: str) -> SSAValue:
+        chosen = values[-1]
+        for condition, candidate in reversed(list(zip(inside, values[:-1], strict=True))):
+            if candidate is not chosen:
+                chosen = builder.insert(arith.SelectOp(condition, candidate, chosen)).result
+                chosen.name_hint = hint
+        return chosen
+
+    offsets = {i: choose([layout[1][i] for layout in layouts], f"offset_{b.name.replace('#', '_')}")
+               for i, b in enumerate(plan.problem.buffers)}
+    return choose([layout[0] for layout in layouts], "pool_size"), offsets
+
+
+def _piece_offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan,
+                   index: int) -> tuple[SSAValue, dict[int, SSAValue]]:
+    """(pool size, buffer index -> offset) of piece `index`'s layout as
+    arith ops, buffers in placement order."""
+    problem, piece = plan.problem, plan.pieces[index]
+    suffix = f"_piece{index}" if len(plan.pieces) > 1 else ""
     ends: dict[int, SSAValue] = {}
     offsets: dict[int, SSAValue] = {}
-    for i in plan.order:
+    for i in piece.order:
         buffer = problem.buffers[i]
         hint = buffer.name.replace("#", "_")
-        if plan.below[i]:
-            offset = emit.align(emit.maximum([ends[c] for c in plan.below[i]]), buffer.alignment)
+        if piece.below[i]:
+            offset = emit.align(emit.maximum([ends[c] for c in piece.below[i]]), buffer.alignment)
             if offset not in ends.values():  # an unaligned offset can be another buffer's end
-                offset.name_hint = f"offset_{hint}"
+                offset.name_hint = f"offset_{hint}{suffix}"
         else:
             offset = emit.constant(0)  # the bottom of the pool
         size = emit.poly(buffer.size)
         end = builder.insert(arith.AddiOp(offset, size)).result
-        end.name_hint = f"end_{hint}"
+        end.name_hint = f"end_{hint}{suffix}"
         offsets[i], ends[i] = offset, end
-    under = {c for cs in plan.below for c in cs}
+    under = {c for cs in piece.below for c in cs}
     return emit.maximum([ends[i] for i in range(len(problem.buffers)) if i not in under]), offsets
 
 

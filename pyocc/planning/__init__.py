@@ -6,7 +6,9 @@ verified ``Plan``. ``plan_pools`` spreads buffers over several named pools
 with size limits (pools.py). ``problem_to_json``/``plan_to_json`` and the ``plan-json``
 command (cli.py) let other compilers use it through files. ``plan_symbolic``
 plans buffers whose sizes are polynomials in symbols (a sequence length):
-one plan, offsets as formulas, valid for every value in range (symbolic.py).
+one plan, offsets as formulas, valid for every value in range, in a few
+pieces (sub-ranges with their own layout) where one layout would waste
+memory at some values (symbolic.py).
 ``fit_flexible`` sizes flexible buffers (kernel scratch) to a plan's slack (fit.py).
 """
 
@@ -35,7 +37,7 @@ from .serialize import (
     symbolic_plan_to_json,
     symbolic_problem_from_json,
 )
-from .symbolic import Poly, SymbolicBuffer, SymbolicPlan, SymbolicProblem, plan_symbolic, verify_symbolic_plan
+from .symbolic import Piece, Poly, SymbolicBuffer, SymbolicPlan, SymbolicProblem, plan_symbolic, verify_symbolic_plan
 from .verify import verify_plan
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "Poly",
     "Problem",
     "SymbolicBuffer",
+    "Piece",
     "SymbolicPlan",
     "SymbolicProblem",
     "lower_bound",

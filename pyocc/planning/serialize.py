@@ -46,13 +46,19 @@ polynomials in them, ``"size": "48*S^2 + 3072*S"``; ``pools`` and
     {"format": "pyocc-symbolic-solution", "version": 1,
      "symbols": {"S": [1, 512]}, "pool_size_expr": "max(end(x), end(y))",
      "pool_size": 18874368, "order": ["s0", ...],
+     "pieces": [{"symbols": {"S": [1, 512]}, "pool_size_expr": "max(end(x), end(y))",
+                 "order": ["s0", ...]}],
      "buffers": [{"name": "x", "size_expr": "3072*S",
                   "offset_expr": "align(max(end(s0), end(f0)), 64)",
                   "offset": 12582912}, ...],
      "verified_points": 512, "plan_ms": 450.0}
 
-``pool_size`` and every ``offset`` are the values at the symbols' maximum;
-``end(b)`` is ``b``'s offset plus its size.
+``pool_size``, every ``offset`` and ``order`` are those at the symbols'
+maximum; ``end(b)`` is ``b``'s offset plus its size. A plan cut into pieces
+(one layout per sub-range of one symbol, see symbolic.py) lists each piece's
+range, pool formula and order in ``pieces``, and its formulas are piecewise
+where the pieces differ: ``"S <= 23: align(end(a), 64); else: 0"`` (the
+first piece whose bound holds).
 
 Readers raise ``PlanningError`` with one precise line, e.g.
 ``buffer 3 ('conv1'): 'size' must be a non-negative integer``.
@@ -331,11 +337,16 @@ def symbolic_plan_to_json(plan: SymbolicPlan) -> dict[str, Any]:
         "symbols": {name: list(bounds) for name, bounds in problem.ranges.items()},
         "pool_size_expr": plan.pool_expr(),
         "pool_size": plan.pool_bytes(maximum),
-        "order": [problem.buffers[i].name for i in plan.order],
+        "order": [problem.buffers[i].name for i in plan.pieces[plan.piece_index(maximum)].order],
+        "pieces": [
+            {"symbols": {name: list(bounds) for name, bounds in piece.ranges.items()},
+             "pool_size_expr": plan.piece_pool_expr(k), "order": [problem.buffers[i].name for i in piece.order]}
+            for k, piece in enumerate(plan.pieces)
+        ],
         "buffers": [
             {"name": b.name, "size_expr": str(b.size), "offset_expr": plan.offset_expr(i), "offset": at_max[b.name]}
             for i, b in enumerate(problem.buffers)
         ],
-        "verified_points": len(problem.check_points()),
+        "verified_points": sum(len(plan.piece_problem(k).check_points()) for k in range(len(plan.pieces))),
         "plan_ms": round(plan.plan_ms, 3),
     }

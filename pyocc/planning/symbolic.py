@@ -22,6 +22,44 @@ does once per run.
 of the range when it has at most ``GRID_LIMIT`` points, and otherwise at the
 range's ends and at every value where two buffer sizes cross (the only
 places where the order of two sizes, and so the plan's shape, can change).
+
+Pieces. One layout for the whole range is chosen where the memory is (the
+top of the range) and pays for it at the smallest values, where alignment
+padding and constant blocks are most of the pool: the test BERT-style
+encoder's one layout is 1.29x the static plan at S = 1 and still 1.2x at
+S = 8. So a plan is a few *pieces*: the range of one symbol is cut into
+consecutive sub-ranges, each with its own layout (below-sets and order)
+valid over it, and generated code picks the piece with one
+compare-and-branch per run (``S <= 4``, ``S <= 32``, else the last). The
+planner chooses the cuts:
+
+1. plan the whole range as one piece (the candidates below);
+2. find the values where a piece's pool exceeds the best static plan of
+   that value by more than ``SPLIT_THRESHOLD``. The static plan is the one
+   the candidates use (``STATIC_ALGORITHMS`` and the search), made only
+   where the piece's pool exceeds the max-live bound by the threshold (the
+   static plan is never below it) and at most at ``STATIC_CHECKS`` values
+   (the worst ones against the bound first), so a plan that meets the
+   bound costs nothing more;
+3. cut the worst piece just above its last bad value (the excess sits at
+   the small values, so the bad values are a prefix ``[low, k]``: one cut
+   gives a piece for them and one for the rest; when the last value is
+   bad too, just below the first bad one, and when both ends are, just
+   above the worst), plan both parts alone (a part keeps the piece's
+   layout when its own is no closer to the static plans) and keep the cut
+   if it lowers the worst ratio; repeat up to ``MAX_PIECES`` pieces.
+
+A part that is a single value is a static problem: its candidates are the
+static plans at that value. Everything is deterministic (no time budget
+decides anything in practice, see ``SEARCH_ALGORITHM``), so the same
+problem always gets the same pieces. Only problems with one symbol are cut
+(with several, the pieces would be boxes and their number would multiply);
+the others get one piece, as before. Measured on tests/graphs.py's graphs
+at 1..512 (docs/memory.md): one piece for the encoder, two for the
+others, and every value within 1.6% of the best static plan.
+
+The verifier checks that the pieces cover the range exactly, in order, and
+every piece over its own sub-range as above.
 """
 
 from __future__ import annotations
@@ -56,6 +94,12 @@ SEARCH_BUFFER_LIMIT = 400
 """Problems with more buffers skip the search (its steps grow with the buffers)."""
 SCORE_SAMPLES = 64
 """Values per symbol a plan is scored at when its range is larger than ``GRID_LIMIT``."""
+SPLIT_THRESHOLD = 0.02
+"""A piece is cut where its pool exceeds the best static plan by more than this fraction."""
+MAX_PIECES = 4
+"""The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
+STATIC_CHECKS = 32
+"""The most values a static plan is made at to look for cuts, per problem."""
 
 Monomial = tuple[tuple[str, int], ...]
 """Sorted (symbol, power) pairs; () is the constant term."""
@@ -249,6 +293,7 @@ class SymbolicProblem:
             if not isinstance(buffer.alignment, int) or buffer.alignment < 1:
                 raise PlanningError(f"buffer {buffer.name!r}: alignment must be an integer >= 1")
         points = self.check_points()
+        object.__setattr__(self, "_points", points)
         grid = {name: np.array([p[name] for p in points], dtype=np.int64) for name in self.symbols}
         for buffer in self.buffers:
             negative = np.flatnonzero(buffer.size.evaluate_grid(grid) < 0)
@@ -274,11 +319,21 @@ class SymbolicProblem:
         return Problem(tuple(Buffer(b.name, b.size.evaluate(values), b.first, b.last, b.alignment)
                              for b in self.buffers))
 
+    def within(self, ranges: Mapping[str, tuple[int, int]]) -> SymbolicProblem:
+        """The same buffers over sub-ranges of the symbols (a piece's problem)."""
+        for name, (low, high) in ranges.items():
+            if name not in self.ranges or not self.ranges[name][0] <= low <= high <= self.ranges[name][1]:
+                raise PlanningError(f"symbol {name!r}: {low}..{high} is not within the problem's range")
+        return SymbolicProblem(self.buffers, {**self.ranges, **ranges})
+
     def check_points(self) -> list[dict[str, int]]:
         """The values a plan is checked at: the whole range when it has at
         most ``GRID_LIMIT`` points; otherwise every corner of the ranges and,
         per symbol (the others at each of their ends), every integer next to
-        a value where two sizes cross."""
+        a value where two sizes cross. Computed once per problem."""
+        cached: list[dict[str, int]] | None = getattr(self, "_points", None)
+        if cached is not None:
+            return [dict(p) for p in cached]
         names = self.symbols
         if self.points() <= GRID_LIMIT:
             axes = [range(low, high + 1) for low, high in (self.ranges[n] for n in names)]
@@ -329,23 +384,66 @@ def _show(values: Mapping[str, int]) -> str:
 
 
 @dataclass(frozen=True)
-class SymbolicPlan:
-    """Offsets as expressions: buffer ``i`` sits at the aligned top of the
-    buffers ``below[i]``; ``order`` is a placement order (every buffer after
-    those below it), the order in which generated code evaluates them."""
+class Piece:
+    """One layout of a symbolic plan and the sub-range it is valid over:
+    buffer ``i`` sits at the aligned top of the buffers ``below[i]``;
+    ``order`` is a placement order (every buffer after those below it), the
+    order in which generated code evaluates them."""
 
-    problem: SymbolicProblem
+    ranges: Mapping[str, tuple[int, int]]
+    """symbol -> (low, high), inclusive: the values this layout is used for."""
     below: tuple[tuple[int, ...], ...]
     order: tuple[int, ...]
+
+    def contains(self, values: Mapping[str, int]) -> bool:
+        """Whether every symbol's value is in this piece's range."""
+        return all(low <= values[name] <= high for name, (low, high) in self.ranges.items())
+
+
+@dataclass(frozen=True)
+class SymbolicPlan:
+    """Offsets as expressions, in one or more pieces: consecutive sub-ranges
+    of one symbol (``split``), each with its own layout (see the module
+    docstring). ``SymbolicPlan.single`` makes a one-piece plan."""
+
+    problem: SymbolicProblem
+    pieces: tuple[Piece, ...]
     plan_ms: float = field(default=0.0, compare=False)
+
+    @staticmethod
+    def single(problem: SymbolicProblem, below: tuple[tuple[int, ...], ...], order: tuple[int, ...],
+               plan_ms: float = 0.0) -> SymbolicPlan:
+        """The plan with one layout over the problem's whole range."""
+        return SymbolicPlan(problem, (Piece(dict(problem.ranges), below, order),), plan_ms)
+
+    @property
+    def split(self) -> str | None:
+        """The symbol the pieces cut (None for one piece)."""
+        if len(self.pieces) < 2:
+            return None
+        first = self.pieces[0].ranges
+        return next(n for n in self.problem.symbols if first[n] != self.problem.ranges[n])
+
+    def piece_index(self, values: Mapping[str, int]) -> int:
+        """The index of the piece whose range holds ``values`` (ValueError if none does)."""
+        for index, piece in enumerate(self.pieces):
+            if piece.contains(values):
+                return index
+        raise ValueError(f"{_show(values)} is outside the plan's range")
+
+    def piece_problem(self, index: int) -> SymbolicProblem:
+        """The problem over piece ``index``'s sub-range."""
+        ranges = self.pieces[index].ranges
+        return self.problem if ranges == self.problem.ranges else self.problem.within(ranges)
 
     def offsets(self, values: Mapping[str, int]) -> dict[str, int]:
         """Every buffer's offset at one value of every symbol."""
+        piece = self.pieces[self.piece_index(values)]
         buffers = self.problem.buffers
         ends: dict[int, int] = {}
         offsets: dict[str, int] = {}
-        for i in self.order:
-            top = max((ends[c] for c in self.below[i]), default=0)
+        for i in piece.order:
+            top = max((ends[c] for c in piece.below[i]), default=0)
             alignment = buffers[i].alignment
             offset = -(-top // alignment) * alignment
             offsets[buffers[i].name] = offset
@@ -363,24 +461,47 @@ class SymbolicPlan:
         pool = max((offsets[b.name] + b.size.evaluate(values) for b in self.problem.buffers), default=0)
         return Plan(offsets, pool, "symbolic", False, 0.0)
 
-    def offset_expr(self, index: int) -> str:
-        """Buffer ``index``'s offset as a formula over the others' ends,
-        e.g. ``align(max(end(a), end(b)), 64)``; ``0`` at the bottom."""
+    def piece_offset_expr(self, piece: int, index: int) -> str:
+        """Buffer ``index``'s offset in piece ``piece`` as a formula over
+        the others' ends, e.g. ``align(max(end(a), end(b)), 64)``; ``0`` at
+        the bottom."""
         buffer = self.problem.buffers[index]
-        names = [f"end({self.problem.buffers[c].name})" for c in self.below[index]]
+        names = [f"end({self.problem.buffers[c].name})" for c in self.pieces[piece].below[index]]
         if not names:
             return "0"
         top = names[0] if len(names) == 1 else f"max({', '.join(names)})"
         return top if buffer.alignment == 1 else f"align({top}, {buffer.alignment})"
 
-    def pool_expr(self) -> str:
-        """The pool size as a formula: the max of the ends of the buffers no
-        other buffer sits on."""
-        under = {c for cs in self.below for c in cs}
+    def piece_pool_expr(self, piece: int) -> str:
+        """Piece ``piece``'s pool size as a formula: the max of the ends of
+        the buffers no other buffer sits on there."""
+        under = {c for cs in self.pieces[piece].below for c in cs}
         tops = [f"end({b.name})" for i, b in enumerate(self.problem.buffers) if i not in under]
         if not tops:
             return "0"
         return tops[0] if len(tops) == 1 else f"max({', '.join(tops)})"
+
+    def offset_expr(self, index: int) -> str:
+        """Buffer ``index``'s offset as a formula (`piece_offset_expr`);
+        piecewise (`piecewise`) when the pieces differ."""
+        return self.piecewise([self.piece_offset_expr(k, index) for k in range(len(self.pieces))])
+
+    def pool_expr(self) -> str:
+        """The pool size as a formula (`piece_pool_expr`); piecewise
+        (`piecewise`) when the pieces differ."""
+        return self.piecewise([self.piece_pool_expr(k) for k in range(len(self.pieces))])
+
+    def piecewise(self, formulas: Sequence[str]) -> str:
+        """One formula per piece as one text: the formula itself when all
+        are the same, else ``S <= 4: A; S <= 32: B; else: C`` (the first
+        piece whose bound holds; ``split`` is the symbol)."""
+        if len(set(formulas)) == 1:
+            return formulas[0]
+        name = self.split
+        assert name is not None
+        parts = [f"{name} <= {piece.ranges[name][1]}: {formula}"
+                 for piece, formula in zip(self.pieces[:-1], formulas[:-1], strict=True)]
+        return "; ".join([*parts, f"else: {formulas[-1]}"])
 
 
 # ---------------------------------------------------------------------------
@@ -405,10 +526,13 @@ def _grid(problem: SymbolicProblem) -> dict[str, np.ndarray]:
 
 
 def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
-    """One plan valid for every value in range, verified before it is returned.
+    """One plan valid for every value in range, in pieces where one layout
+    is more than ``SPLIT_THRESHOLD`` over the static plans (see the module
+    docstring); verified before it is returned.
 
-    Candidates, each from one *reference point* (the first, last and
-    quartile check points):
+    Each piece's layout is the best of these candidates, each from one
+    *reference point* (the first, last and quartile check points of the
+    piece):
     - the static plans at that point (``STATIC_ALGORITHMS``, and at the
       last point also ``SEARCH_ALGORITHM``) made symbolic:
       each buffer sits on the conflicting buffers under it there; valid at
@@ -416,52 +540,167 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
     - greedy by size at that point, each buffer in the lowest gap there
       that stays a gap at every point of the range (gaps only when the
       check points are the whole range).
-    The plan kept is the one whose pool is closest to the max-live lower
+    The layout kept is the one whose pool is closest to the max-live lower
     bound at its worst check point. Raises
     ``PlanError`` if verification fails (a bug, never expected)."""
     start = time.perf_counter()
-    grid = _grid(problem)
-    sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
-    bound = _max_live(problem, sizes)
-    length = len(bound)
-    references = sorted({length - 1, 0, length // 4, length // 2, (3 * length) // 4})
-    points = [{name: int(grid[name][r]) for name in problem.symbols} for r in references]
-    candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
-    candidates += [_stacked(problem, sizes, problem.at(point), algorithm)
-                   for point in points for algorithm in STATIC_ALGORITHMS]
-    if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
-        candidates.append(_stacked(problem, sizes, problem.at(points[-1]), SEARCH_ALGORITHM))
-    # alignment padding (at most one alignment per buffer) is all there is
-    # to a plan at tiny sizes: score the ratio over the bound plus that slack,
-    # so that bytes of padding at S = 1 do not outweigh percent at S = 512
-    slack = sum(b.alignment - 1 for b in problem.buffers)
-    best: tuple[float, tuple[tuple[int, ...], ...], tuple[int, ...]] | None = None
-    for below, order, pool in candidates:
-        score = float(np.max(pool / (bound + max(slack, 1))))
-        if best is None or score < best[0]:
-            best = (score, below, order)
-    assert best is not None
-    plan = SymbolicPlan(problem, best[1], best[2], (time.perf_counter() - start) * 1e3)
+    pieces = _Planner(problem).pieces()
+    plan = SymbolicPlan(problem, tuple(pieces), (time.perf_counter() - start) * 1e3)
     verify_symbolic_plan(plan)
     return plan
 
 
-def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], static: Problem,
-             algorithm: str) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray]:
-    """(below, order, pool at every grid point) of the static plan of
-    `static` (the problem at one point) by `algorithm` made symbolic: every
-    buffer sits on the conflicting buffers under it in that plan. Sorted by (offset, end),
+@dataclass
+class _Layout:
+    """A piece's layout and what the search for cuts reads off it: the
+    piece's scoring grid, and its pool and max-live bound there."""
+
+    piece: Piece
+    grid: dict[str, np.ndarray]
+    pool: np.ndarray
+    bound: np.ndarray
+
+
+class _Planner:
+    """One `plan_symbolic` call: the problem, and the static plans made so
+    far (by value and algorithm), which every piece's candidates and the
+    search for cuts share."""
+
+    def __init__(self, problem: SymbolicProblem) -> None:
+        self.problem = problem
+        self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
+        self.checks_left = STATIC_CHECKS
+
+    def static(self, values: Mapping[str, int], algorithm: str) -> Plan:
+        """The static plan at `values` by `algorithm` (made once)."""
+        key = (tuple(sorted(values.items())), algorithm)
+        if key not in self.static_plans:
+            self.static_plans[key] = plan_memory(self.problem.at(values), algorithm,
+                                                 time_budget_ms=SEARCH_BUDGET_MS)
+        return self.static_plans[key]
+
+    def algorithms(self) -> tuple[str, ...]:
+        """The static planners a value's best static plan is the best of."""
+        search = len(self.problem.buffers) <= SEARCH_BUFFER_LIMIT
+        return (*STATIC_ALGORITHMS, *((SEARCH_ALGORITHM,) if search else ()))
+
+    def pieces(self) -> list[Piece]:
+        """The plan's pieces: the whole range, cut where a piece is more than
+        ``SPLIT_THRESHOLD`` over the best static plan (module docstring)."""
+        layouts = [self.layout(self.problem)]
+        if len(self.problem.symbols) != 1:
+            return [layouts[0].piece]
+        while len(layouts) < MAX_PIECES:
+            bad = [self.bad_values(layout) for layout in layouts]
+            worst = [max(b.values(), default=0.0) for b in bad]
+            cuttable = [k for k, layout in enumerate(layouts) if bad[k] and _width(layout.piece) > 1]
+            if not cuttable:
+                break
+            k = max(cuttable, key=lambda j: (worst[j], -j))
+            parts = self.cut(layouts[k], bad[k])
+            if max(max(self.bad_values(part).values(), default=0.0) for part in parts) >= worst[k]:
+                break  # the cut does not help: keep one piece there
+            layouts[k:k + 1] = parts
+        return [layout.piece for layout in layouts]
+
+    def bad_values(self, layout: _Layout) -> dict[int, float]:
+        """value -> pool / best static pool at the values of the piece's
+        (one-symbol) grid where that ratio exceeds ``1 + SPLIT_THRESHOLD``.
+        Only values whose pool exceeds the max-live bound by the threshold
+        can be (a static plan is never below the bound); static plans are
+        made at most at ``STATIC_CHECKS`` values per problem, the worst
+        against the bound first."""
+        (name, values), = layout.grid.items()
+        limit = 1.0 + SPLIT_THRESHOLD
+        assert self.problem.symbols == (name,)
+        suspects = np.flatnonzero(layout.pool > limit * layout.bound)
+        ranked = sorted(suspects, key=lambda j: (-float(layout.pool[j] / layout.bound[j]), int(values[j])))
+        result: dict[int, float] = {}
+        for j in ranked:
+            value = int(values[j])
+            if ((name, value), STATIC_ALGORITHMS[0]) not in self.static_plans:
+                if self.checks_left == 0:
+                    continue
+                self.checks_left -= 1
+            pool = int(layout.pool[j])
+            # the search (the slow one) only where the heuristics leave the value good
+            best = min(self.static({name: value}, a).pool_size for a in STATIC_ALGORITHMS)
+            if pool <= limit * best:
+                best = min(self.static({name: value}, a).pool_size for a in self.algorithms())
+            if pool > limit * best:
+                result[value] = pool / max(best, 1)
+        return result
+
+    def cut(self, layout: _Layout, bad: Mapping[int, float]) -> list[_Layout]:
+        """The piece of `layout` cut in two around its bad values (module
+        docstring), each part with its own layout."""
+        (name, (low, high)), = layout.piece.ranges.items()
+        values = sorted(bad)
+        if values[-1] < high:
+            last = values[-1]
+        elif values[0] > low:
+            last = values[0] - 1
+        else:
+            last = min(min(values, key=lambda v: (-bad[v], v)), high - 1)
+        parts = []
+        for part in (self.problem.within({name: (low, last)}), self.problem.within({name: (last + 1, high)})):
+            # the piece's own layout still holds over a part: keep it there when
+            # the part's new layout is no closer to the static plans
+            planned = self.layout(part)
+            grid = _grid(part)
+            sizes = [b.size.evaluate_grid(grid) for b in part.buffers]
+            kept = _Layout(Piece(dict(part.ranges), layout.piece.below, layout.piece.order), grid,
+                           _pool(part, sizes, layout.piece.below, layout.piece.order), _max_live(part, sizes))
+            worst = [max(self.bad_values(c).values(), default=0.0) for c in (planned, kept)]
+            parts.append(planned if worst[0] < worst[1] else kept)
+        return parts
+
+    def layout(self, problem: SymbolicProblem) -> _Layout:
+        """The best candidate layout over `problem`'s range (`plan_symbolic`)."""
+        grid = _grid(problem)
+        sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
+        bound = _max_live(problem, sizes)
+        length = len(bound)
+        references = sorted({length - 1, 0, length // 4, length // 2, (3 * length) // 4})
+        points = [{name: int(grid[name][r]) for name in problem.symbols} for r in references]
+        candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
+        candidates += [_stacked(problem, sizes, point, self.static(point, algorithm))
+                       for point in points for algorithm in STATIC_ALGORITHMS]
+        if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
+            candidates.append(_stacked(problem, sizes, points[-1], self.static(points[-1], SEARCH_ALGORITHM)))
+        # alignment padding (at most one alignment per buffer) is all there is
+        # to a plan at tiny sizes: score the ratio over the bound plus that slack,
+        # so that bytes of padding at S = 1 do not outweigh percent at S = 512
+        slack = sum(b.alignment - 1 for b in problem.buffers)
+        best: tuple[float, tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray] | None = None
+        for below, order, pool in candidates:
+            score = float(np.max(pool / (bound + max(slack, 1))))
+            if best is None or score < best[0]:
+                best = (score, below, order, pool)
+        assert best is not None
+        return _Layout(Piece(dict(problem.ranges), best[1], best[2]), grid, best[3], bound)
+
+
+def _width(piece: Piece) -> int:
+    """How many values a piece holds."""
+    return math.prod(high - low + 1 for low, high in piece.ranges.values())
+
+
+def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[str, int],
+             plan: Plan) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray]:
+    """(below, order, pool at every grid point) of `plan`, a static plan of
+    the problem at `point`, made symbolic: every buffer sits on the
+    conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
     valid at every point, and at the static plan's own point it is no larger."""
     buffers = problem.buffers
-    plan = plan_memory(static, algorithm, time_budget_ms=SEARCH_BUDGET_MS)
     start = [plan.offsets[b.name] for b in buffers]
-    end = [start[i] + b.size for i, b in enumerate(static.buffers)]
-    order = sorted(range(len(buffers)), key=lambda i: (start[i], end[i], i))
+    ends = [start[i] + b.size.evaluate(point) for i, b in enumerate(buffers)]
+    order = sorted(range(len(buffers)), key=lambda i: (start[i], ends[i], i))
     below: list[tuple[int, ...]] = [()] * len(buffers)
     placed: list[int] = []
     for i in order:
-        below[i] = tuple(sorted(c for c in placed if buffers[c].overlaps(buffers[i]) and end[c] <= start[i]))
+        below[i] = tuple(sorted(c for c in placed if buffers[c].overlaps(buffers[i]) and ends[c] <= start[i]))
         placed.append(i)
     return tuple(below), tuple(order), _pool(problem, sizes, below, order)
 
@@ -538,10 +777,51 @@ def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], si
 
 
 def verify_symbolic_plan(plan: SymbolicPlan) -> None:
-    """Raise ``PlanError`` unless the plan is valid at every check point of
-    its problem (``SymbolicProblem.check_points``), naming the values."""
-    for point in plan.problem.check_points():
-        try:
-            verify_plan(plan.problem.at(point), plan.at(point))
-        except PlanError as error:
-            raise PlanError(f"at {_show(point)}: {error}") from None
+    """Raise ``PlanError`` unless the pieces cover the problem's range
+    exactly, in order, cutting one symbol, and every piece's layout is
+    valid at every check point of its sub-range
+    (``SymbolicProblem.check_points``), naming the values."""
+    _check_pieces(plan)
+    for index in range(len(plan.pieces)):
+        for point in plan.piece_problem(index).check_points():
+            try:
+                verify_plan(plan.problem.at(point), plan.at(point))
+            except PlanError as error:
+                raise PlanError(f"at {_show(point)}: {error}") from None
+
+
+def _check_pieces(plan: SymbolicPlan) -> None:
+    """PlanError unless the pieces cut one symbol's range into consecutive
+    sub-ranges from its low to its high end, the other symbols whole, and
+    every layout has one below-set per buffer and orders every buffer once,
+    after those below it."""
+    problem = plan.problem
+    if not plan.pieces:
+        raise PlanError("a symbolic plan needs at least one piece")
+    count = len(problem.buffers)
+    for index, piece in enumerate(plan.pieces):
+        if len(piece.below) != count or sorted(piece.order) != list(range(count)):
+            raise PlanError(f"piece {index}: its layout does not place each of the {count} buffers once")
+        position = {b: k for k, b in enumerate(piece.order)}
+        for i, below in enumerate(piece.below):
+            if any(position[c] >= position[i] for c in below):
+                raise PlanError(f"piece {index}: buffer {problem.buffers[i].name!r} is ordered before a buffer "
+                                "it sits on")
+        if set(piece.ranges) != set(problem.ranges):
+            raise PlanError(f"piece {index}: its ranges name other symbols than the problem's")
+    cut = [n for n in problem.symbols if any(p.ranges[n] != problem.ranges[n] for p in plan.pieces)]
+    if len(plan.pieces) > 1 and len(cut) != 1:
+        raise PlanError(f"the pieces must cut exactly one symbol's range, not {len(cut)}")
+    if len(plan.pieces) == 1 and cut:
+        raise PlanError("a plan of one piece must cover the whole range")
+    if cut:
+        name = cut[0]
+        low, high = problem.ranges[name]
+        expected = low
+        for index, piece in enumerate(plan.pieces):
+            first, last = piece.ranges[name]
+            if first != expected or last < first:
+                raise PlanError(f"piece {index}: {name} in {first}..{last} does not start at {expected}")
+            expected = last + 1
+        if expected != high + 1:
+            raise PlanError(f"the pieces end at {name}={expected - 1}, not at {high}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -21,6 +22,7 @@ from pyocc.planning import (
     verify_plan,
     verify_symbolic_plan,
 )
+from pyocc.planning import symbolic
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.problem import PlanError, PlanningError
 
@@ -99,7 +101,7 @@ def test_random_problems_in_two_symbols_verify() -> None:
         problem = SymbolicProblem(tuple(buffers), {"B": (1, 4), "S": (1, 64)})
         plan = plan_symbolic(problem)  # verifies at all 256 points
         again = plan_symbolic(problem)
-        assert (again.below, again.order) == (plan.below, plan.order), "planning is deterministic"
+        assert again.pieces == plan.pieces, "planning is deterministic"
         for point in ({"B": 1, "S": 1}, {"B": 4, "S": 64}, {"B": 2, "S": 33}):
             assert plan.pool_bytes(point) >= lower_bound(problem.at(point)), (trial, point)
 
@@ -110,10 +112,10 @@ def test_the_verifier_names_the_value_where_a_plan_breaks() -> None:
     a = SymbolicBuffer("a", Poly.parse("64*S - 64"), 0, 1)
     b = SymbolicBuffer("b", Poly.parse("64"), 1, 2)
     problem = SymbolicProblem((a, b), {"S": (1, 8)})
-    bad = SymbolicPlan(problem, below=((), ()), order=(0, 1))
+    bad = SymbolicPlan.single(problem, below=((), ()), order=(0, 1))
     with pytest.raises(PlanError, match=r"at S=2: buffers 'a' and 'b' are live at the same step"):
         verify_symbolic_plan(bad)
-    verify_symbolic_plan(SymbolicPlan(problem, below=((), (0,)), order=(0, 1)))
+    verify_symbolic_plan(SymbolicPlan.single(problem, below=((), (0,)), order=(0, 1)))
 
 
 @pytest.mark.parametrize(("document", "message"), [
@@ -148,3 +150,73 @@ def test_plan_json_plans_a_symbolic_problem(tmp_path, capsys) -> None:
     path.write_text(json.dumps({**problem, "symbols": {"S": [1, "n"]}}))
     assert plan_json_main([str(path)]) == 2
     assert "symbol 'S': its range must be [low, high]" in capsys.readouterr().err
+
+
+def _three_buffers(high: int = 64) -> SymbolicProblem:
+    """Three buffers whose largest is 128*S at small S and 16*S^2 at large S:
+    one layout for 1..high cannot be tight at both ends."""
+    return SymbolicProblem((SymbolicBuffer("t0", Poly.parse("32*S"), 3, 5, 64),
+                            SymbolicBuffer("t1", Poly.parse("128*S"), 2, 3, 64),
+                            SymbolicBuffer("t2", Poly.parse("16*S^2"), 4, 5, 64)), {"S": (1, high)})
+
+
+def _best_static(problem: SymbolicProblem, values: dict[str, int]) -> int:
+    return min(plan_memory(problem.at(values), algorithm).pool_size
+               for algorithm in (*symbolic.STATIC_ALGORITHMS, symbolic.SEARCH_ALGORITHM))
+
+
+def test_pieces_bring_every_value_within_the_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut into pieces, the plan is within SPLIT_THRESHOLD of the best static
+    plan at every value; one layout for the whole range is not."""
+    problem = _three_buffers()
+    plan = plan_symbolic(problem)
+    assert 1 < len(plan.pieces) <= symbolic.MAX_PIECES
+    assert plan.split == "S" and plan.pieces[0].ranges["S"][0] == 1 and plan.pieces[-1].ranges["S"][1] == 64
+    for s in range(1, 65):
+        assert plan.pool_bytes({"S": s}) <= (1 + symbolic.SPLIT_THRESHOLD) * _best_static(problem, {"S": s}), s
+    monkeypatch.setattr(symbolic, "MAX_PIECES", 1)
+    one = plan_symbolic(problem)
+    assert len(one.pieces) == 1
+    assert any(one.pool_bytes({"S": s}) > (1 + symbolic.SPLIT_THRESHOLD) * _best_static(problem, {"S": s})
+               for s in range(1, 65))
+
+
+def test_piecewise_formulas_name_each_piece() -> None:
+    plan = plan_symbolic(_three_buffers())
+    bound = plan.pieces[0].ranges["S"][1]
+    text = plan.pool_expr()
+    assert text.startswith(f"S <= {bound}: ") and "; else: " in text
+    assert text == plan.piecewise([plan.piece_pool_expr(k) for k in range(len(plan.pieces))])
+    assert plan.piecewise(["end(a)"] * len(plan.pieces)) == "end(a)"  # equal in every piece: one formula
+    solution = symbolic_plan_to_json(plan)
+    assert [p["symbols"]["S"] for p in solution["pieces"]] == [list(p.ranges["S"]) for p in plan.pieces]
+    assert solution["verified_points"] == 64
+
+
+def test_a_problem_without_excess_and_one_in_two_symbols_stay_one_piece() -> None:
+    """Negative twins: a layout that meets the bound everywhere is not cut,
+    and problems in two symbols are never cut."""
+    problem = SymbolicProblem((SymbolicBuffer("a", Poly.parse("64*S"), 0, 1, 64),
+                               SymbolicBuffer("b", Poly.parse("64*S"), 1, 2, 64)), {"S": (1, 64)})
+    assert len(plan_symbolic(problem).pieces) == 1
+    two = SymbolicProblem(tuple(SymbolicBuffer(b.name, Poly.parse(str(b.size).replace("S", "B*S")), b.first, b.last,
+                                               64) for b in _three_buffers().buffers), {"B": (1, 2), "S": (1, 32)})
+    assert len(plan_symbolic(two).pieces) == 1
+
+
+def test_the_verifier_rejects_pieces_that_do_not_cover_the_range() -> None:
+    plan = plan_symbolic(_three_buffers())
+    first, *rest = plan.pieces
+    low, high = first.ranges["S"]
+    gap = SymbolicPlan(plan.problem, (replace(first, ranges={"S": (low, high - 1)}), *rest))
+    with pytest.raises(PlanError, match=rf"piece 1: S in {high + 1}\.\.\d+ does not start at {high}"):
+        verify_symbolic_plan(gap)
+    short = SymbolicPlan(plan.problem, (first,))
+    with pytest.raises(PlanError, match="a plan of one piece must cover the whole range"):
+        verify_symbolic_plan(short)
+    # every buffer at 0 in the last piece: the verifier names that piece's first value
+    stacked = SymbolicPlan(plan.problem, (*plan.pieces[:-1], replace(plan.pieces[-1], below=((), (), ()))))
+    start = plan.pieces[-1].ranges["S"][0]
+    with pytest.raises(PlanError, match=rf"^at S={start}: buffers"):
+        verify_symbolic_plan(stacked)
+    verify_symbolic_plan(plan)

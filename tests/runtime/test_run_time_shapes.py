@@ -7,6 +7,7 @@ run-time shapes saying so (pyocc.lowering.symbolic_native.emit_site)."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import math
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,8 @@ import llvmlite.ir as ir
 import numpy as np
 import pytest
 
-from pyocc.lowering.native.sizes import Size, SizeContext
+from pyocc.lowering.native.sizes import Size, SizeContext, StaticSizeError
+from pyocc.lowering import symbolic_native
 from pyocc.lowering.symbolic_native import NotNativeProgram, emit_site
 from pyocc.planning.symbolic import Poly
 from pyocc.runtime.jit import _resolve_externals, _target_machine, jit_module
@@ -280,14 +282,44 @@ def test_size_arithmetic_and_comparisons() -> None:
     assert s != 1 and s != 64 and not (s == 1)  # equal to no int: it is every value of the range
     assert s >= 1 and s <= 64 and s > 0 and not s > 1 and not s < 64 and not s <= 0
     assert (s + 1 > s) and not (s * s > s)  # S^2 == S at S = 1
-    with pytest.raises(TypeError, match="compile-time int"):
+    with pytest.raises(StaticSizeError, match="compile-time int"):
         range(s)
-    with pytest.raises(TypeError, match="written as a constant"):
+    with pytest.raises(StaticSizeError, match="written as a constant"):
         str(ir.Constant(ir.IntType(64), s))
-    with pytest.raises(TypeError, match="not divisible"):
+    with pytest.raises(StaticSizeError, match="not divisible"):
         (3 * s) // 2
     quadratic = context.size(Poly.parse("S^2 - 5*S + 7"))  # 1 at S = 2 and 3, its least value
     assert quadratic >= 1 and not quadratic > 1
     huge = SizeContext(ir.Module(name="m"), "unused", 0, ["a", "b"], {"a": (1, 4096), "b": (1, 4096)})
-    with pytest.raises(TypeError, match="the sign of a\\*b is not checked"):
+    with pytest.raises(StaticSizeError, match="the sign of a\\*b is not checked"):
         huge.size(Poly.parse("a*b")) > 0  # noqa: B015 - the comparison raises
+
+    with pytest.raises(StaticSizeError, match="combined with the float"):
+        s * 0.5  # noqa: B018 - the product raises
+    with pytest.raises(StaticSizeError, match="divided as a compile-time number"):
+        s / 2  # noqa: B018 - the quotient raises
+
+
+@pytest.mark.parametrize("error", [StaticSizeError("a run-time size S used as a compile-time int"),
+                                   ValueError("an emitter bug")])
+def test_only_a_static_size_error_falls_back(error: Exception, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An emitter that needs a static size (StaticSizeError) makes the site
+    NotNativeProgram (the model falls back, saying why); any other exception
+    from an emitter is a bug and propagates instead of a quiet fallback."""
+    def emit(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
+        raise error
+
+    real = symbolic_native.native_kernel_for
+
+    def kernel_for(site: dict[str, Any]) -> Any:
+        return dataclasses.replace(real(site), emit=emit)
+
+    monkeypatch.setattr(symbolic_native, "native_kernel_for", kernel_for)
+    site = {"kernel": "layer_norm", "inputs": [_spec(((S, 4), "float32")), _spec(((4,), "float32")), None],
+            "outputs": [_spec(((S, 4), "float32"))], "kwargs": {"axis": -1, "epsilon": 1e-5}}
+    if isinstance(error, StaticSizeError):
+        with pytest.raises(NotNativeProgram, match=r"cannot take the run-time shapes Sx4, 4, Sx4: a run-time size"):
+            emit_site(ir.Module(name="m"), "site", site, RANGES)
+    else:
+        with pytest.raises(ValueError, match="an emitter bug"):
+            emit_site(ir.Module(name="m"), "site", site, RANGES)

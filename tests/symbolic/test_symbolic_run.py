@@ -62,10 +62,10 @@ def test_one_compile_runs_every_length_like_onnxruntime(compiled: tuple[str, onn
 
 
 def test_pool_at_each_length_against_the_static_plan(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
-    """At most 1.05x the static plan for that S from S = 17 up; below, the
-    difference is a few 64-byte alignment paddings (measured on the BERT
-    graph: +188 B at S = 1, +312 B at S = 2; GPT-2: +63 and +60 B; the
-    encoder: equal)."""
+    """At most 1.05x the static plan compiled for that S at every S of the
+    issue, the smallest included: the plan is cut into pieces where one
+    layout would not be (one layout for 1..512 was 1.29x at S = 1 on the
+    BERT graph: alignment paddings)."""
     name, model, symbolic = compiled
     for s in (*LENGTHS, 384, 512):
         fresh = onnx.ModelProto()
@@ -73,11 +73,8 @@ def test_pool_at_each_length_against_the_static_plan(compiled: tuple[str, onnx.M
         _, static = lower(fresh, shapes={n: v.shape for n, v in inputs_at(name, s, np.random.default_rng(0)).items()})
         report = symbolic.memory_report(dims={"sequence": s})
         assert report.activation_bytes >= report.lower_bound_bytes
-        if s >= 17:
-            assert report.activation_bytes <= 1.05 * static.activation_bytes, (s, report.activation_bytes,
-                                                                               static.activation_bytes)
-        else:
-            assert report.activation_bytes <= static.activation_bytes + 5 * 64
+        assert report.activation_bytes <= 1.05 * static.activation_bytes, (s, report.activation_bytes,
+                                                                           static.activation_bytes)
 
 
 class _CountingKernels:
@@ -100,14 +97,19 @@ class _CountingKernels:
 
 def test_generated_code_runs_every_length_without_python(compiled: tuple[str, onnx.ModelProto, SymbolicModel],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """S in {1, 2, 17, 128, 384, 512}: outputs like onnxruntime, no numpy
-    kernel called during a run (the same counter counts the numpy path's
-    calls), one pool allocated per run whose size is the plan's at S."""
+    """S in {1, 2, 17, 128, 384, 512} and both ends of every piece of the
+    plan (the BERT and GPT-2 graphs' plans have several; the run function
+    branches to one): outputs like onnxruntime, no numpy kernel called
+    during a run (the same counter counts the numpy path's calls), one pool
+    allocated per run whose size is the plan's at S."""
     name, model, symbolic = compiled
     session = ort.InferenceSession(model.SerializeToString())
     counter = _CountingKernels(monkeypatch)
     rng = np.random.default_rng(1)
-    for s in (1, 2, 17, 128, 384, 512):
+    pieces = symbolic.lowered.plan.pieces
+    assert len(pieces) > 1 or name == "encoder", [p.ranges for p in pieces]
+    ends = sorted({s for piece in pieces for s in piece.ranges["sequence"]})
+    for s in sorted({1, 2, 17, 128, 384, 512, *ends}):
         inputs = inputs_at(name, s, rng)
         outputs = symbolic.run(inputs)
         assert counter.calls == 0
@@ -121,6 +123,25 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
     # the counter sees the numpy kernels when they run
     symbolic.runner.run({"sequence": 3}, inputs_at(name, 3, rng))
     assert counter.calls > 0
+
+
+def test_the_json_lists_the_pieces(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
+    """`pyocc plan --dim ... --format json`'s document: one entry per piece
+    with its range and pool formula; `activation_bytes_expr` names the
+    pieces' bounds when their formulas differ (GPT-2-style: they do)."""
+    name, _, symbolic = compiled
+    plan = symbolic.lowered.plan
+    document = symbolic.lowered.to_json()
+    assert [p["symbols"]["sequence"] for p in document["pieces"]] == [list(p.ranges["sequence"])
+                                                                      for p in plan.pieces]
+    formulas = [p["activation_bytes_expr"] for p in document["pieces"]]
+    if len(set(formulas)) == 1:
+        assert document["activation_bytes_expr"] == formulas[0]
+    else:
+        parts = [f"sequence <= {p['symbols']['sequence'][1]}: {f}"
+                 for p, f in zip(document["pieces"][:-1], formulas[:-1], strict=True)]
+        assert document["activation_bytes_expr"] == "; ".join([*parts, f"else: {formulas[-1]}"])
+    assert name != "gpt2" or len(set(formulas)) > 1
 
 
 def test_a_wrong_dtype_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
@@ -188,10 +209,9 @@ def test_vit_one_compile_runs_every_batch() -> None:
     """The ViT-style graph with a symbolic batch (its class token Expanded
     to Shape(image)[0] rows, folded at import at each probe): one compile
     runs B in {1, 2, 17, 64} like onnxruntime, within 1.05x the static plan
-    for that B from 2 up. At B = 1 the patch embedding's 12 KiB im2col block
-    (a constant) is most of the memory, and the one layout, chosen for the
-    top of the range, is looser there than the static plan for B = 1: 18,560
-    against 15,232 bytes (1.22x) when measured (docs/memory.md)."""
+    for that B. At B = 1 the patch embedding's 12 KiB im2col block (a
+    constant) is most of the memory, and one layout for the whole range was
+    1.22x the static plan there (docs/memory.md): B = 1 is a piece of its own."""
     model = vit_symbolic()
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
@@ -209,5 +229,4 @@ def test_vit_one_compile_runs_every_batch() -> None:
         static_model.CopyFrom(model)
         _, static = lower(static_model, shapes={"image": (batch, 3, 32, 32)})
         arena = symbolic.memory_report(dims={"batch": batch}).activation_bytes
-        limit = (1.05 if batch >= 2 else 1.25) * static.activation_bytes
-        assert arena <= limit, (batch, arena, static.activation_bytes)
+        assert arena <= 1.05 * static.activation_bytes, (batch, arena, static.activation_bytes)

@@ -27,9 +27,12 @@ function. The emitters' index arithmetic runs unchanged on Sizes:
   (`has_sizes`).
 
 What an emitter cannot do with a Size fails loudly at emission: ``int()``,
-``float()``, ``str()`` (an llvmlite constant) and ``//`` or ``%`` that do
-not divide every coefficient raise TypeError, so a kernel that needs a
-static number falls back (NotNative) instead of computing garbage.
+``float()``, ``str()`` (an llvmlite constant), arithmetic or comparisons
+with a float, ``/``, and ``//`` or ``%`` that do not divide every
+coefficient raise `StaticSizeError` (a TypeError), so a kernel that needs a
+static number falls back instead of computing garbage. Only that exception
+means "this kernel needs static shapes" to pyocc.lowering.symbolic_native;
+any other exception from an emitter is a bug and propagates.
 """
 
 from __future__ import annotations
@@ -48,6 +51,11 @@ PTR = ir.PointerType()
 
 #: the most points of the symbols' ranges a comparison evaluates a polynomial at
 _GRID_POINTS = 1 << 22
+
+
+class StaticSizeError(TypeError):
+    """A run-time Size used where an emitter needs a compile-time number (the
+    message says how); a TypeError, as Python raises for such misuse."""
 
 
 class SizeContext:
@@ -126,12 +134,12 @@ class SizeContext:
 
     def bounds(self, poly: Poly) -> tuple[int, int]:
         """The least and the largest value of `poly` over the ranges, every
-        point evaluated (TypeError for ranges of more than _GRID_POINTS
+        point evaluated (StaticSizeError for ranges of more than _GRID_POINTS
         points: a kernel then cannot decide on its sizes)."""
         if poly not in self._bounds:
             axes = [np.arange(low, high + 1, dtype=np.int64) for low, high in self.ranges.values()]
             if math.prod(len(a) for a in axes) > _GRID_POINTS:
-                raise TypeError(f"the symbols' ranges hold more than {_GRID_POINTS} points: "
+                raise StaticSizeError(f"the symbols' ranges hold more than {_GRID_POINTS} points: "
                                 f"the sign of {poly} is not checked")
             grid = np.meshgrid(*axes, indexing="ij")
             values = poly.evaluate_grid({n: g.reshape(-1) for n, g in zip(self.names, grid, strict=True)})
@@ -169,6 +177,8 @@ class Size:
 
     def _arith(self, other: Any, combine: Any) -> int | Size:
         poly = _poly(other)
+        if isinstance(other, float):
+            raise StaticSizeError(f"a run-time size {self.poly} combined with the float {other!r}")
         if poly is None:
             return NotImplemented
         return Size.of(combine(self.poly, poly), self.context)
@@ -195,12 +205,24 @@ class Size:
     def __floordiv__(self, other: Any) -> int | Size:
         if isinstance(other, int) and other and all(c % other == 0 for _, c in self.poly.terms):
             return Size.of(Poly.of({m: c // other for m, c in self.poly.terms}), self.context)
-        raise TypeError(f"a run-time size {self.poly} is not divisible by {other!r} at compile time")
+        raise StaticSizeError(f"a run-time size {self.poly} is not divisible by {other!r} at compile time")
+
+    def __rfloordiv__(self, other: Any) -> int:
+        raise StaticSizeError(f"{other!r} divided by a run-time size {self.poly} at compile time")
+
+    def __truediv__(self, other: Any) -> float:
+        raise StaticSizeError(f"a run-time size {self.poly} divided as a compile-time number")
+
+    def __rtruediv__(self, other: Any) -> float:
+        raise StaticSizeError(f"{other!r} divided by a run-time size {self.poly} at compile time")
+
+    def __rmod__(self, other: Any) -> int:
+        raise StaticSizeError(f"{other!r} taken modulo a run-time size {self.poly} at compile time")
 
     def __mod__(self, other: Any) -> int:
         if isinstance(other, int) and other and all(c % other == 0 for _, c in self.poly.terms):
             return 0
-        raise TypeError(f"a run-time size {self.poly} has no remainder by {other!r} at compile time")
+        raise StaticSizeError(f"a run-time size {self.poly} has no remainder by {other!r} at compile time")
 
     def __eq__(self, other: object) -> bool:
         poly = _poly(other)
@@ -214,6 +236,8 @@ class Size:
 
     def _always(self, other: Any, holds: Any) -> bool:
         poly = _poly(other)
+        if isinstance(other, float):
+            raise StaticSizeError(f"a run-time size {self.poly} compared with the float {other!r}")
         if poly is None:
             return NotImplemented
         low, high = self.context.bounds(self.poly - poly)
@@ -236,18 +260,18 @@ class Size:
         return True
 
     def __int__(self) -> int:
-        raise TypeError(f"a run-time size {self.poly} used as a compile-time int")
+        raise StaticSizeError(f"a run-time size {self.poly} used as a compile-time int")
 
     __index__ = __int__
 
     def __float__(self) -> float:
-        raise TypeError(f"a run-time size {self.poly} used as a compile-time number")
+        raise StaticSizeError(f"a run-time size {self.poly} used as a compile-time number")
 
     def __str__(self) -> str:
-        raise TypeError(f"a run-time size {self.poly} written as a constant")
+        raise StaticSizeError(f"a run-time size {self.poly} written as a constant")
 
     def __format__(self, spec: str) -> str:
-        raise TypeError(f"a run-time size {self.poly} written as a constant")
+        raise StaticSizeError(f"a run-time size {self.poly} written as a constant")
 
     def __repr__(self) -> str:
         return f"Size({self.poly})"
@@ -269,10 +293,10 @@ def has_sizes(site: Mapping[str, Any]) -> bool:
 
 
 def at_least_one(count: int | Size) -> None:
-    """Raise TypeError unless a loop count is at least 1 over the whole
+    """Raise StaticSizeError unless a loop count is at least 1 over the whole
     range (loops test at the bottom: a run-time count of 0 would run once)."""
     if isinstance(count, Size) and count.context.bounds(count.poly)[0] < 1:
-        raise TypeError(f"a run-time loop count {count.poly} can be 0 in range")
+        raise StaticSizeError(f"a run-time loop count {count.poly} can be 0 in range")
 
 
 def i64_of(value: int | Size | ir.Value) -> ir.Value:
