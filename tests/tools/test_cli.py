@@ -137,6 +137,19 @@ def test_versions() -> None:
     assert opt.stdout.startswith(f"pyocc-opt {__version__} (pyocc), built on xdsl version 0.75"), opt.stdout
 
 
+def test_version_and_help_start_without_the_compiler() -> None:
+    """`pyocc --version` (and --help, and a mistyped option) imports neither
+    xDSL, onnx nor llvmlite: the commands' module loads only for a command."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "pyocc.tools.cli", "--version"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("pyocc "), run.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "pyocc.planning" in imported  # the check reads real -X importtime lines
+    heavy = sorted(name for name in imported if name.split(".")[0] in ("xdsl", "onnx", "llvmlite")
+                   or name == "pyocc.tools.commands")
+    assert not heavy, f"pyocc --version imports {heavy}"
+
+
 def test_pyocc_opt_help_lists_pyoccs_passes_first() -> None:
     from pyocc.registry import PYOCC_PASSES
 
