@@ -1,5 +1,5 @@
 # RUN: %python %s %t.onnx && pyocc-opt %t.onnx | filecheck %s
-# RUN: %python %s %t.onnx && pyocc-opt %t.onnx | pyocc-opt | filecheck %s
+# RUN: pyocc-opt %t.onnx | pyocc-opt | filecheck %s
 # A residual block built with onnx.helper: Conv -> Relu -> Add(skip), opset 13
 # Unsqueeze with axes as an input, which the importer turns into a property.
 import sys

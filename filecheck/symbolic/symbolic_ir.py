@@ -1,11 +1,11 @@
-# RUN: %python %s shapes | filecheck %s --check-prefix=SHAPES
-# RUN: %python %s pool | filecheck %s --check-prefix=POOL
-# RUN: %python %s fixed | filecheck %s --check-prefix=FIXED
-# RUN: %python %s save-unsupported %t.onnx
+# RUN: %python %s %t
+# RUN: filecheck %s --check-prefix=SHAPES --input-file %t.shapes
+# RUN: filecheck %s --check-prefix=POOL --input-file %t.pool
+# RUN: filecheck %s --check-prefix=FIXED --input-file %t.fixed
 # RUN: not pyocc plan %t.onnx --dim sequence=64 2>&1 | filecheck %s --check-prefix=NORULE
-# RUN: %python %s crossing | filecheck %s --check-prefix=CROSSING
-# RUN: %python %s form | filecheck %s --check-prefix=FORM
-# RUN: %python %s form-folded | filecheck %s --check-prefix=FOLDED
+# RUN: filecheck %s --check-prefix=CROSSING --input-file %t.crossing
+# RUN: filecheck %s --check-prefix=FORM --input-file %t.form
+# RUN: filecheck %s --check-prefix=FOLDED --input-file %t.form-folded
 # Symbols in the IR through onnx -> dnn -> pool: a one-head attention block
 # on x [1, "sequence", 8] (an ONNX dim_param) whose merge Reshape takes its
 # target from Shape -> Gather -> Concat. `shapes` prints every tensor's
@@ -17,6 +17,7 @@
 # --shape (no symbol anywhere). Negative: an op without a symbolic shape
 # rule and a Slice whose end crosses its dimension inside the range are one
 # line each.
+import contextlib
 import sys
 
 import numpy as np
@@ -27,6 +28,7 @@ from pyocc.api import lower_symbolic
 from pyocc.errors import PyoccError
 from pyocc.frontend.symbolic_shapes import infer_symbolic_shapes
 from pyocc.frontend.symbols import symbolic_inputs
+from pyocc.weights import isolated_store
 
 rng = np.random.default_rng(0)
 
@@ -61,37 +63,41 @@ def model(extra=(), extra_inits=(), output="out"):
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-mode = sys.argv[1]
-if mode == "shapes":
+def shapes_mode() -> None:
     m = model()
     shapes = infer_symbolic_shapes(m, symbolic_inputs(m, {"sequence": 64}))
     for node in m.graph.node:
         tensor = shapes.tensors[node.output[0]]
         values = "" if tensor.values is None else " = [" + ", ".join(map(str, tensor.values)) + "]"
         print(f"%{node.output[0]} : {shapes.text(node.output[0])}{values}")
-elif mode == "pool":
+
+
+def pool_mode() -> None:
     lowered = lower_symbolic(model(), {"sequence": 64})
     for i, b in enumerate(lowered.plan.problem.buffers):
         print(f"// buffer {b.name}: size {b.size}, offset {lowered.plan.offset_expr(i)}")
     module = lowered.pool_module()
     module.verify()
     print(module)
-elif mode == "fixed":
+
+
+def fixed_mode() -> None:
     m = model()
     shapes = infer_symbolic_shapes(m, symbolic_inputs(m, {}, {"x": [1, 5, 8]}), {"x": [1, 5, 8]})
     for node in m.graph.node:
         print(f"%{node.output[0]} : {shapes.text(node.output[0])}")
-elif mode == "save-unsupported":
-    onnx.save(model([helper.make_node("TopK", ["out", "two"], ["top", "index"], axis=-1)], [ints("two", [2])], "top"),
-              sys.argv[2])
-elif mode == "form":
+
+
+def form_mode() -> None:
     module = lower_symbolic(model(), {"sequence": 64}).pool_form_module()
     module.verify()
     print(module)
     names = [op.name for op in module.walk()]
     print(f"// mallocs: {names.count('dnn.malloc')}, deallocs: {names.count('dnn.dealloc')}, "
           f"views: {names.count('dnn.symbolic_view')}")
-elif mode == "form-folded":
+
+
+def form_folded_mode() -> None:
     # out + table[:sequence]: import folds the Slice at each probe into a constant of `sequence` rows
     m = model([helper.make_node("Shape", ["x"], ["xshape"]),
                helper.make_node("Gather", ["xshape", "one"], ["length"], axis=0),
@@ -102,7 +108,9 @@ elif mode == "form-folded":
         lower_symbolic(m, {"sequence": 64}).pool_form_module()
     except PyoccError as e:
         print(f"error: {e}")
-else:
+
+
+def crossing_mode() -> None:
     # table[:, :sequence] of a 40-column table: the end crosses 40 inside 1..64
     m = model([helper.make_node("Shape", ["x"], ["xshape"]),
                helper.make_node("Gather", ["xshape", "one"], ["length"], axis=0),
@@ -171,3 +179,20 @@ else:
 # FORM: // mallocs: 0, deallocs: 0, views: 4
 
 # FOLDED: error: attention: dnn.weight %rows holds a number that depends on the symbolic size; the symbolic pool form cannot write it yet (the plan and the probed program still run)
+
+
+# One process writes every mode's output to its own file (%t.MODE), one
+# filecheck prefix per file: the modes share the import of pyocc and numpy
+# (1.5 s of CPU each) and each still prints into its own file, as when the
+# RUN lines ran the script once per mode. Each mode runs with an empty
+# weights store and a fresh random generator, as a fresh process would (the
+# keys printed stay w1, not w1_3).
+MODES = {"shapes": shapes_mode, "pool": pool_mode, "fixed": fixed_mode, "crossing": crossing_mode,
+         "form": form_mode, "form-folded": form_folded_mode}
+out = sys.argv[1]
+onnx.save(model([helper.make_node("TopK", ["out", "two"], ["top", "index"], axis=-1)], [ints("two", [2])], "top"),
+          out + ".onnx")
+for name, run in MODES.items():
+    rng = np.random.default_rng(0)  # each mode's weights as in a process of its own
+    with open(f"{out}.{name}", "w") as f, contextlib.redirect_stdout(f), isolated_store():
+        run()

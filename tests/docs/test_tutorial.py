@@ -21,8 +21,8 @@ process: the same `main` its console script calls, with the same argv, cwd
 and COLUMNS, its stdout and stderr captured and its exit status returned.
 Each fresh interpreter spent about 1.9 s of CPU importing onnx (ml_dtypes),
 xDSL and numpy before it began, 190 s of CPU over the tutorial and
-docs/memory.md. Every other command runs in bash; tests/tools/test_cli.py
-runs the installed commands themselves.
+docs/memory.md. Every other command runs in bash; tests/tools/ runs the
+installed commands themselves (a few real processes per tool).
 """
 
 from __future__ import annotations

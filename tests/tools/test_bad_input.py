@@ -19,6 +19,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.tools.inprocess import run_tool
+
 BIN = Path(sys.executable).parent
 X = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
 Y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -220,8 +222,16 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_one_line(case: str, tmp_path: Path) -> None:
+#: the cases also run as real processes (one or more per tool): the console
+#: scripts exist and no traceback reaches the terminal; every case runs in
+#: this process (tests/tools/inprocess.py), which asserts the same
+IN_A_PROCESS = ("command line option that does not exist", "compile into a folder that does not exist (.so)",
+                "malformed MLIR text", "pass before the one that makes its form")
+
+
+@pytest.mark.parametrize("case, in_a_process", [(case, False) for case in CASES] + [(case, True) for case in IN_A_PROCESS],
+                         ids=[*CASES, *(f"{case} (subprocess)" for case in IN_A_PROCESS)])
+def test_bad_input_is_one_line(case: str, in_a_process: bool, tmp_path: Path) -> None:
     make_model, command, make_arg, message = CASES[case]
     model = tmp_path / ("model.mlir" if make_model is malformed_mlir else "model.onnx")
     make_model(model)
@@ -234,7 +244,10 @@ def test_bad_input_is_one_line(case: str, tmp_path: Path) -> None:
     command = [str(BIN / command[0]), *(places.get(a, a.replace("MISSING", str(tmp_path / "MISSING")))
                                         for a in command[1:])]
     before = set(tmp_path.iterdir())
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if in_a_process:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    else:
+        done = run_tool(*command)
     assert done.returncode != 0, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

@@ -17,13 +17,23 @@ import pytest
 
 from pyocc.examples.tiny_cnn import build as tiny_cnn
 from tests.conftest import light_model_path
+from tests.tools.inprocess import run_tool
 
 PYOCC = str(Path(sys.executable).with_name("pyocc"))
 PYOCC_OPT = str(Path(sys.executable).with_name("pyocc-opt"))
 
 
 def pyocc(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PYOCC, *args], capture_output=True, text=True)
+    """`pyocc ARGS` in this process (tests/tools/inprocess.py): its exit
+    status, stdout and stderr, without a second of start-up."""
+    return run_tool("pyocc", *args)
+
+
+def pyocc_process(*args: str) -> subprocess.CompletedProcess:
+    """`pyocc ARGS` as a real process, for the tests of the console script
+    itself (it exists, it starts light, its errors reach the terminal as one
+    line)."""
+    return subprocess.run([PYOCC, *args], capture_output=True, text=True, timeout=600)
 
 
 def plan_json(*args: str) -> dict:
@@ -132,9 +142,22 @@ def test_plan_target_cuda_stages_io_through_device_buffers() -> None:
 def test_versions() -> None:
     from pyocc import __version__
 
-    assert pyocc("--version").stdout.strip() == f"pyocc {__version__}"
+    assert pyocc_process("--version").stdout.strip() == f"pyocc {__version__}"
     opt = subprocess.run([PYOCC_OPT, "-v"], capture_output=True, text=True)
     assert opt.stdout.startswith(f"pyocc-opt {__version__} (pyocc), built on xdsl version 0.75"), opt.stdout
+
+
+def test_version_and_help_start_without_the_compiler() -> None:
+    """`pyocc --version` (and --help, and a mistyped option) imports neither
+    xDSL, onnx nor llvmlite: the commands' module loads only for a command."""
+    run = subprocess.run([sys.executable, "-X", "importtime", "-m", "pyocc.tools.cli", "--version"],
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("pyocc "), run.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "pyocc.planning" in imported  # the check reads real -X importtime lines
+    heavy = sorted(name for name in imported if name.split(".")[0] in ("xdsl", "onnx", "llvmlite")
+                   or name == "pyocc.tools.commands")
+    assert not heavy, f"pyocc --version imports {heavy}"
 
 
 def test_pyocc_opt_help_lists_pyoccs_passes_first() -> None:
@@ -203,7 +226,7 @@ def test_plan_does_not_write_a_picture_to_a_terminal(tmp_path: Path, tiny_model:
 def test_user_errors_are_one_line(args: list[str], message: str, tmp_path: Path, tiny_model: str) -> None:
     args = [tiny_model if a == "MODEL" else a for a in args]
     args = [str(tmp_path / a) if a.endswith((".exe", ".npz", ".so")) else a for a in args]
-    result = pyocc(*args)
+    result = (pyocc_process if args[0] == "compile" and "--target" not in args else pyocc)(*args)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], result.stderr

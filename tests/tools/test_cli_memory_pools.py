@@ -11,7 +11,7 @@ import pytest
 
 from pyocc.tools.cli import main
 from tests.conftest import light_model_path
-from tests.tools.test_cli import pyocc
+from tests.tools.test_cli import pyocc_process
 
 # the first conv of SqueezeNet, fused with its Relu, so its buffer has the Relu's name r1
 OVERFLOW = ("pyocc: error: dnn-memory-pool: buffer 'r1' (3,154,176 bytes) fits in no pool: its last candidate, "
@@ -19,7 +19,7 @@ OVERFLOW = ("pyocc: error: dnn-memory-pool: buffer 'r1' (3,154,176 bytes) fits i
 
 
 def test_overflow_is_one_line_and_a_non_zero_exit() -> None:
-    result = pyocc("plan", str(light_model_path("squeezenet")), "--memory-pools", "sram:size=1MiB,dram:size=1MiB")
+    result = pyocc_process("plan", str(light_model_path("squeezenet")), "--memory-pools", "sram:size=1MiB,dram:size=1MiB")
     assert result.returncode == 1
     assert result.stderr == OVERFLOW + "\n" and result.stdout == ""
 

@@ -62,11 +62,10 @@ from collections.abc import Callable
 
 import llvmlite.ir as ir
 
+from pyocc.lowering.limits import MAX_THREADS
 from pyocc.lowering.native.loops import BODY_TYPE, I32, I64, PARALLEL_FOR_TYPE, PTR
 
 VOID = ir.VoidType()
-#: the most threads a model runs on (its workers' pthread_t table is static)
-MAX_THREADS = 256
 #: bytes reserved for one pthread mutex or condition variable
 SYNC_SLOT = 128
 #: OpenBLAS's thread count setter in scipy-openblas32
