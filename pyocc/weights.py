@@ -100,16 +100,27 @@ def isolated_store() -> Iterator[None]:
         blobs.update(held)
 
 
-def evict_mapped(key: str) -> None:
+def evict_mapped(key: str, upto: int | None = None) -> None:
     """Give back the resident pages of blob `key` if it maps a file (weights
     the importer memory-maps from ONNX external data), once its bytes have
-    been copied where the compiled model reads them. The mapping stays: a
-    later read (printing the module) pages the data in again from the file."""
-    base = _blobs().raw(key)
+    been copied where the compiled model reads them: its first `upto` bytes
+    (all by default; a page it shares with the bytes after them stays). The
+    mapping stays: a later read (printing the module) pages the data in
+    again from the file."""
+    blob = _blobs().raw(key)
+    base = blob
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
-    if isinstance(base, mmap.mmap):
+    if not isinstance(base, mmap.mmap) or not isinstance(blob, np.ndarray):
+        return
+    if upto is None:
         base.madvise(mmap.MADV_DONTNEED)
+        return
+    # the blob's place in its mapping (np.memmap maps from a page boundary at or before it)
+    start = blob.ctypes.data - np.frombuffer(base, dtype=np.uint8).ctypes.data
+    end = (start + min(upto, blob.nbytes)) // mmap.PAGESIZE * mmap.PAGESIZE
+    if end > 0:
+        base.madvise(mmap.MADV_DONTNEED, 0, end)
 
 
 def resource_key(name: str) -> str:

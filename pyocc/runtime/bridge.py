@@ -136,16 +136,23 @@ class KernelBridge:
                              f"{type(error).__name__}: {error}") from error
 
 
+#: a weight is copied into the pool by pieces of this many bytes at most, and
+#: `copied` told after each: a weight mapped from a file (VGG-19's fc6, 411 MB)
+#: is then never resident twice, only one piece of it besides the pool
+WEIGHT_COPY_BYTES = 32 << 20
+
+
 def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[str, Any]], bytes],
-                     copied: Callable[[str], None] | None = None) -> np.ndarray:
+                     copied: Callable[[str, int], None] | None = None) -> np.ndarray:
     """The constant pool of a model: every weight at its planned offset.
 
     Splats are filled with np.full, inline values come from the table, and
     `read_resource(key, entry)` supplies the bytes of a `dense_resource` blob
     (the compiler reads pyocc's weight store; an AOT model ships the packed
-    pool as a file instead). `copied(key)`, if given, is told when a blob's
-    bytes are in the pool (the store then gives back the pages of weights it
-    maps from a file, so they are not resident twice)."""
+    pool as a file instead). `copied(key, done)`, if given, is told each time
+    another piece of a blob is in the pool, `done` its first bytes (the
+    store then gives back the pages of weights it maps from a file, so they
+    are not resident twice, WEIGHT_COPY_BYTES at a time)."""
     layout = meta["weights"]
     pool = aligned_bytes(layout["bytes"], layout["alignment"])
     for entry in layout["entries"]:
@@ -164,10 +171,15 @@ def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[st
             if len(data) != entry["nbytes"]:
                 raise PyoccError(f"weight '{source['resource']}' has {len(data)} bytes, its "
                                  f"{entry['dtype']}{list(shape)} type needs {entry['nbytes']}")
-            target[...] = np.frombuffer(data, dtype=dtype.newbyteorder("<")).reshape(shape)
-            del data
-            if copied is not None:
-                copied(source["resource"])
+            elements = np.frombuffer(data, dtype=dtype.newbyteorder("<"))
+            flat = target.reshape(-1)
+            step = max(1, WEIGHT_COPY_BYTES // max(1, dtype.itemsize))
+            for start in range(0, max(1, elements.size), step):
+                stop = min(start + step, elements.size)
+                flat[start:stop] = elements[start:stop]
+                if copied is not None:
+                    copied(source["resource"], stop * dtype.itemsize)
+            del data, elements
     return pool
 
 

@@ -154,6 +154,9 @@ def _onnxruntime_reference(name: str) -> tuple[Path, dict[str, np.ndarray], list
     options = ort.SessionOptions()
     options.log_severity_level = 3
     options.enable_cpu_mem_arena = False  # give the activations back when the session goes
+    # onnxruntime maps the page-aligned external data; prepacking would copy every
+    # matrix product's weights besides (VGG-19: 0.5 GB twice at once)
+    options.add_session_config_entry("session.disable_prepacking", "1")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     outputs = session.run(None, inputs)
     del session
