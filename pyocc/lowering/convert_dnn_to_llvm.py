@@ -282,14 +282,17 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
     return chosen
 
 
-def _export(module: ModuleOp, kernels: str, share_sizes: bool = True,
+def _export(module: ModuleOp, kernels: str, share_sizes: bool = True, consume: bool = False,
             ) -> tuple[llvmlite.ir.Module, dict[str, tuple[NativeKernel, dict[str, Any]]]]:
     """A lowered module in llvmlite IR (xDSL's exporter, plus indirect
     `llvm.call`s, which it does not convert), with the wrappers of the
     sites whose kernels share a function taking their sizes at run time,
     and the native kernels declared only; and those kernels (see
-    select_kernels)."""
-    module = module.clone()
+    select_kernels). The module is left as it was, unless `consume`: then
+    it is exported in place, without the copy (a tenth of DenseNet's
+    compile), and must not be used again."""
+    if not consume:
+        module = module.clone()
     selection = select_kernels(module, kernels, share_sizes)
     bodies: dict[str, Region] = {}
     linkages: dict[str, str] = {}
@@ -329,20 +332,23 @@ def _export(module: ModuleOp, kernels: str, share_sizes: bool = True,
     return llvm_module, selection.kernels
 
 
-def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> llvmlite.ir.Module:
+def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1,
+                consume: bool = False) -> llvmlite.ir.Module:
     """Convert a lowered (llvm-dialect) module to llvmlite IR: xDSL's exporter,
     plus indirect `llvm.call`s, which it does not convert, plus the native
     kernel of every site `select_kernels(kernels)` picks. With `threads` > 1
     each host function gets a pool of worker threads (started by NAME_init,
     `NAME_set_threads` exported) and its native kernels' independent loops
     a parallel-for (pyocc.lowering.native.threads); with 1 the module is
-    exactly the single-threaded one."""
+    exactly the single-threaded one. With `consume` the module is exported
+    in place (see _export) and must not be used again."""
     if not 1 <= threads <= MAX_THREADS:
         raise PyoccError(f"threads must be between 1 and {MAX_THREADS}, got {threads}")
-    llvm_module, native = _export(module, kernels)
+    functions = lowered_functions(module)
+    llvm_module, native = _export(module, kernels, consume=consume)
     if threads > 1:
         # declared before the kernels are written: their BLAS calls split between the threads when it is there
-        for name in lowered_functions(module):
+        for name in functions:
             if f"{name}_dispatch" in llvm_module.globals:
                 ir.Function(llvm_module, PARALLEL_FOR_TYPE, parallel_for_symbol(name))
     for symbol, (kernel, site) in native.items():
@@ -351,19 +357,20 @@ def to_llvmlite(module: ModuleOp, kernels: str = "native", threads: int = 1) -> 
         kernel.emit(llvm_module, symbol, site)
     if threads > 1:
         uses_blas = SGEMM in llvm_module.globals
-        for name in lowered_functions(module):
+        for name in functions:
             if f"{name}_dispatch" in llvm_module.globals:  # host code (cuda code has no sites)
                 define_thread_pool(llvm_module, name, threads, uses_blas)
     return llvm_module
 
 
-def to_llvm_parts(module: ModuleOp, kernels: str = "native") -> tuple[str, dict[str, str]]:
+def to_llvm_parts(module: ModuleOp, kernels: str = "native", consume: bool = False) -> tuple[str, dict[str, str]]:
     """As to_llvm_ir for one thread, in parts: the module's LLVM IR text with
     its native kernels declared, and each kernel's own module (symbol -> LLVM
     IR text), which the JIT compiles apart and caches
     (pyocc.runtime.jit.jit_kernels). One thread only: a kernel compiled for
-    several calls its own model's parallel-for, so it is no model's to share."""
-    llvm_module, native = _export(module, kernels)
+    several calls its own model's parallel-for, so it is no model's to share.
+    With `consume` the module is exported in place (see _export)."""
+    llvm_module, native = _export(module, kernels, consume=consume)
     parts: dict[str, str] = {}
     for symbol, (kernel, site) in native.items():
         part = ir.Module(name=symbol)
@@ -376,9 +383,9 @@ def _llvm_type(t: Attribute) -> llvmlite.ir.Type:
     return convert_type(t)
 
 
-def to_llvm_ir(module: ModuleOp, kernels: str = "native", threads: int = 1) -> str:
-    """LLVM IR text of a lowered module (see to_llvmlite for `kernels` and `threads`)."""
-    return str(to_llvmlite(module, kernels, threads))
+def to_llvm_ir(module: ModuleOp, kernels: str = "native", threads: int = 1, consume: bool = False) -> str:
+    """LLVM IR text of a lowered module (see to_llvmlite for `kernels`, `threads` and `consume`)."""
+    return str(to_llvmlite(module, kernels, threads, consume))
 
 
 def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
@@ -421,10 +428,11 @@ def compile_module(module: ModuleOp, function: str | None = None, target: str = 
     if target == "cuda":
         if cuda_libraries is None:
             cuda_libraries = CudaLibraries.load()
-        return CudaModel(to_llvm_ir(lowered), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
+        # `lowered` is this function's own copy: exported in place
+        return CudaModel(to_llvm_ir(lowered, consume=True), meta, weight_pool, cuda_libraries.symbols(), keepalive=cuda_libraries)
     if threads > 1:
         # kernels on threads call their model's own parallel-for, so they are not shared
         # between models: one module, compiled whole (the cache holds one-thread kernels)
-        return CompiledModel(to_llvm_ir(lowered, kernels, threads), meta, weight_pool, jit=jit)
-    llvm_ir, parts = to_llvm_parts(lowered, kernels)
+        return CompiledModel(to_llvm_ir(lowered, kernels, threads, consume=True), meta, weight_pool, jit=jit)
+    llvm_ir, parts = to_llvm_parts(lowered, kernels, consume=True)
     return CompiledModel(llvm_ir, meta, weight_pool, parts, jit=jit)
