@@ -24,7 +24,7 @@ import numpy as np
 from pyocc.errors import PyoccError
 from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature
 from pyocc.runtime.cuda_api import status_name
-from pyocc.runtime.jit import _llvm, _target_machine, jit_module
+from pyocc.runtime.jit import CALLS_ONLY_SPEED_LEVEL, _llvm, _target_machine, jit_module
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -59,7 +59,9 @@ class CudaModel(ModelSignature):
                                          "given do not provide")
                     _llvm().add_symbol(function.name, symbols[function.name])
 
-        self._engine, _ = jit_module(llvm_ir, _target_machine(), bind)
+        # the host code calls the libraries one after another: compiled without optimising
+        self._engine, _ = jit_module(llvm_ir, _target_machine(speed_level=CALLS_ONLY_SPEED_LEVEL), bind,
+                                     speed_level=CALLS_ONLY_SPEED_LEVEL)
         self._twins = self._compile_kernel_twins(keepalive)
         address = self._engine.get_function_address
         self._init = _INIT(address(f"{self.name}_init"))

@@ -11,7 +11,9 @@ for several threads, the pthread functions of its worker pool
 other undefined symbol is an error, not a silent lookup in the process.
 
 Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
-name and features), so the native kernels' loops are vectorised.
+name and features), so the native kernels' loops are vectorised; the host
+code of target cuda, library calls one after another, is compiled without
+optimising (CALLS_ONLY_SPEED_LEVEL, pyocc.runtime.cuda_model).
 
 The native kernels of a model come as modules of their own (one LLVM IR
 text per kernel), JIT-compiled one by one and cached in the process by
@@ -66,6 +68,10 @@ PTHREAD_SYMBOLS = ("pthread_create", "pthread_join", "pthread_mutex_init", "pthr
                    "pthread_cond_wait", "pthread_cond_broadcast", "pthread_cond_signal", "sched_yield")
 #: LLVM's optimisation level for generated code
 SPEED_LEVEL = 3
+#: ... and for code that only calls libraries one call after another (the
+#: host side of target cuda): nothing to vectorise, and O3 and its code
+#: generator cost two CPU seconds on DenseNet-121's 28,000 lines
+CALLS_ONLY_SPEED_LEVEL = 0
 
 #: compiled native kernels kept for reuse (least recently used dropped
 #: first); a model keeps its own kernels alive, whatever the cache drops
@@ -103,18 +109,19 @@ def _libm() -> ctypes.CDLL:
     return ctypes.CDLL(name) if name else ctypes.CDLL(None)
 
 
-def _target_machine(codemodel: str = "default") -> Any:
+def _target_machine(codemodel: str = "default", speed_level: int = SPEED_LEVEL) -> Any:
     """The host's target machine. PIC so that the same object links into a
     shared library; the host's CPU so that the vectoriser uses its vector
     width. The in-process JIT asks for the large code model, since MCJIT may
     place its sections, and libc's functions it calls, more than 2 GiB apart
     in a process with a big address space (torch loaded): the small model's
-    32-bit relocations then fail an LLVM assertion that kills the process."""
+    32-bit relocations then fail an LLVM assertion that kills the process.
+    `speed_level` is the code generator's optimisation level."""
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
     # a new one each time: an MCJIT engine owns (and frees) the machine it is given
     return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=SPEED_LEVEL, reloc="pic", codemodel=codemodel)
+                                        opt=speed_level, reloc="pic", codemodel=codemodel)
 
 
 def optimize(module: Any, machine: Any) -> None:
@@ -129,10 +136,11 @@ def optimize(module: Any, machine: Any) -> None:
 
 
 def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
-                     before_optimize: bool = False) -> Any:
-    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`) and
-    let `bind` resolve its external symbols (llvm.add_symbol; before
-    optimising with `before_optimize`): the module, ready for codegen."""
+                     before_optimize: bool = False, speed_level: int = SPEED_LEVEL) -> Any:
+    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`;
+    not at all with `speed_level` 0) and let `bind` resolve its external
+    symbols (llvm.add_symbol; before optimising with `before_optimize`):
+    the module, ready for codegen."""
     llvm = _llvm()
     module = llvm.parse_assembly(llvm_ir)
     module.triple = machine.triple
@@ -140,16 +148,18 @@ def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | N
     module.verify()
     if bind is not None and before_optimize:
         bind(module)
-    optimize(module, machine)
+    if speed_level > 0:
+        optimize(module, machine)
     if bind is not None and not before_optimize:
         bind(module)
     return module
 
 
 def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
-               before_optimize: bool = False) -> tuple[Any, Any]:
-    """`optimized_module`, then JIT it: (engine, module)."""
-    module = optimized_module(llvm_ir, machine, bind, before_optimize)
+               before_optimize: bool = False, speed_level: int = SPEED_LEVEL) -> tuple[Any, Any]:
+    """`optimized_module`, then JIT it: (engine, module). Give `machine`
+    the same `speed_level` (`_target_machine`)."""
+    module = optimized_module(llvm_ir, machine, bind, before_optimize, speed_level)
     engine = _llvm().create_mcjit_compiler(module, machine)
     engine.finalize_object()
     return engine, module
