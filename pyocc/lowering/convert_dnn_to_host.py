@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i8, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from pyocc.dialects.dnn.ops import (
@@ -56,6 +56,11 @@ LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
     "free": llvm.LLVMFunctionType([PTR]),
     "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
 }
+
+#: the copy of a band of rows, shared by every strided dnn.memcpy of a module:
+#: (target, source, size, count, target stride, source stride)
+STRIDED_COPY = "pyocc_strided_copy"
+STRIDED_COPY_TYPE = llvm.LLVMFunctionType([PTR, PTR, i64, i64, i64, i64])
 
 
 @dataclass
@@ -113,8 +118,16 @@ class HostFunctionLowering:
         for block in self._extra_blocks:
             region.add_block(block)
         region.add_block(self.oom)
-        return llvm.FuncOp(f"{self.name}_run", llvm.LLVMFunctionType([PTR, PTR, PTR, PTR], i32),
-                           linkage=llvm.LinkageAttr("external"), body=region)
+        run = llvm.FuncOp(f"{self.name}_run", llvm.LLVMFunctionType([PTR, PTR, PTR, PTR], i32),
+                          linkage=llvm.LinkageAttr("external"), body=region)
+        # The run is a straight line of calls (the kernels carry the compute),
+        # one op per transfer, view and kernel: tens of thousands for a
+        # scratchpad program, which LLVM's O3 and instruction selection took
+        # minutes over. Left unoptimised it compiles in linear time, and
+        # nothing is inlined into it.
+        run.no_inline = UnitAttr()
+        run.optimize_none = UnitAttr()
+        return run
 
     @staticmethod
     def _slot_count(op: DnnComputeOp) -> int:
@@ -179,31 +192,13 @@ class HostFunctionLowering:
                 raise cannot_lower(op, "no host lowering exists for this op")
 
     def _strided_copy(self, op: MemcpyOp, count: int, source_stride: int, target_stride: int) -> None:
-        """A loop of `count` memcpys of `size` bytes, k * stride into each side:
-
-            br head(0)
-          head(k): br k < count ? body : exit
-          body:    memcpy(target + k * ts, source + k * ss, size); br head(k + 1)
-          exit:    ...the rest of the function
-        """
+        """One call of the module's shared STRIDED_COPY (a loop of `count`
+        memcpys of `size` bytes, k * stride into each side; defined once by
+        host_declarations): a loop per copy made a scheduled program's run
+        function tens of thousands of blocks long."""
         b = self.b
-        target, source = self._pointer(op, op.target), self._pointer(op, op.source)
-        head, body, exit_ = Block(arg_types=[i64]), Block(), Block()
-        b.add(llvm.BrOp(head, b.const(0)))
-        k = head.args[0]
-        b.block = head
-        less = b.add(llvm.ICmpOp(k, b.const(count), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
-        b.add(llvm.CondBrOp(less, body, [], exit_, []))
-        b.block = body
-
-        def at(base: SSAValue, stride: int) -> SSAValue:
-            offset = b.add(llvm.MulOp(k, b.const(stride))).results[0]
-            return b.add(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset])).results[0]
-
-        b.call("memcpy", at(target, target_stride), at(source, source_stride), b.const(op.size.value.data), returns=PTR)
-        b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
-        self._extra_blocks += [head, body, exit_]
-        b.block = exit_
+        b.call(STRIDED_COPY, self._pointer(op, op.target), self._pointer(op, op.source),
+               b.const(op.size.value.data), b.const(count), b.const(target_stride), b.const(source_stride))
 
     def _lower_compute(self, op: DnnComputeOp) -> None:
         b = self.b
@@ -327,7 +322,46 @@ class HostFunctionLowering:
         return ops
 
 
-def host_declarations() -> list[Operation]:
-    """The external functions host code may call (LIBC_FUNCTIONS)."""
-    return [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
-            for callee, signature in LIBC_FUNCTIONS.items()]
+def host_declarations(lowered: list[Operation]) -> list[Operation]:
+    """The external functions host code may call (LIBC_FUNCTIONS), and
+    STRIDED_COPY's definition when the `lowered` functions call it."""
+    ops: list[Operation] = [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
+                            for callee, signature in LIBC_FUNCTIONS.items()]
+    if any(isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.string_value() == STRIDED_COPY
+           for function in lowered for op in function.walk()):
+        ops.append(strided_copy_function())
+    return ops
+
+
+def strided_copy_function() -> llvm.FuncOp:
+    """STRIDED_COPY, internal and never inlined (one copy of the loop per
+    module, however many bands it moves):
+
+        entry(target, source, size, count, ts, ss): br head(0)
+        head(k): br k < count ? body : exit
+        body:    memcpy(target + k * ts, source + k * ss, size); br head(k + 1)
+        exit:    return
+    """
+    entry = Block(arg_types=STRIDED_COPY_TYPE.inputs.data)
+    target, source, size, count, target_stride, source_stride = entry.args
+    head, body, exit_ = Block(arg_types=[i64]), Block(), Block()
+    b = LlvmBuilder(entry)
+    b.add(llvm.BrOp(head, b.const(0)))
+    k = head.args[0]
+    b.block = head
+    less = b.add(llvm.ICmpOp(k, count, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
+    b.add(llvm.CondBrOp(less, body, [], exit_, []))
+    b.block = body
+
+    def at(base: SSAValue, stride: SSAValue) -> SSAValue:
+        offset = b.add(llvm.MulOp(k, stride)).results[0]
+        return b.add(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset])).results[0]
+
+    b.call("memcpy", at(target, target_stride), at(source, source_stride), size, returns=PTR)
+    b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
+    b.block = exit_
+    b.add(llvm.ReturnOp())
+    function = llvm.FuncOp(STRIDED_COPY, STRIDED_COPY_TYPE, linkage=llvm.LinkageAttr("internal"),
+                           body=Region([entry, head, body, exit_]))
+    function.no_inline = UnitAttr()
+    return function
