@@ -19,7 +19,7 @@ from typing import Any
 
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i8, i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pyocc.dialects.dnn.ops import (
     DeallocOp,
@@ -83,6 +83,9 @@ class HostFunctionLowering:
     allocated: dict[SSAValue, int] = field(default_factory=dict)
     #: blocks after the entry block, in order (each allocation's NULL check splits one)
     _extra_blocks: list[Block] = field(default_factory=list)
+    #: the addresses and i64 constants the run made (_gep, _i64)
+    _geps: dict[tuple[SSAValue, int, Attribute], SSAValue] = field(default_factory=dict)
+    _constants: dict[int, SSAValue] = field(default_factory=dict)
 
     def lower(self) -> list[Operation]:
         """The ABI functions and globals of the function (its `run` last)."""
@@ -142,6 +145,25 @@ class HostFunctionLowering:
                             "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
         return self.pointers[value]
 
+    # The run is one chain of blocks (each allocation's NULL check splits it
+    # and nothing branches back), so a value made once dominates every later
+    # use: an address or a constant is made at its first use and reused.
+    # A scheduled program asks for the same SRAM offsets, weight blocks and
+    # kernel argument slots thousands of times.
+
+    def _gep(self, base: SSAValue, index: int, element: Attribute) -> SSAValue:
+        """&base[index] (LlvmBuilder.gep), made once per function."""
+        key = (base, index, element)
+        if key not in self._geps:
+            self._geps[key] = self.b.gep(base, index, element)
+        return self._geps[key]
+
+    def _i64(self, value: int) -> SSAValue:
+        """An i64 constant, made once per function."""
+        if value not in self._constants:
+            self._constants[value] = self.b.const(value)
+        return self._constants[value]
+
     def _lower_op(self, op: Operation) -> None:
         b = self.b
         match op:
@@ -158,7 +180,7 @@ class HostFunctionLowering:
                 self.pointers[op.result] = self._pointer(op, op.source)
             case SubviewOp():
                 buffer_spec(op, op.result.type)
-                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                self.pointers[op.result] = self._gep(self._pointer(op, op.source), op.offset.value.data, i8)
             case MallocOp() | PoolInitOp():
                 result = op.results[0]
                 buffer_spec(op, result.type)
@@ -178,14 +200,14 @@ class HostFunctionLowering:
             case MemOffsetOp():
                 buffer_spec(op, op.result.type)
                 pool = self._pointer(op, op.pool)
-                self.pointers[op.result] = b.gep(pool, op.offset.value.data, i8)
+                self.pointers[op.result] = self._gep(pool, op.offset.value.data, i8)
             case MemcpyOp():
                 if op.kind.data != "host_to_host":
                     raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
                 strided = op.strides()
                 if strided is None:
                     b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
-                           b.const(op.size.value.data), returns=PTR)
+                           self._i64(op.size.value.data), returns=PTR)
                 else:
                     self._strided_copy(op, *strided)
             case _:
@@ -198,7 +220,7 @@ class HostFunctionLowering:
         function tens of thousands of blocks long."""
         b = self.b
         b.call(STRIDED_COPY, self._pointer(op, op.target), self._pointer(op, op.source),
-               b.const(op.size.value.data), b.const(count), b.const(target_stride), b.const(source_stride))
+               self._i64(op.size.value.data), self._i64(count), self._i64(target_stride), self._i64(source_stride))
 
     def _lower_compute(self, op: DnnComputeOp) -> None:
         b = self.b
@@ -242,11 +264,11 @@ class HostFunctionLowering:
                 pointer = null
             else:
                 pointer = self._pointer(op, value)
-            b.store(pointer, b.gep(self.slots, slot, PTR))
+            b.store(pointer, self._gep(self.slots, slot, PTR))
         b.call(f"{self.name}_dispatch", b.const(site), self.slots)
 
     def _lower_weight(self, op: WeightOp) -> None:
-        self.pointers[op.result] = self.b.gep(self.weights_arg, self.weights.place_weight(op), i8)
+        self.pointers[op.result] = self._gep(self.weights_arg, self.weights.place_weight(op), i8)
 
     # -- allocation and its accounting ---------------------------------------
 
