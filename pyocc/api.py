@@ -438,7 +438,9 @@ def lower(
             # the schedule the report simulated, written as IR (and simulated again from it)
             schedule_function(function, *npu_machine, schedule=npu_result.schedule)
             timings["dnn-npu-schedule"] = (time.perf_counter() - start) * 1000
-            module.verify()
+            # verified once, after dnn-dma-to-memcpy below (run_passes): a
+            # scheduled program has tens of thousands of ops, and each
+            # verification of them cost a sixth of the compile
         elif searched is not None:
             # the search compiled the chosen tiling already: verified here, not compiled again
             module, timings = searched

@@ -4,6 +4,8 @@
 // A lazy conv + relu: one aligned_alloc/free pair with its accounting, one
 // kernel call per compute op through the dispatcher, weights as offsets into
 // the constant pool (the splat bias lands at the next 64-byte boundary).
+// The run is a straight line of calls, never optimised nor inlined into
+// (`no_inline, optimize_none`): the kernels carry the compute.
 
 func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
   %w = "dnn.weight"() <{value = dense_resource<w> : tensor<4x3x3x3xf32>}> : () -> memref<4x3x3x3xf32>
@@ -24,7 +26,7 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:        %[[FN:.*]] = llvm.inttoptr
 // CHECK-NEXT:   llvm.call %[[FN]](%[[SITE]], %[[BUFS]]) : !llvm.ptr, (i64, !llvm.ptr) -> ()
 // CHECK:      llvm.func @conv_relu_meta() -> !llvm.ptr
-// CHECK:      llvm.func @conv_relu_run(%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[WTS:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr) -> i32
+// CHECK:      llvm.func @conv_relu_run(%[[IN:.*]]: !llvm.ptr, %[[OUT:.*]]: !llvm.ptr, %[[WTS:.*]]: !llvm.ptr, %[[STATE:.*]]: !llvm.ptr) -> i32 attributes {no_inline, optimize_none}
 // CHECK:        %[[SLOTS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
 // CHECK:        %[[X:.*]] = llvm.load %[[IN]] : !llvm.ptr -> !llvm.ptr
 // CHECK:        %[[Y:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
@@ -76,39 +78,57 @@ func.func @pool(%x: memref<16xf32> {onnx.name = "x"}, %y: memref<16xf32> {onnx.n
 // CHECK:         %[[B:.*]] = llvm.getelementptr inbounds %[[P]][64] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:         llvm.call @memcpy(%{{.*}}, %[[B]], %{{.*}})
 // CHECK:         llvm.call @free(%[[P]])
+// CHECK-NOT:     @pyocc_strided_copy
 
 // -----
 
 // A strided copy (a band of rows of an NCHW tensor, from dnn-dma-to-memcpy):
-// a loop of `count` memcpys of `size` bytes, each k * stride into its side.
-// (The pool test above is the negative twin: a plain copy is one call, no loop.)
+// one call of the module's pyocc_strided_copy(target, source, size, count,
+// target stride, source stride), defined once, internal and never inlined: a
+// loop of `count` memcpys of `size` bytes, each k * stride into its side.
+// The run makes each constant (and each address) once, at its first use:
+// the second copy reuses the first one's.
+// (The pool test above is the negative twin: a plain copy is one memcpy and
+// the module defines no strided copy.)
 
 func.func @strided(%x: memref<1x2x4x3xf32> {onnx.name = "x"}, %y: memref<1x2x2x3xf32> {onnx.name = "y", dnn.output}) {
   %0 = dnn.subview %x {offset = 12 : i64} : memref<1x2x4x3xf32> -> memref<84xi8>
   "dnn.memcpy"(%0, %y) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 48 : i64, target_stride = 24 : i64}> : (memref<84xi8>, memref<1x2x2x3xf32>) -> ()
+  "dnn.memcpy"(%y, %0) <{kind = "host_to_host", size = 24 : i64, count = 2 : i64, source_stride = 24 : i64, target_stride = 48 : i64}> : (memref<1x2x2x3xf32>, memref<84xi8>) -> ()
   func.return
 }
 
 // CHECK-LABEL: llvm.func @strided_run(
-// CHECK:         %[[X:.*]] = llvm.getelementptr inbounds %{{.*}}[12] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK:         llvm.br ^[[HEAD:.*]](%{{.*}} : i64)
-// CHECK-NEXT:  ^[[HEAD]](%[[K:.*]]: i64):
+// CHECK-SAME:      attributes {no_inline, optimize_none}
+// CHECK:         %[[XARG:.*]] = llvm.load
+// CHECK-NEXT:    %[[Y:.*]] = llvm.load
+// CHECK-NEXT:    %[[X:.*]] = llvm.getelementptr inbounds %[[XARG]][12] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(24) : i64
 // CHECK-NEXT:    %[[COUNT:.*]] = llvm.mlir.constant(2) : i64
-// CHECK-NEXT:    %[[LESS:.*]] = llvm.icmp "slt" %[[K]], %[[COUNT]] : i64
+// CHECK-NEXT:    %[[SS:.*]] = llvm.mlir.constant(48) : i64
+// CHECK-NEXT:    llvm.call @pyocc_strided_copy(%[[Y]], %[[X]], %[[SIZE]], %[[COUNT]], %[[SIZE]], %[[SS]]) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64) -> ()
+// CHECK-NEXT:    llvm.call @pyocc_strided_copy(%[[X]], %[[Y]], %[[SIZE]], %[[COUNT]], %[[SS]], %[[SIZE]])
+// CHECK-NOT:   ^bb
+// CHECK:         llvm.return
+// CHECK:       llvm.func @memcpy(
+// CHECK-NEXT:  llvm.func internal @pyocc_strided_copy(%[[T:.*]]: !llvm.ptr, %[[S:.*]]: !llvm.ptr, %[[N:.*]]: i64, %[[C:.*]]: i64, %[[TSTRIDE:.*]]: i64, %[[SSTRIDE:.*]]: i64) attributes {no_inline} {
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%[[ZERO]] : i64)
+// CHECK-NEXT:  ^[[HEAD]](%[[K:.*]]: i64):
+// CHECK-NEXT:    %[[LESS:.*]] = llvm.icmp "slt" %[[K]], %[[C]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[LESS]], ^[[BODY:.*]], ^[[EXIT:.*]]
 // CHECK-NEXT:  ^[[BODY]]:
-// CHECK-NEXT:    %[[TS:.*]] = llvm.mlir.constant(24) : i64
-// CHECK-NEXT:    %[[TO:.*]] = llvm.mul %[[K]], %[[TS]] : i64
-// CHECK-NEXT:    %[[T:.*]] = llvm.getelementptr %{{.*}}[%[[TO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK-NEXT:    %[[SS:.*]] = llvm.mlir.constant(48) : i64
-// CHECK-NEXT:    %[[SO:.*]] = llvm.mul %[[K]], %[[SS]] : i64
-// CHECK-NEXT:    %[[S:.*]] = llvm.getelementptr %[[X]][%[[SO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
-// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(24) : i64
-// CHECK-NEXT:    llvm.call @memcpy(%[[T]], %[[S]], %[[SIZE]])
+// CHECK-NEXT:    %[[TO:.*]] = llvm.mul %[[K]], %[[TSTRIDE]] : i64
+// CHECK-NEXT:    %[[TK:.*]] = llvm.getelementptr %[[T]][%[[TO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    %[[SO:.*]] = llvm.mul %[[K]], %[[SSTRIDE]] : i64
+// CHECK-NEXT:    %[[SK:.*]] = llvm.getelementptr %[[S]][%[[SO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK-NEXT:    llvm.call @memcpy(%[[TK]], %[[SK]], %[[N]])
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[K]], %[[ONE]] : i64
 // CHECK-NEXT:    llvm.br ^[[HEAD]](%[[NEXT]] : i64)
 // CHECK-NEXT:  ^[[EXIT]]:
+// CHECK-NEXT:    llvm.return
+// CHECK-NOT:   @pyocc_strided_copy
 
 // -----
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import IntegerAttr, i8, i32, i64
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i8, i32, i64
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pyocc.dialects.dnn.ops import (
     DeallocOp,
@@ -57,6 +57,11 @@ LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
     "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
 }
 
+#: the copy of a band of rows, shared by every strided dnn.memcpy of a module:
+#: (target, source, size, count, target stride, source stride)
+STRIDED_COPY = "pyocc_strided_copy"
+STRIDED_COPY_TYPE = llvm.LLVMFunctionType([PTR, PTR, i64, i64, i64, i64])
+
 
 @dataclass
 class HostFunctionLowering:
@@ -78,6 +83,9 @@ class HostFunctionLowering:
     allocated: dict[SSAValue, int] = field(default_factory=dict)
     #: blocks after the entry block, in order (each allocation's NULL check splits one)
     _extra_blocks: list[Block] = field(default_factory=list)
+    #: the addresses and i64 constants the run made (_gep, _i64)
+    _geps: dict[tuple[SSAValue, int, Attribute], SSAValue] = field(default_factory=dict)
+    _constants: dict[int, SSAValue] = field(default_factory=dict)
 
     def lower(self) -> list[Operation]:
         """The ABI functions and globals of the function (its `run` last)."""
@@ -113,8 +121,16 @@ class HostFunctionLowering:
         for block in self._extra_blocks:
             region.add_block(block)
         region.add_block(self.oom)
-        return llvm.FuncOp(f"{self.name}_run", llvm.LLVMFunctionType([PTR, PTR, PTR, PTR], i32),
-                           linkage=llvm.LinkageAttr("external"), body=region)
+        run = llvm.FuncOp(f"{self.name}_run", llvm.LLVMFunctionType([PTR, PTR, PTR, PTR], i32),
+                          linkage=llvm.LinkageAttr("external"), body=region)
+        # The run is a straight line of calls (the kernels carry the compute),
+        # one op per transfer, view and kernel: tens of thousands for a
+        # scratchpad program, which LLVM's O3 and instruction selection took
+        # minutes over. Left unoptimised it compiles in linear time, and
+        # nothing is inlined into it.
+        run.no_inline = UnitAttr()
+        run.optimize_none = UnitAttr()
+        return run
 
     @staticmethod
     def _slot_count(op: DnnComputeOp) -> int:
@@ -128,6 +144,25 @@ class HostFunctionLowering:
             raise cannot_lower(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
                             "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
         return self.pointers[value]
+
+    # The run is one chain of blocks (each allocation's NULL check splits it
+    # and nothing branches back), so a value made once dominates every later
+    # use: an address or a constant is made at its first use and reused.
+    # A scheduled program asks for the same SRAM offsets, weight blocks and
+    # kernel argument slots thousands of times.
+
+    def _gep(self, base: SSAValue, index: int, element: Attribute) -> SSAValue:
+        """&base[index] (LlvmBuilder.gep), made once per function."""
+        key = (base, index, element)
+        if key not in self._geps:
+            self._geps[key] = self.b.gep(base, index, element)
+        return self._geps[key]
+
+    def _i64(self, value: int) -> SSAValue:
+        """An i64 constant, made once per function."""
+        if value not in self._constants:
+            self._constants[value] = self.b.const(value)
+        return self._constants[value]
 
     def _lower_op(self, op: Operation) -> None:
         b = self.b
@@ -145,7 +180,7 @@ class HostFunctionLowering:
                 self.pointers[op.result] = self._pointer(op, op.source)
             case SubviewOp():
                 buffer_spec(op, op.result.type)
-                self.pointers[op.result] = b.gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                self.pointers[op.result] = self._gep(self._pointer(op, op.source), op.offset.value.data, i8)
             case MallocOp() | PoolInitOp():
                 result = op.results[0]
                 buffer_spec(op, result.type)
@@ -165,45 +200,27 @@ class HostFunctionLowering:
             case MemOffsetOp():
                 buffer_spec(op, op.result.type)
                 pool = self._pointer(op, op.pool)
-                self.pointers[op.result] = b.gep(pool, op.offset.value.data, i8)
+                self.pointers[op.result] = self._gep(pool, op.offset.value.data, i8)
             case MemcpyOp():
                 if op.kind.data != "host_to_host":
                     raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
                 strided = op.strides()
                 if strided is None:
                     b.call("memcpy", self._pointer(op, op.target), self._pointer(op, op.source),
-                           b.const(op.size.value.data), returns=PTR)
+                           self._i64(op.size.value.data), returns=PTR)
                 else:
                     self._strided_copy(op, *strided)
             case _:
                 raise cannot_lower(op, "no host lowering exists for this op")
 
     def _strided_copy(self, op: MemcpyOp, count: int, source_stride: int, target_stride: int) -> None:
-        """A loop of `count` memcpys of `size` bytes, k * stride into each side:
-
-            br head(0)
-          head(k): br k < count ? body : exit
-          body:    memcpy(target + k * ts, source + k * ss, size); br head(k + 1)
-          exit:    ...the rest of the function
-        """
+        """One call of the module's shared STRIDED_COPY (a loop of `count`
+        memcpys of `size` bytes, k * stride into each side; defined once by
+        host_declarations): a loop per copy made a scheduled program's run
+        function tens of thousands of blocks long."""
         b = self.b
-        target, source = self._pointer(op, op.target), self._pointer(op, op.source)
-        head, body, exit_ = Block(arg_types=[i64]), Block(), Block()
-        b.add(llvm.BrOp(head, b.const(0)))
-        k = head.args[0]
-        b.block = head
-        less = b.add(llvm.ICmpOp(k, b.const(count), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
-        b.add(llvm.CondBrOp(less, body, [], exit_, []))
-        b.block = body
-
-        def at(base: SSAValue, stride: int) -> SSAValue:
-            offset = b.add(llvm.MulOp(k, b.const(stride))).results[0]
-            return b.add(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset])).results[0]
-
-        b.call("memcpy", at(target, target_stride), at(source, source_stride), b.const(op.size.value.data), returns=PTR)
-        b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
-        self._extra_blocks += [head, body, exit_]
-        b.block = exit_
+        b.call(STRIDED_COPY, self._pointer(op, op.target), self._pointer(op, op.source),
+               self._i64(op.size.value.data), self._i64(count), self._i64(target_stride), self._i64(source_stride))
 
     def _lower_compute(self, op: DnnComputeOp) -> None:
         b = self.b
@@ -247,11 +264,11 @@ class HostFunctionLowering:
                 pointer = null
             else:
                 pointer = self._pointer(op, value)
-            b.store(pointer, b.gep(self.slots, slot, PTR))
+            b.store(pointer, self._gep(self.slots, slot, PTR))
         b.call(f"{self.name}_dispatch", b.const(site), self.slots)
 
     def _lower_weight(self, op: WeightOp) -> None:
-        self.pointers[op.result] = self.b.gep(self.weights_arg, self.weights.place_weight(op), i8)
+        self.pointers[op.result] = self._gep(self.weights_arg, self.weights.place_weight(op), i8)
 
     # -- allocation and its accounting ---------------------------------------
 
@@ -327,7 +344,46 @@ class HostFunctionLowering:
         return ops
 
 
-def host_declarations() -> list[Operation]:
-    """The external functions host code may call (LIBC_FUNCTIONS)."""
-    return [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
-            for callee, signature in LIBC_FUNCTIONS.items()]
+def host_declarations(lowered: list[Operation]) -> list[Operation]:
+    """The external functions host code may call (LIBC_FUNCTIONS), and
+    STRIDED_COPY's definition when the `lowered` functions call it."""
+    ops: list[Operation] = [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
+                            for callee, signature in LIBC_FUNCTIONS.items()]
+    if any(isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.string_value() == STRIDED_COPY
+           for function in lowered for op in function.walk()):
+        ops.append(strided_copy_function())
+    return ops
+
+
+def strided_copy_function() -> llvm.FuncOp:
+    """STRIDED_COPY, internal and never inlined (one copy of the loop per
+    module, however many bands it moves):
+
+        entry(target, source, size, count, ts, ss): br head(0)
+        head(k): br k < count ? body : exit
+        body:    memcpy(target + k * ts, source + k * ss, size); br head(k + 1)
+        exit:    return
+    """
+    entry = Block(arg_types=STRIDED_COPY_TYPE.inputs.data)
+    target, source, size, count, target_stride, source_stride = entry.args
+    head, body, exit_ = Block(arg_types=[i64]), Block(), Block()
+    b = LlvmBuilder(entry)
+    b.add(llvm.BrOp(head, b.const(0)))
+    k = head.args[0]
+    b.block = head
+    less = b.add(llvm.ICmpOp(k, count, IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
+    b.add(llvm.CondBrOp(less, body, [], exit_, []))
+    b.block = body
+
+    def at(base: SSAValue, stride: SSAValue) -> SSAValue:
+        offset = b.add(llvm.MulOp(k, stride)).results[0]
+        return b.add(llvm.GEPOp(base, [llvm.GEP_USE_SSA_VAL], i8, ssa_indices=[offset])).results[0]
+
+    b.call("memcpy", at(target, target_stride), at(source, source_stride), size, returns=PTR)
+    b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
+    b.block = exit_
+    b.add(llvm.ReturnOp())
+    function = llvm.FuncOp(STRIDED_COPY, STRIDED_COPY_TYPE, linkage=llvm.LinkageAttr("internal"),
+                           body=Region([entry, head, body, exit_]))
+    function.no_inline = UnitAttr()
+    return function

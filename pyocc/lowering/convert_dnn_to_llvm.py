@@ -143,7 +143,7 @@ class ConvertDnnToLlvmPass(ModulePass):
                 lowered.append(top.clone())
             else:
                 raise cannot_lower(top, "only func.func is lowered at module level")
-        lowered += target.declarations()
+        lowered += target.declarations(lowered)
         lowered += string_global(f"{MODULE_FUNCTIONS_SYMBOL}_json", json.dumps(names))
         lowered.append(string_getter(MODULE_FUNCTIONS_SYMBOL, f"{MODULE_FUNCTIONS_SYMBOL}_json"))
         body = op.body.block
@@ -304,6 +304,14 @@ def _export(module: ModuleOp, kernels: str, share_sizes: bool = True, consume: b
             linkages[op.sym_name.data] = op.linkage.linkage.data if op.linkage is not None else "external"
             op.add_region(Region())
     llvm_module = convert_module(module, fallback_target_triple=None)
+    # xDSL's exporter drops a function's no_inline / optimize_none: set them here
+    for op in module.ops:
+        if isinstance(op, llvm.FuncOp):
+            attributes = llvm_module.get_global(op.sym_name.data).attributes
+            if op.no_inline is not None:
+                attributes.add("noinline")
+            if op.optimize_none is not None:
+                attributes.add("optnone")
     for name, region in bodies.items():
         function = llvm_module.get_global(name)
         function.linkage = linkages[name]  # a declaration's linkage is not exported

@@ -20,6 +20,7 @@ on the SRAM side (a plain copy when the band is contiguous):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -47,6 +48,13 @@ class DnnDmaToMemcpyPass(ModulePass):
             Rewriter.erase_op(start)  # its token's waits are gone
 
 
+@functools.lru_cache(maxsize=4096)
+def _bytes_type(size: int) -> MemRefType:
+    """memref<size x i8>, made once per size (xDSL checks a type's
+    parameters on every construction, a millisecond each)."""
+    return MemRefType(i8, [size])
+
+
 def _copies(start: DmaStartOp) -> list[Operation]:
     """The host copy of one transfer (after the subview a band needs)."""
     kind = StringAttr("host_to_host")
@@ -56,7 +64,7 @@ def _copies(start: DmaStartOp) -> list[Operation]:
     offset, count, chunk, stride = start.chunks()
     dram_side = start.dram_side()
     span = chunk if count == 1 else d.type_bytes(dram_side.type) - offset
-    dram = d.SubviewOp(dram_side, offset, MemRefType(i8, [span]))
+    dram = d.SubviewOp(dram_side, offset, _bytes_type(span))
     load = start.direction.data == "dram_to_sram"
     source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
     properties = {"kind": kind, "size": IntegerAttr(chunk, i64)}

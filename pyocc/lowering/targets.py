@@ -25,12 +25,13 @@ class LoweringTarget:
     lower_function: Callable[[func.FuncOp, int, str], list[Operation]]
     """(function, workspace bytes, pool allocation) -> the llvm functions and
     globals of its ABI (the host ignores the two target=cuda options)"""
-    declarations: Callable[[], list[Operation]]
-    """the external functions the target's code calls"""
+    declarations: Callable[[list[Operation]], list[Operation]]
+    """the lowered functions -> the external functions their code calls
+    (and the helpers it defines once per module)"""
 
 
 TARGETS: dict[str, LoweringTarget] = {
     "host": LoweringTarget(lambda f, workspace, pool_allocation: HostFunctionLowering(f).lower(), host_declarations),
     "cuda": LoweringTarget(lambda f, workspace, pool_allocation: CudaFunctionLowering(
-        f, workspace_bytes=workspace, pool_allocation=pool_allocation).lower(), declarations),
+        f, workspace_bytes=workspace, pool_allocation=pool_allocation).lower(), lambda lowered: declarations()),
 }

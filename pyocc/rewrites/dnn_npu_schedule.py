@@ -45,6 +45,7 @@ them, several per read) is refused in one line: by default
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -103,11 +104,26 @@ def _refuse(what: str) -> PassFailedException:
                                "blocks and row bands so far: schedule without cascades or give a larger --scratchpad")
 
 
+@functools.lru_cache(maxsize=4096)
+def _memref(element: Attribute, shape: tuple[int, ...]) -> MemRefType:
+    """memref<shape x element>, made once: xDSL checks a type's parameters
+    against their constraints on every construction (a millisecond), and a
+    scheduled program asks for the same few types thousands of times (a
+    third of SqueezeNet's schedule at 1 MiB went there)."""
+    return MemRefType(element, shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _buffer_type(t: Attribute) -> Attribute:
+    """to_buffer_type, made once per tensor type (see _memref)."""
+    return to_buffer_type(t)
+
+
 def _with_rows(type_: MemRefType, rows: int) -> MemRefType:
     """`type_` with `rows` rows (its second-to-last axis)."""
     shape = list(type_.get_shape())
     shape[-2] = rows
-    return MemRefType(type_.get_element_type(), shape)
+    return _memref(type_.get_element_type(), tuple(shape))
 
 
 Cut = tuple[tuple[int, int, int] | None, tuple[int, int] | None]
@@ -138,8 +154,8 @@ class _Emitter:
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         self.returned = list(ret.arguments)
-        in_types = [to_buffer_type(a.type) for a in block.args]
-        out_types = [to_buffer_type(v.type) for v in self.returned]
+        in_types = [_buffer_type(a.type) for a in block.args]
+        out_types = [_buffer_type(v.type) for v in self.returned]
         self.block = Block(arg_types=[*in_types, *out_types])
         self.n_inputs = len(in_types)
         self.ops: list[Operation] = []
@@ -160,7 +176,7 @@ class _Emitter:
             self.dram[name] = arg
         for op in block.ops:
             if isinstance(op, d.WeightOp):
-                new_op = op.__class__.create(result_types=[to_buffer_type(op.results[0].type)],
+                new_op = op.__class__.create(result_types=[_buffer_type(op.results[0].type)],
                                              properties=dict(op.properties), attributes=dict(op.attributes))
                 new_op.results[0].name_hint = op.results[0].name_hint
                 self.ops.append(new_op)
@@ -190,7 +206,7 @@ class _Emitter:
         return view.result
 
     def _root_type(self, tensor: str) -> Attribute:
-        return to_buffer_type(self.facts.roots[tensor].type)
+        return _buffer_type(self.facts.roots[tensor].type)
 
     def _dram(self, piece: Piece) -> tuple[SSAValue, tuple[int, int] | None]:
         """Where `piece` lives in DRAM, seen with its own type (a band: the
@@ -238,7 +254,7 @@ class _Emitter:
                 shape[cut[0]] = cut[2] - cut[1]
             if rows is not None:
                 shape[-2] = rows[1] - rows[0]
-            type_ = MemRefType(type_.get_element_type(), shape)  # type: ignore[attr-defined]
+            type_ = _memref(type_.get_element_type(), tuple(shape))  # type: ignore[attr-defined]
             if d.type_bytes(type_) != first.bytes:
                 raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
                                           f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
@@ -309,7 +325,7 @@ class _Emitter:
             raise _refuse(f"a slice along axis {axis} of {type_} is not contiguous")
         inner = d.type_bytes(type_) // math.prod(shape[:axis + 1])
         shape[axis] = stop - start
-        view = d.SubviewOp(self._typed(value, type_), start * inner, MemRefType(type_.get_element_type(), shape))
+        view = d.SubviewOp(self._typed(value, type_), start * inner, _memref(type_.get_element_type(), tuple(shape)))
         self.ops.append(view)
         return view.result
 
@@ -317,7 +333,7 @@ class _Emitter:
                  held: dict[str, SSAValue], pieces: dict[str, Piece]) -> SSAValue:
         """The SRAM buffer an op operand (or result) `value` reads (writes)."""
         tensor = self.facts.tensor_of[value]
-        type_ = to_buffer_type(value.type)
+        type_ = _buffer_type(value.type)
         if rows is not None:  # a band: its own buffer, of every channel (an output: of its block)
             if pieces[tensor].part == "all":
                 raise _refuse(f"a band of {tensor!r} would be read from the whole tensor in SRAM (strided)")
@@ -333,7 +349,7 @@ class _Emitter:
             if pieces[tensor].part.startswith("tile"):  # the block's own buffer
                 shape = list(band.get_shape())
                 shape[cut[0]] = cut[2] - cut[1]
-                return self._typed(held[tensor], MemRefType(band.get_element_type(), shape))
+                return self._typed(held[tensor], _memref(band.get_element_type(), tuple(shape)))
             return self._slice(self._typed(held[tensor], band), band, cut)
         if cut is None:
             return self._typed(held[tensor], type_)
@@ -391,7 +407,7 @@ class _Emitter:
                             self.cuts[(piece.tensor, piece.part)] = (
                                 (None, rows) if rows is not None else (unit.slices.get(name), unit.rows.get(name)))
                             value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
-                            self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
+                            self.cut_types[(piece.tensor, piece.part)] = _buffer_type(value.type)
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):
