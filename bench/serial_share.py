@@ -31,7 +31,9 @@ import collections
 import ctypes
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -131,9 +133,13 @@ def at_least_two_parts(text: str, name: str) -> str:
     ]) + "\n"
 
 
-def measure(model_name: str, runs: int) -> tuple[float, float, int, dict[str, tuple[float, int, float]]]:
-    """(cycles per run, share inside parallel-fors, parallel-for calls per
-    run, family -> (serial share, largest site, its share))."""
+def timed_build(model_name: str, instrument: Callable[[str, str, int], str]
+                ) -> tuple[dict[str, np.ndarray], str, list[dict], CompiledModel, Any, Callable[[int], int]]:
+    """The light model `model_name` (random weights) compiled for two
+    threads, its LLVM IR passed through `instrument(ir, name, sites)` and
+    at_least_two_parts, and JIT-compiled: (random inputs, the model
+    function's name, its sites, the timed model, its LLVM engine, its
+    NAME_set_threads)."""
     proto = with_random_weights(model_name)
     inputs = random_inputs_for(proto)
     compiled = pyocc.compile(proto, threads=2).native
@@ -144,6 +150,13 @@ def measure(model_name: str, runs: int) -> tuple[float, float, int, dict[str, tu
     engine = timed._keepalive[0]  # (the model engine, the kernel engines)
     set_threads = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
         engine.get_function_address(f"{name}_set_threads"))
+    return inputs, name, sites, timed, engine, set_threads
+
+
+def measure(model_name: str, runs: int) -> tuple[float, float, int, dict[str, tuple[float, int, float]]]:
+    """(cycles per run, share inside parallel-fors, parallel-for calls per
+    run, family -> (serial share, largest site, its share))."""
+    inputs, name, sites, timed, engine, set_threads = timed_build(model_name, instrument)
     assert set_threads(1) == 0
     timed.run(inputs)  # warm-up
     table = (ctypes.c_int64 * (2 * len(sites))).from_address(engine.get_global_value_address(f"{name}_timing_sites"))

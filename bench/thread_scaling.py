@@ -43,10 +43,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import pyocc  # noqa: E402
-from pyocc.runtime.jit import CompiledModel  # noqa: E402
-from pyocc.testing.light_models import LIGHT_MODELS, random_inputs_for, with_random_weights  # noqa: E402
-from serial_share import at_least_two_parts  # noqa: E402  (bench/, the script's own folder)
+from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
+from serial_share import timed_build  # noqa: E402  (bench/, the script's own folder)
 
 #: the per-site counters: total, inside parallel-fors (>= 2 iterations), caller work, caller wait,
 #: worker work, parallel-for calls, the worker's latency (cycles from the parallel-for's call to the
@@ -208,16 +206,7 @@ def describe(site: dict) -> str:
 def measure(model_name: str, runs: int) -> tuple[list[dict], np.ndarray, np.ndarray, dict[int, float]]:
     """(sites, counters per run at 1 thread, at 2 threads [sites x FIELDS],
     CPU seconds per run by thread count)."""
-    proto = with_random_weights(model_name)
-    inputs = random_inputs_for(proto)
-    compiled = pyocc.compile(proto, threads=2).native
-    meta = compiled.meta
-    name, sites = meta["name"], meta["sites"]
-    timed = CompiledModel(at_least_two_parts(instrument(compiled.llvm_ir, name, len(sites)), name), meta,
-                          compiled.weight_pool)
-    engine = timed._keepalive[0]
-    set_threads = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32)(
-        engine.get_function_address(f"{name}_set_threads"))
+    inputs, name, sites, timed, engine, set_threads = timed_build(model_name, instrument)
     start_pool = ctypes.CFUNCTYPE(None)(engine.get_function_address(f"{name}_threads_start"))
     table = (ctypes.c_int64 * (FIELDS * len(sites))).from_address(engine.get_global_value_address(f"{name}_tt_sites"))
     sums = {1: np.zeros((len(sites), FIELDS)), 2: np.zeros((len(sites), FIELDS))}

@@ -753,3 +753,17 @@ def vit_symbolic(seed: int = 0, patch: int = 8, hidden: int = 32, heads: int = 4
                    g.const([-1, hidden], np.int64))
     logits = g.op("Gemm", cls_out, g.weight([10, hidden]), g.bias(10), transB=1)
     return g.model([(logits, TensorProto.FLOAT)], opset=20)
+
+
+def every_tensor_an_output(model: onnx.ModelProto, elem_types: dict[str, int]) -> onnx.ModelProto:
+    """A copy of `model` with every node output also a graph output (of the
+    element type `elem_types` gives it, shape unknown): onnxruntime then
+    returns every intermediate tensor."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    outputs = {o.name for o in probe.graph.output}
+    for node in probe.graph.node:
+        for name in node.output:
+            if name and name not in outputs:
+                probe.graph.output.append(helper.make_tensor_value_info(name, elem_types[name], None))
+    return probe

@@ -34,6 +34,7 @@ from pyocc.api import SymbolicModel
 from pyocc.errors import PyoccError
 from pyocc.frontend.symbolic_shapes import infer_symbolic_shapes
 from pyocc.frontend.symbols import symbolic_inputs
+from tests.graphs import every_tensor_an_output
 
 MAXIMUM = 64
 LENGTHS = (1, 2, 17, 63, 64)
@@ -195,24 +196,13 @@ def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
     return inputs
 
 
-def _every_tensor_an_output(model: onnx.ModelProto, elem_types: dict[str, int]) -> onnx.ModelProto:
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    outputs = {o.name for o in probe.graph.output}
-    for node in probe.graph.node:
-        for name in node.output:
-            if name and name not in outputs:
-                probe.graph.output.append(helper.make_tensor_value_info(name, elem_types[name], None))
-    return probe
-
-
 @pytest.mark.parametrize("graph", sorted(GRAPHS))
 def test_shapes_and_shape_values_equal_onnxruntimes(graph: str) -> None:
     """At each length, every tensor's symbolic shape, and every value the
     inference knows (shape tensors, truth values as 0/1), is what onnxruntime computes."""
     model = GRAPHS[graph]()
     symbolic = infer_symbolic_shapes(model, symbolic_inputs(model, {"sequence": MAXIMUM}), what=graph)
-    probe = _every_tensor_an_output(model, {n: t.elem_type for n, t in symbolic.tensors.items()})
+    probe = every_tensor_an_output(model, {n: t.elem_type for n, t in symbolic.tensors.items()})
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
     known = 0
     for s in LENGTHS:

@@ -28,7 +28,8 @@ from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import symbolic_inputs
 from pyocc.lowering.symbolic_pool import pool_module
 from pyocc.planning import Poly, SymbolicBuffer, SymbolicProblem, plan_symbolic
-from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, random_inputs, vit_symbolic
+from tests.graphs import (bert_symbolic, encoder_symbolic, every_tensor_an_output, gpt2_symbolic, random_inputs,
+                          vit_symbolic)
 
 GRAPHS = {"encoder": (encoder_symbolic, "sequence"), "bert": (bert_symbolic, "sequence"),
           "gpt2": (gpt2_symbolic, "sequence"), "vit": (vit_symbolic, "batch")}
@@ -59,13 +60,7 @@ def test_shapes_equal_onnxruntimes_at_each_length(graph: str, sequence: int) -> 
     build, symbol = GRAPHS[graph]
     model = build()
     symbolic = _shapes(model, symbol=symbol)
-    probe = onnx.ModelProto()
-    probe.CopyFrom(model)
-    outputs = {o.name for o in probe.graph.output}
-    for node in probe.graph.node:
-        for name in node.output:
-            if name and name not in outputs:
-                probe.graph.output.append(helper.make_tensor_value_info(name, symbolic.tensors[name].elem_type, None))
+    probe = every_tensor_an_output(model, {n: t.elem_type for n, t in symbolic.tensors.items()})
     session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
     inputs = random_inputs(_at(model, sequence, symbol))
     arrays = session.run(None, inputs)
