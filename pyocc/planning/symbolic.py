@@ -47,7 +47,9 @@ planner chooses the cuts:
    bad too, just below the first bad one, and when both ends are, just
    above the worst), plan both parts alone (a part keeps the piece's
    layout when its own is no closer to the static plans) and keep the cut
-   if it lowers the worst ratio; repeat up to ``MAX_PIECES`` pieces.
+   if it lowers the worst ratio; when it does not (bad values spread over
+   the whole piece), try once more with the lowest bad value alone (or with
+   what lies below it); repeat up to ``MAX_PIECES`` pieces.
 
 A part that is a single value is a static problem: its candidates are the
 static plans at that value. Everything is deterministic (no time budget
@@ -597,9 +599,9 @@ class _Planner:
             if not cuttable:
                 break
             k = max(cuttable, key=lambda j: (worst[j], -j))
-            parts = self.cut(layouts[k], bad[k])
-            if max(max(self.bad_values(part).values(), default=0.0) for part in parts) >= worst[k]:
-                break  # the cut does not help: keep one piece there
+            parts = self.cut(layouts[k], bad[k], worst[k])
+            if parts is None:
+                break  # no cut helps: keep one piece there
             layouts[k:k + 1] = parts
         return [layout.piece for layout in layouts]
 
@@ -618,7 +620,7 @@ class _Planner:
         result: dict[int, float] = {}
         for j in ranked:
             value = int(values[j])
-            if ((name, value), STATIC_ALGORITHMS[0]) not in self.static_plans:
+            if (((name, value),), STATIC_ALGORITHMS[0]) not in self.static_plans:  # the key static() makes
                 if self.checks_left == 0:
                     continue
                 self.checks_left -= 1
@@ -631,29 +633,29 @@ class _Planner:
                 result[value] = pool / max(best, 1)
         return result
 
-    def cut(self, layout: _Layout, bad: Mapping[int, float]) -> list[_Layout]:
+    def cut(self, layout: _Layout, bad: Mapping[int, float], worst: float) -> list[_Layout] | None:
         """The piece of `layout` cut in two around its bad values (module
-        docstring), each part with its own layout."""
+        docstring), each part with its own layout: the first cut, in the
+        order of ``_cut_points``, whose parts' worst ratio is below `worst`
+        (the piece's), or None when none is."""
         (name, (low, high)), = layout.piece.ranges.items()
-        values = sorted(bad)
-        if values[-1] < high:
-            last = values[-1]
-        elif values[0] > low:
-            last = values[0] - 1
-        else:
-            last = min(min(values, key=lambda v: (-bad[v], v)), high - 1)
-        parts = []
-        for part in (self.problem.within({name: (low, last)}), self.problem.within({name: (last + 1, high)})):
-            # the piece's own layout still holds over a part: keep it there when
-            # the part's new layout is no closer to the static plans
-            planned = self.layout(part)
-            grid = _grid(part)
-            sizes = [b.size.evaluate_grid(grid) for b in part.buffers]
-            kept = _Layout(Piece(dict(part.ranges), layout.piece.below, layout.piece.order), grid,
-                           _pool(part, sizes, layout.piece.below, layout.piece.order), _max_live(part, sizes))
-            worst = [max(self.bad_values(c).values(), default=0.0) for c in (planned, kept)]
-            parts.append(planned if worst[0] < worst[1] else kept)
-        return parts
+        for last in _cut_points(bad, low, high):
+            parts = [self.part(layout, self.problem.within({name: part}))
+                     for part in ((low, last), (last + 1, high))]
+            if max(max(self.bad_values(part).values(), default=0.0) for part in parts) < worst:
+                return parts
+        return None
+
+    def part(self, layout: _Layout, part: SymbolicProblem) -> _Layout:
+        """`part`'s own layout, or `layout`'s piece's, which still holds over
+        it, when the part's own is no closer to the static plans."""
+        planned = self.layout(part)
+        grid = _grid(part)
+        sizes = [b.size.evaluate_grid(grid) for b in part.buffers]
+        kept = _Layout(Piece(dict(part.ranges), layout.piece.below, layout.piece.order), grid,
+                       _pool(part, sizes, layout.piece.below, layout.piece.order), _max_live(part, sizes))
+        worst = [max(self.bad_values(c).values(), default=0.0) for c in (planned, kept)]
+        return planned if worst[0] < worst[1] else kept
 
     def layout(self, problem: SymbolicProblem) -> _Layout:
         """The best candidate layout over `problem`'s range (`plan_symbolic`)."""
@@ -679,6 +681,28 @@ class _Planner:
                 best = (score, below, order, pool)
         assert best is not None
         return _Layout(Piece(dict(problem.ranges), best[1], best[2]), grid, best[3], bound)
+
+
+def _cut_points(bad: Mapping[int, float], low: int, high: int) -> list[int]:
+    """Where to try cutting a piece ``[low, high]`` with these bad values (a
+    cut at k makes ``[low, k]`` and ``[k + 1, high]``), in order: just above
+    the last bad value (when the bad values are a prefix, one piece for them
+    and one for the rest), else just below the first, else just above the
+    worst; then, when the bad values spread over the piece so that the first
+    cut leaves them together, the lowest bad value alone (or with what lies
+    below it), so that the smallest values, where alignment padding is most
+    of the pool, get a layout of their own."""
+    values = sorted(bad)
+    if values[-1] < high:
+        first = values[-1]
+    elif values[0] > low:
+        first = values[0] - 1
+    else:
+        first = min(min(values, key=lambda v: (-bad[v], v)), high - 1)
+    points = [first]
+    if values[0] < high and values[0] not in points:
+        points.append(values[0])
+    return points
 
 
 def _width(piece: Piece) -> int:

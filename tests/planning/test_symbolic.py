@@ -181,6 +181,29 @@ def test_pieces_bring_every_value_within_the_threshold(monkeypatch: pytest.Monke
                for s in range(1, 65))
 
 
+def test_static_plans_made_once_still_count_when_the_checks_are_spent() -> None:
+    """The search for cuts makes static plans at no more than STATIC_CHECKS
+    values per problem; a value planned before is read back, not skipped,
+    once they are spent (on LLaMA the first piece spent all 32, and every
+    later part looked free of excess, so no further cut was made)."""
+    problem = _three_buffers()
+    planner = symbolic._Planner(problem)
+    layout = planner.layout(problem)
+    bad = planner.bad_values(layout)
+    assert bad
+    planner.checks_left = 0
+    assert planner.bad_values(layout) == bad
+
+
+def test_cuts_are_tried_above_the_bad_values_then_at_the_lowest_alone() -> None:
+    """Bad values in a prefix: cut above the last, then try the lowest alone;
+    bad values at both ends: cut above the worst, then the lowest alone."""
+    assert symbolic._cut_points({1: 1.3, 2: 1.2}, 1, 64) == [2, 1]
+    assert symbolic._cut_points({60: 1.1, 64: 1.2}, 1, 64) == [59, 60]
+    assert symbolic._cut_points({1: 1.05, 3: 1.1, 64: 1.2}, 1, 64) == [63, 1]
+    assert symbolic._cut_points({1: 1.3, 64: 1.2}, 1, 64) == [1]
+
+
 def test_piecewise_formulas_name_each_piece() -> None:
     plan = plan_symbolic(_three_buffers())
     bound = plan.pieces[0].ranges["S"][1]
