@@ -604,16 +604,9 @@ def _split(ctx: _Context) -> list[SymbolicTensor]:
             sizes = [_int(min(whole, max(0, dim.evaluate({}) - k * whole))) for k in range(parts)]
         else:
             sizes = [size] * parts
-    if ctx.compare(_sum(sizes), dim) != 0:
+    if ctx.compare(sum(sizes, _int(0)), dim) != 0:
         raise ctx.fail(f"splits {dim} into parts of {' + '.join(map(str, sizes))}")
     return [SymbolicTensor((*x.shape[:axis], size, *x.shape[axis + 1:]), x.elem_type) for size in sizes]
-
-
-def _sum(values: Sequence[Poly]) -> Poly:
-    total = _int(0)
-    for value in values:
-        total = total + value
-    return total
 
 
 def _arg_reduce(ctx: _Context) -> list[SymbolicTensor]:

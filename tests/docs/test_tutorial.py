@@ -28,7 +28,6 @@ installed commands themselves (a few real processes per tool).
 from __future__ import annotations
 
 import contextlib
-import io
 import os
 import re
 import runpy
@@ -41,9 +40,7 @@ from pathlib import Path
 
 import pytest
 
-from pyocc.tools.cli import main as pyocc_main
-from pyocc.tools.opt import main as opt_main
-from pyocc.weights import isolated_store
+from tests.tools.inprocess import MAINS, call_captured
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial"
 CHAPTERS = sorted(TUTORIAL.glob("[0-9][0-9]-*.md"))
@@ -103,10 +100,8 @@ def check_output(shown: list[str], output: str) -> str | None:
 def _in_process(argv: list[str]) -> Callable[[], int | None] | None:
     """What a command's console script or `python -m` would call, or None
     for a command this process does not run."""
-    if argv[0] == "pyocc":
-        return lambda: pyocc_main(argv[1:])
-    if argv[0] == "pyocc-opt":
-        return lambda: opt_main(argv[1:])
+    if argv[0] in MAINS:
+        return lambda: MAINS[argv[0]](argv[1:])
     if argv[0] == "python" and len(argv) >= 3 and argv[1] == "-m":
         def run_module() -> int:
             saved = sys.argv
@@ -129,24 +124,17 @@ def run_command(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
     if call is None:
         done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
         return done.returncode, done.stdout + done.stderr
-    out, err = io.StringIO(), io.StringIO()
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = env.get("COLUMNS", "80")
     try:
-        with (contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
-              isolated_store()):
-            try:
-                status = call()
-            except SystemExit as e:
-                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-                if isinstance(e.code, str):
-                    print(e.code, file=sys.stderr)
+        with contextlib.chdir(cwd):
+            status, out, err = call_captured(call)
     finally:
         if saved_columns is None:
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = saved_columns
-    return status or 0, out.getvalue() + err.getvalue()
+    return status, out + err
 
 
 def test_run_command_in_process_and_in_bash(tmp_path: Path) -> None:

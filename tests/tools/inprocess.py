@@ -14,6 +14,7 @@ import contextlib
 import io
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from pyocc.tools.cli import main as pyocc_main
@@ -23,20 +24,26 @@ from pyocc.weights import isolated_store
 MAINS = {"pyocc": pyocc_main, "pyocc-opt": opt_main}
 
 
-def run_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
-    """`tool ARGS` (tool: pyocc or pyocc-opt, or a path ending in one) run
-    in this process with stdout and stderr captured and SystemExit turned
-    into the exit status, with an empty weights store as a fresh process
-    has."""
-    main = MAINS[Path(tool).name]
+def call_captured(call: Callable[[], int | None]) -> tuple[int, str, str]:
+    """`call()` with stdout and stderr captured, SystemExit turned into the
+    exit status, and an empty weights store as a fresh process has:
+    (status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), isolated_store():
         try:
-            status = main(list(args))
+            status = call()
         except SystemExit as e:
             if isinstance(e.code, str):
                 print(e.code, file=sys.stderr)
                 status = 1
             else:
                 status = e.code
-    return subprocess.CompletedProcess([tool, *args], status or 0, out.getvalue(), err.getvalue())
+    return status or 0, out.getvalue(), err.getvalue()
+
+
+def run_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
+    """`tool ARGS` (tool: pyocc or pyocc-opt, or a path ending in one) run
+    in this process (call_captured), given back as a subprocess's result."""
+    main = MAINS[Path(tool).name]
+    status, out, err = call_captured(lambda: main(list(args)))
+    return subprocess.CompletedProcess([tool, *args], status, out, err)
