@@ -271,6 +271,19 @@ def _shapes(site: dict[str, Any]) -> str:
     return ", ".join("x".join(str(d) for d in s["shape"]) or "scalar" for s in [*specs, *site["outputs"]])
 
 
+def _umax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    """The unsigned larger of two i64s."""
+    return b.select(b.icmp_unsigned(">", x, y), x, y)
+
+
+def _align_up(b: ir.IRBuilder, x: ir.Value, alignment: int) -> ir.Value:
+    """`x` rounded up to a multiple of `alignment` (x itself for 1)."""
+    if alignment <= 1:
+        return x
+    step = ir.Constant(I64, alignment)
+    return b.mul(b.udiv(b.add(x, ir.Constant(I64, alignment - 1)), step), step)
+
+
 def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
                poly: Callable[[int | Poly], ir.Value]) -> tuple[dict[int, ir.Value], ir.Value]:
     """The plan's offsets (buffer index -> i64) and pool size at the
@@ -284,23 +297,19 @@ def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
     sizes = [poly(buffer.size) for buffer in buffers]  # in the entry block: shared by the pieces
 
     def layout(piece: Piece) -> tuple[dict[int, ir.Value], ir.Value]:
-        def umax(x: ir.Value, y: ir.Value) -> ir.Value:
-            return b.select(b.icmp_unsigned(">", x, y), x, y)
-
         ends: dict[int, ir.Value] = {}
         offsets: dict[int, ir.Value] = {}
         for i in piece.order:
             top: ir.Value = ir.Constant(I64, 0)
             for c in piece.below[i]:
-                top = umax(top, ends[c])
+                top = _umax(b, top, ends[c])
             alignment = buffers[i].alignment
-            offset = b.mul(b.udiv(b.add(top, ir.Constant(I64, alignment - 1)), ir.Constant(I64, alignment)),
-                           ir.Constant(I64, alignment)) if alignment > 1 else top
+            offset = _align_up(b, top, alignment)
             offsets[i] = offset
             ends[i] = b.add(offset, sizes[i])
         pool_bytes: ir.Value = ir.Constant(I64, 0)
         for end in ends.values():
-            pool_bytes = umax(pool_bytes, end)
+            pool_bytes = _umax(b, pool_bytes, end)
         return offsets, pool_bytes
 
     if plan.split is None:
@@ -346,12 +355,8 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
     def poly(value: int | Poly) -> ir.Value:
         return sizes.value(value) if isinstance(value, Poly) else ir.Constant(I64, int(value))
 
-    def umax(x: ir.Value, y: ir.Value) -> ir.Value:
-        return b.select(b.icmp_unsigned(">", x, y), x, y)
-
     offsets, pool_bytes = _emit_plan(function, b, plan, poly)
-    rounded = b.mul(b.udiv(b.add(umax(pool_bytes, ir.Constant(I64, 1)), ir.Constant(I64, ALIGNMENT - 1)),
-                           ir.Constant(I64, ALIGNMENT)), ir.Constant(I64, ALIGNMENT))
+    rounded = _align_up(b, _umax(b, pool_bytes, ir.Constant(I64, 1)), ALIGNMENT)
     aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")
     free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
     memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
@@ -365,7 +370,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
     b.store(b.add(b.load(counter(0), typ=I64), ir.Constant(I64, 1)), counter(0))
     now = b.add(b.load(counter(2), typ=I64), pool_bytes)
     b.store(now, counter(2))
-    b.store(umax(b.load(counter(3), typ=I64), now), counter(3))
+    b.store(_umax(b, b.load(counter(3), typ=I64), now), counter(3))
 
     _, weight_offsets = pack_weights(weights)
     pointers: dict[int, ir.Value] = {}
