@@ -14,8 +14,11 @@ import contextlib
 import io
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from xdsl.ir import Attribute
+from xdsl.utils.diagnostic import Diagnostic
 
 from pyocc.tools.cli import main as pyocc_main
 from pyocc.tools.opt import main as opt_main
@@ -24,12 +27,18 @@ from pyocc.weights import isolated_store
 MAINS = {"pyocc": pyocc_main, "pyocc-opt": opt_main}
 
 
-def call_captured(call: Callable[[], int | None]) -> tuple[int, str, str]:
-    """`call()` with stdout and stderr captured, SystemExit turned into the
-    exit status, and an empty weights store as a fresh process has:
-    (status, stdout, stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), isolated_store():
+def call_captured(call: Callable[[], int | None], stdin: str = "", merge_stderr: bool = False) -> tuple[int, str, str]:
+    """`call()` as a fresh process would run it: `stdin` on standard input
+    (empty by default), stdout and stderr captured, SystemExit turned into
+    the exit status, an empty weights store, and xDSL's process-wide
+    switches put back afterwards: (status, stdout, stderr). With
+    `merge_stderr` stderr goes into stdout, as `2>&1` sends it, and the
+    third item is empty."""
+    out_bytes, err_bytes = io.BytesIO(), io.BytesIO()
+    # text streams over bytes, as a process has: some writers use .buffer
+    out = io.TextIOWrapper(out_bytes, encoding="utf-8", write_through=True)
+    err = out if merge_stderr else io.TextIOWrapper(err_bytes, encoding="utf-8", write_through=True)
+    with _fresh_process(stdin, out, err):
         try:
             status = call()
         except SystemExit as e:
@@ -38,12 +47,30 @@ def call_captured(call: Callable[[], int | None]) -> tuple[int, str, str]:
                 status = 1
             else:
                 status = e.code
-    return status or 0, out.getvalue(), err.getvalue()
+    return status or 0, out_bytes.getvalue().decode(), err_bytes.getvalue().decode()
 
 
-def run_tool(tool: str, *args: str) -> subprocess.CompletedProcess:
+@contextlib.contextmanager
+def _fresh_process(stdin: str, out: io.TextIOWrapper, err: io.TextIOWrapper) -> Iterator[None]:
+    """Standard streams, an empty weights store, and xDSL's process-wide
+    switches as a fresh process has them, put back afterwards."""
+    post_init, colored = Attribute.__post_init__, Diagnostic.colored
+    real_stdin = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(stdin.encode()), encoding="utf-8")
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), isolated_store():
+            yield
+    finally:
+        sys.stdin = real_stdin
+        # xdsl-opt's --disable-verify and --syntax-highlight change these for the whole process
+        Attribute.__post_init__ = post_init  # type: ignore[method-assign]
+        Diagnostic.colored = colored
+
+
+def run_tool(tool: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
     """`tool ARGS` (tool: pyocc or pyocc-opt, or a path ending in one) run
-    in this process (call_captured), given back as a subprocess's result."""
+    in this process (call_captured) with `stdin` as its input, given back
+    as a subprocess's result."""
     main = MAINS[Path(tool).name]
-    status, out, err = call_captured(lambda: main(list(args)))
+    status, out, err = call_captured(lambda: main(list(args)), stdin)
     return subprocess.CompletedProcess([tool, *args], status, out, err)
