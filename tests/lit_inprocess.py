@@ -1,10 +1,11 @@
 """Run a lit file's RUN lines inside the pytest process: `pyocc-opt`,
-`pyocc`, `filecheck` and `diff` are called in-process, anything else
-(`%python script.py`) as a subprocess, as lit's internal shell would.
+`pyocc`, `filecheck`, `diff` and `%python` scripts are called in-process,
+anything else as a subprocess, as lit's internal shell would.
 
 A fresh `pyocc-opt` costs 0.6-1 s of CPU to import xDSL, the dialects and
-the passes it runs before it reads a byte; the ~120 tool calls of the
-FileCheck tests paid that once each. Here a pytest worker pays it once.
+the passes it runs before it reads a byte, a script 1 s to import onnx,
+numpy and llvmlite; the ~130 tool calls of the FileCheck tests paid that
+once each. Here a pytest worker pays it once.
 What a RUN line checks is unchanged: the same command line, parsed by
 lit's own shell parser, the same FileCheck patterns checked by the same
 `filecheck`, the same exit statuses (`not`, pipefail). Each in-process
@@ -24,6 +25,7 @@ import contextlib
 import difflib
 import os
 import re
+import runpy
 import subprocess
 import sys
 import traceback
@@ -208,8 +210,31 @@ def _diff(args: list[str]) -> int:
     return 1
 
 
+def _python(args: list[str]) -> int:
+    """`python SCRIPT ARGS` or `python -m MODULE ARGS` (lit.cfg's %python),
+    run as `__main__` in this process, with the arguments a process would
+    see in sys.argv and the script's folder first on sys.path."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    try:
+        if len(args) >= 2 and args[0] == "-m":
+            sys.argv = [args[1], *args[2:]]
+            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        elif args and not args[0].startswith("-"):
+            sys.argv = list(args)
+            sys.path.insert(0, str(Path(args[0]).resolve().parent))
+            runpy.run_path(args[0], run_name="__main__")
+        else:
+            raise LitFileError(f"python {' '.join(args)}: only 'python SCRIPT' and 'python -m MODULE' run in-process")
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    return 0
+
+
 def _in_process(name: str) -> Callable[[list[str]], int | None] | None:
     """The main function to call for the command `name`, or None to start it as a process."""
+    if name == sys.executable:
+        return _python
     base = Path(name).name
     if base in MAINS:
         return MAINS[base]
