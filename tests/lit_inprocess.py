@@ -25,7 +25,6 @@ import contextlib
 import difflib
 import os
 import re
-import runpy
 import subprocess
 import sys
 import traceback
@@ -36,7 +35,7 @@ from pathlib import Path
 from filecheck.main import main as filecheck_main
 from lit.ShCommands import Command, Pipeline, Seq
 from lit.ShUtil import ShParser
-from tests.tools.inprocess import MAINS, call_captured
+from tests.tools.inprocess import MAINS, call_captured, run_python
 
 FILECHECK_ROOT = Path(__file__).resolve().parent.parent / "filecheck"
 INPUTS = FILECHECK_ROOT / "Inputs"
@@ -210,36 +209,15 @@ def _diff(args: list[str]) -> int:
     return 1
 
 
-def _python(args: list[str]) -> int:
-    """`python SCRIPT ARGS` or `python -m MODULE ARGS` (lit.cfg's %python),
-    run as `__main__` in this process, with the arguments a process would
-    see in sys.argv and the script's folder first on sys.path."""
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    try:
-        if len(args) >= 2 and args[0] == "-m":
-            sys.argv = [args[1], *args[2:]]
-            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
-        elif args and not args[0].startswith("-"):
-            sys.argv = list(args)
-            sys.path.insert(0, str(Path(args[0]).resolve().parent))
-            runpy.run_path(args[0], run_name="__main__")
-        else:
-            raise LitFileError(f"python {' '.join(args)}: only 'python SCRIPT' and 'python -m MODULE' run in-process")
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-    return 0
-
-
-def _in_process(name: str) -> Callable[[list[str]], int | None] | None:
-    """The main function to call for the command `name`, or None to start it as a process."""
-    if name == sys.executable:
-        return _python
-    base = Path(name).name
+def _in_process(args: list[str]) -> Callable[[list[str]], int | None] | None:
+    """The main function to call for the command `args`, or None to start it as a process."""
+    if args[0] == sys.executable:
+        return run_python if len(args) >= 2 and (args[1] == "-m" or not args[1].startswith("-")) else None
+    base = Path(args[0]).name
     if base in MAINS:
         return MAINS[base]
     if base == "filecheck":
-        return lambda args: filecheck_main(["filecheck", *args])
+        return lambda rest: filecheck_main(["filecheck", *rest])
     if base == "diff":
         return _diff
     return None
@@ -247,7 +225,7 @@ def _in_process(name: str) -> Callable[[list[str]], int | None] | None:
 
 def _call(args: list[str], stdin: bytes, merged: bool, cwd: Path) -> _Result:
     """Run one command: in this process when _in_process knows it, else as a subprocess."""
-    main = _in_process(args[0])
+    main = _in_process(args)
     if main is None:
         env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""))
         done = subprocess.run(args, input=stdin, cwd=cwd, env=env, stdout=subprocess.PIPE,

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
@@ -40,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.inprocess import MAINS, call_captured
+from tests.tools.inprocess import MAINS, call_captured, run_python
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial"
 CHAPTERS = sorted(TUTORIAL.glob("[0-9][0-9]-*.md"))
@@ -103,15 +102,7 @@ def _in_process(argv: list[str]) -> Callable[[], int | None] | None:
     if argv[0] in MAINS:
         return lambda: MAINS[argv[0]](argv[1:])
     if argv[0] == "python" and len(argv) >= 3 and argv[1] == "-m":
-        def run_module() -> int:
-            saved = sys.argv
-            sys.argv = argv[2:]
-            try:
-                runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
-            finally:
-                sys.argv = saved
-            return 0
-        return run_module
+        return lambda: run_python(argv[1:])
     return None
 
 

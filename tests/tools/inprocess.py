@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import runpy
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -65,6 +66,27 @@ def _fresh_process(stdin: str, out: io.TextIOWrapper, err: io.TextIOWrapper) -> 
         # xdsl-opt's --disable-verify and --syntax-highlight change these for the whole process
         Attribute.__post_init__ = post_init  # type: ignore[method-assign]
         Diagnostic.colored = colored
+
+
+def run_python(args: list[str]) -> int:
+    """`python SCRIPT ARGS` or `python -m MODULE ARGS` (the arguments after
+    `python`), run as `__main__` in this process, with the arguments a process would
+    see in sys.argv and the script's folder first on sys.path."""
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    try:
+        if len(args) >= 2 and args[0] == "-m":
+            sys.argv = [args[1], *args[2:]]
+            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        elif args and not args[0].startswith("-"):
+            sys.argv = list(args)
+            sys.path.insert(0, str(Path(args[0]).resolve().parent))
+            runpy.run_path(args[0], run_name="__main__")
+        else:
+            raise ValueError(f"python {' '.join(args)}: only 'python SCRIPT' and 'python -m MODULE' run in-process")
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    return 0
 
 
 def run_tool(tool: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
