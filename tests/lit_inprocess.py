@@ -250,6 +250,11 @@ def run_lit_file(path: Path, tmp_dir: Path) -> tuple[bool, str]:
     shell = _Shell(cwd=path.parent)
     tmp_base = tmp_dir / "Output" / f"{path.name}.tmp"
     tmp_base.parent.mkdir(parents=True, exist_ok=True)
+    local_configs = [folder / "lit.local.cfg" for folder in path.parents
+                     if folder.is_relative_to(FILECHECK_ROOT) and (folder / "lit.local.cfg").exists()]
+    if local_configs:
+        raise LitFileError(f"{path}: the in-process runner does not read {local_configs[0]} "
+                           "(teach tests/lit_inprocess.py what it sets)")
     lines = run_lines(path)
     if not lines:
         raise LitFileError(f"{path}: no RUN line")

@@ -92,6 +92,14 @@ def test_unknown_forms_are_refused(tmp_path: Path) -> None:
         run_lit_file(_lit_file(tmp_path, []), tmp_path / "run")
 
 
+def test_a_local_lit_config_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """lit.local.cfg can mark a folder unsupported or add substitutions, which this runner would not see."""
+    monkeypatch.setattr("tests.lit_inprocess.FILECHECK_ROOT", tmp_path)
+    (tmp_path / "lit.local.cfg").write_text("config.unsupported = True\n")
+    with pytest.raises(LitFileError, match="lit.local.cfg"):
+        run_lit_file(_lit_file(tmp_path, ["pyocc-opt %s"]), tmp_path / "run")
+
+
 def test_substitutions_are_lits() -> None:
     """%python before %s and %t (lit applies lit.cfg's substitutions first), %% a percent sign."""
     line = substitute("%python %s %t.onnx 100%%", Path("/a/b.py"), Path("/o/b.py.tmp"))
