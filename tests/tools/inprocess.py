@@ -15,6 +15,7 @@ import io
 import runpy
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -76,7 +77,12 @@ def run_python(args: list[str]) -> int:
     try:
         if len(args) >= 2 and args[0] == "-m":
             sys.argv = [args[1], *args[2:]]
-            runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+            with warnings.catch_warnings():
+                # runpy warns when an earlier test imported the module: its code runs afresh as
+                # __main__ all the same, with globals of its own, as in a new process
+                warnings.filterwarnings("ignore", "'.*' found in sys.modules after import of package",
+                                        RuntimeWarning)
+                runpy.run_module(args[1], run_name="__main__", alter_sys=True)
         elif args and not args[0].startswith("-"):
             sys.argv = list(args)
             sys.path.insert(0, str(Path(args[0]).resolve().parent))
