@@ -15,11 +15,13 @@ reader expects:
 A command that fails fails the test unless the chapter shows `[exit N]` as
 the first line after it, in which case it must exit with N.
 
-A plain `pyocc ...`, `pyocc-opt ...` or `python -m MODULE ...` command (no
-pipe, redirection, variable, glob or brace for bash to expand), or one
-piped once into a program such as grep (which then runs as a process on
-its output), runs in this process: the same `main` its console script calls, with the same argv, cwd
-and COLUMNS, its stdout and stderr captured and its exit status returned.
+A plain `pyocc ...`, `pyocc-opt ...`, `python -m MODULE ...` or
+`python -c CODE` command (no pipe, redirection, variable, glob or brace
+for bash to expand), or one piped once into a program such as grep (which
+then runs as a process on its output), runs in this process: the same
+`main` its console script calls (or the code `python` would run as
+`__main__`), with the same argv, cwd and COLUMNS, its stdout and stderr
+captured and its exit status returned.
 Each fresh interpreter spent about 1.9 s of CPU importing onnx (ml_dtypes),
 xDSL and numpy before it began, 190 s of CPU over the tutorial and
 docs/memory.md. Every other command runs in bash; tests/tools/ runs the
@@ -102,7 +104,7 @@ def _in_process(argv: list[str]) -> Callable[[], int | None] | None:
     for a command this process does not run."""
     if argv[0] in MAINS:
         return lambda: MAINS[argv[0]](argv[1:])
-    if argv[0] == "python" and len(argv) >= 3 and argv[1] == "-m":
+    if argv[0] == "python" and len(argv) >= 3 and argv[1] in ("-m", "-c"):
         return lambda: run_python(argv[1:])
     return None
 
@@ -163,6 +165,9 @@ def test_run_command_in_process_and_in_bash(tmp_path: Path) -> None:
     assert run_command("pyocc --version | grep -c pyocc", tmp_path, env) == (0, "1\n")
     # a pipe whose first half runs in this process: bash's status (the last command's) and output
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    command = "python -c 'import sys; print(sys.argv, __name__)' a b"
+    in_bash = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run_command(command, tmp_path, env) == (0, in_bash.stdout) == (0, "['-c', 'a', 'b'] __main__\n")
     command = "pyocc plan missing.onnx | grep -c 'not here'"
     in_bash = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert in_bash.returncode == 1 and "missing.onnx" in in_bash.stderr

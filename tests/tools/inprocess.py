@@ -10,6 +10,7 @@ traceback it would print fails the "one line" assertions."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import io
 import runpy
@@ -70,8 +71,8 @@ def _fresh_process(stdin: str, out: io.TextIOWrapper, err: io.TextIOWrapper) -> 
 
 
 def run_python(args: list[str]) -> int:
-    """`python SCRIPT ARGS` or `python -m MODULE ARGS` (the arguments after
-    `python`), run as `__main__` in this process, with the arguments a process would
+    """`python SCRIPT ARGS`, `python -m MODULE ARGS` or `python -c CODE ARGS`
+    (the arguments after `python`), run as `__main__` in this process, with the arguments a process would
     see in sys.argv and the script's folder first on sys.path."""
     saved_argv, saved_path = sys.argv, list(sys.path)
     try:
@@ -83,12 +84,16 @@ def run_python(args: list[str]) -> int:
                 warnings.filterwarnings("ignore", "'.*' found in sys.modules after import of package",
                                         RuntimeWarning)
                 runpy.run_module(args[1], run_name="__main__", alter_sys=True)
+        elif len(args) >= 2 and args[0] == "-c":
+            sys.argv = ["-c", *args[2:]]
+            sys.path.insert(0, "")  # as `python -c` has: the working folder first
+            exec(compile(args[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": builtins})
         elif args and not args[0].startswith("-"):
             sys.argv = list(args)
             sys.path.insert(0, str(Path(args[0]).resolve().parent))
             runpy.run_path(args[0], run_name="__main__")
         else:
-            raise ValueError(f"python {' '.join(args)}: only 'python SCRIPT' and 'python -m MODULE' run in-process")
+            raise ValueError(f"python {' '.join(args)}: only 'python SCRIPT', '-m MODULE' and '-c CODE' run in-process")
     finally:
         sys.argv = saved_argv
         sys.path[:] = saved_path
