@@ -41,7 +41,7 @@ FILECHECK_ROOT = Path(__file__).resolve().parent.parent / "filecheck"
 INPUTS = FILECHECK_ROOT / "Inputs"
 
 RUN_LINE = re.compile(r"\bRUN:(.*)$")
-UNSUPPORTED_KEYWORDS = re.compile(r"\b(REQUIRES|UNSUPPORTED|XFAIL|ALLOW_RETRIES|DEFINE|REDEFINE|END\.?):")
+UNSUPPORTED_KEYWORDS = re.compile(r"\b(REQUIRES|UNSUPPORTED|XFAIL|ALLOW_RETRIES|DEFINE|REDEFINE):|\bEND\.")
 SUBSTITUTION = re.compile(r"%(python|inputs|%|s|t)")
 LEFT_SUBSTITUTION = re.compile(r"%[A-Za-z{]")
 
