@@ -9,6 +9,11 @@ from pathlib import Path
 
 import pytest
 
+try:
+    from _pytest.nodeid import coerce_node_id  # pytest 9: a test's id is item._id (see _join_group_in_id)
+except ImportError:  # pytest 8: pytest-xdist's own group suffix works
+    coerce_node_id = None
+
 from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F401 - re-exported for the tests
 
 
@@ -23,6 +28,7 @@ LARGE_WEIGHTS = re.compile(r"alexnet|zfnet|vgg19")
 onnxruntime, then once by each compiled model: pyocc.testing.light_models
 writes them as external data, which pyocc maps): their tests that
 materialise those weights run on one worker, one after another."""
+LARGEST_FIRST = ("vgg19", "zfnet", "alexnet")  # the order their tests run in: the largest weights first
 
 MATERIALISES_WEIGHTS = re.compile(r"onnxruntime|test_onnx_backend\.py")
 """The tests that materialise a light model's weights: those that run it
@@ -31,14 +37,38 @@ reference data). The others keep the ConstantOfShape weights as splats
 (import, planning, kernel choice), so they need not wait for one worker."""
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the groups into the test ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that materialise the weights of the models with large weights
     join xdist_group("large_weights"), so that pytest-xdist's loadgroup runs
     them on one worker (never two such models in memory at once; the
-    worker's cached onnxruntime reference is reused)."""
+    worker's cached onnxruntime reference is reused); marked before
+    pytest-xdist's hook reads the marks. They run first, the
+    largest weights (VGG-19's) first of all: a worker's heap grows with
+    every compile it has run, and these tests add up to 0.55 GB of weights
+    to it (the suite's largest process)."""
+    large = []
     for item in items:
         if LARGE_WEIGHTS.search(item.nodeid) and MATERIALISES_WEIGHTS.search(item.nodeid):
             item.add_marker(pytest.mark.xdist_group("large_weights"))
+            large.append(item)
+    large.sort(key=lambda item: LARGEST_FIRST.index(LARGE_WEIGHTS.search(item.nodeid).group()))
+    chosen = {id(item) for item in large}
+    items[:] = large + [item for item in items if id(item) not in chosen]
+    if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
+        for item in large:
+            _join_group_in_id(item, "large_weights")
+
+
+def _join_group_in_id(item: pytest.Item, group: str) -> None:
+    """What pytest-xdist's loadgroup does to a grouped test's id, `id@group`
+    (its scheduler sends the tests of one group to one worker), done here:
+    pytest-xdist 3.8 sets `item._nodeid`, which pytest 9 no longer reads
+    (the id is `item._id`), so no group formed and the large models ran on
+    both workers at once. Nothing to do where the id already carries the
+    group (pytest 8, where xdist's own suffix works)."""
+    if f"@{group}" not in item.nodeid and coerce_node_id is not None and hasattr(item, "_id"):
+        item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

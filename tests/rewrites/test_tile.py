@@ -37,12 +37,17 @@ def _splat(name: str) -> onnx.ModelProto:
     return onnx.load(str(light_model_path(name)))
 
 
-def _check(model, inputs, expected, **options) -> pyocc.api.MemoryReport:
+def _compiled(model, inputs, expected, **options) -> pyocc.api.Model:
+    """`model` compiled with `options`, its outputs checked against `expected`."""
     compiled = pyocc.compile(model, **options)
     outputs = list(compiled.run(inputs).values())
     for got, want in zip(outputs, expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
-    return compiled.memory_report()
+    return compiled
+
+
+def _check(model, inputs, expected, **options) -> pyocc.api.MemoryReport:
+    return _compiled(model, inputs, expected, **options).memory_report()
 
 
 @pytest.mark.parametrize("patches", [2, 3, 4])
@@ -98,11 +103,12 @@ def test_region_longer_than_the_chain_is_not_tiled() -> None:
 def test_light_resnet50_tiled_stem_matches_onnxruntime() -> None:
     # conv 7x7/2 + max_pool 3x3/2: the halo of the pool's rows is recomputed by the conv
     model, inputs, expected = onnxruntime_reference("resnet50")
-    report = _check(model, inputs, expected, tile_region=2, tile_patches=4, sanitize=True)
+    compiled = _compiled(model, inputs, expected, tile_region=2, tile_patches=4, sanitize=True)
+    report = compiled.memory_report()
     assert report.tiling == "2 ops in 4 patches"
     assert 0.0 < report.extra_macs < 0.01
-    module, _ = lower(model, tile_region=2, tile_patches=4)
-    inserts = [op for op in module.walk() if op.name == "dnn.insert_slice"]
+    # the program that ran (lowered once: no second lower of ResNet-50 to read it)
+    inserts = [op for op in compiled.module.walk() if op.name == "dnn.insert_slice"]
     assert len(inserts) == 4
     # dnn-coalesce wrote every insert over its dest: one buffer for the region output
     assert len({op.operands[0] for op in inserts} | {op.operands[2] for op in inserts}) == 1
