@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import llvmlite.ir as ir
 
@@ -83,11 +83,6 @@ SGEMM_PARALLEL_MACS = 1 << 20
 #: a product with too few columns for two blocks (a convolution on a 7x7 or
 #: 14x14 image) is split by rows of C instead, a multiple of this many each
 SGEMM_ROW_BLOCK = 64
-#: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as
-#: integers), column count, parts, depth, lda, ldb (the column count, depth
-#: and leading dimensions may be run-time values: a kernel shared by sites
-#: that differ in them)
-SGEMM_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
 SGEMV = "scipy_cblas_sgemv"
@@ -122,6 +117,41 @@ def require_float32(site: dict[str, Any]) -> None:
         for one in spec if isinstance(spec, list) else [spec]:
             if one is not None and one["dtype"] != "float32":
                 raise NotNative(f"{site['kernel']}: {one['dtype']} buffers run on the numpy kernel")
+
+
+class SgemmPasses(Protocol):
+    """What a caller of Kernel.sgemm does around the product on the
+    elements of C it writes (a convolution's first pass, which starts C as
+    the residual or the bias, its last pass, the activation, and its im2col
+    columns). Where the product is not split it runs on the whole of C in
+    the calling function: before(None), the product, after(). Where it
+    is split between threads, before(by) runs in the calling function, then
+    each part runs part_before, its own sgemm and part_after on its own rows
+    and columns of C, so a thread finishes the elements it computed while
+    they are in its cache. Every element gets the same operations in the
+    same order either way."""
+
+    #: name -> i64 or pointer value of the calling function (or a Python
+    #: value) the part's passes read, reloaded there (Kernel.parallel_loop)
+    captures: dict[str, Any]
+
+    def before(self, by: str | None) -> None:
+        """In the calling function, before the product: by None (not split:
+        the whole of C), "rows" or "columns" (the parts then follow)."""
+
+    def part_before(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
+                    columns: tuple[ir.Value, ir.Value], by: str) -> None:
+        """In a part, before its sgemm: `values` are the captures as the part
+        sees them; rows and columns of C are (first, count), i64 values (the
+        rows of a part that cuts columns are the ints (0, m))."""
+
+    def part_after(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
+                   columns: tuple[ir.Value, ir.Value]) -> None:
+        """In a part, after its sgemm (as part_before)."""
+
+    def after(self) -> None:
+        """In the calling function, after a product not split (a split one's
+        parts have run part_after)."""
 
 
 class Kernel:
@@ -300,10 +330,26 @@ class Kernel:
             with self.loop(0, count) as i:
                 body(i, dict(captures))
             return
+
+        def loop(values: dict[str, Any], begin: ir.Value, end: ir.Value) -> None:
+            with self.loop(begin, end) as i:
+                body(i, values)
+
+        part, slot = self._outline("part", captures, loop)
+        self.builder.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
+
+    def _outline(self, suffix: str, captures: dict[str, Any],
+                 body: Callable[[dict[str, Any], ir.Value, ir.Value], None]) -> tuple[ir.Function, ir.Value]:
+        """A part `SYMBOL.SUFFIX(context, begin, end)` for the parallel-for
+        whose code is what body(values, begin, end) emits (with the builder
+        on the part), and the context to call it with: the i64 and pointer
+        values of `captures` stored on this function's stack here, reloaded
+        in the part (`values`; element/load/store map a captured pointer to
+        its reloaded value; Python values pass as they are)."""
         names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
         for name in names:
             assert captures[name].type in (I64, PTR), f"{name}: parallel_loop captures i64s and pointers"
-        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.part"))
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.{suffix}"))
         part.linkage = "internal"
         saved = (self.function, self.entry, self.builder, self.math, self._captured)
         self.function = part
@@ -318,8 +364,7 @@ class Kernel:
             field = self.builder.load(self.builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
             values[name] = self.builder.inttoptr(field, PTR) if captures[name].type == PTR else field
         self._captured = {**saved[4], **{id(captures[name]): values[name] for name in names}}
-        with self.loop(begin, end) as i:
-            body(i, values)
+        body(values, begin, end)
         self.builder.ret_void()
         self.function, self.entry, self.builder, self.math, self._captured = saved
         caller = self.builder
@@ -330,7 +375,7 @@ class Kernel:
             value = captures[name]
             field = caller.ptrtoint(value, I64) if value.type == PTR else value
             caller.store(field, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        caller.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
+        return part, slot
 
     @contextmanager
     def when(self, condition: ir.Value) -> Iterator[None]:
@@ -357,61 +402,63 @@ class Kernel:
     def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
               ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value, alpha: float = 1.0,
               beta: float | ir.Value = 0.0,
-              trans_a: bool = False, trans_b: bool = False) -> None:
+              trans_a: bool = False, trans_b: bool = False, passes: SgemmPasses | None = None) -> None:
         """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
         lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
         matrix once. One whose beta is known at compile time may be split
         between the model's threads (with a run-time depth, into blocks
-        sized at run time)."""
-        if m == 0 or (isinstance(n, int) and n == 0):
-            return
-        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)):
-            # run-time shapes (a symbolic program's kernel): one call, on one thread
-            _call_sgemm(self.module, self.builder, *(i64_of(v) if isinstance(v, Size) else v
-                                                     for v in (m, n, k, a, lda, b, ldb, c, ldc)),
-                        alpha, beta, trans_a, trans_b)
-            return
-        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
-            # run-time leading dimensions come with a run-time depth (a shared kernel's), not
-            # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-            return
-        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
-            # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
-            rows, columns = (n, k) if trans_b else (k, n)
-            self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
-            return
-        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) and n == 1:
-            # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
-            self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
-                       c, ldc, alpha, beta)
-            return
-        parallel_for = self._parallel_for()
-        if parallel_for is None or isinstance(beta, ir.Value):
-            # one thread, or a run-time beta (not split)
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-            return
+        sized at run time). `passes`: what the caller does around the
+        product on C's elements (SgemmPasses): on the whole product where it
+        is not split, inside each part on that part's rows or columns where
+        it is."""
         call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+        if passes is not None and not self._splits(call):
+            passes.before(None)
+        self._sgemm(call, passes)
+
+    def _splits(self, call: tuple[Any, ...]) -> bool:
+        """Whether `_sgemm` may split `call` between threads (at run time,
+        into one part): a model compiled for several threads, and not one
+        of the products it runs whole."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        if self._parallel_for() is None or m == 0 or (isinstance(n, int) and n == 0):
+            return False
+        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)) or isinstance(beta, ir.Value):
+            return False
+        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
+            return False
+        if isinstance(k, int) and k > 0 and isinstance(n, int) and 1 in (m, n):
+            return False  # an sgemv
         rows_possible = m >= 2 * SGEMM_ROW_BLOCK
         if isinstance(n, int) and isinstance(k, int):
-            # everything known: split the way that packs less again (see _split_sgemm), else not at all
+            return n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK) or \
+                (rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK))
+        return not (isinstance(k, int) and not rows_possible
+                    and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK))
+
+    def _sgemm(self, call: tuple[Any, ...], passes: SgemmPasses | None) -> None:
+        """Kernel.sgemm's product (its arguments as `call`); `passes`, when
+        given, has run its whole-product `before` already unless
+        `_splits(call)`."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        if not self._splits(call):
+            self._whole_sgemm(call)
+            if passes is not None:
+                passes.after()
+            return
+        parallel_for = self._parallel_for()
+        assert parallel_for is not None
+        rows_possible = m >= 2 * SGEMM_ROW_BLOCK
+        if isinstance(n, int) and isinstance(k, int):
+            # everything known: split the way that packs less again (see _split_sgemm)
             by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
             by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
-            if by_rows and (n < m or not by_columns):
-                self._split_sgemm(parallel_for, "rows", call)
-            elif by_columns:
-                self._split_sgemm(parallel_for, "columns", call)
-            else:
-                _call_sgemm(self.module, self.builder, *call)
-            return
-        if isinstance(k, int) and not rows_possible \
-                and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
-            # a convolution's block of at most 1 MiB of columns never holds two blocks
-            _call_sgemm(self.module, self.builder, *call)
+            self._split_sgemm(parallel_for, "rows" if by_rows and (n < m or not by_columns) else "columns", call,
+                              passes)
             return
         if not rows_possible:
-            self._split_sgemm(parallel_for, "columns", call)
+            self._split_sgemm(parallel_for, "columns", call, passes)
             return
         # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
         # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
@@ -425,9 +472,38 @@ class Kernel:
         rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
         with caller.if_else(caller.not_(rows_first)) as (by_columns, by_rows):
             with by_columns:
-                self._split_sgemm(parallel_for, "columns", call)
+                self._split_sgemm(parallel_for, "columns", call, passes)
             with by_rows:
-                self._split_sgemm(parallel_for, "rows", call)
+                self._split_sgemm(parallel_for, "rows", call, passes)
+
+    def _whole_sgemm(self, call: tuple[Any, ...]) -> None:
+        """`call` as one BLAS call on this thread: a matrix-vector product
+        (static shapes with one row or column of C) as sgemv, any other as
+        sgemm."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        if m == 0 or (isinstance(n, int) and n == 0):
+            return
+        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)):
+            # run-time shapes (a symbolic program's kernel): one call, on one thread
+            _call_sgemm(self.module, self.builder, *(i64_of(v) if isinstance(v, Size) else v
+                                                     for v in (m, n, k, a, lda, b, ldb, c, ldc)),
+                        alpha, beta, trans_a, trans_b)
+            return
+        ordinary = not ((isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)))
+                        or not isinstance(ldc, int))
+        if ordinary and isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 \
+                and isinstance(n, int):
+            # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
+            rows, columns = (n, k) if trans_b else (k, n)
+            self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
+            return
+        if ordinary and isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) \
+                and n == 1:
+            # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
+            self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
+                       c, ldc, alpha, beta)
+            return
+        _call_sgemm(self.module, self.builder, *call)
 
     def _block_at_run_time(self, per_unit: ir.Value, unit: int) -> ir.Value:
         """_split_block for a run-time `per_unit` (i64), emitted here."""
@@ -439,7 +515,8 @@ class Kernel:
 
     def _split_sgemm(self, parallel_for: ir.Function, by: str,
                      call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
-                                 int | ir.Value, ir.Value, int, float, float, bool, bool]) -> None:
+                                 int | ir.Value, ir.Value, int, float, float, bool, bool],
+                     passes: SgemmPasses | None = None) -> None:
         """Emit `call` (Kernel.sgemm's arguments) as parts on the
         parallel-for: `by` "columns" of C (B's columns) or "rows" (A's rows).
         It runs one part per thread running now (NAME_threads_team), at most
@@ -451,7 +528,11 @@ class Kernel:
         tail). A size too short for two blocks runs as one part. Each part
         packs the operand that is not cut again, so Kernel.sgemm cuts the
         columns of C when A (m x k) is the smaller operand and its rows when
-        B (k x n) is."""
+        B (k x n) is. `passes` run before the parallel-for (`before(by)`)
+        and in each part around its sgemm, on the part's rows or columns;
+        where one part is all there is (one thread running now, or a product
+        short of two blocks) they run on the whole of C instead, with their
+        own loops on the parallel-for (SgemmPasses), around one sgemm."""
         m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
         caller = self.builder
         unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
@@ -459,56 +540,66 @@ class Kernel:
             (n * k if isinstance(n, int) and isinstance(k, int) else caller.mul(self.index(n), self.index(k)))
         block = _split_block(other, unit) if isinstance(other, int) else self._block_at_run_time(other, unit)
         extent = n if by == "columns" else m
-        # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
-        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
-        part.linkage = "internal"
-        builder = ir.IRBuilder(part.append_basic_block("entry"))
-        context, begin, end = part.args
-        fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
-                  for i in range(SGEMM_CONTEXT_SLOTS)]
-        part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
-        part_n, parts, part_k, part_lda, part_ldb = fields[3:8]
-        count = part_n if by == "columns" else I64(m)
-        # part i of p starts at unit * floor(units * i / p); the last ends at the count
-        units = builder.udiv(count, I64(unit))
-        first = builder.mul(builder.udiv(builder.mul(units, begin), parts), I64(unit))
-        last = builder.select(builder.icmp_unsigned(">=", end, parts), count,
-                              builder.mul(builder.udiv(builder.mul(units, end), parts), I64(unit)))
-        width = builder.sub(last, first)
-        depth = k if isinstance(k, int) else part_k
-        # run-time leading dimensions (a shared kernel's) come through the context
-        lda_here = lda if isinstance(lda, int) else part_lda
-        ldb_here = ldb if isinstance(ldb, int) else part_ldb
-        with builder.if_then(builder.icmp_signed(">", width, I64(0))):
-            if by == "columns":
-                b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
-                _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
-                            builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb_here,
-                            builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
-                            alpha, beta, trans_a, trans_b)
-            else:
-                a_first = first if trans_a else builder.mul(first, _i64(lda_here))
-                _call_sgemm(self.module, builder, width, part_n if not isinstance(n, int) else n, depth,
-                            builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b, ldb_here,
-                            builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True, source_etype=F32),
-                            ldc, alpha, beta, trans_a, trans_b)
-        builder.ret_void()
-        # the caller: the arguments on the stack, the blocks to the workers
-        at_entry = ir.IRBuilder(self.entry)
-        at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
         # one part per thread, at most one per whole block and at least one (a run-time
         # count may be short of a block: then one thread runs it whole)
         blocks = caller.udiv(self.index(extent), self.index(block))
         team = caller.call(self._team(), [])
         count_parts = caller.select(caller.icmp_unsigned("<", blocks, team), blocks, team)
         count_parts = caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
-        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), count_parts,
-                                                                             self.index(k), self.index(lda),
-                                                                             self.index(ldb)]
-        for i, value in enumerate(values):
-            caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        caller.call(parallel_for, [part, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
+        # the sgemm's arguments, under names of their own beside the passes' captures
+        arguments = {"sgemm.a": a, "sgemm.b": b, "sgemm.c": c, "sgemm.n": n, "sgemm.parts": count_parts,
+                     "sgemm.k": k, "sgemm.lda": lda, "sgemm.ldb": ldb}
+        captures = {**(passes.captures if passes is not None else {}), **arguments}
+
+        def part(values: dict[str, Any], begin: ir.Value, end: ir.Value) -> None:
+            # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
+            builder = self.builder
+            part_a, part_b, part_c = values["sgemm.a"], values["sgemm.b"], values["sgemm.c"]
+            part_n, parts, depth = values["sgemm.n"], values["sgemm.parts"], values["sgemm.k"]
+            lda_here, ldb_here = values["sgemm.lda"], values["sgemm.ldb"]
+            count = self.index(part_n) if by == "columns" else I64(m)
+            # part i of p starts at unit * floor(units * i / p); the last ends at the count
+            units = builder.udiv(count, I64(unit))
+            first = builder.mul(builder.udiv(builder.mul(units, begin), parts), I64(unit))
+            last = builder.select(builder.icmp_unsigned(">=", end, parts), count,
+                                  builder.mul(builder.udiv(builder.mul(units, end), parts), I64(unit)))
+            width = builder.sub(last, first)
+            with builder.if_then(builder.icmp_signed(">", width, I64(0))):
+                rows, columns = ((0, m), (first, width)) if by == "columns" else \
+                    ((first, width), (0, self.index(part_n)))
+                if passes is not None:
+                    passes.part_before(values, rows, columns, by)
+                if by == "columns":
+                    b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
+                    _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
+                                builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb_here,
+                                builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
+                                alpha, beta, trans_a, trans_b)
+                else:
+                    a_first = first if trans_a else builder.mul(first, _i64(lda_here))
+                    _call_sgemm(self.module, builder, width, part_n, depth,
+                                builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b,
+                                ldb_here, builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True,
+                                                      source_etype=F32),
+                                ldc, alpha, beta, trans_a, trans_b)
+                if passes is not None:
+                    passes.part_after(values, rows, columns)
+
+        if passes is None:
+            function, slot = self._outline("sgemm", captures, part)
+            caller.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
+            return
+        # one part (one thread running, or a product short of two blocks): the passes on the
+        # whole of C, with their own loops on the parallel-for, around one sgemm
+        with caller.if_else(caller.icmp_unsigned(">=", count_parts, I64(2))) as (split, whole):
+            with split:
+                passes.before(by)
+                function, slot = self._outline("sgemm", captures, part)
+                self.builder.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
+            with whole:
+                passes.before(None)
+                self._whole_sgemm(call)
+                passes.after()
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
