@@ -368,7 +368,8 @@ UNROLLED_TAPS = 9
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int | ir.Value, transform: InputTransform | None = None,
                   channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0,
-                  keep: Sequence[ir.Value] = (), window: tuple[ir.Value, ir.Value] | None = None) -> None:
+                  keep: Sequence[ir.Value] = (), window: tuple[ir.Value, ir.Value] | None = None,
+                  share: object = None) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
@@ -377,7 +378,9 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
     reads, which the threads' part must capture. `window` (first, count),
     for a geometry without middle dims (`_windowed`): only those columns
-    of the block (a split sgemm's part writes the columns it reads)."""
+    of the block (a split sgemm's part writes the columns it reads), its
+    taps always in a run-time loop (one body: the part holds the sgemm's
+    passes besides). `share`: Kernel.parallel_loop's."""
     taps = g.taps
     count = g.channels if channels is None else channels
     # elements written, for a block of `channels` (at most all of them) whole rows
@@ -394,7 +397,7 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
         channel = k.add(v["first"], block_channel)
         x_plane = k.element(v["x"], k.mul(channel, g.in_size(k)))
         tap_rows = k.mul(block_channel, len(taps))
-        if len(taps) <= UNROLLED_TAPS:
+        if len(taps) <= UNROLLED_TAPS and window is None:
             for tap_index, tap in enumerate(taps):
                 lo, hi = g.valid_range(tap[-1])
                 _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),
@@ -408,7 +411,7 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
 
             _outer_loops(k, g.kernel, tap_body)
 
-    k.parallel_loop(count, work, values, one_channel)
+    k.parallel_loop(count, work, values, one_channel, share)
 
 
 def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -676,7 +679,7 @@ def _only_if(k: Kernel, condition: ir.Value | None) -> Iterator[None]:
         yield
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Im2col:
     """The im2col of one channel slice of a block, as `_BlockPasses` runs
     it: `values` holds _im2col_block's run-time arguments (x, columns,
@@ -690,9 +693,12 @@ class _Im2col:
     def emit(self, k: Kernel, g: Geometry, v: dict[str, Any], window: tuple[ir.Value, ir.Value] | None = None
              ) -> None:
         """The im2col with the values `v` (this function's or a part's), of
-        the window's columns only when given."""
+        the window's columns only when given; the whole block's on threads
+        is one part, however often emitted (before a split by rows and
+        where one part runs the whole product)."""
         _im2col_block(k, g.in_part(v), v["x"], v["columns"], v["first_row"], v["rows"], v["block_rows"],
-                      self.transform, v["slice_channels"], v["first"], self.keep, window)
+                      self.transform, v["slice_channels"], v["first"], self.keep, window,
+                      share=self if window is None else None)
 
 
 class _BlockPasses:

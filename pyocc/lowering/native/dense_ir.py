@@ -171,6 +171,8 @@ class Kernel:
         #: id(value of the kernel function) -> the same value inside the part
         #: being emitted (parallel_loop); element/load/store read through it
         self._captured: dict[int, ir.Value] = {}
+        #: parts emitted under a `share` key (parallel_loop)
+        self._shared_parts: dict[object, ir.Function] = {}
 
     def variable(self, type: ir.Type) -> ir.Value:
         """A variable of `type`: an alloca at the top of the entry block,
@@ -312,7 +314,7 @@ class Kernel:
         b.position_at_end(after)
 
     def parallel_loop(self, count: int | ir.Value, work: int, captures: dict[str, Any],
-                      body: Callable[[ir.Value, dict[str, Any]], None]) -> None:
+                      body: Callable[[ir.Value, dict[str, Any]], None], share: object = None) -> None:
         """for i in range(count): body(i, values), for iterations that write
         disjoint elements and read nothing another iteration writes.
         `values` is `captures` (name -> an i64 or pointer value of this
@@ -324,7 +326,10 @@ class Kernel:
         (element/load/store also map a captured pointer to its reloaded
         value), so the body must reach this function's values only through
         `values`. Otherwise it is the plain loop, exactly as without
-        threads. Every iteration runs the same instructions either way."""
+        threads. Every iteration runs the same instructions either way.
+        `share`: a key under which a later call with the same body and
+        captures of the same names calls this part again instead of
+        emitting another."""
         parallel_for = self._parallel_for()
         if parallel_for is None or work < PARALLEL_MIN_WORK or (isinstance(count, int) and count < 2):
             with self.loop(0, count) as i:
@@ -335,7 +340,13 @@ class Kernel:
             with self.loop(begin, end) as i:
                 body(i, values)
 
-        part, slot = self._outline("part", captures, loop)
+        if share is not None and share in self._shared_parts:
+            part = self._shared_parts[share]
+            slot = self._context(captures)
+        else:
+            part, slot = self._outline("part", captures, loop)
+            if share is not None:
+                self._shared_parts[share] = part
         self.builder.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
 
     def _outline(self, suffix: str, captures: dict[str, Any],
@@ -367,6 +378,12 @@ class Kernel:
         body(values, begin, end)
         self.builder.ret_void()
         self.function, self.entry, self.builder, self.math, self._captured = saved
+        return part, self._context(captures)
+
+    def _context(self, captures: dict[str, Any]) -> ir.Value:
+        """The context of a part (`_outline`): the i64 and pointer values of
+        `captures`, in order, stored on this function's stack here."""
+        names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
         caller = self.builder
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
@@ -375,7 +392,7 @@ class Kernel:
             value = captures[name]
             field = caller.ptrtoint(value, I64) if value.type == PTR else value
             caller.store(field, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        return part, slot
+        return slot
 
     @contextmanager
     def when(self, condition: ir.Value) -> Iterator[None]:
@@ -413,68 +430,90 @@ class Kernel:
         is not split, inside each part on that part's rows or columns where
         it is."""
         call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-        if passes is not None and not self._splits(call):
-            passes.before(None)
-        self._sgemm(call, passes)
-
-    def _splits(self, call: tuple[Any, ...]) -> bool:
-        """Whether `_sgemm` may split `call` between threads (at run time,
-        into one part): a model compiled for several threads, and not one
-        of the products it runs whole."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
-        if self._parallel_for() is None or m == 0 or (isinstance(n, int) and n == 0):
-            return False
-        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)) or isinstance(beta, ir.Value):
-            return False
-        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
-            return False
-        if isinstance(k, int) and k > 0 and isinstance(n, int) and 1 in (m, n):
-            return False  # an sgemv
-        rows_possible = m >= 2 * SGEMM_ROW_BLOCK
-        if isinstance(n, int) and isinstance(k, int):
-            return n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK) or \
-                (rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK))
-        return not (isinstance(k, int) and not rows_possible
-                    and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK))
-
-    def _sgemm(self, call: tuple[Any, ...], passes: SgemmPasses | None) -> None:
-        """Kernel.sgemm's product (its arguments as `call`); `passes`, when
-        given, has run its whole-product `before` already unless
-        `_splits(call)`."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
-        if not self._splits(call):
+        ways = self._split_ways(call)
+        if not ways:
+            if passes is not None:
+                passes.before(None)
             self._whole_sgemm(call)
             if passes is not None:
                 passes.after()
             return
-        parallel_for = self._parallel_for()
-        assert parallel_for is not None
+        caller = self.builder
+        team = caller.call(self._team(), [])
+        if len(ways) == 1:
+            rows_first: ir.Value | None = None
+            count_parts = self._count_parts(ways[0], call, team)
+        else:
+            # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
+            # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
+            columns = self.index(n)
+            column_blocks = caller.udiv(columns, self._block_at_run_time(caller.mul(I64(m), self.index(k)),
+                                                                        SGEMM_COLUMN_BLOCK))
+            row_blocks = caller.udiv(I64(m), self._block_at_run_time(caller.mul(columns, self.index(k)),
+                                                                     SGEMM_ROW_BLOCK))
+            narrow = caller.and_(caller.icmp_unsigned("<", columns, I64(m)),
+                                 caller.icmp_unsigned(">=", row_blocks, I64(2)))
+            rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
+            count_parts = caller.select(rows_first, self._count_parts("rows", call, team),
+                                        self._count_parts("columns", call, team))
+
+        def split() -> None:
+            if rows_first is None:
+                self._split_sgemm(ways[0], call, count_parts, passes)
+                return
+            with self.builder.if_else(self.builder.not_(rows_first)) as (by_columns, by_rows):
+                with by_columns:
+                    self._split_sgemm("columns", call, count_parts, passes)
+                with by_rows:
+                    self._split_sgemm("rows", call, count_parts, passes)
+
+        if passes is None:
+            split()  # (one part: the whole product in one call, on the parallel-for)
+            return
+        # one part (one thread running, or a product short of two blocks): the passes on the
+        # whole of C, with their own loops on the parallel-for, around one sgemm
+        with caller.if_else(caller.icmp_unsigned(">=", count_parts, I64(2))) as (parts, whole):
+            with parts:
+                split()
+            with whole:
+                passes.before(None)
+                self._whole_sgemm(call)
+                passes.after()
+
+    def _split_ways(self, call: tuple[Any, ...]) -> tuple[str, ...]:
+        """How Kernel.sgemm may split `call` between threads: () (it runs
+        whole: one thread, a matrix-vector product, a run-time beta or
+        leading dimension of C, or too few blocks), ("columns",) or
+        ("rows",), or both, chosen at run time (run-time sizes). A run-time
+        column count is at most ldb (B, k x n, row-major), which bounds the
+        blocks it can hold."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        if self._parallel_for() is None or m == 0 or (isinstance(n, int) and n == 0):
+            return ()
+        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)) or isinstance(beta, ir.Value):
+            return ()  # run-time shapes (a symbolic program's kernel), or a run-time beta
+        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
+            # run-time leading dimensions come with a run-time depth (a shared kernel's), not
+            # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
+            return ()
+        if isinstance(k, int) and k > 0 and isinstance(n, int) and 1 in (m, n):
+            return ()  # a matrix-vector product (sgemv)
         rows_possible = m >= 2 * SGEMM_ROW_BLOCK
         if isinstance(n, int) and isinstance(k, int):
-            # everything known: split the way that packs less again (see _split_sgemm)
+            # everything known: split the way that packs less again (see _split_sgemm), else not at all
             by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
             by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
-            self._split_sgemm(parallel_for, "rows" if by_rows and (n < m or not by_columns) else "columns", call,
-                              passes)
-            return
-        if not rows_possible:
-            self._split_sgemm(parallel_for, "columns", call, passes)
-            return
-        # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
-        # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
-        caller = self.builder
-        columns = self.index(n)
-        column_blocks = caller.udiv(columns, self._block_at_run_time(caller.mul(I64(m), self.index(k)),
-                                                                    SGEMM_COLUMN_BLOCK))
-        row_blocks = caller.udiv(I64(m), self._block_at_run_time(caller.mul(columns, self.index(k)),
-                                                                 SGEMM_ROW_BLOCK))
-        narrow = caller.and_(caller.icmp_unsigned("<", columns, I64(m)), caller.icmp_unsigned(">=", row_blocks, I64(2)))
-        rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
-        with caller.if_else(caller.not_(rows_first)) as (by_columns, by_rows):
-            with by_columns:
-                self._split_sgemm(parallel_for, "columns", call, passes)
-            with by_rows:
-                self._split_sgemm(parallel_for, "rows", call, passes)
+            if by_rows and (n < m or not by_columns):
+                return ("rows",)
+            return ("columns",) if by_columns else ()
+        most = ldb if isinstance(ldb, int) and not trans_b else None  # columns at most
+        by_columns, by_rows = True, rows_possible
+        if isinstance(k, int):
+            block = _split_block(m * k, SGEMM_COLUMN_BLOCK)
+            # (a convolution's block of at most 1 MiB of columns never holds two blocks)
+            by_columns = (most is None or most >= 2 * block) and (rows_possible or (1 << 18) // max(k, 1) >= 2 * block)
+            by_rows = rows_possible and (most is None or m >= 2 * _split_block(most * k, SGEMM_ROW_BLOCK))
+        return (("columns",) if by_columns else ()) + (("rows",) if by_rows else ())
 
     def _whole_sgemm(self, call: tuple[Any, ...]) -> None:
         """`call` as one BLAS call on this thread: a matrix-vector product
@@ -513,39 +552,43 @@ class Kernel:
         rounded = caller.mul(caller.udiv(caller.add(least, I64(unit - 1)), I64(unit)), I64(unit))
         return caller.select(caller.icmp_unsigned("<", rounded, I64(unit)), I64(unit), rounded)
 
-    def _split_sgemm(self, parallel_for: ir.Function, by: str,
-                     call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
-                                 int | ir.Value, ir.Value, int, float, float, bool, bool],
-                     passes: SgemmPasses | None = None) -> None:
-        """Emit `call` (Kernel.sgemm's arguments) as parts on the
-        parallel-for: `by` "columns" of C (B's columns) or "rows" (A's rows).
-        It runs one part per thread running now (NAME_threads_team), at most
-        as many as C holds blocks (a multiple of SGEMM_COLUMN_BLOCK /
-        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds,
-        computed at run time for run-time sizes), and cuts C evenly between
-        them at multiples of that unit, so every part holds at least one
-        block and the parts differ by at most one unit (the last takes the
-        tail). A size too short for two blocks runs as one part. Each part
-        packs the operand that is not cut again, so Kernel.sgemm cuts the
-        columns of C when A (m x k) is the smaller operand and its rows when
-        B (k x n) is. `passes` run before the parallel-for (`before(by)`)
-        and in each part around its sgemm, on the part's rows or columns;
-        where one part is all there is (one thread running now, or a product
-        short of two blocks) they run on the whole of C instead, with their
-        own loops on the parallel-for (SgemmPasses), around one sgemm."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+    def _count_parts(self, by: str, call: tuple[Any, ...], team: ir.Value) -> ir.Value:
+        """The parts `_split_sgemm(by, call)` runs, emitted here: one per
+        thread running now (`team`), at most one per whole block and at
+        least one (a run-time count may be short of a block: then one part
+        runs it whole)."""
+        m, n, k = call[:3]
         caller = self.builder
         unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
         other = (m * k if isinstance(k, int) else caller.mul(I64(m), k)) if by == "columns" else \
             (n * k if isinstance(n, int) and isinstance(k, int) else caller.mul(self.index(n), self.index(k)))
         block = _split_block(other, unit) if isinstance(other, int) else self._block_at_run_time(other, unit)
-        extent = n if by == "columns" else m
-        # one part per thread, at most one per whole block and at least one (a run-time
-        # count may be short of a block: then one thread runs it whole)
-        blocks = caller.udiv(self.index(extent), self.index(block))
-        team = caller.call(self._team(), [])
+        blocks = caller.udiv(self.index(n if by == "columns" else m), self.index(block))
         count_parts = caller.select(caller.icmp_unsigned("<", blocks, team), blocks, team)
-        count_parts = caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
+        return caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
+
+    def _split_sgemm(self, by: str,
+                     call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
+                                 int | ir.Value, ir.Value, int, float, float, bool, bool],
+                     count_parts: ir.Value, passes: SgemmPasses | None = None) -> None:
+        """Emit `call` (Kernel.sgemm's arguments) as `count_parts` parts on
+        the parallel-for (`_count_parts`: one per thread running now, at
+        most as many as C holds blocks, a multiple of SGEMM_COLUMN_BLOCK /
+        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds,
+        computed at run time for run-time sizes): `by` "columns" of C (B's
+        columns) or "rows" (A's rows), cut evenly at multiples of that unit,
+        so every part holds at least one block and the parts differ by at
+        most one unit (the last takes the tail). Each part packs the operand
+        that is not cut again, so Kernel.sgemm cuts the columns of C when A
+        (m x k) is the smaller operand and its rows when B (k x n) is.
+        `passes` run before the parallel-for (`before(by)`) and in each part
+        around its sgemm, on the part's rows or columns."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        parallel_for = self._parallel_for()
+        assert parallel_for is not None
+        unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
+        if passes is not None:
+            passes.before(by)
         # the sgemm's arguments, under names of their own beside the passes' captures
         arguments = {"sgemm.a": a, "sgemm.b": b, "sgemm.c": c, "sgemm.n": n, "sgemm.parts": count_parts,
                      "sgemm.k": k, "sgemm.lda": lda, "sgemm.ldb": ldb}
@@ -585,21 +628,8 @@ class Kernel:
                 if passes is not None:
                     passes.part_after(values, rows, columns)
 
-        if passes is None:
-            function, slot = self._outline("sgemm", captures, part)
-            caller.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
-            return
-        # one part (one thread running, or a product short of two blocks): the passes on the
-        # whole of C, with their own loops on the parallel-for, around one sgemm
-        with caller.if_else(caller.icmp_unsigned(">=", count_parts, I64(2))) as (split, whole):
-            with split:
-                passes.before(by)
-                function, slot = self._outline("sgemm", captures, part)
-                self.builder.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
-            with whole:
-                passes.before(None)
-                self._whole_sgemm(call)
-                passes.after()
+        function, slot = self._outline("sgemm", captures, part)
+        self.builder.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
