@@ -22,7 +22,10 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
 The output block starts as the residual (the bias is added after) or as
 the bias, and BLAS accumulates onto it (beta = 1, so OpenBLAS never runs
 its own pass zeroing C); the activation is one pass over the block, while
-it is in cache.
+it is in cache. In a model compiled for several threads whose block's
+sgemm is split, these passes run inside each part, on its own output
+channels or positions, and a part that cuts positions writes its own
+im2col columns (`_BlockPasses`); the workspace is the same.
 Stride-1 and stride-2 im2col rows are copied in explicit vectors (stride
 2: two loads and a shuffle per LANES columns); other strides element by
 element.
@@ -378,9 +381,8 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
     reads, which the threads' part must capture. `window` (first, count),
     for a geometry without middle dims (`_windowed`): only those columns
-    of the block (a split sgemm's part writes the columns it reads), its
-    taps always in a run-time loop (one body: the part holds the sgemm's
-    passes besides). `share`: Kernel.parallel_loop's."""
+    of the block (a split sgemm's part writes the columns it reads).
+    `share`: Kernel.parallel_loop's."""
     taps = g.taps
     count = g.channels if channels is None else channels
     # elements written, for a block of `channels` (at most all of them) whole rows
@@ -397,7 +399,7 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
         channel = k.add(v["first"], block_channel)
         x_plane = k.element(v["x"], k.mul(channel, g.in_size(k)))
         tap_rows = k.mul(block_channel, len(taps))
-        if len(taps) <= UNROLLED_TAPS and window is None:
+        if len(taps) <= UNROLLED_TAPS:
             for tap_index, tap in enumerate(taps):
                 lo, hi = g.valid_range(tap[-1])
                 _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),

@@ -28,10 +28,14 @@ kernels are written):
   (SGEMM_ROW_BLOCK rows) and at least SGEMM_PARALLEL_MACS multiply-adds;
 - a large sgemv with one dot product per element of y is split by
   elements of y (Kernel.sgemv);
+- a split sgemm's caller may give it passes (SgemmPasses: a
+  convolution's first and last pass and its im2col), which each part runs
+  on its own rows or columns of C around its sgemm, so a thread finishes
+  what it computed while it is in its cache;
 - `Kernel.parallel_loop` runs a loop of independent iterations (a
   convolution's im2col channels, its output channels' first and last
-  passes, a direct convolution's output channels) as an outlined part on
-  the parallel-for.
+  passes where its sgemm is not split, a direct convolution's output
+  channels) as an outlined part on the parallel-for.
 """
 
 from __future__ import annotations
