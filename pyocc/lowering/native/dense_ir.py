@@ -599,7 +599,8 @@ class Kernel:
         captures = {**(passes.captures if passes is not None else {}), **arguments}
 
         def part(values: dict[str, Any], begin: ir.Value, end: ir.Value) -> None:
-            # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
+            # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols],
+            # or C[rows, :] = op(A)[rows, :] @ op(B)
             builder = self.builder
             part_a, part_b, part_c = values["sgemm.a"], values["sgemm.b"], values["sgemm.c"]
             part_n, parts, depth = values["sgemm.n"], values["sgemm.parts"], values["sgemm.k"]
