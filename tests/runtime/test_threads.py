@@ -335,3 +335,124 @@ def test_a_product_with_fewer_columns_than_rows_is_split_by_rows() -> None:
     rows = [m for m, *_ in parts]
     assert sum(rows) == 1000 and all(r % 64 == 0 for r in rows[:-1]) and max(rows) - min(rows) <= 2 * 64, rows
     assert [offset for *_, offset in parts] == [0, rows[0] * 169, (rows[0] + rows[1]) * 169]
+
+
+def conv_passes() -> onnx.ModelProto:
+    """Convolutions whose sgemm the threads split, each with a first pass
+    (residual or bias) and a last pass (activation): a 3x3 one with bias,
+    a residual from a pointwise conv (bias) and relu at 56x56 (parts cut
+    columns, mid-row: the im2col windows); stride 2 with sigmoid; stride 3
+    with dilation 2 and no bias (im2col element by element); a stride-8 one
+    with a 7x7 image and 256 outputs (parts cut rows) with bias, residual
+    and relu; a 3-D one (its im2col has middle dims: written before the
+    parts) and a 1-D one, both with bias and relu."""
+    rng = np.random.default_rng(5)
+
+    def init(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+        return numpy_helper.from_array((rng.standard_normal(shape) * 0.1).astype(np.float32), name)
+
+    inits = [init("w1", (64, 32, 1, 1)), init("b1", (64,)), init("w3", (64, 32, 3, 3)), init("b3", (64,)),
+             init("ws2", (48, 64, 3, 3)), init("bs2", (48,)), init("ws3", (32, 64, 3, 3)),
+             init("wr", (256, 64, 3, 3)), init("br", (256,)), init("wr1", (256, 64, 1, 1)),
+             init("w5", (64, 8, 3, 3, 3)), init("b5", (64,)), init("w6", (64, 16, 5)), init("b6", (64,))]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["p"]),
+        helper.make_node("Conv", ["x", "w3", "b3"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "p"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y1"]),
+        helper.make_node("Conv", ["y1", "ws2", "bs2"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Sigmoid", ["c2"], ["y2"]),
+        helper.make_node("Conv", ["y1", "ws3"], ["y3"], strides=[3, 3], dilations=[2, 2]),
+        helper.make_node("Conv", ["y1", "wr1"], ["r1"], strides=[8, 8]),
+        helper.make_node("Conv", ["y1", "wr", "br"], ["cr"], pads=[1, 1, 1, 1], strides=[8, 8]),
+        helper.make_node("Add", ["cr", "r1"], ["sr"]),
+        helper.make_node("Relu", ["sr"], ["y4"]),
+        helper.make_node("Conv", ["v", "w5", "b5"], ["c5"], pads=[1, 1, 1, 1, 1, 1]),
+        helper.make_node("Relu", ["c5"], ["y5"]),
+        helper.make_node("Conv", ["u", "w6", "b6"], ["c6"], pads=[2, 2]),
+        helper.make_node("Relu", ["c6"], ["y6"]),
+    ]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32, 56, 56]),
+              helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 8, 12, 24, 24]),
+              helper.make_tensor_value_info("u", TensorProto.FLOAT, [1, 16, 3000])]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+               for name in ("y1", "y2", "y3", "y4", "y5", "y6")]
+    graph = helper.make_graph(nodes, "conv_passes", inputs, outputs, inits)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.fixture(scope="module")
+def conv_feeds() -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(6)
+    return {"x": rng.standard_normal((1, 32, 56, 56)).astype(np.float32),
+            "v": rng.standard_normal((1, 8, 12, 24, 24)).astype(np.float32),
+            "u": rng.standard_normal((1, 16, 3000)).astype(np.float32)}
+
+
+@pytest.fixture(scope="module")
+def conv_one_thread(conv_feeds: dict[str, np.ndarray]) -> dict[str, dict[str, np.ndarray]]:
+    """The 1-thread outputs of conv_passes per memory mode, checked against
+    onnxruntime: in pool mode the plan fits the 56x56 3x3 conv's workspace
+    to a few rows (its channels in slices: one sgemm each), in lazy mode
+    it is a whole block of 16 rows (one slice)."""
+    ort = pytest.importorskip("onnxruntime")
+    model = conv_passes()
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    expected = dict(zip([output.name for output in session.get_outputs()], session.run(None, conv_feeds),
+                        strict=True))
+    outputs = {}
+    for memory in ("pool", "lazy"):
+        outputs[memory] = pyocc.compile(model, memory=memory).run(conv_feeds)
+        for name, value in expected.items():
+            np.testing.assert_allclose(outputs[memory][name], value, rtol=1e-4, atol=1e-4, err_msg=name)
+    return outputs
+
+
+@pytest.mark.parametrize(("threads", "memory"), [(2, "pool"), (3, "lazy")])
+def test_a_split_convolution_runs_its_passes_in_its_parts(threads: int, memory: str, tmp_path: Path,
+                                                          conv_feeds: dict[str, np.ndarray],
+                                                          conv_one_thread: dict[str, dict[str, np.ndarray]]
+                                                          ) -> None:
+    """A convolution whose sgemm is split writes its first pass (residual or
+    bias), its last pass (bias after a residual, activation) and, where the
+    parts cut columns, its im2col inside each sgemm part, on that part's own
+    rows or columns (before, the part held the sgemm call alone); a product
+    whose run-time column count (at most ldb) never holds two blocks has
+    no parts at all; the bytes
+    are those of one thread, run after run and with fewer threads running
+    (NAME_set_threads: one part, the passes on the whole block). In lazy
+    mode the 56x56 3x3 conv's parts cut its 896 columns mid-row on 3
+    threads (288 : 304 : 304), so their im2col windows start and end
+    inside output rows."""
+    model = pyocc.compile(conv_passes(), threads=threads, memory=memory)
+    ir_text = model.native.llvm_ir
+    sites = model.native.meta["sites"]
+    assert len(sites) == 8 and all(site["kernel"] == "conv" for site in sites)
+    split = [site for site in sites if f'@"{model.native.name}_site_{site["site"]}.sgemm"' in ir_text]
+    # all but the 1x1 stride-8 conv (256 x 49 x 64: too few columns, and rows, for two blocks)
+    assert [site["inputs"][1]["shape"] for site in sites if site not in split] == [[256, 64, 1, 1]]
+    for site in split:
+        symbol = f"{model.native.name}_site_{site['site']}.sgemm"
+        start = ir_text.index(f'define internal void @"{symbol}"')
+        part = ir_text[start:ir_text.index("\n}\n", start)]
+        assert part.count("call void @\"scipy_cblas_sgemm\"") == 1, symbol
+        # the first pass's vectors (a bias, a residual, or zeros)
+        assert "<16 x float>" in part, f"{symbol}: no first pass in the sgemm's part"
+        activation = site["kwargs"].get("activation")
+        if activation == "relu":
+            assert "fcmp" in part, f"{symbol}: no relu in the sgemm's part"
+        if activation == "sigmoid":
+            assert "llvm.exp.f32" in part, f"{symbol}: no sigmoid in the sgemm's part"
+    assert {site["kwargs"].get("activation") for site in split} == {None, "relu", "sigmoid"}
+    model.save(tmp_path / "m.so")
+    loaded = load_shared_library(tmp_path / "m.so")
+    set_threads = getattr(ctypes.CDLL(str((tmp_path / "m.so").resolve())), f"{loaded.name}_set_threads")
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int32], ctypes.c_int32
+    for count in (threads, threads, 1, threads):
+        assert set_threads(count) == 0
+        outputs = loaded.run(conv_feeds)
+        for name, expected in conv_one_thread[memory].items():
+            np.testing.assert_array_equal(outputs[name], expected, err_msg=f"{name} on {count} of {threads} threads")
+    loaded.close()
