@@ -66,6 +66,11 @@ class Options:
     reorder: str = "auto"
     """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
 
+    reorder_keep_given: bool = False
+    """dnn-reorder keeps the given order wherever the peak allows
+    (dnn-reorder{keep_given}); a symbolic compile sets it: its order is
+    chosen at the largest sizes, and what is free there is not at small ones."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
@@ -129,7 +134,7 @@ def reorder_passes(options: Options) -> list[ModulePass]:
     the ops it orders); empty when the order is kept."""
     if options.reorder == "given":
         return []
-    return [DnnReorderPass(strategy=options.reorder)]
+    return [DnnReorderPass(strategy=options.reorder, keep_given=options.reorder_keep_given)]
 
 
 def tile_passes(options: Options) -> list[ModulePass]:

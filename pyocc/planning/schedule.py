@@ -468,11 +468,50 @@ def _improve(region: _Region, order: list[int], peak: int) -> None:
         region.order, region.peak = order, peak
 
 
+def _toward_given(c: _Compiled, region: _Region) -> tuple[list[int], int]:
+    """The region's order moved back toward the given order without raising
+    its peak, and that peak: a list schedule that runs, at each step, the
+    ready node earliest in the given order whose step, followed by the rest
+    of the current order, stays within the region's peak. The current
+    order's next node always does (that is the current order), so the
+    schedule completes; when nothing else constrains it, it is the given
+    order. A search for the peak chooses freely where the peak does not
+    depend on the order; this keeps the model's own order there (what a
+    symbolic compile wants: its order is chosen at the largest sizes, and
+    choices free there are not free at small ones)."""
+    limit = region.peak
+    rest = list(region.order)
+    scheduled, mem, peak = region.scheduled, region.mem, 0
+    result: list[int] = []
+    while rest:
+        ready = sorted((v, j) for j, v in enumerate(rest) if c.pred_mask[v] & ~scheduled == 0)
+        for v, j in ready:
+            # v first, then rest[:j]: from there on the current order's steps are unchanged
+            trial_scheduled, trial_mem = scheduled, mem
+            fits = True
+            for u in (v, *rest[:j]):
+                cost, trial_mem = c.step(trial_scheduled, trial_mem, u)
+                trial_scheduled |= 1 << u
+                if cost > limit:
+                    fits = False
+                    break
+            if fits:
+                break
+        cost, mem = c.step(scheduled, mem, v)
+        scheduled |= 1 << v
+        peak = max(peak, cost)
+        result.append(v)
+        rest.pop(j)
+    return result, peak
+
+
 def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 500.0,
-             beam_width: int = 8) -> Schedule:
+             beam_width: int = 8, keep_given: bool = False) -> Schedule:
     """An order of `graph`'s nodes with a small (auto, greedy) or the
     smallest (exact) peak of live bytes; see the module docstring.
-    `exact` raises ScheduleTimeout when it does not finish in `budget_ms`."""
+    `exact` raises ScheduleTimeout when it does not finish in `budget_ms`.
+    `keep_given` then moves every region's order back toward the given one
+    wherever that keeps the region's peak (`_toward_given`)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
     began = time.perf_counter()
@@ -506,6 +545,10 @@ def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 50
         if better is not None:
             _improve(region, *better)
         region.proven = True
+    if keep_given:
+        for region in regions:
+            if region.order != region.nodes:
+                region.order, region.peak = _toward_given(c, region)
     order = [v for region in regions for v in region.order]
     return Schedule(
         order=order,

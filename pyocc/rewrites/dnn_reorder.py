@@ -157,12 +157,13 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False) -> Schedule:
+def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False,
+                     keep_given: bool = False) -> Schedule:
     """Reorder one function in place; returns the schedule it used."""
     block = function.body.block
     with _collector_paused():
         graph, nodes = schedule_graph(block, in_place)
-        result = schedule(graph, strategy, budget_ms)
+        result = schedule(graph, strategy, budget_ms, keep_given=keep_given)
     if result.peak < result.given_peak:
         reorder_block(block, result.order, nodes)
     return result
@@ -185,6 +186,11 @@ class DnnReorderPass(ModulePass):
     in_place: bool = False
     """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
 
+    keep_given: bool = False
+    """Keep the given order wherever the peak allows: the order found is
+    moved back toward the given one, op by op, without raising the peak
+    (pyocc.planning.schedule, `keep_given`). A symbolic compile uses it."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         if self.strategy not in STRATEGIES:
@@ -200,7 +206,7 @@ class DnnReorderPass(ModulePass):
                         f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
                     )
             try:
-                reorder_function(function, self.strategy, self.budget_ms, self.in_place)
+                reorder_function(function, self.strategy, self.budget_ms, self.in_place, self.keep_given)
             except ScheduleTimeout:
                 raise PassFailedException(
                     f"dnn-reorder: exact search on @{function.sym_name.data} did not finish in "

@@ -129,6 +129,33 @@ def test_cuts_are_the_nodes_every_order_runs_at_one_position(graph: ScheduleGrap
     assert find_cuts(graph) == fixed
 
 
+@SETTINGS
+@given(dags(max_nodes=14), st.sampled_from(["auto", "greedy", "exact"]))
+def test_keeping_the_given_order_keeps_the_peak(graph: ScheduleGraph, strategy: str) -> None:
+    searched = schedule(graph, strategy, budget_ms=10_000)
+    kept = schedule(graph, strategy, budget_ms=10_000, keep_given=True)
+    assert is_topological(graph, kept.order)
+    assert kept.peak == interval_peak(graph, kept.order) <= searched.peak
+
+
+def test_keeping_the_given_order_where_the_peak_does_not_depend_on_it() -> None:
+    # Nodes 0-3 set the peak: 0 -> A (100 bytes) -> 2 and 1 -> B (100) -> 3;
+    # finishing A's branch before B's gives 102 bytes instead of 201. Nodes
+    # 4 and 5 make two small tensors read by 6; in any order they stay far
+    # under the peak, and the search runs 5 before 4. Kept: 4, then 5.
+    tensors = (Tensor(100, 0, frozenset({2})), Tensor(100, 1, frozenset({3})), Tensor(1, 2, frozenset({7})),
+               Tensor(1, 3, frozenset({7})), Tensor(10, 4, frozenset({6})), Tensor(10, 5, frozenset({6})),
+               Tensor(10, 6, frozenset({7})))
+    graph = ScheduleGraph(tuple(f"n{v}" for v in range(8)), tensors)
+    searched = schedule(graph, "auto")
+    assert searched.peak == 102 and searched.order.index(5) < searched.order.index(4)
+    kept = schedule(graph, "auto", keep_given=True)
+    assert kept.order == [0, 2, 1, 3, 4, 5, 6, 7] and kept.peak == 102
+    # the given order where nothing was moved
+    chain = ScheduleGraph(("a", "b", "c"), (Tensor(8, 0, frozenset({1})), Tensor(8, 1, frozenset({2}))))
+    assert schedule(chain, "auto", keep_given=True).order == [0, 1, 2]
+
+
 def parallel_branches(k: int, big: int = 1000, small: int = 10) -> ScheduleGraph:
     """k branches from one source, each a big map then a small reduction, all
     summed by one sink; the given order runs every big map first (poor)."""
