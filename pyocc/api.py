@@ -858,11 +858,8 @@ def lower_symbolic(
     # the symbols through shape inference first: an op without a symbolic rule is one line before any probe
     tensor_shapes = infer_symbolic_shapes(proto, inputs, shapes, name)
     fit_points, check_points = probe_points(inputs.ranges)
-    # the order is chosen at the probes, at the top of the range: where the
-    # peak there does not depend on it, the model's own order is kept, since
-    # a choice free at the top is not free at small sizes (LLaMA at S = 1: 1.17x)
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
-                      reorder=reorder, reorder_keep_given=True)
+                      reorder=reorder)
     try:
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
     except ProgramMismatch:
@@ -907,7 +904,11 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         before = resource_keys()
         copy = type(proto)()
         copy.CopyFrom(proto)
-        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
+        # the order is chosen at the probe, at the top of the range: what is
+        # free there is chosen for small values of the symbol (dnn-reorder{symbol_dim})
+        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values()))) if len(point) == 1 \
+            else options
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         point_steps, point_weights, point_names = program_steps(function)
         names[:] = point_names

@@ -5,6 +5,7 @@
 // RUN: pyocc-opt %s -p "dnn-reorder{strategy=given}" | filecheck %s --check-prefix=GIVEN
 // RUN: pyocc-opt %s -p "dnn-reorder{in_place=true}" | filecheck %s --check-prefix=INPLACE
 // RUN: pyocc-opt %s -p "dnn-reorder{keep_given=true}" | filecheck %s --check-prefix=KEEP
+// RUN: pyocc-opt %s -p "dnn-reorder{symbol_dim=16}" | filecheck %s --check-prefix=SYMBOL
 // RUN: not pyocc-opt %s -p "dnn-reorder{strategy=magic}" 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: not pyocc-opt %s -p "dnn-insert-memory-ops,dnn-reorder" 2>&1 | filecheck %s --check-prefix=BUFFERS
 
@@ -111,6 +112,15 @@ func.func @in_place_last_reader(%arg: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf
 // and is free elsewhere: it runs %s before %p, %q and %pq. With
 // keep_given the order found moves back toward the given one wherever the
 // peak allows: the branches still run one after the other, %s stays after %pq.
+// symbol_dim=16 (a symbolic compile's probe): the dimensions equal to 16
+// are the size; of the two orders (same peak here), the one with the lower
+// peak at its small values (1 and 4) is taken. There %a2 and %c2 are 16
+// bytes each, as %s is: the kept order holds both while %p, %q and %pq
+// run (80 bytes at %pq), the searched order only %s (64): the searched one.
+// SYMBOL-LABEL: func.func @free_part
+// SYMBOL: %c2 = dnn.global_average_pool
+// SYMBOL-NEXT: %s = dnn.binary
+// SYMBOL-NEXT: %p = dnn.unary
 // CHECK-LABEL: func.func @free_part
 // CHECK: %a1 = dnn.unary
 // CHECK-NEXT: %a2 = dnn.global_average_pool

@@ -136,6 +136,9 @@ class Schedule:
     proven_optimal: bool
     """True when the peak is proven the smallest of any order: every region
     was solved exactly, meets its lower bound, or is under the function's."""
+    searched: list[int] = field(default_factory=list)
+    """With `keep_given`: the order the search found, before it was moved
+    back toward the given one (`order`)."""
     regions: int = 0
     exact_regions: int = 0
     """Regions settled that way."""
@@ -545,6 +548,7 @@ def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 50
         if better is not None:
             _improve(region, *better)
         region.proven = True
+    searched = [v for region in regions for v in region.order] if keep_given else []
     if keep_given:
         for region in regions:
             if region.order != region.nodes:
@@ -555,9 +559,19 @@ def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 50
         peak=max((r.peak for r in regions), default=0),
         given_peak=given_peak,
         strategy=strategy,
+        searched=searched,
         proven_optimal=all(r.proven for r in regions),
         regions=len(regions),
         exact_regions=sum(r.proven for r in regions),
         ms=(time.perf_counter() - began) * 1000,
         region_sizes=[r.stop - r.start for r in regions],
     )
+
+
+def least_worst(orders: Sequence[Sequence[int]], graphs: Sequence[ScheduleGraph]) -> int:
+    """The index of the order whose worst peak relative to the best of
+    `orders`, over `graphs` (one DAG with other tensor sizes each), is
+    smallest; the first on ties."""
+    peaks = [[peak_of(graph, order) for order in orders] for graph in graphs]
+    worst = [max((row[k] / max(min(row), 1) for row in peaks), default=1.0) for k in range(len(orders))]
+    return min(range(len(orders)), key=lambda k: (worst[k], k))

@@ -19,6 +19,7 @@ from pyocc.planning.schedule import (
     Tensor,
     find_cuts,
     is_topological,
+    least_worst,
     peak_of,
     schedule,
 )
@@ -154,6 +155,21 @@ def test_keeping_the_given_order_where_the_peak_does_not_depend_on_it() -> None:
     # the given order where nothing was moved
     chain = ScheduleGraph(("a", "b", "c"), (Tensor(8, 0, frozenset({1})), Tensor(8, 1, frozenset({2}))))
     assert schedule(chain, "auto", keep_given=True).order == [0, 1, 2]
+
+
+def test_least_worst_takes_the_order_closest_to_the_best_at_every_size() -> None:
+    # two independent nodes, each a tensor read by a sink; the sizes differ per graph
+    def graph(a: int, b: int, c: int) -> ScheduleGraph:
+        return ScheduleGraph(("a", "b", "c", "sink"), (Tensor(a, 0, frozenset({3})), Tensor(b, 1, frozenset({2})),
+                                                      Tensor(c, 2, frozenset({3}))))
+    first, second = [0, 1, 2, 3], [1, 2, 0, 3]
+    # b (100) dies into c (1): running it first keeps a (100) and b apart
+    assert least_worst([first, second], [graph(100, 100, 1)]) == 1
+    assert peak_of(graph(100, 100, 1), first) == 201 and peak_of(graph(100, 100, 1), second) == 101
+    # with a empty, the orders tie (20 bytes each): the first is taken
+    assert least_worst([first, second], [graph(0, 10, 10)]) == 0
+    # over several sizes, the worst ratio decides: a tie at one, 2x at the other
+    assert least_worst([first, second], [graph(0, 10, 10), graph(100, 100, 1)]) == 1
 
 
 def parallel_branches(k: int, big: int = 1000, small: int = 10) -> ScheduleGraph:

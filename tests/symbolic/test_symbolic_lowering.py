@@ -79,10 +79,10 @@ def test_encoder_program_and_plan_are_symbolic() -> None:
         assert symbolic.weight_bytes == static.weight_bytes and symbolic.io_bytes == static.io_bytes
         assert sorted(b.bytes for b in symbolic.buffers) == sorted(b.bytes for b in static.buffers)
     # the program at one value is the static program's text (with the
-    # symbolic compile's reorder, which keeps the model's order where the peak allows)
+    # symbolic compile's reorder, as at a probe)
     _, point = probe_points({"sequence": (1, 512)})
     static_module, _ = lower(copy(encoder_symbolic()), shapes={"x": (1, 40, 32)},
-                             options=Options(memory="lazy", reorder_keep_given=True))
+                             options=Options(memory="lazy", reorder_symbol_dim=40))
     strip = __import__("re").compile(r"dense_resource<[^>]*>")
     assert strip.sub("", lowered.program.text_at({"sequence": 40})) == strip.sub("", str(static_module))
 
