@@ -48,8 +48,9 @@ planner chooses the cuts:
    bad too, just below the first bad one, and when both ends are, just
    above the worst), plan both parts alone (a part keeps the piece's
    layout when its own is no closer to the static plans) and keep the cut
-   if it lowers the worst ratio, or keeps it and lowers the bad values'
-   total excess (one part fixed, the other left for the next cut); when it
+   if it lowers the worst ratio, or, while that ratio is above
+   ``1 + FIX_THRESHOLD``, keeps it and lowers the bad values' total excess
+   (one part fixed, the other left for the next cut); when it
    does neither (bad values spread over the whole piece), try once more with
    the lowest bad value alone (or with what lies below it); repeat up to
    ``MAX_PIECES`` pieces. A part's candidates include the best static plan
@@ -103,10 +104,18 @@ SCORE_SAMPLES = 64
 """Values per symbol a plan is scored at when its range is larger than ``GRID_LIMIT``."""
 SPLIT_THRESHOLD = 0.02
 """A piece is cut where its pool exceeds the best static plan by more than this fraction."""
+FIX_THRESHOLD = 0.05
+"""A cut that fixes one part and leaves the piece's worst ratio as it was
+is kept only while that ratio exceeds ``1 + FIX_THRESHOLD`` (#21's goal,
+1.05x the static plan): below it, more pieces would cost more planning time
+than the bytes are worth (BERT's planning took 3x longer for 2%)."""
 MAX_PIECES = 4
 """The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
 STATIC_CHECKS = 32
 """The most values a static plan is made at to look for cuts, per problem."""
+
+SEARCH_CHECKS = 8
+"""Of those, the most values the (slow) search is run at to look for cuts, per problem."""
 
 Monomial = tuple[tuple[str, int], ...]
 """Sorted (symbol, power) pairs; () is the constant term."""
@@ -579,6 +588,7 @@ class _Planner:
         self.problem = problem
         self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
         self.checks_left = STATIC_CHECKS
+        self.searches_left = SEARCH_CHECKS
 
     def static(self, values: Mapping[str, int], algorithm: str) -> Plan:
         """The static plan at `values` by `algorithm` (made once)."""
@@ -627,7 +637,8 @@ class _Planner:
         (one-symbol) grid where that ratio exceeds ``1 + SPLIT_THRESHOLD``.
         Only values whose pool exceeds the max-live bound by the threshold
         can be (a static plan is never below the bound); static plans are
-        made at most at ``STATIC_CHECKS`` values per problem, spread over
+        made at most at ``STATIC_CHECKS`` values per problem (the search at
+        ``SEARCH_CHECKS`` of them), spread over
         the scales: the worst against the bound in each octave of the range
         (1, 2..3, 4..7, ...) first, then the second worst of each, and so on
         (ranked by the bound alone, a run of bad values at one scale spent
@@ -652,9 +663,12 @@ class _Planner:
                     continue
                 self.checks_left -= 1
             pool = int(layout.pool[j])
-            # the search (the slow one) only where the heuristics leave the value good
+            # the search (the slow one) only where the heuristics leave the value good,
+            # at most at SEARCH_CHECKS values
             best = min(self.static({name: value}, a).pool_size for a in STATIC_ALGORITHMS)
-            if pool <= limit * best:
+            searched = (((name, value),), SEARCH_ALGORITHM) in self.static_plans
+            if pool <= limit * best and (searched or self.searches_left > 0):
+                self.searches_left -= not searched
                 best = min(self.static({name: value}, a).pool_size for a in self.algorithms())
             if pool > limit * best:
                 result[value] = pool / max(best, 1)
@@ -664,9 +678,10 @@ class _Planner:
         """The piece of `layout` cut in two around its bad values (module
         docstring), each part with its own layout: the first cut, in the
         order of ``_cut_points``, that makes things better: its parts' worst
-        ratio is below `worst` (the piece's), or no higher and their bad
-        values' total excess over the static plans is smaller (one part
-        fixed, the other left for a later cut); None when none does."""
+        ratio is below `worst` (the piece's), or, when that is above
+        ``1 + FIX_THRESHOLD``, no higher and their bad values' total excess
+        over the static plans is smaller (one part fixed, the other left for
+        a later cut); None when none does."""
         (name, (low, high)), = layout.piece.ranges.items()
         for last in _cut_points(bad, low, high):
             parts = [self.part(layout, self.problem.within({name: part}))
@@ -675,8 +690,8 @@ class _Planner:
             # the piece against the static plans made so far (planning the parts made more)
             before = self.bad_values(layout).values()
             worst = max(before, default=worst)
-            if max(ratios, default=0.0) < worst or (
-                    max(ratios) <= worst and sum(r - 1.0 for r in ratios) < sum(r - 1.0 for r in before)):
+            if max(ratios, default=0.0) < worst or (worst > 1.0 + FIX_THRESHOLD and max(ratios) <= worst
+                                                     and sum(r - 1.0 for r in ratios) < sum(r - 1.0 for r in before)):
                 return parts
         return None
 
