@@ -45,6 +45,11 @@ reader of a tensor runs last.
   bound, then exact search while the time budget lasts; in each region the given order is kept unless something is
   strictly better, so auto is never worse than the given order.
 - `given`: the given order.
+
+`keep_given` (any strategy but given) then moves each region's order back
+toward the given one, node by node, wherever that keeps the region's peak
+(`_toward_given`); `least_worst` compares orders on the same DAG with other
+tensor sizes (what dnn-reorder{symbol_dim} does for a symbolic compile).
 """
 
 from __future__ import annotations
