@@ -904,7 +904,11 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         before = resource_keys()
         copy = type(proto)()
         copy.CopyFrom(proto)
-        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=options)
+        # the order is chosen at the probe, at the top of the range: what is
+        # free there is chosen for small values of the symbol (dnn-reorder{symbol_dim})
+        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values()))) if len(point) == 1 \
+            else options
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         point_steps, point_weights, point_names = program_steps(function)
         names[:] = point_names

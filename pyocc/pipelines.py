@@ -66,6 +66,11 @@ class Options:
     reorder: str = "auto"
     """dnn-reorder's strategy (auto, exact, greedy) or given (keep the order)."""
 
+    reorder_symbol_dim: int = 0
+    """A symbolic compile's probe value, for dnn-reorder{symbol_dim}: the
+    order is chosen at the largest sizes, and what is free there is not at
+    small ones (0: a static compile)."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 
@@ -129,7 +134,7 @@ def reorder_passes(options: Options) -> list[ModulePass]:
     the ops it orders); empty when the order is kept."""
     if options.reorder == "given":
         return []
-    return [DnnReorderPass(strategy=options.reorder)]
+    return [DnnReorderPass(strategy=options.reorder, symbol_dim=options.reorder_symbol_dim)]
 
 
 def tile_passes(options: Options) -> list[ModulePass]:

@@ -4,6 +4,8 @@
 // RUN: pyocc-opt %s -p "dnn-reorder{strategy=greedy},dnn-print-liveness" | filecheck %s --check-prefix=AFTER
 // RUN: pyocc-opt %s -p "dnn-reorder{strategy=given}" | filecheck %s --check-prefix=GIVEN
 // RUN: pyocc-opt %s -p "dnn-reorder{in_place=true}" | filecheck %s --check-prefix=INPLACE
+// RUN: pyocc-opt %s -p "dnn-reorder{keep_given=true}" | filecheck %s --check-prefix=KEEP
+// RUN: pyocc-opt %s -p "dnn-reorder{symbol_dim=16}" | filecheck %s --check-prefix=SYMBOL
 // RUN: not pyocc-opt %s -p "dnn-reorder{strategy=magic}" 2>&1 | filecheck %s --check-prefix=BAD
 // RUN: not pyocc-opt %s -p "dnn-insert-memory-ops,dnn-reorder" 2>&1 | filecheck %s --check-prefix=BUFFERS
 
@@ -104,4 +106,47 @@ func.func @in_place_last_reader(%arg: tensor<1x4x16x16xf32>) -> tensor<1x4x1x1xf
   %g = dnn.global_average_pool ins(%r : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
   %s = dnn.binary ins(%m, %g : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) {fn = "add"} : tensor<1x4x1x1xf32>
   func.return %s : tensor<1x4x1x1xf32>
+}
+
+// keep_given: the search finishes one branch before the other (the peak),
+// and is free elsewhere: it runs %s before %p, %q and %pq. With
+// keep_given the order found moves back toward the given one wherever the
+// peak allows: the branches still run one after the other, %s stays after %pq.
+// symbol_dim=16 (a symbolic compile's probe): the dimensions equal to 16
+// are the size; of the two orders (same peak here), the one with the lower
+// peak at its small values (1 and 4) is taken. There %a2 and %c2 are 16
+// bytes each, as %s is: the kept order holds both while %p, %q and %pq
+// run (80 bytes at %pq), the searched order only %s (64): the searched one.
+// SYMBOL-LABEL: func.func @free_part
+// SYMBOL: %c2 = dnn.global_average_pool
+// SYMBOL-NEXT: %s = dnn.binary
+// SYMBOL-NEXT: %p = dnn.unary
+// CHECK-LABEL: func.func @free_part
+// CHECK: %a1 = dnn.unary
+// CHECK-NEXT: %a2 = dnn.global_average_pool
+// CHECK-NEXT: %c1 = dnn.unary
+// CHECK-NEXT: %c2 = dnn.global_average_pool
+// CHECK-NEXT: %s = dnn.binary
+// CHECK-NEXT: %p = dnn.unary
+// KEEP-LABEL: func.func @free_part
+// KEEP: %a1 = dnn.unary
+// KEEP-NEXT: %a2 = dnn.global_average_pool
+// KEEP-NEXT: %c1 = dnn.unary
+// KEEP-NEXT: %c2 = dnn.global_average_pool
+// KEEP-NEXT: %p = dnn.unary
+// KEEP-NEXT: %q = dnn.unary
+// KEEP-NEXT: %pq = dnn.binary
+// KEEP-NEXT: %s = dnn.binary
+func.func @free_part(%x: tensor<1x4x16x16xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %a1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "relu"} : tensor<1x4x16x16xf32>
+  %c1 = dnn.unary ins(%x : tensor<1x4x16x16xf32>) {fn = "exp"} : tensor<1x4x16x16xf32>
+  %a2 = dnn.global_average_pool ins(%a1 : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %c2 = dnn.global_average_pool ins(%c1 : tensor<1x4x16x16xf32>) : tensor<1x4x1x1xf32>
+  %p = dnn.unary ins(%y : tensor<4xf32>) {fn = "neg"} : tensor<4xf32>
+  %q = dnn.unary ins(%y : tensor<4xf32>) {fn = "abs"} : tensor<4xf32>
+  %pq = dnn.binary ins(%p, %q : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
+  %s = dnn.binary ins(%a2, %c2 : tensor<1x4x1x1xf32>, tensor<1x4x1x1xf32>) {fn = "add"} : tensor<1x4x1x1xf32>
+  %v = "dnn.view"(%s) : (tensor<1x4x1x1xf32>) -> tensor<4xf32>
+  %t = dnn.binary ins(%v, %pq : tensor<4xf32>, tensor<4xf32>) {fn = "mul"} : tensor<4xf32>
+  func.return %t : tensor<4xf32>
 }

@@ -45,6 +45,11 @@ reader of a tensor runs last.
   bound, then exact search while the time budget lasts; in each region the given order is kept unless something is
   strictly better, so auto is never worse than the given order.
 - `given`: the given order.
+
+`keep_given` (any strategy but given) then moves each region's order back
+toward the given one, node by node, wherever that keeps the region's peak
+(`_toward_given`); `least_worst` compares orders on the same DAG with other
+tensor sizes (what dnn-reorder{symbol_dim} does for a symbolic compile).
 """
 
 from __future__ import annotations
@@ -136,6 +141,9 @@ class Schedule:
     proven_optimal: bool
     """True when the peak is proven the smallest of any order: every region
     was solved exactly, meets its lower bound, or is under the function's."""
+    searched: list[int] = field(default_factory=list)
+    """With `keep_given`: the order the search found, before it was moved
+    back toward the given one (`order`)."""
     regions: int = 0
     exact_regions: int = 0
     """Regions settled that way."""
@@ -468,11 +476,50 @@ def _improve(region: _Region, order: list[int], peak: int) -> None:
         region.order, region.peak = order, peak
 
 
+def _toward_given(c: _Compiled, region: _Region) -> tuple[list[int], int]:
+    """The region's order moved back toward the given order without raising
+    its peak, and that peak: a list schedule that runs, at each step, the
+    ready node earliest in the given order whose step, followed by the rest
+    of the current order, stays within the region's peak. The current
+    order's next node always does (that is the current order), so the
+    schedule completes; when nothing else constrains it, it is the given
+    order. A search for the peak chooses freely where the peak does not
+    depend on the order; this keeps the model's own order there (what a
+    symbolic compile wants: its order is chosen at the largest sizes, and
+    choices free there are not free at small ones)."""
+    limit = region.peak
+    rest = list(region.order)
+    scheduled, mem, peak = region.scheduled, region.mem, 0
+    result: list[int] = []
+    while rest:
+        ready = sorted((v, j) for j, v in enumerate(rest) if c.pred_mask[v] & ~scheduled == 0)
+        for v, j in ready:
+            # v first, then rest[:j]: from there on the current order's steps are unchanged
+            trial_scheduled, trial_mem = scheduled, mem
+            fits = True
+            for u in (v, *rest[:j]):
+                cost, trial_mem = c.step(trial_scheduled, trial_mem, u)
+                trial_scheduled |= 1 << u
+                if cost > limit:
+                    fits = False
+                    break
+            if fits:
+                break
+        cost, mem = c.step(scheduled, mem, v)
+        scheduled |= 1 << v
+        peak = max(peak, cost)
+        result.append(v)
+        rest.pop(j)
+    return result, peak
+
+
 def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 500.0,
-             beam_width: int = 8) -> Schedule:
+             beam_width: int = 8, keep_given: bool = False) -> Schedule:
     """An order of `graph`'s nodes with a small (auto, greedy) or the
     smallest (exact) peak of live bytes; see the module docstring.
-    `exact` raises ScheduleTimeout when it does not finish in `budget_ms`."""
+    `exact` raises ScheduleTimeout when it does not finish in `budget_ms`.
+    `keep_given` then moves every region's order back toward the given one
+    wherever that keeps the region's peak (`_toward_given`)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy '{strategy}' (choose from {', '.join(STRATEGIES)})")
     began = time.perf_counter()
@@ -506,15 +553,30 @@ def schedule(graph: ScheduleGraph, strategy: str = "auto", budget_ms: float = 50
         if better is not None:
             _improve(region, *better)
         region.proven = True
+    searched = [v for region in regions for v in region.order] if keep_given else []
+    if keep_given:
+        for region in regions:
+            if region.order != region.nodes:
+                region.order, region.peak = _toward_given(c, region)
     order = [v for region in regions for v in region.order]
     return Schedule(
         order=order,
         peak=max((r.peak for r in regions), default=0),
         given_peak=given_peak,
         strategy=strategy,
+        searched=searched,
         proven_optimal=all(r.proven for r in regions),
         regions=len(regions),
         exact_regions=sum(r.proven for r in regions),
         ms=(time.perf_counter() - began) * 1000,
         region_sizes=[r.stop - r.start for r in regions],
     )
+
+
+def least_worst(orders: Sequence[Sequence[int]], graphs: Sequence[ScheduleGraph]) -> int:
+    """The index of the order whose worst peak relative to the best of
+    `orders`, over `graphs` (one DAG with other tensor sizes each), is
+    smallest; the first on ties."""
+    peaks = [[peak_of(graph, order) for order in orders] for graph in graphs]
+    worst = [max((row[k] / max(min(row), 1) for row in peaks), default=1.0) for k in range(len(orders))]
+    return min(range(len(orders)), key=lambda k: (worst[k], k))

@@ -39,17 +39,23 @@ planner chooses the cuts:
    the candidates use (``STATIC_ALGORITHMS`` and the search), made only
    where the piece's pool exceeds the max-live bound by the threshold (the
    static plan is never below it) and at most at ``STATIC_CHECKS`` values
-   (the worst ones against the bound first), so a plan that meets the
-   bound costs nothing more;
+   (spread over the octaves of the range, 1, 2..3, 4..7, ...: the worst
+   against the bound in each first), so a plan that meets the bound costs
+   nothing more;
 3. cut the worst piece just above its last bad value (the excess sits at
    the small values, so the bad values are a prefix ``[low, k]``: one cut
    gives a piece for them and one for the rest; when the last value is
    bad too, just below the first bad one, and when both ends are, just
    above the worst), plan both parts alone (a part keeps the piece's
    layout when its own is no closer to the static plans) and keep the cut
-   if it lowers the worst ratio; when it does not (bad values spread over
-   the whole piece), try once more with the lowest bad value alone (or with
-   what lies below it); repeat up to ``MAX_PIECES`` pieces.
+   if it lowers the worst ratio, or, while that ratio is above
+   ``1 + FIX_THRESHOLD``, keeps it and lowers the bad values' total excess
+   (one part fixed, the other left for the next cut); when it
+   does neither (bad values spread over the whole piece), try once more with
+   the lowest bad value alone (or with what lies below it); repeat up to
+   ``MAX_PIECES`` pieces. A part's candidates include the best static plan
+   made at each value within it (step 2 makes them where the piece is
+   bad), made symbolic like the reference points' plans.
 
 A part that is a single value is a static problem: its candidates are the
 static plans at that value. Everything is deterministic (no time budget
@@ -98,10 +104,18 @@ SCORE_SAMPLES = 64
 """Values per symbol a plan is scored at when its range is larger than ``GRID_LIMIT``."""
 SPLIT_THRESHOLD = 0.02
 """A piece is cut where its pool exceeds the best static plan by more than this fraction."""
+FIX_THRESHOLD = 0.05
+"""A cut that fixes one part and leaves the piece's worst ratio as it was
+is kept only while that ratio exceeds ``1 + FIX_THRESHOLD`` (#21's goal,
+1.05x the static plan): below it, more pieces would cost more planning time
+than the bytes are worth (BERT's planning took 3x longer for 2%)."""
 MAX_PIECES = 4
 """The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
 STATIC_CHECKS = 32
 """The most values a static plan is made at to look for cuts, per problem."""
+
+SEARCH_CHECKS = 8
+"""Of those, the most values the (slow) search is run at to look for cuts, per problem."""
 
 Monomial = tuple[tuple[str, int], ...]
 """Sorted (symbol, power) pairs; () is the constant term."""
@@ -541,7 +555,9 @@ def plan_symbolic(problem: SymbolicProblem) -> SymbolicPlan:
       every point by construction;
     - greedy by size at that point, each buffer in the lowest gap there
       that stays a gap at every point of the range (gaps only when the
-      check points are the whole range).
+      check points are the whole range);
+    - the best static plan already made at any other value of the range
+      (by the search for cuts), made symbolic the same way.
     The layout kept is the one whose pool is closest to the max-live lower
     bound at its worst check point. Raises
     ``PlanError`` if verification fails (a bug, never expected)."""
@@ -572,6 +588,7 @@ class _Planner:
         self.problem = problem
         self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
         self.checks_left = STATIC_CHECKS
+        self.searches_left = SEARCH_CHECKS
 
     def static(self, values: Mapping[str, int], algorithm: str) -> Plan:
         """The static plan at `values` by `algorithm` (made once)."""
@@ -580,6 +597,16 @@ class _Planner:
             self.static_plans[key] = plan_memory(self.problem.at(values), algorithm,
                                                  time_budget_ms=SEARCH_BUDGET_MS)
         return self.static_plans[key]
+
+    def best_made(self, problem: SymbolicProblem) -> dict[tuple[tuple[str, int], ...], Plan]:
+        """The smallest static plan made so far at each value within
+        `problem`'s range (by value)."""
+        best: dict[tuple[tuple[str, int], ...], Plan] = {}
+        for (key, _), plan in self.static_plans.items():
+            inside = all(low <= dict(key)[name] <= high for name, (low, high) in problem.ranges.items())
+            if inside and (key not in best or plan.pool_size < best[key].pool_size):
+                best[key] = plan
+        return best
 
     def algorithms(self) -> tuple[str, ...]:
         """The static planners a value's best static plan is the best of."""
@@ -610,13 +637,24 @@ class _Planner:
         (one-symbol) grid where that ratio exceeds ``1 + SPLIT_THRESHOLD``.
         Only values whose pool exceeds the max-live bound by the threshold
         can be (a static plan is never below the bound); static plans are
-        made at most at ``STATIC_CHECKS`` values per problem, the worst
-        against the bound first."""
+        made at most at ``STATIC_CHECKS`` values per problem (the search at
+        ``SEARCH_CHECKS`` of them), spread over
+        the scales: the worst against the bound in each octave of the range
+        (1, 2..3, 4..7, ...) first, then the second worst of each, and so on
+        (ranked by the bound alone, a run of bad values at one scale spent
+        every check, and LLaMA's S = 2 was never looked at)."""
         (name, values), = layout.grid.items()
         limit = 1.0 + SPLIT_THRESHOLD
         assert self.problem.symbols == (name,)
         suspects = np.flatnonzero(layout.pool > limit * layout.bound)
-        ranked = sorted(suspects, key=lambda j: (-float(layout.pool[j] / layout.bound[j]), int(values[j])))
+        by_ratio = sorted(suspects, key=lambda j: (-float(layout.pool[j] / layout.bound[j]), int(values[j])))
+        low = self.problem.ranges[name][0]
+        seen: dict[int, int] = {}
+        rank: dict[int, int] = {}
+        for j in by_ratio:
+            octave = (int(values[j]) - low + 1).bit_length()
+            rank[j] = seen[octave] = seen.get(octave, -1) + 1
+        ranked = sorted(by_ratio, key=lambda j: rank[j])  # stable: worst first within a rank
         result: dict[int, float] = {}
         for j in ranked:
             value = int(values[j])
@@ -625,9 +663,12 @@ class _Planner:
                     continue
                 self.checks_left -= 1
             pool = int(layout.pool[j])
-            # the search (the slow one) only where the heuristics leave the value good
+            # the search (the slow one) only where the heuristics leave the value good,
+            # at most at SEARCH_CHECKS values
             best = min(self.static({name: value}, a).pool_size for a in STATIC_ALGORITHMS)
-            if pool <= limit * best:
+            searched = (((name, value),), SEARCH_ALGORITHM) in self.static_plans
+            if pool <= limit * best and (searched or self.searches_left > 0):
+                self.searches_left -= not searched
                 best = min(self.static({name: value}, a).pool_size for a in self.algorithms())
             if pool > limit * best:
                 result[value] = pool / max(best, 1)
@@ -636,13 +677,21 @@ class _Planner:
     def cut(self, layout: _Layout, bad: Mapping[int, float], worst: float) -> list[_Layout] | None:
         """The piece of `layout` cut in two around its bad values (module
         docstring), each part with its own layout: the first cut, in the
-        order of ``_cut_points``, whose parts' worst ratio is below `worst`
-        (the piece's), or None when none is."""
+        order of ``_cut_points``, that makes things better: its parts' worst
+        ratio is below `worst` (the piece's), or, when that is above
+        ``1 + FIX_THRESHOLD``, no higher and their bad values' total excess
+        over the static plans is smaller (one part fixed, the other left for
+        a later cut); None when none does."""
         (name, (low, high)), = layout.piece.ranges.items()
         for last in _cut_points(bad, low, high):
             parts = [self.part(layout, self.problem.within({name: part}))
                      for part in ((low, last), (last + 1, high))]
-            if max(max(self.bad_values(part).values(), default=0.0) for part in parts) < worst:
+            ratios = [ratio for part in parts for ratio in self.bad_values(part).values()]
+            # the piece against the static plans made so far (planning the parts made more)
+            before = self.bad_values(layout).values()
+            worst = max(before, default=worst)
+            if max(ratios, default=0.0) < worst or (worst > 1.0 + FIX_THRESHOLD and max(ratios) <= worst
+                                                     and sum(r - 1.0 for r in ratios) < sum(r - 1.0 for r in before)):
                 return parts
         return None
 
@@ -670,6 +719,13 @@ class _Planner:
                        for point in points for algorithm in STATIC_ALGORITHMS]
         if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
             candidates.append(_stacked(problem, sizes, points[-1], self.static(points[-1], SEARCH_ALGORITHM)))
+        # the best static plan already made at any other value of the range
+        # (the search for cuts makes them where a piece is bad): a layout
+        # good there is often good over a part of the range
+        references = {tuple(sorted(point.items())) for point in points}
+        for key, plan in self.best_made(problem).items():
+            if key not in references:
+                candidates.append(_stacked(problem, sizes, dict(key), plan))
         # alignment padding (at most one alignment per buffer) is all there is
         # to a plan at tiny sizes: score the ratio over the bound plus that slack,
         # so that bytes of padding at S = 1 do not outweigh percent at S = 512

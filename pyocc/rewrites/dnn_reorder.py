@@ -27,21 +27,32 @@ decides which reader of a tensor runs last and may reuse it.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
-from pyocc.planning.schedule import STRATEGIES, Schedule, ScheduleGraph, ScheduleTimeout, Tensor, schedule
+from pyocc.planning.schedule import (
+    STRATEGIES,
+    Schedule,
+    ScheduleGraph,
+    ScheduleTimeout,
+    Tensor,
+    least_worst,
+    peak_of,
+    schedule,
+)
 
 
 def _floats(op: Operation) -> bool:
@@ -76,7 +87,8 @@ def _in_place_inputs(op: Operation) -> list[SSAValue]:
             and isinstance(v.owner, d.DnnComputeOp)]
 
 
-def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph, list[Operation]]:
+def schedule_graph(block: Block, in_place: bool = False,
+                   type_bytes: Callable[[Attribute], int] = d.type_bytes) -> tuple[ScheduleGraph, list[Operation]]:
     """The block as a DAG: one node per op that is not a weight or a view
     (the return is the last node), in block order; also the node ops.
     `in_place` adds the inputs each node may write over (their `WritesInPlace` trait)."""
@@ -91,7 +103,7 @@ def schedule_graph(block: Block, in_place: bool = False) -> tuple[ScheduleGraph,
     for i, op in enumerate(nodes):
         compute = isinstance(op, d.DnnComputeOp)
         for result in op.results:
-            size = d.type_bytes(result.type) if compute and result not in returned else 0
+            size = type_bytes(result.type) if compute and result not in returned else 0
             readers = (_enclosing(r, block) for r in _readers(result))
             consumers = frozenset(index[r] for r in readers if r in index and r is not op)
             tensor_of[result] = len(tensors)
@@ -143,6 +155,18 @@ def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> Non
     block.add_ops(new_ops)
 
 
+def small_values(symbol_dim: int) -> tuple[int, ...]:
+    """The smaller values of a symbolic dimension an order is compared at:
+    1 and the square root of its value (1 and 22 for a probe at 509)."""
+    return tuple(sorted({1, max(math.isqrt(symbol_dim), 1)}))
+
+
+def _bytes_at(symbol_dim: int, value: int, t: Attribute) -> int:
+    """A type's bytes with every dimension equal to `symbol_dim` at `value`."""
+    assert isinstance(t, TensorType | MemRefType), t
+    return math.prod(value if n == symbol_dim else n for n in t.get_shape()) * d.element_bytes(t.get_element_type())
+
+
 @contextmanager
 def _collector_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector. The search allocates many
@@ -157,12 +181,21 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False) -> Schedule:
-    """Reorder one function in place; returns the schedule it used."""
+def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_place: bool = False,
+                     keep_given: bool = False, symbol_dim: int = 0) -> Schedule:
+    """Reorder one function in place; returns the schedule it used. With a
+    `symbol_dim`, of the order found and that order kept toward the given
+    one, the one whose peak is closer to the other's at small values of
+    that dimension (`small_values`)."""
     block = function.body.block
     with _collector_paused():
         graph, nodes = schedule_graph(block, in_place)
-        result = schedule(graph, strategy, budget_ms)
+        result = schedule(graph, strategy, budget_ms, keep_given=keep_given or symbol_dim > 0)
+        if symbol_dim > 0 and not keep_given and result.searched != result.order:
+            smaller = [schedule_graph(block, in_place, partial(_bytes_at, symbol_dim, value))[0]
+                       for value in small_values(symbol_dim)]
+            if least_worst([result.order, result.searched], smaller) == 1:
+                result.order, result.peak = result.searched, peak_of(graph, result.searched)
     if result.peak < result.given_peak:
         reorder_block(block, result.order, nodes)
     return result
@@ -185,6 +218,18 @@ class DnnReorderPass(ModulePass):
     in_place: bool = False
     """Model in-place writes over dying inputs (as dnn-coalesce makes them)."""
 
+    keep_given: bool = False
+    """Keep the given order wherever the peak allows: the order found is
+    moved back toward the given one, op by op, without raising the peak
+    (pyocc.planning.schedule, `keep_given`)."""
+
+    symbol_dim: int = 0
+    """A symbolic compile's probe value (0: none): dimensions equal to it
+    are the symbolic size. The order found and that order kept toward the
+    given one (`keep_given`) have the same peak here; the one taken is the
+    one closer to the other's peak at small values of the size (1 and the
+    square root of the probe), where what was free at this size is not."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         if self.strategy not in STRATEGIES:
@@ -200,7 +245,8 @@ class DnnReorderPass(ModulePass):
                         f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
                     )
             try:
-                reorder_function(function, self.strategy, self.budget_ms, self.in_place)
+                reorder_function(function, self.strategy, self.budget_ms, self.in_place, self.keep_given,
+                                 self.symbol_dim)
             except ScheduleTimeout:
                 raise PassFailedException(
                     f"dnn-reorder: exact search on @{function.sym_name.data} did not finish in "

@@ -19,6 +19,7 @@ from pyocc.planning.schedule import (
     Tensor,
     find_cuts,
     is_topological,
+    least_worst,
     peak_of,
     schedule,
 )
@@ -127,6 +128,48 @@ def test_cuts_are_the_nodes_every_order_runs_at_one_position(graph: ScheduleGrap
     orders = list(topological_orders(graph))
     fixed = [v for v in range(graph.size) if len({order.index(v) for order in orders}) == 1]
     assert find_cuts(graph) == fixed
+
+
+@SETTINGS
+@given(dags(max_nodes=14), st.sampled_from(["auto", "greedy", "exact"]))
+def test_keeping_the_given_order_keeps_the_peak(graph: ScheduleGraph, strategy: str) -> None:
+    searched = schedule(graph, strategy, budget_ms=10_000)
+    kept = schedule(graph, strategy, budget_ms=10_000, keep_given=True)
+    assert is_topological(graph, kept.order)
+    assert kept.peak == interval_peak(graph, kept.order) <= searched.peak
+
+
+def test_keeping_the_given_order_where_the_peak_does_not_depend_on_it() -> None:
+    # Nodes 0-3 set the peak: 0 -> A (100 bytes) -> 2 and 1 -> B (100) -> 3;
+    # finishing A's branch before B's gives 102 bytes instead of 201. Nodes
+    # 4 and 5 make two small tensors read by 6; in any order they stay far
+    # under the peak, and the search runs 5 before 4. Kept: 4, then 5.
+    tensors = (Tensor(100, 0, frozenset({2})), Tensor(100, 1, frozenset({3})), Tensor(1, 2, frozenset({7})),
+               Tensor(1, 3, frozenset({7})), Tensor(10, 4, frozenset({6})), Tensor(10, 5, frozenset({6})),
+               Tensor(10, 6, frozenset({7})))
+    graph = ScheduleGraph(tuple(f"n{v}" for v in range(8)), tensors)
+    searched = schedule(graph, "auto")
+    assert searched.peak == 102 and searched.order.index(5) < searched.order.index(4)
+    kept = schedule(graph, "auto", keep_given=True)
+    assert kept.order == [0, 2, 1, 3, 4, 5, 6, 7] and kept.peak == 102
+    # the given order where nothing was moved
+    chain = ScheduleGraph(("a", "b", "c"), (Tensor(8, 0, frozenset({1})), Tensor(8, 1, frozenset({2}))))
+    assert schedule(chain, "auto", keep_given=True).order == [0, 1, 2]
+
+
+def test_least_worst_takes_the_order_closest_to_the_best_at_every_size() -> None:
+    # two independent nodes, each a tensor read by a sink; the sizes differ per graph
+    def graph(a: int, b: int, c: int) -> ScheduleGraph:
+        return ScheduleGraph(("a", "b", "c", "sink"), (Tensor(a, 0, frozenset({3})), Tensor(b, 1, frozenset({2})),
+                                                      Tensor(c, 2, frozenset({3}))))
+    first, second = [0, 1, 2, 3], [1, 2, 0, 3]
+    # b (100) dies into c (1): running it first keeps a (100) and b apart
+    assert least_worst([first, second], [graph(100, 100, 1)]) == 1
+    assert peak_of(graph(100, 100, 1), first) == 201 and peak_of(graph(100, 100, 1), second) == 101
+    # with a empty, the orders tie (20 bytes each): the first is taken
+    assert least_worst([first, second], [graph(0, 10, 10)]) == 0
+    # over several sizes, the worst ratio decides: a tie at one, 2x at the other
+    assert least_worst([first, second], [graph(0, 10, 10), graph(100, 100, 1)]) == 1
 
 
 def parallel_branches(k: int, big: int = 1000, small: int = 10) -> ScheduleGraph:

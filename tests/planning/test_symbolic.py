@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pyocc.planning import (
@@ -193,6 +195,46 @@ def test_static_plans_made_once_still_count_when_the_checks_are_spent() -> None:
     assert bad
     planner.checks_left = 0
     assert planner.bad_values(layout) == bad
+
+
+def test_static_checks_are_spread_over_the_octaves_of_the_range() -> None:
+    """With two checks left and suspects at S = 20 and 21 (1.3x and 1.25x
+    the bound) and at S = 2 (1.1x), one check goes to the worst of each
+    octave: 20 and 2, not 20 and 21 (ranked by the bound alone, a run of bad
+    values at one scale spent every check and S = 2 was never looked at)."""
+    problem = SymbolicProblem((SymbolicBuffer("a", Poly.parse("64*S"), 0, 1),), {"S": (1, 64)})
+    planner = symbolic._Planner(problem)
+    grid = symbolic._grid(problem)
+    bound = 64 * grid["S"]  # the static plan at every S is the one buffer: the bound
+    factor = np.ones(len(bound))
+    for value, ratio in ((20, 1.3), (21, 1.25), (2, 1.1)):
+        factor[value - 1] = ratio
+    layout = symbolic._Layout(symbolic.Piece({"S": (1, 64)}, ((),), (0,)), grid,
+                              np.rint(bound * factor).astype(np.int64), bound)
+    planner.checks_left = 2
+    assert sorted(planner.bad_values(layout)) == [2, 20]
+    assert planner.checks_left == 0
+
+
+LLAMA = Path(__file__).parent / "data" / "llama_dynamo_symbolic.json"
+"""LLaMA's planning problem (bench/zoo.py's llama, 2 layers, dynamo export,
+sequence in 1..512), written by the symbolic compile."""
+
+
+def test_llama_pieces_are_near_the_static_plans_from_small_to_large() -> None:
+    """Its one layout was 1.10x the best static plan at S = 17 to 49 and
+    was never cut there: the cut above those values left their worst ratio
+    as it was (it fixed 50..72), so it was refused; the candidates had no
+    layout from a static plan inside 16..31. Now a cut that fixes a part and
+    leaves the worst is kept, and every static plan made while looking for
+    cuts is a candidate."""
+    problem = symbolic_problem_from_json(json.loads(LLAMA.read_text()))
+    plan = plan_symbolic(problem)
+    assert len(plan.pieces) <= symbolic.MAX_PIECES
+    for s in (1, 2, 17, 33, 128, 512):
+        values = {"sequence": s}
+        best = min(plan_memory(problem.at(values), a).pool_size for a in symbolic.STATIC_ALGORITHMS)
+        assert plan.pool_bytes(values) <= 1.02 * best, s
 
 
 def test_cuts_are_tried_above_the_bad_values_then_at_the_lowest_alone() -> None:
