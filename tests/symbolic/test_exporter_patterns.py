@@ -11,6 +11,10 @@ with onnx.helper (no torch needed):
   sizes (GPT-2's c_attn);
 - a position table ``[1, 512, 8]`` sliced to ``[1, S, 8]`` (folded to a
   constant read in leading blocks after a dimension of 1);
+- a batch of 2 whose mask is read at ``batch * S + position`` of its
+  flattened copy (the classic export of every transformers model here at
+  batch 2): a Gather of every position in order, imported as the Reshape
+  it is;
 - T5's relative position buckets (Range, Sub, Abs/Neg of int64
   differences, Log, ``full_like`` caps: splats of [S, S]) looked up in a
   bias table, compiled for 1..512;
@@ -265,20 +269,54 @@ def t5_relative_attention() -> onnx.ModelProto:
     return _model(nodes, inits, [_x()], ["y"], "t5_relative_attention")
 
 
+def flattened_mask_lookup() -> onnx.ModelProto:
+    """x * mask for a batch of 2, the mask read as transformers' classic
+    export reads it: ``Gather(Flatten(mask), batch * S + position)``, the
+    indices ``[2, 1, 1, S]`` built from two Ranges and the length (a
+    constant after folding whose values change with S), then reshaped to
+    the indices' shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "sequence", HIDDEN])
+    mask = helper.make_tensor_value_info("mask", TensorProto.INT64, [2, "sequence"])
+    nodes = [
+        helper.make_node("Cast", ["mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Shape", ["mask_f"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "batch", "one"], ["rows"]),
+        helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["rows", "axes123"], ["rows4"]),            # 2 x 1 x 1 x 1
+        helper.make_node("Unsqueeze", ["positions", "axes012"], ["positions4"]),  # 1 x 1 x 1 x S
+        helper.make_node("Mul", ["rows4", "length"], ["row_starts"]),
+        helper.make_node("Add", ["positions4", "row_starts"], ["flat_index"]),     # 2 x 1 x 1 x S
+        helper.make_node("Flatten", ["mask_f"], ["flat_mask"], axis=2),           # 2S x 1
+        helper.make_node("Gather", ["flat_mask", "flat_index"], ["picked"], axis=0),  # 2 x 1 x 1 x S x 1
+        helper.make_node("Shape", ["flat_index"], ["index_shape"]),
+        helper.make_node("Reshape", ["picked", "index_shape"], ["mask4"]),        # 2 x 1 x 1 x S
+        helper.make_node("Reshape", ["mask4", "rows_shape"], ["mask3"]),          # 2 x S x 1
+        helper.make_node("Mul", ["x", "mask3"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("axes123", [1, 2, 3]), _int64("axes012", [0, 1, 2]),
+             _int64("rows_shape", [2, -1, 1])]
+    return _model(nodes, inits, [x, mask], ["y"], "flattened_mask_lookup")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
-    "t5_relative_attention": t5_relative_attention,
+    "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table")
+          "position_table", "flattened_mask_lookup")
 """The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
 
 
 def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(s)
-    inputs = {"x": rng.standard_normal((1, s, HIDDEN)).astype(np.float32)}
+    batch = model.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+    inputs = {"x": rng.standard_normal((batch, s, HIDDEN)).astype(np.float32)}
+    if any(i.name == "mask" for i in model.graph.input):
+        inputs["mask"] = rng.integers(0, 2, (batch, s)).astype(np.int64)
     if any(i.name == "index" for i in model.graph.input):
         inputs["index"] = rng.integers(-HIDDEN, HIDDEN, (1, s, HIDDEN)).astype(np.int64)
     if any(i.name == "pairs" for i in model.graph.input):
