@@ -28,7 +28,7 @@ side), hidden size 32, random weights, their position tables made
 ``--max`` long; T5 has none), each exported with a symbolic ``sequence``
 axis on its token inputs (input_ids and attention_mask; T5's
 decoder_input_ids too, the same symbol; Whisper's decoder_input_ids only,
-its 32 frames of features fixed) and the batch fixed at 1, by the classic
+its 32 frames of features fixed) and the batch fixed at 1 (``--zoo-batch 2``: 2), by the classic
 TorchScript exporter (opset 17) or, with ``--zoo-exporter dynamo``, the
 dynamo exporter (opset 18). A model PyTorch cannot export (T5 by dynamo,
 Whisper by the classic exporter: ``aten::diff``) gets a row saying so. It
@@ -89,8 +89,8 @@ every other input has the symbolic ``sequence`` as its axis 1 (T5: the
 encoder's and the decoder's, one symbol)."""
 
 
-def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelProto:
-    """bench/zoo.py's model `name` at batch 1, its position table `maximum`
+def zoo_model(name: str, maximum: int, exporter: str = "classic", batch: int = 1) -> onnx.ModelProto:
+    """bench/zoo.py's model `name` at batch `batch`, its position table `maximum`
     long, exported by the classic (opset 17) or the dynamo (opset 18)
     exporter with a symbolic ``sequence`` axis on its inputs and its first output."""
     import torch
@@ -98,7 +98,7 @@ def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelP
 
     field = ZOO_POSITIONS[name]
     # T5's decoder as long as its encoder (16 tokens): one symbol is both lengths
-    entry = zoo.ZOO[name](batch=1, **({field: maximum} if field else {}),
+    entry = zoo.ZOO[name](batch=batch, **({field: maximum} if field else {}),
                           **({"decoder_length": 16} if name == "t5" else {}))
     fixed = ZOO_FIXED_INPUTS.get(name, ())
     with tempfile.TemporaryDirectory(prefix="pyocc-symbolic-zoo-") as tmp:
@@ -146,7 +146,7 @@ def _quiet_descriptors() -> Iterator[None]:
                 os.close(fd)
 
 
-def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
+def add_zoo(names: list[str], maximum: int, exporter: str = "classic", batch: int = 1) -> None:
     """Add the zoo rows `names` to GRAPHS (one line and none when torch or transformers is missing)."""
     # bench/zoo.py, next to this file; importing it also takes bench/ off sys.path, where transformers,
     # probing for a package named `kernels`, would find bench/kernels.py
@@ -161,8 +161,8 @@ def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
         return
     for name in names:
         layers = "1 layer each side" if name == "whisper" else "2 layers"
-        GRAPHS[f"zoo {name} ({exporter}, {layers}, batch 1)"] = (partial(zoo_model, name, maximum, exporter),
-                                                                  "sequence")
+        GRAPHS[f"zoo {name} ({exporter}, {layers}, batch {batch})"] = (
+            partial(zoo_model, name, maximum, exporter, batch), "sequence")
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -183,7 +183,9 @@ def inputs_at(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[
         elif inp.name == "position_ids":
             inputs[inp.name] = np.arange(s, dtype=np.int64)[None]
         elif inp.name == "attention_mask":
-            inputs[inp.name] = np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)
+            rows = shape[0]
+            inputs[inp.name] = np.concatenate([np.ones((rows, 1), np.int64), rng.integers(0, 2, (rows, s - 1))],
+                                              axis=1)
         else:
             inputs[inp.name] = rng.integers(0, 50, shape)
     return inputs
@@ -201,13 +203,14 @@ def main() -> None:
                         "needs torch and transformers")
     parser.add_argument("--zoo-exporter", choices=("classic", "dynamo"), default="classic",
                         help="the exporter of the --zoo models (default classic)")
+    parser.add_argument("--zoo-batch", type=int, default=1, help="the batch of the --zoo models (default 1)")
     parser.add_argument("--one-compile", nargs=2, metavar=("GRAPH", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     zoo_names = [n for n in args.zoo.split(",") if n]
     unknown = [n for n in zoo_names if n not in ZOO_POSITIONS]
     if unknown:
         parser.error(f"unknown zoo model {unknown[0]!r}; choose from {', '.join(ZOO_POSITIONS)}")
-    add_zoo(zoo_names, args.max, args.zoo_exporter)
+    add_zoo(zoo_names, args.max, args.zoo_exporter, args.zoo_batch)
     if args.one_compile:
         print(f"{one_compile(*args.one_compile, args.max):.3f}")
         return
@@ -218,7 +221,7 @@ def main() -> None:
             if args.only in name:
                 symbolic_s, static_s = (float(subprocess.run(
                     [sys.executable, __file__, "--max", str(args.max), "--zoo", args.zoo, "--zoo-exporter",
-                     args.zoo_exporter, "--one-compile", name, kind],
+                     args.zoo_exporter, "--zoo-batch", str(args.zoo_batch), "--one-compile", name, kind],
                     capture_output=True, text=True, check=True).stdout.split()[-1]) for kind in ("symbolic", "static"))
                 print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
         return
