@@ -23,12 +23,17 @@ thread) and against the numpy kernels driven from Python (the fallback).
     python bench/symbolic.py --zoo bert,gpt2 --only zoo --latency-lengths ''   # zoo models only
 
 ``--zoo`` adds rows for the Hugging Face transformers of bench/zoo.py
-(bert, distilbert, gpt2, llama: 2 layers, hidden size 32, random
-weights, their position tables made ``--max`` long), each exported with a
-symbolic ``sequence`` axis on input_ids and attention_mask and the batch
-fixed at 1, by the classic TorchScript exporter (opset 17) or, with
-``--zoo-exporter dynamo``, the dynamo exporter (opset 18). It needs torch
-and transformers; without them the zoo rows are skipped with one line.
+(bert, distilbert, gpt2, llama, t5, whisper: 2 layers (Whisper 1 each
+side), hidden size 32, random weights, their position tables made
+``--max`` long; T5 has none), each exported with a symbolic ``sequence``
+axis on its token inputs (input_ids and attention_mask; T5's
+decoder_input_ids too, the same symbol; Whisper's decoder_input_ids only,
+its 32 frames of features fixed) and the batch fixed at 1 (``--zoo-batch 2``: 2), by the classic
+TorchScript exporter (opset 17) or, with ``--zoo-exporter dynamo``, the
+dynamo exporter (opset 18). A model PyTorch cannot export (T5 by dynamo,
+Whisper by the classic exporter: ``aten::diff``) gets a row saying so. It
+needs torch and transformers; without them the zoo rows are skipped with
+one line.
 
 The compile times of the main table are measured in one process, after
 other compiles: a static compile there reuses native kernels JIT-compiled
@@ -44,12 +49,14 @@ import argparse
 import contextlib
 import io
 import logging
+import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -69,23 +76,36 @@ GRAPHS = {"encoder (2 layers)": (encoder_symbolic, "sequence"), "BERT-style (2 l
           "GPT-2-style (2 layers)": (gpt2_symbolic, "sequence"), "ViT-style (1 block, batch)": (vit_symbolic, "batch")}
 """name -> (builder, its symbolic dimension)"""
 
-ZOO_POSITIONS = {"bert": "max_position_embeddings", "distilbert": "max_position_embeddings", "gpt2": "n_positions",
-                 "llama": "max_position_embeddings"}
-"""The zoo's transformers `--zoo` takes -> the config field of their position table's length."""
+ZOO_POSITIONS: dict[str, str | None] = {
+    "bert": "max_position_embeddings", "distilbert": "max_position_embeddings", "gpt2": "n_positions",
+    "llama": "max_position_embeddings", "t5": None, "whisper": "max_target_positions"}
+"""The zoo's transformers `--zoo` takes -> the config field of their position
+table's length (None: T5 has no table, its relative position buckets take
+any length)."""
+ZOO_FIXED_INPUTS = {"whisper": ("input_features",)}
+"""Inputs whose shape stays fixed (Whisper's 32 frames of mel features: the
+conv stem makes them the encoder's 16 positions, max_source_positions);
+every other input has the symbolic ``sequence`` as its axis 1 (T5: the
+encoder's and the decoder's, one symbol)."""
 
 
-def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelProto:
-    """bench/zoo.py's model `name` at batch 1, its position table `maximum`
+def zoo_model(name: str, maximum: int, exporter: str = "classic", batch: int = 1) -> onnx.ModelProto:
+    """bench/zoo.py's model `name` at batch `batch`, its position table `maximum`
     long, exported by the classic (opset 17) or the dynamo (opset 18)
     exporter with a symbolic ``sequence`` axis on its inputs and its first output."""
     import torch
     import zoo
 
-    entry = zoo.ZOO[name](batch=1, **{ZOO_POSITIONS[name]: maximum})
+    field = ZOO_POSITIONS[name]
+    # T5's decoder as long as its encoder (16 tokens): one symbol is both lengths
+    entry = zoo.ZOO[name](batch=batch, **({field: maximum} if field else {}),
+                          **({"decoder_length": 16} if name == "t5" else {}))
+    fixed = ZOO_FIXED_INPUTS.get(name, ())
     with tempfile.TemporaryDirectory(prefix="pyocc-symbolic-zoo-") as tmp:
         path = Path(tmp) / f"{name}.onnx"
         sink = io.StringIO()
-        with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), \
+                _quiet_descriptors():
             warnings.simplefilter("ignore")
             logging.disable(logging.WARNING)  # the dynamo exporter logs (to a handler made before the redirect)
             try:
@@ -94,18 +114,39 @@ def zoo_model(name: str, maximum: int, exporter: str = "classic") -> onnx.ModelP
                     sequence = torch.export.Dim("sequence", max=maximum)
                     torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
                                       output_names=["hidden"], opset_version=18, dynamo=True,
-                                      dynamic_shapes=(tuple({1: sequence} for _ in entry.names),))
+                                      dynamic_shapes=(tuple(None if n in fixed else {1: sequence}
+                                                            for n in entry.names),))
                 else:
                     torch.onnx.export(entry.module, entry.inputs, str(path), input_names=entry.names,
                                       output_names=["hidden"], opset_version=17, dynamo=False,
-                                      dynamic_axes={**{n: {1: "sequence"} for n in entry.names},
+                                      dynamic_axes={**{n: {1: "sequence"} for n in entry.names if n not in fixed},
                                                     "hidden": {1: "sequence"}})
             finally:
                 logging.disable(logging.NOTSET)
         return onnx.load(str(path))
 
 
-def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
+@contextlib.contextmanager
+def _quiet_descriptors() -> Iterator[None]:
+    """File descriptors 1 and 2 to a temporary file for the block (the
+    classic exporter prints its whole TorchScript graph to them, below
+    Python, when an operator has no ONNX export)."""
+    with tempfile.TemporaryFile() as sink:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
+        try:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def add_zoo(names: list[str], maximum: int, exporter: str = "classic", batch: int = 1) -> None:
     """Add the zoo rows `names` to GRAPHS (one line and none when torch or transformers is missing)."""
     # bench/zoo.py, next to this file; importing it also takes bench/ off sys.path, where transformers,
     # probing for a package named `kernels`, would find bench/kernels.py
@@ -119,8 +160,9 @@ def add_zoo(names: list[str], maximum: int, exporter: str = "classic") -> None:
               "skipping the zoo rows")
         return
     for name in names:
-        GRAPHS[f"zoo {name} ({exporter}, 2 layers, batch 1)"] = (partial(zoo_model, name, maximum, exporter),
-                                                                  "sequence")
+        layers = "1 layer each side" if name == "whisper" else "2 layers"
+        GRAPHS[f"zoo {name} ({exporter}, {layers}, batch {batch})"] = (
+            partial(zoo_model, name, maximum, exporter, batch), "sequence")
 
 
 def fresh(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -141,7 +183,9 @@ def inputs_at(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[
         elif inp.name == "position_ids":
             inputs[inp.name] = np.arange(s, dtype=np.int64)[None]
         elif inp.name == "attention_mask":
-            inputs[inp.name] = np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)
+            rows = shape[0]
+            inputs[inp.name] = np.concatenate([np.ones((rows, 1), np.int64), rng.integers(0, 2, (rows, s - 1))],
+                                              axis=1)
         else:
             inputs[inp.name] = rng.integers(0, 50, shape)
     return inputs
@@ -159,13 +203,14 @@ def main() -> None:
                         "needs torch and transformers")
     parser.add_argument("--zoo-exporter", choices=("classic", "dynamo"), default="classic",
                         help="the exporter of the --zoo models (default classic)")
+    parser.add_argument("--zoo-batch", type=int, default=1, help="the batch of the --zoo models (default 1)")
     parser.add_argument("--one-compile", nargs=2, metavar=("GRAPH", "KIND"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     zoo_names = [n for n in args.zoo.split(",") if n]
     unknown = [n for n in zoo_names if n not in ZOO_POSITIONS]
     if unknown:
         parser.error(f"unknown zoo model {unknown[0]!r}; choose from {', '.join(ZOO_POSITIONS)}")
-    add_zoo(zoo_names, args.max, args.zoo_exporter)
+    add_zoo(zoo_names, args.max, args.zoo_exporter, args.zoo_batch)
     if args.one_compile:
         print(f"{one_compile(*args.one_compile, args.max):.3f}")
         return
@@ -176,7 +221,7 @@ def main() -> None:
             if args.only in name:
                 symbolic_s, static_s = (float(subprocess.run(
                     [sys.executable, __file__, "--max", str(args.max), "--zoo", args.zoo, "--zoo-exporter",
-                     args.zoo_exporter, "--one-compile", name, kind],
+                     args.zoo_exporter, "--zoo-batch", str(args.zoo_batch), "--one-compile", name, kind],
                     capture_output=True, text=True, check=True).stdout.split()[-1]) for kind in ("symbolic", "static"))
                 print(f"| {name} | {symbolic_s:.2f} | {static_s:.2f} | {symbolic_s / static_s:.2f} |")
         return
@@ -189,7 +234,12 @@ def main() -> None:
     for name, (build, symbol) in GRAPHS.items():
         if args.only not in name:
             continue
-        model = build()
+        try:
+            model = build()
+        except Exception as e:  # noqa: BLE001 - a zoo model PyTorch cannot export: its row says so
+            line = re.sub(r"\x1b\[[0-9;]*m", "", str(e).strip().splitlines()[0])[:160]  # no terminal colours
+            print(f"| {name} | - | export failed: {type(e).__name__}: {line} | | | | |")
+            continue
         start = time.perf_counter()
         try:
             symbolic = pyocc.compile(fresh(model), dims={symbol: args.max})

@@ -160,30 +160,39 @@ def _hf(config_name: str, model_name: str, family: str, vocab: int = 100, **conf
     return build
 
 
-def _t5() -> Entry:
+def _t5(batch: int = 2, decoder_length: int = 8, **changes: Any) -> Entry:
+    """T5 (no position table: relative position buckets); `batch` rows of
+    16 encoder tokens and `decoder_length` decoder tokens, `changes`
+    override the config."""
     torch = _torch()
     from transformers import T5Config, T5Model
 
-    cfg = T5Config(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4,
-                   relative_attention_num_buckets=8, relative_attention_max_distance=16, decoder_start_token_id=0)
+    cfg = T5Config(**{**dict(vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                             num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=16,
+                             decoder_start_token_id=0), **changes})
     model = T5Model(cfg).eval()
-    ids, mask = _text_inputs(torch, 100)
-    decoder = torch.randint(0, 100, (2, 8))
+    ids, mask = _text_inputs(torch, 100, batch=batch)
+    decoder = torch.randint(0, 100, (batch, decoder_length))
     return Entry("T5", _HfOutputs(model, ("input_ids", "attention_mask", "decoder_input_ids")), (ids, mask, decoder),
                  ["input_ids", "attention_mask", "decoder_input_ids"])
 
 
-def _whisper() -> Entry:
+def _whisper(batch: int = 1, decoder_length: int = 6, **changes: Any) -> Entry:
+    """Whisper: `batch` rows of 32 frames of 16 mel bins (the conv stem
+    halves them to the 16 encoder positions, fixed) and `decoder_length`
+    decoder tokens; `changes` override the config (max_target_positions:
+    the decoder's position table)."""
     torch = _torch()
     from transformers import WhisperConfig, WhisperModel
 
-    cfg = WhisperConfig(vocab_size=100, num_mel_bins=16, d_model=32, encoder_layers=1, decoder_layers=1,
-                        encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_source_positions=16, max_target_positions=16, pad_token_id=0, bos_token_id=1,
-                        eos_token_id=2, decoder_start_token_id=1)
+    cfg = WhisperConfig(**{**dict(vocab_size=100, num_mel_bins=16, d_model=32, encoder_layers=1, decoder_layers=1,
+                                  encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=64,
+                                  decoder_ffn_dim=64, max_source_positions=16, max_target_positions=16,
+                                  pad_token_id=0, bos_token_id=1, eos_token_id=2, decoder_start_token_id=1),
+                           **changes})
     model = WhisperModel(cfg).eval()
-    features = torch.randn(1, 16, 32)
-    decoder = torch.randint(0, 100, (1, 6))
+    features = torch.randn(batch, 16, 32)
+    decoder = torch.randint(0, 100, (batch, decoder_length))
     return Entry("Whisper", _HfOutputs(model, ("input_features", "decoder_input_ids")), (features, decoder),
                  ["input_features", "decoder_input_ids"])
 

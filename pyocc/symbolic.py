@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -102,6 +103,35 @@ def _basis(points: Sequence[Mapping[str, int]], names: Sequence[str], degrees: S
     return monomials, matrix
 
 
+def _solve_integers(matrix: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The integer coefficients (one column per column of `values`) of the
+    square system ``matrix @ coefficients = values``, solved in exact
+    rational arithmetic and rounded (a column no integers solve is caught by
+    the caller's check). Floats would not do: with two symbols near 512 the
+    basis holds ``S^2 T^2`` ~ 7e10 next to 1, and a least-squares solve in
+    float64 lost the integers (``128*S`` came out wrong)."""
+    size = len(matrix)
+    if matrix.shape != (size, size):
+        raise ValueError(f"the fit needs a square system, got {matrix.shape}")
+    rows = [[Fraction(int(round(v))) for v in row] + [Fraction(int(k == i)) for k in range(size)]
+            for i, row in enumerate(matrix)]
+    for col in range(size):  # Gauss-Jordan: the inverse, exactly
+        pivot = next(r for r in range(col, size) if rows[r][col] != 0)
+        rows[col], rows[pivot] = rows[pivot], rows[col]
+        lead = rows[col][col]
+        rows[col] = [v / lead for v in rows[col]]
+        for r in range(size):
+            if r != col and rows[r][col] != 0:
+                factor = rows[r][col]
+                rows[r] = [a - factor * b for a, b in zip(rows[r], rows[col], strict=True)]
+    inverse = [row[size:] for row in rows]
+    denominator = math.lcm(*(v.denominator for row in inverse for v in row))
+    scaled = np.array([[int(v * denominator) for v in row] for row in inverse], dtype=object)
+    numerators = scaled @ values.astype(object)
+    rounded = [[(2 * n + denominator) // (2 * denominator) for n in row] for row in numerators]
+    return np.array(rounded, dtype=np.int64).reshape(size, values.shape[1])
+
+
 def fit_polynomials(values: np.ndarray, fit_points: Sequence[Mapping[str, int]],
                     check_points: Sequence[Mapping[str, int]]) -> tuple[list[Poly], list[int]]:
     """Fit every column of `values` (one row per point: the fit points, then
@@ -116,8 +146,7 @@ def fit_polynomials(values: np.ndarray, fit_points: Sequence[Mapping[str, int]],
     names = sorted(fit_points[0])
     degrees = [min(FIT_DEGREE, len({p[n] for p in fit_points}) - 1) for n in names]
     monomials, matrix = _basis(fit_points, names, degrees)
-    solution = np.linalg.lstsq(matrix, values[:len(fit_points), varying].astype(np.float64), rcond=None)[0]
-    coefficients = np.rint(solution).astype(np.int64)
+    coefficients = _solve_integers(matrix, values[:len(fit_points), varying])
     _, everywhere = _basis([*fit_points, *check_points], names, degrees)
     predicted = np.rint(everywhere).astype(np.int64) @ coefficients
     wrong = sorted(int(varying[j]) for j in np.flatnonzero((predicted != values[:, varying]).any(axis=0)))

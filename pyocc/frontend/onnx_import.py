@@ -386,7 +386,32 @@ class _Importer:
             nodes = remaining
             if done:
                 break
-        self.nodes = nodes
+        self.nodes = [self.gather_as_reshape(node) for node in nodes]
+
+    def gather_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
+        """A Gather whose (folded) indices are every position of its axis in
+        order, ``0, 1, ..., n - 1`` in any shape, as the Reshape it is.
+        transformers reads a flattened attention mask at ``batch * S +
+        position``: with a symbolic sequence those indices are a constant
+        whose values, not only its shape, change with S, which no program
+        for every S can hold; the Reshape has none."""
+        if node.op_type != "Gather" or len(node.input) != 2 or node.input[0] in self.consts \
+                or node.input[1] not in self.consts or node.input[0] not in self.types:
+            return node
+        indices = self.consts[node.input[1]]
+        shape = list(self.types[node.input[0]].get_shape())
+        axis = next((helper.get_attribute_value(a) for a in node.attribute if a.name == "axis"), 0)
+        if isinstance(indices, Splat) or not shape or not -len(shape) <= axis < len(shape):
+            return node
+        axis %= len(shape)
+        flat = np.asarray(indices).reshape(-1)
+        if flat.size != shape[axis] or not np.issubdtype(flat.dtype, np.integer) or \
+                not np.array_equal(flat, np.arange(shape[axis])):
+            return node
+        target = f"{node.output[0]}__pyocc_reshape"
+        self.consts[target] = np.array([*shape[:axis], *np.shape(indices), *shape[axis + 1:]], dtype=np.int64)
+        self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
+        return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
 
     def infer_types(self, nodes: list) -> None:
         graph = self.model.graph

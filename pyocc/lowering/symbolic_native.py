@@ -219,8 +219,10 @@ def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:
     """A constant read at a symbolic shape must be the leading bytes of its
     value at the maximum: one dimension depends on the symbols, every
     dimension after it is whole and every one before it is 1 (a position
-    table ``[1, S, 32]`` read from ``[1, 512, 32]``)."""
-    if not _has_poly(shape):
+    table ``[1, S, 32]`` read from ``[1, 512, 32]``), or every element is
+    the same (a splat: an ``[S, S]`` block of a filled ``[512, 512]``, which
+    exporters write as ``Expand(value, [S, S])``, is any prefix of it)."""
+    if not _has_poly(shape) or (weight.size and bool(np.all(weight == weight.reshape(-1)[0]))):
         return
     varying = [k for k, d in enumerate(shape) if _has_poly(d)]
     first = varying[0]

@@ -58,6 +58,15 @@ def test_unary(fn: str, shape: tuple[int, ...]) -> None:
     check("unary", [x], [(shape, "float32")], fn=fn, alpha=None, beta=None)
 
 
+@pytest.mark.parametrize("fn", ["neg", "abs", "relu", "identity"])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_unary_integer(fn: str, dtype: str) -> None:
+    """T5's relative positions take Abs and Neg of int64 differences."""
+    x = rand(3, 7, dtype=dtype)
+    x.reshape(-1)[:2] = [np.iinfo(dtype).max, np.iinfo(dtype).min + 1]
+    check("unary", [x], [((3, 7), dtype)], fn=fn)
+
+
 @pytest.mark.parametrize("fn, alpha, beta", [("leaky_relu", 0.2, None), ("clip", -0.5, 0.7), ("clip", None, 0.3),
                                              ("clip", 0.1, None), ("hard_sigmoid", 0.3, 0.4)])
 def test_unary_with_parameters(fn: str, alpha: float | None, beta: float | None) -> None:

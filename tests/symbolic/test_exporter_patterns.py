@@ -11,6 +11,13 @@ with onnx.helper (no torch needed):
   sizes (GPT-2's c_attn);
 - a position table ``[1, 512, 8]`` sliced to ``[1, S, 8]`` (folded to a
   constant read in leading blocks after a dimension of 1);
+- a batch of 2 whose mask is read at ``batch * S + position`` of its
+  flattened copy (the classic export of every transformers model here at
+  batch 2): a Gather of every position in order, imported as the Reshape
+  it is;
+- T5's relative position buckets (Range, Sub, Abs/Neg of int64
+  differences, Log, ``full_like`` caps: splats of [S, S]) looked up in a
+  bias table, compiled for 1..512;
 - and, for shape inference only, Tile, Pad, ArgMax, Size, Max/Min and logic
   on shape values.
 
@@ -176,19 +183,140 @@ def shape_arithmetic() -> onnx.ModelProto:
     return model
 
 
+def _constant(name: str, value: float | int | list[int]) -> onnx.NodeProto:
+    array = np.array(value, np.float32 if isinstance(value, float) else np.int64)
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(array))
+
+
+def _bucket(prefix: str, distance: str, exact: int, buckets: int, scale: float) -> list[onnx.NodeProto]:
+    """T5's bucket of a relative distance `distance` (int64, >= 0): itself
+    below `exact`, else ``min(exact + int(log(d / exact) / scale * exact), buckets - 1)``,
+    the cap a ``full_like`` (``ConstantOfShape(Shape(d), buckets - 1)``)."""
+    p = prefix
+    return [
+        _constant(f"{p}exact", exact),
+        helper.make_node("Less", [distance, f"{p}exact"], [f"{p}small"]),
+        helper.make_node("Cast", [distance], [f"{p}distance_f"], to=TensorProto.FLOAT),
+        _constant(f"{p}exact_f", float(exact)),
+        helper.make_node("Div", [f"{p}distance_f", f"{p}exact_f"], [f"{p}ratio"]),
+        helper.make_node("Log", [f"{p}ratio"], [f"{p}log"]),
+        _constant(f"{p}scale", scale),
+        helper.make_node("Div", [f"{p}log", f"{p}scale"], [f"{p}scaled"]),
+        helper.make_node("Mul", [f"{p}scaled", f"{p}exact_f"], [f"{p}large_f"]),
+        helper.make_node("Cast", [f"{p}large_f"], [f"{p}large_i"], to=TensorProto.INT64),
+        helper.make_node("Add", [f"{p}large_i", f"{p}exact"], [f"{p}large"]),
+        helper.make_node("Shape", [f"{p}large"], [f"{p}large_shape"]),
+        helper.make_node("ConstantOfShape", [f"{p}large_shape"], [f"{p}cap"],
+                         value=numpy_helper.from_array(np.array([buckets - 1], np.int64))),
+        helper.make_node("Min", [f"{p}large", f"{p}cap"], [f"{p}capped"]),
+        helper.make_node("Where", [f"{p}small", distance, f"{p}capped"], [f"{p}bucket"]),
+    ]
+
+
+def t5_relative_attention() -> onnx.ModelProto:
+    """T5's attention with relative position buckets, as the classic
+    exporter writes it (no position table): memory - query positions from
+    two Ranges to the length, bucketed bidirectionally (Abs, the sign's
+    half of the buckets added) for the encoder and causally (Neg of
+    Min(d, 0), a zeros_like splat) for the decoder, looked up in a
+    [buckets, heads] table, transposed to [1, heads, S, S] and added to
+    the attention scores of x viewed as 2 heads. Both bias chains are
+    [S, S] int64 computations, and each caps its buckets with a
+    ``full_like`` splat of shape [S, S]."""
+    heads = 2
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "length", "one"], ["query"]),
+        helper.make_node("Range", ["zero", "length", "one"], ["memory"]),
+        helper.make_node("Unsqueeze", ["query", "axis1"], ["query_col"]),
+        helper.make_node("Unsqueeze", ["memory", "axis0"], ["memory_row"]),
+        helper.make_node("Sub", ["memory_row", "query_col"], ["relative"]),           # S x S
+        # encoder: bidirectional
+        helper.make_node("Greater", ["relative", "zero"], ["after"]),
+        helper.make_node("Cast", ["after"], ["after_i"], to=TensorProto.INT64),
+        helper.make_node("Mul", ["after_i", "half"], ["side"]),
+        helper.make_node("Abs", ["relative"], ["distance"]),
+        *_bucket("e_", "distance", 2, 4, float(np.log(8 / 2))),
+        helper.make_node("Add", ["side", "e_bucket"], ["enc_bucket"]),
+        # decoder: causal
+        helper.make_node("Shape", ["relative"], ["relative_shape"]),
+        helper.make_node("ConstantOfShape", ["relative_shape"], ["zeros"],
+                         value=numpy_helper.from_array(np.array([0], np.int64))),
+        helper.make_node("Min", ["relative", "zeros"], ["before"]),
+        helper.make_node("Neg", ["before"], ["back"]),
+        *_bucket("d_", "back", 4, 8, float(np.log(16 / 4))),
+        # the tables, [S, S, heads] -> [1, heads, S, S]
+        helper.make_node("Gather", ["enc_table", "enc_bucket"], ["enc_bias_shh"], axis=0),
+        helper.make_node("Gather", ["dec_table", "d_bucket"], ["dec_bias_shh"], axis=0),
+        helper.make_node("Add", ["enc_bias_shh", "dec_bias_shh"], ["bias_shh"]),
+        helper.make_node("Transpose", ["bias_shh"], ["bias_hss"], perm=[2, 0, 1]),
+        helper.make_node("Unsqueeze", ["bias_hss", "axis0"], ["bias"]),
+        # scores of x as heads
+        helper.make_node("Reshape", ["x", "heads_shape"], ["split"]),                  # 1 x S x 2 x 4
+        helper.make_node("Transpose", ["split"], ["q"], perm=[0, 2, 1, 3]),           # 1 x 2 x S x 4
+        helper.make_node("Transpose", ["split"], ["k"], perm=[0, 2, 3, 1]),           # 1 x 2 x 4 x S
+        helper.make_node("MatMul", ["q", "k"], ["scores"]),
+        helper.make_node("Add", ["scores", "bias"], ["biased"]),
+        helper.make_node("Softmax", ["biased"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "q"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("half", 4), _int64("axis0", [0]), _int64("axis1", [1]),
+             _int64("heads_shape", [1, -1, heads, HIDDEN // heads]),
+             numpy_helper.from_array(rng.standard_normal((8, heads)).astype(np.float32), "enc_table"),
+             numpy_helper.from_array(rng.standard_normal((8, heads)).astype(np.float32), "dec_table")]
+    return _model(nodes, inits, [_x()], ["y"], "t5_relative_attention")
+
+
+def flattened_mask_lookup() -> onnx.ModelProto:
+    """x * mask for a batch of 2, the mask read as transformers' classic
+    export reads it: ``Gather(Flatten(mask), batch * S + position)``, the
+    indices ``[2, 1, 1, S]`` built from two Ranges and the length (a
+    constant after folding whose values change with S), then reshaped to
+    the indices' shape."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "sequence", HIDDEN])
+    mask = helper.make_tensor_value_info("mask", TensorProto.INT64, [2, "sequence"])
+    nodes = [
+        helper.make_node("Cast", ["mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Shape", ["mask_f"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "batch", "one"], ["rows"]),
+        helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["rows", "axes123"], ["rows4"]),            # 2 x 1 x 1 x 1
+        helper.make_node("Unsqueeze", ["positions", "axes012"], ["positions4"]),  # 1 x 1 x 1 x S
+        helper.make_node("Mul", ["rows4", "length"], ["row_starts"]),
+        helper.make_node("Add", ["positions4", "row_starts"], ["flat_index"]),     # 2 x 1 x 1 x S
+        helper.make_node("Flatten", ["mask_f"], ["flat_mask"], axis=2),           # 2S x 1
+        helper.make_node("Gather", ["flat_mask", "flat_index"], ["picked"], axis=0),  # 2 x 1 x 1 x S x 1
+        helper.make_node("Shape", ["flat_index"], ["index_shape"]),
+        helper.make_node("Reshape", ["picked", "index_shape"], ["mask4"]),        # 2 x 1 x 1 x S
+        helper.make_node("Reshape", ["mask4", "rows_shape"], ["mask3"]),          # 2 x S x 1
+        helper.make_node("Mul", ["x", "mask3"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("axes123", [1, 2, 3]), _int64("axes012", [0, 1, 2]),
+             _int64("rows_shape", [2, -1, 1])]
+    return _model(nodes, inits, [x, mask], ["y"], "flattened_mask_lookup")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
+    "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table")
+          "position_table", "flattened_mask_lookup")
 """The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
 
 
 def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(s)
-    inputs = {"x": rng.standard_normal((1, s, HIDDEN)).astype(np.float32)}
+    batch = model.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+    inputs = {"x": rng.standard_normal((batch, s, HIDDEN)).astype(np.float32)}
+    if any(i.name == "mask" for i in model.graph.input):
+        inputs["mask"] = rng.integers(0, 2, (batch, s)).astype(np.int64)
     if any(i.name == "index" for i in model.graph.input):
         inputs["index"] = rng.integers(-HIDDEN, HIDDEN, (1, s, HIDDEN)).astype(np.int64)
     if any(i.name == "pairs" for i in model.graph.input):
@@ -255,3 +383,22 @@ def test_one_compile_runs_generated_code_like_onnxruntime(graph: str) -> None:
         for value, want in zip(got.values(), session.run(None, inputs), strict=True):
             assert value.shape == want.shape
             np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=f"{graph} at S={s}")
+
+
+def test_t5_relative_attention_runs_generated_code_at_every_length() -> None:
+    """Compiled for 1..512, T5's bias chains run as kernels (at the probes,
+    near 512, their [S, S] tensors are too large to fold): the int64 Abs and
+    Neg run natively, and the ``full_like`` caps, splats of [512, 512] read
+    as [S, S] blocks, are read in place (every prefix of a splat is its
+    block). Matches onnxruntime from S = 1 to the maximum."""
+    model = t5_relative_attention()
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    compiled = pyocc.compile(fresh, dims={"sequence": 512})
+    assert isinstance(compiled, SymbolicModel)
+    assert compiled.fallback_reason is None and compiled.numpy_sites == 0
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    for s in (1, 2, 17, 128, 512):
+        inputs = _inputs(model, s)
+        got = compiled.run(inputs)["y"]
+        np.testing.assert_allclose(got, session.run(None, inputs)[0], rtol=1e-5, atol=1e-5, err_msg=f"S={s}")

@@ -50,6 +50,20 @@ def test_fit_recovers_polynomials_and_rejects_the_rest() -> None:
     assert wrong == [3]  # S // 2 is no polynomial
 
 
+def test_fit_with_two_symbols_is_exact() -> None:
+    """Two symbols near 512: the basis spans 1 to S^2 T^2 ~ 7e10, where a
+    float64 least-squares fit lost the integers of 128*S (T5 with its encoder
+    and decoder lengths as two symbols failed on it); the exact solve does not."""
+    fits, checks = probe_points({"S": (1, 512), "T": (1, 512)})
+    points = fits + checks
+    columns = np.array([[128 * p["S"], 32 * p["T"] + 64, 16 * p["S"] * p["T"], 3 * p["S"] ** 2 * p["T"] ** 2 + 1,
+                         p["S"] * p["T"] // 3] for p in points], dtype=np.int64)
+    polys, wrong = fit_polynomials(columns, fits, checks)
+    assert polys[:4] == [Poly.parse("128*S"), Poly.parse("32*T + 64"), Poly.parse("16*S*T"),
+                         Poly.parse("3*S^2*T^2 + 1")]
+    assert wrong == [4]  # S T // 3 is no polynomial
+
+
 def test_program_whose_ops_change_with_the_size_is_one_line() -> None:
     fits, checks = probe_points({"S": (1, 512)})
     texts = [f"%a = dnn.malloc {{size = {4 * p['S']}}}\n" + ("dnn.relu\n" if p["S"] > 500 else "")

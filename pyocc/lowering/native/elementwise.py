@@ -40,6 +40,8 @@ _INTEGER_BINARY = (INTEGER_FUNCTIONS - {"neg", "abs", "relu", "identity"}) | {"m
 #: dtypes the elementwise arithmetic handles
 _NUMBERS = frozenset({"float32", "int32", "int64"})
 _LOGICAL_BINARY = {"and", "or", "xor"}
+#: what the unary kernel computes on ints (T5's relative positions: Abs, Neg)
+_INTEGER_UNARY = frozenset({"neg", "abs", "relu", "identity"})
 #: float32 predicates of the unary kernel (a bool out): what each asks of x
 _PREDICATES = {"isnan": "nan", "isinf": "inf", "isposinf": "+inf", "isneginf": "-inf"}
 
@@ -62,6 +64,8 @@ def _supports_unary(site: dict[str, Any]) -> bool:
         return dtype == "float32" and site["outputs"][0]["dtype"] == "bool"
     if fn == "gelu" and site["kwargs"].get("approximate", "none") not in ("none", "tanh"):
         return False
+    if dtype in ("int32", "int64"):
+        return site["outputs"][0]["dtype"] == dtype and fn in _INTEGER_UNARY
     return dtype == "float32" and site["outputs"][0]["dtype"] == "float32" and fn in UNARY_FUNCTIONS
 
 
@@ -111,6 +115,8 @@ def emit_unary(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
             result = k.b.zext(_predicate(k, _PREDICATES[fn], value), ir.IntType(8))
         elif fn == "gelu":
             result = _gelu(k, value, kw.get("approximate", "none"))
+        elif fn in _INTEGER_UNARY and isinstance(value.type, ir.IntType):
+            result = integer_expression(k.math, fn, [value])
         else:
             result = unary_expression(k.math, fn, value, kw.get("alpha"), kw.get("beta"), "none")
         k.store(result, out, i)
