@@ -154,6 +154,50 @@ class NpuProgram:
         """Total multiply-accumulates."""
         return sum(op.macs for op in self.ops)
 
+    def compute_floor_cycles(self, cost: NpuCost) -> int:
+        """Cycles of compute alone with every tensor resident in SRAM (no
+        DMA, no tiling): the sum over ops of max(MACs / macs_per_cycle, the
+        bytes the whole op reads and writes / sram_bytes_per_cycle). No
+        schedule's compute is shorter: a tile touches at least its share of
+        the op's bytes, and the ops run one after another."""
+        tensors = self.by_name()
+        return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+                   for op in self.ops)
+
+    def spill_floor_bytes(self, sram_size: int) -> int:
+        """DRAM bytes any schedule without cascades moves beyond
+        `dram_lower_bound_bytes` because activations do not fit in SRAM.
+
+        Without cascades each op finishes before the next starts, so between
+        two ops at most `sram_size` bytes of the activations still to be read
+        are in SRAM; the rest was stored to DRAM and will be loaded back:
+        twice its bytes. Two counts of that, each a floor, the larger kept:
+        per tensor, right after its producer (sum over activations of
+        2 * max(0, size - sram_size)); and at the worst boundary between two
+        ops (2 * max(0, live activation bytes - sram_size)). Graph inputs
+        and outputs, in DRAM anyway, are left out of both (a weaker floor)."""
+        tensors = self.by_name()
+        produced: dict[str, int] = {}
+        last_read: dict[str, int] = {}
+        for k, op in enumerate(self.ops):
+            for n in op.inputs:
+                last_read[n] = k
+            for n in op.outputs:
+                produced.setdefault(n, k)
+        spilled = [n for n, t in tensors.items() if t.kind == "activation" and n in produced and n in last_read
+                   and last_read[n] > produced[n]]
+        per_tensor = sum(2 * max(0, tensors[n].size - sram_size) for n in spilled)
+        change = [0] * (len(self.ops) + 1)
+        for n in spilled:  # live across boundary k (before op k) for produced[n] < k <= last_read[n]
+            change[produced[n] + 1] += tensors[n].size
+            change[last_read[n] + 1] -= tensors[n].size
+        live = worst = 0
+        for k in range(len(self.ops)):
+            live += change[k]
+            worst = max(worst, live)
+        return max(per_tensor, 2 * max(0, worst - sram_size))
+
 
 @dataclass(frozen=True)
 class _Need:

@@ -118,6 +118,37 @@ def test_schedules_pass_the_simulator_and_respect_the_bounds(sram):
     assert result.dram_bytes <= result.baseline.dram_bytes
 
 
+def _floor_net():
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 10, "input"), T("t1", 100, "activation"), T("w", 20, "weight"), T("t2", 50, "activation"),
+         T("y", 10, "output")),
+        (NpuOp("o1", 0, ("x",), (), ("t1",)),
+         NpuOp("o2", 2560, ("t1",), ("w",), ("t2",)),
+         NpuOp("o3", 0, ("t1", "t2"), (), ("y",))),
+    )
+
+
+def test_floors_by_hand():
+    program = _floor_net()
+    # o1 touches 110 B (2 cycles), o2 2560 MACs (10 cycles) over 170 B, o3 160 B (3 cycles)
+    assert program.compute_floor_cycles(NpuCost()) == 2 + 10 + 3
+    # per tensor: t1 leaves 40 B out of 60 B of SRAM (80 B both ways); but before o3
+    # t1 and t2 are both live, 150 B: 90 B out and back in
+    assert program.spill_floor_bytes(60) == 2 * 90
+    assert program.spill_floor_bytes(120) == 2 * 30
+    assert program.spill_floor_bytes(150) == 0
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_without_cascades_stay_above_the_floors(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    assert result.dram_bytes >= result.dram_lower_bound_bytes + program.spill_floor_bytes(sram)
+    assert result.compute_cycles >= program.compute_floor_cycles(NpuCost())
+    assert result.cycles >= program.compute_floor_cycles(NpuCost())
+
+
 def test_small_sram_tiles_and_streams_weights():
     result = run_scratchpad(_small_net(), 32 * 1024)
     assert set(result.tiled_ops) == {"conv2", "fc"}
