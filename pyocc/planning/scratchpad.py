@@ -54,8 +54,10 @@ from .verify import verify_plan
 
 ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
-PREFETCH_UNITS = 16
+PREFETCH_UNITS = int(__import__("os").environ.get("PU", "16"))
+PREFETCH_SHARE = int(__import__("os").environ.get("PS", "4"))
 """How many units ahead prefetch looks."""
+WHOLE_SHARE = int(__import__("os").environ.get("WS", "4"))
 CASCADE_SHARE = 3
 """A cascade's bands and weights may take this many quarters of the SRAM."""
 
@@ -121,6 +123,14 @@ class NpuOp:
     def window(self, tensor: str) -> tuple[int, int, int] | None:
         """(extent, stride, pad_top) of input `tensor`'s band, or None (read whole)."""
         return next(((e, s, p) for n, e, s, p in self.row_windows if n == tensor), None)
+
+    def in_rows(self, tensor: NpuTensor, first: int, end: int) -> tuple[int, int]:
+        """Rows [lo, hi) of input `tensor` (read by a window) that the op's
+        output rows [first, end) read."""
+        window = self.window(tensor.name)
+        assert window is not None, f"{tensor.name} is not read by bands"
+        extent, stride, pad_top = window
+        return max(0, first * stride - pad_top), min(tensor.rows, (end - 1) * stride - pad_top + extent)
 
     def out_band(self, bands: int, index: int) -> tuple[int, int]:
         """Output rows [first, end) of band `index` of `bands` (near-equal)."""
@@ -448,12 +458,15 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
-    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)} if cascades_too else {}
+    if cascades_too:
+        cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
+    else:
+        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in _chains(program, sram, cost)}
     index = 0
     while index < len(program.ops):
         if index in cascades:
-            stop, bands = cascades[index]
-            units += _cascade_units(program, index, stop, bands, sram)
+            stop, bands, make = cascades[index]
+            units += make(program, index, stop, bands, sram)
             for op in program.ops[index:stop]:
                 tiling[op.name] = (bands, 1)
             index = stop
@@ -461,7 +474,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
         op = program.ops[index]
         index += 1
         names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-        if sum(tensors[n].size for n in names) <= sram // 2:
+        if sum(tensors[n].size for n in names) <= sram * WHOLE_SHARE // 8:
             units.append(_Unit(
                 op.name, op.macs,
                 tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
@@ -498,6 +511,141 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
     return units, tiling
+
+
+def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int, index: int) -> list[tuple[int, int]] | None:
+    """The output rows [first, end) each op start..stop computes for band
+    `index` of `bands` of the last op's output: the rows the next op's band
+    reads, halo included (neighbouring bands compute it again); None when
+    a band would be empty."""
+    ops = program.ops
+    tensors = program.by_name()
+    ranges = [ops[stop - 1].out_band(bands, index)]
+    for k in range(stop - 2, start - 1, -1):
+        ranges.append(ops[k + 1].in_rows(tensors[ops[k].outputs[0]], *ranges[-1]))
+    ranges.reverse()
+    return ranges if all(first < end for first, end in ranges) else None
+
+
+def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple[int, int, int] | None:
+    """(the largest SRAM footprint of one band step, the MACs the bands
+    compute in all, the bytes of outside inputs the bands read) of the
+    chain start..stop in `bands` bands, or None."""
+    ops = program.ops
+    tensors = program.by_name()
+    inner = {ops[k].outputs[0] for k in range(start, stop - 1)}
+    weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
+    foot = macs = outside = 0
+    for i in range(bands):
+        ranges = _chain_ranges(program, start, stop, bands, i)
+        if ranges is None:
+            return None
+        step = 0
+        for op, (first, end) in zip(ops[start:stop], ranges, strict=True):
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                if op.window(n) is not None:
+                    lo, hi = op.in_rows(t, first, end)
+                    nbytes = row_bytes(t, hi - lo)
+                else:
+                    nbytes = t.size
+                step += nbytes
+                outside += 0 if n in inner else nbytes
+            step += row_bytes(tensors[op.outputs[0]], end - first)
+            macs += math.ceil(op.macs * (end - first) / op.out_rows)
+        foot = max(foot, weights + step)
+    return foot, macs, outside
+
+
+def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, int, int]]:
+    """(first op, op after the last, row bands) of each chain cascade that
+    runs as IR: consecutive ops that each run on a band of output rows,
+    each (but the last) writing one activation only the next op reads, by
+    a window. Band by band, every op computes the rows the next op's band
+    reads (its halo computed again by the neighbouring band), in its own
+    SRAM buffer that the next op reads whole: nothing is copied, the bands
+    in between never go to DRAM. A chain is kept when the DRAM traffic its
+    inner tensors would cost streamed (above a quarter of the SRAM: out
+    and back in) takes more cycles than the MACs computed again."""
+    ops = program.ops
+    tensors = program.by_name()
+    readers: dict[str, list[int]] = {}
+    for k, op in enumerate(ops):
+        for n in dict.fromkeys(op.inputs):
+            readers.setdefault(n, []).append(k)
+
+    def bandable(op: NpuOp) -> bool:
+        return op.out_rows > 1 and bool(op.row_windows) and len(op.outputs) == 1
+
+    def links(k: int) -> bool:  # op k's output flows only into op k + 1, by a window
+        t = tensors[ops[k].outputs[0]]
+        return (t.kind == "activation" and readers.get(t.name) == [k + 1]
+                and ops[k + 1].window(t.name) is not None and bandable(ops[k + 1]))
+
+    found: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(ops):
+        best: tuple[int, int, int] | None = None
+        stop = start + 1
+        while bandable(ops[start]) and stop < len(ops) and links(stop - 1):
+            stop += 1
+            if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
+                break
+            fits = None
+            for bands in _candidates(ops[stop - 1].out_rows):
+                found_cost = _chain_cost(program, start, stop, bands)
+                if found_cost is not None and found_cost[0] <= sram // 2:
+                    fits = (bands, *found_cost[1:])
+                    break
+            if fits is None:
+                continue
+            inner = sum(2 * tensors[ops[k].outputs[0]].size for k in range(start, stop - 1)
+                        if tensors[ops[k].outputs[0]].size > sram // 4)
+            # outside inputs read again for the halos, MACs computed again
+            reread = fits[2] - sum(tensors[n].size for k in range(start, stop) for n in dict.fromkeys(ops[k].inputs)
+                                   if n not in {ops[j].outputs[0] for j in range(start, stop - 1)})
+            extra = fits[1] - sum(op.macs for op in ops[start:stop])
+            gain = cost.dma_cycles(inner) - cost.dma_cycles(max(0, reread)) - math.ceil(extra / cost.macs_per_cycle)
+            if inner and gain > 0 and (best is None or gain > best[2]):
+                best = (stop, fits[0], gain)
+        if best is not None:
+            found.append((start, best[0], best[1]))
+            start = best[0]
+        else:
+            start += 1
+    return found
+
+
+def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
+    """The chain start..stop (see `_chains`) band by band: each op on the
+    rows `_chain_ranges` gives, reading its outside inputs by rows from
+    DRAM (`rows{lo}:{hi}`) and the previous op's band from SRAM (kept:
+    the same `rows{lo}:{hi}` piece), the last op's band streamed out as a
+    row tile."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    units: list[_Unit] = []
+    for i in range(bands):
+        ranges = _chain_ranges(program, start, stop, bands, i)
+        assert ranges is not None
+        for k, (op, (first, end)) in enumerate(zip(ops, ranges, strict=True)):
+            reads: list[_Need] = []
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                if op.window(n) is not None:
+                    lo, hi = op.in_rows(t, first, end)
+                    reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                else:
+                    reads.append(_Need(Piece(n, "all", t.size), False))
+            reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
+            out = tensors[op.outputs[0]]
+            if k < len(ops) - 1:
+                write = _Make(Piece(out.name, f"rows{first}:{end}", row_bytes(out, end - first)), KEEP)
+            else:
+                write = _Make(Piece(out.name, f"tile{i}.0/{bands}x1", row_bytes(out, end - first)), STREAM)
+            units.append(_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
+                               i == bands - 1))
+    return units
 
 
 def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
@@ -745,6 +893,13 @@ class _Scheduler:
         at = bisect.bisect_right(uses, self.now)
         return uses[at] if at < len(uses) else math.inf
 
+    def needed(self, key: tuple[str, str]) -> bool:
+        """True when the current unit or a later one reads `key` (the
+        current unit's own input may be evicted when SRAM is fragmented,
+        and is loaded again: it must be written back first)."""
+        uses = self.uses.get(key, [])
+        return bisect.bisect_left(uses, self.now) < len(uses)
+
     def _wait(self, transfer: int) -> None:
         """Wait for a transfer once (later waits on it are no-ops)."""
         if transfer not in self.waited:
@@ -802,7 +957,7 @@ class _Scheduler:
             self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
-        elif entry.dirty and (self.next_use(key) != math.inf or self.banded_later(key[0])):
+        elif entry.dirty and (self.needed(key) or self.banded_later(key[0])):
             store = self._id()
             self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
@@ -957,7 +1112,7 @@ class _Scheduler:
                     continue
                 if not self.loadable(need.piece):
                     continue
-                if ahead + need.piece.bytes > self.sram // 2:
+                if ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8:
                     return
                 if not self.load(need.piece, protected, evict=False):
                     return

@@ -304,7 +304,11 @@ class _Emitter:
                 for result in op.results:
                     slices[f"result:{self.facts.tensor_of[result]}"] = (1, lo, hi)
         rows: dict[str, tuple[int, int]] = {}
-        band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
+        # a chain cascade's op writes its rows as `rows{lo}:{hi}` (the next op reads that band);
+        # a row tile as `tile{i}.{j}/{r}x{c}`
+        band = next((b for _, piece in ins.writes if (b := band_rows(piece.part)) is not None), None)
+        if band is None:
+            band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
         if band is not None:
             found = op.row_band(*band)
             if found is None:
