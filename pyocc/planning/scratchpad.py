@@ -11,7 +11,13 @@ npu_simulator.py:
    output-channel blocks (weight blocks), choosing the split with the least
    DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
-   tile; smaller ones stay whole in SRAM.
+   tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
+   tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
+   bands that are byte shares: simulated only). Without those (what runs
+   as IR), *chains* of ops, each writing one activation only the next
+   reads by a window, run band by band (`_chains`): each op computes the
+   rows the next op's band reads (the halo again in the neighbouring band)
+   into an SRAM buffer the next op reads whole.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an
@@ -54,11 +60,16 @@ from .verify import verify_plan
 
 ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
-PREFETCH_UNITS = int(__import__("os").environ.get("PU", "16"))
-PREFETCH_SHARE = int(__import__("os").environ.get("PS", "4"))
+PREFETCH_UNITS = 16
 """How many units ahead prefetch looks."""
-WHOLE_SHARE = int(__import__("os").environ.get("WS", "4"))
+WHOLE_SHARE = 7
+"""An op runs whole (untiled) when its operands fit in this many eighths of
+the SRAM (7: measured best at 1 MiB over the light models, against 4, 6
+and 8; the rest is room for the next unit's loads)."""
 CASCADE_SHARE = 3
+CHAIN_SHARE = 6
+"""A chain cascade's band step (its bands and weights) may take this many
+eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
 
 KINDS = ("weight", "input", "output", "activation")
@@ -450,18 +461,21 @@ def _candidates(extent: int) -> list[int]:
     return out
 
 
-def _units(program: NpuProgram, sram: int, cost: NpuCost,
-           cascades_too: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
+           chains: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
-    not `cascades_too`)."""
+    not `cascades_too`: then chains of ops as chain cascades, see
+    `_chains`, unless not `chains`)."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
     if cascades_too:
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
-    else:
+    elif chains:
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in _chains(program, sram, cost)}
+    else:
+        cascades = {}
     index = 0
     while index < len(program.ops):
         if index in cascades:
@@ -594,7 +608,7 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
                 found_cost = _chain_cost(program, start, stop, bands)
-                if found_cost is not None and found_cost[0] <= sram // 2:
+                if found_cost is not None and found_cost[0] <= sram * CHAIN_SHARE // 8:
                     fits = (bands, *found_cost[1:])
                     break
             if fits is None:
@@ -1112,7 +1126,7 @@ class _Scheduler:
                     continue
                 if not self.loadable(need.piece):
                     continue
-                if ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8:
+                if ahead + need.piece.bytes > self.sram // 2:
                     return
                 if not self.load(need.piece, protected, evict=False):
                     return
@@ -1140,22 +1154,22 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
 
 
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                        cascades: bool = True) -> NpuSchedule:
+                        cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
-    (`cost` steers the choice of tilings; without `cascades`, ops are tiled
-    one by one, as the IR runs them so far)."""
+    (`cost` steers the choice of tilings; without `cascades`, what the IR
+    runs: chain cascades (unless not `chains`), other ops tiled one by one)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades)
+    units, tiling = _units(program, sram_size, cost, cascades, chains)
     instructions = _Scheduler(program, sram_size, units).run()
     return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
 
 
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                         cascades: bool = True) -> NpuSchedule:
+                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades)
+    units, tiling = _units(program, sram_size, cost, cascades, chains)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -1214,13 +1228,14 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
     )
 
 
-def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True) -> NpuResult:
+def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
+                   chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
-    baseline, and report both against the bounds (`cascades`: as
+    baseline, and report both against the bounds (`cascades`, `chains`: as
     `schedule_scratchpad`)."""
-    schedule = schedule_scratchpad(program, sram_size, cost, cascades)
+    schedule = schedule_scratchpad(program, sram_size, cost, cascades, chains)
     result = _simulate(schedule, program, sram_size, cost)
-    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades), program, sram_size, cost)
+    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades, chains), program, sram_size, cost)
     lower = program.dram_lower_bound_bytes()
     macs = program.macs()
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
