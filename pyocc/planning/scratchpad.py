@@ -63,9 +63,13 @@ ALIGN = 64
 PREFETCH_UNITS = 16
 """How many units ahead prefetch looks."""
 WHOLE_SHARE = 7
-"""An op runs whole (untiled) when its operands fit in this many eighths of
-the SRAM (7: measured best at 1 MiB over the light models, against 4, 6
-and 8; the rest is room for the next unit's loads)."""
+"""Without the (simulated) cascades, an op runs whole (untiled) when its
+operands fit in this many eighths of the SRAM (7: measured best at 1 MiB
+over the light models for what runs, against 4, 6 and 8; the rest is room
+for the next unit's loads)."""
+WHOLE_SHARE_CASCADED = 4
+"""The same with cascades (4, half the SRAM: 7 made SqueezeNet's and
+Inception v2's cascaded schedules slower at 1 MiB)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
@@ -488,7 +492,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         op = program.ops[index]
         index += 1
         names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-        if sum(tensors[n].size for n in names) <= sram * WHOLE_SHARE // 8:
+        if sum(tensors[n].size for n in names) <= sram * (WHOLE_SHARE_CASCADED if cascades_too else WHOLE_SHARE) // 8:
             units.append(_Unit(
                 op.name, op.macs,
                 tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
