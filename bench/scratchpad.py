@@ -9,8 +9,9 @@ copies in, computes and copies out serially; the SRAM used; the share of
 cycles spent stalled. The last rows give the geometric means and check the
 goals of issue 22 at 1 MiB: geomean cycles/bound <= 1.10 with no model above
 1.3, geomean DRAM/bound <= 1.25, SRAM <= the size. The `run` columns are the
-schedule `pyocc run --scratchpad` runs, made without cascades (the IR does
-not run them yet): its cycles/bound and DRAM/bound, and `runs as IR`,
+schedule `pyocc run --scratchpad` runs, made without the byte-share
+cascades (the IR does not run them) but with chain cascades: its
+cycles/bound and DRAM/bound, and `runs as IR`,
 whether dnn-npu-schedule writes it as IR ("yes" only when that IR, read
 back and simulated, gives the same cycles, DRAM bytes and SRAM peak) or
 why not. `--no-run` leaves those columns out (the cascaded schedule only).
