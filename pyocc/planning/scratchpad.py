@@ -531,18 +531,32 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     return units, tiling
 
 
-def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int, index: int) -> list[tuple[int, int]] | None:
-    """The output rows [first, end) each op start..stop computes for band
-    `index` of `bands` of the last op's output: the rows the next op's band
-    reads, halo included (neighbouring bands compute it again); None when
-    a band would be empty."""
+CHAIN_OPS = 12
+"""The most ops one chain cascade may hold."""
+
+
+def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
+                  index: int) -> list[list[tuple[int, int]]] | None:
+    """For band `index` of `bands` of the last op's output, the output rows
+    [first, end) each op start..stop computes, once per distinct range its
+    readers in the chain read (a 1x1 and a 3x3 reader of one tensor read
+    different rows: the op runs once for each, so every reader reads a
+    buffer whole); the halo rows are computed again by the neighbouring
+    band. None when a band would be empty."""
     ops = program.ops
     tensors = program.by_name()
-    ranges = [ops[stop - 1].out_band(bands, index)]
-    for k in range(stop - 2, start - 1, -1):
-        ranges.append(ops[k + 1].in_rows(tensors[ops[k].outputs[0]], *ranges[-1]))
-    ranges.reverse()
-    return ranges if all(first < end for first, end in ranges) else None
+    producer = {ops[k].outputs[0]: k for k in range(start, stop)}
+    need: list[list[tuple[int, int]]] = [[] for _ in range(start, stop)]
+    need[-1].append(ops[stop - 1].out_band(bands, index))
+    for k in range(stop - 1, start - 1, -1):
+        ranges = need[k - start] = list(dict.fromkeys(need[k - start]))
+        if not ranges or any(first >= end for first, end in ranges):
+            return None
+        for first, end in ranges:
+            for n in dict.fromkeys(ops[k].inputs):
+                if n in producer and producer[n] < k:
+                    need[producer[n] - start].append(ops[k].in_rows(tensors[n], first, end))
+    return need
 
 
 def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple[int, int, int] | None:
@@ -559,18 +573,19 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple
         if ranges is None:
             return None
         step = 0
-        for op, (first, end) in zip(ops[start:stop], ranges, strict=True):
-            for n in dict.fromkeys(op.inputs):
-                t = tensors[n]
-                if op.window(n) is not None:
-                    lo, hi = op.in_rows(t, first, end)
-                    nbytes = row_bytes(t, hi - lo)
-                else:
-                    nbytes = t.size
-                step += nbytes
-                outside += 0 if n in inner else nbytes
-            step += row_bytes(tensors[op.outputs[0]], end - first)
-            macs += math.ceil(op.macs * (end - first) / op.out_rows)
+        for op, op_ranges in zip(ops[start:stop], ranges, strict=True):
+            for first, end in op_ranges:
+                for n in dict.fromkeys(op.inputs):
+                    t = tensors[n]
+                    if op.window(n) is not None:
+                        lo, hi = op.in_rows(t, first, end)
+                        nbytes = row_bytes(t, hi - lo)
+                    else:
+                        nbytes = t.size
+                    step += nbytes
+                    outside += 0 if n in inner else nbytes
+                step += row_bytes(tensors[op.outputs[0]], end - first)
+                macs += math.ceil(op.macs * (end - first) / op.out_rows)
         foot = max(foot, weights + step)
     return foot, macs, outside
 
@@ -578,13 +593,14 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple
 def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
-    each (but the last) writing one activation only the next op reads, by
-    a window. Band by band, every op computes the rows the next op's band
-    reads (its halo computed again by the neighbouring band), in its own
-    SRAM buffer that the next op reads whole: nothing is copied, the bands
-    in between never go to DRAM. A chain is kept when the DRAM traffic its
-    inner tensors would cost streamed (above a quarter of the SRAM: out
-    and back in) takes more cycles than the MACs computed again."""
+    each (but the last) writing one activation that only later ops of the
+    chain read, each by a window. Band by band, every op computes the rows
+    its readers' bands read (`_chain_ranges`; the halo computed again by
+    the neighbouring band) in its own SRAM buffer that the reader reads
+    whole: nothing is copied, the tensors in between never go to DRAM. A
+    chain is kept when the DRAM traffic its inner tensors would cost
+    streamed (above a quarter of the SRAM: out and back in) takes more
+    cycles than the halo rows read and the MACs computed again."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -595,20 +611,31 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
     def bandable(op: NpuOp) -> bool:
         return op.out_rows > 1 and bool(op.row_windows) and len(op.outputs) == 1
 
-    def links(k: int) -> bool:  # op k's output flows only into op k + 1, by a window
-        t = tensors[ops[k].outputs[0]]
-        return (t.kind == "activation" and readers.get(t.name) == [k + 1]
-                and ops[k + 1].window(t.name) is not None and bandable(ops[k + 1]))
-
     found: list[tuple[int, int, int]] = []
     start = 0
     while start < len(ops):
         best: tuple[int, int, int] | None = None
         stop = start + 1
-        while bandable(ops[start]) and stop < len(ops) and links(stop - 1):
+        while bandable(ops[start]) and stop < min(len(ops), start + CHAIN_OPS):
             stop += 1
+            if not bandable(ops[stop - 1]):
+                break
             if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
                 break
+            # the tensors of ops start..stop-1 (but the last) may be read only inside, by windows
+            closed = True
+            for k in range(start, stop - 1):
+                t = tensors[ops[k].outputs[0]]
+                later = readers.get(t.name, [])
+                if t.kind != "activation" or not later or any(ops[r].window(t.name) is None for r in later if r < stop):
+                    closed = None  # never closes
+                    break
+                if max(later) >= stop:
+                    closed = False
+            if closed is None:
+                break
+            if not closed:
+                continue
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
                 found_cost = _chain_cost(program, start, stop, bands)
@@ -635,34 +662,39 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
-    """The chain start..stop (see `_chains`) band by band: each op on the
-    rows `_chain_ranges` gives, reading its outside inputs by rows from
-    DRAM (`rows{lo}:{hi}`) and the previous op's band from SRAM (kept:
-    the same `rows{lo}:{hi}` piece), the last op's band streamed out as a
-    row tile."""
+    """The chain start..stop (see `_chains`) band by band: each op on each
+    row range `_chain_ranges` gives, reading its outside inputs by rows
+    from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
+    same `rows{lo}:{hi}` piece its producer wrote), the last op's band
+    streamed out as a row tile."""
     tensors = program.by_name()
     ops = program.ops[start:stop]
     units: list[_Unit] = []
+    made: set[tuple[int, int, int]] = set()
     for i in range(bands):
         ranges = _chain_ranges(program, start, stop, bands, i)
         assert ranges is not None
-        for k, (op, (first, end)) in enumerate(zip(ops, ranges, strict=True)):
-            reads: list[_Need] = []
-            for n in dict.fromkeys(op.inputs):
-                t = tensors[n]
-                if op.window(n) is not None:
-                    lo, hi = op.in_rows(t, first, end)
-                    reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+        for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
+            for first, end in op_ranges:
+                if (k, first, end) in made:  # an earlier band made these rows: its buffer serves again
+                    continue
+                made.add((k, first, end))
+                reads: list[_Need] = []
+                for n in dict.fromkeys(op.inputs):
+                    t = tensors[n]
+                    if op.window(n) is not None:
+                        lo, hi = op.in_rows(t, first, end)
+                        reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                    else:
+                        reads.append(_Need(Piece(n, "all", t.size), False))
+                reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
+                out = tensors[op.outputs[0]]
+                if k < len(ops) - 1:
+                    write = _Make(Piece(out.name, f"rows{first}:{end}", row_bytes(out, end - first)), KEEP)
                 else:
-                    reads.append(_Need(Piece(n, "all", t.size), False))
-            reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
-            out = tensors[op.outputs[0]]
-            if k < len(ops) - 1:
-                write = _Make(Piece(out.name, f"rows{first}:{end}", row_bytes(out, end - first)), KEEP)
-            else:
-                write = _Make(Piece(out.name, f"tile{i}.0/{bands}x1", row_bytes(out, end - first)), STREAM)
-            units.append(_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
-                               i == bands - 1))
+                    write = _Make(Piece(out.name, f"tile{i}.0/{bands}x1", row_bytes(out, end - first)), STREAM)
+                units.append(_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
+                                   i == bands - 1 and (first, end) == op_ranges[-1]))
     return units
 
 
@@ -1011,12 +1043,33 @@ class _Scheduler:
         self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
         return True
 
+    def _unplace(self, placed: dict[_Make, SramBuffer], stream_outs: list[tuple[SramBuffer, Piece]],
+                 kept_stores: list[tuple[SramBuffer, Piece]]) -> None:
+        """Take back the output buffers the current unit allocated (nothing
+        was written to them yet): their Alloc goes, their space is free."""
+        for make, buffer in list(placed.items()):
+            key = (make.piece.tensor, make.piece.part if make.mode != WHOLE else "all")
+            entry = self.resident.get(key)
+            if entry is None or entry.buffer != buffer or buffer.name not in self.fresh:
+                continue  # a whole tensor assembled by earlier units stays
+            del self.resident[key]
+            self.assembling.discard(key)
+            self.pinned.discard(key)
+            stream_outs[:] = [(b, p) for b, p in stream_outs if b != buffer]
+            kept_stores[:] = [(b, p) for b, p in kept_stores if b != buffer]
+            self.alloc.remove(buffer)
+            at = next(i for i in range(len(self.out) - 1, -1, -1)
+                      if isinstance(self.out[i], Alloc) and self.out[i].buffer == buffer)
+            del self.out[at]
+            del placed[make]
+
     def _place(self, make: _Make, protected: set[tuple[str, str]],
                stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
         """The buffer an output piece is written into, allocated if need be."""
         t = self.tensors[make.piece.tensor]
         if make.mode != WHOLE:
             buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
+            self.fresh.add(buffer.name)
             if make.mode == STREAM:
                 stream_outs.append((buffer, make.piece))
             else:
@@ -1030,6 +1083,7 @@ class _Scheduler:
         key = (t.name, "all")
         if key not in self.resident:
             buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            self.fresh.add(buffer.name)
             self.resident[key] = _Entry(buffer, True)
             self.assembling.add(key)
         return self.resident[key].buffer
@@ -1047,9 +1101,13 @@ class _Scheduler:
             kept_stores: list[tuple[SramBuffer, Piece]] = []
             placed: dict[_Make, SramBuffer] = {}
             self.pinned = set()
+            self.fresh: set[str] = set()
+            """Output buffers this unit allocated (empty until it computes)."""
             # an output's buffer may evict an input of this unit (when the SRAM is
             # fragmented): load what is missing again, a few times at most
-            for _ in range(8):
+            for attempt in range(8):
+                if attempt:  # an output's buffer evicted an input: place the outputs after the inputs
+                    self._unplace(placed, stream_outs, kept_stores)
                 for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
                     whole = self.resident.get((need.piece.tensor, "all"))
                     if (_own_buffer(need.piece) and whole is not None and whole.dirty and whole.store is None

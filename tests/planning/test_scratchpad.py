@@ -290,6 +290,33 @@ def test_a_chain_keeps_its_inner_bands_in_sram():
     assert result.dram_bytes < plain.dram_bytes
 
 
+def test_a_chain_runs_an_op_once_per_range_its_readers_read():
+    # a is read by a 3x3 window (b) and row for row (c), both inside the chain:
+    # a runs once for each range, so each reader reads a buffer whole; none of
+    # a, b, c goes to DRAM
+    size = 4 * 32 * 32 * 4
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", size, "input", 32), T("a", size, "activation", 32), T("b", size, "activation", 32),
+         T("c", size, "activation", 32), T("y", 2 * size, "output", 32)),
+        (NpuOp("a", 4096, ("x",), (), ("a",), 32, 0, 1, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 36864, ("a",), (), ("b",), 32, 2, 1, (), (("a", 3, 1, 1),)),
+         NpuOp("c", 4096, ("a",), (), ("c",), 32, 0, 1, (), (("a", 1, 1, 0),)),
+         NpuOp("y", 0, ("b", "c"), (), ("y",), 32, 0, 1, (), (("b", 1, 1, 0), ("c", 1, 1, 0)))),
+    )
+    result = run_scratchpad(program, 24 << 10, cascades=False)  # simulates: raises on a broken rule
+    ins = result.schedule.instructions
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor in "abc" for i in ins)
+    computes = [i for i in ins if isinstance(i, Compute)]
+    first_band = computes[:next(k for k, c in enumerate(computes) if c.op == "y") + 1]
+    made = [c.writes[0][1].part for c in first_band if c.op == "a"]
+    assert len(made) == 2 and len(set(made)) == 2
+    for c in first_band:
+        for buffer, piece in c.reads:
+            if piece.tensor == "a":
+                assert buffer.size == piece.bytes  # its own buffer, read whole
+
+
 def test_cascades_false_never_cascades():
     program = _conv_rows_program()
     cascaded = schedule_scratchpad(program, 24 << 10)
