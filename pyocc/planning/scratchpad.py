@@ -14,10 +14,10 @@ npu_simulator.py:
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
    bands that are byte shares: simulated only). Without those (what runs
-   as IR), *chains* of ops, each writing one activation only the next
-   reads by a window, run band by band (`_chains`): each op computes the
-   rows the next op's band reads (the halo again in the neighbouring band)
-   into an SRAM buffer the next op reads whole.
+   as IR), *chains* of ops, each writing one activation only later ops of
+   the chain read by windows, run band by band (`_chains`): each op
+   computes the rows its readers' bands read (the halo again in the
+   neighbouring band) into an SRAM buffer each reader reads whole.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an

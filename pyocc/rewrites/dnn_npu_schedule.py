@@ -39,10 +39,11 @@ bands of output rows run:
   last) are the op's `row_band`. A band may be a channel block too.
 
 Chain cascades run (`chains=true`, the default): consecutive ops, each
-writing one activation only the next reads by a window, run band by band;
-each op writes the rows `rows{lo}:{hi}` the next op's band reads (its halo
-computed again by the neighbouring band) into an SRAM buffer, which the
-next op reads whole, so the tensors in between never reach DRAM. The
+writing one activation only later ops of the chain read by windows, run
+band by band; each op writes the rows `rows{lo}:{hi}` its readers' bands
+read (its halo computed again by the neighbouring band) into an SRAM
+buffer, which each reader reads whole, so the tensors in between never
+reach DRAM. The
 scheduler's simulated cascades (bands that are byte shares of a tensor,
 several read per band) are refused in one line: by default
 (`cascades=false`) the pass schedules without them.
@@ -496,7 +497,7 @@ class DnnNpuSchedulePass(ModulePass):
 
     chains: bool = True
     """Run chains of ops as chain cascades (band by band, each op computing
-    the rows the next op's band reads into an SRAM buffer it reads whole;
+    the rows its readers' bands read into an SRAM buffer they read whole;
     see pyocc.planning.scratchpad._chains); false: each op tiled on its own."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

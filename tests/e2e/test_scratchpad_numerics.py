@@ -5,9 +5,9 @@ copy between the two arenas, and the numbers must still match onnxruntime
 (random weights and inputs). At 1 MiB every op of SqueezeNet's stem runs on
 bands of rows: strided copies of its input rows and halo in, of its output
 rows out, pads adjusted per band; and its chains of ops (conv1, its pool
-and the squeeze conv; each fire module's 3x3 expand, the concat and the
-next squeeze) run as chain cascades, band by band, each op writing the
-rows the next op's band reads into an SRAM buffer the next op reads. (A
+and the squeeze conv; each fire module from its expands to the next
+squeeze) run as chain cascades, band by band, each op writing the rows
+its readers' bands read into an SRAM buffer they read. (A
 simulated cascade, whose bands are byte shares, is refused in one line:
 filecheck/rewrites/dnn_npu_schedule.mlir.)"""
 
