@@ -9,11 +9,20 @@ copies in, computes and copies out serially; the SRAM used; the share of
 cycles spent stalled. The last rows give the geometric means and check the
 goals of issue 22 at 1 MiB: geomean cycles/bound <= 1.10 with no model above
 1.3, geomean DRAM/bound <= 1.25, SRAM <= the size. The `run` columns are the
-schedule `pyocc run --scratchpad` runs, made without cascades (the IR does
-not run them yet): its cycles/bound and DRAM/bound, and `runs as IR`,
+schedule `pyocc run --scratchpad` runs, made without the byte-share
+cascades (the IR does not run them) but with chain cascades: its
+cycles/bound and DRAM/bound, and `runs as IR`,
 whether dnn-npu-schedule writes it as IR ("yes" only when that IR, read
 back and simulated, gives the same cycles, DRAM bytes and SRAM peak) or
 why not. `--no-run` leaves those columns out (the cascaded schedule only).
+
+The `floor` columns say how much of the gap any schedule can close, all
+against the same bounds: `floor: cycles/bound` is the compute floor (every
+op whole, every tensor resident, no DMA: the sum over ops of max(MACs / 256,
+bytes touched / 64)) or the DRAM bound, whichever is larger, at any SRAM
+size; `floor no-cascade` the cycles and DRAM floors of a schedule without
+cascades at this SRAM size (NpuProgram.spill_floor_bytes: activations that
+cannot stay in SRAM between two ops go to DRAM and back).
 
     python bench/scratchpad.py                        # 1 MiB, 256 KiB and 4 MiB, every light model
     python bench/scratchpad.py --sram 1MiB --models squeezenet resnet50
@@ -79,6 +88,16 @@ def runs(module: ModuleOp, result: NpuResult, size: int, cost: NpuCost) -> str:
     return "yes" if same else "IR simulates differently"
 
 
+def floors(program: NpuProgram, result: NpuResult, size: int, cost: NpuCost) -> tuple[float, float, float]:
+    """(cycles floor of any schedule, cycles floor and DRAM floor of a
+    schedule without cascades at `size` bytes of SRAM), each over its bound."""
+    compute = program.compute_floor_cycles(cost)
+    lower = result.dram_lower_bound_bytes
+    spill = program.spill_floor_bytes(size)
+    return (max(compute, cost.dma_cycles(lower)) / result.bound_cycles,
+            max(compute, cost.dma_cycles(lower + spill)) / result.bound_cycles, (lower + spill) / lower)
+
+
 def geomean(values: list[float]) -> float:
     """The geometric mean of positive values."""
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
@@ -119,10 +138,12 @@ def main() -> int:
                     run_cells = ("-", "-", "no: " + str(e)[:60])
             rows.append((name, r.cycles / r.bound_cycles, r.dram_bytes / r.dram_lower_bound_bytes, r.sram_bytes,
                          r.stall_cycles / r.cycles, r.baseline.cycles / r.bound_cycles,
-                         r.baseline.dram_bytes / r.dram_lower_bound_bytes, seconds, run_cells))
+                         r.baseline.dram_bytes / r.dram_lower_bound_bytes, seconds, run_cells,
+                         floors(program, r, size, cost)))
         cyc, dram = [r[1] for r in rows], [r[2] for r in rows]
         head = ("model", "cycles/bound", "DRAM/bound", "SRAM used", "stalled", "no-prefetch cycles/bound",
-                "no-prefetch DRAM/bound", "seconds", "run: cycles/bound", "run: DRAM/bound", "runs as IR")
+                "no-prefetch DRAM/bound", "seconds", "run: cycles/bound", "run: DRAM/bound", "runs as IR",
+                "floor: cycles/bound", "floor no-cascade: cycles/bound", "floor no-cascade: DRAM/bound")
         print(f"\nSRAM {size_text} ({size:,d} B), {cost}")
         if args.markdown:
             print("| " + " | ".join(head) + " |")
@@ -130,10 +151,11 @@ def main() -> int:
         else:
             print(f"{head[0]:<14s}" + "".join(f"{h:>14s}" for h in ("cyc/bound", "DRAM/bound", "SRAM", "stalled",
                                                                       "base cyc/b", "base DRAM/b", "s", "run cyc/b",
-                                                                      "run DRAM/b", "runs")))
-        for name, c, d, sram, stall, bc, bd, seconds, ran in rows:
+                                                                      "run DRAM/b", "runs", "floor cyc/b",
+                                                                      "nc floor cyc", "nc floor DRAM")))
+        for name, c, d, sram, stall, bc, bd, seconds, ran, floor in rows:
             cells = (f"{c:.3f}", f"{d:.3f}", f"{sram:,d}", f"{stall:.0%}", f"{bc:.2f}", f"{bd:.2f}", f"{seconds:.1f}",
-                     *ran)
+                     *ran, *(f"{x:.3f}" for x in floor))
             print(("| " + name + " | " + " | ".join(cells) + " |") if args.markdown
                   else f"{name:<14s}" + "".join(f"{x:>14s}" for x in cells))
         for line in refused:
@@ -142,6 +164,10 @@ def main() -> int:
                    f"{geomean(dram):.3f}; no prefetch: cycles/bound {geomean([r[5] for r in rows]):.2f}, "
                    f"DRAM/bound {geomean([r[6] for r in rows]):.2f}")
         print(summary)
+        print("floors: geomean cycles/bound " + ", ".join(
+            f"{what} {geomean([r[9][k] for r in rows]):.3f} (max {max((r[9][k] for r in rows), default=0):.3f})"
+            for k, what in enumerate(("any schedule", "without cascades"))) +
+            f"; DRAM/bound without cascades {geomean([r[9][2] for r in rows]):.3f}")
         if not args.no_run:
             print(f"runs as IR: {sum(r[8][2] == 'yes' for r in rows)} of {len(rows) + len(refused)}")
         goals = (not refused and geomean(cyc) <= 1.10 and max(cyc) <= 1.3 and geomean(dram) <= 1.25

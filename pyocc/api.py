@@ -343,7 +343,8 @@ def lower(
     planned offsets, DMA with its prefetches and write-backs, simulated
     again from the IR) instead of the buffer and pool passes, and
     dnn-dma-to-memcpy turns the DMA into host copies. That schedule tiles
-    op by op (the IR does not run cascades yet), so its `npu` report says
+    op by op and in chain cascades (the IR does not run the scheduler's
+    byte-share cascades), so its `npu` report says
     `"cascades": false` and differs from the report without `stage_dma`.
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
@@ -378,7 +379,7 @@ def lower(
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
-        # what runs is scheduled without cascades (the IR does not run them yet);
+        # what runs is scheduled without byte-share cascades (the IR runs chains only);
         # a report only (pyocc plan) simulates the schedule with them
         npu_result = None if npu_machine is None else npu_run(function, *npu_machine, cascades=not stage_dma)
         npu = None if npu_result is None else npu_result.as_json()

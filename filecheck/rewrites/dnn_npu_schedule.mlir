@@ -166,3 +166,51 @@ func.func @conv_blocks(%x: tensor<1x16x4x4xf32>, %r: tensor<1x64x4x4xf32>) -> te
   %y = dnn.conv ins(%x, %w, bias %b, residual %r : tensor<1x16x4x4xf32>, tensor<64x16x3x3xf32>, tensor<64xf32>, tensor<1x64x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu"} : tensor<1x64x4x4xf32>
   func.return %y : tensor<1x64x4x4xf32>
 }
+
+// -----
+
+// Two convolutions whose inner tensor %a (16 KiB) is above a quarter of
+// 32 KiB: without cascades it would go out to DRAM and back. As a chain
+// cascade, band by band: the first convolution computes the rows of %a that
+// the second one's band reads (its halo computed again by the next band) in
+// an SRAM buffer that the second convolution reads whole; %a never reaches
+// DRAM; only the input bands come in and the output bands go out.
+// ROWS-LABEL: func.func @conv_chain
+// ROWS-NOT:  %a_out
+// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[X0:.*]] : memref<1x4x[[XR0:[0-9]+]]x32xf32>) {{.*}}rows = array<i64: 0, [[XR0]]>}
+// ROWS:      dnn.conv ins(%[[X0]], %w_sram : memref<1x4x[[XR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[A0:.*]] : memref<1x4x[[AR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS:      dnn.conv ins(%[[A0]], %v_sram : memref<1x4x[[AR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[Y0:.*]] : memref<1x4x[[YR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS:      dnn.dma_start ins(%[[Y0]] : memref<1x4x[[YR0]]x32xf32>) outs(%y_out : memref<1x4x32x32xf32>) {{.*}}direction = "sram_to_dram", {{.*}}rows = array<i64: 0, [[YR0]]>}
+// ROWS:      dnn.conv ins(%{{.*}}, %w_sram : memref<1x4x{{[0-9]+}}x32xf32>, memref<4x4x3x3xf32>) outs(%[[A1:.*]] : memref<1x4x{{[0-9]+}}x32xf32>) {pads = array<i64: 0, 1, 0, 1>
+// ROWS:      dnn.conv ins(%[[A1]], %v_sram
+// ROWS-NOT:  %a_out
+// ROWS:      func.return
+// Negative: at 64 KiB the three tensors fit whole; nothing is cut into bands.
+// CHECK-LABEL: func.func @conv_chain
+// CHECK-NOT:   rows = array
+// CHECK:       func.return
+func.func @conv_chain(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %v = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  %y = dnn.conv ins(%a, %v : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  func.return %y : tensor<1x4x32x32xf32>
+}
+
+// -----
+
+// Negative: %a is also read whole by a global pool (which does not run on
+// bands), so it leaves the pair and is no inner band: each convolution is
+// tiled on its own, %a goes out to DRAM as row tiles and comes back.
+// ROWS-LABEL: func.func @conv_no_chain
+// ROWS:      dnn.dma_start ins(%a_sram : memref<{{[0-9x]+}}xf32>) {{.*}}direction = "sram_to_dram"
+// ROWS:      dnn.conv ins(%{{.*}}, %v_sram
+// ROWS:      func.return
+func.func @conv_no_chain(%x: tensor<1x4x32x32xf32>) -> (tensor<1x4x32x32xf32>, tensor<1x4x1x1xf32>) {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %v = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  %y = dnn.conv ins(%a, %v : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  %g = dnn.global_average_pool ins(%a : tensor<1x4x32x32xf32>) : tensor<1x4x1x1xf32>
+  func.return %y, %g : tensor<1x4x32x32xf32>, tensor<1x4x1x1xf32>
+}

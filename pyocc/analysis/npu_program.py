@@ -268,7 +268,7 @@ def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str
                 dram_offsets[piece.tensor] = owner.offset.value.data
             elif load and (isinstance(owner, d.WeightOp) or (isinstance(dram, BlockArgument) and dram not in outputs_args)):
                 dram_resident.add(piece.tensor)
-            elif not load and dram in outputs_args:
+            elif dram in outputs_args:  # a graph output, stored (and read back by a later op's band)
                 outputs.add(piece.tensor)
             else:
                 raise ScheduleError(f"transfer of {piece.tensor}:{piece.part} has no DRAM side "

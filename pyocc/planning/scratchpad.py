@@ -11,7 +11,13 @@ npu_simulator.py:
    output-channel blocks (weight blocks), choosing the split with the least
    DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
-   tile; smaller ones stay whole in SRAM.
+   tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
+   tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
+   bands that are byte shares: simulated only). Without those (what runs
+   as IR), *chains* of ops, each writing one activation only later ops of
+   the chain read by windows, run band by band (`_chains`): each op
+   computes the rows its readers' bands read (the halo again in the
+   neighbouring band) into an SRAM buffer each reader reads whole.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an
@@ -56,7 +62,18 @@ ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
 PREFETCH_UNITS = 16
 """How many units ahead prefetch looks."""
+WHOLE_SHARE = 7
+"""Without the (simulated) cascades, an op runs whole (untiled) when its
+operands fit in this many eighths of the SRAM (7: measured best at 1 MiB
+over the light models for what runs, against 4, 6 and 8; the rest is room
+for the next unit's loads)."""
+WHOLE_SHARE_CASCADED = 4
+"""The same with cascades (4, half the SRAM: 7 made SqueezeNet's and
+Inception v2's cascaded schedules slower at 1 MiB)."""
 CASCADE_SHARE = 3
+CHAIN_SHARE = 6
+"""A chain cascade's band step (its bands and weights) may take this many
+eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
 
 KINDS = ("weight", "input", "output", "activation")
@@ -122,6 +139,14 @@ class NpuOp:
         """(extent, stride, pad_top) of input `tensor`'s band, or None (read whole)."""
         return next(((e, s, p) for n, e, s, p in self.row_windows if n == tensor), None)
 
+    def in_rows(self, tensor: NpuTensor, first: int, end: int) -> tuple[int, int]:
+        """Rows [lo, hi) of input `tensor` (read by a window) that the op's
+        output rows [first, end) read."""
+        window = self.window(tensor.name)
+        assert window is not None, f"{tensor.name} is not read by bands"
+        extent, stride, pad_top = window
+        return max(0, first * stride - pad_top), min(tensor.rows, (end - 1) * stride - pad_top + extent)
+
     def out_band(self, bands: int, index: int) -> tuple[int, int]:
         """Output rows [first, end) of band `index` of `bands` (near-equal)."""
         return index * self.out_rows // bands, (index + 1) * self.out_rows // bands
@@ -153,6 +178,50 @@ class NpuProgram:
     def macs(self) -> int:
         """Total multiply-accumulates."""
         return sum(op.macs for op in self.ops)
+
+    def compute_floor_cycles(self, cost: NpuCost) -> int:
+        """Cycles of compute alone with every tensor resident in SRAM (no
+        DMA, no tiling): the sum over ops of max(MACs / macs_per_cycle, the
+        bytes the whole op reads and writes / sram_bytes_per_cycle). No
+        schedule's compute is shorter: a tile touches at least its share of
+        the op's bytes, and the ops run one after another."""
+        tensors = self.by_name()
+        return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+                   for op in self.ops)
+
+    def spill_floor_bytes(self, sram_size: int) -> int:
+        """DRAM bytes any schedule without cascades moves beyond
+        `dram_lower_bound_bytes` because activations do not fit in SRAM.
+
+        Without cascades each op finishes before the next starts, so between
+        two ops at most `sram_size` bytes of the activations still to be read
+        are in SRAM; the rest was stored to DRAM and will be loaded back:
+        twice its bytes. Two counts of that, each a floor, the larger kept:
+        per tensor, right after its producer (sum over activations of
+        2 * max(0, size - sram_size)); and at the worst boundary between two
+        ops (2 * max(0, live activation bytes - sram_size)). Graph inputs
+        and outputs, in DRAM anyway, are left out of both (a weaker floor)."""
+        tensors = self.by_name()
+        produced: dict[str, int] = {}
+        last_read: dict[str, int] = {}
+        for k, op in enumerate(self.ops):
+            for n in op.inputs:
+                last_read[n] = k
+            for n in op.outputs:
+                produced.setdefault(n, k)
+        spilled = [n for n, t in tensors.items() if t.kind == "activation" and n in produced and n in last_read
+                   and last_read[n] > produced[n]]
+        per_tensor = sum(2 * max(0, tensors[n].size - sram_size) for n in spilled)
+        change = [0] * (len(self.ops) + 1)
+        for n in spilled:  # live across boundary k (before op k) for produced[n] < k <= last_read[n]
+            change[produced[n] + 1] += tensors[n].size
+            change[last_read[n] + 1] -= tensors[n].size
+        live = worst = 0
+        for k in range(len(self.ops)):
+            live += change[k]
+            worst = max(worst, live)
+        return max(per_tensor, 2 * max(0, worst - sram_size))
 
 
 @dataclass(frozen=True)
@@ -396,20 +465,26 @@ def _candidates(extent: int) -> list[int]:
     return out
 
 
-def _units(program: NpuProgram, sram: int, cost: NpuCost,
-           cascades_too: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
+           chains: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
-    not `cascades_too`)."""
+    not `cascades_too`: then chains of ops as chain cascades, see
+    `_chains`, unless not `chains`)."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
-    cascades = {start: (stop, bands) for start, stop, bands in _cascades(program, sram)} if cascades_too else {}
+    if cascades_too:
+        cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
+    elif chains:
+        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in _chains(program, sram, cost)}
+    else:
+        cascades = {}
     index = 0
     while index < len(program.ops):
         if index in cascades:
-            stop, bands = cascades[index]
-            units += _cascade_units(program, index, stop, bands, sram)
+            stop, bands, make = cascades[index]
+            units += make(program, index, stop, bands, sram)
             for op in program.ops[index:stop]:
                 tiling[op.name] = (bands, 1)
             index = stop
@@ -417,7 +492,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
         op = program.ops[index]
         index += 1
         names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-        if sum(tensors[n].size for n in names) <= sram // 2:
+        if sum(tensors[n].size for n in names) <= sram * (WHOLE_SHARE_CASCADED if cascades_too else WHOLE_SHARE) // 8:
             units.append(_Unit(
                 op.name, op.macs,
                 tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
@@ -454,6 +529,173 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost,
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
     return units, tiling
+
+
+CHAIN_OPS = 12
+"""The most ops one chain cascade may hold."""
+
+
+def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
+                  index: int) -> list[list[tuple[int, int]]] | None:
+    """For band `index` of `bands` of the last op's output, the output rows
+    [first, end) each op start..stop computes, once per distinct range its
+    readers in the chain read (a 1x1 and a 3x3 reader of one tensor read
+    different rows: the op runs once for each, so every reader reads a
+    buffer whole); the halo rows are computed again by the neighbouring
+    band. None when a band would be empty."""
+    ops = program.ops
+    tensors = program.by_name()
+    producer = {ops[k].outputs[0]: k for k in range(start, stop)}
+    need: list[list[tuple[int, int]]] = [[] for _ in range(start, stop)]
+    need[-1].append(ops[stop - 1].out_band(bands, index))
+    for k in range(stop - 1, start - 1, -1):
+        ranges = need[k - start] = list(dict.fromkeys(need[k - start]))
+        if not ranges or any(first >= end for first, end in ranges):
+            return None
+        for first, end in ranges:
+            for n in dict.fromkeys(ops[k].inputs):
+                if n in producer and producer[n] < k:
+                    need[producer[n] - start].append(ops[k].in_rows(tensors[n], first, end))
+    return need
+
+
+def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple[int, int, int] | None:
+    """(the largest SRAM footprint of one band step, the MACs the bands
+    compute in all, the bytes of outside inputs the bands read) of the
+    chain start..stop in `bands` bands, or None."""
+    ops = program.ops
+    tensors = program.by_name()
+    inner = {ops[k].outputs[0] for k in range(start, stop - 1)}
+    weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
+    foot = macs = outside = 0
+    for i in range(bands):
+        ranges = _chain_ranges(program, start, stop, bands, i)
+        if ranges is None:
+            return None
+        step = 0
+        for op, op_ranges in zip(ops[start:stop], ranges, strict=True):
+            for first, end in op_ranges:
+                for n in dict.fromkeys(op.inputs):
+                    t = tensors[n]
+                    if op.window(n) is not None:
+                        lo, hi = op.in_rows(t, first, end)
+                        nbytes = row_bytes(t, hi - lo)
+                    else:
+                        nbytes = t.size
+                    step += nbytes
+                    outside += 0 if n in inner else nbytes
+                step += row_bytes(tensors[op.outputs[0]], end - first)
+                macs += math.ceil(op.macs * (end - first) / op.out_rows)
+        foot = max(foot, weights + step)
+    return foot, macs, outside
+
+
+def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, int, int]]:
+    """(first op, op after the last, row bands) of each chain cascade that
+    runs as IR: consecutive ops that each run on a band of output rows,
+    each (but the last) writing one activation that only later ops of the
+    chain read, each by a window. Band by band, every op computes the rows
+    its readers' bands read (`_chain_ranges`; the halo computed again by
+    the neighbouring band) in its own SRAM buffer that the reader reads
+    whole: nothing is copied, the tensors in between never go to DRAM. A
+    chain is kept when the DRAM traffic its inner tensors would cost
+    streamed (above a quarter of the SRAM: out and back in) takes more
+    cycles than the halo rows read and the MACs computed again."""
+    ops = program.ops
+    tensors = program.by_name()
+    readers: dict[str, list[int]] = {}
+    for k, op in enumerate(ops):
+        for n in dict.fromkeys(op.inputs):
+            readers.setdefault(n, []).append(k)
+
+    def bandable(op: NpuOp) -> bool:
+        return op.out_rows > 1 and bool(op.row_windows) and len(op.outputs) == 1
+
+    found: list[tuple[int, int, int]] = []
+    start = 0
+    while start < len(ops):
+        best: tuple[int, int, int] | None = None
+        stop = start + 1
+        while bandable(ops[start]) and stop < min(len(ops), start + CHAIN_OPS):
+            stop += 1
+            if not bandable(ops[stop - 1]):
+                break
+            if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
+                break
+            # the tensors of ops start..stop-1 (but the last) may be read only inside, by windows
+            closed = True
+            for k in range(start, stop - 1):
+                t = tensors[ops[k].outputs[0]]
+                later = readers.get(t.name, [])
+                if t.kind != "activation" or not later or any(ops[r].window(t.name) is None for r in later if r < stop):
+                    closed = None  # never closes
+                    break
+                if max(later) >= stop:
+                    closed = False
+            if closed is None:
+                break
+            if not closed:
+                continue
+            fits = None
+            for bands in _candidates(ops[stop - 1].out_rows):
+                found_cost = _chain_cost(program, start, stop, bands)
+                if found_cost is not None and found_cost[0] <= sram * CHAIN_SHARE // 8:
+                    fits = (bands, *found_cost[1:])
+                    break
+            if fits is None:
+                continue
+            inner = sum(2 * tensors[ops[k].outputs[0]].size for k in range(start, stop - 1)
+                        if tensors[ops[k].outputs[0]].size > sram // 4)
+            # outside inputs read again for the halos, MACs computed again
+            reread = fits[2] - sum(tensors[n].size for k in range(start, stop) for n in dict.fromkeys(ops[k].inputs)
+                                   if n not in {ops[j].outputs[0] for j in range(start, stop - 1)})
+            extra = fits[1] - sum(op.macs for op in ops[start:stop])
+            gain = cost.dma_cycles(inner) - cost.dma_cycles(max(0, reread)) - math.ceil(extra / cost.macs_per_cycle)
+            if inner and gain > 0 and (best is None or gain > best[2]):
+                best = (stop, fits[0], gain)
+        if best is not None:
+            found.append((start, best[0], best[1]))
+            start = best[0]
+        else:
+            start += 1
+    return found
+
+
+def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
+    """The chain start..stop (see `_chains`) band by band: each op on each
+    row range `_chain_ranges` gives, reading its outside inputs by rows
+    from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
+    same `rows{lo}:{hi}` piece its producer wrote), the last op's band
+    streamed out as a row tile."""
+    tensors = program.by_name()
+    ops = program.ops[start:stop]
+    units: list[_Unit] = []
+    made: set[tuple[int, int, int]] = set()
+    for i in range(bands):
+        ranges = _chain_ranges(program, start, stop, bands, i)
+        assert ranges is not None
+        for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
+            for first, end in op_ranges:
+                if (k, first, end) in made:  # an earlier band made these rows: its buffer serves again
+                    continue
+                made.add((k, first, end))
+                reads: list[_Need] = []
+                for n in dict.fromkeys(op.inputs):
+                    t = tensors[n]
+                    if op.window(n) is not None:
+                        lo, hi = op.in_rows(t, first, end)
+                        reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                    else:
+                        reads.append(_Need(Piece(n, "all", t.size), False))
+                reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
+                out = tensors[op.outputs[0]]
+                if k < len(ops) - 1:
+                    write = _Make(Piece(out.name, f"rows{first}:{end}", row_bytes(out, end - first)), KEEP)
+                else:
+                    write = _Make(Piece(out.name, f"tile{i}.0/{bands}x1", row_bytes(out, end - first)), STREAM)
+                units.append(_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
+                                   i == bands - 1 and (first, end) == op_ranges[-1]))
+    return units
 
 
 def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
@@ -701,6 +943,13 @@ class _Scheduler:
         at = bisect.bisect_right(uses, self.now)
         return uses[at] if at < len(uses) else math.inf
 
+    def needed(self, key: tuple[str, str]) -> bool:
+        """True when the current unit or a later one reads `key` (the
+        current unit's own input may be evicted when SRAM is fragmented,
+        and is loaded again: it must be written back first)."""
+        uses = self.uses.get(key, [])
+        return bisect.bisect_left(uses, self.now) < len(uses)
+
     def _wait(self, transfer: int) -> None:
         """Wait for a transfer once (later waits on it are no-ops)."""
         if transfer not in self.waited:
@@ -758,7 +1007,7 @@ class _Scheduler:
             self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
-        elif entry.dirty and (self.next_use(key) != math.inf or self.banded_later(key[0])):
+        elif entry.dirty and (self.needed(key) or self.banded_later(key[0])):
             store = self._id()
             self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
@@ -794,12 +1043,33 @@ class _Scheduler:
         self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
         return True
 
+    def _unplace(self, placed: dict[_Make, SramBuffer], stream_outs: list[tuple[SramBuffer, Piece]],
+                 kept_stores: list[tuple[SramBuffer, Piece]]) -> None:
+        """Take back the output buffers the current unit allocated (nothing
+        was written to them yet): their Alloc goes, their space is free."""
+        for make, buffer in list(placed.items()):
+            key = (make.piece.tensor, make.piece.part if make.mode != WHOLE else "all")
+            entry = self.resident.get(key)
+            if entry is None or entry.buffer != buffer or buffer.name not in self.fresh:
+                continue  # a whole tensor assembled by earlier units stays
+            del self.resident[key]
+            self.assembling.discard(key)
+            self.pinned.discard(key)
+            stream_outs[:] = [(b, p) for b, p in stream_outs if b != buffer]
+            kept_stores[:] = [(b, p) for b, p in kept_stores if b != buffer]
+            self.alloc.remove(buffer)
+            at = next(i for i in range(len(self.out) - 1, -1, -1)
+                      if isinstance(self.out[i], Alloc) and self.out[i].buffer == buffer)
+            del self.out[at]
+            del placed[make]
+
     def _place(self, make: _Make, protected: set[tuple[str, str]],
                stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
         """The buffer an output piece is written into, allocated if need be."""
         t = self.tensors[make.piece.tensor]
         if make.mode != WHOLE:
             buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
+            self.fresh.add(buffer.name)
             if make.mode == STREAM:
                 stream_outs.append((buffer, make.piece))
             else:
@@ -813,6 +1083,7 @@ class _Scheduler:
         key = (t.name, "all")
         if key not in self.resident:
             buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            self.fresh.add(buffer.name)
             self.resident[key] = _Entry(buffer, True)
             self.assembling.add(key)
         return self.resident[key].buffer
@@ -830,9 +1101,13 @@ class _Scheduler:
             kept_stores: list[tuple[SramBuffer, Piece]] = []
             placed: dict[_Make, SramBuffer] = {}
             self.pinned = set()
+            self.fresh: set[str] = set()
+            """Output buffers this unit allocated (empty until it computes)."""
             # an output's buffer may evict an input of this unit (when the SRAM is
             # fragmented): load what is missing again, a few times at most
-            for _ in range(8):
+            for attempt in range(8):
+                if attempt:  # an output's buffer evicted an input: place the outputs after the inputs
+                    self._unplace(placed, stream_outs, kept_stores)
                 for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
                     whole = self.resident.get((need.piece.tensor, "all"))
                     if (_own_buffer(need.piece) and whole is not None and whole.dirty and whole.store is None
@@ -941,22 +1216,22 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
 
 
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                        cascades: bool = True) -> NpuSchedule:
+                        cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
-    (`cost` steers the choice of tilings; without `cascades`, ops are tiled
-    one by one, as the IR runs them so far)."""
+    (`cost` steers the choice of tilings; without `cascades`, what the IR
+    runs: chain cascades (unless not `chains`), other ops tiled one by one)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades)
+    units, tiling = _units(program, sram_size, cost, cascades, chains)
     instructions = _Scheduler(program, sram_size, units).run()
     return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
 
 
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                         cascades: bool = True) -> NpuSchedule:
+                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades)
+    units, tiling = _units(program, sram_size, cost, cascades, chains)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -1015,13 +1290,14 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
     )
 
 
-def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True) -> NpuResult:
+def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
+                   chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
-    baseline, and report both against the bounds (`cascades`: as
+    baseline, and report both against the bounds (`cascades`, `chains`: as
     `schedule_scratchpad`)."""
-    schedule = schedule_scratchpad(program, sram_size, cost, cascades)
+    schedule = schedule_scratchpad(program, sram_size, cost, cascades, chains)
     result = _simulate(schedule, program, sram_size, cost)
-    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades), program, sram_size, cost)
+    baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades, chains), program, sram_size, cost)
     lower = program.dram_lower_bound_bytes()
     macs = program.macs()
     bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))

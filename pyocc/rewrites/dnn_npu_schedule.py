@@ -38,8 +38,14 @@ bands of output rows run:
   way; the rows and the pads (top pad on the first band only, bottom on the
   last) are the op's `row_band`. A band may be a channel block too.
 
-A schedule with cascades (bands that live in SRAM while the next op reads
-them, several per read) is refused in one line: by default
+Chain cascades run (`chains=true`, the default): consecutive ops, each
+writing one activation only later ops of the chain read by windows, run
+band by band; each op writes the rows `rows{lo}:{hi}` its readers' bands
+read (its halo computed again by the neighbouring band) into an SRAM
+buffer, which each reader reads whole, so the tensors in between never
+reach DRAM. The
+scheduler's simulated cascades (bands that are byte shares of a tensor,
+several read per band) are refused in one line: by default
 (`cascades=false`) the pass schedules without them.
 """
 
@@ -304,7 +310,11 @@ class _Emitter:
                 for result in op.results:
                     slices[f"result:{self.facts.tensor_of[result]}"] = (1, lo, hi)
         rows: dict[str, tuple[int, int]] = {}
-        band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
+        # a chain cascade's op writes its rows as `rows{lo}:{hi}` (the next op reads that band);
+        # a row tile as `tile{i}.{j}/{r}x{c}`
+        band = next((b for _, piece in ins.writes if (b := band_rows(piece.part)) is not None), None)
+        if band is None:
+            band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
         if band is not None:
             found = op.row_band(*band)
             if found is None:
@@ -434,16 +444,16 @@ class _Emitter:
 
 def schedule_function(
     function: func.FuncOp, sram_size: int, cost: NpuCost, check: bool = True, schedule: NpuSchedule | None = None,
-    cascades: bool = False,
+    cascades: bool = False, chains: bool = True,
 ) -> tuple[NpuSchedule, SimulationResult | None]:
     """Replace tensor-form `function` by its scratchpad schedule (`schedule`,
-    or the scheduler's, with `cascades` or not) in buffer form; returns the
+    or the scheduler's, with `cascades` or not, with `chains` or not) in buffer form; returns the
     schedule and, with `check`, the simulation of the new IR (the simulator
     run on the instructions read back from it)."""
     facts = npu_program_of(function)
     if schedule is None:
         try:
-            schedule = schedule_scratchpad(facts.program, sram_size, cost, cascades)
+            schedule = schedule_scratchpad(facts.program, sram_size, cost, cascades, chains)
         except PlanningError as e:
             raise PassFailedException(f"dnn-npu-schedule: {e}") from None
     block = _Emitter(function, facts, schedule, sram_size).emit()
@@ -485,6 +495,11 @@ class DnnNpuSchedulePass(ModulePass):
     """Let the scheduler cascade ops band by band (simulated, not yet run as
     IR: a schedule with a cascade is refused in one line)."""
 
+    chains: bool = True
+    """Run chains of ops as chain cascades (band by band, each op computing
+    the rows its readers' bands read into an SRAM buffer they read whole;
+    see pyocc.planning.scratchpad._chains); false: each op tiled on its own."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         try:
@@ -492,4 +507,4 @@ class DnnNpuSchedulePass(ModulePass):
         except PlanningError as e:
             raise PassFailedException(f"dnn-npu-schedule: {e}") from None
         for function in function_bodies(op):
-            schedule_function(function, sram_size, cost, self.check, cascades=self.cascades)
+            schedule_function(function, sram_size, cost, self.check, cascades=self.cascades, chains=self.chains)

@@ -4,10 +4,16 @@ DMA with prefetch and write-backs), dnn-dma-to-memcpy makes each transfer a
 copy between the two arenas, and the numbers must still match onnxruntime
 (random weights and inputs). At 1 MiB every op of SqueezeNet's stem runs on
 bands of rows: strided copies of its input rows and halo in, of its output
-rows out, pads adjusted per band. (A cascade, which the IR does not run yet,
-is refused in one line: filecheck/rewrites/dnn_npu_schedule.mlir.)"""
+rows out, pads adjusted per band; and its chains of ops (conv1, its pool
+and the squeeze conv; each fire module from its expands to the next
+squeeze) run as chain cascades, band by band, each op writing the rows
+its readers' bands read into an SRAM buffer they read. (A
+simulated cascade, whose bands are byte shares, is refused in one line:
+filecheck/rewrites/dnn_npu_schedule.mlir.)"""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -44,3 +50,5 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         assert report.npu["cascades"] is False
         assert any(tiles["row_bands"] > 1 for tiles in report.npu["tiled_ops"].values())
         assert "source_stride" in text
+        # a chain cascade: an op writes a band of rows that the next op reads from SRAM
+        assert re.search(r'npu.writes = \[\["[^"]+", "rows', text)

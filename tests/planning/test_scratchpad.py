@@ -13,7 +13,8 @@ from pyocc.planning.npu_simulator import (
     Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, channel_range, run_scratchpad, schedule_no_prefetch, schedule_scratchpad,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, run_scratchpad, schedule_no_prefetch,
+    schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -118,6 +119,54 @@ def test_schedules_pass_the_simulator_and_respect_the_bounds(sram):
     assert result.dram_bytes <= result.baseline.dram_bytes
 
 
+def _floor_net():
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 10, "input"), T("t1", 100, "activation"), T("w", 20, "weight"), T("t2", 50, "activation"),
+         T("y", 10, "output")),
+        (NpuOp("o1", 0, ("x",), (), ("t1",)),
+         NpuOp("o2", 2560, ("t1",), ("w",), ("t2",)),
+         NpuOp("o3", 0, ("t1", "t2"), (), ("y",))),
+    )
+
+
+def test_floors_by_hand():
+    program = _floor_net()
+    # o1 touches 110 B (2 cycles), o2 2560 MACs (10 cycles) over 170 B, o3 160 B (3 cycles)
+    assert program.compute_floor_cycles(NpuCost()) == 2 + 10 + 3
+    # per tensor: t1 leaves 40 B out of 60 B of SRAM (80 B both ways); but before o3
+    # t1 and t2 are both live, 150 B: 90 B out and back in
+    assert program.spill_floor_bytes(60) == 2 * 90
+    assert program.spill_floor_bytes(120) == 2 * 30
+    assert program.spill_floor_bytes(150) == 0
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_without_cascades_stay_above_the_floors(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    assert result.dram_bytes >= result.dram_lower_bound_bytes + program.spill_floor_bytes(sram)
+    assert result.compute_cycles >= program.compute_floor_cycles(NpuCost())
+    assert result.cycles >= program.compute_floor_cycles(NpuCost())
+
+
+def test_an_input_of_the_current_unit_evicted_is_written_back_first():
+    # SRAM fragmented: placing a unit's output may evict one of its own inputs,
+    # which is loaded again; a dirty one must reach DRAM first (it was dropped:
+    # "read before it is written" on SqueezeNet once whole ops took more SRAM)
+    T = NpuTensor
+    program = NpuProgram((T("x", 64, "input"), T("t", 64, "activation"), T("y", 64, "output")),
+                         (NpuOp("a", 64, ("x",), (), ("t",)), NpuOp("b", 64, ("t",), (), ("y",))))
+    units, _ = _units(program, 1024, NpuCost(), False)
+    scheduler = _Scheduler(program, 1024, units)
+    buffer = scheduler.allocate(64, "t:all", set(), evict=False)
+    scheduler.resident[("t", "all")] = _Entry(buffer, True)
+    scheduler.now = 1  # unit b, which reads t, is the current one
+    scheduler.evict(("t", "all"))
+    assert [type(i).__name__ for i in scheduler.out[-3:]] == ["Store", "Wait", "Free"]
+    assert scheduler.loadable(Piece("t", "all", 64))
+
+
 def test_small_sram_tiles_and_streams_weights():
     result = run_scratchpad(_small_net(), 32 * 1024)
     assert set(result.tiled_ops) == {"conv2", "fc"}
@@ -176,12 +225,13 @@ def test_a_weight_read_whole_is_not_split():
     assert any(p.startswith("w:block") for p in parts)
 
 
-def _conv_rows_program() -> NpuProgram:
+def _conv_rows_program(y_kind: str = "activation") -> NpuProgram:
     """A 3x3 conv (pad 1) on a 1x4x32x32 input, then a 1x1 stride-2 conv of its
-    output: both read by bands of exact rows when tiled."""
+    output: both read by bands of exact rows when tiled (`y_kind` "output":
+    y is returned too, so the two cannot run as one chain cascade)."""
     size = 4 * 32 * 32 * 4
     return NpuProgram(
-        (NpuTensor("x", size, "input", 32), NpuTensor("w", 576, "weight"), NpuTensor("y", size, "activation", 32),
+        (NpuTensor("x", size, "input", 32), NpuTensor("w", 576, "weight"), NpuTensor("y", size, y_kind, 32),
          NpuTensor("v", 64, "weight"), NpuTensor("z", size // 4, "output", 16)),
         (NpuOp("y", 4 * 32 * 32 * 36, ("x",), ("w",), ("y",), 32, 2, 4, (), (("x", 3, 1, 1),)),
          NpuOp("z", 4 * 16 * 16 * 4, ("y",), ("v",), ("z",), 16, 0, 4, (), (("y", 1, 2, 0),))),
@@ -189,10 +239,10 @@ def _conv_rows_program() -> NpuProgram:
 
 
 def test_row_bands_are_exact_rows_in_their_own_buffers():
-    # without cascades every op is tiled on its own; its input bands are the
+    # tiled on its own (y is returned: no chain), an op's input bands are the
     # rows its window reads (halo included, clamped), named by them, and its
     # output tiles add up to the tensor
-    program = _conv_rows_program()
+    program = _conv_rows_program("output")
     schedule = schedule_scratchpad(program, 24 << 10, cascades=False)
     assert schedule.tiling["y"][0] > 1
     op = program.ops[0]
@@ -216,6 +266,55 @@ def test_row_bands_are_exact_rows_in_their_own_buffers():
                     assert buffer.size == piece.bytes
     result = run_scratchpad(program, 24 << 10, cascades=False)
     assert result.cascades is False and result.as_json()["cascades"] is False
+
+
+def test_a_chain_keeps_its_inner_bands_in_sram():
+    # y (16 KiB) is read only by z, by a window: without (simulated) cascades
+    # the two run as one chain, band by band; y's band is the rows z's band
+    # reads, written and read in one SRAM buffer, and never goes to DRAM
+    program = _conv_rows_program()
+    result = run_scratchpad(program, 24 << 10, cascades=False)  # simulates: raises on a broken rule
+    ins = result.schedule.instructions
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor == "y" for i in ins)
+    assert result.tiled_ops["y"] == result.tiled_ops["z"] and result.tiled_ops["z"][0] > 1
+    computes = [i for i in ins if isinstance(i, Compute)]
+    assert [c.op for c in computes[:4]] == ["y", "z", "y", "z"]
+    for made, used in zip(computes[0::2], computes[1::2], strict=True):
+        (buffer, piece), = made.writes
+        assert (buffer, piece) in used.reads and piece.part.startswith("rows")
+        first, end = program.ops[1].in_rows(program.by_name()["y"], *tile_rows(program.ops[1], used.writes[0][1].part))
+        assert piece.part == f"rows{first}:{end}"
+    assert result.dram_bytes == result.dram_lower_bound_bytes + sum(
+        i.piece.bytes for i in ins if isinstance(i, Load) and i.piece.tensor == "x") - 4 * 32 * 32 * 4
+    plain = run_scratchpad(_conv_rows_program("output"), 24 << 10, cascades=False)
+    assert result.dram_bytes < plain.dram_bytes
+
+
+def test_a_chain_runs_an_op_once_per_range_its_readers_read():
+    # a is read by a 3x3 window (b) and row for row (c), both inside the chain:
+    # a runs once for each range, so each reader reads a buffer whole; none of
+    # a, b, c goes to DRAM
+    size = 4 * 32 * 32 * 4
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", size, "input", 32), T("a", size, "activation", 32), T("b", size, "activation", 32),
+         T("c", size, "activation", 32), T("y", 2 * size, "output", 32)),
+        (NpuOp("a", 4096, ("x",), (), ("a",), 32, 0, 1, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 36864, ("a",), (), ("b",), 32, 2, 1, (), (("a", 3, 1, 1),)),
+         NpuOp("c", 4096, ("a",), (), ("c",), 32, 0, 1, (), (("a", 1, 1, 0),)),
+         NpuOp("y", 0, ("b", "c"), (), ("y",), 32, 0, 1, (), (("b", 1, 1, 0), ("c", 1, 1, 0)))),
+    )
+    result = run_scratchpad(program, 24 << 10, cascades=False)  # simulates: raises on a broken rule
+    ins = result.schedule.instructions
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor in "abc" for i in ins)
+    computes = [i for i in ins if isinstance(i, Compute)]
+    first_band = computes[:next(k for k, c in enumerate(computes) if c.op == "y") + 1]
+    made = [c.writes[0][1].part for c in first_band if c.op == "a"]
+    assert len(made) == 2 and len(set(made)) == 2
+    for c in first_band:
+        for buffer, piece in c.reads:
+            if piece.tensor == "a":
+                assert buffer.size == piece.bytes  # its own buffer, read whole
 
 
 def test_cascades_false_never_cascades():
