@@ -75,6 +75,18 @@ RUN_PART_OPS = 512
 #: a part of a split run: (inputs, outputs, weights, the run's allocations)
 RUN_PART_TYPE = llvm.LLVMFunctionType([PTR, PTR, PTR, PTR])
 
+def run_part_name(name: str, index: int) -> str:
+    """The symbol of part `index` of function `name`'s split run."""
+    return f"{name}_run_part{index}"
+
+
+def is_run_code(symbol: str, name: str) -> bool:
+    """Whether `symbol` is function `name`'s run or a part of it (the code
+    that calls its sites)."""
+    return symbol == f"{name}_run" or (symbol.startswith(f"{name}_run_part")
+                                       and symbol[len(f"{name}_run_part"):].isdigit())
+
+
 #: the root of a buffer's address: ("input" | "output", index), ("weights", 0) or ("allocation", index)
 Root = tuple[str, int]
 
@@ -202,7 +214,7 @@ class HostFunctionLowering:
 
     def _start_part(self) -> None:
         """Call a new part from the run (the current function) and write into it from now on."""
-        name = f"{self.name}_run_part{len(self.parts)}"
+        name = run_part_name(self.name, len(self.parts))
         self.b.call(name, self.inputs_arg, self.outputs_arg, self.weights_arg, self.allocation_array)
         entry = Block(arg_types=RUN_PART_TYPE.inputs.data)
         b = LlvmBuilder(entry)

@@ -89,7 +89,7 @@ from pyocc.lowering.native.registry import NativeKernel, site_slots
 from pyocc.lowering.native.dense_ir import SGEMM
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, emit_size_wrapper
 from pyocc.lowering.native.threads import MAX_THREADS, define_thread_pool, parallel_for_symbol
-from pyocc.lowering.convert_dnn_to_host import RUN_PART_OPS
+from pyocc.lowering.convert_dnn_to_host import RUN_PART_OPS, is_run_code
 from pyocc.lowering.targets import TARGETS
 from pyocc.runtime.bridge import pack_weight_pool
 from pyocc.runtime.cuda import CudaLibraries
@@ -272,8 +272,10 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
         module.body.block.insert_op_before(table, meta_global)
         meta_global.detach()
         meta_global.erase()
-        run = symbols[f"{name}_run"]
-        for call in list(run.walk()):
+        # the sites are called by the run, or by its parts when it is split
+        calls = [op for function in symbols.values() if isinstance(function, llvm.FuncOp)
+                 and is_run_code(function.sym_name.data, name) for op in function.walk()]
+        for call in calls:
             if not (isinstance(call, llvm.CallOp) and call.callee is not None
                     and call.callee.string_value() == f"{name}_dispatch"):
                 continue
