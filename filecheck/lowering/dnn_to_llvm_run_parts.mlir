@@ -4,12 +4,13 @@
 // RUN: not pyocc-opt %s -p "convert-dnn-to-llvm{run_part_ops=-1}" 2>&1 | filecheck %s --check-prefix=BAD
 
 // Three compute ops and copies on a pool. With run_part_ops=2 the run is
-// split: it keeps the pool's allocation, its NULL check and its free, and
-// stores the pool's address in an array of its allocations; it calls two
-// parts in order (two ops, then one), each `noinline optnone`. A part
-// rebuilds every address from what crosses (the inputs, outputs and weights
-// arrays, and the allocations array): the pool's second buffer at byte 4096
-// of the loaded pool pointer, the output by its slot.
+// split: it keeps the allocations, their NULL checks and frees, and stores
+// each address in an array of its allocations; it calls two parts in order
+// (two ops, then one), each `noinline optnone`. A part rebuilds every
+// address from what crosses (the inputs, outputs and weights arrays, and
+// the allocations array): the pool's second buffer at byte 4096 of the
+// loaded pool pointer, the output by its slot. The view after the malloc
+// is lowered in the run, from the run's own pool pointer.
 
 func.func @three_steps(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) {
   %pool = dnn.pool_init {size = 8192 : i64} : memref<8192xi8>
@@ -17,7 +18,10 @@ func.func @three_steps(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) 
   dnn.unary ins(%x : memref<1024xf32>) outs(%a : memref<1024xf32>) {fn = "relu"}
   %b = dnn.mem_offset %pool {offset = 4096 : i64, size = 4096 : i64} : memref<8192xi8> -> memref<1024xf32>
   "dnn.memcpy"(%a, %b) <{kind = "host_to_host", size = 4096 : i64}> : (memref<1024xf32>, memref<1024xf32>) -> ()
-  dnn.unary ins(%b : memref<1024xf32>) outs(%y : memref<1024xf32>) {fn = "neg"}
+  %t = dnn.malloc {size = 64, alignment = 64 : i64} : memref<16xf32>
+  %bv = "dnn.view"(%b) : (memref<1024xf32>) -> memref<1x1024xf32>
+  dnn.unary ins(%bv : memref<1x1024xf32>) outs(%y : memref<1024xf32>) {fn = "neg"}
+  dnn.dealloc %t {size = 64 : i64} : memref<16xf32>
   dnn.pool_release %pool : memref<8192xi8>
   func.return
 }
@@ -46,8 +50,12 @@ func.func @three_steps(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) 
 // SPLIT:         llvm.store %[[P]], %[[ARRAY:.*]] : !llvm.ptr, !llvm.ptr
 // SPLIT-NOT:     llvm.call @three_steps_dispatch
 // SPLIT:         llvm.call @three_steps_run_part0(%[[RIN]], %[[ROUT]], %[[RW]], %[[ARRAY]])
+// SPLIT:         %[[T:.*]] = llvm.call @aligned_alloc
+// SPLIT:         llvm.store %[[T]], %{{.*}} : !llvm.ptr, !llvm.ptr
+// SPLIT:         llvm.getelementptr inbounds %[[P]][4096]
 // SPLIT-NEXT:    llvm.call @three_steps_run_part1(%[[RIN]], %[[ROUT]], %[[RW]], %[[ARRAY]])
-// SPLIT-NEXT:    llvm.call @free(%[[P]])
+// SPLIT-NEXT:    llvm.call @free(%[[T]])
+// SPLIT:         llvm.call @free(%[[P]])
 
 // Three ops and run_part_ops=3 (or 0, never split): one run, no parts.
 // WHOLE-NOT:   run_part

@@ -75,6 +75,7 @@ RUN_PART_OPS = 512
 #: a part of a split run: (inputs, outputs, weights, the run's allocations)
 RUN_PART_TYPE = llvm.LLVMFunctionType([PTR, PTR, PTR, PTR])
 
+
 def run_part_name(name: str, index: int) -> str:
     """The symbol of part `index` of function `name`'s split run."""
     return f"{name}_run_part{index}"
@@ -120,8 +121,10 @@ class HostFunctionLowering:
     #: the addresses and i64 constants the run made (_gep, _i64)
     _geps: dict[tuple[SSAValue, int, Attribute], SSAValue] = field(default_factory=dict)
     _constants: dict[int, SSAValue] = field(default_factory=dict)
-    #: the root pointers the function being written has loaded
+    #: the root pointers the function being written has loaded (the run has them all)
     _roots: dict[Root, SSAValue] = field(default_factory=dict)
+    #: the part being written: its arrays of input, output and allocation pointers
+    _root_arrays: dict[str, SSAValue] = field(default_factory=dict)
     #: a split run's array of its allocations (None: the run is one function)
     allocation_array: SSAValue | None = None
     #: the results of dnn.malloc / dnn.pool_init, in order (their index in that array)
@@ -300,6 +303,7 @@ class HostFunctionLowering:
                     raise cannot_lower(op, f"alignment {alignment} is not a power of two")
                 self.pointers[result] = self._allocate(size, alignment)
                 root = ("allocation", len(self.allocated_roots))
+                self._roots[root] = self.pointers[result]  # allocations are made in the run
                 self.allocated_roots.append(result)
                 self.addresses[result] = (root, 0)
                 if self.allocation_array is not None:  # a split run: its parts load it from there
