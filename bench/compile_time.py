@@ -16,6 +16,11 @@ those functions in this process only. The JIT's kernel cache is emptied
 before each model, so each compile is a cold one.
 
     python bench/compile_time.py bvlc_alexnet resnet50 densenet121
+    python bench/compile_time.py resnet50 --scratchpad 1MiB --kernels numpy
+
+With `--scratchpad` the import + passes column is the NPU schedule with
+its DMA staged as copies, and `dnn -> llvm` (the convert-dnn-to-llvm
+pass, part of the emission) is printed apart.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ IMPORT_SECONDS = time.process_time() - START
 #: (owner, attribute, column): the functions whose CPU time is a phase
 PHASES: list[tuple[Any, str, str]] = [
     (api, "lower", "import + passes"),
+    (convert_dnn_to_llvm.ConvertDnnToLlvmPass, "apply", "dnn -> llvm"),
     (convert_dnn_to_llvm, "to_llvmlite", "emit IR"),
     (convert_dnn_to_llvm, "to_llvm_parts", "emit IR"),
     (jit, "optimize", "LLVM O3"),
@@ -70,6 +76,8 @@ def main() -> None:
     """Compile each named model and print one markdown row of CPU seconds."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="+", help="light model names, e.g. resnet50")
+    parser.add_argument("--scratchpad", default=None, help="compile for an NPU scratchpad of this size, e.g. 1MiB")
+    parser.add_argument("--kernels", default="native", choices=["native", "numpy"], help="the kernels of the sites")
     args = parser.parse_args()
     totals = dict.fromkeys((column for _, _, column in PHASES), 0.0)
     for owner, attribute, column in PHASES:
@@ -82,7 +90,7 @@ def main() -> None:
             totals[column] = 0.0
         jit._kernels.clear()
         start = time.process_time()
-        model = pyocc.compile(str(light_model_path(name)))
+        model = pyocc.compile(str(light_model_path(name)), scratchpad=args.scratchpad, kernels=args.kernels)
         seconds = time.process_time() - start
         kernels = model.native.kernels
         shared = sum(symbol.endswith("_sizes") for symbol in kernels)

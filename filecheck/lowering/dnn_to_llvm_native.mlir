@@ -1,4 +1,5 @@
 // RUN: pyocc-opt %s -p convert-dnn-to-llvm -t llvm | filecheck %s
+// RUN: pyocc-opt %s -p "convert-dnn-to-llvm{run_part_ops=2}" -t llvm | filecheck %s --check-prefix=PARTS
 
 // Exported to LLVM, a site whose kernel has a native emitter calls a
 // function generated for it (f_site_0: relu on 1x4x8x8 f32); a site without
@@ -30,3 +31,16 @@ func.func @f(%x: memref<1x4x8x8xf32> {onnx.name = "x"}, %a: memref<3xi64> {onnx.
 // CHECK:        ret void
 // CHECK-NOT:  define {{.*}} @"f_site_2"
 // CHECK:      define internal void @"f_site_3"(ptr %{{.*}}) noinline
+
+// A run split into parts of two sites (run_part_ops=2): the parts call the
+// native functions as the whole run does; the run calls the parts.
+// PARTS:      define void @"f_run_part0"(
+// PARTS:        call ccc void @"f_site_0"(ptr %[[S0:.*]])
+// PARTS:        call ccc void @"f_dispatch"(i64 1, ptr %[[S0]])
+// PARTS:      define void @"f_run_part1"(
+// PARTS:        call ccc void @"f_site_0"(ptr %[[S1:.*]])
+// PARTS:        call ccc void @"f_site_3"(ptr %[[S1]])
+// PARTS:      define i32 @"f_run"(
+// PARTS-NOT:    @"f_site_
+// PARTS:        call ccc void @"f_run_part0"
+// PARTS-NEXT:   call ccc void @"f_run_part1"

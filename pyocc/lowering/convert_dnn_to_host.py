@@ -9,6 +9,14 @@ destinations. When the model is exported to LLVM (pyocc.lowering.convert_dnn_to_
 each site becomes either a native kernel generated from its table entry
 (pyocc.lowering.native) or a call of the numpy kernel through the callback
 that `NAME_init` stored.
+
+A run longer than `run_part_ops` compute ops and copies is split: the run
+keeps the allocations, their checks and frees, and calls internal functions
+`NAME_run_part<k>` of at most that many ops each, in order. A buffer is an
+address into a graph argument, the weights or an allocation, so only those
+pointers cross: the inputs, outputs and weights arrays, and an array of the
+run's allocations. LLVM's code generation of one long straight-line function
+grows faster than its length; of bounded parts, linearly.
 """
 
 from __future__ import annotations
@@ -62,12 +70,35 @@ LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
 STRIDED_COPY = "pyocc_strided_copy"
 STRIDED_COPY_TYPE = llvm.LLVMFunctionType([PTR, PTR, i64, i64, i64, i64])
 
+#: the most compute ops and copies one function of a host run holds (the pass's run_part_ops)
+RUN_PART_OPS = 512
+#: a part of a split run: (inputs, outputs, weights, the run's allocations)
+RUN_PART_TYPE = llvm.LLVMFunctionType([PTR, PTR, PTR, PTR])
+
+
+def run_part_name(name: str, index: int) -> str:
+    """The symbol of part `index` of function `name`'s split run."""
+    return f"{name}_run_part{index}"
+
+
+def is_run_code(symbol: str, name: str) -> bool:
+    """Whether `symbol` is function `name`'s run or a part of it (the code
+    that calls its sites)."""
+    return symbol == f"{name}_run" or (symbol.startswith(f"{name}_run_part")
+                                       and symbol[len(f"{name}_run_part"):].isdigit())
+
+
+#: the root of a buffer's address: ("input" | "output", index), ("weights", 0) or ("allocation", index)
+Root = tuple[str, int]
+
 
 @dataclass
 class HostFunctionLowering:
     """Lowers one buffer-form `func.func` into its ABI functions."""
 
     function: func.FuncOp
+    #: split a run of more compute ops and copies than this into parts (0: never)
+    run_part_ops: int = RUN_PART_OPS
     name: str = ""
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
@@ -77,8 +108,12 @@ class HostFunctionLowering:
     tally: MemoryTally = field(default_factory=MemoryTally)
     #: every dnn.pool_init: {"name", "size", "alignment"} (name null when anonymous)
     pools: list[dict[str, Any]] = field(default_factory=list)
-    #: llvm pointer of each memref value
+    #: llvm pointer of each memref value, in the function being written
     pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    #: each memref value's address: its root and a byte offset (any function can rebuild its pointer)
+    addresses: dict[SSAValue, tuple[Root, int]] = field(default_factory=dict)
+    #: the parts of a split run, in call order
+    parts: list[llvm.FuncOp] = field(default_factory=list)
     #: IR byte size of each buffer that dnn.malloc / dnn.pool_init created
     allocated: dict[SSAValue, int] = field(default_factory=dict)
     #: blocks after the entry block, in order (each allocation's NULL check splits one)
@@ -86,13 +121,22 @@ class HostFunctionLowering:
     #: the addresses and i64 constants the run made (_gep, _i64)
     _geps: dict[tuple[SSAValue, int, Attribute], SSAValue] = field(default_factory=dict)
     _constants: dict[int, SSAValue] = field(default_factory=dict)
+    #: the root pointers the function being written has loaded (the run has them all)
+    _roots: dict[Root, SSAValue] = field(default_factory=dict)
+    #: the part being written: its arrays of input, output and allocation pointers
+    _root_arrays: dict[str, SSAValue] = field(default_factory=dict)
+    #: a split run's array of its allocations (None: the run is one function)
+    allocation_array: SSAValue | None = None
+    #: the results of dnn.malloc / dnn.pool_init, in order (their index in that array)
+    allocated_roots: list[SSAValue] = field(default_factory=list)
 
     def lower(self) -> list[Operation]:
-        """The ABI functions and globals of the function (its `run` last)."""
+        """The ABI functions and globals of the function (its `run` last,
+        after the parts it calls)."""
         self.name = check_lowerable(self.function)
         run = self._lower_run()
         meta = self._meta()
-        return [*self._abi_functions(meta), run]
+        return [*self._abi_functions(meta), *self.parts, run]
 
     # -- the run function ---------------------------------------------------
 
@@ -104,16 +148,40 @@ class HostFunctionLowering:
         body = self.function.body.block
 
         # one stack array serves every kernel call: size it for the widest site
-        widest = max((self._slot_count(op) for op in body.ops if isinstance(op, DnnComputeOp)), default=0)
-        self.slots = b.add(llvm.AllocaOp(b.const(max(widest, 1)), PTR, alignment=8)).results[0]
+        self.widest = max((self._slot_count(op) for op in body.ops if isinstance(op, DnnComputeOp)), default=0)
+        self.slots = b.add(llvm.AllocaOp(b.const(max(self.widest, 1)), PTR, alignment=8)).results[0]
 
         for arg, is_output, spec in graph_arguments(self.function):
             group, base = (self.outputs, self.outputs_arg) if is_output else (self.inputs, self.inputs_arg)
-            self.pointers[arg] = b.load(b.gep(base, len(group), PTR), PTR)
+            root = ("output" if is_output else "input", len(group))
+            self.pointers[arg] = self._roots[root] = b.load(b.gep(base, len(group), PTR), PTR)
+            self.addresses[arg] = (root, 0)
             group.append(spec)
+        self._roots[("weights", 0)] = self.weights_arg
 
+        code_ops = sum(isinstance(op, DnnComputeOp | MemcpyOp) for op in body.ops)
+        split = 0 < self.run_part_ops < code_ops
+        if split:
+            allocations = sum(isinstance(op, MallocOp | PoolInitOp) for op in body.ops)
+            self.allocation_array = b.add(llvm.AllocaOp(b.const(max(allocations, 1)), PTR, alignment=8)).results[0]
+        run_state = self._function_state()
+        part_ops = 0
         for op in body.ops:
-            self._lower_op(op)
+            if not split:
+                self._lower_op(op)
+            elif isinstance(op, MallocOp | PoolInitOp | DeallocOp | PoolReleaseOp | func.ReturnOp):
+                # allocations (whose failure leaves the run), frees and the return stay in the run
+                self._leave_part(run_state)
+                self._lower_op(op)
+            else:
+                if isinstance(op, DnnComputeOp | MemcpyOp):
+                    if self.b is run_state[0] or part_ops == self.run_part_ops:
+                        self._leave_part(run_state)
+                        self._start_part()
+                        part_ops = 0
+                    part_ops += 1
+                self._lower_op(op)
+        self._leave_part(run_state)
 
         self.oom.add_op(llvm.ReturnOp(LlvmBuilder(self.oom).const(1, i32)))
         region = Region([entry])
@@ -132,6 +200,37 @@ class HostFunctionLowering:
         run.optimize_none = UnitAttr()
         return run
 
+    # -- the parts of a split run ---------------------------------------------
+
+    def _function_state(self) -> tuple[Any, ...]:
+        """What belongs to the function being written (_restore sets it back)."""
+        return self.b, self.slots, self.pointers, self._geps, self._constants, self._roots
+
+    def _restore(self, state: tuple[Any, ...]) -> None:
+        self.b, self.slots, self.pointers, self._geps, self._constants, self._roots = state
+
+    def _leave_part(self, run_state: tuple[Any, ...]) -> None:
+        """End the part being written, if any, and write into the run again."""
+        if self.b is not run_state[0]:
+            self.b.add(llvm.ReturnOp())
+            self._restore(run_state)
+
+    def _start_part(self) -> None:
+        """Call a new part from the run (the current function) and write into it from now on."""
+        name = run_part_name(self.name, len(self.parts))
+        self.b.call(name, self.inputs_arg, self.outputs_arg, self.weights_arg, self.allocation_array)
+        entry = Block(arg_types=RUN_PART_TYPE.inputs.data)
+        b = LlvmBuilder(entry)
+        part = llvm.FuncOp(name, RUN_PART_TYPE, linkage=llvm.LinkageAttr("internal"), body=Region(entry))
+        # as the run: a straight line of calls, compiled unoptimised, never inlined
+        part.no_inline = UnitAttr()
+        part.optimize_none = UnitAttr()
+        self.parts.append(part)
+        inputs, outputs, weights, allocations = entry.args
+        slots = b.add(llvm.AllocaOp(b.const(max(self.widest, 1)), PTR, alignment=8)).results[0]
+        self._restore((b, slots, {}, {}, {}, {("weights", 0): weights}))
+        self._root_arrays = {"input": inputs, "output": outputs, "allocation": allocations}
+
     @staticmethod
     def _slot_count(op: DnnComputeOp) -> int:
         count = len(op.destinations()) + (getattr(op, "workspace", None) is not None)
@@ -140,10 +239,23 @@ class HostFunctionLowering:
         return count
 
     def _pointer(self, op: Operation, value: SSAValue) -> SSAValue:
-        if value not in self.pointers:
+        if value in self.pointers:
+            return self.pointers[value]
+        if value not in self.addresses:
             raise cannot_lower(op, f"operand {value.name_hint or value} is not a buffer this lowering knows "
                             "(a graph argument, dnn.malloc, dnn.mem_offset, dnn.view, dnn.subview or dnn.weight)")
+        # made in another function of a split run: rebuilt from its root here
+        root, offset = self.addresses[value]
+        if root not in self._roots:
+            array = self._root_arrays[root[0]]
+            self._roots[root] = self.b.load(self._gep(array, root[1], PTR), PTR)
+        self.pointers[value] = self._gep(self._roots[root], offset, i8)
         return self.pointers[value]
+
+    def _address(self, result: SSAValue, source: SSAValue, offset: int) -> None:
+        """`result` is `offset` bytes into `source`'s buffer."""
+        root, base = self.addresses[source]
+        self.addresses[result] = (root, base + offset)
 
     # The run is one chain of blocks (each allocation's NULL check splits it
     # and nothing branches back), so a value made once dominates every later
@@ -178,9 +290,11 @@ class HostFunctionLowering:
             case ViewOp():
                 buffer_spec(op, op.result.type)
                 self.pointers[op.result] = self._pointer(op, op.source)
+                self._address(op.result, op.source, 0)
             case SubviewOp():
                 buffer_spec(op, op.result.type)
                 self.pointers[op.result] = self._gep(self._pointer(op, op.source), op.offset.value.data, i8)
+                self._address(op.result, op.source, op.offset.value.data)
             case MallocOp() | PoolInitOp():
                 result = op.results[0]
                 buffer_spec(op, result.type)
@@ -188,6 +302,12 @@ class HostFunctionLowering:
                 if alignment & (alignment - 1):
                     raise cannot_lower(op, f"alignment {alignment} is not a power of two")
                 self.pointers[result] = self._allocate(size, alignment)
+                root = ("allocation", len(self.allocated_roots))
+                self._roots[root] = self.pointers[result]  # allocations are made in the run
+                self.allocated_roots.append(result)
+                self.addresses[result] = (root, 0)
+                if self.allocation_array is not None:  # a split run: its parts load it from there
+                    self.b.store(self.pointers[result], self._gep(self.allocation_array, root[1], PTR))
                 self.allocated[result] = size
                 if isinstance(op, PoolInitOp):
                     name = op.pool_name.data if op.pool_name is not None else None
@@ -201,6 +321,7 @@ class HostFunctionLowering:
                 buffer_spec(op, op.result.type)
                 pool = self._pointer(op, op.pool)
                 self.pointers[op.result] = self._gep(pool, op.offset.value.data, i8)
+                self._address(op.result, op.pool, op.offset.value.data)
             case MemcpyOp():
                 if op.kind.data != "host_to_host":
                     raise cannot_lower(op, f"kind '{op.kind.data}' needs a device; target=host copies host_to_host only")
@@ -268,7 +389,9 @@ class HostFunctionLowering:
         b.call(f"{self.name}_dispatch", b.const(site), self.slots)
 
     def _lower_weight(self, op: WeightOp) -> None:
-        self.pointers[op.result] = self._gep(self.weights_arg, self.weights.place_weight(op), i8)
+        offset = self.weights.place_weight(op)
+        self.pointers[op.result] = self._gep(self._roots[("weights", 0)], offset, i8)
+        self.addresses[op.result] = (("weights", 0), offset)
 
     # -- allocation and its accounting ---------------------------------------
 

@@ -89,6 +89,7 @@ from pyocc.lowering.native.registry import NativeKernel, site_slots
 from pyocc.lowering.native.dense_ir import SGEMM
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, emit_size_wrapper
 from pyocc.lowering.native.threads import MAX_THREADS, define_thread_pool, parallel_for_symbol
+from pyocc.lowering.convert_dnn_to_host import RUN_PART_OPS, is_run_code
 from pyocc.lowering.targets import TARGETS
 from pyocc.runtime.bridge import pack_weight_pool
 from pyocc.runtime.cuda import CudaLibraries
@@ -120,6 +121,12 @@ class ConvertDnnToLlvmPass(ModulePass):
     pool_allocation: str = "init"
     """target=cuda: when a planned pool is allocated: `init` (once per model,
     by NAME_init; freed by NAME_destroy) or `run` (once per run, Occamy's way)."""
+    run_part_ops: int = RUN_PART_OPS
+    """target=host: a run of more compute ops and copies than this is split
+    into functions of at most this many, called in order (LLVM's code
+    generation of one long straight-line function grows faster than its
+    length); 0 never splits."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "buffers", "pool")
         if self.target not in TARGETS:
@@ -127,6 +134,8 @@ class ConvertDnnToLlvmPass(ModulePass):
                 f"convert-dnn-to-llvm: unknown target '{self.target}' (expected one of {', '.join(TARGETS)})")
         if self.workspace < 0:
             raise PassFailedException(f"convert-dnn-to-llvm: workspace must be >= 0 bytes, got {self.workspace}")
+        if self.run_part_ops < 0:
+            raise PassFailedException(f"convert-dnn-to-llvm: run_part_ops must be >= 0, got {self.run_part_ops}")
         if self.pool_allocation not in ("init", "run"):
             raise PassFailedException(f"convert-dnn-to-llvm: pool-allocation must be init or run, "
                                       f"got '{self.pool_allocation}'")
@@ -137,7 +146,7 @@ class ConvertDnnToLlvmPass(ModulePass):
             if isinstance(top, func.FuncOp):
                 if top.is_declaration:
                     raise cannot_lower(top, f"@{top.sym_name.data} has no body")
-                lowered += target.lower_function(top, self.workspace, self.pool_allocation)
+                lowered += target.lower_function(top, self.workspace, self.pool_allocation, self.run_part_ops)
                 names.append(top.sym_name.data)
             elif isinstance(top, llvm.FuncOp | llvm.GlobalOp):
                 lowered.append(top.clone())
@@ -263,8 +272,10 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
         module.body.block.insert_op_before(table, meta_global)
         meta_global.detach()
         meta_global.erase()
-        run = symbols[f"{name}_run"]
-        for call in list(run.walk()):
+        # the sites are called by the run, or by its parts when it is split
+        calls = [op for function in symbols.values() if isinstance(function, llvm.FuncOp)
+                 and is_run_code(function.sym_name.data, name) for op in function.walk()]
+        for call in calls:
             if not (isinstance(call, llvm.CallOp) and call.callee is not None
                     and call.callee.string_value() == f"{name}_dispatch"):
                 continue

@@ -55,21 +55,25 @@ def _bytes_type(size: int) -> MemRefType:
     return MemRefType(i8, [size])
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _i64(value: int) -> IntegerAttr:
+    """IntegerAttr(value, i64), made once per value (as _bytes_type)."""
+    return IntegerAttr(value, i64)
+
+
 def _copies(start: DmaStartOp) -> list[Operation]:
     """The host copy of one transfer (after the subview a band needs)."""
     kind = StringAttr("host_to_host")
     if start.row_band() is None:
-        return [d.MemcpyOp.create(operands=[start.source, start.target],
-                                  properties={"kind": kind, "size": IntegerAttr(start.size.value.data, i64)})]
+        return [d.MemcpyOp.create(operands=[start.source, start.target], properties={"kind": kind, "size": start.size})]
     offset, count, chunk, stride = start.chunks()
     dram_side = start.dram_side()
     span = chunk if count == 1 else d.type_bytes(dram_side.type) - offset
     dram = d.SubviewOp(dram_side, offset, _bytes_type(span))
     load = start.direction.data == "dram_to_sram"
     source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
-    properties = {"kind": kind, "size": IntegerAttr(chunk, i64)}
+    properties = {"kind": kind, "size": _i64(chunk)}
     if count > 1:
-        properties |= {"count": IntegerAttr(count, i64),
-                       "source_stride": IntegerAttr(stride if load else chunk, i64),
-                       "target_stride": IntegerAttr(chunk if load else stride, i64)}
+        properties |= {"count": _i64(count), "source_stride": _i64(stride if load else chunk),
+                       "target_stride": _i64(chunk if load else stride)}
     return [dram, d.MemcpyOp.create(operands=[source, target], properties=properties)]

@@ -849,13 +849,14 @@ class _Allocator:
     def __init__(self, size: int):
         self.size = size
         self.live: dict[str, SramBuffer] = {}
-        self.order: list[tuple[int, str]] = []
-        """(offset, name) of the live buffers, sorted."""
+        self.order: list[tuple[int, str, int]] = []
+        """(offset, name, aligned end) of the live buffers, sorted: `find`
+        walks it for every allocation and reads nothing else."""
 
     def add(self, buffer: SramBuffer) -> None:
         """Mark `buffer` live."""
         self.live[buffer.name] = buffer
-        bisect.insort(self.order, (buffer.offset, buffer.name))
+        bisect.insort(self.order, (buffer.offset, buffer.name, -(-(buffer.offset + buffer.size) // ALIGN) * ALIGN))
 
     def remove(self, buffer: SramBuffer) -> None:
         """Mark `buffer` free."""
@@ -865,11 +866,11 @@ class _Allocator:
     def find(self, nbytes: int) -> int | None:
         """The lowest aligned offset where `nbytes` fit, or None."""
         offset = 0
-        for start, name in self.order:
+        for start, _, end in self.order:
             if start - offset >= nbytes:
                 return offset
-            b = self.live[name]
-            offset = max(offset, -(-(b.offset + b.size) // ALIGN) * ALIGN)
+            if end > offset:
+                offset = end
         return offset if self.size - offset >= nbytes else None
 
 

@@ -98,10 +98,18 @@ from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_typ
 SRAM_POOL, DRAM_POOL = "sram", "dram"
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _i64(value: int) -> IntegerAttr:
+    """IntegerAttr(value, i64), made once (as _memref: a scheduled program
+    names the same offsets, sizes and byte counts thousands of times)."""
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1 << 16)
 def piece_attr(piece: Piece, tensor_bytes: int) -> ArrayAttr:
-    """`npu.piece`: [tensor, part, bytes, the whole tensor's bytes]."""
-    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part),
-                      IntegerAttr(piece.bytes, i64), IntegerAttr(tensor_bytes, i64)])
+    """`npu.piece`: [tensor, part, bytes, the whole tensor's bytes], made once
+    per piece (a piece moves and is read many times; attributes are immutable)."""
+    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part), _i64(piece.bytes), _i64(tensor_bytes)])
 
 
 def _refuse(what: str) -> PassFailedException:
@@ -222,8 +230,7 @@ class _Emitter:
             assert self.spill is not None
             offset = self.schedule.dram_offsets[piece.tensor]
             view = d.MemOffsetOp.create(operands=[self.spill], result_types=[self._root_type(piece.tensor)],
-                                        properties={"offset": IntegerAttr(offset, i64),
-                                                    "size": IntegerAttr(tensor.size, i64)})
+                                        properties={"offset": _i64(offset), "size": _i64(tensor.size)})
             view.result.name_hint = f"{piece.tensor}_dram"
             self.ops.append(view)
             whole = view.result
@@ -265,8 +272,7 @@ class _Emitter:
                 raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
                                           f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
         view = d.MemOffsetOp.create(operands=[self.sram], result_types=[type_],
-                                    properties={"offset": IntegerAttr(buffer.offset, i64),
-                                                "size": IntegerAttr(buffer.size, i64)})
+                                    properties={"offset": _i64(buffer.offset), "size": _i64(buffer.size)})
         view.result.name_hint = f"{first.tensor}_sram"
         view.attributes["npu.buffer"] = StringAttr(buffer.name)
         self.ops.append(view)
@@ -390,7 +396,7 @@ class _Emitter:
         writes = [pieces[self.facts.tensor_of[r]] for r in op.results]
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in reads])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in writes])
-        new_op.attributes["npu.macs"] = IntegerAttr(ins.macs, i64)
+        new_op.attributes["npu.macs"] = _i64(ins.macs)
         self.ops.append(new_op)
 
     def emit(self) -> Block:
