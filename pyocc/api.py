@@ -869,7 +869,7 @@ def lower_symbolic(
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
-    program, problem, steps, weights, scalars, texts, buffer_types, functions = probes
+    program, problem, steps, weights, scalars, texts, buffer_types, functions, check_points = probes
     polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
     if wrong:
         raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
@@ -888,9 +888,16 @@ def lower_symbolic(
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
            name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
-                               list[str], list[BufferType], list[func.FuncOp]]:
+                               list[str], list[BufferType], list[func.FuncOp], list[dict[str, int]]]:
     """Lower the model at every probe point and fit: (program, planning
-    problem, run steps, weights, report scalars per point, program texts)."""
+    problem, run steps, weights, report scalars per point, program texts,
+    buffer types, the first two functions, the check points used).
+
+    A constant folded from a symbol's value (its shape varies between the
+    fit points) needs the program at the maximum for its data
+    (`check_weights`): then the maximum is the check point, in place of
+    `check_points`, so that one lowering serves both (and the program that
+    runs at the maximum is checked against the fit too)."""
     texts: list[str] = []
     steps: list[str] = []
     weights: list[list[np.ndarray]] = []
@@ -911,7 +918,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         release(resource_keys() - before)
         return function, report, point_steps, point_weights
 
-    for point in [*fit_points, *check_points]:
+    def probe(point: Mapping[str, int]) -> None:
         function, report, point_steps, point_weights = lower_at(point)
         liveness = analyze_function(function)
         problems.append(planning_problem(liveness, options.alignment))
@@ -922,16 +929,29 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         steps.append(json.dumps(point_steps))
         weights.append(point_weights)
         scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+
+    def folded() -> bool:
+        """Whether some constant's shape differs between the points lowered so far."""
+        return any(len({w[i].shape for w in weights}) > 1 for i in range(len(names)))
+
+    for point in fit_points:
+        probe(point)
+    maximum = {n: high for n, (_, high) in inputs.ranges.items()}
+    if folded() and maximum not in fit_points and check_points:
+        check_points = [maximum]
+    for point in check_points:
+        probe(point)
+    points = [*fit_points, *check_points]
     program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
     problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
     run_steps = fit_program(steps, fit_points, check_points, inputs.ranges, name)
     at_maximum = None
-    if any(len({w[i].shape for w in weights}) > 1 for i in range(len(names))):
+    if folded():
         # a constant folded from the symbol's value: its value at the top of the range
-        at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
+        at_maximum = weights[points.index(maximum)] if maximum in points else lower_at(maximum)[3]
     chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
     return program, problem, run_steps, chosen, scalars, texts, fit_buffer_types(
-        types, fit_points, check_points, name), functions
+        types, fit_points, check_points, name), functions, check_points
 
 
 class SymbolicModel:

@@ -49,8 +49,12 @@ from pyocc.weights import load_bytes
 FIT_DEGREE = 2
 """Highest power of a symbol in a fitted integer (byte sizes of attention
 scores are S^2)."""
-CHECKS = 2
-"""Extra probe values per symbol that every fitted integer is checked at."""
+CHECKS = 1
+"""Extra probe values per symbol that every fitted integer is checked at: a
+polynomial of degree at most ``FIT_DEGREE`` is fixed by its ``FIT_DEGREE + 1``
+fit values, so one more value exposes an integer of higher degree (or none)
+unless it happens to agree there too. (When a constant is folded from the
+symbol, the check value is the maximum: see ``pyocc.api._probe``.)"""
 
 _INTEGER = re.compile(r"\d+")
 

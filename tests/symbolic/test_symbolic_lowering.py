@@ -14,6 +14,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
+import pyocc.api as api
 from pyocc.api import compile as compile_model
 from pyocc.api import lower, lower_symbolic
 from pyocc.errors import PyoccError
@@ -35,7 +36,7 @@ def copy(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def test_probe_points_fit_then_check() -> None:
     fits, checks = probe_points({"S": (1, 512)})
-    assert [p["S"] for p in fits] == [509, 503, 499] and [p["S"] for p in checks] == [491, 487]
+    assert [p["S"] for p in fits] == [509, 503, 499] and [p["S"] for p in checks] == [491]
     small_fits, small_checks = probe_points({"S": (1, 3)})
     assert [p["S"] for p in small_fits] == [3, 2, 1] and small_checks == []
 
@@ -127,6 +128,33 @@ def test_constant_folded_from_the_symbol_runs_as_the_leading_block() -> None:
         x_s = {"x": rng.standard_normal((1, s, 8)).astype(np.float32)}
         (got,) = symbolic.run(x_s).values()
         np.testing.assert_allclose(got, session.run(None, x_s)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_probes_are_the_fit_values_and_one_check_the_maximum_when_a_constant_is_folded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Degree 2 needs three fit values and one check: four lowerings. A
+    constant folded from the symbol needs the program at the maximum for
+    its data; that lowering is then the check (not a fifth and a sixth)."""
+    lowered_at: list[int] = []
+    real_lower = api.lower
+
+    def counting_lower(model: onnx.ModelProto, **kwargs: object) -> object:
+        lowered_at.append(kwargs["shapes"]["x"][1])  # type: ignore[index]
+        return real_lower(model, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "lower", counting_lower)
+    plain = lower_symbolic(encoder_symbolic(layers=1), {"sequence": 64})
+    assert lowered_at == [61, 59, 53, 47]
+    lowered_at.clear()
+    g = GraphBuilder("sliced_positions", 0)
+    x = g.input("x", TensorProto.FLOAT, [1, "sequence", 8])
+    length = g.op("Gather", g.op("Shape", x), g.const([1], np.int64), axis=0)
+    table = g.op("Slice", g.weight([64, 8]), g.const([0], np.int64), length, g.const([0], np.int64))
+    folded = lower_symbolic(g.model([(g.op("Add", x, table), TensorProto.FLOAT)]), {"sequence": 64})
+    assert lowered_at == [61, 59, 53, 64]
+    # the run takes the table at the maximum, whose leading rows every probe had
+    assert [w.shape for w in folded.runner.weights] == [(64, 8)]
+    assert plain.plan.problem.ranges == folded.plan.problem.ranges == {"sequence": (1, 64)}
 
 
 def test_constant_whose_data_follows_the_symbol_is_one_line() -> None:
