@@ -858,18 +858,20 @@ def lower_symbolic(
     inputs = symbolic_inputs(proto, dims, shapes)
     # the symbols through shape inference first: an op without a symbolic rule is one line before any probe
     tensor_shapes = infer_symbolic_shapes(proto, inputs, shapes, name)
-    fit_points, check_points = probe_points(inputs.ranges)
+    # as few fit values as the shapes' degree needs (the spare ones only if the check finds a higher degree)
+    fit_points, check_points = probe_points(inputs.ranges, tensor_shapes.degrees())
+    spare_points = [point for point in probe_points(inputs.ranges)[0] if point not in fit_points]
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                       reorder=reorder)
     try:
-        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, spare_points, name)
     except ProgramMismatch:
         if reorder == "given":
             raise
         # dnn-reorder's choice depends on the sizes and changed between two
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
-        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, spare_points, name)
     program, problem, steps, weights, polys, texts, buffer_types, functions = probes
     fitted = dict(zip(["naive_bytes", "weight_bytes", "io_bytes", "macs"], polys, strict=True))
     try:
@@ -898,8 +900,9 @@ class _Probed:
 
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
-           name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[Poly],
-                               list[str], list[BufferType], list[func.FuncOp]]:
+           spare_points: list[dict[str, int]], name: str) -> tuple[
+               SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[Poly], list[str],
+               list[BufferType], list[func.FuncOp]]:
     """Lower the model at every probe point and fit: (program, planning
     problem, run steps, weights, the report's scalars as polynomials
     (naive, weight and I/O bytes, MACs), program texts, buffer types, the
@@ -910,7 +913,12 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     (`check_weights`). That lowering is then tried as the check point, in
     place of `check_points`, so that one lowering serves both; where the
     program at the maximum differs (a Slice of a table to its full length
-    is no Slice there), `check_points` are lowered and checked as usual."""
+    is no Slice there), `check_points` are lowered and checked as usual.
+
+    `fit_points` may be fewer than ``FIT_DEGREE + 1`` values per symbol
+    where the shapes' degree is lower (a batch: 1); when the check then
+    finds an integer of a higher degree, `spare_points` (the others) are
+    lowered too and everything is fitted again at the full degree."""
     names: list[str] = []
     count = itertools.count(1)
 
@@ -929,7 +937,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
                        [b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)],
                        [report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
 
-    def fit(probed: list[_Probed], checks: list[dict[str, int]]) -> tuple[
+    def fit(probed: list[_Probed], fit_points: list[dict[str, int]], checks: list[dict[str, int]]) -> tuple[
             SymbolicProgram, SymbolicProblem, SymbolicProgram, list[Poly], list[BufferType]]:
         program = fit_program([p.text for p in probed], fit_points, checks, inputs.ranges, name)
         problem = symbolic_problem([p.problem for p in probed], fit_points, checks, inputs.ranges, name)
@@ -942,20 +950,34 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
                                                                      name)
 
     fits = [lower_at(point) for point in fit_points]
+    fit_points = list(fit_points)
     folded = any(len({p.weights[i].shape for p in fits}) > 1 for i in range(len(names)))
     maximum = {n: high for n, (_, high) in inputs.ranges.items()}
     at_maximum: _Probed | None = next((p for p, point in zip(fits, fit_points, strict=True) if point == maximum),
                                       None)
-    fitted = None
-    if folded and at_maximum is None and check_points:
+    # the check: the maximum where a folded constant needs its lowering anyway, else `check_points`
+    on_maximum = folded and at_maximum is None and bool(check_points)
+    if on_maximum:
         at_maximum = lower_at(maximum)
+    checks, probed_checks = ([maximum], [at_maximum]) if on_maximum else (
+        check_points, [lower_at(point) for point in check_points])
+    while True:
         try:
-            fitted = fit([*fits, at_maximum], [maximum])
+            fitted = fit([*fits, *probed_checks], fit_points, checks)
+            break
         except PyoccError:
-            fitted = None  # the program differs at the maximum: check at the usual points
-    probed = [*fits, at_maximum] if fitted is not None else [*fits, *(lower_at(point) for point in check_points)]
-    if fitted is None:
-        fitted = fit(probed, check_points)
+            if spare_points:
+                # an integer of a higher degree than the shapes have: fit at every fit value
+                fits += [lower_at(point) for point in spare_points]
+                fit_points += spare_points
+                spare_points = []
+            elif on_maximum:
+                # the program differs at the maximum (a Slice of a whole table is no Slice there)
+                on_maximum = False
+                checks, probed_checks = check_points, [lower_at(point) for point in check_points]
+            else:
+                raise
+    probed = [*fits, *probed_checks]
     program, problem, run_steps, scalars, buffer_types = fitted
     if folded or any(len({p.weights[i].shape for p in probed}) > 1 for i in range(len(names))):
         # a constant folded from the symbol's value: its value at the top of the range
