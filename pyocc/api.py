@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import re
 import time
@@ -858,23 +859,21 @@ def lower_symbolic(
     inputs = symbolic_inputs(proto, dims, shapes)
     # the symbols through shape inference first: an op without a symbolic rule is one line before any probe
     tensor_shapes = infer_symbolic_shapes(proto, inputs, shapes, name)
-    fit_points, check_points = probe_points(inputs.ranges)
+    # as few fit values as the shapes' degree needs (the spare ones only if the check finds a higher degree)
+    fit_points, check_points = probe_points(inputs.ranges, tensor_shapes.degrees())
+    spare_points = [point for point in probe_points(inputs.ranges)[0] if point not in fit_points]
     options = Options(memory="lazy", planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                       reorder=reorder)
     try:
-        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, spare_points, name)
     except ProgramMismatch:
         if reorder == "given":
             raise
         # dnn-reorder's choice depends on the sizes and changed between two
         # probes: the model's own order is the same at every size
         options = dataclasses.replace(options, reorder="given")
-        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, name)
-    program, problem, steps, weights, scalars, texts, buffer_types, functions = probes
-    polys, wrong = fit_polynomials(np.array(scalars, dtype=np.int64), fit_points, check_points)
-    if wrong:
-        raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
-                         "fix the dimension with --shape")
+        probes = _probe(proto, inputs, shapes, options, fit_points, check_points, spare_points, name)
+    program, problem, steps, weights, polys, texts, buffer_types, functions = probes
     fitted = dict(zip(["naive_bytes", "weight_bytes", "io_bytes", "macs"], polys, strict=True))
     try:
         plan = plan_symbolic(problem)
@@ -886,22 +885,45 @@ def lower_symbolic(
                             (time.perf_counter() - start) * 1e3, tensor_shapes, buffer_types, functions)
 
 
+@dataclasses.dataclass
+class _Probed:
+    """What the lowering at one probe point gives the fit."""
+
+    function: func.FuncOp | None
+    """Kept for the first two lowerings only (`SymbolicLowering.probe_functions`)."""
+    text: str
+    steps: str
+    weights: list[np.ndarray]
+    problem: Problem
+    types: list[Attribute]
+    scalars: list[int]
+
+
 def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, Sequence[int]] | None,
            options: Options, fit_points: list[dict[str, int]], check_points: list[dict[str, int]],
-           name: str) -> tuple[SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[list[int]],
-                               list[str], list[BufferType], list[func.FuncOp]]:
+           spare_points: list[dict[str, int]], name: str) -> tuple[
+               SymbolicProgram, SymbolicProblem, SymbolicProgram, list[np.ndarray], list[Poly], list[str],
+               list[BufferType], list[func.FuncOp]]:
     """Lower the model at every probe point and fit: (program, planning
-    problem, run steps, weights, report scalars per point, program texts)."""
-    texts: list[str] = []
-    steps: list[str] = []
-    weights: list[list[np.ndarray]] = []
-    problems: list[Problem] = []
-    scalars: list[list[int]] = []
-    names: list[str] = []
-    types: list[list[Attribute]] = []
-    functions: list[func.FuncOp] = []
+    problem, run steps, weights, the report's scalars as polynomials
+    (naive, weight and I/O bytes, MACs), program texts, buffer types, the
+    first two functions).
 
-    def lower_at(point: Mapping[str, int]) -> tuple[func.FuncOp, MemoryReport, list[list[Any]], list[np.ndarray]]:
+    A constant folded from a symbol's value (its shape varies between the
+    fit points) needs the program at the maximum for its data
+    (`check_weights`). That lowering is then tried as the check point, in
+    place of `check_points`, so that one lowering serves both; where the
+    program at the maximum differs (a Slice of a table to its full length
+    is no Slice there), `check_points` are lowered and checked as usual.
+
+    `fit_points` may be fewer than ``FIT_DEGREE + 1`` values per symbol
+    where the shapes' degree is lower (a batch: 1); when the check then
+    finds an integer of a higher degree, `spare_points` (the others) are
+    lowered too and everything is fitted again at the full degree."""
+    names: list[str] = []
+    count = itertools.count(1)
+
+    def lower_at(point: Mapping[str, int]) -> _Probed:
         before = resource_keys()
         copy = type(proto)()
         copy.CopyFrom(proto)
@@ -914,29 +936,61 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         point_steps, point_weights, point_names = program_steps(function)
         names[:] = point_names
         release(resource_keys() - before)
-        return function, report, point_steps, point_weights
-
-    for point in [*fit_points, *check_points]:
-        function, report, point_steps, point_weights = lower_at(point)
         liveness = analyze_function(function)
-        problems.append(planning_problem(liveness, options.alignment))
-        types.append([b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)])
-        if len(functions) < 2:
-            functions.append(function)
-        texts.append(str(function.parent_op()))
-        steps.append(json.dumps(point_steps))
-        weights.append(point_weights)
-        scalars.append([report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
-    program = fit_program(texts, fit_points, check_points, inputs.ranges, name)
-    problem = symbolic_problem(problems, fit_points, check_points, inputs.ranges, name)
-    run_steps = fit_program(steps, fit_points, check_points, inputs.ranges, name)
-    at_maximum = None
-    if any(len({w[i].shape for w in weights}) > 1 for i in range(len(names))):
+        return _Probed(function if next(count) <= 2 else None, str(function.parent_op()), json.dumps(point_steps), point_weights,
+                       planning_problem(liveness, options.alignment),
+                       [b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)],
+                       [report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
+
+    def fit(probed: list[_Probed], fit_points: list[dict[str, int]], checks: list[dict[str, int]]) -> tuple[
+            SymbolicProgram, SymbolicProblem, SymbolicProgram, list[Poly], list[BufferType]]:
+        program = fit_program([p.text for p in probed], fit_points, checks, inputs.ranges, name)
+        problem = symbolic_problem([p.problem for p in probed], fit_points, checks, inputs.ranges, name)
+        run_steps = fit_program([p.steps for p in probed], fit_points, checks, inputs.ranges, name)
+        polys, wrong = fit_polynomials(np.array([p.scalars for p in probed], dtype=np.int64), fit_points, checks)
+        if wrong:
+            raise PyoccError(f"{name}: its size is no polynomial in {', '.join(sorted(inputs.ranges))}; "
+                             "fix the dimension with --shape")
+        return program, problem, run_steps, polys, fit_buffer_types([p.types for p in probed], fit_points, checks,
+                                                                     name)
+
+    fits = [lower_at(point) for point in fit_points]
+    fit_points = list(fit_points)
+    folded = any(len({p.weights[i].shape for p in fits}) > 1 for i in range(len(names)))
+    maximum = {n: high for n, (_, high) in inputs.ranges.items()}
+    at_maximum: _Probed | None = next((p for p, point in zip(fits, fit_points, strict=True) if point == maximum),
+                                      None)
+    # the check: the maximum where a folded constant needs its lowering anyway, else `check_points`
+    on_maximum = folded and at_maximum is None and bool(check_points)
+    if on_maximum:
+        at_maximum = lower_at(maximum)
+    checks, probed_checks = ([maximum], [at_maximum]) if on_maximum else (
+        check_points, [lower_at(point) for point in check_points])
+    while True:
+        try:
+            fitted = fit([*fits, *probed_checks], fit_points, checks)
+            break
+        except PyoccError:
+            if spare_points:
+                # an integer of a higher degree than the shapes have: fit at every fit value
+                fits += [lower_at(point) for point in spare_points]
+                fit_points += spare_points
+                spare_points = []
+            elif on_maximum:
+                # the program differs at the maximum (a Slice of a whole table is no Slice there)
+                on_maximum = False
+                checks, probed_checks = check_points, [lower_at(point) for point in check_points]
+            else:
+                raise
+    probed = [*fits, *probed_checks]
+    program, problem, run_steps, scalars, buffer_types = fitted
+    if folded or any(len({p.weights[i].shape for p in probed}) > 1 for i in range(len(names))):
         # a constant folded from the symbol's value: its value at the top of the range
-        at_maximum = lower_at({n: high for n, (_, high) in inputs.ranges.items()})[3]
-    chosen = check_weights(weights, names, at_maximum, name, ", ".join(sorted(inputs.ranges)))
-    return program, problem, run_steps, chosen, scalars, texts, fit_buffer_types(
-        types, fit_points, check_points, name), functions
+        at_maximum = at_maximum or lower_at(maximum)
+    chosen = check_weights([p.weights for p in probed], names, None if at_maximum is None else at_maximum.weights,
+                           name, ", ".join(sorted(inputs.ranges)))
+    return program, problem, run_steps, chosen, scalars, [p.text for p in probed], buffer_types, [
+        p.function for p in probed[:2] if p.function is not None]
 
 
 class SymbolicModel:

@@ -7,7 +7,8 @@ off them: the printed buffer-form programs must agree everywhere except in
 their integers, and every integer (a dimension, a byte size, a Slice end, a
 Reshape target) must be one polynomial in the symbols (degree at most
 ``FIT_DEGREE`` per symbol) at every probe: fitted at ``(FIT_DEGREE + 1)``
-values per symbol, then checked at others. A constant folded from a
+values per symbol (fewer where the symbolic shapes' degree is lower; more
+again when the check finds a higher one), then checked at another. A constant folded from a
 symbol's value must be the leading block of its value at the maximum (a
 position table sliced to the length, a causal mask). A program whose
 structure, numbers or constants do not fit is one PyoccError saying so.
@@ -50,8 +51,12 @@ from pyocc.weights import load_bytes
 FIT_DEGREE = 2
 """Highest power of a symbol in a fitted integer (byte sizes of attention
 scores are S^2)."""
-CHECKS = 2
-"""Extra probe values per symbol that every fitted integer is checked at."""
+CHECKS = 1
+"""Extra probe values per symbol that every fitted integer is checked at: a
+polynomial of degree at most ``FIT_DEGREE`` is fixed by its ``FIT_DEGREE + 1``
+fit values, so one more value exposes an integer of higher degree (or none)
+unless it happens to agree there too. (When a constant is folded from the
+symbol, the check value is the maximum: see ``pyocc.api._probe``.)"""
 
 _INTEGER = re.compile(r"\d+")
 
@@ -63,10 +68,12 @@ class ProgramMismatch(PyoccError):
 _RESOURCE = re.compile(r"dense_resource<[^>]*>")
 
 
-def probe_points(ranges: Mapping[str, tuple[int, int]]) -> tuple[list[dict[str, int]], list[dict[str, int]]]:
+def probe_points(ranges: Mapping[str, tuple[int, int]], degrees: Mapping[str, int] | None = None) -> tuple[
+        list[dict[str, int]], list[dict[str, int]]]:
     """(fit points, check points): the grid of ``FIT_DEGREE + 1`` values of
-    every symbol, and points where every symbol takes one of its ``CHECKS``
-    check values. The values are the largest primes of the range: the top,
+    every symbol (``degrees[name] + 1`` where `degrees` expects a lower
+    degree: the first of them), and points where every symbol takes one of
+    its ``CHECKS`` check values. The values are the largest primes of the range: the top,
     where the memory is, so that size-dependent choices (dnn-reorder's op
     order) are those for large sizes; primes, so that a probe rarely equals
     another dimension of the model. A range with too few primes uses its
@@ -79,7 +86,10 @@ def probe_points(ranges: Mapping[str, tuple[int, int]]) -> tuple[list[dict[str, 
         low, high = ranges[name]
         primes = [v for v in range(high, max(low, 2) - 1, -1) if _is_prime(v)][:wanted]
         values = primes if len(primes) == wanted else list(range(high, max(low, high - wanted + 1) - 1, -1))
-        fits.append(values[:FIT_DEGREE + 1])
+        # fewer fit values only where a check value remains to catch a degree that is higher
+        degree = FIT_DEGREE if degrees is None or len(values) <= FIT_DEGREE + 1 else \
+            max(0, min(FIT_DEGREE, degrees.get(name, FIT_DEGREE)))
+        fits.append(values[:degree + 1])
         checks.append(values[FIT_DEGREE + 1:])
     fit_points = [dict(zip(names, combo, strict=True)) for combo in itertools.product(*fits)]
     check_points = []

@@ -7,7 +7,7 @@
 # over the static plan at the small lengths, so the planner cuts the range:
 # sequence <= 9 and 10..64, each with its own layout. `pieces` prints the
 # plan's pieces and the generated run function (pyocc.lowering.symbolic_native):
-# it compares the length with the first piece's bound once, branches to that
+# it is `noinline optnone` (its kernels are not), compares the length with the first piece's bound once, branches to that
 # piece's offset arithmetic or the other's, and the offsets and pool size
 # meet in phis before the pool is allocated. Negative: `one`, the same
 # block without the wide activation, is one piece, and its run function
@@ -50,7 +50,10 @@ else:
 
 # PIECES:      // piece sequence in (1, 9)
 # PIECES-NEXT: // piece sequence in (10, 64)
-# PIECES-LABEL: define i32 @"attention_run"(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %[[SYMBOLS:.*]])
+# (the kernels, defined before the run function, are optimised; the run function is not)
+# PIECES:      define internal void @"attention_site_0"
+# PIECES-NOT:  optnone
+# PIECES-LABEL: define i32 @"attention_run"(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %[[SYMBOLS:[^)]*]]) noinline optnone
 # PIECES:       %[[S:.*]] = ptrtoint ptr %{{.*}} to i64
 # PIECES:     body:
 # PIECES-NEXT:  %[[IN:.*]] = icmp ule i64 %[[S]], 9

@@ -86,6 +86,18 @@ class SymbolicShapes:
         itemsize = np.dtype(helper.tensor_dtype_to_np_dtype(self.tensors[name].elem_type)).itemsize
         return self.elements(name) * Poly.constant(itemsize)
 
+    def degrees(self) -> dict[str, int]:
+        """Every symbol's highest power in any tensor's element count or
+        known values (2 for a sequence that attention scores square, 1 for
+        a batch): the degree a lowered program's integers are expected to have."""
+        degrees = dict.fromkeys(self.ranges, 0)
+        for name, tensor in self.tensors.items():
+            for poly in (self.elements(name), *(tensor.values or ())):
+                for monomial, _ in poly.terms:
+                    for symbol, power in monomial:
+                        degrees[symbol] = max(degrees.get(symbol, 0), power)
+        return degrees
+
     def text(self, name: str) -> str:
         """``1x{sequence}x32xf32``-like rendering of a tensor's type, symbolic dims in braces."""
         tensor = self.tensors[name]

@@ -18,10 +18,12 @@ every value of the range (checked on the whole range when it has at most
 one pass over the buffers in placement order, which is what generated code
 does once per run.
 
-``verify_symbolic_plan`` checks the plan with ``verify_plan`` at every value
+``verify_symbolic_plan`` checks the plan with ``verify_plan``'s rules at every value
 of the range when it has at most ``GRID_LIMIT`` points, and otherwise at the
 range's ends and at every value where two buffer sizes cross (the only
-places where the order of two sizes, and so the plan's shape, can change).
+places where the order of two sizes, and so the plan's shape, can change):
+at all those values at once with numpy, and where a rule breaks,
+``verify_plan`` itself names the buffers.
 
 Pieces. One layout for the whole range is chosen where the memory is (the
 top of the range) and pays for it at the smallest values, where alignment
@@ -862,12 +864,63 @@ def verify_symbolic_plan(plan: SymbolicPlan) -> None:
     valid at every check point of its sub-range
     (``SymbolicProblem.check_points``), naming the values."""
     _check_pieces(plan)
-    for index in range(len(plan.pieces)):
-        for point in plan.piece_problem(index).check_points():
-            try:
-                verify_plan(plan.problem.at(point), plan.at(point))
-            except PlanError as error:
-                raise PlanError(f"at {_show(point)}: {error}") from None
+    for index, piece in enumerate(plan.pieces):
+        points = plan.piece_problem(index).check_points()
+        bad = _first_invalid(plan.problem, piece, points)
+        if bad is None:
+            continue
+        point = points[bad]
+        try:
+            verify_plan(plan.problem.at(point), plan.at(point))
+        except PlanError as error:
+            raise PlanError(f"at {_show(point)}: {error}") from None
+        raise PlanError(f"at {_show(point)}: the plan breaks a placement rule (found by the check at all points, "
+                        "missed by verify_plan: a bug)")
+
+
+VERIFY_CHUNK = 1024
+"""Points the plan check evaluates at once (bounds its arrays: buffers x points)."""
+
+
+def _first_invalid(problem: SymbolicProblem, piece: Piece, points: Sequence[Mapping[str, int]]) -> int | None:
+    """The index of the first of `points` where `piece`'s layout breaks one
+    of ``verify_plan``'s rules (an offset negative or not a multiple of its
+    buffer's alignment, a buffer beyond the pool, two non-empty buffers
+    live at a common step sharing a byte), or None. The offsets are
+    evaluated like ``SymbolicPlan.offsets``, one array over the points per
+    buffer (the layout is well formed: ``_check_pieces``), and every pair of
+    buffers with overlapping live ranges is compared at every point, with
+    numpy, ``VERIFY_CHUNK`` points at a time."""
+    buffers = problem.buffers
+    if not buffers:
+        return None
+    alignments = np.array([b.alignment for b in buffers], dtype=np.int64)[:, None]
+    firsts = np.array([b.first for b in buffers])
+    lasts = np.array([b.last for b in buffers])
+    overlapping = [np.flatnonzero((firsts[:i] <= lasts[i]) & (lasts[:i] >= firsts[i])) for i in range(len(buffers))]
+    for start in range(0, len(points), VERIFY_CHUNK):
+        chunk = points[start:start + VERIFY_CHUNK]
+        grid = {name: np.array([p[name] for p in chunk], dtype=np.int64) for name in problem.symbols}
+        sizes = np.array([b.size.evaluate_grid(grid) for b in buffers], dtype=np.int64).reshape(len(buffers), -1)
+        offsets = np.zeros_like(sizes)
+        ends = np.zeros_like(sizes)
+        for i in piece.order:
+            below = piece.below[i]
+            top = ends[list(below)].max(axis=0) if below else np.zeros(len(chunk), dtype=np.int64)
+            offsets[i] = -(-top // buffers[i].alignment) * buffers[i].alignment
+            ends[i] = offsets[i] + sizes[i]
+        pool = ends.max(axis=0)
+        invalid = ((offsets < 0) | (offsets % alignments != 0) | (ends > pool)).any(axis=0)
+        nonempty = sizes > 0
+        for i in range(1, len(buffers)):
+            others = overlapping[i]
+            if len(others):
+                clash = (nonempty[others] & (offsets[others] < ends[i]) & (offsets[i] < ends[others])).any(axis=0)
+                invalid |= clash & nonempty[i]
+        hits = np.flatnonzero(invalid)
+        if len(hits):
+            return start + int(hits[0])
+    return None
 
 
 def _check_pieces(plan: SymbolicPlan) -> None:

@@ -120,6 +120,69 @@ def test_the_verifier_names_the_value_where_a_plan_breaks() -> None:
     verify_symbolic_plan(SymbolicPlan.single(problem, below=((), (0,)), order=(0, 1)))
 
 
+def _random_layout(rng: random.Random, count: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """A random layout: a random order, each buffer on a random subset of
+    the ones before it (often not all it conflicts with: then invalid)."""
+    order = list(range(count))
+    rng.shuffle(order)
+    below: list[tuple[int, ...]] = [()] * count
+    for k, i in enumerate(order):
+        below[i] = tuple(sorted(c for c in order[:k] if rng.random() < 0.6))
+    return tuple(below), tuple(order)
+
+
+@pytest.mark.parametrize("chunk", [symbolic.VERIFY_CHUNK, 2])
+def test_the_check_at_all_points_agrees_with_verify_plan_at_each(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verify_symbolic_plan checks every point of a piece at once (numpy, in
+    chunks of VERIFY_CHUNK points: here also 2, so that a range holds
+    several); on random problems and random plans of one or two pieces,
+    valid and not (buffers sitting on a random subset of the earlier ones,
+    some misaligned, some empty at the smallest values), the first point it
+    rejects is the first where verify_plan, run point by point piece after
+    piece, rejects the plan, with the same message."""
+    monkeypatch.setattr(symbolic, "VERIFY_CHUNK", chunk)
+    high = 40
+    rng = random.Random(11)
+    rejected, late = 0, 0
+    trials = 80
+    for trial in range(trials):
+        buffers = []
+        for i in range(rng.randrange(2, 9)):
+            first = rng.randrange(6)
+            size = f"{rng.randrange(0, 3) * 16}*S^2 + {rng.randrange(0, 2) * 16}*S + {rng.randrange(0, 3) * 16}"
+            if rng.random() < 0.4:
+                size = f"{rng.randrange(1, 3) * 16}*(S - 1)*(S - 2)"  # empty at S = 1 and 2
+            buffers.append(SymbolicBuffer(f"t{i}", Poly.parse(size), first, first + rng.randrange(3),
+                                          rng.choice([1, 16, 64])))
+        problem = SymbolicProblem(tuple(buffers), {"S": (1, high)})
+        if rng.random() < 0.5:
+            plan = SymbolicPlan.single(problem, *_random_layout(rng, len(buffers)))
+        else:
+            cut = rng.randrange(1, high)
+            plan = SymbolicPlan(problem, (symbolic.Piece({"S": (1, cut)}, *_random_layout(rng, len(buffers))),
+                                          symbolic.Piece({"S": (cut + 1, high)}, *_random_layout(rng, len(buffers)))))
+        expected = None
+        for index in range(len(plan.pieces)):
+            for point in plan.piece_problem(index).check_points():
+                try:
+                    verify_plan(problem.at(point), plan.at(point))
+                except PlanError as error:
+                    expected = f"at S={point['S']}: {error}"
+                    break
+            if expected is not None:
+                break
+        if expected is None:
+            verify_symbolic_plan(plan)
+            continue
+        rejected += 1
+        with pytest.raises(PlanError) as caught:
+            verify_symbolic_plan(plan)
+        assert str(caught.value) == expected, trial
+        late += not expected.startswith("at S=1:")
+    assert 0 < rejected < trials, "the random plans are a mix of valid and invalid ones"
+    assert late > 5, "some plans break only above the first point (past the first chunks)"
+
+
 @pytest.mark.parametrize(("document", "message"), [
     ({"symbols": {"S": [1, 8]}, "buffers": [{"name": "a", "size": "4*T", "first": 0, "last": 1}]},
      "uses T, which has no range"),

@@ -14,15 +14,17 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto
 
+import pyocc.api as api
 from pyocc.api import compile as compile_model
 from pyocc.api import lower, lower_symbolic
 from pyocc.errors import PyoccError
+from pyocc.frontend.symbolic_shapes import SymbolicShapes
 from pyocc.pipelines import Options
 from pyocc.planning import Poly
 from pyocc.symbolic import fit_polynomials, fit_program, probe_points
 from pyocc.tools.cli import main
 from pyocc.units import format_bytes
-from tests.graphs import GraphBuilder, bert_symbolic, encoder_symbolic
+from tests.graphs import GraphBuilder, bert_symbolic, encoder_symbolic, vit_symbolic
 
 
 def copy(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -36,9 +38,13 @@ def copy(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def test_probe_points_fit_then_check() -> None:
     fits, checks = probe_points({"S": (1, 512)})
-    assert [p["S"] for p in fits] == [509, 503, 499] and [p["S"] for p in checks] == [491, 487]
+    assert [p["S"] for p in fits] == [509, 503, 499] and [p["S"] for p in checks] == [491]
     small_fits, small_checks = probe_points({"S": (1, 3)})
     assert [p["S"] for p in small_fits] == [3, 2, 1] and small_checks == []
+    # a degree of 1 (a batch) needs two fit values; not where no check value is left
+    fits, checks = probe_points({"S": (1, 512)}, {"S": 1})
+    assert [p["S"] for p in fits] == [509, 503] and [p["S"] for p in checks] == [491]
+    assert probe_points({"S": (1, 3)}, {"S": 1}) == (small_fits, small_checks)
 
 
 def test_fit_recovers_polynomials_and_rejects_the_rest() -> None:
@@ -144,6 +150,83 @@ def test_constant_folded_from_the_symbol_runs_as_the_leading_block() -> None:
         x_s = {"x": rng.standard_normal((1, s, 8)).astype(np.float32)}
         (got,) = symbolic.run(x_s).values()
         np.testing.assert_allclose(got, session.run(None, x_s)[0], rtol=1e-4, atol=1e-4)
+
+
+def _sliced_table(rows: int, mask: int, width: int = 8) -> onnx.ModelProto:
+    """x [1, S, width] plus a constant table sliced to S rows; with `mask`,
+    then a Where on h h^T with a [mask, mask] causal mask sliced to [S, S]."""
+    g = GraphBuilder("sliced_table", 0)
+    x = g.input("x", TensorProto.FLOAT, [1, "sequence", width])
+    length = g.op("Gather", g.op("Shape", x), g.const([1], np.int64), axis=0)
+    table = g.op("Slice", g.weight([rows, width]), g.const([0], np.int64), length, g.const([0], np.int64))
+    h = g.op("Add", x, table)
+    if not mask:
+        return g.model([(h, TensorProto.FLOAT)])
+    causal = g.op("Slice", g.const(np.tril(np.ones((mask, mask), dtype=bool)), np.bool_), g.const([0, 0], np.int64),
+                  g.op("Concat", length, length, axis=0), g.const([0, 1], np.int64))
+    scores = g.op("MatMul", h, g.op("Transpose", h, perm=[0, 2, 1]))
+    return g.model([(g.op("Where", causal, scores, g.const(-1.0)), TensorProto.FLOAT)])
+
+
+@pytest.mark.parametrize(("rows", "mask", "maximum", "lowered"), [
+    (80, 0, 64, [61, 59, 64]),  # every size linear in S: two fit values
+    # a 300 x 300 mask is too big to fold: a dnn.slice, which the maximum has not (GPT-2's)
+    (300, 300, 300, [293, 283, 281, 300, 277]),
+])
+def test_probes_are_the_fit_values_and_one_check_the_maximum_when_a_constant_is_folded(
+        rows: int, mask: int, maximum: int, lowered: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Degree 2 needs three fit values and one check: four lowerings (the
+    encoder); degree 1 two fit values and one check. A constant folded from the symbol (a table sliced to the
+    length) needs the program at the maximum for its data; that lowering is
+    then the check. Where the program differs there (a Slice of a whole
+    table is no Slice), the usual check value is lowered too, and the fit
+    is checked there. Either way the run matches onnxruntime."""
+    lowered_at: list[int] = []
+    real_lower = api.lower
+
+    def counting_lower(model: onnx.ModelProto, **kwargs: object) -> object:
+        lowered_at.append(kwargs["shapes"]["x"][1])  # type: ignore[index]
+        return real_lower(model, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "lower", counting_lower)
+    lower_symbolic(encoder_symbolic(layers=1), {"sequence": 64})
+    assert lowered_at == [61, 59, 53, 47]
+    lowered_at.clear()
+    model = _sliced_table(rows, mask)
+    folded = lower_symbolic(copy(model), {"sequence": maximum})
+    assert lowered_at == lowered
+    session = ort.InferenceSession(model.SerializeToString())
+    for s in (1, 17, maximum):
+        x_s = {"x": np.random.default_rng(s).standard_normal((1, s, 8)).astype(np.float32)}
+        (got,) = folded.runner.run({"sequence": s}, x_s).values()
+        np.testing.assert_allclose(got, session.run(None, x_s)[0], rtol=1e-4, atol=1e-4)
+
+
+def test_a_batch_is_fitted_at_two_values_and_a_wrong_degree_at_three(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ViT-style graph's shapes are linear in the batch: two fit values
+    and the check (three lowerings; the check at the maximum, which its
+    class token, Expanded to the batch at import, needs). Told degree 1 for the encoder, whose
+    attention scores are S^2, the check finds the S^2 sizes, the third fit
+    value is lowered too and the result is the one fitted at degree 2."""
+    lowered_at: list[tuple[int, ...]] = []
+    real_lower = api.lower
+
+    def counting_lower(model: onnx.ModelProto, **kwargs: object) -> object:
+        lowered_at.append(tuple(kwargs["shapes"].values())[0])  # type: ignore[attr-defined]
+        return real_lower(model, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "lower", counting_lower)
+    lower_symbolic(vit_symbolic(), {"batch": 64})
+    assert [shape[0] for shape in lowered_at] == [61, 59, 64]
+    lowered_at.clear()
+    expected = lower_symbolic(encoder_symbolic(layers=1), {"sequence": 64})
+    assert [shape[1] for shape in lowered_at] == [61, 59, 53, 47]
+    lowered_at.clear()
+    monkeypatch.setattr(SymbolicShapes, "degrees", lambda self: {"sequence": 1})
+    refitted = lower_symbolic(encoder_symbolic(layers=1), {"sequence": 64})
+    assert [shape[1] for shape in lowered_at] == [61, 59, 47, 53]
+    assert refitted.program.symbolic_text() == expected.program.symbolic_text()
+    assert refitted.plan.problem == expected.plan.problem
 
 
 def test_constant_whose_data_follows_the_symbol_is_one_line() -> None:
