@@ -55,9 +55,9 @@ TICKS_PER_US = 2100.0
 TOTAL, INSIDE, CALLER_WORK, WAIT, WORKER_WORK, CALLS, LATENCY, JOINED = range(8)
 #: what a parallel-for runs, by its body's name (pyocc.lowering.native: a split sgemm or sgemv, an
 #: element kernel's body, an outlined loop of a convolution kernel: `part`, `part.1`, ... in the order
-#: the kernel emits them; in an im2col convolution whose sgemm is not split `part` writes the bias or
-#: residual into the output block, `part.1` is the im2col and `part.2` the last pass (bias after a
-#: residual, activation); a split one runs them inside its `sgemm` parts) -> the field of its cycles
+#: the kernel emits them; in an im2col convolution `part` writes the bias or residual into the
+#: output block, `part.1` is the im2col and `part.2` the last pass (bias after a residual, activation))
+#: -> the field of its cycles
 KINDS = {"sgemm": 8, "sgemv": 9, "body": 10, "part": 11, "part.1": 12, "part.2": 13, "part.3+": 14}
 
 

@@ -22,10 +22,7 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
 The output block starts as the residual (the bias is added after) or as
 the bias, and BLAS accumulates onto it (beta = 1, so OpenBLAS never runs
 its own pass zeroing C); the activation is one pass over the block, while
-it is in cache. In a model compiled for several threads whose block's
-sgemm is split, these passes run inside each part, on its own output
-channels or positions, and a part that cuts positions writes its own
-im2col columns (`_BlockPasses`); the workspace is the same.
+it is in cache.
 Stride-1 and stride-2 im2col rows are copied in explicit vectors (stride
 2: two loads and a shuffle per LANES columns); other strides element by
 element.
@@ -42,8 +39,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -371,18 +367,14 @@ UNROLLED_TAPS = 9
 def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, first_row: ir.Value,
                   rows: ir.Value, block_rows: int | ir.Value, transform: InputTransform | None = None,
                   channels: int | ir.Value | None = None, first_channel: ir.Value | int = 0,
-                  keep: Sequence[ir.Value] = (), window: tuple[ir.Value, ir.Value] | None = None,
-                  share: object = None) -> None:
+                  keep: Sequence[ir.Value] = ()) -> None:
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
     first_channel + channels (c counts from first_channel). The taps are
     unrolled up to UNROLLED_TAPS, else a run-time loop. The channels may
     run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
-    reads, which the threads' part must capture. `window` (first, count),
-    for a geometry without middle dims (`_windowed`): only those columns
-    of the block (a split sgemm's part writes the columns it reads).
-    `share`: Kernel.parallel_loop's."""
+    reads, which the threads' part must capture."""
     taps = g.taps
     count = g.channels if channels is None else channels
     # elements written, for a block of `channels` (at most all of them) whole rows
@@ -403,17 +395,16 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
             for tap_index, tap in enumerate(taps):
                 lo, hi = g.valid_range(tap[-1])
                 _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),
-                            v["first_row"], v["rows"], v["block_rows"], transform, window)
+                            v["first_row"], v["rows"], v["block_rows"], transform)
         else:
 
             def tap_body(tap: list[ir.Value]) -> None:
                 _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
-                            _valid_range_at(k, g, tap[-1]), v["first_row"], v["rows"], v["block_rows"], transform,
-                            window)
+                            _valid_range_at(k, g, tap[-1]), v["first_row"], v["rows"], v["block_rows"], transform)
 
             _outer_loops(k, g.kernel, tap_body)
 
-    k.parallel_loop(count, work, values, one_channel, share)
+    k.parallel_loop(count, work, values, one_channel)
 
 
 def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir.Value]:
@@ -439,11 +430,10 @@ def _valid_range_at(k: Kernel, g: Geometry, tap: ir.Value) -> tuple[ir.Value, ir
 def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, channel: ir.Value | int,
                 column: ir.Value | int, tap: Sequence[ir.Value | int], valid: tuple[ir.Value | int, ir.Value | int],
                 first_row: ir.Value, rows: ir.Value, block_rows: int | ir.Value,
-                transform: InputTransform | None, window: tuple[ir.Value, ir.Value] | None = None) -> None:
+                transform: InputTransform | None) -> None:
     """One tap of _im2col_block: columns row `column` = the channel's input
     at `tap` (ints, or i64 values in a run-time tap loop) for the block's
-    output rows; `valid` is the tap's last-dim valid range [lo, hi);
-    `window` (first, count): only those columns (no middle dims)."""
+    output rows; `valid` is the tap's last-dim valid range [lo, hi)."""
     row_positions = math.prod(g.out_spatial[1:])  # positions per output row of dim 0
     leading = k.mul(block_rows, row_positions)  # the columns matrix's row length
     middle_out = list(g.out_spatial[1:-1])
@@ -451,54 +441,11 @@ def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, ch
     out_length, in_length = g.out_spatial[-1], g.in_spatial[-1]
     b = k.builder
     column_row = k.element(columns, k.mul(column, leading))
+    lo, hi = valid
     shift = k.add(k.mul(tap[-1], g.dilations[-1]), -g.pads_begin[-1])
 
-    def row_copy(target: ir.Value, coords: list[ir.Value], inside: ir.Value | None, begin: ir.Value | int,
-                 end: ir.Value | int, lo: ir.Value | int, hi: ir.Value | int) -> None:
-        """target[begin:end] = the input row at `coords` (zero outside
-        [lo, hi), within begin <= lo <= hi <= end, and everywhere when not
-        `inside`)."""
-
-        def copy_row() -> None:
-            x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
-            _copy_or_zero(k, k.element(target, begin), None, _minus(k, lo, begin))
-            if g.strides[-1] == 1:  # contiguous: explicit vectors
-                k.copy(k.element(target, lo), k.element(x_row, k.add(lo, shift)), _minus(k, hi, lo),
-                       (lambda value: transform(k, channel, value)) if transform is not None else None)
-            elif g.strides[-1] == 2:  # every other input: explicit vectors too
-                _copy_every_other(k, k.element(target, lo), k.element(x_row, k.add(k.mul(lo, 2), shift)),
-                                  _minus(k, hi, lo), (lambda value: transform(k, channel, value))
-                                  if transform is not None else None)
-            else:
-                with k.loop(lo, hi) as o:
-                    value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
-                    if transform is not None:
-                        value = transform(k, channel, value)
-                    k.store(value, target, o)
-            _copy_or_zero(k, k.element(target, hi), None, _minus(k, end, hi))
-
-        if inside is None:
-            copy_row()
-        else:
-            with b.if_else(inside) as (then, otherwise):
-                with then:
-                    copy_row()
-                with otherwise:
-                    k.copy(k.element(target, begin), None, _minus(k, end, begin))
-
-    if window is not None:  # the rows the window's columns cross, each over its part of the window
-        assert not middle_out, "a windowed im2col has no middle dims"
-        first, count = window
-        stop = b.add(first, count)
-        with k.loop(b.udiv(first, I64(out_length)), b.udiv(b.add(stop, I64(out_length - 1)), I64(out_length))) as r:
-            row_first = b.mul(r, I64(out_length))
-            begin = _clamp(k, b.sub(first, row_first), I64(0), I64(out_length))
-            end = _clamp(k, b.sub(stop, row_first), begin, I64(out_length))
-            coords, inside = _input_outer(k, g, [b.add(first_row, r)], tap[:-1])
-            lo = _clamp(k, k.index(valid[0]), begin, end)
-            row_copy(k.element(column_row, row_first), coords, inside, begin, end, lo,
-                     _clamp(k, k.index(valid[1]), lo, end))
-        return
+    def sub(a: ir.Value | int, z: ir.Value | int) -> ir.Value | int:
+        return a - z if isinstance(a, int) and isinstance(z, int) else b.sub(k.index(a), k.index(z))
 
     with k.loop(0, rows) as r:
 
@@ -506,23 +453,42 @@ def _im2col_tap(k: Kernel, g: Geometry, x_plane: ir.Value, columns: ir.Value, ch
             outs = [b.add(first_row, r), *middle]
             coords, inside = _input_outer(k, g, outs, tap[:-1])
             target = k.element(column_row, k.mul(_flat(k, [r, *middle], [block_rows, *middle_out]), out_length))
-            row_copy(target, coords, inside, 0, out_length, *valid)
+
+            def copy_row() -> None:
+                x_row = k.element(x_plane, k.mul(_flat(k, coords, [g.in_spatial[0], *middle_in]), in_length))
+                if g.strides[-1] == 1:  # contiguous: explicit vectors
+                    k.copy(target, None, lo)
+                    k.copy(k.element(target, lo), k.element(x_row, k.add(lo, shift)), sub(hi, lo),
+                           (lambda value: transform(k, channel, value)) if transform is not None else None)
+                    k.copy(k.element(target, hi), None, sub(out_length, hi))
+                    return
+                if g.strides[-1] == 2:  # every other input: explicit vectors too
+                    k.copy(target, None, lo)
+                    _copy_every_other(k, k.element(target, lo), k.element(x_row, k.add(k.mul(lo, 2), shift)),
+                                      sub(hi, lo), (lambda value: transform(k, channel, value))
+                                      if transform is not None else None)
+                    k.copy(k.element(target, hi), None, sub(out_length, hi))
+                    return
+                with k.loop(0, lo) as o:
+                    k.store(F32(0.0), target, o)
+                with k.loop(lo, hi) as o:
+                    value = k.load(x_row, k.add(k.mul(o, g.strides[-1]), shift))
+                    if transform is not None:
+                        value = transform(k, channel, value)
+                    k.store(value, target, o)
+                with k.loop(hi, out_length) as o:
+                    k.store(F32(0.0), target, o)
+
+            if inside is None:
+                copy_row()
+            else:
+                with b.if_else(inside) as (then, otherwise):
+                    with then:
+                        copy_row()
+                    with otherwise:
+                        k.copy(target, None, out_length)
 
         _outer_loops(k, middle_out, fill)
-
-
-def _minus(k: Kernel, a: ir.Value | int, z: ir.Value | int) -> ir.Value | int:
-    """a - z, folded for ints (and for z = 0)."""
-    if isinstance(a, int) and isinstance(z, int):
-        return a - z
-    return a if isinstance(z, int) and z == 0 else k.builder.sub(k.index(a), k.index(z))
-
-
-def _clamp(k: Kernel, value: ir.Value, low: ir.Value, high: ir.Value) -> ir.Value:
-    """min(max(value, low), high) for i64 values (signed)."""
-    b = k.builder
-    value = b.select(b.icmp_signed("<", value, low), low, value)
-    return b.select(b.icmp_signed(">", value, high), high, value)
 
 
 def _copy_every_other(k: Kernel, target: ir.Value, source: ir.Value, count: int | ir.Value,
@@ -665,138 +631,6 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-def _windowed(g: Geometry) -> bool:
-    """Whether an im2col block of `g` can be written a window of its columns
-    at a time (`_im2col_tap`): no middle dims (a 1-D or 2-D convolution)."""
-    return len(g.out_spatial) == 2
-
-
-@contextmanager
-def _only_if(k: Kernel, condition: ir.Value | None) -> Iterator[None]:
-    """Emit the body where `condition` (i1) holds; always for None."""
-    if condition is None:
-        yield
-        return
-    with k.when(condition):
-        yield
-
-
-@dataclass(frozen=True, eq=False)
-class _Im2col:
-    """The im2col of one channel slice of a block, as `_BlockPasses` runs
-    it: `values` holds _im2col_block's run-time arguments (x, columns,
-    first_row, rows, block_rows, first, slice_channels, the `keep` pointers
-    and the geometry's run-time rows) under those names."""
-
-    values: dict[str, Any]
-    transform: InputTransform | None
-    keep: Sequence[ir.Value]
-
-    def emit(self, k: Kernel, g: Geometry, v: dict[str, Any], window: tuple[ir.Value, ir.Value] | None = None
-             ) -> None:
-        """The im2col with the values `v` (this function's or a part's), of
-        the window's columns only when given; the whole block's on threads
-        is one part, however often emitted (before a split by rows and
-        where one part runs the whole product)."""
-        _im2col_block(k, g.in_part(v), v["x"], v["columns"], v["first_row"], v["rows"], v["block_rows"],
-                      self.transform, v["slice_channels"], v["first"], self.keep, window,
-                      share=self if window is None else None)
-
-
-class _BlockPasses:
-    """An output block's passes around its sgemm (dense_ir.SgemmPasses):
-    the first pass (the block starts as the residual, else as the bias,
-    else 0; the sgemms add onto it with beta 1, so OpenBLAS skips its own
-    pass zeroing C), the last pass (bias after a residual, the activation)
-    and the slice's im2col. Where the sgemm is not split they run on the
-    whole block, the first and last passes over output channels on the
-    parallel-for (Kernel.parallel_loop). Where it is split, each part runs
-    them on its own rows (output channels) or columns (positions) right
-    before and after its sgemm, and a part that cuts columns writes the
-    im2col columns it reads (`_windowed`; a part that cuts rows reads them
-    all, so the im2col runs before the parts, over channels). With
-    `slices` (the block's input channels in several sgemms: first_channel,
-    slice, channels) the first pass runs with the first slice only and the
-    last pass with the last."""
-
-    def __init__(self, k: Kernel, g: Geometry, outs: int, work: int, outputs: dict[str, Any],
-                 kwargs: dict[str, Any], slices: dict[str, Any] | None = None, im2col: _Im2col | None = None):
-        self.k, self.g, self.outs, self.work, self.outputs = k, g, outs, work, outputs
-        self.kwargs, self.slices, self.im2col = kwargs, slices, im2col
-        self.captures = {**outputs, **(im2col.values if im2col is not None else {}), **(slices or {})}
-        late_bias = outputs["residual"] is not None and outputs["bias"] is not None
-        self.finishing = late_bias or kwargs.get("activation") is not None
-
-    def _first(self, v: dict[str, Any]) -> ir.Value | None:
-        """i1: this is the block's first slice (None: always)."""
-        if self.slices is None:
-            return None
-        return self.k.builder.icmp_signed("==", self.k.index(v["first_channel"]), I64(0))
-
-    def _last(self, v: dict[str, Any]) -> ir.Value | None:
-        """i1: this is the block's last slice (None: always)."""
-        if self.slices is None:
-            return None
-        b = self.k.builder
-        return b.icmp_signed(">=", b.add(self.k.index(v["first_channel"]), self.k.index(v["slice"])),
-                             self.k.index(v["channels"]))
-
-    def _init(self, local: ir.Value, v: dict[str, Any], columns: tuple[ir.Value, ir.Value] | None = None) -> None:
-        """The first pass on output channel first_out + local, over the
-        block's positions or the window `columns` (first, count) of them."""
-        k = self.k
-        oc = k.add(v["first_out"], local)
-        plane = k.add(k.add(k.mul(oc, v["positions"]), v["start"]), columns[0] if columns is not None else 0)
-        count = v["count"] if columns is None else columns[1]
-        if v["residual"] is not None:
-            _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), count)
-        elif v["bias"] is not None:
-            k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), count)
-        else:
-            _copy_or_zero(k, k.element(v["out"], plane), None, count)
-
-    def _finish(self, local: ir.Value, v: dict[str, Any], columns: tuple[ir.Value, ir.Value] | None = None) -> None:
-        """The last pass on output channel first_out + local (as _init)."""
-        k, kwargs = self.k, self.kwargs
-        oc = k.add(v["first_out"], local)
-        plane = k.add(k.add(k.mul(oc, v["positions"]), v["start"]), columns[0] if columns is not None else 0)
-        late = v["bias"] if v["residual"] is not None else None
-        _epilogue(k, k.element(v["out"], plane), late, oc, v["count"] if columns is None else columns[1],
-                  kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
-
-    def before(self, by: str | None) -> None:
-        """The first pass and the im2col on the whole block (by None); only
-        the im2col where the parts do not write their own (see the class)."""
-        if by is None:
-            with _only_if(self.k, self._first(self.captures)):
-                self.k.parallel_loop(self.outs, self.work, self.outputs, self._init)
-        if self.im2col is not None and (by != "columns" or not _windowed(self.g)):
-            self.im2col.emit(self.k, self.g, self.captures)
-
-    def part_before(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
-                    columns: tuple[ir.Value, ir.Value], by: str) -> None:
-        """A part's im2col of its own columns (by columns) and its first pass."""
-        k = self.k
-        if self.im2col is not None and by == "columns" and _windowed(self.g):
-            self.im2col.emit(k, self.g, values, window=columns)
-        with _only_if(k, self._first(values)), k.loop(rows[0], k.add(rows[0], rows[1])) as local:
-            self._init(local, values, columns)
-
-    def part_after(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
-                   columns: tuple[ir.Value, ir.Value]) -> None:
-        """A part's last pass."""
-        k = self.k
-        if self.finishing:
-            with _only_if(k, self._last(values)), k.loop(rows[0], k.add(rows[0], rows[1])) as local:
-                self._finish(local, values, columns)
-
-    def after(self) -> None:
-        """The last pass on the whole block (a product not split)."""
-        if self.finishing:
-            with _only_if(self.k, self._last(self.captures)):
-                self.k.parallel_loop(self.outs, self.work, self.outputs, self._finish)
-
-
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
@@ -867,32 +701,48 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                            else g.out_rows_estimate()) * row_positions
                 outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
                            "start": start, "count": count, "positions": positions}
+
+                def init(local: ir.Value, v: dict[str, Any]) -> None:
+                    oc = k.add(v["first_out"], local)
+                    plane = k.add(k.mul(oc, v["positions"]), v["start"])
+                    if v["residual"] is not None:
+                        _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), v["count"])
+                    elif v["bias"] is not None:
+                        k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), v["count"])
+                    else:
+                        _copy_or_zero(k, k.element(v["out"], plane), None, v["count"])
+
+                k.parallel_loop(group_outs, block_work, outputs, init)
                 if not im2col:
-                    passes = _BlockPasses(k, g, group_outs, block_work, outputs, kwargs)
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
-                            positions, out_block, positions, beta=1.0, passes=passes)
+                            positions, out_block, positions, beta=1.0)
                 else:
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
                     with k.loop(0, group_channels, channels_per_slice) as first_channel:
                         slice_channels = _at_most(k, b.sub(k.index(group_channels), first_channel),
                                                   channels_per_slice)
+                        _im2col_block(k, g, x_group, columns, first_row, rows, rows_per_block, transform,
+                                      slice_channels, first_channel, keep)
                         # one slice (the common case): a depth known at compile time, so
                         # the product can be split between threads (Kernel.sgemm)
                         one_slice = isinstance(channels_per_slice, int) and isinstance(group_channels, int) \
                             and channels_per_slice >= group_channels
                         depth_now = depth if one_slice else b.mul(slice_channels, I64(len(g.taps)))
-                        slices = None if one_slice else {"first_channel": first_channel, "slice": slice_channels,
-                                                         "channels": k.index(group_channels)}
-                        im2col_values = {"x": x_group, "columns": columns, "first_row": first_row, "rows": rows,
-                                         "block_rows": rows_per_block, "first": first_channel,
-                                         "slice_channels": slice_channels,
-                                         **{f"keep{i}": value for i, value in enumerate(keep)}, **g.row_values()}
-                        passes = _BlockPasses(k, g, group_outs, block_work, outputs, kwargs, slices,
-                                              _Im2col(im2col_values, transform, keep))
                         k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0, passes=passes)
+                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0)
+                # bias (after a residual) + activation while the block's outputs are in cache
+                late_bias = bias if residual_image is not None else None
+                if late_bias is not None or kwargs.get("activation") is not None:
+
+                    def finish(local: ir.Value, v: dict[str, Any]) -> None:
+                        oc = k.add(v["first_out"], local)
+                        late = v["bias"] if v["residual"] is not None else None
+                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, v["positions"]), v["start"])), late, oc,
+                                  v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                    k.parallel_loop(group_outs, block_work, outputs, finish)
 
         # the groups of a pointwise convolution share nothing, so they may run on threads
         # (an im2col one fills the one workspace group by group)

@@ -28,14 +28,10 @@ kernels are written):
   (SGEMM_ROW_BLOCK rows) and at least SGEMM_PARALLEL_MACS multiply-adds;
 - a large sgemv with one dot product per element of y is split by
   elements of y (Kernel.sgemv);
-- a split sgemm's caller may give it passes (SgemmPasses: a
-  convolution's first and last pass and its im2col), which each part runs
-  on its own rows or columns of C around its sgemm, so a thread finishes
-  what it computed while it is in its cache;
 - `Kernel.parallel_loop` runs a loop of independent iterations (a
   convolution's im2col channels, its output channels' first and last
-  passes where its sgemm is not split, a direct convolution's output
-  channels) as an outlined part on the parallel-for.
+  passes, a direct convolution's output channels) as an outlined part on
+  the parallel-for.
 """
 
 from __future__ import annotations
@@ -43,7 +39,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import llvmlite.ir as ir
 
@@ -87,6 +83,11 @@ SGEMM_PARALLEL_MACS = 1 << 20
 #: a product with too few columns for two blocks (a convolution on a 7x7 or
 #: 14x14 image) is split by rows of C instead, a multiple of this many each
 SGEMM_ROW_BLOCK = 64
+#: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as
+#: integers), column count, parts, depth, lda, ldb (the column count, depth
+#: and leading dimensions may be run-time values: a kernel shared by sites
+#: that differ in them)
+SGEMM_CONTEXT_SLOTS = 8
 #: the sgemv a product with one row or one column calls instead: sgemm would
 #: pack the whole matrix first (VGG-19's fc6: 411 MB, every run)
 SGEMV = "scipy_cblas_sgemv"
@@ -123,41 +124,6 @@ def require_float32(site: dict[str, Any]) -> None:
                 raise NotNative(f"{site['kernel']}: {one['dtype']} buffers run on the numpy kernel")
 
 
-class SgemmPasses(Protocol):
-    """What a caller of Kernel.sgemm does around the product on the
-    elements of C it writes (a convolution's first pass, which starts C as
-    the residual or the bias, its last pass, the activation, and its im2col
-    columns). Where the product is not split it runs on the whole of C in
-    the calling function: before(None), the product, after(). Where it
-    is split between threads, before(by) runs in the calling function, then
-    each part runs part_before, its own sgemm and part_after on its own rows
-    and columns of C, so a thread finishes the elements it computed while
-    they are in its cache. Every element gets the same operations in the
-    same order either way."""
-
-    #: name -> i64 or pointer value of the calling function (or a Python
-    #: value) the part's passes read, reloaded there (Kernel.parallel_loop)
-    captures: dict[str, Any]
-
-    def before(self, by: str | None) -> None:
-        """In the calling function, before the product: by None (not split:
-        the whole of C), "rows" or "columns" (the parts then follow)."""
-
-    def part_before(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
-                    columns: tuple[ir.Value, ir.Value], by: str) -> None:
-        """In a part, before its sgemm: `values` are the captures as the part
-        sees them; rows and columns of C are (first, count), i64 values (the
-        rows of a part that cuts columns are the ints (0, m))."""
-
-    def part_after(self, values: dict[str, Any], rows: tuple[ir.Value | int, ir.Value | int],
-                   columns: tuple[ir.Value, ir.Value]) -> None:
-        """In a part, after its sgemm (as part_before)."""
-
-    def after(self) -> None:
-        """In the calling function, after a product not split (a split one's
-        parts have run part_after)."""
-
-
 class Kernel:
     """One kernel function `void symbol(i8 **buffers)` being emitted."""
 
@@ -175,8 +141,6 @@ class Kernel:
         #: id(value of the kernel function) -> the same value inside the part
         #: being emitted (parallel_loop); element/load/store read through it
         self._captured: dict[int, ir.Value] = {}
-        #: parts emitted under a `share` key (parallel_loop)
-        self._shared_parts: dict[object, ir.Function] = {}
 
     def variable(self, type: ir.Type) -> ir.Value:
         """A variable of `type`: an alloca at the top of the entry block,
@@ -318,7 +282,7 @@ class Kernel:
         b.position_at_end(after)
 
     def parallel_loop(self, count: int | ir.Value, work: int, captures: dict[str, Any],
-                      body: Callable[[ir.Value, dict[str, Any]], None], share: object = None) -> None:
+                      body: Callable[[ir.Value, dict[str, Any]], None]) -> None:
         """for i in range(count): body(i, values), for iterations that write
         disjoint elements and read nothing another iteration writes.
         `values` is `captures` (name -> an i64 or pointer value of this
@@ -330,41 +294,16 @@ class Kernel:
         (element/load/store also map a captured pointer to its reloaded
         value), so the body must reach this function's values only through
         `values`. Otherwise it is the plain loop, exactly as without
-        threads. Every iteration runs the same instructions either way.
-        `share`: a key under which a later call with the same body and
-        captures of the same names calls this part again instead of
-        emitting another."""
+        threads. Every iteration runs the same instructions either way."""
         parallel_for = self._parallel_for()
         if parallel_for is None or work < PARALLEL_MIN_WORK or (isinstance(count, int) and count < 2):
             with self.loop(0, count) as i:
                 body(i, dict(captures))
             return
-
-        def loop(values: dict[str, Any], begin: ir.Value, end: ir.Value) -> None:
-            with self.loop(begin, end) as i:
-                body(i, values)
-
-        if share is not None and share in self._shared_parts:
-            part = self._shared_parts[share]
-            slot = self._context(captures)
-        else:
-            part, slot = self._outline("part", captures, loop)
-            if share is not None:
-                self._shared_parts[share] = part
-        self.builder.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
-
-    def _outline(self, suffix: str, captures: dict[str, Any],
-                 body: Callable[[dict[str, Any], ir.Value, ir.Value], None]) -> tuple[ir.Function, ir.Value]:
-        """A part `SYMBOL.SUFFIX(context, begin, end)` for the parallel-for
-        whose code is what body(values, begin, end) emits (with the builder
-        on the part), and the context to call it with: the i64 and pointer
-        values of `captures` stored on this function's stack here, reloaded
-        in the part (`values`; element/load/store map a captured pointer to
-        its reloaded value; Python values pass as they are)."""
         names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
         for name in names:
             assert captures[name].type in (I64, PTR), f"{name}: parallel_loop captures i64s and pointers"
-        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.{suffix}"))
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.part"))
         part.linkage = "internal"
         saved = (self.function, self.entry, self.builder, self.math, self._captured)
         self.function = part
@@ -379,15 +318,10 @@ class Kernel:
             field = self.builder.load(self.builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
             values[name] = self.builder.inttoptr(field, PTR) if captures[name].type == PTR else field
         self._captured = {**saved[4], **{id(captures[name]): values[name] for name in names}}
-        body(values, begin, end)
+        with self.loop(begin, end) as i:
+            body(i, values)
         self.builder.ret_void()
         self.function, self.entry, self.builder, self.math, self._captured = saved
-        return part, self._context(captures)
-
-    def _context(self, captures: dict[str, Any]) -> ir.Value:
-        """The context of a part (`_outline`): the i64 and pointer values of
-        `captures`, in order, stored on this function's stack here."""
-        names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
         caller = self.builder
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
@@ -396,7 +330,7 @@ class Kernel:
             value = captures[name]
             field = caller.ptrtoint(value, I64) if value.type == PTR else value
             caller.store(field, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
-        return slot
+        caller.call(parallel_for, [part, slot, self.index(count), I64(CHUNKS_PER_THREAD)])
 
     @contextmanager
     def when(self, condition: ir.Value) -> Iterator[None]:
@@ -423,107 +357,13 @@ class Kernel:
     def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
               ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value, alpha: float = 1.0,
               beta: float | ir.Value = 0.0,
-              trans_a: bool = False, trans_b: bool = False, passes: SgemmPasses | None = None) -> None:
+              trans_a: bool = False, trans_b: bool = False) -> None:
         """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
         lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
         matrix once. One whose beta is known at compile time may be split
         between the model's threads (with a run-time depth, into blocks
-        sized at run time). `passes`: what the caller does around the
-        product on C's elements (SgemmPasses): on the whole product where it
-        is not split, inside each part on that part's rows or columns where
-        it is."""
-        call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
-        ways = self._split_ways(call)
-        if not ways:
-            if passes is not None:
-                passes.before(None)
-            self._whole_sgemm(call)
-            if passes is not None:
-                passes.after()
-            return
-        caller = self.builder
-        team = caller.call(self._team(), [])
-        if len(ways) == 1:
-            rows_first: ir.Value | None = None
-            count_parts = self._count_parts(ways[0], call, team)
-        else:
-            # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
-            # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
-            columns = self.index(n)
-            column_blocks = caller.udiv(columns, self._block_at_run_time(caller.mul(I64(m), self.index(k)),
-                                                                        SGEMM_COLUMN_BLOCK))
-            row_blocks = caller.udiv(I64(m), self._block_at_run_time(caller.mul(columns, self.index(k)),
-                                                                     SGEMM_ROW_BLOCK))
-            narrow = caller.and_(caller.icmp_unsigned("<", columns, I64(m)),
-                                 caller.icmp_unsigned(">=", row_blocks, I64(2)))
-            rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
-            count_parts = caller.select(rows_first, self._count_parts("rows", call, team),
-                                        self._count_parts("columns", call, team))
-
-        def split() -> None:
-            if rows_first is None:
-                self._split_sgemm(ways[0], call, count_parts, passes)
-                return
-            with self.builder.if_else(self.builder.not_(rows_first)) as (by_columns, by_rows):
-                with by_columns:
-                    self._split_sgemm("columns", call, count_parts, passes)
-                with by_rows:
-                    self._split_sgemm("rows", call, count_parts, passes)
-
-        if passes is None:
-            split()  # (one part: the whole product in one call, on the parallel-for)
-            return
-        # one part (one thread running, or a product short of two blocks): the passes on the
-        # whole of C, with their own loops on the parallel-for, around one sgemm
-        with caller.if_else(caller.icmp_unsigned(">=", count_parts, I64(2))) as (parts, whole):
-            with parts:
-                split()
-            with whole:
-                passes.before(None)
-                self._whole_sgemm(call)
-                passes.after()
-
-    def _split_ways(self, call: tuple[Any, ...]) -> tuple[str, ...]:
-        """How Kernel.sgemm may split `call` between threads: () (it runs
-        whole: one thread, a matrix-vector product, a run-time beta or
-        leading dimension of C, or too few blocks), ("columns",) or
-        ("rows",), or both, chosen at run time (run-time sizes). A run-time
-        column count is at most ldb (B, k x n, row-major), which bounds the
-        blocks it can hold."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
-        if self._parallel_for() is None or m == 0 or (isinstance(n, int) and n == 0):
-            return ()
-        if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)) or isinstance(beta, ir.Value):
-            return ()  # run-time shapes (a symbolic program's kernel), or a run-time beta
-        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
-            # run-time leading dimensions come with a run-time depth (a shared kernel's), not
-            # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
-            return ()
-        if isinstance(k, int) and k > 0 and isinstance(n, int) and 1 in (m, n):
-            return ()  # a matrix-vector product (sgemv)
-        rows_possible = m >= 2 * SGEMM_ROW_BLOCK
-        if isinstance(n, int) and isinstance(k, int):
-            # everything known: split the way that packs less again (see _split_sgemm), else not at all
-            by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
-            by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
-            if by_rows and (n < m or not by_columns):
-                return ("rows",)
-            return ("columns",) if by_columns else ()
-        most = ldb if isinstance(ldb, int) and not trans_b else None  # columns at most
-        by_columns, by_rows = True, rows_possible
-        if isinstance(k, int):
-            block = _split_block(m * k, SGEMM_COLUMN_BLOCK)
-            # (a convolution's block of at most 1 MiB of columns never holds two blocks)
-            by_columns = (most is None or most >= 2 * block) and (rows_possible or (1 << 18) // max(k, 1) >= 2 * block)
-            by_rows = rows_possible and (most is None or m >= 2 * _split_block(most * k, SGEMM_ROW_BLOCK))
-        return (("columns",) if by_columns else ()) + (("rows",) if by_rows else ())
-
-    def _whole_sgemm(self, call: tuple[Any, ...]) -> None:
-        """`call` as one BLAS call on this thread: a matrix-vector product
-        (static shapes with one row or column of C) as sgemv, any other as
-        sgemm."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
+        sized at run time)."""
         if m == 0 or (isinstance(n, int) and n == 0):
             return
         if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)):
@@ -532,21 +372,62 @@ class Kernel:
                                                      for v in (m, n, k, a, lda, b, ldb, c, ldc)),
                         alpha, beta, trans_a, trans_b)
             return
-        ordinary = not ((isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int)))
-                        or not isinstance(ldc, int))
-        if ordinary and isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 \
-                and isinstance(n, int):
+        if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
+            # run-time leading dimensions come with a run-time depth (a shared kernel's), not
+            # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            return
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
             # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
             rows, columns = (n, k) if trans_b else (k, n)
             self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
             return
-        if ordinary and isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) \
-                and n == 1:
+        if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) and n == 1:
             # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
             self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
                        c, ldc, alpha, beta)
             return
-        _call_sgemm(self.module, self.builder, *call)
+        parallel_for = self._parallel_for()
+        if parallel_for is None or isinstance(beta, ir.Value):
+            # one thread, or a run-time beta (not split)
+            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            return
+        call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+        rows_possible = m >= 2 * SGEMM_ROW_BLOCK
+        if isinstance(n, int) and isinstance(k, int):
+            # everything known: split the way that packs less again (see _split_sgemm), else not at all
+            by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
+            by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
+            if by_rows and (n < m or not by_columns):
+                self._split_sgemm(parallel_for, "rows", call)
+            elif by_columns:
+                self._split_sgemm(parallel_for, "columns", call)
+            else:
+                _call_sgemm(self.module, self.builder, *call)
+            return
+        if isinstance(k, int) and not rows_possible \
+                and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
+            # a convolution's block of at most 1 MiB of columns never holds two blocks
+            _call_sgemm(self.module, self.builder, *call)
+            return
+        if not rows_possible:
+            self._split_sgemm(parallel_for, "columns", call)
+            return
+        # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
+        # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
+        caller = self.builder
+        columns = self.index(n)
+        column_blocks = caller.udiv(columns, self._block_at_run_time(caller.mul(I64(m), self.index(k)),
+                                                                    SGEMM_COLUMN_BLOCK))
+        row_blocks = caller.udiv(I64(m), self._block_at_run_time(caller.mul(columns, self.index(k)),
+                                                                 SGEMM_ROW_BLOCK))
+        narrow = caller.and_(caller.icmp_unsigned("<", columns, I64(m)), caller.icmp_unsigned(">=", row_blocks, I64(2)))
+        rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
+        with caller.if_else(caller.not_(rows_first)) as (by_columns, by_rows):
+            with by_columns:
+                self._split_sgemm(parallel_for, "columns", call)
+            with by_rows:
+                self._split_sgemm(parallel_for, "rows", call)
 
     def _block_at_run_time(self, per_unit: ir.Value, unit: int) -> ir.Value:
         """_split_block for a run-time `per_unit` (i64), emitted here."""
@@ -556,85 +437,78 @@ class Kernel:
         rounded = caller.mul(caller.udiv(caller.add(least, I64(unit - 1)), I64(unit)), I64(unit))
         return caller.select(caller.icmp_unsigned("<", rounded, I64(unit)), I64(unit), rounded)
 
-    def _count_parts(self, by: str, call: tuple[Any, ...], team: ir.Value) -> ir.Value:
-        """The parts `_split_sgemm(by, call)` runs, emitted here: one per
-        thread running now (`team`), at most one per whole block and at
-        least one (a run-time count may be short of a block: then one part
-        runs it whole)."""
-        m, n, k = call[:3]
+    def _split_sgemm(self, parallel_for: ir.Function, by: str,
+                     call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
+                                 int | ir.Value, ir.Value, int, float, float, bool, bool]) -> None:
+        """Emit `call` (Kernel.sgemm's arguments) as parts on the
+        parallel-for: `by` "columns" of C (B's columns) or "rows" (A's rows).
+        It runs one part per thread running now (NAME_threads_team), at most
+        as many as C holds blocks (a multiple of SGEMM_COLUMN_BLOCK /
+        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds,
+        computed at run time for run-time sizes), and cuts C evenly between
+        them at multiples of that unit, so every part holds at least one
+        block and the parts differ by at most one unit (the last takes the
+        tail). A size too short for two blocks runs as one part. Each part
+        packs the operand that is not cut again, so Kernel.sgemm cuts the
+        columns of C when A (m x k) is the smaller operand and its rows when
+        B (k x n) is."""
+        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
         caller = self.builder
         unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
         other = (m * k if isinstance(k, int) else caller.mul(I64(m), k)) if by == "columns" else \
             (n * k if isinstance(n, int) and isinstance(k, int) else caller.mul(self.index(n), self.index(k)))
         block = _split_block(other, unit) if isinstance(other, int) else self._block_at_run_time(other, unit)
-        blocks = caller.udiv(self.index(n if by == "columns" else m), self.index(block))
+        extent = n if by == "columns" else m
+        # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
+        part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
+        part.linkage = "internal"
+        builder = ir.IRBuilder(part.append_basic_block("entry"))
+        context, begin, end = part.args
+        fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
+                  for i in range(SGEMM_CONTEXT_SLOTS)]
+        part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
+        part_n, parts, part_k, part_lda, part_ldb = fields[3:8]
+        count = part_n if by == "columns" else I64(m)
+        # part i of p starts at unit * floor(units * i / p); the last ends at the count
+        units = builder.udiv(count, I64(unit))
+        first = builder.mul(builder.udiv(builder.mul(units, begin), parts), I64(unit))
+        last = builder.select(builder.icmp_unsigned(">=", end, parts), count,
+                              builder.mul(builder.udiv(builder.mul(units, end), parts), I64(unit)))
+        width = builder.sub(last, first)
+        depth = k if isinstance(k, int) else part_k
+        # run-time leading dimensions (a shared kernel's) come through the context
+        lda_here = lda if isinstance(lda, int) else part_lda
+        ldb_here = ldb if isinstance(ldb, int) else part_ldb
+        with builder.if_then(builder.icmp_signed(">", width, I64(0))):
+            if by == "columns":
+                b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
+                _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
+                            builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb_here,
+                            builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
+                            alpha, beta, trans_a, trans_b)
+            else:
+                a_first = first if trans_a else builder.mul(first, _i64(lda_here))
+                _call_sgemm(self.module, builder, width, part_n if not isinstance(n, int) else n, depth,
+                            builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b, ldb_here,
+                            builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True, source_etype=F32),
+                            ldc, alpha, beta, trans_a, trans_b)
+        builder.ret_void()
+        # the caller: the arguments on the stack, the blocks to the workers
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
+        # one part per thread, at most one per whole block and at least one (a run-time
+        # count may be short of a block: then one thread runs it whole)
+        blocks = caller.udiv(self.index(extent), self.index(block))
+        team = caller.call(self._team(), [])
         count_parts = caller.select(caller.icmp_unsigned("<", blocks, team), blocks, team)
-        return caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
-
-    def _split_sgemm(self, by: str,
-                     call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
-                                 int | ir.Value, ir.Value, int, float, float, bool, bool],
-                     count_parts: ir.Value, passes: SgemmPasses | None = None) -> None:
-        """Emit `call` (Kernel.sgemm's arguments) as `count_parts` parts on
-        the parallel-for (`_count_parts`: one per thread running now, at
-        most as many as C holds blocks, a multiple of SGEMM_COLUMN_BLOCK /
-        SGEMM_ROW_BLOCK holding at least SGEMM_PARALLEL_MACS multiply-adds,
-        computed at run time for run-time sizes): `by` "columns" of C (B's
-        columns) or "rows" (A's rows), cut evenly at multiples of that unit,
-        so every part holds at least one block and the parts differ by at
-        most one unit (the last takes the tail). Each part packs the operand
-        that is not cut again, so Kernel.sgemm cuts the columns of C when A
-        (m x k) is the smaller operand and its rows when B (k x n) is.
-        `passes` run before the parallel-for (`before(by)`) and in each part
-        around its sgemm, on the part's rows or columns."""
-        m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
-        parallel_for = self._parallel_for()
-        assert parallel_for is not None
-        unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
-        if passes is not None:
-            passes.before(by)
-        # the sgemm's arguments, under names of their own beside the passes' captures
-        arguments = {"sgemm.a": a, "sgemm.b": b, "sgemm.c": c, "sgemm.n": n, "sgemm.parts": count_parts,
-                     "sgemm.k": k, "sgemm.lda": lda, "sgemm.ldb": ldb}
-        captures = {**(passes.captures if passes is not None else {}), **arguments}
-
-        def part(values: dict[str, Any], begin: ir.Value, end: ir.Value) -> None:
-            # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols],
-            # or C[rows, :] = op(A)[rows, :] @ op(B)
-            builder = self.builder
-            part_a, part_b, part_c = values["sgemm.a"], values["sgemm.b"], values["sgemm.c"]
-            part_n, parts, depth = values["sgemm.n"], values["sgemm.parts"], values["sgemm.k"]
-            lda_here, ldb_here = values["sgemm.lda"], values["sgemm.ldb"]
-            count = self.index(part_n) if by == "columns" else I64(m)
-            # part i of p starts at unit * floor(units * i / p); the last ends at the count
-            units = builder.udiv(count, I64(unit))
-            first = builder.mul(builder.udiv(builder.mul(units, begin), parts), I64(unit))
-            last = builder.select(builder.icmp_unsigned(">=", end, parts), count,
-                                  builder.mul(builder.udiv(builder.mul(units, end), parts), I64(unit)))
-            width = builder.sub(last, first)
-            with builder.if_then(builder.icmp_signed(">", width, I64(0))):
-                rows, columns = ((0, m), (first, width)) if by == "columns" else \
-                    ((first, width), (0, self.index(part_n)))
-                if passes is not None:
-                    passes.part_before(values, rows, columns, by)
-                if by == "columns":
-                    b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
-                    _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
-                                builder.gep(part_b, [b_first], inbounds=True, source_etype=F32), ldb_here,
-                                builder.gep(part_c, [first], inbounds=True, source_etype=F32), ldc,
-                                alpha, beta, trans_a, trans_b)
-                else:
-                    a_first = first if trans_a else builder.mul(first, _i64(lda_here))
-                    _call_sgemm(self.module, builder, width, part_n, depth,
-                                builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b,
-                                ldb_here, builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True,
-                                                      source_etype=F32),
-                                ldc, alpha, beta, trans_a, trans_b)
-                if passes is not None:
-                    passes.part_after(values, rows, columns)
-
-        function, slot = self._outline("sgemm", captures, part)
-        self.builder.call(parallel_for, [function, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
+        count_parts = caller.select(caller.icmp_unsigned("<", count_parts, I64(1)), I64(1), count_parts)
+        values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), count_parts,
+                                                                             self.index(k), self.index(lda),
+                                                                             self.index(ldb)]
+        for i, value in enumerate(values):
+            caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
+        caller.call(parallel_for, [part, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
 
     def sgemv(self, trans: bool, rows: int, columns: int, a: ir.Value, lda: int, x: ir.Value, incx: int,
               y: ir.Value, incy: int, alpha: float = 1.0, beta: float = 0.0) -> None:
