@@ -24,13 +24,13 @@ import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, StringAttr, i8, i64
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, i8
 from xdsl.passes import ModulePass
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pyocc.dialects.dnn import ops as d
-from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
+from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp, i64_attr
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,6 @@ def _bytes_type(size: int) -> MemRefType:
     return MemRefType(i8, [size])
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _i64(value: int) -> IntegerAttr:
-    """IntegerAttr(value, i64), made once per value (as _bytes_type)."""
-    return IntegerAttr(value, i64)
-
-
 def _copies(start: DmaStartOp) -> list[Operation]:
     """The host copy of one transfer (after the subview a band needs)."""
     kind = StringAttr("host_to_host")
@@ -72,8 +66,8 @@ def _copies(start: DmaStartOp) -> list[Operation]:
     dram = d.SubviewOp(dram_side, offset, _bytes_type(span))
     load = start.direction.data == "dram_to_sram"
     source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
-    properties = {"kind": kind, "size": _i64(chunk)}
+    properties = {"kind": kind, "size": i64_attr(chunk)}
     if count > 1:
-        properties |= {"count": _i64(count), "source_stride": _i64(stride if load else chunk),
-                       "target_stride": _i64(chunk if load else stride)}
+        properties |= {"count": i64_attr(count), "source_stride": i64_attr(stride if load else chunk),
+                       "target_stride": i64_attr(chunk if load else stride)}
     return [dram, d.MemcpyOp.create(operands=[source, target], properties=properties)]

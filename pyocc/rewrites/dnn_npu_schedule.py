@@ -76,7 +76,7 @@ from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.analysis.npu_program import NpuProgramOf, npu_instructions, npu_program_of
 from pyocc.dialects.dnn import ops as d
-from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
+from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp, i64_attr
 from pyocc.planning import PlanningError, parse_size
 from pyocc.planning.npu_simulator import (
     Alloc,
@@ -99,17 +99,10 @@ SRAM_POOL, DRAM_POOL = "sram", "dram"
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _i64(value: int) -> IntegerAttr:
-    """IntegerAttr(value, i64), made once (as _memref: a scheduled program
-    names the same offsets, sizes and byte counts thousands of times)."""
-    return IntegerAttr(value, i64)
-
-
-@functools.lru_cache(maxsize=1 << 16)
 def piece_attr(piece: Piece, tensor_bytes: int) -> ArrayAttr:
     """`npu.piece`: [tensor, part, bytes, the whole tensor's bytes], made once
     per piece (a piece moves and is read many times; attributes are immutable)."""
-    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part), _i64(piece.bytes), _i64(tensor_bytes)])
+    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part), i64_attr(piece.bytes), i64_attr(tensor_bytes)])
 
 
 def _refuse(what: str) -> PassFailedException:
@@ -230,7 +223,7 @@ class _Emitter:
             assert self.spill is not None
             offset = self.schedule.dram_offsets[piece.tensor]
             view = d.MemOffsetOp.create(operands=[self.spill], result_types=[self._root_type(piece.tensor)],
-                                        properties={"offset": _i64(offset), "size": _i64(tensor.size)})
+                                        properties={"offset": i64_attr(offset), "size": i64_attr(tensor.size)})
             view.result.name_hint = f"{piece.tensor}_dram"
             self.ops.append(view)
             whole = view.result
@@ -272,7 +265,7 @@ class _Emitter:
                 raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
                                           f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
         view = d.MemOffsetOp.create(operands=[self.sram], result_types=[type_],
-                                    properties={"offset": _i64(buffer.offset), "size": _i64(buffer.size)})
+                                    properties={"offset": i64_attr(buffer.offset), "size": i64_attr(buffer.size)})
         view.result.name_hint = f"{first.tensor}_sram"
         view.attributes["npu.buffer"] = StringAttr(buffer.name)
         self.ops.append(view)
@@ -396,7 +389,7 @@ class _Emitter:
         writes = [pieces[self.facts.tensor_of[r]] for r in op.results]
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in reads])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in writes])
-        new_op.attributes["npu.macs"] = _i64(ins.macs)
+        new_op.attributes["npu.macs"] = i64_attr(ins.macs)
         self.ops.append(new_op)
 
     def emit(self) -> Block:
