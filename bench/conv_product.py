@@ -257,7 +257,7 @@ def _generated() -> tuple[object, ctypes._CFuncPtr]:
     module = ir.Module("conv_product")
     module.triple = llvm.get_process_triple()
     gemm_function(module).linkage = "external"
-    machine = jit._target_machine()
+    machine = jit._target_machine(jit.JIT_CODE_MODEL)
     parsed = llvm.parse_assembly(str(module))
     parsed.verify()
     jit.optimize(parsed, machine)

@@ -113,7 +113,7 @@ def main() -> None:
     print("| threads | wall us / call | fastest batch | CPU us / call |")
     print("|---:|---:|---:|---:|")
     for threads in args.threads:
-        engine, _ = jit.jit_module(module_text(threads), jit._target_machine("large"), jit._resolve_externals)
+        engine, _ = jit.jit_module(module_text(threads), jit._resolve_externals)
         address = {k: engine.get_function_address(f"{NAME}_{k}") for k in ("init", "destroy", "loop")}
         init = ctypes.CFUNCTYPE(None)(address["init"])
         destroy = ctypes.CFUNCTYPE(None)(address["destroy"])

@@ -24,7 +24,7 @@ import numpy as np
 from pyocc.errors import PyoccError
 from pyocc.runtime.bridge import ABI_VERSION, AllocStats, ModelSignature
 from pyocc.runtime.cuda_api import status_name
-from pyocc.runtime.jit import CALLS_ONLY_SPEED_LEVEL, _llvm, _target_machine, jit_module
+from pyocc.runtime.jit import CALLS_ONLY_SPEED_LEVEL, _llvm, jit_module
 
 _INIT = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
 _RUN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
@@ -60,8 +60,7 @@ class CudaModel(ModelSignature):
                     _llvm().add_symbol(function.name, symbols[function.name])
 
         # the host code calls the libraries one after another: compiled without optimising
-        self._engine, _ = jit_module(llvm_ir, _target_machine(speed_level=CALLS_ONLY_SPEED_LEVEL), bind,
-                                     speed_level=CALLS_ONLY_SPEED_LEVEL)
+        self._engine, _ = jit_module(llvm_ir, bind, speed_level=CALLS_ONLY_SPEED_LEVEL)
         self._twins = self._compile_kernel_twins(keepalive)
         address = self._engine.get_function_address
         self._init = _INIT(address(f"{self.name}_init"))
@@ -90,7 +89,7 @@ class CudaModel(ModelSignature):
         register = getattr(libraries, "register_host_kernels", None)
         if not self.meta.get("kernels") or register is None:
             return None
-        engine, _ = jit_module(self.meta["kernel_twins"], _target_machine())
+        engine, _ = jit_module(self.meta["kernel_twins"])
         register({k["name"]: (engine.get_function_address(f"{k['name']}_host"), k["pointer_bytes"])
                   for k in self.meta["kernels"]})
         return engine

@@ -73,6 +73,17 @@ SPEED_LEVEL = 3
 #: generator cost two CPU seconds on DenseNet-121's 28,000 lines
 CALLS_ONLY_SPEED_LEVEL = 0
 
+#: the code model of everything JIT-compiled in this process. MCJIT maps a
+#: module's code and its data (constant pools, the GOT) apart, wherever the
+#: process has room; in a long-lived process whose mappings come and go (a
+#: test worker, torch loaded) they can land more than 2 GiB apart, and the
+#: default (small) model's 32-bit PC-relative relocations then fail an
+#: assertion inside LLVM's RuntimeDyld that aborts the process in
+#: `finalize_object`. The large model addresses everything with 64 bits.
+#: Objects written to disk (.o, .so) keep the default model: the system
+#: linker lays them out.
+JIT_CODE_MODEL = "large"
+
 #: compiled native kernels kept for reuse (least recently used dropped
 #: first); a model keeps its own kernels alive, whatever the cache drops
 KERNEL_CACHE_SIZE = 128
@@ -112,11 +123,9 @@ def _libm() -> ctypes.CDLL:
 def _target_machine(codemodel: str = "default", speed_level: int = SPEED_LEVEL) -> Any:
     """The host's target machine. PIC so that the same object links into a
     shared library; the host's CPU so that the vectoriser uses its vector
-    width. The in-process JIT asks for the large code model, since MCJIT may
-    place its sections, and libc's functions it calls, more than 2 GiB apart
-    in a process with a big address space (torch loaded): the small model's
-    32-bit relocations then fail an LLVM assertion that kills the process.
-    `speed_level` is the code generator's optimisation level."""
+    width. `codemodel` "default" for objects written to disk; whatever is
+    JIT-compiled in this process uses JIT_CODE_MODEL (`jit_module` makes its
+    own machine). `speed_level` is the code generator's optimisation level."""
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
     # a new one each time: an MCJIT engine owns (and frees) the machine it is given
@@ -155,10 +164,13 @@ def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | N
     return module
 
 
-def jit_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
-               before_optimize: bool = False, speed_level: int = SPEED_LEVEL) -> tuple[Any, Any]:
-    """`optimized_module`, then JIT it: (engine, module). Give `machine`
-    the same `speed_level` (`_target_machine`)."""
+def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_optimize: bool = False,
+               speed_level: int = SPEED_LEVEL) -> tuple[Any, Any]:
+    """`optimized_module`, then JIT it in this process: (engine, module).
+    Every JIT-compiled module uses the large code model (JIT_CODE_MODEL):
+    the machine is made here, so that no caller can hand MCJIT one whose
+    32-bit relocations abort the process once its sections lie far apart."""
+    machine = _target_machine(JIT_CODE_MODEL, speed_level)
     module = optimized_module(llvm_ir, machine, bind, before_optimize, speed_level)
     engine = _llvm().create_mcjit_compiler(module, machine)
     engine.finalize_object()
@@ -193,7 +205,7 @@ def optimize_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[A
     for symbol, text in kernels.items():
         key = _normalised(symbol, text)
         names[symbol] = _kernel_name(key)
-        modules.append(optimized_module(key, _target_machine("large"), _external_kernel, before_optimize=True))
+        modules.append(optimized_module(key, _target_machine(JIT_CODE_MODEL), _external_kernel, before_optimize=True))
     return names, modules
 
 
@@ -211,7 +223,7 @@ def jit_kernels(kernels: Mapping[str, str]) -> tuple[dict[str, str], list[Any]]:
         entry = _kernels.get(key)
         if entry is None:
             name = _kernel_name(key)
-            engine, module = jit_module(key, _target_machine("large"), _external_kernel, before_optimize=True)
+            engine, module = jit_module(key, _external_kernel, before_optimize=True)
             entry = (engine, module, name, engine.get_function_address(KERNEL_NAME))
             _kernels[key] = entry
             if len(_kernels) > KERNEL_CACHE_SIZE:
@@ -267,7 +279,7 @@ class CompiledModel(NativeModel):
             self._start()
         else:
             self._names, self._kernel_modules = optimize_kernels(self.kernels)
-            self._module = optimized_module(renamed(llvm_ir, self._names), _target_machine("large"),
+            self._module = optimized_module(renamed(llvm_ir, self._names), _target_machine(JIT_CODE_MODEL),
                                             self._binder(set(self._names.values())))
 
     @staticmethod
@@ -278,8 +290,7 @@ class CompiledModel(NativeModel):
     def _start(self) -> None:
         """JIT the kernels (cached) and the model, and bind its functions."""
         names, engines = jit_kernels(self.kernels)
-        engine, module = jit_module(renamed(self.llvm_ir, names), _target_machine("large"),
-                                    self._binder(set(names.values())))
+        engine, module = jit_module(renamed(self.llvm_ir, names), self._binder(set(names.values())))
         self._names, self._module = names, module
         self._kernel_modules = [entry[1] for entry in engines]
         functions = {kind: engine.get_function_address(f"{self.name}_{kind}") for kind in ("init", "run", "destroy")}
@@ -408,7 +419,7 @@ class SymbolicCompiledModel:
 
     def __init__(self, llvm_ir: str, function: str, weight_pool: np.ndarray):
         """JIT `llvm_ir`, whose run function is `function`; `weight_pool` the packed constants."""
-        engine, self._module = jit_module(llvm_ir, _target_machine("large"), _resolve_externals)
+        engine, self._module = jit_module(llvm_ir, _resolve_externals)
         self._engine = engine
         self._run = _SYMBOLIC_RUN(engine.get_function_address(function))
         self.weight_pool = weight_pool

@@ -27,7 +27,7 @@ import numpy as np
 
 from pyocc.lowering.native import native_kernel_for
 from pyocc.runtime import host_kernels
-from pyocc.runtime.jit import _resolve_externals, _target_machine, jit_module
+from pyocc.runtime.jit import _resolve_externals, jit_module
 
 #: an input: an array, None (an absent optional input), or a list (variadic)
 SiteInput = np.ndarray | None | list[np.ndarray]
@@ -71,7 +71,7 @@ class CompiledSite:
         builder.ret_void()
         self.site = site
         self.llvm_ir = str(module)
-        self.engine, _ = jit_module(self.llvm_ir, _target_machine(), _resolve_externals)
+        self.engine, _ = jit_module(self.llvm_ir, _resolve_externals)
         self.function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.get_function_address("entry"))
 
     def __call__(self, inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray],

@@ -20,7 +20,7 @@ from pyocc.lowering.native.sizes import Size, SizeContext, StaticSizeError
 from pyocc.lowering import symbolic_native
 from pyocc.lowering.symbolic_native import NotNativeProgram, emit_site
 from pyocc.planning.symbolic import Poly
-from pyocc.runtime.jit import _resolve_externals, _target_machine, jit_module
+from pyocc.runtime.jit import _resolve_externals, jit_module
 from pyocc.testing.native_kernels import run_numpy, site_for
 
 RANGES = {"S": (1, 64)}
@@ -54,7 +54,7 @@ def compile_site(kernel: str, inputs: list[Spec], outputs: list[Spec], workspace
     builder = ir.IRBuilder(entry.append_basic_block())
     builder.call(module.get_global("site"), [entry.args[0]])
     builder.ret_void()
-    engine, _ = jit_module(str(module), _target_machine(), _resolve_externals)
+    engine, _ = jit_module(str(module), _resolve_externals)
     function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("entry"))
 
     scratch = [np.full(workspace_bytes, 255, np.uint8)] if workspace_bytes is not None else []

@@ -295,7 +295,7 @@ def split_parts(m: int, n: int, depth: int, threads: int) -> list[tuple[int, int
     b.call(kernel.function, [run.args[0]])
     b.ret_void()
     define_thread_pool(module, name, threads, uses_blas=False)
-    engine, _ = jit.jit_module(str(module), jit._target_machine("large"), jit._resolve_externals)
+    engine, _ = jit.jit_module(str(module), jit._resolve_externals)
     address = {kind: engine.get_function_address(f"{name}_{kind}") for kind in ("init", "destroy", "run")}
     ctypes.CFUNCTYPE(None)(address["init"])()
     base = 1 << 20
