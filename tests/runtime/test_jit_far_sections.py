@@ -14,14 +14,18 @@ in a child process, since the failure kills the process.
 from __future__ import annotations
 
 import platform
+import resource
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(platform.machine() != "x86_64",
-                                reason="the layout and its relocations are x86-64's")
+pytestmark = [
+    pytest.mark.skipif(platform.machine() != "x86_64", reason="the layout and its relocations are x86-64's"),
+    pytest.mark.skipif(resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY,
+                       reason="the layout reserves all free address space, which a limit on it forbids"),
+]
 
 SCRIPT = Path(__file__).with_name("far_sections.py")
 
