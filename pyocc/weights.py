@@ -103,24 +103,27 @@ def isolated_store() -> Iterator[None]:
 def evict_mapped(key: str, upto: int | None = None) -> None:
     """Give back the resident pages of blob `key` if it maps a file (weights
     the importer memory-maps from ONNX external data), once its bytes have
-    been copied where the compiled model reads them: its first `upto` bytes
-    (all by default; a page it shares with the bytes after them stays). The
-    mapping stays: a later read (printing the module) pages the data in
-    again from the file."""
+    been copied where the compiled model reads them: all of it, or its
+    first `upto` bytes (a page they share with the bytes after them stays).
+    Other blobs in the same mapping (the importer maps each data file once)
+    keep their pages, but for a page they share with this one. The mapping
+    stays: a later read (printing the module, a neighbour in a shared page)
+    pages the data in again from the file."""
     blob = _blobs().raw(key)
     base = blob
     while isinstance(base, np.ndarray) and base.base is not None:
         base = base.base
     if not isinstance(base, mmap.mmap) or not isinstance(blob, np.ndarray):
         return
-    if upto is None:
-        base.madvise(mmap.MADV_DONTNEED)
-        return
-    # the blob's place in its mapping (np.memmap maps from a page boundary at or before it)
+    # the blob's place in its mapping
     start = blob.ctypes.data - np.frombuffer(base, dtype=np.uint8).ctypes.data
-    end = (start + min(upto, blob.nbytes)) // mmap.PAGESIZE * mmap.PAGESIZE
-    if end > 0:
-        base.madvise(mmap.MADV_DONTNEED, 0, end)
+    first = start // mmap.PAGESIZE * mmap.PAGESIZE
+    if upto is None:
+        end = -(-(start + blob.nbytes) // mmap.PAGESIZE) * mmap.PAGESIZE
+    else:
+        end = (start + min(upto, blob.nbytes)) // mmap.PAGESIZE * mmap.PAGESIZE
+    if end > first:  # (madvise stops at the mapping's end)
+        base.madvise(mmap.MADV_DONTNEED, first, end - first)
 
 
 def resource_key(name: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import mmap
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -208,13 +209,19 @@ def import_model(
     return _Importer(model, dict(shapes or {}), function_name, source).run()  # type: ignore[arg-type]
 
 
-def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model") -> np.ndarray:
+def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model",
+                   mapped: dict[Path, mmap.mmap] | None = None) -> np.ndarray:
     """The data of `tensor`, an initializer whose bytes are stored in a file
     next to the model (ONNX external data), memory-mapped read-only instead
     of read: a model's weights are then held once, by the compiled model,
     not also by the proto and its copy. Types numpy cannot map (packed
     4-bit, strings) are read as onnx reads them. PyoccError (one line,
-    naming the tensor and the file) when the file is missing or too short."""
+    naming the tensor and the file) when the file is missing or too short.
+
+    `mapped` (file -> its mapping) is shared by the tensors of one model:
+    each data file is then mapped once, and every tensor is a view into it
+    (one mapping and one descriptor per file, not per tensor, held until
+    the last view goes)."""
     info = ExternalDataInfo(tensor)
     location = Path(info.location)
     name = tensor.name
@@ -240,7 +247,13 @@ def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model")
     if (info.length is not None and int(info.length) != nbytes) or offset + nbytes > size:
         raise PyoccError(f"{what}: initializer '{name}' needs {nbytes:,d} bytes at offset {offset:,d} of "
                          f"'{info.location}', which holds {size:,d} bytes; the file is truncated or not this model's")
-    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=(count,)).reshape(tuple(tensor.dims))
+    mapping = None if mapped is None else mapped.get(path)
+    if mapping is None:
+        with open(path, "rb") as file:
+            mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+        if mapped is not None:
+            mapped[path] = mapping
+    return np.ndarray((count,), dtype=dtype, buffer=mapping, offset=offset).reshape(tuple(tensor.dims))
 
 
 @dataclass
@@ -369,9 +382,10 @@ class _Importer:
     def fold_and_infer(self) -> None:
         graph = self.model.graph
         base_dir = Path(self.source).parent
+        mapped: dict[Path, mmap.mmap] = {}  # each data file mapped once
         for init in graph.initializer:
             if uses_external_data(init):
-                self.consts[init.name] = external_array(init, base_dir, self.source or "the model")
+                self.consts[init.name] = external_array(init, base_dir, self.source or "the model", mapped)
             else:
                 self.consts[init.name] = numpy_helper.to_array(init)
         nodes = list(graph.node)

@@ -4,6 +4,7 @@ the file, and every bad input gets one clear line."""
 from __future__ import annotations
 
 import collections
+import gc
 import mmap
 import subprocess
 import sys
@@ -229,6 +230,52 @@ def test_external_weights_are_memory_mapped_and_match(tmp_path: Path) -> None:
     (attr,) = [value for op in compiled.module.walk() for value in op.properties.values()
                if hasattr(value, "resource_handle")]
     assert bytes(load_bytes(attr)) == w.tobytes()
+
+
+def _held(path: Path) -> tuple[int, int]:
+    """(mappings, open descriptors) of this process on the file at `path`."""
+    target = str(path.resolve())
+    maps = sum(1 for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(" " + target))
+    fds = 0
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            fds += fd.readlink() == Path(target)
+        except OSError:
+            pass  # the descriptor listing the folder itself
+    return maps, fds
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc/self/maps and /proc/self/fd")
+def test_external_weights_file_is_mapped_once_and_let_go_with_the_model(tmp_path: Path) -> None:
+    """The importer maps a model's data file once, however many weights it
+    holds (a mapping and a descriptor each would pile up in a long-lived
+    process: a test worker held 837); dropping the compiled model lets go
+    of it, so compiling the model again and again holds no more."""
+    rng = np.random.default_rng(5)
+    weights = [rng.standard_normal((8, 8)).astype(np.float32) for _ in range(6)]
+    nodes, value = [], "x"
+    for i in range(len(weights)):
+        nodes.append(helper.make_node("MatMul", [value, f"w{i}"], [f"h{i}"]))
+        value = f"h{i}"
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+                              [helper.make_tensor_value_info(value, TensorProto.FLOAT, [2, 8])],
+                              [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path),
+              save_as_external_data=True, location="m.onnx.data", size_threshold=0)
+    data = tmp_path / "m.onnx.data"
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    want = x
+    for w in weights:
+        want = want @ w
+    for _ in range(3):
+        compiled = pyocc.compile(path)
+        assert _held(data) == (1, 1)
+        (got,) = compiled.run({"x": x}).values()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+        del compiled
+        gc.collect()
+        assert _held(data) == (0, 0)
 
 
 def test_missing_external_weights_is_one_line(tmp_path: Path) -> None:
