@@ -62,9 +62,6 @@ class PyoccOptMain(xDSLOptMain):
         `--disable-verify` turns both off. With --print-between-passes each
         `occamy-*` pipeline is replaced by its stages, so the IR is printed
         (and checked) after each: to xDSL a pipeline is one pass."""
-        # loads the dnn dialect (a quarter of start-up), which the registry loads only when an input uses it
-        from pyocc.analysis.verify_lifetimes import check_lifetimes
-
         self._check_pass_names()
         super().setup_pipeline()
         inner = self.pipeline.callback
@@ -73,6 +70,10 @@ class PyoccOptMain(xDSLOptMain):
             if inner is not None:
                 inner(previous, module, following)
             if previous is not None and not self.args.disable_verify:
+                # loads the dnn dialect (a quarter of start-up): only once a pass has run,
+                # not for a round trip or an onnx-dialect input that needs no dnn
+                from pyocc.analysis.verify_lifetimes import check_lifetimes
+
                 check_lifetimes(module)
 
         self.pipeline = dataclasses.replace(self.pipeline, callback=callback)

@@ -15,10 +15,13 @@ reader expects:
 A command that fails fails the test unless the chapter shows `[exit N]` as
 the first line after it, in which case it must exit with N.
 
-A plain `pyocc ...`, `pyocc-opt ...` or `python -m MODULE ...` command (no
-pipe, redirection, variable, glob or brace for bash to expand) runs in this
-process: the same `main` its console script calls, with the same argv, cwd
-and COLUMNS, its stdout and stderr captured and its exit status returned.
+A plain `pyocc ...`, `pyocc-opt ...`, `python -m MODULE ...` or
+`python -c CODE` command (no pipe, redirection, variable, glob or brace
+for bash to expand), or one piped once into a program such as grep (which
+then runs as a process on its output), runs in this process: the same
+`main` its console script calls (or the code `python` would run as
+`__main__`), with the same argv, cwd and COLUMNS, its stdout and stderr
+captured and its exit status returned.
 Each fresh interpreter spent about 1.9 s of CPU importing onnx (ml_dtypes),
 xDSL and numpy before it began, 190 s of CPU over the tutorial and
 docs/memory.md. Every other command runs in bash; tests/tools/ runs the
@@ -30,7 +33,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import runpy
 import shlex
 import subprocess
 import sys
@@ -40,7 +42,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.inprocess import MAINS, call_captured
+from tests.tools.inprocess import MAINS, call_captured, run_python
 
 TUTORIAL = Path(__file__).resolve().parents[2] / "docs" / "tutorial"
 CHAPTERS = sorted(TUTORIAL.glob("[0-9][0-9]-*.md"))
@@ -102,28 +104,45 @@ def _in_process(argv: list[str]) -> Callable[[], int | None] | None:
     for a command this process does not run."""
     if argv[0] in MAINS:
         return lambda: MAINS[argv[0]](argv[1:])
-    if argv[0] == "python" and len(argv) >= 3 and argv[1] == "-m":
-        def run_module() -> int:
-            saved = sys.argv
-            sys.argv = argv[2:]
-            try:
-                runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
-            finally:
-                sys.argv = saved
-            return 0
-        return run_module
+    if argv[0] == "python" and len(argv) >= 3 and argv[1] in ("-m", "-c"):
+        return lambda: run_python(argv[1:])
     return None
 
 
 def run_command(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     """Run one `$ ` command in `cwd`: (exit status, stdout then stderr).
     A plain pyocc/pyocc-opt/`python -m` command runs in this process (see
-    the module docstring), anything else in bash."""
+    the module docstring), and so does the first half of `COMMAND | PROGRAM`
+    (one pipe, nothing else for bash to expand), whose stdout then goes to
+    PROGRAM (grep) as a process; anything else runs in bash."""
     unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "", command)
-    call = None if re.search(r"[|&;<>$`\\*?~{}\[\]()]", unquoted) else _in_process(shlex.split(command))
-    if call is None:
-        done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
-        return done.returncode, done.stdout + done.stderr
+    if not re.search(SHELL_SYNTAX, unquoted):
+        call = _in_process(shlex.split(command))
+        if call is not None:
+            status, out, err = _run_in_process(call, cwd, env)
+            return status, out + err
+    elif unquoted.count("|") == 1 and not re.search(SHELL_SYNTAX, unquoted.replace("|", " ")):
+        lexer = shlex.shlex(command, posix=True, punctuation_chars="|")
+        lexer.whitespace_split = True
+        words = list(lexer)
+        at = words.index("|")
+        call = _in_process(words[:at])
+        if call is not None:
+            status, out, err = _run_in_process(call, cwd, env)
+            # bash without pipefail: the pipeline's status is its last command's
+            done = subprocess.run(words[at + 1:], input=out, cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=600)
+            return done.returncode, done.stdout + err + done.stderr
+    done = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr
+
+
+SHELL_SYNTAX = r"[|&;<>$`\\*?~{}\[\]()]"
+"""Characters outside quotes that make a command bash's to run."""
+
+
+def _run_in_process(call: Callable[[], int | None], cwd: Path, env: dict[str, str]) -> tuple[int, str, str]:
+    """`call()` in `cwd` with env's COLUMNS, as call_captured gives it: (status, stdout, stderr)."""
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = env.get("COLUMNS", "80")
     try:
@@ -134,7 +153,7 @@ def run_command(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]
             del os.environ["COLUMNS"]
         else:
             os.environ["COLUMNS"] = saved_columns
-    return status, out + err
+    return status, out, err
 
 
 def test_run_command_in_process_and_in_bash(tmp_path: Path) -> None:
@@ -144,6 +163,15 @@ def test_run_command_in_process_and_in_bash(tmp_path: Path) -> None:
     status, output = run_command("pyocc --version", tmp_path, env)
     assert status == 0 and output.startswith("pyocc ")
     assert run_command("pyocc --version | grep -c pyocc", tmp_path, env) == (0, "1\n")
+    # a pipe whose first half runs in this process: bash's status (the last command's) and output
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    command = "python -c 'import sys; print(sys.argv, __name__)' a b"
+    in_bash = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run_command(command, tmp_path, env) == (0, in_bash.stdout) == (0, "['-c', 'a', 'b'] __main__\n")
+    command = "pyocc plan missing.onnx | grep -c 'not here'"
+    in_bash = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert in_bash.returncode == 1 and "missing.onnx" in in_bash.stderr
+    assert run_command(command, tmp_path, env) == (in_bash.returncode, in_bash.stdout + in_bash.stderr)
     assert run_command("python -m pyocc.examples.tiny_cnn tiny.onnx", tmp_path, env)[0] == 0
     assert (tmp_path / "tiny.onnx").exists()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -14,9 +13,9 @@ from pyocc.report.explain import explain_peak
 from pyocc.report.picture import nice_step, render_html, render_svg
 from pyocc.report.timeline import BufferBox, OpBox, Timeline
 from tests.conftest import light_model_path
+from tests.tools.inprocess import run_tool
 
 SVG = "{http://www.w3.org/2000/svg}"
-PYOCC = str(Path(sys.executable).with_name("pyocc"))
 
 
 def small_timeline(placement: str = "planned") -> Timeline:
@@ -109,7 +108,8 @@ def test_explain_lists_the_peak_buffers_largest_first_with_their_keepers() -> No
 
 
 def pyocc(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([PYOCC, *args], capture_output=True, text=True)
+    """`pyocc ARGS` run in this process (tests/tools/inprocess.py), as a subprocess's result."""
+    return run_tool("pyocc", *args)
 
 
 def test_plan_svg_html_and_explain_on_a_model(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from pyocc.dialects.dnn import ops as d
 from pyocc.frontend.onnx_import import import_model
 from pyocc.pipelines import Options, run_passes, tensor_passes
 from tests.conftest import LIGHT_MODELS, light_model_path
+from tests.tools.inprocess import run_tool
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -212,17 +213,12 @@ def test_cli_no_fuse_measures_fusion(tmp_path: object, capsys: pytest.CaptureFix
 
 def test_pipelines_take_fuse_false() -> None:
     """`pyocc-opt -p 'occamy-lazy{fuse=false}'` keeps every op of the model."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    opt = Path(sys.executable).parent / "pyocc-opt"
     path = str(light_model_path("squeezenet"))
     counts = {}
     for flag in ("true", "false"):
-        text = subprocess.run([str(opt), path, "-p", f"occamy-lazy{{fuse={flag}}}"], capture_output=True,
-                              text=True, check=True).stdout
-        counts[flag] = text.count("dnn.unary ins(")
+        done = run_tool("pyocc-opt", path, "-p", f"occamy-lazy{{fuse={flag}}}")
+        assert done.returncode == 0, done.stderr
+        counts[flag] = done.stdout.count("dnn.unary ins(")
     assert counts == {"true": 0, "false": 26}
 
 

@@ -6,8 +6,6 @@ computes."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +23,7 @@ from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import is_topological, peak_of
 from pyocc.rewrites.dnn_reorder import reorder_function, schedule_graph
 from tests.conftest import light_model_path
-
-PYOCC = str(Path(sys.executable).with_name("pyocc"))
+from tests.tools.inprocess import run_tool
 
 
 def tensor_function(model: Path | onnx.ModelProto) -> func.FuncOp:
@@ -118,12 +115,11 @@ def test_unknown_strategy_is_a_user_error() -> None:
 def test_cli_reorder_flag(tmp_path: Path) -> None:
     path = tmp_path / "branches.onnx"
     onnx.save(branches_model(), str(path))
-    run = subprocess.run([PYOCC, "plan", str(path), "--format", "json", "--reorder", "exact"],
-                         capture_output=True, text=True)
+    run = run_tool("pyocc", "plan", str(path), "--format", "json", "--reorder", "exact")
     assert run.returncode == 0, run.stderr
     report = json.loads(run.stdout)
     assert (report["lower_bound_given_order_bytes"], report["tensor_lower_bound_bytes"]) == (3 * 4096 + 64, 4096 + 3 * 64)
-    bad = subprocess.run([PYOCC, "plan", str(path), "--reorder", "magic"], capture_output=True, text=True)
+    bad = run_tool("pyocc", "plan", str(path), "--reorder", "magic")
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [
         "pyocc: error: dnn-reorder: unknown strategy 'magic' (choose from auto, exact, greedy, given)"]
