@@ -797,29 +797,46 @@ def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[s
     the problem at `point`, made symbolic: every buffer sits on the
     conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
-    valid at every point, and at the static plan's own point it is no larger."""
+    valid at every point, and at the static plan's own point it is no larger.
+    (Every pair at once with numpy: buffer ``c`` is under ``i`` when it comes
+    before ``i`` in that order, their live ranges overlap and ``c`` ends at
+    or below ``i``'s offset.)"""
     buffers = problem.buffers
     start = [plan.offsets[b.name] for b in buffers]
     ends = [start[i] + b.size.evaluate(point) for i, b in enumerate(buffers)]
     order = sorted(range(len(buffers)), key=lambda i: (start[i], ends[i], i))
-    below: list[tuple[int, ...]] = [()] * len(buffers)
-    placed: list[int] = []
-    for i in order:
-        below[i] = tuple(sorted(c for c in placed if buffers[c].overlaps(buffers[i]) and ends[c] <= start[i]))
-        placed.append(i)
-    return tuple(below), tuple(order), _pool(problem, sizes, below, order)
+    position = np.empty(len(buffers), dtype=np.int64)
+    position[order] = np.arange(len(buffers))
+    firsts, lasts = _lifetimes(problem)
+    # rows c, columns i
+    under = ((position[:, None] < position[None, :]) & (firsts[:, None] <= lasts[None, :])
+             & (firsts[None, :] <= lasts[:, None])
+             & (np.array(ends, dtype=np.int64)[:, None] <= np.array(start, dtype=np.int64)[None, :]))
+    below = tuple(tuple(np.flatnonzero(under[:, i]).tolist()) for i in range(len(buffers)))
+    return below, tuple(order), _pool(problem, sizes, below, order)
+
+
+def _lifetimes(problem: SymbolicProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Every buffer's first and last step, as arrays."""
+    return (np.array([b.first for b in problem.buffers], dtype=np.int64),
+            np.array([b.last for b in problem.buffers], dtype=np.int64))
 
 
 def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tuple[int, ...]],
           order: Sequence[int]) -> np.ndarray:
-    """The pool size at every grid point of a plan given by `below` and `order`."""
-    ends: dict[int, np.ndarray] = {}
-    pool = np.zeros(len(sizes[0]) if sizes else 1, dtype=np.int64)
+    """The pool size at every grid point of a plan given by `below` and `order`
+    (every buffer's ends in one array, a row per buffer)."""
+    if not sizes:
+        return np.zeros(1, dtype=np.int64)
+    ends = np.zeros((len(sizes), len(sizes[0])), dtype=np.int64)
     for i in order:
-        offset = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, len(pool))
-        ends[i] = offset + sizes[i]
-        pool = np.maximum(pool, ends[i])
-    return pool
+        alignment = problem.buffers[i].alignment
+        if below[i]:
+            top = ends[list(below[i])].max(axis=0)
+            ends[i] = -(-top // alignment) * alignment + sizes[i]
+        else:
+            ends[i] = sizes[i]
+    return ends.max(axis=0)
 
 
 def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
