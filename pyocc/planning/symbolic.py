@@ -83,9 +83,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .algorithms import hill_climb_offsets
+from .algorithms import HEURISTICS, hill_climb_offsets
 from .bounds import lower_bound, packed_lower_bound
-from .planner import plan_memory
 from .prepared import PreparedProblem
 from .problem import Buffer, Plan, PlanError, PlanningError, Problem
 from .verify import verify_plan
@@ -595,14 +594,19 @@ class _Planner:
         self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
+        self.prepared: dict[tuple[tuple[str, int], ...], PreparedProblem] = {}
+        """The static problem at each value plans were made at, prepared once
+        for all the planners (its checks, conflict lists and bound computed once)."""
 
     def static(self, values: Mapping[str, int], algorithm: str) -> Plan:
         """The static plan at `values` by `algorithm` (made once)."""
         key = (tuple(sorted(values.items())), algorithm)
         if key not in self.static_plans:
-            static = self.problem.at(values)
-            self.static_plans[key] = _search(static) if algorithm == SEARCH_ALGORITHM else \
-                plan_memory(static, algorithm, time_budget_ms=SEARCH_BUDGET_MS)
+            point = key[0]
+            if point not in self.prepared:
+                self.prepared[point] = PreparedProblem(self.problem.at(values))
+            prep = self.prepared[point]
+            self.static_plans[key] = _search(prep) if algorithm == SEARCH_ALGORITHM else _heuristic(prep, algorithm)
         return self.static_plans[key]
 
     def best_made(self, problem: SymbolicProblem) -> dict[tuple[tuple[str, int], ...], Plan]:
@@ -746,8 +750,20 @@ class _Planner:
         return _Layout(Piece(dict(problem.ranges), best[1], best[2]), grid, best[3], bound)
 
 
-def _search(problem: Problem) -> Plan:
-    """``plan_memory(problem, SEARCH_ALGORITHM)``, the same plan, sooner:
+def _heuristic(prep: PreparedProblem, algorithm: str) -> Plan:
+    """``plan_memory(prep.problem, algorithm)`` for one of
+    ``STATIC_ALGORITHMS``: the same plan, on a problem prepared once for
+    all of them (`_Planner.static`). Verified like every static plan."""
+    start = time.perf_counter()
+    offsets = HEURISTICS[algorithm](prep)
+    pool = prep.pool_size(offsets)
+    plan = Plan(prep.offsets_by_name(offsets), pool, algorithm, pool <= lower_bound(prep), 0.0)
+    verify_plan(prep.problem, plan)
+    return Plan(plan.offsets, pool, algorithm, plan.optimal, (time.perf_counter() - start) * 1e3)
+
+
+def _search(prep: PreparedProblem) -> Plan:
+    """``plan_memory(prep.problem, SEARCH_ALGORITHM)``, the same plan, sooner:
     the hill climb stops at ``packed_lower_bound`` where that is above
     ``lower_bound`` (where sizes are not multiples of the alignment the
     search often ends a few bytes above ``lower_bound`` and then ran all its
@@ -755,12 +771,11 @@ def _search(problem: Problem) -> Plan:
     1,398,464). A stop bound never changes the result (see
     ``hill_climb_offsets``). Verified like every static plan."""
     start = time.perf_counter()
-    prep = PreparedProblem(problem)
     bound = max(lower_bound(prep), packed_lower_bound(prep))
     offsets = hill_climb_offsets(prep, time_budget_ms=SEARCH_BUDGET_MS, bound=bound)
     pool = prep.pool_size(offsets)
     plan = Plan(prep.offsets_by_name(offsets), pool, SEARCH_ALGORITHM, pool <= bound, 0.0)
-    verify_plan(problem, plan)
+    verify_plan(prep.problem, plan)
     return Plan(plan.offsets, pool, SEARCH_ALGORITHM, plan.optimal, (time.perf_counter() - start) * 1e3)
 
 

@@ -26,6 +26,7 @@ from pyocc.planning import (
 )
 from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
+from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
 
 HIDDEN = 768
@@ -331,7 +332,7 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
     # and each search's plan is the one plan_memory's hill climb makes
     for s in (15, 255):
         static = problem.at({"sequence": s})
-        assert symbolic._search(static).offsets == plan_memory(static, "hill-climb", time_budget_ms=5000).offsets
+        assert symbolic._search(PreparedProblem(static)).offsets == plan_memory(static, "hill-climb", time_budget_ms=5000).offsets
 
 
 def test_cuts_are_tried_above_the_bad_values_then_at_the_lowest_alone() -> None:
