@@ -376,7 +376,7 @@ def lower(
     module = import_model(model, shapes)
     ctx = Context()
     try:
-        given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options))
+        given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options), options.verify)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
@@ -449,10 +449,10 @@ def lower(
             module.verify()
             check_lifetimes(module)
         else:
-            run_passes(ctx, module, tile_passes(options))
-            run_passes(ctx, module, buffer_passes(options))
+            run_passes(ctx, module, tile_passes(options), verify=options.verify)
+            run_passes(ctx, module, buffer_passes(options), verify=options.verify)
         if searched is None and not stage_dma:
-            run_passes(ctx, module, pool_passes(options), timings)
+            run_passes(ctx, module, pool_passes(options), timings, verify=options.verify)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
             run_passes(ctx, module, [DnnDmaToMemcpyPass()])
@@ -646,16 +646,18 @@ def _planned(ctx: Context, tensor_module: ModuleOp, options: Options, kept: _Sea
     return next(op for op in kept.plans[key][0].walk() if isinstance(op, func.FuncOp))
 
 
-def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any]) -> tuple[int | None, float]:
-    """Run the tensor stage; returns the lower bound of the order dnn-reorder
-    was given (None when it did not run) and the milliseconds it took."""
+def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any], verify: bool = True) -> tuple[int | None, float]:
+    """Run the tensor stage (the op verifiers after each pass unless
+    `verify` is False, see `run_passes`); returns the lower bound of the
+    order dnn-reorder was given (None when it did not run) and the
+    milliseconds it took."""
     given_bound = None
     timings: dict[str, float] = {}
     for p in passes:
         if isinstance(p, DnnReorderPass):
             function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
             given_bound = analyze_function(function).lower_bound
-        run_passes(ctx, module, [p], timings)
+        run_passes(ctx, module, [p], timings, verify)
     return given_bound, timings.get(DnnReorderPass.name, 0.0)
 
 
@@ -919,7 +921,12 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     `fit_points` may be fewer than ``FIT_DEGREE + 1`` values per symbol
     where the shapes' degree is lower (a batch: 1); when the check then
     finds an integer of a higher degree, `spare_points` (the others) are
-    lowered too and everything is fitted again at the full degree."""
+    lowered too and everything is fitted again at the full degree.
+
+    Only the first lowering runs the op verifiers after each pass
+    (`Options.verify`): the others must give its program but for the
+    integers, which `fit_program` checks, and their buffer lifetimes are
+    still checked after every pass."""
     names: list[str] = []
     count = itertools.count(1)
 
@@ -931,13 +938,16 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         # free there is chosen for small values of the symbol (dnn-reorder{symbol_dim})
         at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values()))) if len(point) == 1 \
             else options
+        # the op verifiers at the first probe only: the others must be its program (fit_program), integers aside
+        index = next(count)
+        at = at if index == 1 else dataclasses.replace(at, verify=False)
         module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         point_steps, point_weights, point_names = program_steps(function)
         names[:] = point_names
         release(resource_keys() - before)
         liveness = analyze_function(function)
-        return _Probed(function if next(count) <= 2 else None, str(function.parent_op()), json.dumps(point_steps), point_weights,
+        return _Probed(function if index <= 2 else None, str(function.parent_op()), json.dumps(point_steps), point_weights,
                        planning_problem(liveness, options.alignment),
                        [b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)],
                        [report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])

@@ -118,6 +118,11 @@ class Options:
     recompute: str = ""
     """dnn-recompute's values: the cheap values (by name, comma-separated)
     computed again at their late readers; empty: none."""
+    verify: bool = True
+    """Run the op verifiers after every pass (`run_passes`; the buffer
+    lifetimes are checked either way). A symbolic compile leaves them off
+    for its probes after the first, whose programs must be the first's
+    but for their integers (pyocc.symbolic.fit_program checks)."""
 
 
 def tensor_passes(options: Options) -> list[ModulePass]:

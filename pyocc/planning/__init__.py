@@ -12,7 +12,7 @@ memory at some values (symbolic.py).
 ``fit_flexible`` sizes flexible buffers (kernel scratch) to a plan's slack (fit.py).
 """
 
-from .bounds import lower_bound, max_live, naive_bytes
+from .bounds import lower_bound, max_live, naive_bytes, packed_lower_bound
 from .fit import FittedPlan, fit_flexible
 from .planner import ALGORITHMS, plan_memory
 from .pools import (
@@ -66,6 +66,7 @@ __all__ = [
     "SymbolicPlan",
     "SymbolicProblem",
     "lower_bound",
+    "packed_lower_bound",
     "max_live",
     "naive_bytes",
     "plan_from_json",

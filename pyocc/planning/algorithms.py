@@ -80,6 +80,7 @@ def hill_climb_offsets(
     seed: int = 0,
     max_iterations: int = 2000,
     start: list[int] | None = None,
+    bound: int | None = None,
 ) -> list[int]:
     """TVM USMP hill climb: perturb the placement order, keep what does not hurt.
 
@@ -88,14 +89,18 @@ def hill_climb_offsets(
     is what sets the pool size) or swaps two random buffers, re-places, and
     keeps the new order if the pool did not grow (equal moves let it cross
     plateaus). Stops after ``max_iterations``, at the time budget, or on
-    reaching the lower bound. Deterministic for a seed as long as the time
-    budget does not cut it short.
+    reaching the lower bound: ``bound`` when given (a caller that knows a
+    higher lower bound, e.g. ``packed_lower_bound``; it must be one), else
+    ``lower_bound``. The bound only decides when to stop, never the result:
+    only a strictly smaller pool replaces the best plan, and none is below a
+    lower bound. Deterministic for a seed as long as the time budget does not
+    cut it short.
     """
     deadline = time.perf_counter() + time_budget_ms / 1000.0
     order = list(start) if start is not None else size_order(prep)
     current = place_in_order(prep, order)
     best, best_size = current, prep.pool_size(current)
-    bound = lower_bound(prep)
+    bound = lower_bound(prep) if bound is None else bound
     rng = random.Random(seed)
     sizes = prep.sizes
     for _ in range(max_iterations):

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .prepared import PreparedProblem, round_up
@@ -86,6 +88,40 @@ def _lower_bound(prep: PreparedProblem) -> int:
         total,
         min(round_up(total - prep.sizes[i], prep.aligns[i]) + prep.sizes[i] for i in live),
     )
+
+
+def packed_lower_bound(problem: Problem | PreparedProblem) -> int:
+    """A pool size no valid plan can go below, counting every live buffer's
+    alignment padding: often above ``lower_bound`` when sizes are not
+    multiples of the alignment (a transformer's ``S x 4`` byte rows at 64).
+
+    Why it holds: every offset is a multiple of ``g``, the greatest common
+    divisor of the non-empty buffers' alignments. The buffers live at one
+    step occupy disjoint bytes; in the order of their offsets each starts at
+    a multiple of ``g`` at or above the previous one's end, so each but the
+    highest takes at least its size rounded up to ``g``, and the highest its
+    size. The pool is at least the largest, over the steps where a buffer
+    starts, of the sum of the live sizes rounded up to ``g`` less the
+    largest rounding among them (the best buffer to put highest). Costs
+    one pass over the live buffers of each such step (use it where a
+    search's time matters, not for every plan; ``lower_bound`` is what
+    reports quote)."""
+    prep = problem if isinstance(problem, PreparedProblem) else PreparedProblem(problem)
+    active = prep.active
+    if not active:
+        return 0
+    unit = 0
+    for i in active:
+        unit = math.gcd(unit, prep.aligns[i])
+    firsts = np.array([prep.firsts[i] for i in active], dtype=np.int64)
+    lasts = np.array([prep.lasts[i] for i in active], dtype=np.int64)
+    sizes = np.array([prep.sizes[i] for i in active], dtype=object if sum(prep.sizes) >= _INT64_SAFE else np.int64)
+    rounded = -(-sizes // unit) * unit
+    best = 0
+    for step in np.unique(firsts):  # the live set only grows where a buffer starts
+        live = (firsts <= step) & (lasts >= step)
+        best = max(best, int(rounded[live].sum() - (rounded[live] - sizes[live]).max()))
+    return best
 
 
 def naive_bytes(problem: Problem) -> int:

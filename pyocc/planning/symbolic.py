@@ -83,7 +83,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .planner import plan_memory
+from .algorithms import HEURISTICS, hill_climb_offsets
+from .bounds import lower_bound, packed_lower_bound
+from .prepared import PreparedProblem
 from .problem import Buffer, Plan, PlanError, PlanningError, Problem
 from .verify import verify_plan
 
@@ -98,7 +100,8 @@ SEARCH_ALGORITHM = "hill-climb"
 the memory is): TVM's hill climb, seeded, at most 2,000 steps. Its time
 budget, ``SEARCH_BUDGET_MS``, is a safety cap far above what those steps take on
 a model's problem, so in practice it is deterministic too; a plan it cuts
-short is still verified like every other."""
+short is still verified like every other. It stops at ``packed_lower_bound``
+(``_search``): the same plan as ``plan_memory``'s hill climb, sooner."""
 SEARCH_BUDGET_MS = 5000.0
 SEARCH_BUFFER_LIMIT = 400
 """Problems with more buffers skip the search (its steps grow with the buffers)."""
@@ -591,13 +594,19 @@ class _Planner:
         self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
+        self.prepared: dict[tuple[tuple[str, int], ...], PreparedProblem] = {}
+        """The static problem at each value plans were made at, prepared once
+        for all the planners (its checks, conflict lists and bound computed once)."""
 
     def static(self, values: Mapping[str, int], algorithm: str) -> Plan:
         """The static plan at `values` by `algorithm` (made once)."""
         key = (tuple(sorted(values.items())), algorithm)
         if key not in self.static_plans:
-            self.static_plans[key] = plan_memory(self.problem.at(values), algorithm,
-                                                 time_budget_ms=SEARCH_BUDGET_MS)
+            point = key[0]
+            if point not in self.prepared:
+                self.prepared[point] = PreparedProblem(self.problem.at(values))
+            prep = self.prepared[point]
+            self.static_plans[key] = _search(prep) if algorithm == SEARCH_ALGORITHM else _heuristic(prep, algorithm)
         return self.static_plans[key]
 
     def best_made(self, problem: SymbolicProblem) -> dict[tuple[tuple[str, int], ...], Plan]:
@@ -741,6 +750,35 @@ class _Planner:
         return _Layout(Piece(dict(problem.ranges), best[1], best[2]), grid, best[3], bound)
 
 
+def _heuristic(prep: PreparedProblem, algorithm: str) -> Plan:
+    """``plan_memory(prep.problem, algorithm)`` for one of
+    ``STATIC_ALGORITHMS``: the same plan, on a problem prepared once for
+    all of them (`_Planner.static`). Verified like every static plan."""
+    start = time.perf_counter()
+    offsets = HEURISTICS[algorithm](prep)
+    pool = prep.pool_size(offsets)
+    plan = Plan(prep.offsets_by_name(offsets), pool, algorithm, pool <= lower_bound(prep), 0.0)
+    verify_plan(prep.problem, plan)
+    return Plan(plan.offsets, pool, algorithm, plan.optimal, (time.perf_counter() - start) * 1e3)
+
+
+def _search(prep: PreparedProblem) -> Plan:
+    """``plan_memory(prep.problem, SEARCH_ALGORITHM)``, the same plan, sooner:
+    the hill climb stops at ``packed_lower_bound`` where that is above
+    ``lower_bound`` (where sizes are not multiples of the alignment the
+    search often ends a few bytes above ``lower_bound`` and then ran all its
+    2,000 steps; classic BERT's problem at S = 255: 1,398,468 B against
+    1,398,464). A stop bound never changes the result (see
+    ``hill_climb_offsets``). Verified like every static plan."""
+    start = time.perf_counter()
+    bound = max(lower_bound(prep), packed_lower_bound(prep))
+    offsets = hill_climb_offsets(prep, time_budget_ms=SEARCH_BUDGET_MS, bound=bound)
+    pool = prep.pool_size(offsets)
+    plan = Plan(prep.offsets_by_name(offsets), pool, SEARCH_ALGORITHM, pool <= bound, 0.0)
+    verify_plan(prep.problem, plan)
+    return Plan(plan.offsets, pool, SEARCH_ALGORITHM, plan.optimal, (time.perf_counter() - start) * 1e3)
+
+
 def _cut_points(bad: Mapping[int, float], low: int, high: int) -> list[int]:
     """Where to try cutting a piece ``[low, high]`` with these bad values (a
     cut at k makes ``[low, k]`` and ``[k + 1, high]``), in order: just above
@@ -774,29 +812,46 @@ def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[s
     the problem at `point`, made symbolic: every buffer sits on the
     conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
-    valid at every point, and at the static plan's own point it is no larger."""
+    valid at every point, and at the static plan's own point it is no larger.
+    (Every pair at once with numpy: buffer ``c`` is under ``i`` when it comes
+    before ``i`` in that order, their live ranges overlap and ``c`` ends at
+    or below ``i``'s offset.)"""
     buffers = problem.buffers
     start = [plan.offsets[b.name] for b in buffers]
     ends = [start[i] + b.size.evaluate(point) for i, b in enumerate(buffers)]
     order = sorted(range(len(buffers)), key=lambda i: (start[i], ends[i], i))
-    below: list[tuple[int, ...]] = [()] * len(buffers)
-    placed: list[int] = []
-    for i in order:
-        below[i] = tuple(sorted(c for c in placed if buffers[c].overlaps(buffers[i]) and ends[c] <= start[i]))
-        placed.append(i)
-    return tuple(below), tuple(order), _pool(problem, sizes, below, order)
+    position = np.empty(len(buffers), dtype=np.int64)
+    position[order] = np.arange(len(buffers))
+    firsts, lasts = _lifetimes(problem)
+    # rows c, columns i
+    under = ((position[:, None] < position[None, :]) & (firsts[:, None] <= lasts[None, :])
+             & (firsts[None, :] <= lasts[:, None])
+             & (np.array(ends, dtype=np.int64)[:, None] <= np.array(start, dtype=np.int64)[None, :]))
+    below = tuple(tuple(np.flatnonzero(under[:, i]).tolist()) for i in range(len(buffers)))
+    return below, tuple(order), _pool(problem, sizes, below, order)
+
+
+def _lifetimes(problem: SymbolicProblem) -> tuple[np.ndarray, np.ndarray]:
+    """Every buffer's first and last step, as arrays."""
+    return (np.array([b.first for b in problem.buffers], dtype=np.int64),
+            np.array([b.last for b in problem.buffers], dtype=np.int64))
 
 
 def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tuple[int, ...]],
           order: Sequence[int]) -> np.ndarray:
-    """The pool size at every grid point of a plan given by `below` and `order`."""
-    ends: dict[int, np.ndarray] = {}
-    pool = np.zeros(len(sizes[0]) if sizes else 1, dtype=np.int64)
+    """The pool size at every grid point of a plan given by `below` and `order`
+    (every buffer's ends in one array, a row per buffer)."""
+    if not sizes:
+        return np.zeros(1, dtype=np.int64)
+    ends = np.zeros((len(sizes), len(sizes[0])), dtype=np.int64)
     for i in order:
-        offset = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, len(pool))
-        ends[i] = offset + sizes[i]
-        pool = np.maximum(pool, ends[i])
-    return pool
+        alignment = problem.buffers[i].alignment
+        if below[i]:
+            top = ends[list(below[i])].max(axis=0)
+            ends[i] = -(-top // alignment) * alignment + sizes[i]
+        else:
+            ends[i] = sizes[i]
+    return ends.max(axis=0)
 
 
 def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:

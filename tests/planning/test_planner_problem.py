@@ -11,6 +11,8 @@ from pyocc.planning import (
     lower_bound,
     max_live,
     naive_bytes,
+    packed_lower_bound,
+    plan_memory,
     verify_plan,
 )
 
@@ -70,9 +72,26 @@ def test_lower_bound_counts_alignment_at_the_busiest_step() -> None:
     assert lower_bound(Problem([Buffer("a", 10, 0, 0, 64), Buffer("b", 10, 0, 0, 64)])) == 74
 
 
+def test_packed_lower_bound_counts_every_live_buffers_padding() -> None:
+    # Three 10-byte buffers at alignment 64 live together: two of them take
+    # 64 bytes each, the top one 10, so no plan is below 138; lower_bound
+    # pads only the top one (74). With alignment 1 both are max-live.
+    three = Problem([Buffer(n, 10, 0, 0, 64) for n in "abc"])
+    assert lower_bound(three) == 74
+    assert packed_lower_bound(three) == 138 == plan_memory(three, "greedy-by-size").pool_size
+    assert packed_lower_bound(Problem([Buffer(n, 10, 0, 0) for n in "abc"])) == 30
+    # at alignments 4 and 64 every offset is a multiple of 4 only: 12 + 12 + 10
+    assert packed_lower_bound(Problem([Buffer("a", 10, 0, 0, 4), Buffer("b", 10, 0, 0, 64),
+                                       Buffer("c", 10, 0, 0, 64)])) == 34
+    # the steps are taken one by one: a and c never live together
+    assert packed_lower_bound(Problem([Buffer("a", 10, 0, 0, 64), Buffer("b", 10, 0, 1, 64),
+                                       Buffer("c", 10, 1, 1, 64)])) == 74
+
+
 def test_bounds_of_empty_and_zero_size_problems() -> None:
     assert lower_bound(Problem(())) == 0
     assert lower_bound(Problem([Buffer("z", 0, 0, 9)])) == 0
+    assert packed_lower_bound(Problem(())) == packed_lower_bound(Problem([Buffer("z", 0, 0, 9, 64)])) == 0
     assert naive_bytes(Problem(())) == 0
 
 

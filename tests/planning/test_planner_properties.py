@@ -7,7 +7,7 @@ Random problems have up to 30 buffers, some of size zero, alignments in
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyocc.planning import Buffer, Problem, lower_bound, max_live, plan_memory, verify_plan
+from pyocc.planning import Buffer, Problem, lower_bound, max_live, packed_lower_bound, plan_memory, verify_plan
 from pyocc.planning.algorithms import HEURISTICS, lifetime_order, size_order
 from pyocc.planning.placement import place_in_order
 from pyocc.planning.prepared import PreparedProblem
@@ -50,7 +50,7 @@ def test_every_heuristic_gives_a_valid_plan_above_the_bound(problem: Problem) ->
     for algorithm in HEURISTICS:
         plan = plan_memory(problem, algorithm, time_budget_ms=5)
         verify_plan(problem, plan)
-        assert plan.pool_size >= bound
+        assert plan.pool_size >= max(bound, packed_lower_bound(problem))
         assert plan.optimal == (plan.pool_size == bound)
 
 
@@ -73,6 +73,7 @@ def test_exact_when_finished_beats_every_heuristic(problem: Problem) -> None:
     exact = plan_memory(problem, "exact", time_budget_ms=50)
     verify_plan(problem, exact)
     assert exact.pool_size >= lower_bound(problem)
+    assert exact.pool_size >= packed_lower_bound(problem)  # a bound even on the optimum
     if exact.optimal:
         for algorithm in HEURISTICS:
             assert exact.pool_size <= plan_memory(problem, algorithm, time_budget_ms=5).pool_size

@@ -24,8 +24,9 @@ from pyocc.planning import (
     verify_plan,
     verify_symbolic_plan,
 )
-from pyocc.planning import symbolic
+from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
+from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
 
 HIDDEN = 768
@@ -298,6 +299,40 @@ def test_llama_pieces_are_near_the_static_plans_from_small_to_large() -> None:
         values = {"sequence": s}
         best = min(plan_memory(problem.at(values), a).pool_size for a in symbolic.STATIC_ALGORITHMS)
         assert plan.pool_bytes(values) <= 1.02 * best, s
+
+
+BERT = Path(__file__).parent / "data" / "bert_classic_symbolic.json"
+"""BERT's planning problem (bench/zoo.py's bert, 2 layers, classic export,
+sequence in 1..512), written by the symbolic compile."""
+
+
+def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hill climb at the values the search for cuts looks at ended a few
+    bytes above ``lower_bound`` (rows of S x 4 bytes at alignment 64) and
+    ran all its 2,000 steps; it now stops at ``packed_lower_bound``. The
+    plan is the same byte for byte as with the search stopped at
+    ``lower_bound`` only (what ``plan_memory(..., "hill-climb")`` does),
+    with far fewer placements tried."""
+    problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
+    placements = [0]
+    place = algorithms.place_in_order
+
+    def counted(*args: object, **kwargs: object) -> list[int]:
+        placements[0] += 1
+        return place(*args, **kwargs)
+
+    monkeypatch.setattr(algorithms, "place_in_order", counted)
+    plan = plan_symbolic(problem)
+    packed = placements[0]
+    placements[0] = 0
+    monkeypatch.setattr(symbolic, "packed_lower_bound", lambda prep: 0)
+    old = plan_symbolic(problem)
+    assert plan.pieces == old.pieces and len(plan.pieces) > 1
+    assert packed < placements[0] - 5000, (packed, placements[0])  # 8,704 against 14,330
+    # and each search's plan is the one plan_memory's hill climb makes
+    for s in (15, 255):
+        static = problem.at({"sequence": s})
+        assert symbolic._search(PreparedProblem(static)).offsets == plan_memory(static, "hill-climb", time_budget_ms=5000).offsets
 
 
 def test_cuts_are_tried_above_the_bad_values_then_at_the_lowest_alone() -> None:
