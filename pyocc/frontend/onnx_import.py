@@ -386,7 +386,7 @@ class _Importer:
             nodes = remaining
             if done:
                 break
-        self.nodes = [self.gather_as_reshape(node) for node in nodes]
+        self.nodes = [self.gather_nd_as_reshape(self.gather_as_reshape(node)) for node in nodes]
 
     def gather_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
         """A Gather whose (folded) indices are every position of its axis in
@@ -410,6 +410,35 @@ class _Importer:
             return node
         target = f"{node.output[0]}__pyocc_reshape"
         self.consts[target] = np.array([*shape[:axis], *np.shape(indices), *shape[axis + 1:]], dtype=np.int64)
+        self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
+        return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
+
+    def gather_nd_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
+        """A GatherND (``batch_dims`` 0) whose (folded) indices ``[..., k]``
+        are every index of its data's first k dimensions in order, ``(0, 0),
+        (0, 1), ..., (n - 1, m - 1)``, as the Reshape it is. The dynamo
+        exporter reads a batch's attention mask ``[B, S]`` at (batch,
+        position) pairs ``[B, 1, 1, S, 2]``: with a symbolic sequence those
+        pairs are a constant whose leading blocks are not its leading bytes
+        at the largest S (the batch comes first), which no program for every
+        S can read in place; the Reshape reads nothing."""
+        if node.op_type != "GatherND" or len(node.input) != 2 or node.input[0] in self.consts \
+                or node.input[1] not in self.consts or node.input[0] not in self.types:
+            return node
+        if any(a.name == "batch_dims" and helper.get_attribute_value(a) != 0 for a in node.attribute):
+            return node
+        indices = self.consts[node.input[1]]
+        shape = list(self.types[node.input[0]].get_shape())
+        if isinstance(indices, Splat) or np.ndim(indices) < 1:
+            return node
+        depth = np.shape(indices)[-1]
+        if not 1 <= depth <= len(shape) or not np.issubdtype(np.asarray(indices).dtype, np.integer):
+            return node
+        every = np.indices(shape[:depth]).reshape(depth, -1).T
+        if not np.array_equal(np.asarray(indices).reshape(-1, depth), every):
+            return node
+        target = f"{node.output[0]}__pyocc_reshape"
+        self.consts[target] = np.array([*np.shape(indices)[:-1], *shape[depth:]], dtype=np.int64)
         self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
         return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
 
