@@ -1095,6 +1095,28 @@ class SymbolicModel:
         report.native_sites, report.numpy_sites = self.native_sites, self.numpy_sites
         return report
 
+    def save(self, path: str | Path) -> Path:
+        """Write the generated code: .ll (LLVM IR), .o (object) or .so
+        (shared library plus its weights file; C ABI version 2: the run
+        takes the symbols' values, see pyocc.lowering.symbolic_native and
+        examples/c/run_model.c ``--dim``). A model that runs the numpy
+        kernels has no generated code to write: one PyoccError."""
+        path = Path(path)
+        if self.native is None:
+            raise PyoccError(f"{self.lowered.model}: with --dim this model runs the numpy kernels from Python "
+                             f"({self.fallback_reason}), which no library can hold; run it with pyocc run --dim, "
+                             "or fix the dimension with --shape to write a library")
+        suffix = path.suffix
+        if suffix == ".ll":
+            self.native.write_llvm_ir(path)
+        elif suffix == ".o":
+            self.native.write_object(path)
+        elif suffix == ".so":
+            self.native.write_shared_library(path)
+        else:
+            raise PyoccError(f"{path}: unknown output kind '{suffix}'; use .so, .o or .ll")
+        return path
+
 
 class Model:
     """A compiled model: `run(inputs) -> outputs` like onnxruntime, plus its

@@ -67,6 +67,11 @@ def load_shared_library(path: str | os.PathLike[str], weights: str | os.PathLike
         raise PyoccError(f"{path} has no model '{name}' (it has {names})")
     meta = _json_from(library, f"{name}_meta", path)
     assert isinstance(meta, dict)
+    if "symbols" in meta:
+        raise PyoccError(f"{path}: a model compiled with --dim (its run takes the values of "
+                         f"{', '.join(s['name'] for s in meta['symbols'])}); this loader reads fixed-shape "
+                         "libraries only: run it from C (examples/c/run_model.c --dim NAME=VALUE), "
+                         "or in Python with pyocc.compile(..., dims=...)")
     weights_path = Path(weights) if weights is not None else weights_path_for(path)
     expected = meta["weights"]["bytes"]
     if expected and not weights_path.is_file():
