@@ -442,8 +442,13 @@ class SymbolicCompiledModel:
         return self._stats
 
     def write_llvm_ir(self, path: str | os.PathLike[str]) -> None:
-        """The module as generated, before LLVM optimises it (`.ll`)."""
-        Path(path).write_text(self.llvm_ir)
+        """The module as generated, before LLVM optimises it, as LLVM IR
+        text (`.ll`) for this machine's triple and data layout."""
+        machine = _target_machine()
+        module = _llvm().parse_assembly(self.llvm_ir)
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        Path(path).write_text(str(module))
 
     def write_object(self, path: str | os.PathLike[str]) -> None:
         """The module as optimised, a position-independent object file (`.o`)."""

@@ -195,7 +195,8 @@ def _compile_symbolic(args: argparse.Namespace, out: Path) -> int:
         warnings.simplefilter("ignore")  # the numpy fallback's warning: save() refuses it in one line
         model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                               shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
-                              reorder=args.reorder, kernels=args.kernels, dims=parse_dims(args.dim))
+                              reorder=args.reorder, kernels=args.kernels, memory_pools=args.memory_pools,
+                              pool_candidates=args.pool_candidates, dims=parse_dims(args.dim))
     assert isinstance(model, SymbolicModel)
     model.save(out)
     if out.suffix != ".so":

@@ -24,7 +24,7 @@ from pyocc.errors import PyoccError
 from pyocc.runtime.loader import load_shared_library
 from pyocc.testing.light_models import onnxruntime_reference
 from pyocc.tools.cli import main as pyocc_main
-from tests.graphs import bert_symbolic
+from tests.graphs import bert_symbolic, encoder_symbolic
 
 RUNNER = Path(__file__).resolve().parents[2] / "examples" / "c" / "run_model.c"
 
@@ -239,3 +239,25 @@ def test_a_symbolic_library_runs_every_length_from_c(tmp_path: Path, runner: Pat
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr.strip()) == (
         1, "run_model: static.so has no symbolic dimension (compiled with fixed shapes); drop --dim")
+
+
+def test_a_library_with_two_symbols_takes_them_by_name(tmp_path: Path, runner: Path) -> None:
+    """`batch` and `sequence` both symbolic: the runner's --dim options in
+    any order, the run's values sorted by name; matches onnxruntime."""
+    model = encoder_symbolic(layers=1)
+    for value in (model.graph.input[0], model.graph.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    pyocc.compile(fresh, dims={"batch": 4, "sequence": 32}).save(tmp_path / "e.so")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(8)
+    for batch, length in ((1, 1), (3, 7), (4, 32), (2, 31)):
+        x = rng.standard_normal((batch, length, 32)).astype(np.float32)
+        (tmp_path / "in.bin").write_bytes(x.tobytes())
+        result = subprocess.run([str(runner), "e.so", "in.bin", "out.bin", "--dim", f"sequence={length}",
+                                 "--dim", f"batch={batch}"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        (want,) = session.run(None, {"x": x})
+        got = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32)
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5, err_msg=f"{batch}x{length}")
