@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
 from pyocc.errors import PyoccError
-from pyocc.runtime.loader import load_shared_library
+from pyocc.runtime.loader import SymbolicLibraryModel, load_shared_library
 from pyocc.testing.light_models import onnxruntime_reference
 from pyocc.tools.cli import main as pyocc_main
 from tests.graphs import bert_symbolic, encoder_symbolic
@@ -185,7 +185,8 @@ def test_a_symbolic_library_runs_every_length_from_c(tmp_path: Path, runner: Pat
     2) that the runner runs at every length its --dim gives, matching
     onnxruntime; a missing, unknown or out-of-range --dim is one line, and
     so is --dim for a static library; the run itself returns 2 for a value
-    out of range; pyocc's loader refuses it in one line."""
+    out of range. pyocc's loader runs it too, reading the length off the
+    inputs."""
     model = bert_symbolic(max_positions=64)
     onnx.save(model, tmp_path / "bert.onnx")
     monkeypatch.chdir(tmp_path)
@@ -231,9 +232,23 @@ def test_a_symbolic_library_runs_every_length_from_c(tmp_path: Path, runner: Pat
         symbols = (ctypes.c_int64 * 1)(length)
         assert library.bert_onnx_run(none, none, None, state, symbols) == status
     assert list(state) == [0, 0, 0, 0]  # nothing allocated
-    with pytest.raises(PyoccError, match=r"m.so: a model compiled with --dim \(its run takes the values of sequence\); "
-                                         r"this loader reads fixed-shape libraries only: run it from C"):
-        load_shared_library(tmp_path / "m.so")
+    # and from Python, without the model: the lengths read off the inputs
+    loaded = load_shared_library(tmp_path / "m.so")
+    assert isinstance(loaded, SymbolicLibraryModel)
+    for length in (3, 64):
+        inputs = _bert_inputs(model, length, rng)
+        got = loaded.run(inputs)
+        assert (loaded.alloc_stats().allocations, loaded.alloc_stats().frees) == (1, 1)
+        for value, want in zip(got.values(), session.run(None, inputs), strict=True):
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=f"loaded, S={length}")
+    with pytest.raises(PyoccError, match=r"^bert_onnx: sequence=65 is out of range: the library was compiled for "
+                                         r"sequence in 1..64$"):
+        loaded.run(_bert_inputs(model, 65, rng))
+    wrong = _bert_inputs(model, 5, rng)
+    wrong["position_ids"] = wrong["position_ids"][:, :4]
+    with pytest.raises(PyoccError, match=r"^bert_onnx: input 'position_ids' has int64\[1, 4\], the model takes "
+                                         r"int64\[1, 5\] at \{'sequence': 5\}$"):
+        loaded.run(wrong)
     pyocc.compile(tiny_model()).save(tmp_path / "static.so")
     result = subprocess.run([str(runner), "static.so", "in.bin", "out.bin", "--dim", "sequence=3"],
                             capture_output=True, text=True, timeout=60)
