@@ -23,8 +23,10 @@ version 2, static models' version 1 plus the symbols; `pyocc compile
                 // the inputs' then the outputs' byte sizes at those values
     const char *NAME_meta(void);       // JSON: abi 2, symbols with ranges,
                                        // inputs/outputs (dims as formulas), weights
-    const char *pyocc_functions(void); // ["NAME"] Once per run the function evaluates, as LLVM
-integer arithmetic on those values, every planned buffer's size, its
+    const char *pyocc_functions(void); // ["NAME"]
+
+Once per run the run function evaluates, as LLVM
+integer arithmetic on the symbols' values, every planned buffer's size, its
 offset (in the plan's placement order: the aligned maximum of the ends of
 the buffers below it) and the pool size (a plan in pieces first branches
 to its piece's layout: one compare per piece bound on the cut symbol);
@@ -284,7 +286,8 @@ def _emit_library_functions(module: ir.Module, symbol: str, meta: Mapping[str, A
         nbytes = Poly.constant(np.dtype(dtype).itemsize)
         for d in shape:
             nbytes = nbytes * (d if isinstance(d, Poly) else Poly.constant(int(d)))
-        b.store(sizes.value(nbytes), b.gep(tensor_bytes.args[1], [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
+        b.store(sizes.value(nbytes),
+                b.gep(tensor_bytes.args[1], [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
     b.ret_void()
     _string_getter(module, f"{symbol}_meta", json.dumps(meta, separators=(",", ":")))
     _string_getter(module, "pyocc_functions", json.dumps([symbol]))
