@@ -373,7 +373,7 @@ def lower(
         raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     before = resource_keys()
-    module = import_model(model, shapes)
+    module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts)
     ctx = Context()
     try:
         given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options))
@@ -929,8 +929,9 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         copy.CopyFrom(proto)
         # the order is chosen at the probe, at the top of the range: what is
         # free there is chosen for small values of the symbol (dnn-reorder{symbol_dim})
-        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values()))) if len(point) == 1 \
-            else options
+        # and a batch's copies of a table that follows the symbol are expanded at run time (import_model)
+        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values())),
+                                 unfold_broadcasts=next(iter(point.values()))) if len(point) == 1 else options
         module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         point_steps, point_weights, point_names = program_steps(function)

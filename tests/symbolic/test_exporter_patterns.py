@@ -16,6 +16,9 @@ with onnx.helper (no torch needed):
   batch 2): a Gather of every position in order, imported as the Reshape
   it is; and read by (batch, position) pairs (the dynamo export at batch
   2): a GatherND of every index in order, imported as the Reshape it is;
+- a batch of 2 whose positions (a sliced table, a Range) are expanded to
+  the batch (the dynamo export of Whisper): folded, constants whose two
+  blocks are equal, imported by a symbolic compile as the Expand of one;
 - T5's relative position buckets (Range, Sub, Abs/Neg of int64
   differences, Log, ``full_like`` caps: splats of [S, S]) looked up in a
   bias table, compiled for 1..512;
@@ -331,15 +334,45 @@ def mask_by_pairs() -> onnx.ModelProto:
     return _model(nodes, inits, [x, mask], ["y"], "mask_by_pairs")
 
 
+def batch_positions() -> onnx.ModelProto:
+    """x + positions for a batch of 2, the positions expanded to the batch
+    as the dynamo exporter writes Whisper's decoder:
+    ``Expand(Slice(table, 0, S), Shape(x))`` (folded at one S, a constant
+    ``[2, S, 8]`` whose two blocks are equal and whose leading blocks are
+    not its leading bytes at the maximum), and an index ``[2, 1, S]`` of
+    positions expanded the same way, added after a cast."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "sequence", HIDDEN])
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["length"]),
+        helper.make_node("Slice", ["table", "zero", "length", "one"], ["positions"]),   # 1 x S x 8
+        helper.make_node("Expand", ["positions", "shape"], ["batch_positions"]),         # 2 x S x 8
+        helper.make_node("Range", ["zero_scalar", "length_scalar", "one_scalar"], ["index"]),
+        helper.make_node("Squeeze", ["length", "zero"], ["length_scalar"]),
+        helper.make_node("Concat", ["two", "one", "length"], ["index_shape"], axis=0),
+        helper.make_node("Expand", ["index", "index_shape"], ["batch_index"]),           # 2 x 1 x S
+        helper.make_node("Cast", ["batch_index"], ["batch_index_f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["batch_index_f"], ["index_column"], perm=[0, 2, 1]),  # 2 x S x 1
+        helper.make_node("Add", ["x", "batch_positions"], ["shifted"]),
+        helper.make_node("Add", ["shifted", "index_column"], ["y"]),
+    ]
+    nodes.insert(4, nodes.pop(5))  # the Squeeze before the Range that reads it
+    inits = [_int64("zero", [0]), _int64("one", [1]), _int64("two", [2]), _int64("zero_scalar", 0),
+             _int64("one_scalar", 1),
+             numpy_helper.from_array(rng.standard_normal((1, MAXIMUM, HIDDEN)).astype(np.float32), "table")]
+    return _model(nodes, inits, [x], ["y"], "batch_positions")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
     "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
-    "mask_by_pairs": mask_by_pairs,
+    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table", "flattened_mask_lookup", "mask_by_pairs")
+          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions")
 """The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
 
 
