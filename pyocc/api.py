@@ -373,7 +373,7 @@ def lower(
         raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     before = resource_keys()
-    module = import_model(model, shapes)
+    module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts)
     ctx = Context()
     try:
         given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options), options.verify)
@@ -936,8 +936,9 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         copy.CopyFrom(proto)
         # the order is chosen at the probe, at the top of the range: what is
         # free there is chosen for small values of the symbol (dnn-reorder{symbol_dim})
-        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values()))) if len(point) == 1 \
-            else options
+        # and a batch's copies of a table that follows the symbol are expanded at run time (import_model)
+        at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values())),
+                                 unfold_broadcasts=next(iter(point.values()))) if len(point) == 1 else options
         # the op verifiers at the first probe only: the others must be its program (fit_program), integers aside
         index = next(count)
         at = at if index == 1 else dataclasses.replace(at, verify=False)
@@ -1104,6 +1105,28 @@ class SymbolicModel:
         report = self.lowered.memory_report(dims)
         report.native_sites, report.numpy_sites = self.native_sites, self.numpy_sites
         return report
+
+    def save(self, path: str | Path) -> Path:
+        """Write the generated code: .ll (LLVM IR), .o (object) or .so
+        (shared library plus its weights file; C ABI version 2: the run
+        takes the symbols' values, see pyocc.lowering.symbolic_native and
+        examples/c/run_model.c ``--dim``). A model that runs the numpy
+        kernels has no generated code to write: one PyoccError."""
+        path = Path(path)
+        if self.native is None:
+            raise PyoccError(f"{self.lowered.model}: with --dim this model runs the numpy kernels from Python "
+                             f"({self.fallback_reason}), which no library can hold; run it with pyocc run --dim, "
+                             "or fix the dimension with --shape to write a library")
+        suffix = path.suffix
+        if suffix == ".ll":
+            self.native.write_llvm_ir(path)
+        elif suffix == ".o":
+            self.native.write_object(path)
+        elif suffix == ".so":
+            self.native.write_shared_library(path)
+        else:
+            raise PyoccError(f"{path}: unknown output kind '{suffix}'; use .so, .o or .ll")
+        return path
 
 
 class Model:

@@ -71,6 +71,13 @@ class Options:
     order is chosen at the largest sizes, and what is free there is not at
     small ones (0: a static compile)."""
 
+    unfold_broadcasts: int = 0
+    """A symbolic compile's probe value, for the import: a folded constant
+    whose blocks along its first axis are all equal (a batch's copies of a
+    table) and that has this value in a later dimension is imported as the
+    Expand of its first block (pyocc.frontend.onnx_import.import_model; 0:
+    a static compile, never)."""
+
     sanitize: bool = False
     """Poison dead buffers and guard live ones (dnn-sanitize): for testing."""
 

@@ -1,7 +1,7 @@
 /* run_model: run a model compiled by `pyocc compile -o model.so` from C.
  *
  *   cc -O2 -o run_model examples/c/run_model.c -ldl
- *   ./run_model model.so input.bin output.bin [--repeat N] [--threads N]
+ *   ./run_model model.so input.bin output.bin [--repeat N] [--threads N] [--dim NAME=VALUE ...]
  *
  * input.bin holds the graph inputs' raw little-endian bytes, concatenated in
  * graph-input order; output.bin receives the outputs likewise. The weights
@@ -15,6 +15,11 @@
  * (its table's "numpy_sites" is 0), so NAME_init gets no kernel callback.
  * The C ABI (version 1) is documented in pyocc/lowering/convert_dnn_to_llvm.py
  * and docs/guide.md; sizes come from the JSON table NAME_meta() returns.
+ * A model compiled with symbolic dimensions (`pyocc compile --dim
+ * sequence=512`, ABI version 2: pyocc/lowering/symbolic_native.py) needs
+ * each one's value, `--dim sequence=17`, within the range its table lists;
+ * the inputs' and outputs' sizes at those values come from
+ * NAME_tensor_bytes, and NAME_run takes the values (sorted by name).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dlfcn.h>
@@ -29,9 +34,12 @@
 #include <unistd.h>
 
 #define MAX_TENSORS 256
+#define MAX_SYMBOLS 16
 
 typedef void (*init_fn)(void *const *);
 typedef int32_t (*run_fn)(void *const *, void *const *, const void *, int64_t *);
+typedef int32_t (*symbolic_run_fn)(void *const *, void *const *, const void *, int64_t *, const int64_t *);
+typedef void (*tensor_bytes_fn)(const int64_t *, int64_t *);
 typedef void (*destroy_fn)(void);
 typedef int32_t (*threads_fn)(int32_t);
 typedef const char *(*text_fn)(void);
@@ -98,6 +106,50 @@ static int tensor_bytes(const char *json, const char *key, size_t *bytes) {
         bytes[count++] = elements * size;
         p++;
         if (*p == ',') p++;
+    }
+    return count;
+}
+
+/* The number of entries of top-level array `key` of the table. */
+static int tensor_count(const char *json, const char *key) {
+    char pattern[32];
+    snprintf(pattern, sizeof pattern, "\"%s\":[", key);
+    const char *p = strstr(json, pattern);
+    if (!p) die("the model's table has no entry", key);
+    int count = 0, depth = 0;
+    for (p += strlen(pattern); *p && !(depth == 0 && *p == ']');) {
+        if (*p == '"') {
+            p = skip_string(p);
+            continue;
+        }
+        if (*p == '{' || *p == '[') count += depth++ == 0 && *p == '{';
+        if (*p == '}' || *p == ']') depth--;
+        p++;
+    }
+    if (count > MAX_TENSORS) die("too many tensors for this runner", key);
+    return count;
+}
+
+/* A symbolic model's symbols, in the table's order (sorted by name, the
+ * order NAME_run takes their values): {"name":"sequence","min":1,"max":512}. */
+static int table_symbols(const char *json, char names[][64], long *low, long *high) {
+    const char *p = strstr(json, "\"symbols\":[");
+    if (!p) die("the model's table has no entry", "symbols");
+    int count = 0;
+    for (p += 11; *p == '{' || *p == ','; p++) {
+        if (*p == ',') continue;
+        if (count == MAX_SYMBOLS) die("too many symbols for this runner", NULL);
+        const char *name = strstr(p, "\"name\":\""), *min = strstr(p, "\"min\":"), *max = strstr(p, "\"max\":");
+        if (!name || !min || !max) die("a symbol of the model's table is malformed", NULL);
+        name += 8;
+        const char *end = strchr(name, '"');
+        if (!end || end - name >= 64) die("a symbol of the model's table is malformed", NULL);
+        snprintf(names[count], 64, "%.*s", (int)(end - name), name);
+        low[count] = strtol(min + 6, NULL, 10);
+        high[count] = strtol(max + 6, NULL, 10);
+        count++;
+        p = strchr(p, '}');
+        if (!p) die("a symbol of the model's table is malformed", NULL);
     }
     return count;
 }
@@ -172,19 +224,23 @@ static long count_option(int argc, char **argv, int i) {
 
 int main(int argc, char **argv) {
     long repeat = 1, threads = 0; /* 0: as compiled */
-    int timed = 0;
+    int timed = 0, dims = 0;
+    const char *dim_options[MAX_SYMBOLS];
     for (int i = 4; i < argc; i += 2) {
         if (strcmp(argv[i], "--repeat") == 0) {
             repeat = count_option(argc, argv, i);
             timed = 1;
         } else if (strcmp(argv[i], "--threads") == 0) {
             threads = count_option(argc, argv, i);
+        } else if (strcmp(argv[i], "--dim") == 0 && i + 1 < argc && dims < MAX_SYMBOLS) {
+            dim_options[dims++] = argv[i + 1];
         } else {
             argc = 0; /* unknown option: the usage line */
         }
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N] [--threads N]\n", argv[0]);
+        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N] [--threads N] [--dim NAME=VALUE ...]\n",
+                argv[0]);
         return 2;
     }
 
@@ -217,7 +273,8 @@ int main(int argc, char **argv) {
     if (blas_threads) blas_threads(1);
 
     const char *meta = meta_fn();
-    if (json_integer(meta, "abi") != 1) die("the model uses another ABI version than 1", NULL);
+    long abi = json_integer(meta, "abi");
+    if (abi != 1 && abi != 2) die("the model uses another ABI version than 1 or 2", NULL);
     long numpy_sites = json_integer(meta, "numpy_sites");
     if (numpy_sites != 0) {
         fprintf(stderr, "run_model: %s: %ld ops call numpy kernels (compiled with --kernels numpy, or ops "
@@ -226,8 +283,57 @@ int main(int argc, char **argv) {
         return 1;
     }
     size_t input_bytes[MAX_TENSORS], output_bytes[MAX_TENSORS];
-    int inputs = tensor_bytes(meta, "inputs", input_bytes);
-    int outputs = tensor_bytes(meta, "outputs", output_bytes);
+    int inputs, outputs;
+    int64_t values[MAX_SYMBOLS];
+    if (abi == 1) {
+        if (dims) {
+            fprintf(stderr, "run_model: %s has no symbolic dimension (compiled with fixed shapes); drop --dim\n",
+                    argv[1]);
+            return 1;
+        }
+        inputs = tensor_bytes(meta, "inputs", input_bytes);
+        outputs = tensor_bytes(meta, "outputs", output_bytes);
+    } else {
+        /* every symbol's value from a --dim, within its range */
+        char names[MAX_SYMBOLS][64];
+        long low[MAX_SYMBOLS], high[MAX_SYMBOLS];
+        int symbols = table_symbols(meta, names, low, high);
+        for (int d = 0; d < dims; d++) {
+            const char *equals = strchr(dim_options[d], '=');
+            int known = 0;
+            for (int k = 0; equals && k < symbols; k++)
+                known |= strlen(names[k]) == (size_t)(equals - dim_options[d]) &&
+                         strncmp(names[k], dim_options[d], (size_t)(equals - dim_options[d])) == 0;
+            if (!known) {
+                fprintf(stderr, "run_model: --dim '%s' names no symbolic dimension of %s (give NAME=VALUE; it has",
+                        dim_options[d], argv[1]);
+                for (int k = 0; k < symbols; k++) fprintf(stderr, " %s", names[k]);
+                fprintf(stderr, ")\n");
+                return 2;
+            }
+        }
+        for (int k = 0; k < symbols; k++) {
+            const char *given = NULL;
+            for (int d = 0; d < dims; d++)
+                if (strncmp(dim_options[d], names[k], strlen(names[k])) == 0 && dim_options[d][strlen(names[k])] == '=')
+                    given = dim_options[d] + strlen(names[k]) + 1;
+            char *end = NULL;
+            long value = given ? strtol(given, &end, 10) : 0;
+            if (!given || *end != '\0' || end == given || value < low[k] || value > high[k]) {
+                fprintf(stderr, "run_model: %s has a symbolic dimension %s: give --dim %s=N with N in %ld..%ld\n",
+                        argv[1], names[k], names[k], low[k], high[k]);
+                return 2;
+            }
+            values[k] = value;
+        }
+        LOOKUP(tensor_bytes_fn, sizes, "tensor_bytes")
+        inputs = tensor_count(meta, "inputs");
+        outputs = tensor_count(meta, "outputs");
+        int64_t bytes[2 * MAX_TENSORS];
+        sizes(values, bytes);
+        for (int i = 0; i < inputs; i++) input_bytes[i] = (size_t)bytes[i];
+        for (int i = 0; i < outputs; i++) output_bytes[i] = (size_t)bytes[inputs + i];
+    }
     size_t total_in = 0, total_out = 0;
     for (int i = 0; i < inputs; i++) total_in += input_bytes[i];
     for (int i = 0; i < outputs; i++) total_out += output_bytes[i];
@@ -268,9 +374,11 @@ int main(int argc, char **argv) {
     for (long r = 0; r < repeat; r++) {
         int64_t state[4] = {0, 0, 0, 0};
         double begin = now_ms();
-        int32_t status = run(in_pointers, out_pointers, weights, state);
+        int32_t status = abi == 1 ? run(in_pointers, out_pointers, weights, state)
+                                  : ((symbolic_run_fn)run)(in_pointers, out_pointers, weights, state, values);
         times[r] = now_ms() - begin;
         if (status == 1) die("out of memory (the allocator returned NULL)", NULL);
+        if (status == 2) die("a symbolic dimension's value is out of the range it was compiled for", NULL);
         if (status != 0) die("the model failed", NULL);
     }
     destroy();

@@ -7,7 +7,8 @@
 # its fifth argument, computes the buffers' offsets and the pool size from
 # it, allocates the pool once, and calls each kernel with the buffer
 # pointers and then the value; a kernel with run-time shapes reads the value
-# from its buffer array and computes its trip counts from it. Negative:
+# from its buffer array and computes its trip counts from it; a value out
+# of range returns 2 before the pool is allocated. Negative:
 # `fallback`, a CumSum (no native kernel) makes the program run the numpy
 # kernels, with one line saying why.
 import contextlib
@@ -74,6 +75,9 @@ for name, run in {"llvm": llvm_mode, "fallback": fallback_mode}.items():
 # LLVM-NEXT:    %[[RAW:.*]] = load ptr, ptr %[[SLOT]]
 # LLVM-NEXT:    %[[S:.*]] = ptrtoint ptr %[[RAW]] to i64
 # LLVM:         mul i64 {{[0-9]+}}, %[[S]]
+# LLVM:         icmp slt i64 %[[S]], 1
+# LLVM-NEXT:    icmp sgt i64 %[[S]], 64
+# LLVM:         ret i32 2
 # LLVM:         %[[POOL:.*]] = call ptr @"aligned_alloc"(i64 64, i64 %{{.*}})
 # LLVM:         icmp eq ptr %[[POOL]], null
 # LLVM:         %[[VALUE:.*]] = inttoptr i64 %[[S]] to ptr
@@ -82,5 +86,18 @@ for name, run in {"llvm": llvm_mode, "fallback": fallback_mode}.items():
 # LLVM:         call void @"attention_site_{{[0-9]+}}"(ptr
 # LLVM:         call void @"free"(ptr %[[POOL]])
 # LLVM:         ret i32 0
+# The shared library's functions (C ABI version 2): the inputs' and outputs'
+# byte sizes at the symbols' values (x and out: 32*sequence), and the table.
+# LLVM:       define void @"attention_tensor_bytes"(ptr %[[VALUES:.*]], ptr %[[BYTES:.*]])
+# LLVM:         %[[SLOT2:.*]] = getelementptr inbounds ptr, ptr %[[VALUES]], i64 0
+# LLVM:         %[[S2:.*]] = ptrtoint ptr
+# LLVM-NEXT:    %[[SIZE:.*]] = mul i64 32, %[[S2]]
+# LLVM:         getelementptr inbounds i64, ptr %[[BYTES]], i64 0
+# LLVM-NEXT:    store i64 %[[SIZE]]
+# LLVM:         getelementptr inbounds i64, ptr %[[BYTES]], i64 1
+# LLVM-NEXT:    store i64 %[[SIZE]]
+# LLVM:       c"{\22abi\22:2,{{.*}}\22symbols\22:[{\22name\22:\22sequence\22,\22min\22:1,\22max\22:64}],{{.*}}\22shape\22:[1,\22sequence\22,8]
+# LLVM:       define ptr @"attention_meta"()
+# LLVM:       define ptr @"pyocc_functions"()
 
 # FALLBACK: not native: the cum_sum kernel of 1x64x64, 1x64x64 has no native kernel that computes it

@@ -196,17 +196,23 @@ def import_model(
     shapes: Mapping[str, Sequence[int]] | None = None,
     *,
     function_name: str = "main_graph",
+    unfold_broadcasts: int = 0,
 ) -> ModuleOp:
     """Import an ONNX model (a ModelProto or a path) into the `onnx` dialect.
 
     `shapes` fixes graph input shapes (needed for dynamic dimensions).
+    `unfold_broadcasts` (a symbolic compile's probe value of its symbol; 0:
+    off): a folded constant whose blocks along its first axis are all
+    equal, and that has the probe value in a later dimension, is
+    imported as the Expand of its first block (`_Importer.broadcasts_as_expand`).
     Raises PyoccError for anything the user must fix."""
     source = ""
     if not hasattr(model, "graph"):
         source = str(model)
         # weights in external files are memory-mapped, not read into the proto
         model = load_model(model, external_data=False)  # type: ignore[arg-type]
-    return _Importer(model, dict(shapes or {}), function_name, source).run()  # type: ignore[arg-type]
+    return _Importer(model, dict(shapes or {}), function_name, source,  # type: ignore[arg-type]
+                     unfold_broadcasts=unfold_broadcasts).run()
 
 
 def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model",
@@ -275,6 +281,8 @@ class _Importer:
     function_name: str
     source: str = ""
     """The model's file, when it came from one (named in some messages)."""
+    unfold_broadcasts: int = 0
+    """The probe value whose folded batch broadcasts import as Expands (see import_model; 0: none)."""
     consts: dict[str, Any] = field(default_factory=dict)
     types: dict[str, TensorType] = field(default_factory=dict)
     values: dict[str, SSAValue] = field(default_factory=dict)
@@ -400,7 +408,47 @@ class _Importer:
             nodes = remaining
             if done:
                 break
-        self.nodes = [self.gather_as_reshape(node) for node in nodes]
+        self.nodes = [self.gather_nd_as_reshape(self.gather_as_reshape(node)) for node in nodes]
+        if self.unfold_broadcasts:
+            self.nodes = self.broadcasts_as_expand(self.nodes)
+
+    def broadcasts_as_expand(self, nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+        """`nodes` after an Expand of its first block for every folded
+        constant they read whose blocks along the first axis (more than one)
+        are all equal, and one of whose later axes is the probe value
+        `unfold_broadcasts`: a batch's copies of one table that follows the
+        symbol. Exporters write
+        ``Expand(positions, [B, S, 32])`` for a batch of B; folded at one S
+        that is a constant ``[B, S, 32]`` whose leading blocks at a smaller
+        S are not its leading bytes at the maximum, which no program for
+        every S reads in place, while its block ``[1, S, 32]`` is. The
+        Expand copies the block into the arena at run time, a planned
+        buffer. A constant whose first axis alone is the symbol (a symbolic
+        batch's copies) is its leading bytes already and stays; a static
+        compile keeps every constant among its weights."""
+        outputs = {o.name for o in self.model.graph.output}
+        expands: list[onnx.NodeProto] = []
+        done: set[str] = set()
+        for node in nodes:
+            for name in node.input:
+                if name in done or name in outputs or name not in self.consts:
+                    continue
+                value = self.consts[name]
+                shape = np.shape(value)
+                if isinstance(value, Splat) or len(shape) < 2 or shape[0] < 2 or self.unfold_broadcasts not in shape[1:]:
+                    continue
+                array = np.asarray(value)
+                if not all(np.array_equal(array[i], array[0]) for i in range(1, array.shape[0])):
+                    continue
+                done.add(name)
+                block, target = f"{name}__pyocc_block", f"{name}__pyocc_shape"
+                self.consts[block] = np.ascontiguousarray(array[:1])
+                self.consts[target] = np.array(array.shape, dtype=np.int64)
+                self.types[block] = TensorType(self.types[name].element_type, list(array[:1].shape))
+                self.types[target] = TensorType(IntegerType(64), [array.ndim])
+                del self.consts[name]
+                expands.append(helper.make_node("Expand", [block, target], [name], name=f"{name}__pyocc_expand"))
+        return expands + nodes
 
     def gather_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
         """A Gather whose (folded) indices are every position of its axis in
@@ -424,6 +472,40 @@ class _Importer:
             return node
         target = f"{node.output[0]}__pyocc_reshape"
         self.consts[target] = np.array([*shape[:axis], *np.shape(indices), *shape[axis + 1:]], dtype=np.int64)
+        self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
+        return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
+
+    def gather_nd_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
+        """A GatherND (``batch_dims`` 0) whose (folded) indices ``[..., k]``
+        are every index of its data's first k dimensions in order, ``(0, 0),
+        (0, 1), ..., (n - 1, m - 1)``, as the Reshape it is. The dynamo
+        exporter reads a batch's attention mask ``[B, S]`` at (batch,
+        position) pairs ``[B, 1, 1, S, 2]``: with a symbolic sequence and
+        B > 1 those pairs are a constant whose leading blocks are not its
+        leading bytes at the largest S (the batch comes first), which no
+        program for every S can read in place; the Reshape reads nothing.
+        Only pairs whose leading dimension is more than 1 are rewritten: at
+        a batch of 1 the pairs are read in place already, and rewriting them
+        too moved the symbolic planner's cut search for the dynamo GPT-2 at
+        batch 1 to a layout 1.086x its static plan at S = 28 (1.000 before),
+        so those programs stay as they were."""
+        if node.op_type != "GatherND" or len(node.input) != 2 or node.input[0] in self.consts \
+                or node.input[1] not in self.consts or node.input[0] not in self.types:
+            return node
+        if any(a.name == "batch_dims" and helper.get_attribute_value(a) != 0 for a in node.attribute):
+            return node
+        indices = self.consts[node.input[1]]
+        shape = list(self.types[node.input[0]].get_shape())
+        if isinstance(indices, Splat) or np.ndim(indices) < 2 or np.shape(indices)[0] < 2:
+            return node
+        depth = np.shape(indices)[-1]
+        if not 1 <= depth <= len(shape) or not np.issubdtype(np.asarray(indices).dtype, np.integer):
+            return node
+        every = np.indices(shape[:depth]).reshape(depth, -1).T
+        if not np.array_equal(np.asarray(indices).reshape(-1, depth), every):
+            return node
+        target = f"{node.output[0]}__pyocc_reshape"
+        self.consts[target] = np.array([*np.shape(indices)[:-1], *shape[depth:]], dtype=np.int64)
         self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
         return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
 

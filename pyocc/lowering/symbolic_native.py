@@ -12,8 +12,21 @@ From them this module writes one llvmlite module with
                      const int64_t *symbols);
 
 `symbols` holds the symbols' values (sorted by name), which the runtime
-reads off the input shapes. Once per run the function evaluates, as LLVM
-integer arithmetic on those values, every planned buffer's size, its
+reads off the input shapes; a value out of its range returns 2 (nothing
+is run). The module also has the shared library's functions (C ABI
+version 2, static models' version 1 plus the symbols; `pyocc compile
+--dim ... -o m.so`, examples/c/run_model.c --dim):
+
+    void        NAME_init(void *const *unused);    // nothing to set up
+    void        NAME_destroy(void);
+    void        NAME_tensor_bytes(const int64_t *symbols, int64_t *bytes);
+                // the inputs' then the outputs' byte sizes at those values
+    const char *NAME_meta(void);       // JSON: abi 2, symbols with ranges,
+                                       // inputs/outputs (dims as formulas), weights
+    const char *pyocc_functions(void); // ["NAME"]
+
+Once per run the run function evaluates, as LLVM
+integer arithmetic on the symbols' values, every planned buffer's size, its
 offset (in the plan's placement order: the aligned maximum of the ends of
 the buffers below it) and the pool size (a plan in pieces first branches
 to its piece's layout: one compare per piece bound on the cut symbol);
@@ -102,6 +115,8 @@ class SymbolicNative:
     arguments: list[tuple[str, bool, list[int | Poly], str]]
     """The graph inputs and outputs in order: (ONNX name, is output, shape
     with Polys in the symbols, dtype)."""
+    meta: dict[str, Any]
+    """The library's JSON table (`NAME_meta`, see the module docstring)."""
 
 
 def poly_steps(program: FittedSteps) -> list[list[Any]]:
@@ -207,14 +222,75 @@ def build_symbolic_native(name: str, program: FittedSteps, weights: Sequence[np.
         site_function.append(functions[key])
     _emit_run(module, f"{symbol}_run", steps, site_function, weight_of, weights, plan, names, ranges)
     pool, _ = pack_weights(weights)
+    args = [s for s in steps if s[0] == "arg"]
+    ordered = [s for s in args if not s[3]] + [s for s in args if s[3]]  # inputs, then outputs
+    meta = library_meta(symbol, ranges, ordered, int(pool.nbytes))
+    _emit_library_functions(module, symbol, meta, [(s[4], s[5]) for s in ordered], ranges)
     try:
         text = str(module)
     except StaticSizeError as e:  # a run-time Size written as a constant by an emitter
         raise NotNativeProgram(f"a kernel needs a static size: {e}") from None
-    args = [s for s in steps if s[0] == "arg"]
     return SymbolicNative(text, f"{symbol}_run", pool, [s[2] for s in args if not s[3]],
                           [s[2] for s in args if s[3]], names, len(sites), len(functions),
-                          [(s[2], s[3], s[4], s[5]) for s in args])
+                          [(s[2], s[3], s[4], s[5]) for s in args], meta)
+
+
+#: the C ABI version of a symbolic model's library (static models': 1)
+SYMBOLIC_ABI_VERSION = 2
+
+
+def library_meta(symbol: str, ranges: Mapping[str, tuple[int, int]], arguments: Sequence[list[Any]],
+                 weight_bytes: int) -> dict[str, Any]:
+    """The JSON table of a symbolic model's library: its ABI version, the
+    symbols (sorted by name, the order of `NAME_run`'s `symbols`) with their
+    ranges, the inputs then the outputs (`arguments`: the run steps' "arg"
+    entries in that order; a dimension that varies as its formula) and the
+    weight pool's size."""
+    def tensor(step: list[Any]) -> dict[str, Any]:
+        return {"name": step[2], "shape": [str(d) if isinstance(d, Poly) else int(d) for d in step[4]],
+                "dtype": step[5]}
+
+    return {"abi": SYMBOLIC_ABI_VERSION, "name": symbol, "target": "host",
+            "symbols": [{"name": n, "min": ranges[n][0], "max": ranges[n][1]} for n in sorted(ranges)],
+            "inputs": [tensor(s) for s in arguments if not s[3]], "outputs": [tensor(s) for s in arguments if s[3]],
+            "numpy_sites": 0, "weights": {"bytes": weight_bytes, "alignment": ALIGNMENT}}
+
+
+def _string_getter(module: ir.Module, function: str, text: str) -> None:
+    """`const char *function(void)`: a NUL-terminated constant `text`."""
+    data = bytearray(text.encode("utf-8") + b"\0")
+    variable = ir.GlobalVariable(module, ir.ArrayType(I8, len(data)), f"{function}.text")
+    variable.global_constant = True
+    variable.linkage = "internal"
+    variable.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
+    getter = ir.Function(module, ir.FunctionType(PTR, []), function)
+    ir.IRBuilder(getter.append_basic_block("entry")).ret(variable.bitcast(PTR))
+
+
+def _emit_library_functions(module: ir.Module, symbol: str, meta: Mapping[str, Any],
+                            arguments: Sequence[tuple[list[int | Poly], str]],
+                            ranges: Mapping[str, tuple[int, int]]) -> None:
+    """`NAME_init`, `NAME_destroy`, `NAME_tensor_bytes`, `NAME_meta` and
+    `pyocc_functions` (see the module docstring); `arguments`: the inputs'
+    then the outputs' (shape, dtype)."""
+    init = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), f"{symbol}_init")
+    ir.IRBuilder(init.append_basic_block("entry")).ret_void()
+    destroy = ir.Function(module, ir.FunctionType(ir.VoidType(), []), f"{symbol}_destroy")
+    ir.IRBuilder(destroy.append_basic_block("entry")).ret_void()
+    tensor_bytes = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR, PTR]), f"{symbol}_tensor_bytes")
+    entry = tensor_bytes.append_basic_block("entry")
+    b = ir.IRBuilder(tensor_bytes.append_basic_block("body"))
+    ir.IRBuilder(entry).branch(b.block)  # the entry block holds the symbols' values (SizeContext)
+    sizes = SizeContext(module, f"{symbol}_tensor_bytes", 0, sorted(ranges), ranges, argument=0)
+    for index, (shape, dtype) in enumerate(arguments):
+        nbytes = Poly.constant(np.dtype(dtype).itemsize)
+        for d in shape:
+            nbytes = nbytes * (d if isinstance(d, Poly) else Poly.constant(int(d)))
+        b.store(sizes.value(nbytes),
+                b.gep(tensor_bytes.args[1], [ir.Constant(I64, index)], inbounds=True, source_etype=I64))
+    b.ret_void()
+    _string_getter(module, f"{symbol}_meta", json.dumps(meta, separators=(",", ":")))
+    _string_getter(module, "pyocc_functions", json.dumps([symbol]))
 
 
 def _check_prefix(weight: np.ndarray, shape: list[int | Poly]) -> None:
@@ -385,6 +461,14 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
         return sizes.value(value) if isinstance(value, Poly) else ir.Constant(I64, int(value))
 
     offsets, pool_bytes = _emit_plan(function, b, plan, poly)
+    # a value out of range (from C, which nothing checked): status 2, nothing allocated or run
+    for n in names:
+        low, high = ranges[n]
+        value = sizes.value(Poly.symbol(n))
+        outside = b.or_(b.icmp_signed("<", value, ir.Constant(I64, low)),
+                        b.icmp_signed(">", value, ir.Constant(I64, high)))
+        with b.if_then(outside, likely=False):
+            b.ret(ir.Constant(I32, 2))
     rounded = _align_up(b, _umax(b, pool_bytes, ir.Constant(I64, 1)), ALIGNMENT)
     aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")
     free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "free")

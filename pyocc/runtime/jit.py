@@ -44,7 +44,7 @@ import shutil
 import subprocess
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -344,31 +344,37 @@ class CompiledModel(NativeModel):
         """Link the object into a shared library at `path` with the system C
         compiler (`$CC`, else `cc`), and write its weight pool beside it
         (`weights_path_for(path)`). Returns the weights file's path."""
-        compiler = shutil.which(os.environ.get("CC", "cc"))
-        if compiler is None:
-            raise PyoccError("no C compiler found (set CC or install cc) to link the shared library; "
-                             "write_object() writes a .o without one")
         path = Path(path)
-        with tempfile.TemporaryDirectory() as tmp:
-            obj = Path(tmp) / f"{self.name}.o"
-            self.write_object(obj)
-            # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
-            modules = (self._module, *self._kernel_modules)
-            uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for module in modules
-                            for f in module.functions)
-            # a model compiled for several threads runs a pthread pool
-            uses_threads = any(f.is_declaration and f.name in PTHREAD_SYMBOLS for module in modules
-                               for f in module.functions)
-            result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
-                                     *(["-lpthread"] if uses_threads else []),
-                                     *(blas.link_flags() if uses_blas else [])],
-                                    capture_output=True, text=True)
-            if result.returncode != 0:
-                detail = " ".join(result.stderr.split())  # one line, whatever the linker printed
-                raise PyoccError(f"linking {path} failed: {detail}")
+        link_shared_library(path, self.write_object, (self._module, *self._kernel_modules))
         weights = weights_path_for(path)
         self.write_weights(weights)
         return weights
+
+
+def link_shared_library(path: Path, write_object: Callable[[Path], None], modules: Sequence[Any]) -> None:
+    """Link the object `write_object` writes into a shared library at `path`
+    with the system C compiler (`$CC`, else `cc`): with libm, with pthreads
+    and OpenBLAS when `modules` (the llvmlite modules in it) call them."""
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        raise PyoccError("no C compiler found (set CC or install cc) to link the shared library; "
+                         "write_object() writes a .o without one")
+    with tempfile.TemporaryDirectory() as tmp:
+        obj = Path(tmp) / "model.o"
+        write_object(obj)
+        # a model whose native kernels call the BLAS links OpenBLAS, found through an rpath
+        uses_blas = any(f.is_declaration and f.name in blas.BLAS_SYMBOLS for module in modules
+                        for f in module.functions)
+        # a model compiled for several threads runs a pthread pool
+        uses_threads = any(f.is_declaration and f.name in PTHREAD_SYMBOLS for module in modules
+                           for f in module.functions)
+        result = subprocess.run([compiler, "-shared", "-o", str(path), str(obj), "-lm",
+                                 *(["-lpthread"] if uses_threads else []),
+                                 *(blas.link_flags() if uses_blas else [])],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            detail = " ".join(result.stderr.split())  # one line, whatever the linker printed
+            raise PyoccError(f"linking {path} failed: {detail}")
 
 
 def _resolve_externals(module: Any, bound: set[str] | frozenset[str] = frozenset()) -> None:
@@ -419,6 +425,7 @@ class SymbolicCompiledModel:
 
     def __init__(self, llvm_ir: str, function: str, weight_pool: np.ndarray):
         """JIT `llvm_ir`, whose run function is `function`; `weight_pool` the packed constants."""
+        self.llvm_ir = llvm_ir
         engine, self._module = jit_module(llvm_ir, _resolve_externals)
         self._engine = engine
         self._run = _SYMBOLIC_RUN(engine.get_function_address(function))
@@ -444,3 +451,30 @@ class SymbolicCompiledModel:
     def alloc_stats(self) -> AllocStats:
         """Allocator calls and bytes of the last `run` (counted in native code)."""
         return self._stats
+
+    def write_llvm_ir(self, path: str | os.PathLike[str]) -> None:
+        """The module as generated, before LLVM optimises it, as LLVM IR
+        text (`.ll`) for this machine's triple and data layout."""
+        machine = _target_machine()
+        module = _llvm().parse_assembly(self.llvm_ir)
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        Path(path).write_text(str(module))
+
+    def write_object(self, path: str | os.PathLike[str]) -> None:
+        """The module as optimised, a position-independent object file (`.o`)."""
+        machine = _target_machine()
+        module = self._module.clone()
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        Path(path).write_bytes(machine.emit_object(module))
+
+    def write_shared_library(self, path: str | os.PathLike[str]) -> Path:
+        """A shared library at `path` (C ABI version 2, see
+        pyocc.lowering.symbolic_native) and its weight pool beside it
+        (`weights_path_for(path)`). Returns the weights file's path."""
+        path = Path(path)
+        link_shared_library(path, self.write_object, (self._module,))
+        weights = weights_path_for(path)
+        weights.write_bytes(self.weight_pool.tobytes())
+        return weights

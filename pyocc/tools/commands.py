@@ -20,7 +20,7 @@ from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.api import compile as compile_model
-from pyocc.api import SymbolicLowering, lower, lower_symbolic, npu_schedule
+from pyocc.api import SymbolicLowering, SymbolicModel, lower, lower_symbolic, npu_schedule
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.frontend.symbols import parse_dims
@@ -160,13 +160,12 @@ def _run_symbolic(args: argparse.Namespace) -> int:
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-    if args.dim:
-        raise PyoccError("--dim models run in-process only for now (pyocc run, or pyocc.compile(..., dims=...)); "
-                         "pyocc compile -o writes static models: fix the dimension with --shape")
     out = Path(args.output)
     if out.suffix not in (".so", ".o", ".ll"):
         raise PyoccError(f"{out}: unknown output kind '{out.suffix}'; use .so, .o or .ll")
     check_output_path(out)
+    if args.dim:
+        return _compile_symbolic(args, out)
     if args.target == "cuda":
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
@@ -183,6 +182,32 @@ def cmd_compile(args: argparse.Namespace) -> int:
         _print_library_use(out, model.numpy_sites, model.numpy_sites + model.native_sites)
     else:
         print(f"wrote {out}")
+    return 0
+
+
+def _compile_symbolic(args: argparse.Namespace, out: Path) -> int:
+    """`pyocc compile --dim NAME=MAX -o model.so|.o|.ll`: one library for
+    every value in range (C ABI version 2: its run takes the symbols' values)."""
+    if args.threads != 1 or args.memory_pools or args.memory_limit is not None:
+        raise PyoccError("--dim does not combine with --threads, --memory-pools or --memory-limit yet; "
+                         "fix the dimension with --shape to use them")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the numpy fallback's warning: save() refuses it in one line
+        model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
+                              shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
+                              reorder=args.reorder, kernels=args.kernels, memory_pools=args.memory_pools,
+                              pool_candidates=args.pool_candidates, dims=parse_dims(args.dim))
+    assert isinstance(model, SymbolicModel)
+    model.save(out)
+    if out.suffix != ".so":
+        print(f"wrote {out}")
+        return 0
+    print(f"wrote {out} and {weights_path_for(out)} (its weights: keep the two together)")
+    ranges = sorted(model.lowered.ranges.items())
+    dims = " ".join(f"--dim {name}=N" for name, _ in ranges)
+    within = ", ".join(f"{name} in {low}..{high}" for name, (low, high) in ranges)
+    print(f"run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model {out.resolve()} input.bin "
+          f"output.bin {dims}   ({within})")
     return 0
 
 

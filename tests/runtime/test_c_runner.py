@@ -2,22 +2,29 @@
 with the system C compiler, fed raw inputs, its raw outputs equal the
 Python runtime's, on any number of threads; models that call numpy are
 refused with one line. ResNet-50, compiled by `pyocc compile` and linked
-with the line it prints, matches onnxruntime from C."""
+with the line it prints, matches onnxruntime from C. A library compiled
+with a symbolic sequence (`pyocc compile --dim sequence=64`) runs every
+length the runner's `--dim` gives and matches onnxruntime."""
 
 from __future__ import annotations
 
+import ctypes
 import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
+from pyocc.errors import PyoccError
+from pyocc.runtime.loader import SymbolicLibraryModel, load_shared_library
 from pyocc.testing.light_models import onnxruntime_reference
 from pyocc.tools.cli import main as pyocc_main
+from tests.graphs import bert_symbolic, encoder_symbolic
 
 RUNNER = Path(__file__).resolve().parents[2] / "examples" / "c" / "run_model.c"
 
@@ -163,3 +170,109 @@ def test_resnet50_from_c_matches_onnxruntime(tmp_path: Path, capsys: pytest.Capt
         np.testing.assert_allclose(np.frombuffer(raw, dtype=np.float32).reshape(expected.shape), expected,
                                    rtol=1e-4, atol=1e-5)
     assert outputs[0] == outputs[1]
+
+
+def _bert_inputs(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """bert_symbolic's inputs at length `s`: token ids, positions 0..s-1, a 0/1 mask."""
+    inputs = {"input_ids": rng.integers(0, 50, (1, s)), "position_ids": np.arange(s)[None],
+              "attention_mask": np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)}
+    return {i.name: inputs[i.name].astype(np.int64) for i in model.graph.input}
+
+
+def test_a_symbolic_library_runs_every_length_from_c(tmp_path: Path, runner: Path, capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pyocc compile --dim sequence=64 -o m.so`: one library (C ABI version
+    2) that the runner runs at every length its --dim gives, matching
+    onnxruntime; a missing, unknown or out-of-range --dim is one line, and
+    so is --dim for a static library; the run itself returns 2 for a value
+    out of range. pyocc's loader runs it too, reading the length off the
+    inputs."""
+    model = bert_symbolic(max_positions=64)
+    onnx.save(model, tmp_path / "bert.onnx")
+    monkeypatch.chdir(tmp_path)
+    assert pyocc_main(["compile", "bert.onnx", "--dim", "sequence=64", "-o", "m.so"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["wrote m.so and m.weights (its weights: keep the two together)",
+                     f"run:  cc -O2 -o run_model examples/c/run_model.c -ldl && ./run_model {tmp_path / 'm.so'} "
+                     "input.bin output.bin --dim sequence=N   (sequence in 1..64)"]
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(7)
+    for length in (1, 2, 17, 64):
+        inputs = _bert_inputs(model, length, rng)
+        (tmp_path / "in.bin").write_bytes(b"".join(inputs[i.name].tobytes() for i in model.graph.input))
+        result = subprocess.run([str(runner), "m.so", "in.bin", "out.bin", "--dim", f"sequence={length}"],
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        raw = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32)
+        expected = session.run(None, inputs)
+        assert raw.size == sum(e.size for e in expected)
+        offset = 0
+        for want in expected:
+            np.testing.assert_allclose(raw[offset:offset + want.size].reshape(want.shape), want, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"S={length}")
+            offset += want.size
+    for options, message in (
+            ([], "run_model: m.so has a symbolic dimension sequence: give --dim sequence=N with N in 1..64"),
+            (["--dim", "sequence=65"], "run_model: m.so has a symbolic dimension sequence: give --dim sequence=N "
+                                       "with N in 1..64"),
+            (["--dim", "sequence=0"], "run_model: m.so has a symbolic dimension sequence: give --dim sequence=N "
+                                      "with N in 1..64"),
+            (["--dim", "length=3"], "run_model: --dim 'length=3' names no symbolic dimension of m.so (give "
+                                    "NAME=VALUE; it has sequence)")):
+        result = subprocess.run([str(runner), "m.so", "in.bin", "bad.bin", *options], capture_output=True, text=True,
+                                timeout=60)
+        assert (result.returncode, result.stderr.strip()) == (2, message)
+        assert not (tmp_path / "bad.bin").exists()
+    # the run function checks the range itself (a C caller may skip the runner's check)
+    library = ctypes.CDLL(str(tmp_path / "m.so"))
+    library.bert_onnx_run.restype = ctypes.c_int32
+    state = (ctypes.c_int64 * 4)()
+    none = (ctypes.c_void_p * 3)()
+    for length, status in ((65, 2), (0, 2)):
+        symbols = (ctypes.c_int64 * 1)(length)
+        assert library.bert_onnx_run(none, none, None, state, symbols) == status
+    assert list(state) == [0, 0, 0, 0]  # nothing allocated
+    # and from Python, without the model: the lengths read off the inputs
+    loaded = load_shared_library(tmp_path / "m.so")
+    assert isinstance(loaded, SymbolicLibraryModel)
+    for length in (3, 64):
+        inputs = _bert_inputs(model, length, rng)
+        got = loaded.run(inputs)
+        assert (loaded.alloc_stats().allocations, loaded.alloc_stats().frees) == (1, 1)
+        for value, want in zip(got.values(), session.run(None, inputs), strict=True):
+            np.testing.assert_allclose(value, want, rtol=1e-5, atol=1e-5, err_msg=f"loaded, S={length}")
+    with pytest.raises(PyoccError, match=r"^bert_onnx: sequence=65 is out of range: the library was compiled for "
+                                         r"sequence in 1..64$"):
+        loaded.run(_bert_inputs(model, 65, rng))
+    wrong = _bert_inputs(model, 5, rng)
+    wrong["position_ids"] = wrong["position_ids"][:, :4]
+    with pytest.raises(PyoccError, match=r"^bert_onnx: input 'position_ids' has int64\[1, 4\], the model takes "
+                                         r"int64\[1, 5\] at \{'sequence': 5\}$"):
+        loaded.run(wrong)
+    pyocc.compile(tiny_model()).save(tmp_path / "static.so")
+    result = subprocess.run([str(runner), "static.so", "in.bin", "out.bin", "--dim", "sequence=3"],
+                            capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stderr.strip()) == (
+        1, "run_model: static.so has no symbolic dimension (compiled with fixed shapes); drop --dim")
+
+
+def test_a_library_with_two_symbols_takes_them_by_name(tmp_path: Path, runner: Path) -> None:
+    """`batch` and `sequence` both symbolic: the runner's --dim options in
+    any order, the run's values sorted by name; matches onnxruntime."""
+    model = encoder_symbolic(layers=1)
+    for value in (model.graph.input[0], model.graph.output[0]):
+        value.type.tensor_type.shape.dim[0].dim_param = "batch"
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    pyocc.compile(fresh, dims={"batch": 4, "sequence": 32}).save(tmp_path / "e.so")
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(8)
+    for batch, length in ((1, 1), (3, 7), (4, 32), (2, 31)):
+        x = rng.standard_normal((batch, length, 32)).astype(np.float32)
+        (tmp_path / "in.bin").write_bytes(x.tobytes())
+        result = subprocess.run([str(runner), "e.so", "in.bin", "out.bin", "--dim", f"sequence={length}",
+                                 "--dim", f"batch={batch}"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        (want,) = session.run(None, {"x": x})
+        got = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32)
+        np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-5, atol=1e-5, err_msg=f"{batch}x{length}")

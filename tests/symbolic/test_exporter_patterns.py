@@ -14,7 +14,11 @@ with onnx.helper (no torch needed):
 - a batch of 2 whose mask is read at ``batch * S + position`` of its
   flattened copy (the classic export of every transformers model here at
   batch 2): a Gather of every position in order, imported as the Reshape
-  it is;
+  it is; and read by (batch, position) pairs (the dynamo export at batch
+  2): a GatherND of every index in order, imported as the Reshape it is;
+- a batch of 2 whose positions (a sliced table, a Range) are expanded to
+  the batch (the dynamo export of Whisper): folded, constants whose two
+  blocks are equal, imported by a symbolic compile as the Expand of one;
 - T5's relative position buckets (Range, Sub, Abs/Neg of int64
   differences, Log, ``full_like`` caps: splats of [S, S]) looked up in a
   bias table, compiled for 1..512;
@@ -300,14 +304,75 @@ def flattened_mask_lookup() -> onnx.ModelProto:
     return _model(nodes, inits, [x, mask], ["y"], "flattened_mask_lookup")
 
 
+def mask_by_pairs() -> onnx.ModelProto:
+    """x * mask for a batch of 2, the mask read as the dynamo exporter
+    reads it: ``GatherND(mask, pairs)``, the (batch, position) pairs
+    ``[2, 1, 1, S, 2]`` built from two Ranges, expanded and concatenated (a
+    constant after folding whose batch comes before S: at S its leading
+    blocks are not the leading bytes of its value at the maximum)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "sequence", HIDDEN])
+    mask = helper.make_tensor_value_info("mask", TensorProto.INT64, [2, "sequence"])
+    nodes = [
+        helper.make_node("Cast", ["mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Shape", ["mask_f"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "batch", "one"], ["rows"]),
+        helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["rows", "axes1234"], ["rows5"]),            # 2 x 1 x 1 x 1 x 1
+        helper.make_node("Unsqueeze", ["positions", "axes0124"], ["positions5"]),  # 1 x 1 x 1 x S x 1
+        helper.make_node("Concat", ["batch", "one", "one", "length", "one"], ["pairs_shape"], axis=0),
+        helper.make_node("Expand", ["rows5", "pairs_shape"], ["row_of"]),          # 2 x 1 x 1 x S x 1
+        helper.make_node("Expand", ["positions5", "pairs_shape"], ["position_of"]),
+        helper.make_node("Concat", ["row_of", "position_of"], ["pairs"], axis=4),  # 2 x 1 x 1 x S x 2
+        helper.make_node("GatherND", ["mask_f", "pairs"], ["mask4"]),              # 2 x 1 x 1 x S
+        helper.make_node("Reshape", ["mask4", "rows_shape"], ["mask3"]),           # 2 x S x 1
+        helper.make_node("Mul", ["x", "mask3"], ["y"]),
+    ]
+    inits = [_int64("zero", [0]), _int64("one", [1]), _int64("axes1234", [1, 2, 3, 4]),
+             _int64("axes0124", [0, 1, 2, 4]), _int64("rows_shape", [2, -1, 1])]
+    return _model(nodes, inits, [x, mask], ["y"], "mask_by_pairs")
+
+
+def batch_positions() -> onnx.ModelProto:
+    """x + positions for a batch of 2, the positions expanded to the batch
+    as the dynamo exporter writes Whisper's decoder:
+    ``Expand(Slice(table, 0, S), Shape(x))`` (folded at one S, a constant
+    ``[2, S, 8]`` whose two blocks are equal and whose leading blocks are
+    not its leading bytes at the maximum), and an index ``[2, 1, S]`` of
+    positions expanded the same way, added after a cast."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, "sequence", HIDDEN])
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one", "two"], ["length"]),
+        helper.make_node("Slice", ["table", "zero", "length", "one"], ["positions"]),   # 1 x S x 8
+        helper.make_node("Expand", ["positions", "shape"], ["batch_positions"]),         # 2 x S x 8
+        helper.make_node("Range", ["zero_scalar", "length_scalar", "one_scalar"], ["index"]),
+        helper.make_node("Squeeze", ["length", "zero"], ["length_scalar"]),
+        helper.make_node("Concat", ["two", "one", "length"], ["index_shape"], axis=0),
+        helper.make_node("Expand", ["index", "index_shape"], ["batch_index"]),           # 2 x 1 x S
+        helper.make_node("Cast", ["batch_index"], ["batch_index_f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["batch_index_f"], ["index_column"], perm=[0, 2, 1]),  # 2 x S x 1
+        helper.make_node("Add", ["x", "batch_positions"], ["shifted"]),
+        helper.make_node("Add", ["shifted", "index_column"], ["y"]),
+    ]
+    nodes.insert(4, nodes.pop(5))  # the Squeeze before the Range that reads it
+    inits = [_int64("zero", [0]), _int64("one", [1]), _int64("two", [2]), _int64("zero_scalar", 0),
+             _int64("one_scalar", 1),
+             numpy_helper.from_array(rng.standard_normal((1, MAXIMUM, HIDDEN)).astype(np.float32), "table")]
+    return _model(nodes, inits, [x], ["y"], "batch_positions")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
     "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
+    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table", "flattened_mask_lookup")
+          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions")
 """The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
 
 

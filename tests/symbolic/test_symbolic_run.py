@@ -179,11 +179,18 @@ def test_cli_run_and_compile_with_dim(tmp_path: Path, capsys: pytest.CaptureFixt
     assert capsys.readouterr().err.splitlines() == [
         "pyocc: error: encoder.onnx: sequence=70 is out of range: it was compiled for sequence in 1..64 "
         "(--dim sequence=64); compile with a larger --dim"]
-    assert main(["compile", str(path), "--dim", "sequence=64", "-o", str(tmp_path / "m.so")]) == 1
+    # a library holds generated code only (tests/runtime/test_c_runner.py runs one from C)
+    assert main(["compile", str(path), "--dim", "sequence=64", "--kernels", "numpy", "-o",
+                 str(tmp_path / "m.so")]) == 1
+    assert not (tmp_path / "m.so").exists() and not (tmp_path / "m.weights").exists()
+    assert capsys.readouterr().err.splitlines() == [
+        "pyocc: error: encoder.onnx: with --dim this model runs the numpy kernels from Python (kernels=numpy), "
+        "which no library can hold; run it with pyocc run --dim, or fix the dimension with --shape to write a library"]
+    assert main(["compile", str(path), "--dim", "sequence=64", "--threads", "2", "-o", str(tmp_path / "m.so")]) == 1
     assert not (tmp_path / "m.so").exists()
     assert capsys.readouterr().err.splitlines() == [
-        "pyocc: error: --dim models run in-process only for now (pyocc run, or pyocc.compile(..., dims=...)); "
-        "pyocc compile -o writes static models: fix the dimension with --shape"]
+        "pyocc: error: --dim does not combine with --threads, --memory-pools or --memory-limit yet; "
+        "fix the dimension with --shape to use them"]
 
 
 def test_two_symbols_batch_and_sequence() -> None:
