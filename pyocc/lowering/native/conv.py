@@ -11,7 +11,11 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   outputs (`im2col_block` sizes both within the workspace). The plan
   sizes that workspace to the pool's slack at the op (from one output
   row's columns up to a full block); without one (no planned scratch) the
-  op is not native.
+  op is not native. In a model compiled for several threads, a workspace
+  whose blocks are too small to split between them holds one copy per
+  thread (its spec's "copies", `im2col_copies`): the blocks of rows are
+  then cut into runs of whole blocks, one per copy, run on the threads,
+  each block computed exactly as on one thread.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself.
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
