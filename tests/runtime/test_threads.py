@@ -397,3 +397,24 @@ def test_small_workspace_convolutions_run_whole_blocks_on_each_thread(threads: i
         got = many.run(x)
         for name, expected in want.items():
             np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {threads} threads")
+
+
+def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path) -> None:
+    """A library compiled for two threads (two workspace copies) and run on
+    one, two or three (NAME_set_threads): the copies are the parts, so
+    fewer threads run them in turn and more find no third part; the bytes
+    are one thread's every time."""
+    model = small_workspace_convs()
+    x = {"x": np.random.default_rng(33).standard_normal((1, 64, 40, 40)).astype(np.float32)}
+    want = pyocc.compile(model).run(x)
+    pyocc.compile(model, threads=2).save(tmp_path / "m.so")
+    loaded = load_shared_library(tmp_path / "m.so")
+    library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
+    set_threads = getattr(library, f"{loaded.name}_set_threads")
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int32], ctypes.c_int32
+    for count in (1, 3, 2):
+        assert set_threads(count) == 0
+        got = loaded.run(x)
+        for name, expected in want.items():
+            np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {count} running threads")
+    loaded.close()
