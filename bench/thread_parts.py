@@ -66,7 +66,8 @@ CLOCK_THREAD_CPUTIME_ID = 3
  SGEMV_PARTS, SGEMV_SPLIT) = range(19)
 FIELDS = 19
 #: what a parallel-for runs, by its body's name -> (the field counting calls, the field counting iterations)
-KINDS = {"sgemm": (SGEMM_SPLIT, SGEMM_PARTS), "sgemv": (SGEMV_SPLIT, SGEMV_PARTS), "part": (LOOP_FORKS, LOOP_ITERATIONS),
+KINDS = {"sgemm": (SGEMM_SPLIT, SGEMM_PARTS), "sgemv": (SGEMV_SPLIT, SGEMV_PARTS),
+         "part": (LOOP_FORKS, LOOP_ITERATIONS),
          "body": (BODY_FORKS, BODY_ITERATIONS)}
 
 
@@ -122,7 +123,8 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
               "  ret i64 %team",
               "}"]
     # each parallel-for call goes through a wrapper for its body's kind
-    calls = re.compile(rf'call void @"{re.escape(parallel_for)}"\(([^@\n]*@"{re.escape(name)}_site_\d+(?:_sizes)?\.([\w.]+)")')
+    site_body = rf'@"{re.escape(name)}_site_\d+(?:_sizes)?\.([\w.]+)"'  # a site's (or shared kernel's) part
+    calls = re.compile(rf'call void @"{re.escape(parallel_for)}"\(([^@\n]*{site_body})')
 
     def by_kind(match: re.Match) -> str:
         kind = match.group(2).split(".")[0]
@@ -242,8 +244,8 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
 
 def measure(model_name: str, runs: int) -> tuple[list[dict], np.ndarray, np.ndarray]:
     """(sites, counters per site with every split cut for two threads (the
-    fastest run's CPU time, the counts of the last run), each site's CPU time
-    with no split at all (team 1: the one-thread build's calls), fastest)."""
+    least CPU time of its runs, the counts of the last run), each site's CPU time
+    with no split at all (team 1: the one-thread build's calls), least)."""
     inputs, name, sites, timed, engine, set_threads = timed_build(model_name, instrument)
     assert set_threads(1) == 0
     table = (ctypes.c_int64 * (FIELDS * len(sites))).from_address(engine.get_global_value_address(f"{name}_tp_sites"))
@@ -304,14 +306,15 @@ def report(model_name: str, runs: int, top: int) -> None:
     serial = counts[:, TOTAL] - counts[:, INSIDE]
     whole = counts[:, WHOLE_MACS].sum()
     split = counts[:, SPLIT_MACS].sum()
-    print(f"\n### {model_name} (compiled for two threads, run on one; fastest of {runs} runs per site; "
+    print(f"\n### {model_name} (compiled for two threads, run on one; thread CPU time, each site's least of {runs} runs; "
           f"load average {load:.1f} -> {os.getloadavg()[0]:.1f})\n")
     print(f"- in parallel-fors of >= 2 iterations: {counts[:, INSIDE].sum() / total:.0%} of the CPU time "
           f"(serial {serial.sum() / total:.0%}, of which whole BLAS calls {counts[:, WHOLE_CYCLES].sum() / total:.0%})")
     print(f"- parallel-fors per run: {counts[:, [f for f, _ in KINDS.values()]].sum():.0f} "
           f"(split sgemm {counts[:, SGEMM_SPLIT].sum():.0f} in {counts[:, SGEMM_PARTS].sum():.0f} parts, "
           f"sgemv {counts[:, SGEMV_SPLIT].sum():.0f}, conv loops {counts[:, LOOP_FORKS].sum():.0f}, "
-          f"element bodies {counts[:, BODY_FORKS].sum():.0f}); split calls of one part: {counts[:, ONE_PART].sum():.0f}")
+          f"element bodies {counts[:, BODY_FORKS].sum():.0f}); "
+          f"split calls of one part: {counts[:, ONE_PART].sum():.0f}")
     print(f"- BLAS multiply-adds in split calls: {split / 1e6:.1f} M, in whole calls: {whole / 1e6:.1f} M "
           f"({whole / max(whole + split, 1):.0%})")
     print(f"- one thread running the two threads' parts, against no split at all (the work a split adds): "
@@ -326,14 +329,16 @@ def report(model_name: str, runs: int, top: int) -> None:
         parts = f"{row[SGEMM_SPLIT]:.0f} x {row[SGEMM_PARTS] / max(row[SGEMM_SPLIT], 1):.1f}" if row[SGEMM_SPLIT] \
             else "0"
         print(f"| {index}: {describe(sites[index])} | {row[TOTAL] / total:.1%} | {serial[index] / total:.1%} | "
-              f"{row[TOTAL] / max(unsplit[index], 1):.2f} | {parts} | {row[WHOLE_CALLS]:.0f} | {row[LOOP_FORKS]:.0f} / {row[BODY_FORKS]:.0f} | {why(row)} |")
+              f"{row[TOTAL] / max(unsplit[index], 1):.2f} | {parts} | {row[WHOLE_CALLS]:.0f} | "
+              f"{row[LOOP_FORKS]:.0f} / {row[BODY_FORKS]:.0f} | {why(row)} |")
 
 
 def main() -> None:
     """Count each model named on the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=LIGHT_MODELS)
-    parser.add_argument("--runs", type=int, default=5, help="runs on one thread in each mode (each site's fastest is shown)")
+    parser.add_argument("--runs", type=int, default=5,
+                        help="runs on one thread in each mode (each site's least CPU time is shown)")
     parser.add_argument("--sites", type=int, default=10, help="sites listed per model (most serial CPU time first)")
     args = parser.parse_args()
     for model_name in args.models:

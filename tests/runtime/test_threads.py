@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
-from pyocc.dialects.dnn.scratch import im2col_block
+from pyocc.dialects.dnn.scratch import im2col_block, im2col_copies
 from pyocc.errors import PyoccError
 from pyocc.lowering.native.dense_ir import SGEMM, SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_TYPE, Kernel
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, PARALLEL_MIN_WORK, KernelBuilder
@@ -418,3 +418,16 @@ def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path) -> No
         for name, expected in want.items():
             np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {count} running threads")
     loaded.close()
+
+
+def test_which_convolutions_get_workspace_copies() -> None:
+    """DenseNet-121's 3x3 128->32 at 56x56 with a workspace of one row's
+    columns (258,048 bytes: blocks of 10 rows x 12 channels, 32 x 560 x 108)
+    gets a copy per thread, at most one per block (6 blocks); with room for
+    all channels (866,880 bytes) its sgemm splits instead; a 7x7 image is
+    one block; one thread never gets copies."""
+    shapes = ([1, 128, 56, 56], [32, 128, 3, 3], [1, 32, 56, 56])
+    assert im2col_block(*shapes, 4, 258048) == (10, 12)
+    assert [im2col_copies(*shapes, 258048, threads) for threads in (1, 2, 5, 8)] == [1, 2, 5, 6]
+    assert im2col_copies(*shapes, 866880, 2) == 1
+    assert im2col_copies([1, 128, 7, 7], [32, 128, 3, 3], [1, 32, 7, 7], 225792, 2) == 1
