@@ -150,7 +150,7 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
         kind = kind if kind in KINDS else "part.3+" if kind.startswith("part.") else kind.split(".")[0]
         assert kind in KINDS, match.group(0)
         return f'call void @"{parallel_for}.{kind}"({match.group(1)}'
-    calls = re.compile(rf'call void @"{re.escape(parallel_for)}"\(([^@\n]*@"{re.escape(name)}_site_\d+\.([\w.]+)")')
+    calls = re.compile(rf'call void @"{re.escape(parallel_for)}"\(([^@\n]*@"{re.escape(name)}_site_\d+(?:_sizes)?\.([\w.]+)")')
     text, replaced = calls.subn(by_kind, text)
     assert replaced == len(re.findall(rf'call void @"{re.escape(parallel_for)}"\(', llvm_ir)), "a parallel-for call not matched"
     for kind, field in KINDS.items():

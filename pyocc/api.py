@@ -306,6 +306,7 @@ def lower(
     tile_halo: str = "recompute",
     stage_dma: bool = False,
     recompute: str = "",
+    threads: int = 1,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -347,8 +348,12 @@ def lower(
     op by op and in chain cascades (the IR does not run the scheduler's
     byte-share cascades), so its `npu` report says
     `"cascades": false` and differs from the report without `stage_dma`.
+    `threads` (host): the threads the model will run on; a convolution
+    whose blocks are too small to split between them gets one copy of its
+    fitted scratch per thread (dnn-memory-pool{threads}), in the plan and
+    the report; 1 plans as for one thread.
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling."""
+    memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling/threads."""
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
@@ -356,7 +361,7 @@ def lower(
                           reorder=reorder, target=target,
                           pool_allocation=_pool_allocation(pool_allocation, target), workspace=workspace,
                           scratch=scratch, tile_region=tile_region, tile_patches=tile_patches,
-                          tile_halo=tile_halo, recompute=recompute)
+                          tile_halo=tile_halo, recompute=recompute, threads=threads)
     memory = options.memory
     if options.target not in ("host", "cuda"):
         raise PyoccError(f"target must be host or cuda, got '{options.target}'")
@@ -1290,7 +1295,8 @@ def compile(  # noqa: A001 - the name users expect
                            memory_limit=memory_limit, max_extra_macs=max_extra_macs,
                            tile_region=tile_region, tile_patches=tile_patches, tile_halo=tile_halo,
                            recompute=recompute,
-                           scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None)
+                           scratchpad=scratchpad, npu_cost=npu_cost, stage_dma=scratchpad is not None,
+                           threads=threads)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
                             threads=threads, jit=jit)

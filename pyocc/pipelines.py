@@ -114,6 +114,11 @@ class Options:
     (dnn-memory-pool{fit_scratch}); False plans every block whole (as
     with `sanitize`, whose guards and fills are sized for the whole block)."""
 
+    threads: int = 1
+    """The threads the host model is compiled for: a fitted kernel scratch
+    whose op runs blocks on the threads apart gets one copy per thread
+    (dnn-memory-pool{threads}); 1 plans exactly as a one-thread build."""
+
     tile_region: int = 0
     """dnn-tile's region: the first N row-local ops from the graph input run
     patch by patch; 0: no tiling."""
@@ -185,7 +190,8 @@ def pool_passes(options: Options) -> list[ModulePass]:
                               pools=options.memory_pools, policy=options.pool_policy,
                               candidates=options.pool_candidates,
                               # the sanitizer's guard bytes and fills are sized for the whole block
-                              fit_scratch=options.fit_scratch and not options.sanitize)]
+                              fit_scratch=options.fit_scratch and not options.sanitize,
+                              threads=options.threads)]
 
 
 def all_passes(options: Options) -> list[ModulePass]:

@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from pyocc.dialects.dnn.ops import (
+    SCRATCH_COPIES,
     DeallocOp,
     DnnComputeOp,
     MallocOp,
@@ -376,7 +377,7 @@ class HostFunctionLowering:
             "outputs": outputs,
             "out_keyword": "outs" if hasattr(op, "outs") else "out",
             "kwargs": kwargs,
-            "workspace": None if workspace is None else buffer_spec(op, workspace.type),
+            "workspace": None if workspace is None else _workspace_spec(op, workspace.type),
         })
         null = None
         for slot, value in enumerate(values):
@@ -510,3 +511,14 @@ def strided_copy_function() -> llvm.FuncOp:
                            body=Region([entry, head, body, exit_]))
     function.no_inline = UnitAttr()
     return function
+
+
+def _workspace_spec(op: Operation, workspace_type: Attribute) -> dict[str, Any]:
+    """A kernel scratch's buffer spec; with "copies" when the plan made one
+    copy per thread (dnn-memory-pool's `scratch_copies` attribute: the
+    buffer holds that many copies of the size fitted for one thread)."""
+    spec = buffer_spec(op, workspace_type)
+    copies = op.attributes.get(SCRATCH_COPIES)
+    if isinstance(copies, IntegerAttr) and copies.value.data > 1:
+        spec["copies"] = copies.value.data
+    return spec

@@ -9,11 +9,12 @@ plans buffers whose sizes are polynomials in symbols (a sequence length):
 one plan, offsets as formulas, valid for every value in range, in a few
 pieces (sub-ranges with their own layout) where one layout would waste
 memory at some values (symbolic.py).
-``fit_flexible`` sizes flexible buffers (kernel scratch) to a plan's slack (fit.py).
+``fit_flexible`` sizes flexible buffers (kernel scratch) to a plan's slack, ``widen_flexible``
+places some of them again larger (per-thread copies) (fit.py).
 """
 
 from .bounds import lower_bound, max_live, naive_bytes, packed_lower_bound
-from .fit import FittedPlan, fit_flexible
+from .fit import FittedPlan, fit_flexible, widen_flexible
 from .planner import ALGORITHMS, plan_memory
 from .pools import (
     POLICIES,
@@ -46,6 +47,7 @@ __all__ = [
     "Buffer",
     "FittedPlan",
     "fit_flexible",
+    "widen_flexible",
     "MemoryPool",
     "PoolOverflowError",
     "PoolsPlan",

@@ -67,6 +67,7 @@ from pyocc.planning import (
     parse_pool_candidates,
     fit_flexible,
     plan_memory,
+    widen_flexible,
     plan_pools,
 )
 
@@ -202,6 +203,14 @@ class DnnMemoryPoolPass(ModulePass):
     (pyocc.planning.fit); named pools: `min_size` (one output row's columns
     for a convolution); false: plan it at `size` like any buffer."""
 
+    threads: int = 1
+    """The threads the host model is compiled for: with one pool and
+    `fit_scratch`, a scratch whose op runs blocks on the threads apart
+    (`scratch_copies`: a convolution whose blocks are too small to split)
+    gets that many copies of the size fitted for one thread, placed again
+    (`widen_flexible`); the op's `scratch_copies` attribute says how many.
+    1: no copies, the plan of a one-thread build."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "buffers")
         if self.planner != "auto" and self.planner not in ALGORITHMS:
@@ -213,6 +222,8 @@ class DnnMemoryPoolPass(ModulePass):
             return
         if self.alignment < 1:
             raise PassFailedException("dnn-memory-pool: alignment must be positive")
+        if self.threads < 1:
+            raise PassFailedException("dnn-memory-pool: threads must be at least 1")
         for function in [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]:
             liveness = analyze_function(function)
             problem = planning_problem(liveness, self.alignment)
@@ -224,6 +235,10 @@ class DnnMemoryPoolPass(ModulePass):
                 if flexible:
                     fitted = fit_flexible(problem, flexible, self.planner, time_budget_ms=self.time_budget_ms,
                                           planner=plan_memory)
+                    copies = scratch_copies(function, names, fitted.sizes, self.threads)
+                    if copies:
+                        fitted = widen_flexible(fitted, {name: fitted.sizes[name] * count
+                                                         for name, count in copies.items()})
                     resize_scratch(function, names, fitted.sizes)
                     plan = fitted.plan
                 else:
@@ -273,6 +288,29 @@ def scratch_minimums(function: func.FuncOp, names: list[str]) -> dict[str, int]:
     in block order."""
     mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
     return {name: o.min_size.value.data for o, name in zip(mallocs, names, strict=True) if o.min_size is not None}
+
+
+def scratch_copies(function: func.FuncOp, names: list[str], sizes: dict[str, int], threads: int) -> dict[str, int]:
+    """Planner name -> copies, for each fitted scratch malloc (`sizes`:
+    planner name -> the bytes fitted for one thread) whose op runs more
+    than one copy on `threads` threads (`DnnComputeOp.scratch_copies`);
+    each such op gets a `scratch_copies` attribute with the count, which
+    the host lowering reads (its workspace then holds that many copies)."""
+    if threads < 2:
+        return {}
+    mallocs = [o for o in function.body.block.ops if isinstance(o, d.MallocOp)]
+    copies: dict[str, int] = {}
+    for malloc, name in zip(mallocs, names, strict=True):
+        if name not in sizes:
+            continue
+        for use in malloc.result.uses:
+            user = use.operation
+            if isinstance(user, d.DnnComputeOp) and getattr(user, "workspace", None) is malloc.result:
+                count = user.scratch_copies(sizes[name], threads)
+                if count > 1:
+                    copies[name] = count
+                    user.attributes[d.SCRATCH_COPIES] = IntegerAttr(count, i64)
+    return copies
 
 
 def resize_scratch(function: func.FuncOp, names: list[str], sizes: dict[str, int]) -> None:

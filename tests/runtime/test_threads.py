@@ -19,7 +19,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import pyocc
-from pyocc.dialects.dnn.scratch import im2col_block
+from pyocc.dialects.dnn.scratch import im2col_block, im2col_copies
 from pyocc.errors import PyoccError
 from pyocc.lowering.native.dense_ir import SGEMM, SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_TYPE, Kernel
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, PARALLEL_MIN_WORK, KernelBuilder
@@ -335,3 +335,99 @@ def test_a_product_with_fewer_columns_than_rows_is_split_by_rows() -> None:
     rows = [m for m, *_ in parts]
     assert sum(rows) == 1000 and all(r % 64 == 0 for r in rows[:-1]) and max(rows) - min(rows) <= 2 * 64, rows
     assert [offset for *_, offset in parts] == [0, rows[0] * 169, (rows[0] + rows[1]) * 169]
+
+
+def small_workspace_convs() -> onnx.ModelProto:
+    """Two 3x3 convolutions of 64 channels to 16 at 40x40, one plain (with
+    bias and relu), one after batchnorm and relu (a preact_conv after
+    fusion), at the pool's peak: the plan fits each im2col workspace to one
+    output row's columns, so a block (13 rows of a slice of 4 channels:
+    16 x 520 x 36) is far too small to split between threads."""
+    rng = np.random.default_rng(31)
+
+    def init(name: str, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(array.astype(np.float32), name)
+
+    inits = [init("w", rng.standard_normal((16, 64, 3, 3)) * 0.1), init("b", rng.standard_normal(16)),
+             init("w2", rng.standard_normal((16, 64, 3, 3)) * 0.1), init("s", rng.random(64) + 0.5),
+             init("t", rng.standard_normal(64)), init("m", rng.standard_normal(64)), init("v", rng.random(64) + 0.5)]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"]),
+             helper.make_node("BatchNormalization", ["x", "s", "t", "m", "v"], ["n"]),
+             helper.make_node("Relu", ["n"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["z"], pads=[1, 1, 1, 1])]
+    graph = helper.make_graph(nodes, "small", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 40, 40])],
+                              [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y", "z")],
+                              inits)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+@pytest.mark.parametrize("threads", [2, 3, 5])
+def test_small_workspace_convolutions_run_whole_blocks_on_each_thread(threads: int) -> None:
+    """A convolution whose fitted workspace makes blocks too small to split
+    (the old code ran every block's sgemm whole on one thread) gets one
+    copy of that workspace per thread (at most one per block): planned,
+    shown in the report's pool, each copy as large as one thread's, and
+    each thread runs whole blocks in its own copy (the sgemm is called
+    from the outlined part), giving the bytes of one thread."""
+    model = small_workspace_convs()
+    x = {"x": np.random.default_rng(32).standard_normal((1, 64, 40, 40)).astype(np.float32)}
+    one = pyocc.compile(model)
+    many = pyocc.compile(model, threads=threads)
+    one_sites = {site["site"]: site for site in one.native.meta["sites"] if site.get("workspace")}
+    copied = [site for site in many.native.meta["sites"] if site.get("workspace")]
+    assert sorted(site["kernel"] for site in copied) == ["conv", "preact_conv"]
+    extra = 0
+    for site in copied:
+        single = one_sites[site["site"]]["workspace"]["shape"][0]
+        rows, channels = im2col_block([1, 64, 40, 40], [16, 64, 3, 3], [1, 16, 40, 40], 4, single)
+        assert (rows, channels) == (13, 4), "no longer a small block: the test needs another shape"
+        copies = min(threads, 4)  # four blocks of 13 rows
+        assert site["workspace"].get("copies") == copies
+        assert site["workspace"]["shape"][0] == copies * single
+        extra += (copies - 1) * single
+    assert one.report.activation_bytes < many.report.activation_bytes <= one.report.activation_bytes + extra
+    ir_text = many.native.llvm_ir
+    parts = re.findall(r'define internal void @"(\w+_site_\d+(?:_sizes)?\.part(?:\.\d+)?)"\([^\n]*\n(.*?)\n}\n',
+                       ir_text, re.S)
+    calling = [name for name, body in parts if f'call void @"{SGEMM}"(' in body]
+    assert len(calling) == 2, f"no part runs whole blocks' sgemms: {[name for name, _ in parts]}"
+    want = one.run(x)
+    for _ in range(2):
+        got = many.run(x)
+        for name, expected in want.items():
+            np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {threads} threads")
+
+
+def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path) -> None:
+    """A library compiled for two threads (two workspace copies) and run on
+    one, two or three (NAME_set_threads): the copies are the parts, so
+    fewer threads run them in turn and more find no third part; the bytes
+    are one thread's every time."""
+    model = small_workspace_convs()
+    x = {"x": np.random.default_rng(33).standard_normal((1, 64, 40, 40)).astype(np.float32)}
+    want = pyocc.compile(model).run(x)
+    pyocc.compile(model, threads=2).save(tmp_path / "m.so")
+    loaded = load_shared_library(tmp_path / "m.so")
+    library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
+    set_threads = getattr(library, f"{loaded.name}_set_threads")
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int32], ctypes.c_int32
+    for count in (1, 3, 2):
+        assert set_threads(count) == 0
+        got = loaded.run(x)
+        for name, expected in want.items():
+            np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {count} running threads")
+    loaded.close()
+
+
+def test_which_convolutions_get_workspace_copies() -> None:
+    """DenseNet-121's 3x3 128->32 at 56x56 with a workspace of one row's
+    columns (258,048 bytes: blocks of 10 rows x 12 channels, 32 x 560 x 108)
+    gets a copy per thread, at most one per block (6 blocks); with room for
+    all channels (866,880 bytes) its sgemm splits instead; a 7x7 image is
+    one block; one thread never gets copies."""
+    shapes = ([1, 128, 56, 56], [32, 128, 3, 3], [1, 32, 56, 56])
+    assert im2col_block(*shapes, 4, 258048) == (10, 12)
+    assert [im2col_copies(*shapes, 258048, threads) for threads in (1, 2, 5, 8)] == [1, 2, 5, 6]
+    assert im2col_copies(*shapes, 866880, 2) == 1
+    assert im2col_copies([1, 128, 7, 7], [32, 128, 3, 3], [1, 32, 7, 7], 225792, 2) == 1

@@ -78,7 +78,7 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from pyocc.dialects.properties import property_value
-from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes, im2col_row_bytes
+from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_block_bytes, im2col_copies, im2col_row_bytes
 
 TensorOrBuffer = TensorType | MemRefType
 
@@ -219,6 +219,11 @@ class Recomputable(OpTrait):
     stays what it declares)."""
 
     ops_per_element: int = 1
+
+
+#: the attribute dnn-memory-pool{threads} sets on an op whose workspace holds
+#: one copy of its fitted scratch per thread (`DnnComputeOp.scratch_copies`): how many
+SCRATCH_COPIES = "scratch_copies"
 
 
 class DnnComputeOp(IRDLOperation):
@@ -650,6 +655,13 @@ class DnnComputeOp(IRDLOperation):
         `scratch_bytes()`); the default: all of `scratch_bytes()`."""
         return self.scratch_bytes()
 
+    def scratch_copies(self, fitted_bytes: int, threads: int) -> int:
+        """How many copies of its scratch, each `fitted_bytes` (the size the
+        plan fitted for one thread), the native kernel runs on `threads`
+        threads (one per thread that runs blocks on it apart); 1, the
+        default: one scratch whatever the thread count."""
+        return 1
+
     def verify_(self) -> None:
         has_results = len(self.results) > 0
         if has_results == self.on_buffers:
@@ -759,6 +771,14 @@ class ConvOp(DnnComputeOp):
         """One output row's im2col columns (the kernel's smallest block), when
         it needs scratch at all."""
         return min(self.scratch_bytes(), im2col_row_bytes(self.w.type.get_shape(), self.output_type().get_shape(), 4))
+
+    def scratch_copies(self, fitted_bytes: int, threads: int) -> int:
+        """One im2col workspace per thread (group 1) when a block's sgemm is
+        too small to split between the threads (`im2col_copies`)."""
+        if self.scratch_bytes() <= 0 or (self.group and self.group.value.data != 1):
+            return 1
+        return im2col_copies(self.x.type.get_shape(), self.w.type.get_shape(), self.output_type().get_shape(),
+                             fitted_bytes, threads)
 
     def macs(self) -> int:
         """Output elements times the input channels and taps each one sums."""
@@ -873,6 +893,13 @@ class PreActConvOp(DnnComputeOp):
     def scratch_min_bytes(self) -> int:
         """One output row's pre-activated im2col columns (the smallest block)."""
         return min(self.scratch_bytes(), im2col_row_bytes(self.w.type.get_shape(), self.output_type().get_shape(), 4))
+
+    def scratch_copies(self, fitted_bytes: int, threads: int) -> int:
+        """As for `dnn.conv` (`im2col_copies`; scratch is group 1 only)."""
+        if self.scratch_bytes() <= 0:
+            return 1
+        return im2col_copies(self.x.type.get_shape(), self.w.type.get_shape(), self.output_type().get_shape(),
+                             fitted_bytes, threads)
 
 
 #: activations a kernel can fuse onto its result (host_kernels.ACTIVATIONS)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "conv_algorithm",
-           "conv_scratch_bytes", "im2col_block", "im2col_block_bytes", "im2col_block_rows", "im2col_row_bytes",
-           "is_pointwise", "output_block_rows"]
+__all__ = ["GROUPED_BLAS_CHANNELS", "IM2COL_BLOCK_BYTES", "IM2COL_MIN_POSITIONS", "SGEMM_COLUMN_BLOCK",
+           "SGEMM_PARALLEL_MACS", "SGEMM_ROW_BLOCK", "conv_algorithm", "conv_scratch_bytes", "im2col_block",
+           "im2col_block_bytes", "im2col_block_rows", "im2col_copies", "im2col_row_bytes", "is_pointwise",
+           "output_block_rows", "sgemm_split_block", "sgemm_splits"]
 
 #: the most bytes of im2col columns a convolution fills before one sgemm
 #: (measured in docs/performance.md: blocks this size run as fast as whole images)
@@ -34,6 +35,38 @@ IM2COL_BLOCK_BYTES = 1 << 20
 #: of 4608 channel taps a block when blocks were whole-channel) spent a
 #: third of the conv repacking (docs/performance.md)
 IM2COL_MIN_POSITIONS = 512
+
+
+#: a block of an sgemm split between threads (pyocc.lowering.native.dense_ir)
+#: has a multiple of this many columns of C (a cache line of floats; what
+#: decides the rounding is only that every part holds SGEMM_PARALLEL_MACS:
+#: split at 16-column multiples, parts of 32x112x1152 .. 64x200x576
+#: products matched the whole call bit for bit, while any part under 100^3
+#: multiply-adds did not)
+SGEMM_COLUMN_BLOCK = 16
+#: ... and at least this many multiply-adds (above OpenBLAS's small-matrix
+#: sizes); an sgemm is split when it has two blocks
+SGEMM_PARALLEL_MACS = 1 << 20
+#: a product with too few columns for two blocks (a convolution on a 7x7 or
+#: 14x14 image) is split by rows of C instead, a multiple of this many each
+SGEMM_ROW_BLOCK = 64
+
+
+def sgemm_split_block(per_unit: int, unit: int) -> int:
+    """Columns (rows) of C per part of a split sgemm whose columns (rows)
+    cost `per_unit` multiply-adds each: a multiple of `unit`, holding at
+    least SGEMM_PARALLEL_MACS."""
+    block = -(-SGEMM_PARALLEL_MACS // max(per_unit, 1))
+    return max(unit, -(-block // unit) * unit)
+
+
+def sgemm_splits(m: int, n: int, k: int) -> bool:
+    """Whether the native kernels split an m x n x k sgemm (C is m x n)
+    between threads: it has two column blocks, or (with at least two row
+    blocks of SGEMM_ROW_BLOCK) two row blocks."""
+    by_columns = n >= 2 * sgemm_split_block(m * k, SGEMM_COLUMN_BLOCK)
+    by_rows = m >= 2 * SGEMM_ROW_BLOCK and m >= 2 * sgemm_split_block(n * k, SGEMM_ROW_BLOCK)
+    return by_columns or by_rows
 
 
 def is_pointwise(kernel: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None) -> bool:
@@ -129,3 +162,23 @@ def im2col_block_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape
     """Bytes of one im2col block of one group (whatever the algorithm)."""
     rows, channels = im2col_block(x_shape, w_shape, out_shape, element_bytes)
     return channels * math.prod(w_shape[2:]) * rows * math.prod(_as_rows(out_shape[2:])[1:]) * element_bytes
+
+
+def im2col_copies(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int], block_bytes: int,
+                  threads: int) -> int:
+    """How many copies of its im2col workspace (each `block_bytes`, the
+    size the plan fitted for one thread) a group-1 convolution runs on
+    `threads` threads: one per thread (at most one per block of output
+    rows) when the sgemm of one block is too small to split between
+    threads (`sgemm_splits`; a workspace fitted to little slack holds few
+    positions or a slice of the channels), so that each thread runs whole
+    blocks in its own copy, exactly as one thread runs them; otherwise 1
+    (each block's sgemm is split instead)."""
+    if threads < 2 or w_shape[1] * math.prod(w_shape[2:]) == 0 or math.prod(out_shape) == 0:
+        return 1
+    rows, channels = im2col_block(x_shape, w_shape, out_shape, 4, block_bytes)
+    spatial = _as_rows(out_shape[2:])
+    blocks = -(-spatial[0] // rows)
+    if blocks < 2 or sgemm_splits(w_shape[0], rows * math.prod(spatial[1:]), channels * math.prod(w_shape[2:])):
+        return 1
+    return min(threads, blocks)

@@ -11,7 +11,11 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   outputs (`im2col_block` sizes both within the workspace). The plan
   sizes that workspace to the pool's slack at the op (from one output
   row's columns up to a full block); without one (no planned scratch) the
-  op is not native.
+  op is not native. In a model compiled for several threads, a workspace
+  whose blocks are too small to split between them holds one copy per
+  thread (its spec's "copies", `im2col_copies`): the blocks of rows are
+  then cut into runs of whole blocks, one per copy, run on the threads,
+  each block computed exactly as on one thread.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself.
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
@@ -540,11 +544,19 @@ def _im2col(site: dict[str, Any]) -> bool:
 
 
 def _workspace_bytes(site: dict[str, Any]) -> int:
-    """The bytes of the site's planned scratch (its `workspace`: the plan
-    sizes it between one output row's columns and one full block); 0 when
-    it has none."""
+    """The bytes of the site's planned scratch for one thread (its
+    `workspace`: the plan sizes it between one output row's columns and one
+    full block, and a workspace with "copies" holds that many); 0 when it
+    has none."""
     workspace = site.get("workspace")
-    return math.prod(workspace["shape"]) if workspace is not None else 0
+    return math.prod(workspace["shape"]) // _workspace_copies(site) if workspace is not None else 0
+
+
+def _workspace_copies(site: dict[str, Any]) -> int:
+    """How many copies of one thread's block the site's workspace holds
+    (dnn-memory-pool{threads}: `im2col_copies`); 1 without "copies"."""
+    workspace = site.get("workspace")
+    return int(workspace.get("copies", 1)) if workspace is not None else 1
 
 
 #: the sizes a conv kernel shared by a tiled op's patches reads at run time (RowSizes)
@@ -627,7 +639,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     im2col = algorithm == "im2col"
     block_bytes = _workspace_bytes(site) if im2col and rows is None else 0
     _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, im2col,
-               k.buffer(5) if im2col else None, block_bytes, sizes=rows)
+               k.buffer(5) if im2col else None, block_bytes, sizes=rows, copies=_workspace_copies(site))
     k.finish()
 
 
@@ -635,7 +647,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                w: ir.Value, bias: ir.Value | None, residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
                im2col: bool, workspace: ir.Value | None, block_bytes: int = 0,
                transform: InputTransform | None = None, sizes: RunTimeSizes | RowSizes | None = None,
-               keep: Sequence[ir.Value] = ()) -> None:
+               keep: Sequence[ir.Value] = (), copies: int = 1) -> None:
     """A convolution through sgemm, per image and group a block of output
     rows at a time: im2col (in `workspace`, `block_bytes` of planned
     scratch) a slice of the input channels at a time (`im2col_block`
@@ -647,7 +659,12 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     `sizes` (im2col, group 1) the input channels and the block come from
     run time (a kernel shared by sites that differ only in those); with
     RowSizes (a tiled op's patches) its rows and blocks, `g` having its
-    rows as run-time values (Geometry.with_rows)."""
+    rows as run-time values (Geometry.with_rows). With `copies` > 1
+    (im2col, group 1: the workspace holds that many copies of a block, one
+    per thread, `im2col_copies`) the blocks of output rows are cut into
+    that many runs of whole blocks, each run a part on the threads with its
+    own copy, and every block computed exactly as on one thread (its
+    im2col, sgemms and passes are not split further)."""
     x_shape, w_shape, out_shape = shapes
     assert transform is None or g.group == 1
     assert not isinstance(sizes, RunTimeSizes) or (im2col and g.group == 1)
@@ -655,7 +672,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     group_channels: int | ir.Value = sizes.channels if isinstance(sizes, RunTimeSizes) else w_shape[1]
     image_in, image_out = k.mul(channels, g.in_size(k)), k.mul(g.out_channels, g.out_size(k))
     group_outs = g.out_channels // g.group
-    depth = k.mul(group_channels, len(g.taps))
+    whole_channels = group_channels
     columns = workspace if im2col else None
     block_rows: int | ir.Value
     block_channels: int | ir.Value
@@ -676,21 +693,27 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
         group_values = {"x": x_image, "out": out_image, "residual": residual_image, "w": w, "bias": bias,
                         "workspace": columns, **{f"keep{i}": value for i, value in enumerate(keep)},
                         **g.row_values(), **({} if isinstance(block_rows, int) else {"block_rows": block_rows}),
-                        **({} if isinstance(block_channels, int) else {"block_channels": block_channels})}
+                        **({} if isinstance(block_channels, int) else {"block_channels": block_channels}),
+                        **({} if isinstance(group_channels, int) else {"group_channels": group_channels})}
 
-        def one_group(group: ir.Value, v: dict[str, Any]) -> None:
+        def one_group(group: ir.Value | int, v: dict[str, Any], row_range: tuple[ir.Value, ir.Value] | None = None
+                      ) -> None:
             x_image, out_image, residual_image = v["x"], v["out"], v["residual"]
             w, bias, columns, b = v["w"], v["bias"], v["workspace"], k.builder
             g = whole.in_part(v)  # a shared kernel's rows and blocks, as this part sees them
             rows_per_block = v.get("block_rows", block_rows)
             channels_per_slice = v.get("block_channels", block_channels)
+            # a shared kernel's input channels (and so depth), as this part sees them
+            group_channels = v.get("group_channels", whole_channels)
+            depth = k.mul(group_channels, len(g.taps))
             positions = g.out_size(k)
             # (run-time sizes come with group 1 and im2col: this loop then stays in the kernel)
             x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_size(k))))
             w_group = k.element(w, k.mul(group, k.mul(depth, group_outs)))
             first_out = k.mul(group, group_outs)
             out_group = k.element(out_image, k.mul(first_out, positions))
-            with k.loop(0, g.out_spatial[0], rows_per_block) as first_row:
+            start_row, stop_row = row_range if row_range is not None else (0, g.out_spatial[0])
+            with k.loop(start_row, stop_row, rows_per_block) as first_row:
                 rows = _at_most(k, b.sub(k.index(g.out_spatial[0]), first_row), rows_per_block)
                 start, count = b.mul(first_row, I64(row_positions)), b.mul(rows, I64(row_positions))
                 out_block = k.element(out_group, start)
@@ -744,11 +767,34 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
 
                     k.parallel_loop(group_outs, block_work, outputs, finish)
 
-        # the groups of a pointwise convolution share nothing, so they may run on threads
-        # (an im2col one fills the one workspace group by group)
-        group_work = 0 if im2col or g.group < 2 else \
-            g.out_channels * g.out_rows_estimate() * row_positions * group_channels
-        k.parallel_loop(g.group, group_work, group_values, one_group)
+        if copies > 1 and im2col and g.group == 1 and not isinstance(sizes, RowSizes) \
+                and k.parallel_for_available():
+
+            def one_copy(copy: ir.Value, v: dict[str, Any]) -> None:
+                """The blocks of one run, in copy `copy` of the workspace: blocks
+                [copy * blocks / copies, (copy + 1) * blocks / copies)."""
+                b = k.builder
+                rows_per_block = k.index(v.get("block_rows", block_rows))
+                total = k.index(g.out_spatial[0])
+                blocks = b.udiv(b.add(total, b.sub(rows_per_block, I64(1))), rows_per_block)
+                first = b.udiv(b.mul(blocks, copy), I64(copies))
+                last = b.udiv(b.mul(blocks, b.add(copy, I64(1))), I64(copies))
+                stop = b.mul(last, rows_per_block)
+                stop = b.select(b.icmp_signed("<", stop, total), stop, total)
+                # a copy: one block's columns (the slice's channel taps x the block's positions)
+                stride = k.mul(k.mul(k.index(v.get("block_channels", block_channels)), len(g.taps)),
+                               k.mul(rows_per_block, row_positions))
+                columns = k.element(v["workspace"], b.mul(copy, k.index(stride)))
+                one_group(0, {**v, "workspace": columns}, (b.mul(first, rows_per_block), stop))
+
+            k.parallel_loop(copies, max(PARALLEL_MIN_WORK, g.out_channels * g.out_rows_estimate() * row_positions),
+                            group_values, one_copy)
+        else:
+            # the groups of a pointwise convolution share nothing, so they may run on threads
+            # (an im2col one fills the one workspace group by group)
+            group_work = 0 if im2col or g.group < 2 else \
+                g.out_channels * g.out_rows_estimate() * row_positions * group_channels
+            k.parallel_loop(g.group, group_work, group_values, one_group)
 
 
 def _at_most(k: Kernel, value: ir.Value, limit: int | ir.Value) -> ir.Value:
@@ -817,7 +863,7 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
     if sizes is not None:
         shapes = (x_shape, w_shape, site["outputs"][0]["shape"])
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), transform=pre_activate,
-                   sizes=sizes, keep=(scale, shift))
+                   sizes=sizes, keep=(scale, shift), copies=_workspace_copies(site))
     elif not (g.batch and g.out_positions and g.out_channels):
         pass
     elif g.group == 1:
@@ -825,7 +871,7 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
         block_bytes = _workspace_bytes(site)
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
-                   transform=pre_activate, keep=(scale, shift))
+                   transform=pre_activate, keep=(scale, shift), copies=_workspace_copies(site))
     else:
         _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
     k.finish()

@@ -43,6 +43,8 @@ from typing import Any
 
 import llvmlite.ir as ir
 
+from pyocc.dialects.dnn.scratch import SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_ROW_BLOCK
+from pyocc.dialects.dnn.scratch import sgemm_split_block as _split_block
 from pyocc.lowering.llvm_math import ScalarMath, unary_expression
 from pyocc.lowering.native.loops import (
     BLAS_CHUNKS_PER_THREAD,
@@ -69,20 +71,6 @@ CBLAS_ROW_MAJOR, CBLAS_NO_TRANS, CBLAS_TRANS = 101, 111, 112
 #: the sgemm generated code calls (scipy-openblas32: 32-bit integers)
 SGEMM = "scipy_cblas_sgemm"
 SGEMM_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
-#: a block of an sgemm split between threads has a multiple of this many
-#: columns of C (a cache line of floats; what decides the rounding is only
-#: that every part holds SGEMM_PARALLEL_MACS: split at 16-column multiples,
-#: parts of 32x112x1152 .. 64x200x576 products matched the whole call bit
-#: for bit, while any part under 100^3 multiply-adds did not)
-SGEMM_COLUMN_BLOCK = 16
-#: ... and at least this many multiply-adds (above OpenBLAS's small-matrix
-#: sizes); an sgemm is split when it has two blocks (a run-time column
-#: count, a convolution's im2col block, counts as the columns a 1 MiB
-#: block of depth k holds)
-SGEMM_PARALLEL_MACS = 1 << 20
-#: a product with too few columns for two blocks (a convolution on a 7x7 or
-#: 14x14 image) is split by rows of C instead, a multiple of this many each
-SGEMM_ROW_BLOCK = 64
 #: the split sgemm's arguments, i64s on the caller's stack: A, B, C (as
 #: integers), column count, parts, depth, lda, ldb (the column count, depth
 #: and leading dimensions may be run-time values: a kernel shared by sites
@@ -555,6 +543,11 @@ class Kernel:
             caller.store(caller.ptrtoint(pointer, I64), caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
         caller.call(parallel_for, [part, slot, I64(blocks), I64(BLAS_CHUNKS_PER_THREAD)])
 
+    def parallel_for_available(self) -> bool:
+        """Whether a parallel_loop emitted here would run on the model's
+        threads (a model compiled for several, outside any part)."""
+        return self._parallel_for() is not None
+
     def _team(self) -> ir.Function:
         """The model's NAME_threads_team (declared here, defined with the pool)."""
         symbol = team_symbol(self.symbol.rsplit("_site_", 1)[0])
@@ -587,14 +580,6 @@ def _call_sgemv(module: ir.Module, builder: ir.IRBuilder, trans: bool, rows: int
         I32(CBLAS_ROW_MAJOR), I32(CBLAS_TRANS if trans else CBLAS_NO_TRANS), i32(rows), i32(columns),
         F32(alpha), a, I32(max(lda, 1)), x, I32(max(incx, 1)), F32(beta), y, I32(max(incy, 1)),
     ])
-
-
-def _split_block(per_unit: int, unit: int) -> int:
-    """Columns (rows) of C per part of a split sgemm whose columns (rows)
-    cost `per_unit` multiply-adds each: a multiple of `unit`, holding at
-    least SGEMM_PARALLEL_MACS."""
-    block = -(-SGEMM_PARALLEL_MACS // max(per_unit, 1))
-    return max(unit, -(-block // unit) * unit)
 
 
 def _i64(value: int | ir.Value) -> ir.Value:
