@@ -47,8 +47,9 @@ planner chooses the cuts:
 3. cut the worst piece just above its last bad value (the excess sits at
    the small values, so the bad values are a prefix ``[low, k]``: one cut
    gives a piece for them and one for the rest; when the last value is
-   bad too, just below the first bad one, and when both ends are, just
-   above the worst), plan both parts alone (a part keeps the piece's
+   bad too, just below the first bad one, and when both ends are, at the
+   widest gap between two bad values, or just above the worst where there
+   is none), plan both parts alone (a part keeps the piece's
    layout when its own is no closer to the static plans) and keep the cut
    if it lowers the worst ratio, or, while that ratio is above
    ``1 + FIX_THRESHOLD``, keeps it and lowers the bad values' total excess
