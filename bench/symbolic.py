@@ -6,7 +6,15 @@ sequence is symbolic, and a ViT-style graph, whose batch is), compile once
 with ``dims={SYMBOL: MAX}`` and, at every S of ``--lengths``: the symbolic
 pool arena(S), the pool of a static compile at that S (its own plan and op
 order), their ratio, the max-live bound of the symbolic program at S, and
-the largest difference of the run at S from onnxruntime. Then the compile
+the largest difference of the run at S from onnxruntime; and the weights:
+those the symbolic program reads at S (its memory report), those of the
+static compile at S (which may fold an ``[S, S]`` mask or position bias
+that the symbolic program, lowered near the maximum, computes in its
+arena), the ratio of arena + weights of the two, and the weights the
+symbolic model holds (the same at every S: a constant folded from the
+symbol is held at the maximum, of which a run reads a block). ``--unfolded`` adds the static plan of a
+compile at S that does not fold tensors with two dimensions equal to S
+(a diagnostic: what of the ratio is folding). Then the compile
 times: the symbolic compile, and one static compile (pyocc.compile at S =
 MAX, native kernels, the default), and what runs the symbolic model
 (generated code, or the numpy kernels and why). Last, for the graphs whose
@@ -21,6 +29,7 @@ thread) and against the numpy kernels driven from Python (the fallback).
     python bench/symbolic.py --only encoder --lengths 512 --latency-lengths 1,17,128,512 --runs 50
     python bench/symbolic.py --compile-times        # each compile alone in a fresh process
     python bench/symbolic.py --zoo bert,gpt2 --only zoo --latency-lengths ''   # zoo models only
+    python bench/symbolic.py --zoo t5 --only zoo --latency-lengths '' --unfolded  # with the unfolded static plan
 
 ``--zoo`` adds rows for the Hugging Face transformers of bench/zoo.py
 (bert, distilbert, gpt2, llama, t5, whisper: 2 layers (Whisper 1 each
@@ -76,8 +85,9 @@ import onnxruntime as ort
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pyocc  # noqa: E402
-from pyocc.api import lower  # noqa: E402
+from pyocc.api import SymbolicModel, lower  # noqa: E402
 from pyocc.errors import PyoccError  # noqa: E402
+from pyocc.frontend import onnx_import  # noqa: E402
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic  # noqa: E402
 
 GRAPHS = {"encoder (2 layers)": (encoder_symbolic, "sequence"), "BERT-style (2 layers)": (bert_symbolic, "sequence"),
@@ -212,6 +222,9 @@ def main() -> None:
     parser.add_argument("--zoo-exporter", choices=("classic", "dynamo"), default="classic",
                         help="the exporter of the --zoo models (default classic)")
     parser.add_argument("--zoo-batch", type=int, default=1, help="the batch of the --zoo models (default 1)")
+    parser.add_argument("--unfolded", action="store_true",
+                        help="also compile the static plan at each S without folding tensors with two dimensions "
+                        "equal to S (a diagnostic: see symbol_sized_unfolded)")
     parser.add_argument("--one-compile", nargs=3, metavar=("KIND", "MODEL", "SYMBOL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     zoo_names = [n for n in args.zoo.split(",") if n]
@@ -241,8 +254,10 @@ def main() -> None:
         return
     lengths = [int(s) for s in args.lengths.split(",")]
     rng = np.random.default_rng(0)
-    print("| graph | S | arena(S) B | static plan B | ratio | bound(S) B | max abs diff vs onnxruntime |")
-    print("|---|---|---|---|---|---|---|")
+    print("| graph | S | arena(S) B | static plan B | ratio | bound(S) B | weights(S) B | static weights B | "
+          "arena + weights ratio | weights held B |" + (" static, unfolded B | ratio to it |" if args.unfolded else "")
+          + " max abs diff vs onnxruntime |")
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if args.unfolded else "") + "---|")
     times = []
     latencies = []
     for name, (build, symbol) in GRAPHS.items():
@@ -252,26 +267,34 @@ def main() -> None:
             model = build()
         except Exception as e:  # noqa: BLE001 - a zoo model PyTorch cannot export: its row says so
             line = re.sub(r"\x1b\[[0-9;]*m", "", str(e).strip().splitlines()[0])[:160]  # no terminal colours
-            print(f"| {name} | - | export failed: {type(e).__name__}: {line} | | | | |")
+            print(f"| {name} | - | export failed: {type(e).__name__}: {line} | | | | | | | |")
             continue
         start = time.perf_counter()
         try:
             symbolic = pyocc.compile(fresh(model), dims={symbol: args.max})
         except PyoccError as e:  # a model pyocc cannot compile symbolically yet: its row says where it stopped
-            print(f"| {name} | - | compile failed: {e} | | | | |")
+            print(f"| {name} | - | compile failed: {e} | | | | | | | |")
             continue
         symbolic_s = time.perf_counter() - start
         session = ort.InferenceSession(model.SerializeToString())
+        held = weights_held(symbolic)
         for s in lengths:
             inputs = inputs_at(model, s, rng)
-            _, static = lower(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
+            shapes = {k: v.shape for k, v in inputs.items()}
+            _, static = lower(fresh(model), shapes=shapes)
             report = symbolic.memory_report(dims={symbol: s})
             outputs = symbolic.run(inputs)
             diff = max(float(np.max(np.abs(a - b)))
                        for a, b in zip(outputs.values(), session.run(None, inputs), strict=True))
+            total = (report.activation_bytes + report.weight_bytes) / (static.activation_bytes + static.weight_bytes)
+            unfolded = ""
+            if args.unfolded:
+                with symbol_sized_unfolded(s):
+                    _, plain = lower(fresh(model), shapes=shapes)
+                unfolded = f" {plain.activation_bytes:,} | {report.activation_bytes / plain.activation_bytes:.3f} |"
             print(f"| {name} | {s} | {report.activation_bytes:,} | {static.activation_bytes:,} | "
                   f"{report.activation_bytes / static.activation_bytes:.3f} | {report.lower_bound_bytes:,} | "
-                  f"{diff:.1e} |")
+                  f"{report.weight_bytes:,} | {static.weight_bytes:,} | {total:.3f} | {held:,} |{unfolded} {diff:.1e} |")
         inputs = inputs_at(model, args.max, rng)
         start = time.perf_counter()
         pyocc.compile(fresh(model), shapes={k: v.shape for k, v in inputs.items()})
@@ -298,6 +321,48 @@ def main() -> None:
         print("|---|---|---|---|---|---|")
         for name, s, native, static, numpy in latencies:
             print(f"| {name} | {s} | {native:.3f} | {static:.3f} | {native / static:.2f} | {numpy:.3f} |")
+
+
+def weights_held(model: SymbolicModel) -> int:
+    """The weight bytes the symbolic model holds, whatever S: its packed
+    weight pool (generated code), or its constants (numpy kernels). A
+    constant folded from the symbol is held at the maximum, of which a run
+    at S reads a block; the model's memory report gives instead the
+    weights a program at S would read (what a static compile at S holds)."""
+    if model.native is not None:
+        return int(model.native.weight_pool.nbytes)
+    return sum(int(w.nbytes) for w in model.runner.weights)
+
+
+@contextlib.contextmanager
+def symbol_sized_unfolded(s: int) -> Iterator[None]:
+    """For the block, the importer does not fold a constant whose result
+    has two dimensions equal to `s` (an ``[S, S]`` mask or position bias,
+    S >= 2): a static compile then computes it every run, in its arena,
+    as the symbolic program (lowered near the maximum, where such tensors
+    exceed the fold limit) does. A diagnostic for the bench's
+    ``--unfolded`` column (which part of a gap is folding, which is the
+    plan or the op order), not a compile option: it wraps the importer's
+    private fold step."""
+    fold = onnx_import._Importer.try_fold
+
+    def try_fold(importer: onnx_import._Importer, node: onnx.NodeProto) -> bool:
+        if not fold(importer, node):
+            return False
+        if s < 2 or node.op_type in ("ConstantOfShape", "Shape", "Size"):  # splats and shapes stay folded
+            return True
+        outputs = [o for o in node.output if o]
+        if any(list(np.shape(importer.consts[o])).count(s) >= 2 for o in outputs):
+            for o in outputs:
+                del importer.consts[o]
+            return False
+        return True
+
+    onnx_import._Importer.try_fold = try_fold  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        onnx_import._Importer.try_fold = fold  # type: ignore[method-assign]
 
 
 def one_compile(model: onnx.ModelProto, symbol: str, kind: str, maximum: int) -> tuple[float, float]:

@@ -335,12 +335,66 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
         assert symbolic._search(PreparedProblem(static)).offsets == plan_memory(static, "hill-climb", time_budget_ms=5000).offsets
 
 
+T5 = Path(__file__).parent / "data" / "t5_classic_symbolic.json"
+"""T5's planning problem (bench/zoo.py's t5, 2 layers, classic export,
+encoder and decoder sequence one symbol in 1..512), written by the symbolic
+compile."""
+
+
+def test_t5_pieces_meet_the_search_at_small_values() -> None:
+    """T5 is cut into MAX_PIECES pieces and its first, 1..6, was still 1.09x
+    the search's static plan at S = 2 (1,540 B against 1,412 B): the search
+    had not run there (the heuristic plans already left S = 2 bad), and the
+    search's plan at 6, first among layouts with the same worst ratio, was
+    kept over one as good at 6 and smaller below. Now a piece still bad
+    after the cuts gets the search's plan at its worst value as a
+    candidate, and equal worst ratios are decided by the mean."""
+    problem = symbolic_problem_from_json(json.loads(T5.read_text()))
+    plan = plan_symbolic(problem)
+    algorithms = (*symbolic.STATIC_ALGORITHMS, symbolic.SEARCH_ALGORITHM)
+    for s in (1, 2, 3, 6, 17):
+        values = {"sequence": s}
+        best = min(plan_memory(problem.at(values), a).pool_size for a in algorithms)
+        assert plan.pool_bytes(values) <= 1.02 * best, s
+
+
+DISTILBERT = Path(__file__).parent / "data" / "distilbert_classic_symbolic.json"
+"""DistilBERT's planning problem (bench/zoo.py's distilbert, 2 layers,
+classic export, sequence in 1..512), written by the symbolic compile."""
+
+
+def test_bad_values_at_both_ends_are_cut_at_the_widest_gap() -> None:
+    """DistilBERT's piece 6..512 was bad at 6..20 and 59..512: cut just above
+    its worst value (6), then again (7..8), it kept 9..512 as one piece,
+    1.11x the best static plan at S = 17. Cut where the bad values are
+    farthest apart (20..59), the small and the large values get layouts of
+    their own."""
+    problem = symbolic_problem_from_json(json.loads(DISTILBERT.read_text()))
+    plan = plan_symbolic(problem)
+    algorithms = (*symbolic.STATIC_ALGORITHMS, symbolic.SEARCH_ALGORITHM)
+    for s in (1, 2, 17, 128, 384, 512):
+        values = {"sequence": s}
+        best = min(plan_memory(problem.at(values), a).pool_size for a in algorithms)
+        assert plan.pool_bytes(values) <= 1.05 * best, s
+
+
+def test_layouts_with_the_same_worst_ratio_are_ranked_by_their_mean() -> None:
+    """Two pools equal at the top, where the ratio is worst: the one smaller
+    below scores better; a lower worst ratio still beats any mean."""
+    bound = np.array([100, 1000])
+    assert symbolic._layout_score(np.array([110, 1100]), bound, 1) < \
+        symbolic._layout_score(np.array([130, 1100]), bound, 1)
+    assert symbolic._layout_score(np.array([195, 1950]), bound, 1) < \
+        symbolic._layout_score(np.array([101, 2000]), bound, 1)
+
+
 def test_cuts_are_tried_above_the_bad_values_then_at_the_lowest_alone() -> None:
     """Bad values in a prefix: cut above the last, then try the lowest alone;
     bad values at both ends: cut above the worst, then the lowest alone."""
     assert symbolic._cut_points({1: 1.3, 2: 1.2}, 1, 64) == [2, 1]
     assert symbolic._cut_points({60: 1.1, 64: 1.2}, 1, 64) == [59, 60]
-    assert symbolic._cut_points({1: 1.05, 3: 1.1, 64: 1.2}, 1, 64) == [63, 1]
+    assert symbolic._cut_points({1: 1.05, 3: 1.1, 64: 1.2}, 1, 64) == [3, 1]  # the widest gap, 3..64
+    assert symbolic._cut_points({3: 1.05, 4: 1.1, 5: 1.2, 6: 1.1}, 3, 6) == [5, 3]  # no wide gap: the worst
     assert symbolic._cut_points({1: 1.3, 64: 1.2}, 1, 64) == [1]
 
 
