@@ -175,11 +175,15 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         whole = tuple(dict.fromkeys(w for w in weights
                                     if not any(name_of(v) == w for v in split_values)))
         compute[writes[0]] = op
+        joined = op.joined_channels()
+        # an in-place concat: distinct activations, one band each (a weight or a repeated input cannot be)
+        joins = joined if (joined is not None and not weights and len(reads) == len(set(reads)) == len(joined)
+                           and len(writes) == 1) else ()
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
             whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
-            _groups(op) if channels > 1 else 1,
+            _groups(op) if channels > 1 else 1, joins,
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:

@@ -52,6 +52,10 @@ from .npu_simulator import (
     SramBuffer,
     Store,
     Wait,
+    band_part,
+    channel_band,
+    covers,
+    extent_bytes,
     simulate,
 )
 from .planner import plan_memory
@@ -75,6 +79,11 @@ CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
+HOME_SHARE = 4
+"""An in-place concat's output is assembled in one SRAM buffer (its
+inputs' producers write their channel bands into it) when it fits this
+many eighths of the SRAM; otherwise each band has a buffer of its own and
+goes to its place in the output's DRAM home (see `_rehome`)."""
 
 KINDS = ("weight", "input", "output", "activation")
 
@@ -120,6 +129,12 @@ class NpuOp:
     channel_groups: int = 1
     """Groups of a grouped convolution: a channel block must lie inside
     one group or be whole groups."""
+    joins: tuple[int, ...] = ()
+    """The channel count of each input (in `inputs`' order) when the op
+    lays its inputs side by side along the channels of its output (a
+    concat, `joined_channels`): the inputs' producers may write their band
+    of the output in place and the op then costs nothing (`_homes`). Empty:
+    an ordinary op."""
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -231,16 +246,20 @@ class _Need:
     """True: a band or block, loaded for this tile; False: the whole tensor."""
 
 
-WHOLE, STREAM, KEEP, KEEP_STORE = "whole", "stream", "keep", "keep+store"
+WHOLE, STREAM, KEEP, KEEP_STORE, INTO = "whole", "stream", "keep", "keep+store", "into"
 
 
 @dataclass(frozen=True)
 class _Make:
     piece: Piece
     mode: str
-    """`whole`: a part of the whole tensor's buffer; `stream`: its own
+    """`whole`: a part of the whole tensor's buffer (of its channel band's
+    buffer, for a band of an in-place concat's output); `stream`: its own
     buffer, stored to DRAM at once and freed; `keep`: its own buffer, kept
-    while later units read it (a cascade's band); `keep+store`: both."""
+    while later units read it (a cascade's band); `keep+store`: both;
+    `into`: a channel band written into the whole tensor's buffer, which
+    its other bands' producers fill too (an in-place concat assembled in
+    SRAM)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +288,9 @@ class NpuSchedule:
     dram_offsets: dict[str, int]
     tiling: dict[str, tuple[int, int]] = field(default_factory=dict)
     """op -> (row bands, channel blocks) for every tiled op."""
+    homes: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    """Tensor -> (home tensor, first, end channel) for each input of an
+    in-place concat: its pieces are parts of that channel band of the home."""
 
 
 @dataclass
@@ -466,22 +488,39 @@ def _candidates(extent: int) -> list[int]:
 
 
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
-           chains: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+           chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
+           ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
     not `cascades_too`: then chains of ops as chain cascades, see
-    `_chains`, unless not `chains`)."""
+    `_chains`, unless not `chains`, and concats in place, see `_homes`:
+    those outside the chains, or with `joins_first` every concat that can,
+    the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
+    none without `in_place`); also returns the op tilings and the
+    in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
+    homes: dict[str, _Home] = {}
+    joined: set[int] = set()
     if cascades_too:
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
-    elif chains:
-        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in _chains(program, sram, cost)}
     else:
-        cascades = {}
+        if not in_place:
+            found = _chains(program, sram, cost) if chains else []
+        elif joins_first:
+            homes, joined = _homes(program, set())
+            found = _chains(program, sram, cost, frozenset(joined)) if chains else []
+        else:
+            found = _chains(program, sram, cost) if chains else []
+            # concats in place (not inside a chain cascade, whose bands are rows)
+            homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
+        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
     index = 0
     while index < len(program.ops):
+        if index in joined:  # an in-place concat: its inputs' producers wrote its bands
+            index += 1
+            continue
         if index in cascades:
             stop, bands, make = cascades[index]
             units += make(program, index, stop, bands, sram)
@@ -528,7 +567,98 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 for n in dict.fromkeys(op.outputs)
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
-    return units, tiling
+    return _rehome(units, homes, tensors, sram, home_fit), tiling, homes
+
+
+@dataclass(frozen=True)
+class _Home:
+    """Where a tensor lives when it is an input of an in-place concat: the
+    channels [first, end) of `tensor` (the outermost concat's output, of
+    `channels` channels)."""
+
+    tensor: str
+    first: int
+    end: int
+    channels: int
+
+
+def _homes(program: NpuProgram, skip: set[int]) -> tuple[dict[str, _Home], set[int]]:
+    """(tensor -> its home, the indices of the concats run in place): each
+    op that joins its inputs along the channels (`NpuOp.joins`), unless its
+    index is in `skip`, whose output is an activation and whose inputs are
+    activations written by earlier ops and joined by no other such concat.
+    Its inputs then live in their channel bands of its output (of the
+    output's own home, for a concat of concats: DenseNet's blocks are one
+    tensor each), written there by their producers; the concat costs
+    nothing. Latest first, so an input of two concats joins the later."""
+    tensors = program.by_name()
+    producer: dict[str, int] = {}
+    for k, op in enumerate(program.ops):
+        for n in op.outputs:
+            producer.setdefault(n, k)
+    homes: dict[str, _Home] = {}
+    joined: set[int] = set()
+    for k in range(len(program.ops) - 1, -1, -1):
+        op = program.ops[k]
+        if not op.joins or k in skip or tensors[op.outputs[0]].kind != "activation":
+            continue
+        if any(n in homes or tensors[n].kind != "activation" or producer.get(n, k) >= k for n in op.inputs):
+            continue
+        out = op.outputs[0]
+        base = homes.get(out, _Home(out, 0, sum(op.joins), sum(op.joins)))
+        at = base.first
+        for n, c in zip(op.inputs, op.joins, strict=True):
+            homes[n] = _Home(base.tensor, at, at + c, base.channels)
+            at += c
+        joined.add(k)
+    return homes, joined
+
+
+def _rehome(units: list[_Unit], homes: dict[str, _Home], tensors: dict[str, NpuTensor], sram: int,
+            fit: int) -> list[_Unit]:
+    """`units` with every piece of a tensor that lives in an in-place
+    concat's output renamed as that part of its channel band of the home
+    tensor (`ch{first}:{end}/{channels}`, `|{part}` for a part of it). A
+    home whose bands are all written whole (no band streamed out tile by
+    tile), never read by rows, that fits `HOME_SHARE` eighths of the SRAM,
+    and beside which every unit from its first band's write to its last
+    fits in `fit` bytes, is assembled in SRAM: its bands are
+    written `into` its whole buffer. Any
+    other home keeps each band in a buffer of its own, stored to its place
+    in the home's DRAM when a read of more channels needs it there."""
+    if not homes:
+        return units
+
+    def moved(piece: Piece) -> Piece:
+        home = homes.get(piece.tensor)
+        if home is None:
+            return piece
+        return Piece(home.tensor, band_part(home.first, home.end, home.channels, piece.part), piece.bytes)
+
+    roots = {h.tensor for h in homes.values()}
+    assembled = set()
+    for root in roots:
+        names = {n for n, h in homes.items() if h.tensor == root} | {root}
+        writes_whole = all(m.mode == WHOLE for u in units for m in u.writes if m.piece.tensor in names)
+        banded = any(_own_buffer(n.piece) for u in units for n in u.reads if n.piece.tensor in names)
+        size = tensors[root].size
+        if not writes_whole or banded or size > sram * HOME_SHARE // 8:
+            continue
+        # pinned from its first band's write to its last: every unit in between must fit beside it
+        span = [i for i, u in enumerate(units) if any(m.piece.tensor in names for m in u.writes)]
+        if all(size + sum(p.bytes for p in (*(n.piece for n in u.reads), *(m.piece for m in u.writes))
+                          if p.tensor not in names) <= fit
+               for u in units[span[0]:span[-1] + 1]):
+            assembled.add(root)
+    out = []
+    for unit in units:
+        reads = tuple(_Need(moved(n.piece), n.stream) for n in unit.reads)
+        writes = []
+        for m in unit.writes:
+            piece = moved(m.piece)
+            writes.append(_Make(piece, INTO if piece.tensor in assembled and m.piece.tensor in homes else m.mode))
+        out.append(_Unit(unit.op, unit.macs, reads, tuple(writes), unit.last_of_op, unit.touched))
+    return out
 
 
 CHAIN_OPS = 12
@@ -590,7 +720,7 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple
     return foot, macs, outside
 
 
-def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, int, int]]:
+def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset()) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -600,7 +730,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
     whole: nothing is copied, the tensors in between never go to DRAM. A
     chain is kept when the DRAM traffic its inner tensors would cost
     streamed (above a quarter of the SRAM: out and back in) takes more
-    cycles than the halo rows read and the MACs computed again."""
+    cycles than the halo rows read and the MACs computed again. No chain
+    holds an op whose index is in `outside` (a concat run in place)."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -616,9 +747,9 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
     while start < len(ops):
         best: tuple[int, int, int] | None = None
         stop = start + 1
-        while bandable(ops[start]) and stop < min(len(ops), start + CHAIN_OPS):
+        while bandable(ops[start]) and start not in outside and stop < min(len(ops), start + CHAIN_OPS):
             stop += 1
-            if not bandable(ops[stop - 1]):
+            if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
             if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
                 break
@@ -914,12 +1045,48 @@ class _Scheduler:
         """The outputs the current unit is about to write: never evicted."""
         self.assembling: set[tuple[str, str]] = set()
         """Whole tensors being written part by part: not evicted half-written."""
+        self.band_reads: dict[str, list[tuple[int, str]]] = {}
+        """Tensor -> (unit, part) of every read of a channel band of it (an
+        in-place concat's output): a band's buffer whose data a later read
+        of other channels needs is stored to DRAM first."""
+        self.last_into: dict[tuple[str, str], int] = {}
+        """Tensor assembled `into` -> the last unit writing a band into it."""
+        banded = {p.tensor for unit in units for p in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes))
+                  if channel_band(p.part) is not None}
+        for index, unit in enumerate(units):
+            for need in unit.reads:
+                if need.piece.tensor in banded:
+                    self.band_reads.setdefault(need.piece.tensor, []).append((index, need.piece.part))
+            for make in unit.writes:
+                if make.mode == INTO:
+                    self.last_into[_container(make)] = index
 
     def lookup(self, piece: Piece) -> _Entry | None:
         """The resident entry holding `piece`: its own, or the whole tensor's
         (but a band of rows, strided in the whole, has its own buffer)."""
         own = self.resident.get((piece.tensor, piece.part))
-        return own if own is not None or _own_buffer(piece) else self.resident.get((piece.tensor, "all"))
+        if own is not None or _own_buffer(piece):
+            return own
+        band = channel_band(piece.part)
+        if band is not None and band[3] != "all":  # a tile of a channel band, in the band's buffer
+            own = self.resident.get((piece.tensor, band_part(*band[:3])))
+            if own is not None:
+                return own
+        return self.resident.get((piece.tensor, "all"))
+
+    def overlap_later(self, key: tuple[str, str], first: int) -> bool:
+        """True when unit `first` or a later one reads channels of `key`'s
+        tensor that `key` holds (some of), as another part: from DRAM."""
+        return any(i >= first and part != key[1] and _overlap(part, key[1])
+                   for i, part in self.band_reads.get(key[0], ()))
+
+    def flush_overlaps(self, piece: Piece) -> None:
+        """Store the dirty channel bands in SRAM that `piece` (another part
+        of their tensor, about to be loaded) needs from DRAM."""
+        for key, entry in list(self.resident.items()):
+            if (key[0] == piece.tensor and key[1] != piece.part and entry.dirty and entry.store is None
+                    and key not in self.assembling and _overlap(key[1], piece.part)):
+                self.write_back(key)
 
     def banded_later(self, tensor: str) -> bool:
         """True when a later unit reads a band of `tensor`'s rows from DRAM."""
@@ -1008,7 +1175,7 @@ class _Scheduler:
             self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
-        elif entry.dirty and (self.needed(key) or self.banded_later(key[0])):
+        elif entry.dirty and (self.needed(key) or self.banded_later(key[0]) or self.overlap_later(key, self.now)):
             store = self._id()
             self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
@@ -1019,11 +1186,12 @@ class _Scheduler:
 
     def loadable(self, piece: Piece) -> bool:
         """True when DRAM holds `piece` and no store to its tensor is in flight."""
-        parts = self.dram_parts.get(piece.tensor, {})
-        held = piece.part in parts or "all" in parts or sum(parts.values()) >= self.tensors[piece.tensor].size
+        held = covers(self.dram_parts.get(piece.tensor, {}), piece.part, self.tensors[piece.tensor].size)
         return held and not self.pending_stores.get(piece.tensor)
 
     def load(self, piece: Piece, protected: set[tuple[str, str]], evict: bool) -> bool:
+        if evict and piece.tensor in self.band_reads:
+            self.flush_overlaps(piece)
         if self.pending_stores.get(piece.tensor) and evict:
             for store in sorted(self.pending_stores[piece.tensor]):
                 names = [n for n, (_, s) in self.draining.items() if s == store]
@@ -1049,7 +1217,7 @@ class _Scheduler:
         """Take back the output buffers the current unit allocated (nothing
         was written to them yet): their Alloc goes, their space is free."""
         for make, buffer in list(placed.items()):
-            key = (make.piece.tensor, make.piece.part if make.mode != WHOLE else "all")
+            key = _container(make) if make.mode in (WHOLE, INTO) else (make.piece.tensor, make.piece.part)
             entry = self.resident.get(key)
             if entry is None or entry.buffer != buffer or buffer.name not in self.fresh:
                 continue  # a whole tensor assembled by earlier units stays
@@ -1068,7 +1236,7 @@ class _Scheduler:
                stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
         """The buffer an output piece is written into, allocated if need be."""
         t = self.tensors[make.piece.tensor]
-        if make.mode != WHOLE:
+        if make.mode not in (WHOLE, INTO):
             buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
             self.fresh.add(buffer.name)
             if make.mode == STREAM:
@@ -1081,9 +1249,10 @@ class _Scheduler:
                 if make.mode == KEEP_STORE:
                     kept_stores.append((buffer, make.piece))
             return buffer
-        key = (t.name, "all")
+        key = _container(make)
         if key not in self.resident:
-            buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            size = t.size if key[1] == "all" else extent_bytes(make.piece, t.size)
+            buffer = self.allocate(size, f"{t.name}:{key[1]}", protected, evict=True)
             self.fresh.add(buffer.name)
             self.resident[key] = _Entry(buffer, True)
             self.assembling.add(key)
@@ -1093,7 +1262,7 @@ class _Scheduler:
         for index, unit in enumerate(self.units):
             self.now = index
             keys = {(n.piece.tensor, n.piece.part) for n in unit.reads}
-            whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
+            whole_outs = {_container(m) for m in unit.writes if m.mode in (WHOLE, INTO)}
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
             order = {(n.piece.tensor, n.piece.part): i for i, n in enumerate(unit.reads)}
@@ -1148,8 +1317,10 @@ class _Scheduler:
                 entry.store, entry.dirty = store, False
                 self.pending_stores.setdefault(piece.tensor, set()).add(store)
                 self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            # a tensor assembled `into` from the bands its producers write is whole after the last one
+            self.assembling -= {k for k in whole_outs if self.last_into.get(k, index) == index
+                                and (unit.last_of_op or k in self.last_into)}
             if unit.last_of_op:
-                self.assembling -= whole_outs
                 for make in unit.writes:
                     t = self.tensors[make.piece.tensor]
                     if make.mode != WHOLE or t.kind != "output":
@@ -1162,10 +1333,12 @@ class _Scheduler:
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
             for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
-                if key[1] == "all" and key in whole_outs and not unit.last_of_op:
-                    continue  # a tensor still being written tile by tile
+                if key in whole_outs and not unit.last_of_op or key in self.assembling and key in self.last_into:
+                    continue  # a tensor still being written tile by tile (band by band)
                 if key[1] == "all" and self.resident[key].dirty and self.banded_later(key[0]):
                     self.write_back(key)
+                elif self.resident[key].dirty and self.resident[key].store is None and self.overlap_later(key, index + 1):
+                    self.write_back(key)  # a channel band a later read of more channels needs in DRAM
                 entry = self.resident.pop(key)
                 if entry.store is not None:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
@@ -1197,9 +1370,27 @@ class _Scheduler:
 
 
 def _own_buffer(piece: Piece) -> bool:
-    """True for a band of rows of a tiled op's input: always its own buffer
-    (loaded from DRAM), never a view of the whole tensor in SRAM."""
-    return piece.part.startswith("rows")
+    """True for a band of rows of a tiled op's input (of a channel band):
+    always its own buffer (loaded from DRAM), never a view of the whole
+    tensor in SRAM."""
+    band = channel_band(piece.part)
+    return (piece.part if band is None else band[3]).startswith("rows")
+
+
+def _container(make: _Make) -> tuple[str, str]:
+    """The resident key of the buffer a `whole` or `into` write goes into:
+    the whole tensor's, or (`whole` of a part of a channel band) the band's."""
+    band = channel_band(make.piece.part)
+    if make.mode == INTO or band is None:
+        return make.piece.tensor, "all"
+    return make.piece.tensor, band_part(*band[:3])
+
+
+def _overlap(a: str, b: str) -> bool:
+    """True when parts `a` and `b` of one tensor share channels (a part
+    that is no channel band is all of them)."""
+    x, y = channel_band(a), channel_band(b)
+    return x is None or y is None or (x[0] < y[1] and y[0] < x[1])
 
 
 def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor]) -> dict[str, int]:
@@ -1222,9 +1413,38 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     (`cost` steers the choice of tilings; without `cascades`, what the IR
     runs: chain cascades (unless not `chains`), other ops tiled one by one)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades, chains)
-    instructions = _Scheduler(program, sram_size, units).run()
-    return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    if cascades or not any(op.joins for op in program.ops):
+        units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
+        instructions = _Scheduler(program, sram_size, units).run()
+        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    best: tuple[tuple[int, int], NpuSchedule] | None = None
+    failed: PlanningError | None = None
+    # concats in place where chains leave them, or first (the chains around them): the faster;
+    # outputs assembled in SRAM where the units beside them fit it (the allocator may still
+    # find the SRAM too fragmented: then within 7/8 of it, then none)
+    for joins_first in (False, True):
+        for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0):
+            units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit)
+            try:
+                instructions = _Scheduler(program, sram_size, units).run()
+            except PlanningError as e:
+                failed = failed or e
+                continue
+            schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                                   {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
+            simulated = _simulate(schedule, program, sram_size, cost)
+            if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
+                best = ((simulated.cycles, simulated.dram_bytes), schedule)
+            break
+    if best is None:  # no concat in place then (the first error if that fails too)
+        units, tiling, _ = _units(program, sram_size, cost, cascades, chains, in_place=False)
+        try:
+            instructions = _Scheduler(program, sram_size, units).run()
+        except PlanningError:
+            assert failed is not None
+            raise failed from None
+        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    return best[1]
 
 
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
@@ -1232,7 +1452,7 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades, chains)
+    units, tiling, homes = _units(program, sram_size, cost, cascades, chains)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -1263,7 +1483,7 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
             out.append(Wait(ids))
         for buffer in buffers:
             out.append(Free(buffer))
-    return NpuSchedule(out, _plan_spills(out, tensors), tiling)
+    return NpuSchedule(out, _plan_spills(out, tensors), tiling, {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
 
 
 def _check_program(program: NpuProgram) -> None:

@@ -157,7 +157,7 @@ def test_an_input_of_the_current_unit_evicted_is_written_back_first():
     T = NpuTensor
     program = NpuProgram((T("x", 64, "input"), T("t", 64, "activation"), T("y", 64, "output")),
                          (NpuOp("a", 64, ("x",), (), ("t",)), NpuOp("b", 64, ("t",), (), ("y",))))
-    units, _ = _units(program, 1024, NpuCost(), False)
+    units, _, _ = _units(program, 1024, NpuCost(), False)
     scheduler = _Scheduler(program, 1024, units)
     buffer = scheduler.allocate(64, "t:all", set(), evict=False)
     scheduler.resident[("t", "all")] = _Entry(buffer, True)
