@@ -7,6 +7,7 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB cascades=true}" --verify-diagnostics | filecheck %s --check-prefix=CASCADE
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=3KiB chains=false}" --verify-diagnostics | filecheck %s --check-prefix=JOIN
 
 // The schedule as IR: every SRAM buffer a mem_offset of the "sram" pool at the
 // scheduler's offset; the weight and the input are loaded (the weight first:
@@ -213,4 +214,57 @@ func.func @conv_no_chain(%x: tensor<1x4x32x32xf32>) -> (tensor<1x4x32x32xf32>, t
   %y = dnn.conv ins(%a, %v : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
   %g = dnn.global_average_pool ins(%a : tensor<1x4x32x32xf32>) : tensor<1x4x1x1xf32>
   func.return %y, %g : tensor<1x4x32x32xf32>, tensor<1x4x1x1xf32>
+}
+
+// -----
+
+// A concat in place: %a and %b are written straight into their channel
+// slices of %c's SRAM buffer (it fits beside them: assembled in SRAM), and
+// the concat itself is gone (it would copy 1 KiB for nothing).
+// CHECK-LABEL: func.func @concat_in_place
+// CHECK:       %c_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b{{[0-9]+}}:c:all", {{.*}}size = 2048 : i64} : memref<65536xi8> -> memref<1x4x8x16xf32>
+// CHECK:       %[[A:.*]] = dnn.subview %c_sram {offset = 0 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// CHECK-NEXT:  dnn.conv ins(%x_sram, %w_sram : {{.*}}) outs(%[[A]] : memref<1x2x8x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch0:2/4", 1024 : i64, 2048 : i64]]
+// CHECK:       %[[B:.*]] = dnn.subview %c_sram {offset = 1024 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// CHECK-NEXT:  dnn.conv ins(%x_sram, %v_sram : {{.*}}) outs(%[[B]] : memref<1x2x8x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch2:4/4", 1024 : i64, 2048 : i64]]
+// CHECK-NOT:   dnn.concat
+// CHECK:       dnn.conv ins(%c_sram, %u_sram
+// CHECK:       func.return
+// When %c does not fit beside them (3 KiB, chains off so that each op runs
+// whole), each input has its own buffer, stored to its channel slice of
+// %c's DRAM home; %c is then loaded whole.
+// JOIN-LABEL:  func.func @concat_in_place
+// JOIN:        %[[S0:.*]] = dnn.subview %c_dram {offset = 0 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// JOIN-NEXT:   dnn.dma_start ins(%a_sram : memref<1x2x8x16xf32>) outs(%[[S0]] : memref<1x2x8x16xf32>) {npu.piece = ["c", "ch0:2/4", 1024 : i64, 2048 : i64], direction = "sram_to_dram"
+// JOIN:        %[[S1:.*]] = dnn.subview %c_dram_1 {offset = 1024 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// JOIN-NEXT:   dnn.dma_start ins(%b_sram : memref<1x2x8x16xf32>) outs(%[[S1]] : memref<1x2x8x16xf32>) {npu.piece = ["c", "ch2:4/4", 1024 : i64, 2048 : i64], direction = "sram_to_dram"
+// JOIN-NOT:    dnn.concat
+// JOIN:        dnn.dma_start ins(%c_dram_2 : memref<1x4x8x16xf32>) outs(%c_sram : memref<1x4x8x16xf32>) {npu.piece = ["c", "all", 2048 : i64, 2048 : i64], direction = "dram_to_sram"
+// JOIN:        dnn.conv ins(%c_sram, %u_sram
+func.func @concat_in_place(%x: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %v = "dnn.weight"() <{value = dense<2.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<1x4x1x1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %b = dnn.conv ins(%x, %v : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %c = dnn.concat ins(%a, %b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {axis = 1 : i64} : tensor<1x4x8x16xf32>
+  %y = dnn.conv ins(%c, %u : tensor<1x4x8x16xf32>, tensor<1x4x1x1xf32>) : tensor<1x1x8x16xf32>
+  func.return %y : tensor<1x1x8x16xf32>
+}
+
+// -----
+
+// Negative: a concat of a graph input (%x is in DRAM, written by no op)
+// is not in place: the concat runs, copying both into %c.
+// CHECK-LABEL: func.func @concat_of_an_input
+// CHECK:       dnn.concat ins(%x_sram, %a_sram : memref<1x1x8x16xf32>, memref<1x2x8x16xf32>) outs(%c_sram : memref<1x3x8x16xf32>)
+// JOIN-LABEL:  func.func @concat_of_an_input
+// JOIN:        dnn.concat ins(
+func.func @concat_of_an_input(%x: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %c = dnn.concat ins(%x, %a : tensor<1x1x8x16xf32>, tensor<1x2x8x16xf32>) {axis = 1 : i64} : tensor<1x3x8x16xf32>
+  %y = dnn.conv ins(%c, %u : tensor<1x3x8x16xf32>, tensor<1x3x1x1xf32>) : tensor<1x1x8x16xf32>
+  func.return %y : tensor<1x1x8x16xf32>
 }

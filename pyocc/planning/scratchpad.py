@@ -199,11 +199,13 @@ class NpuProgram:
         DMA, no tiling): the sum over ops of max(MACs / macs_per_cycle, the
         bytes the whole op reads and writes / sram_bytes_per_cycle). No
         schedule's compute is shorter: a tile touches at least its share of
-        the op's bytes, and the ops run one after another."""
+        the op's bytes, and the ops run one after another. A concat that can
+        run in place (`_homes`) costs nothing."""
         tensors = self.by_name()
+        joined = _homes(self, set())[1]
         return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
                                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-                   for op in self.ops)
+                   for k, op in enumerate(self.ops) if k not in joined)
 
     def spill_floor_bytes(self, sram_size: int) -> int:
         """DRAM bytes any schedule without cascades moves beyond
@@ -216,24 +218,43 @@ class NpuProgram:
         per tensor, right after its producer (sum over activations of
         2 * max(0, size - sram_size)); and at the worst boundary between two
         ops (2 * max(0, live activation bytes - sram_size)). Graph inputs
-        and outputs, in DRAM anyway, are left out of both (a weaker floor)."""
+        and outputs, in DRAM anyway, are left out of both (a weaker floor).
+        Every concat that can run in place (`_homes`) is taken as in place:
+        its inputs' bytes are its output's, live until the last read of any
+        channels of them, and the concat is no op; that counts no more bytes
+        at any boundary than a schedule running some of those concats (a
+        concat's output then has bytes of its own), so the floor holds for
+        every schedule without cascades."""
         tensors = self.by_name()
+        homes, joined = _homes(self, set())
+        ops = [op for k, op in enumerate(self.ops) if k not in joined]
         produced: dict[str, int] = {}
         last_read: dict[str, int] = {}
-        for k, op in enumerate(self.ops):
+        made = {n for op in ops for n in op.outputs}
+        bands: dict[str, list[tuple[str, int, int]]] = {}
+        for n, home in homes.items():
+            if n in made:  # an input written by an op: its bytes, in its band
+                bands.setdefault(home.tensor, []).append((n, home.first, home.end))
+        for k, op in enumerate(ops):
             for n in op.inputs:
-                last_read[n] = k
+                if n in homes or n in bands:  # channels of a concat output in place: the bands they cover
+                    root, lo, hi = (homes[n].tensor, homes[n].first, homes[n].end) if n in homes else (n, 0, math.inf)
+                    for band, first, end in bands.get(root, ()):
+                        if first < hi and lo < end:
+                            last_read[band] = k
+                if n not in homes:
+                    last_read[n] = k
             for n in op.outputs:
                 produced.setdefault(n, k)
         spilled = [n for n, t in tensors.items() if t.kind == "activation" and n in produced and n in last_read
                    and last_read[n] > produced[n]]
         per_tensor = sum(2 * max(0, tensors[n].size - sram_size) for n in spilled)
-        change = [0] * (len(self.ops) + 1)
+        change = [0] * (len(ops) + 1)
         for n in spilled:  # live across boundary k (before op k) for produced[n] < k <= last_read[n]
             change[produced[n] + 1] += tensors[n].size
             change[last_read[n] + 1] -= tensors[n].size
         live = worst = 0
-        for k in range(len(self.ops)):
+        for k in range(len(ops)):
             live += change[k]
             worst = max(worst, live)
         return max(per_tensor, 2 * max(0, worst - sram_size))

@@ -10,7 +10,8 @@ import pytest
 
 from pyocc.planning import PlanningError
 from pyocc.planning.npu_simulator import (
-    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
+    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
+    simulate,
 )
 from pyocc.planning.scratchpad import (
     NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, run_scratchpad, schedule_no_prefetch,
@@ -332,3 +333,92 @@ def test_grouped_channel_blocks_lie_in_a_group_or_are_whole_groups():
     assert op.blocks_run(1) and op.blocks_run(3) and op.blocks_run(6) and op.blocks_run(12)
     assert not op.blocks_run(2)  # [0, 6) spans half of group 1
     assert not op.blocks_run(5)
+
+
+def test_channel_bands_cover_what_they_hold():
+    # a tensor of 4 channels, 100 B each: bands add up; a tile of a band counts once its tiles add up
+    assert covers({"ch0:2/4": 200, "ch2:4/4": 200}, "all", 400)
+    assert covers({"ch0:2/4": 200, "ch2:3/4": 100}, "ch0:3/4", 400)
+    assert covers({"ch0:2/4": 200}, "ch0:2/4|rows1:3", 400)  # rows of a band held whole
+    assert not covers({"ch0:2/4": 200}, "ch0:3/4", 400)  # channel 2 missing
+    assert not covers({"ch0:2/4": 200, "ch3:4/4": 100}, "ch0:4/4", 400)  # a gap
+    assert not covers({"ch2:4/4|tile0.0/2x1": 100}, "ch2:4/4", 400)  # half the band
+    assert covers({"ch2:4/4|tile0.0/2x1": 100, "ch2:4/4|tile1.0/2x1": 100}, "ch2:4/4", 400)
+    assert channel_band("ch2:4/4|rows1:3") == (2, 4, 4, "rows1:3") and channel_band("rows1:3") is None
+    assert band_part(2, 4, 4, "rows1:3") == "ch2:4/4|rows1:3" and band_part(0, 2, 4) == "ch0:2/4"
+
+
+def test_the_simulator_rejects_a_concat_read_before_all_its_bands_are_written():
+    c, x = SramBuffer("bc", 0, 512), SramBuffer("bx", 512, 64)
+    sizes = {"c": 512, "x": 64}
+    half = Compute("a", 0, 320, ((x, Piece("x", "all", 64)),), ((c, Piece("c", "ch0:2/4", 256)),))
+    other = Compute("b", 0, 320, ((x, Piece("x", "all", 64)),), ((c, Piece("c", "ch2:4/4", 256)),))
+    read = Compute("y", 0, 512, ((c, Piece("c", "all", 512)),), ())
+
+    def run(body):
+        return simulate([Alloc(c), Alloc(x), Load(1, x, Piece("x", "all", 64)), Wait(1), *body, Free(c), Free(x)],
+                        sram_size=1024, tensor_bytes=sizes, dram_resident={"x"}, outputs=set())
+
+    run([half, other, read])  # both bands written into the one buffer: the whole is resident
+    with pytest.raises(ScheduleError, match="reads c:all, which is not resident"):
+        run([half, read])
+
+
+def _concat_net(joins=(2, 2)) -> NpuProgram:
+    # two 1x1 convs write 2 channels each of 8 rows of 64 B; a concat joins them; a conv reads the 4 channels
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 512, "input", 8), T("w1", 8, "weight"), T("w2", 8, "weight"), T("w3", 16, "weight"),
+         T("a", 1024, "activation", 8), T("b", 1024, "activation", 8), T("c", 2048, "activation", 8),
+         T("y", 512, "output", 8)),
+        (NpuOp("a", 128, ("x",), ("w1",), ("a",)), NpuOp("b", 128, ("x",), ("w2",), ("b",)),
+         NpuOp("c", 0, ("a", "b"), (), ("c",), joins=joins), NpuOp("y", 256, ("c",), ("w3",), ("y",))),
+    )
+
+
+def test_a_concat_runs_in_place_assembled_in_sram():
+    result = run_scratchpad(_concat_net(), 64 << 10, cascades=False)  # simulated: raises on a broken rule
+    computes = [i for i in result.schedule.instructions if isinstance(i, Compute)]
+    assert [i.op for i in computes] == ["a", "b", "y"]  # no concat
+    # both convs write their channels into one buffer, which the last conv reads whole
+    (ba, pa), = computes[0].writes
+    (bb, pb), = computes[1].writes
+    assert ba == bb == computes[2].reads[0][0] and (pa.part, pb.part) == ("ch0:2/4", "ch2:4/4")
+    assert result.schedule.homes == {"a": ("c", 0, 2), "b": ("c", 2, 4)}
+    copied = run_scratchpad(_concat_net(joins=()), 64 << 10, cascades=False)
+    # the concat read 2 KiB and wrote 2 KiB at 64 B per cycle
+    assert copied.compute_cycles - result.compute_cycles == 4096 // 64
+    assert result.dram_bytes == copied.dram_bytes == result.dram_lower_bound_bytes
+
+
+def test_a_concat_in_place_too_big_for_sram_goes_to_its_dram_home_by_bands():
+    # 3 KiB: the 2 KiB output does not fit half the SRAM: each band is stored to its place, the whole loaded
+    result = run_scratchpad(_concat_net(), 3 << 10, cascades=False, chains=False)
+    stores = [i.piece.part for i in result.schedule.instructions if isinstance(i, Store) and i.piece.tensor == "c"]
+    loads = [i.piece.part for i in result.schedule.instructions if isinstance(i, Load) and i.piece.tensor == "c"]
+    assert sorted(stores) == ["ch0:2/4", "ch2:4/4"] and loads == ["all"]
+    assert not any(isinstance(i, Compute) and i.op == "c" for i in result.schedule.instructions)
+
+
+def test_floors_with_a_concat_in_place_by_hand():
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 10, "input"), T("t1", 100, "activation"), T("t2", 50, "activation"), T("c", 150, "activation"),
+         T("y", 10, "output")),
+        (NpuOp("o1", 0, ("x",), (), ("t1",)), NpuOp("o2", 0, ("t1",), (), ("t2",)),
+         NpuOp("cat", 0, ("t1", "t2"), (), ("c",), joins=(2, 1)), NpuOp("o4", 0, ("c", "t1"), (), ("y",))),
+    )
+    # o1 110 B (2 cycles), o2 150 B (3), the concat nothing, o4 260 B (5)
+    assert program.compute_floor_cycles(NpuCost()) == 2 + 3 + 5
+    # t1 and t2 live in c: before o4, 150 B (not t1 and c, 250 B, as with the concat copying)
+    assert program.spill_floor_bytes(60) == 2 * 90
+    copying = NpuProgram(program.tensors, (*program.ops[:2], NpuOp("cat", 0, ("t1", "t2"), (), ("c",)), program.ops[3]))
+    assert copying.spill_floor_bytes(60) == 2 * 190
+
+
+@pytest.mark.parametrize("sram", [3 << 10, 4 << 10, 64 << 10])
+def test_schedules_with_concats_in_place_stay_above_the_floors(sram):
+    program = _concat_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    assert result.dram_bytes >= result.dram_lower_bound_bytes + program.spill_floor_bytes(sram)
+    assert result.compute_cycles >= program.compute_floor_cycles(NpuCost())
