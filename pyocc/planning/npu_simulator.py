@@ -191,9 +191,14 @@ def band_part(first: int, end: int, channels: int, inner: str = "all") -> str:
 
 
 def extent_bytes(piece: Piece, tensor_bytes: int) -> int:
-    """Bytes of what `piece` is a part of: its channel band, or its tensor."""
+    """Bytes of what `piece` is a part of: its channel band, or its tensor
+    (rows of a channel band: those rows of every channel)."""
     band = channel_band(piece.part)
-    return tensor_bytes if band is None else tensor_bytes // band[2] * (band[1] - band[0])
+    if band is None:
+        return tensor_bytes
+    if band[3].startswith("rows"):
+        return piece.bytes * band[2] // (band[1] - band[0])
+    return tensor_bytes // band[2] * (band[1] - band[0])
 
 
 def covers(parts: dict[str, int], part: str, tensor_bytes: int) -> bool:
@@ -205,8 +210,12 @@ def covers(parts: dict[str, int], part: str, tensor_bytes: int) -> bool:
     if part in parts or "all" in parts or sum(parts.values()) >= tensor_bytes:
         return True
     want = channel_band(part)
-    if want is None:
-        return False
+    if want is None:  # a part of every channel: held when bands of that part cover every channel
+        found = [b for b in map(channel_band, parts) if b is not None and b[3] == part]
+        if not found:
+            return False
+        want = (0, found[0][2], found[0][2], part)
+        parts = {name: nbytes for name, nbytes in parts.items() if name.endswith("|" + part)}
     held: dict[tuple[int, int], int] = {}
     whole: set[tuple[int, int]] = set()
     for name, nbytes in parts.items():
@@ -215,7 +224,7 @@ def covers(parts: dict[str, int], part: str, tensor_bytes: int) -> bool:
             continue
         key = band[:2]
         held[key] = held.get(key, 0) + nbytes
-        if band[3] == "all" or held[key] >= tensor_bytes // band[2] * (band[1] - band[0]):
+        if band[3] in ("all", want[3]) or held[key] >= tensor_bytes // band[2] * (band[1] - band[0]):
             whole.add(key)
     reach = want[0]
     for first, end in sorted(whole):

@@ -523,6 +523,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
     homes: dict[str, _Home] = {}
+    chain_homes: dict[str, _Home] = {}
     joined: set[int] = set()
     if cascades_too:
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
@@ -544,7 +545,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             continue
         if index in cascades:
             stop, bands, make = cascades[index]
-            units += make(program, index, stop, bands, sram)
+            made = make(program, index, stop, bands, sram)
+            units += _chain_joins(program, index, stop, made, chain_homes) if make is _chain_units and in_place else made
             for op in program.ops[index:stop]:
                 tiling[op.name] = (bands, 1)
             index = stop
@@ -588,7 +590,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 for n in dict.fromkeys(op.outputs)
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
-    return _rehome(units, homes, tensors, sram, home_fit), tiling, homes
+    return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
 
 
 @dataclass(frozen=True)
@@ -811,6 +813,51 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
         else:
             start += 1
     return found
+
+
+def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
+                 homes: dict[str, _Home]) -> list[_Unit]:
+    """The units of the chain start..stop with each concat in it run in
+    place: an op of the chain (not the last) joining its inputs along the
+    channels (`NpuOp.joins`), each input written by an op of the chain and
+    read by the concat alone. The concat's units go; each input's band of
+    rows is written `into` the concat's band buffer of the same rows, at
+    its channels (`ch{first}:{end}/{channels}|rows{lo}:{hi}`), which the
+    concat's readers read as before. Each input's home goes into `homes`."""
+    ops = program.ops
+    readers: dict[str, int] = {}
+    for op in ops:
+        for n in dict.fromkeys(op.inputs):
+            readers[n] = readers.get(n, 0) + 1
+    inside = {n for op in ops[start:stop] for n in op.outputs}
+    joined: dict[str, str] = {}
+    renamed: dict[str, tuple[str, int, int, int]] = {}
+    for k in range(start, stop - 1):
+        op = ops[k]
+        if not op.joins or any(n not in inside or readers.get(n) != 1 or n in joined for n in op.inputs):
+            continue
+        at, total = 0, sum(op.joins)
+        for n, c in zip(op.inputs, op.joins, strict=True):
+            renamed[n] = (op.outputs[0], at, at + c, total)
+            homes[n] = _Home(op.outputs[0], at, at + c, total)
+            at += c
+        joined[op.name] = op.outputs[0]
+    if not joined:
+        return units
+    out = []
+    for unit in units:
+        if unit.op in joined:
+            continue
+        writes = []
+        for m in unit.writes:
+            home = renamed.get(m.piece.tensor)
+            if home is None:
+                writes.append(m)
+                continue
+            part = band_part(home[1], home[2], home[3], m.piece.part)
+            writes.append(_Make(Piece(home[0], part, m.piece.bytes), INTO))
+        out.append(_Unit(unit.op, unit.macs, unit.reads, tuple(writes), unit.last_of_op, unit.touched))
+    return out
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
@@ -1098,6 +1145,8 @@ class _Scheduler:
     def overlap_later(self, key: tuple[str, str], first: int) -> bool:
         """True when unit `first` or a later one reads channels of `key`'s
         tensor that `key` holds (some of), as another part: from DRAM."""
+        if channel_band(key[1]) is None:  # a whole tensor, or a band of rows of every channel
+            return False
         return any(i >= first and part != key[1] and _overlap(part, key[1])
                    for i, part in self.band_reads.get(key[0], ()))
 
@@ -1106,7 +1155,8 @@ class _Scheduler:
         of their tensor, about to be loaded) needs from DRAM."""
         for key, entry in list(self.resident.items()):
             if (key[0] == piece.tensor and key[1] != piece.part and entry.dirty and entry.store is None
-                    and key not in self.assembling and _overlap(key[1], piece.part)):
+                    and key not in self.assembling and channel_band(key[1]) is not None
+                    and _overlap(key[1], piece.part)):
                 self.write_back(key)
 
     def banded_later(self, tensor: str) -> bool:
@@ -1273,6 +1323,10 @@ class _Scheduler:
         key = _container(make)
         if key not in self.resident:
             size = t.size if key[1] == "all" else extent_bytes(make.piece, t.size)
+            if make.mode == INTO and key[1] != "all":  # those rows of every channel
+                band = channel_band(make.piece.part)
+                assert band is not None
+                size = make.piece.bytes * band[2] // (band[1] - band[0])
             buffer = self.allocate(size, f"{t.name}:{key[1]}", protected, evict=True)
             self.fresh.add(buffer.name)
             self.resident[key] = _Entry(buffer, True)
@@ -1400,10 +1454,14 @@ def _own_buffer(piece: Piece) -> bool:
 
 def _container(make: _Make) -> tuple[str, str]:
     """The resident key of the buffer a `whole` or `into` write goes into:
-    the whole tensor's, or (`whole` of a part of a channel band) the band's."""
+    the whole tensor's, (`whole` of a part of a channel band) the band's, or
+    (`into`, rows of a channel band: a concat in a chain cascade) the
+    buffer of those rows of every channel."""
     band = channel_band(make.piece.part)
-    if make.mode == INTO or band is None:
+    if band is None:
         return make.piece.tensor, "all"
+    if make.mode == INTO:
+        return make.piece.tensor, band[3] if band[3].startswith("rows") else "all"
     return make.piece.tensor, band_part(*band[:3])
 
 

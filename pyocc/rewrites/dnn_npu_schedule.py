@@ -274,10 +274,14 @@ class _Emitter:
         return self.cuts[(piece.tensor, piece.part)]
 
     def _alloc(self, buffer: SramBuffer, first: Piece) -> None:
-        if channel_band(first.part) is not None:
+        band = channel_band(first.part)
+        if band is not None:
             if buffer.size >= self.tensors[first.tensor].size:  # the whole output, its inputs written into it
                 self.whole_home.add(buffer.name)
                 first = Piece(first.tensor, "all", buffer.size)
+            elif band[3].startswith("rows") and buffer.size > first.bytes:  # those rows of every channel
+                self.whole_home.add(buffer.name)
+                first = Piece(first.tensor, band[3], buffer.size)
             else:
                 first = self._local(first)
         type_ = self._root_type(first.tensor)
@@ -399,14 +403,21 @@ class _Emitter:
     def _held(self, buffer: SramBuffer, piece: Piece) -> SSAValue:
         """The SRAM value `piece` is read from or written to in `buffer`:
         the buffer, or the channel slice of a whole in-place concat output
-        that is the concat input `piece` is a part of."""
+        (of a band of its rows, in a chain cascade) that is the concat
+        input `piece` is a part of."""
         value = self.buffers[buffer.name]
         band = channel_band(piece.part)
         if band is None or buffer.name not in self.whole_home:
             return value
         root = self._root_type(piece.tensor)
+        local = self._local(piece)
+        rows = band_rows(band[3])
+        if rows is not None:  # rows of the concat input, in the buffer of those rows of every channel
+            root = _with_rows(root, rows[1] - rows[0])  # type: ignore[arg-type]
+            return self._typed(self._slice(value, root, (1, band[0], band[1])),
+                               _with_rows(self._root_type(local.tensor), rows[1] - rows[0]))  # type: ignore[arg-type]
         return self._typed(self._slice(value, root, (1, band[0], band[1])),  # type: ignore[arg-type]
-                           self._root_type(self._local(piece).tensor))
+                           self._root_type(local.tensor))
 
     def _compute(self, ins: Compute) -> None:
         op = self.facts.ops[ins.op]

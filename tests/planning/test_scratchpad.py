@@ -344,6 +344,10 @@ def test_channel_bands_cover_what_they_hold():
     assert not covers({"ch0:2/4": 200, "ch3:4/4": 100}, "ch0:4/4", 400)  # a gap
     assert not covers({"ch2:4/4|tile0.0/2x1": 100}, "ch2:4/4", 400)  # half the band
     assert covers({"ch2:4/4|tile0.0/2x1": 100, "ch2:4/4|tile1.0/2x1": 100}, "ch2:4/4", 400)
+    # rows of every channel (a concat's band in a chain cascade): held once bands of those rows cover every channel
+    assert covers({"ch0:2/4|rows1:3": 80, "ch2:4/4|rows1:3": 80}, "rows1:3", 400)
+    assert not covers({"ch0:2/4|rows1:3": 80}, "rows1:3", 400)
+    assert not covers({"ch0:2/4|rows1:3": 80, "ch2:4/4|rows0:2": 80}, "rows1:3", 400)
     assert channel_band("ch2:4/4|rows1:3") == (2, 4, 4, "rows1:3") and channel_band("rows1:3") is None
     assert band_part(2, 4, 4, "rows1:3") == "ch2:4/4|rows1:3" and band_part(0, 2, 4) == "ch0:2/4"
 
