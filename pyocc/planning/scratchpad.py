@@ -1490,7 +1490,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
     (`cost` steers the choice of tilings; without `cascades`, what the IR
-    runs: chain cascades (unless not `chains`), other ops tiled one by one)."""
+    runs: chain cascades (unless not `chains`), other ops tiled one by one,
+    and concats in place: the fastest simulated of the concats in place
+    outside the chains, before them, and none)."""
     _check_program(program)
     if cascades or not any(op.joins for op in program.ops):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
@@ -1498,16 +1500,18 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
     best: tuple[tuple[int, int], NpuSchedule] | None = None
     failed: PlanningError | None = None
-    # concats in place where chains leave them, or first (the chains around them): the faster;
-    # outputs assembled in SRAM where the units beside them fit it (the allocator may still
-    # find the SRAM too fragmented: then within 7/8 of it, then none)
-    for joins_first in (False, True):
-        for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0):
-            units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit)
+    # concats in place where chains leave them, or first (the chains around them), or none (an
+    # output assembled in SRAM holds its space while all its inputs are computed, which can cost
+    # more than the copy saves: Inception at 4 MiB): the fastest; outputs assembled in SRAM where
+    # the units beside them fit it (the allocator may still find the SRAM too fragmented: then
+    # within 7/8 of it, then none)
+    for joins_first, in_place in ((False, True), (True, True), (False, False)):
+        for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place else (0,):
             try:
+                units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit, in_place)
                 instructions = _Scheduler(program, sram_size, units).run()
             except PlanningError as e:
-                failed = failed or e
+                failed = e  # the last: the schedule without concats in place says why it does not fit
                 continue
             schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                    {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
@@ -1515,14 +1519,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
             if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
                 best = ((simulated.cycles, simulated.dram_bytes), schedule)
             break
-    if best is None:  # no concat in place then (the first error if that fails too)
-        units, tiling, _ = _units(program, sram_size, cost, cascades, chains, in_place=False)
-        try:
-            instructions = _Scheduler(program, sram_size, units).run()
-        except PlanningError:
-            assert failed is not None
-            raise failed from None
-        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    if best is None:
+        assert failed is not None
+        raise failed
     return best[1]
 
 
