@@ -14,7 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, run_scratchpad, schedule_no_prefetch,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, run_scratchpad,
+    schedule_no_prefetch,
     schedule_scratchpad, tile_rows,
 )
 
@@ -426,3 +427,22 @@ def test_schedules_with_concats_in_place_stay_above_the_floors(sram):
     result = run_scratchpad(program, sram, cascades=False)
     assert result.dram_bytes >= result.dram_lower_bound_bytes + program.spill_floor_bytes(sram)
     assert result.compute_cycles >= program.compute_floor_cycles(NpuCost())
+
+
+def test_a_concat_in_place_fits_where_its_copy_does_not():
+    # at 3 KiB the copying concat (4 KiB of operands, no row bands in this program) does not fit
+    with pytest.raises(PlanningError, match="op 'c' does not fit"):
+        _units(_concat_net(), 3 << 10, NpuCost(), False, in_place=False)
+    run_scratchpad(_concat_net(), 3 << 10, cascades=False)
+
+
+@pytest.mark.parametrize("sram", [5 << 10, 8 << 10, 64 << 10])
+def test_concats_in_place_never_make_the_schedule_slower(sram):
+    # the schedule kept is the fastest of: in place outside chains, in place first, none in place
+    program = _concat_net()
+    units, _, _ = _units(program, sram, NpuCost(), False, in_place=False)
+    copying = _Scheduler(program, sram, units).run()
+    plain = simulate(copying, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
+                     dram_resident={"x", "w1", "w2", "w3"}, outputs={"y"},
+                     dram_offsets=_plan_spills(copying, program.by_name()))
+    assert run_scratchpad(program, sram, cascades=False).cycles <= plain.cycles
