@@ -1505,7 +1505,12 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # more than the copy saves: Inception at 4 MiB): the fastest; outputs assembled in SRAM where
     # the units beside them fit it (the allocator may still find the SRAM too fragmented: then
     # within 7/8 of it, then none)
+    # with no chain holding a concat, both ways of placing them give the same units: once is enough
+    chained = chains and any(program.ops[k].joins for start, stop, _ in _chains(program, sram_size, cost)
+                             for k in range(start, stop))
     for joins_first, in_place in ((False, True), (True, True), (False, False)):
+        if joins_first and not chained:
+            continue
         for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place else (0,):
             try:
                 units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit, in_place)
