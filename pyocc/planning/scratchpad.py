@@ -18,6 +18,12 @@ npu_simulator.py:
    the chain read by windows, run band by band (`_chains`): each op
    computes the rows its readers' bands read (the halo again in the
    neighbouring band) into an SRAM buffer each reader reads whole.
+   A concat along the channels whose inputs are written by earlier ops
+   runs *in place* (`_homes`, `_rehome`, `_chain_joins`): its inputs are
+   channel bands `ch{lo}:{hi}/{channels}` of its output, written there by
+   their producers (one SRAM buffer of the whole output, a buffer per band
+   stored to its place in the output's DRAM home, or, in a chain, the
+   concat's band of rows), and the concat costs nothing.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an

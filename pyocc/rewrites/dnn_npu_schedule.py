@@ -38,6 +38,13 @@ bands of output rows run:
   way; the rows and the pads (top pad on the first band only, bottom on the
   last) are the op's `row_band`. A band may be a channel block too.
 
+A concat run in place (pyocc.planning.scratchpad `_homes`) is not
+written: its inputs' pieces are channel bands of its output
+(`ch{lo}:{hi}/{channels}`, `|{part}` for a part of one), so a producer
+writes a `dnn.subview` of the output's SRAM buffer (or of its band of
+rows), and a band goes to or comes from its `dnn.subview` of the output's
+DRAM home.
+
 Chain cascades run (`chains=true`, the default): consecutive ops, each
 writing one activation only later ops of the chain read by windows, run
 band by band; each op writes the rows `rows{lo}:{hi}` its readers' bands
