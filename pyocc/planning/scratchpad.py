@@ -1324,3 +1324,87 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
     )
+
+
+@dataclass(frozen=True)
+class NpuOpCost:
+    """Where one op's cycles and DRAM bytes went in a simulated schedule
+    (`op_costs`): the per-op breakdown of the report's totals."""
+
+    op: str
+    tiles: int
+    """Computes (tiles, or bands of a chain) the op ran as."""
+    floor_cycles: int
+    """max(MACs / macs_per_cycle, bytes of the whole op / sram_bytes_per_cycle):
+    the op whole and resident (`NpuProgram.compute_floor_cycles`' term)."""
+    compute_cycles: int
+    """Its tiles' compute, as the simulator charged it."""
+    stall_cycles: int
+    """Cycles the control processor waited for DMA just before its tiles."""
+    weight_bytes: int
+    """Its weights' size (what the DRAM bound counts once)."""
+    weight_load_bytes: int
+    """Weight bytes loaded for its tiles."""
+    input_load_bytes: int
+    """Activation and graph-input bytes loaded for its tiles."""
+    output_store_bytes: int
+    """Bytes of its outputs stored to DRAM (spills and graph outputs)."""
+    reread_bytes: int
+    """Of the loads above, bytes loaded again: a piece (weight block, band
+    of rows, whole tensor) loaded earlier in the schedule, loaded again."""
+
+
+def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: SimulationResult,
+             cost: NpuCost) -> list[NpuOpCost]:
+    """The per-op breakdown of `simulation`, the run of `instructions` (a
+    schedule of `program`) under `cost`, in program order (for an
+    `NpuResult` r: `op_costs(program, r.schedule.instructions, r.simulation,
+    r.cost)`). A load is the op's that next reads the
+    piece (of that tensor: the whole tensor serves any part); a store is
+    the op's that produces the tensor; a stall is the op's whose compute
+    the wait delayed (the last op's, the waits after the last compute).
+    Compute and stall cycles add up to the simulation's, loads and stores
+    to its DRAM bytes."""
+    tensors = program.by_name()
+    producer = {n: op.name for op in program.ops for n in op.outputs}
+    reader_at: dict[str, list[int]] = {}
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            for _, piece in ins.reads:
+                reader_at.setdefault(piece.tensor, []).append(index)
+    fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "weights", "inputs", "outputs", "reread"), 0)
+              for op in program.ops}
+    seen: set[tuple[str, str]] = set()
+    end = 0  # when the previous compute ended
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            f = fields[ins.op]
+            start = simulation.issued[index]
+            cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
+            f["tiles"] += 1
+            f["compute"] += cycles
+            f["stall"] += start - end
+            end = start + cycles
+        elif isinstance(ins, Load):
+            uses = reader_at.get(ins.piece.tensor, [])
+            at = bisect.bisect_right(uses, index)
+            f = fields[instructions[uses[at]].op if at < len(uses) else instructions[uses[-1]].op]
+            f["weights" if tensors[ins.piece.tensor].kind == "weight" else "inputs"] += ins.piece.bytes
+            key = (ins.piece.tensor, ins.piece.part)
+            if key in seen:
+                f["reread"] += ins.piece.bytes
+            seen.add(key)
+        elif isinstance(ins, Store):
+            fields[producer[ins.piece.tensor]]["outputs"] += ins.piece.bytes
+    last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
+    if last is not None:  # the stores drained after the last compute
+        fields[last]["stall"] += simulation.cycles - end
+    out = []
+    for op in program.ops:
+        f = fields[op.name]
+        whole = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                 + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+        out.append(NpuOpCost(op.name, f["tiles"], cost.compute_cycles(op.macs, whole), f["compute"], f["stall"],
+                             sum(tensors[w].size for w in dict.fromkeys(op.weights)), f["weights"], f["inputs"],
+                             f["outputs"], f["reread"]))
+    return out

@@ -13,8 +13,8 @@ from pyocc.planning.npu_simulator import (
     Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, run_scratchpad, schedule_no_prefetch,
-    schedule_scratchpad, tile_rows,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
+    schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -332,3 +332,48 @@ def test_grouped_channel_blocks_lie_in_a_group_or_are_whole_groups():
     assert op.blocks_run(1) and op.blocks_run(3) and op.blocks_run(6) and op.blocks_run(12)
     assert not op.blocks_run(2)  # [0, 6) spans half of group 1
     assert not op.blocks_run(5)
+
+
+def test_op_costs_by_hand():
+    # gemm reads x and w, writes a; gemm2 reads a and w again (w was freed: loaded
+    # again), writes y. Timing: x 8 cycles and w 100 on the port, gemm at 108 for
+    # 50 cycles; w again on the port 158..258 (issued at 158): gemm2 at 258 for 50;
+    # y out 308..316
+    program = NpuProgram(
+        (NpuTensor("x", 64, "input"), NpuTensor("w", 800, "weight"), NpuTensor("a", 64, "activation"),
+         NpuTensor("y", 64, "output")),
+        (NpuOp("gemm", 256 * 50, ("x",), ("w",), ("a",)), NpuOp("gemm2", 256 * 50, ("a",), ("w",), ("y",))))
+    BA, BY2 = SramBuffer("ba", 896, 64), SramBuffer("by", 832, 64)  # y where x was
+    A = Piece("a", "all", 64)
+    instructions = [
+        Alloc(BW), Alloc(BX), Alloc(BA), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
+        Compute("gemm", 256 * 50, 928, ((BW, W), (BX, X)), ((BA, A),)), Free(BW), Free(BX),
+        Alloc(BW), Alloc(BY2), Load(3, BW, W), Wait(3),
+        Compute("gemm2", 256 * 50, 928, ((BW, W), (BA, A)), ((BY2, Y),)), Store(4, BY2, Y), Wait(4),
+        Free(BW), Free(BA), Free(BY2),
+    ]
+    simulation = _run(instructions)
+    assert (simulation.cycles, simulation.compute_cycles, simulation.stall_cycles) == (316, 100, 216)
+    gemm, gemm2 = op_costs(program, instructions, simulation, NpuCost())
+    assert (gemm.tiles, gemm.compute_cycles, gemm.stall_cycles) == (1, 50, 108)
+    assert (gemm.weight_bytes, gemm.weight_load_bytes, gemm.input_load_bytes, gemm.output_store_bytes,
+            gemm.reread_bytes) == (800, 800, 64, 0, 0)
+    # the stall before gemm2 (100) and the wait for y after it (8) are gemm2's
+    assert (gemm2.compute_cycles, gemm2.stall_cycles) == (50, 108)
+    assert (gemm2.weight_load_bytes, gemm2.input_load_bytes, gemm2.output_store_bytes, gemm2.reread_bytes) == (
+        800, 0, 64, 800)
+    # floors: 12800 MACs (50 cycles) over 928 bytes (15 cycles) each
+    assert gemm.floor_cycles == gemm2.floor_cycles == 50
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 1024 * 1024])
+def test_op_costs_add_up_to_the_simulation(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    costs = op_costs(program, result.schedule.instructions, result.simulation, result.cost)
+    assert [c.op for c in costs] == [op.name for op in program.ops]
+    assert sum(c.compute_cycles for c in costs) == result.compute_cycles
+    assert sum(c.stall_cycles for c in costs) == result.stall_cycles
+    assert sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs) == result.dram_bytes
+    assert sum(c.tiles for c in costs) == sum(isinstance(i, Compute) for i in result.schedule.instructions)
+    assert all(c.compute_cycles >= c.floor_cycles for c in costs)
