@@ -129,6 +129,10 @@ class NpuOp:
     channel_groups: int = 1
     """Groups of a grouped convolution: a channel block must lie inside
     one group or be whole groups."""
+    channel_inputs: tuple[str, ...] = ()
+    """Inputs a channel block reads only its output channels of (a
+    convolution's residual: contiguous slices, like a weight block's):
+    channel blocks not split by rows load just their block of them."""
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -445,6 +449,9 @@ def _tiling_with(
             n = r * c
             foot = 0
             for t in reads:
+                if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
+                    foot += 2 * math.ceil(t.size / c)  # a block of it per channel block, double-buffered
+                    continue
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
                 whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
@@ -453,10 +460,12 @@ def _tiling_with(
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
             if foot > limit:
                 continue
-            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
-            w_bytes = sum(w.size for w in weights)
+            # streamed like a weight: a block of it per channel block
+            blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
+            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
+            w_bytes = sum(w.size for w in weights) + sum(t.size for t in blocked)
             w_whole = c == 1 and all(w.size <= big for w in weights)
-            touched = (sum(_band_bytes(t, op, r) for t in reads) + math.ceil(w_bytes / c)
+            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
             for rows_outer in (True, False):
@@ -528,6 +537,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                     lo, hi = op.in_band(t, r, i)
                     # named by its rows: two ops (or bands) that read the same rows share it
                     reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                elif r == 1 and c > 1 and n in op.channel_inputs and t.size > big:  # its block (or the whole)
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(t.size, op.channels, c, j)), True))
                 else:
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
