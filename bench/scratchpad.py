@@ -19,7 +19,9 @@ why not. `--no-run` leaves those columns out (the cascaded schedule only).
 its cycles and DRAM bytes op by op (pyocc.planning.scratchpad.op_costs):
 tiles, the op's compute floor, its compute and the stalls before its
 tiles, each over the model's bound, and the MiB of weights it loads (and
-their size), of activations it loads and stores, and loaded again.
+their size), of activations it loads and stores, and loaded again; with
+the weight-stream floor (NpuProgram.weight_stream_floor_cycles: no op
+ends before its weights beyond the SRAM's bytes crossed the DRAM port).
 
 The `floor` columns say how much of the gap any schedule can close, all
 against the same bounds: `floor: cycles/bound` is the compute floor (every
@@ -108,8 +110,10 @@ def print_per_op(name: str, program: NpuProgram, result: NpuResult) -> None:
     """The per-op table of `result` (see the module docstring)."""
     mib = 1 << 20
     bound = result.bound_cycles
+    floor = program.weight_stream_floor_cycles(result.cost, result.sram_size)
     print(f"\n{name}: cycles/bound {result.cycles / bound:.3f}, compute {result.compute_cycles / bound:.3f}, "
-          f"stalled {result.stall_cycles / bound:.3f}, DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}")
+          f"stalled {result.stall_cycles / bound:.3f}, DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}; "
+          f"weight-stream floor {floor / bound:.3f}")
     head = ("op", "tiles", "floor", "compute", "stall", "weights", "w loaded", "act in", "act out", "again")
     print(f"{head[0]:<24s}" + "".join(f"{h:>10s}" for h in head[1:]))
     assert result.schedule is not None

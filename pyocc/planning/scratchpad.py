@@ -203,6 +203,23 @@ class NpuProgram:
                                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
                    for op in self.ops)
 
+    def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
+        """Cycles no schedule beats when the SRAM holds `sram_size` bytes:
+        the sum over ops of max(the op's compute floor, its weight bytes
+        beyond `sram_size` over the DRAM port). When an op starts, at most
+        the SRAM's bytes of its weights can already be in SRAM, so the rest
+        crosses the port while it runs; and it computes at least its
+        compute floor. Weight-heavy ops cannot hide their loads under other
+        ops' compute beyond what the SRAM buffers."""
+        tensors = self.by_name()
+        total = 0
+        for op in self.ops:
+            touched = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+            weights = sum(tensors[w].size for w in dict.fromkeys(op.weights))
+            total += max(cost.compute_cycles(op.macs, touched), cost.dma_cycles(max(0, weights - sram_size)))
+        return total
+
     def spill_floor_bytes(self, sram_size: int) -> int:
         """DRAM bytes any schedule without cascades moves beyond
         `dram_lower_bound_bytes` because activations do not fit in SRAM.

@@ -141,6 +141,26 @@ def test_floors_by_hand():
     assert program.spill_floor_bytes(150) == 0
 
 
+def test_weight_stream_floor_by_hand():
+    program = _floor_net()
+    # o2's 20 B of weights: beyond 8 B of SRAM, 12 B cross the port while it runs
+    # (2 cycles at 8 B/cycle, under its 10 cycles of MACs); o1 and o3 have none
+    assert program.weight_stream_floor_cycles(NpuCost(), 8) == 2 + 10 + 3
+    # at 1 B/cycle the 12 B take 12 cycles, above o2's compute (2560 MACs at 1024 a
+    # cycle, 170 B at 64: 3); with 20 B of SRAM all of them may be prefetched
+    slow = NpuCost(macs_per_cycle=1024, dram_bytes_per_cycle=1)
+    assert program.weight_stream_floor_cycles(slow, 8) == 2 + 12 + 3
+    assert program.weight_stream_floor_cycles(slow, 20) == 2 + 3 + 3
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_stay_above_the_weight_stream_floor(sram):
+    program = _small_net()
+    for cascades in (True, False):
+        result = run_scratchpad(program, sram, cascades=cascades)
+        assert result.cycles >= program.weight_stream_floor_cycles(NpuCost(), sram)
+
+
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
 def test_schedules_without_cascades_stay_above_the_floors(sram):
     program = _small_net()
