@@ -210,7 +210,10 @@ class NpuProgram:
         the SRAM's bytes of its weights can already be in SRAM, so the rest
         crosses the port while it runs; and it computes at least its
         compute floor. Weight-heavy ops cannot hide their loads under other
-        ops' compute beyond what the SRAM buffers."""
+        ops' compute beyond what the SRAM buffers. (An op whose weights
+        exceed the SRAM runs its tiles one after another, never inside a
+        cascade, whose weights fit a quarter of it: the ops' intervals do
+        not overlap.)"""
         tensors = self.by_name()
         total = 0
         for op in self.ops:
