@@ -474,7 +474,7 @@ def _tiling_with(
                     continue
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
-                whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
+                whole = c == 1 or w.name in op.whole_weights
                 foot += w.size if whole else 2 * math.ceil(w.size / c)
             for t in outs:
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
@@ -484,7 +484,7 @@ def _tiling_with(
             blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
             in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
             w_bytes = sum(w.size for w in weights) + sum(t.size for t in blocked)
-            w_whole = c == 1 and all(w.size <= big for w in weights)
+            w_whole = c == 1
             touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
@@ -563,7 +563,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
                 w = tensors[n]
-                if (c == 1 and w.size <= big) or n in op.whole_weights:
+                if c == 1 or n in op.whole_weights:
                     reads.append(_Need(Piece(n, "all", w.size), False))
                 else:
                     reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(w.size, op.channels, c, j)), True))

@@ -288,6 +288,25 @@ def test_row_bands_are_exact_rows_in_their_own_buffers():
     assert result.cascades is False and result.as_json()["cascades"] is False
 
 
+def test_row_bands_of_one_channel_block_read_the_weights_whole():
+    # a 1x1 conv on 8 bands of rows whose 40 KiB of weights are above the
+    # streaming threshold of a 128 KiB SRAM (a quarter): with one channel
+    # block every band reads the weights whole, loaded once and kept (they
+    # were streamed as their one block, double-buffered: twice their bytes
+    # of SRAM, which pushed such ops into channel blocks that re-read the input)
+    size = 64 * 16 * 16 * 4
+    program = NpuProgram(
+        (NpuTensor("x", size, "input", 16), NpuTensor("w", 160 * 64 * 4, "weight"),
+         NpuTensor("y", 160 * 16 * 16 * 4, "output", 16)),
+        (NpuOp("y", 160 * 64 * 16 * 16, ("x",), ("w",), ("y",), 16, 0, 160, (), (("x", 1, 1, 0),)),))
+    units, tiling = _units(program, 128 << 10, NpuCost(), False, False)
+    assert tiling["y"][0] > 1 and tiling["y"][1] == 1
+    assert all(need.piece == Piece("w", "all", 160 * 64 * 4) for unit in units for need in unit.reads
+               if need.piece.tensor == "w")
+    result = run_scratchpad(program, 128 << 10, cascades=False)
+    assert sum(t[2] for t in result.simulation.transfers if t[1].startswith("w:")) == 160 * 64 * 4
+
+
 def test_a_chain_keeps_its_inner_bands_in_sram():
     # y (16 KiB) is read only by z, by a window: without (simulated) cascades
     # the two run as one chain, band by band; y's band is the rows z's band
