@@ -8,8 +8,10 @@ npu_simulator.py:
 
 1. **Tiling.** An op whose operands do not fit in half the SRAM is split
    into row bands (of its output, input bands with their halo) and/or
-   output-channel blocks (weight blocks), choosing the split with the least
-   DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
+   output-channel blocks (weight blocks, and the blocks of a residual),
+   choosing the split with the fewest estimated cycles whose tile,
+   double-buffered, fits (in half the SRAM, or up to 7/8 when that is
+   clearly faster: `_choose_tiling`). Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
