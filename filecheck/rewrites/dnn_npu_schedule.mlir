@@ -117,23 +117,21 @@ func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 
 // -----
 
-// A convolution whose input and output do not fit runs in 3 bands of
-// output rows (and 4 blocks of output channels). Each band loads its input
-// rows with the halo as a strided transfer (`rows`): [0, 11), [9, 22),
-// [20, 32); the top pad is kept on the first band only, the bottom pad on
-// the last; each tile (its rows of one channel block) is written back to
-// its rows of the output's channel block.
+// A convolution whose input and output do not fit runs in 2 bands of
+// output rows (and 3 blocks of output channels, of 2, 1 and 1). Each band
+// loads its input rows with the halo as a strided transfer (`rows`):
+// [0, 17), [15, 32); the top pad is kept on the first band only, the
+// bottom pad on the last; each tile (its rows of one channel block) is
+// written back to its rows of the output's channel block.
 // ROWS-LABEL: func.func @conv_rows
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x11x32xf32>) {{.*}}direction = "dram_to_sram", size = 5632 : i64, rows = array<i64: 0, 11>}
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x13x32xf32>) {{.*}}rows = array<i64: 9, 22>}
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_2 : memref<1x4x12x32xf32>) {{.*}}rows = array<i64: 20, 32>}
-// ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x11x32xf32>, memref<1x4x3x3xf32>) outs(%y_sram : memref<1x1x10x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x1x32x32xf32>
-// ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x1x10x32xf32>) outs(%[[Y0]] : memref<1x1x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 1280 : i64, rows = array<i64: 0, 10>}
-// ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x13x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x11x32xf32>) {pads = array<i64: 0, 1, 0, 1>
-// ROWS:      rows = array<i64: 10, 21>
-// ROWS:      dnn.conv ins(%x_sram_2, %w_sram : memref<1x4x12x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x11x32xf32>) {pads = array<i64: 0, 1, 1, 1>
-// ROWS:      rows = array<i64: 21, 32>
+// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
+// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
+// ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
+// ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
+// ROWS:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
+// ROWS:      rows = array<i64: 16, 32>
 // Negative: with cascades the scheduler runs the convolution as a cascade of
 // one op, whose bands the IR does not run yet: one line.
 // CASCADE: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (a cascade's band); the IR runs whole tensors, output-channel blocks and row bands so far: schedule without cascades or give a larger --scratchpad

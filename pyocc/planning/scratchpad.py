@@ -8,8 +8,10 @@ npu_simulator.py:
 
 1. **Tiling.** An op whose operands do not fit in half the SRAM is split
    into row bands (of its output, input bands with their halo) and/or
-   output-channel blocks (weight blocks), choosing the split with the least
-   DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
+   output-channel blocks (weight blocks, and the blocks of a residual),
+   choosing the split with the fewest estimated cycles whose tile,
+   double-buffered, fits (in half the SRAM, or up to 7/8 when that is
+   clearly faster: `_choose_tiling`). Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
@@ -80,6 +82,15 @@ for the next unit's loads)."""
 WHOLE_SHARE_CASCADED = 4
 """The same with cascades (4, half the SRAM: 7 made SqueezeNet's and
 Inception v2's cascaded schedules slower at 1 MiB)."""
+TILE_SHARES = (4, 5, 6, 7)
+"""Eighths of the SRAM a tiled op's double-buffered tile may take: the
+smallest first (`_choose_tiling`)."""
+TILE_GAIN = 1.05
+"""A larger tile share is taken only when its estimated cycles are below
+the best smaller share's by this factor (1.05: at 1 MiB over the light
+models, what runs: geomean cycles/bound 1.805 against 1.806 at 1.1, 1.811
+at 1.2 and 1.865 taking the least estimate whatever the share; ResNet-50
+2.804 -> 2.227 against the half-SRAM tiles)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
@@ -141,6 +152,10 @@ class NpuOp:
     concat, `joined_channels`): the inputs' producers may write their band
     of the output in place and the op then costs nothing (`_homes`). Empty:
     an ordinary op."""
+    channel_inputs: tuple[str, ...] = ()
+    """Inputs a channel block reads only its output channels of (a
+    convolution's residual: contiguous slices, like a weight block's):
+    channel blocks not split by rows load just their block of them."""
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -212,6 +227,30 @@ class NpuProgram:
         return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
                                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
                    for k, op in enumerate(self.ops) if k not in joined)
+
+    def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
+        """Cycles no schedule beats when the SRAM holds `sram_size` bytes:
+        the sum over ops of max(the op's compute floor, its weight bytes
+        beyond `sram_size` over the DRAM port). When an op starts, at most
+        the SRAM's bytes of its weights can already be in SRAM, so the rest
+        crosses the port while it runs; and it computes at least its
+        compute floor. Weight-heavy ops cannot hide their loads under other
+        ops' compute beyond what the SRAM buffers. (An op whose weights
+        exceed the SRAM runs its tiles one after another, never inside a
+        cascade, whose weights fit a quarter of it: the ops' intervals do
+        not overlap.) A concat that can run in place (`_homes`) costs
+        nothing."""
+        tensors = self.by_name()
+        joined = _homes(self, set())[1]
+        total = 0
+        for k, op in enumerate(self.ops):
+            if k in joined:  # a concat that can run in place costs nothing
+                continue
+            touched = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+            weights = sum(tensors[w].size for w in dict.fromkeys(op.weights))
+            total += max(cost.compute_cycles(op.macs, touched), cost.dma_cycles(max(0, weights - sram_size)))
+        return total
 
     def spill_floor_bytes(self, sram_size: int) -> int:
         """DRAM bytes any schedule without cascades moves beyond
@@ -443,14 +482,22 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
     """(row bands, channel blocks, rows outer, streaming threshold) of the
     tiling with the fewest estimated cycles (the slower of its compute and
     its DRAM traffic under `cost`), then the least traffic, whose
-    double-buffered tile fits in half the SRAM (three quarters if nothing
-    fits in half). Operands above the threshold stream through DRAM."""
-    for limit in (sram // 2, sram * 3 // 4):
+    double-buffered tile fits in half the SRAM. A tile of up to 5/8, 6/8 or
+    7/8 of the SRAM (`TILE_SHARES`) is taken instead when its estimate is
+    below 1/`TILE_GAIN` of the best smaller one: fewer, larger tiles touch
+    their operands in SRAM fewer times (a thin weight block re-reads the
+    whole input) and re-read fewer weight blocks, while a smaller tile
+    leaves room to prefetch the next op. Operands above the threshold
+    stream through DRAM."""
+    best: tuple[int, int, int, int, int, bool, int] | None = None
+    for share in TILE_SHARES:
+        limit = sram * share // 8
         found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
                  if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
-        if found:
+        if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
             best = min(found)
-            return best[3], best[4], best[5], best[6]
+    if best is not None:
+        return best[3], best[4], best[5], best[6]
     raise PlanningError(
         f"scratchpad: op {op.name!r} does not fit in {sram} bytes of SRAM even tiled; give a larger --scratchpad"
     )
@@ -477,18 +524,23 @@ def _tiling_with(
             n = r * c
             foot = 0
             for t in reads:
+                if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
+                    foot += 2 * math.ceil(t.size / c)  # a block of it per channel block, double-buffered
+                    continue
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
-                whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
+                whole = c == 1 or w.name in op.whole_weights
                 foot += w.size if whole else 2 * math.ceil(w.size / c)
             for t in outs:
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
             if foot > limit:
                 continue
-            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
-            w_bytes = sum(w.size for w in weights)
-            w_whole = c == 1 and all(w.size <= big for w in weights)
-            touched = (sum(_band_bytes(t, op, r) for t in reads) + math.ceil(w_bytes / c)
+            # streamed like a weight: a block of it per channel block
+            blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
+            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
+            w_bytes = sum(w.size for w in weights) + sum(t.size for t in blocked)
+            w_whole = c == 1
+            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
             for rows_outer in (True, False):
@@ -544,6 +596,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
+    homed = {*homes, *(h.tensor for h in homes.values())}
     index = 0
     while index < len(program.ops):
         if index in joined:  # an in-place concat: its inputs' producers wrote its bands
@@ -579,11 +632,14 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                     lo, hi = op.in_band(t, r, i)
                     # named by its rows: two ops (or bands) that read the same rows share it
                     reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                elif r == 1 and c > 1 and n in op.channel_inputs and t.size > big and n not in homed:
+                    # its block (or the whole); not a concat's band or output in place, whose parts are channel bands
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(t.size, op.channels, c, j)), True))
                 else:
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
                 w = tensors[n]
-                if (c == 1 and w.size <= big) or n in op.whole_weights:
+                if c == 1 or n in op.whole_weights:
                     reads.append(_Need(Piece(n, "all", w.size), False))
                 else:
                     reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(w.size, op.channels, c, j)), True))
@@ -1616,3 +1672,90 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
     )
+
+
+@dataclass(frozen=True)
+class NpuOpCost:
+    """Where one op's cycles and DRAM bytes went in a simulated schedule
+    (`op_costs`): the per-op breakdown of the report's totals."""
+
+    op: str
+    tiles: int
+    """Computes (tiles, or bands of a chain) the op ran as."""
+    floor_cycles: int
+    """max(MACs / macs_per_cycle, bytes of the whole op / sram_bytes_per_cycle):
+    the op whole and resident (`NpuProgram.compute_floor_cycles`' term; 0
+    for a concat that can run in place)."""
+    compute_cycles: int
+    """Its tiles' compute, as the simulator charged it."""
+    stall_cycles: int
+    """Cycles the control processor waited for DMA just before its tiles."""
+    weight_bytes: int
+    """Its weights' size (what the DRAM bound counts once)."""
+    weight_load_bytes: int
+    """Weight bytes loaded for its tiles."""
+    input_load_bytes: int
+    """Activation and graph-input bytes loaded for its tiles."""
+    output_store_bytes: int
+    """Bytes of its outputs stored to DRAM (spills and graph outputs)."""
+    reread_bytes: int
+    """Of the loads above, bytes loaded again: a piece (weight block, band
+    of rows, whole tensor) loaded earlier in the schedule, loaded again."""
+
+
+def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: SimulationResult,
+             cost: NpuCost) -> list[NpuOpCost]:
+    """The per-op breakdown of `simulation`, the run of `instructions` (a
+    schedule of `program`) under `cost`, in program order (for an
+    `NpuResult` r: `op_costs(program, r.schedule.instructions, r.simulation,
+    r.cost)`). A load is the op's that next reads the
+    piece (of that tensor: the whole tensor serves any part); a store is
+    the op's that produces the tensor; a stall is the op's whose compute
+    the wait delayed (the last op's, the waits after the last compute).
+    Compute and stall cycles add up to the simulation's, loads and stores
+    to its DRAM bytes."""
+    tensors = program.by_name()
+    producer = {n: op.name for op in program.ops for n in op.outputs}
+    reader_at: dict[str, list[int]] = {}
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            for _, piece in ins.reads:
+                reader_at.setdefault(piece.tensor, []).append(index)
+    fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "weights", "inputs", "outputs", "reread"), 0)
+              for op in program.ops}
+    seen: set[tuple[str, str]] = set()
+    end = 0  # when the previous compute ended
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            f = fields[ins.op]
+            start = simulation.issued[index]
+            cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
+            f["tiles"] += 1
+            f["compute"] += cycles
+            f["stall"] += start - end
+            end = start + cycles
+        elif isinstance(ins, Load):
+            uses = reader_at.get(ins.piece.tensor, [])
+            at = bisect.bisect_right(uses, index)
+            f = fields[instructions[uses[at]].op if at < len(uses) else instructions[uses[-1]].op]
+            f["weights" if tensors[ins.piece.tensor].kind == "weight" else "inputs"] += ins.piece.bytes
+            key = (ins.piece.tensor, ins.piece.part)
+            if key in seen:
+                f["reread"] += ins.piece.bytes
+            seen.add(key)
+        elif isinstance(ins, Store):
+            fields[producer[ins.piece.tensor]]["outputs"] += ins.piece.bytes
+    last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
+    if last is not None:  # the stores drained after the last compute
+        fields[last]["stall"] += simulation.cycles - end
+    joined = _homes(program, set())[1]
+    out = []
+    for k, op in enumerate(program.ops):
+        f = fields[op.name]
+        whole = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                 + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+        floor = 0 if k in joined else cost.compute_cycles(op.macs, whole)
+        out.append(NpuOpCost(op.name, f["tiles"], floor, f["compute"], f["stall"],
+                             sum(tensors[w].size for w in dict.fromkeys(op.weights)), f["weights"], f["inputs"],
+                             f["outputs"], f["reread"]))
+    return out

@@ -64,3 +64,50 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
     if name == "shufflenet" and sram == 1 << 20:
         # an op writes its channel band of a concat's output (no dnn.concat copies them)
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+', text)
+
+
+def _residual_block() -> object:
+    """Three 3x3 convolutions of 64 channels on 16x16, the third adding the
+    first's output (a residual), random weights."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+
+    def weight(name: str) -> object:
+        return numpy_helper.from_array((rng.standard_normal((64, 64, 3, 3)) / 24).astype(np.float32), name)
+
+    def bias(name: str) -> object:
+        return numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["a0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a0"], ["a"]),
+        helper.make_node("Conv", ["a", "w2", "b2"], ["h0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["h0"], ["h"]),
+        helper.make_node("Conv", ["h", "w3", "b3"], ["s"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["s", "a"], ["y0"]),
+        helper.make_node("Relu", ["y0"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "residual", [value("x", TensorProto.FLOAT, [1, 64, 16, 16])],
+                              [value("y", TensorProto.FLOAT, [1, 64, 16, 16])],
+                              [weight("w1"), bias("b1"), weight("w2"), bias("b2"), weight("w3"), bias("b3")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_channel_blocks_load_their_block_of_the_residual() -> None:
+    # at 128 KiB the third convolution runs in blocks of output channels and
+    # the residual (64 KiB, evicted by then) comes back block by block, each
+    # a contiguous slice of it, instead of whole for every block
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _residual_block()
+    inputs = {"x": np.random.default_rng(1).standard_normal((1, 64, 16, 16)).astype(np.float32)}
+    assert compare_with_onnxruntime(model, inputs, scratchpad=128 << 10, kernels="numpy") is None
+    compiled = pyocc.compile(model, scratchpad=128 << 10, kernels="numpy")
+    blocks = compiled.memory_report().npu["tiled_ops"]["y"]["channel_blocks"]
+    assert blocks > 1
+    # each block of the convolution reads its block of `a` (a buffer of its channels)
+    read = re.findall(r'residual %\w+ : [^)]*memref<1x(\d+)x16x16xf32>\)[^\n]*\["a", "(block\d+/\d+)"',
+                      str(compiled.module))
+    assert len({part for _, part in read}) == blocks and all(int(c) < 64 for c, _ in read)

@@ -14,9 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, run_scratchpad,
-    schedule_no_prefetch,
-    schedule_scratchpad, tile_rows,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
+    schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -141,6 +140,26 @@ def test_floors_by_hand():
     assert program.spill_floor_bytes(60) == 2 * 90
     assert program.spill_floor_bytes(120) == 2 * 30
     assert program.spill_floor_bytes(150) == 0
+
+
+def test_weight_stream_floor_by_hand():
+    program = _floor_net()
+    # o2's 20 B of weights: beyond 8 B of SRAM, 12 B cross the port while it runs
+    # (2 cycles at 8 B/cycle, under its 10 cycles of MACs); o1 and o3 have none
+    assert program.weight_stream_floor_cycles(NpuCost(), 8) == 2 + 10 + 3
+    # at 1 B/cycle the 12 B take 12 cycles, above o2's compute (2560 MACs at 1024 a
+    # cycle, 170 B at 64: 3); with 20 B of SRAM all of them may be prefetched
+    slow = NpuCost(macs_per_cycle=1024, dram_bytes_per_cycle=1)
+    assert program.weight_stream_floor_cycles(slow, 8) == 2 + 12 + 3
+    assert program.weight_stream_floor_cycles(slow, 20) == 2 + 3 + 3
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_stay_above_the_weight_stream_floor(sram):
+    program = _small_net()
+    for cascades in (True, False):
+        result = run_scratchpad(program, sram, cascades=cascades)
+        assert result.cycles >= program.weight_stream_floor_cycles(NpuCost(), sram)
 
 
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
@@ -268,6 +287,25 @@ def test_row_bands_are_exact_rows_in_their_own_buffers():
                     assert buffer.size == piece.bytes
     result = run_scratchpad(program, 24 << 10, cascades=False)
     assert result.cascades is False and result.as_json()["cascades"] is False
+
+
+def test_row_bands_of_one_channel_block_read_the_weights_whole():
+    # a 1x1 conv on 8 bands of rows whose 40 KiB of weights are above the
+    # streaming threshold of a 128 KiB SRAM (a quarter): with one channel
+    # block every band reads the weights whole, loaded once and kept (they
+    # were streamed as their one block, double-buffered: twice their bytes
+    # of SRAM, which pushed such ops into channel blocks that re-read the input)
+    size = 64 * 16 * 16 * 4
+    program = NpuProgram(
+        (NpuTensor("x", size, "input", 16), NpuTensor("w", 160 * 64 * 4, "weight"),
+         NpuTensor("y", 160 * 16 * 16 * 4, "output", 16)),
+        (NpuOp("y", 160 * 64 * 16 * 16, ("x",), ("w",), ("y",), 16, 0, 160, (), (("x", 1, 1, 0),)),))
+    units, tiling, _ = _units(program, 128 << 10, NpuCost(), False, False)
+    assert tiling["y"][0] > 1 and tiling["y"][1] == 1
+    assert all(need.piece == Piece("w", "all", 160 * 64 * 4) for unit in units for need in unit.reads
+               if need.piece.tensor == "w")
+    result = run_scratchpad(program, 128 << 10, cascades=False)
+    assert sum(t[2] for t in result.simulation.transfers if t[1].startswith("w:")) == 160 * 64 * 4
 
 
 def test_a_chain_keeps_its_inner_bands_in_sram():
@@ -446,3 +484,48 @@ def test_concats_in_place_never_make_the_schedule_slower(sram):
                      dram_resident={"x", "w1", "w2", "w3"}, outputs={"y"},
                      dram_offsets=_plan_spills(copying, program.by_name()))
     assert run_scratchpad(program, sram, cascades=False).cycles <= plain.cycles
+
+
+def test_op_costs_by_hand():
+    # gemm reads x and w, writes a; gemm2 reads a and w again (w was freed: loaded
+    # again), writes y. Timing: x 8 cycles and w 100 on the port, gemm at 108 for
+    # 50 cycles; w again on the port 158..258 (issued at 158): gemm2 at 258 for 50;
+    # y out 308..316
+    program = NpuProgram(
+        (NpuTensor("x", 64, "input"), NpuTensor("w", 800, "weight"), NpuTensor("a", 64, "activation"),
+         NpuTensor("y", 64, "output")),
+        (NpuOp("gemm", 256 * 50, ("x",), ("w",), ("a",)), NpuOp("gemm2", 256 * 50, ("a",), ("w",), ("y",))))
+    BA, BY2 = SramBuffer("ba", 896, 64), SramBuffer("by", 832, 64)  # y where x was
+    A = Piece("a", "all", 64)
+    instructions = [
+        Alloc(BW), Alloc(BX), Alloc(BA), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
+        Compute("gemm", 256 * 50, 928, ((BW, W), (BX, X)), ((BA, A),)), Free(BW), Free(BX),
+        Alloc(BW), Alloc(BY2), Load(3, BW, W), Wait(3),
+        Compute("gemm2", 256 * 50, 928, ((BW, W), (BA, A)), ((BY2, Y),)), Store(4, BY2, Y), Wait(4),
+        Free(BW), Free(BA), Free(BY2),
+    ]
+    simulation = _run(instructions)
+    assert (simulation.cycles, simulation.compute_cycles, simulation.stall_cycles) == (316, 100, 216)
+    gemm, gemm2 = op_costs(program, instructions, simulation, NpuCost())
+    assert (gemm.tiles, gemm.compute_cycles, gemm.stall_cycles) == (1, 50, 108)
+    assert (gemm.weight_bytes, gemm.weight_load_bytes, gemm.input_load_bytes, gemm.output_store_bytes,
+            gemm.reread_bytes) == (800, 800, 64, 0, 0)
+    # the stall before gemm2 (100) and the wait for y after it (8) are gemm2's
+    assert (gemm2.compute_cycles, gemm2.stall_cycles) == (50, 108)
+    assert (gemm2.weight_load_bytes, gemm2.input_load_bytes, gemm2.output_store_bytes, gemm2.reread_bytes) == (
+        800, 0, 64, 800)
+    # floors: 12800 MACs (50 cycles) over 928 bytes (15 cycles) each
+    assert gemm.floor_cycles == gemm2.floor_cycles == 50
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 1024 * 1024])
+def test_op_costs_add_up_to_the_simulation(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    costs = op_costs(program, result.schedule.instructions, result.simulation, result.cost)
+    assert [c.op for c in costs] == [op.name for op in program.ops]
+    assert sum(c.compute_cycles for c in costs) == result.compute_cycles
+    assert sum(c.stall_cycles for c in costs) == result.stall_cycles
+    assert sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs) == result.dram_bytes
+    assert sum(c.tiles for c in costs) == sum(isinstance(i, Compute) for i in result.schedule.instructions)
+    assert all(c.compute_cycles >= c.floor_cycles for c in costs)
