@@ -529,3 +529,23 @@ def test_op_costs_add_up_to_the_simulation(sram):
     assert sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs) == result.dram_bytes
     assert sum(c.tiles for c in costs) == sum(isinstance(i, Compute) for i in result.schedule.instructions)
     assert all(c.compute_cycles >= c.floor_cycles for c in costs)
+
+
+@pytest.mark.parametrize("sram", [3 << 10, 64 << 10])
+def test_op_costs_and_weight_stream_floor_with_a_concat_in_place(sram):
+    # the concat runs in place: no tiles, a floor of 0 (as in compute_floor_cycles),
+    # and the per-op totals still add up to the simulation's
+    program = _concat_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    costs = {c.op: c for c in op_costs(program, result.schedule.instructions, result.simulation, result.cost)}
+    assert costs["c"].tiles == 0 and costs["c"].floor_cycles == 0 and costs["c"].compute_cycles == 0
+    assert sum(c.floor_cycles for c in costs.values()) == program.compute_floor_cycles(result.cost)
+    assert sum(c.compute_cycles for c in costs.values()) == result.compute_cycles
+    assert sum(c.stall_cycles for c in costs.values()) == result.stall_cycles
+    assert (sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs.values())
+            == result.dram_bytes)
+    assert program.weight_stream_floor_cycles(result.cost, sram) <= result.cycles
+    # the copying concat's floor counts its 4 KiB of operands; the in-place one's does not
+    copying = _concat_net(joins=())
+    assert (copying.weight_stream_floor_cycles(result.cost, sram)
+            - program.weight_stream_floor_cycles(result.cost, sram)) == 4096 // 64
