@@ -15,6 +15,13 @@ cycles/bound and DRAM/bound, and `runs as IR`,
 whether dnn-npu-schedule writes it as IR ("yes" only when that IR, read
 back and simulated, gives the same cycles, DRAM bytes and SRAM peak) or
 why not. `--no-run` leaves those columns out (the cascaded schedule only).
+`--per-op` prints instead, per model, where the schedule that runs spends
+its cycles and DRAM bytes op by op (pyocc.planning.scratchpad.op_costs):
+tiles, the op's compute floor, its compute and the stalls before its
+tiles, each over the model's bound, and the MiB of weights it loads (and
+their size), of activations it loads and stores, and loaded again; with
+the weight-stream floor (NpuProgram.weight_stream_floor_cycles: no op
+ends before its weights beyond the SRAM's bytes crossed the DRAM port).
 
 The `floor` columns say how much of the gap any schedule can close, all
 against the same bounds: `floor: cycles/bound` is the compute floor (every
@@ -27,6 +34,7 @@ cannot stay in SRAM between two ops go to DRAM and back).
     python bench/scratchpad.py                        # 1 MiB, 256 KiB and 4 MiB, every light model
     python bench/scratchpad.py --sram 1MiB --models squeezenet resnet50
     python bench/scratchpad.py --markdown             # the table of docs/memory.md
+    python bench/scratchpad.py --sram 1MiB --models resnet50 --per-op
 """
 
 from __future__ import annotations
@@ -51,7 +59,7 @@ from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
 from pyocc.planning import PlanningError, parse_size  # noqa: E402
 from pyocc.planning.npu_simulator import NpuCost  # noqa: E402
-from pyocc.planning.scratchpad import NpuProgram, NpuResult, run_scratchpad  # noqa: E402
+from pyocc.planning.scratchpad import NpuProgram, NpuResult, op_costs, run_scratchpad  # noqa: E402
 from pyocc.rewrites.dnn_npu_schedule import schedule_function  # noqa: E402
 from tests.conftest import LIGHT_MODELS, light_model_path  # noqa: E402
 
@@ -98,6 +106,24 @@ def floors(program: NpuProgram, result: NpuResult, size: int, cost: NpuCost) -> 
             max(compute, cost.dma_cycles(lower + spill)) / result.bound_cycles, (lower + spill) / lower)
 
 
+def print_per_op(name: str, program: NpuProgram, result: NpuResult) -> None:
+    """The per-op table of `result` (see the module docstring)."""
+    mib = 1 << 20
+    bound = result.bound_cycles
+    floor = program.weight_stream_floor_cycles(result.cost, result.sram_size)
+    print(f"\n{name}: cycles/bound {result.cycles / bound:.3f}, compute {result.compute_cycles / bound:.3f}, "
+          f"stalled {result.stall_cycles / bound:.3f}, DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}; "
+          f"weight-stream floor {floor / bound:.3f}")
+    head = ("op", "tiles", "floor", "compute", "stall", "weights", "w loaded", "act in", "act out", "again")
+    print(f"{head[0]:<24s}" + "".join(f"{h:>10s}" for h in head[1:]))
+    assert result.schedule is not None
+    for c in op_costs(program, result.schedule.instructions, result.simulation, result.cost):
+        cells = (f"{c.tiles:d}", *(f"{x / bound:.4f}" for x in (c.floor_cycles, c.compute_cycles, c.stall_cycles)),
+                 *(f"{x / mib:.2f}" for x in (c.weight_bytes, c.weight_load_bytes, c.input_load_bytes,
+                                               c.output_store_bytes, c.reread_bytes)))
+        print(f"{c.op[:24]:<24s}" + "".join(f"{x:>10s}" for x in cells))
+
+
 def geomean(values: list[float]) -> float:
     """The geometric mean of positive values."""
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
@@ -111,10 +137,17 @@ def main() -> int:
     parser.add_argument("--npu-cost", default="")
     parser.add_argument("--markdown", action="store_true", help="a markdown table")
     parser.add_argument("--no-run", action="store_true", help="only the cascaded schedule (no run columns)")
+    parser.add_argument("--per-op", action="store_true", help="per model, the schedule that runs op by op")
     args = parser.parse_args()
     cost = NpuCost.parse(args.npu_cost)
     modules = {name: tensor_module(name) for name in args.models}
     programs = {name: npu_program(_function(module)) for name, module in modules.items()}
+    if args.per_op:
+        for size_text in args.sram:
+            for name, program in programs.items():
+                print(f"\nSRAM {size_text}", end="")
+                print_per_op(name, program, run_scratchpad(program, parse_size(size_text), cost, cascades=False))
+        return 0
     failed = False
     for size_text in args.sram:
         size = parse_size(size_text)

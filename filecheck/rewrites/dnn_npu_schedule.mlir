@@ -7,6 +7,8 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB cascades=true}" --verify-diagnostics | filecheck %s --check-prefix=CASCADE
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=3KiB chains=false}" --verify-diagnostics | filecheck %s --check-prefix=JOIN
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=8KiB}" --verify-diagnostics | filecheck %s --check-prefix=CHAINCAT
 
 // The schedule as IR: every SRAM buffer a mem_offset of the "sram" pool at the
 // scheduler's offset; the weight and the input are loaded (the weight first:
@@ -115,23 +117,21 @@ func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 
 // -----
 
-// A convolution whose input and output do not fit runs in 3 bands of
-// output rows (and 4 blocks of output channels). Each band loads its input
-// rows with the halo as a strided transfer (`rows`): [0, 11), [9, 22),
-// [20, 32); the top pad is kept on the first band only, the bottom pad on
-// the last; each tile (its rows of one channel block) is written back to
-// its rows of the output's channel block.
+// A convolution whose input and output do not fit runs in 2 bands of
+// output rows (and 3 blocks of output channels, of 2, 1 and 1). Each band
+// loads its input rows with the halo as a strided transfer (`rows`):
+// [0, 17), [15, 32); the top pad is kept on the first band only, the
+// bottom pad on the last; each tile (its rows of one channel block) is
+// written back to its rows of the output's channel block.
 // ROWS-LABEL: func.func @conv_rows
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x11x32xf32>) {{.*}}direction = "dram_to_sram", size = 5632 : i64, rows = array<i64: 0, 11>}
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x13x32xf32>) {{.*}}rows = array<i64: 9, 22>}
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_2 : memref<1x4x12x32xf32>) {{.*}}rows = array<i64: 20, 32>}
-// ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x11x32xf32>, memref<1x4x3x3xf32>) outs(%y_sram : memref<1x1x10x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x1x32x32xf32>
-// ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x1x10x32xf32>) outs(%[[Y0]] : memref<1x1x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 1280 : i64, rows = array<i64: 0, 10>}
-// ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x13x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x11x32xf32>) {pads = array<i64: 0, 1, 0, 1>
-// ROWS:      rows = array<i64: 10, 21>
-// ROWS:      dnn.conv ins(%x_sram_2, %w_sram : memref<1x4x12x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x11x32xf32>) {pads = array<i64: 0, 1, 1, 1>
-// ROWS:      rows = array<i64: 21, 32>
+// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
+// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
+// ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
+// ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
+// ROWS:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
+// ROWS:      rows = array<i64: 16, 32>
 // Negative: with cascades the scheduler runs the convolution as a cascade of
 // one op, whose bands the IR does not run yet: one line.
 // CASCADE: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (a cascade's band); the IR runs whole tensors, output-channel blocks and row bands so far: schedule without cascades or give a larger --scratchpad
@@ -213,4 +213,98 @@ func.func @conv_no_chain(%x: tensor<1x4x32x32xf32>) -> (tensor<1x4x32x32xf32>, t
   %y = dnn.conv ins(%a, %v : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
   %g = dnn.global_average_pool ins(%a : tensor<1x4x32x32xf32>) : tensor<1x4x1x1xf32>
   func.return %y, %g : tensor<1x4x32x32xf32>, tensor<1x4x1x1xf32>
+}
+
+// -----
+
+// A concat in place: %a and %b are written straight into their channel
+// slices of %c's SRAM buffer (it fits beside them: assembled in SRAM), and
+// the concat itself is gone (it would copy 1 KiB for nothing).
+// CHECK-LABEL: func.func @concat_in_place
+// CHECK:       %c_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b{{[0-9]+}}:c:all", {{.*}}size = 2048 : i64} : memref<65536xi8> -> memref<1x4x8x16xf32>
+// CHECK:       %[[A:.*]] = dnn.subview %c_sram {offset = 0 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// CHECK-NEXT:  dnn.conv ins(%x_sram, %w_sram : {{.*}}) outs(%[[A]] : memref<1x2x8x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch0:2/4", 1024 : i64, 2048 : i64]]
+// CHECK:       %[[B:.*]] = dnn.subview %c_sram {offset = 1024 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// CHECK-NEXT:  dnn.conv ins(%x_sram, %v_sram : {{.*}}) outs(%[[B]] : memref<1x2x8x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch2:4/4", 1024 : i64, 2048 : i64]]
+// CHECK-NOT:   dnn.concat
+// CHECK:       dnn.conv ins(%c_sram, %u_sram
+// CHECK:       func.return
+// When %c does not fit beside them (3 KiB, chains off so that each op runs
+// whole), each input has its own buffer, stored to its channel slice of
+// %c's DRAM home; %c is then loaded whole.
+// JOIN-LABEL:  func.func @concat_in_place
+// JOIN:        %[[S0:.*]] = dnn.subview %c_dram {offset = 0 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// JOIN-NEXT:   dnn.dma_start ins(%a_sram : memref<1x2x8x16xf32>) outs(%[[S0]] : memref<1x2x8x16xf32>) {npu.piece = ["c", "ch0:2/4", 1024 : i64, 2048 : i64], direction = "sram_to_dram"
+// JOIN:        %[[S1:.*]] = dnn.subview %c_dram_1 {offset = 1024 : i64} : memref<1x4x8x16xf32> -> memref<1x2x8x16xf32>
+// JOIN-NEXT:   dnn.dma_start ins(%b_sram : memref<1x2x8x16xf32>) outs(%[[S1]] : memref<1x2x8x16xf32>) {npu.piece = ["c", "ch2:4/4", 1024 : i64, 2048 : i64], direction = "sram_to_dram"
+// JOIN-NOT:    dnn.concat
+// JOIN:        dnn.dma_start ins(%c_dram_2 : memref<1x4x8x16xf32>) outs(%c_sram : memref<1x4x8x16xf32>) {npu.piece = ["c", "all", 2048 : i64, 2048 : i64], direction = "dram_to_sram"
+// JOIN:        dnn.conv ins(%c_sram, %u_sram
+func.func @concat_in_place(%x: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %v = "dnn.weight"() <{value = dense<2.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<1x4x1x1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %b = dnn.conv ins(%x, %v : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %c = dnn.concat ins(%a, %b : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>) {axis = 1 : i64} : tensor<1x4x8x16xf32>
+  %y = dnn.conv ins(%c, %u : tensor<1x4x8x16xf32>, tensor<1x4x1x1xf32>) : tensor<1x1x8x16xf32>
+  func.return %y : tensor<1x1x8x16xf32>
+}
+
+// -----
+
+// Negative: a concat of a graph input (%x is in DRAM, written by no op)
+// is not in place: the concat runs, copying both into %c.
+// CHECK-LABEL: func.func @concat_of_an_input
+// CHECK:       dnn.concat ins(%x_sram, %a_sram : memref<1x1x8x16xf32>, memref<1x2x8x16xf32>) outs(%c_sram : memref<1x3x8x16xf32>)
+// JOIN-LABEL:  func.func @concat_of_an_input
+// JOIN:        dnn.concat ins(
+func.func @concat_of_an_input(%x: tensor<1x1x8x16xf32>) -> tensor<1x1x8x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<1x3x1x1xf32>}> : () -> tensor<1x3x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x8x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x8x16xf32>
+  %c = dnn.concat ins(%x, %a : tensor<1x1x8x16xf32>, tensor<1x2x8x16xf32>) {axis = 1 : i64} : tensor<1x3x8x16xf32>
+  %y = dnn.conv ins(%c, %u : tensor<1x3x8x16xf32>, tensor<1x3x1x1xf32>) : tensor<1x1x8x16xf32>
+  func.return %y : tensor<1x1x8x16xf32>
+}
+
+// -----
+
+// A concat inside a chain cascade runs in place too: band by band, each
+// convolution writes its channels of the concat's band of rows (a subview
+// of that band's SRAM buffer, of every channel), which the last
+// convolution reads whole; there is no dnn.concat.
+// CHAINCAT-LABEL: func.func @concat_in_a_chain
+// CHAINCAT:       %c_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b{{[0-9]+}}:c:rows0:3", {{.*}}} : memref<8192xi8> -> memref<1x4x3x16xf32>
+// CHAINCAT:       %[[A:.*]] = dnn.subview %c_sram {offset = 0 : i64} : memref<1x4x3x16xf32> -> memref<1x2x3x16xf32>
+// CHAINCAT-NEXT:  dnn.conv ins(%x_sram, %w_sram : {{.*}}) outs(%[[A]] : memref<1x2x3x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch0:2/4|rows0:3", 384 : i64, 8192 : i64]]
+// CHAINCAT:       %[[B:.*]] = dnn.subview %c_sram {offset = 384 : i64} : memref<1x4x3x16xf32> -> memref<1x2x3x16xf32>
+// CHAINCAT-NEXT:  dnn.conv ins(%{{.*}}, %v_sram : {{.*}}) outs(%[[B]] : memref<1x2x3x16xf32>) {{{.*}}npu.writes = {{\[}}["c", "ch2:4/4|rows0:3", 384 : i64, 8192 : i64]]
+// CHAINCAT:       dnn.conv ins(%c_sram, %u_sram : memref<1x4x3x16xf32>, {{.*}}npu.reads = {{\[}}["c", "rows0:3", 768 : i64, 8192 : i64]
+// CHAINCAT-NOT:   dnn.concat
+// CHAINCAT:       func.return
+func.func @concat_in_a_chain(%x: tensor<1x1x32x16xf32>) -> tensor<1x1x32x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %v = "dnn.weight"() <{value = dense<2.0> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<1x4x1x1xf32>}> : () -> tensor<1x4x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x32x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x32x16xf32>
+  %b = dnn.conv ins(%x, %v : tensor<1x1x32x16xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x32x16xf32>
+  %c = dnn.concat ins(%a, %b : tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>) {axis = 1 : i64} : tensor<1x4x32x16xf32>
+  %y = dnn.conv ins(%c, %u : tensor<1x4x32x16xf32>, tensor<1x4x1x1xf32>) : tensor<1x1x32x16xf32>
+  func.return %y : tensor<1x1x32x16xf32>
+}
+
+// -----
+
+// Negative: a concat that ends its chain (its bands go out to the graph
+// output) copies its inputs' bands into its own.
+// CHAINCAT-LABEL: func.func @concat_ends_a_chain
+// CHAINCAT:       dnn.concat ins(%a_sram, %b_sram : memref<1x2x5x16xf32>, memref<1x2x5x16xf32>) outs(%c_sram : memref<1x4x5x16xf32>)
+func.func @concat_ends_a_chain(%x: tensor<1x1x32x16xf32>) -> tensor<1x4x32x16xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x1x1x1xf32>}> : () -> tensor<2x1x1x1xf32>
+  %v = "dnn.weight"() <{value = dense<2.0> : tensor<2x1x3x3xf32>}> : () -> tensor<2x1x3x3xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x1x32x16xf32>, tensor<2x1x1x1xf32>) : tensor<1x2x32x16xf32>
+  %b = dnn.conv ins(%x, %v : tensor<1x1x32x16xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x32x16xf32>
+  %c = dnn.concat ins(%a, %b : tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>) {axis = 1 : i64} : tensor<1x4x32x16xf32>
+  func.return %c : tensor<1x4x32x16xf32>
 }

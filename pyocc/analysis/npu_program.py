@@ -175,11 +175,16 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         whole = tuple(dict.fromkeys(w for w in weights
                                     if not any(name_of(v) == w for v in split_values)))
         compute[writes[0]] = op
+        joined = op.joined_channels()
+        # an in-place concat: distinct activations, one band each (a weight or a repeated input cannot be)
+        joins = joined if (joined is not None and not weights and len(reads) == len(set(reads)) == len(joined)
+                           and len(writes) == 1) else ()
+        blocked = _channel_inputs(op, split, reads, name_of, tensors) if channels > 1 else ()
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
             whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
-            _groups(op) if channels > 1 else 1,
+            _groups(op) if channels > 1 else 1, joins, blocked,
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
@@ -190,6 +195,26 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
     used = {n for op in ops for n in (*op.inputs, *op.weights, *op.outputs)}
     program = NpuProgram(tuple(t for t in tensors.values() if t.name in used and t.size > 0), tuple(ops))
     return NpuProgramOf(program, compute, seen, {name: value for value, name in names.items()})
+
+
+def _channel_inputs(op: d.DnnComputeOp, split: tuple[int, dict[str, int]], reads: list[str],
+                    name_of: Callable[[SSAValue], str], tensors: dict[str, NpuTensor]) -> tuple[str, ...]:
+    """The activations `op` reads that its `channel_split` slices with the
+    output channels (a residual), each a contiguous slice of its tensor per
+    block: every axis before the split one is 1, the split axis has one
+    entry per output channel, and the operand is the whole tensor (not a
+    view of part of it)."""
+    channels, axes = split
+    found = []
+    for field, axis in axes.items():
+        value = getattr(op, field, None)
+        if value is None or not isinstance(value, SSAValue) or name_of(value) not in reads:
+            continue
+        shape = value.type.get_shape()  # type: ignore[attr-defined]
+        if (len(shape) > axis and shape[axis] == channels and all(n == 1 for n in shape[:axis])
+                and d.type_bytes(value.type) == tensors[name_of(value)].size):
+            found.append(name_of(value))
+    return tuple(dict.fromkeys(found))
 
 
 def _piece(attr: Attribute | None, op: Operation) -> tuple[Piece, int]:

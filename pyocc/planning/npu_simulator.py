@@ -170,13 +170,72 @@ class _Resident:
     pending: set[int] = field(default_factory=set)
 
 
-def _holds(resident: _Resident, piece: Piece, tensor_bytes: dict[str, int]) -> bool:
-    parts = resident.content.get(piece.tensor, {})
-    if piece.part in parts:
+def channel_band(part: str) -> tuple[int, int, int, str] | None:
+    """(first, end, channels, inner part) of a part that is a band of
+    channels of its tensor, `ch{first}:{end}/{channels}` (the band whole:
+    inner part `all`) or `ch{first}:{end}/{channels}|{inner}` (a part of
+    the band: its rows, a tile); None for any other part. An in-place
+    concat's inputs are such bands of its output."""
+    if not part.startswith("ch"):
+        return None
+    band, _, inner = part.partition("|")
+    span, _, total = band[2:].partition("/")
+    first, _, end = span.partition(":")
+    return int(first), int(end), int(total), inner or "all"
+
+
+def band_part(first: int, end: int, channels: int, inner: str = "all") -> str:
+    """The name of channels [first, end) of `channels` (`inner`: a part of that band)."""
+    band = f"ch{first}:{end}/{channels}"
+    return band if inner == "all" else f"{band}|{inner}"
+
+
+def extent_bytes(piece: Piece, tensor_bytes: int) -> int:
+    """Bytes of what `piece` is a part of: its channel band, or its tensor
+    (rows of a channel band: those rows of every channel)."""
+    band = channel_band(piece.part)
+    if band is None:
+        return tensor_bytes
+    if band[3].startswith("rows"):
+        return piece.bytes * band[2] // (band[1] - band[0])
+    return tensor_bytes // band[2] * (band[1] - band[0])
+
+
+def covers(parts: dict[str, int], part: str, tensor_bytes: int) -> bool:
+    """True when the parts held (part -> bytes, of one tensor) hold `part`:
+    it is one of them, the whole tensor is (whole, or its parts add up to
+    it: tiles written one by one), or `part` is a band of channels (or a
+    part of one) and whole bands held cover it (a band is whole when held
+    so or when its parts add up to it)."""
+    if part in parts or "all" in parts or sum(parts.values()) >= tensor_bytes:
         return True
-    # the whole tensor is there once its parts add up to it (tiles written one by one)
-    whole = "all" in parts or sum(parts.values()) >= tensor_bytes[piece.tensor]
-    return whole and (piece.part == "all" or piece.bytes <= tensor_bytes[piece.tensor])
+    want = channel_band(part)
+    if want is None:  # a part of every channel: held when bands of that part cover every channel
+        found = [b for b in map(channel_band, parts) if b is not None and b[3] == part]
+        if not found:
+            return False
+        want = (0, found[0][2], found[0][2], part)
+        parts = {name: nbytes for name, nbytes in parts.items() if name.endswith("|" + part)}
+    held: dict[tuple[int, int], int] = {}
+    whole: set[tuple[int, int]] = set()
+    for name, nbytes in parts.items():
+        band = channel_band(name)
+        if band is None:
+            continue
+        key = band[:2]
+        held[key] = held.get(key, 0) + nbytes
+        if band[3] in ("all", want[3]) or held[key] >= tensor_bytes // band[2] * (band[1] - band[0]):
+            whole.add(key)
+    reach = want[0]
+    for first, end in sorted(whole):
+        if first > reach:
+            break
+        reach = max(reach, end)
+    return reach >= want[1]
+
+
+def _holds(resident: _Resident, piece: Piece, tensor_bytes: dict[str, int]) -> bool:
+    return covers(resident.content.get(piece.tensor, {}), piece.part, tensor_bytes[piece.tensor])
 
 
 def simulate(
@@ -219,8 +278,7 @@ def simulate(
         return live[buffer.name]
 
     def in_dram(piece: Piece) -> bool:
-        parts = dram_parts.get(piece.tensor, {})
-        return piece.part in parts or "all" in parts or sum(parts.values()) >= tensor_bytes[piece.tensor]
+        return covers(dram_parts.get(piece.tensor, {}), piece.part, tensor_bytes[piece.tensor])
 
     for index, ins in enumerate(instructions):
         if isinstance(ins, Alloc):
@@ -294,8 +352,8 @@ def simulate(
                 r = resident(index, buffer)
                 if r.pending:
                     raise fail(index, f"{ins.op} writes {buffer.name!r} while a transfer on it is pending")
-                if any(t != piece.tensor for t in r.content) or buffer.size < tensor_bytes[piece.tensor]:
-                    r.content = {}  # a buffer smaller than the tensor holds one part at a time
+                if any(t != piece.tensor for t in r.content) or buffer.size < extent_bytes(piece, tensor_bytes[piece.tensor]):
+                    r.content = {}  # a buffer smaller than the tensor (its band) holds one part at a time
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
             cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
             compute += cycles

@@ -8,8 +8,10 @@ npu_simulator.py:
 
 1. **Tiling.** An op whose operands do not fit in half the SRAM is split
    into row bands (of its output, input bands with their halo) and/or
-   output-channel blocks (weight blocks), choosing the split with the least
-   DRAM traffic whose tile, double-buffered, fits. Tensors above a quarter
+   output-channel blocks (weight blocks, and the blocks of a residual),
+   choosing the split with the fewest estimated cycles whose tile,
+   double-buffered, fits (in half the SRAM, or up to 7/8 when that is
+   clearly faster: `_choose_tiling`). Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
@@ -18,6 +20,12 @@ npu_simulator.py:
    the chain read by windows, run band by band (`_chains`): each op
    computes the rows its readers' bands read (the halo again in the
    neighbouring band) into an SRAM buffer each reader reads whole.
+   A concat along the channels whose inputs are written by earlier ops
+   runs *in place* (`_homes`, `_rehome`, `_chain_joins`): its inputs are
+   channel bands `ch{lo}:{hi}/{channels}` of its output, written there by
+   their producers (one SRAM buffer of the whole output, a buffer per band
+   stored to its place in the output's DRAM home, or, in a chain, the
+   concat's band of rows), and the concat costs nothing.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an
@@ -52,6 +60,10 @@ from .npu_simulator import (
     SramBuffer,
     Store,
     Wait,
+    band_part,
+    channel_band,
+    covers,
+    extent_bytes,
     simulate,
 )
 from .planner import plan_memory
@@ -70,11 +82,25 @@ for the next unit's loads)."""
 WHOLE_SHARE_CASCADED = 4
 """The same with cascades (4, half the SRAM: 7 made SqueezeNet's and
 Inception v2's cascaded schedules slower at 1 MiB)."""
+TILE_SHARES = (4, 5, 6, 7)
+"""Eighths of the SRAM a tiled op's double-buffered tile may take: the
+smallest first (`_choose_tiling`)."""
+TILE_GAIN = 1.05
+"""A larger tile share is taken only when its estimated cycles are below
+the best smaller share's by this factor (1.05: at 1 MiB over the light
+models, what runs: geomean cycles/bound 1.805 against 1.806 at 1.1, 1.811
+at 1.2 and 1.865 taking the least estimate whatever the share; ResNet-50
+2.804 -> 2.227 against the half-SRAM tiles)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
+HOME_SHARE = 4
+"""An in-place concat's output is assembled in one SRAM buffer (its
+inputs' producers write their channel bands into it) when it fits this
+many eighths of the SRAM; otherwise each band has a buffer of its own and
+goes to its place in the output's DRAM home (see `_rehome`)."""
 
 KINDS = ("weight", "input", "output", "activation")
 
@@ -120,6 +146,16 @@ class NpuOp:
     channel_groups: int = 1
     """Groups of a grouped convolution: a channel block must lie inside
     one group or be whole groups."""
+    joins: tuple[int, ...] = ()
+    """The channel count of each input (in `inputs`' order) when the op
+    lays its inputs side by side along the channels of its output (a
+    concat, `joined_channels`): the inputs' producers may write their band
+    of the output in place and the op then costs nothing (`_homes`). Empty:
+    an ordinary op."""
+    channel_inputs: tuple[str, ...] = ()
+    """Inputs a channel block reads only its output channels of (a
+    convolution's residual: contiguous slices, like a weight block's):
+    channel blocks not split by rows load just their block of them."""
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -184,11 +220,37 @@ class NpuProgram:
         DMA, no tiling): the sum over ops of max(MACs / macs_per_cycle, the
         bytes the whole op reads and writes / sram_bytes_per_cycle). No
         schedule's compute is shorter: a tile touches at least its share of
-        the op's bytes, and the ops run one after another."""
+        the op's bytes, and the ops run one after another. A concat that can
+        run in place (`_homes`) costs nothing."""
         tensors = self.by_name()
+        joined = _homes(self, set())[1]
         return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
                                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-                   for op in self.ops)
+                   for k, op in enumerate(self.ops) if k not in joined)
+
+    def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
+        """Cycles no schedule beats when the SRAM holds `sram_size` bytes:
+        the sum over ops of max(the op's compute floor, its weight bytes
+        beyond `sram_size` over the DRAM port). When an op starts, at most
+        the SRAM's bytes of its weights can already be in SRAM, so the rest
+        crosses the port while it runs; and it computes at least its
+        compute floor. Weight-heavy ops cannot hide their loads under other
+        ops' compute beyond what the SRAM buffers. (An op whose weights
+        exceed the SRAM runs its tiles one after another, never inside a
+        cascade, whose weights fit a quarter of it: the ops' intervals do
+        not overlap.) A concat that can run in place (`_homes`) costs
+        nothing."""
+        tensors = self.by_name()
+        joined = _homes(self, set())[1]
+        total = 0
+        for k, op in enumerate(self.ops):
+            if k in joined:  # a concat that can run in place costs nothing
+                continue
+            touched = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+            weights = sum(tensors[w].size for w in dict.fromkeys(op.weights))
+            total += max(cost.compute_cycles(op.macs, touched), cost.dma_cycles(max(0, weights - sram_size)))
+        return total
 
     def spill_floor_bytes(self, sram_size: int) -> int:
         """DRAM bytes any schedule without cascades moves beyond
@@ -201,24 +263,43 @@ class NpuProgram:
         per tensor, right after its producer (sum over activations of
         2 * max(0, size - sram_size)); and at the worst boundary between two
         ops (2 * max(0, live activation bytes - sram_size)). Graph inputs
-        and outputs, in DRAM anyway, are left out of both (a weaker floor)."""
+        and outputs, in DRAM anyway, are left out of both (a weaker floor).
+        Every concat that can run in place (`_homes`) is taken as in place:
+        its inputs' bytes are its output's, live until the last read of any
+        channels of them, and the concat is no op; that counts no more bytes
+        at any boundary than a schedule running some of those concats (a
+        concat's output then has bytes of its own), so the floor holds for
+        every schedule without cascades."""
         tensors = self.by_name()
+        homes, joined = _homes(self, set())
+        ops = [op for k, op in enumerate(self.ops) if k not in joined]
         produced: dict[str, int] = {}
         last_read: dict[str, int] = {}
-        for k, op in enumerate(self.ops):
+        made = {n for op in ops for n in op.outputs}
+        bands: dict[str, list[tuple[str, int, int]]] = {}
+        for n, home in homes.items():
+            if n in made:  # an input written by an op: its bytes, in its band
+                bands.setdefault(home.tensor, []).append((n, home.first, home.end))
+        for k, op in enumerate(ops):
             for n in op.inputs:
-                last_read[n] = k
+                if n in homes or n in bands:  # channels of a concat output in place: the bands they cover
+                    root, lo, hi = (homes[n].tensor, homes[n].first, homes[n].end) if n in homes else (n, 0, math.inf)
+                    for band, first, end in bands.get(root, ()):
+                        if first < hi and lo < end:
+                            last_read[band] = k
+                if n not in homes:
+                    last_read[n] = k
             for n in op.outputs:
                 produced.setdefault(n, k)
         spilled = [n for n, t in tensors.items() if t.kind == "activation" and n in produced and n in last_read
                    and last_read[n] > produced[n]]
         per_tensor = sum(2 * max(0, tensors[n].size - sram_size) for n in spilled)
-        change = [0] * (len(self.ops) + 1)
+        change = [0] * (len(ops) + 1)
         for n in spilled:  # live across boundary k (before op k) for produced[n] < k <= last_read[n]
             change[produced[n] + 1] += tensors[n].size
             change[last_read[n] + 1] -= tensors[n].size
         live = worst = 0
-        for k in range(len(self.ops)):
+        for k in range(len(ops)):
             live += change[k]
             worst = max(worst, live)
         return max(per_tensor, 2 * max(0, worst - sram_size))
@@ -231,16 +312,20 @@ class _Need:
     """True: a band or block, loaded for this tile; False: the whole tensor."""
 
 
-WHOLE, STREAM, KEEP, KEEP_STORE = "whole", "stream", "keep", "keep+store"
+WHOLE, STREAM, KEEP, KEEP_STORE, INTO = "whole", "stream", "keep", "keep+store", "into"
 
 
 @dataclass(frozen=True)
 class _Make:
     piece: Piece
     mode: str
-    """`whole`: a part of the whole tensor's buffer; `stream`: its own
+    """`whole`: a part of the whole tensor's buffer (of its channel band's
+    buffer, for a band of an in-place concat's output); `stream`: its own
     buffer, stored to DRAM at once and freed; `keep`: its own buffer, kept
-    while later units read it (a cascade's band); `keep+store`: both."""
+    while later units read it (a cascade's band); `keep+store`: both;
+    `into`: a channel band written into the whole tensor's buffer, which
+    its other bands' producers fill too (an in-place concat assembled in
+    SRAM)."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +354,9 @@ class NpuSchedule:
     dram_offsets: dict[str, int]
     tiling: dict[str, tuple[int, int]] = field(default_factory=dict)
     """op -> (row bands, channel blocks) for every tiled op."""
+    homes: dict[str, tuple[str, int, int]] = field(default_factory=dict)
+    """Tensor -> (home tensor, first, end channel) for each input of an
+    in-place concat: its pieces are parts of that channel band of the home."""
 
 
 @dataclass
@@ -394,14 +482,22 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
     """(row bands, channel blocks, rows outer, streaming threshold) of the
     tiling with the fewest estimated cycles (the slower of its compute and
     its DRAM traffic under `cost`), then the least traffic, whose
-    double-buffered tile fits in half the SRAM (three quarters if nothing
-    fits in half). Operands above the threshold stream through DRAM."""
-    for limit in (sram // 2, sram * 3 // 4):
+    double-buffered tile fits in half the SRAM. A tile of up to 5/8, 6/8 or
+    7/8 of the SRAM (`TILE_SHARES`) is taken instead when its estimate is
+    below 1/`TILE_GAIN` of the best smaller one: fewer, larger tiles touch
+    their operands in SRAM fewer times (a thin weight block re-reads the
+    whole input) and re-read fewer weight blocks, while a smaller tile
+    leaves room to prefetch the next op. Operands above the threshold
+    stream through DRAM."""
+    best: tuple[int, int, int, int, int, bool, int] | None = None
+    for share in TILE_SHARES:
+        limit = sram * share // 8
         found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
                  if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
-        if found:
+        if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
             best = min(found)
-            return best[3], best[4], best[5], best[6]
+    if best is not None:
+        return best[3], best[4], best[5], best[6]
     raise PlanningError(
         f"scratchpad: op {op.name!r} does not fit in {sram} bytes of SRAM even tiled; give a larger --scratchpad"
     )
@@ -428,18 +524,23 @@ def _tiling_with(
             n = r * c
             foot = 0
             for t in reads:
+                if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
+                    foot += 2 * math.ceil(t.size / c)  # a block of it per channel block, double-buffered
+                    continue
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
-                whole = (c == 1 and w.size <= big) or w.name in op.whole_weights
+                whole = c == 1 or w.name in op.whole_weights
                 foot += w.size if whole else 2 * math.ceil(w.size / c)
             for t in outs:
                 foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
             if foot > limit:
                 continue
-            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
-            w_bytes = sum(w.size for w in weights)
-            w_whole = c == 1 and all(w.size <= big for w in weights)
-            touched = (sum(_band_bytes(t, op, r) for t in reads) + math.ceil(w_bytes / c)
+            # streamed like a weight: a block of it per channel block
+            blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
+            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
+            w_bytes = sum(w.size for w in weights) + sum(t.size for t in blocked)
+            w_whole = c == 1
+            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
             for rows_outer in (True, False):
@@ -466,25 +567,45 @@ def _candidates(extent: int) -> list[int]:
 
 
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
-           chains: bool = True) -> tuple[list[_Unit], dict[str, tuple[int, int]]]:
+           chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
+           ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
     not `cascades_too`: then chains of ops as chain cascades, see
-    `_chains`, unless not `chains`)."""
+    `_chains`, unless not `chains`, and concats in place, see `_homes`:
+    those outside the chains, or with `joins_first` every concat that can,
+    the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
+    none without `in_place`); also returns the op tilings and the
+    in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
+    homes: dict[str, _Home] = {}
+    chain_homes: dict[str, _Home] = {}
+    joined: set[int] = set()
     if cascades_too:
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
-    elif chains:
-        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in _chains(program, sram, cost)}
     else:
-        cascades = {}
+        if not in_place:
+            found = _chains(program, sram, cost) if chains else []
+        elif joins_first:
+            homes, joined = _homes(program, set())
+            found = _chains(program, sram, cost, frozenset(joined)) if chains else []
+        else:
+            found = _chains(program, sram, cost) if chains else []
+            # concats in place (not inside a chain cascade, whose bands are rows)
+            homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
+        cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
+    homed = {*homes, *(h.tensor for h in homes.values())}
     index = 0
     while index < len(program.ops):
+        if index in joined:  # an in-place concat: its inputs' producers wrote its bands
+            index += 1
+            continue
         if index in cascades:
             stop, bands, make = cascades[index]
-            units += make(program, index, stop, bands, sram)
+            made = make(program, index, stop, bands, sram)
+            units += _chain_joins(program, index, stop, made, chain_homes) if make is _chain_units and in_place else made
             for op in program.ops[index:stop]:
                 tiling[op.name] = (bands, 1)
             index = stop
@@ -511,11 +632,14 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                     lo, hi = op.in_band(t, r, i)
                     # named by its rows: two ops (or bands) that read the same rows share it
                     reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
+                elif r == 1 and c > 1 and n in op.channel_inputs and t.size > big and n not in homed:
+                    # its block (or the whole); not a concat's band or output in place, whose parts are channel bands
+                    reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(t.size, op.channels, c, j)), True))
                 else:
                     reads.append(_Need(Piece(n, "all", t.size), False))
             for n in dict.fromkeys(op.weights):
                 w = tensors[n]
-                if (c == 1 and w.size <= big) or n in op.whole_weights:
+                if c == 1 or n in op.whole_weights:
                     reads.append(_Need(Piece(n, "all", w.size), False))
                 else:
                     reads.append(_Need(Piece(n, f"block{j}/{c}", _block_bytes(w.size, op.channels, c, j)), True))
@@ -528,7 +652,98 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 for n in dict.fromkeys(op.outputs)
             )
             units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
-    return units, tiling
+    return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
+
+
+@dataclass(frozen=True)
+class _Home:
+    """Where a tensor lives when it is an input of an in-place concat: the
+    channels [first, end) of `tensor` (the outermost concat's output, of
+    `channels` channels)."""
+
+    tensor: str
+    first: int
+    end: int
+    channels: int
+
+
+def _homes(program: NpuProgram, skip: set[int]) -> tuple[dict[str, _Home], set[int]]:
+    """(tensor -> its home, the indices of the concats run in place): each
+    op that joins its inputs along the channels (`NpuOp.joins`), unless its
+    index is in `skip`, whose output is an activation and whose inputs are
+    activations written by earlier ops and joined by no other such concat.
+    Its inputs then live in their channel bands of its output (of the
+    output's own home, for a concat of concats: DenseNet's blocks are one
+    tensor each), written there by their producers; the concat costs
+    nothing. Latest first, so an input of two concats joins the later."""
+    tensors = program.by_name()
+    producer: dict[str, int] = {}
+    for k, op in enumerate(program.ops):
+        for n in op.outputs:
+            producer.setdefault(n, k)
+    homes: dict[str, _Home] = {}
+    joined: set[int] = set()
+    for k in range(len(program.ops) - 1, -1, -1):
+        op = program.ops[k]
+        if not op.joins or k in skip or tensors[op.outputs[0]].kind != "activation":
+            continue
+        if any(n in homes or tensors[n].kind != "activation" or producer.get(n, k) >= k for n in op.inputs):
+            continue
+        out = op.outputs[0]
+        base = homes.get(out, _Home(out, 0, sum(op.joins), sum(op.joins)))
+        at = base.first
+        for n, c in zip(op.inputs, op.joins, strict=True):
+            homes[n] = _Home(base.tensor, at, at + c, base.channels)
+            at += c
+        joined.add(k)
+    return homes, joined
+
+
+def _rehome(units: list[_Unit], homes: dict[str, _Home], tensors: dict[str, NpuTensor], sram: int,
+            fit: int) -> list[_Unit]:
+    """`units` with every piece of a tensor that lives in an in-place
+    concat's output renamed as that part of its channel band of the home
+    tensor (`ch{first}:{end}/{channels}`, `|{part}` for a part of it). A
+    home whose bands are all written whole (no band streamed out tile by
+    tile), never read by rows, that fits `HOME_SHARE` eighths of the SRAM,
+    and beside which every unit from its first band's write to its last
+    fits in `fit` bytes, is assembled in SRAM: its bands are
+    written `into` its whole buffer. Any
+    other home keeps each band in a buffer of its own, stored to its place
+    in the home's DRAM when a read of more channels needs it there."""
+    if not homes:
+        return units
+
+    def moved(piece: Piece) -> Piece:
+        home = homes.get(piece.tensor)
+        if home is None:
+            return piece
+        return Piece(home.tensor, band_part(home.first, home.end, home.channels, piece.part), piece.bytes)
+
+    roots = {h.tensor for h in homes.values()}
+    assembled = set()
+    for root in roots:
+        names = {n for n, h in homes.items() if h.tensor == root} | {root}
+        writes_whole = all(m.mode == WHOLE for u in units for m in u.writes if m.piece.tensor in names)
+        banded = any(_own_buffer(n.piece) for u in units for n in u.reads if n.piece.tensor in names)
+        size = tensors[root].size
+        if not writes_whole or banded or size > sram * HOME_SHARE // 8:
+            continue
+        # pinned from its first band's write to its last: every unit in between must fit beside it
+        span = [i for i, u in enumerate(units) if any(m.piece.tensor in names for m in u.writes)]
+        if all(size + sum(p.bytes for p in (*(n.piece for n in u.reads), *(m.piece for m in u.writes))
+                          if p.tensor not in names) <= fit
+               for u in units[span[0]:span[-1] + 1]):
+            assembled.add(root)
+    out = []
+    for unit in units:
+        reads = tuple(_Need(moved(n.piece), n.stream) for n in unit.reads)
+        writes = []
+        for m in unit.writes:
+            piece = moved(m.piece)
+            writes.append(_Make(piece, INTO if piece.tensor in assembled and m.piece.tensor in homes else m.mode))
+        out.append(_Unit(unit.op, unit.macs, reads, tuple(writes), unit.last_of_op, unit.touched))
+    return out
 
 
 CHAIN_OPS = 12
@@ -590,7 +805,7 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple
     return foot, macs, outside
 
 
-def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, int, int]]:
+def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset()) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -600,7 +815,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
     whole: nothing is copied, the tensors in between never go to DRAM. A
     chain is kept when the DRAM traffic its inner tensors would cost
     streamed (above a quarter of the SRAM: out and back in) takes more
-    cycles than the halo rows read and the MACs computed again."""
+    cycles than the halo rows read and the MACs computed again. No chain
+    holds an op whose index is in `outside` (a concat run in place)."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -616,9 +832,9 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
     while start < len(ops):
         best: tuple[int, int, int] | None = None
         stop = start + 1
-        while bandable(ops[start]) and stop < min(len(ops), start + CHAIN_OPS):
+        while bandable(ops[start]) and start not in outside and stop < min(len(ops), start + CHAIN_OPS):
             stop += 1
-            if not bandable(ops[stop - 1]):
+            if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
             if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
                 break
@@ -659,6 +875,51 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost) -> list[tuple[int, in
         else:
             start += 1
     return found
+
+
+def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
+                 homes: dict[str, _Home]) -> list[_Unit]:
+    """The units of the chain start..stop with each concat in it run in
+    place: an op of the chain (not the last) joining its inputs along the
+    channels (`NpuOp.joins`), each input written by an op of the chain and
+    read by the concat alone. The concat's units go; each input's band of
+    rows is written `into` the concat's band buffer of the same rows, at
+    its channels (`ch{first}:{end}/{channels}|rows{lo}:{hi}`), which the
+    concat's readers read as before. Each input's home goes into `homes`."""
+    ops = program.ops
+    readers: dict[str, int] = {}
+    for op in ops:
+        for n in dict.fromkeys(op.inputs):
+            readers[n] = readers.get(n, 0) + 1
+    inside = {n for op in ops[start:stop] for n in op.outputs}
+    joined: dict[str, str] = {}
+    renamed: dict[str, tuple[str, int, int, int]] = {}
+    for k in range(start, stop - 1):
+        op = ops[k]
+        if not op.joins or any(n not in inside or readers.get(n) != 1 or n in joined for n in op.inputs):
+            continue
+        at, total = 0, sum(op.joins)
+        for n, c in zip(op.inputs, op.joins, strict=True):
+            renamed[n] = (op.outputs[0], at, at + c, total)
+            homes[n] = _Home(op.outputs[0], at, at + c, total)
+            at += c
+        joined[op.name] = op.outputs[0]
+    if not joined:
+        return units
+    out = []
+    for unit in units:
+        if unit.op in joined:
+            continue
+        writes = []
+        for m in unit.writes:
+            home = renamed.get(m.piece.tensor)
+            if home is None:
+                writes.append(m)
+                continue
+            part = band_part(home[1], home[2], home[3], m.piece.part)
+            writes.append(_Make(Piece(home[0], part, m.piece.bytes), INTO))
+        out.append(_Unit(unit.op, unit.macs, unit.reads, tuple(writes), unit.last_of_op, unit.touched))
+    return out
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
@@ -914,12 +1175,51 @@ class _Scheduler:
         """The outputs the current unit is about to write: never evicted."""
         self.assembling: set[tuple[str, str]] = set()
         """Whole tensors being written part by part: not evicted half-written."""
+        self.band_reads: dict[str, list[tuple[int, str]]] = {}
+        """Tensor -> (unit, part) of every read of a channel band of it (an
+        in-place concat's output): a band's buffer whose data a later read
+        of other channels needs is stored to DRAM first."""
+        self.last_into: dict[tuple[str, str], int] = {}
+        """Tensor assembled `into` -> the last unit writing a band into it."""
+        banded = {p.tensor for unit in units for p in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes))
+                  if channel_band(p.part) is not None}
+        for index, unit in enumerate(units):
+            for need in unit.reads:
+                if need.piece.tensor in banded:
+                    self.band_reads.setdefault(need.piece.tensor, []).append((index, need.piece.part))
+            for make in unit.writes:
+                if make.mode == INTO:
+                    self.last_into[_container(make)] = index
 
     def lookup(self, piece: Piece) -> _Entry | None:
         """The resident entry holding `piece`: its own, or the whole tensor's
         (but a band of rows, strided in the whole, has its own buffer)."""
         own = self.resident.get((piece.tensor, piece.part))
-        return own if own is not None or _own_buffer(piece) else self.resident.get((piece.tensor, "all"))
+        if own is not None or _own_buffer(piece):
+            return own
+        band = channel_band(piece.part)
+        if band is not None and band[3] != "all":  # a tile of a channel band, in the band's buffer
+            own = self.resident.get((piece.tensor, band_part(*band[:3])))
+            if own is not None:
+                return own
+        return self.resident.get((piece.tensor, "all"))
+
+    def overlap_later(self, key: tuple[str, str], first: int) -> bool:
+        """True when unit `first` or a later one reads channels of `key`'s
+        tensor that `key` holds (some of), as another part: from DRAM."""
+        if channel_band(key[1]) is None:  # a whole tensor, or a band of rows of every channel
+            return False
+        return any(i >= first and part != key[1] and _overlap(part, key[1])
+                   for i, part in self.band_reads.get(key[0], ()))
+
+    def flush_overlaps(self, piece: Piece) -> None:
+        """Store the dirty channel bands in SRAM that `piece` (another part
+        of their tensor, about to be loaded) needs from DRAM."""
+        for key, entry in list(self.resident.items()):
+            if (key[0] == piece.tensor and key[1] != piece.part and entry.dirty and entry.store is None
+                    and key not in self.assembling and channel_band(key[1]) is not None
+                    and _overlap(key[1], piece.part)):
+                self.write_back(key)
 
     def banded_later(self, tensor: str) -> bool:
         """True when a later unit reads a band of `tensor`'s rows from DRAM."""
@@ -1008,7 +1308,7 @@ class _Scheduler:
             self._wait(entry.load)
         if entry.store is not None:
             self._wait_store(entry.buffer, entry.store)
-        elif entry.dirty and (self.needed(key) or self.banded_later(key[0])):
+        elif entry.dirty and (self.needed(key) or self.banded_later(key[0]) or self.overlap_later(key, self.now)):
             store = self._id()
             self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
@@ -1019,11 +1319,12 @@ class _Scheduler:
 
     def loadable(self, piece: Piece) -> bool:
         """True when DRAM holds `piece` and no store to its tensor is in flight."""
-        parts = self.dram_parts.get(piece.tensor, {})
-        held = piece.part in parts or "all" in parts or sum(parts.values()) >= self.tensors[piece.tensor].size
+        held = covers(self.dram_parts.get(piece.tensor, {}), piece.part, self.tensors[piece.tensor].size)
         return held and not self.pending_stores.get(piece.tensor)
 
     def load(self, piece: Piece, protected: set[tuple[str, str]], evict: bool) -> bool:
+        if evict and piece.tensor in self.band_reads:
+            self.flush_overlaps(piece)
         if self.pending_stores.get(piece.tensor) and evict:
             for store in sorted(self.pending_stores[piece.tensor]):
                 names = [n for n, (_, s) in self.draining.items() if s == store]
@@ -1049,7 +1350,7 @@ class _Scheduler:
         """Take back the output buffers the current unit allocated (nothing
         was written to them yet): their Alloc goes, their space is free."""
         for make, buffer in list(placed.items()):
-            key = (make.piece.tensor, make.piece.part if make.mode != WHOLE else "all")
+            key = _container(make) if make.mode in (WHOLE, INTO) else (make.piece.tensor, make.piece.part)
             entry = self.resident.get(key)
             if entry is None or entry.buffer != buffer or buffer.name not in self.fresh:
                 continue  # a whole tensor assembled by earlier units stays
@@ -1068,7 +1369,7 @@ class _Scheduler:
                stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
         """The buffer an output piece is written into, allocated if need be."""
         t = self.tensors[make.piece.tensor]
-        if make.mode != WHOLE:
+        if make.mode not in (WHOLE, INTO):
             buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
             self.fresh.add(buffer.name)
             if make.mode == STREAM:
@@ -1081,9 +1382,14 @@ class _Scheduler:
                 if make.mode == KEEP_STORE:
                     kept_stores.append((buffer, make.piece))
             return buffer
-        key = (t.name, "all")
+        key = _container(make)
         if key not in self.resident:
-            buffer = self.allocate(t.size, f"{t.name}:all", protected, evict=True)
+            size = t.size if key[1] == "all" else extent_bytes(make.piece, t.size)
+            if make.mode == INTO and key[1] != "all":  # those rows of every channel
+                band = channel_band(make.piece.part)
+                assert band is not None
+                size = make.piece.bytes * band[2] // (band[1] - band[0])
+            buffer = self.allocate(size, f"{t.name}:{key[1]}", protected, evict=True)
             self.fresh.add(buffer.name)
             self.resident[key] = _Entry(buffer, True)
             self.assembling.add(key)
@@ -1093,7 +1399,7 @@ class _Scheduler:
         for index, unit in enumerate(self.units):
             self.now = index
             keys = {(n.piece.tensor, n.piece.part) for n in unit.reads}
-            whole_outs = {(m.piece.tensor, "all") for m in unit.writes if m.mode == WHOLE}
+            whole_outs = {_container(m) for m in unit.writes if m.mode in (WHOLE, INTO)}
             protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
             order = {(n.piece.tensor, n.piece.part): i for i, n in enumerate(unit.reads)}
@@ -1148,8 +1454,10 @@ class _Scheduler:
                 entry.store, entry.dirty = store, False
                 self.pending_stores.setdefault(piece.tensor, set()).add(store)
                 self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
+            # a tensor assembled `into` from the bands its producers write is whole after the last one
+            self.assembling -= {k for k in whole_outs if self.last_into.get(k, index) == index
+                                and (unit.last_of_op or k in self.last_into)}
             if unit.last_of_op:
-                self.assembling -= whole_outs
                 for make in unit.writes:
                     t = self.tensors[make.piece.tensor]
                     if make.mode != WHOLE or t.kind != "output":
@@ -1162,10 +1470,12 @@ class _Scheduler:
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
             for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
-                if key[1] == "all" and key in whole_outs and not unit.last_of_op:
-                    continue  # a tensor still being written tile by tile
+                if key in whole_outs and not unit.last_of_op or key in self.assembling and key in self.last_into:
+                    continue  # a tensor still being written tile by tile (band by band)
                 if key[1] == "all" and self.resident[key].dirty and self.banded_later(key[0]):
                     self.write_back(key)
+                elif self.resident[key].dirty and self.resident[key].store is None and self.overlap_later(key, index + 1):
+                    self.write_back(key)  # a channel band a later read of more channels needs in DRAM
                 entry = self.resident.pop(key)
                 if entry.store is not None:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
@@ -1197,9 +1507,31 @@ class _Scheduler:
 
 
 def _own_buffer(piece: Piece) -> bool:
-    """True for a band of rows of a tiled op's input: always its own buffer
-    (loaded from DRAM), never a view of the whole tensor in SRAM."""
-    return piece.part.startswith("rows")
+    """True for a band of rows of a tiled op's input (of a channel band):
+    always its own buffer (loaded from DRAM), never a view of the whole
+    tensor in SRAM."""
+    band = channel_band(piece.part)
+    return (piece.part if band is None else band[3]).startswith("rows")
+
+
+def _container(make: _Make) -> tuple[str, str]:
+    """The resident key of the buffer a `whole` or `into` write goes into:
+    the whole tensor's, (`whole` of a part of a channel band) the band's, or
+    (`into`, rows of a channel band: a concat in a chain cascade) the
+    buffer of those rows of every channel."""
+    band = channel_band(make.piece.part)
+    if band is None:
+        return make.piece.tensor, "all"
+    if make.mode == INTO:
+        return make.piece.tensor, band[3] if band[3].startswith("rows") else "all"
+    return make.piece.tensor, band_part(*band[:3])
+
+
+def _overlap(a: str, b: str) -> bool:
+    """True when parts `a` and `b` of one tensor share channels (a part
+    that is no channel band is all of them)."""
+    x, y = channel_band(a), channel_band(b)
+    return x is None or y is None or (x[0] < y[1] and y[0] < x[1])
 
 
 def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor]) -> dict[str, int]:
@@ -1220,11 +1552,44 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
     (`cost` steers the choice of tilings; without `cascades`, what the IR
-    runs: chain cascades (unless not `chains`), other ops tiled one by one)."""
+    runs: chain cascades (unless not `chains`), other ops tiled one by one,
+    and concats in place: the fastest simulated of the concats in place
+    outside the chains, before them, and none)."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades, chains)
-    instructions = _Scheduler(program, sram_size, units).run()
-    return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    if cascades or not any(op.joins for op in program.ops):
+        units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
+        instructions = _Scheduler(program, sram_size, units).run()
+        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    best: tuple[tuple[int, int], NpuSchedule] | None = None
+    failed: PlanningError | None = None
+    # concats in place where chains leave them, or first (the chains around them), or none (an
+    # output assembled in SRAM holds its space while all its inputs are computed, which can cost
+    # more than the copy saves: Inception at 4 MiB): the fastest; outputs assembled in SRAM where
+    # the units beside them fit it (the allocator may still find the SRAM too fragmented: then
+    # within 7/8 of it, then none)
+    # with no chain holding a concat, both ways of placing them give the same units: once is enough
+    chained = chains and any(program.ops[k].joins for start, stop, _ in _chains(program, sram_size, cost)
+                             for k in range(start, stop))
+    for joins_first, in_place in ((False, True), (True, True), (False, False)):
+        if joins_first and not chained:
+            continue
+        for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place else (0,):
+            try:
+                units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit, in_place)
+                instructions = _Scheduler(program, sram_size, units).run()
+            except PlanningError as e:
+                failed = e  # the last: the schedule without concats in place says why it does not fit
+                continue
+            schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                                   {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
+            simulated = _simulate(schedule, program, sram_size, cost)
+            if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
+                best = ((simulated.cycles, simulated.dram_bytes), schedule)
+            break
+    if best is None:
+        assert failed is not None
+        raise failed
+    return best[1]
 
 
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
@@ -1232,7 +1597,7 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling = _units(program, sram_size, cost, cascades, chains)
+    units, tiling, homes = _units(program, sram_size, cost, cascades, chains)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
@@ -1263,7 +1628,7 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
             out.append(Wait(ids))
         for buffer in buffers:
             out.append(Free(buffer))
-    return NpuSchedule(out, _plan_spills(out, tensors), tiling)
+    return NpuSchedule(out, _plan_spills(out, tensors), tiling, {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
 
 
 def _check_program(program: NpuProgram) -> None:
@@ -1307,3 +1672,90 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
     )
+
+
+@dataclass(frozen=True)
+class NpuOpCost:
+    """Where one op's cycles and DRAM bytes went in a simulated schedule
+    (`op_costs`): the per-op breakdown of the report's totals."""
+
+    op: str
+    tiles: int
+    """Computes (tiles, or bands of a chain) the op ran as."""
+    floor_cycles: int
+    """max(MACs / macs_per_cycle, bytes of the whole op / sram_bytes_per_cycle):
+    the op whole and resident (`NpuProgram.compute_floor_cycles`' term; 0
+    for a concat that can run in place)."""
+    compute_cycles: int
+    """Its tiles' compute, as the simulator charged it."""
+    stall_cycles: int
+    """Cycles the control processor waited for DMA just before its tiles."""
+    weight_bytes: int
+    """Its weights' size (what the DRAM bound counts once)."""
+    weight_load_bytes: int
+    """Weight bytes loaded for its tiles."""
+    input_load_bytes: int
+    """Activation and graph-input bytes loaded for its tiles."""
+    output_store_bytes: int
+    """Bytes of its outputs stored to DRAM (spills and graph outputs)."""
+    reread_bytes: int
+    """Of the loads above, bytes loaded again: a piece (weight block, band
+    of rows, whole tensor) loaded earlier in the schedule, loaded again."""
+
+
+def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: SimulationResult,
+             cost: NpuCost) -> list[NpuOpCost]:
+    """The per-op breakdown of `simulation`, the run of `instructions` (a
+    schedule of `program`) under `cost`, in program order (for an
+    `NpuResult` r: `op_costs(program, r.schedule.instructions, r.simulation,
+    r.cost)`). A load is the op's that next reads the
+    piece (of that tensor: the whole tensor serves any part); a store is
+    the op's that produces the tensor; a stall is the op's whose compute
+    the wait delayed (the last op's, the waits after the last compute).
+    Compute and stall cycles add up to the simulation's, loads and stores
+    to its DRAM bytes."""
+    tensors = program.by_name()
+    producer = {n: op.name for op in program.ops for n in op.outputs}
+    reader_at: dict[str, list[int]] = {}
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            for _, piece in ins.reads:
+                reader_at.setdefault(piece.tensor, []).append(index)
+    fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "weights", "inputs", "outputs", "reread"), 0)
+              for op in program.ops}
+    seen: set[tuple[str, str]] = set()
+    end = 0  # when the previous compute ended
+    for index, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            f = fields[ins.op]
+            start = simulation.issued[index]
+            cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
+            f["tiles"] += 1
+            f["compute"] += cycles
+            f["stall"] += start - end
+            end = start + cycles
+        elif isinstance(ins, Load):
+            uses = reader_at.get(ins.piece.tensor, [])
+            at = bisect.bisect_right(uses, index)
+            f = fields[instructions[uses[at]].op if at < len(uses) else instructions[uses[-1]].op]
+            f["weights" if tensors[ins.piece.tensor].kind == "weight" else "inputs"] += ins.piece.bytes
+            key = (ins.piece.tensor, ins.piece.part)
+            if key in seen:
+                f["reread"] += ins.piece.bytes
+            seen.add(key)
+        elif isinstance(ins, Store):
+            fields[producer[ins.piece.tensor]]["outputs"] += ins.piece.bytes
+    last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
+    if last is not None:  # the stores drained after the last compute
+        fields[last]["stall"] += simulation.cycles - end
+    joined = _homes(program, set())[1]
+    out = []
+    for k, op in enumerate(program.ops):
+        f = fields[op.name]
+        whole = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                 + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+        floor = 0 if k in joined else cost.compute_cycles(op.macs, whole)
+        out.append(NpuOpCost(op.name, f["tiles"], floor, f["compute"], f["stall"],
+                             sum(tensors[w].size for w in dict.fromkeys(op.weights)), f["weights"], f["inputs"],
+                             f["outputs"], f["reread"]))
+    return out

@@ -38,6 +38,13 @@ bands of output rows run:
   way; the rows and the pads (top pad on the first band only, bottom on the
   last) are the op's `row_band`. A band may be a channel block too.
 
+A concat run in place (pyocc.planning.scratchpad `_homes`) is not
+written: its inputs' pieces are channel bands of its output
+(`ch{lo}:{hi}/{channels}`, `|{part}` for a part of one), so a producer
+writes a `dnn.subview` of the output's SRAM buffer (or of its band of
+rows), and a band goes to or comes from its `dnn.subview` of the output's
+DRAM home.
+
 Chain cascades run (`chains=true`, the default): consecutive ops, each
 writing one activation only later ops of the chain read by windows, run
 band by band; each op writes the rows `rows{lo}:{hi}` its readers' bands
@@ -90,6 +97,7 @@ from pyocc.planning.npu_simulator import (
     SramBuffer,
     Store,
     Wait,
+    channel_band,
     simulate,
 )
 from pyocc.planning.scratchpad import NpuSchedule, band_rows, channel_range, schedule_scratchpad, tile_rows
@@ -196,6 +204,24 @@ class _Emitter:
         self.spill = self._pool(DRAM_POOL, spill) if spill else None
         self.buffers: dict[str, SSAValue] = {}
         self.tokens: dict[int, SSAValue] = {}
+        self.local_of = {(home, first, end): name for name, (home, first, end) in schedule.homes.items()}
+        """(home tensor, first, end channel) -> the in-place concat input that lives there."""
+        self.whole_home: set[str] = set()
+        """SRAM buffers that hold a whole in-place concat output (its inputs are channel slices of it)."""
+
+    def _local(self, piece: Piece) -> Piece:
+        """`piece` named by the tensor of the IR: a part of a channel band
+        of an in-place concat's output is that part of the concat input
+        living there (the band whole: `all`)."""
+        band = channel_band(piece.part)
+        if band is None:
+            return piece
+        return Piece(self.local_of[(piece.tensor, band[0], band[1])], band[3], piece.bytes)
+
+    def _local_compute(self, ins: Compute) -> Compute:
+        """`ins` with its pieces named by the tensors of the IR (`_local`)."""
+        return Compute(ins.op, ins.macs, ins.sram_bytes, tuple((b, self._local(p)) for b, p in ins.reads),
+                       tuple((b, self._local(p)) for b, p in ins.writes))
 
     def _pool(self, name: str, size: int) -> SSAValue:
         init = d.PoolInitOp.create(result_types=[MemRefType(i8, [size])], properties={
@@ -229,6 +255,11 @@ class _Emitter:
             whole = view.result
         else:
             whole = self._typed(self.dram[piece.tensor], self._root_type(piece.tensor))
+        band = channel_band(piece.part)
+        if band is not None:  # a part of an in-place concat input: in its channel band of the output
+            whole = self._slice(whole, self._root_type(piece.tensor), (1, band[0], band[1]))  # type: ignore[arg-type]
+            piece = self._local(piece)
+            whole = self._typed(whole, self._root_type(piece.tensor))
         if piece.part == "all":
             return whole, None
         cut, rows = self._cut(piece)
@@ -250,6 +281,16 @@ class _Emitter:
         return self.cuts[(piece.tensor, piece.part)]
 
     def _alloc(self, buffer: SramBuffer, first: Piece) -> None:
+        band = channel_band(first.part)
+        if band is not None:
+            if buffer.size >= self.tensors[first.tensor].size:  # the whole output, its inputs written into it
+                self.whole_home.add(buffer.name)
+                first = Piece(first.tensor, "all", buffer.size)
+            elif band[3].startswith("rows") and buffer.size > first.bytes:  # those rows of every channel
+                self.whole_home.add(buffer.name)
+                first = Piece(first.tensor, band[3], buffer.size)
+            else:
+                first = self._local(first)
         type_ = self._root_type(first.tensor)
         if first.part != "all" and buffer.size < self.tensors[first.tensor].size:
             cut, rows = self._cut(first)
@@ -366,10 +407,30 @@ class _Emitter:
             return held[tensor]  # the block's own buffer, typed for it at its allocation
         return self._slice(held[tensor], type_, cut)  # type: ignore[arg-type]
 
+    def _held(self, buffer: SramBuffer, piece: Piece) -> SSAValue:
+        """The SRAM value `piece` is read from or written to in `buffer`:
+        the buffer, or the channel slice of a whole in-place concat output
+        (of a band of its rows, in a chain cascade) that is the concat
+        input `piece` is a part of."""
+        value = self.buffers[buffer.name]
+        band = channel_band(piece.part)
+        if band is None or buffer.name not in self.whole_home:
+            return value
+        root = self._root_type(piece.tensor)
+        local = self._local(piece)
+        rows = band_rows(band[3])
+        if rows is not None:  # rows of the concat input, in the buffer of those rows of every channel
+            root = _with_rows(root, rows[1] - rows[0])  # type: ignore[arg-type]
+            return self._typed(self._slice(value, root, (1, band[0], band[1])),
+                               _with_rows(self._root_type(local.tensor), rows[1] - rows[0]))  # type: ignore[arg-type]
+        return self._typed(self._slice(value, root, (1, band[0], band[1])),  # type: ignore[arg-type]
+                           self._root_type(local.tensor))
+
     def _compute(self, ins: Compute) -> None:
         op = self.facts.ops[ins.op]
-        held = {piece.tensor: self.buffers[b.name] for b, piece in (*ins.reads, *ins.writes)}
-        pieces = {piece.tensor: piece for _, piece in (*ins.reads, *ins.writes)}
+        held = {self._local(piece).tensor: self._held(b, piece) for b, piece in (*ins.reads, *ins.writes)}
+        homes = {self._local(piece).tensor: piece for _, piece in (*ins.reads, *ins.writes)}
+        pieces = {self._local(piece).tensor: self._local(piece) for _, piece in (*ins.reads, *ins.writes)}
         unit = self._blocks[id(ins)]
         slices, rows = unit.slices, unit.rows
         operands: dict[str, list[SSAValue]] = {}
@@ -385,8 +446,8 @@ class _Emitter:
                 operands[name] = [self._operand(v, slices.get(name), rows.get(name), held, pieces) for v in group]
         new_op = type(op).build(operands, [], unit.properties, op.attributes)
         # aligned with the new op's read_values() and destinations()
-        reads = [pieces[self.facts.tensor_of[v]] for v in op.read_values()]
-        writes = [pieces[self.facts.tensor_of[r]] for r in op.results]
+        reads = [homes[self.facts.tensor_of[v]] for v in op.read_values()]
+        writes = [homes[self.facts.tensor_of[r]] for r in op.results]
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in reads])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in writes])
         new_op.attributes["npu.macs"] = i64_attr(ins.macs)
@@ -398,7 +459,8 @@ class _Emitter:
         self.cut_types: dict[tuple[str, str], Attribute] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Compute):
-                unit = self._blocks[id(ins)] = self._block(ins)
+                local = self._local_compute(ins)
+                unit = self._blocks[id(ins)] = self._block(local)
                 op = self.facts.ops[ins.op]
                 fields: dict[str, list[SSAValue]] = {}
                 for name, _ in op.get_irdl_definition().operands:
@@ -406,7 +468,7 @@ class _Emitter:
                     fields[name] = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
                 for r in op.results:
                     fields[f"result:{self.facts.tensor_of[r]}"] = [r]
-                for _, piece in (*ins.reads, *ins.writes):
+                for _, piece in (*local.reads, *local.writes):
                     if piece.part == "all":
                         continue
                     for name in (*unit.slices, *unit.rows):

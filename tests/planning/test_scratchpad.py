@@ -10,11 +10,12 @@ import pytest
 
 from pyocc.planning import PlanningError
 from pyocc.planning.npu_simulator import (
-    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, simulate,
+    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
+    simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _Scheduler, _units, channel_range, run_scratchpad, schedule_no_prefetch,
-    schedule_scratchpad, tile_rows,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
+    schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -141,6 +142,26 @@ def test_floors_by_hand():
     assert program.spill_floor_bytes(150) == 0
 
 
+def test_weight_stream_floor_by_hand():
+    program = _floor_net()
+    # o2's 20 B of weights: beyond 8 B of SRAM, 12 B cross the port while it runs
+    # (2 cycles at 8 B/cycle, under its 10 cycles of MACs); o1 and o3 have none
+    assert program.weight_stream_floor_cycles(NpuCost(), 8) == 2 + 10 + 3
+    # at 1 B/cycle the 12 B take 12 cycles, above o2's compute (2560 MACs at 1024 a
+    # cycle, 170 B at 64: 3); with 20 B of SRAM all of them may be prefetched
+    slow = NpuCost(macs_per_cycle=1024, dram_bytes_per_cycle=1)
+    assert program.weight_stream_floor_cycles(slow, 8) == 2 + 12 + 3
+    assert program.weight_stream_floor_cycles(slow, 20) == 2 + 3 + 3
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
+def test_schedules_stay_above_the_weight_stream_floor(sram):
+    program = _small_net()
+    for cascades in (True, False):
+        result = run_scratchpad(program, sram, cascades=cascades)
+        assert result.cycles >= program.weight_stream_floor_cycles(NpuCost(), sram)
+
+
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
 def test_schedules_without_cascades_stay_above_the_floors(sram):
     program = _small_net()
@@ -157,7 +178,7 @@ def test_an_input_of_the_current_unit_evicted_is_written_back_first():
     T = NpuTensor
     program = NpuProgram((T("x", 64, "input"), T("t", 64, "activation"), T("y", 64, "output")),
                          (NpuOp("a", 64, ("x",), (), ("t",)), NpuOp("b", 64, ("t",), (), ("y",))))
-    units, _ = _units(program, 1024, NpuCost(), False)
+    units, _, _ = _units(program, 1024, NpuCost(), False)
     scheduler = _Scheduler(program, 1024, units)
     buffer = scheduler.allocate(64, "t:all", set(), evict=False)
     scheduler.resident[("t", "all")] = _Entry(buffer, True)
@@ -268,6 +289,25 @@ def test_row_bands_are_exact_rows_in_their_own_buffers():
     assert result.cascades is False and result.as_json()["cascades"] is False
 
 
+def test_row_bands_of_one_channel_block_read_the_weights_whole():
+    # a 1x1 conv on 8 bands of rows whose 40 KiB of weights are above the
+    # streaming threshold of a 128 KiB SRAM (a quarter): with one channel
+    # block every band reads the weights whole, loaded once and kept (they
+    # were streamed as their one block, double-buffered: twice their bytes
+    # of SRAM, which pushed such ops into channel blocks that re-read the input)
+    size = 64 * 16 * 16 * 4
+    program = NpuProgram(
+        (NpuTensor("x", size, "input", 16), NpuTensor("w", 160 * 64 * 4, "weight"),
+         NpuTensor("y", 160 * 16 * 16 * 4, "output", 16)),
+        (NpuOp("y", 160 * 64 * 16 * 16, ("x",), ("w",), ("y",), 16, 0, 160, (), (("x", 1, 1, 0),)),))
+    units, tiling, _ = _units(program, 128 << 10, NpuCost(), False, False)
+    assert tiling["y"][0] > 1 and tiling["y"][1] == 1
+    assert all(need.piece == Piece("w", "all", 160 * 64 * 4) for unit in units for need in unit.reads
+               if need.piece.tensor == "w")
+    result = run_scratchpad(program, 128 << 10, cascades=False)
+    assert sum(t[2] for t in result.simulation.transfers if t[1].startswith("w:")) == 160 * 64 * 4
+
+
 def test_a_chain_keeps_its_inner_bands_in_sram():
     # y (16 KiB) is read only by z, by a window: without (simulated) cascades
     # the two run as one chain, band by band; y's band is the rows z's band
@@ -332,3 +372,180 @@ def test_grouped_channel_blocks_lie_in_a_group_or_are_whole_groups():
     assert op.blocks_run(1) and op.blocks_run(3) and op.blocks_run(6) and op.blocks_run(12)
     assert not op.blocks_run(2)  # [0, 6) spans half of group 1
     assert not op.blocks_run(5)
+
+
+def test_channel_bands_cover_what_they_hold():
+    # a tensor of 4 channels, 100 B each: bands add up; a tile of a band counts once its tiles add up
+    assert covers({"ch0:2/4": 200, "ch2:4/4": 200}, "all", 400)
+    assert covers({"ch0:2/4": 200, "ch2:3/4": 100}, "ch0:3/4", 400)
+    assert covers({"ch0:2/4": 200}, "ch0:2/4|rows1:3", 400)  # rows of a band held whole
+    assert not covers({"ch0:2/4": 200}, "ch0:3/4", 400)  # channel 2 missing
+    assert not covers({"ch0:2/4": 200, "ch3:4/4": 100}, "ch0:4/4", 400)  # a gap
+    assert not covers({"ch2:4/4|tile0.0/2x1": 100}, "ch2:4/4", 400)  # half the band
+    assert covers({"ch2:4/4|tile0.0/2x1": 100, "ch2:4/4|tile1.0/2x1": 100}, "ch2:4/4", 400)
+    # rows of every channel (a concat's band in a chain cascade): held once bands of those rows cover every channel
+    assert covers({"ch0:2/4|rows1:3": 80, "ch2:4/4|rows1:3": 80}, "rows1:3", 400)
+    assert not covers({"ch0:2/4|rows1:3": 80}, "rows1:3", 400)
+    assert not covers({"ch0:2/4|rows1:3": 80, "ch2:4/4|rows0:2": 80}, "rows1:3", 400)
+    assert channel_band("ch2:4/4|rows1:3") == (2, 4, 4, "rows1:3") and channel_band("rows1:3") is None
+    assert band_part(2, 4, 4, "rows1:3") == "ch2:4/4|rows1:3" and band_part(0, 2, 4) == "ch0:2/4"
+
+
+def test_the_simulator_rejects_a_concat_read_before_all_its_bands_are_written():
+    c, x = SramBuffer("bc", 0, 512), SramBuffer("bx", 512, 64)
+    sizes = {"c": 512, "x": 64}
+    half = Compute("a", 0, 320, ((x, Piece("x", "all", 64)),), ((c, Piece("c", "ch0:2/4", 256)),))
+    other = Compute("b", 0, 320, ((x, Piece("x", "all", 64)),), ((c, Piece("c", "ch2:4/4", 256)),))
+    read = Compute("y", 0, 512, ((c, Piece("c", "all", 512)),), ())
+
+    def run(body):
+        return simulate([Alloc(c), Alloc(x), Load(1, x, Piece("x", "all", 64)), Wait(1), *body, Free(c), Free(x)],
+                        sram_size=1024, tensor_bytes=sizes, dram_resident={"x"}, outputs=set())
+
+    run([half, other, read])  # both bands written into the one buffer: the whole is resident
+    with pytest.raises(ScheduleError, match="reads c:all, which is not resident"):
+        run([half, read])
+
+
+def _concat_net(joins=(2, 2)) -> NpuProgram:
+    # two 1x1 convs write 2 channels each of 8 rows of 64 B; a concat joins them; a conv reads the 4 channels
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 512, "input", 8), T("w1", 8, "weight"), T("w2", 8, "weight"), T("w3", 16, "weight"),
+         T("a", 1024, "activation", 8), T("b", 1024, "activation", 8), T("c", 2048, "activation", 8),
+         T("y", 512, "output", 8)),
+        (NpuOp("a", 128, ("x",), ("w1",), ("a",)), NpuOp("b", 128, ("x",), ("w2",), ("b",)),
+         NpuOp("c", 0, ("a", "b"), (), ("c",), joins=joins), NpuOp("y", 256, ("c",), ("w3",), ("y",))),
+    )
+
+
+def test_a_concat_runs_in_place_assembled_in_sram():
+    result = run_scratchpad(_concat_net(), 64 << 10, cascades=False)  # simulated: raises on a broken rule
+    computes = [i for i in result.schedule.instructions if isinstance(i, Compute)]
+    assert [i.op for i in computes] == ["a", "b", "y"]  # no concat
+    # both convs write their channels into one buffer, which the last conv reads whole
+    (ba, pa), = computes[0].writes
+    (bb, pb), = computes[1].writes
+    assert ba == bb == computes[2].reads[0][0] and (pa.part, pb.part) == ("ch0:2/4", "ch2:4/4")
+    assert result.schedule.homes == {"a": ("c", 0, 2), "b": ("c", 2, 4)}
+    copied = run_scratchpad(_concat_net(joins=()), 64 << 10, cascades=False)
+    # the concat read 2 KiB and wrote 2 KiB at 64 B per cycle
+    assert copied.compute_cycles - result.compute_cycles == 4096 // 64
+    assert result.dram_bytes == copied.dram_bytes == result.dram_lower_bound_bytes
+
+
+def test_a_concat_in_place_too_big_for_sram_goes_to_its_dram_home_by_bands():
+    # 3 KiB: the 2 KiB output does not fit half the SRAM: each band is stored to its place, the whole loaded
+    result = run_scratchpad(_concat_net(), 3 << 10, cascades=False, chains=False)
+    stores = [i.piece.part for i in result.schedule.instructions if isinstance(i, Store) and i.piece.tensor == "c"]
+    loads = [i.piece.part for i in result.schedule.instructions if isinstance(i, Load) and i.piece.tensor == "c"]
+    assert sorted(stores) == ["ch0:2/4", "ch2:4/4"] and loads == ["all"]
+    assert not any(isinstance(i, Compute) and i.op == "c" for i in result.schedule.instructions)
+
+
+def test_floors_with_a_concat_in_place_by_hand():
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 10, "input"), T("t1", 100, "activation"), T("t2", 50, "activation"), T("c", 150, "activation"),
+         T("y", 10, "output")),
+        (NpuOp("o1", 0, ("x",), (), ("t1",)), NpuOp("o2", 0, ("t1",), (), ("t2",)),
+         NpuOp("cat", 0, ("t1", "t2"), (), ("c",), joins=(2, 1)), NpuOp("o4", 0, ("c", "t1"), (), ("y",))),
+    )
+    # o1 110 B (2 cycles), o2 150 B (3), the concat nothing, o4 260 B (5)
+    assert program.compute_floor_cycles(NpuCost()) == 2 + 3 + 5
+    # t1 and t2 live in c: before o4, 150 B (not t1 and c, 250 B, as with the concat copying)
+    assert program.spill_floor_bytes(60) == 2 * 90
+    copying = NpuProgram(program.tensors, (*program.ops[:2], NpuOp("cat", 0, ("t1", "t2"), (), ("c",)), program.ops[3]))
+    assert copying.spill_floor_bytes(60) == 2 * 190
+
+
+@pytest.mark.parametrize("sram", [3 << 10, 4 << 10, 64 << 10])
+def test_schedules_with_concats_in_place_stay_above_the_floors(sram):
+    program = _concat_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    assert result.dram_bytes >= result.dram_lower_bound_bytes + program.spill_floor_bytes(sram)
+    assert result.compute_cycles >= program.compute_floor_cycles(NpuCost())
+
+
+def test_a_concat_in_place_fits_where_its_copy_does_not():
+    # at 3 KiB the copying concat (4 KiB of operands, no row bands in this program) does not fit
+    with pytest.raises(PlanningError, match="op 'c' does not fit"):
+        _units(_concat_net(), 3 << 10, NpuCost(), False, in_place=False)
+    run_scratchpad(_concat_net(), 3 << 10, cascades=False)
+
+
+@pytest.mark.parametrize("sram", [5 << 10, 8 << 10, 64 << 10])
+def test_concats_in_place_never_make_the_schedule_slower(sram):
+    # the schedule kept is the fastest of: in place outside chains, in place first, none in place
+    program = _concat_net()
+    units, _, _ = _units(program, sram, NpuCost(), False, in_place=False)
+    copying = _Scheduler(program, sram, units).run()
+    plain = simulate(copying, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
+                     dram_resident={"x", "w1", "w2", "w3"}, outputs={"y"},
+                     dram_offsets=_plan_spills(copying, program.by_name()))
+    assert run_scratchpad(program, sram, cascades=False).cycles <= plain.cycles
+
+
+def test_op_costs_by_hand():
+    # gemm reads x and w, writes a; gemm2 reads a and w again (w was freed: loaded
+    # again), writes y. Timing: x 8 cycles and w 100 on the port, gemm at 108 for
+    # 50 cycles; w again on the port 158..258 (issued at 158): gemm2 at 258 for 50;
+    # y out 308..316
+    program = NpuProgram(
+        (NpuTensor("x", 64, "input"), NpuTensor("w", 800, "weight"), NpuTensor("a", 64, "activation"),
+         NpuTensor("y", 64, "output")),
+        (NpuOp("gemm", 256 * 50, ("x",), ("w",), ("a",)), NpuOp("gemm2", 256 * 50, ("a",), ("w",), ("y",))))
+    BA, BY2 = SramBuffer("ba", 896, 64), SramBuffer("by", 832, 64)  # y where x was
+    A = Piece("a", "all", 64)
+    instructions = [
+        Alloc(BW), Alloc(BX), Alloc(BA), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
+        Compute("gemm", 256 * 50, 928, ((BW, W), (BX, X)), ((BA, A),)), Free(BW), Free(BX),
+        Alloc(BW), Alloc(BY2), Load(3, BW, W), Wait(3),
+        Compute("gemm2", 256 * 50, 928, ((BW, W), (BA, A)), ((BY2, Y),)), Store(4, BY2, Y), Wait(4),
+        Free(BW), Free(BA), Free(BY2),
+    ]
+    simulation = _run(instructions)
+    assert (simulation.cycles, simulation.compute_cycles, simulation.stall_cycles) == (316, 100, 216)
+    gemm, gemm2 = op_costs(program, instructions, simulation, NpuCost())
+    assert (gemm.tiles, gemm.compute_cycles, gemm.stall_cycles) == (1, 50, 108)
+    assert (gemm.weight_bytes, gemm.weight_load_bytes, gemm.input_load_bytes, gemm.output_store_bytes,
+            gemm.reread_bytes) == (800, 800, 64, 0, 0)
+    # the stall before gemm2 (100) and the wait for y after it (8) are gemm2's
+    assert (gemm2.compute_cycles, gemm2.stall_cycles) == (50, 108)
+    assert (gemm2.weight_load_bytes, gemm2.input_load_bytes, gemm2.output_store_bytes, gemm2.reread_bytes) == (
+        800, 0, 64, 800)
+    # floors: 12800 MACs (50 cycles) over 928 bytes (15 cycles) each
+    assert gemm.floor_cycles == gemm2.floor_cycles == 50
+
+
+@pytest.mark.parametrize("sram", [32 * 1024, 1024 * 1024])
+def test_op_costs_add_up_to_the_simulation(sram):
+    program = _small_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    costs = op_costs(program, result.schedule.instructions, result.simulation, result.cost)
+    assert [c.op for c in costs] == [op.name for op in program.ops]
+    assert sum(c.compute_cycles for c in costs) == result.compute_cycles
+    assert sum(c.stall_cycles for c in costs) == result.stall_cycles
+    assert sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs) == result.dram_bytes
+    assert sum(c.tiles for c in costs) == sum(isinstance(i, Compute) for i in result.schedule.instructions)
+    assert all(c.compute_cycles >= c.floor_cycles for c in costs)
+
+
+@pytest.mark.parametrize("sram", [3 << 10, 64 << 10])
+def test_op_costs_and_weight_stream_floor_with_a_concat_in_place(sram):
+    # the concat runs in place: no tiles, a floor of 0 (as in compute_floor_cycles),
+    # and the per-op totals still add up to the simulation's
+    program = _concat_net()
+    result = run_scratchpad(program, sram, cascades=False)
+    costs = {c.op: c for c in op_costs(program, result.schedule.instructions, result.simulation, result.cost)}
+    assert costs["c"].tiles == 0 and costs["c"].floor_cycles == 0 and costs["c"].compute_cycles == 0
+    assert sum(c.floor_cycles for c in costs.values()) == program.compute_floor_cycles(result.cost)
+    assert sum(c.compute_cycles for c in costs.values()) == result.compute_cycles
+    assert sum(c.stall_cycles for c in costs.values()) == result.stall_cycles
+    assert (sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs.values())
+            == result.dram_bytes)
+    assert program.weight_stream_floor_cycles(result.cost, sram) <= result.cycles
+    # the copying concat's floor counts its 4 KiB of operands; the in-place one's does not
+    copying = _concat_net(joins=())
+    assert (copying.weight_stream_floor_cycles(result.cost, sram)
+            - program.weight_stream_floor_cycles(result.cost, sram)) == 4096 // 64

@@ -429,6 +429,15 @@ class DnnComputeOp(IRDLOperation):
                     properties["ceil_mode"] = IntegerAttr(0, i64)
         return reads, properties
 
+    def joined_channels(self) -> tuple[int, ...] | None:
+        """When the result is the inputs laid side by side along the
+        channels (axis 1, every axis before it of extent 1, so each input is
+        one contiguous channel band of the result), the channel count of
+        each input in order: producers may then write their band of the
+        result in place (the scratchpad scheduler's in-place concat). None
+        (the default) for every other op."""
+        return None
+
     def channel_split(self) -> tuple[int, dict[str, int]] | None:
         """How the op runs on a block of its output channels (axis 1 of an
         NCHW result, the last axis of a matrix), for the scratchpad
@@ -1301,6 +1310,14 @@ class ConcatOp(DnnComputeOp):
         row bands into row bands."""
         rank = len(self.output_type().get_shape())
         return rank >= 4 and self.axis.value.data % rank != rank - 2
+
+    def joined_channels(self) -> tuple[int, ...] | None:
+        """The inputs' channel counts when the concat joins them along axis
+        1 with every axis before it of extent 1 (see DnnComputeOp)."""
+        shape = self.output_type().get_shape()
+        if len(shape) < 2 or self.axis.value.data % len(shape) != 1 or shape[0] != 1:
+            return None
+        return tuple(int(v.type.get_shape()[1]) for v in self.inputs)
 
 
 @irdl_op_definition
