@@ -1122,16 +1122,23 @@ class SymbolicModel:
             raise PyoccError(f"{self.lowered.model}: with --dim this model runs the numpy kernels from Python "
                              f"({self.fallback_reason}), which no library can hold; run it with pyocc run --dim, "
                              "or fix the dimension with --shape to write a library")
-        suffix = path.suffix
-        if suffix == ".ll":
-            self.native.write_llvm_ir(path)
-        elif suffix == ".o":
-            self.native.write_object(path)
-        elif suffix == ".so":
-            self.native.write_shared_library(path)
-        else:
-            raise PyoccError(f"{path}: unknown output kind '{suffix}'; use .so, .o or .ll")
-        return path
+        return write_code(self.native, path)
+
+
+def write_code(native: Any, path: Path) -> Path:
+    """Write `native`'s generated code to `path`, the kind by its suffix:
+    .ll (LLVM IR), .o (object) or .so (shared library plus its weights
+    file). An unknown suffix is one PyoccError."""
+    suffix = path.suffix
+    if suffix == ".ll":
+        native.write_llvm_ir(path)
+    elif suffix == ".o":
+        native.write_object(path)
+    elif suffix == ".so":
+        native.write_shared_library(path)
+    else:
+        raise PyoccError(f"{path}: unknown output kind '{suffix}'; use .so, .o or .ll")
+    return path
 
 
 class Model:
@@ -1183,16 +1190,7 @@ class Model:
         """Write the compiled code: .ll (LLVM IR), .o (object) or .so (shared
         library plus its weights file, loadable by pyocc.runtime.loader)."""
         path = Path(path)
-        suffix = path.suffix
-        if suffix == ".ll":
-            self.native.write_llvm_ir(path)
-        elif suffix == ".o":
-            self.native.write_object(path)
-        elif suffix == ".so":
-            self.native.write_shared_library(path)
-        else:
-            raise PyoccError(f"{path}: unknown output kind '{suffix}'; use .so, .o or .ll")
-        return path
+        return write_code(self.native, path)
 
 
 def compile(  # noqa: A001 - the name users expect

@@ -28,18 +28,23 @@ from pyocc.runtime.bridge import STATE_SLOTS, AllocStats, NativeModel, aligned_b
 from pyocc.runtime.jit import weights_path_for
 
 
+def entry_points(library: ctypes.CDLL, name: str) -> dict[str, int]:
+    """The addresses of a model library's NAME_init, NAME_run and
+    NAME_destroy; one PyoccError if one is missing."""
+    addresses = {}
+    for kind in ("init", "run", "destroy"):
+        try:
+            addresses[kind] = ctypes.cast(getattr(library, f"{name}_{kind}"), ctypes.c_void_p).value
+        except AttributeError:
+            raise PyoccError(f"the library has no {name}_{kind}: not a pyocc model library") from None
+    return addresses
+
+
 class SharedLibraryModel(NativeModel):
     """A model run from a shared library; `run` and `alloc_stats` as for the JIT."""
 
     def __init__(self, library: ctypes.CDLL, meta: dict, weight_pool: np.ndarray):
-        name = meta["name"]
-        functions = {}
-        for kind in ("init", "run", "destroy"):
-            try:
-                functions[kind] = ctypes.cast(getattr(library, f"{name}_{kind}"), ctypes.c_void_p).value
-            except AttributeError:
-                raise PyoccError(f"the library has no {name}_{kind}: not a pyocc model library") from None
-        super().__init__(meta, weight_pool, functions, keepalive=library)
+        super().__init__(meta, weight_pool, entry_points(library, meta["name"]), keepalive=library)
 
 
 #: a symbolic library's run: int32_t run(inputs, outputs, weights, state, symbols)
@@ -81,12 +86,7 @@ class SymbolicLibraryModel:
         self.name: str = meta["name"]
         self.weight_pool = weight_pool
         self.ranges: dict[str, tuple[int, int]] = {s["name"]: (s["min"], s["max"]) for s in meta["symbols"]}
-        addresses = {}
-        for kind in ("init", "run", "destroy"):
-            try:
-                addresses[kind] = ctypes.cast(getattr(library, f"{self.name}_{kind}"), ctypes.c_void_p).value
-            except AttributeError:
-                raise PyoccError(f"the library has no {self.name}_{kind}: not a pyocc model library") from None
+        addresses = entry_points(library, self.name)
         self._library = library
         self._run = _SYMBOLIC_RUN(addresses["run"])
         self._destroy: Any = ctypes.CFUNCTYPE(None)(addresses["destroy"])
