@@ -145,8 +145,8 @@ _reclaim_memory)."""
 
 
 class _Reclaim:
-    """The worker's resident size after _reclaim_memory last reclaimed
-    (None until the first test ends)."""
+    """The least resident size the worker had after a test since
+    _reclaim_memory last reclaimed (None until the first test ends)."""
 
     kept: int | None = None
 
@@ -169,7 +169,7 @@ def _reclaim_memory() -> float | None:
     now = current_rss_bytes()
     if now is None:
         return None
-    if _Reclaim.kept is None:
+    if _Reclaim.kept is None or now < _Reclaim.kept:  # what the worker keeps: the least seen since
         _Reclaim.kept = now
     if now - _Reclaim.kept < RECLAIM_AFTER_GROWTH:
         return None

@@ -4,6 +4,7 @@ allocation, the reset brings it back down, malloc_trim gives freed heap back."""
 
 from __future__ import annotations
 
+import gc
 import sys
 
 import numpy as np
@@ -41,3 +42,29 @@ def test_malloc_trim_gives_freed_small_blocks_back() -> None:
     assert grown is not None and trimmed is not None
     assert trimmed < grown - 64 * MIB
     del keep
+
+
+def test_the_suite_reclaims_a_test_s_cyclic_garbage_after_it_grew_the_worker() -> None:
+    """tests/conftest.py's _reclaim_memory: nothing below the growth it
+    waits for; past it, the garbage that only a full collection frees (a
+    cycle holding 128 MiB, as a compiled model's IR holds its kernels and
+    weights) is freed and the worker shrinks back."""
+    from tests.conftest import RECLAIM_AFTER_GROWTH, _Reclaim, _reclaim_memory
+
+    gc.collect()
+    _Reclaim.kept = current_rss_bytes()
+    assert _reclaim_memory() is None  # no growth: no collection
+    gc.disable()  # the cycle must survive until the reclaim, as a test's does between Python's collections
+    try:
+        cycle: dict[str, object] = {"data": np.ones(RECLAIM_AFTER_GROWTH * 2, dtype=np.uint8)}
+        cycle["self"] = cycle
+        del cycle
+        grown = current_rss_bytes()
+        assert grown is not None and _Reclaim.kept is not None
+        assert grown >= _Reclaim.kept + RECLAIM_AFTER_GROWTH
+        assert _reclaim_memory() is not None
+        after = current_rss_bytes()
+        assert after is not None and after < grown - RECLAIM_AFTER_GROWTH
+        assert abs(_Reclaim.kept - after) < 4 * MIB  # the next growth counts from here
+    finally:
+        gc.enable()
