@@ -138,6 +138,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what collection made (gc.freeze): the 316,000 objects of the
+    collected tests, onnx's node test cases and the imported modules live
+    until the end, and a full garbage collection (Python's own, or
+    _reclaim_memory's) then walks only what the tests made since: 0.18 CPU
+    s per collection before, well under a millisecond after."""
+    gc.collect()
+    gc.freeze()
+
+
 RECLAIM_AFTER_GROWTH = 64 * 2**20
 """How far a worker's resident size may grow past what it kept after its
 last reclaim before the next test's teardown reclaims again (see
@@ -163,8 +173,9 @@ def _reclaim_memory() -> float | None:
     many allocations; so a worker kept every large test's garbage (a cuda
     AlexNet test: 230 MB) until the next collection, and the 0.3 GB its
     heap grew by, and stacked the next large test on top (the suite's 1.5+
-    GB worker, issue #19). A full collection costs 10-100 ms, so it runs
-    only after tests that grew the worker, not after each. Returns the
+    GB worker, issue #19). A full collection walks every object the tests
+    made since collection (pytest_collection_finish froze the rest), so it
+    runs only after tests that grew the worker, not after each. Returns the
     seconds it took, None where it did not run."""
     now = current_rss_bytes()
     if now is None:
