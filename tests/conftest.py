@@ -162,7 +162,7 @@ class _Reclaim:
 
 
 RECLAIM_SECONDS = pytest.StashKey[float]()
-"""How long the test's reclaim took, where one ran (for --rss-report)."""
+"""The CPU seconds the test's reclaim took, where one ran (for --rss-report)."""
 
 
 def _reclaim_memory() -> float | None:
@@ -184,11 +184,11 @@ def _reclaim_memory() -> float | None:
         _Reclaim.kept = now
     if now - _Reclaim.kept < RECLAIM_AFTER_GROWTH:
         return None
-    start = time.perf_counter()
+    start = time.process_time()
     gc.collect()
     malloc_trim()
     _Reclaim.kept = current_rss_bytes() or now
-    return time.perf_counter() - start
+    return time.process_time() - start
 
 
 @pytest.hookimpl(wrapper=True)
@@ -244,7 +244,7 @@ def _rss_report(terminalreporter: pytest.TerminalReporter, count: int) -> None:
         files[file] = (max(peak, files.get(file, (0, 0))[0]), after)  # after: the file's last test's
     mib = 2**20
     terminalreporter.section(f"largest resident memory peaks (--rss-report {count})", sep="-")
-    terminalreporter.write_line(f"memory reclaimed after {len(reclaims)} tests in {sum(reclaims):.1f} s")
+    terminalreporter.write_line(f"memory reclaimed after {len(reclaims)} tests in {sum(reclaims):.1f} CPU s")
     terminalreporter.write_line("    peak   kept after  (MiB; each test's worker)")
     for file, (peak, after) in sorted(files.items(), key=lambda kv: -kv[1][0])[:count]:
         terminalreporter.write_line(f"{peak / mib:8.0f} {after / mib:8.0f}    {file}")
