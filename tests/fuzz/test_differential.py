@@ -3,15 +3,15 @@ planner, must match onnxruntime. A wrong plan computes wrong numbers without
 crashing; this is where it shows.
 
 CI runs a bounded, seeded sample: for each setting of CONFIGS, the graphs
-among its first 30 seeds (CANDIDATES) (`seed % len(CONFIGS)` is the setting, so a seed
-still names its failure) that together contain every op kind the generator
-makes, a returned intermediate and a second input (3-6 graphs, chosen
-greedily by random_graphs.covering_seeds), and at least
+among its first CANDIDATES (30) seeds (`seed % len(CONFIGS)` is the
+setting, so a seed still names its failure) that together contain every op
+kind the generator makes, a returned intermediate and a second input (3-6
+graphs, chosen greedily by random_graphs.covering_seeds), and at least
 PYOCC_FUZZ_GRAPHS_PER_SETTING graphs (4 by default): 83 graphs in all.
 The rotation this replaced ran 200 graphs, one setting after another, and
-left 10 of the 18 settings without some op kind (the default pool mode
-never met a Reshape or an Identity) in 1.8x the ops (1,707 against 951) at
-60 CPU s; test_every_setting_meets_every_kind_of_graph checks the cover.
+left 10 of the 18 settings without some op kind (eager mode never met a
+Reshape or an Identity) in 1.8x the ops (1,707 against 951) at 60 CPU s
+against 42; test_every_setting_meets_every_kind_of_graph checks the cover.
 `python bench/fuzz.py --minutes N` runs longer, tries every setting on
 every graph, and saves shrunk reproducers.
 """
