@@ -204,6 +204,48 @@ def random_graph(seed: int, max_ops: int = 14) -> onnx.ModelProto:
     return model
 
 
+def graph_features(model: onnx.ModelProto) -> frozenset[str]:
+    """What a differential run counts as the kinds of graph a setting has
+    met: the op types of `model`, plus "returned intermediate" where a graph
+    output is not the only one (an intermediate read after it is returned)
+    and "two inputs" where the graph has two."""
+    features = {node.op_type for node in model.graph.node}
+    if len(model.graph.output) > 1:
+        features.add("returned intermediate")
+    if len(model.graph.input) > 1:
+        features.add("two inputs")
+    return frozenset(features)
+
+
+def covering_seeds(settings: int, least: int, most: int, candidates: int = 30) -> dict[int, list[int]]:
+    """Seeds for a differential run over `settings` compiler settings,
+    setting k -> its seeds (each `k` modulo `settings`, so that
+    `seed % settings` still names a seed's setting). From setting k's first
+    `candidates` seeds, greedily the one whose graph has the most
+    graph_features the setting has not met yet, until it has met every
+    feature that any candidate graph of any setting has (3-6 graphs for the
+    18 settings of CONFIGS) or has `most` graphs; then the lowest seeds
+    left, up to `least` graphs. A setting that cannot meet every feature
+    in `most` graphs gets its best cover: the caller checks."""
+    features = {seed: graph_features(random_graph(seed)) for seed in range(settings * candidates)}
+    every = frozenset().union(*features.values())
+    chosen: dict[int, list[int]] = {}
+    for setting in range(settings):
+        left = list(range(setting, settings * candidates, settings))
+        unmet = set(every)
+        seeds: list[int] = []
+        while unmet and len(seeds) < most:
+            best = max(left, key=lambda seed: (len(features[seed] & unmet), -seed))
+            if not features[best] & unmet:
+                break
+            seeds.append(best)
+            left.remove(best)
+            unmet -= features[best]
+        seeds += left[:max(0, least - len(seeds))]
+        chosen[setting] = sorted(seeds)
+    return chosen
+
+
 def random_inputs(model: onnx.ModelProto, seed: int) -> dict[str, np.ndarray]:
     """Seeded random float32 inputs for every graph input of `model`."""
     rng = np.random.default_rng(seed + 1_000_003)
