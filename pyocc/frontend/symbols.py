@@ -73,6 +73,13 @@ def symbolic_inputs(model: onnx.ModelProto, dims: Mapping[str, int],
     fixed, or a declared symbol no input has, is one PyoccError."""
     shapes = dict(shapes or {})
     initializers = {t.name for t in model.graph.initializer}
+    params = sorted({d.dim_param for i in model.graph.input if i.type.HasField("tensor_type")
+                     for d in i.type.tensor_type.shape.dim if d.dim_param})
+    misnamed = sorted(set(dims) - set(params))
+    if misnamed:  # before any input's undeclared dimension: a mistyped name is the likelier mistake
+        raise PyoccError(
+            f"--dim names '{misnamed[0]}', which no graph input's dimension is "
+            f"(symbolic dimensions: {', '.join(params) or 'none'})")
     found: dict[str, tuple[int | str, ...]] = {}
     seen: set[str] = set()
     for inp in model.graph.input:
@@ -103,8 +110,6 @@ def symbolic_inputs(model: onnx.ModelProto, dims: Mapping[str, int],
     if unknown and unknown[0] in fixed:
         raise PyoccError(f"--dim names '{unknown[0]}', but --shape fixes every input that has it; drop one of the two")
     if unknown:
-        params = sorted({d.dim_param for i in model.graph.input if i.type.HasField("tensor_type")
-                         for d in i.type.tensor_type.shape.dim if d.dim_param})
         raise PyoccError(
             f"--dim names '{unknown[0]}', which no graph input's dimension is "
             f"(symbolic dimensions: {', '.join(params) or 'none'})")

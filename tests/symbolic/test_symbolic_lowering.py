@@ -282,6 +282,8 @@ def test_plan_json_gives_the_formula_and_the_value_at_the_maximum(encoder_path: 
     (("--dim", "sequence=0"), "--dim 'sequence=0': the maximum must be at least 1"),
     (("--dim", "sequence=8", "--dim", "batch=2"),
      "--dim names 'batch', which no graph input's dimension is (symbolic dimensions: sequence)"),
+    # a mistyped name alone: named as such, not as the undeclared dimension it left
+    (("--dim", "seq=8"), "--dim names 'seq', which no graph input's dimension is (symbolic dimensions: sequence)"),
     (("--dim", "sequence=8", "--target", "cuda"),
      "symbolic shapes (--dim) run on the host only for now; use --target host, or fix the dimensions "
      "with --shape for target cuda"),
