@@ -470,10 +470,7 @@ class _Importer:
         if flat.size != shape[axis] or not np.issubdtype(flat.dtype, np.integer) or \
                 not np.array_equal(flat, np.arange(shape[axis])):
             return node
-        target = f"{node.output[0]}__pyocc_reshape"
-        self.consts[target] = np.array([*shape[:axis], *np.shape(indices), *shape[axis + 1:]], dtype=np.int64)
-        self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
-        return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
+        return self.reshape_node(node, [*shape[:axis], *np.shape(indices), *shape[axis + 1:]])
 
     def gather_nd_as_reshape(self, node: onnx.NodeProto) -> onnx.NodeProto:
         """A GatherND (``batch_dims`` 0) whose (folded) indices ``[..., k]``
@@ -504,9 +501,15 @@ class _Importer:
         every = np.indices(shape[:depth]).reshape(depth, -1).T
         if not np.array_equal(np.asarray(indices).reshape(-1, depth), every):
             return node
+        return self.reshape_node(node, [*np.shape(indices)[:-1], *shape[depth:]])
+
+    def reshape_node(self, node: onnx.NodeProto, shape: Sequence[int]) -> onnx.NodeProto:
+        """A Reshape of `node`'s data input to `shape` (a folded constant),
+        with `node`'s name and outputs: what a gather that reads every index
+        in order is (`gather_as_reshape`, `gather_nd_as_reshape`)."""
         target = f"{node.output[0]}__pyocc_reshape"
-        self.consts[target] = np.array([*np.shape(indices)[:-1], *shape[depth:]], dtype=np.int64)
-        self.types[target] = TensorType(IntegerType(64), [len(self.consts[target])])
+        self.consts[target] = np.array(shape, dtype=np.int64)
+        self.types[target] = TensorType(IntegerType(64), [len(shape)])
         return helper.make_node("Reshape", [node.input[0], target], list(node.output), name=node.name)
 
     def infer_types(self, nodes: list) -> None:
