@@ -155,16 +155,41 @@ def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> Non
     block.add_ops(new_ops)
 
 
+MULTIPLES_FROM = 17
+"""The smallest probe value whose multiples count as multiples of the size
+(`dimension_at`): a smaller one divides too many of a model's own
+dimensions (7 divides 224)."""
+
+
 def small_values(symbol_dim: int) -> tuple[int, ...]:
     """The smaller values of a symbolic dimension an order is compared at:
     1 and the square root of its value (1 and 22 for a probe at 509)."""
     return tuple(sorted({1, max(math.isqrt(symbol_dim), 1)}))
 
 
+def dimension_at(symbol_dim: int, value: int, n: int) -> int:
+    """Dimension `n` of a program lowered at the probe `symbol_dim`, at the
+    size `value`: the probe itself is the size, and from ``MULTIPLES_FROM``
+    on, ``k * symbol_dim**e`` is ``k * value**e`` (a batch of 2 flattened
+    with the sequence is ``2 * S`` rows, scores flattened ``S * S``: the
+    probes are primes, so such a multiple is rarely a dimension of the
+    model's own); any other dimension is the model's own."""
+    if n == symbol_dim:
+        return value
+    if symbol_dim < MULTIPLES_FROM or n == 0:
+        return n
+    power = 0
+    while n % symbol_dim == 0:
+        n //= symbol_dim
+        power += 1
+    return n * value ** power
+
+
 def _bytes_at(symbol_dim: int, value: int, t: Attribute) -> int:
-    """A type's bytes with every dimension equal to `symbol_dim` at `value`."""
+    """A type's bytes with its dimensions at the size `value` (`dimension_at`)."""
     assert isinstance(t, TensorType | MemRefType), t
-    return math.prod(value if n == symbol_dim else n for n in t.get_shape()) * d.element_bytes(t.get_element_type())
+    return math.prod(dimension_at(symbol_dim, value, n) for n in t.get_shape()) * \
+        d.element_bytes(t.get_element_type())
 
 
 @contextmanager
@@ -225,7 +250,8 @@ class DnnReorderPass(ModulePass):
 
     symbol_dim: int = 0
     """A symbolic compile's probe value (0: none): dimensions equal to it
-    are the symbolic size. The order found and that order kept toward the
+    (and, from ``MULTIPLES_FROM`` on, its multiples: `dimension_at`) are
+    the symbolic size. The order found and that order kept toward the
     given one (`keep_given`) have the same peak here; the one taken is the
     one closer to the other's peak at small values of the size (1 and the
     square root of the probe), where what was free at this size is not."""

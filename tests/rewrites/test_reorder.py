@@ -13,6 +13,7 @@ import onnx
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType, f32
 
 import pyocc
 from pyocc.analysis.liveness import analyze_function
@@ -21,7 +22,7 @@ from pyocc.examples.branches import build as branches_model
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import is_topological, peak_of
-from pyocc.rewrites.dnn_reorder import reorder_function, schedule_graph
+from pyocc.rewrites.dnn_reorder import _bytes_at, dimension_at, reorder_function, schedule_graph
 from tests.conftest import light_model_path
 from tests.tools.inprocess import run_tool
 
@@ -123,3 +124,21 @@ def test_cli_reorder_flag(tmp_path: Path) -> None:
     assert bad.returncode == 1
     assert bad.stderr.strip().splitlines() == [
         "pyocc: error: dnn-reorder: unknown strategy 'magic' (choose from auto, exact, greedy, given)"]
+
+
+def test_a_symbolic_probe_counts_its_multiples_as_multiples_of_the_size() -> None:
+    """A symbolic compile compares two orders at small values of the size
+    (dnn-reorder{symbol_dim}). At batch 2 the classic BERT export's linear
+    layers run on [2 * S, hidden]: rows of 1,018 at the probe 509, which
+    were counted as 1,018 rows at every size, so the order was chosen on
+    wrong sizes (1.081x the static plan at S = 17). A multiple of the probe
+    (a prime) is that multiple of the size; a small probe only itself."""
+    assert dimension_at(509, 22, 509) == 22
+    assert dimension_at(509, 22, 2 * 509) == 2 * 22
+    assert dimension_at(509, 22, 4 * 509 * 509) == 4 * 22 * 22
+    assert dimension_at(509, 22, 768) == 768
+    assert dimension_at(509, 22, 0) == 0
+    assert dimension_at(7, 2, 7) == 2
+    assert dimension_at(7, 2, 14) == 14  # below MULTIPLES_FROM: 7 divides too many of a model's own sizes
+    assert _bytes_at(509, 1, TensorType(f32, [2 * 509, 32])) == 2 * 32 * 4
+    assert _bytes_at(509, 17, TensorType(f32, [2, 4, 509, 509])) == 2 * 4 * 17 * 17 * 4
