@@ -65,6 +65,15 @@ planner chooses the cuts:
    value, made symbolic (step 2 runs the search only where the heuristic
    plans leave a value good, so there was none where they leave it bad).
 
+5. then the cuts themselves are checked: the best segmentation of the
+   whole range into at most ``MAX_PIECES`` pieces, each with one of the
+   static plans made so far made symbolic (two dynamic programs over the
+   pieces' ends: the lowest worst ratio over the bound, then the lowest
+   sum), replaces the pieces when its worst ratio is lower, or, while a
+   piece is still bad, as low with a lower mean. One cut at a time, where
+   the bad values suggest, misplaces cuts when a piece is bad at every
+   scale (DistilBERT at batch 2: 1, 2..8, 9 and 10..512, 1.12x at S = 12).
+
 Candidates are ranked by their worst ratio over the bound, then by their
 mean ratio (many layouts tie at the top of the range, where the worst is).
 
@@ -125,6 +134,11 @@ is kept only while that ratio exceeds ``1 + FIX_THRESHOLD`` (#21's goal,
 than the bytes are worth (BERT's planning took 3x longer for 2%)."""
 MAX_PIECES = 4
 """The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
+SEGMENT_RESOLUTION = 24
+"""`_Planner.segmented` ends pieces where ``ln(value - low + 1)`` passes a
+multiple of ``1 / SEGMENT_RESOLUTION``: at any value up to 24, every 4% of
+the value above (150 places in 1..512), so that its dynamic programs stay
+small."""
 STATIC_CHECKS = 32
 """The most values a static plan is made at to look for cuts, per problem."""
 
@@ -650,7 +664,65 @@ class _Planner:
             if parts is None:
                 break  # no cut helps: keep one piece there
             layouts[k:k + 1] = parts
-        return [self.retouch(layout).piece for layout in layouts]
+        layouts = [self.retouch(layout) for layout in layouts]
+        pieces = [layout.piece for layout in layouts]
+        return self.segmented(pieces, any(self.bad_values(layout) for layout in layouts))
+
+    def segmented(self, pieces: list[Piece], bad: bool) -> list[Piece]:
+        """`pieces` (the cut search's; `bad`: one of them is still bad), or the best segmentation of the
+        range into at most ``MAX_PIECES`` pieces, each with one of the
+        static plans made so far made symbolic (`best_made`, `_stacked`:
+        valid at every value), when that is better over the whole range
+        (`_segment`, against the bound plus the alignment slack as
+        `_layout_score` does): its worst ratio is lower, or, while a piece
+        is still bad, as low with a lower mean. The cut search cuts one piece at a time
+        where its bad values suggest; where a piece is bad at every scale
+        it peeled single values off its ends: DistilBERT (classic, batch
+        2) got 1, 2..8, 9 and 10..512, 1.043x at S = 128, where one layout
+        is within 0.5% over 1..24, one over 24..128 and one over 64..512."""
+        problem = self.problem
+        if not problem.buffers:
+            return pieces
+        grid = _grid(problem)
+        (name, values), = grid.items()
+        sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
+        bound = _max_live(problem, sizes)
+        slack = max(sum(b.alignment - 1 for b in problem.buffers), 1)
+        layouts = []
+        seen: set[bytes] = set()
+        for key, plan in sorted(self.best_made(problem).items()):
+            layout = _stacked(problem, sizes, dict(key), plan)
+            if layout[2].tobytes() not in seen:  # one of the layouts with the same pools
+                seen.add(layout[2].tobytes())
+                layouts.append(layout)
+        if not layouts:
+            return pieces
+        ratios = np.array([pool for _, _, pool in layouts], dtype=np.float64) / (bound + slack)
+        # pieces end at the ends of runs of grid points, every value up to
+        # SEGMENT_RESOLUTION, then ever longer runs (the same share of the value)
+        low = problem.ranges[name][0]
+        keys = np.floor(np.log(values - low + 1) * SEGMENT_RESOLUTION).astype(np.int64)
+        blocks = np.split(np.arange(len(values)), np.flatnonzero(np.diff(keys)) + 1)
+        segments = [(int(blocks[i][0]), int(blocks[j][-1]), k) for i, j, k in _segment(
+            np.stack([ratios[:, b].max(axis=1) for b in blocks], axis=1),
+            np.stack([ratios[:, b].sum(axis=1) for b in blocks], axis=1), MAX_PIECES)]
+        current = np.zeros(len(values), dtype=np.int64)
+        for piece in pieces:
+            low, high = piece.ranges[name]
+            inside = (values >= low) & (values <= high)
+            current[inside] = _pool(problem, sizes, piece.below, piece.order)[inside]
+        chosen = np.concatenate([ratios[k, i:j + 1] for i, j, k in segments])
+        mine = current / (bound + slack)
+        worse = chosen.max() > mine.max() or (chosen.max() == mine.max() and (not bad or chosen.mean() >= mine.mean()))
+        if worse:
+            return pieces
+        low, high = problem.ranges[name]
+        result = []
+        for n, (i, j, k) in enumerate(segments):
+            top = high if n == len(segments) - 1 else int(values[j])
+            result.append(Piece({name: (low, top)}, layouts[k][0], layouts[k][1]))
+            low = top + 1
+        return result
 
     def retouch(self, layout: _Layout) -> _Layout:
         """`layout`, or, when it is still bad somewhere (no more cuts, or none
@@ -819,6 +891,69 @@ def _layout_score(pool: np.ndarray, bound: np.ndarray, slack: int) -> tuple[floa
     S = 2, where the search's plan at 2, 1,412 B, was as good at 6)."""
     ratio = pool / (bound + max(slack, 1))
     return float(np.max(ratio)), float(np.mean(ratio))
+
+
+def _segment(maxima: np.ndarray, sums: np.ndarray, most: int) -> list[tuple[int, int, int]]:
+    """The segmentation of the blocks (columns; one row per layout: its
+    largest ratio and its sum of ratios in each block) into at most `most`
+    runs of consecutive blocks ``(first, last, layout)`` whose largest
+    ratio is smallest, then, among those, whose sum of ratios is smallest,
+    then with the fewest runs: two dynamic programs over the runs' ends,
+    the second keeping only runs within the first's optimum."""
+    count, n = maxima.shape
+    after = np.arange(n)[None, :] >= np.arange(n)[:, None]  # [first, last]: last >= first
+    worst = np.full((n, n), np.inf)
+    for row in maxima:
+        worst = np.minimum(worst, np.where(after, np.maximum.accumulate(np.where(after, row[None, :], -np.inf),
+                                                                        axis=1), np.inf))
+    optimum = _best_split(worst, most, np.maximum)[0]
+    # the sum of each layout's ratios over [first, last], where its worst there is within the optimum
+    within = np.full((n, n), np.inf)
+    chosen = np.zeros((n, n), dtype=np.int64)
+    totals = np.concatenate([np.zeros((count, 1)), np.cumsum(sums, axis=1)], axis=1)
+    for k, row in enumerate(maxima):
+        running = np.maximum.accumulate(np.where(after, row[None, :], -np.inf), axis=1)
+        total = np.where(after & (running <= optimum * (1 + 1e-12)), totals[k][None, 1:] - totals[k][:, None][:n],
+                         np.inf)
+        better = total < within
+        within = np.where(better, total, within)
+        chosen = np.where(better, k, chosen)
+    _, ends = _best_split(within, most, np.add)
+    segments = []
+    last = n - 1
+    for first in ends:
+        segments.append((first, last, int(chosen[first, last])))
+        last = first - 1
+    return segments[::-1]
+
+
+def _best_split(cost: np.ndarray, most: int, combine: np.ufunc) -> tuple[float, list[int]]:
+    """The split of ``0..n-1`` into at most `most` segments with the least
+    total (`combine`: maximum or add) of ``cost[first, last]``, fewest
+    segments on ties: (that total, the segments' firsts from the last
+    segment back)."""
+    n = cost.shape[0]
+    best = cost[0].copy()  # best[j]: 0..j in one segment
+    starts = [np.zeros(n, dtype=np.int64)]
+    tables = [best]
+    for _ in range(most - 1):
+        # previous[i - 1] combined with cost[i, j], for i >= 1
+        candidates = combine(tables[-1][:-1, None], cost[1:, :])
+        first = np.argmin(candidates, axis=0)
+        value = candidates[first, np.arange(n)]
+        improved = value < tables[-1]
+        tables.append(np.where(improved, value, tables[-1]))
+        starts.append(np.where(improved, first + 1, -1))
+    total = float(tables[-1][n - 1])
+    ends: list[int] = []
+    j, level = n - 1, len(tables) - 1
+    while j >= 0:
+        while level > 0 and starts[level][j] < 0:
+            level -= 1
+        first = int(starts[level][j]) if level > 0 else 0
+        ends.append(first)
+        j, level = first - 1, level - 1
+    return total, ends
 
 
 def _cut_points(bad: Mapping[int, float], low: int, high: int) -> list[int]:

@@ -378,6 +378,43 @@ def test_bad_values_at_both_ends_are_cut_at_the_widest_gap() -> None:
         assert plan.pool_bytes(values) <= 1.05 * best, s
 
 
+DISTILBERT_BATCH2 = Path(__file__).parent / "data" / "distilbert_classic_batch2_symbolic.json"
+"""DistilBERT's planning problem at batch 2 (bench/zoo.py's distilbert, 2
+layers, classic export, sequence in 1..512), written by the symbolic compile."""
+
+
+def test_pieces_bad_at_every_scale_are_placed_by_segmentation() -> None:
+    """Its one layout is bad at every scale (1.07 to 1.25x the best static
+    plan over 1..256). The cut search peeled single values off its ends
+    (pieces 1, 2..8, 9, 10..512) and left 1.122x at S = 12 and 1.043x at
+    128. The best segmentation of the range over the static plans made
+    while looking for cuts has one layout within 0.5% over 1..64 and two
+    more above."""
+    problem = symbolic_problem_from_json(json.loads(DISTILBERT_BATCH2.read_text()))
+    plan = plan_symbolic(problem)
+    assert len(plan.pieces) <= symbolic.MAX_PIECES
+    algorithms = (*symbolic.STATIC_ALGORITHMS, symbolic.SEARCH_ALGORITHM)
+    for s in (1, 2, 12, 17, 33, 128, 256, 384, 512):
+        values = {"sequence": s}
+        best = min(plan_memory(problem.at(values), a).pool_size for a in algorithms)
+        assert plan.pool_bytes(values) <= 1.005 * best, s
+
+
+def test_segmentation_minimises_the_worst_then_the_sum_with_few_pieces() -> None:
+    """Three layouts over six blocks: the first good at the start, the
+    second at the end, the third never best. Two pieces reach a worst of
+    1.0; a third piece could only lower the sum, which it does not here."""
+    ratios = np.array([[1.0, 1.0, 1.0, 1.2, 1.3, 1.4],
+                       [1.5, 1.4, 1.3, 1.0, 1.0, 1.0],
+                       [1.1, 1.1, 1.1, 1.1, 1.1, 1.1]])
+    assert symbolic._segment(ratios, ratios, 4) == [(0, 2, 0), (3, 5, 1)]
+    assert symbolic._segment(ratios, ratios, 1) == [(0, 5, 2)]  # one piece: the layout with the lowest worst
+    # the worst first: two layouts that tie on it, the one with the lower sum
+    ties = np.array([[1.2, 1.0, 1.0], [1.2, 1.1, 1.1]])
+    assert symbolic._segment(ties, ties, 1) == [(0, 2, 0)]
+    assert symbolic._best_split(np.array([[1.0, 2.0], [np.inf, 1.0]]), 2, np.maximum) == (1.0, [1, 0])
+
+
 def test_layouts_with_the_same_worst_ratio_are_ranked_by_their_mean() -> None:
     """Two pools equal at the top, where the ratio is worst: the one smaller
     below scores better; a lower worst ratio still beats any mean."""
