@@ -84,7 +84,8 @@ problem always gets the same pieces. Only problems with one symbol are cut
 (with several, the pieces would be boxes and their number would multiply);
 the others get one piece, as before. Measured on tests/graphs.py's graphs
 at 1..512 (docs/memory.md): one piece for the encoder, two for the
-others, and every value within 1.6% of the best static plan.
+GPT-2- and ViT-style graphs, three for the BERT-style one (segmented,
+step 5), and every value within 1.6% of the best static plan.
 
 The verifier checks that the pieces cover the range exactly, in order, and
 every piece over its own sub-range as above.
