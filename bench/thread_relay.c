@@ -18,8 +18,10 @@ static body_fn job_body;
 static void *job_context;
 static int64_t job_begin, job_end;
 static int cross;
-/* nanoseconds of chunk work per thread (0: the caller, 1: the helper); chunks run per thread */
-int64_t relay_ns[2], relay_chunks[2];
+/* nanoseconds of chunk work per thread (0: the caller, 1: the helper); chunks run per thread;
+ * nanoseconds by the kind of body the script names (relay_kind, set before each parallel-for) */
+int64_t relay_ns[2], relay_chunks[2], relay_kind_ns[8];
+int64_t relay_kind;
 
 static int64_t thread_ns(void) {
     struct timespec t;
@@ -38,7 +40,9 @@ static void *helper_main(void *arg) {
         if (s == 3) return NULL;
         int64_t t0 = thread_ns();
         job_body(job_context, job_begin, job_end);
-        relay_ns[1] += thread_ns() - t0;
+        int64_t spent = thread_ns() - t0;
+        relay_ns[1] += spent;
+        relay_kind_ns[relay_kind & 7] += spent;
         relay_chunks[1]++;
         atomic_store(&state, 2);
     }
@@ -72,7 +76,9 @@ void relay_parallel_for(body_fn body, void *context, int64_t count, int64_t per_
         } else {
             int64_t t0 = thread_ns();
             body(context, begin, end);
-            relay_ns[0] += thread_ns() - t0;
+            int64_t spent = thread_ns() - t0;
+            relay_ns[0] += spent;
+            relay_kind_ns[relay_kind & 7] += spent;
             relay_chunks[0]++;
         }
     }

@@ -45,6 +45,10 @@ from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
 from serial_share import timed_build  # noqa: E402  (bench/, the script's own folder)
 
 SOURCE = Path(__file__).with_name("thread_relay.c")
+#: what a parallel-for runs, by its body's name (as bench/thread_scaling.py): a split sgemm or sgemv, an
+#: outlined loop of a convolution (`part`: im2col, or a pass where the product is not split), an
+#: element kernel's body
+KINDS = {"sgemm": 0, "sgemv": 1, "part": 2, "body": 3}
 
 
 def instrument(llvm_ir: str, name: str, sites: int) -> str:
@@ -55,8 +59,25 @@ def instrument(llvm_ir: str, name: str, sites: int) -> str:
     if not pattern.search(llvm_ir):
         raise SystemExit(f"no {symbol} in the module: was it compiled for two threads?")
     text = pattern.sub(f'define internal void @"{symbol}.pool"(', llvm_ir)
+    # each call through a wrapper for its body's kind, which tells the relay (relay_kind) first
+    site_body = rf'@"{re.escape(name)}_site_\d+(?:_sizes)?\.([\w.]+)"'
+    calls = re.compile(rf'call void @"{re.escape(symbol)}"\(([^@\n]*{site_body})')
+
+    def by_kind(match: re.Match) -> str:
+        kind = match.group(2).split(".")[0]
+        return f'call void @"{symbol}.{kind if kind in KINDS else "other"}"({match.group(1)}'
+
+    text = calls.sub(by_kind, text)
+    extra = [f'@"{name}_relay" = global ptr null', f'@"{name}_relay_kind" = global ptr null']
+    for kind, index in [*KINDS.items(), ("other", len(KINDS))]:
+        extra += [f'define internal void @"{symbol}.{kind}"(ptr %body, ptr %context, i64 %count, i64 %per) {{',
+                  f'  %kind = load ptr, ptr @"{name}_relay_kind"',
+                  f"  store i64 {index}, ptr %kind",
+                  f'  call void @"{symbol}"(ptr %body, ptr %context, i64 %count, i64 %per)',
+                  "  ret void",
+                  "}"]
     return text + "\n".join([
-        f'@"{name}_relay" = global ptr null',
+        *extra,
         f'define internal void @"{symbol}"(ptr %body, ptr %context, i64 %count, i64 %per) {{',
         f'  %relay = load ptr, ptr @"{name}_relay"',
         "  call void %relay(ptr %body, ptr %context, i64 %count, i64 %per)",
@@ -82,7 +103,11 @@ def measure(model_name: str, runs: int, relay: ctypes.CDLL) -> dict[str, list[fl
     pointer = ctypes.c_void_p.from_address(engine.get_global_value_address(f"{name}_relay"))
     pointer.value = ctypes.cast(relay.relay_parallel_for, ctypes.c_void_p).value
     spent = (ctypes.c_int64 * 2).in_dll(relay, "relay_ns")
+    by_kind = (ctypes.c_int64 * 8).in_dll(relay, "relay_kind_ns")
+    ctypes.c_void_p.from_address(engine.get_global_value_address(f"{name}_relay_kind")).value = \
+        ctypes.addressof(ctypes.c_int64.in_dll(relay, "relay_kind"))
     samples: dict[str, list[float]] = {"local": [], "same": [], "cross": []}
+    kinds: dict[str, list[list[float]]] = {mode: [] for mode in samples}
     helper_cpu = {"local": 0, "same": 0, "cross": 1}
     os.sched_setaffinity(0, {0})  # this (the calling) thread on CPU 0
     try:
@@ -91,13 +116,17 @@ def measure(model_name: str, runs: int, relay: ctypes.CDLL) -> dict[str, list[fl
                 relay.relay_start(int(mode != "local"), helper_cpu[mode])
                 timed.run(inputs)  # untimed: caches and the helper settle
                 spent[0] = spent[1] = 0
+                ctypes.memset(by_kind, 0, ctypes.sizeof(by_kind))
                 timed.run(inputs)
                 relay.relay_stop()
                 if round_:
                     samples[mode].append((spent[0] + spent[1]) / 1e6)
+                    kinds[mode].append([by_kind[i] / 1e6 for i in range(len(KINDS) + 1)])
     finally:
         os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
     timed.close()
+    for mode in list(samples):  # per kind: the median over runs, as one more row of samples
+        samples[f"{mode} by kind"] = [statistics.median(run[i] for run in kinds[mode]) for i in range(len(KINDS) + 1)]
     return samples
 
 
@@ -114,14 +143,24 @@ def main() -> None:
         raise SystemExit("thread_relay: needs two CPUs")
     print("| model | load average | chunk CPU ms, local (median, least) | same | cross | cross / same |")
     print("|---|---|---:|---:|---:|---:|")
+    kinds: list[tuple[str, dict]] = []
     with tempfile.TemporaryDirectory() as directory:
         relay = build(Path(directory))
         for name in args.models:
             before = os.getloadavg()[0]
             samples = measure(name, args.runs, relay)
-            cells = [f"{statistics.median(samples[mode]):.2f} ({min(samples[mode]):.2f})" for mode in samples]
+            modes = ("local", "same", "cross")
+            cells = [f"{statistics.median(samples[mode]):.2f} ({min(samples[mode]):.2f})" for mode in modes]
             ratio = statistics.median(samples["cross"]) / statistics.median(samples["same"])
             print(f"| {name} | {before:.1f}-{os.getloadavg()[0]:.1f} | {' | '.join(cells)} | {ratio:.2f} |", flush=True)
+            kinds.append((name, samples))
+    print("\n| model | body kind | chunk CPU ms, local | same | cross | cross / same |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, samples in kinds:
+        for kind, index in [*KINDS.items(), ("other", len(KINDS))]:
+            local, same, cross = (samples[f"{mode} by kind"][index] for mode in ("local", "same", "cross"))
+            if max(local, same, cross) > 0:
+                print(f"| {name} | {kind} | {local:.2f} | {same:.2f} | {cross:.2f} | {cross / max(same, 1e-9):.2f} |")
 
 
 if __name__ == "__main__":
