@@ -656,7 +656,9 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     (`im2col` false: pointwise) one sgemm over the block's input. The block
     starts as the residual (bias added after) or as the bias, and every
     sgemm adds onto it (beta = 1); the activation runs on the block while
-    it is in cache. `transform` (preact_conv) is for group 1 only. With
+    it is in cache. On threads, a block whose product is one sgemm runs
+    both passes inside the parts of its split product (Passes), each on
+    its own outputs. `transform` (preact_conv) is for group 1 only. With
     `sizes` (im2col, group 1) the input channels and the block come from
     run time (a kernel shared by sites that differ only in those); with
     RowSizes (a tiled op's patches) its rows and blocks, `g` having its

@@ -26,6 +26,10 @@ kernels are written):
   products: its small-matrix kernels (up to 100^3 multiply-adds) round
   differently, so a block holds a multiple of SGEMM_COLUMN_BLOCK columns
   (SGEMM_ROW_BLOCK rows) and at least SGEMM_PARALLEL_MACS multiply-adds;
+- a split sgemm given `Passes` (a convolution block's first and last
+  pass over its outputs) runs them inside each part, on that part's own
+  columns or rows, so the outputs stay in one core's cache
+  (docs/performance.md, "What two threads do to each other");
 - a large sgemv with one dot product per element of y is split by
   elements of y (Kernel.sgemv);
 - `Kernel.parallel_loop` runs a loop of independent iterations (a
