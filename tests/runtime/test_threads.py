@@ -431,3 +431,81 @@ def test_which_convolutions_get_workspace_copies() -> None:
     assert [im2col_copies(*shapes, 258048, threads) for threads in (1, 2, 5, 8)] == [1, 2, 5, 6]
     assert im2col_copies(*shapes, 866880, 2) == 1
     assert im2col_copies([1, 128, 7, 7], [32, 128, 3, 3], [1, 32, 7, 7], 225792, 2) == 1
+
+
+def fused_pass_convs() -> onnx.ModelProto:
+    """Two convolutions whose sgemm the threads split, each with a first and
+    a last pass over more than PARALLEL_MIN_WORK outputs: a 3x3 one (im2col,
+    64 output channels, 144 deep) starting from a residual and ending in
+    bias and Relu, its product split by columns, and a pointwise one (512
+    output channels, 144 columns of 256 deep) starting from its bias and
+    ending in Relu, whose product C has fewer columns than rows: split by
+    rows."""
+    rng = np.random.default_rng(31)
+
+    def init(name: str, array: np.ndarray) -> onnx.TensorProto:
+        return numpy_helper.from_array(array.astype(np.float32), name)
+
+    inits = [init("w3", rng.standard_normal((64, 16, 3, 3)) * 0.2), init("b3", rng.standard_normal(64)),
+             init("skip", rng.standard_normal((1, 64, 48, 48))),
+             init("w1", rng.standard_normal((512, 256, 1, 1)) * 0.05), init("b1", rng.standard_normal(512))]
+    nodes = [helper.make_node("Conv", ["x", "w3", "b3"], ["c3"], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c3", "skip"], ["sum"]),
+             helper.make_node("Relu", ["sum"], ["y3"]),
+             helper.make_node("Conv", ["x1", "w1", "b1"], ["c1"]),
+             helper.make_node("Relu", ["c1"], ["y1"])]
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16, 48, 48]),
+              helper.make_tensor_value_info("x1", TensorProto.FLOAT, [1, 256, 12, 12])]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None) for name in ("y3", "y1")]
+    graph = helper.make_graph(nodes, "passes", inputs, outputs, inits)
+    return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+
+
+def _function_bodies(ir_text: str, pattern: str) -> dict[str, str]:
+    """name -> body of each function defined in `ir_text` whose name matches `pattern`."""
+    bodies = {}
+    for match in re.finditer(rf'^define [^\n]*@"?({pattern})"?\(', ir_text, re.M):
+        bodies[match.group(1)] = ir_text[match.start():ir_text.index("\n}", match.start())]
+    return bodies
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_split_convolution_products_run_their_passes_in_each_part(threads: int) -> None:
+    """On threads, a convolution block whose product is split runs its first
+    pass (the residual or bias) and last pass (bias, Relu) inside each part
+    of the product, on that part's own columns or rows, so one thread
+    writes, multiplies into and finishes each output: one parallel-for
+    for the three (the old kernel ran each pass as a parallel-for of its
+    own over output channels, three for a pointwise block, four with
+    im2col). The bytes stay those of one thread; the values onnxruntime's."""
+    ort = pytest.importorskip("onnxruntime")
+    model = fused_pass_convs()
+    rng = np.random.default_rng(32)
+    x = {"x": rng.standard_normal((1, 16, 48, 48)).astype(np.float32),
+         "x1": rng.standard_normal((1, 256, 12, 12)).astype(np.float32)}
+    # (lazy: the im2col workspace holds the whole image, one block, no per-thread copies)
+    one = pyocc.compile(model, memory="lazy")
+    on_threads = pyocc.compile(model, memory="lazy", threads=threads)
+    sites = on_threads.native.meta["sites"]
+    assert [site["kernel"] for site in sites] == ["conv", "conv"]  # the Add and both Relus fused into them
+    assert "copies" not in sites[0]["workspace"]
+    kernels = _function_bodies(on_threads.native.llvm_ir, r"\w+_site_\d+")
+    assert len(kernels) == 2, sorted(kernels)
+    calls = [len(PARALLEL_CALL.findall(body)) for body in kernels.values()]
+    # 3x3: its im2col's channels, then the product (split by columns: known at compile time);
+    # pointwise: the product's two ways of splitting (by columns or rows, chosen at run time).
+    # The old kernels had a parallel-for for each pass too: 4 and 4.
+    assert calls == [2, 2], calls
+    loops = _function_bodies(on_threads.native.llvm_ir, r"\w+_site_\d+\.part(\.\d+)?")
+    assert len(loops) == 1, f"only the im2col runs as an outlined loop: {sorted(loops)}"
+    parts = _function_bodies(on_threads.native.llvm_ir, r"\w+_site_\d+\.sgemm(\.\d+)?")
+    assert parts and all("@llvm.maxnum" in body or "fcmp" in body for body in parts.values()), \
+        "every part of a split product finishes its outputs (Relu)"
+    want = one.run(x)
+    reference = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)
+    for expected, name in zip(reference, ("y3", "y1"), strict=True):
+        np.testing.assert_allclose(want[name], expected, rtol=1e-4, atol=1e-4)
+    for _ in range(2):
+        got = on_threads.run(x)
+        for name, expected in want.items():
+            np.testing.assert_array_equal(got[name], expected, err_msg=f"{name} on {threads} threads")

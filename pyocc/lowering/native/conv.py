@@ -66,6 +66,7 @@ from pyocc.lowering.native.dense_ir import (
     VECTOR,
     Kernel,
     NotNative,
+    Passes,
     all_float32,
     require_float32,
 )
@@ -655,7 +656,9 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     (`im2col` false: pointwise) one sgemm over the block's input. The block
     starts as the residual (bias added after) or as the bias, and every
     sgemm adds onto it (beta = 1); the activation runs on the block while
-    it is in cache. `transform` (preact_conv) is for group 1 only. With
+    it is in cache. On threads, a block whose product is one sgemm runs
+    both passes inside the parts of its split product (Passes), each on
+    its own outputs. `transform` (preact_conv) is for group 1 only. With
     `sizes` (im2col, group 1) the input channels and the block come from
     run time (a kernel shared by sites that differ only in those); with
     RowSizes (a tiled op's patches) its rows and blocks, `g` having its
@@ -725,20 +728,45 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
                            "start": start, "count": count, "positions": positions}
 
-                def init(local: ir.Value, v: dict[str, Any]) -> None:
+                def init_columns(local: ir.Value, first: ir.Value | int, columns: ir.Value | int,
+                                 v: dict[str, Any]) -> None:
+                    """Output channel `local`'s block columns [first, first + columns) start as
+                    the residual, else as the bias (or 0)."""
                     oc = k.add(v["first_out"], local)
-                    plane = k.add(k.mul(oc, v["positions"]), v["start"])
+                    plane = k.add(k.add(k.mul(oc, v["positions"]), v["start"]), first)
                     if v["residual"] is not None:
-                        _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), v["count"])
+                        _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), columns)
                     elif v["bias"] is not None:
-                        k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), v["count"])
+                        k.fill(k.element(v["out"], plane), k.load(v["bias"], oc), columns)
                     else:
-                        _copy_or_zero(k, k.element(v["out"], plane), None, v["count"])
+                        _copy_or_zero(k, k.element(v["out"], plane), None, columns)
 
-                k.parallel_loop(group_outs, block_work, outputs, init)
+                def finish_columns(local: ir.Value, first: ir.Value | int, columns: ir.Value | int,
+                                   v: dict[str, Any]) -> None:
+                    """Bias (after a residual) and activation on those columns."""
+                    oc = k.add(v["first_out"], local)
+                    late = v["bias"] if v["residual"] is not None else None
+                    _epilogue(k, k.element(v["out"], k.add(k.add(k.mul(oc, v["positions"]), v["start"]), first)),
+                              late, oc, columns, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
+
+                # bias (after a residual) + activation while the block's outputs are in cache
+                late_bias = bias if residual_image is not None else None
+                finishes = late_bias is not None or kwargs.get("activation") is not None
+                # one slice (the common case): a depth known at compile time, so
+                # the product can be split between threads (Kernel.sgemm)
+                one_slice = isinstance(channels_per_slice, int) and isinstance(group_channels, int) \
+                    and channels_per_slice >= group_channels
+                # on threads, a block's product of one sgemm takes the first and last passes into its
+                # parts: each thread writes, multiplies into and finishes its own outputs (Passes)
+                fused = k.parallel_for_available() and (not im2col or one_slice)
+                passes = Passes(init_columns, finish_columns if finishes else None, outputs, block_work) \
+                    if fused else None
+                if not fused:
+                    k.parallel_loop(group_outs, block_work, outputs,
+                                    lambda local, v: init_columns(local, 0, v["count"], v))
                 if not im2col:
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
-                            positions, out_block, positions, beta=1.0)
+                            positions, out_block, positions, beta=1.0, passes=passes)
                 else:
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
@@ -747,25 +775,13 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                                   channels_per_slice)
                         _im2col_block(k, g, x_group, columns, first_row, rows, rows_per_block, transform,
                                       slice_channels, first_channel, keep)
-                        # one slice (the common case): a depth known at compile time, so
-                        # the product can be split between threads (Kernel.sgemm)
-                        one_slice = isinstance(channels_per_slice, int) and isinstance(group_channels, int) \
-                            and channels_per_slice >= group_channels
                         depth_now = depth if one_slice else b.mul(slice_channels, I64(len(g.taps)))
                         k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0)
-                # bias (after a residual) + activation while the block's outputs are in cache
-                late_bias = bias if residual_image is not None else None
-                if late_bias is not None or kwargs.get("activation") is not None:
-
-                    def finish(local: ir.Value, v: dict[str, Any]) -> None:
-                        oc = k.add(v["first_out"], local)
-                        late = v["bias"] if v["residual"] is not None else None
-                        _epilogue(k, k.element(v["out"], k.add(k.mul(oc, v["positions"]), v["start"])), late, oc,
-                                  v["count"], kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
-
-                    k.parallel_loop(group_outs, block_work, outputs, finish)
+                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0, passes=passes)
+                if finishes and not fused:
+                    k.parallel_loop(group_outs, block_work, outputs,
+                                    lambda local, v: finish_columns(local, 0, v["count"], v))
 
         if copies > 1 and im2col and g.group == 1 and not isinstance(sizes, RowSizes) \
                 and k.parallel_for_available():

@@ -26,6 +26,10 @@ kernels are written):
   products: its small-matrix kernels (up to 100^3 multiply-adds) round
   differently, so a block holds a multiple of SGEMM_COLUMN_BLOCK columns
   (SGEMM_ROW_BLOCK rows) and at least SGEMM_PARALLEL_MACS multiply-adds;
+- a split sgemm given `Passes` (a convolution block's first and last
+  pass over its outputs) runs them inside each part, on that part's own
+  columns or rows, so the outputs stay in one core's cache
+  (docs/performance.md, "What two threads do to each other");
 - a large sgemv with one dot product per element of y is split by
   elements of y (Kernel.sgemv);
 - `Kernel.parallel_loop` runs a loop of independent iterations (a
@@ -39,6 +43,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import llvmlite.ir as ir
@@ -87,6 +92,30 @@ SGEMV_OUTPUT_BLOCK = 64
 #: matrix: waking the workers costs about as much as reading that)
 SGEMV_PARALLEL_MACS = 1 << 16
 SGEMV_TYPE = ir.FunctionType(ir.VoidType(), [I32, I32, I32, I32, F32, PTR, I32, PTR, I32, F32, PTR, I32])
+
+
+#: pass(row, first column, columns, values): emits code for one row of C over those columns
+RowPass = Callable[[ir.Value, "ir.Value | int", "ir.Value | int", dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Passes:
+    """Element passes over a product's C that go with it: a convolution's
+    first pass (`before`: C's starting values, its bias or residual) and its
+    last (`after`: bias after a residual, activation). Each is called as
+    pass(row, first, columns, values) and emits code for row `row` of C
+    over columns [first, first + columns); `values` is `captures` as the
+    function being emitted sees them (as in Kernel.parallel_loop), `work`
+    the elements of C (an estimate for run-time sizes). Kernel.sgemm runs
+    them inside each part of a split product, on that part's own rows or
+    columns, so the thread that multiplies into an element also writes it
+    first and finishes it, from its own cache, in one parallel-for;
+    otherwise around the call, each a parallel loop over C's rows. Either
+    way every element gets the same instructions."""
+    before: RowPass | None
+    after: RowPass | None
+    captures: dict[str, Any] = field(default_factory=dict)
+    work: int = 0
 
 
 class NotNative(Exception):
@@ -345,40 +374,52 @@ class Kernel:
     def sgemm(self, m: int, n: int | ir.Value, k: int | ir.Value, a: ir.Value, lda: int | ir.Value, b: ir.Value,
               ldb: int | ir.Value, c: ir.Value, ldc: int | ir.Value, alpha: float = 1.0,
               beta: float | ir.Value = 0.0,
-              trans_a: bool = False, trans_b: bool = False) -> None:
+              trans_a: bool = False, trans_b: bool = False, passes: Passes | None = None) -> None:
         """C = alpha * op(A) @ op(B) + beta * C, row-major (C is m x n; n, k,
         lda, ldb and beta may be run-time values). A product with one row or one
         column (static) is a matrix-vector product: sgemv, which reads the
         matrix once. One whose beta is known at compile time may be split
         between the model's threads (with a run-time depth, into blocks
-        sized at run time)."""
+        sized at run time). `passes` (Passes) run on C before and after the
+        product: inside each part of a split product on its own elements,
+        else around the call."""
         if m == 0 or (isinstance(n, int) and n == 0):
             return
+
+        def whole(call: Callable[[], None]) -> None:
+            """`call` (the product in one BLAS call), between the passes."""
+            self._row_passes(passes, "before", m, n)
+            call()
+            self._row_passes(passes, "after", m, n)
+
         if any(isinstance(v, Size) for v in (m, n, k, lda, ldb, ldc)):
             # run-time shapes (a symbolic program's kernel): one call, on one thread
-            _call_sgemm(self.module, self.builder, *(i64_of(v) if isinstance(v, Size) else v
-                                                     for v in (m, n, k, a, lda, b, ldb, c, ldc)),
-                        alpha, beta, trans_a, trans_b)
+            whole(lambda: _call_sgemm(self.module, self.builder, *(i64_of(v) if isinstance(v, Size) else v
+                                                                   for v in (m, n, k, a, lda, b, ldb, c, ldc)),
+                                      alpha, beta, trans_a, trans_b))
             return
         if (isinstance(k, int) and not (isinstance(lda, int) and isinstance(ldb, int))) or not isinstance(ldc, int):
             # run-time leading dimensions come with a run-time depth (a shared kernel's), not
             # alone; a run-time ldc (the output rows of a tiled op's patch) is one call, not split
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            whole(lambda: _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta,
+                                      trans_a, trans_b))
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and m == 1 and isinstance(n, int):
             # c (1 x n) = op(B)^T op(A)^T: the row of A is a vector (stride lda when A is transposed)
             rows, columns = (n, k) if trans_b else (k, n)
-            self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha, beta)
+            whole(lambda: self.sgemv(not trans_b, rows, columns, b, ldb, a, lda if trans_a else 1, c, 1, alpha,
+                                     beta))
             return
         if isinstance(k, int) and not isinstance(beta, ir.Value) and k > 0 and isinstance(n, int) and n == 1:
             # c (m x 1, stride ldc) = op(A) op(B): the column of B is a vector
-            self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b, 1 if trans_b else ldb,
-                       c, ldc, alpha, beta)
+            whole(lambda: self.sgemv(trans_a, k if trans_a else m, m if trans_a else k, a, lda, b,
+                                     1 if trans_b else ldb, c, ldc, alpha, beta))
             return
         parallel_for = self._parallel_for()
         if parallel_for is None or isinstance(beta, ir.Value):
             # one thread, or a run-time beta (not split)
-            _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
+            whole(lambda: _call_sgemm(self.module, self.builder, m, n, k, a, lda, b, ldb, c, ldc, alpha, beta,
+                                      trans_a, trans_b))
             return
         call = (m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b)
         rows_possible = m >= 2 * SGEMM_ROW_BLOCK
@@ -387,19 +428,19 @@ class Kernel:
             by_columns = n >= 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK)
             by_rows = rows_possible and m >= 2 * _split_block(n * k, SGEMM_ROW_BLOCK)
             if by_rows and (n < m or not by_columns):
-                self._split_sgemm(parallel_for, "rows", call)
+                self._split_sgemm(parallel_for, "rows", call, passes)
             elif by_columns:
-                self._split_sgemm(parallel_for, "columns", call)
+                self._split_sgemm(parallel_for, "columns", call, passes)
             else:
-                _call_sgemm(self.module, self.builder, *call)
+                whole(lambda: _call_sgemm(self.module, self.builder, *call))
             return
         if isinstance(k, int) and not rows_possible \
                 and (1 << 18) // max(k, 1) < 2 * _split_block(m * k, SGEMM_COLUMN_BLOCK):
             # a convolution's block of at most 1 MiB of columns never holds two blocks
-            _call_sgemm(self.module, self.builder, *call)
+            whole(lambda: _call_sgemm(self.module, self.builder, *call))
             return
         if not rows_possible:
-            self._split_sgemm(parallel_for, "columns", call)
+            self._split_sgemm(parallel_for, "columns", call, passes)
             return
         # run-time sizes: by rows when C has fewer columns than rows and two row blocks (each part
         # then packs only B again, the smaller operand), or fewer than two column blocks; else by columns
@@ -413,9 +454,18 @@ class Kernel:
         rows_first = caller.or_(narrow, caller.icmp_unsigned("<", column_blocks, I64(2)))
         with caller.if_else(caller.not_(rows_first)) as (by_columns, by_rows):
             with by_columns:
-                self._split_sgemm(parallel_for, "columns", call)
+                self._split_sgemm(parallel_for, "columns", call, passes)
             with by_rows:
-                self._split_sgemm(parallel_for, "rows", call)
+                self._split_sgemm(parallel_for, "rows", call, passes)
+
+    def _row_passes(self, passes: Passes | None, which: str, m: int, n: int | ir.Value) -> None:
+        """passes.before or .after (`which`) over all of C (m x n): a
+        parallel loop over its rows (a plain loop on one thread)."""
+        row_pass = getattr(passes, which) if passes is not None else None
+        if passes is None or row_pass is None:
+            return
+        captures = {**passes.captures, "c_columns": n}
+        self.parallel_loop(m, passes.work, captures, lambda row, v: row_pass(row, 0, v["c_columns"], v))
 
     def _block_at_run_time(self, per_unit: ir.Value, unit: int) -> ir.Value:
         """_split_block for a run-time `per_unit` (i64), emitted here."""
@@ -427,7 +477,8 @@ class Kernel:
 
     def _split_sgemm(self, parallel_for: ir.Function, by: str,
                      call: tuple[int, int | ir.Value, int | ir.Value, ir.Value, int | ir.Value, ir.Value,
-                                 int | ir.Value, ir.Value, int, float, float, bool, bool]) -> None:
+                                 int | ir.Value, ir.Value, int, float, float, bool, bool],
+                     passes: Passes | None = None) -> None:
         """Emit `call` (Kernel.sgemm's arguments) as parts on the
         parallel-for: `by` "columns" of C (B's columns) or "rows" (A's rows).
         It runs one part per thread running now (NAME_threads_team), at most
@@ -439,7 +490,8 @@ class Kernel:
         tail). A size too short for two blocks runs as one part. Each part
         packs the operand that is not cut again, so Kernel.sgemm cuts the
         columns of C when A (m x k) is the smaller operand and its rows when
-        B (k x n) is."""
+        B (k x n) is. With `passes`, each part runs them on its own rows or
+        columns of C, before and after its product."""
         m, n, k, a, lda, b, ldb, c, ldc, alpha, beta, trans_a, trans_b = call
         caller = self.builder
         unit = SGEMM_COLUMN_BLOCK if by == "columns" else SGEMM_ROW_BLOCK
@@ -450,8 +502,28 @@ class Kernel:
         # the parts [begin, end) of blocks: C[:, cols] = op(A) @ op(B)[:, cols], or C[rows, :] = op(A)[rows, :] @ op(B)
         part = ir.Function(self.module, BODY_TYPE, self.module.get_unique_name(f"{self.symbol}.sgemm"))
         part.linkage = "internal"
-        builder = ir.IRBuilder(part.append_basic_block("entry"))
         context, begin, end = part.args
+        # the passes' captured values travel after the product's fields (as in parallel_loop)
+        captures = passes.captures if passes is not None else {}
+        names = [name for name, value in captures.items() if isinstance(value, ir.Value)]
+        saved = None
+        if passes is None:
+            builder = ir.IRBuilder(part.append_basic_block("entry"))
+        else:  # the passes are emitted through this Kernel: make the part its function for now
+            saved = (self.function, self.entry, self.builder, self.math, self._captured)
+            self.function, self.entry = part, part.append_basic_block("entry")
+            start_block = part.append_basic_block("start")
+            ir.IRBuilder(self.entry).branch(start_block)
+            builder = self.builder = ir.IRBuilder(start_block)
+            self.math = ScalarMath(builder, self.module, "host")
+        part_values = dict(captures)
+        for i, name in enumerate(names):
+            assert captures[name].type in (I64, PTR), f"{name}: passes capture i64s and pointers"
+            field = builder.load(builder.gep(context, [I64(SGEMM_CONTEXT_SLOTS + i)], inbounds=True,
+                                             source_etype=I64), typ=I64)
+            part_values[name] = builder.inttoptr(field, PTR) if captures[name].type == PTR else field
+        if saved is not None:
+            self._captured = {**saved[4], **{id(captures[name]): part_values[name] for name in names}}
         fields = [builder.load(builder.gep(context, [I64(i)], inbounds=True, source_etype=I64), typ=I64)
                   for i in range(SGEMM_CONTEXT_SLOTS)]
         part_a, part_b, part_c = (builder.inttoptr(field, PTR) for field in fields[:3])
@@ -467,7 +539,22 @@ class Kernel:
         # run-time leading dimensions (a shared kernel's) come through the context
         lda_here = lda if isinstance(lda, int) else part_lda
         ldb_here = ldb if isinstance(ldb, int) else part_ldb
+        n_here = part_n if not isinstance(n, int) else n
+
+        def run_passes(which: str) -> None:
+            """The part's pass: over its columns of every row, or over all columns of its rows."""
+            row_pass = getattr(passes, which) if passes is not None else None
+            if row_pass is None:
+                return
+            if by == "columns":
+                with self.loop(0, m) as row:
+                    row_pass(row, first, width, part_values)
+            else:
+                with self.loop(first, last) as row:
+                    row_pass(row, 0, n_here, part_values)
+
         with builder.if_then(builder.icmp_signed(">", width, I64(0))):
+            run_passes("before")
             if by == "columns":
                 b_first = builder.mul(first, _i64(ldb_here)) if trans_b else first
                 _call_sgemm(self.module, builder, m, width, depth, part_a, lda_here,
@@ -480,11 +567,14 @@ class Kernel:
                             builder.gep(part_a, [a_first], inbounds=True, source_etype=F32), lda_here, part_b, ldb_here,
                             builder.gep(part_c, [builder.mul(first, I64(ldc))], inbounds=True, source_etype=F32),
                             ldc, alpha, beta, trans_a, trans_b)
+            run_passes("after")
         builder.ret_void()
+        if saved is not None:
+            self.function, self.entry, self.builder, self.math, self._captured = saved
         # the caller: the arguments on the stack, the blocks to the workers
         at_entry = ir.IRBuilder(self.entry)
         at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS))
+        slot = at_entry.alloca(I64, size=I64(SGEMM_CONTEXT_SLOTS + len(names)))
         # one part per thread, at most one per whole block and at least one (a run-time
         # count may be short of a block: then one thread runs it whole)
         blocks = caller.udiv(self.index(extent), self.index(block))
@@ -494,7 +584,9 @@ class Kernel:
         values = [caller.ptrtoint(pointer, I64) for pointer in (a, b, c)] + [self.index(n), count_parts,
                                                                              self.index(k), self.index(lda),
                                                                              self.index(ldb)]
-        for i, value in enumerate(values):
+        fields_out = values + [caller.ptrtoint(captures[name], I64) if captures[name].type == PTR
+                               else captures[name] for name in names]
+        for i, value in enumerate(fields_out):
             caller.store(value, caller.gep(slot, [I64(i)], inbounds=True, source_etype=I64))
         caller.call(parallel_for, [part, slot, count_parts, I64(BLAS_CHUNKS_PER_THREAD)])
 
