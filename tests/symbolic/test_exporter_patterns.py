@@ -451,19 +451,42 @@ def test_one_compile_runs_generated_code_like_onnxruntime(graph: str) -> None:
 
 
 def test_t5_relative_attention_runs_generated_code_at_every_length() -> None:
-    """Compiled for 1..512, T5's bias chains run as kernels (at the probes,
-    near 512, their [S, S] tensors are too large to fold): the int64 Abs and
-    Neg run natively, and the ``full_like`` caps, splats of [512, 512] read
-    as [S, S] blocks, are read in place (every prefix of a splat is its
-    block). Matches onnxruntime from S = 1 to the maximum."""
+    """Compiled for 1..512, T5's bias chains run as kernels (folded, their
+    [S, S] tensors would be larger than the positions and tables they are
+    computed from): the Ranges, the int64 Abs and Neg run natively, and the
+    ``full_like`` caps and the zeros, splats of [S, S] read by Min, are
+    held as one element each (they were held whole at the maximum, three
+    [512, 512] int64 splats: 6 MiB). Matches onnxruntime from S = 1 to the
+    maximum."""
     model = t5_relative_attention()
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
     compiled = pyocc.compile(fresh, dims={"sequence": 512})
     assert isinstance(compiled, SymbolicModel)
     assert compiled.fallback_reason is None and compiled.numpy_sites == 0
+    assert compiled.native is not None and compiled.native.weight_pool.nbytes < 1024
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for s in (1, 2, 17, 128, 512):
         inputs = _inputs(model, s)
         got = compiled.run(inputs)["y"]
         np.testing.assert_allclose(got, session.run(None, inputs)[0], rtol=1e-5, atol=1e-5, err_msg=f"S={s}")
+
+
+def test_a_static_compile_computes_t5s_bias_at_run_time() -> None:
+    """A static compile at S = 32 does not fold T5's bias chains: folded,
+    the ``[1, 2, 32, 32]`` bias (8 KiB) would be held among the weights,
+    computed from two 64-byte tables and a few scalars
+    (pyocc.frontend.onnx_import.EXPANDING_FOLD_LIMIT). The weights are those
+    tables and scalars and the splats' one-element blocks; the bias is
+    computed in the arena by native kernels and matches onnxruntime."""
+    model = t5_relative_attention()
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    inputs = _inputs(model, 32)
+    compiled = pyocc.compile(fresh, shapes={"x": inputs["x"].shape})
+    report = compiled.memory_report()
+    held = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    assert report.numpy_sites == 0
+    assert report.weight_bytes <= held + 128, report.weight_bytes  # the tables, the scalars, splats' blocks
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(compiled.run(inputs)["y"], session.run(None, inputs)[0], rtol=1e-5, atol=1e-5)

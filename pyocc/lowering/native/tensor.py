@@ -455,7 +455,7 @@ def _supports_range(site: dict[str, Any]) -> bool:
     return _supports_fill(site) and site["outputs"][0]["dtype"] in ("float32", "float64", "int32", "int64")
 
 
-@native_kernel("range", supports=_supports_range)
+@native_kernel("range", supports=_supports_range, run_time_shapes=True)
 def emit_range(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Range (host_kernels.range): start, then `value += delta` step by
     step in out's dtype, as onnxruntime (and numpy's cumsum) round it."""
