@@ -55,7 +55,6 @@ from pyocc.pipelines import MEMORY_MODES
 #: output shape, which the importer folds when they are constants.
 SHAPE_INPUTS: dict[str, set[int]] = {
     "ConstantOfShape": {0},
-    "Range": {0, 1, 2},
 }
 
 #: Ops that read only the shape of their input, never its values.

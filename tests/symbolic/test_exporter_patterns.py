@@ -16,6 +16,8 @@ with onnx.helper (no torch needed):
   batch 2): a Gather of every position in order, imported as the Reshape
   it is; and read by (batch, position) pairs (the dynamo export at batch
   2): a GatherND of every index in order, imported as the Reshape it is;
+- positions tiled across the hidden axis (Whisper's ``repeat`` by the
+  dynamo exporter), run at run time by the native tile kernel;
 - a batch of 2 whose positions (a sliced table, a Range) are expanded to
   the batch (the dynamo export of Whisper): folded, constants whose two
   blocks are equal, imported by a symbolic compile as the Expand of one;
@@ -364,16 +366,36 @@ def batch_positions() -> onnx.ModelProto:
     return _model(nodes, inits, [x], ["y"], "batch_positions")
 
 
+def tiled_positions() -> onnx.ModelProto:
+    """x + its positions tiled across the hidden axis, as the dynamo
+    exporter writes Whisper's ``repeat``: ``Tile(Unsqueeze(Range(0, S)),
+    [1, 1, 8])``. Folded, the tile would be a constant ``[1, S, 8]`` eight
+    times the positions it repeats; it runs at run time
+    (pyocc.frontend.onnx_import.EXPANDING_FOLD_LIMIT), and the native tile
+    kernel takes the run-time shapes."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["positions", "axes02"], ["column"]),      # 1 x S x 1
+        helper.make_node("Tile", ["column", "repeats"], ["tiled"]),              # 1 x S x 8
+        helper.make_node("Cast", ["tiled"], ["tiled_f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "tiled_f"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("axes02", [0, 2]), _int64("repeats", [1, 1, HIDDEN])]
+    return _model(nodes, inits, [_x()], ["y"], "tiled_positions")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
     "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
-    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions,
+    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions, "tiled_positions": tiled_positions,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions")
-"""The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
+          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions", "tiled_positions")
+"""The graphs pyocc runs as generated code (shape_arithmetic's Pad takes static shapes only)."""
 
 
 def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:

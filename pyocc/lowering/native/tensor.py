@@ -158,7 +158,7 @@ def emit_expand(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("tile", supports=_moves)
+@native_kernel("tile", supports=_moves, run_time_shapes=True)
 def emit_tile(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Tile: out viewed as (r0, d0, r1, d1, ...) is x broadcast along
     the r's (host_kernels.tile)."""
