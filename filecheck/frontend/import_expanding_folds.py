@@ -26,7 +26,8 @@ def model(length: int):
         helper.make_node("Cast", ["relative"], ["relative_f"], to=TensorProto.FLOAT),
         helper.make_node("Add", ["table", "bias"], ["shifted"]),                  # S x S, from S x S
         helper.make_node("Shape", ["relative"], ["square"]),
-        helper.make_node("ConstantOfShape", ["square"], ["zeros"], value=numpy_helper.from_array(np.array([0.0], np.float32))),
+        helper.make_node("ConstantOfShape", ["square"], ["zeros"],
+                         value=numpy_helper.from_array(np.array([0.0], np.float32))),
         helper.make_node("Max", ["y", "zeros"], ["clipped"]),
         helper.make_node("MatMul", ["clipped", "zeros"], ["product"]),
         helper.make_node("Add", ["product", "relative_f"], ["a"]),

@@ -464,7 +464,6 @@ class _Importer:
         every input of an op that runs only folded (one pyocc has no
         run-time form of, one of DATA_DEPENDENT_SHAPES). Shape and Size
         read only their input's type. These always fold."""
-        producer = {o: node for node in self.model.graph.node for o in node.output if o}
         wanted: list[str] = []
         for node in self.model.graph.node:
             if node.op_type not in OP_BY_TYPE or node.op_type in DATA_DEPENDENT_SHAPES:
@@ -472,16 +471,7 @@ class _Importer:
             else:
                 slots = CONSTANT_INPUTS.get(node.op_type, {})
                 wanted += [i for k, i in enumerate(node.input) if i and k in slots]
-        needed: set[str] = set()
-        while wanted:
-            name = wanted.pop()
-            if name in needed:
-                continue
-            needed.add(name)
-            node = producer.get(name)
-            if node is not None and node.op_type not in ("Shape", "Size"):
-                wanted += [i for i in node.input if i]
-        return needed
+        return computed_from(self.model.graph.node, wanted)
 
     def expands(self, name: str) -> bool:
         """True when folded constant `name` takes more bytes than
@@ -524,7 +514,8 @@ class _Importer:
             flat = np.asarray(self.consts[name]).reshape(-1)
             if (flat == flat[0]).all():
                 array = self.consts[name]
-                self.consts[name] = Splat(flat[0].item(), tuple(array.shape), helper.np_dtype_to_tensor_dtype(array.dtype))
+                self.consts[name] = Splat(flat[0].item(), tuple(array.shape),
+                                          helper.np_dtype_to_tensor_dtype(array.dtype))
                 continue
             unfolded[id(node)] = node
             for o in node.output:
@@ -983,6 +974,23 @@ def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
             f"tensor '{name}' (shape {shape}) would take {nbytes:,} bytes, more than pyocc's limit of "
             f"2^48; check the model's shapes or the --shape you gave"
         )
+
+
+def computed_from(nodes: Sequence[onnx.NodeProto], names: Sequence[str]) -> set[str]:
+    """`names` and every tensor of `nodes` their values are computed from
+    (a Shape or Size reads only its input's type: the walk stops there)."""
+    producer = {o: node for node in nodes for o in node.output if o}
+    wanted = list(names)
+    found: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name in found:
+            continue
+        found.add(name)
+        node = producer.get(name)
+        if node is not None and node.op_type not in ("Shape", "Size"):
+            wanted += [i for i in node.input if i]
+    return found
 
 
 def _nbytes(const: Any) -> int:
