@@ -343,7 +343,11 @@ def symbol_sized_unfolded(s: int) -> Iterator[None]:
     exceed the fold limit) does. A diagnostic for the bench's
     ``--unfolded`` column (which part of a gap is folding, which is the
     plan or the op order), not a compile option: it wraps the importer's
-    private fold step."""
+    private fold step. The importer itself now keeps a fold that would be
+    larger than its sources as ops (onnx_import.EXPANDING_FOLD_LIMIT: T5's
+    bias, Whisper's mask), so the column differs from the static plan
+    only where a tensor with two dimensions equal to S is folded from
+    sources at least as large."""
     fold = onnx_import._Importer.try_fold
 
     def try_fold(importer: onnx_import._Importer, node: onnx.NodeProto) -> bool:

@@ -48,18 +48,14 @@ import pyocc.api
 from pyocc.api import Model
 from pyocc.dialects.onnx import OP_BY_TYPE
 from pyocc.errors import PyoccError
-from pyocc.frontend.onnx_import import CONSTANT_INPUTS
+from pyocc.frontend.onnx_import import CONSTANT_INPUTS, computed_from
 from pyocc.pipelines import MEMORY_MODES
 
 #: Compile-time input slots beyond CONSTANT_INPUTS: inputs that decide an
 #: output shape, which the importer folds when they are constants.
 SHAPE_INPUTS: dict[str, set[int]] = {
     "ConstantOfShape": {0},
-    "Range": {0, 1, 2},
 }
-
-#: Ops that read only the shape of their input, never its values.
-SHAPE_ONLY = {"Shape", "Size"}
 
 #: A compile-time graph input is frozen only up to this many elements; a
 #: larger one is not a shape-like value and is refused.
@@ -77,23 +73,11 @@ def compile_time_inputs(model: onnx.ModelProto) -> set[str]:
     graph = model.graph
     initializers = {t.name for t in graph.initializer}
     inputs = {i.name for i in graph.input} - initializers
-    producer = {out: node for node in graph.node for out in node.output if out}
     pending: list[str] = []
     for node in graph.node:
         slots = set(CONSTANT_INPUTS.get(node.op_type, {})) | SHAPE_INPUTS.get(node.op_type, set())
         pending.extend(name for index, name in enumerate(node.input) if index in slots and name)
-    frozen: set[str] = set()
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in inputs:
-            frozen.add(name)
-        elif name in producer and producer[name].op_type not in SHAPE_ONLY:
-            pending.extend(i for i in producer[name].input if i)
-    return frozen
+    return computed_from(graph.node, pending) & inputs
 
 
 def _check_options(kwargs: Mapping[str, Any]) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    f64,
     i64,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
@@ -93,6 +94,7 @@ CONSTANT_INPUTS: dict[str, dict[int, str]] = {
     "Clip": {1: "min", 2: "max"},
     "Split": {1: "split"},
     "Dropout": {1: "ratio", 2: "training_mode"},
+    "Range": {0: "start", 1: "limit", 2: "delta"},
 }
 
 #: Ops whose output shape depends on input values, with what decides it.
@@ -122,6 +124,25 @@ NEVER_FOLD = {"ConstantOfShape"}
 #: Fold a constant subgraph only while its result stays this small; larger
 #: constant computations (e.g. a transposed weight) stay ops.
 FOLD_LIMIT_ELEMENTS = 1 << 16
+
+EXPANDING_FOLD_LIMIT = 64
+"""Bytes up to which a folded data tensor may be larger than the constants
+it was computed from (see `_Importer.unfold_expanding`).
+
+Constant folding must not make the program's memory larger. A folded
+tensor is held among the weights for the model's whole life; computed at
+run time it is a buffer of the arena, planned at its true lifetime, and
+the constants it was computed from are held instead. Folding a Sub of two
+position vectors ``[1, S] - [S, 1]``, a causal mask, a position bias
+gathered from a ``[32, 4]`` table (T5) turns a few hundred bytes into
+``[S, S]`` tensors: in a static compile at S = 128 T5 held 0.4 MB more
+weights and its arena was 0.68 of the symbolic compile's, which computes
+them (lowered near the maximum S, where they exceed FOLD_LIMIT_ELEMENTS).
+Such a tensor stays an op unless it is at most this many bytes: one slot
+of the arena's default 64-byte alignment, the least a buffer takes there,
+so that keeping the op could save no memory and would cost a kernel call
+per run. Values the compiler reads at compile time (shapes, axes, Slice
+bounds: `_Importer.compile_time_values`) always fold."""
 
 
 @functools.cache  # attributes are immutable; building the table per call was 1/6 of DenseNet's import
@@ -286,6 +307,12 @@ class _Importer:
     consts: dict[str, Any] = field(default_factory=dict)
     types: dict[str, TensorType] = field(default_factory=dict)
     values: dict[str, SSAValue] = field(default_factory=dict)
+    folded_by: dict[str, onnx.NodeProto] = field(default_factory=dict)
+    """The node each folded constant was computed by (`unfold_expanding` may put it back)."""
+    sources: dict[str, dict[str, int]] = field(default_factory=dict)
+    """For each folded constant, the constants it was computed from that no
+    fold made (initializers, Constant, Shape and ConstantOfShape results),
+    with the bytes each is held in."""
 
     # -- step 1 ----------------------------------------------------------
     def check_ops(self) -> None:
@@ -401,16 +428,144 @@ class _Importer:
             self.infer_types(nodes)
             remaining = []
             for node in nodes:
-                folded = self.try_fold(node)
-                if not folded:
+                if self.try_fold(node):
+                    self.note_fold(node)
+                else:
                     remaining.append(node)
             done = len(remaining) == len(nodes)
             nodes = remaining
             if done:
                 break
-        self.nodes = [self.gather_nd_as_reshape(self.gather_as_reshape(node)) for node in nodes]
+        nodes = [self.gather_nd_as_reshape(self.gather_as_reshape(node)) for node in nodes]
+        self.nodes = self.splats_as_blocks(self.unfold_expanding(nodes))
         if self.unfold_broadcasts:
             self.nodes = self.broadcasts_as_expand(self.nodes)
+
+    def note_fold(self, node: onnx.NodeProto) -> None:
+        """Record that `node` was folded: its results' node and sources (the
+        union of its inputs' sources; a result of Shape, Size, Constant or
+        ConstantOfShape, or an empty one, is its own source)."""
+        outputs = [o for o in node.output if o]
+        own = node.op_type in ("Shape", "Size", "Constant", "ConstantOfShape") or \
+            all(_nbytes(self.consts[o]) == 0 for o in outputs)
+        sources: dict[str, int] = {}
+        if not own:
+            for name in node.input:
+                if name:
+                    sources.update(self.sources.get(name) or {name: _nbytes(self.consts[name])})
+        for o in outputs:
+            self.folded_by[o] = node
+            self.sources[o] = {o: _nbytes(self.consts[o])} if own else sources
+
+    def compile_time_values(self) -> set[str]:
+        """The tensors whose values the compiler reads at compile time, and
+        everything they are computed from: inputs that become properties
+        (CONSTANT_INPUTS: shapes, axes, Slice bounds, Range's bounds), and
+        every input of an op that runs only folded (one pyocc has no
+        run-time form of, one of DATA_DEPENDENT_SHAPES). Shape and Size
+        read only their input's type. These always fold."""
+        wanted: list[str] = []
+        for node in self.model.graph.node:
+            if node.op_type not in OP_BY_TYPE or node.op_type in DATA_DEPENDENT_SHAPES:
+                wanted += [i for i in node.input if i]
+            else:
+                slots = CONSTANT_INPUTS.get(node.op_type, {})
+                wanted += [i for k, i in enumerate(node.input) if i and k in slots]
+        return computed_from(self.model.graph.node, wanted)
+
+    def expands(self, name: str) -> bool:
+        """True when folded constant `name` takes more bytes than
+        EXPANDING_FOLD_LIMIT and than the constants it was computed from
+        (its `sources`) together."""
+        held = _nbytes(self.consts[name])
+        return held > max(EXPANDING_FOLD_LIMIT, sum(self.sources.get(name, {name: held}).values()))
+
+    def unfold_expanding(self, nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+        """`nodes` with the folds put back, in the graph's order, that made
+        a data tensor larger than what it was computed from (`expands`; see
+        EXPANDING_FOLD_LIMIT for why): starting from the constants the
+        remaining nodes and the graph's outputs read, a folded constant
+        that expands is computed at run time by its node again, whose own
+        inputs are then looked at the same way, back to the small
+        constants (a position table, the scalars of a Range) it started
+        from. A constant that expands but holds one value repeated becomes
+        a splat instead (one element: `splats_as_blocks`). Compile-time
+        values (`compile_time_values`) and the results of ops that run only
+        folded stay folded. A fold whose result is not larger than its
+        sources stays, however large the intermediate values it went
+        through (GPT-2's positions: a Range gathered from the position
+        table, a slice of it)."""
+        compile_time = self.compile_time_values()
+        wanted = [o.name for o in self.model.graph.output]
+        for node in nodes:
+            slots = CONSTANT_INPUTS.get(node.op_type, {})
+            wanted += [i for k, i in enumerate(node.input) if i and k not in slots]
+        unfolded: dict[int, onnx.NodeProto] = {}
+        seen: set[str] = set()
+        while wanted:
+            name = wanted.pop()
+            node = self.folded_by.get(name)
+            if name in seen or node is None or name not in self.consts or isinstance(self.consts[name], Splat):
+                continue
+            seen.add(name)
+            if id(node) in unfolded or not self.expands(name) or node.op_type not in OP_BY_TYPE or \
+                    node.op_type in DATA_DEPENDENT_SHAPES or any(o in compile_time for o in node.output):
+                continue
+            flat = np.asarray(self.consts[name]).reshape(-1)
+            if (flat == flat[0]).all():
+                array = self.consts[name]
+                self.consts[name] = Splat(flat[0].item(), tuple(array.shape),
+                                          helper.np_dtype_to_tensor_dtype(array.dtype))
+                continue
+            unfolded[id(node)] = node
+            for o in node.output:
+                self.consts.pop(o, None)
+            slots = CONSTANT_INPUTS.get(node.op_type, {})
+            wanted += [i for k, i in enumerate(node.input) if i and k not in slots]
+        if not unfolded:
+            return nodes
+        order = {id(node): k for k, node in enumerate(self.model.graph.node)}
+        # a rewritten node (gather_as_reshape) keeps its outputs, and so its place
+        place = {o: k for k, node in enumerate(self.model.graph.node) for o in node.output if o}
+        merged = [*nodes, *unfolded.values()]
+        return sorted(merged, key=lambda n: order.get(id(n), place.get(n.output[0], -1)))
+
+    def splats_as_blocks(self, nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
+        """`nodes` with every splat constant (one value repeated) that an op
+        which broadcasts its operands (`OnnxOp.BROADCASTS`) reads replaced by
+        its smallest block that gives the op the same result: 1 in each axis
+        where another operand gives the result its size. A ``[S, S]`` splat
+        that a Min with an ``[S, S]`` tensor reads is then one element among
+        the weights, not ``S * S`` (T5's relative position buckets: 10.5 MB
+        of its weights at S = 512)."""
+        rewritten = []
+        blocks: dict[tuple[str, tuple[int, ...]], str] = {}
+        for node in nodes:
+            cls = OP_BY_TYPE.get(node.op_type)
+            legacy = any(a.name in ("broadcast", "axis") for a in node.attribute)  # before opset 7
+            if cls is None or not cls.BROADCASTS or legacy or not all(i in self.types for i in node.input if i):
+                rewritten.append(node)
+                continue
+            inputs = list(node.input)
+            for k, name in enumerate(inputs):
+                splat = self.consts.get(name)
+                if not isinstance(splat, Splat):
+                    continue
+                others = [list(self.types[i].get_shape()) for j, i in enumerate(inputs) if j != k and i]
+                shape = _block_shape(splat.shape, others)
+                if shape == splat.shape:
+                    continue
+                if (name, shape) not in blocks:
+                    block = f"{name}__pyocc_block{sum(1 for key in blocks if key[0] == name)}"
+                    small = Splat(splat.value, shape, splat.onnx_type)
+                    self.consts[block] = small.materialize() if math.prod(shape) <= INLINE_LIMIT else small
+                    self.types[block] = TensorType(element_type(splat.onnx_type), list(shape))
+                    blocks[(name, shape)] = block
+                inputs[k] = blocks[(name, shape)]
+            if inputs != list(node.input):
+                node = _with_inputs(node, inputs)
+            rewritten.append(node)
+        return rewritten
 
     def broadcasts_as_expand(self, nodes: list[onnx.NodeProto]) -> list[onnx.NodeProto]:
         """`nodes` after an Expand of its first block for every folded
@@ -821,6 +976,52 @@ def _check_size(name: str, dims: Sequence[int], onnx_type: int) -> None:
         )
 
 
+def computed_from(nodes: Sequence[onnx.NodeProto], names: Sequence[str]) -> set[str]:
+    """`names` and every tensor of `nodes` their values are computed from
+    (a Shape or Size reads only its input's type: the walk stops there)."""
+    producer = {o: node for node in nodes for o in node.output if o}
+    wanted = list(names)
+    found: set[str] = set()
+    while wanted:
+        name = wanted.pop()
+        if name in found:
+            continue
+        found.add(name)
+        node = producer.get(name)
+        if node is not None and node.op_type not in ("Shape", "Size"):
+            wanted += [i for i in node.input if i]
+    return found
+
+
+def _nbytes(const: Any) -> int:
+    """Bytes a folded constant is held in (a Splat: one element)."""
+    if isinstance(const, Splat):
+        return int(helper.tensor_dtype_to_np_dtype(const.onnx_type).itemsize)
+    return int(np.asarray(const).nbytes)
+
+
+def _block_shape(shape: tuple[int, ...], others: Sequence[Sequence[int]]) -> tuple[int, ...]:
+    """The smallest block of a splat of `shape` that broadcasts with
+    `others` (numpy's rule, axes aligned at the end) to the same result:
+    1 in every axis where some other operand is larger than 1."""
+    rank = len(shape)
+    block = []
+    for axis, size in enumerate(shape):
+        from_end = rank - axis
+        wider = any(len(o) >= from_end and o[len(o) - from_end] > 1 for o in others)
+        block.append(1 if wider else size)
+    return tuple(block)
+
+
+def _with_inputs(node: onnx.NodeProto, inputs: Sequence[str]) -> onnx.NodeProto:
+    """A copy of `node` that reads `inputs` (the model's node is left as it is)."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(node)
+    del copy.input[:]
+    copy.input.extend(inputs)
+    return copy
+
+
 def _size(const: Any) -> int:
     """Element count of a folded constant (a Splat is not materialised)."""
     return math.prod(const.shape) if isinstance(const, Splat) else const.size
@@ -987,7 +1188,11 @@ def _import_split(imp: _Importer, node: Any, operands: list[SSAValue], attrs: di
 
 
 def _import_range(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:
-    raise PyoccError("Range with inputs computed at run time is not supported (pyocc needs static shapes)")
+    """A Range that folding left (its result larger than its three scalars:
+    `_Importer.unfold_expanding`): start and delta as properties (f64,
+    exact for integers up to 2^53), the length in the result type."""
+    props = {key: FloatAttr(float(np.asarray(attrs[key]).reshape(-1)[0]), f64) for key in ("start", "delta")}
+    return OP_BY_TYPE["Range"].create(result_types=types, properties=props)
 
 
 def _import_legacy_broadcast(imp: _Importer, node: Any, operands: list[SSAValue], attrs: dict[str, Any], types: list[TensorType]) -> OnnxOp:

@@ -23,6 +23,9 @@ UNARY_FUNCTIONS = frozenset({
     "identity", "neg", "abs", "exp", "log", "sqrt", "reciprocal", "floor", "ceil", "relu", "leaky_relu",
     "sigmoid", "tanh", "hard_sigmoid", "hard_swish", "clip", "erf", "gelu",
 })
+#: float32 functions the host computes with libm (llvm.sin/llvm.cos) and ptx has no form of yet:
+#: the rotary tables of a LLaMA-style model, computed at run time rather than folded
+HOST_UNARY_FUNCTIONS = frozenset({"sin", "cos"})
 BINARY_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "pow"})
 #: what the kernels compute on int32 / int64 tensors (div truncates toward zero, as onnxruntime)
 INTEGER_FUNCTIONS = frozenset({"add", "sub", "mul", "div", "max", "min", "neg", "abs", "relu", "identity"})
@@ -211,6 +214,8 @@ def unary_expression(m: ScalarMath, fn: str, x: object, alpha: float | None, bet
             return y if beta is None else m.min(y, m.const(beta))
         case "erf":
             return m.erf(x)
+        case "sin" | "cos" if m.flavour == "host":
+            return m.intrinsic(f"llvm.{fn}.f32", x)
         case "gelu":
             if approximate == "tanh":
                 inner = b.fmul(m.const(math.sqrt(2.0 / math.pi)),

@@ -150,6 +150,7 @@ BAD_INPUT_MESSAGES = [
     ("foreign_domain", "of domain 'com.microsoft'"),
     ("dynamic_dim", "has a dynamic dimension 0 ('N'); fix it with --shape x=1x3"),
     ("bad_shape_flag", "--shape names 'nope', which is not a graph input"),
+    ("range_at_run_time", "Range node 'r': input 'limit' must be a constant"),
 ]
 
 
@@ -175,6 +176,14 @@ def test_bad_input_gets_one_clear_line(case: str, message: str, tmp_path: Path) 
     elif case == "bad_shape_flag":
         onnx.save(make_model([helper.make_node("Relu", ["x"], ["y"])], [x], [y]), str(path))
         args += ["--shape", "nope=1x3"]
+    elif case == "range_at_run_time":
+        # (the graph's output is Relu(x): an output of unknown shape is refused first)
+        n = helper.make_tensor_value_info("n", TensorProto.INT64, [])
+        model = make_model([helper.make_node("Range", ["zero", "n", "one"], ["positions"], name="r"),
+                            helper.make_node("Relu", ["x"], ["y"])], [x, n], [y])
+        model.graph.initializer.extend([numpy_helper.from_array(np.array(v, np.int64), name)
+                                        for name, v in (("zero", 0), ("one", 1))])
+        onnx.save(model, str(path))
     result = _run_opt(*args)
     assert result.returncode != 0
     assert result.stdout == ""

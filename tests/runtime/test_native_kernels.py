@@ -58,6 +58,15 @@ def test_unary(fn: str, shape: tuple[int, ...]) -> None:
     check("unary", [x], [(shape, "float32")], fn=fn, alpha=None, beta=None)
 
 
+@pytest.mark.parametrize("fn", ["sin", "cos"])
+def test_sin_and_cos(fn: str) -> None:
+    """A LLaMA-style model's rotary tables, cos and sin of positions times
+    frequencies, are computed at run time (folded they would be larger
+    than the frequencies and positions): positions up to 512 radians."""
+    x = np.concatenate([rand(3, 7).reshape(-1) * 3, np.arange(0, 512, 7, dtype=np.float32)])
+    check("unary", [x], [(x.shape, "float32")], fn=fn, alpha=None, beta=None)
+
+
 @pytest.mark.parametrize("fn", ["neg", "abs", "relu", "identity"])
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_unary_integer(fn: str, dtype: str) -> None:

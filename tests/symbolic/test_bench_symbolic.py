@@ -22,10 +22,14 @@ def _bench() -> ModuleType:
     return module
 
 
-def test_unfolded_static_compile_computes_the_position_bias_in_its_arena() -> None:
-    """T5's relative position buckets at S = 16 are folded by the static
-    compile (256 elements); without folding, the bias chain runs in the
-    arena, which grows; after the block the importer folds again."""
+def test_the_static_compile_computes_the_position_bias_in_its_arena_unfolded_or_not() -> None:
+    """T5's relative position buckets at S = 16 (256 elements) were folded
+    by the static compile into a bias held among the weights; the importer
+    now keeps a fold that would be larger than its sources as ops
+    (pyocc.frontend.onnx_import.EXPANDING_FOLD_LIMIT), so the static
+    compile computes the bias chain in its arena, and the bench's
+    ``--unfolded`` diagnostic (which refuses such folds by shape) gives the
+    same plan and weights."""
     bench = _bench()
     model = t5_relative_attention()
     shapes = {i.name: [16 if d.dim_param else d.dim_value for d in i.type.tensor_type.shape.dim]
@@ -33,7 +37,6 @@ def test_unfolded_static_compile_computes_the_position_bias_in_its_arena() -> No
     _, folded = lower(bench.fresh(model), shapes=shapes)
     with bench.symbol_sized_unfolded(16):
         _, unfolded = lower(bench.fresh(model), shapes=shapes)
-    _, again = lower(bench.fresh(model), shapes=shapes)
-    assert unfolded.activation_bytes > folded.activation_bytes
-    assert again.activation_bytes == folded.activation_bytes
-    assert again.weight_bytes == folded.weight_bytes
+    assert unfolded.activation_bytes == folded.activation_bytes
+    assert unfolded.weight_bytes == folded.weight_bytes
+    assert folded.weight_bytes < 16 * 16 * 4  # the [16, 16] bias of one head is not among them

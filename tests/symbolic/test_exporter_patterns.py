@@ -16,6 +16,8 @@ with onnx.helper (no torch needed):
   batch 2): a Gather of every position in order, imported as the Reshape
   it is; and read by (batch, position) pairs (the dynamo export at batch
   2): a GatherND of every index in order, imported as the Reshape it is;
+- positions tiled across the hidden axis (Whisper's ``repeat`` by the
+  dynamo exporter), run at run time by the native tile kernel;
 - a batch of 2 whose positions (a sliced table, a Range) are expanded to
   the batch (the dynamo export of Whisper): folded, constants whose two
   blocks are equal, imported by a symbolic compile as the Expand of one;
@@ -364,16 +366,36 @@ def batch_positions() -> onnx.ModelProto:
     return _model(nodes, inits, [x], ["y"], "batch_positions")
 
 
+def tiled_positions() -> onnx.ModelProto:
+    """x + its positions tiled across the hidden axis, as the dynamo
+    exporter writes Whisper's ``repeat``: ``Tile(Unsqueeze(Range(0, S)),
+    [1, 1, 8])``. Folded, the tile would be a constant ``[1, S, 8]`` eight
+    times the positions it repeats; it runs at run time
+    (pyocc.frontend.onnx_import.EXPANDING_FOLD_LIMIT), and the native tile
+    kernel takes the run-time shapes."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "one"], ["length"], axis=0),
+        helper.make_node("Range", ["zero", "length", "one"], ["positions"]),
+        helper.make_node("Unsqueeze", ["positions", "axes02"], ["column"]),      # 1 x S x 1
+        helper.make_node("Tile", ["column", "repeats"], ["tiled"]),              # 1 x S x 8
+        helper.make_node("Cast", ["tiled"], ["tiled_f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "tiled_f"], ["y"]),
+    ]
+    inits = [_int64("zero", 0), _int64("one", 1), _int64("axes02", [0, 2]), _int64("repeats", [1, 1, HIDDEN])]
+    return _model(nodes, inits, [_x()], ["y"], "tiled_positions")
+
+
 GRAPHS: dict[str, Callable[[], onnx.ModelProto]] = {
     "expand_by_where": expand_by_where, "nan_guarded_attention": nan_guarded_attention,
     "gather_elements": gather_elements, "gather_nd": gather_nd, "split_heads": split_heads,
     "position_table": position_table, "shape_arithmetic": shape_arithmetic,
     "t5_relative_attention": t5_relative_attention, "flattened_mask_lookup": flattened_mask_lookup,
-    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions,
+    "mask_by_pairs": mask_by_pairs, "batch_positions": batch_positions, "tiled_positions": tiled_positions,
 }
 NATIVE = ("expand_by_where", "nan_guarded_attention", "gather_elements", "gather_nd", "split_heads",
-          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions")
-"""The graphs pyocc runs as generated code (shape_arithmetic's Tile and Pad take static shapes only)."""
+          "position_table", "flattened_mask_lookup", "mask_by_pairs", "batch_positions", "tiled_positions")
+"""The graphs pyocc runs as generated code (shape_arithmetic's Pad takes static shapes only)."""
 
 
 def _inputs(model: onnx.ModelProto, s: int) -> dict[str, np.ndarray]:
@@ -451,19 +473,42 @@ def test_one_compile_runs_generated_code_like_onnxruntime(graph: str) -> None:
 
 
 def test_t5_relative_attention_runs_generated_code_at_every_length() -> None:
-    """Compiled for 1..512, T5's bias chains run as kernels (at the probes,
-    near 512, their [S, S] tensors are too large to fold): the int64 Abs and
-    Neg run natively, and the ``full_like`` caps, splats of [512, 512] read
-    as [S, S] blocks, are read in place (every prefix of a splat is its
-    block). Matches onnxruntime from S = 1 to the maximum."""
+    """Compiled for 1..512, T5's bias chains run as kernels (folded, their
+    [S, S] tensors would be larger than the positions and tables they are
+    computed from): the Ranges, the int64 Abs and Neg run natively, and the
+    ``full_like`` caps and the zeros, splats of [S, S] read by Min, are
+    held as one element each (they were held whole at the maximum, three
+    [512, 512] int64 splats: 6 MiB). Matches onnxruntime from S = 1 to the
+    maximum."""
     model = t5_relative_attention()
     fresh = onnx.ModelProto()
     fresh.CopyFrom(model)
     compiled = pyocc.compile(fresh, dims={"sequence": 512})
     assert isinstance(compiled, SymbolicModel)
     assert compiled.fallback_reason is None and compiled.numpy_sites == 0
+    assert compiled.native is not None and compiled.native.weight_pool.nbytes < 1024
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     for s in (1, 2, 17, 128, 512):
         inputs = _inputs(model, s)
         got = compiled.run(inputs)["y"]
         np.testing.assert_allclose(got, session.run(None, inputs)[0], rtol=1e-5, atol=1e-5, err_msg=f"S={s}")
+
+
+def test_a_static_compile_computes_t5s_bias_at_run_time() -> None:
+    """A static compile at S = 32 does not fold T5's bias chains: folded,
+    the ``[1, 2, 32, 32]`` bias (8 KiB) would be held among the weights,
+    computed from two 64-byte tables and a few scalars
+    (pyocc.frontend.onnx_import.EXPANDING_FOLD_LIMIT). The weights are those
+    tables and scalars and the splats' one-element blocks; the bias is
+    computed in the arena by native kernels and matches onnxruntime."""
+    model = t5_relative_attention()
+    fresh = onnx.ModelProto()
+    fresh.CopyFrom(model)
+    inputs = _inputs(model, 32)
+    compiled = pyocc.compile(fresh, shapes={"x": inputs["x"].shape})
+    report = compiled.memory_report()
+    held = sum(numpy_helper.to_array(t).nbytes for t in model.graph.initializer)
+    assert report.numpy_sites == 0
+    assert report.weight_bytes <= held + 128, report.weight_bytes  # the tables, the scalars, splats' blocks
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(compiled.run(inputs)["y"], session.run(None, inputs)[0], rtol=1e-5, atol=1e-5)

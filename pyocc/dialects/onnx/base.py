@@ -148,6 +148,12 @@ class OnnxOp(IRDLOperation, ABC):
     """Base of every `onnx` op: ONNX-style verification with messages that
     name the op and the broken rule, and typed accessors for properties."""
 
+    #: True when every operand broadcasts the numpy way (multidirectionally)
+    #: to the result's shape: an operand may then have 1 in any axis where
+    #: the others give the result its size (the importer stores a splat
+    #: constant such an op reads as that smaller block)
+    BROADCASTS: ClassVar[bool] = False
+
     def verify_(self) -> None:
         self.verify_onnx()
 
@@ -244,6 +250,8 @@ class UnaryElementwiseOp(OnnxOp, ABC):
 class BinaryElementwiseOp(OnnxOp, ABC):
     """C = f(A, B) with numpy broadcasting."""
 
+    BROADCASTS: ClassVar[bool] = True
+
     A = operand_def(TensorType)
     B = operand_def(TensorType)
     C = result_def(TensorType)
@@ -272,6 +280,8 @@ class BinaryElementwiseOp(OnnxOp, ABC):
 
 class VariadicElementwiseOp(OnnxOp, ABC):
     """Sum/Max/Min/Mean over one or more broadcast operands."""
+
+    BROADCASTS: ClassVar[bool] = True
 
     data_0 = var_operand_def(TensorType)
     result = result_def(TensorType)

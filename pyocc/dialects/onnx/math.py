@@ -306,6 +306,8 @@ class MeanOp(VariadicElementwiseOp):
 class WhereOp(OnnxOp):
     """output = condition ? X : Y, all three broadcast."""
 
+    BROADCASTS: ClassVar[bool] = True
+
     name = "onnx.Where"
     condition = operand_def(TensorType)
     X = operand_def(TensorType)

@@ -17,6 +17,7 @@ import llvmlite.ir as ir
 from pyocc.lowering.llvm_math import (
     BINARY_FUNCTIONS,
     COMPARISONS,
+    HOST_UNARY_FUNCTIONS,
     INTEGER_FUNCTIONS,
     UNARY_FUNCTIONS,
     binary_expression,
@@ -66,7 +67,8 @@ def _supports_unary(site: dict[str, Any]) -> bool:
         return False
     if dtype in ("int32", "int64"):
         return site["outputs"][0]["dtype"] == dtype and fn in _INTEGER_UNARY
-    return dtype == "float32" and site["outputs"][0]["dtype"] == "float32" and fn in UNARY_FUNCTIONS
+    return dtype == "float32" and site["outputs"][0]["dtype"] == "float32" and \
+        (fn in UNARY_FUNCTIONS or fn in HOST_UNARY_FUNCTIONS)
 
 
 def _gelu(k: KernelBuilder, x: ir.Value, approximate: str) -> ir.Value:

@@ -158,7 +158,7 @@ def emit_expand(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k.finish()
 
 
-@native_kernel("tile", supports=_moves)
+@native_kernel("tile", supports=_moves, run_time_shapes=True)
 def emit_tile(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Tile: out viewed as (r0, d0, r1, d1, ...) is x broadcast along
     the r's (host_kernels.tile)."""
@@ -455,7 +455,7 @@ def _supports_range(site: dict[str, Any]) -> bool:
     return _supports_fill(site) and site["outputs"][0]["dtype"] in ("float32", "float64", "int32", "int64")
 
 
-@native_kernel("range", supports=_supports_range)
+@native_kernel("range", supports=_supports_range, run_time_shapes=True)
 def emit_range(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Range (host_kernels.range): start, then `value += delta` step by
     step in out's dtype, as onnxruntime (and numpy's cumsum) round it."""
