@@ -254,8 +254,9 @@ def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_o
         if bind is not None and not before_optimize:
             bind(module)
         engine = llvm.create_mcjit_compiler(module, machine)
-        engine.set_object_cache(getbuffer_func=lambda _module: cached)  # MCJIT loads it instead of compiling
-        engine.finalize_object()
+        pending = [cached]  # handed over once, not kept alive with the engine
+        engine.set_object_cache(getbuffer_func=lambda _module: pending.pop() if pending else None)
+        engine.finalize_object()  # MCJIT loads the object instead of compiling the module
         optimised = _OptimisedOnDemand(lambda: optimized_module(llvm_ir, _target_machine(JIT_CODE_MODEL, speed_level),
                                                                 bind, before_optimize, speed_level))
         return engine, optimised
