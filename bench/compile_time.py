@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -43,6 +44,7 @@ import pyocc  # noqa: E402
 import pyocc.api as api  # noqa: E402
 import pyocc.lowering.convert_dnn_to_llvm as convert_dnn_to_llvm  # noqa: E402
 import pyocc.runtime.jit as jit  # noqa: E402
+from pyocc.runtime import object_cache  # noqa: E402
 from pyocc.testing.light_models import light_model_path  # noqa: E402
 
 IMPORT_SECONDS = time.process_time() - START
@@ -79,6 +81,7 @@ def main() -> None:
     parser.add_argument("--scratchpad", default=None, help="compile for an NPU scratchpad of this size, e.g. 1MiB")
     parser.add_argument("--kernels", default="native", choices=["native", "numpy"], help="the kernels of the sites")
     args = parser.parse_args()
+    os.environ.pop(object_cache.CACHE_DIR_VARIABLE, None)  # cold compiles: no code loaded from a disk cache
     totals = dict.fromkeys((column for _, _, column in PHASES), 0.0)
     for owner, attribute, column in PHASES:
         setattr(owner, attribute, timed(getattr(owner, attribute), column, totals))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import statistics
 import sys
 import time
@@ -29,7 +30,7 @@ import numpy as np  # noqa: E402
 
 import pyocc  # noqa: E402
 import pyocc.lowering.convert_dnn_to_llvm as convert_dnn_to_llvm  # noqa: E402
-from pyocc.runtime import jit  # noqa: E402
+from pyocc.runtime import jit, object_cache  # noqa: E402
 from pyocc.testing.light_models import onnxruntime_reference  # noqa: E402
 
 
@@ -40,6 +41,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each (median and best printed)")
     parser.add_argument("--threads", type=int, default=1, help="threads both are compiled for")
     args = parser.parse_args()
+    os.environ.pop(object_cache.CACHE_DIR_VARIABLE, None)  # cold compiles: no code loaded from a disk cache
     export = convert_dnn_to_llvm._export
     for name in args.models:
         model, inputs, _ = onnxruntime_reference(name)

@@ -87,6 +87,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pyocc  # noqa: E402
 from pyocc.api import SymbolicModel, lower  # noqa: E402
 from pyocc.errors import PyoccError  # noqa: E402
+from pyocc.runtime import object_cache  # noqa: E402
 from pyocc.frontend import onnx_import  # noqa: E402
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic  # noqa: E402
 
@@ -227,6 +228,7 @@ def main() -> None:
                         "equal to S (a diagnostic: see symbol_sized_unfolded)")
     parser.add_argument("--one-compile", nargs=3, metavar=("KIND", "MODEL", "SYMBOL"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    os.environ.pop(object_cache.CACHE_DIR_VARIABLE, None)  # cold compiles: no code loaded from a disk cache
     zoo_names = [n for n in args.zoo.split(",") if n]
     unknown = [n for n in zoo_names if n not in ZOO_POSITIONS]
     if unknown:

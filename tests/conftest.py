@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import os
 import re
+import shutil
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -16,6 +18,7 @@ try:
 except ImportError:  # pytest 8: pytest-xdist's own group suffix works
     coerce_node_id = None
 
+from pyocc.runtime import object_cache
 from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F401 - re-exported for the tests
 from pyocc.testing.rss import current_rss_bytes, malloc_trim, peak_rss_bytes, reset_peak_rss
 
@@ -98,6 +101,38 @@ def pytest_configure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not re.search("[sS]", config.option.reportchars):
         reporter.reportchars = reporter.reportchars.replace("s", "")
+    _share_compile_cache(config)
+
+
+CACHE_DIR_BEFORE = pytest.StashKey[tuple[str | None, str]]()
+"""The PYOCC_CACHE_DIR the session found, and the directory it used instead."""
+
+
+def _share_compile_cache(config: pytest.Config) -> None:
+    """One fresh object cache (PYOCC_CACHE_DIR, pyocc.runtime.object_cache)
+    for the whole session: made by the controller, before pytest-xdist
+    starts its workers, which inherit the variable (so do the commands the
+    tests run). A model or kernel one worker JIT-compiled is loaded, not
+    compiled again, by the other and by every later test. The user's own
+    cache is never read or written, and every session starts empty, as CI
+    does; pytest_unconfigure removes the directory."""
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller's variable is set
+        return
+    directory = tempfile.mkdtemp(prefix="pyocc-test-cache-")
+    config.stash[CACHE_DIR_BEFORE] = (os.environ.get(object_cache.CACHE_DIR_VARIABLE), directory)
+    os.environ[object_cache.CACHE_DIR_VARIABLE] = directory
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Remove the session's object cache and give PYOCC_CACHE_DIR back its value."""
+    if CACHE_DIR_BEFORE not in config.stash:
+        return
+    before, directory = config.stash[CACHE_DIR_BEFORE]
+    shutil.rmtree(directory, ignore_errors=True)
+    if before is None:
+        os.environ.pop(object_cache.CACHE_DIR_VARIABLE, None)
+    else:
+        os.environ[object_cache.CACHE_DIR_VARIABLE] = before
 
 
 def skip_reason_kind(reason: str) -> str:

@@ -25,6 +25,11 @@ changes no code. The files written to disk still hold one module. A model
 compiled for several threads is compiled whole, as one module: its kernels
 call that model's own parallel-for, so no other model may share them.
 
+With `PYOCC_CACHE_DIR` set, the object code of every JIT compile is also
+kept on disk (pyocc.runtime.object_cache, keyed by the IR text, the
+optimisation level, the code model and the host CPU): a module compiled
+before, in any process, is loaded instead of optimised and compiled again.
+
 The same compiled module is written to disk as LLVM IR (`write_llvm_ir`), an
 object file (`write_object`) or a shared library plus its weights file
 (`write_shared_library`), which pyocc.runtime.loader runs in any process.
@@ -51,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from pyocc.errors import PyoccError
-from pyocc.runtime import blas
+from pyocc.runtime import blas, object_cache
 from pyocc.runtime.bridge import STATE_SLOTS, AllocStats, NativeModel
 
 #: the libc functions generated code may call
@@ -129,13 +134,14 @@ def _target_machine(codemodel: str = "default", speed_level: int = SPEED_LEVEL) 
     llvm = _llvm()
     target = llvm.Target.from_default_triple()
     # a new one each time: an MCJIT engine owns (and frees) the machine it is given
-    return target.create_target_machine(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-                                        opt=speed_level, reloc="pic", codemodel=codemodel)
+    cpu, features, _ = _host_compiler()
+    return target.create_target_machine(cpu=cpu, features=features, opt=speed_level, reloc="pic", codemodel=codemodel)
 
 
 def optimize(module: Any, machine: Any) -> None:
     """Run LLVM's default module pipeline at SPEED_LEVEL on `module` for
-    `machine`, loop and SLP vectorisation on."""
+    `machine`, loop and SLP vectorisation on. (A change here changes the
+    object code: bump object_cache.CACHE_FORMAT.)"""
     llvm = _llvm()
     options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
     options.loop_vectorization = True
@@ -144,17 +150,23 @@ def optimize(module: Any, machine: Any) -> None:
     builder.getModulePassManager().run(module, builder)
 
 
+def _parsed(llvm_ir: str, machine: Any) -> Any:
+    """`llvm_ir` parsed and verified, for `machine`'s triple and data layout."""
+    module = _llvm().parse_assembly(llvm_ir)
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    module.verify()
+    return module
+
+
 def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
                      before_optimize: bool = False, speed_level: int = SPEED_LEVEL) -> Any:
     """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`;
     not at all with `speed_level` 0) and let `bind` resolve its external
     symbols (llvm.add_symbol; before optimising with `before_optimize`):
-    the module, ready for codegen."""
-    llvm = _llvm()
-    module = llvm.parse_assembly(llvm_ir)
-    module.triple = machine.triple
-    module.data_layout = str(machine.target_data)
-    module.verify()
+    the module, ready for codegen. A `bind` run after optimising must not
+    change the module (the object cache's key is the text before)."""
+    module = _parsed(llvm_ir, machine)
     if bind is not None and before_optimize:
         bind(module)
     if speed_level > 0:
@@ -164,16 +176,100 @@ def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | N
     return module
 
 
+@functools.cache
+def _host_compiler() -> tuple[str, str, str]:
+    """The host CPU's name and features, as the target machines get them,
+    and the llvmlite and LLVM versions that compile for it."""
+    import llvmlite  # beside llvmlite.binding, which _llvm() imported: no cost
+
+    llvm = _llvm()
+    versions = f"llvmlite {llvmlite.__version__} llvm {'.'.join(map(str, llvm.llvm_version_info))}"
+    return llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten(), versions
+
+
+def _object_key(text: str, machine: Any, speed_level: int) -> str:
+    """The object cache's key for JIT-compiling the module `text` (as it
+    goes into the optimiser) with `machine` at `speed_level`: everything
+    the object code depends on (pyocc.runtime.object_cache). The pipeline
+    `optimize` runs is fixed by the code: changing it means bumping
+    object_cache.CACHE_FORMAT."""
+    cpu, features, versions = _host_compiler()
+    return object_cache.cache_key((versions, machine.triple, cpu, features, f"speed {speed_level}",
+                                   f"code model {JIT_CODE_MODEL} reloc pic", text))
+
+
+class _OptimisedOnDemand:
+    """The optimised module of a compile the object cache answered: what
+    `optimized_module` returns for the same arguments, made on first use
+    (only code written to disk from a JIT-compiled model needs it), then
+    stood in for. (A compile's own module differs a little: MCJIT's code
+    generator runs its IR passes, such as loop strength reduction, on it in
+    place; both are the same program.)"""
+
+    def __init__(self, make: Callable[[], Any]):
+        self._make = make
+        self._module: Any = None
+
+    def module(self) -> Any:
+        """The optimised module, made the first time."""
+        if self._module is None:
+            self._module = self._make()
+        return self._module
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.module(), name)
+
+    def __str__(self) -> str:
+        return str(self.module())
+
+
 def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_optimize: bool = False,
                speed_level: int = SPEED_LEVEL) -> tuple[Any, Any]:
     """`optimized_module`, then JIT it in this process: (engine, module).
     Every JIT-compiled module uses the large code model (JIT_CODE_MODEL):
     the machine is made here, so that no caller can hand MCJIT one whose
-    32-bit relocations abort the process once its sections lie far apart."""
+    32-bit relocations abort the process once its sections lie far apart.
+
+    With a cache directory (`PYOCC_CACHE_DIR`, pyocc.runtime.object_cache)
+    the object code MCJIT generates is kept there; a module compiled
+    before under the same key is neither optimised nor compiled again:
+    its object is loaded, after `bind` has checked and bound the parsed
+    module's external symbols as for a compile (so an undefined symbol is
+    refused all the same), and the module returned is optimised only if
+    used."""
+    llvm = _llvm()
     machine = _target_machine(JIT_CODE_MODEL, speed_level)
-    module = optimized_module(llvm_ir, machine, bind, before_optimize, speed_level)
-    engine = _llvm().create_mcjit_compiler(module, machine)
+    directory = object_cache.cache_dir()
+    if directory is None:
+        module = optimized_module(llvm_ir, machine, bind, before_optimize, speed_level)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        engine.finalize_object()
+        return engine, module
+    module = _parsed(llvm_ir, machine)
+    if bind is not None and before_optimize:
+        bind(module)
+    key = _object_key(str(module) if before_optimize else llvm_ir, machine, speed_level)
+    cached = object_cache.load(directory, key)
+    if cached is not None:
+        if bind is not None and not before_optimize:
+            bind(module)
+        engine = llvm.create_mcjit_compiler(module, machine)
+        pending = [cached]  # handed over once, not kept alive with the engine
+        engine.set_object_cache(getbuffer_func=lambda _module: pending.pop() if pending else None)
+        engine.finalize_object()  # MCJIT loads the object instead of compiling the module
+        optimised = _OptimisedOnDemand(lambda: optimized_module(llvm_ir, _target_machine(JIT_CODE_MODEL, speed_level),
+                                                                bind, before_optimize, speed_level))
+        return engine, optimised
+    if speed_level > 0:
+        optimize(module, machine)
+    if bind is not None and not before_optimize:
+        bind(module)
+    engine = llvm.create_mcjit_compiler(module, machine)
+    compiled: list[bytes] = []
+    engine.set_object_cache(notify_func=lambda _module, data: compiled.append(data))
     engine.finalize_object()
+    for data in compiled:  # one module: one object
+        object_cache.store(directory, key, data)
     return engine, module
 
 
