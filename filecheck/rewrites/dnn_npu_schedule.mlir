@@ -9,6 +9,7 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=3KiB chains=false}" --verify-diagnostics | filecheck %s --check-prefix=JOIN
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=10KiB}" --verify-diagnostics | filecheck %s --check-prefix=CHAINCAT
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=48KiB}" --verify-diagnostics | filecheck %s --check-prefix=NOPREFETCH
 
 // The schedule as IR: every SRAM buffer a mem_offset of the "sram" pool at the
 // scheduler's offset; the weight and the input are loaded (the weight first:
@@ -309,4 +310,35 @@ func.func @concat_ends_a_chain(%x: tensor<1x1x32x16xf32>) -> tensor<1x4x32x16xf3
   %b = dnn.conv ins(%x, %v : tensor<1x1x32x16xf32>, tensor<2x1x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x2x32x16xf32>
   %c = dnn.concat ins(%a, %b : tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>) {axis = 1 : i64} : tensor<1x4x32x16xf32>
   func.return %c : tensor<1x4x32x16xf32>
+}
+
+// -----
+
+// Prefetch: at 64 KiB, w2 (40 KiB, above the half of the SRAM one prefetch may
+// fill, but the first piece ahead) fits beside the first gemm's operands, so
+// its load starts before that gemm and is waited on only after it: the DRAM
+// port moves w2 while the first gemm computes.
+// CHECK-LABEL: func.func @prefetch_a_large_weight
+// CHECK:       dnn.dma_wait %w1_in
+// CHECK-NEXT:  %w2_sram = dnn.mem_offset
+// CHECK-NEXT:  %w2_in = dnn.dma_start ins(%w2 : memref<64x160xf32>) outs(%w2_sram : memref<64x160xf32>)
+// CHECK-NEXT:  dnn.gemm ins(%x_sram, %w1_sram : memref<1x64xf32>, memref<64x64xf32>)
+// CHECK-NEXT:  %y_sram = dnn.mem_offset
+// CHECK-NEXT:  dnn.dma_wait %w2_in
+// CHECK-NEXT:  dnn.gemm ins(%h_sram, %w2_sram : memref<1x64xf32>, memref<64x160xf32>)
+// Negative: at 48 KiB w2 does not fit beside the first gemm's 16.5 KiB of
+// operands, which that gemm reads (none may be evicted): w2's load starts
+// only after the first gemm, and the second waits for it.
+// NOPREFETCH-LABEL: func.func @prefetch_a_large_weight
+// NOPREFETCH-NOT:   dnn.dma_start ins(%w2
+// NOPREFETCH:       dnn.gemm ins(%x_sram, %w1_sram : memref<1x64xf32>, memref<64x64xf32>)
+// NOPREFETCH:       %w2_in = dnn.dma_start ins(%w2 : memref<64x160xf32>)
+// NOPREFETCH:       dnn.dma_wait %w2_in
+// NOPREFETCH-NEXT:  dnn.gemm ins(%h_sram{{.*}}, %w2_sram : memref<1x64xf32>, memref<64x160xf32>)
+func.func @prefetch_a_large_weight(%x: tensor<1x64xf32>) -> tensor<1x160xf32> {
+  %w1 = "dnn.weight"() <{value = dense<1.0> : tensor<64x64xf32>}> : () -> tensor<64x64xf32>
+  %w2 = "dnn.weight"() <{value = dense<1.0> : tensor<64x160xf32>}> : () -> tensor<64x160xf32>
+  %h = dnn.gemm ins(%x, %w1 : tensor<1x64xf32>, tensor<64x64xf32>) : tensor<1x64xf32>
+  %y = dnn.gemm ins(%h, %w2 : tensor<1x64xf32>, tensor<64x160xf32>) : tensor<1x160xf32>
+  func.return %y : tensor<1x160xf32>
 }
