@@ -87,9 +87,9 @@ above that is still prefetched when it is the first: a large weight would
 otherwise never load ahead of its op)."""
 EVICT_MARGIN = 16
 """A prefetch may evict a clean piece whose next read comes more than this
-many units after the prefetched piece's (16: at 1 MiB over the light models, geomean
-cycles/bound of what runs 1.642 against 1.635 at 4 and 1.688 never
-evicting; 4 moved more DRAM bytes)."""
+many units after the prefetched piece's (16: at 1 MiB over the nine light
+models, geomean cycles/bound and DRAM/bound of what runs 1.636 and 1.752,
+against 1.635 and 1.767 at 4, and 1.687 and 1.738 never evicting)."""
 WHOLE_SHARE = 7
 """Without the (simulated) cascades, an op runs whole (untiled) when its
 operands fit in this many eighths of the SRAM (7: measured best at 1 MiB
