@@ -18,7 +18,9 @@ why not. `--no-run` leaves those columns out (the cascaded schedule only).
 `--per-op` prints instead, per model, where the schedule that runs spends
 its cycles and DRAM bytes op by op (pyocc.planning.scratchpad.op_costs):
 tiles, the op's compute floor, its compute and the stalls before its
-tiles, each over the model's bound, and the MiB of weights it loads (and
+tiles, each over the model's bound (and in the header, the cycles the DRAM
+port is busy and those it is idle while a compute runs: DMA that could
+still overlap compute), and the MiB of weights it loads (and
 their size), of activations it loads and stores, and loaded again; with
 the weight-stream floor (NpuProgram.weight_stream_floor_cycles: no op
 ends before its weights beyond the SRAM's bytes crossed the DRAM port).
@@ -40,6 +42,7 @@ cannot stay in SRAM between two ops go to DRAM and back).
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import sys
 import time
@@ -106,13 +109,38 @@ def floors(program: NpuProgram, result: NpuResult, size: int, cost: NpuCost) -> 
             max(compute, cost.dma_cycles(lower + spill)) / result.bound_cycles, (lower + spill) / lower)
 
 
+def port_use(result: NpuResult) -> tuple[int, int]:
+    """(cycles the DRAM port moves bytes, cycles it is idle while a compute
+    runs) in `result`'s simulation: how much DMA the schedule has, and how
+    much of it could still overlap compute."""
+    spans: list[list[int]] = []
+    for _, _, _, start, end in sorted(result.simulation.transfers, key=lambda t: t[3]):
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    busy = sum(end - start for *_, start, end in result.simulation.transfers)
+    idle = 0
+    starts = [s for s, _ in spans]
+    for _, start, end in result.simulation.computes:
+        covered = 0
+        k = max(0, bisect.bisect_right(starts, start) - 1)
+        while k < len(spans) and spans[k][0] < end:
+            covered += max(0, min(end, spans[k][1]) - max(start, spans[k][0]))
+            k += 1
+        idle += end - start - covered
+    return busy, idle
+
+
 def print_per_op(name: str, program: NpuProgram, result: NpuResult) -> None:
     """The per-op table of `result` (see the module docstring)."""
     mib = 1 << 20
     bound = result.bound_cycles
     floor = program.weight_stream_floor_cycles(result.cost, result.sram_size)
+    busy, idle = port_use(result)
     print(f"\n{name}: cycles/bound {result.cycles / bound:.3f}, compute {result.compute_cycles / bound:.3f}, "
           f"stalled {result.stall_cycles / bound:.3f}, DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}; "
+          f"DRAM port busy {busy / bound:.3f}, idle while computing {idle / bound:.3f}; "
           f"weight-stream floor {floor / bound:.3f}")
     head = ("op", "tiles", "floor", "compute", "stall", "weights", "w loaded", "act in", "act out", "again")
     print(f"{head[0]:<24s}" + "".join(f"{h:>10s}" for h in head[1:]))

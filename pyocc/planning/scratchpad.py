@@ -31,9 +31,16 @@ npu_simulator.py:
    used furthest in the future is evicted (written back first if it is an
    activation not yet in DRAM); dead pieces are freed at once.
 3. **Prefetch.** Before each compute, the loads of the next units are
-   started, in the order they are needed, as long as they fit in free SRAM
-   (never evicting for a prefetch): while one weight block computes, the
-   next one streams in, which is double buffering.
+   started, in the order they are needed, as long as they fit in free SRAM:
+   while one weight block computes, the next one streams in, which is
+   double buffering. The scheduler keeps the simulator's clock as it emits
+   (`_Clock`), so it knows which DMA has ended: the buffers of results
+   whose store has ended are freed for the prefetch at no stall
+   (`drain_ended`); a prefetch may evict clean pieces read much later
+   (`make_room`, `EVICT_MARGIN`); and beyond the next unit it stops where
+   the DRAM port is busy past the start of the unit it would load for (that
+   load would not start earlier, and its space would sit idle or be
+   evicted before use).
 
 Spilled activations get DRAM offsets from `plan_memory` (verified), and
 `run_scratchpad` simulates the schedule, which checks residency and overlaps.
@@ -74,6 +81,15 @@ ALIGN = 64
 """SRAM buffers start at multiples of this many bytes."""
 PREFETCH_UNITS = 16
 """How many units ahead prefetch looks."""
+PREFETCH_SHARE = 4
+"""Eighths of the SRAM one prefetch may fill ahead of its units (a piece
+above that is still prefetched when it is the first: a large weight would
+otherwise never load ahead of its op)."""
+EVICT_MARGIN = 16
+"""A prefetch may evict a clean piece whose next read comes more than this
+many units after the prefetched piece's (16: at 1 MiB over the nine light
+models, geomean cycles/bound and DRAM/bound of what runs 1.636 and 1.752,
+against 1.635 and 1.767 at 4, and 1.687 and 1.738 never evicting)."""
 WHOLE_SHARE = 7
 """Without the (simulated) cascades, an op runs whole (untiled) when its
 operands fit in this many eighths of the SRAM (7: measured best at 1 MiB
@@ -1135,6 +1151,32 @@ class _Allocator:
         return offset if self.size - offset >= nbytes else None
 
 
+class _Clock:
+    """The timing rules of npu_simulator.py, kept as instructions are
+    emitted: the control processor's time, the DRAM port's, and when each
+    transfer ends (Alloc and Free take no time)."""
+
+    def __init__(self, cost: NpuCost):
+        self.cost = cost
+        self.now = 0
+        self.port = 0
+        self.ends: dict[int, int] = {}
+
+    def issue(self, instruction: Instruction) -> None:
+        """Advance the times past `instruction`."""
+        if isinstance(instruction, (Load, Store)):
+            self.port = max(self.now, self.port) + self.cost.dma_cycles(instruction.piece.bytes)
+            self.ends[instruction.id] = self.port
+        elif isinstance(instruction, Wait):
+            self.now = max(self.now, self.ends[instruction.id])
+        elif isinstance(instruction, Compute):
+            self.now += self.cost.compute_cycles(instruction.macs, instruction.sram_bytes)
+
+    def done(self, transfer: int) -> bool:
+        """True when `transfer` has ended by now (waiting on it costs nothing)."""
+        return self.ends[transfer] <= self.now
+
+
 @dataclass
 class _Entry:
     buffer: SramBuffer
@@ -1146,12 +1188,16 @@ class _Entry:
 class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
-    def __init__(self, program: NpuProgram, sram: int, units: list[_Unit]):
+    def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost()):
         self.tensors = program.by_name()
         self.sram = sram
         self.units = units
+        self.cost = cost
         self.alloc = _Allocator(sram)
         self.out: list[Instruction] = []
+        self.clock = _Clock(cost)
+        """The simulator's timing of what was emitted so far: which stores
+        have ended, so their buffers are freed without a stall."""
         self.resident: dict[tuple[str, str], _Entry] = {}
         self.draining: dict[str, tuple[SramBuffer, int]] = {}
         self.pending_stores: dict[str, set[int]] = {}
@@ -1231,7 +1277,7 @@ class _Scheduler:
         from DRAM); it stays resident."""
         entry = self.resident[key]
         store = self._id()
-        self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
+        self.emit(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
         entry.store, entry.dirty = store, False
         self.pending_stores.setdefault(key[0], set()).add(store)
         self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
@@ -1251,11 +1297,16 @@ class _Scheduler:
         uses = self.uses.get(key, [])
         return bisect.bisect_left(uses, self.now) < len(uses)
 
+    def emit(self, instruction: Instruction) -> None:
+        """Append `instruction` to the schedule, timing it."""
+        self.out.append(instruction)
+        self.clock.issue(instruction)
+
     def _wait(self, transfer: int) -> None:
         """Wait for a transfer once (later waits on it are no-ops)."""
         if transfer not in self.waited:
             self.waited.add(transfer)
-            self.out.append(Wait(transfer))
+            self.emit(Wait(transfer))
 
     def _id(self) -> int:
         self.next_id += 1
@@ -1269,7 +1320,39 @@ class _Scheduler:
         buffer, store = self.draining.pop(name)
         self._wait_store(buffer, store)
         self.alloc.remove(buffer)
-        self.out.append(Free(buffer))
+        self.emit(Free(buffer))
+
+    def make_room(self, nbytes: int, use: int, protected: set[tuple[str, str]]) -> bool:
+        """Evict, for a prefetch that unit `use` reads, clean pieces (DRAM
+        holds them) next read more than `EVICT_MARGIN` units after `use`
+        (the furthest first; none still loading), when that leaves a hole
+        of `nbytes`; True if it did."""
+        candidates = sorted(
+            (k for k, e in self.resident.items()
+             if k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
+             and not e.dirty and (e.store is None or self.clock.done(e.store)) and self.next_use(k) > use + EVICT_MARGIN),
+            key=lambda k: -self.next_use(k))
+        order = list(self.alloc.order)
+        for count, key in enumerate(candidates, 1):
+            name = self.resident[key].buffer.name
+            order = [o for o in order if o[1] != name]
+            if _hole(order, self.sram, nbytes):
+                for victim in candidates[:count]:
+                    self.evict(victim)
+                return True
+        return False
+
+    def drain_ended(self) -> None:
+        """Free the buffers of streamed-out results whose store has ended
+        (by the clock: waiting on it costs nothing), so prefetches find
+        their space, and wait on every other ended store, so the tensors
+        they wrote may be prefetched."""
+        for name in [n for n, (_, store) in self.draining.items() if self.clock.done(store)]:
+            self._drain(name)
+        for ids in self.pending_stores.values():
+            for store in sorted(s for s in ids if self.clock.done(s)):
+                self._wait(store)
+                ids.discard(store)
 
     def _wait_store(self, buffer: SramBuffer, store: int) -> None:
         self._wait(store)
@@ -1283,7 +1366,7 @@ class _Scheduler:
             if offset is not None:
                 buffer = self._new_buffer(offset, nbytes, label)
                 self.alloc.add(buffer)
-                self.out.append(Alloc(buffer))
+                self.emit(Alloc(buffer))
                 return buffer
             if not evict:
                 return None
@@ -1310,12 +1393,12 @@ class _Scheduler:
             self._wait_store(entry.buffer, entry.store)
         elif entry.dirty and (self.needed(key) or self.banded_later(key[0]) or self.overlap_later(key, self.now)):
             store = self._id()
-            self.out.append(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
+            self.emit(Store(store, entry.buffer, Piece(key[0], key[1], entry.buffer.size)))
             self.pending_stores.setdefault(key[0], set()).add(store)
             self._wait_store(entry.buffer, store)
             self.dram_parts.setdefault(key[0], {})[key[1]] = entry.buffer.size
         self.alloc.remove(entry.buffer)
-        self.out.append(Free(entry.buffer))
+        self.emit(Free(entry.buffer))
 
     def loadable(self, piece: Piece) -> bool:
         """True when DRAM holds `piece` and no store to its tensor is in flight."""
@@ -1341,7 +1424,7 @@ class _Scheduler:
         if buffer is None:
             return False
         load = self._id()
-        self.out.append(Load(load, buffer, piece))
+        self.emit(Load(load, buffer, piece))
         self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
         return True
 
@@ -1440,16 +1523,16 @@ class _Scheduler:
                     entry.load = None
             self.prefetch(index, protected)
             reads = tuple((self.lookup(n.piece).buffer, n.piece) for n in unit.reads)
-            self.out.append(Compute(unit.op, unit.macs, unit.sram_bytes, reads, tuple(writes)))
+            self.emit(Compute(unit.op, unit.macs, unit.sram_bytes, reads, tuple(writes)))
             for buffer, piece in stream_outs:
                 store = self._id()
-                self.out.append(Store(store, buffer, piece))
+                self.emit(Store(store, buffer, piece))
                 self.draining[buffer.name] = (buffer, store)
                 self.pending_stores.setdefault(piece.tensor, set()).add(store)
                 self.dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
             for buffer, piece in kept_stores:
                 store = self._id()
-                self.out.append(Store(store, buffer, piece))
+                self.emit(Store(store, buffer, piece))
                 entry = self.resident[(piece.tensor, piece.part)]
                 entry.store, entry.dirty = store, False
                 self.pending_stores.setdefault(piece.tensor, set()).add(store)
@@ -1464,7 +1547,7 @@ class _Scheduler:
                         continue
                     entry = self.resident[(t.name, "all")]
                     store = self._id()
-                    self.out.append(Store(store, entry.buffer, Piece(t.name, "all", t.size)))
+                    self.emit(Store(store, entry.buffer, Piece(t.name, "all", t.size)))
                     entry.store, entry.dirty = store, False
                     self.pending_stores.setdefault(t.name, set()).add(store)
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
@@ -1481,7 +1564,7 @@ class _Scheduler:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
                 else:
                     self.alloc.remove(entry.buffer)
-                    self.out.append(Free(entry.buffer))
+                    self.emit(Free(entry.buffer))
         for name in list(self.draining):
             self._drain(name)
         for key in list(self.resident):
@@ -1489,21 +1572,45 @@ class _Scheduler:
         return self.out
 
     def prefetch(self, index: int, protected: set[tuple[str, str]]) -> None:
-        """Start the loads of the next units that fit in free SRAM, in the
-        order they are needed; stop at the first that does not fit."""
+        """Start the loads of the next units, in the order they are needed,
+        that fit in free SRAM (once the buffers of ended stores are freed)
+        or in room made by evicting clean pieces read much later; stop at
+        the first that does not fit, and at the first unit after the next
+        that starts before the DRAM port would be free (by the clock: its
+        loads would not start earlier, and a store the current unit issues
+        may go first)."""
+        self.drain_ended()
         ahead = 0
+        until = 0  # estimated cycles from now until unit `later` starts
         for later in range(index + 1, min(len(self.units), index + 1 + PREFETCH_UNITS)):
+            done = self.units[later - 1]
+            until += self.cost.compute_cycles(done.macs, done.sram_bytes)
+            if later > index + 1 and self.clock.port - self.clock.now > until:
+                return  # the port is busy past that unit's start: its loads can wait
             for need in self.units[later].reads:
                 key = (need.piece.tensor, need.piece.part)
                 if self.lookup(need.piece) is not None:
                     continue
                 if not self.loadable(need.piece):
                     continue
-                if ahead + need.piece.bytes > self.sram // 2:
+                if ahead and ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8:
                     return
-                if not self.load(need.piece, protected, evict=False):
+                if not self.load(need.piece, protected, evict=False) and not (
+                        self.make_room(need.piece.bytes, later, protected)
+                        and self.load(need.piece, protected, evict=False)):
                     return
                 ahead += need.piece.bytes
+
+
+def _hole(order: list[tuple[int, str, int]], size: int, nbytes: int) -> bool:
+    """True when `nbytes` fit between the live buffers of `order` (as
+    `_Allocator.order`) in an SRAM of `size` bytes."""
+    offset = 0
+    for start, _, end in order:
+        if start - offset >= nbytes:
+            return True
+        offset = max(offset, end)
+    return size - offset >= nbytes
 
 
 def _own_buffer(piece: Piece) -> bool:
@@ -1558,7 +1665,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     _check_program(program)
     if cascades or not any(op.joins for op in program.ops):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
-        instructions = _Scheduler(program, sram_size, units).run()
+        instructions = _Scheduler(program, sram_size, units, cost).run()
         return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
     best: tuple[tuple[int, int], NpuSchedule] | None = None
     failed: PlanningError | None = None
@@ -1576,7 +1683,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place else (0,):
             try:
                 units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit, in_place)
-                instructions = _Scheduler(program, sram_size, units).run()
+                instructions = _Scheduler(program, sram_size, units, cost).run()
             except PlanningError as e:
                 failed = e  # the last: the schedule without concats in place says why it does not fit
                 continue

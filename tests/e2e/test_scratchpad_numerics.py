@@ -10,7 +10,7 @@ squeeze) run as chain cascades, band by band, each op writing the rows
 its readers' bands read into an SRAM buffer they read; a fire module's
 concat runs in place there (each expand writes its channels of the
 concat's band of rows). ShuffleNet's
-concats run in place: each input's producer writes its channel band of the
+concats run in place (at 768 KiB): each input's producer writes its channel band of the
 concat's output (one SRAM buffer, or its band of the output's DRAM home). (A
 simulated cascade, whose bands are byte shares, is refused in one line:
 filecheck/rewrites/dnn_npu_schedule.mlir.)"""
@@ -34,7 +34,9 @@ pytest.importorskip("onnxruntime")
     ("bvlc_alexnet", 16 << 20),  # fc6-fc8 stream their weights in blocks of output columns
     ("resnet50", 16 << 20),  # four convolutions (residual ones too) in blocks of output channels
     ("squeezenet", 1 << 20),  # row bands (with channel blocks too) and strided DMA
-    ("shufflenet", 1 << 20),  # concats in place: producers write their channels of the concat's output
+    # concats in place: producers write their channels of the concat's output (at 768 KiB: at 1 MiB
+    # the schedule that copies them simulates 0.4% faster since prefetch follows the DMA clock, and is kept)
+    ("shufflenet", 768 << 10),
 ])
 def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
     model, inputs, expected = onnxruntime_reference(name)
@@ -61,7 +63,7 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         # a fire module's concat runs in place in its chain: each expand writes its channels of the
         # concat's band of rows, which the next squeeze reads whole
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+\|rows', text)
-    if name == "shufflenet" and sram == 1 << 20:
+    if name == "shufflenet" and sram == 768 << 10:
         # an op writes its channel band of a concat's output (no dnn.concat copies them)
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+', text)
 
