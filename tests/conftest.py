@@ -13,14 +13,31 @@ from pathlib import Path
 
 import pytest
 
+
+def _one_blas_thread_per_worker() -> None:
+    """numpy's OpenBLAS (not pyocc's, which runs on one thread unless a
+    model says otherwise) starts a thread per core. Two pytest-xdist
+    workers on two cores then run four BLAS threads, which spin while they
+    wait for each other: measured on this suite's 2-core machine, 228
+    196x64x128 products took 1.04 CPU s with two threads against 0.007 s
+    with one, and test_cuda_target's DenseNet-121 and SqueezeNet cases (the
+    fake cuDNN and cuBLAS are numpy) 26.4 -> 19.8 CPU s. Each worker runs
+    one test at a time, so one thread each loses no parallelism. Set
+    before numpy is first imported (it reads the variable when it loads
+    OpenBLAS); an OPENBLAS_NUM_THREADS the user set is kept."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+_one_blas_thread_per_worker()
+
 try:
     from _pytest.nodeid import coerce_node_id  # pytest 9: a test's id is item._id (see _join_group_in_id)
 except ImportError:  # pytest 8: pytest-xdist's own group suffix works
     coerce_node_id = None
 
-from pyocc.runtime import object_cache
-from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: F401 - re-exported for the tests
-from pyocc.testing.rss import current_rss_bytes, malloc_trim, peak_rss_bytes, reset_peak_rss
+from pyocc.runtime import object_cache  # noqa: E402
+from pyocc.testing.light_models import LIGHT_MODELS, light_model_path  # noqa: E402,F401 - re-exported for the tests
+from pyocc.testing.rss import current_rss_bytes, malloc_trim, peak_rss_bytes, reset_peak_rss  # noqa: E402
 
 
 @pytest.fixture(params=LIGHT_MODELS)

@@ -153,6 +153,9 @@ def _onnxruntime_reference(name: str) -> tuple[Path, dict[str, np.ndarray], list
     inputs = random_inputs_for(onnx.load(str(path), load_external_data=False))
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    # one thread: a test worker runs one test at a time, and pool threads
+    # spin while they wait (two workers already fill a two-core machine)
+    options.intra_op_num_threads = 1
     options.enable_cpu_mem_arena = False  # give the activations back when the session goes
     # onnxruntime maps the page-aligned external data; prepacking would copy every
     # matrix product's weights besides (VGG-19: 0.5 GB twice at once)

@@ -312,6 +312,15 @@ def compare_with_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarra
     onnxruntime on `inputs`; None when every output matches, else one line
     saying which output differs and by how much. Raises InvalidGraph when
     onnxruntime itself rejects the graph."""
+    return compile_and_compare(model, inputs, rtol, atol, **options)[1]
+
+
+def compile_and_compare(model: onnx.ModelProto, inputs: dict[str, np.ndarray], rtol: float = 1e-4,
+                        atol: float = 1e-5, **options: object) -> tuple[pyocc.api.Model | pyocc.api.SymbolicModel,
+                                                                         str | None]:
+    """compare_with_onnxruntime, also returning the compiled model it ran:
+    for a test that checks more of the same compile (its report, its
+    kernels), so that it need not compile the model a second time."""
     import onnxruntime as ort  # a test dependency only: pyocc itself runs without it
 
     session_options = ort.SessionOptions()
@@ -322,7 +331,13 @@ def compare_with_onnxruntime(model: onnx.ModelProto, inputs: dict[str, np.ndarra
         expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, inputs), strict=True))
     except Exception as e:  # noqa: BLE001 - onnxruntime's errors have no common base
         raise InvalidGraph(f"onnxruntime rejects the graph: {str(e).splitlines()[0]}") from None
-    got = pyocc.compile(model, **options).run(inputs)  # type: ignore[arg-type]
+    compiled = pyocc.compile(model, **options)  # type: ignore[arg-type]
+    return compiled, _difference(compiled.run(inputs), expected, rtol, atol)
+
+
+def _difference(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], rtol: float, atol: float) -> str | None:
+    """None when every output in `got` matches `expected`, else one line
+    saying which differs and by how much."""
     for name, want in expected.items():
         have = got[name]
         # fp32 sums in another order differ by a few ulps of the largest

@@ -64,6 +64,10 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
         assert report.lower_bound_bytes <= report.tensor_lower_bound_bytes + report.workspace_bytes
     if memory == "pool":
         assert report.allocator_calls_per_run == 1
+        # every light model's convolutions run natively on im2col scratch
+        # planned in the pool (scratch=True, the default): no numpy site left
+        assert compiled.numpy_sites == 0
+        assert any(buffer.name.endswith("_scratch") for buffer in report.buffers)
         assert report.lower_bound_bytes <= report.activation_bytes <= report.lower_bound_bytes + 64 * len(report.buffers)
     elif memory == "lazy":
         assert report.allocator_calls_per_run == len(report.buffers)

@@ -101,12 +101,12 @@ def test_channel_blocks_load_their_block_of_the_residual() -> None:
     # at 128 KiB the third convolution runs in blocks of output channels and
     # the residual (64 KiB, evicted by then) comes back block by block, each
     # a contiguous slice of it, instead of whole for every block
-    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from pyocc.testing.random_graphs import compile_and_compare
 
     model = _residual_block()
     inputs = {"x": np.random.default_rng(1).standard_normal((1, 64, 16, 16)).astype(np.float32)}
-    assert compare_with_onnxruntime(model, inputs, scratchpad=128 << 10, kernels="numpy") is None
-    compiled = pyocc.compile(model, scratchpad=128 << 10, kernels="numpy")
+    compiled, problem = compile_and_compare(model, inputs, scratchpad=128 << 10, kernels="numpy")
+    assert problem is None, problem
     blocks = compiled.memory_report().npu["tiled_ops"]["y"]["channel_blocks"]
     assert blocks > 1
     # each block of the convolution reads its block of `a` (a buffer of its channels)

@@ -85,14 +85,14 @@ def test_runs_a_model_from_c(tmp_path: Path, runner: Path) -> None:
 
 
 def test_refuses_wrong_input_size_and_numpy_sites(tmp_path: Path, runner: Path) -> None:
-    model = pyocc.compile(tiny_model(), kernels="numpy")
+    model = pyocc.compile(tiny_model(), kernels="numpy", jit=False)  # run from C only
     model.save(tmp_path / "numpy.so")
     (tmp_path / "in.bin").write_bytes(b"\0" * 12)
     result = subprocess.run([str(runner), "numpy.so", "in.bin", "out.bin"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1
     assert "6 ops call numpy kernels" in result.stderr
-    pyocc.compile(tiny_model()).save(tmp_path / "native.so")
+    pyocc.compile(tiny_model(), jit=False).save(tmp_path / "native.so")
     result = subprocess.run([str(runner), "native.so", "in.bin", "out.bin"], cwd=tmp_path, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1
@@ -120,7 +120,7 @@ def test_threads_in_the_runner(tmp_path: Path, runner: Path) -> None:
     x = rng.standard_normal((1, 3, 8, 8)).astype(np.float32)
     s = rng.standard_normal(3).astype(np.float32)
     (tmp_path / "in.bin").write_bytes(x.tobytes() + s.tobytes())
-    pyocc.compile(tiny_model(), threads=2).save(tmp_path / "threads.so")
+    pyocc.compile(tiny_model(), threads=2, jit=False).save(tmp_path / "threads.so")
     outputs = []
     for count in (None, 1, 3):
         option = [] if count is None else ["--threads", str(count)]
@@ -129,7 +129,7 @@ def test_threads_in_the_runner(tmp_path: Path, runner: Path) -> None:
         assert result.returncode == 0, result.stderr
         outputs.append((tmp_path / f"out{count}.bin").read_bytes())
     assert outputs[0] == outputs[1] == outputs[2]
-    pyocc.compile(tiny_model()).save(tmp_path / "one.so")
+    pyocc.compile(tiny_model(), jit=False).save(tmp_path / "one.so")
     result = subprocess.run([str(runner), "one.so", "in.bin", "out.bin", "--threads", "2"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
@@ -249,7 +249,7 @@ def test_a_symbolic_library_runs_every_length_from_c(tmp_path: Path, runner: Pat
     with pytest.raises(PyoccError, match=r"^bert_onnx: input 'position_ids' has int64\[1, 4\], the model takes "
                                          r"int64\[1, 5\] at \{'sequence': 5\}$"):
         loaded.run(wrong)
-    pyocc.compile(tiny_model()).save(tmp_path / "static.so")
+    pyocc.compile(tiny_model(), jit=False).save(tmp_path / "static.so")
     result = subprocess.run([str(runner), "static.so", "in.bin", "out.bin", "--dim", "sequence=3"],
                             capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stderr.strip()) == (

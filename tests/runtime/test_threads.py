@@ -162,7 +162,7 @@ def test_which_loops_run_on_threads(case: str) -> None:
 
 def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str, np.ndarray],
                                                 one_thread: dict[str, np.ndarray]) -> None:
-    pyocc.compile(many_ops(), threads=2).save(tmp_path / "m.so")
+    pyocc.compile(many_ops(), threads=2, jit=False).save(tmp_path / "m.so")
     model = load_shared_library(tmp_path / "m.so")
     same_library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
     set_threads = getattr(same_library, f"{model.name}_set_threads")
@@ -407,7 +407,7 @@ def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path) -> No
     model = small_workspace_convs()
     x = {"x": np.random.default_rng(33).standard_normal((1, 64, 40, 40)).astype(np.float32)}
     want = pyocc.compile(model).run(x)
-    pyocc.compile(model, threads=2).save(tmp_path / "m.so")
+    pyocc.compile(model, threads=2, jit=False).save(tmp_path / "m.so")
     loaded = load_shared_library(tmp_path / "m.so")
     library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
     set_threads = getattr(library, f"{loaded.name}_set_threads")
