@@ -111,6 +111,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the terminal reporter read -r
 def pytest_configure(config: pytest.Config) -> None:
+    """Skip lines only when asked for by name, and one compile cache for the session."""
+    hide_skip_lines(config)
+    _share_compile_cache(config)
+
+
+def hide_skip_lines(config: pytest.Config) -> None:
     """`-ra` would list every skip, one line per reason: a few hundred for
     onnx's node tests (issue #19), burying the result. Skips are counted by
     kind instead (pytest_terminal_summary); they are listed one a line only
@@ -118,7 +124,6 @@ def pytest_configure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None and not re.search("[sS]", config.option.reportchars):
         reporter.reportchars = reporter.reportchars.replace("s", "")
-    _share_compile_cache(config)
 
 
 CACHE_DIR_BEFORE = pytest.StashKey[tuple[str | None, str]]()

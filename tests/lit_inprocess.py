@@ -42,7 +42,7 @@ INPUTS = FILECHECK_ROOT / "Inputs"
 
 RUN_LINE = re.compile(r"\bRUN:(.*)$")
 UNSUPPORTED_KEYWORDS = re.compile(r"\b(REQUIRES|UNSUPPORTED|XFAIL|ALLOW_RETRIES|DEFINE|REDEFINE):|\bEND\.")
-SUBSTITUTION = re.compile(r"%(python|inputs|%|s|t)")
+SUBSTITUTION = re.compile(r"%(python|inputs|%|s|S|t)")
 LEFT_SUBSTITUTION = re.compile(r"%[A-Za-z{]")
 
 
@@ -78,8 +78,8 @@ def run_lines(path: Path) -> list[tuple[int, str]]:
 
 def substitute(command: str, path: Path, tmp_base: Path) -> str:
     """`command` with lit.cfg's and lit's substitutions applied: %python,
-    %inputs, %s (the file), %t (a temporary path base), %% (a percent sign)."""
-    values = {"python": sys.executable, "inputs": str(INPUTS), "s": str(path), "t": str(tmp_base), "%": "%"}
+    %inputs, %s (the file), %S (its folder), %t (a temporary path base), %% (a percent sign)."""
+    values = {"python": sys.executable, "inputs": str(INPUTS), "s": str(path), "S": str(path.parent), "t": str(tmp_base), "%": "%"}
     result = SUBSTITUTION.sub(lambda m: values[m.group(1)], command)
     left = LEFT_SUBSTITUTION.search(SUBSTITUTION.sub("", command))
     if left is not None:

@@ -8,14 +8,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import pytest_configure, skip_reason_kind
+from tests.conftest import hide_skip_lines, skip_reason_kind
 
 
 def _configured(given: str, effective: str) -> str:
     reporter = SimpleNamespace(reportchars=effective)
     config = SimpleNamespace(option=SimpleNamespace(reportchars=given),
                              pluginmanager=SimpleNamespace(get_plugin=lambda name: reporter))
-    pytest_configure(config)  # type: ignore[arg-type]
+    hide_skip_lines(config)  # type: ignore[arg-type]
     return reporter.reportchars
 
 
