@@ -29,6 +29,16 @@ static int64_t thread_ns(void) {
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+/* run one chunk on thread `side` (0: the caller, 1: the helper), adding its CPU time to that side's and its kind's totals */
+static void run_timed(int side, body_fn body, void *context, int64_t begin, int64_t end) {
+    int64_t t0 = thread_ns();
+    body(context, begin, end);
+    int64_t spent = thread_ns() - t0;
+    relay_ns[side] += spent;
+    relay_kind_ns[relay_kind & 7] += spent;
+    relay_chunks[side]++;
+}
+
 static void *helper_main(void *arg) {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -38,12 +48,7 @@ static void *helper_main(void *arg) {
         int s;
         while ((s = atomic_load(&state)) != 1 && s != 3) sched_yield();
         if (s == 3) return NULL;
-        int64_t t0 = thread_ns();
-        job_body(job_context, job_begin, job_end);
-        int64_t spent = thread_ns() - t0;
-        relay_ns[1] += spent;
-        relay_kind_ns[relay_kind & 7] += spent;
-        relay_chunks[1]++;
+        run_timed(1, job_body, job_context, job_begin, job_end);
         atomic_store(&state, 2);
     }
 }
@@ -74,12 +79,7 @@ void relay_parallel_for(body_fn body, void *context, int64_t count, int64_t per_
             while (atomic_load(&state) != 2) sched_yield();
             atomic_store(&state, 0);
         } else {
-            int64_t t0 = thread_ns();
-            body(context, begin, end);
-            int64_t spent = thread_ns() - t0;
-            relay_ns[0] += spent;
-            relay_kind_ns[relay_kind & 7] += spent;
-            relay_chunks[0]++;
+            run_timed(0, body, context, begin, end);
         }
     }
 }
