@@ -308,3 +308,26 @@ func.func @concat_ends_a_chain(%x: tensor<1x1x32x16xf32>) -> tensor<1x4x32x16xf3
   %c = dnn.concat ins(%a, %b : tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>) {axis = 1 : i64} : tensor<1x4x32x16xf32>
   func.return %c : tensor<1x4x32x16xf32>
 }
+
+// -----
+
+// An op without weights whose input does not fit (a global pool of 16 KiB
+// at 8 KiB) runs in blocks of channels: each block loads its channels of
+// the input (a subview of it in DRAM) and writes the same channels of the
+// output (a subview of its SRAM buffer). Negative (CHECK, 64 KiB): the
+// pool fits and runs whole.
+// CHAINCAT-LABEL: func.func @global_pool
+// CHAINCAT:       %x_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:x:block0/9", {{.*}}} : memref<8192xi8> -> memref<1x2x16x16xf32>
+// CHAINCAT-NEXT:  %[[X0:.*]] = dnn.subview %x {offset = 0 : i64} : memref<1x16x16x16xf32> -> memref<1x2x16x16xf32>
+// CHAINCAT-NEXT:  %x_in = dnn.dma_start ins(%[[X0]] : memref<1x2x16x16xf32>) outs(%x_sram : memref<1x2x16x16xf32>)
+// CHAINCAT:       %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x16x1x1xf32> -> memref<1x2x1x1xf32>
+// CHAINCAT-NEXT:  dnn.global_average_pool ins(%x_sram : memref<1x2x16x16xf32>) outs(%[[Y0]] : memref<1x2x1x1xf32>) {npu.reads = {{\[}}["x", "block0/9", 2048 : i64, 16384 : i64]], npu.writes = {{\[}}["y", "tile0.0/1x9", 8 : i64, 64 : i64]]
+// CHAINCAT:       %[[Y1:.*]] = dnn.subview %y_sram {offset = 8 : i64} : memref<1x16x1x1xf32> -> memref<1x2x1x1xf32>
+// CHAINCAT-NEXT:  dnn.global_average_pool ins(%x_sram_1 : memref<1x2x16x16xf32>) outs(%[[Y1]] : memref<1x2x1x1xf32>)
+// CHECK-LABEL:    func.func @global_pool
+// CHECK:          dnn.global_average_pool ins(%x_sram : memref<1x16x16x16xf32>) outs(%y_sram : memref<1x16x1x1xf32>) {npu.reads = {{\[}}["x", "all", 16384 : i64, 16384 : i64]]
+// CHECK-NOT:      dnn.global_average_pool
+func.func @global_pool(%x: tensor<1x16x16x16xf32>) -> tensor<1x16x1x1xf32> {
+  %y = dnn.global_average_pool ins(%x : tensor<1x16x16x16xf32>) : tensor<1x16x1x1xf32>
+  func.return %y : tensor<1x16x1x1xf32>
+}

@@ -169,7 +169,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         first = op.results[0]
         shape = first.type.get_shape()  # type: ignore[attr-defined]
         row_local = op.splits_by_rows() and len(shape) >= 4
-        split = op.channel_split() if weights and shape else None
+        split = op.channel_split() if shape else None
         channels = split[0] if split is not None else 1
         split_values = {getattr(op, field) for field in (split[1] if split else ())} - {None}
         whole = tuple(dict.fromkeys(w for w in weights

@@ -517,7 +517,9 @@ def _tiling_with(
     row_ok = (op.out_rows > 1 and bool(op.row_windows) and all(t.size > big for t in outs)
               and all(t.size > big for t in reads if op.window(t.name) is not None))
     rows = _candidates(op.out_rows) if row_ok else [1]
-    channels = [c for c in _candidates(op.channels) if op.blocks_run(c)] if weights and op.channels > 1 else [1]
+    # a channel block streams blocks of the weights, or (no weights: a pooling) of the inputs
+    channels = ([c for c in _candidates(op.channels) if op.blocks_run(c)]
+                if (weights or op.channel_inputs) and op.channels > 1 else [1])
     best: tuple[int, int, int, int, int, bool] | None = None
     for r in rows:
         for c in channels:

@@ -111,3 +111,38 @@ def test_channel_blocks_load_their_block_of_the_residual() -> None:
     read = re.findall(r'residual %\w+ : [^)]*memref<1x(\d+)x16x16xf32>\)[^\n]*\["a", "(block\d+/\d+)"',
                       str(compiled.module))
     assert len({part for _, part in read}) == blocks and all(int(c) < 64 for c, _ in read)
+
+
+def _pools() -> object:
+    """A 3x3 max pool (stride 2) of 64 channels of 32x32, then a global
+    average pool: no weights, every input channel read by its own output
+    channel only."""
+    from onnx import TensorProto, helper
+
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+        helper.make_node("GlobalAveragePool", ["m"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "pools", [value("x", TensorProto.FLOAT, [1, 64, 32, 32])],
+                              [value("y", TensorProto.FLOAT, [1, 64, 1, 1])])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_pools_run_in_channel_blocks() -> None:
+    # at 24 KiB one band of the max pool's output rows still reads three rows
+    # of all 64 input channels (24 KiB, double-buffered 48), and the global
+    # pool reads its whole 64 KiB input: both were refused ("does not fit
+    # even tiled"); each now runs on blocks of channels, a block of the
+    # input in, the same block of the output out
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _pools()
+    inputs = {"x": np.random.default_rng(2).standard_normal((1, 64, 32, 32)).astype(np.float32)}
+    assert compare_with_onnxruntime(model, inputs, scratchpad=24 << 10, kernels="numpy") is None
+    compiled = pyocc.compile(model, scratchpad=24 << 10, kernels="numpy")
+    tiled = compiled.memory_report().npu["tiled_ops"]
+    assert tiled["m"]["channel_blocks"] > 1 and tiled["y"]["channel_blocks"] > 1
+    text = str(compiled.module)
+    pooled = re.findall(r'dnn.global_average_pool ins\(%\w+ : memref<1x(\d+)x16x16xf32>\)', text)
+    assert pooled and all(int(c) < 64 for c in pooled)

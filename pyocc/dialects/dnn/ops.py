@@ -738,6 +738,16 @@ class UnaryKernelOp(DnnComputeOp):
     traits = traits_def(KernelEffects())
 
 
+def _channelwise_split(op: UnaryKernelOp) -> tuple[int, dict[str, int]] | None:
+    """`channel_split` of an op whose output channel c reads only input
+    channel c (a pooling, an elementwise function) on a batch of one NCHW
+    tensor: a block of output channels reads its input channels."""
+    x_shape, out_shape = op.x.type.get_shape(), op.output_type().get_shape()
+    if len(out_shape) != 4 or len(x_shape) != 4 or x_shape[0] != 1 or x_shape[1] != out_shape[1]:
+        return None
+    return out_shape[1], {"x": 1}
+
+
 @irdl_op_definition
 class ConvOp(DnnComputeOp):
     """Convolution with optional fused bias, residual add and activation:
@@ -967,6 +977,11 @@ class MaxPoolOp(UnaryKernelOp):
         taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
         return math.prod(self.output_type().get_shape()) * taps
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class AveragePoolOp(UnaryKernelOp):
@@ -983,6 +998,11 @@ class AveragePoolOp(UnaryKernelOp):
         taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
         return math.prod(self.output_type().get_shape()) * taps
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class GlobalAveragePoolOp(UnaryKernelOp):
@@ -993,6 +1013,11 @@ class GlobalAveragePoolOp(UnaryKernelOp):
         """One accumulation per input element."""
         return math.prod(self.x.type.get_shape())
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class GlobalMaxPoolOp(UnaryKernelOp):
@@ -1002,6 +1027,11 @@ class GlobalMaxPoolOp(UnaryKernelOp):
     def macs(self) -> int:
         """One accumulation per input element."""
         return math.prod(self.x.type.get_shape())
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
 
 
 @irdl_op_definition
@@ -1084,6 +1114,10 @@ class UnaryOp(UnaryKernelOp):
     alpha = _float()
     beta = _float()
     approximate = _str("none")
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (elementwise)."""
+        return _channelwise_split(self)
 
 
 @irdl_op_definition
