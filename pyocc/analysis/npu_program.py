@@ -185,6 +185,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
             whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
             _groups(op) if channels > 1 else 1, joins, blocked,
+            *_reduction(op, reads, weights, name_of, tensors),
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
@@ -215,6 +216,43 @@ def _channel_inputs(op: d.DnnComputeOp, split: tuple[int, dict[str, int]], reads
                 and d.type_bytes(value.type) == tensors[name_of(value)].size):
             found.append(name_of(value))
     return tuple(dict.fromkeys(found))
+
+
+def _reduction(op: d.DnnComputeOp, reads: list[str], weights: list[str], name_of: Callable[[SSAValue], str],
+               tensors: dict[str, NpuTensor]) -> tuple[int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(`NpuOp.in_channels`, `reduced_inputs`, `reduced_weights`,
+    `first_only`) from the op's `reduction_split` and `reduction_block`:
+    the activations sliced along the reduced axis (each block a contiguous
+    slice: every axis before it of extent 1, the whole tensor), the weights
+    of more than one axis sliced along it (strided: a filter's input
+    channels), and what only the first block reads (a bias, a residual).
+    (1, (), (), ()) when the op cannot sum block by block."""
+    split = op.reduction_split()
+    block = op.reduction_block(0, 1, False, True) if split is not None else None
+    if split is None or block is None or split[0] <= 1:
+        return 1, (), (), ()
+    length, axes = split
+    inputs: list[str] = []
+    blocked: list[str] = []
+    for field, axis in axes.items():
+        value = getattr(op, field, None)
+        if not isinstance(value, SSAValue):
+            continue
+        name, shape = name_of(value), value.type.get_shape()  # type: ignore[attr-defined]
+        if shape[axis] != length or d.type_bytes(value.type) != tensors[name].size:
+            return 1, (), (), ()  # a view of part of a tensor, or a broadcast: not sliced by blocks
+        if name in reads:
+            if any(n != 1 for n in shape[:axis]):
+                return 1, (), (), ()
+            inputs.append(name)
+        elif name in weights and len(shape) > 1:
+            blocked.append(name)
+    if not blocked or any(name_of(v) in (*inputs, *blocked) for v in op.operands if v is not None
+                          and not any(getattr(op, f, None) is v for f in axes)):
+        return 1, (), (), ()  # no weights in blocks, or a sliced tensor read twice
+    _, _, running, dropped = block
+    first = [name_of(v) for f in (*dropped, running) if isinstance(v := getattr(op, f, None), SSAValue)]
+    return length, tuple(dict.fromkeys(inputs)), tuple(dict.fromkeys(blocked)), tuple(dict.fromkeys(first))
 
 
 def _piece(attr: Attribute | None, op: Operation) -> tuple[Piece, int]:

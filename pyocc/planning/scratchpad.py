@@ -44,6 +44,7 @@ No IR here: pyocc's planning layer.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -91,6 +92,10 @@ the best smaller share's by this factor (1.05: at 1 MiB over the light
 models, what runs: geomean cycles/bound 1.805 against 1.806 at 1.1, 1.811
 at 1.2 and 1.865 taking the least estimate whatever the share; ResNet-50
 2.804 -> 2.227 against the half-SRAM tiles)."""
+REDUCTION_COMPETES = False
+"""Whether a tiling summed over input channel blocks competes with the
+others on its estimate (True), or is taken only for an op no other tiling
+fits (False)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
@@ -156,6 +161,20 @@ class NpuOp:
     """Inputs a channel block reads only its output channels of (a
     convolution's residual: contiguous slices, like a weight block's):
     channel blocks not split by rows load just their block of them."""
+
+    in_channels: int = 1
+    """The length of the axis the op sums over that it can split into
+    blocks (a convolution's input channels, `reduction_split`); 1: it
+    cannot. A block of it reads its slice of `reduced_inputs` and of
+    `reduced_weights` and adds to the partial sums of the blocks before it,
+    which stay in SRAM."""
+    reduced_inputs: tuple[str, ...] = ()
+    """Activations a reduction block reads its slice of (contiguous)."""
+    reduced_weights: tuple[str, ...] = ()
+    """Weights a reduction block reads its slice of (a filter's input
+    channels: strided, one chunk per output channel)."""
+    first_only: tuple[str, ...] = ()
+    """What only the first reduction block reads (a bias, a residual: added once)."""
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -357,6 +376,8 @@ class NpuSchedule:
     homes: dict[str, tuple[str, int, int]] = field(default_factory=dict)
     """Tensor -> (home tensor, first, end channel) for each input of an
     in-place concat: its pieces are parts of that channel band of the home."""
+    input_blocks: dict[str, int] = field(default_factory=dict)
+    """op -> its input channel blocks, for every op summed block by block."""
 
 
 @dataclass
@@ -402,7 +423,10 @@ class NpuResult:
             "bound_cycles": self.bound_cycles,
             "sram_bytes": self.sram_bytes,
             "macs": self.macs,
-            "tiled_ops": {op: {"row_bands": r, "channel_blocks": c} for op, (r, c) in self.tiled_ops.items()},
+            "tiled_ops": {op: {"row_bands": r, "channel_blocks": c,
+                               **({"input_channel_blocks": self.schedule.input_blocks[op]}
+                                  if self.schedule is not None and op in self.schedule.input_blocks else {})}
+                          for op, (r, c) in self.tiled_ops.items()},
             "dma_transfers": len(self.simulation.transfers),
             "baseline_no_prefetch": {"cycles": self.baseline.cycles,
                                      "stall_cycles": self.baseline.stall_cycles,
@@ -441,6 +465,12 @@ def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
     return lo, lo + _split(op.channels, c, j), rows
 
 
+def split_range(total: int, parts: int, index: int) -> tuple[int, int]:
+    """[first, end) of the `index`-th of `parts` near-equal shares of `total`."""
+    first = sum(_split(total, parts, k) for k in range(index))
+    return first, first + _split(total, parts, index)
+
+
 def row_bytes(tensor: NpuTensor, rows: int) -> int:
     """Bytes of `rows` rows of `tensor` (all its channels)."""
     return tensor.size // tensor.rows * rows
@@ -461,7 +491,7 @@ def band_rows(part: str) -> tuple[int, int] | None:
     """The rows [lo, hi) an input band `rows{lo}:{hi}` holds, None for another part."""
     if not part.startswith("rows"):
         return None
-    lo, hi = part.removeprefix("rows").split(":")
+    lo, hi = part.partition("|")[0].removeprefix("rows").split(":")
     return int(lo), int(hi)
 
 
@@ -478,26 +508,32 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     return math.ceil(tensor.size * rows / tensor.rows)
 
 
-def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost) -> tuple[int, int, bool, int]:
-    """(row bands, channel blocks, rows outer, streaming threshold) of the
-    tiling with the fewest estimated cycles (the slower of its compute and
-    its DRAM traffic under `cost`), then the least traffic, whose
-    double-buffered tile fits in half the SRAM. A tile of up to 5/8, 6/8 or
-    7/8 of the SRAM (`TILE_SHARES`) is taken instead when its estimate is
-    below 1/`TILE_GAIN` of the best smaller one: fewer, larger tiles touch
-    their operands in SRAM fewer times (a thin weight block re-reads the
-    whole input) and re-read fewer weight blocks, while a smaller tile
-    leaves room to prefetch the next op. Operands above the threshold
-    stream through DRAM."""
-    best: tuple[int, int, int, int, int, bool, int] | None = None
+def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost
+                   ) -> tuple[int, int, bool, int, int]:
+    """(row bands, channel blocks, rows outer, streaming threshold, input
+    channel blocks) of the tiling with the fewest estimated cycles (the
+    slower of its compute and its DRAM traffic under `cost`), then the
+    least traffic, whose double-buffered tile fits in half the SRAM. A tile
+    of up to 5/8, 6/8 or 7/8 of the SRAM (`TILE_SHARES`) is taken instead
+    when its estimate is below 1/`TILE_GAIN` of the best smaller one: fewer,
+    larger tiles touch their operands in SRAM fewer times (a thin weight
+    block re-reads the whole input) and re-read fewer weight blocks, while
+    a smaller tile leaves room to prefetch the next op. Operands above the
+    threshold stream through DRAM. A tile summed over blocks of its input
+    channels (`_reduction_tiling`) competes when `REDUCTION_COMPETES`, and
+    is the way out when no other tiling fits."""
+    best: tuple[int, int, int, int, int, bool, int, int] | None = None
     for share in TILE_SHARES:
         limit = sram * share // 8
         found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
                  if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
+        if not found or REDUCTION_COMPETES:
+            found += [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
+                      if (key := _reduction_tiling(op, tensors, limit, big, cost)) is not None]
         if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
             best = min(found)
     if best is not None:
-        return best[3], best[4], best[5], best[6]
+        return best[3], best[4], best[5], best[7], best[6]
     raise PlanningError(
         f"scratchpad: op {op.name!r} does not fit in {sram} bytes of SRAM even tiled; give a larger --scratchpad"
     )
@@ -505,22 +541,16 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
 
 def _tiling_with(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
-) -> tuple[int, int, int, int, int, bool] | None:
+) -> tuple[int, int, int, int, int, bool, int] | None:
     """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
-    outer) of the best tiling whose tile fits in `limit` bytes when operands
+    outer, 1) of the best tiling whose tile fits in `limit` bytes when operands
     above `big` bytes stream, or None."""
     reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
     weights = [tensors[n] for n in dict.fromkeys(op.weights)]
     outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
-    # a band reads its input bands and writes its output tiles in their own
-    # buffers (strided DMA from and to DRAM): every banded operand streams
-    row_ok = (op.out_rows > 1 and bool(op.row_windows) and all(t.size > big for t in outs)
-              and all(t.size > big for t in reads if op.window(t.name) is not None))
-    rows = _candidates(op.out_rows) if row_ok else [1]
-    # a channel block streams blocks of the weights, or (no weights: a pooling) of the inputs
-    channels = ([c for c in _candidates(op.channels) if op.blocks_run(c)]
-                if (weights or op.channel_inputs) and op.channels > 1 else [1])
-    best: tuple[int, int, int, int, int, bool] | None = None
+    rows = _row_candidates(op, reads, outs, big)
+    channels = _channel_candidates(op, weights)
+    best: tuple[int, int, int, int, int, bool, int] | None = None
     for r in rows:
         for c in channels:
             n = r * c
@@ -528,6 +558,9 @@ def _tiling_with(
             for t in reads:
                 if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
                     foot += 2 * math.ceil(t.size / c)  # a block of it per channel block, double-buffered
+                    continue
+                if _banded_block(op, t.name, r, c):
+                    foot += 2 * math.ceil(_band_bytes(t, op, r) / c)
                     continue
                 foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
             for w in weights:
@@ -539,10 +572,11 @@ def _tiling_with(
                 continue
             # streamed like a weight: a block of it per channel block
             blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
+            blocked += [t for t in reads if _banded_block(op, t.name, r, c)]
             in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
-            w_bytes = sum(w.size for w in weights) + sum(t.size for t in blocked)
+            w_bytes = sum(w.size for w in weights) + sum(t.size if r == 1 else _band_bytes(t, op, r) * r for t in blocked)
             w_whole = c == 1
-            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c)
+            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c / r)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
             for rows_outer in (True, False):
@@ -551,7 +585,94 @@ def _tiling_with(
                     traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
                 else:
                     traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
-                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer)
+                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1)
+                if best is None or key < best:
+                    best = key
+    return best
+
+
+def _banded_block(op: NpuOp, tensor: str, bands: int, blocks: int) -> bool:
+    """True when a tile of `op` (split by rows and channels) reads only its
+    channel block of its band of input `tensor` (`rows{lo}:{hi}|in{j}/{c}`):
+    an op without weights whose channel blocks read the same channels of
+    that input (a pooling)."""
+    return (bands > 1 and blocks > 1 and not op.weights and tensor in op.channel_inputs
+            and op.window(tensor) is not None)
+
+
+def _row_candidates(op: NpuOp, reads: list[NpuTensor], outs: list[NpuTensor], big: int) -> list[int]:
+    """Row band counts to try: a band reads its input bands and writes its
+    output tiles in their own buffers (strided DMA from and to DRAM), so
+    every banded operand must stream (be above `big`)."""
+    row_ok = (op.out_rows > 1 and bool(op.row_windows) and all(t.size > big for t in outs)
+              and all(t.size > big for t in reads if op.window(t.name) is not None))
+    return _candidates(op.out_rows) if row_ok else [1]
+
+
+def _channel_candidates(op: NpuOp, weights: list[NpuTensor]) -> list[int]:
+    """Output channel block counts to try: a channel block streams blocks
+    of the weights, or (no weights: a pooling) of the inputs."""
+    if not (weights or op.channel_inputs) or op.channels <= 1:
+        return [1]
+    return [c for c in _candidates(op.channels) if op.blocks_run(c)]
+
+
+def _reduction_tiling(
+    op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
+) -> tuple[int, int, int, int, int, bool, int] | None:
+    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
+    outer, input channel blocks) of the best tiling that also sums each
+    output tile over blocks of the op's input channels (`NpuOp.in_channels`)
+    whose units fit in `limit` bytes when operands above `big` bytes
+    stream, or None (the op cannot sum block by block). A unit reads its
+    block of the input band (double-buffered when streamed, else the whole
+    input stays) and of the weights (always streamed, double-buffered), the
+    partial sums of the blocks before it, and writes the partial sums with
+    its block added (the output tile twice), the last unit the output tile
+    itself. Units run tile by tile, the input blocks innermost; the input
+    is read again per output channel block, the weights per row band."""
+    if op.in_channels <= 1:
+        return None
+    reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
+    weights = [tensors[n] for n in dict.fromkeys(op.weights)]
+    outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
+    rows = _row_candidates(op, reads, outs, big)
+    channels = _channel_candidates(op, weights)
+    best: tuple[int, int, int, int, int, bool, int] | None = None
+    for r in rows:
+        for c in channels:
+            n = r * c
+            tile = math.ceil(sum(t.size for t in outs) / n)
+            for k in _candidates(op.in_channels)[1:]:
+                foot = 0
+                touched = 0
+                for t in reads:
+                    if t.name in op.reduced_inputs:
+                        part = math.ceil(_band_bytes(t, op, r) / k)
+                        foot += 2 * part if t.size > big else t.size
+                        touched += part
+                    elif r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
+                        foot += math.ceil(t.size / c)
+                    else:
+                        foot += _band_bytes(t, op, r) if t.size > big else t.size
+                for w in weights:
+                    if w.name in op.reduced_weights:
+                        part = math.ceil(w.size / (c * k))
+                        foot += 2 * part
+                        touched += part
+                    else:
+                        foot += w.size if c == 1 or w.name in op.whole_weights else 2 * math.ceil(w.size / c)
+                for t in outs:
+                    foot += 2 * tile + (2 * math.ceil(t.size / n) if t.size > big else t.size)
+                if foot > limit:
+                    continue
+                touched += 2 * tile
+                in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big)
+                w_bytes = sum(w.size for w in weights)
+                traffic = (sum(t.size for t in outs if t.size > big) + in_stream * c
+                           + (w_bytes * r if r > 1 else w_bytes))
+                compute = n * k * cost.compute_cycles(math.ceil(op.macs / (n * k)), touched)
+                key = (max(compute, cost.dma_cycles(traffic)), traffic, n * k, r, c, True, k)
                 if best is None or key < best:
                     best = key
     return best
@@ -623,14 +744,22 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 True,
             ))
             continue
-        r, c, rows_outer, big = _choose_tiling(op, tensors, sram, cost)
+        if any(n in homed for n in op.reduced_inputs):  # parts of it are channel bands: not input blocks
+            op = dataclasses.replace(op, in_channels=1)
+        if any(n in homed for n in op.channel_inputs):
+            op = dataclasses.replace(op, channel_inputs=tuple(n for n in op.channel_inputs if n not in homed))
+        r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost)
         tiling[op.name] = (r, c)
         order = [(i, j) for i in range(r) for j in range(c)] if rows_outer else [(i, j) for j in range(c) for i in range(r)]
         for k, (i, j) in enumerate(order):
             reads: list[_Need] = []
             for n in dict.fromkeys(op.inputs):
                 t = tensors[n]
-                if r > 1 and op.window(n) is not None:
+                if _banded_block(op, n, r, c) and n not in homed:
+                    lo, hi = op.in_band(t, r, i)
+                    reads.append(_Need(Piece(n, f"rows{lo}:{hi}|in{j}/{c}",
+                                             _block_bytes(row_bytes(t, hi - lo), op.channels, c, j)), True))
+                elif r > 1 and op.window(n) is not None:
                     lo, hi = op.in_band(t, r, i)
                     # named by its rows: two ops (or bands) that read the same rows share it
                     reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
@@ -653,8 +782,66 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                       STREAM if tensors[n].size > big else WHOLE)
                 for n in dict.fromkeys(op.outputs)
             )
-            units.append(_Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1))
+            unit = _Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1)
+            units += _reduction_units(op, unit, tensors, blocks, big) if blocks > 1 else [unit]
     return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
+
+
+def _reduction_units(op: NpuOp, unit: _Unit, tensors: dict[str, NpuTensor], blocks: int, big: int) -> list[_Unit]:
+    """The tile `unit` of `op` summed over `blocks` blocks of its input
+    channels: unit m reads block m of the reduced inputs (`in{m}/{blocks}`,
+    of its band of rows: `rows{lo}:{hi}|in{m}/{blocks}`; a reduced input
+    not streamed is read whole) and of the reduced weights (`in{m}/{blocks}`,
+    of a channel block: `in{m}/{blocks}|block{j}/{c}`), and, after the first,
+    the partial sums `acc{m-1}/{blocks}|{tile}` the unit before it wrote; it
+    writes the partial sums `acc{m}/{blocks}|{tile}` (kept in SRAM), the
+    last unit the tile itself. What the op adds once (`first_only`: a bias,
+    a residual) only the first unit reads."""
+    (out,) = unit.writes
+    out_units = []
+    for m in range(blocks):
+        def sliced(piece: Piece) -> Piece:
+            t = tensors[piece.tensor]
+            if piece.tensor in op.reduced_weights:
+                whole = "" if piece.part == "all" else f"|{piece.part}"
+                return Piece(piece.tensor, f"in{m}/{blocks}{whole}",
+                             _block_bytes(piece.bytes, op.in_channels, blocks, m))
+            if piece.tensor not in op.reduced_inputs or (piece.part == "all" and t.size <= big):
+                return piece  # read whole: its block is a slice of it in SRAM
+            if piece.part == "all":
+                return Piece(piece.tensor, f"in{m}/{blocks}", _block_bytes(t.size, op.in_channels, blocks, m))
+            assert band_rows(piece.part) is not None, piece
+            return Piece(piece.tensor, f"{piece.part}|in{m}/{blocks}",
+                         _block_bytes(piece.bytes, op.in_channels, blocks, m))
+
+        reads = [_Need(sliced(n.piece), n.stream or n.piece.tensor in op.reduced_weights)
+                 for n in unit.reads if m == 0 or n.piece.tensor not in op.first_only]
+        if m > 0:
+            reads.append(_Need(Piece(out.piece.tensor, f"acc{m - 1}/{blocks}|{out.piece.part}", out.piece.bytes), True))
+        last = m == blocks - 1
+        write = out if last else _Make(Piece(out.piece.tensor, f"acc{m}/{blocks}|{out.piece.part}", out.piece.bytes), KEEP)
+        out_units.append(_Unit(op.name, _split(unit.macs, blocks, m), tuple(reads), (write,),
+                               unit.last_of_op and last))
+    return out_units
+
+
+def _input_blocks(units: list[_Unit]) -> dict[str, int]:
+    """op -> its input channel blocks, for each op whose units sum block by
+    block (`_reduction_units`: they write partial sums)."""
+    return {u.op: block[1] for u in units for m in u.writes
+            if m.piece.part.startswith("acc") and (block := reduction_block(m.piece.part)) is not None}
+
+
+def reduction_block(part: str) -> tuple[int, int] | None:
+    """(m, blocks) of a piece of input channel block m of `blocks` (`in{m}/{blocks}`,
+    `rows{lo}:{hi}|in{m}/{blocks}`, `in{m}/{blocks}|block{j}/{c}`) or of the
+    partial sums up to it (`acc{m}/{blocks}|{tile}`); None for any other part."""
+    for name in part.split("|"):
+        if name.startswith(("in", "acc")) and "/" in name:
+            m, _, blocks = name.removeprefix("acc").removeprefix("in").partition("/")
+            if m.isdigit() and blocks.isdigit():
+                return int(m), int(blocks)
+    return None
 
 
 @dataclass(frozen=True)
@@ -718,7 +905,7 @@ def _rehome(units: list[_Unit], homes: dict[str, _Home], tensors: dict[str, NpuT
 
     def moved(piece: Piece) -> Piece:
         home = homes.get(piece.tensor)
-        if home is None:
+        if home is None or piece.part.startswith("acc"):  # partial sums: a buffer of their own, never stored
             return piece
         return Piece(home.tensor, band_part(home.first, home.end, home.channels, piece.part), piece.bytes)
 
@@ -726,7 +913,8 @@ def _rehome(units: list[_Unit], homes: dict[str, _Home], tensors: dict[str, NpuT
     assembled = set()
     for root in roots:
         names = {n for n, h in homes.items() if h.tensor == root} | {root}
-        writes_whole = all(m.mode == WHOLE for u in units for m in u.writes if m.piece.tensor in names)
+        writes_whole = all(m.mode == WHOLE for u in units for m in u.writes
+                           if m.piece.tensor in names and not m.piece.part.startswith("acc"))
         banded = any(_own_buffer(n.piece) for u in units for n in u.reads if n.piece.tensor in names)
         size = tensors[root].size
         if not writes_whole or banded or size > sram * HOME_SHARE // 8:
@@ -1381,6 +1569,8 @@ class _Scheduler:
                 self.resident[key] = _Entry(buffer, True)
                 protected.add(key)
                 self.pinned.add(key)
+                if make.piece.part.startswith("acc"):  # partial sums: in SRAM until the next block adds to them
+                    self.assembling.add(key)
                 if make.mode == KEEP_STORE:
                     kept_stores.append((buffer, make.piece))
             return buffer
@@ -1479,6 +1669,8 @@ class _Scheduler:
                 elif self.resident[key].dirty and self.resident[key].store is None and self.overlap_later(key, index + 1):
                     self.write_back(key)  # a channel band a later read of more channels needs in DRAM
                 entry = self.resident.pop(key)
+                if key[1].startswith("acc"):
+                    self.assembling.discard(key)
                 if entry.store is not None:
                     self.draining[entry.buffer.name] = (entry.buffer, entry.store)
                 else:
@@ -1561,7 +1753,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     if cascades or not any(op.joins for op in program.ops):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
         instructions = _Scheduler(program, sram_size, units).run()
-        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                           input_blocks=_input_blocks(units))
     best: tuple[tuple[int, int], NpuSchedule] | None = None
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -1583,7 +1776,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 failed = e  # the last: the schedule without concats in place says why it does not fit
                 continue
             schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
-                                   {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
+                                   {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
             simulated = _simulate(schedule, program, sram_size, cost)
             if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
                 best = ((simulated.cycles, simulated.dram_bytes), schedule)
@@ -1630,7 +1823,8 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
             out.append(Wait(ids))
         for buffer in buffers:
             out.append(Free(buffer))
-    return NpuSchedule(out, _plan_spills(out, tensors), tiling, {n: (h.tensor, h.first, h.end) for n, h in homes.items()})
+    return NpuSchedule(out, _plan_spills(out, tensors), tiling, {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
+                       _input_blocks(units))
 
 
 def _check_program(program: NpuProgram) -> None:

@@ -146,3 +146,71 @@ def test_pools_run_in_channel_blocks() -> None:
     text = str(compiled.module)
     pooled = re.findall(r'dnn.global_average_pool ins\(%\w+ : memref<1x(\d+)x16x16xf32>\)', text)
     assert pooled and all(int(c) < 64 for c in pooled)
+
+
+def _wide_conv() -> object:
+    """A 3x3 convolution of 64 input channels (64 KiB) to 16 (with bias,
+    plus a residual input, then a ReLU: fused), random weights."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["s"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["s", "r"], ["a"]),
+        helper.make_node("Relu", ["a"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "wide_conv",
+        [value("x", TensorProto.FLOAT, [1, 64, 16, 16]), value("r", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [value("y", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [numpy_helper.from_array((rng.standard_normal((16, 64, 3, 3)) / 24).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _wide_gemm() -> object:
+    """A fully connected layer of 4096 inputs (16 KiB; its weight 1 MiB) to
+    64, alpha 0.5, beta 2 (the bias added once, however the sum is split),
+    then a ReLU (fused)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=0.5, beta=2.0),
+        helper.make_node("Relu", ["g"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "wide_gemm", [value("x", TensorProto.FLOAT, [1, 4096])], [value("y", TensorProto.FLOAT, [1, 64])],
+        [numpy_helper.from_array((rng.standard_normal((64, 4096)) / 64).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "c")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("build, inputs", [
+    (_wide_conv, {"x": (1, 64, 16, 16), "r": (1, 16, 16, 16)}),
+    (_wide_gemm, {"x": (1, 4096)}),
+])
+def test_sums_over_input_channel_blocks(build: object, inputs: dict[str, tuple[int, ...]]) -> None:
+    # at 16 KiB even one band of output rows (or one output column of the
+    # fully connected layer) needs every input channel: the op was refused
+    # ("does not fit even tiled"); it now sums its output tile over blocks
+    # of input channels: the first block adds the bias (and the residual),
+    # the others the partial sums of the blocks before, the last applies
+    # the ReLU
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = build()  # type: ignore[operator]
+    rng = np.random.default_rng(5)
+    values = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
+    assert compare_with_onnxruntime(model, values, scratchpad=16 << 10, kernels="numpy") is None
+    compiled = pyocc.compile(model, scratchpad=16 << 10, kernels="numpy")
+    tiles = compiled.memory_report().npu["tiled_ops"]["y"]
+    assert tiles["input_channel_blocks"] > 1
+    text = str(compiled.module)
+    # one op per block; the running sum comes in as the residual or C, the ReLU only on the last block
+    ops = re.findall(r'dnn\.(?:conv|gemm) ins\(([^)]*)\).*?\{(.*?)npu\.reads', text)
+    assert len(ops) >= tiles["input_channel_blocks"]
+    assert sum('activation = "relu"' in props for _, props in ops) == len(ops) // tiles["input_channel_blocks"]
+    assert all(("residual" in operands or ", %" in operands.split(":")[0]) for operands, _ in ops)
