@@ -5,7 +5,9 @@ writes (weights apart), their MACs (`op.macs()`), and the facts tiling needs,
 all read from the op definitions: an op whose `splits_by_rows()` holds may
 be split by rows (a `RowLocal` window's kernel rows and stride give the halo), an op
 whose `channel_split()` says how may be split by output channels (its
-weights read by blocks, but those it reads whole). Views share their source's
+weights read by blocks, but those it reads whole; without weights, its
+input's channel blocks), an op whose `reduction_split()` says how may sum
+over blocks of its input channels. Views share their source's
 tensor. The result is plain data for pyocc.planning.scratchpad.
 
 `npu_report` runs the scheduler and simulator on it for `--scratchpad`, and

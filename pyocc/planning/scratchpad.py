@@ -11,7 +11,13 @@ npu_simulator.py:
    output-channel blocks (weight blocks, and the blocks of a residual),
    choosing the split with the fewest estimated cycles whose tile,
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
-   clearly faster: `_choose_tiling`). Tensors above a quarter
+   clearly faster: `_choose_tiling`). An op without weights (a pooling)
+   splits its channels by reading its input's channel blocks. When no such
+   tile fits (its input band and filters still hold every input channel),
+   a convolution or fully connected layer also sums each output tile over
+   blocks of its input channels (`_reduction_tiling`, `_reduction_units`):
+   the partial sums stay in SRAM while the input's and the filters' blocks
+   stream through. Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
