@@ -1798,7 +1798,10 @@ def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = Np
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
-    units, tiling, homes = _units(program, sram_size, cost, cascades, chains)
+    try:
+        units, tiling, homes = _units(program, sram_size, cost, cascades, chains)
+    except PlanningError:  # an op that fits only in channel blocks of a concat's output: not in place
+        units, tiling, homes = _units(program, sram_size, cost, cascades, chains, in_place=False)
     tensors = program.by_name()
     out: list[Instruction] = []
     ids = 0
