@@ -343,11 +343,11 @@ func.func @global_pool(%x: tensor<1x16x16x16xf32>) -> tensor<1x16x1x1xf32> {
 // ReLU and writes the tile itself. Negative (CHECK, 64 KiB): it fits and
 // runs whole, once.
 // SMALL-LABEL: func.func @input_channel_blocks
-// SMALL:       %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:in0/28", {{.*}}} : memref<1024xi8> -> memref<2x2x9xf32>
+// SMALL:       %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:in0:2/32", {{.*}}} : memref<1024xi8> -> memref<2x2x9xf32>
 // SMALL-NEXT:  %[[W:.*]] = "dnn.view"(%w) : (memref<2x32x3x3xf32>) -> memref<2x32x9xf32>
-// SMALL-NEXT:  %w_in = dnn.dma_start ins(%[[W]] : memref<2x32x9xf32>) outs(%w_sram : memref<2x2x9xf32>) {npu.piece = ["w", "in0/28", 144 : i64, 2304 : i64], {{.*}}rows = array<i64: 0, 2>}
+// SMALL-NEXT:  %w_in = dnn.dma_start ins(%[[W]] : memref<2x32x9xf32>) outs(%w_sram : memref<2x2x9xf32>) {npu.piece = ["w", "in0:2/32", 144 : i64, 2304 : i64], {{.*}}rows = array<i64: 0, 2>}
 // SMALL:       %[[X:.*]] = dnn.subview %x {offset = 0 : i64} : memref<1x32x4x4xf32> -> memref<1x2x4x4xf32>
-// SMALL-NEXT:  %x_in = dnn.dma_start ins(%[[X]] : memref<1x2x4x4xf32>) outs(%x_sram : memref<1x2x4x4xf32>) {npu.piece = ["x", "in0/28", 128 : i64, 2048 : i64]
+// SMALL-NEXT:  %x_in = dnn.dma_start ins(%[[X]] : memref<1x2x4x4xf32>) outs(%x_sram : memref<1x2x4x4xf32>) {npu.piece = ["x", "in0:2/32", 128 : i64, 2048 : i64]
 // SMALL:       %[[W0:.*]] = "dnn.view"(%w_sram) : (memref<2x2x9xf32>) -> memref<2x2x3x3xf32>
 // SMALL-NEXT:  dnn.conv ins(%x_sram, %[[W0]], bias %b_sram : memref<1x2x4x4xf32>, memref<2x2x3x3xf32>, memref<2xf32>) outs(%y_sram : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, npu.reads = {{.*}}, npu.writes = {{\[}}["y", "acc0/28|tile0.0/1x1", 128 : i64, 128 : i64]]
 // SMALL:       dnn.conv ins(%x_sram_1, %{{.*}}, residual %y_sram : {{.*}}) outs(%y_sram_1 : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, npu.reads = {{.*}}["y", "acc0/28|tile0.0/1x1", 128 : i64, 128 : i64]], npu.writes = {{\[}}["y", "acc1/28|tile0.0/1x1"

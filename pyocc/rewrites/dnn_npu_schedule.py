@@ -38,13 +38,14 @@ bands of output rows run:
   way; the rows and the pads (top pad on the first band only, bottom on the
   last) are the op's `row_band`. A band may be a channel block too;
 - a block of input channels (an op the scheduler sums block by block,
-  `in{m}/{blocks}` pieces) reads its slices of the input (`dnn.subview`, or
-  a strided band `rows{lo}:{hi}|in{m}/{blocks}`) and of the filters (their
-  input channels: a strided copy of a view with them as rows,
-  `in{m}/{blocks}`), as the op's `reduction_block` gives; after the first
-  block, the op adds the partial sums of the blocks before it
-  (`acc{m-1}/{blocks}|{tile}`, an SRAM buffer, as its `residual` or `c`),
-  and only the last block applies the activation.
+  `in{lo}:{hi}/{channels}` pieces) reads its slices of the input
+  (`dnn.subview`, or a strided band `rows{a}:{b}|in{lo}:{hi}/{channels}`;
+  of an input that is an in-place concat's output, the tensor living in
+  those channels, where it is) and of the filters (their input channels: a
+  strided copy of a view with them as rows), as the op's `reduction_block`
+  gives; after the first block, the op adds the partial sums of the blocks
+  before it (`acc{m-1}/{blocks}|{tile}`, an SRAM buffer, as its `residual`
+  or `c`), and only the last block applies the activation.
 
 A concat run in place (pyocc.planning.scratchpad `_homes`) is not
 written: its inputs' pieces are channel bands of its output
@@ -112,9 +113,8 @@ from pyocc.planning.scratchpad import (
     NpuSchedule,
     band_rows,
     channel_range,
-    reduction_block,
+    input_block,
     schedule_scratchpad,
-    split_range,
     tile_rows,
 )
 from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
@@ -405,9 +405,8 @@ class _Emitter:
         npu_op = self.npu_ops[ins.op]
         (_, written), = ins.writes
         tile = written.part.partition("|")[2] if written.part.startswith("acc") else written.part
-        m, blocks = next(b for _, p in (*ins.reads, *ins.writes) if (b := reduction_block(p.part)) is not None)
-        lo, hi = split_range(npu_op.in_channels, blocks, m)
-        found = op.reduction_block(lo, hi, m == 0, m == blocks - 1)
+        lo, hi, channels = next(b for _, p in ins.reads if (b := input_block(p.part)) is not None)
+        found = op.reduction_block(lo, hi, lo == 0, hi == channels)
         if found is None:
             raise _refuse(f"op {ins.op!r} cannot run on its input channels [{lo}, {hi})")
         in_slices, properties, running, dropped = found
@@ -457,6 +456,10 @@ class _Emitter:
         reads = [(b, p) for b, p in ins.reads if not p.part.startswith("acc")]
         held = {self._local(p).tensor: self._held(b, p) for b, p in reads}
         pieces = {self._local(p).tensor: self._local(p) for _, p in reads}
+        raw = {self._local(p).tensor: p for _, p in reads}
+        operand_tensors = {self.facts.tensor_of[v] for v in op.operands}
+        # the block of an input living in an in-place concat's output: the tensor written in those channels
+        leaf = next((t for t in pieces if t not in operand_tensors), None)
         out_held = {self._local(written).tensor: self._held(ins.writes[0][0], written)}
         out_pieces = {self._local(written).tensor: self._local(written)}
         operands: dict[str, list[SSAValue]] = {}
@@ -486,11 +489,18 @@ class _Emitter:
                 tensor = self.facts.tensor_of[v]
                 if tensor in self.npu_ops[ins.op].reduced_weights:  # its block's own buffer
                     values.append(self._typed(held[tensor], self._block_type(v, unit, name)))
+                elif tensor not in held and leaf is not None and name in unit.in_slices:
+                    type_ = self._root_type(leaf)
+                    rows = band_rows(pieces[leaf].part)
+                    if rows is not None:
+                        type_ = _with_rows(type_, rows[1] - rows[0])  # type: ignore[arg-type]
+                    values.append(self._typed(held[leaf], type_))
+                    tensor = leaf
                 else:
                     cut = unit.in_slices.get(name) or unit.slices.get(name)
                     values.append(self._operand(v, cut, unit.rows.get(name), held, pieces))
                 if name not in d.DnnComputeOp.NOT_INPUTS:
-                    read_pieces.append(pieces[tensor])
+                    read_pieces.append(raw[tensor])
             operands[name] = values
         new_op = type(op).build(operands, [], unit.properties, op.attributes)
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in read_pieces])
@@ -592,7 +602,13 @@ class _Emitter:
         contiguous slice (of a strided band); a weight's is its channel
         block's input channels, the rows of a view whose second to last axis
         they are (one strided copy)."""
-        if reduction_block(piece.part) is None or piece.part.startswith("acc"):
+        if input_block(piece.part) is None:
+            if band_rows(piece.part) is not None and not any(
+                    self.facts.tensor_of[v] == piece.tensor for vs in fields.values() for v in vs):
+                # rows of the tensor living in a block of channels of an in-place concat's output
+                self.cuts[(piece.tensor, piece.part)] = (None, band_rows(piece.part))
+                self.cut_types[(piece.tensor, piece.part)] = self._root_type(piece.tensor)
+                return True
             return False
         assert unit.in_slices is not None
         name = next((n for n in unit.in_slices if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(n, []))),

@@ -214,3 +214,55 @@ def test_sums_over_input_channel_blocks(build: object, inputs: dict[str, tuple[i
     assert len(ops) >= tiles["input_channel_blocks"]
     assert sum('activation = "relu"' in props for _, props in ops) == len(ops) // tiles["input_channel_blocks"]
     assert all(("residual" in operands or ", %" in operands.split(":")[0]) for operands, _ in ops)
+
+
+def _dense_block() -> object:
+    """A dense block of two layers: each 3x3 convolution (ReLU) adds 16
+    channels to the block's tensor (a concat), and a 1x1 convolution
+    (bias, ReLU) reads all 48 channels of it, random weights."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(6)
+
+    def weight(name: str, shape: tuple[int, ...]) -> object:
+        return numpy_helper.from_array((rng.standard_normal(shape) / 12).astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["a0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["a0"], ["a"]),
+        helper.make_node("Concat", ["x", "a"], ["c1"], axis=1),
+        helper.make_node("Conv", ["c1", "w2"], ["b0"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["b0"], ["b"]),
+        helper.make_node("Concat", ["c1", "b"], ["c2"], axis=1),
+        helper.make_node("Conv", ["c2", "w3", "b3"], ["y0"]),
+        helper.make_node("Relu", ["y0"], ["y"]),
+    ]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        nodes, "dense_block", [value("x", TensorProto.FLOAT, [1, 16, 16, 16])],
+        [value("y", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [weight("w1", (16, 16, 3, 3)), weight("w2", (16, 32, 3, 3)), weight("w3", (8, 48, 1, 1)),
+         numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b3")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_dense_block_sums_over_its_bands() -> None:
+    # the 1x1 convolution reads the block's tensor, a concat in place whose
+    # bands (c1, b) its producers wrote: it sums over
+    # those bands, each read where it is (its own SRAM buffer, or loaded
+    # from its place in the block's DRAM home), instead of the whole tensor
+    # (at 32 KiB that schedule is the fastest the scheduler finds)
+    from pyocc.testing.random_graphs import compare_with_onnxruntime
+
+    model = _dense_block()
+    inputs = {"x": np.random.default_rng(7).standard_normal((1, 16, 16, 16)).astype(np.float32)}
+    assert compare_with_onnxruntime(model, inputs, scratchpad=32 << 10, kernels="numpy") is None
+    compiled = pyocc.compile(model, scratchpad=32 << 10, kernels="numpy")
+    assert compiled.memory_report().npu["tiled_ops"]["y"]["input_channel_blocks"] == 2
+    text = str(compiled.module)
+    # each block of the 1x1 convolution reads one band of c2: c1 (x and a, 32 channels: a concat of a
+    # graph input is not in place) and b (16), with its filters' channels
+    # (of a band of its rows, when the 1x1 convolution runs by rows too)
+    bands = re.findall(r'dnn\.conv ins\(%\w+, %\w+[^:]*: memref<1x(\d+)x\d+x16xf32>, memref<8x(\d+)x1x1xf32>', text)
+    assert set(bands) == {("16", "16"), ("32", "32")}
+    assert re.search(r'npu.reads = \[\["c2", "ch32:48/48[^"]*"', text)

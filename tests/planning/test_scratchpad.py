@@ -14,8 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
-    schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, input_block, op_costs,
+    run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -577,9 +577,13 @@ def test_an_op_no_tile_fits_sums_over_input_channel_blocks():
     assert blocks > 1 and result.sram_bytes <= 16 << 10
     computes = [ins for ins in result.schedule.instructions if isinstance(ins, Compute)]
     assert len(computes) == blocks
-    assert [p.part for _, p in computes[0].reads] == [f"in0/{blocks}", f"in0/{blocks}", "all"]
+    # each unit reads its channels [lo, hi) of x and of w: the blocks cover the 64 channels in order
+    ranges = [next(p.part for _, p in ins.reads if p.tensor == "x") for ins in computes]
+    spans = [input_block(part) for part in ranges]
+    assert spans[0][0] == 0 and spans[-1][1] == 64 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert [p.part for _, p in computes[0].reads] == [ranges[0], ranges[0], "all"]
     for m, ins in enumerate(computes[1:], start=1):
-        assert {p.part for _, p in ins.reads} == {f"in{m}/{blocks}", f"acc{m - 1}/{blocks}|tile0.0/1x1"}
+        assert {p.part for _, p in ins.reads} == {ranges[m], f"acc{m - 1}/{blocks}|tile0.0/1x1"}
     assert [p.part for _, p in computes[-1].writes] == ["tile0.0/1x1"]
     assert sum(ins.macs for ins in computes) == 64 * 2 * 256 * 9
     stored = [ins.piece.part for ins in result.schedule.instructions if isinstance(ins, Store)]
