@@ -14,8 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
-    schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, input_block, op_costs,
+    run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -597,3 +597,44 @@ def test_op_costs_and_weight_stream_floor_with_a_concat_in_place(sram):
     copying = _concat_net(joins=())
     assert (copying.weight_stream_floor_cycles(result.cost, sram)
             - program.weight_stream_floor_cycles(result.cost, sram)) == 4096 // 64
+
+
+def _wide_sum(in_channels: int) -> NpuProgram:
+    """One convolution-like op whose every tile reads all 64 input channels
+    of a 64 KiB input and a 36 KiB filter into 2 KiB (summable over `in_channels`
+    blocks; 1: not at all)."""
+    T = NpuTensor
+    reduced = in_channels > 1
+    return NpuProgram(
+        (T("x", 64 << 10, "input"), T("w", 36 << 10, "weight"), T("b", 64, "weight"), T("y", 2 << 10, "output")),
+        (NpuOp("y", 64 * 2 * 256 * 9, ("x",), ("w", "b"), ("y",), in_channels=in_channels,
+               reduced_inputs=("x",) if reduced else (), reduced_weights=("w",) if reduced else (),
+               first_only=("b",) if reduced else ()),))
+
+
+def test_an_op_no_tile_fits_sums_over_input_channel_blocks():
+    # at 16 KiB no tile of output rows and channels fits (there are none to
+    # split here): the op is refused unless it may sum over input channels;
+    # then each unit reads its block of x and w, the units after the first
+    # read the partial sums the one before wrote (never evicted nor stored),
+    # only the first reads the bias, and the simulator accepts it all
+    with pytest.raises(PlanningError, match="does not fit"):
+        run_scratchpad(_wide_sum(1), 16 << 10, cascades=False)
+    result = run_scratchpad(_wide_sum(64), 16 << 10, cascades=False)
+    blocks = result.schedule.input_blocks["y"]
+    assert blocks > 1 and result.sram_bytes <= 16 << 10
+    computes = [ins for ins in result.schedule.instructions if isinstance(ins, Compute)]
+    assert len(computes) == blocks
+    # each unit reads its channels [lo, hi) of x and of w: the blocks cover the 64 channels in order
+    ranges = [next(p.part for _, p in ins.reads if p.tensor == "x") for ins in computes]
+    spans = [input_block(part) for part in ranges]
+    assert spans[0][0] == 0 and spans[-1][1] == 64 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert [p.part for _, p in computes[0].reads] == [ranges[0], ranges[0], "all"]
+    for m, ins in enumerate(computes[1:], start=1):
+        assert {p.part for _, p in ins.reads} == {ranges[m], f"acc{m - 1}/{blocks}|tile0.0/1x1"}
+    assert [p.part for _, p in computes[-1].writes] == ["tile0.0/1x1"]
+    assert sum(ins.macs for ins in computes) == 64 * 2 * 256 * 9
+    stored = [ins.piece.part for ins in result.schedule.instructions if isinstance(ins, Store)]
+    assert stored == ["all"]  # the output once; the partial sums never leave SRAM
+    # every weight byte and input byte crosses the port once
+    assert result.dram_bytes == result.dram_lower_bound_bytes
