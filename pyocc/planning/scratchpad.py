@@ -1813,8 +1813,12 @@ class _Scheduler:
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
             for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
-                if key in whole_outs and not unit.last_of_op or key in self.assembling and key in self.last_into:
-                    continue  # a tensor still being written tile by tile (band by band)
+                # a tensor still being written tile by tile (band by band); the units of an op summing
+                # over input-channel blocks put units writing partial sums between those writing its
+                # tiles, so a tile's container stays until the op's last unit (its partial sums go)
+                if (key in whole_outs and not unit.last_of_op
+                        or key in self.assembling and (key in self.last_into or not key[1].startswith("acc"))):
+                    continue
                 if key[1] == "all" and self.resident[key].dirty and self.banded_later(key[0]):
                     self.write_back(key)
                 elif self.resident[key].dirty and self.resident[key].store is None and self.overlap_later(key, index + 1):

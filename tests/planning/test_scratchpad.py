@@ -14,8 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, input_block, op_costs,
-    run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit, _units, channel_range,
+    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -638,3 +638,38 @@ def test_an_op_no_tile_fits_sums_over_input_channel_blocks():
     assert stored == ["all"]  # the output once; the partial sums never leave SRAM
     # every weight byte and input byte crosses the port once
     assert result.dram_bytes == result.dram_lower_bound_bytes
+
+
+def test_a_tile_assembled_whole_stays_while_the_next_tile_sums_its_blocks():
+    # an op writing its output whole, tile by tile, each tile summed over two
+    # blocks of input channels: the unit of the second tile's first block
+    # writes only partial sums, and the output (read by no later unit) was
+    # freed there, half-written, then its second tile written into a new
+    # buffer and stored as the whole ("does not hold y:all": Inception v1 at
+    # 1 MiB once the prefetch followed the DMA clock); it stays until the
+    # op's last unit
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 256, "input"), T("w", 512, "weight"), T("a", 128, "activation"), T("y", 128, "output")),
+        (NpuOp("y", 64, ("x",), ("w",), ("y",), channels=2, in_channels=2, reduced_inputs=("x",),
+               reduced_weights=("w",)),))
+    x0, x1 = _Need(Piece("x", "in0:1/2", 128), True), _Need(Piece("x", "in1:2/2", 128), True)
+
+    def w(block: int, tile: int) -> _Need:
+        return _Need(Piece("w", f"in{block}:{block + 1}/2|block{tile}/2", 128), True)
+
+    def acc(tile: int) -> Piece:
+        return Piece("a", f"acc0/2|tile0.{tile}/1x2", 64)  # as in an op writing in place (a's home in y)
+
+    units = [
+        _Unit("y", 16, (x0, w(0, 0)), (_Make(acc(0), "keep"),), False),
+        _Unit("y", 16, (x1, w(1, 0), _Need(acc(0), False)), (_Make(Piece("y", "tile0.0/1x2", 64), WHOLE),), False),
+        _Unit("y", 16, (x0, w(0, 1)), (_Make(acc(1), "keep"),), False),
+        _Unit("y", 16, (x1, w(1, 1), _Need(acc(1), False)), (_Make(Piece("y", "tile0.1/1x2", 64), WHOLE),), True),
+    ]
+    instructions = _Scheduler(program, 1024, units).run()
+    simulate(instructions, sram_size=1024, tensor_bytes={"x": 256, "w": 512, "a": 128, "y": 128}, dram_resident={"x", "w"},
+             outputs={"y"})
+    allocs = [i.buffer.name for i in instructions if isinstance(i, Alloc) and ":y:all" in i.buffer.name]
+    assert len(allocs) == 1
+    assert [i.piece.part for i in instructions if isinstance(i, Store)] == ["all"]
