@@ -342,3 +342,59 @@ func.func @prefetch_a_large_weight(%x: tensor<1x64xf32>) -> tensor<1x160xf32> {
   %y = dnn.gemm ins(%h, %w2 : tensor<1x64xf32>, tensor<64x160xf32>) : tensor<1x160xf32>
   func.return %y : tensor<1x160xf32>
 }
+
+// -----
+
+// An op without weights whose input does not fit (a global pool of 16 KiB
+// at 10 KiB) runs in blocks of channels: each block loads its channels of
+// the input (a subview of it in DRAM) and writes the same channels of the
+// output (a subview of its SRAM buffer). Negative (CHECK, 64 KiB): the
+// pool fits and runs whole.
+// CHAINCAT-LABEL: func.func @global_pool
+// CHAINCAT:       %x_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:x:block0/9", {{.*}}} : memref<10240xi8> -> memref<1x2x16x16xf32>
+// CHAINCAT-NEXT:  %[[X0:.*]] = dnn.subview %x {offset = 0 : i64} : memref<1x16x16x16xf32> -> memref<1x2x16x16xf32>
+// CHAINCAT-NEXT:  %x_in = dnn.dma_start ins(%[[X0]] : memref<1x2x16x16xf32>) outs(%x_sram : memref<1x2x16x16xf32>)
+// CHAINCAT:       %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x16x1x1xf32> -> memref<1x2x1x1xf32>
+// CHAINCAT-NEXT:  dnn.global_average_pool ins(%x_sram : memref<1x2x16x16xf32>) outs(%[[Y0]] : memref<1x2x1x1xf32>) {npu.reads = {{\[}}["x", "block0/9", 2048 : i64, 16384 : i64]], npu.writes = {{\[}}["y", "tile0.0/1x9", 8 : i64, 64 : i64]]
+// CHAINCAT:       %[[Y1:.*]] = dnn.subview %y_sram {offset = 8 : i64} : memref<1x16x1x1xf32> -> memref<1x2x1x1xf32>
+// CHAINCAT-NEXT:  dnn.global_average_pool ins(%x_sram_1 : memref<1x2x16x16xf32>) outs(%[[Y1]] : memref<1x2x1x1xf32>)
+// CHECK-LABEL:    func.func @global_pool
+// CHECK:          dnn.global_average_pool ins(%x_sram : memref<1x16x16x16xf32>) outs(%y_sram : memref<1x16x1x1xf32>) {npu.reads = {{\[}}["x", "all", 16384 : i64, 16384 : i64]]
+// CHECK-NOT:      dnn.global_average_pool
+func.func @global_pool(%x: tensor<1x16x16x16xf32>) -> tensor<1x16x1x1xf32> {
+  %y = dnn.global_average_pool ins(%x : tensor<1x16x16x16xf32>) : tensor<1x16x1x1xf32>
+  func.return %y : tensor<1x16x1x1xf32>
+}
+
+// -----
+
+// A convolution whose every tile needs all 32 input channels (its filters
+// and input, 2 KiB each, at 1 KiB) sums its output over blocks of input
+// channels: each block loads its channels of the input (a subview) and of
+// the filters (a strided copy: the filters seen with their input channels
+// as rows); the first block adds the bias, each later one the partial sums
+// of the blocks before it (as the residual), and only the last applies the
+// ReLU and writes the tile itself. Negative (CHECK, 64 KiB): it fits and
+// runs whole, once.
+// SMALL-LABEL: func.func @input_channel_blocks
+// SMALL:       %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:in0:2/32", {{.*}}} : memref<1024xi8> -> memref<2x2x9xf32>
+// SMALL-NEXT:  %[[W:.*]] = "dnn.view"(%w) : (memref<2x32x3x3xf32>) -> memref<2x32x9xf32>
+// SMALL-NEXT:  %w_in = dnn.dma_start ins(%[[W]] : memref<2x32x9xf32>) outs(%w_sram : memref<2x2x9xf32>) {npu.piece = ["w", "in0:2/32", 144 : i64, 2304 : i64], {{.*}}rows = array<i64: 0, 2>}
+// SMALL:       %[[X:.*]] = dnn.subview %x {offset = 0 : i64} : memref<1x32x4x4xf32> -> memref<1x2x4x4xf32>
+// SMALL-NEXT:  %x_in = dnn.dma_start ins(%[[X]] : memref<1x2x4x4xf32>) outs(%x_sram : memref<1x2x4x4xf32>) {npu.piece = ["x", "in0:2/32", 128 : i64, 2048 : i64]
+// SMALL:       %[[W0:.*]] = "dnn.view"(%w_sram) : (memref<2x2x9xf32>) -> memref<2x2x3x3xf32>
+// SMALL-NEXT:  dnn.conv ins(%x_sram, %[[W0]], bias %b_sram : memref<1x2x4x4xf32>, memref<2x2x3x3xf32>, memref<2xf32>) outs(%y_sram : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, npu.reads = {{.*}}, npu.writes = {{\[}}["y", "acc0/28|tile0.0/1x1", 128 : i64, 128 : i64]]
+// SMALL:       dnn.conv ins(%x_sram_1, %{{.*}}, residual %y_sram : {{.*}}) outs(%y_sram_1 : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, npu.reads = {{.*}}["y", "acc0/28|tile0.0/1x1", 128 : i64, 128 : i64]], npu.writes = {{\[}}["y", "acc1/28|tile0.0/1x1"
+// SMALL:       dnn.conv ins({{.*}}, residual %{{.*}} : {{.*}}) outs(%{{.*}} : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu", npu.reads = {{.*}}["y", "acc26/28|tile0.0/1x1", {{.*}}npu.writes = {{\[}}["y", "tile0.0/1x1", 128 : i64, 128 : i64]]
+// SMALL-NOT:   dnn.conv
+// SMALL:       func.return
+// CHECK-LABEL: func.func @input_channel_blocks
+// CHECK:       dnn.conv ins(%x_sram, %w_sram, bias %b_sram : memref<1x32x4x4xf32>, memref<2x32x3x3xf32>, memref<2xf32>) outs(%y_sram : memref<1x2x4x4xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu", npu.reads = {{\[}}["x", "all"
+// CHECK-NOT:   dnn.conv
+// CHECK:       func.return
+func.func @input_channel_blocks(%x: tensor<1x32x4x4xf32>) -> tensor<1x2x4x4xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<2x32x3x3xf32>}> : () -> tensor<2x32x3x3xf32>
+  %b = "dnn.weight"() <{value = dense<0.5> : tensor<2xf32>}> : () -> tensor<2xf32>
+  %y = dnn.conv ins(%x, %w, bias %b : tensor<1x32x4x4xf32>, tensor<2x32x3x3xf32>, tensor<2xf32>) {pads = array<i64: 1, 1, 1, 1>, activation = "relu"} : tensor<1x2x4x4xf32>
+  func.return %y : tensor<1x2x4x4xf32>
+}

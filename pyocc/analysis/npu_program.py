@@ -5,7 +5,9 @@ writes (weights apart), their MACs (`op.macs()`), and the facts tiling needs,
 all read from the op definitions: an op whose `splits_by_rows()` holds may
 be split by rows (a `RowLocal` window's kernel rows and stride give the halo), an op
 whose `channel_split()` says how may be split by output channels (its
-weights read by blocks, but those it reads whole). Views share their source's
+weights read by blocks, but those it reads whole; without weights, its
+input's channel blocks), an op whose `reduction_split()` says how may sum
+over blocks of its input channels. Views share their source's
 tensor. The result is plain data for pyocc.planning.scratchpad.
 
 `npu_report` runs the scheduler and simulator on it for `--scratchpad`, and
@@ -169,7 +171,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         first = op.results[0]
         shape = first.type.get_shape()  # type: ignore[attr-defined]
         row_local = op.splits_by_rows() and len(shape) >= 4
-        split = op.channel_split() if weights and shape else None
+        split = op.channel_split() if shape else None
         channels = split[0] if split is not None else 1
         split_values = {getattr(op, field) for field in (split[1] if split else ())} - {None}
         whole = tuple(dict.fromkeys(w for w in weights
@@ -185,6 +187,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
             whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
             _groups(op) if channels > 1 else 1, joins, blocked,
+            *_reduction(op, reads, weights, name_of, tensors),
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
@@ -215,6 +218,43 @@ def _channel_inputs(op: d.DnnComputeOp, split: tuple[int, dict[str, int]], reads
                 and d.type_bytes(value.type) == tensors[name_of(value)].size):
             found.append(name_of(value))
     return tuple(dict.fromkeys(found))
+
+
+def _reduction(op: d.DnnComputeOp, reads: list[str], weights: list[str], name_of: Callable[[SSAValue], str],
+               tensors: dict[str, NpuTensor]) -> tuple[int, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(`NpuOp.in_channels`, `reduced_inputs`, `reduced_weights`,
+    `first_only`) from the op's `reduction_split` and `reduction_block`:
+    the activations sliced along the reduced axis (each block a contiguous
+    slice: every axis before it of extent 1, the whole tensor), the weights
+    of more than one axis sliced along it (strided: a filter's input
+    channels), and what only the first block reads (a bias, a residual).
+    (1, (), (), ()) when the op cannot sum block by block."""
+    split = op.reduction_split()
+    block = op.reduction_block(0, 1, False, True) if split is not None else None
+    if split is None or block is None or split[0] <= 1:
+        return 1, (), (), ()
+    length, axes = split
+    inputs: list[str] = []
+    blocked: list[str] = []
+    for field, axis in axes.items():
+        value = getattr(op, field, None)
+        if not isinstance(value, SSAValue):
+            continue
+        name, shape = name_of(value), value.type.get_shape()  # type: ignore[attr-defined]
+        if shape[axis] != length or d.type_bytes(value.type) != tensors[name].size:
+            return 1, (), (), ()  # a view of part of a tensor, or a broadcast: not sliced by blocks
+        if name in reads:
+            if any(n != 1 for n in shape[:axis]):
+                return 1, (), (), ()
+            inputs.append(name)
+        elif name in weights and len(shape) > 1:
+            blocked.append(name)
+    if not blocked or any(name_of(v) in (*inputs, *blocked) for v in op.operands if v is not None
+                          and not any(getattr(op, f, None) is v for f in axes)):
+        return 1, (), (), ()  # no weights in blocks, or a sliced tensor read twice
+    _, _, running, dropped = block
+    first = [name_of(v) for f in (*dropped, running) if isinstance(v := getattr(op, f, None), SSAValue)]
+    return length, tuple(dict.fromkeys(inputs)), tuple(dict.fromkeys(blocked)), tuple(dict.fromkeys(first))
 
 
 def _piece(attr: Attribute | None, op: Operation) -> tuple[Piece, int]:

@@ -36,7 +36,16 @@ bands of output rows run:
   `dnn.dma_start` with `rows = [lo, hi)` (the band's rows and its halo, a
   strided copy), and writes its own output buffer, written back the same
   way; the rows and the pads (top pad on the first band only, bottom on the
-  last) are the op's `row_band`. A band may be a channel block too.
+  last) are the op's `row_band`. A band may be a channel block too;
+- a block of input channels (an op the scheduler sums block by block,
+  `in{lo}:{hi}/{channels}` pieces) reads its slices of the input
+  (`dnn.subview`, or a strided band `rows{a}:{b}|in{lo}:{hi}/{channels}`;
+  of an input that is an in-place concat's output, the tensor living in
+  those channels, where it is) and of the filters (their input channels: a
+  strided copy of a view with them as rows), as the op's `reduction_block`
+  gives; after the first block, the op adds the partial sums of the blocks
+  before it (`acc{m-1}/{blocks}|{tile}`, an SRAM buffer, as its `residual`
+  or `c`), and only the last block applies the activation.
 
 A concat run in place (pyocc.planning.scratchpad `_homes`) is not
 written: its inputs' pieces are channel bands of its output
@@ -100,7 +109,14 @@ from pyocc.planning.npu_simulator import (
     channel_band,
     simulate,
 )
-from pyocc.planning.scratchpad import NpuSchedule, band_rows, channel_range, schedule_scratchpad, tile_rows
+from pyocc.planning.scratchpad import (
+    NpuSchedule,
+    band_rows,
+    channel_range,
+    input_block,
+    schedule_scratchpad,
+    tile_rows,
+)
 from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
@@ -155,6 +171,12 @@ class _Unit:
     slices: dict[str, tuple[int, int, int]]
     rows: dict[str, tuple[int, int]]
     properties: dict[str, Attribute]
+    in_slices: dict[str, tuple[int, int, int]] | None = None
+    """A block of input channels: operand field -> its slice (`reduction_block`)."""
+    running: str = ""
+    """A block of input channels: the operand that takes the partial sums."""
+    dropped: tuple[str, ...] = ()
+    """A block of input channels: the operands it leaves out."""
 
 
 class _Emitter:
@@ -265,6 +287,9 @@ class _Emitter:
         cut, rows = self._cut(piece)
         if cut is not None:
             whole = self._slice(whole, self._cut_type(piece), cut)  # type: ignore[arg-type]
+        view = self.row_views.get((piece.tensor, piece.part))
+        if view is not None:  # a filter's input channels: the rows of a view of it
+            whole = self._typed(whole, view)
         return whole, rows
 
     def _cut_type(self, piece: Piece) -> Attribute:
@@ -302,6 +327,9 @@ class _Emitter:
             if rows is not None:
                 shape[-2] = rows[1] - rows[0]
             type_ = _memref(type_.get_element_type(), tuple(shape))  # type: ignore[attr-defined]
+            view = self.row_views.get((first.tensor, first.part))
+            if view is not None and rows is not None:  # a filter's input channels, seen as rows
+                type_ = _with_rows(view, rows[1] - rows[0])  # type: ignore[arg-type]
             if d.type_bytes(type_) != first.bytes:
                 raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
                                           f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
@@ -331,6 +359,8 @@ class _Emitter:
         rows (its whole self when the unit is neither)."""
         op = self.facts.ops[ins.op]
         npu_op = self.npu_ops[ins.op]
+        if ins.op in self.schedule.input_blocks:
+            return self._reduction_block(ins)
         parts = {piece.part for _, piece in (*ins.reads, *ins.writes)} - {"all"}
         tiled = [p for p in parts if p.startswith(("block", "tile", "rows"))]
         if len(tiled) != len(parts):
@@ -367,6 +397,117 @@ class _Emitter:
                 rows[f"result:{self.facts.tensor_of[result]}"] = band
         return _Unit(slices, rows, properties)
 
+    def _reduction_block(self, ins: Compute) -> _Unit:
+        """What a unit of an op summed over blocks of its input channels
+        runs on: its output tile (its channel block and band of rows, from
+        the tile it writes) and its block of input channels."""
+        op = self.facts.ops[ins.op]
+        npu_op = self.npu_ops[ins.op]
+        (_, written), = ins.writes
+        tile = written.part.partition("|")[2] if written.part.startswith("acc") else written.part
+        lo, hi, channels = next(b for _, p in ins.reads if (b := input_block(p.part)) is not None)
+        found = op.reduction_block(lo, hi, lo == 0, hi == channels)
+        if found is None:
+            raise _refuse(f"op {ins.op!r} cannot run on its input channels [{lo}, {hi})")
+        in_slices, properties, running, dropped = found
+        slices: dict[str, tuple[int, int, int]] = {}
+        rows: dict[str, tuple[int, int]] = {}
+        if tile.startswith("tile"):
+            first, end, _ = channel_range(npu_op, tile)
+            if (first, end) != (0, npu_op.channels):
+                block = op.channel_block(first, end)
+                if block is None:
+                    raise _refuse(f"op {ins.op!r} cannot run on its output channels [{first}, {end})")
+                slices = block[0]
+                for result in op.results:
+                    slices[f"result:{self.facts.tensor_of[result]}"] = (1, first, end)
+            band = tile_rows(npu_op, tile)
+            if band is not None:
+                found_rows = op.row_band(*band)
+                if found_rows is None:
+                    raise _refuse(f"op {ins.op!r} cannot run on its output rows [{band[0]}, {band[1]})")
+                rows, band_properties = found_rows
+                for key in ("pads", "ceil_mode"):
+                    if key in band_properties:
+                        properties[key] = band_properties[key]
+                for result in op.results:
+                    rows[f"result:{self.facts.tensor_of[result]}"] = band
+        return _Unit(slices, rows, properties, in_slices, running, dropped)
+
+    def _block_type(self, value: SSAValue, unit: _Unit, name: str) -> MemRefType:
+        """The type of operand `name` (`value`) sliced as the unit reads it:
+        its channel block and its block of input channels."""
+        shape = list(_buffer_type(value.type).get_shape())  # type: ignore[attr-defined]
+        for cut in (unit.slices.get(name), (unit.in_slices or {}).get(name)):
+            if cut is not None:
+                shape[cut[0]] = cut[2] - cut[1]
+        return _memref(value.type.get_element_type(), tuple(shape))  # type: ignore[attr-defined]
+
+    def _compute_reduction(self, ins: Compute) -> None:
+        """A unit of an op summed over blocks of its input channels (see
+        `_reduction_block`): the partial sums it reads come in as the
+        operand `reduction_block` names, the operands it leaves out are
+        absent."""
+        op = self.facts.ops[ins.op]
+        unit = self._blocks[id(ins)]
+        assert unit.in_slices is not None
+        (_, written), = ins.writes
+        partial = next(((b, p) for b, p in ins.reads if p.part.startswith("acc")), None)
+        reads = [(b, p) for b, p in ins.reads if not p.part.startswith("acc")]
+        held = {self._local(p).tensor: self._held(b, p) for b, p in reads}
+        pieces = {self._local(p).tensor: self._local(p) for _, p in reads}
+        raw = {self._local(p).tensor: p for _, p in reads}
+        operand_tensors = {self.facts.tensor_of[v] for v in op.operands}
+        # the block of an input living in an in-place concat's output: the tensor written in those channels
+        leaf = next((t for t in pieces if t not in operand_tensors), None)
+        out_held = {self._local(written).tensor: self._held(ins.writes[0][0], written)}
+        out_pieces = {self._local(written).tensor: self._local(written)}
+        operands: dict[str, list[SSAValue]] = {}
+        read_pieces: list[Piece] = []
+        for name, _ in op.get_irdl_definition().operands:
+            value = getattr(op, name)
+            group = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+            if name in ("out", "outs"):
+                operands[name] = [self._operand(r, unit.slices.get(f"result:{self.facts.tensor_of[r]}"),
+                                                unit.rows.get(f"result:{self.facts.tensor_of[r]}"), out_held,
+                                                out_pieces) for r in op.results]
+                continue
+            if name in unit.dropped:
+                operands[name] = []
+                continue
+            if name == unit.running and partial is not None:
+                result = op.results[0]
+                tile_type = self._block_type(result, unit, f"result:{self.facts.tensor_of[result]}")
+                rows = unit.rows.get(f"result:{self.facts.tensor_of[result]}")
+                if rows is not None:
+                    tile_type = _with_rows(tile_type, rows[1] - rows[0])
+                operands[name] = [self._typed(self.buffers[partial[0].name], tile_type)]
+                read_pieces.append(partial[1])
+                continue
+            values = []
+            for v in group:
+                tensor = self.facts.tensor_of[v]
+                if tensor in self.npu_ops[ins.op].reduced_weights:  # its block's own buffer
+                    values.append(self._typed(held[tensor], self._block_type(v, unit, name)))
+                elif tensor not in held and leaf is not None and name in unit.in_slices:
+                    type_ = self._root_type(leaf)
+                    rows = band_rows(pieces[leaf].part)
+                    if rows is not None:
+                        type_ = _with_rows(type_, rows[1] - rows[0])  # type: ignore[arg-type]
+                    values.append(self._typed(held[leaf], type_))
+                    tensor = leaf
+                else:
+                    cut = unit.in_slices.get(name) or unit.slices.get(name)
+                    values.append(self._operand(v, cut, unit.rows.get(name), held, pieces))
+                if name not in d.DnnComputeOp.NOT_INPUTS:
+                    read_pieces.append(raw[tensor])
+            operands[name] = values
+        new_op = type(op).build(operands, [], unit.properties, op.attributes)
+        new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in read_pieces])
+        new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(written, self.tensors[written.tensor].size)])
+        new_op.attributes["npu.macs"] = i64_attr(ins.macs)
+        self.ops.append(new_op)
+
     def _slice(self, value: SSAValue, type_: MemRefType, cut: tuple[int, int, int]) -> SSAValue:
         """The contiguous slice `cut` (axis, start, stop) of `value` (of `type_`)."""
         axis, start, stop = cut
@@ -396,7 +537,7 @@ class _Emitter:
             band = _with_rows(type_, rows[1] - rows[0])
             if cut is None:
                 return self._typed(held[tensor], band)
-            if pieces[tensor].part.startswith("tile"):  # the block's own buffer
+            if pieces[tensor].part.startswith(("tile", "acc")) or "|in" in pieces[tensor].part:  # the block's own buffer
                 shape = list(band.get_shape())
                 shape[cut[0]] = cut[2] - cut[1]
                 return self._typed(held[tensor], _memref(band.get_element_type(), tuple(shape)))
@@ -427,6 +568,8 @@ class _Emitter:
                            self._root_type(local.tensor))
 
     def _compute(self, ins: Compute) -> None:
+        if ins.op in self.schedule.input_blocks:
+            return self._compute_reduction(ins)
         op = self.facts.ops[ins.op]
         held = {self._local(piece).tensor: self._held(b, piece) for b, piece in (*ins.reads, *ins.writes)}
         homes = {self._local(piece).tensor: piece for _, piece in (*ins.reads, *ins.writes)}
@@ -453,10 +596,49 @@ class _Emitter:
         new_op.attributes["npu.macs"] = i64_attr(ins.macs)
         self.ops.append(new_op)
 
+    def _reduction_cut(self, npu_name: str, unit: _Unit, fields: dict[str, list[SSAValue]], piece: Piece) -> bool:
+        """Record how a piece of a block of input channels sits in its tensor
+        (False: not such a piece): an input's block (and band of rows) is a
+        contiguous slice (of a strided band); a weight's is its channel
+        block's input channels, the rows of a view whose second to last axis
+        they are (one strided copy)."""
+        if input_block(piece.part) is None:
+            if band_rows(piece.part) is not None and not any(
+                    self.facts.tensor_of[v] == piece.tensor for vs in fields.values() for v in vs):
+                # rows of the tensor living in a block of channels of an in-place concat's output
+                self.cuts[(piece.tensor, piece.part)] = (None, band_rows(piece.part))
+                self.cut_types[(piece.tensor, piece.part)] = self._root_type(piece.tensor)
+                return True
+            return False
+        assert unit.in_slices is not None
+        name = next((n for n in unit.in_slices if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(n, []))),
+                    None)
+        if name is None:
+            return False
+        value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
+        axis, lo, hi = unit.in_slices[name]
+        type_ = _buffer_type(value.type)
+        self.cut_types[(piece.tensor, piece.part)] = type_
+        if piece.tensor not in self.npu_ops[npu_name].reduced_weights:
+            self.cuts[(piece.tensor, piece.part)] = (unit.in_slices[name], band_rows(piece.part))
+            return True
+        block = unit.slices.get(name)
+        shape = list(type_.get_shape())  # type: ignore[attr-defined]
+        if block is not None:
+            shape[block[0]] = block[2] - block[1]
+        if block is not None and block[0] >= axis:
+            raise _refuse(f"the filters of {piece.tensor!r} cannot be cut into blocks of input channels")
+        view = shape[:axis + 1] + [math.prod(shape[axis + 1:])]
+        self.row_views[(piece.tensor, piece.part)] = _memref(type_.get_element_type(), tuple(view))  # type: ignore[attr-defined]
+        self.cuts[(piece.tensor, piece.part)] = (block, (lo, hi))
+        return True
+
     def emit(self) -> Block:
         self._blocks: dict[int, _Unit] = {}
         self.cuts: dict[tuple[str, str], Cut] = {}
         self.cut_types: dict[tuple[str, str], Attribute] = {}
+        self.row_views: dict[tuple[str, str], MemRefType] = {}
+        """(weight, part) -> the view of its (channel block's) DRAM bytes whose rows are its input channels."""
         for ins in self.schedule.instructions:
             if isinstance(ins, Compute):
                 local = self._local_compute(ins)
@@ -471,12 +653,16 @@ class _Emitter:
                 for _, piece in (*local.reads, *local.writes):
                     if piece.part == "all":
                         continue
+                    if unit.in_slices is not None and self._reduction_cut(ins.op, unit, fields, piece):
+                        continue
                     for name in (*unit.slices, *unit.rows):
                         if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(name, [])):
-                            # an input band moves every channel; an output tile only its block
+                            # an input band moves every channel (of its block: a pool's `|in` band); an
+                            # output tile only its block
                             rows = band_rows(piece.part)
                             self.cuts[(piece.tensor, piece.part)] = (
-                                (None, rows) if rows is not None else (unit.slices.get(name), unit.rows.get(name)))
+                                ((unit.slices.get(name) if "|in" in piece.part else None), rows) if rows is not None
+                                else (unit.slices.get(name), unit.rows.get(name)))
                             value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
                             self.cut_types[(piece.tensor, piece.part)] = _buffer_type(value.type)
         first: dict[str, Piece] = {}

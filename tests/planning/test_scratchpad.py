@@ -14,8 +14,8 @@ from pyocc.planning.npu_simulator import (
     simulate,
 )
 from pyocc.planning.scratchpad import (
-    NpuOp, NpuProgram, NpuTensor, _Entry, _plan_spills, _Scheduler, _units, channel_range, op_costs, run_scratchpad,
-    schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit, _units, channel_range,
+    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -597,3 +597,79 @@ def test_op_costs_and_weight_stream_floor_with_a_concat_in_place(sram):
     copying = _concat_net(joins=())
     assert (copying.weight_stream_floor_cycles(result.cost, sram)
             - program.weight_stream_floor_cycles(result.cost, sram)) == 4096 // 64
+
+
+def _wide_sum(in_channels: int) -> NpuProgram:
+    """One convolution-like op whose every tile reads all 64 input channels
+    of a 64 KiB input and a 36 KiB filter into 2 KiB (summable over `in_channels`
+    blocks; 1: not at all)."""
+    T = NpuTensor
+    reduced = in_channels > 1
+    return NpuProgram(
+        (T("x", 64 << 10, "input"), T("w", 36 << 10, "weight"), T("b", 64, "weight"), T("y", 2 << 10, "output")),
+        (NpuOp("y", 64 * 2 * 256 * 9, ("x",), ("w", "b"), ("y",), in_channels=in_channels,
+               reduced_inputs=("x",) if reduced else (), reduced_weights=("w",) if reduced else (),
+               first_only=("b",) if reduced else ()),))
+
+
+def test_an_op_no_tile_fits_sums_over_input_channel_blocks():
+    # at 16 KiB no tile of output rows and channels fits (there are none to
+    # split here): the op is refused unless it may sum over input channels;
+    # then each unit reads its block of x and w, the units after the first
+    # read the partial sums the one before wrote (never evicted nor stored),
+    # only the first reads the bias, and the simulator accepts it all
+    with pytest.raises(PlanningError, match="does not fit"):
+        run_scratchpad(_wide_sum(1), 16 << 10, cascades=False)
+    result = run_scratchpad(_wide_sum(64), 16 << 10, cascades=False)
+    blocks = result.schedule.input_blocks["y"]
+    assert blocks > 1 and result.sram_bytes <= 16 << 10
+    computes = [ins for ins in result.schedule.instructions if isinstance(ins, Compute)]
+    assert len(computes) == blocks
+    # each unit reads its channels [lo, hi) of x and of w: the blocks cover the 64 channels in order
+    ranges = [next(p.part for _, p in ins.reads if p.tensor == "x") for ins in computes]
+    spans = [input_block(part) for part in ranges]
+    assert spans[0][0] == 0 and spans[-1][1] == 64 and all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+    assert [p.part for _, p in computes[0].reads] == [ranges[0], ranges[0], "all"]
+    for m, ins in enumerate(computes[1:], start=1):
+        assert {p.part for _, p in ins.reads} == {ranges[m], f"acc{m - 1}/{blocks}|tile0.0/1x1"}
+    assert [p.part for _, p in computes[-1].writes] == ["tile0.0/1x1"]
+    assert sum(ins.macs for ins in computes) == 64 * 2 * 256 * 9
+    stored = [ins.piece.part for ins in result.schedule.instructions if isinstance(ins, Store)]
+    assert stored == ["all"]  # the output once; the partial sums never leave SRAM
+    # every weight byte and input byte crosses the port once
+    assert result.dram_bytes == result.dram_lower_bound_bytes
+
+
+def test_a_tile_assembled_whole_stays_while_the_next_tile_sums_its_blocks():
+    # an op writing its output whole, tile by tile, each tile summed over two
+    # blocks of input channels: the unit of the second tile's first block
+    # writes only partial sums, and the output (read by no later unit) was
+    # freed there, half-written, then its second tile written into a new
+    # buffer and stored as the whole ("does not hold y:all": Inception v1 at
+    # 1 MiB once the prefetch followed the DMA clock); it stays until the
+    # op's last unit
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 256, "input"), T("w", 512, "weight"), T("a", 128, "activation"), T("y", 128, "output")),
+        (NpuOp("y", 64, ("x",), ("w",), ("y",), channels=2, in_channels=2, reduced_inputs=("x",),
+               reduced_weights=("w",)),))
+    x0, x1 = _Need(Piece("x", "in0:1/2", 128), True), _Need(Piece("x", "in1:2/2", 128), True)
+
+    def w(block: int, tile: int) -> _Need:
+        return _Need(Piece("w", f"in{block}:{block + 1}/2|block{tile}/2", 128), True)
+
+    def acc(tile: int) -> Piece:
+        return Piece("a", f"acc0/2|tile0.{tile}/1x2", 64)  # as in an op writing in place (a's home in y)
+
+    units = [
+        _Unit("y", 16, (x0, w(0, 0)), (_Make(acc(0), "keep"),), False),
+        _Unit("y", 16, (x1, w(1, 0), _Need(acc(0), False)), (_Make(Piece("y", "tile0.0/1x2", 64), WHOLE),), False),
+        _Unit("y", 16, (x0, w(0, 1)), (_Make(acc(1), "keep"),), False),
+        _Unit("y", 16, (x1, w(1, 1), _Need(acc(1), False)), (_Make(Piece("y", "tile0.1/1x2", 64), WHOLE),), True),
+    ]
+    instructions = _Scheduler(program, 1024, units).run()
+    simulate(instructions, sram_size=1024, tensor_bytes={"x": 256, "w": 512, "a": 128, "y": 128}, dram_resident={"x", "w"},
+             outputs={"y"})
+    allocs = [i.buffer.name for i in instructions if isinstance(i, Alloc) and ":y:all" in i.buffer.name]
+    assert len(allocs) == 1
+    assert [i.piece.part for i in instructions if isinstance(i, Store)] == ["all"]

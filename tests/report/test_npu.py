@@ -81,7 +81,7 @@ def test_a_light_model_at_one_mib(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("args, message", [
     (["--scratchpad", "lots"], "pyocc: error: --scratchpad: size 'lots' must be a number of bytes"),
     (["--scratchpad", "0"], "pyocc: error: --scratchpad: the SRAM size must be positive, got 0"),
-    (["--scratchpad", "1KiB"], "pyocc: error: scratchpad: op 'relu1' does not fit in 1024 bytes of SRAM even tiled; "
+    (["--scratchpad", "1KiB"], "pyocc: error: scratchpad: op 'sum' does not fit in 1024 bytes of SRAM even tiled; "
                                "give a larger --scratchpad"),
     (["--scratchpad", "1MiB", "--npu-cost", "macs=3"], "pyocc: error: --npu-cost: unknown key 'macs'"),
     (["--scratchpad", "1MiB", "--npu-cost", "dram_bytes_per_cycle=-1"],

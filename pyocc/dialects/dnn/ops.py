@@ -468,6 +468,28 @@ class DnnComputeOp(IRDLOperation):
             slices[name] = (axis, lo * extent // channels, hi * extent // channels)
         return slices, dict(self.properties)
 
+    def reduction_split(self) -> tuple[int, dict[str, int]] | None:
+        """How the op's sum runs over blocks of its reduced axis (a
+        convolution's input channels, a matrix product's inner dimension),
+        for the scratchpad scheduler's input-channel blocks: (the reduced
+        length, operand name -> axis): a block reads the named operands'
+        slices along their axes in proportion (the input's channels, the
+        filters' input channels); `reduction_block` says how the partial
+        sums add up. None (the default): the op does not sum over an axis
+        it can split."""
+        return None
+
+    def reduction_block(self, lo: int, hi: int, first: bool, last: bool
+                        ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:
+        """The op on the reduced block [lo, hi) (`reduction_split`): (operand
+        name -> (axis, start, stop) of its slice, the block's properties, the
+        operand that takes the running sum of the blocks before it (the
+        output buffer of the earlier block, added element by element), the
+        operands the block leaves out), or None. The `first` block alone
+        adds what the op adds once (a bias, a residual); the `last` alone
+        applies the fused activation. None by default."""
+        return None
+
     def kernel_attributes(self) -> dict[str, Attribute]:
         """The static kernel arguments (properties minus bookkeeping)."""
         return {k: v for k, v in self.properties.items() if k != "operandSegmentSizes"}
@@ -738,6 +760,16 @@ class UnaryKernelOp(DnnComputeOp):
     traits = traits_def(KernelEffects())
 
 
+def _channelwise_split(op: UnaryKernelOp) -> tuple[int, dict[str, int]] | None:
+    """`channel_split` of an op whose output channel c reads only input
+    channel c (a pooling, an elementwise function) on a batch of one NCHW
+    tensor: a block of output channels reads its input channels."""
+    x_shape, out_shape = op.x.type.get_shape(), op.output_type().get_shape()
+    if len(out_shape) != 4 or len(x_shape) != 4 or x_shape[0] != 1 or x_shape[1] != out_shape[1]:
+        return None
+    return out_shape[1], {"x": 1}
+
+
 @irdl_op_definition
 class ConvOp(DnnComputeOp):
     """Convolution with optional fused bias, residual add and activation:
@@ -798,6 +830,18 @@ class ConvOp(DnnComputeOp):
         channels (and, grouped, the input channels of its groups)."""
         return _conv_channel_split(self)
 
+    def reduction_split(self) -> tuple[int, dict[str, int]] | None:
+        """Group 1, a batch of one: a block of input channels reads its
+        channels of `x` and of the filters."""
+        return _conv_reduction_split(self)
+
+    def reduction_block(self, lo: int, hi: int, first: bool, last: bool
+                        ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:
+        """The running sum comes in as the `residual` (the kernel reads
+        each element before it writes it); bias and residual in the first
+        block, the activation in the last."""
+        return _conv_reduction_block(self, lo, hi, first, last)
+
     def channel_block(self, lo: int, hi: int) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute]] | None:
         """Grouped: a block inside one group reads that group's input
         channels as a group-1 convolution; a block of whole groups reads
@@ -828,6 +872,39 @@ def _conv_channel_split(op: ConvOp | PreActConvOp) -> tuple[int, dict[str, int]]
     if op.x.type.get_shape()[0] != 1 or (group != 1 and isinstance(op, PreActConvOp)):
         return None
     return op.w.type.get_shape()[0], {"w": 0, "bias": 0, "residual": 1}
+
+
+def _conv_reduction_split(op: ConvOp | PreActConvOp) -> tuple[int, dict[str, int]] | None:
+    """`reduction_split` of a (pre-activated) convolution: group 1, a batch of
+    one; the pre-activation's per-input-channel scale and shift are sliced
+    with the input channels."""
+    group = op.group.value.data if op.group is not None else 1
+    if group != 1 or op.x.type.get_shape()[0] != 1 or len(op.w.type.get_shape()) != 4:
+        return None
+    axes = {"x": 1, "w": 1}
+    if isinstance(op, PreActConvOp):
+        axes |= {"pre_scale": 0, "pre_shift": 0}
+    return op.x.type.get_shape()[1], axes
+
+
+#: the properties of a fused activation, which only the last block of a sum applies
+_ACTIVATION_PROPERTIES = ("activation", "alpha", "beta")
+
+
+def _conv_reduction_block(op: ConvOp | PreActConvOp, lo: int, hi: int, first: bool, last: bool
+                          ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:
+    """`reduction_block` of a (pre-activated) convolution (see `ConvOp.reduction_block`)."""
+    split = _conv_reduction_split(op)
+    if split is None:
+        return None
+    channels, axes = split
+    slices = {name: (axis, lo, hi) for name, axis in axes.items()}
+    properties = dict(op.properties)
+    if not last:
+        for key in _ACTIVATION_PROPERTIES:
+            properties.pop(key, None)
+    dropped = () if first else tuple(n for n in ("bias",) if getattr(op, n) is not None)
+    return slices, properties, "residual", dropped
 
 
 @irdl_op_definition
@@ -890,6 +967,16 @@ class PreActConvOp(DnnComputeOp):
         """As for `dnn.conv` (the pre-activation's per-input-channel
         scale and shift are read whole by every block); group 1 only."""
         return _conv_channel_split(self)
+
+    def reduction_split(self) -> tuple[int, dict[str, int]] | None:
+        """As for `dnn.conv`, the pre-activation's scale and shift sliced
+        with the input channels."""
+        return _conv_reduction_split(self)
+
+    def reduction_block(self, lo: int, hi: int, first: bool, last: bool
+                        ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:
+        """As for `dnn.conv`: the running sum comes in as the `residual`."""
+        return _conv_reduction_block(self, lo, hi, first, last)
 
     def scratch_bytes(self) -> int:
         """One block of pre-activated im2col columns (group 1, float32; pointwise
@@ -967,6 +1054,11 @@ class MaxPoolOp(UnaryKernelOp):
         taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
         return math.prod(self.output_type().get_shape()) * taps
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class AveragePoolOp(UnaryKernelOp):
@@ -983,6 +1075,11 @@ class AveragePoolOp(UnaryKernelOp):
         taps = math.prod(self.kernel_shape.get_values()) if self.kernel_shape is not None else 1
         return math.prod(self.output_type().get_shape()) * taps
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class GlobalAveragePoolOp(UnaryKernelOp):
@@ -993,6 +1090,11 @@ class GlobalAveragePoolOp(UnaryKernelOp):
         """One accumulation per input element."""
         return math.prod(self.x.type.get_shape())
 
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
+
 
 @irdl_op_definition
 class GlobalMaxPoolOp(UnaryKernelOp):
@@ -1002,6 +1104,11 @@ class GlobalMaxPoolOp(UnaryKernelOp):
     def macs(self) -> int:
         """One accumulation per input element."""
         return math.prod(self.x.type.get_shape())
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (the scratchpad's
+        channel blocks: no weights, a pooling per channel)."""
+        return _channelwise_split(self)
 
 
 @irdl_op_definition
@@ -1048,6 +1155,30 @@ class GemmOp(DnnComputeOp):
                 return None
         return self.output_type().get_shape()[1], split
 
+    def reduction_split(self) -> tuple[int, dict[str, int]] | None:
+        """One row of A times B transposed (a fully connected layer): a
+        block of the inner dimension reads its columns of A and of B."""
+        if self.channel_split() is None:
+            return None
+        return self.a.type.get_shape()[1], {"a": 1, "b": 1}
+
+    def reduction_block(self, lo: int, hi: int, first: bool, last: bool
+                        ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:
+        """The running sum comes in as C with beta 1 (the first block adds
+        beta * C itself); alpha scales every block's product; the last block
+        applies the activation."""
+        split = self.reduction_split()
+        if split is None:
+            return None
+        slices = {name: (axis, lo, hi) for name, axis in split[1].items()}
+        properties = dict(self.properties)
+        if not first:
+            properties["beta"] = FloatAttr(1.0, f32)
+        if not last:
+            for key in ("activation", "activation_alpha", "activation_beta"):
+                properties.pop(key, None)
+        return slices, properties, "c", ()
+
     def verify_(self) -> None:
         super().verify_()
         if self.activation is not None and self.activation.data not in FUSED_ACTIVATIONS:
@@ -1084,6 +1215,10 @@ class UnaryOp(UnaryKernelOp):
     alpha = _float()
     beta = _float()
     approximate = _str("none")
+
+    def channel_split(self) -> tuple[int, dict[str, int]] | None:
+        """A block of channels reads the same channels of `x` (elementwise)."""
+        return _channelwise_split(self)
 
 
 @irdl_op_definition
