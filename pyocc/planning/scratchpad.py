@@ -571,17 +571,25 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
     )
 
 
+def _tiling_space(
+    op: NpuOp, tensors: dict[str, NpuTensor], big: int
+) -> tuple[list[NpuTensor], list[NpuTensor], list[NpuTensor], list[int], list[int]]:
+    """`op`'s inputs, weights and outputs (each tensor once) and the counts
+    of row bands and channel blocks a tiling of it may use (operands above
+    `big` bytes stream)."""
+    reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
+    weights = [tensors[n] for n in dict.fromkeys(op.weights)]
+    outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
+    return reads, weights, outs, _row_candidates(op, reads, outs, big), _channel_candidates(op, weights)
+
+
 def _tiling_with(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
 ) -> tuple[int, int, int, int, int, bool, int] | None:
     """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
     outer, 1) of the best tiling whose tile fits in `limit` bytes when operands
     above `big` bytes stream, or None."""
-    reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
-    weights = [tensors[n] for n in dict.fromkeys(op.weights)]
-    outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
-    rows = _row_candidates(op, reads, outs, big)
-    channels = _channel_candidates(op, weights)
+    reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
     best: tuple[int, int, int, int, int, bool, int] | None = None
     for r in rows:
         for c in channels:
@@ -668,11 +676,7 @@ def _reduction_tiling(
     footprint) and only their count is tried."""
     if op.in_channels <= 1:
         return None
-    reads = [tensors[n] for n in dict.fromkeys(op.inputs)]
-    weights = [tensors[n] for n in dict.fromkeys(op.weights)]
-    outs = [tensors[n] for n in dict.fromkeys(op.outputs)]
-    rows = _row_candidates(op, reads, outs, big)
-    channels = _channel_candidates(op, weights)
+    reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
     best: tuple[int, int, int, int, int, bool, int] | None = None
     for r in rows:
         for c in channels:

@@ -386,16 +386,24 @@ class _Emitter:
         if band is None:
             band = next((b for p in sorted(tiled) if (b := tile_rows(npu_op, p)) is not None), None)
         if band is not None:
-            found = op.row_band(*band)
-            if found is None:
-                raise _refuse(f"op {ins.op!r} cannot run on its output rows [{band[0]}, {band[1]})")
-            rows, band_properties = found
-            for key in ("pads", "ceil_mode"):
-                if key in band_properties:
-                    properties[key] = band_properties[key]
-            for result in op.results:
-                rows[f"result:{self.facts.tensor_of[result]}"] = band
+            rows = self._band(ins, band, properties)
         return _Unit(slices, rows, properties)
+
+    def _band(self, ins: Compute, band: tuple[int, int], properties: dict[str, Attribute]) -> dict[str, tuple[int, int]]:
+        """The rows each operand of the op of `ins` is read or written in
+        when it computes its output rows `band`; the band's own pads and
+        ceil_mode go into `properties`."""
+        op = self.facts.ops[ins.op]
+        found = op.row_band(*band)
+        if found is None:
+            raise _refuse(f"op {ins.op!r} cannot run on its output rows [{band[0]}, {band[1]})")
+        rows, band_properties = found
+        for key in ("pads", "ceil_mode"):
+            if key in band_properties:
+                properties[key] = band_properties[key]
+        for result in op.results:
+            rows[f"result:{self.facts.tensor_of[result]}"] = band
+        return rows
 
     def _reduction_block(self, ins: Compute) -> _Unit:
         """What a unit of an op summed over blocks of its input channels
@@ -423,15 +431,7 @@ class _Emitter:
                     slices[f"result:{self.facts.tensor_of[result]}"] = (1, first, end)
             band = tile_rows(npu_op, tile)
             if band is not None:
-                found_rows = op.row_band(*band)
-                if found_rows is None:
-                    raise _refuse(f"op {ins.op!r} cannot run on its output rows [{band[0]}, {band[1]})")
-                rows, band_properties = found_rows
-                for key in ("pads", "ceil_mode"):
-                    if key in band_properties:
-                        properties[key] = band_properties[key]
-                for result in op.results:
-                    rows[f"result:{self.facts.tensor_of[result]}"] = band
+                rows = self._band(ins, band, properties)
         return _Unit(slices, rows, properties, in_slices, running, dropped)
 
     def _block_type(self, value: SSAValue, unit: _Unit, name: str) -> MemRefType:

@@ -137,12 +137,12 @@ def test_pools_run_in_channel_blocks() -> None:
     # pool reads its whole 64 KiB input: both were refused ("does not fit
     # even tiled"); each now runs on blocks of channels, a block of the
     # input in, the same block of the output out
-    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from pyocc.testing.random_graphs import compile_and_compare
 
     model = _pools()
     inputs = {"x": np.random.default_rng(2).standard_normal((1, 64, 32, 32)).astype(np.float32)}
-    assert compare_with_onnxruntime(model, inputs, scratchpad=24 << 10, kernels="numpy") is None
-    compiled = pyocc.compile(model, scratchpad=24 << 10, kernels="numpy")
+    compiled, problem = compile_and_compare(model, inputs, scratchpad=24 << 10, kernels="numpy")
+    assert problem is None, problem
     tiled = compiled.memory_report().npu["tiled_ops"]
     assert tiled["m"]["channel_blocks"] > 1 and tiled["y"]["channel_blocks"] > 1
     text = str(compiled.module)
@@ -201,13 +201,13 @@ def test_sums_over_input_channel_blocks(build: object, inputs: dict[str, tuple[i
     # of input channels: the first block adds the bias (and the residual),
     # the others the partial sums of the blocks before, the last applies
     # the ReLU
-    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from pyocc.testing.random_graphs import compile_and_compare
 
     model = build()  # type: ignore[operator]
     rng = np.random.default_rng(5)
     values = {name: rng.standard_normal(shape).astype(np.float32) for name, shape in inputs.items()}
-    assert compare_with_onnxruntime(model, values, scratchpad=16 << 10, kernels="numpy") is None
-    compiled = pyocc.compile(model, scratchpad=16 << 10, kernels="numpy")
+    compiled, problem = compile_and_compare(model, values, scratchpad=16 << 10, kernels="numpy")
+    assert problem is None, problem
     tiles = compiled.memory_report().npu["tiled_ops"]["y"]
     assert tiles["input_channel_blocks"] > 1
     text = str(compiled.module)
@@ -257,12 +257,12 @@ def test_a_dense_block_sums_over_its_bands() -> None:
     # simulated cycles against 39,506 with the concats in place but whole
     # reads and 39,610 copying them; at 32 KiB, since the prefetch follows
     # the DMA clock, copying is faster, 37,353 against 38,167 summed)
-    from pyocc.testing.random_graphs import compare_with_onnxruntime
+    from pyocc.testing.random_graphs import compile_and_compare
 
     model = _dense_block()
     inputs = {"x": np.random.default_rng(7).standard_normal((1, 16, 16, 16)).astype(np.float32)}
-    assert compare_with_onnxruntime(model, inputs, scratchpad=30 << 10, kernels="numpy") is None
-    compiled = pyocc.compile(model, scratchpad=30 << 10, kernels="numpy")
+    compiled, problem = compile_and_compare(model, inputs, scratchpad=30 << 10, kernels="numpy")
+    assert problem is None, problem
     assert compiled.memory_report().npu["tiled_ops"]["y"]["input_channel_blocks"] == 2
     text = str(compiled.module)
     # each block of the 1x1 convolution reads one band of c2: c1 (x and a, 32 channels: a concat of a
