@@ -130,6 +130,11 @@ class Options:
     recompute: str = ""
     """dnn-recompute's values: the cheap values (by name, comma-separated)
     computed again at their late readers; empty: none."""
+    recompute_tables: bool = True
+    """dnn-recompute{tables}: values made from weights alone (a rotary
+    table of the sequence's length, which import keeps as ops) computed
+    again at their late readers instead of alive from the first layer to
+    the last."""
     verify: bool = True
     """Run the op verifiers after every pass (`run_passes`; the buffer
     lifetimes are checked either way). A symbolic compile leaves them off
@@ -160,8 +165,8 @@ def tile_passes(options: Options) -> list[ModulePass]:
     back up and interleave the patches). Kept out of tensor_passes so a
     report can take the bound of the untransformed program."""
     passes: list[ModulePass] = []
-    if options.recompute:
-        passes.append(DnnRecomputePass(values=options.recompute))
+    if options.recompute or options.recompute_tables:
+        passes.append(DnnRecomputePass(values=options.recompute, tables=options.recompute_tables))
     if options.tile_region > 0:
         passes.append(DnnTilePass(region=options.tile_region, patches=options.tile_patches, halo=options.tile_halo))
     return passes

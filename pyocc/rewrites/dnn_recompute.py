@@ -22,11 +22,25 @@ when they are smaller or alive anyway (the graph input, a tensor read later
 anyway): the `--memory-limit` search (dnn_recompute_search) keeps a
 recomputation only when the planned pool goes down.
 
+`tables=true` also recomputes *tables*: values computed from weights
+alone (no function argument in what they are made of), which import keeps
+as ops where folding them would make the program larger (a transformer's
+rotary cos/sin tables of the sequence's length: `EXPANDING_FOLD_LIMIT` in
+pyocc/frontend/onnx_import.py). Read by every layer, such a table is alive
+from the first to the last; at a short sequence it is a few bytes that
+take an aligned slot of the pool each, at the peak. The ops that make it
+(any compute op: they read only weights) run again, before the readers
+after the widest gap between its readers, at the step of that gap where
+the fewest bytes are alive (`table_sites`), so the first copy dies at the
+early readers. Only where no op that makes it has a result larger than the
+table (so the clones' own bytes stay within the table's, in a quiet step).
+
 Runs on tensor form, after dnn-reorder (which would move the clone back up).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -146,6 +160,162 @@ def recompute_site(value: SSAValue) -> RecomputeSite | None:
     return RecomputeSite(value, tuple(chain), tuple(readers[split:]))
 
 
+def weight_only_values(block: Block) -> set[SSAValue]:
+    """The values of `block` computed from weights alone: weights, views of
+    such values, and the tensor results of compute ops (no regions) that
+    read only such values (a ``dnn.range`` reads none)."""
+    made: set[SSAValue] = set()
+    for op in block.ops:
+        if isinstance(op, d.WeightOp) or (
+                isinstance(op, d.ViewOp | d.DnnComputeOp) and not op.regions and op.results
+                and all(isinstance(r.type, TensorType) for r in op.results) and all(v in made for v in op.operands)):
+            made.update(op.results)
+    return made
+
+
+@dataclass(frozen=True)
+class TableSite:
+    """One table recomputed (`tables=true`): the ops of `chain` (in block
+    order: views, compute ops) are cloned just before `before`, and each
+    late reader reads the clones of the values in `late` it read."""
+
+    table: SSAValue
+    chain: tuple[Operation, ...]
+    late: tuple[Operation, ...]
+    before: Operation
+
+
+def _reads_through_views(value: SSAValue, block: Block) -> list[tuple[Operation, SSAValue]] | None:
+    """(reader, the value it reads: `value` or a view of it) for every op
+    of `block` that reads `value`, looking through views; None when one sits
+    elsewhere (a nested region)."""
+    result: list[tuple[Operation, SSAValue]] = []
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        for use in current.uses:
+            reader = use.operation
+            if reader.parent_block() is not block:
+                return None
+            if isinstance(reader, d.ViewOp):
+                stack.append(reader.result)
+            else:
+                result.append((reader, current))
+    return result
+
+
+def _made_of(values: set[SSAValue], block: Block) -> list[Operation]:
+    """The ops of `block` that make `values`, and those that make their
+    operands, down to (not including) weights, in block order."""
+    ops: set[Operation] = set()
+    stack = list(values)
+    while stack:
+        owner = stack.pop().owner
+        if isinstance(owner, Operation) and not isinstance(owner, d.WeightOp) and owner not in ops:
+            ops.add(owner)
+            stack.extend(owner.operands)
+    return sorted(ops, key=block.get_operation_index)
+
+
+def _quietest_step(block: Block, first: Operation, last: Operation) -> Operation:
+    """The op of `block` from `first` to `last` (inclusive, in block order)
+    before which the fewest bytes are alive (tensor sizes as typed; views
+    share their root's bytes; the latest such op on ties)."""
+    ops = list(block.ops)
+    index = {op: i for i, op in enumerate(ops)}
+
+    def root(value: SSAValue) -> SSAValue:
+        while isinstance(value.owner, d.ViewOp):
+            value = value.owner.source
+        return value
+
+    ends: dict[SSAValue, int] = {}
+    for i, op in enumerate(ops):
+        for operand in op.operands:
+            ends[root(operand)] = i
+    alive = [0] * (len(ops) + 1)
+    for i, op in enumerate(ops):
+        if isinstance(op, d.DnnComputeOp):
+            for r in op.results:
+                if r in ends and isinstance(r.type, TensorType):
+                    # alive before every op after its producer up to its last reader
+                    alive[i + 1] += d.type_bytes(r.type)
+                    alive[ends[r] + 1] -= d.type_bytes(r.type)
+    running, before = 0, []
+    for i in range(len(ops)):
+        running += alive[i]
+        before.append(running)
+    span = range(index[first], index[last] + 1)
+    best = min(span, key=lambda i: (before[i], -i))
+    return ops[best]
+
+
+def table_sites(function: func.FuncOp) -> list[TableSite]:
+    """The tables of `function` worth recomputing (module docstring): a
+    value made from weights alone by a compute op, read (through views) by
+    ops that are not, at least two of them apart by more than one op, and
+    by none of the ops that make tables after the widest gap; made by ops
+    none of whose results is larger than it."""
+    block = function.body.block
+    made = weight_only_values(block)
+    sites: list[TableSite] = []
+    for op in block.ops:
+        if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1 or op.results[0] not in made:
+            continue
+        table = op.results[0]
+        reads = _reads_through_views(table, block)
+        if reads is None or not reads:
+            continue
+        outside = sorted({r for r, _ in reads if not set(r.results) & made}, key=block.get_operation_index)
+        if len(outside) < 2:
+            continue
+        position = [block.get_operation_index(r) for r in outside]
+        gaps = [b - a for a, b in itertools.pairwise(position)]
+        if max(gaps) < 2:
+            continue
+        split = gaps.index(max(gaps)) + 1
+        anchor = position[split]
+        if any(block.get_operation_index(r) >= anchor for r, _ in reads if set(r.results) & made):
+            continue  # another table still reads it late: it stays alive anyway
+        late = tuple(outside[split:])
+        values = {v for r, v in reads if r in late}
+        chain = _made_of(values, block)
+        size = d.type_bytes(table.type)
+        if any(isinstance(r.type, TensorType) and d.type_bytes(r.type) > size for c in chain for r in c.results):
+            continue
+        after_early = outside[split - 1].next_op
+        assert after_early is not None  # the late readers follow
+        sites.append(TableSite(table, tuple(chain), late, _quietest_step(block, after_early, outside[split])))
+    return sites
+
+
+def recompute_tables(function: func.FuncOp) -> list[TableSite]:
+    """Recompute every table of `function` worth it (`table_sites`), one
+    after the other (each rewrite moves the others' positions); returns the
+    sites rewritten."""
+    done: list[TableSite] = []
+    seen: set[SSAValue] = set()
+    while True:
+        site = next((s for s in table_sites(function) if s.table not in seen), None)
+        if site is None:
+            return done
+        seen.add(site.table)
+        mapping: dict[SSAValue, SSAValue] = {}
+        block = function.body.block
+        for original in site.chain:
+            clone = original.clone(value_mapper=mapping)
+            block.insert_op_before(clone, site.before)
+            for old, new in zip(original.results, clone.results, strict=True):
+                if old.name_hint:
+                    new.name_hint = f"{old.name_hint}_again"
+                mapping[old] = new
+                seen.add(new)
+        late = set(site.late)
+        for reader in late:
+            reader.operands = [mapping.get(operand, operand) for operand in reader.operands]
+        done.append(site)
+
+
 class RecomputeAtLateReaders(RewritePattern):
     """v = p(x); a(v) ... b(v)  =>  v = p(x); a(v) ... v' = p(x); b(v')
     (the sites decided by `recompute_site`, keyed by their first late reader)."""
@@ -230,6 +400,10 @@ class DnnRecomputePass(ModulePass):
     """The values to recompute, by name without the %, comma-separated
     (e.g. `values=skip,up`)."""
 
+    tables: bool = False
+    """Also recompute the tables (values made from weights alone) at their
+    late readers (module docstring)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         names = [n.strip().lstrip("%") for n in self.values.split(",") if n.strip()]
@@ -238,3 +412,5 @@ class DnnRecomputePass(ModulePass):
                 if any(isinstance(o, d.DnnComputeOp) and o.on_buffers for o in function.body.block.ops):
                     raise PassFailedException("dnn-recompute: run it on tensor form, before dnn-insert-memory-ops")
                 recompute_values(function, names)
+                if self.tables:
+                    recompute_tables(function)
