@@ -166,7 +166,9 @@ def tile_passes(options: Options) -> list[ModulePass]:
     report can take the bound of the untransformed program."""
     passes: list[ModulePass] = []
     if options.recompute or options.recompute_tables:
-        passes.append(DnnRecomputePass(values=options.recompute, tables=options.recompute_tables))
+        passes.append(DnnRecomputePass(values=options.recompute, tables=options.recompute_tables,
+                                       symbol_dim=options.reorder_symbol_dim,
+                                       alignment=options.alignment if options.reorder_symbol_dim else 1))
     if options.tile_region > 0:
         passes.append(DnnTilePass(region=options.tile_region, patches=options.tile_patches, halo=options.tile_halo))
     return passes

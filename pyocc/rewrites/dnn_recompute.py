@@ -42,12 +42,14 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, RewritePattern
 from xdsl.rewriter import InsertPoint
@@ -55,6 +57,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.ir_form import require_form
 from pyocc.dialects.dnn import ops as d
+from pyocc.rewrites.dnn_reorder import bytes_at, small_values
 
 MAX_CHAIN = 4
 """At most this many ops cloned for one value."""
@@ -217,10 +220,19 @@ def _made_of(values: set[SSAValue], block: Block) -> list[Operation]:
     return sorted(ops, key=block.get_operation_index)
 
 
-def _quietest_step(block: Block, first: Operation, last: Operation) -> Operation:
-    """The op of `block` from `first` to `last` (inclusive, in block order)
-    before which the fewest bytes are alive (tensor sizes as typed; views
-    share their root's bytes; the latest such op on ties)."""
+def _quietest_step(block: Block, first: Operation, last: Operation, chain: Sequence[Operation],
+                   sizes: Sequence[Callable[[Attribute], int]] = (d.type_bytes,)) -> Operation:
+    """The op of `block` from `first` to `last` (the late reader; in block
+    order) before which `chain` (the ops that make a table again) adds the
+    least to the peak: made before op i, the clones' results are alive at
+    i and the table from i to `last` (the table is alive there already,
+    the original's life ends at the early readers only after the rewrite),
+    so i costs the larger of the bytes alive before i plus the chain's
+    results and the most bytes alive before any later op up to `last`
+    (views share their root's bytes; the latest op on ties). With several
+    `sizes` (a symbolic compile's tensor sizes at its probe and at small
+    lengths), the op whose cost is the least worst against the least of
+    each."""
     ops = list(block.ops)
     index = {op: i for i, op in enumerate(ops)}
 
@@ -233,24 +245,36 @@ def _quietest_step(block: Block, first: Operation, last: Operation) -> Operation
     for i, op in enumerate(ops):
         for operand in op.operands:
             ends[root(operand)] = i
-    alive = [0] * (len(ops) + 1)
-    for i, op in enumerate(ops):
-        if isinstance(op, d.DnnComputeOp):
-            for r in op.results:
-                if r in ends and isinstance(r.type, TensorType):
-                    # alive before every op after its producer up to its last reader
-                    alive[i + 1] += d.type_bytes(r.type)
-                    alive[ends[r] + 1] -= d.type_bytes(r.type)
-    running, before = 0, []
-    for i in range(len(ops)):
-        running += alive[i]
-        before.append(running)
     span = range(index[first], index[last] + 1)
-    best = min(span, key=lambda i: (before[i], -i))
-    return ops[best]
+    made = [r for op in chain if isinstance(op, d.DnnComputeOp) for r in op.results]
+    scores = [0.0] * len(ops)
+    for size in sizes:
+        alive = [0] * (len(ops) + 1)
+        for i, op in enumerate(ops):
+            if isinstance(op, d.DnnComputeOp):
+                for r in op.results:
+                    if r in ends and isinstance(r.type, TensorType):
+                        # alive before every op after its producer up to its last reader
+                        alive[i + 1] += size(r.type)
+                        alive[ends[r] + 1] -= size(r.type)
+        running, before = 0, []
+        for i in range(len(ops)):
+            running += alive[i]
+            before.append(running)
+        clones = sum(size(r.type) for r in made)
+        cost: dict[int, int] = {}
+        later = 0
+        for i in reversed(span):
+            cost[i] = max(before[i] + clones, later)
+            later = max(later, before[i])
+        least = max(min(cost.values()), 1)
+        for i in span:
+            scores[i] = max(scores[i], cost[i] / least)
+    return ops[min(span, key=lambda i: (scores[i], -i))]
 
 
-def table_sites(function: func.FuncOp) -> list[TableSite]:
+def table_sites(function: func.FuncOp,
+                sizes: Sequence[Callable[[Attribute], int]] = (d.type_bytes,)) -> list[TableSite]:
     """The tables of `function` worth recomputing (module docstring): a
     value made from weights alone by a compute op, read (through views) by
     ops that are not, at least two of them apart by more than one op, and
@@ -285,18 +309,19 @@ def table_sites(function: func.FuncOp) -> list[TableSite]:
             continue
         after_early = outside[split - 1].next_op
         assert after_early is not None  # the late readers follow
-        sites.append(TableSite(table, tuple(chain), late, _quietest_step(block, after_early, outside[split])))
+        sites.append(TableSite(table, tuple(chain), late, _quietest_step(block, after_early, outside[split], chain, sizes)))
     return sites
 
 
-def recompute_tables(function: func.FuncOp) -> list[TableSite]:
+def recompute_tables(function: func.FuncOp,
+                     sizes: Sequence[Callable[[Attribute], int]] = (d.type_bytes,)) -> list[TableSite]:
     """Recompute every table of `function` worth it (`table_sites`), one
     after the other (each rewrite moves the others' positions); returns the
     sites rewritten."""
     done: list[TableSite] = []
     seen: set[SSAValue] = set()
     while True:
-        site = next((s for s in table_sites(function) if s.table not in seen), None)
+        site = next((s for s in table_sites(function, sizes) if s.table not in seen), None)
         if site is None:
             return done
         seen.add(site.table)
@@ -404,6 +429,15 @@ class DnnRecomputePass(ModulePass):
     """Also recompute the tables (values made from weights alone) at their
     late readers (module docstring)."""
 
+    symbol_dim: int = 0
+    """A symbolic compile's probe value (0: none), as dnn-reorder's: the
+    step a table is made again at is chosen at the probe's sizes and at
+    small values of the symbol (`small_values`, every tensor rounded up
+    to `alignment`), the least worst of them."""
+
+    alignment: int = 1
+    """With `symbol_dim`: the pool's alignment."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")
         names = [n.strip().lstrip("%") for n in self.values.split(",") if n.strip()]
@@ -413,4 +447,8 @@ class DnnRecomputePass(ModulePass):
                     raise PassFailedException("dnn-recompute: run it on tensor form, before dnn-insert-memory-ops")
                 recompute_values(function, names)
                 if self.tables:
-                    recompute_tables(function)
+                    sizes: list[Callable[[Attribute], int]] = [d.type_bytes]
+                    if self.symbol_dim:
+                        sizes += [partial(bytes_at, self.symbol_dim, value, alignment=self.alignment)
+                                  for value in small_values(self.symbol_dim)]
+                    recompute_tables(function, sizes)

@@ -185,11 +185,12 @@ def dimension_at(symbol_dim: int, value: int, n: int) -> int:
     return n * value ** power
 
 
-def _bytes_at(symbol_dim: int, value: int, t: Attribute) -> int:
-    """A type's bytes with its dimensions at the size `value` (`dimension_at`)."""
+def bytes_at(symbol_dim: int, value: int, t: Attribute, alignment: int = 1) -> int:
+    """A type's bytes with its dimensions at the size `value` (`dimension_at`),
+    rounded up to `alignment` (what it takes in the pool)."""
     assert isinstance(t, TensorType | MemRefType), t
-    return math.prod(dimension_at(symbol_dim, value, n) for n in t.get_shape()) * \
-        d.element_bytes(t.get_element_type())
+    size = math.prod(dimension_at(symbol_dim, value, n) for n in t.get_shape()) * d.element_bytes(t.get_element_type())
+    return -(-size // alignment) * alignment
 
 
 @contextmanager
@@ -217,7 +218,7 @@ def reorder_function(function: func.FuncOp, strategy: str, budget_ms: float, in_
         graph, nodes = schedule_graph(block, in_place)
         result = schedule(graph, strategy, budget_ms, keep_given=keep_given or symbol_dim > 0)
         if symbol_dim > 0 and not keep_given and result.searched != result.order:
-            smaller = [schedule_graph(block, in_place, partial(_bytes_at, symbol_dim, value))[0]
+            smaller = [schedule_graph(block, in_place, partial(bytes_at, symbol_dim, value))[0]
                        for value in small_values(symbol_dim)]
             if least_worst([result.order, result.searched], smaller) == 1:
                 result.order, result.peak = result.searched, peak_of(graph, result.searched)

@@ -22,7 +22,7 @@ from pyocc.examples.branches import build as branches_model
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import is_topological, peak_of
-from pyocc.rewrites.dnn_reorder import _bytes_at, dimension_at, reorder_function, schedule_graph
+from pyocc.rewrites.dnn_reorder import bytes_at, dimension_at, reorder_function, schedule_graph
 from tests.conftest import light_model_path
 from tests.tools.inprocess import run_tool
 
@@ -140,5 +140,5 @@ def test_a_symbolic_probe_counts_its_multiples_as_multiples_of_the_size() -> Non
     assert dimension_at(509, 22, 0) == 0
     assert dimension_at(7, 2, 7) == 2
     assert dimension_at(7, 2, 14) == 14  # below MULTIPLES_FROM: 7 divides too many of a model's own sizes
-    assert _bytes_at(509, 1, TensorType(f32, [2 * 509, 32])) == 2 * 32 * 4
-    assert _bytes_at(509, 17, TensorType(f32, [2, 4, 509, 509])) == 2 * 4 * 17 * 17 * 4
+    assert bytes_at(509, 1, TensorType(f32, [2 * 509, 32])) == 2 * 32 * 4
+    assert bytes_at(509, 17, TensorType(f32, [2, 4, 509, 509])) == 2 * 4 * 17 * 17 * 4
