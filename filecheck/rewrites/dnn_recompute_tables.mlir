@@ -40,6 +40,35 @@ func.func @table_read_by_two_layers(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 // -----
 
+// The quietest step of the gap is its first (before %u only %h and the
+// table are alive), but a table made there stays alive across the MLP's
+// wide %u and %g: made before %n it adds only itself where %d is alive,
+// and the MLP runs without it (the step where it adds least to the peak
+// over the rest of the gap, not the quietest).
+// CHECK-LABEL: func.func @quiet_then_busy
+// CHECK:      %d = dnn.matmul ins(%g, %wd
+// CHECK-NEXT: %t_again = dnn.unary ins(%wt : {{.*}}) {fn = "cos"}
+// CHECK-NEXT: %n = dnn.matmul ins(%d, %wn
+// CHECK-NEXT: %r = dnn.binary ins(%n, %t_again : {{.*}}) {fn = "mul"}
+func.func @quiet_then_busy(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %wt = "dnn.weight"() <{splat = dense<1.000000e-01> : tensor<4x8xf32>}> : () -> tensor<4x8xf32>
+  %wu = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<8x32xf32>}> : () -> tensor<8x32xf32>
+  %wd = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<32x16xf32>}> : () -> tensor<32x16xf32>
+  %wn = "dnn.weight"() <{splat = dense<1.000000e+00> : tensor<16x8xf32>}> : () -> tensor<16x8xf32>
+  %t = dnn.unary ins(%wt : tensor<4x8xf32>) {fn = "cos"} : tensor<4x8xf32>
+  %h = dnn.binary ins(%x, %t : tensor<4x8xf32>, tensor<4x8xf32>) {fn = "mul"} : tensor<4x8xf32>
+  %u = dnn.matmul ins(%h, %wu : tensor<4x8xf32>, tensor<8x32xf32>) : tensor<4x32xf32>
+  %g = dnn.unary ins(%u : tensor<4x32xf32>) {fn = "sigmoid"} : tensor<4x32xf32>
+  %d = dnn.matmul ins(%g, %wd : tensor<4x32xf32>, tensor<32x16xf32>) : tensor<4x16xf32>
+  %n = dnn.matmul ins(%d, %wn : tensor<4x16xf32>, tensor<16x8xf32>) : tensor<4x8xf32>
+  %r = dnn.binary ins(%n, %t : tensor<4x8xf32>, tensor<4x8xf32>) {fn = "mul"} : tensor<4x8xf32>
+  %m = dnn.matmul ins(%d, %wn : tensor<4x16xf32>, tensor<16x8xf32>) : tensor<4x8xf32>
+  %y = dnn.binary ins(%r, %m : tensor<4x8xf32>, tensor<4x8xf32>) {fn = "add"} : tensor<4x8xf32>
+  func.return %y : tensor<4x8xf32>
+}
+
+// -----
+
 // Negative: the table is made from the input (cos of %x), not from weights
 // alone: recomputing it would keep %x alive instead; nothing is cloned.
 // CHECK-LABEL: func.func @made_from_the_input
