@@ -98,8 +98,11 @@ class _CountingKernels:
 def test_generated_code_runs_every_length_without_python(compiled: tuple[str, onnx.ModelProto, SymbolicModel],
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """S in {1, 2, 17, 128, 384, 512} and both ends of every piece of the
-    plan (the BERT and GPT-2 graphs' plans have several; the run function
-    branches to one): outputs like onnxruntime, no numpy kernel called
+    plan (the BERT graph's plan has several; the run function branches to
+    one. GPT-2's had two until its causal mask, a Slice of a constant that
+    both blocks read, was made again before the second block,
+    dnn-recompute{tables}: one layout now meets the static plans at
+    every S): outputs like onnxruntime, no numpy kernel called
     during a run (the same counter counts the numpy path's calls), one pool
     allocated per run whose size is the plan's at S."""
     name, model, symbolic = compiled
@@ -107,7 +110,7 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
     counter = _CountingKernels(monkeypatch)
     rng = np.random.default_rng(1)
     pieces = symbolic.lowered.plan.pieces
-    assert len(pieces) > 1 or name == "encoder", [p.ranges for p in pieces]
+    assert len(pieces) > 1 or name in ("encoder", "gpt2"), [p.ranges for p in pieces]
     ends = sorted({s for piece in pieces for s in piece.ranges["sequence"]})
     for s in sorted({1, 2, 17, 128, 384, 512, *ends}):
         inputs = inputs_at(name, s, rng)
@@ -128,7 +131,7 @@ def test_generated_code_runs_every_length_without_python(compiled: tuple[str, on
 def test_the_json_lists_the_pieces(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
     """`pyocc plan --dim ... --format json`'s document: one entry per piece
     with its range and pool formula; `activation_bytes_expr` names the
-    pieces' bounds when their formulas differ (GPT-2-style: they do)."""
+    pieces' bounds when their formulas differ (BERT-style: they do)."""
     name, _, symbolic = compiled
     plan = symbolic.lowered.plan
     document = symbolic.lowered.to_json()
@@ -141,7 +144,7 @@ def test_the_json_lists_the_pieces(compiled: tuple[str, onnx.ModelProto, Symboli
         parts = [f"sequence <= {p['symbols']['sequence'][1]}: {f}"
                  for p, f in zip(document["pieces"][:-1], formulas[:-1], strict=True)]
         assert document["activation_bytes_expr"] == "; ".join([*parts, f"else: {formulas[-1]}"])
-    assert name != "gpt2" or len(set(formulas)) > 1
+    assert name != "bert" or len(set(formulas)) > 1
 
 
 def test_a_wrong_dtype_is_one_error(compiled: tuple[str, onnx.ModelProto, SymbolicModel]) -> None:
