@@ -29,11 +29,13 @@ rotary cos/sin tables of the sequence's length: `EXPANDING_FOLD_LIMIT` in
 pyocc/frontend/onnx_import.py). Read by every layer, such a table is alive
 from the first to the last; at a short sequence it is a few bytes that
 take an aligned slot of the pool each, at the peak. The ops that make it
-(any compute op: they read only weights) run again, before the readers
-after the widest gap between its readers, at the step of that gap where
-the fewest bytes are alive (`table_sites`), so the first copy dies at the
-early readers. Only where no op that makes it has a result larger than the
-table (so the clones' own bytes stay within the table's, in a quiet step).
+(any compute op: on tensors they are pure, and these read only weights)
+run again for the readers after the widest gap between its readers, at
+the step of that gap where they add least to the peak over the rest of
+the gap (`table_sites`, `_cheapest_step`; in a symbolic compile, the least
+worst at the probe's sizes and at small lengths), so the first copy dies
+at the early readers. Only where no op that makes it has a result larger
+than the table (the clones' own bytes stay within the table's).
 
 Runs on tensor form, after dnn-reorder (which would move the clone back up).
 """
@@ -220,7 +222,7 @@ def _made_of(values: set[SSAValue], block: Block) -> list[Operation]:
     return sorted(ops, key=block.get_operation_index)
 
 
-def _quietest_step(block: Block, first: Operation, last: Operation, chain: Sequence[Operation],
+def _cheapest_step(block: Block, first: Operation, last: Operation, chain: Sequence[Operation],
                    sizes: Sequence[Callable[[Attribute], int]] = (d.type_bytes,)) -> Operation:
     """The op of `block` from `first` to `last` (the late reader; in block
     order) before which `chain` (the ops that make a table again) adds the
@@ -309,7 +311,8 @@ def table_sites(function: func.FuncOp,
             continue
         after_early = outside[split - 1].next_op
         assert after_early is not None  # the late readers follow
-        sites.append(TableSite(table, tuple(chain), late, _quietest_step(block, after_early, outside[split], chain, sizes)))
+        before = _cheapest_step(block, after_early, outside[split], chain, sizes)
+        sites.append(TableSite(table, tuple(chain), late, before))
     return sites
 
 
