@@ -29,7 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .bounds import lower_bound
-from .placement import choose_gap, place_in_order
+from .placement import choose_gap, place_in_order, place_within
 from .prepared import PreparedProblem, round_up
 
 # ---------------------------------------------------------------- orders
@@ -103,12 +103,13 @@ def hill_climb_offsets(
     bound = lower_bound(prep) if bound is None else bound
     rng = random.Random(seed)
     sizes = prep.sizes
+    # the pool's top and the positions of the buffers that reach it change only when a trial is kept
+    top = best_size
+    critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
     for _ in range(max_iterations):
         if len(order) < 2 or best_size <= bound or time.perf_counter() > deadline:
             break
         trial = order[:]
-        top = prep.pool_size(current)
-        critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
         position = rng.choice(critical)
         if position > 0 and rng.random() < 0.5:
             changed = rng.randrange(position)
@@ -117,13 +118,14 @@ def hill_climb_offsets(
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
             changed = min(a, b)
-        # Buffers before the first changed position land where they were.
-        placed = place_in_order(prep, trial, keep=changed, kept=current)
-        size = prep.pool_size(placed)
-        if size <= top:
-            order, current = trial, placed
-            if size < best_size:
-                best, best_size = placed, size
+        # Buffers before the first changed position land where they were; a
+        # trial whose pool would grow is abandoned at the buffer that grows it.
+        placed = place_within(prep, trial, top, keep=changed, kept=current)
+        if placed is not None:
+            order, current, top = trial, placed, prep.pool_size(placed)
+            critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
+            if top < best_size:
+                best, best_size = placed, top
     return best
 
 

@@ -4,12 +4,14 @@ Random problems have up to 30 buffers, some of size zero, alignments in
 {1, 4, 64}. Budgets are small so the whole file runs in seconds.
 """
 
+import random
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyocc.planning import Buffer, Problem, lower_bound, max_live, packed_lower_bound, plan_memory, verify_plan
-from pyocc.planning.algorithms import HEURISTICS, lifetime_order, size_order
-from pyocc.planning.placement import place_in_order
+from pyocc.planning.algorithms import HEURISTICS, hill_climb_offsets, lifetime_order, size_order
+from pyocc.planning.placement import place_in_order, place_within
 from pyocc.planning.prepared import PreparedProblem
 
 SETTINGS = settings(max_examples=100, deadline=None)
@@ -104,6 +106,60 @@ def test_placing_a_changed_suffix_keeps_the_prefix(problem: Problem, rng, keep: 
     assert place_in_order(prep, changed, keep=keep, kept=before, engine="graph") == place_in_order(
         prep, changed, engine="graph"
     )
+
+
+@SETTINGS
+@given(problems(), st.randoms(use_true_random=False), st.integers(0, 30), st.integers(0, 3000))
+def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, keep: int, limit: int) -> None:
+    # The hill climb's trials stop at the first buffer above the pool they
+    # must not exceed: the offsets when the whole placement stays within the
+    # limit, None exactly when it does not.
+    prep = PreparedProblem(problem)
+    order = size_order(prep)
+    rng.shuffle(order)
+    before = place_in_order(prep, order)
+    keep = min(keep, len(order))
+    changed = order[:keep] + rng.sample(order[keep:], len(order) - keep)
+    whole = place_in_order(prep, changed)
+    within = place_within(prep, changed, limit, keep=keep, kept=before)
+    assert within == (whole if prep.pool_size(whole) <= limit else None)
+
+
+def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) -> list[int]:
+    """The hill climb as TVM USMP words it, every trial placed whole: the
+    definition the quicker ``hill_climb_offsets`` must agree with."""
+    order = size_order(prep)
+    current = place_in_order(prep, order)
+    best, best_size = current, prep.pool_size(current)
+    bound = lower_bound(prep.problem)
+    rng = random.Random(seed)
+    for _ in range(max_iterations):
+        if len(order) < 2 or best_size <= bound:
+            break
+        trial = order[:]
+        top = prep.pool_size(current)
+        critical = [p for p, i in enumerate(order) if current[i] + prep.sizes[i] == top]
+        position = rng.choice(critical)
+        if position > 0 and rng.random() < 0.5:
+            trial.insert(rng.randrange(position), trial.pop(position))
+        else:
+            a, b = rng.randrange(len(order)), rng.randrange(len(order))
+            trial[a], trial[b] = trial[b], trial[a]
+        placed = place_in_order(prep, trial)
+        size = prep.pool_size(placed)
+        if size <= top:
+            order, current = trial, placed
+            if size < best_size:
+                best, best_size = placed, size
+    return best
+
+
+@settings(max_examples=60, deadline=None)
+@given(problems(), st.integers(0, 1000))
+def test_hill_climb_is_the_reference_climb(problem: Problem, seed: int) -> None:
+    prep = PreparedProblem(problem)
+    assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
+        reference_hill_climb(prep, seed, 150)
 
 
 @settings(max_examples=50, deadline=None)

@@ -315,13 +315,18 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
     with far fewer placements tried."""
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
     placements = [0]
-    place = algorithms.place_in_order
+    place, within = algorithms.place_in_order, algorithms.place_within
 
     def counted(*args: object, **kwargs: object) -> list[int]:
         placements[0] += 1
         return place(*args, **kwargs)
 
+    def counted_within(*args: object, **kwargs: object) -> list[int] | None:
+        placements[0] += 1  # a trial of the hill climb
+        return within(*args, **kwargs)
+
     monkeypatch.setattr(algorithms, "place_in_order", counted)
+    monkeypatch.setattr(algorithms, "place_within", counted_within)
     plan = plan_symbolic(problem)
     packed = placements[0]
     placements[0] = 0
