@@ -126,9 +126,11 @@ class CompiledSites:
         self._functions = [prototype(self.engine.get_function_address(f"entry_{index}")) for index in range(count)]
 
     def __len__(self) -> int:
+        """The number of sites."""
         return len(self._functions)
 
     def __getitem__(self, index: int) -> SiteFunction:
+        """Site `index`'s entry point: run(inputs, outputs, workspace=None)."""
         function = self._functions[index]
 
         def run(inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray], workspace: np.ndarray | None = None) -> None:
