@@ -23,7 +23,6 @@ import onnx
 import pytest
 
 import pyocc
-from pyocc.api import Model
 from tests.graphs import GRAPHS, OP_GRAPHS, random_inputs
 
 ort = pytest.importorskip("onnxruntime")
@@ -42,22 +41,11 @@ def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[n
     return model, inputs, expected
 
 
-@cache
-def compiled_in_pool_mode(name: str) -> Model:
-    """The graph compiled in pool mode, once per worker: test_matches_onnxruntime
-    and test_masks_change_the_result run the same compile (a second run
-    with other inputs reuses the pool, as a deployed model does)."""
-    model, _, _ = reference(name)
-    compiled = pyocc.compile(model, memory="pool")
-    assert isinstance(compiled, Model)
-    return compiled
-
-
 @pytest.mark.parametrize("memory", MEMORY_MODES)
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 def test_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
-    compiled = compiled_in_pool_mode(name) if memory == "pool" else pyocc.compile(model, memory=memory)
+    compiled = pyocc.compile(model, memory=memory)
     got = compiled.run(inputs)
     assert list(got) == [o.name for o in model.graph.output]
     for (output, value), want in zip(got.items(), expected, strict=True):
@@ -84,7 +72,7 @@ def test_masks_change_the_result() -> None:
         mask = inputs["attention_mask"].copy()
         mask[0, -1] = not mask[0, -1] if mask.dtype == bool else 1 - mask[0, -1]
         flipped["attention_mask"] = mask
-        got = compiled_in_pool_mode(name).run(flipped)
+        got = pyocc.compile(model, memory="pool").run(flipped)
         options = ort.SessionOptions()
         options.log_severity_level = 3
         want = ort.InferenceSession(model.SerializeToString(), options).run(None, flipped)
