@@ -205,15 +205,15 @@ def preact_case(name: str, pre_activation: str | None, size: str, make: Callable
     return [x, scale, shift, w, bias, residual], out_shape, kwargs, workspace
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1)
 def preact_kernels(name: str, pre_activation: str | None) -> CompiledSites:
     """The preact_conv on CONVS[name] at each of SCRATCH_SIZES (sorted), as
     a model's sites that differ only in channels and scratch have them:
     site i is the site's own kernel, site len(SCRATCH_SIZES) + i its
     wrapper calling the kernel that reads its channels and block at run
     time, emitted once for all (pyocc.lowering.native.registry). One
-    compile per case, not two per scratch size; kept per worker, since the
-    three sizes' tests run the same kernels."""
+    compile per case, not two per scratch size. The last case only is kept
+    (2 MiB of JIT engine each): its three sizes' tests are adjacent."""
     sites = []
     for size in sorted(SCRATCH_SIZES):
         inputs, out_shape, kwargs, workspace = preact_case(name, pre_activation, size,
