@@ -13,6 +13,10 @@ calling it runs it on the buffer table a compiled model would pass.
   an optional workspace) with guard elements behind them, NaN-filled, so a
   write past the end, a read of the workspace before writing it, or a
   write to an input fails.
+- `CompiledSites(emit_all, count)`: several sites emitted into one module
+  and JIT-compiled once, as a model's sites are (sites that share a
+  kernel then call one function); `run_guarded(..., compiled=sites[i])`
+  runs one of them with the same guards.
 """
 
 from __future__ import annotations
@@ -78,15 +82,61 @@ class CompiledSite:
                  workspace: np.ndarray | None = None) -> None:
         """Run on `inputs` (None for an absent optional one, a list for a
         variadic one), writing `outputs` (C-contiguous)."""
-        arrays: list[np.ndarray | None] = []
-        for x in inputs:
-            arrays.extend(x if isinstance(x, list) else [x])
-        arrays += [*outputs] + ([workspace] if workspace is not None else [])
-        for array in arrays:
-            assert array is None or array.flags.c_contiguous, "the buffer table takes C-contiguous arrays"
-        pointers = [None if a is None else a.ctypes.data for a in arrays]
-        buffers = (ctypes.c_void_p * len(pointers))(*pointers)
-        self.function(ctypes.addressof(buffers))
+        _call(self.function, inputs, outputs, workspace)
+
+
+def _call(function: Callable[[int], None], inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray],
+          workspace: np.ndarray | None) -> None:
+    """Call a JIT-compiled entry point with the buffer table of `inputs`, `outputs` and `workspace`."""
+    arrays: list[np.ndarray | None] = []
+    for x in inputs:
+        arrays.extend(x if isinstance(x, list) else [x])
+    arrays += [*outputs] + ([workspace] if workspace is not None else [])
+    for array in arrays:
+        assert array is None or array.flags.c_contiguous, "the buffer table takes C-contiguous arrays"
+    pointers = [None if a is None else a.ctypes.data for a in arrays]
+    buffers = (ctypes.c_void_p * len(pointers))(*pointers)
+    function(ctypes.addressof(buffers))
+
+
+#: a site's entry point in a CompiledSites: called as CompiledSite is
+SiteFunction = Callable[[Sequence[SiteInput], Sequence[np.ndarray], np.ndarray | None], None]
+
+
+class CompiledSites:
+    """`count` sites emitted into one module and JIT-compiled once.
+    `emit_all(module, symbols)` emits site i's function as `symbols[i]`
+    (sites that share a kernel emit it once and a wrapper each, as a
+    compiled model does: pyocc.lowering.native.registry); `sites[i]` runs
+    site i as CompiledSite does. One compile instead of one per site, and
+    a shared kernel is compiled, as in a model, once for all its callers."""
+
+    def __init__(self, emit_all: Callable[[ir.Module, list[str]], None], count: int):
+        module = ir.Module(name="native_sites")
+        symbols = [f"site_{index}" for index in range(count)]
+        emit_all(module, symbols)
+        for index, symbol in enumerate(symbols):
+            entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), f"entry_{index}")
+            builder = ir.IRBuilder(entry.append_basic_block())
+            builder.call(module.get_global(symbol), [entry.args[0]])
+            builder.ret_void()
+        self.llvm_ir = str(module)
+        self.engine, _ = jit_module(self.llvm_ir, _resolve_externals)
+        prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+        self._functions = [prototype(self.engine.get_function_address(f"entry_{index}")) for index in range(count)]
+
+    def __len__(self) -> int:
+        """The number of sites."""
+        return len(self._functions)
+
+    def __getitem__(self, index: int) -> SiteFunction:
+        """Site `index`'s entry point: run(inputs, outputs, workspace=None)."""
+        function = self._functions[index]
+
+        def run(inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray], workspace: np.ndarray | None = None) -> None:
+            _call(function, inputs, outputs, workspace)
+
+        return run
 
 
 def _outputs(site: dict[str, Any]) -> list[np.ndarray]:
@@ -129,13 +179,16 @@ def _guarded(size: int, fill: float) -> np.ndarray:
     return buffer
 
 
-def run_guarded(emit: Emitter, kernel: str, inputs: Sequence[np.ndarray | None], out: np.ndarray,
-                kwargs: dict[str, Any], workspace_bytes: int | None = None) -> None:
+def run_guarded(emit: Emitter | None, kernel: str, inputs: Sequence[np.ndarray | None], out: np.ndarray,
+                kwargs: dict[str, Any], workspace_bytes: int | None = None,
+                compiled: SiteFunction | None = None) -> None:
     """Emit, compile and run one kernel on these arrays, writing `out`
     (which may be one of the inputs, for in-place kernels). `workspace_bytes`:
     a scratch buffer of that size, filled with NaN so that reading it before
     writing shows. Raises AssertionError if the kernel writes past the end
-    of `out` or of the workspace, or writes an input other than `out`."""
+    of `out` or of the workspace, or writes an input other than `out`.
+    `compiled` (one site of a CompiledSites) runs that site's function
+    instead of compiling `emit`'s."""
     site = site_for(kernel, inputs, [(out.shape, out.dtype.name)], workspace_bytes=workspace_bytes, **kwargs)
     in_place = [a is out for a in inputs]
     staged = _guarded(out.size, np.nan)
@@ -146,7 +199,10 @@ def run_guarded(emit: Emitter, kernel: str, inputs: Sequence[np.ndarray | None],
     workspace = None
     if workspace_bytes is not None:
         workspace = _guarded(max(1, math.ceil(workspace_bytes / 4)), np.nan)
-    CompiledSite(site, emit)(arguments, [staged_out], workspace)
+    if compiled is None:
+        assert emit is not None, "run_guarded needs an emitter or a compiled site"
+        compiled = CompiledSite(site, emit)
+    compiled(arguments, [staged_out], workspace)
     assert (staged[out.size:] == _SENTINEL).all(), f"{kernel} wrote past the end of its output"
     if workspace is not None:
         used = max(1, math.ceil(workspace_bytes / 4))  # type: ignore[operator]

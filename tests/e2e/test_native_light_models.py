@@ -9,6 +9,9 @@ numpy, and that `kernels="numpy"` still calls numpy everywhere and matches.
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 import numpy as np
 import pytest
 from xdsl.context import Context
@@ -16,7 +19,13 @@ from xdsl.context import Context
 import pyocc
 from pyocc.api import lower
 from pyocc.errors import PyoccError
-from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, lowered_functions, read_meta, select_kernels
+from pyocc.lowering.convert_dnn_to_llvm import (
+    ConvertDnnToLlvmPass,
+    KernelSelection,
+    lowered_functions,
+    read_meta,
+    select_kernels,
+)
 from pyocc.lowering.native import NATIVE_KERNELS
 from pyocc.testing.light_models import LIGHT_MODELS, light_model_path, onnxruntime_reference
 
@@ -34,14 +43,24 @@ def test_the_light_models_kernels_are_native() -> None:
     assert LIGHT_MODEL_KERNELS <= set(NATIVE_KERNELS)
 
 
+@functools.cache
+def native_selection(name: str) -> tuple[KernelSelection, str, dict[str, Any]]:
+    """Light model `name` lowered, converted to LLVM form and its kernels
+    selected (kernels=native, nothing compiled): the selection, the
+    function's name and its site table. Once per worker: DenseNet-121's
+    takes 2 CPU s, and two tests read it."""
+    module, _ = lower(str(light_model_path(name)))
+    ConvertDnnToLlvmPass().apply(Context(), module)
+    selection = select_kernels(module, "native")
+    function = lowered_functions(module)[0]
+    return selection, function, read_meta(module, function)
+
+
 @pytest.mark.parametrize("name", LIGHT_MODELS)
 def test_numpy_sites_are_only_the_kernels_without_a_native_one(name: str) -> None:
     """With kernels=native, a site calls numpy only if its kernel has no
     native emitter; with no such kernel left, the model calls numpy nowhere."""
-    module, _ = lower(str(light_model_path(name)))
-    ConvertDnnToLlvmPass().apply(Context(), module)
-    select_kernels(module, "native")
-    meta = read_meta(module, lowered_functions(module)[0])
+    _, _, meta = native_selection(name)
     numpy_kernels = sorted({site["kernel"] for site in meta["sites"] if not site["native"]})
     assert set(numpy_kernels) <= NOT_NATIVE_YET, f"{name}: {numpy_kernels} call numpy"
     kinds = {site["kernel"] for site in meta["sites"]}
@@ -76,11 +95,8 @@ def test_densenet_preact_convs_share_their_kernels() -> None:
     """DenseNet-121's group-1 preact_convs differ only in channels and
     scratch: each site's function is a wrapper of a function shared by a
     whole dense block, which keeps its compile short (docs/performance.md)."""
-    module, _ = lower(str(light_model_path("densenet121")))
-    ConvertDnnToLlvmPass().apply(Context(), module)
-    selection = select_kernels(module, "native")
-    name = lowered_functions(module)[0]
-    preact = [site for site in read_meta(module, name)["sites"]
+    selection, name, meta = native_selection("densenet121")
+    preact = [site for site in meta["sites"]
               if site["kernel"] == "preact_conv" and int(site["kwargs"].get("group") or 1) == 1]
     assert len(preact) == 61
     wrapped = {f"{name}_site_{site['site']}" for site in preact}

@@ -28,7 +28,7 @@ from pyocc.lowering.native.conv import conv_row_sizes, emit_conv  # noqa: E402
 from pyocc.lowering.native.loops import emit_size_wrapper  # noqa: E402
 from pyocc.lowering.native.registry import NATIVE_KERNELS, site_slots  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernels import run_guarded, site_for  # noqa: E402
+from pyocc.testing.native_kernels import CompiledSites, run_guarded, site_for  # noqa: E402
 from tests.graphs import mobilenet_v2, random_inputs  # noqa: E402
 
 RNG = np.random.default_rng(19)
@@ -80,14 +80,25 @@ def _patch(case: dict[str, Any], rows: int, top: int, bottom: int, scratch: str
     return inputs, out_shape, kwargs, workspace
 
 
-def emit_shared_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
-    """`symbol`: the wrapper of `site` calling the conv kernel that reads
-    its rows at run time (what the patches of a tiled conv call)."""
-    general = conv_row_sizes(site)
-    assert general is not None, "a 2-D conv patch shares its kernel"
-    general_site, sizes = general
-    emit_size_wrapper(module, symbol, f"{symbol}_sizes", site_slots(site), sizes)
-    emit_conv(module, f"{symbol}_sizes", {**general_site, "run_time_sizes": site_slots(site)})
+def emit_patches(module: ir.Module, symbols: list[str], sites: list[dict[str, Any]]) -> None:
+    """The sites of a tiled conv's patches as a compiled model has them:
+    `symbols[i]` is site i's own kernel (specialised to its rows), and
+    `symbols[len(sites) + i]` its wrapper calling the one conv kernel that
+    reads its rows at run time (what the patches of a tiled conv call),
+    emitted once for all of them."""
+    generals = []
+    for site in sites:
+        general = conv_row_sizes(site)
+        assert general is not None, "a 2-D conv patch shares its kernel"
+        generals.append(general)
+    general_site = generals[0][0]
+    # every patch calls the same function
+    assert all(site == general_site for site, _ in generals)
+    slots = site_slots(sites[0])
+    emit_conv(module, "shared_sizes", {**general_site, "run_time_sizes": slots})
+    for index, (site, (_, sizes)) in enumerate(zip(sites, generals, strict=True)):
+        emit_conv(module, symbols[index], site)
+        emit_size_wrapper(module, symbols[len(sites) + index], "shared_sizes", slots, sizes)
 
 
 @pytest.mark.parametrize("name, scratch", [(name, "full_block") for name in sorted(PATCHED_CONVS)]
@@ -95,23 +106,21 @@ def emit_shared_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
 def test_patches_share_a_kernel_that_gives_the_bytes_of_their_own(name: str, scratch: str) -> None:
     # one_row: the least scratch the pool may plan, so several blocks of rows and slices of channels
     case = PATCHED_CONVS[name]
-    generals = []
-    for rows, top, bottom in case["patches"]:
-        inputs, out_shape, kwargs, workspace = _patch(case, rows, top, bottom, scratch)
+    patches = [_patch(case, rows, top, bottom, scratch) for rows, top, bottom in case["patches"]]
+    sites = [site_for("conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs)
+             for inputs, out_shape, kwargs, workspace in patches]
+    # every patch's own kernel and the shared one in one module, compiled once
+    compiled = CompiledSites(lambda module, symbols: emit_patches(module, symbols, sites), 2 * len(sites))
+    for index, ((inputs, out_shape, kwargs, workspace), patch) in enumerate(zip(patches, case["patches"], strict=True)):
         want = np.empty(out_shape, np.float32)
         hk.conv(*inputs, out=want, **kwargs)
         own = np.full(out_shape, np.nan, np.float32)
-        run_guarded(emit_conv, "conv", inputs, own, kwargs, workspace_bytes=workspace)
+        run_guarded(None, "conv", inputs, own, kwargs, workspace_bytes=workspace, compiled=compiled[index])
         np.testing.assert_allclose(own, want, rtol=1e-5, atol=2e-5 * max(float(np.abs(want).max()), 1.0))
         shared = np.full(out_shape, np.nan, np.float32)
-        run_guarded(emit_shared_conv, "conv", inputs, shared, kwargs, workspace_bytes=workspace)
-        assert shared.tobytes() == own.tobytes(), (rows, top, bottom)
-        site = site_for("conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs)
-        general = conv_row_sizes(site)
-        assert general is not None
-        generals.append(general[0])
-    # every patch calls the same function
-    assert all(general == generals[0] for general in generals)
+        run_guarded(None, "conv", inputs, shared, kwargs, workspace_bytes=workspace,
+                    compiled=compiled[len(sites) + index])
+        assert shared.tobytes() == own.tobytes(), patch
 
 
 def test_patch_sizes_are_its_rows_and_blocks() -> None:

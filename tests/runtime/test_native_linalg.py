@@ -6,6 +6,8 @@ buffer table a compiled model passes (pyocc.testing.native_kernels.run_guarded).
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import llvmlite.ir as ir
@@ -33,7 +35,7 @@ from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit
 from pyocc.lowering.native.loops import emit_size_wrapper  # noqa: E402
 from pyocc.lowering.native.registry import native_kernel_for, site_slots  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernels import run_guarded, site_for  # noqa: E402
+from pyocc.testing.native_kernels import CompiledSites, run_guarded, site_for  # noqa: E402
 
 RNG = np.random.default_rng(16)
 
@@ -104,10 +106,13 @@ CONVS: dict[str, dict[str, Any]] = {
 }
 
 
-def conv_case(case: dict[str, Any]) -> tuple[list[np.ndarray | None], list[int], dict[str, Any]]:
+def conv_case(case: dict[str, Any], make: Callable[[list[int]], np.ndarray] = random,
+              ) -> tuple[list[np.ndarray | None], list[int], dict[str, Any]]:
+    """The inputs (made by `make` from their shapes), output shape and
+    keyword arguments of a CONVS case."""
     out_shape = conv_out_shape(case["x"], case["w"], case.get("strides"), case.get("pads"), case.get("dilations"))
-    inputs = [random(case["x"]), random(case["w"]), random([case["w"][0]]) if case.get("bias") else None,
-              random(out_shape) if case.get("residual") else None]
+    inputs = [make(case["x"]), make(case["w"]), make([case["w"][0]]) if case.get("bias") else None,
+              make(out_shape) if case.get("residual") else None]
     kwargs = {k: case[k] for k in ("strides", "pads", "dilations", "group", "activation", "alpha", "beta") if k in case}
     return inputs, out_shape, kwargs
 
@@ -180,47 +185,85 @@ def test_conv_residual_in_place() -> None:
         assert_close(residual, want)
 
 
-@pytest.mark.parametrize("size", sorted(SCRATCH_SIZES))
-@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric",
-                                  "channel_blocks_residual"])
-@pytest.mark.parametrize("pre_activation", [None, "relu"])
-def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, size: str) -> None:
-    inputs, out_shape, kwargs = conv_case(CONVS[name])
+PREACT_CASES = ["3x3_padded", "pointwise", "depthwise", "one_d", "strided_dilated_asymmetric", "channel_blocks_residual"]
+
+
+def preact_case(name: str, pre_activation: str | None, size: str, make: Callable[[list[int]], np.ndarray] = random,
+                ) -> tuple[list[np.ndarray | None], list[int], dict[str, Any], int]:
+    """The inputs (x, scale, shift, w, bias, residual; made by `make`),
+    output shape, keyword arguments and planned scratch bytes (0: a
+    grouped preact_conv, which needs none) of a preact_conv on CONVS[name]."""
+    inputs, out_shape, kwargs = conv_case(CONVS[name], make)
     x, w, bias, residual = inputs
+    assert x is not None and w is not None
     channels = x.shape[1]
-    scale, shift = random([channels]), random([channels])
+    scale, shift = make([channels]), make([channels])
     if pre_activation is not None:
         kwargs["pre_activation"] = pre_activation
+    scratch = im2col_block_bytes(x.shape, w.shape, out_shape, 4) if kwargs.get("group", 1) == 1 else 0
+    workspace = SCRATCH_SIZES[size](scratch, im2col_row_bytes(w.shape, out_shape, 4)) if scratch else 0
+    return [x, scale, shift, w, bias, residual], out_shape, kwargs, workspace
+
+
+@functools.lru_cache(maxsize=1)
+def preact_kernels(name: str, pre_activation: str | None) -> CompiledSites:
+    """The preact_conv on CONVS[name] at each of SCRATCH_SIZES (sorted), as
+    a model's sites that differ only in channels and scratch have them:
+    site i is the site's own kernel, site len(SCRATCH_SIZES) + i its
+    wrapper calling the kernel that reads its channels and block at run
+    time, emitted once for all (pyocc.lowering.native.registry). One
+    compile per case, not two per scratch size. The last case only is kept
+    (2 MiB of JIT engine each): its three sizes' tests are adjacent."""
+    sites = []
+    for size in sorted(SCRATCH_SIZES):
+        inputs, out_shape, kwargs, workspace = preact_case(name, pre_activation, size,
+                                                           lambda shape: np.zeros(shape, np.float32))
+        assert workspace, "a group-1 preact_conv plans scratch"
+        sites.append(site_for("preact_conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs))
+
+    def emit(module: ir.Module, symbols: list[str]) -> None:
+        generals = []
+        for site in sites:
+            general = preact_conv_sizes(site)
+            assert general is not None, "a group-1 preact_conv with scratch shares its kernel"
+            generals.append(general)
+        general_site = generals[0][0]
+        assert None in general_site["inputs"][0]["shape"], "the shared kernel's site leaves the channels out"
+        assert all(site == general_site for site, _ in generals), "the scratch sizes share one kernel"
+        slots = site_slots(sites[0])
+        emit_preact_conv(module, "shared_sizes", {**general_site, "run_time_sizes": slots})
+        for index, (site, (_, sizes)) in enumerate(zip(sites, generals, strict=True)):
+            emit_preact_conv(module, symbols[index], site)
+            emit_size_wrapper(module, symbols[len(sites) + index], "shared_sizes", slots, sizes)
+
+    return CompiledSites(emit, 2 * len(sites))
+
+
+@pytest.mark.parametrize("size", sorted(SCRATCH_SIZES))
+@pytest.mark.parametrize("name", PREACT_CASES)
+@pytest.mark.parametrize("pre_activation", [None, "relu"])
+def test_preact_conv_matches_numpy(name: str, pre_activation: str | None, size: str) -> None:
+    inputs, out_shape, kwargs, workspace = preact_case(name, pre_activation, size)
+    x, scale, shift, w, bias, residual = inputs
     want = np.empty(out_shape, np.float32)
     hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
-    scratch = im2col_block_bytes(x.shape, w.shape, out_shape, 4) if kwargs.get("group", 1) == 1 else 0
-    if not scratch and size != "full_block":
-        pytest.skip("a grouped preact_conv runs direct loops: no scratch, one size is enough")
-    workspace = SCRATCH_SIZES[size](scratch, im2col_row_bytes(w.shape, out_shape, 4))
-    run_guarded(emit_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], got, kwargs,
-               workspace_bytes=workspace or None)
-    assert_close(got, want)
-    if not scratch:
+    if not workspace:
+        if size != "full_block":
+            pytest.skip("a grouped preact_conv runs direct loops: no scratch, one size is enough")
+        run_guarded(emit_preact_conv, "preact_conv", inputs, got, kwargs)
+        assert_close(got, want)
         return
+    compiled = preact_kernels(name, pre_activation)
+    index = sorted(SCRATCH_SIZES).index(size)
+    run_guarded(None, "preact_conv", inputs, got, kwargs, workspace_bytes=workspace, compiled=compiled[index])
+    assert_close(got, want)
     # the kernel shared by sites that differ only in channels and scratch, through
     # the site's wrapper: the same bytes as the site's own kernel
     shared = np.full(out_shape, np.nan, np.float32)
-    run_guarded(emit_shared_preact_conv, "preact_conv", [x, scale, shift, w, bias, residual], shared, kwargs,
-               workspace_bytes=workspace)
+    run_guarded(None, "preact_conv", inputs, shared, kwargs, workspace_bytes=workspace,
+                compiled=compiled[len(SCRATCH_SIZES) + index])
     np.testing.assert_array_equal(shared, got)
-
-
-def emit_shared_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
-    """`symbol`: the wrapper of `site` calling the preact_conv kernel that
-    reads its channels and block at run time (what a model's sites that
-    differ only in those call, pyocc.lowering.native.registry)."""
-    general = preact_conv_sizes(site)
-    assert general is not None, "a group-1 preact_conv with scratch shares its kernel"
-    general_site, sizes = general
-    assert None in general_site["inputs"][0]["shape"], "the shared kernel's site leaves the channels out"
-    emit_size_wrapper(module, symbol, f"{symbol}_sizes", site_slots(site), sizes)
-    emit_preact_conv(module, f"{symbol}_sizes", {**general_site, "run_time_sizes": site_slots(site)})
 
 
 def test_preact_conv_sites_that_differ_in_channels_share_a_kernel() -> None:

@@ -81,25 +81,25 @@ def test_the_lower_bound_is_never_above_a_plan_that_reaches_it() -> None:
     assert f"{report['lower_bound_bytes']:,d} B" in line and "after coalescing" in line
 
 
-def test_run_with_inputs_and_saved_outputs(tmp_path: Path) -> None:
-    x = np.random.default_rng(3).standard_normal((1, 3, 224, 224)).astype(np.float32)
-    np.savez(tmp_path / "in.npz", data_0=x)
+def test_run_with_inputs_and_saved_outputs(tmp_path: Path, tiny_model: str) -> None:
+    x = np.random.default_rng(3).standard_normal((1, 3, 16, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
     out = tmp_path / "out.npz"
-    lazy = pyocc("run", str(light_model_path("squeezenet")), "--inputs", str(tmp_path / "in.npz"),
-                 "--save-outputs", str(out), "--memory", "lazy")
+    lazy = pyocc("run", tiny_model, "--inputs", str(tmp_path / "in.npz"), "--save-outputs", str(out),
+                 "--memory", "lazy")
     assert lazy.returncode == 0, lazy.stderr
-    first = np.load(out)["softmaxout_1"]
-    pool = pyocc("run", str(light_model_path("squeezenet")), "--inputs", str(tmp_path / "in.npz"),
-                 "--save-outputs", str(out), "--memory", "pool")
+    first = np.load(out)["y"]
+    pool = pyocc("run", tiny_model, "--inputs", str(tmp_path / "in.npz"), "--save-outputs", str(out),
+                 "--memory", "pool")
     assert pool.returncode == 0, pool.stderr
-    np.testing.assert_allclose(np.load(out)["softmaxout_1"], first, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(np.load(out)["y"], first, rtol=1e-5, atol=1e-7)
 
 
-def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> None:
+def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path, tiny_model: str) -> None:
     """Writing the GPU host code needs no GPU: no cudaMalloc per run in pool
     mode (init allocates the pool), one with --pool-allocation run, one per
     buffer in lazy mode, each op a library call."""
-    model = str(light_model_path("squeezenet"))
+    model = tiny_model
     counts = {}
     for memory, flags in (("pool", []), ("pool-run", ["--pool-allocation", "run"]), ("lazy", [])):
         out = tmp_path / f"{memory}.ll"
@@ -112,7 +112,8 @@ def test_compile_target_cuda_writes_host_code_without_a_gpu(tmp_path: Path) -> N
         counts[memory] = run.count('@"cudaMalloc"')
         assert run.count('@"cudaFree"') == counts[memory]
         assert '@"cudnnConvolutionBiasActivationForward"' in run and '@"cudnnPoolingForward"' in run
-    assert counts["pool"] == 0 and counts["pool-run"] == 1 and counts["lazy"] > 20
+    lazy = plan_json(model, "--target", "cuda", "--memory", "lazy")
+    assert counts["pool"] == 0 and counts["pool-run"] == 1 and counts["lazy"] == len(lazy["buffers"]) > 5
 
 
 def test_plan_reports_pool_allocations_per_run_and_at_init() -> None:
@@ -179,12 +180,13 @@ def test_run_help_lists_the_planners_and_an_example() -> None:
     assert "examples:pyoccrunmodel.onnx" in text
 
 
-def test_compile_names_the_weights_file(tmp_path: Path) -> None:
-    result = pyocc("compile", str(light_model_path("squeezenet")), "-o", str(tmp_path / "m.so"))
+def test_compile_names_the_weights_file(tmp_path: Path, tiny_model: str) -> None:
+    result = pyocc("compile", tiny_model, "-o", str(tmp_path / "m.so"))
     assert result.returncode == 0, result.stderr
     first = result.stdout.splitlines()[0]
     assert first == f"wrote {tmp_path / 'm.so'} and {tmp_path / 'm.weights'} (its weights: keep the two together)"
-    assert (tmp_path / "m.weights").stat().st_size > 1_000_000
+    # the file holds the compiled model's weights (the folded ones: 4,392 B of the tiny CNN's)
+    assert (tmp_path / "m.weights").stat().st_size >= plan_json(tiny_model)["weight_bytes"] > 4_000
 
 
 def test_plan_format_follows_the_output_suffix(tmp_path: Path, tiny_model: str) -> None:
