@@ -206,9 +206,10 @@ class MemoryReport:
                 else "; pool mode needs less" if self.memory != "pool" and self.lower_bound_bytes <= limit_bytes
                 else "; no plan can go below the lower bound of this op order" if self.lower_bound_bytes > limit_bytes
                 else "")
+        bound = "lower bound" if self.tiled_lower_bound_bytes is None else "untransformed program's lower bound"
         raise PyoccError(
             f"{self.model} needs {self.activation_bytes:,} bytes of activation memory in {self.memory} mode, "
-            f"more than the limit of {limit_bytes:,} (lower bound {self.lower_bound_bytes:,}){hint}"
+            f"more than the limit of {limit_bytes:,} ({bound} {self.lower_bound_bytes:,}){hint}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -225,8 +226,11 @@ class MemoryReport:
             f"model            {self.model}",
             f"memory mode      {self.memory}" + (f" (planner {self.planner})" if self.planner else ""),
             f"activation       {mib(self.activation_bytes)}",
-            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live buffers, after coalescing)",
+            f"lower bound      {mib(self.lower_bound_bytes)}  (max-live buffers, after coalescing"
+            + (")" if self.tiled_lower_bound_bytes is None else "; of the program before tiling or recomputing)"),
         ]
+        if self.tiled_lower_bound_bytes is not None:
+            lines.append(f"  transformed    {mib(self.tiled_lower_bound_bytes)}  (the same bound of the program as run)")
         if self.tensor_lower_bound_bytes is not None:
             lines.append(f"tensor bound     {mib(self.tensor_lower_bound_bytes)}  (max-live tensors, before coalescing)")
         if self.reorder is not None and self.lower_bound_given_order_bytes is not None:

@@ -221,7 +221,8 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
     Planning a tiled program takes seconds, so outside eager mode the
     candidates are first ranked by an estimate (the larger of patch_peak
     and the floor after the region), and only the best REAL_PLANS of them
-    (min), or those the estimate says may fit (a byte limit), are planned."""
+    are planned (min); with a byte limit, the first REAL_PLANS the estimate
+    says may fit, then the REAL_PLANS smallest estimates."""
     planned = plan(0, 0, "recompute")
     untiled = function_activation_bytes(planned, memory)
     best = Choice(0, 0, untiled)
@@ -244,9 +245,12 @@ def choose_tiling(function: func.FuncOp, plan: Plan, memory: str, limit: int | s
             ranked.sort(key=lambda ec: (ec[0], peaks[ec[1]], ec[1].extra_macs, ec[1].patches))
             ranked = ranked[:REAL_PLANS]
         else:
+            # the cheapest candidates (fewest extra MACs) the estimate says may fit, then, should
+            # none of them fit once planned, the smallest estimates: they fit when anything does
+            # (and name the smallest size reached when nothing does)
             fitting = [(e, c) for e, c in ranked if e <= int(limit) * ESTIMATE_SLACK][:REAL_PLANS]
-            # nothing may fit: plan the smallest estimates, to name the smallest size reached
-            ranked = fitting or sorted(ranked, key=lambda ec: (ec[0], ec[1].extra_macs))[:REAL_PLANS]
+            smallest = sorted(ranked, key=lambda ec: (ec[0], peaks[ec[1]], ec[1].extra_macs))[:REAL_PLANS]
+            ranked = fitting + [ec for ec in smallest if ec not in fitting]
     for _, candidate in ranked:
         size = function_activation_bytes(plan(candidate.region, candidate.patches, candidate.halo), memory)
         if size < best.activation_bytes:

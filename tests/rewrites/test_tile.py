@@ -159,6 +159,17 @@ def test_memory_limit_picks_the_cheapest_fitting_tiling() -> None:
     assert fits.tiling is None  # the program as given fits: nothing is tiled
 
 
+def test_a_limit_that_min_reaches_is_met() -> None:
+    # ZFNet's cheapest candidates whose estimate fits 5,000,000 B plan above it
+    # (5,682,048 B); the search then tries the smallest estimates, which fit
+    model = _splat("zfnet512")
+    _, smallest = lower(model, memory_limit="min")
+    limit = 5_000_000
+    assert smallest.activation_bytes <= limit
+    _, report = lower(model, memory_limit=limit)
+    assert report.activation_bytes <= limit and report.tiling is not None
+
+
 def test_memory_limit_below_every_tiling_names_the_smallest() -> None:
     _, untiled = lower(tiny_cnn())
     with pytest.raises(PyoccError, match=r"more than the limit of 1,024 .* the smallest reached") as error:
