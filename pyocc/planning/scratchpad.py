@@ -79,6 +79,7 @@ from .npu_simulator import (
     covers,
     extent_bytes,
     simulate,
+    without_gc,
 )
 from .planner import plan_memory
 from .problem import Buffer, PlanningError, Problem
@@ -532,6 +533,16 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
 
 def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
                    bands: list[tuple[int, int, str]] | None = None) -> tuple[int, int, bool, int, int]:
+    """`_chosen_tiling` of `op` over its operands in `tensors`: the same op
+    (an op of the same name, tensors and facts) in every `_units` call of a
+    schedule (up to 8 of them) searches once."""
+    operands = tuple(tensors[n] for n in dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
+    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: NpuCost,
+                   bands: tuple[tuple[int, int, str], ...] | None) -> tuple[int, int, bool, int, int]:
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
     slower of its compute and its DRAM traffic under `cost`), then the
@@ -546,7 +557,9 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
     is the way out when no other tiling fits. With `bands` (the op's input
     lives in an in-place concat's output) a tiling summed over those bands
     is taken first when one fits: each band is read where it is, often
-    still in SRAM, instead of the whole input from DRAM."""
+    still in SRAM, instead of the whole input from DRAM. `operands`: the
+    tensors `op` names (pure in its arguments, hence cached)."""
+    tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
     if bands is not None:
         for share in TILE_SHARES:
@@ -1468,6 +1481,8 @@ class _Scheduler:
         self.next_id = 0
         self.buffers = 0
         self.uses: dict[tuple[str, str], list[int]] = {}
+        self.last_use: dict[tuple[str, str], int] = {}
+        """Piece -> the last unit that reads it (`uses`' last)."""
         self.band_uses: dict[str, list[int]] = {}
         """Tensor -> the units that read a band of its rows (from DRAM)."""
         for index, unit in enumerate(units):
@@ -1477,6 +1492,7 @@ class _Scheduler:
                     self.band_uses.setdefault(need.piece.tensor, []).append(index)
                 else:  # the whole tensor serves any other part of it
                     self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
+        self.last_use = {key: uses[-1] for key, uses in self.uses.items()}
         self.now = 0
         self.waited: set[int] = set()
         self.pinned: set[tuple[str, str]] = set()
@@ -1546,11 +1562,10 @@ class _Scheduler:
 
     def next_use(self, key: tuple[str, str]) -> float:
         """The first unit after the current one that reads `key`."""
-        uses = self.uses.get(key)
-        if not uses:
+        if self.last_use.get(key, -1) <= self.now:
             return math.inf
-        at = bisect.bisect_right(uses, self.now)
-        return uses[at] if at < len(uses) else math.inf
+        uses = self.uses[key]
+        return uses[bisect.bisect_right(uses, self.now)]
 
     def needed(self, key: tuple[str, str]) -> bool:
         """True when the current unit or a later one reads `key` (the
@@ -1589,20 +1604,22 @@ class _Scheduler:
         holds them) next read more than `EVICT_MARGIN` units after `use`
         (the furthest first; none still loading), when that leaves a hole
         of `nbytes`; True if it did."""
-        candidates = sorted(
-            (k for k, e in self.resident.items()
-             if k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
-             and not e.dirty and (e.store is None or self.clock.done(e.store)) and self.next_use(k) > use + EVICT_MARGIN),
-            key=lambda k: -self.next_use(k))
-        order = list(self.alloc.order)
-        for count, key in enumerate(candidates, 1):
-            name = self.resident[key].buffer.name
-            order = [o for o in order if o[1] != name]
-            if _hole(order, self.sram, nbytes):
-                for victim in candidates[:count]:
-                    self.evict(victim)
-                return True
-        return False
+        found: list[tuple[tuple[str, str], float]] = []
+        for k, e in self.resident.items():
+            if (k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
+                    and not e.dirty and (e.store is None or self.clock.done(e.store))):
+                after = self.next_use(k)
+                if after > use + EVICT_MARGIN:
+                    found.append((k, after))
+        found.sort(key=lambda kv: -kv[1])  # stable: equal next uses keep the residents' order
+        candidates = [k for k, _ in found]
+        count = _holes_after(self.alloc.order, self.sram, nbytes,
+                             [self.resident[k].buffer.name for k in candidates])
+        if count is None:
+            return False
+        for victim in candidates[:count]:
+            self.evict(victim)
+        return True
 
     def drain_ended(self) -> None:
         """Free the buffers of streamed-out results whose store has ended
@@ -1612,6 +1629,8 @@ class _Scheduler:
         for name in [n for n, (_, store) in self.draining.items() if self.clock.done(store)]:
             self._drain(name)
         for ids in self.pending_stores.values():
+            if not ids:
+                continue
             for store in sorted(s for s in ids if self.clock.done(s)):
                 self._wait(store)
                 ids.discard(store)
@@ -1816,7 +1835,8 @@ class _Scheduler:
                     self.pending_stores.setdefault(t.name, set()).add(store)
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
-            for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
+            last_use = self.last_use
+            for key in [k for k, e in self.resident.items() if last_use.get(k, -1) <= index and e.load is None]:
                 # a tensor still being written tile by tile (band by band); the units of an op summing
                 # over input-channel blocks put units writing partial sums between those writing its
                 # tiles, so a tile's container stays until the op's last unit (its partial sums go)
@@ -1872,6 +1892,44 @@ class _Scheduler:
                 ahead += need.piece.bytes
 
 
+def _holes_after(order: list[tuple[int, str, int]], size: int, nbytes: int, names: list[str]) -> int | None:
+    """The least count of `names` (buffers of `order`, as
+    `_Allocator.order`) whose removal, in that order, leaves a hole of
+    `nbytes` in an SRAM of `size` bytes (`_hole`), or None. A removal
+    merges the gaps on either side of its buffer and changes no other, so
+    only the merged gap is measured (a linked list over `order`), when each
+    buffer ends no earlier than the ones before it (live buffers never
+    overlap); else `_hole` is asked after each removal."""
+    if not names:
+        return None
+    ends = [end for _, _, end in order]
+    if any(a > b for a, b in zip(ends, ends[1:])):
+        rest = list(order)
+        for count, name in enumerate(names, 1):
+            rest = [o for o in rest if o[1] != name]
+            if _hole(rest, size, nbytes):
+                return count
+        return None
+    if _hole(order, size, nbytes):
+        return 1
+    at = {name: i for i, (_, name, _) in enumerate(order)}
+    last = len(order)
+    before = list(range(-1, last - 1))  # -1: the SRAM's start
+    after = list(range(1, last + 1))  # last: its end
+    for count, name in enumerate(names, 1):
+        i = at.pop(name, None)
+        if i is None:  # not live, or removed already: no gap changes
+            continue
+        lo, hi = before[i], after[i]
+        if lo >= 0:
+            after[lo] = hi
+        if hi < last:
+            before[hi] = lo
+        if (order[hi][0] if hi < last else size) - (order[lo][2] if lo >= 0 else 0) >= nbytes:
+            return count
+    return None
+
+
 def _hole(order: list[tuple[int, str, int]], size: int, nbytes: int) -> bool:
     """True when `nbytes` fit between the live buffers of `order` (as
     `_Allocator.order`) in an SRAM of `size` bytes."""
@@ -1925,6 +1983,7 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
+@without_gc
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
@@ -1974,6 +2033,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     return best[1]
 
 
+@without_gc
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                          cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
@@ -2042,6 +2102,7 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
     )
 
 
+@without_gc
 def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
                    chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
