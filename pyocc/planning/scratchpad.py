@@ -561,20 +561,24 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     tensors `op` names (pure in its arguments, hence cached)."""
     tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
+    bigs = (sram // 4, sram // 8, sram // 16, sram // 32, 0)
+    most = sram * max(TILE_SHARES) // 8  # each search once, for the largest share; each share keeps what fits it
     if bands is not None:
+        options = [(_reduction_tiling(op, tensors, most, big, cost, bands), big) for big in bigs]
         for share in TILE_SHARES:
-            found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                     if (key := _reduction_tiling(op, tensors, sram * share // 8, big, cost, bands)) is not None]
+            found = [(*key, big) for keys, big in options if (key := _within(keys, sram * share // 8)) is not None]
             if found:
                 best = min(found)
                 return best[3], best[4], best[5], best[7], best[6]
+    plain = [(_tiling_with(op, tensors, most, big, cost), big) for big in bigs]
+    reduced: list[tuple[list[tuple[_TilingKey, int]], int]] | None = None
     for share in TILE_SHARES:
         limit = sram * share // 8
-        found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                 if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
+        found = [(*key, big) for keys, big in plain if (key := _within(keys, limit)) is not None]
         if not found or REDUCTION_COMPETES:
-            found += [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                      if (key := _reduction_tiling(op, tensors, limit, big, cost)) is not None]
+            if reduced is None:
+                reduced = [(_reduction_tiling(op, tensors, most, big, cost), big) for big in bigs]
+            found += [(*key, big) for keys, big in reduced if (key := _within(keys, limit)) is not None]
         if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
             best = min(found)
     if best is not None:
@@ -596,14 +600,26 @@ def _tiling_space(
     return reads, weights, outs, _row_candidates(op, reads, outs, big), _channel_candidates(op, weights)
 
 
+_TilingKey = tuple[int, int, int, int, int, bool, int]
+"""(estimated cycles, traffic, tiles, row bands, channel blocks, rows
+outer, input channel blocks) of a tiling: the least is the best."""
+
+
+def _within(keys: list[tuple[_TilingKey, int]], limit: int) -> _TilingKey | None:
+    """The best tiling of `keys` (sorted (key, footprint) pairs) whose
+    footprint fits in `limit` bytes, or None."""
+    return next((key for key, foot in keys if foot <= limit), None)
+
+
 def _tiling_with(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
-) -> tuple[int, int, int, int, int, bool, int] | None:
-    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
-    outer, 1) of the best tiling whose tile fits in `limit` bytes when operands
-    above `big` bytes stream, or None."""
+) -> list[tuple[_TilingKey, int]]:
+    """(key, footprint) of every tiling (split by rows and output channels
+    only: input channel blocks 1) whose tile fits in `limit` bytes when
+    operands above `big` bytes stream, sorted: `_within` picks the best
+    under a smaller limit."""
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
-    best: tuple[int, int, int, int, int, bool, int] | None = None
+    options: list[tuple[_TilingKey, int]] = []
     for r in rows:
         for c in channels:
             n = r * c
@@ -638,10 +654,8 @@ def _tiling_with(
                     traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
                 else:
                     traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
-                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1)
-                if best is None or key < best:
-                    best = key
-    return best
+                options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1), foot))
+    return sorted(options)
 
 
 def _banded_block(op: NpuOp, tensor: str, bands: int, blocks: int) -> bool:
@@ -672,13 +686,12 @@ def _channel_candidates(op: NpuOp, weights: list[NpuTensor]) -> list[int]:
 
 def _reduction_tiling(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost,
-    bands: list[tuple[int, int, str]] | None = None,
-) -> tuple[int, int, int, int, int, bool, int] | None:
-    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
-    outer, input channel blocks) of the best tiling that also sums each
-    output tile over blocks of the op's input channels (`NpuOp.in_channels`)
-    whose units fit in `limit` bytes when operands above `big` bytes
-    stream, or None (the op cannot sum block by block). A unit reads its
+    bands: tuple[tuple[int, int, str], ...] | None = None,
+) -> list[tuple[_TilingKey, int]]:
+    """(key, footprint) of every tiling that also sums each output tile
+    over blocks of the op's input channels (`NpuOp.in_channels`) whose
+    units fit in `limit` bytes when operands above `big` bytes stream,
+    sorted (none when the op cannot sum block by block). A unit reads its
     block of the input band (double-buffered when streamed, else the whole
     input stays) and of the weights (always streamed, double-buffered), the
     partial sums of the blocks before it, and writes the partial sums with
@@ -688,9 +701,9 @@ def _reduction_tiling(
     With `bands`, the blocks are those channel ranges (the widest sets the
     footprint) and only their count is tried."""
     if op.in_channels <= 1:
-        return None
+        return []
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
-    best: tuple[int, int, int, int, int, bool, int] | None = None
+    options: list[tuple[_TilingKey, int]] = []
     for r in rows:
         for c in channels:
             n = r * c
@@ -725,10 +738,8 @@ def _reduction_tiling(
                 traffic = (sum(t.size for t in outs if t.size > big) + in_stream * c
                            + (w_bytes * r if r > 1 else w_bytes))
                 compute = n * k * cost.compute_cycles(math.ceil(op.macs / (n * k)), touched)
-                key = (max(compute, cost.dma_cycles(traffic)), traffic, n * k, r, c, True, k)
-                if best is None or key < best:
-                    best = key
-    return best
+                options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n * k, r, c, True, k), foot))
+    return sorted(options)
 
 
 def _candidates(extent: int) -> list[int]:
