@@ -271,17 +271,24 @@ class NpuProgram:
                    for k, op in enumerate(self.ops) if k not in joined)
 
     def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
-        """Cycles no schedule beats when the SRAM holds `sram_size` bytes:
-        the sum over ops of max(the op's compute floor, its weight bytes
-        beyond `sram_size` over the DRAM port). When an op starts, at most
-        the SRAM's bytes of its weights can already be in SRAM, so the rest
-        crosses the port while it runs; and it computes at least its
-        compute floor. Weight-heavy ops cannot hide their loads under other
-        ops' compute beyond what the SRAM buffers. (An op whose weights
-        exceed the SRAM runs its tiles one after another, never inside a
-        cascade, whose weights fit a quarter of it: the ops' intervals do
-        not overlap.) A concat that can run in place (`_homes`) costs
-        nothing."""
+        """Cycles no schedule *whose ops do not interleave* beats when the
+        SRAM holds `sram_size` bytes: the sum over ops of max(the op's
+        compute floor, its weight bytes beyond `sram_size` over the DRAM
+        port). When an op starts, at most the SRAM's bytes of its weights
+        can already be in SRAM, so the rest crosses the port between its
+        first compute and its last; and it computes at least its compute
+        floor. That sums to a floor only when no other op computes inside
+        that span: it holds for pyocc's schedules, where an op whose
+        weights exceed the SRAM runs its tiles one after another, never
+        inside a cascade or chain (their weights fit a quarter of the
+        SRAM), and ops inside a cascade count their compute floor only.
+        It is no floor for every schedule: a cascade through a
+        weight-heavy op (VGG-19's fc6 summing pool5 row band by row band,
+        its weights streaming while later rows of the convolutions before
+        it compute, those convolutions' weights loaded again per band)
+        hides those loads under other ops' compute; docs/memory.md
+        ("weight-stream floor") gives a bound for any schedule. A concat
+        that can run in place (`_homes`) costs nothing."""
         tensors = self.by_name()
         joined = _homes(self, set())[1]
         total = 0
