@@ -491,13 +491,14 @@ def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
         j = int(index.split(".")[1])
         r, c = (int(n) for n in counts.split("x"))
         rows = r > 1
-    lo = sum(_split(op.channels, c, k) for k in range(j))
-    return lo, lo + _split(op.channels, c, j), rows
+    return (*split_range(op.channels, c, j), rows)
 
 
 def split_range(total: int, parts: int, index: int) -> tuple[int, int]:
     """[first, end) of the `index`-th of `parts` near-equal shares of `total`."""
-    first = sum(_split(total, parts, k) for k in range(index))
+    # the shares before it: `index` of total // parts, one more each for the first total % parts
+    # (in closed form: VGG-19's fc6 at 256 KiB sums 25,088 input channels in blocks)
+    first = index * (total // parts) + min(index, total % parts)
     return first, first + _split(total, parts, index)
 
 

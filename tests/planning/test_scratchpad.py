@@ -18,7 +18,7 @@ from pyocc.planning.npu_simulator import (
 from pyocc.planning.scratchpad import (
     WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _holes_after, _Make, _Need, _plan_spills, _Scheduler, _Unit, _units,
     channel_range,
-    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -740,3 +740,19 @@ def test_without_gc_pauses_the_collector_and_restores_it():
     with pytest.raises(ZeroDivisionError):
         failing()
     assert gc.isenabled()
+
+
+def test_split_range_adds_up_the_shares_before_it():
+    """`split_range`'s closed form equals adding the near-equal shares
+    before `index` one by one, and the ranges tile [0, total)."""
+    for total in (1, 2, 7, 64, 100, 25088):
+        for parts in (1, 2, 3, 7, 64, 97):
+            if parts > total:
+                continue
+            at = 0
+            for index in range(parts):
+                share = total // parts + (1 if index < total % parts else 0)
+                assert split_range(total, parts, index) == (at, at + share)
+                at += share
+            assert at == total
+    assert split_range(10, 4, 2) == (6, 8)  # shares 3, 3, 2, 2
