@@ -199,6 +199,7 @@ class _Resident:
     pending: set[int] = field(default_factory=set)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # pure; `covers` parses every part held, again and again (DenseNet-121)
 def channel_band(part: str) -> tuple[int, int, int, str] | None:
     """(first, end, channels, inner part) of a part that is a band of
     channels of its tensor, `ch{first}:{end}/{channels}` (the band whole:
