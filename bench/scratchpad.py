@@ -23,7 +23,8 @@ port is busy and those it is idle while a compute runs: DMA that could
 still overlap compute), and the MiB of weights it loads (and
 their size), of activations it loads and stores, and loaded again; with
 the weight-stream floor (NpuProgram.weight_stream_floor_cycles: no op
-ends before its weights beyond the SRAM's bytes crossed the DRAM port).
+ends before its weights beyond the SRAM's bytes crossed the DRAM port; a
+floor for schedules whose ops do not interleave, as pyocc's).
 
 The `floor` columns say how much of the gap any schedule can close, all
 against the same bounds: `floor: cycles/bound` is the compute floor (every

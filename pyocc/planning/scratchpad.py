@@ -79,6 +79,7 @@ from .npu_simulator import (
     covers,
     extent_bytes,
     simulate,
+    without_gc,
 )
 from .planner import plan_memory
 from .problem import Buffer, PlanningError, Problem
@@ -270,17 +271,24 @@ class NpuProgram:
                    for k, op in enumerate(self.ops) if k not in joined)
 
     def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
-        """Cycles no schedule beats when the SRAM holds `sram_size` bytes:
-        the sum over ops of max(the op's compute floor, its weight bytes
-        beyond `sram_size` over the DRAM port). When an op starts, at most
-        the SRAM's bytes of its weights can already be in SRAM, so the rest
-        crosses the port while it runs; and it computes at least its
-        compute floor. Weight-heavy ops cannot hide their loads under other
-        ops' compute beyond what the SRAM buffers. (An op whose weights
-        exceed the SRAM runs its tiles one after another, never inside a
-        cascade, whose weights fit a quarter of it: the ops' intervals do
-        not overlap.) A concat that can run in place (`_homes`) costs
-        nothing."""
+        """Cycles no schedule *whose ops do not interleave* beats when the
+        SRAM holds `sram_size` bytes: the sum over ops of max(the op's
+        compute floor, its weight bytes beyond `sram_size` over the DRAM
+        port). When an op starts, at most the SRAM's bytes of its weights
+        can already be in SRAM, so the rest crosses the port between its
+        first compute and its last; and it computes at least its compute
+        floor. That sums to a floor only when no other op computes inside
+        that span: it holds for pyocc's schedules, where an op whose
+        weights exceed the SRAM runs its tiles one after another, never
+        inside a cascade or chain (their weights fit a quarter of the
+        SRAM), and ops inside a cascade count their compute floor only.
+        It is no floor for every schedule: a cascade through a
+        weight-heavy op (VGG-19's fc6 summing pool5 row band by row band,
+        its weights streaming while later rows of the convolutions before
+        it compute, those convolutions' weights loaded again per band)
+        hides those loads under other ops' compute; docs/memory.md
+        ("weight-stream floor") gives a bound for any schedule. A concat
+        that can run in place (`_homes`) costs nothing."""
         tensors = self.by_name()
         joined = _homes(self, set())[1]
         total = 0
@@ -483,13 +491,14 @@ def channel_range(op: NpuOp, part: str) -> tuple[int, int, bool]:
         j = int(index.split(".")[1])
         r, c = (int(n) for n in counts.split("x"))
         rows = r > 1
-    lo = sum(_split(op.channels, c, k) for k in range(j))
-    return lo, lo + _split(op.channels, c, j), rows
+    return (*split_range(op.channels, c, j), rows)
 
 
 def split_range(total: int, parts: int, index: int) -> tuple[int, int]:
     """[first, end) of the `index`-th of `parts` near-equal shares of `total`."""
-    first = sum(_split(total, parts, k) for k in range(index))
+    # the shares before it: `index` of total // parts, one more each for the first total % parts
+    # (in closed form: VGG-19's fc6 at 256 KiB sums 25,088 input channels in blocks)
+    first = index * (total // parts) + min(index, total % parts)
     return first, first + _split(total, parts, index)
 
 
@@ -532,6 +541,16 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
 
 def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
                    bands: list[tuple[int, int, str]] | None = None) -> tuple[int, int, bool, int, int]:
+    """`_chosen_tiling` of `op` over its operands in `tensors`: the same op
+    (an op of the same name, tensors and facts) in every `_units` call of a
+    schedule (up to 8 of them) searches once."""
+    operands = tuple(tensors[n] for n in dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
+    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: NpuCost,
+                   bands: tuple[tuple[int, int, str], ...] | None) -> tuple[int, int, bool, int, int]:
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
     slower of its compute and its DRAM traffic under `cost`), then the
@@ -546,22 +565,28 @@ def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Np
     is the way out when no other tiling fits. With `bands` (the op's input
     lives in an in-place concat's output) a tiling summed over those bands
     is taken first when one fits: each band is read where it is, often
-    still in SRAM, instead of the whole input from DRAM."""
+    still in SRAM, instead of the whole input from DRAM. `operands`: the
+    tensors `op` names (pure in its arguments, hence cached)."""
+    tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
+    bigs = (sram // 4, sram // 8, sram // 16, sram // 32, 0)
+    most = sram * max(TILE_SHARES) // 8  # each search once, for the largest share; each share keeps what fits it
     if bands is not None:
+        options = [(_reduction_tiling(op, tensors, most, big, cost, bands), big) for big in bigs]
         for share in TILE_SHARES:
-            found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                     if (key := _reduction_tiling(op, tensors, sram * share // 8, big, cost, bands)) is not None]
+            found = [(*key, big) for keys, big in options if (key := _within(keys, sram * share // 8)) is not None]
             if found:
                 best = min(found)
                 return best[3], best[4], best[5], best[7], best[6]
+    plain = [(_tiling_with(op, tensors, most, big, cost), big) for big in bigs]
+    reduced: list[tuple[list[tuple[_TilingKey, int]], int]] | None = None
     for share in TILE_SHARES:
         limit = sram * share // 8
-        found = [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                 if (key := _tiling_with(op, tensors, limit, big, cost)) is not None]
+        found = [(*key, big) for keys, big in plain if (key := _within(keys, limit)) is not None]
         if not found or REDUCTION_COMPETES:
-            found += [(*key, big) for big in (sram // 4, sram // 8, sram // 16, sram // 32, 0)
-                      if (key := _reduction_tiling(op, tensors, limit, big, cost)) is not None]
+            if reduced is None:
+                reduced = [(_reduction_tiling(op, tensors, most, big, cost), big) for big in bigs]
+            found += [(*key, big) for keys, big in reduced if (key := _within(keys, limit)) is not None]
         if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
             best = min(found)
     if best is not None:
@@ -583,14 +608,26 @@ def _tiling_space(
     return reads, weights, outs, _row_candidates(op, reads, outs, big), _channel_candidates(op, weights)
 
 
+_TilingKey = tuple[int, int, int, int, int, bool, int]
+"""(estimated cycles, traffic, tiles, row bands, channel blocks, rows
+outer, input channel blocks) of a tiling: the least is the best."""
+
+
+def _within(keys: list[tuple[_TilingKey, int]], limit: int) -> _TilingKey | None:
+    """The best tiling of `keys` (sorted (key, footprint) pairs) whose
+    footprint fits in `limit` bytes, or None."""
+    return next((key for key, foot in keys if foot <= limit), None)
+
+
 def _tiling_with(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost
-) -> tuple[int, int, int, int, int, bool, int] | None:
-    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
-    outer, 1) of the best tiling whose tile fits in `limit` bytes when operands
-    above `big` bytes stream, or None."""
+) -> list[tuple[_TilingKey, int]]:
+    """(key, footprint) of every tiling (split by rows and output channels
+    only: input channel blocks 1) whose tile fits in `limit` bytes when
+    operands above `big` bytes stream, sorted: `_within` picks the best
+    under a smaller limit."""
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
-    best: tuple[int, int, int, int, int, bool, int] | None = None
+    options: list[tuple[_TilingKey, int]] = []
     for r in rows:
         for c in channels:
             n = r * c
@@ -625,10 +662,8 @@ def _tiling_with(
                     traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
                 else:
                     traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
-                key = (max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1)
-                if best is None or key < best:
-                    best = key
-    return best
+                options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1), foot))
+    return sorted(options)
 
 
 def _banded_block(op: NpuOp, tensor: str, bands: int, blocks: int) -> bool:
@@ -659,13 +694,12 @@ def _channel_candidates(op: NpuOp, weights: list[NpuTensor]) -> list[int]:
 
 def _reduction_tiling(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost,
-    bands: list[tuple[int, int, str]] | None = None,
-) -> tuple[int, int, int, int, int, bool, int] | None:
-    """(estimated cycles, traffic, tiles, row bands, channel blocks, rows
-    outer, input channel blocks) of the best tiling that also sums each
-    output tile over blocks of the op's input channels (`NpuOp.in_channels`)
-    whose units fit in `limit` bytes when operands above `big` bytes
-    stream, or None (the op cannot sum block by block). A unit reads its
+    bands: tuple[tuple[int, int, str], ...] | None = None,
+) -> list[tuple[_TilingKey, int]]:
+    """(key, footprint) of every tiling that also sums each output tile
+    over blocks of the op's input channels (`NpuOp.in_channels`) whose
+    units fit in `limit` bytes when operands above `big` bytes stream,
+    sorted (none when the op cannot sum block by block). A unit reads its
     block of the input band (double-buffered when streamed, else the whole
     input stays) and of the weights (always streamed, double-buffered), the
     partial sums of the blocks before it, and writes the partial sums with
@@ -675,9 +709,9 @@ def _reduction_tiling(
     With `bands`, the blocks are those channel ranges (the widest sets the
     footprint) and only their count is tried."""
     if op.in_channels <= 1:
-        return None
+        return []
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
-    best: tuple[int, int, int, int, int, bool, int] | None = None
+    options: list[tuple[_TilingKey, int]] = []
     for r in rows:
         for c in channels:
             n = r * c
@@ -712,10 +746,8 @@ def _reduction_tiling(
                 traffic = (sum(t.size for t in outs if t.size > big) + in_stream * c
                            + (w_bytes * r if r > 1 else w_bytes))
                 compute = n * k * cost.compute_cycles(math.ceil(op.macs / (n * k)), touched)
-                key = (max(compute, cost.dma_cycles(traffic)), traffic, n * k, r, c, True, k)
-                if best is None or key < best:
-                    best = key
-    return best
+                options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n * k, r, c, True, k), foot))
+    return sorted(options)
 
 
 def _candidates(extent: int) -> list[int]:
@@ -1468,6 +1500,8 @@ class _Scheduler:
         self.next_id = 0
         self.buffers = 0
         self.uses: dict[tuple[str, str], list[int]] = {}
+        self.last_use: dict[tuple[str, str], int] = {}
+        """Piece -> the last unit that reads it (`uses`' last)."""
         self.band_uses: dict[str, list[int]] = {}
         """Tensor -> the units that read a band of its rows (from DRAM)."""
         for index, unit in enumerate(units):
@@ -1477,6 +1511,7 @@ class _Scheduler:
                     self.band_uses.setdefault(need.piece.tensor, []).append(index)
                 else:  # the whole tensor serves any other part of it
                     self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
+        self.last_use = {key: uses[-1] for key, uses in self.uses.items()}
         self.now = 0
         self.waited: set[int] = set()
         self.pinned: set[tuple[str, str]] = set()
@@ -1546,11 +1581,10 @@ class _Scheduler:
 
     def next_use(self, key: tuple[str, str]) -> float:
         """The first unit after the current one that reads `key`."""
-        uses = self.uses.get(key)
-        if not uses:
+        if self.last_use.get(key, -1) <= self.now:
             return math.inf
-        at = bisect.bisect_right(uses, self.now)
-        return uses[at] if at < len(uses) else math.inf
+        uses = self.uses[key]
+        return uses[bisect.bisect_right(uses, self.now)]
 
     def needed(self, key: tuple[str, str]) -> bool:
         """True when the current unit or a later one reads `key` (the
@@ -1589,20 +1623,22 @@ class _Scheduler:
         holds them) next read more than `EVICT_MARGIN` units after `use`
         (the furthest first; none still loading), when that leaves a hole
         of `nbytes`; True if it did."""
-        candidates = sorted(
-            (k for k, e in self.resident.items()
-             if k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
-             and not e.dirty and (e.store is None or self.clock.done(e.store)) and self.next_use(k) > use + EVICT_MARGIN),
-            key=lambda k: -self.next_use(k))
-        order = list(self.alloc.order)
-        for count, key in enumerate(candidates, 1):
-            name = self.resident[key].buffer.name
-            order = [o for o in order if o[1] != name]
-            if _hole(order, self.sram, nbytes):
-                for victim in candidates[:count]:
-                    self.evict(victim)
-                return True
-        return False
+        found: list[tuple[tuple[str, str], float]] = []
+        for k, e in self.resident.items():
+            if (k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
+                    and not e.dirty and (e.store is None or self.clock.done(e.store))):
+                after = self.next_use(k)
+                if after > use + EVICT_MARGIN:
+                    found.append((k, after))
+        found.sort(key=lambda kv: -kv[1])  # stable: equal next uses keep the residents' order
+        candidates = [k for k, _ in found]
+        count = _holes_after(self.alloc.order, self.sram, nbytes,
+                             [self.resident[k].buffer.name for k in candidates])
+        if count is None:
+            return False
+        for victim in candidates[:count]:
+            self.evict(victim)
+        return True
 
     def drain_ended(self) -> None:
         """Free the buffers of streamed-out results whose store has ended
@@ -1612,6 +1648,8 @@ class _Scheduler:
         for name in [n for n, (_, store) in self.draining.items() if self.clock.done(store)]:
             self._drain(name)
         for ids in self.pending_stores.values():
+            if not ids:
+                continue
             for store in sorted(s for s in ids if self.clock.done(s)):
                 self._wait(store)
                 ids.discard(store)
@@ -1816,7 +1854,8 @@ class _Scheduler:
                     self.pending_stores.setdefault(t.name, set()).add(store)
                     self.dram_parts.setdefault(t.name, {})["all"] = t.size
             self.now = index
-            for key in [k for k in self.resident if self.next_use(k) == math.inf and self.resident[k].load is None]:
+            last_use = self.last_use
+            for key in [k for k, e in self.resident.items() if last_use.get(k, -1) <= index and e.load is None]:
                 # a tensor still being written tile by tile (band by band); the units of an op summing
                 # over input-channel blocks put units writing partial sums between those writing its
                 # tiles, so a tile's container stays until the op's last unit (its partial sums go)
@@ -1872,6 +1911,44 @@ class _Scheduler:
                 ahead += need.piece.bytes
 
 
+def _holes_after(order: list[tuple[int, str, int]], size: int, nbytes: int, names: list[str]) -> int | None:
+    """The least count of `names` (buffers of `order`, as
+    `_Allocator.order`) whose removal, in that order, leaves a hole of
+    `nbytes` in an SRAM of `size` bytes (`_hole`), or None. A removal
+    merges the gaps on either side of its buffer and changes no other, so
+    only the merged gap is measured (a linked list over `order`), when each
+    buffer ends no earlier than the ones before it (live buffers never
+    overlap); else `_hole` is asked after each removal."""
+    if not names:
+        return None
+    ends = [end for _, _, end in order]
+    if any(a > b for a, b in zip(ends, ends[1:])):
+        rest = list(order)
+        for count, name in enumerate(names, 1):
+            rest = [o for o in rest if o[1] != name]
+            if _hole(rest, size, nbytes):
+                return count
+        return None
+    if _hole(order, size, nbytes):
+        return 1
+    at = {name: i for i, (_, name, _) in enumerate(order)}
+    last = len(order)
+    before = list(range(-1, last - 1))  # -1: the SRAM's start
+    after = list(range(1, last + 1))  # last: its end
+    for count, name in enumerate(names, 1):
+        i = at.pop(name, None)
+        if i is None:  # not live, or removed already: no gap changes
+            continue
+        lo, hi = before[i], after[i]
+        if lo >= 0:
+            after[lo] = hi
+        if hi < last:
+            before[hi] = lo
+        if (order[hi][0] if hi < last else size) - (order[lo][2] if lo >= 0 else 0) >= nbytes:
+            return count
+    return None
+
+
 def _hole(order: list[tuple[int, str, int]], size: int, nbytes: int) -> bool:
     """True when `nbytes` fit between the live buffers of `order` (as
     `_Allocator.order`) in an SRAM of `size` bytes."""
@@ -1925,6 +2002,7 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
+@without_gc
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
@@ -1974,6 +2052,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     return best[1]
 
 
+@without_gc
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                          cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
@@ -2042,6 +2121,7 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
     )
 
 
+@without_gc
 def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
                    chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch

@@ -108,6 +108,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
     channel_band,
     simulate,
+    without_gc,
 )
 from pyocc.planning.scratchpad import (
     NpuSchedule,
@@ -689,6 +690,7 @@ class _Emitter:
         return self.block
 
 
+@without_gc  # hundreds of thousands of ops at 256 KiB, all kept: the collector would walk them again and again
 def schedule_function(
     function: func.FuncOp, sram_size: int, cost: NpuCost, check: bool = True, schedule: NpuSchedule | None = None,
     cascades: bool = False, chains: bool = True,

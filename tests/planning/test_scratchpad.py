@@ -4,18 +4,21 @@ small program at several SRAM sizes checked by it."""
 
 from __future__ import annotations
 
+import gc
 import math
+import random
 
 import pytest
 
 from pyocc.planning import PlanningError
 from pyocc.planning.npu_simulator import (
     Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
-    simulate,
+    simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit, _units, channel_range,
-    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, tile_rows,
+    WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _holes_after, _Make, _Need, _plan_spills, _Scheduler, _Unit, _units,
+    channel_range,
+    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -673,3 +676,83 @@ def test_a_tile_assembled_whole_stays_while_the_next_tile_sums_its_blocks():
     allocs = [i.buffer.name for i in instructions if isinstance(i, Alloc) and ":y:all" in i.buffer.name]
     assert len(allocs) == 1
     assert [i.piece.part for i in instructions if isinstance(i, Store)] == ["all"]
+
+
+def _holes_by_hand(order, size, nbytes, names):
+    """The count `_holes_after` must give, by removing buffers one by one and
+    walking what is left (the definition)."""
+    rest = list(order)
+    for count, name in enumerate(names, 1):
+        rest = [o for o in rest if o[1] != name]
+        offset = 0
+        for start, _, end in rest:
+            if start - offset >= nbytes:
+                return count
+            offset = max(offset, end)
+        if size - offset >= nbytes:
+            return count
+    return None
+
+
+def test_holes_after_matches_removing_one_by_one():
+    """`make_room`'s hole search (a linked list of gaps) gives the same
+    count of evictions as removing the buffers one by one and walking the
+    rest; also with buffers that overlap (the walk it falls back to)."""
+    import random
+    rng = random.Random(7)
+    for case in range(400):
+        order, offset = [], 0
+        for k in range(rng.randrange(0, 12)):
+            start = offset + rng.choice((0, 0, 64, 128, 320)) - (64 if case % 5 == 0 and offset else 0)
+            end = start + 64 * rng.randrange(1, 6)
+            order.append((start, f"b{k}", end))
+            offset = end
+        order.sort()
+        size = max([end for *_, end in order], default=0) + rng.choice((0, 64, 256))
+        names = [o[1] for o in order]
+        rng.shuffle(names)
+        names = names[:rng.randrange(0, len(names) + 1)] + (["gone", names[0]] if names and case % 3 == 0 else [])
+        nbytes = 64 * rng.randrange(1, 12)
+        assert _holes_after(order, size, nbytes, names) == _holes_by_hand(order, size, nbytes, names), (order, names)
+    # by hand: free [0, 64) and [192, 256); removing b1 [64, 192) leaves a hole of 256 bytes
+    order = [(64, "b1", 192), (256, "b2", 512)]
+    assert _holes_after(order, 512, 256, ["b2", "b1"]) == 1  # b2 first: [192, 512) is 320 bytes
+    assert _holes_after(order, 512, 256, ["b1", "b2"]) == 1
+    assert _holes_after(order, 512, 400, ["b1"]) is None
+    assert _holes_after(order, 512, 400, ["b1", "b2"]) == 2
+    # a buffer inside another (ends not in order): the walk
+    order = [(0, "a", 512), (64, "b", 128)]
+    assert _holes_after(order, 1024, 600, ["b", "a"]) == 2
+    assert _holes_after(order, 1024, 600, ["b"]) is None
+
+
+def test_without_gc_pauses_the_collector_and_restores_it():
+    seen = []
+    paused = without_gc(lambda: seen.append(gc.isenabled()) or 5)
+    assert gc.isenabled()
+    assert paused() == 5 and seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert paused() == 5 and not gc.isenabled()  # off before: left off
+    finally:
+        gc.enable()
+    failing = without_gc(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing()
+    assert gc.isenabled()
+
+
+def test_split_range_adds_up_the_shares_before_it():
+    """`split_range`'s closed form equals adding the near-equal shares
+    before `index` one by one, and the ranges tile [0, total)."""
+    for total in (1, 2, 7, 64, 100, 25088):
+        for parts in (1, 2, 3, 7, 64, 97):
+            if parts > total:
+                continue
+            at = 0
+            for index in range(parts):
+                share = total // parts + (1 if index < total % parts else 0)
+                assert split_range(total, parts, index) == (at, at + share)
+                at += share
+            assert at == total
+    assert split_range(10, 4, 2) == (6, 8)  # shares 3, 3, 2, 2
