@@ -30,6 +30,8 @@ import llvmlite.ir as ir
 import numpy as np
 
 from pyocc.lowering.native import native_kernel_for
+from pyocc.lowering.native.loops import emit_size_wrapper
+from pyocc.lowering.native.registry import site_slots
 from pyocc.runtime import host_kernels
 from pyocc.runtime.jit import _resolve_externals, jit_module
 
@@ -137,6 +139,31 @@ class CompiledSites:
             _call(function, inputs, outputs, workspace)
 
         return run
+
+
+def emit_sharing_sites(module: ir.Module, symbols: Sequence[str], sites: Sequence[dict[str, Any]],
+                       general_sizes: Callable[[dict[str, Any]], tuple[dict[str, Any], Any] | None],
+                       emit: Callable[[ir.Module, str, dict[str, Any]], None], why: str) -> dict[str, Any]:
+    """Emit `sites` as a compiled model has sites that differ only in sizes
+    (pyocc.lowering.native.registry): `symbols[i]` is site i's own kernel,
+    `symbols[len(sites) + i]` its wrapper calling the one kernel that reads
+    those sizes at run time, emitted once as "shared_sizes". Asserts that
+    `general_sizes` (e.g. conv_row_sizes) shares every site's kernel (`why`
+    says why it should) and that they all share the same one; returns that
+    general site."""
+    generals = []
+    for site in sites:
+        general = general_sizes(site)
+        assert general is not None, why
+        generals.append(general)
+    general_site = generals[0][0]
+    assert all(site == general_site for site, _ in generals), "the sites share one kernel"
+    slots = site_slots(sites[0])
+    emit(module, "shared_sizes", {**general_site, "run_time_sizes": slots})
+    for index, (site, (_, sizes)) in enumerate(zip(sites, generals, strict=True)):
+        emit(module, symbols[index], site)
+        emit_size_wrapper(module, symbols[len(sites) + index], "shared_sizes", slots, sizes)
+    return general_site
 
 
 def _outputs(site: dict[str, Any]) -> list[np.ndarray]:

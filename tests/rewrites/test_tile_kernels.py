@@ -25,10 +25,9 @@ from pyocc.api import lower  # noqa: E402
 from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_row_bytes  # noqa: E402
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, read_meta, select_kernels  # noqa: E402
 from pyocc.lowering.native.conv import conv_row_sizes, emit_conv  # noqa: E402
-from pyocc.lowering.native.loops import emit_size_wrapper  # noqa: E402
-from pyocc.lowering.native.registry import NATIVE_KERNELS, site_slots  # noqa: E402
+from pyocc.lowering.native.registry import NATIVE_KERNELS  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernels import CompiledSites, run_guarded, site_for  # noqa: E402
+from pyocc.testing.native_kernels import CompiledSites, emit_sharing_sites, run_guarded, site_for  # noqa: E402
 from tests.graphs import mobilenet_v2, random_inputs  # noqa: E402
 
 RNG = np.random.default_rng(19)
@@ -86,19 +85,7 @@ def emit_patches(module: ir.Module, symbols: list[str], sites: list[dict[str, An
     `symbols[len(sites) + i]` its wrapper calling the one conv kernel that
     reads its rows at run time (what the patches of a tiled conv call),
     emitted once for all of them."""
-    generals = []
-    for site in sites:
-        general = conv_row_sizes(site)
-        assert general is not None, "a 2-D conv patch shares its kernel"
-        generals.append(general)
-    general_site = generals[0][0]
-    # every patch calls the same function
-    assert all(site == general_site for site, _ in generals)
-    slots = site_slots(sites[0])
-    emit_conv(module, "shared_sizes", {**general_site, "run_time_sizes": slots})
-    for index, (site, (_, sizes)) in enumerate(zip(sites, generals, strict=True)):
-        emit_conv(module, symbols[index], site)
-        emit_size_wrapper(module, symbols[len(sites) + index], "shared_sizes", slots, sizes)
+    emit_sharing_sites(module, symbols, sites, conv_row_sizes, emit_conv, "a 2-D conv patch shares its kernel")
 
 
 @pytest.mark.parametrize("name, scratch", [(name, "full_block") for name in sorted(PATCHED_CONVS)]

@@ -32,10 +32,9 @@ from pyocc.lowering.native.conv import (  # noqa: E402
 )
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
-from pyocc.lowering.native.loops import emit_size_wrapper  # noqa: E402
-from pyocc.lowering.native.registry import native_kernel_for, site_slots  # noqa: E402
+from pyocc.lowering.native.registry import native_kernel_for  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
-from pyocc.testing.native_kernels import CompiledSites, run_guarded, site_for  # noqa: E402
+from pyocc.testing.native_kernels import CompiledSites, emit_sharing_sites, run_guarded, site_for  # noqa: E402
 
 RNG = np.random.default_rng(16)
 
@@ -222,19 +221,9 @@ def preact_kernels(name: str, pre_activation: str | None) -> CompiledSites:
         sites.append(site_for("preact_conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs))
 
     def emit(module: ir.Module, symbols: list[str]) -> None:
-        generals = []
-        for site in sites:
-            general = preact_conv_sizes(site)
-            assert general is not None, "a group-1 preact_conv with scratch shares its kernel"
-            generals.append(general)
-        general_site = generals[0][0]
+        general_site = emit_sharing_sites(module, symbols, sites, preact_conv_sizes, emit_preact_conv,
+                                          "a group-1 preact_conv with scratch shares its kernel")
         assert None in general_site["inputs"][0]["shape"], "the shared kernel's site leaves the channels out"
-        assert all(site == general_site for site, _ in generals), "the scratch sizes share one kernel"
-        slots = site_slots(sites[0])
-        emit_preact_conv(module, "shared_sizes", {**general_site, "run_time_sizes": slots})
-        for index, (site, (_, sizes)) in enumerate(zip(sites, generals, strict=True)):
-            emit_preact_conv(module, symbols[index], site)
-            emit_size_wrapper(module, symbols[len(sites) + index], "shared_sizes", slots, sizes)
 
     return CompiledSites(emit, 2 * len(sites))
 
