@@ -1500,8 +1500,6 @@ class _Scheduler:
         self.next_id = 0
         self.buffers = 0
         self.uses: dict[tuple[str, str], list[int]] = {}
-        self.last_use: dict[tuple[str, str], int] = {}
-        """Piece -> the last unit that reads it (`uses`' last)."""
         self.band_uses: dict[str, list[int]] = {}
         """Tensor -> the units that read a band of its rows (from DRAM)."""
         for index, unit in enumerate(units):
@@ -1511,7 +1509,8 @@ class _Scheduler:
                     self.band_uses.setdefault(need.piece.tensor, []).append(index)
                 else:  # the whole tensor serves any other part of it
                     self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
-        self.last_use = {key: uses[-1] for key, uses in self.uses.items()}
+        self.last_use: dict[tuple[str, str], int] = {key: uses[-1] for key, uses in self.uses.items()}
+        """Piece -> the last unit that reads it (`uses`' last)."""
         self.now = 0
         self.waited: set[int] = set()
         self.pinned: set[tuple[str, str]] = set()

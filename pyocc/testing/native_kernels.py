@@ -68,17 +68,11 @@ class CompiledSite:
             if kernel is None:
                 raise ValueError(f"no native kernel computes this {site['kernel']} site")
             emit = kernel.emit
-        module = ir.Module(name="native_site")
-        emit(module, "site", site)
-        # give the internal kernel an external entry point
-        entry = ir.Function(module, ir.FunctionType(ir.VoidType(), [ir.PointerType()]), "entry")
-        builder = ir.IRBuilder(entry.append_basic_block())
-        builder.call(module.get_global("site"), [entry.args[0]])
-        builder.ret_void()
+        emit_site: Emitter = emit
+        compiled = CompiledSites(lambda module, symbols: emit_site(module, symbols[0], site), 1)
         self.site = site
-        self.llvm_ir = str(module)
-        self.engine, _ = jit_module(self.llvm_ir, _resolve_externals)
-        self.function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(self.engine.get_function_address("entry"))
+        self.llvm_ir, self.engine = compiled.llvm_ir, compiled.engine
+        self.function = compiled.functions[0]
 
     def __call__(self, inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray],
                  workspace: np.ndarray | None = None) -> None:
@@ -125,15 +119,16 @@ class CompiledSites:
         self.llvm_ir = str(module)
         self.engine, _ = jit_module(self.llvm_ir, _resolve_externals)
         prototype = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-        self._functions = [prototype(self.engine.get_function_address(f"entry_{index}")) for index in range(count)]
+        #: site i's entry point, called with the address of its buffer table
+        self.functions = [prototype(self.engine.get_function_address(f"entry_{index}")) for index in range(count)]
 
     def __len__(self) -> int:
         """The number of sites."""
-        return len(self._functions)
+        return len(self.functions)
 
     def __getitem__(self, index: int) -> SiteFunction:
         """Site `index`'s entry point: run(inputs, outputs, workspace=None)."""
-        function = self._functions[index]
+        function = self.functions[index]
 
         def run(inputs: Sequence[SiteInput], outputs: Sequence[np.ndarray], workspace: np.ndarray | None = None) -> None:
             _call(function, inputs, outputs, workspace)
