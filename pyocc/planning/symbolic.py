@@ -97,7 +97,7 @@ import ast
 import itertools
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1030,18 +1030,22 @@ def _lifetimes(problem: SymbolicProblem) -> tuple[np.ndarray, np.ndarray]:
 def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tuple[int, ...]],
           order: Sequence[int]) -> np.ndarray:
     """The pool size at every grid point of a plan given by `below` and `order`
-    (every buffer's ends in one array, a row per buffer)."""
+    (every buffer's ends in an array of its own: a below-set holds four
+    buffers on average, and the maxima of a few arrays cost less than
+    gathering rows of one; this runs for every candidate layout)."""
     if not sizes:
         return np.zeros(1, dtype=np.int64)
-    ends = np.zeros((len(sizes), len(sizes[0])), dtype=np.int64)
+    ends: list[np.ndarray] = [sizes[0]] * len(sizes)
     for i in order:
-        alignment = problem.buffers[i].alignment
-        if below[i]:
-            top = ends[list(below[i])].max(axis=0)
-            ends[i] = -(-top // alignment) * alignment + sizes[i]
-        else:
+        under = below[i]
+        if not under:
             ends[i] = sizes[i]
-    return ends.max(axis=0)
+            continue
+        top = ends[under[0]]
+        for c in under[1:]:
+            top = np.maximum(top, ends[c])
+        ends[i] = _aligned(top, problem.buffers[i].alignment) + sizes[i]
+    return np.max(ends, axis=0)
 
 
 def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
@@ -1066,40 +1070,60 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int,
     buffers = problem.buffers
     order = sorted(range(len(buffers)),
                    key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
+    firsts, lasts = _lifetimes(problem)
+    overlapping = [set(np.flatnonzero((firsts <= b.last) & (lasts >= b.first)).tolist()) for b in buffers]
     offsets: dict[int, np.ndarray] = {}
+    ends: dict[int, np.ndarray] = {}
     below: list[tuple[int, ...]] = [()] * len(buffers)
     for i in order:
-        conflicts = [c for c in offsets if buffers[c].overlaps(buffers[i])]
-        chosen: tuple[int, ...] = tuple(sorted(conflicts))
+        conflicts = sorted(c for c in overlapping[i] if c in ends)
+        chosen: tuple[int, ...] = tuple(conflicts)
         if use_gaps and conflicts:
-            chosen = _lowest_gap(i, conflicts, offsets, sizes, buffers[i].alignment, reference) or chosen
+            chosen = _lowest_gap(i, conflicts, offsets, ends, sizes, buffers[i].alignment, reference) or chosen
         below[i] = chosen
-        offsets[i] = _aligned_top([offsets[c] + sizes[c] for c in chosen], buffers[i].alignment, len(sizes[i]))
+        offsets[i] = _aligned_top([ends[c] for c in chosen], buffers[i].alignment, len(sizes[i]))
+        ends[i] = offsets[i] + sizes[i]
     return tuple(below), tuple(order), _pool(problem, sizes, below, order)
 
 
-def _aligned_top(ends: Iterable[np.ndarray], alignment: int, length: int) -> np.ndarray:
-    """align(max(ends), alignment) point by point (zeros when there are none)."""
-    top = np.zeros(length, dtype=np.int64)
-    for end in ends:
-        top = np.maximum(top, end)
+def _aligned(top: np.ndarray, alignment: int) -> np.ndarray:
+    """`top` (not negative) rounded up to a multiple of `alignment`, point by point."""
+    if alignment & (alignment - 1) == 0:  # a power of two: a mask (integer division is slower)
+        return (top + (alignment - 1)) & -alignment
     return -(-top // alignment) * alignment
 
 
-def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], sizes: list[np.ndarray],
-                alignment: int, reference: int) -> tuple[int, ...] | None:
+def _aligned_top(ends: Sequence[np.ndarray], alignment: int, length: int) -> np.ndarray:
+    """align(max(ends), alignment) point by point (zeros when there are none)."""
+    if not ends:
+        return np.zeros(length, dtype=np.int64)
+    top = ends[0]
+    for end in ends[1:]:
+        top = np.maximum(top, end)
+    return _aligned(top, alignment)
+
+
+def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], ends: dict[int, np.ndarray],
+                sizes: list[np.ndarray], alignment: int, reference: int) -> tuple[int, ...] | None:
     """The buffers to sit on for the lowest offset at grid point `reference`
     that is a gap at every point: the candidates are the bottom and the ends
     of the conflicting buffers, lowest first; None when only the top of
-    them all works."""
-    ends = {c: offsets[c] + sizes[c] for c in conflicts}
-    for candidate in sorted({0, *(int(ends[c][reference]) for c in conflicts)}):
-        sit_on = tuple(sorted(c for c in conflicts if ends[c][reference] <= candidate))
-        if len(sit_on) == len(conflicts):
+    them all works. A candidate sits on the conflicts that end at or below
+    it at `reference`: with the conflicts sorted by that end, a prefix. So
+    the running maxima of their ends (the top of each prefix) and the
+    running minima of their offsets from the back (the floor above it) are
+    two numpy calls, and a candidate costs one comparison."""
+    by_end = np.argsort(np.array([int(ends[c][reference]) for c in conflicts]), kind="stable")
+    rows = np.array([ends[conflicts[j]] for j in by_end])
+    at = rows[:, reference]
+    tops = np.maximum.accumulate(rows, axis=0)  # tops[m - 1]: the top of the first m
+    floors = np.minimum.accumulate(np.array([offsets[conflicts[j]] for j in by_end])[::-1], axis=0)[::-1]
+    for m in np.searchsorted(at, sorted({0, *at.tolist()}), side="right").tolist():
+        if m == len(conflicts):
             return None
-        end = _aligned_top([ends[c] for c in sit_on], alignment, len(sizes[i])) + sizes[i]
-        if all(np.all(end <= offsets[c]) for c in conflicts if c not in sit_on):
-            return sit_on
+        top = tops[m - 1] if m else np.zeros(len(sizes[i]), dtype=np.int64)
+        if np.all(_aligned(top, alignment) + sizes[i] <= floors[m]):
+            return tuple(sorted(conflicts[j] for j in by_end[:m].tolist()))
     return None
 
 

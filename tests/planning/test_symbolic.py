@@ -363,6 +363,72 @@ def test_t5_pieces_meet_the_search_at_small_values() -> None:
         assert plan.pool_bytes(values) <= 1.02 * best, s
 
 
+def _plain_pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: tuple[tuple[int, ...], ...],
+                order: tuple[int, ...]) -> np.ndarray:
+    """A layout's pool at every grid point, written plainly: each buffer at
+    the aligned top of the buffers it sits on."""
+    ends = np.zeros((len(sizes), len(sizes[0])), dtype=np.int64)
+    for i in order:
+        alignment = problem.buffers[i].alignment
+        top = ends[list(below[i])].max(axis=0) if below[i] else 0
+        ends[i] = -(-top // alignment) * alignment + sizes[i]
+    return ends.max(axis=0)
+
+
+def _plain_greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int) -> tuple[tuple[int, ...], ...]:
+    """Greedy by size at grid point `reference` with gaps, written plainly:
+    each buffer tries the bottom and the end of each placed conflicting
+    buffer there, lowest first, and sits on those ending at or below it
+    where the rest start above its end at every point (the bottom itself
+    is never taken: `_greedy` reads an empty below-set as "none found")."""
+    buffers = problem.buffers
+    order = sorted(range(len(buffers)),
+                   key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
+    offsets: dict[int, np.ndarray] = {}
+    below: list[tuple[int, ...]] = [()] * len(buffers)
+
+    def aligned_top(sit_on: list[int], alignment: int) -> np.ndarray:
+        top = np.zeros(len(sizes[0]), dtype=np.int64)
+        for c in sit_on:
+            top = np.maximum(top, offsets[c] + sizes[c])
+        return -(-top // alignment) * alignment
+
+    for i in order:
+        conflicts = [c for c in offsets if buffers[c].overlaps(buffers[i])]
+        chosen = tuple(sorted(conflicts))
+        for candidate in sorted({0, *(int(offsets[c][reference] + sizes[c][reference]) for c in conflicts)}):
+            sit_on = sorted(c for c in conflicts if offsets[c][reference] + sizes[c][reference] <= candidate)
+            if len(sit_on) == len(conflicts):
+                break
+            end = aligned_top(sit_on, buffers[i].alignment) + sizes[i]
+            if all(np.all(end <= offsets[c]) for c in conflicts if c not in sit_on):
+                chosen = tuple(sit_on) or chosen  # as _greedy: the bottom (sitting on none) is not taken
+                break
+        below[i] = chosen
+        offsets[i] = aligned_top(list(chosen), buffers[i].alignment)
+    return tuple(below)
+
+
+@pytest.mark.parametrize("path", [T5, BERT])
+def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
+    """The candidates' pools (`_pool`, one array per buffer, alignments
+    rounded with a mask) and greedy by size's gaps (`_lowest_gap`, every
+    candidate offset from running maxima of the conflicts sorted by end)
+    are those written plainly, on T5's and BERT's recorded problems at
+    each reference point, as over a cut part of the range."""
+    whole = symbolic_problem_from_json(json.loads(path.read_text()))
+    for problem in (whole, whole.within({"sequence": (5, 40)})):
+        grid = symbolic._grid(problem)
+        sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
+        length = len(sizes[0])
+        for reference in sorted({0, length // 4, length // 2, length - 1}):
+            below, order, pool = symbolic._greedy(problem, sizes, reference, use_gaps=True)
+            assert below == _plain_greedy(problem, sizes, reference)
+            assert np.array_equal(pool, _plain_pool(problem, sizes, below, order))
+            no_gaps = symbolic._greedy(problem, sizes, reference, use_gaps=False)
+            assert np.array_equal(no_gaps[2], _plain_pool(problem, sizes, no_gaps[0], no_gaps[1]))
+
+
 DISTILBERT = Path(__file__).parent / "data" / "distilbert_classic_symbolic.json"
 """DistilBERT's planning problem (bench/zoo.py's distilbert, 2 layers,
 classic export, sequence in 1..512), written by the symbolic compile."""
