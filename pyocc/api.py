@@ -30,7 +30,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import PassFailedException
 
-from pyocc.analysis.liveness import Liveness, analyze_function, root_buffer
+from pyocc.analysis.liveness import Liveness, analyze_function, function_bodies, root_buffer
 from pyocc.analysis.macs import module_macs
 from pyocc.dialects.dnn import Dnn
 from pyocc.analysis.npu_program import npu_run, npu_summary, parse_scratchpad
@@ -55,7 +55,7 @@ from pyocc.rewrites.dnn_memory_pool import (
     plan_weights,
     planning_problem,
 )
-from pyocc.rewrites.dnn_reorder import DnnReorderPass
+from pyocc.rewrites.dnn_reorder import DnnReorderPass, order_taken, schedule_nodes
 from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.lowering.dnn_dma_to_memcpy import DnnDmaToMemcpyPass
 from pyocc.rewrites.dnn_recompute import named_recompute_ops
@@ -153,6 +153,11 @@ class MemoryReport:
     """dnn-reorder's strategy; None when the given order was kept."""
     reorder_ms: float = 0.0
     """Milliseconds dnn-reorder took (not counting the IR verifier after it)."""
+    reorder_order: tuple[int, ...] | None = field(default=None, repr=False)
+    """The op order dnn-reorder took, as positions in the order it was given
+    (pyocc.rewrites.dnn_reorder.order_taken); None when it did not run. For
+    a symbolic compile's later probes (`Options.reorder_order`), not a
+    reader: left out of `to_json`."""
     pools: list[PoolReport] = field(default_factory=list)
     """Per named pool (only with `memory_pools`); the first is the fast one."""
     weight_bytes_by_pool: dict[str, int] = field(default_factory=dict)
@@ -215,6 +220,7 @@ class MemoryReport:
     def to_json(self) -> dict[str, Any]:
         """The report as a JSON-ready dict."""
         data = dataclasses.asdict(self)
+        del data["reorder_order"]
         data["fast_pool_traffic_fraction"] = self.fast_pool_traffic_fraction
         return data
 
@@ -385,7 +391,8 @@ def lower(
     module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts)
     ctx = Context()
     try:
-        given_bound, reorder_ms = _run_tensor_passes(ctx, module, tensor_passes(options), options.verify)
+        given_bound, reorder_ms, reorder_order = _run_tensor_passes(ctx, module, tensor_passes(options),
+                                                                    options.verify)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
@@ -505,6 +512,7 @@ def lower(
         lower_bound_given_order_bytes=tensor_liveness.lower_bound if given_bound is None else given_bound,
         reorder=None if given_bound is None else options.reorder,
         reorder_ms=reorder_ms,
+        reorder_order=reorder_order,
         activation_traffic_bytes=sum(b.traffic for b in buffers),
         macs=module_macs(module),
     )
@@ -655,19 +663,27 @@ def _planned(ctx: Context, tensor_module: ModuleOp, options: Options, kept: _Sea
     return next(op for op in kept.plans[key][0].walk() if isinstance(op, func.FuncOp))
 
 
-def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any], verify: bool = True) -> tuple[int | None, float]:
+def _run_tensor_passes(ctx: Any, module: ModuleOp, passes: list[Any], verify: bool = True) -> tuple[
+        int | None, float, tuple[int, ...] | None]:
     """Run the tensor stage (the op verifiers after each pass unless
     `verify` is False, see `run_passes`); returns the lower bound of the
-    order dnn-reorder was given (None when it did not run) and the
-    milliseconds it took."""
+    order dnn-reorder was given (None when it did not run), the
+    milliseconds it took and the order it took (`order_taken`; None when it
+    did not run or the module has several functions)."""
     given_bound = None
+    taken = None
     timings: dict[str, float] = {}
     for p in passes:
         if isinstance(p, DnnReorderPass):
             function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
             given_bound = analyze_function(function).lower_bound
-        run_passes(ctx, module, [p], timings, verify)
-    return given_bound, timings.get(DnnReorderPass.name, 0.0)
+            nodes = schedule_nodes(function.body.block)
+            run_passes(ctx, module, [p], timings, verify)
+            # an order is one function's (dnn-reorder{order})
+            taken = order_taken(nodes, function.body.block) if len(list(function_bodies(module))) == 1 else None
+        else:
+            run_passes(ctx, module, [p], timings, verify)
+    return given_bound, timings.get(DnnReorderPass.name, 0.0), taken
 
 
 def _report_pools(report: MemoryReport, function: Any, options: Options) -> None:
@@ -880,8 +896,8 @@ def lower_symbolic(
     except ProgramMismatch:
         if reorder == "given":
             raise
-        # dnn-reorder's choice depends on the sizes and changed between two
-        # probes: the model's own order is the same at every size
+        # a choice that depends on the sizes differed between two probes (not
+        # the op order: every probe takes the first's): once more in the model's own order
         options = dataclasses.replace(options, reorder="given")
         probes = _probe(proto, inputs, shapes, options, fit_points, check_points, spare_points, name)
     program, problem, steps, weights, polys, texts, buffer_types, functions = probes
@@ -933,10 +949,12 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     lowered too and everything is fitted again at the full degree.
 
     Only the first lowering runs the op verifiers after each pass
-    (`Options.verify`): the others must give its program but for the
-    integers, which `fit_program` checks, and their buffer lifetimes are
-    still checked after every pass."""
+    (`Options.verify`) and searches an op order (dnn-reorder): the others
+    must give its program but for the integers, which `fit_program`
+    checks, and take its order (`Options.reorder_order`); their buffer
+    lifetimes are still checked after every pass."""
     names: list[str] = []
+    first_order: list[int] = []
     count = itertools.count(1)
 
     def lower_at(point: Mapping[str, int]) -> _Probed:
@@ -948,10 +966,13 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         # and a batch's copies of a table that follows the symbol are expanded at run time (import_model)
         at = dataclasses.replace(options, reorder_symbol_dim=next(iter(point.values())),
                                  unfold_broadcasts=next(iter(point.values()))) if len(point) == 1 else options
-        # the op verifiers at the first probe only: the others must be its program (fit_program), integers aside
+        # the op verifiers at the first probe only, and its op order at every probe: the others
+        # must be its program (fit_program), integers aside; dnn-reorder searches once, at the top
         index = next(count)
-        at = at if index == 1 else dataclasses.replace(at, verify=False)
+        at = at if index == 1 else dataclasses.replace(at, verify=False, reorder_order=tuple(first_order))
         module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
+        if index == 1:
+            first_order[:] = report.reorder_order or ()
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         point_steps, point_weights, point_names = program_steps(function)
         names[:] = point_names

@@ -71,6 +71,11 @@ class Options:
     order is chosen at the largest sizes, and what is free there is not at
     small ones (0: a static compile)."""
 
+    reorder_order: tuple[int, ...] = ()
+    """A symbolic compile's probes after the first: the op order the first
+    probe's dnn-reorder took (`MemoryReport.reorder_order`), taken instead
+    of searching again (dnn-reorder{order}; empty: search)."""
+
     unfold_broadcasts: int = 0
     """A symbolic compile's probe value, for the import: a folded constant
     whose blocks along its first axis are all equal (a batch's copies of a
@@ -156,7 +161,8 @@ def reorder_passes(options: Options) -> list[ModulePass]:
     the ops it orders); empty when the order is kept."""
     if options.reorder == "given":
         return []
-    return [DnnReorderPass(strategy=options.reorder, symbol_dim=options.reorder_symbol_dim)]
+    return [DnnReorderPass(strategy=options.reorder, symbol_dim=options.reorder_symbol_dim,
+                           order=options.reorder_order)]
 
 
 def tile_passes(options: Options) -> list[ModulePass]:

@@ -49,6 +49,7 @@ from pyocc.planning.schedule import (
     ScheduleGraph,
     ScheduleTimeout,
     Tensor,
+    is_topological,
     least_worst,
     peak_of,
     schedule,
@@ -94,7 +95,7 @@ def schedule_graph(block: Block, in_place: bool = False,
     `in_place` adds the inputs each node may write over (their `WritesInPlace` trait)."""
     ret = block.last_op
     returned = set(ret.operands) if isinstance(ret, func.ReturnOp) else set()
-    nodes = [op for op in block.ops if not _floats(op)]
+    nodes = schedule_nodes(block)
     index = {op: i for i, op in enumerate(nodes)}
     tensors: list[Tensor] = []
     tensor_of: dict[SSAValue, int] = {}
@@ -123,6 +124,37 @@ def schedule_graph(block: Block, in_place: bool = False,
             if own is not None and own.bytes and tensors[tensor_of[v]].bytes == own.bytes
         ))
     return ScheduleGraph(names, tuple(tensors), tuple(after), tuple(writes_over) if in_place else ()), nodes
+
+
+def schedule_nodes(block: Block) -> list[Operation]:
+    """The ops of `block` that `schedule_graph` makes nodes of (all but
+    weights and views), in block order: an order is a permutation of their
+    positions."""
+    return [op for op in block.ops if not _floats(op)]
+
+
+def order_taken(nodes: list[Operation], block: Block) -> tuple[int, ...]:
+    """The order `block` runs `nodes` in (the `schedule_nodes` of the block
+    before a reorder), as their positions there: the identity when the
+    reorder kept the given order."""
+    position = {op: i for i, op in enumerate(nodes)}
+    return tuple(position[op] for op in block.ops if op in position)
+
+
+def take_order(function: func.FuncOp, order: tuple[int, ...], in_place: bool = False) -> bool:
+    """Run `function`'s nodes in `order` (positions of its `schedule_nodes`,
+    as `order_taken` gives them) instead of searching for one: the program
+    a reorder that found `order` makes, weights and views before their
+    first users (nothing moves for the identity). False, and nothing
+    moved, when `order` is no topological order of the function's nodes
+    (another program's)."""
+    block = function.body.block
+    graph, nodes = schedule_graph(block, in_place)
+    if not is_topological(graph, order):
+        return False
+    if list(order) != list(range(len(nodes))):
+        reorder_block(block, list(order), nodes)
+    return True
 
 
 def reorder_block(block: Block, order: list[int], nodes: list[Operation]) -> None:
@@ -249,6 +281,14 @@ class DnnReorderPass(ModulePass):
     moved back toward the given one, op by op, without raising the peak
     (pyocc.planning.schedule, `keep_given`)."""
 
+    order: tuple[int, ...] = ()
+    """Take this order (positions of the ops as `schedule_nodes` lists them,
+    see `order_taken`) instead of searching one, where it is an order of
+    the function's ops (else search as `strategy` says); the module must
+    hold one function. A symbolic compile's later probes take the order its
+    first probe's search found (pyocc.api._probe): their programs are the
+    first's but for the sizes, and the search is a sixth of a probe."""
+
     symbol_dim: int = 0
     """A symbolic compile's probe value (0: none): dimensions equal to it
     (and, from ``MULTIPLES_FROM`` on, its multiples: `dimension_at`) are
@@ -265,12 +305,18 @@ class DnnReorderPass(ModulePass):
             )
         if self.budget_ms < 0:
             raise PassFailedException("dnn-reorder: budget_ms must not be negative")
-        for function in function_bodies(op):
+        functions = list(function_bodies(op))
+        if self.order and len(functions) != 1:
+            raise PassFailedException(f"dnn-reorder: an order is given for one function, the module has "
+                                      f"{len(functions)}")
+        for function in functions:
             for o in function.body.block.ops:
                 if isinstance(o, d.DnnComputeOp) and o.on_buffers:
                     raise PassFailedException(
                         f"dnn-reorder: @{function.sym_name.data} is in buffer form; reorder before dnn-insert-memory-ops"
                     )
+            if self.order and take_order(function, self.order, self.in_place):
+                continue
             try:
                 reorder_function(function, self.strategy, self.budget_ms, self.in_place, self.keep_given,
                                  self.symbol_dim)

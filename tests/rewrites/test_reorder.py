@@ -6,6 +6,7 @@ computes."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,15 @@ from pyocc.examples.branches import build as branches_model
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.planning.schedule import is_topological, peak_of
-from pyocc.rewrites.dnn_reorder import bytes_at, dimension_at, reorder_function, schedule_graph
+from pyocc.rewrites.dnn_reorder import (
+    DnnReorderPass,
+    bytes_at,
+    dimension_at,
+    order_taken,
+    reorder_function,
+    schedule_graph,
+    schedule_nodes,
+)
 from tests.conftest import light_model_path
 from tests.tools.inprocess import run_tool
 
@@ -50,6 +59,33 @@ def test_light_models_reorder_to_a_bound_no_higher(name: str, better: bool) -> N
     # ShuffleNet's stride-2 units can run the pooled shortcut before the
     # grouped convolutions; the others' given orders are already optimal.
     assert (result.peak < given) if better else (result.peak == given)
+
+
+def test_a_given_order_is_taken_as_the_search_made_it() -> None:
+    """dnn-reorder{order}: ShuffleNet's order as the search took it
+    (`order_taken`), given to the pass on a fresh import, makes the same
+    program without searching; the identity leaves the given order as it
+    is, and an order that is none of the function's (reversed) is ignored:
+    the pass searches as without it."""
+    searched = tensor_function(light_model_path("shufflenet"))
+    nodes = schedule_nodes(searched.body.block)
+    DnnReorderPass().apply(Context(), searched.parent_op())
+    order = order_taken(nodes, searched.body.block)
+    assert order != tuple(range(len(nodes)))  # the search moved ops
+
+    def text(function: func.FuncOp) -> str:
+        # each import names its weights' resources anew
+        return re.sub(r"dense_resource<[^>]*>", "dense_resource<>", str(function))
+
+    def reordered(given: tuple[int, ...]) -> str:
+        function = tensor_function(light_model_path("shufflenet"))
+        DnnReorderPass(order=given).apply(Context(), function.parent_op())
+        function.verify()
+        return text(function)
+
+    assert reordered(order) == text(searched)
+    assert reordered(tuple(range(len(nodes)))) == text(tensor_function(light_model_path("shufflenet")))
+    assert reordered(order[::-1]) == text(searched)
 
 
 def test_random_graphs_cost_model_is_the_liveness_analysis() -> None:

@@ -6,6 +6,7 @@ plan with offsets as formulas holds at every value."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -337,15 +338,44 @@ def test_plan_at_one_value_draws_the_symbolic_plan_there(encoder_path: Path, cap
         "e.g. --dim sequence=512 --at sequence=17"]
 
 
-def test_an_op_order_that_changes_between_probes_falls_back_to_the_models_order() -> None:
-    """At --dim sequence=32 dnn-reorder picks one order at S = 31 and another
-    at S = 23 (measured): the programs differ, so the symbolic lowering keeps
-    the model's own order, the same at every size."""
+def test_an_op_order_that_changes_between_probes_is_the_first_probes_at_every_probe() -> None:
+    """At --dim sequence=32 dnn-reorder, searching at each probe, picks one
+    order at S = 31 and another at S = 23 (the programs then differed, and
+    the lowering fell back to the model's own order at every size). The
+    probes now take the first probe's order (S = 31, the top of the range):
+    one program, searched once, and its bound at each S no higher than the
+    model's own order's, lower at the top."""
+    def order_at(s: int) -> tuple[int, ...] | None:
+        options = Options(memory="lazy", reorder_symbol_dim=s, unfold_broadcasts=s)
+        return lower(copy(encoder_symbolic()), shapes={"x": (1, s, 32)}, options=options)[1].reorder_order
+
+    assert order_at(31) != order_at(23)
     lowered = lower_symbolic(encoder_symbolic(), {"sequence": 32})
-    assert lowered.options.reorder == "given"
+    assert lowered.options.reorder == "auto"
     for s in (1, 23, 32):
         _, given = lower(copy(encoder_symbolic()), shapes={"x": (1, s, 32)}, reorder="given")
-        assert lowered.memory_report(dims={"sequence": s}).lower_bound_bytes == given.lower_bound_bytes
+        bound = lowered.memory_report(dims={"sequence": s}).lower_bound_bytes
+        assert bound < given.lower_bound_bytes if s == 32 else bound <= given.lower_bound_bytes
+
+
+def test_a_probe_taking_the_first_probes_order_is_the_probe_searched_alone() -> None:
+    """The BERT-style graph at its first two probes for --dim sequence=512
+    (509 and 503): lowered at 503 with the order the search took at 509
+    (`Options.reorder_order`), the program is the one its own search makes,
+    integers, buffers and sizes alike."""
+    def lowered_at(s: int, order: tuple[int, ...] = ()) -> tuple[str, api.MemoryReport]:
+        options = Options(memory="lazy", reorder_symbol_dim=s, unfold_broadcasts=s, reorder_order=order)
+        model = bert_symbolic()
+        module, report = lower(copy(model), shapes={i.name: (1, s) for i in model.graph.input}, options=options)
+        return re.sub(r"dense_resource<[^>]*>", "dense_resource<>", str(module)), report
+
+    _, first = lowered_at(509)
+    assert first.reorder_order is not None and first.reorder_order != tuple(range(len(first.reorder_order)))
+    searched, alone = lowered_at(503)
+    taken, reused = lowered_at(503, first.reorder_order)
+    assert taken == searched
+    assert reused.reorder_order == alone.reorder_order == first.reorder_order
+    assert (reused.naive_bytes, reused.lower_bound_bytes) == (alone.naive_bytes, alone.lower_bound_bytes)
 
 
 def test_generated_plan_arithmetic_reads_fewer_ends_for_the_same_offsets() -> None:
