@@ -1017,7 +1017,10 @@ def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[s
     under = ((position[:, None] < position[None, :]) & (firsts[:, None] <= lasts[None, :])
              & (firsts[None, :] <= lasts[:, None])
              & (np.array(ends, dtype=np.int64)[:, None] <= np.array(start, dtype=np.int64)[None, :]))
-    below = tuple(tuple(np.flatnonzero(under[:, i]).tolist()) for i in range(len(buffers)))
+    sits_on: list[list[int]] = [[] for _ in buffers]
+    for c, i in zip(*(pairs.tolist() for pairs in np.nonzero(under)), strict=True):  # by c, so each list sorted
+        sits_on[i].append(c)
+    below = tuple(tuple(cs) for cs in sits_on)
     return below, tuple(order), _pool(problem, sizes, below, order)
 
 
@@ -1049,18 +1052,18 @@ def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tup
 
 
 def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
-    """The max-live lower bound at every grid point."""
+    """The max-live lower bound at every grid point: the live total peaks
+    where some buffer starts or ends, so at those steps, each buffer added
+    at its first and taken away after its last (a running sum over them)."""
     steps = sorted({s for b in problem.buffers for s in (b.first, b.last)})
     if not steps:
         return np.zeros(len(sizes[0]) if sizes else 1, dtype=np.int64)
-    best = np.zeros(len(sizes[0]), dtype=np.int64)
-    for step in steps:  # the live total only peaks where some buffer starts or ends
-        live = np.zeros_like(best)
-        for buffer, size in zip(problem.buffers, sizes, strict=True):
-            if buffer.first <= step <= buffer.last:
-                live = live + size
-        best = np.maximum(best, live)
-    return best
+    index = {step: k for k, step in enumerate(steps)}
+    change = np.zeros((len(steps) + 1, len(sizes[0])), dtype=np.int64)
+    for buffer, size in zip(problem.buffers, sizes, strict=True):
+        change[index[buffer.first]] += size
+        change[index[buffer.last] + 1] -= size
+    return np.cumsum(change[:-1], axis=0).max(axis=0)
 
 
 def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int,

@@ -409,18 +409,41 @@ def _plain_greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: 
     return tuple(below)
 
 
+def _plain_max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
+    """The max-live bound at every grid point, written plainly: the most
+    bytes of the buffers live at one step."""
+    steps = range(min(b.first for b in problem.buffers), max(b.last for b in problem.buffers) + 1)
+    return np.max([sum((size for b, size in zip(problem.buffers, sizes) if b.first <= step <= b.last),
+                       np.zeros_like(sizes[0])) for step in steps], axis=0)
+
+
 @pytest.mark.parametrize("path", [T5, BERT])
 def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
     """The candidates' pools (`_pool`, one array per buffer, alignments
-    rounded with a mask) and greedy by size's gaps (`_lowest_gap`, every
-    candidate offset from running maxima of the conflicts sorted by end)
-    are those written plainly, on T5's and BERT's recorded problems at
-    each reference point, as over a cut part of the range."""
+    rounded with a mask), greedy by size's gaps (`_lowest_gap`, every
+    candidate offset from running maxima of the conflicts sorted by end),
+    a static plan's below-sets (`_stacked`) and the max-live bound
+    (`_max_live`, a running sum) are those written plainly, on T5's and
+    BERT's recorded problems at each reference point, as over a cut part
+    of the range."""
     whole = symbolic_problem_from_json(json.loads(path.read_text()))
-    for problem in (whole, whole.within({"sequence": (5, 40)})):
+    # the encoder's buffers start at the steps where others end
+    encoder = SymbolicProblem(tuple(encoder_layers(2, "sequence")), {"sequence": (1, 64)})
+    for problem in (whole, whole.within({"sequence": (5, 40)}), encoder):
         grid = symbolic._grid(problem)
         sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
         length = len(sizes[0])
+        assert np.array_equal(symbolic._max_live(problem, sizes), _plain_max_live(problem, sizes))
+        point = {"sequence": int(grid["sequence"][length // 2])}
+        plan = plan_memory(problem.at(point), "greedy-by-size")
+        below, order, pool = symbolic._stacked(problem, sizes, point, plan)
+        buffers = problem.buffers
+        offset = [plan.offsets[b.name] for b in buffers]
+        end = [offset[c] + b.size.evaluate(point) for c, b in enumerate(buffers)]
+        for i, b in enumerate(buffers):  # on the conflicting buffers placed before it and ending below it
+            before = order[:order.index(i)]
+            assert below[i] == tuple(sorted(c for c in before if buffers[c].overlaps(b) and end[c] <= offset[i]))
+        assert np.array_equal(pool, _plain_pool(problem, sizes, below, order))
         for reference in sorted({0, length // 4, length // 2, length - 1}):
             below, order, pool = symbolic._greedy(problem, sizes, reference, use_gaps=True)
             assert below == _plain_greedy(problem, sizes, reference)
