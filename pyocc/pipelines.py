@@ -55,7 +55,8 @@ class Options:
     """The pool planner (see dnn-memory-pool); pool mode only."""
 
     alignment: int = 64
-    """Byte alignment of every buffer."""
+    """Byte alignment of every float buffer and of the pool (an integer or
+    boolean buffer is aligned to its element's size: `d.buffer_alignment`)."""
 
     coalesce: bool = True
     """Run dnn-coalesce: in-place results, band views, concat elimination."""
@@ -284,7 +285,7 @@ class OccamyPoolPipeline(ModulePass):
     """The planning algorithm (see dnn-memory-pool)."""
 
     alignment: int = 64
-    """Byte alignment of every buffer in the pool."""
+    """Byte alignment of the pool and of every float buffer in it."""
 
     pools: str = ""
     """Named pools, e.g. "sram:size=1MiB,dram" (see dnn-memory-pool)."""

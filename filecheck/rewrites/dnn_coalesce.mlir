@@ -94,7 +94,7 @@ func.func @in_place_not_over_inputs_weights_or_other_sizes(%x: tensor<32x32xf32>
 // CHECK: %[[A:.*]] = dnn.malloc {size = 64 : i64}
 // CHECK: %[[B:.*]] = dnn.malloc {size = 64 : i64}
 // CHECK-NEXT: dnn.lrn ins(%[[A]] : {{.*}}) outs(%[[B]] : {{.*}})
-// CHECK: %[[C:.*]] = dnn.malloc {size = 16 : i64} : memref<1x4x2x2xi1>
+// CHECK: %[[C:.*]] = dnn.malloc {size = 16 : i64, alignment = 1 : i64} : memref<1x4x2x2xi1>
 // CHECK-NEXT: dnn.binary ins(%[[B]], %[[B]] : {{.*}}) outs(%[[C]] : {{.*}}) {fn = "less"
 func.func @in_place_not_for_unsafe_kernels_or_dtypes(%x: tensor<1x4x2x2xf32>) -> tensor<1x4x2x2xf32> {
   %a = dnn.unary ins(%x : tensor<1x4x2x2xf32>) {fn = "relu"} : tensor<1x4x2x2xf32>

@@ -162,3 +162,22 @@ func.func @preact_conv_scratch(%x: tensor<1x2x4x4xf32>, %s: tensor<2xf32>, %t: t
   %y = dnn.preact_conv ins(%x, %s, %t, %w : tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<3x2x1x1xf32>) {pre_activation = "relu"} : tensor<1x3x4x4xf32>
   func.return %y : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+// A buffer is aligned by its element type: floats to the pass's alignment
+// (64, the default, not printed), integers and booleans to their element's
+// size (d.buffer_alignment).
+// LAZY-LABEL: func.func @alignment_by_element_type
+// LAZY: dnn.malloc {size = 16 : i64} : memref<4xf32>
+// LAZY: dnn.malloc {size = 4 : i64, alignment = 1 : i64} : memref<4xi1>
+// LAZY: dnn.malloc {size = 32 : i64, alignment = 8 : i64} : memref<4xi64>
+// LAZY: dnn.malloc {size = 16 : i64} : memref<4xf32>
+func.func @alignment_by_element_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
+  %b = dnn.binary ins(%a, %x : tensor<4xf32>, tensor<4xf32>) {fn = "less"} : tensor<4xi1>
+  %c = dnn.cast ins(%b : tensor<4xi1>) : tensor<4xi64>
+  %d = dnn.cast ins(%c : tensor<4xi64>) : tensor<4xf32>
+  %e = dnn.binary ins(%a, %d : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
+  func.return %e : tensor<4xf32>
+}

@@ -20,3 +20,40 @@ func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
   %d = dnn.unary ins(%c : tensor<1024xf32>) {fn = "neg"} : tensor<1024xf32>
   func.return %d : tensor<1024xf32>
 }
+
+// Boolean masks are aligned to their one-byte elements, not to the pool's
+// 64: the three live with %a pack right above it, and only %f, a float
+// that %a's 16 bytes keep off offset 0, starts a new 64-byte line.
+// CHECK-LABEL: func.func @masks_pack
+// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 80 : i64}
+// CHECK-NEXT: %a = dnn.mem_offset %[[P]] {offset = 0 : i64, size = 16 : i64}
+// CHECK: %m = dnn.mem_offset %[[P]] {offset = 16 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
+// CHECK: %n = dnn.mem_offset %[[P]] {offset = 20 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
+// CHECK: %k = dnn.mem_offset %[[P]] {offset = 24 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
+// CHECK: %f = dnn.mem_offset %[[P]] {offset = 64 : i64, size = 16 : i64} : memref<80xi8> -> memref<4xf32>
+func.func @masks_pack(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
+  %m = dnn.binary ins(%a, %y : tensor<4xf32>, tensor<4xf32>) {fn = "less"} : tensor<4xi1>
+  %n = dnn.binary ins(%y, %a : tensor<4xf32>, tensor<4xf32>) {fn = "less"} : tensor<4xi1>
+  %k = dnn.binary ins(%m, %n : tensor<4xi1>, tensor<4xi1>) {fn = "and"} : tensor<4xi1>
+  %f = dnn.cast ins(%k : tensor<4xi1>) : tensor<4xf32>
+  %g = dnn.binary ins(%a, %f : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
+  func.return %g : tensor<4xf32>
+}
+
+// Negative: the same program on floats keeps every buffer on a 64-byte line.
+// CHECK-LABEL: func.func @floats_keep_alignment
+// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 208 : i64}
+// CHECK-NEXT: %a = dnn.mem_offset %[[P]] {offset = 0 : i64, size = 16 : i64}
+// CHECK: %m = dnn.mem_offset %[[P]] {offset = 64 : i64, size = 16 : i64}
+// CHECK: %n = dnn.mem_offset %[[P]] {offset = 128 : i64, size = 16 : i64}
+// CHECK: %k = dnn.mem_offset %[[P]] {offset = 192 : i64, size = 16 : i64}
+func.func @floats_keep_alignment(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+  %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
+  %m = dnn.binary ins(%a, %y : tensor<4xf32>, tensor<4xf32>) {fn = "min"} : tensor<4xf32>
+  %n = dnn.binary ins(%y, %a : tensor<4xf32>, tensor<4xf32>) {fn = "max"} : tensor<4xf32>
+  %k = dnn.binary ins(%m, %n : tensor<4xf32>, tensor<4xf32>) {fn = "mul"} : tensor<4xf32>
+  %f = dnn.unary ins(%k : tensor<4xf32>) {fn = "neg"} : tensor<4xf32>
+  %g = dnn.binary ins(%a, %f : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
+  func.return %g : tensor<4xf32>
+}

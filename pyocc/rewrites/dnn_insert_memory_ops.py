@@ -5,7 +5,9 @@ of memory operations. Tensor-form dnn becomes buffer-form dnn.
 - Graph outputs become trailing function arguments marked `dnn.output`; the op
   that produces an output writes straight into it (a returned view, weight or
   input is copied there with `dnn.copy`).
-- Intermediates get a `dnn.malloc` and a `dnn.dealloc`:
+- Intermediates get a `dnn.malloc` and a `dnn.dealloc`, aligned by element
+  type (`d.buffer_alignment`): floats to `alignment`, integers and booleans
+  to their element's size:
   - eager: all mallocs at function entry, all deallocs before the return:
     fast, largest footprint (the naive sum);
   - lazy: malloc right before the producer, dealloc right after the last use
@@ -70,7 +72,8 @@ class DnnInsertMemoryOpsPass(ModulePass):
     before the producer, free right after the last use."""
 
     alignment: int = 64
-    """Byte alignment requested for every buffer."""
+    """Byte alignment of every floating-point buffer and kernel scratch; an
+    integer or boolean buffer gets its element's size (`d.buffer_alignment`)."""
 
     memcpy: bool = False
     """Copy graph inputs/outputs between host and device memory with dnn.memcpy."""
@@ -153,7 +156,8 @@ def insert_memory_ops(function: func.FuncOp, mode: str, alignment: int = 64, mem
                 destinations.append(direct_output[result])
                 mapping[result] = direct_output[result]
                 continue
-            alloc = d.MallocOp(to_buffer_type(result.type), alignment)  # type: ignore[arg-type]
+            buffer_type = to_buffer_type(result.type)
+            alloc = d.MallocOp(buffer_type, d.buffer_alignment(buffer_type, alignment))  # type: ignore[arg-type]
             alloc.result.name_hint = result.name_hint
             (entry_allocs if mode == "eager" else body).append(alloc)
             destinations.append(alloc.result)

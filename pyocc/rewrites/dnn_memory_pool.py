@@ -76,7 +76,8 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
                      candidates: dict[str, tuple[str, ...]] | None = None,
                      kinds: dict[SSAValue, str] | None = None) -> Problem:
     """The planner's input: one Buffer per malloc, live from its malloc to
-    its last use (views included). `with_traffic` adds each buffer's traffic
+    its last use (views included), aligned to its malloc's alignment, at
+    most `alignment` (the pool's). `with_traffic` adds each buffer's traffic
     (see `buffer_traffic`) and marks mallocs without a static size dynamic;
     `candidates` (kind -> pools) gives a buffer whose writer's kind is in
     `kinds` (buffer value -> kind, see `writer_kinds`) its candidate pools."""
@@ -84,20 +85,21 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
     counts = Counter(b.name for b in mallocs)
     buffers = []
     for index, b in enumerate(mallocs):
+        aligned = min(b.value.owner.alignment.value.data, alignment)  # type: ignore[union-attr]
         if not with_traffic:
             if not _is_static(b.value.type):
                 raise PassFailedException(
                     f"dnn-memory-pool: buffer %{b.name} ({b.value.type}) has no static size; fix the "
                     "input shape, or give pools=... to leave it to the runtime allocator")
-            buffers.append(Buffer(f"{b.name}#{index}", b.bytes, b.first, b.last, alignment))
+            buffers.append(Buffer(f"{b.name}#{index}", b.bytes, b.first, b.last, aligned))
             continue
         # with pools, names show in overflow errors: keep the IR's name when unique
         name = b.name if counts[b.name] == 1 else f"{b.name}#{index}"
         pools = (candidates or {}).get((kinds or {}).get(b.value, ""), ())
         if _is_static(b.value.type):
-            buffers.append(Buffer(name, b.bytes, b.first, b.last, alignment, pools, buffer_traffic(b)))
+            buffers.append(Buffer(name, b.bytes, b.first, b.last, aligned, pools, buffer_traffic(b)))
         else:
-            buffers.append(Buffer(name, None, b.first, b.last, alignment, pools, 0))
+            buffers.append(Buffer(name, None, b.first, b.last, aligned, pools, 0))
     return Problem(tuple(buffers))
 
 
@@ -180,7 +182,9 @@ class DnnMemoryPoolPass(ModulePass):
     greedy-by-conflicts, hill-climb, occamy-first-fit or exact."""
 
     alignment: int = 64
-    """Byte alignment of every buffer's offset."""
+    """Byte alignment of the pool and the most any buffer's offset gets:
+    each buffer takes its malloc's alignment up to this (an integer or
+    boolean buffer asks for its element's size, see `d.buffer_alignment`)."""
 
     time_budget_ms: int = 200
     """How long `auto` may spend improving on the fast heuristics."""

@@ -219,10 +219,12 @@ def dimension_at(symbol_dim: int, value: int, n: int) -> int:
 
 def bytes_at(symbol_dim: int, value: int, t: Attribute, alignment: int = 1) -> int:
     """A type's bytes with its dimensions at the size `value` (`dimension_at`),
-    rounded up to `alignment` (what it takes in the pool)."""
+    rounded up to its buffer's alignment in a pool aligned to `alignment`
+    (`d.buffer_alignment`: what it takes in the pool)."""
     assert isinstance(t, TensorType | MemRefType), t
     size = math.prod(dimension_at(symbol_dim, value, n) for n in t.get_shape()) * d.element_bytes(t.get_element_type())
-    return -(-size // alignment) * alignment
+    step = d.buffer_alignment(t, alignment)
+    return -(-size // step) * step
 
 
 @contextmanager

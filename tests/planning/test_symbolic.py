@@ -452,6 +452,27 @@ def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
             assert np.array_equal(no_gaps[2], _plain_pool(problem, sizes, no_gaps[0], no_gaps[1]))
 
 
+T5_INT_ALIGNED = Path(__file__).parent / "data" / "t5_classic_int_aligned_symbolic.json"
+"""The same T5's planning problem with integer and boolean buffers at
+their element's alignment (dnn.buffer_alignment), as the compile writes it now."""
+
+
+def test_t5_with_small_integer_alignments_meets_the_search_at_small_values() -> None:
+    """With its masks and bucket ids aligned to their elements, T5's first
+    piece, 1..6, kept a layout of 1,476 B at S = 2 against the search's
+    1,412 B: the heuristic plans at 2 were within ``SPLIT_THRESHOLD`` of
+    1,476, so the search for cuts never ran the search there. Now a piece's
+    candidates include the search's plan at its first value too."""
+    problem = symbolic_problem_from_json(json.loads(T5_INT_ALIGNED.read_text()))
+    plan = plan_symbolic(problem)
+    for s in (1, 2, 3, 6, 17):
+        static = problem.at({"sequence": s})
+        # the search's 2,000 steps (its default time budget cuts them short on a loaded machine)
+        best = min([plan_memory(static, a).pool_size for a in symbolic.STATIC_ALGORITHMS]
+                   + [plan_memory(static, symbolic.SEARCH_ALGORITHM, time_budget_ms=5000).pool_size])
+        assert plan.pool_bytes({"sequence": s}) <= 1.02 * best, s
+
+
 DISTILBERT = Path(__file__).parent / "data" / "distilbert_classic_symbolic.json"
 """DistilBERT's planning problem (bench/zoo.py's distilbert, 2 layers,
 classic export, sequence in 1..512), written by the symbolic compile."""

@@ -10,9 +10,12 @@ from pathlib import Path
 import pytest
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import Builtin, ModuleOp
+from xdsl.dialects.func import Func
+from xdsl.parser import Parser
 
 from pyocc.analysis.liveness import analyze_function
+from pyocc.dialects.dnn import Dnn
 from pyocc.dialects.dnn import ops as d
 from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
@@ -126,6 +129,29 @@ def test_pool_offsets_never_share_bytes_while_live() -> None:
             if a.first <= b.last and b.first <= a.last:
                 a0, b0 = op_a.offset.value.data, op_b.offset.value.data
                 assert a0 + a.bytes <= b0 or b0 + b.bytes <= a0, (a.name, b.name)
+
+
+MASK_AND_INDICES = """
+func.func @mask_and_indices(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
+  %b = dnn.binary ins(%a, %x : tensor<4xf32>, tensor<4xf32>) {fn = "less"} : tensor<4xi1>
+  %c = dnn.cast ins(%b : tensor<4xi1>) : tensor<4xi64>
+  %d = dnn.cast ins(%c : tensor<4xi64>) : tensor<4xf32>
+  %e = dnn.binary ins(%a, %d : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
+  func.return %e : tensor<4xf32>
+}"""
+
+
+@pytest.mark.parametrize(("pool", "expected"), [(64, [64, 1, 8, 64]), (4, [4, 1, 4, 4])])
+def test_buffers_are_aligned_by_element_type_up_to_the_pools_alignment(pool: int, expected: list[int]) -> None:
+    # floats get the pool's alignment; a mask its byte, indices their 8 bytes, never more than the pool's
+    ctx = Context()
+    for dialect in (Builtin, Func, Dnn):
+        ctx.load_dialect(dialect)
+    module = Parser(ctx, MASK_AND_INDICES).parse_module()
+    DnnInsertMemoryOpsPass(mode="lazy", alignment=pool).apply(ctx, module)
+    problem = planning_problem(analyze_function(main_function(module)), pool)
+    assert [b.alignment for b in problem.buffers] == expected
 
 
 @pytest.mark.parametrize("memory", ["lazy", "pool"])

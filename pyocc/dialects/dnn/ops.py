@@ -1713,10 +1713,27 @@ def _size_prop() -> IntegerAttr:
     return prop_def(IntegerAttr)
 
 
+def buffer_alignment(buffer_type: Attribute, alignment: int) -> int:
+    """The alignment a buffer of `buffer_type` is allocated at, given the
+    most any buffer gets, `alignment` (the pool's; a cache line by default).
+    Floating-point data gets all of it: kernels stream through it with
+    vector loads, fastest when they start on a line. Integer and boolean
+    elements (indices, masks, a relative position's bucket ids) get their
+    own size: no kernel reads any element with more alignment than its
+    size, and at a small symbolic size (a sequence of 1) a whole line for
+    each of many one- to eight-byte tensors would be most of the pool."""
+    assert isinstance(buffer_type, TensorType | MemRefType), buffer_type
+    element = buffer_type.get_element_type()
+    if isinstance(element, IntegerType):
+        return min(element_bytes(element), alignment)
+    return alignment
+
+
 @irdl_op_definition
 class MallocOp(IRDLOperation):
     """Allocate `size` bytes aligned to `alignment` (eager: at entry; lazy:
-    right before the producer)."""
+    right before the producer; dnn-insert-memory-ops gives each buffer its
+    `buffer_alignment`)."""
 
     name = "dnn.malloc"
     size = _size_prop()
