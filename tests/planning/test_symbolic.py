@@ -465,7 +465,7 @@ def test_t5_with_small_integer_alignments_meets_the_search_at_small_values() -> 
     candidates include the search's plan at its first value too."""
     problem = symbolic_problem_from_json(json.loads(T5_INT_ALIGNED.read_text()))
     plan = plan_symbolic(problem)
-    for s in (1, 2, 3, 6, 17):
+    for s in (1, 2, 6):  # the piece's ends and S = 2 (the larger values: the test above, on the same planner)
         static = problem.at({"sequence": s})
         # the search's 2,000 steps (its default time budget cuts them short on a loaded machine)
         best = min([plan_memory(static, a).pool_size for a in symbolic.STATIC_ALGORITHMS]
