@@ -169,7 +169,10 @@ def test_resnet50_from_c_matches_onnxruntime(tmp_path: Path, capsys: pytest.Capt
         outputs.append(raw)
         np.testing.assert_allclose(np.frombuffer(raw, dtype=np.float32).reshape(expected.shape), expected,
                                    rtol=1e-4, atol=1e-5)
-    assert outputs[0] == outputs[1]
+    # the same up to OpenBLAS's rounding of the products split between the two threads
+    # (tests/runtime/test_threads.py, assert_same_as_one_thread)
+    one, two = (np.frombuffer(raw, dtype=np.float32) for raw in outputs)
+    np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6 * float(np.abs(one).max()))
 
 
 def _bert_inputs(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
