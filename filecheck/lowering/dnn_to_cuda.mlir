@@ -77,8 +77,12 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:         llvm.call @cudnnDestroyConvolutionDescriptor
 // CHECK:         llvm.call @cudnnDestroy(
 // CHECK:         llvm.call @cudaStreamDestroy
+// Only the library functions the code calls are declared: no cuBLAS here.
 // CHECK:       llvm.func @cudaMalloc(!llvm.ptr, i64) -> i32
-// CHECK:       llvm.func @cublasSgemm_v2(
+// CHECK:       llvm.func @cudnnConvolutionBiasActivationForward(
+// CHECK-NOT:   llvm.func @cublas
+// CHECK-NOT:   llvm.func @cudnnPoolingForward
+// CHECK:       llvm.mlir.global internal constant @pyocc_functions_json
 
 // OCCAMY-NOT:    @conv_relu_pool0
 // OCCAMY:        llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048},\22init_memory\22:{\22allocations\22:0,\22bytes\22:0}{{.*}}")
@@ -143,6 +147,9 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 // CHECK:         llvm.call @cudaFree(%[[T]])
 // CHECK-NOT:     @cudaMalloc
 // CHECK:         llvm.return
+// CHECK:       llvm.func @cublasSgemm_v2(!llvm.ptr, i32, i32, i32, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i32) -> i32
+// CHECK-NOT:   llvm.func @cudnnConvolutionBiasActivationForward
+// CHECK:       llvm.mlir.global internal constant @pyocc_functions_json
 
 // -----
 
