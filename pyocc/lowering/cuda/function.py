@@ -170,6 +170,32 @@ class _Code:
         self.b.block = block
         return block
 
+    def counted_loop(self, begin: int, end: int, body: Callable[[SSAValue], None]) -> None:
+        """Emit `for k in range(begin, end): body(k)` at the current block,
+        k an i64; `body` may add blocks (a checked call does). Nothing when
+        the range is empty.
+
+            br head(begin)
+            head(k): br k < end ? body : exit
+            body:    ...; br head(k + 1)
+            exit:    (building goes on here)
+        """
+        if begin >= end:
+            return
+        b = self.b
+        head, loop, exit_ = Block(arg_types=[i64]), Block(), Block()
+        b.add(llvm.BrOp(head, b.const(begin)))
+        self.blocks += [head, loop]
+        b.block = head
+        k = head.args[0]
+        less = b.add(llvm.ICmpOp(k, b.const(end), IntegerAttr(llvm.ICmpPredicateFlag.SLT.to_int(), i64))).results[0]
+        b.add(llvm.CondBrOp(less, loop, [], exit_, []))
+        b.block = loop
+        body(k)
+        b.add(llvm.BrOp(head, b.add(llvm.AddOp(k, b.const(1))).results[0]))
+        self.blocks.append(exit_)
+        b.block = exit_
+
     def function(self, name: str, arg_types: Sequence[Attribute]) -> llvm.FuncOp:
         """The finished `llvm.func` (external linkage, returns i32)."""
         return llvm.FuncOp(name, llvm.LLVMFunctionType(list(arg_types), i32), linkage=llvm.LinkageAttr("external"),
