@@ -77,8 +77,12 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:         llvm.call @cudnnDestroyConvolutionDescriptor
 // CHECK:         llvm.call @cudnnDestroy(
 // CHECK:         llvm.call @cudaStreamDestroy
+// Only the library functions the code calls are declared: no cuBLAS here.
 // CHECK:       llvm.func @cudaMalloc(!llvm.ptr, i64) -> i32
-// CHECK:       llvm.func @cublasSgemm_v2(
+// CHECK:       llvm.func @cudnnConvolutionBiasActivationForward(
+// CHECK-NOT:   llvm.func @cublas
+// CHECK-NOT:   llvm.func @cudnnPoolingForward
+// CHECK:       llvm.mlir.global internal constant @pyocc_functions_json
 
 // OCCAMY-NOT:    @conv_relu_pool0
 // OCCAMY:        llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048},\22init_memory\22:{\22allocations\22:0,\22bytes\22:0}{{.*}}")
@@ -143,6 +147,9 @@ func.func @lazy_gemm(%x: memref<2x8xf32> {onnx.name = "x"}, %y: memref<2x4xf32> 
 // CHECK:         llvm.call @cudaFree(%[[T]])
 // CHECK-NOT:     @cudaMalloc
 // CHECK:         llvm.return
+// CHECK:       llvm.func @cublasSgemm_v2(!llvm.ptr, i32, i32, i32, i32, i32, !llvm.ptr, !llvm.ptr, i32, !llvm.ptr, i32, !llvm.ptr, !llvm.ptr, i32) -> i32
+// CHECK-NOT:   llvm.func @cudnnConvolutionBiasActivationForward
+// CHECK:       llvm.mlir.global internal constant @pyocc_functions_json
 
 // -----
 
@@ -343,6 +350,91 @@ func.func @preact(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8x
 // CHECK:         llvm.call @cudnnConvolutionForward(%{{.*}}, %{{.*}}, %{{.*}}, %[[SCRATCH]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[WS]], %[[WSBYTES]], %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK-LABEL: llvm.func @preact_destroy
 // CHECK-NOT:     (workspace)
+
+// -----
+
+// A pointwise (1x1) preact_conv whose input is read after it, on 200
+// channels: pre-activated and multiplied by blocks of 64 channels through
+// the block-sized scratch buffer. The first block, then the two full blocks
+// after it as one loop (block k at channel 64 k), then the last 8 channels.
+
+func.func @blocks(%x: memref<1x200x2x2xf32> {onnx.name = "x"}, %y: memref<1x4x2x2xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 8320 : i64} : memref<8320xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 3200 : i64} : memref<8320xi8> -> memref<1x200x2x2xf32>
+  %t = dnn.mem_offset %p {offset = 3200 : i64, size = 64 : i64} : memref<8320xi8> -> memref<1x4x2x2xf32>
+  %ws = dnn.mem_offset %p {offset = 4096 : i64, size = 1024 : i64} : memref<8320xi8> -> memref<1024xi8>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 3200 : i64}> : (memref<1x200x2x2xf32>, memref<1x200x2x2xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x200x1x1xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<200xf32>
+  dnn.preact_conv ins(%xs, %s, %s, %w : memref<1x200x2x2xf32>, memref<200xf32>, memref<200xf32>, memref<4x200x1x1xf32>) outs(%t, workspace %ws : memref<1x4x2x2xf32>, memref<1024xi8>) {pre_activation = "relu"}
+  %r = dnn.mem_offset %p {offset = 5120 : i64, size = 3200 : i64} : memref<8320xi8> -> memref<1x200x2x2xf32>
+  dnn.unary ins(%xs : memref<1x200x2x2xf32>) outs(%r : memref<1x200x2x2xf32>) {fn = "relu"}
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 64 : i64}> : (memref<1x4x2x2xf32>, memref<1x4x2x2xf32>) -> ()
+  dnn.pool_release %p : memref<8320xi8>
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @blocks_run
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK:         llvm.call @cublasSgemm_v2
+// CHECK:         %[[BEGIN:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%[[BEGIN]] : i64)
+// CHECK-NEXT:  ^[[HEAD]](%[[K:.*]]: i64):
+// CHECK-NEXT:    %[[END:.*]] = llvm.mlir.constant(3) : i64
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %[[K]], %[[END]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[MORE]], ^[[BODY:.*]], ^[[EXIT:.*]]
+// CHECK-NEXT:  ^[[BODY]]:
+// CHECK-NEXT:    %[[BLOCK:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[START:.*]] = llvm.mul %[[K]], %[[BLOCK]] : i64
+// CHECK-NEXT:    %[[CHANNEL_BYTES:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[X_OFFSET:.*]] = llvm.mul %[[START]], %[[CHANNEL_BYTES]] : i64
+// CHECK-NEXT:    llvm.getelementptr %{{.*}}[%[[X_OFFSET]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK:         llvm.call @cublasSgemm_v2
+// CHECK:         %[[NEXT:.*]] = llvm.add %[[K]], %{{.*}} : i64
+// CHECK-NEXT:    llvm.br ^[[HEAD]](%[[NEXT]] : i64)
+// CHECK-NEXT:  ^[[EXIT]]:
+// CHECK-NEXT:    llvm.getelementptr inbounds %{{.*}}[3072] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK:         llvm.call @cublasSgemm_v2
+// CHECK-NOT:     llvm.call @cuLaunchKernel
+// CHECK-NOT:     llvm.call @cublasSgemm_v2
+// CHECK-LABEL: llvm.func @blocks_destroy
+
+// -----
+
+// Negative twin: on 80 channels (64 + 16) no full block follows the first:
+// two blocks, no loop.
+
+func.func @two_blocks(%x: memref<1x80x2x2xf32> {onnx.name = "x"}, %y: memref<1x4x2x2xf32> {onnx.name = "y", dnn.output}) {
+  %p = dnn.pool_init {size = 4352 : i64} : memref<4352xi8>
+  %xs = dnn.mem_offset %p {offset = 0 : i64, size = 1280 : i64} : memref<4352xi8> -> memref<1x80x2x2xf32>
+  %t = dnn.mem_offset %p {offset = 1280 : i64, size = 64 : i64} : memref<4352xi8> -> memref<1x4x2x2xf32>
+  %ws = dnn.mem_offset %p {offset = 2048 : i64, size = 1024 : i64} : memref<4352xi8> -> memref<1024xi8>
+  "dnn.memcpy"(%x, %xs) <{kind = "host_to_device", size = 1280 : i64}> : (memref<1x80x2x2xf32>, memref<1x80x2x2xf32>) -> ()
+  %w = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<4x80x1x1xf32>
+  %s = "dnn.weight"() <{splat = dense<0.5> : tensor<1xf32>}> : () -> memref<80xf32>
+  dnn.preact_conv ins(%xs, %s, %s, %w : memref<1x80x2x2xf32>, memref<80xf32>, memref<80xf32>, memref<4x80x1x1xf32>) outs(%t, workspace %ws : memref<1x4x2x2xf32>, memref<1024xi8>) {pre_activation = "relu"}
+  %r = dnn.mem_offset %p {offset = 3072 : i64, size = 1280 : i64} : memref<4352xi8> -> memref<1x80x2x2xf32>
+  dnn.unary ins(%xs : memref<1x80x2x2xf32>) outs(%r : memref<1x80x2x2xf32>) {fn = "relu"}
+  "dnn.memcpy"(%t, %y) <{kind = "device_to_host", size = 64 : i64}> : (memref<1x4x2x2xf32>, memref<1x4x2x2xf32>) -> ()
+  dnn.pool_release %p : memref<4352xi8>
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @two_blocks_run
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK:         llvm.call @cublasSgemm_v2
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK:         llvm.getelementptr inbounds %{{.*}}[1024] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK:         llvm.call @cuLaunchKernel
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK:         llvm.call @cublasSgemm_v2
+// CHECK-NOT:     llvm.icmp "slt"
+// CHECK-LABEL: llvm.func @two_blocks_destroy
 
 // -----
 

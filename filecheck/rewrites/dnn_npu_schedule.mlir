@@ -2,8 +2,7 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=24KiB}" --verify-diagnostics | filecheck %s --check-prefix=SPILL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=64KiB},dnn-dma-to-memcpy" | filecheck %s --check-prefix=HOST
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=BLOCKS
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=ROWS
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=CONV
+// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=SRAM32
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB cascades=true}" --verify-diagnostics | filecheck %s --check-prefix=CASCADE
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
@@ -124,15 +123,15 @@ func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 // [0, 17), [15, 32); the top pad is kept on the first band only, the
 // bottom pad on the last; each tile (its rows of one channel block) is
 // written back to its rows of the output's channel block.
-// ROWS-LABEL: func.func @conv_rows
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
-// ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
-// ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
-// ROWS:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
-// ROWS:      rows = array<i64: 16, 32>
+// SRAM32-LABEL: func.func @conv_rows
+// SRAM32:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
+// SRAM32:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
+// SRAM32:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// SRAM32-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
+// SRAM32-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
+// SRAM32:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// SRAM32:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
+// SRAM32:      rows = array<i64: 16, 32>
 // Negative: with cascades the scheduler runs the convolution as a cascade of
 // one op, whose bands the IR does not run yet: one line.
 // CASCADE: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (a cascade's band); the IR runs whole tensors, output-channel blocks and row bands so far: schedule without cascades or give a larger --scratchpad
@@ -149,18 +148,18 @@ func.func @conv_rows(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
 // (subviews of the weights) and reads and writes its channels of the
 // residual and of the output, subviews of their whole SRAM buffers; the
 // input is read whole by every block.
-// CONV-LABEL: func.func @conv_blocks
-// CONV:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b2:w:block0/13", {{.*}}} : memref<32768xi8> -> memref<5x16x3x3xf32>
-// CONV-NEXT: %[[W0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x16x3x3xf32> -> memref<5x16x3x3xf32>
-// CONV:      %b_sram = dnn.mem_offset %{{.*}} -> memref<5xf32>
-// CONV-NEXT: %[[B0:.*]] = dnn.subview %b {offset = 0 : i64} : memref<64xf32> -> memref<5xf32>
-// CONV:      %[[R0:.*]] = dnn.subview %r_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
-// CONV-NEXT: %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
-// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram, bias %b_sram, residual %[[R0]] : memref<1x16x4x4xf32>, memref<5x16x3x3xf32>, memref<5xf32>, memref<1x5x4x4xf32>) outs(%[[Y0]] : memref<1x5x4x4xf32>)
-// CONV:      %[[R1:.*]] = dnn.subview %r_sram {offset = 320 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
-// CONV-NEXT: %[[Y1:.*]] = dnn.subview %y_sram {offset = 320 : i64}
-// CONV-NEXT: dnn.conv ins(%x_sram, %w_sram_1, bias %b_sram_1, residual %[[R1]]
-// CONV:      direction = "sram_to_dram"
+// SRAM32-LABEL: func.func @conv_blocks
+// SRAM32:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b2:w:block0/13", {{.*}}} : memref<32768xi8> -> memref<5x16x3x3xf32>
+// SRAM32-NEXT: %[[W0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x16x3x3xf32> -> memref<5x16x3x3xf32>
+// SRAM32:      %b_sram = dnn.mem_offset %{{.*}} -> memref<5xf32>
+// SRAM32-NEXT: %[[B0:.*]] = dnn.subview %b {offset = 0 : i64} : memref<64xf32> -> memref<5xf32>
+// SRAM32:      %[[R0:.*]] = dnn.subview %r_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// SRAM32-NEXT: %[[Y0:.*]] = dnn.subview %y_sram {offset = 0 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// SRAM32-NEXT: dnn.conv ins(%x_sram, %w_sram, bias %b_sram, residual %[[R0]] : memref<1x16x4x4xf32>, memref<5x16x3x3xf32>, memref<5xf32>, memref<1x5x4x4xf32>) outs(%[[Y0]] : memref<1x5x4x4xf32>)
+// SRAM32:      %[[R1:.*]] = dnn.subview %r_sram {offset = 320 : i64} : memref<1x64x4x4xf32> -> memref<1x5x4x4xf32>
+// SRAM32-NEXT: %[[Y1:.*]] = dnn.subview %y_sram {offset = 320 : i64}
+// SRAM32-NEXT: dnn.conv ins(%x_sram, %w_sram_1, bias %b_sram_1, residual %[[R1]]
+// SRAM32:      direction = "sram_to_dram"
 func.func @conv_blocks(%x: tensor<1x16x4x4xf32>, %r: tensor<1x64x4x4xf32>) -> tensor<1x64x4x4xf32> {
   %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x16x3x3xf32>}> : () -> tensor<64x16x3x3xf32>
   %b = "dnn.weight"() <{value = dense<1.0> : tensor<64xf32>}> : () -> tensor<64xf32>
@@ -176,16 +175,16 @@ func.func @conv_blocks(%x: tensor<1x16x4x4xf32>, %r: tensor<1x64x4x4xf32>) -> te
 // the second one's band reads (its halo computed again by the next band) in
 // an SRAM buffer that the second convolution reads whole; %a never reaches
 // DRAM; only the input bands come in and the output bands go out.
-// ROWS-LABEL: func.func @conv_chain
-// ROWS-NOT:  %a_out
-// ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[X0:.*]] : memref<1x4x[[XR0:[0-9]+]]x32xf32>) {{.*}}rows = array<i64: 0, [[XR0]]>}
-// ROWS:      dnn.conv ins(%[[X0]], %w_sram : memref<1x4x[[XR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[A0:.*]] : memref<1x4x[[AR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS:      dnn.conv ins(%[[A0]], %v_sram : memref<1x4x[[AR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[Y0:.*]] : memref<1x4x[[YR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
-// ROWS:      dnn.dma_start ins(%[[Y0]] : memref<1x4x[[YR0]]x32xf32>) outs(%y_out : memref<1x4x32x32xf32>) {{.*}}direction = "sram_to_dram", {{.*}}rows = array<i64: 0, [[YR0]]>}
-// ROWS:      dnn.conv ins(%{{.*}}, %w_sram : memref<1x4x{{[0-9]+}}x32xf32>, memref<4x4x3x3xf32>) outs(%[[A1:.*]] : memref<1x4x{{[0-9]+}}x32xf32>) {pads = array<i64: 0, 1, 0, 1>
-// ROWS:      dnn.conv ins(%[[A1]], %v_sram
-// ROWS-NOT:  %a_out
-// ROWS:      func.return
+// SRAM32-LABEL: func.func @conv_chain
+// SRAM32-NOT:  %a_out
+// SRAM32:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[X0:.*]] : memref<1x4x[[XR0:[0-9]+]]x32xf32>) {{.*}}rows = array<i64: 0, [[XR0]]>}
+// SRAM32:      dnn.conv ins(%[[X0]], %w_sram : memref<1x4x[[XR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[A0:.*]] : memref<1x4x[[AR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// SRAM32:      dnn.conv ins(%[[A0]], %v_sram : memref<1x4x[[AR0]]x32xf32>, memref<4x4x3x3xf32>) outs(%[[Y0:.*]] : memref<1x4x[[YR0:[0-9]+]]x32xf32>) {pads = array<i64: 1, 1, 0, 1>
+// SRAM32:      dnn.dma_start ins(%[[Y0]] : memref<1x4x[[YR0]]x32xf32>) outs(%y_out : memref<1x4x32x32xf32>) {{.*}}direction = "sram_to_dram", {{.*}}rows = array<i64: 0, [[YR0]]>}
+// SRAM32:      dnn.conv ins(%{{.*}}, %w_sram : memref<1x4x{{[0-9]+}}x32xf32>, memref<4x4x3x3xf32>) outs(%[[A1:.*]] : memref<1x4x{{[0-9]+}}x32xf32>) {pads = array<i64: 0, 1, 0, 1>
+// SRAM32:      dnn.conv ins(%[[A1]], %v_sram
+// SRAM32-NOT:  %a_out
+// SRAM32:      func.return
 // Negative: at 64 KiB the three tensors fit whole; nothing is cut into bands.
 // CHECK-LABEL: func.func @conv_chain
 // CHECK-NOT:   rows = array
@@ -203,10 +202,10 @@ func.func @conv_chain(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
 // Negative: %a is also read whole by a global pool (which does not run on
 // bands), so it leaves the pair and is no inner band: each convolution is
 // tiled on its own, %a goes out to DRAM as row tiles and comes back.
-// ROWS-LABEL: func.func @conv_no_chain
-// ROWS:      dnn.dma_start ins(%a_sram : memref<{{[0-9x]+}}xf32>) {{.*}}direction = "sram_to_dram"
-// ROWS:      dnn.conv ins(%{{.*}}, %v_sram
-// ROWS:      func.return
+// SRAM32-LABEL: func.func @conv_no_chain
+// SRAM32:      dnn.dma_start ins(%a_sram : memref<{{[0-9x]+}}xf32>) {{.*}}direction = "sram_to_dram"
+// SRAM32:      dnn.conv ins(%{{.*}}, %v_sram
+// SRAM32:      func.return
 func.func @conv_no_chain(%x: tensor<1x4x32x32xf32>) -> (tensor<1x4x32x32xf32>, tensor<1x4x1x1xf32>) {
   %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
   %v = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>

@@ -35,5 +35,5 @@ TARGETS: dict[str, LoweringTarget] = {
     "host": LoweringTarget(lambda f, workspace, pool_allocation, run_part_ops: HostFunctionLowering(
         f, run_part_ops=run_part_ops).lower(), host_declarations),
     "cuda": LoweringTarget(lambda f, workspace, pool_allocation, run_part_ops: CudaFunctionLowering(
-        f, workspace_bytes=workspace, pool_allocation=pool_allocation).lower(), lambda lowered: declarations()),
+        f, workspace_bytes=workspace, pool_allocation=pool_allocation).lower(), declarations),
 }

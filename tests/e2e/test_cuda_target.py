@@ -358,6 +358,7 @@ def _preact_graph(channels: int, kernel: int, input_read_after: bool) -> onnx.Mo
 @pytest.mark.parametrize("memory", ["eager", "lazy", "pool"])
 @pytest.mark.parametrize("channels, kernel, read_after, path", [
     (80, 1, True, "blocks"),  # 1x1: pre-activated 64 + 16 channels at a time, each block a cuBLAS product
+    (200, 1, True, "blocks"),  # 64 + 64 + 64 + 8: the middle full blocks are one loop in the code
     (8, 3, True, "scratch"),  # 3x3, x live after it: the whole pre-activated x in the op's scratch buffer
     (8, 3, False, "in place"),  # 3x3, x dies there: pre-activated in place, no scratch
 ])
