@@ -40,11 +40,12 @@
 // HOST:       "dnn.memcpy"(%y_sram, %y_out) <{kind = "host_to_host", size = 256 : i64}>
 // A weight too large for half of 16 KiB streams in blocks of output
 // channels (rows of the transposed B): each block a subview of the weight in
-// DRAM loaded into its own SRAM buffer, the next block's load started before
+// DRAM loaded into its own SRAM buffer, placed from the top of the SRAM
+// (block 0 at 16384 - 2816 = 13568), the next block's load started before
 // the gemm of this one (double buffering) and waited on only after it; each
 // gemm writes its columns, a subview of the output's SRAM buffer.
 // BLOCKS-LABEL: func.func @gemm_relu
-// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 0 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
+// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 13568 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
 // BLOCKS-NEXT: %[[B0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x64xf32> -> memref<11x64xf32>
 // BLOCKS-NEXT: %w_in = dnn.dma_start ins(%[[B0]] : memref<11x64xf32>) outs(%w_sram : memref<11x64xf32>) {npu.piece = ["w", "block0/6", 2816 : i64, 16384 : i64]
 // BLOCKS:      dnn.dma_wait %w_in

@@ -35,7 +35,9 @@ npu_simulator.py:
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an
-   activation not yet in DRAM); dead pieces are freed at once.
+   activation not yet in DRAM); dead pieces are freed at once. Buffers go
+   first-fit from the bottom, but weight blocks from the top, so that
+   their double buffers do not cut the space of what stays into holes.
 3. **Prefetch.** Before each compute, the loads of the next units are
    started, in the order they are needed, as long as they fit in free SRAM:
    while one weight block computes, the next one streams in, which is
@@ -1415,7 +1417,8 @@ def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram:
 
 
 class _Allocator:
-    """First-fit placement of SRAM buffers."""
+    """Placement of SRAM buffers: first fit from the bottom, or, for the
+    scheduler's weight blocks, from the top (`find`)."""
 
     def __init__(self, size: int):
         self.size = size
@@ -1434,15 +1437,21 @@ class _Allocator:
         del self.live[buffer.name]
         self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
 
-    def find(self, nbytes: int) -> int | None:
-        """The lowest aligned offset where `nbytes` fit, or None."""
+    def find(self, nbytes: int, top: bool = False) -> int | None:
+        """The lowest aligned offset where `nbytes` fit, or None; with
+        `top`, the highest."""
         offset = 0
+        found = None
         for start, _, end in self.order:
             if start - offset >= nbytes:
-                return offset
+                if not top:
+                    return offset
+                found = (start - nbytes) // ALIGN * ALIGN
             if end > offset:
                 offset = end
-        return offset if self.size - offset >= nbytes else None
+        if self.size - offset >= nbytes:
+            return (self.size - nbytes) // ALIGN * ALIGN if top else offset
+        return found
 
 
 class _Clock:
@@ -1658,10 +1667,12 @@ class _Scheduler:
         for ids in self.pending_stores.values():
             ids.discard(store)
 
-    def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool) -> SramBuffer | None:
-        """A buffer of `nbytes`; without `evict`, only from free space."""
+    def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool,
+                 top: bool = False) -> SramBuffer | None:
+        """A buffer of `nbytes` (placed as high as it fits with `top`);
+        without `evict`, only from free space."""
         while True:
-            offset = self.alloc.find(nbytes)
+            offset = self.alloc.find(nbytes, top)
             if offset is not None:
                 buffer = self._new_buffer(offset, nbytes, label)
                 self.alloc.add(buffer)
@@ -1719,7 +1730,12 @@ class _Scheduler:
             if evict:
                 raise PlanningError(f"scratchpad: {piece.tensor!r} is read before it is written")
             return False
-        buffer = self.allocate(piece.bytes, f"{piece.tensor}:{piece.part}", protected, evict)
+        # a block of a weight streams through a double buffer and is freed once its tiles end: placed
+        # from the top, the holes it leaves stay out of the bottom, where what stays longer goes (input
+        # bands that every channel block reads again, whole tensors that later ops read), so that the
+        # next blocks do not find the free bytes cut into holes too small for them
+        top = self.tensors[piece.tensor].kind == "weight" and piece.part != "all"
+        buffer = self.allocate(piece.bytes, f"{piece.tensor}:{piece.part}", protected, evict, top)
         if buffer is None:
             return False
         load = self._id()
