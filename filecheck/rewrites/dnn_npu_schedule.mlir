@@ -124,16 +124,18 @@ func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 // loads its input rows with the halo as a strided transfer (`rows`):
 // [0, 17), [15, 32); the top pad is kept on the first band only, the
 // bottom pad on the last; each tile (its rows of one channel block) is
-// written back to its rows of the output's channel block.
+// written back to its rows of the output's channel block. The channel
+// blocks are outer: both bands stay in SRAM and every block reads them
+// (each weight block loaded once, not once per band).
 // ROWS-LABEL: func.func @conv_rows
 // ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
 // ROWS:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
 // ROWS:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // ROWS-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
 // ROWS-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
-// ROWS:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // ROWS:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
 // ROWS:      rows = array<i64: 16, 32>
+// ROWS:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // Negative: with cascades the scheduler runs the convolution as a cascade of
 // one op, whose bands the IR does not run yet: one line.
 // CASCADE: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (a cascade's band); the IR runs whole tensors, output-channel blocks and row bands so far: schedule without cascades or give a larger --scratchpad
