@@ -12,12 +12,13 @@ npu_simulator.py:
    choosing the split with the fewest estimated cycles whose tile,
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
    clearly faster: `_choose_tiling`). An op without weights (a pooling)
-   splits its channels by reading its input's channel blocks. When no such
-   tile fits (its input band and filters still hold every input channel),
-   a convolution or fully connected layer also sums each output tile over
+   splits its channels by reading its input's channel blocks. A
+   convolution or fully connected layer may also sum each output tile over
    blocks of its input channels (`_reduction_tiling`, `_reduction_units`):
    the partial sums stay in SRAM while the input's and the filters' blocks
-   stream through. Tensors above a quarter
+   stream through. That competes with the other splits on its estimate,
+   and is the way out when no other tile fits (its input band and filters
+   still hold every input channel). Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
@@ -117,10 +118,16 @@ the best smaller share's by this factor (1.05: at 1 MiB over the light
 models, what runs: geomean cycles/bound 1.805 against 1.806 at 1.1, 1.811
 at 1.2 and 1.865 taking the least estimate whatever the share; ResNet-50
 2.804 -> 2.227 against the half-SRAM tiles)."""
-REDUCTION_COMPETES = False
+REDUCTION_COMPETES = True
 """Whether a tiling summed over input channel blocks competes with the
 others on its estimate (True), or is taken only for an op no other tiling
-fits (False)."""
+fits (False). True: at 1 MiB over the nine light models, what runs:
+geomean cycles/bound 1.599 against 1.619, DRAM/bound 1.699 against 1.740
+(ResNet-50 1.841 -> 1.738: its 1x1 convolutions of 1024 input channels
+on 14x14, in 28 blocks of output channels, each re-read the whole input
+in SRAM, 1.8 times their MACs' cycles; summed over 28 blocks of input
+channels, 1.02 times; VGG-19 1.955 -> 1.879 and DRAM 1.718 -> 1.408;
+DenseNet-121 1.590 -> 1.592 the one slower)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
@@ -556,7 +563,8 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
     slower of its compute and its DRAM traffic under `cost`), then the
-    least traffic, whose double-buffered tile fits in half the SRAM. A tile
+    least traffic, then one without partial sums, whose double-buffered
+    tile fits in half the SRAM. A tile
     of up to 5/8, 6/8 or 7/8 of the SRAM (`TILE_SHARES`) is taken instead
     when its estimate is below 1/`TILE_GAIN` of the best smaller one: fewer,
     larger tiles touch their operands in SRAM fewer times (a thin weight
@@ -589,8 +597,11 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
             if reduced is None:
                 reduced = [(_reduction_tiling(op, tensors, most, big, cost), big) for big in bigs]
             found += [(*key, big) for keys, big in reduced if (key := _within(keys, limit)) is not None]
-        if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
-            best = min(found)
+        if found:
+            # on equal cycles and traffic, a tiling without partial sums (one input channel block) first
+            first = min(found, key=lambda f: (f[0], f[1], f[6] > 1, f))
+            if best is None or first[0] * TILE_GAIN < best[0]:
+                best = first
     if best is not None:
         return best[3], best[4], best[5], best[7], best[6]
     raise PlanningError(

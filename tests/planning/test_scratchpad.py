@@ -826,3 +826,23 @@ def test_a_projection_keeps_its_bands_and_streams_its_weight_blocks(with_r151):
                 if c.op == "r149")
     assert r149.stall_cycles < r149.compute_cycles / 10
     assert r149.input_load_bytes == 7 * 57344  # every band loaded once
+
+
+def test_a_sum_over_input_channel_blocks_competes_with_the_other_tilings():
+    # ResNet-50's r92 (a 1x1 convolution, 1024 input channels on 14x14 to 256)
+    # at 1 MiB: its input (784 KiB) and weights (1 MiB) do not fit together.
+    # In blocks of output channels each block touches the whole input in SRAM
+    # again (28 blocks: 1.8 times its MACs' cycles); summed over blocks of its
+    # input channels, each block touches its slice of input and filters once,
+    # and its compute is within 5% of its MACs'. That tiling was taken only
+    # where no other fitted
+    T = NpuTensor
+    program = NpuProgram(
+        (T("r89", 802816, "input", 14), T("r91_w", 1048576, "weight"), T("r91_b", 1024, "weight"),
+         T("r92", 200704, "output", 14)),
+        (NpuOp("r92", 51380224, ("r89",), ("r91_w", "r91_b"), ("r92",), 14, 0, 256,
+               row_windows=(("r89", 1, 1, 0),), in_channels=1024, reduced_inputs=("r89",),
+               reduced_weights=("r91_w",), first_only=("r91_b",)),))
+    result = run_scratchpad(program, 1 << 20, cascades=False)
+    assert result.schedule.input_blocks["r92"] > 1
+    assert result.compute_cycles < 1.05 * 51380224 / 256
