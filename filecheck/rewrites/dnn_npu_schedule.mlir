@@ -39,11 +39,12 @@
 // HOST:       "dnn.memcpy"(%y_sram, %y_out) <{kind = "host_to_host", size = 256 : i64}>
 // A weight too large for half of 16 KiB streams in blocks of output
 // channels (rows of the transposed B): each block a subview of the weight in
-// DRAM loaded into its own SRAM buffer, the next block's load started before
+// DRAM loaded into its own SRAM buffer, placed from the top of the SRAM
+// (block 0 at 16384 - 2816 = 13568), the next block's load started before
 // the gemm of this one (double buffering) and waited on only after it; each
 // gemm writes its columns, a subview of the output's SRAM buffer.
 // BLOCKS-LABEL: func.func @gemm_relu
-// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 0 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
+// BLOCKS:      %w_sram = dnn.mem_offset %{{.*}} {npu.buffer = "b1:w:block0/6", offset = 13568 : i64, size = 2816 : i64} : memref<16384xi8> -> memref<11x64xf32>
 // BLOCKS-NEXT: %[[B0:.*]] = dnn.subview %w {offset = 0 : i64} : memref<64x64xf32> -> memref<11x64xf32>
 // BLOCKS-NEXT: %w_in = dnn.dma_start ins(%[[B0]] : memref<11x64xf32>) outs(%w_sram : memref<11x64xf32>) {npu.piece = ["w", "block0/6", 2816 : i64, 16384 : i64]
 // BLOCKS:      dnn.dma_wait %w_in
@@ -122,16 +123,18 @@ func.func @gemm_not_split(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 // loads its input rows with the halo as a strided transfer (`rows`):
 // [0, 17), [15, 32); the top pad is kept on the first band only, the
 // bottom pad on the last; each tile (its rows of one channel block) is
-// written back to its rows of the output's channel block.
+// written back to its rows of the output's channel block. The channel
+// blocks are outer: both bands stay in SRAM and every block reads them
+// (each weight block loaded once, not once per band).
 // SRAM32-LABEL: func.func @conv_rows
 // SRAM32:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram : memref<1x4x17x32xf32>) {{.*}}direction = "dram_to_sram", size = 8704 : i64, rows = array<i64: 0, 17>}
 // SRAM32:      dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%x_sram_1 : memref<1x4x17x32xf32>) {{.*}}rows = array<i64: 15, 32>}
 // SRAM32:      dnn.conv ins(%x_sram, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs(%y_sram : memref<1x2x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // SRAM32-NEXT: %[[Y0:.*]] = dnn.subview %y_out {offset = 0 : i64} : memref<1x4x32x32xf32> -> memref<1x2x32x32xf32>
 // SRAM32-NEXT: dnn.dma_start ins(%y_sram : memref<1x2x16x32xf32>) outs(%[[Y0]] : memref<1x2x32x32xf32>) {{.*}}direction = "sram_to_dram", size = 4096 : i64, rows = array<i64: 0, 16>}
-// SRAM32:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // SRAM32:      dnn.conv ins(%x_sram_1, %w_sram : memref<1x4x17x32xf32>, memref<2x4x3x3xf32>) outs({{.*}} : memref<1x2x16x32xf32>) {pads = array<i64: 0, 1, 1, 1>
 // SRAM32:      rows = array<i64: 16, 32>
+// SRAM32:      dnn.conv ins(%x_sram, %w_sram_1 : memref<1x4x17x32xf32>, memref<1x4x3x3xf32>) outs({{.*}} : memref<1x1x16x32xf32>) {pads = array<i64: 1, 1, 0, 1>
 // Negative: with cascades the scheduler runs the convolution as a cascade of
 // one op, whose bands the IR does not run yet: one line.
 // CASCADE: dnn-npu-schedule: the schedule runs op 'y' on 'band0/6' (a cascade's band); the IR runs whole tensors, output-channel blocks and row bands so far: schedule without cascades or give a larger --scratchpad

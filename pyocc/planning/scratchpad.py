@@ -12,12 +12,13 @@ npu_simulator.py:
    choosing the split with the fewest estimated cycles whose tile,
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
    clearly faster: `_choose_tiling`). An op without weights (a pooling)
-   splits its channels by reading its input's channel blocks. When no such
-   tile fits (its input band and filters still hold every input channel),
-   a convolution or fully connected layer also sums each output tile over
+   splits its channels by reading its input's channel blocks. A
+   convolution or fully connected layer may also sum each output tile over
    blocks of its input channels (`_reduction_tiling`, `_reduction_units`):
    the partial sums stay in SRAM while the input's and the filters' blocks
-   stream through. Tensors above a quarter
+   stream through. That competes with the other splits on its estimate,
+   and is the way out when no other tile fits (its input band and filters
+   still hold every input channel). Tensors above a quarter
    of the SRAM that such an op reads or writes stream through DRAM tile by
    tile; smaller ones stay whole in SRAM. Runs of row-local ops with a
    tensor too big for SRAM may be *cascaded* band by band (`_cascades`,
@@ -35,7 +36,9 @@ npu_simulator.py:
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
    a piece is loaded before its first use; when space runs out, the piece
    used furthest in the future is evicted (written back first if it is an
-   activation not yet in DRAM); dead pieces are freed at once.
+   activation not yet in DRAM); dead pieces are freed at once. Buffers go
+   first-fit from the bottom, but weight blocks from the top, so that
+   their double buffers do not cut the space of what stays into holes.
 3. **Prefetch.** Before each compute, the loads of the next units are
    started, in the order they are needed, as long as they fit in free SRAM:
    while one weight block computes, the next one streams in, which is
@@ -115,10 +118,16 @@ the best smaller share's by this factor (1.05: at 1 MiB over the light
 models, what runs: geomean cycles/bound 1.805 against 1.806 at 1.1, 1.811
 at 1.2 and 1.865 taking the least estimate whatever the share; ResNet-50
 2.804 -> 2.227 against the half-SRAM tiles)."""
-REDUCTION_COMPETES = False
+REDUCTION_COMPETES = True
 """Whether a tiling summed over input channel blocks competes with the
 others on its estimate (True), or is taken only for an op no other tiling
-fits (False)."""
+fits (False). True: at 1 MiB over the nine light models, what runs:
+geomean cycles/bound 1.599 against 1.619, DRAM/bound 1.699 against 1.740
+(ResNet-50 1.841 -> 1.738: its 1x1 convolutions of 1024 input channels
+on 14x14, in 28 blocks of output channels, each re-read the whole input
+in SRAM, 1.8 times their MACs' cycles; summed over 28 blocks of input
+channels, 1.02 times; VGG-19 1.955 -> 1.879 and DRAM 1.718 -> 1.408;
+DenseNet-121 1.590 -> 1.592 the one slower)."""
 CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
@@ -554,7 +563,8 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
     slower of its compute and its DRAM traffic under `cost`), then the
-    least traffic, whose double-buffered tile fits in half the SRAM. A tile
+    least traffic, then one without partial sums, whose double-buffered
+    tile fits in half the SRAM. A tile
     of up to 5/8, 6/8 or 7/8 of the SRAM (`TILE_SHARES`) is taken instead
     when its estimate is below 1/`TILE_GAIN` of the best smaller one: fewer,
     larger tiles touch their operands in SRAM fewer times (a thin weight
@@ -587,8 +597,11 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
             if reduced is None:
                 reduced = [(_reduction_tiling(op, tensors, most, big, cost), big) for big in bigs]
             found += [(*key, big) for keys, big in reduced if (key := _within(keys, limit)) is not None]
-        if found and (best is None or min(found)[0] * TILE_GAIN < best[0]):
-            best = min(found)
+        if found:
+            # on equal cycles and traffic, a tiling without partial sums (one input channel block) first
+            first = min(found, key=lambda f: (f[0], f[1], f[6] > 1, f))
+            if best is None or first[0] * TILE_GAIN < best[0]:
+                best = first
     if best is not None:
         return best[3], best[4], best[5], best[7], best[6]
     raise PlanningError(
@@ -625,44 +638,48 @@ def _tiling_with(
     """(key, footprint) of every tiling (split by rows and output channels
     only: input channel blocks 1) whose tile fits in `limit` bytes when
     operands above `big` bytes stream, sorted: `_within` picks the best
-    under a smaller limit."""
+    under a smaller limit. A tile touches its input bands (whole inputs
+    not streamed), its block of each weight and its output tile. Rows
+    outer, a streamed input band serves one band's tiles: double-buffered,
+    loaded once, and the weight blocks load once per band. Channel blocks
+    outer (split both ways), every channel block reads every band again:
+    the scheduler keeps the bands where they fit (all of them in the
+    footprint, loaded once), else loads them again per channel block (two
+    in the footprint); the weight blocks load once. Counting kept bands as
+    two streamed ones left ResNet-50's r149 (a 1x1 stride-2 convolution,
+    7 bands kept, 8 MiB of weights) no room for a second weight block:
+    each block loaded after the one before was freed."""
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
     options: list[tuple[_TilingKey, int]] = []
     for r in rows:
         for c in channels:
             n = r * c
-            foot = 0
-            for t in reads:
-                if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big:
-                    foot += 2 * math.ceil(t.size / c)  # a block of it per channel block, double-buffered
-                    continue
-                if _banded_block(op, t.name, r, c):
-                    foot += 2 * math.ceil(_band_bytes(t, op, r) / c)
-                    continue
-                foot += (2 if r > 1 else 1) * _band_bytes(t, op, r) if t.size > big else t.size
-            for w in weights:
-                whole = c == 1 or w.name in op.whole_weights
-                foot += w.size if whole else 2 * math.ceil(w.size / c)
-            for t in outs:
-                foot += 2 * math.ceil(t.size / n) if t.size > big else t.size
-            if foot > limit:
-                continue
             # streamed like a weight: a block of it per channel block
             blocked = [t for t in reads if r == 1 and c > 1 and t.name in op.channel_inputs and t.size > big]
             blocked += [t for t in reads if _banded_block(op, t.name, r, c)]
-            in_stream = sum(_band_bytes(t, op, r) * r for t in reads if t.size > big and t not in blocked)
-            w_bytes = sum(w.size for w in weights) + sum(t.size if r == 1 else _band_bytes(t, op, r) * r for t in blocked)
-            w_whole = c == 1
-            touched = (sum(_band_bytes(t, op, r) for t in reads if t not in blocked) + math.ceil(w_bytes / c / r)
+            banded = [t for t in reads if t.size > big and t not in blocked]
+            whole_reads = sum(t.size for t in reads if t.size <= big and t not in blocked)
+            band = sum(_band_bytes(t, op, r) for t in banded)
+            in_stream = band * r
+            blocked_bytes = sum(t.size if r == 1 else _band_bytes(t, op, r) * r for t in blocked)
+            w_tile = sum(w.size if c == 1 or w.name in op.whole_weights else math.ceil(w.size / c) for w in weights)
+            w_foot = sum(w.size if c == 1 or w.name in op.whole_weights else 2 * math.ceil(w.size / c)
+                         for w in weights)
+            w_bytes = sum(w.size for w in weights) + blocked_bytes
+            out_foot = sum(2 * math.ceil(t.size / n) if t.size > big else t.size for t in outs)
+            common = whole_reads + 2 * math.ceil(blocked_bytes / n) + w_foot + out_foot
+            touched = (band + whole_reads + w_tile + math.ceil(blocked_bytes / n)
                        + math.ceil(sum(t.size for t in outs) / n))
             compute = n * cost.compute_cycles(math.ceil(op.macs / n), touched)
-            for rows_outer in (True, False):
-                traffic = sum(t.size for t in outs if t.size > big)
-                if rows_outer:
-                    traffic += in_stream + (w_bytes if w_whole or r == 1 else w_bytes * r)
-                else:
-                    traffic += w_bytes + (in_stream * c if c > 1 else in_stream)
-                options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1), foot))
+            traffic_out = sum(t.size for t in outs if t.size > big)
+            ways = [(True, common + (2 if r > 1 else 1) * band,
+                     traffic_out + in_stream + (w_bytes * r if r > 1 and c > 1 else w_bytes))]
+            if r > 1 and c > 1:  # channel blocks outer: every band kept, or loaded again per channel block
+                ways += [(False, common + in_stream, traffic_out + in_stream + w_bytes),
+                         (False, common + 2 * band, traffic_out + in_stream * c + w_bytes)]
+            for rows_outer, foot, traffic in ways:
+                if foot <= limit:
+                    options.append(((max(compute, cost.dma_cycles(traffic)), traffic, n, r, c, rows_outer, 1), foot))
     return sorted(options)
 
 
@@ -1415,7 +1432,8 @@ def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram:
 
 
 class _Allocator:
-    """First-fit placement of SRAM buffers."""
+    """Placement of SRAM buffers: first fit from the bottom, or, for the
+    scheduler's weight blocks, from the top (`find`)."""
 
     def __init__(self, size: int):
         self.size = size
@@ -1434,15 +1452,21 @@ class _Allocator:
         del self.live[buffer.name]
         self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
 
-    def find(self, nbytes: int) -> int | None:
-        """The lowest aligned offset where `nbytes` fit, or None."""
+    def find(self, nbytes: int, top: bool = False) -> int | None:
+        """The lowest aligned offset where `nbytes` fit, or None; with
+        `top`, the highest."""
         offset = 0
+        found = None
         for start, _, end in self.order:
             if start - offset >= nbytes:
-                return offset
+                if not top:
+                    return offset
+                found = (start - nbytes) // ALIGN * ALIGN
             if end > offset:
                 offset = end
-        return offset if self.size - offset >= nbytes else None
+        if self.size - offset >= nbytes:
+            return (self.size - nbytes) // ALIGN * ALIGN if top else offset
+        return found
 
 
 class _Clock:
@@ -1658,10 +1682,12 @@ class _Scheduler:
         for ids in self.pending_stores.values():
             ids.discard(store)
 
-    def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool) -> SramBuffer | None:
-        """A buffer of `nbytes`; without `evict`, only from free space."""
+    def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool,
+                 top: bool = False) -> SramBuffer | None:
+        """A buffer of `nbytes` (placed as high as it fits with `top`);
+        without `evict`, only from free space."""
         while True:
-            offset = self.alloc.find(nbytes)
+            offset = self.alloc.find(nbytes, top)
             if offset is not None:
                 buffer = self._new_buffer(offset, nbytes, label)
                 self.alloc.add(buffer)
@@ -1719,7 +1745,12 @@ class _Scheduler:
             if evict:
                 raise PlanningError(f"scratchpad: {piece.tensor!r} is read before it is written")
             return False
-        buffer = self.allocate(piece.bytes, f"{piece.tensor}:{piece.part}", protected, evict)
+        # a block of a weight streams through a double buffer and is freed once its tiles end: placed
+        # from the top, the holes it leaves stay out of the bottom, where what stays longer goes (input
+        # bands that every channel block reads again, whole tensors that later ops read), so that the
+        # next blocks do not find the free bytes cut into holes too small for them
+        top = self.tensors[piece.tensor].kind == "weight" and piece.part != "all"
+        buffer = self.allocate(piece.bytes, f"{piece.tensor}:{piece.part}", protected, evict, top)
         if buffer is None:
             return False
         load = self._id()
