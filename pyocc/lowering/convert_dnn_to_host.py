@@ -48,6 +48,7 @@ from pyocc.lowering.llvm_common import (
     MemoryTally,
     WeightLayout,
     buffer_spec,
+    callees,
     cannot_lower,
     check_lowerable,
     count_allocation,
@@ -473,8 +474,7 @@ def host_declarations(lowered: list[Operation]) -> list[Operation]:
     STRIDED_COPY's definition when the `lowered` functions call it."""
     ops: list[Operation] = [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
                             for callee, signature in LIBC_FUNCTIONS.items()]
-    if any(isinstance(op, llvm.CallOp) and op.callee is not None and op.callee.string_value() == STRIDED_COPY
-           for function in lowered for op in function.walk()):
+    if STRIDED_COPY in callees(lowered):
         ops.append(strided_copy_function())
     return ops
 

@@ -11,6 +11,7 @@ pyocc.lowering.convert_dnn_to_llvm.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,13 @@ def cannot_lower(op: Operation, reason: str) -> PassFailedException:
 # ---------------------------------------------------------------------------
 # Types -> the JSON table's (shape, dtype)
 # ---------------------------------------------------------------------------
+
+
+def callees(functions: Sequence[Operation]) -> set[str]:
+    """The names of the functions that `functions` call (llvm.call), so that
+    a module declares only those."""
+    return {op.callee.string_value() for function in functions for op in function.walk()
+            if isinstance(op, llvm.CallOp) and op.callee is not None}
 
 
 def numpy_dtype_name(element: Attribute) -> str | None:

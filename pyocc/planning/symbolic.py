@@ -1044,14 +1044,7 @@ def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tup
         return np.zeros(1, dtype=np.int64)
     ends: list[np.ndarray] = [sizes[0]] * len(sizes)
     for i in order:
-        under = below[i]
-        if not under:
-            ends[i] = sizes[i]
-            continue
-        top = ends[under[0]]
-        for c in under[1:]:
-            top = np.maximum(top, ends[c])
-        ends[i] = _aligned(top, problem.buffers[i].alignment) + sizes[i]
+        ends[i] = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, len(sizes[i])) + sizes[i]
     return np.max(ends, axis=0)
 
 

@@ -94,6 +94,7 @@ from pyocc.lowering.llvm_common import (
     MemoryTally,
     WeightLayout,
     buffer_spec,
+    callees,
     cannot_lower,
     check_lowerable,
     count_allocation,
@@ -125,8 +126,7 @@ def declarations(lowered: Sequence[Operation]) -> list[llvm.FuncOp]:
     `lowered` code calls, in that table's order. Only those: declaring all
     57 in every module cost a small model's compile 23 ms of its 132
     (building, printing and parsing them) for nothing."""
-    called = {op.callee.string_value() for function in lowered for op in function.walk()
-              if isinstance(op, llvm.CallOp) and op.callee is not None}
+    called = callees(lowered)
     return [llvm.FuncOp(f.name, llvm.LLVMFunctionType([_KINDS[k] for k in f.kinds], i32),
                         linkage=llvm.LinkageAttr("external")) for f in api.FUNCTIONS if f.name in called]
 
