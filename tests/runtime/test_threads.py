@@ -23,6 +23,7 @@ from pyocc.dialects.dnn.scratch import im2col_block, im2col_copies
 from pyocc.errors import PyoccError
 from pyocc.lowering.native.dense_ir import SGEMM, SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_TYPE, Kernel
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, PARALLEL_MIN_WORK, KernelBuilder
+from pyocc.lowering.native.registry import native_kernel_for
 from pyocc.lowering.native.threads import define_thread_pool, parallel_for_symbol
 from pyocc.runtime import jit
 from pyocc.runtime.loader import load_shared_library
@@ -45,7 +46,9 @@ def many_ops() -> onnx.ModelProto:
     too few columns (48) for two column blocks, which the threads split by
     rows (300: four parts, the last with 44 rows more); a depthwise
     convolution (its output channels on threads) and a grouped pointwise one
-    (its groups on threads)."""
+    (its groups on threads); and a channel shuffle's transpose (the
+    convolution's 16 channels as 2 groups of 8, regrouped: its output's
+    8 x 2 channels on threads)."""
     rng = np.random.default_rng(11)
     shape = [1, 3, 160, 160]
     assert np.prod(shape) >= PARALLEL_MIN_WORK
@@ -63,7 +66,8 @@ def many_ops() -> onnx.ModelProto:
              init("depthwise", rng.standard_normal((3, 1, 3, 3))), init("w_pre", rng.standard_normal((8, 3, 3, 3))),
              numpy_helper.from_array(np.array([1600, 48], dtype=np.int64), "narrow"),
              init("wide", rng.standard_normal((160, 4100))), init("wide_t", rng.standard_normal((4097, 160))),
-             numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows")]
+             numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows"),
+             numpy_helper.from_array(np.array([1, 2, 8, 160, 160], dtype=np.int64), "groups")]
     nodes = [
         helper.make_node("Tanh", ["x"], ["t"]),
         helper.make_node("Add", ["t", "row"], ["a"]),
@@ -86,9 +90,12 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("ReduceMean", ["matrix"], ["first"], axes=[0], keepdims=1),
         helper.make_node("Gemm", ["first", "wide"], ["gemv"]),
         helper.make_node("Gemm", ["first", "wide_t"], ["gemv_t"], transB=1),
+        helper.make_node("Reshape", ["conv", "groups"], ["grouped_channels"]),
+        helper.make_node("Transpose", ["grouped_channels"], ["shuffled"], perm=[0, 2, 1, 3, 4]),
     ]
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
-               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre", "grouped")]
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre", "grouped",
+                            "shuffled")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)
@@ -173,6 +180,19 @@ def test_which_loops_run_on_threads(case: str) -> None:
     assert k.outline.parallel is (case == "parallel")
     assert (k.outline.count == rows) is (case in ("parallel", "store_outside", "two_loops"))
     assert ("m_parallel_for" in str(module)) is (case == "parallel")
+
+
+def test_a_channel_shuffle_runs_on_threads() -> None:
+    """A transpose's copy is its kernel's only loop, so its outer loop (a
+    channel shuffle's output channels: ShuffleNet's, 5 of its 76 sites)
+    runs on threads; it ran on the calling thread alone, and the next
+    convolution's threads read what one core wrote."""
+    site = {"kernel": "transpose", "inputs": [{"shape": [1, 4, 34, 28, 28], "dtype": "float32"}],
+            "outputs": [{"shape": [1, 34, 4, 28, 28], "dtype": "float32"}], "kwargs": {"perm": [0, 2, 1, 3, 4]},
+            "parallel_for": "m_parallel_for"}
+    module = ir.Module()
+    native_kernel_for(site).emit(module, "m_site_0", site)
+    assert "m_parallel_for" in str(module)
 
 
 def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str, np.ndarray],

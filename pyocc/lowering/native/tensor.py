@@ -38,10 +38,13 @@ def _moves(site: dict[str, Any]) -> bool:
 
 def _copy_strided(k: KernelBuilder, source: Operand, source_strides: list[int], target: Operand,
                   target_strides: list[int], shape: tuple[int, ...] | list[int], source_base: int = 0,
-                  target_base: int = 0) -> None:
-    """target[walk] = source[walk] over `shape`, each with its strides and base."""
+                  target_base: int = 0, parallel: bool = False) -> None:
+    """target[walk] = source[walk] over `shape`, each with its strides and
+    base; `parallel`: the copy is the kernel's only loop, so its outer loop
+    may run on threads (each element is written once)."""
     k.strided_loop_nest(shape, [source_strides, target_strides],
-                        lambda at: k.store(k.load(source, at[0]), target, at[1]), [source_base, target_base])
+                        lambda at: k.store(k.load(source, at[0]), target, at[1]), [source_base, target_base],
+                        parallel=parallel)
 
 
 @native_kernel("transpose", supports=_moves, run_time_shapes=True)
@@ -50,7 +53,9 @@ def emit_transpose(module: ir.Module, symbol: str, site: dict[str, Any]) -> None
     k = KernelBuilder(module, symbol, site)
     x, out = k.input(0), k.outputs[0]
     perm = k.kwargs.get("perm") or list(range(len(x.shape)))[::-1]
-    _copy_strided(k, x, [x.strides[p] for p in perm], out, out.strides, out.shape)
+    # on threads, each thread writes its own range of the output's outer dimension (a channel
+    # shuffle's: the channels the next op reads on that thread)
+    _copy_strided(k, x, [x.strides[p] for p in perm], out, out.strides, out.shape, parallel=True)
     k.finish()
 
 
