@@ -94,8 +94,8 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("Transpose", ["grouped_channels"], ["shuffled"], perm=[0, 2, 1, 3, 4]),
     ]
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
-               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre", "grouped",
-                            "shuffled")]
+               for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre",
+                            "grouped", "shuffled")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)
