@@ -3,7 +3,7 @@ same bytes out on every thread count, including outer loops shorter than the
 thread count and not divisible by it; the parallel loops are really there
 (and absent, with the whole pool, on one thread); a kernel whose code
 outside its loop has an effect stays serial; a running pool restarts on
-NAME_set_threads."""
+NAME_set_threads, also from one thread to more."""
 
 from __future__ import annotations
 
@@ -208,6 +208,31 @@ def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str
         for name, expected in one_thread.items():
             assert_same_as_one_thread(outputs[name], expected, err_msg=f"{name} after set_threads({count})")
     model.close()
+
+
+def _threads_of_this_process() -> int:
+    """The threads this process has now (Linux: /proc/self/task)."""
+    return len(list(Path("/proc/self/task").iterdir()))
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
+def test_set_threads_grows_a_pool_it_shrank_to_one_thread(tmp_path: Path) -> None:
+    """NAME_set_threads(1) stops the workers; a later NAME_set_threads(3)
+    starts two again (it restarted only a pool that had workers, so a
+    library once set to one thread stayed there); NAME_destroy leaves
+    none."""
+    pyocc.compile(many_ops(), threads=2, jit=False).save(tmp_path / "m.so")
+    before = _threads_of_this_process()
+    model = load_shared_library(tmp_path / "m.so")
+    set_threads = getattr(ctypes.CDLL(str((tmp_path / "m.so").resolve())), f"{model.name}_set_threads")
+    set_threads.argtypes, set_threads.restype = [ctypes.c_int32], ctypes.c_int32
+    workers = [_threads_of_this_process() - before]
+    for count in (1, 3, 2):
+        assert set_threads(count) == 0
+        workers.append(_threads_of_this_process() - before)
+    model.close()
+    workers.append(_threads_of_this_process() - before)
+    assert workers == [1, 0, 2, 1, 0]
 
 
 def test_threads_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,7 +47,8 @@ lost). No allocation, no
 Python, and each element is computed by exactly the code that computes it
 serially, so results do not depend on the thread count or on who ran which
 chunk. `NAME_threads_stop` wakes the workers (spinning or asleep) to exit and joins them. A
-`NAME_set_threads` on a started pool restarts it; a pthread that cannot be
+`NAME_set_threads` between NAME_init and NAME_destroy restarts the pool
+with the new count, also from one thread to more; a pthread that cannot be
 created leaves the pool with the threads it has.
 
 The pthread objects are opaque to LLVM: each lives in a 128-byte, 64-byte
@@ -193,6 +194,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     zero32, zero64, null = I32(0), I64(0), ir.Constant(PTR, None)
     requested = _global(module, f"{name}_threads", I32, I32(threads))
     active = _global(module, f"{name}_threads_active", I32, I32(1))  # 1: no workers running
+    live = _global(module, f"{name}_threads_live", I32, zero32)  # 1 from NAME_init to NAME_destroy
     workers_type = ir.ArrayType(I64, MAX_THREADS)
     workers = _global(module, f"{name}_workers", workers_type, ir.Constant(workers_type, None))
     sync_type = ir.ArrayType(ir.IntType(8), SYNC_SLOT)
@@ -403,6 +405,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     start.linkage = "internal"
     entry = start.append_basic_block("entry")
     b = ir.IRBuilder(entry)
+    b.store(I32(1), live)
     wanted = b.load(requested, typ=I32)
     if uses_blas:  # the workers split the BLAS calls; each runs on its caller's thread
         blas_set = _function(module, BLAS_SET_THREADS, ir.FunctionType(VOID, [I32]))
@@ -461,9 +464,10 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
         b.call(pthread["pthread_cond_destroy"], [work_ready])
         b.call(pthread["pthread_mutex_destroy"], [mutex])
         b.store(I32(1), active)
+    b.store(zero32, live)
     b.ret_void()
 
-    # -- set_threads: exported; restarts a running pool ------------------------------
+    # -- set_threads: exported; restarts a live pool (one thread counts: it may grow) --
     setter = ir.Function(module, ir.FunctionType(I32, [I32]), f"{name}_set_threads")
     entry = setter.append_basic_block("entry")
     bad = setter.append_basic_block("bad")
@@ -474,10 +478,10 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.position_at_end(bad)
     b.ret(I32(1))
     b.position_at_end(good)
-    running = b.icmp_unsigned(">", b.load(active, typ=I32), I32(1))
+    was_live = b.icmp_unsigned("==", b.load(live, typ=I32), I32(1))
     b.call(stop_fn, [])
     b.store(wanted, requested)
-    with b.if_then(running):
+    with b.if_then(was_live):
         b.call(start, [])
     b.ret(zero32)
 
