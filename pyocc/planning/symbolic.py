@@ -138,8 +138,13 @@ FIX_THRESHOLD = 0.05
 is kept only while that ratio exceeds ``1 + FIX_THRESHOLD`` (#21's goal,
 1.05x the static plan): below it, more pieces would cost more planning time
 than the bytes are worth (BERT's planning took 3x longer for 2%)."""
-MAX_PIECES = 4
-"""The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
+MAX_PIECES = 5
+"""The most pieces a plan is cut into (each costs a layout's arithmetic in
+generated code). Five, not four, since buffers smaller than their
+alignment get less (``fitted_alignment``) and the smallest values want
+more layouts: with four (1..6, 7..12, 13..15, 16..512) T5's S = 1 was
+768 B against a static plan of 689 on its problem; with five it gets a
+layout of its own, 688 B."""
 SEGMENT_RESOLUTION = 24
 """`_Planner.segmented` ends pieces where ``ln(value - low + 1)`` passes a
 multiple of ``1 / SEGMENT_RESOLUTION``: at any value up to 24, every 4% of
