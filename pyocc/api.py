@@ -979,7 +979,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         release(resource_keys() - before)
         liveness = analyze_function(function)
         return _Probed(function if index <= 2 else None, str(function.parent_op()), json.dumps(point_steps), point_weights,
-                       planning_problem(liveness, options.alignment),
+                       planning_problem(liveness, options.alignment, fit=False),
                        [b.value.type for b in liveness.intermediates if isinstance(b.value.owner, d.MallocOp)],
                        [report.naive_bytes, report.weight_bytes, report.io_bytes, report.macs])
 

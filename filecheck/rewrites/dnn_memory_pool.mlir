@@ -22,15 +22,15 @@ func.func @chain(%x: tensor<1024xf32>) -> tensor<1024xf32> {
 }
 
 // Boolean masks are aligned to their one-byte elements, not to the pool's
-// 64: the three live with %a pack right above it, and only %f, a float
-// that %a's 16 bytes keep off offset 0, starts a new 64-byte line.
+// 64: the two live with %a pack right above it; %k (%m and %n alive) at the
+// next 16 bytes, and %f, a 16-byte float, at 16, where %m and %n were.
 // CHECK-LABEL: func.func @masks_pack
-// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 80 : i64}
+// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 36 : i64}
 // CHECK-NEXT: %a = dnn.mem_offset %[[P]] {offset = 0 : i64, size = 16 : i64}
-// CHECK: %m = dnn.mem_offset %[[P]] {offset = 16 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
-// CHECK: %n = dnn.mem_offset %[[P]] {offset = 20 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
-// CHECK: %k = dnn.mem_offset %[[P]] {offset = 24 : i64, size = 4 : i64} : memref<80xi8> -> memref<4xi1>
-// CHECK: %f = dnn.mem_offset %[[P]] {offset = 64 : i64, size = 16 : i64} : memref<80xi8> -> memref<4xf32>
+// CHECK: %m = dnn.mem_offset %[[P]] {offset = 16 : i64, size = 4 : i64} : memref<36xi8> -> memref<4xi1>
+// CHECK: %n = dnn.mem_offset %[[P]] {offset = 20 : i64, size = 4 : i64} : memref<36xi8> -> memref<4xi1>
+// CHECK: %k = dnn.mem_offset %[[P]] {offset = 32 : i64, size = 4 : i64} : memref<36xi8> -> memref<4xi1>
+// CHECK: %f = dnn.mem_offset %[[P]] {offset = 16 : i64, size = 16 : i64} : memref<36xi8> -> memref<4xf32>
 func.func @masks_pack(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
   %m = dnn.binary ins(%a, %y : tensor<4xf32>, tensor<4xf32>) {fn = "less"} : tensor<4xi1>
@@ -41,14 +41,16 @@ func.func @masks_pack(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   func.return %g : tensor<4xf32>
 }
 
-// Negative: the same program on floats keeps every buffer on a 64-byte line.
-// CHECK-LABEL: func.func @floats_keep_alignment
-// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 208 : i64}
+// A float smaller than the pool's alignment gets the next power of two of
+// its size (a 16-byte block inside one 64-byte line): four live 16-byte
+// floats fill one line.
+// CHECK-LABEL: func.func @small_floats_pack
+// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 64 : i64}
 // CHECK-NEXT: %a = dnn.mem_offset %[[P]] {offset = 0 : i64, size = 16 : i64}
-// CHECK: %m = dnn.mem_offset %[[P]] {offset = 64 : i64, size = 16 : i64}
-// CHECK: %n = dnn.mem_offset %[[P]] {offset = 128 : i64, size = 16 : i64}
-// CHECK: %k = dnn.mem_offset %[[P]] {offset = 192 : i64, size = 16 : i64}
-func.func @floats_keep_alignment(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
+// CHECK: %m = dnn.mem_offset %[[P]] {offset = 16 : i64, size = 16 : i64}
+// CHECK: %n = dnn.mem_offset %[[P]] {offset = 32 : i64, size = 16 : i64}
+// CHECK: %k = dnn.mem_offset %[[P]] {offset = 48 : i64, size = 16 : i64}
+func.func @small_floats_pack(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> {
   %a = dnn.unary ins(%x : tensor<4xf32>) {fn = "relu"} : tensor<4xf32>
   %m = dnn.binary ins(%a, %y : tensor<4xf32>, tensor<4xf32>) {fn = "min"} : tensor<4xf32>
   %n = dnn.binary ins(%y, %a : tensor<4xf32>, tensor<4xf32>) {fn = "max"} : tensor<4xf32>
@@ -56,4 +58,22 @@ func.func @floats_keep_alignment(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor
   %f = dnn.unary ins(%k : tensor<4xf32>) {fn = "neg"} : tensor<4xf32>
   %g = dnn.binary ins(%a, %f : tensor<4xf32>, tensor<4xf32>) {fn = "add"} : tensor<4xf32>
   func.return %g : tensor<4xf32>
+}
+
+// Negative: the same program on floats of a line (64 bytes) keeps every
+// buffer on a 64-byte line.
+// CHECK-LABEL: func.func @floats_keep_alignment
+// CHECK-NEXT: %[[P:.*]] = dnn.pool_init {size = 256 : i64}
+// CHECK-NEXT: %a = dnn.mem_offset %[[P]] {offset = 0 : i64, size = 64 : i64}
+// CHECK: %m = dnn.mem_offset %[[P]] {offset = 64 : i64, size = 64 : i64}
+// CHECK: %n = dnn.mem_offset %[[P]] {offset = 128 : i64, size = 64 : i64}
+// CHECK: %k = dnn.mem_offset %[[P]] {offset = 192 : i64, size = 64 : i64}
+func.func @floats_keep_alignment(%x: tensor<16xf32>, %y: tensor<16xf32>) -> tensor<16xf32> {
+  %a = dnn.unary ins(%x : tensor<16xf32>) {fn = "relu"} : tensor<16xf32>
+  %m = dnn.binary ins(%a, %y : tensor<16xf32>, tensor<16xf32>) {fn = "min"} : tensor<16xf32>
+  %n = dnn.binary ins(%y, %a : tensor<16xf32>, tensor<16xf32>) {fn = "max"} : tensor<16xf32>
+  %k = dnn.binary ins(%m, %n : tensor<16xf32>, tensor<16xf32>) {fn = "mul"} : tensor<16xf32>
+  %f = dnn.unary ins(%k : tensor<16xf32>) {fn = "neg"} : tensor<16xf32>
+  %g = dnn.binary ins(%a, %f : tensor<16xf32>, tensor<16xf32>) {fn = "add"} : tensor<16xf32>
+  func.return %g : tensor<16xf32>
 }

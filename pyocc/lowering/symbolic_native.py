@@ -356,12 +356,29 @@ def _umax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_unsigned(">", x, y), x, y)
 
 
-def _align_up(b: ir.IRBuilder, x: ir.Value, alignment: int) -> ir.Value:
-    """`x` rounded up to a multiple of `alignment` (x itself for 1)."""
-    if alignment <= 1:
-        return x
-    step = ir.Constant(I64, alignment)
-    return b.mul(b.udiv(b.add(x, ir.Constant(I64, alignment - 1)), step), step)
+def _align_up(b: ir.IRBuilder, x: ir.Value, alignment: int | ir.Value) -> ir.Value:
+    """`x` rounded up to a multiple of `alignment`, a number (x itself for
+    1) or one computed at run time."""
+    if isinstance(alignment, int):
+        if alignment <= 1:
+            return x
+        step: ir.Value = ir.Constant(I64, alignment)
+        bump: ir.Value = ir.Constant(I64, alignment - 1)
+    else:
+        step, bump = alignment, b.sub(alignment, ir.Constant(I64, 1))
+    return b.mul(b.udiv(b.add(x, bump), step), step)
+
+
+def _fitted_alignment(b: ir.IRBuilder, alignment: int, size: ir.Value) -> ir.Value:
+    """`pyocc.planning.fitted_alignment(alignment, size)` at run time:
+    `alignment`, replaced by each smaller power of two, largest first, that
+    `size` is at most (a compare-and-select per power)."""
+    fitted: ir.Value = ir.Constant(I64, alignment)
+    power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
+    while power >= 1:
+        fitted = b.select(b.icmp_unsigned("<=", size, ir.Constant(I64, power)), ir.Constant(I64, power), fitted)
+        power //= 2
+    return fitted
 
 
 def _needed_ends(piece: Piece) -> tuple[list[tuple[int, ...]], list[int]]:
@@ -404,7 +421,9 @@ def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
             top: ir.Value = ir.Constant(I64, 0)
             for c in below[i]:
                 top = _umax(b, top, ends[c])
-            alignment = buffers[i].alignment
+            # one number where it cannot vary over the piece; else from the size, as the planner did
+            fixed = buffers[i].fixed_alignment(piece.ranges)
+            alignment = fixed if fixed is not None else _fitted_alignment(b, buffers[i].alignment, sizes[i])
             offset = _align_up(b, top, alignment)
             offsets[i] = offset
             ends[i] = b.add(offset, sizes[i])

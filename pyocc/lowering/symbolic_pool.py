@@ -11,6 +11,10 @@ evaluated once per run:
     offset(b) = align(max(end(c) for c in below(b)), alignment(b))
                                                    (arith.cmpi + arith.select,
                                                     arith.floordivsi)
+
+``alignment(b)`` is a number where the buffer's size never falls below its
+alignment in the piece, else computed from the size
+(`pyocc.planning.fitted_alignment`: a compare-and-select per power of two).
     end(b)    = offset(b) + size(b)
     pool      = max(end(b) for every b no buffer sits on)
 
@@ -129,13 +133,31 @@ class _Emitter:
             top = self.builder.insert(arith.SelectOp(larger, top, value)).result
         return top
 
-    def align(self, value: SSAValue, alignment: int) -> SSAValue:
-        """value rounded up to a multiple of `alignment`: ((v + a - 1) floordiv a) * a."""
+    def fitted_alignment(self, alignment: int, size: SSAValue) -> SSAValue:
+        """`fitted_alignment(alignment, size)` at run time: `alignment`,
+        replaced by each smaller power of two, largest first, that `size` is
+        at most (a compare-and-select per power)."""
+        fitted = self.constant(alignment)
+        power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
+        while power >= 1:
+            fits = self.builder.insert(arith.CmpiOp(size, self.constant(power), "sle")).result
+            fitted = self.builder.insert(arith.SelectOp(fits, self.constant(power), fitted)).result
+            power //= 2
+        return fitted
+
+    def align(self, value: SSAValue, alignment: int | SSAValue) -> SSAValue:
+        """value rounded up to a multiple of `alignment` (a number, or one
+        computed at run time): ((v + a - 1) floordiv a) * a."""
         if alignment == 1:
             return value
-        bumped = self.builder.insert(arith.AddiOp(value, self.constant(alignment - 1))).result
-        blocks = self.builder.insert(arith.FloorDivSIOp(bumped, self.constant(alignment))).result
-        return self.builder.insert(arith.MuliOp(blocks, self.constant(alignment))).result
+        if isinstance(alignment, int):
+            step, bump = self.constant(alignment), self.constant(alignment - 1)
+        else:
+            step = alignment
+            bump = self.builder.insert(arith.AddiOp(alignment, self.constant(-1))).result
+        bumped = self.builder.insert(arith.AddiOp(value, bump)).result
+        blocks = self.builder.insert(arith.FloorDivSIOp(bumped, step)).result
+        return self.builder.insert(arith.MuliOp(blocks, step)).result
 
 
 def _offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan) -> tuple[SSAValue, dict[int, SSAValue]]:
@@ -177,7 +199,11 @@ def _piece_offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan,
         buffer = problem.buffers[i]
         hint = buffer.name.replace("#", "_")
         if piece.below[i]:
-            offset = emit.align(emit.maximum([ends[c] for c in piece.below[i]]), buffer.alignment)
+            top = emit.maximum([ends[c] for c in piece.below[i]])
+            # one number where it cannot vary over the piece; else from the size, as the planner did
+            alignment = buffer.fixed_alignment(piece.ranges)
+            offset = emit.align(top, alignment if alignment is not None
+                                else emit.fitted_alignment(buffer.alignment, emit.poly(buffer.size)))
             if offset not in ends.values():  # an unaligned offset can be another buffer's end
                 offset.name_hint = f"offset_{hint}{suffix}"
         else:

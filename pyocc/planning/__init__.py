@@ -27,7 +27,7 @@ from .pools import (
     plan_pools,
     verify_pools_plan,
 )
-from .problem import Buffer, Plan, PlanError, PlanningError, Problem
+from .problem import Buffer, Plan, PlanError, PlanningError, Problem, fitted_alignment
 from .serialize import (
     plan_from_json,
     plan_to_json,
@@ -45,6 +45,7 @@ __all__ = [
     "ALGORITHMS",
     "POLICIES",
     "Buffer",
+    "fitted_alignment",
     "FittedPlan",
     "fit_flexible",
     "widen_flexible",

@@ -30,6 +30,24 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def fitted_alignment(alignment: int, size: int) -> int:
+    """The alignment a buffer of `size` bytes gets when it may get at most
+    `alignment`: all of it, or, for a smaller buffer, the next power of two
+    of its size (1 for an empty one). Such a buffer lies inside one block
+    of `alignment` bytes all the same (a 64-byte-aligned pool's cache line),
+    so no access to it touches more lines than at `alignment`; and since
+    a size is a multiple of its element's size, a power of two, so is the
+    offset. At a small symbolic size (a sequence of 1) a whole line for
+    each of many 4- to 32-byte tensors would be most of the pool. The one
+    rule for every small buffer: the compile's static planning problem
+    applies it (`pyocc.rewrites.dnn_memory_pool.planning_problem`), the
+    symbolic planner at every value (``SymbolicBuffer``), and the code that
+    evaluates a symbolic plan at run time."""
+    if size >= alignment:
+        return alignment
+    return min(alignment, 1 << max(size - 1, 0).bit_length())
+
+
 @dataclass(frozen=True)
 class Buffer:
     """One buffer to place: its size in bytes and the steps it is live.

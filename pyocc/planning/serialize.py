@@ -41,7 +41,9 @@ Symbolic problem (``symbolic_problem_from_json``; one plan for every value
 of the symbols, see symbolic.py): the problem format with a top-level
 ``"symbols": {"S": [1, 512]}`` (inclusive ranges) and sizes that may be
 polynomials in them, ``"size": "48*S^2 + 3072*S"``; ``pools`` and
-``traffic`` are not taken. Its solution::
+``traffic`` are not taken. A buffer's ``alignment`` is the most it gets:
+at a value where its size is smaller, the next power of two of the size
+(``fitted_alignment``). Its solution::
 
     {"format": "pyocc-symbolic-solution", "version": 1,
      "symbols": {"S": [1, 512]}, "pool_size_expr": "max(end(x), end(y))",

@@ -9,6 +9,11 @@ those symbols, valid for every value in range:
     end(b)    = offset(b) + size(b)
     pool      = max(end(b) for every b)
 
+``alignment(b)`` is the buffer's ``alignment`` where its size is at least
+that, and the next power of two of its size where it is smaller
+(``fitted_alignment``): it varies with the symbols, and generated code
+computes it from the size it computes anyway.
+
 ``below(b)`` is a fixed set of buffers, chosen once by the planner. Sizes
 are non-negative on the range, so `offset(b) >= end(c)` holds for every
 ``c`` in ``below(b)`` at every value by construction. A buffer also fits into
@@ -105,7 +110,7 @@ import numpy as np
 from .algorithms import HEURISTICS, hill_climb_offsets
 from .bounds import lower_bound, packed_lower_bound
 from .prepared import PreparedProblem
-from .problem import Buffer, Plan, PlanError, PlanningError, Problem
+from .problem import Buffer, Plan, PlanError, PlanningError, Problem, fitted_alignment
 from .verify import verify_plan
 
 GRID_LIMIT = 4096
@@ -133,8 +138,13 @@ FIX_THRESHOLD = 0.05
 is kept only while that ratio exceeds ``1 + FIX_THRESHOLD`` (#21's goal,
 1.05x the static plan): below it, more pieces would cost more planning time
 than the bytes are worth (BERT's planning took 3x longer for 2%)."""
-MAX_PIECES = 4
-"""The most pieces a plan is cut into (each costs a layout's arithmetic in generated code)."""
+MAX_PIECES = 5
+"""The most pieces a plan is cut into (each costs a layout's arithmetic in
+generated code). Five, not four, since buffers smaller than their
+alignment get less (``fitted_alignment``) and the smallest values want
+more layouts: with four (1..6, 7..12, 13..15, 16..512) T5's S = 1 was
+768 B against a static plan of 689 on its problem; with five it gets a
+layout of its own, 688 B."""
 SEGMENT_RESOLUTION = 24
 """`_Planner.segmented` ends pieces where ``ln(value - low + 1)`` passes a
 multiple of ``1 / SEGMENT_RESOLUTION``: at any value up to 24, every 4% of
@@ -300,6 +310,26 @@ class SymbolicBuffer:
     first: int
     last: int
     alignment: int = 1
+    """The most the offset is aligned to: at a value where the size is
+    smaller, the next power of two of the size (``fitted_alignment``)."""
+
+    def alignment_at(self, values: Mapping[str, int]) -> int:
+        """The alignment at one value of every symbol (``fitted_alignment``)."""
+        return fitted_alignment(self.alignment, self.size.evaluate(values))
+
+    def fixed_alignment(self, ranges: Mapping[str, tuple[int, int]]) -> int | None:
+        """The alignment where it is one number at every value of `ranges`:
+        the size is constant, or never below ``alignment`` there (a size
+        whose terms all have non-negative coefficients grows with every
+        symbol, so its least value is at the ranges' low ends); None where
+        it may vary, and generated code computes it from the size."""
+        lows = {name: low for name, (low, _) in ranges.items()}
+        if self.size.is_constant():
+            return fitted_alignment(self.alignment, self.size.evaluate(lows))
+        growing = all(coefficient >= 0 for monomial, coefficient in self.size.terms if monomial)
+        if self.alignment == 1 or (growing and self.size.evaluate(lows) >= self.alignment):
+            return self.alignment
+        return None
 
     def overlaps(self, other: SymbolicBuffer) -> bool:
         """True when the two live ranges share at least one step."""
@@ -361,7 +391,7 @@ class SymbolicProblem:
 
     def at(self, values: Mapping[str, int]) -> Problem:
         """The static problem at one value of every symbol."""
-        return Problem(tuple(Buffer(b.name, b.size.evaluate(values), b.first, b.last, b.alignment)
+        return Problem(tuple(Buffer(b.name, b.size.evaluate(values), b.first, b.last, b.alignment_at(values))
                              for b in self.buffers))
 
     def within(self, ranges: Mapping[str, tuple[int, int]]) -> SymbolicProblem:
@@ -489,7 +519,7 @@ class SymbolicPlan:
         offsets: dict[str, int] = {}
         for i in piece.order:
             top = max((ends[c] for c in piece.below[i]), default=0)
-            alignment = buffers[i].alignment
+            alignment = buffers[i].alignment_at(values)
             offset = -(-top // alignment) * alignment
             offsets[buffers[i].name] = offset
             ends[i] = offset + buffers[i].size.evaluate(values)
@@ -508,8 +538,8 @@ class SymbolicPlan:
 
     def piece_offset_expr(self, piece: int, index: int) -> str:
         """Buffer ``index``'s offset in piece ``piece`` as a formula over
-        the others' ends, e.g. ``align(max(end(a), end(b)), 64)``; ``0`` at
-        the bottom."""
+        the others' ends, e.g. ``align(max(end(a), end(b)), 64)`` (64 at
+        most: ``fitted_alignment`` of the size); ``0`` at the bottom."""
         buffer = self.problem.buffers[index]
         names = [f"end({self.problem.buffers[c].name})" for c in self.pieces[piece].below[index]]
         if not names:
@@ -688,7 +718,7 @@ class _Planner:
         (name, values), = grid.items()
         sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
         bound = _max_live(problem, sizes)
-        slack = max(sum(b.alignment - 1 for b in problem.buffers), 1)
+        slack = _slack(problem, sizes)
         layouts = []
         seen: set[bytes] = set()
         for key, plan in sorted(self.best_made(problem).items()):
@@ -741,7 +771,7 @@ class _Planner:
         problem = self.problem.within(layout.piece.ranges)
         sizes = [b.size.evaluate_grid(layout.grid) for b in problem.buffers]
         below, order, pool = _stacked(problem, sizes, {name: worst}, self.static({name: worst}, SEARCH_ALGORITHM))
-        slack = sum(b.alignment - 1 for b in problem.buffers)
+        slack = _slack(problem, sizes)
         if _layout_score(pool, layout.bound, slack) < _layout_score(layout.pool, layout.bound, slack):
             return _Layout(Piece(dict(layout.piece.ranges), below, order), layout.grid, pool, layout.bound)
         return layout
@@ -847,7 +877,7 @@ class _Planner:
         # alignment padding (at most one alignment per buffer) is all there is
         # to a plan at tiny sizes: score the ratio over the bound plus that slack,
         # so that bytes of padding at S = 1 do not outweigh percent at S = 512
-        slack = sum(b.alignment - 1 for b in problem.buffers)
+        slack = _slack(problem, sizes)
         best: tuple[tuple[float, float], tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray] | None = None
         for below, order, pool in candidates:
             score = _layout_score(pool, bound, slack)
@@ -886,7 +916,17 @@ def _search(prep: PreparedProblem) -> Plan:
     return Plan(plan.offsets, pool, SEARCH_ALGORITHM, plan.optimal, (time.perf_counter() - start) * 1e3)
 
 
-def _layout_score(pool: np.ndarray, bound: np.ndarray, slack: int) -> tuple[float, float]:
+def _slack(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
+    """The most alignment padding a plan can hold at every grid point (one
+    alignment less a byte per buffer, its alignment there: a buffer smaller
+    than its alignment gets less, ``fitted_alignment``), at least 1."""
+    slack = np.zeros(len(sizes[0]) if sizes else 1, dtype=np.int64)
+    for buffer, size in zip(problem.buffers, sizes, strict=True):
+        slack += _fitted_alignments(buffer.alignment, size) - 1
+    return np.maximum(slack, 1)
+
+
+def _layout_score(pool: np.ndarray, bound: np.ndarray, slack: np.ndarray) -> tuple[float, float]:
     """How far a candidate layout's pool (at every grid point) is from the
     max-live bound plus the alignment slack: its worst ratio, then, among
     layouts with the same worst, its mean ratio. The worst is usually at the
@@ -894,7 +934,7 @@ def _layout_score(pool: np.ndarray, bound: np.ndarray, slack: int) -> tuple[floa
     mean, the first of them was kept even where another was smaller at every
     other value (T5's part 1..6: the search's plan at 6 kept, 1,540 B at
     S = 2, where the search's plan at 2, 1,412 B, was as good at 6)."""
-    ratio = pool / (bound + max(slack, 1))
+    ratio = pool / (bound + slack)
     return float(np.max(ratio)), float(np.mean(ratio))
 
 
@@ -1044,7 +1084,7 @@ def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tup
         return np.zeros(1, dtype=np.int64)
     ends: list[np.ndarray] = [sizes[0]] * len(sizes)
     for i in order:
-        ends[i] = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, len(sizes[i])) + sizes[i]
+        ends[i] = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, sizes[i]) + sizes[i]
     return np.max(ends, axis=0)
 
 
@@ -1081,26 +1121,42 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int,
         if use_gaps and conflicts:
             chosen = _lowest_gap(i, conflicts, offsets, ends, sizes, buffers[i].alignment, reference) or chosen
         below[i] = chosen
-        offsets[i] = _aligned_top([ends[c] for c in chosen], buffers[i].alignment, len(sizes[i]))
+        offsets[i] = _aligned_top([ends[c] for c in chosen], buffers[i].alignment, sizes[i])
         ends[i] = offsets[i] + sizes[i]
     return tuple(below), tuple(order), _pool(problem, sizes, below, order)
 
 
-def _aligned(top: np.ndarray, alignment: int) -> np.ndarray:
-    """`top` (not negative) rounded up to a multiple of `alignment`, point by point."""
-    if alignment & (alignment - 1) == 0:  # a power of two: a mask (integer division is slower)
-        return (top + (alignment - 1)) & -alignment
-    return -(-top // alignment) * alignment
+def _fitted_alignments(alignment: int, size: np.ndarray) -> int | np.ndarray:
+    """``fitted_alignment(alignment, size)`` point by point: `alignment`
+    itself where the size is never smaller (most buffers), else an array."""
+    if alignment == 1 or size.min() >= alignment:
+        return alignment
+    fitted = np.full(size.shape, alignment, dtype=np.int64)
+    power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
+    while power >= 1:
+        fitted[size <= power] = power
+        power //= 2
+    return fitted
 
 
-def _aligned_top(ends: Sequence[np.ndarray], alignment: int, length: int) -> np.ndarray:
-    """align(max(ends), alignment) point by point (zeros when there are none)."""
+def _aligned(top: np.ndarray, alignment: int, size: np.ndarray) -> np.ndarray:
+    """`top` (not negative) rounded up to a multiple of the alignment of a
+    buffer of `size` bytes that gets at most `alignment`
+    (``fitted_alignment``), point by point."""
+    fitted = _fitted_alignments(alignment, size)
+    if isinstance(fitted, int) and fitted & (fitted - 1) == 0:  # a power of two: a mask (division is slower)
+        return (top + (fitted - 1)) & -fitted
+    return -(-top // fitted) * fitted
+
+
+def _aligned_top(ends: Sequence[np.ndarray], alignment: int, size: np.ndarray) -> np.ndarray:
+    """align(max(ends), alignment at `size`) point by point (zeros when there are none)."""
     if not ends:
-        return np.zeros(length, dtype=np.int64)
+        return np.zeros(len(size), dtype=np.int64)
     top = ends[0]
     for end in ends[1:]:
         top = np.maximum(top, end)
-    return _aligned(top, alignment)
+    return _aligned(top, alignment, size)
 
 
 def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], ends: dict[int, np.ndarray],
@@ -1122,7 +1178,7 @@ def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], en
         if m == len(conflicts):
             return None
         top = tops[m - 1] if m else np.zeros(len(sizes[i]), dtype=np.int64)
-        if np.all(_aligned(top, alignment) + sizes[i] <= floors[m]):
+        if np.all(_aligned(top, alignment, sizes[i]) + sizes[i] <= floors[m]):
             return tuple(sorted(conflicts[j] for j in by_end[:m].tolist()))
     return None
 
@@ -1154,7 +1210,7 @@ VERIFY_CHUNK = 1024
 def _first_invalid(problem: SymbolicProblem, piece: Piece, points: Sequence[Mapping[str, int]]) -> int | None:
     """The index of the first of `points` where `piece`'s layout breaks one
     of ``verify_plan``'s rules (an offset negative or not a multiple of its
-    buffer's alignment, a buffer beyond the pool, two non-empty buffers
+    buffer's alignment there, ``fitted_alignment``, a buffer beyond the pool, two non-empty buffers
     live at a common step sharing a byte), or None. The offsets are
     evaluated like ``SymbolicPlan.offsets``, one array over the points per
     buffer (the layout is well formed: ``_check_pieces``), and every pair of
@@ -1163,7 +1219,6 @@ def _first_invalid(problem: SymbolicProblem, piece: Piece, points: Sequence[Mapp
     buffers = problem.buffers
     if not buffers:
         return None
-    alignments = np.array([b.alignment for b in buffers], dtype=np.int64)[:, None]
     firsts = np.array([b.first for b in buffers])
     lasts = np.array([b.last for b in buffers])
     overlapping = [np.flatnonzero((firsts[:i] <= lasts[i]) & (lasts[:i] >= firsts[i])) for i in range(len(buffers))]
@@ -1171,12 +1226,14 @@ def _first_invalid(problem: SymbolicProblem, piece: Piece, points: Sequence[Mapp
         chunk = points[start:start + VERIFY_CHUNK]
         grid = {name: np.array([p[name] for p in chunk], dtype=np.int64) for name in problem.symbols}
         sizes = np.array([b.size.evaluate_grid(grid) for b in buffers], dtype=np.int64).reshape(len(buffers), -1)
+        alignments = np.array([np.broadcast_to(_fitted_alignments(b.alignment, size), size.shape)
+                               for b, size in zip(buffers, sizes, strict=True)])
         offsets = np.zeros_like(sizes)
         ends = np.zeros_like(sizes)
         for i in piece.order:
             below = piece.below[i]
             top = ends[list(below)].max(axis=0) if below else np.zeros(len(chunk), dtype=np.int64)
-            offsets[i] = -(-top // buffers[i].alignment) * buffers[i].alignment
+            offsets[i] = -(-top // alignments[i]) * alignments[i]
             ends[i] = offsets[i] + sizes[i]
         pool = ends.max(axis=0)
         invalid = ((offsets < 0) | (offsets % alignments != 0) | (ends > pool)).any(axis=0)

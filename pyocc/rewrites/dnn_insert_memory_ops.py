@@ -7,7 +7,9 @@ of memory operations. Tensor-form dnn becomes buffer-form dnn.
   input is copied there with `dnn.copy`).
 - Intermediates get a `dnn.malloc` and a `dnn.dealloc`, aligned by element
   type (`d.buffer_alignment`): floats to `alignment`, integers and booleans
-  to their element's size:
+  to their element's size (the most each gets: the pool's planning gives a
+  buffer of fewer bytes the next power of two of its size,
+  `pyocc.planning.fitted_alignment`):
   - eager: all mallocs at function entry, all deallocs before the return:
     fast, largest footprint (the naive sum);
   - lazy: malloc right before the producer, dealloc right after the last use

@@ -66,6 +66,7 @@ from pyocc.planning import (
     parse_memory_pools,
     parse_pool_candidates,
     fit_flexible,
+    fitted_alignment,
     plan_memory,
     widen_flexible,
     plan_pools,
@@ -74,10 +75,12 @@ from pyocc.planning import (
 
 def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = False,
                      candidates: dict[str, tuple[str, ...]] | None = None,
-                     kinds: dict[SSAValue, str] | None = None) -> Problem:
+                     kinds: dict[SSAValue, str] | None = None, fit: bool = True) -> Problem:
     """The planner's input: one Buffer per malloc, live from its malloc to
     its last use (views included), aligned to its malloc's alignment, at
-    most `alignment` (the pool's). `with_traffic` adds each buffer's traffic
+    most `alignment` (the pool's), and to less for a buffer of fewer bytes
+    (`fitted_alignment`; with `fit` False, not: a symbolic compile's
+    probes, whose planner fits it at every value). `with_traffic` adds each buffer's traffic
     (see `buffer_traffic`) and marks mallocs without a static size dynamic;
     `candidates` (kind -> pools) gives a buffer whose writer's kind is in
     `kinds` (buffer value -> kind, see `writer_kinds`) its candidate pools."""
@@ -86,6 +89,8 @@ def planning_problem(liveness: Liveness, alignment: int, with_traffic: bool = Fa
     buffers = []
     for index, b in enumerate(mallocs):
         aligned = min(b.value.owner.alignment.value.data, alignment)  # type: ignore[union-attr]
+        if fit and _is_static(b.value.type):
+            aligned = fitted_alignment(aligned, b.bytes)
         if not with_traffic:
             if not _is_static(b.value.type):
                 raise PassFailedException(

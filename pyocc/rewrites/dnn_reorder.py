@@ -43,6 +43,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.dialects.dnn import ops as d
+from pyocc.planning import fitted_alignment
 from pyocc.planning.schedule import (
     STRATEGIES,
     Schedule,
@@ -220,10 +221,11 @@ def dimension_at(symbol_dim: int, value: int, n: int) -> int:
 def bytes_at(symbol_dim: int, value: int, t: Attribute, alignment: int = 1) -> int:
     """A type's bytes with its dimensions at the size `value` (`dimension_at`),
     rounded up to its buffer's alignment in a pool aligned to `alignment`
-    (`d.buffer_alignment`: what it takes in the pool)."""
+    (`d.buffer_alignment`, less for a buffer of fewer bytes:
+    `fitted_alignment`; what it takes in the pool)."""
     assert isinstance(t, TensorType | MemRefType), t
     size = math.prod(dimension_at(symbol_dim, value, n) for n in t.get_shape()) * d.element_bytes(t.get_element_type())
-    step = d.buffer_alignment(t, alignment)
+    step = fitted_alignment(d.buffer_alignment(t, alignment), size)
     return -(-size // step) * step
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from pyocc.planning import (
+    Plan,
+    fitted_alignment,
     lower_bound,
     Poly,
     SymbolicBuffer,
@@ -119,6 +121,31 @@ def test_the_verifier_names_the_value_where_a_plan_breaks() -> None:
     with pytest.raises(PlanError, match=r"at S=2: buffers 'a' and 'b' are live at the same step"):
         verify_symbolic_plan(bad)
     verify_symbolic_plan(SymbolicPlan.single(problem, below=((), (0,)), order=(0, 1)))
+
+
+def test_a_buffer_smaller_than_its_alignment_gets_the_next_power_of_two_of_its_size() -> None:
+    """T5's `[4, S, S]` position bias is 16 bytes at S = 1: a whole 64-byte
+    line for it and its masked copy was most of the pool there. A buffer
+    may get at most its alignment; where its size is smaller, the next
+    power of two of the size (`fitted_alignment`), so at S = 1 the two sit
+    16 bytes apart and at S = 8 (1 KiB each) a line apart, as before; the
+    static problem at each value carries that alignment, and the static
+    verifier refuses an offset that is not a multiple of it."""
+    bias = SymbolicBuffer("bias", Poly.parse("16*S^2"), 0, 2, 64)
+    masked = SymbolicBuffer("masked", Poly.parse("16*S^2"), 1, 3, 64)
+    problem = SymbolicProblem((bias, masked), {"S": (1, 8)})
+    plan = plan_symbolic(problem)  # verified at every S
+    assert sorted(plan.offsets({"S": 1}).values()) == [0, 16] and plan.pool_bytes({"S": 1}) == 32
+    assert sorted(plan.offsets({"S": 2}).values()) == [0, 64]
+    assert sorted(plan.offsets({"S": 8}).values()) == [0, 1024]
+    assert [b.alignment for b in problem.at({"S": 1}).buffers] == [16, 16]
+    assert [b.alignment for b in problem.at({"S": 3}).buffers] == [64, 64]  # 144 bytes
+    verify_plan(problem.at({"S": 1}), Plan({"bias": 0, "masked": 16}, 32, "by hand", False, 0.0))
+    with pytest.raises(PlanError, match="buffer 'masked': offset 24 is not a multiple of its alignment 16"):
+        verify_plan(problem.at({"S": 1}), Plan({"bias": 0, "masked": 24}, 40, "by hand", False, 0.0))
+    assert [fitted_alignment(64, size) for size in (0, 1, 3, 4, 12, 16, 17, 63, 64, 1000)] == \
+        [1, 1, 4, 4, 16, 16, 32, 64, 64, 64]
+    assert fitted_alignment(4, 2) == 2 and fitted_alignment(4, 8) == 4  # an element's alignment: its own
 
 
 def _random_layout(rng: random.Random, count: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
@@ -363,13 +390,18 @@ def test_t5_pieces_meet_the_search_at_small_values() -> None:
         assert plan.pool_bytes(values) <= 1.02 * best, s
 
 
+def _plain_alignments(buffer: SymbolicBuffer, size: np.ndarray) -> np.ndarray:
+    """The buffer's alignment at every grid point, one `fitted_alignment` each."""
+    return np.array([fitted_alignment(buffer.alignment, int(bytes_)) for bytes_ in size], dtype=np.int64)
+
+
 def _plain_pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: tuple[tuple[int, ...], ...],
                 order: tuple[int, ...]) -> np.ndarray:
     """A layout's pool at every grid point, written plainly: each buffer at
     the aligned top of the buffers it sits on."""
     ends = np.zeros((len(sizes), len(sizes[0])), dtype=np.int64)
     for i in order:
-        alignment = problem.buffers[i].alignment
+        alignment = _plain_alignments(problem.buffers[i], sizes[i])
         top = ends[list(below[i])].max(axis=0) if below[i] else 0
         ends[i] = -(-top // alignment) * alignment + sizes[i]
     return ends.max(axis=0)
@@ -387,7 +419,7 @@ def _plain_greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: 
     offsets: dict[int, np.ndarray] = {}
     below: list[tuple[int, ...]] = [()] * len(buffers)
 
-    def aligned_top(sit_on: list[int], alignment: int) -> np.ndarray:
+    def aligned_top(sit_on: list[int], alignment: np.ndarray) -> np.ndarray:
         top = np.zeros(len(sizes[0]), dtype=np.int64)
         for c in sit_on:
             top = np.maximum(top, offsets[c] + sizes[c])
@@ -400,12 +432,12 @@ def _plain_greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: 
             sit_on = sorted(c for c in conflicts if offsets[c][reference] + sizes[c][reference] <= candidate)
             if len(sit_on) == len(conflicts):
                 break
-            end = aligned_top(sit_on, buffers[i].alignment) + sizes[i]
+            end = aligned_top(sit_on, _plain_alignments(buffers[i], sizes[i])) + sizes[i]
             if all(np.all(end <= offsets[c]) for c in conflicts if c not in sit_on):
                 chosen = tuple(sit_on) or chosen  # as _greedy: the bottom (sitting on none) is not taken
                 break
         below[i] = chosen
-        offsets[i] = aligned_top(list(chosen), buffers[i].alignment)
+        offsets[i] = aligned_top(list(chosen), _plain_alignments(buffers[i], sizes[i]))
     return tuple(below)
 
 

@@ -400,7 +400,8 @@ def test_generated_plan_arithmetic_reads_fewer_ends_for_the_same_offsets() -> No
             offsets: dict[str, int] = {}
             for i in piece.order:
                 top = max((ends[c] for c in below[i]), default=0)
-                offsets[buffers[i].name] = -(-top // buffers[i].alignment) * buffers[i].alignment
+                alignment = buffers[i].alignment_at(values)
+                offsets[buffers[i].name] = -(-top // alignment) * alignment
                 ends[i] = offsets[buffers[i].name] + buffers[i].size.evaluate(values)
             assert offsets == plan.offsets(values), s
             assert max((ends[i] for i in tops), default=0) == plan.pool_bytes(values), s

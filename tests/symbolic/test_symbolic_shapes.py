@@ -199,6 +199,28 @@ def test_pool_ir_computes_the_plans_offsets_at_every_length(graph: str) -> None:
     assert lowered.shapes is not None and lowered.shapes.ranges == {symbol: (1, MAXIMUM)}
 
 
+def test_pool_ir_computes_a_small_buffers_alignment_from_its_size() -> None:
+    """Two 16*S^2-byte buffers live together: 16 bytes apart at S = 1, a
+    line apart from S = 2 (`fitted_alignment`). The emitted function
+    computes the alignment from the size (compare-and-select per power of
+    two) and its offsets equal the plan's at every S; a buffer never below
+    its alignment in the range keeps the constant one (no select)."""
+    problem = SymbolicProblem((SymbolicBuffer("bias", Poly.parse("16*S^2"), 0, 2, 64),
+                               SymbolicBuffer("masked", Poly.parse("16*S^2"), 1, 3, 64)), {"S": (1, 8)})
+    for low, selects in ((1, 6), (2, 0)):
+        plan = plan_symbolic(problem.within({"S": (low, 8)}))
+        module = pool_module(plan)
+        function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
+        assert sum(isinstance(op, arith.SelectOp) for op in function.body.block.ops) == selects
+        interpreter = Interpreter(module)
+        interpreter.register_implementations(ArithFunctions())
+        interpreter.register_implementations(FuncFunctions())
+        for s in range(low, 9):
+            results = [r.value.data for r in interpreter.call_op(function.sym_name.data, (IntegerAttr(s, IndexType()),))]
+            assert results == [plan.pool_bytes({"S": s}), *plan.offsets({"S": s}).values()], s
+        assert sorted(plan.offsets({"S": low}).values()) == [0, 16 * low * low]  # S = 1: 16 bytes apart
+
+
 def test_pool_ir_of_a_static_size_has_no_symbol_arithmetic() -> None:
     """Every buffer of constant size: the function folds to constants (the negative twin)."""
     problem = SymbolicProblem((SymbolicBuffer("a", Poly.constant(100), 0, 1, 64),

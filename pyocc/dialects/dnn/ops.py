@@ -1721,7 +1721,11 @@ def buffer_alignment(buffer_type: Attribute, alignment: int) -> int:
     elements (indices, masks, a relative position's bucket ids) get their
     own size: no kernel reads any element with more alignment than its
     size, and at a small symbolic size (a sequence of 1) a whole line for
-    each of many one- to eight-byte tensors would be most of the pool."""
+    each of many one- to eight-byte tensors would be most of the pool.
+    This is the most the buffer gets: planning gives a buffer of fewer
+    bytes the next power of two of its size
+    (`pyocc.planning.fitted_alignment`, where the planner, which knows no
+    IR, reads it), at a symbolic size value by value."""
     assert isinstance(buffer_type, TensorType | MemRefType), buffer_type
     element = buffer_type.get_element_type()
     if isinstance(element, IntegerType):
