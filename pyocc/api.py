@@ -36,7 +36,7 @@ from pyocc.dialects.dnn import Dnn
 from pyocc.analysis.npu_program import npu_run, npu_summary, parse_scratchpad
 from pyocc.dialects.dnn import ops as d
 from pyocc.errors import PyoccError
-from pyocc.frontend.onnx_import import import_model, load_model
+from pyocc.frontend.onnx_import import FoldCache, import_model, load_model
 from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
@@ -317,6 +317,7 @@ def lower(
     stage_dma: bool = False,
     recompute: str = "",
     threads: int = 1,
+    folds: FoldCache | None = None,
 ) -> tuple[ModuleOp, MemoryReport]:
     """Import and lower a model to buffer-form dnn IR in the given memory
     mode; returns the module and its memory report. `fuse=False` skips layer
@@ -362,6 +363,8 @@ def lower(
     whose blocks are too small to split between them gets one copy of its
     fitted scratch per thread (dnn-memory-pool{threads}), in the plan and
     the report; 1 plans as for one thread.
+    `folds`: the importer's folds shared with other lowerings of the same
+    model (`import_model`; a symbolic compile's probes).
     `options` (see pyocc.pipelines.Options), when given, overrides
     memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling/threads."""
     if options is None:
@@ -388,7 +391,8 @@ def lower(
         raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     before = resource_keys()
-    module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts)
+    module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts, verify=options.verify,
+                          folds=folds)
     ctx = Context()
     try:
         given_bound, reorder_ms, reorder_order = _run_tensor_passes(ctx, module, tensor_passes(options),
@@ -948,14 +952,15 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     finds an integer of a higher degree, `spare_points` (the others) are
     lowered too and everything is fitted again at the full degree.
 
-    Only the first lowering runs the op verifiers after each pass
-    (`Options.verify`) and searches an op order (dnn-reorder): the others
+    Only the first lowering runs the op verifiers on the imported module
+    and after each pass (`Options.verify`) and searches an op order (dnn-reorder): the others
     must give its program but for the integers, which `fit_program`
     checks, and take its order (`Options.reorder_order`); their buffer
     lifetimes are still checked after every pass."""
     names: list[str] = []
     first_order: list[int] = []
     count = itertools.count(1)
+    folds: FoldCache = {}  # the importer's folds that do not depend on the probe value are made once
 
     def lower_at(point: Mapping[str, int]) -> _Probed:
         before = resource_keys()
@@ -970,7 +975,7 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
         # must be its program (fit_program), integers aside; dnn-reorder searches once, at the top
         index = next(count)
         at = at if index == 1 else dataclasses.replace(at, verify=False, reorder_order=tuple(first_order))
-        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at)
+        module, report = lower(copy, shapes={**dict(shapes or {}), **inputs.at(point)}, options=at, folds=folds)
         if index == 1:
             first_order[:] = report.reorder_order or ()
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))

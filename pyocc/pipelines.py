@@ -142,8 +142,8 @@ class Options:
     again at their late readers instead of alive from the first layer to
     the last."""
     verify: bool = True
-    """Run the op verifiers after every pass (`run_passes`; the buffer
-    lifetimes are checked either way). A symbolic compile leaves them off
+    """Run the op verifiers on the imported module and after every pass
+    (`run_passes`; the buffer lifetimes are checked either way). A symbolic compile leaves them off
     for its probes after the first, whose programs must be the first's
     but for their integers (pyocc.symbolic.fit_program checks)."""
 

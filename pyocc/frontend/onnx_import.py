@@ -212,12 +212,20 @@ def load_model(path: str | Path, external_data: bool = True) -> onnx.ModelProto:
     return model
 
 
+FoldCache = dict[tuple[bytes, tuple[tuple[str, tuple[int, ...], bytes], ...]], list[np.ndarray] | None]
+"""Folds by (the node's serialized proto, its inputs' dtype, shape and
+bytes): their results, or None where the reference evaluator cannot run
+the node (`import_model`'s `folds`)."""
+
+
 def import_model(
     model: onnx.ModelProto | str | Path,
     shapes: Mapping[str, Sequence[int]] | None = None,
     *,
     function_name: str = "main_graph",
     unfold_broadcasts: int = 0,
+    verify: bool = True,
+    folds: FoldCache | None = None,
 ) -> ModuleOp:
     """Import an ONNX model (a ModelProto or a path) into the `onnx` dialect.
 
@@ -226,6 +234,13 @@ def import_model(
     off): a folded constant whose blocks along its first axis are all
     equal, and that has the probe value in a later dimension, is
     imported as the Expand of its first block (`_Importer.broadcasts_as_expand`).
+    `verify=False` leaves out the op verifiers on the imported module: a
+    symbolic compile's probes after the first, whose programs must be the
+    first's but for their integers (pipelines.Options.verify).
+    `folds` (a dict the caller keeps, empty at first) is shared by several
+    imports of one model: a constant node folded with the same input values
+    in an earlier one is not evaluated again (a symbolic compile's probes
+    fold the same weights-only subgraphs at every probe value).
     Raises PyoccError for anything the user must fix."""
     source = ""
     if not hasattr(model, "graph"):
@@ -233,7 +248,7 @@ def import_model(
         # weights in external files are memory-mapped, not read into the proto
         model = load_model(model, external_data=False)  # type: ignore[arg-type]
     return _Importer(model, dict(shapes or {}), function_name, source,  # type: ignore[arg-type]
-                     unfold_broadcasts=unfold_broadcasts).run()
+                     unfold_broadcasts=unfold_broadcasts, verify=verify, folds=folds).run()
 
 
 def external_array(tensor: TensorProto, base_dir: Path, what: str = "the model",
@@ -304,6 +319,10 @@ class _Importer:
     """The model's file, when it came from one (named in some messages)."""
     unfold_broadcasts: int = 0
     """The probe value whose folded batch broadcasts import as Expands (see import_model; 0: none)."""
+    verify: bool = True
+    """Run the op verifiers on the imported module (see import_model)."""
+    folds: FoldCache | None = None
+    """Folds shared with other imports of the model (see import_model)."""
     consts: dict[str, Any] = field(default_factory=dict)
     types: dict[str, TensorType] = field(default_factory=dict)
     values: dict[str, SSAValue] = field(default_factory=dict)
@@ -766,21 +785,41 @@ class _Importer:
         if any(_size(self.consts[i]) > FOLD_LIMIT_ELEMENTS for i in inputs):
             return False
 
-        sub = helper.make_graph(
-            [node], "fold", [], [helper.make_value_info(o, helper.TypeProto()) for o in node.output if o],
-            [numpy_helper.from_array(np.asarray(self._array(i)), i) for i in inputs],
-        )
-        try:
-            results = ReferenceEvaluator(
-                helper.make_model(sub, opset_imports=list(self.model.opset_import))
-            ).run(None, {})
-        except Exception:  # the reference evaluator lacks a few ops: leave the node as it is
+        results = self.evaluate(node, [np.asarray(self._array(i)) for i in inputs])
+        if results is None:  # the reference evaluator lacks a few ops: leave the node as it is
             return False
-        if any(np.asarray(r).size > FOLD_LIMIT_ELEMENTS for r in results):
+        if any(r.size > FOLD_LIMIT_ELEMENTS for r in results):
             return False
         for name, value in zip([o for o in node.output if o], results):
-            self.consts[name] = np.asarray(value)
+            self.consts[name] = value
         return True
+
+    def evaluate(self, node: onnx.NodeProto, arrays: list[np.ndarray]) -> list[np.ndarray] | None:
+        """The results of `node` run by onnx's reference evaluator on
+        `arrays` (its non-empty inputs, in order); None when the evaluator
+        cannot run it. With `folds`, the results of the same node on the
+        same input values in an earlier import of the same model are taken
+        from there (copies: a fold's result is this import's own)."""
+        key = None
+        if self.folds is not None and all(a.dtype != object for a in arrays):
+            key = (node.SerializeToString(), tuple((a.dtype.str, a.shape, a.tobytes()) for a in arrays))
+            if key in self.folds:
+                known = self.folds[key]
+                return None if known is None else [r.copy() for r in known]
+        inputs = [i for i in node.input if i]
+        sub = helper.make_graph(
+            [node], "fold", [], [helper.make_value_info(o, helper.TypeProto()) for o in node.output if o],
+            [numpy_helper.from_array(a, i) for a, i in zip(arrays, inputs, strict=True)],
+        )
+        try:
+            results: list[np.ndarray] | None = [np.asarray(r) for r in ReferenceEvaluator(
+                helper.make_model(sub, opset_imports=list(self.model.opset_import))
+            ).run(None, {})]
+        except Exception:  # the reference evaluator lacks a few ops: the caller leaves the node as it is
+            results = None
+        if key is not None:
+            self.folds[key] = None if results is None else [r.copy() for r in results]
+        return results
 
     def _array(self, name: str) -> np.ndarray:
         v = self.consts[name]
@@ -824,10 +863,11 @@ class _Importer:
         module = ModuleOp([function])
         if graph.name:
             module.attributes["onnx.graph_name"] = StringAttr(graph.name)
-        try:
-            module.verify()
-        except (VerifyException, DiagnosticException) as e:
-            raise PyoccError(f"the model is inconsistent: {one_line(e)}") from None
+        if self.verify:
+            try:
+                module.verify()
+            except (VerifyException, DiagnosticException) as e:
+                raise PyoccError(f"the model is inconsistent: {one_line(e)}") from None
         return module
 
     def value(self, name: str) -> SSAValue:

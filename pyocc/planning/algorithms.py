@@ -114,13 +114,17 @@ def hill_climb_offsets(
         if position > 0 and rng.random() < 0.5:
             changed = rng.randrange(position)
             trial.insert(changed, trial.pop(position))
+            moved = [trial[changed]]
         else:
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
             changed = min(a, b)
-        # Buffers before the first changed position land where they were; a
-        # trial whose pool would grow is abandoned at the buffer that grows it.
-        placed = place_within(prep, trial, top, keep=changed, kept=current)
+            moved = [trial[a], trial[b]]
+        # Buffers before the first changed position land where they were, and
+        # so do those after it that conflict with no moved buffer and no buffer
+        # that lands elsewhere; a trial whose pool would grow is abandoned at
+        # the buffer that grows it.
+        placed = place_within(prep, trial, top, keep=changed, kept=current, moved=moved)
         if placed is not None:
             order, current, top = trial, placed, prep.pool_size(placed)
             critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]

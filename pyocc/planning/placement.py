@@ -16,6 +16,7 @@ Both return exactly the same offsets (tests check this).
 
 from __future__ import annotations
 
+import operator
 import sys
 from collections.abc import Sequence
 
@@ -184,6 +185,55 @@ def place_in_order(
     raise ValueError(f"unknown placement engine {engine!r}")
 
 
+def _place_moved(
+    prep: PreparedProblem, order: Sequence[int], limit: int, keep: int, kept: Sequence[int], moved: Sequence[int],
+) -> list[int] | None:
+    """``_place_graph(prep, order, False, keep, kept, limit)`` where `kept`
+    places every buffer of an order that differs from `order` only in where
+    the `moved` buffers stand (and whose pool is at most `limit`), placing
+    again only the buffers whose place can change.
+
+    A buffer's first-fit offset depends only on the offsets of the
+    conflicting buffers placed before it. Moving buffers changes, for any
+    other buffer, only whether a moved buffer is among those; so a buffer
+    that conflicts with no moved buffer and with no buffer whose offset
+    changed lands where it was in `kept`, and only the others (`stale`)
+    are placed again, in order, first fit as in ``_place_graph``."""
+    adjacency = prep.adjacency()
+    sizes, aligns = prep.sizes, prep.aligns
+    offsets = list(kept)
+    ends = list(map(operator.add, kept, sizes))
+    for i in order[keep:]:
+        ends[i] = -1  # not placed yet
+    stale = set(moved)
+    for i in moved:
+        stale.update(adjacency[i])
+    for i in order[keep:]:
+        if i not in stale:
+            end = ends[i] = offsets[i] + sizes[i]
+            continue
+        busy = [(offsets[j], end) for j in adjacency[i] if (end := ends[j]) >= 0]
+        busy.sort()
+        size, alignment = sizes[i], aligns[i]
+        running_end = 0  # every byte below this is taken by some busy range
+        for start, end in busy:
+            if start >= running_end:
+                offset = -(-running_end // alignment) * alignment
+                if offset + size <= start:
+                    break
+            if end > running_end:
+                running_end = end
+        else:
+            offset = -(-running_end // alignment) * alignment
+        end = ends[i] = offset + size
+        if end > limit:
+            return None
+        if offset != offsets[i]:
+            offsets[i] = offset
+            stale.update(adjacency[i])
+    return offsets
+
+
 def place_within(
     prep: PreparedProblem,
     order: Sequence[int],
@@ -191,6 +241,7 @@ def place_within(
     *,
     keep: int = 0,
     kept: Sequence[int] = (),
+    moved: Sequence[int] | None = None,
 ) -> list[int] | None:
     """``place_in_order(prep, order, keep=keep, kept=kept)`` (first fit)
     when its pool is at most ``limit`` bytes, else None. The graph engine
@@ -199,8 +250,16 @@ def place_within(
     buffer never moves), so most rejected trials cost a fraction of a
     placement. ``limit`` must be at least every size of a buffer not in
     ``order`` (those count at offset 0, as in ``pool_size``): the hill
-    climb places every non-empty buffer."""
+    climb places every non-empty buffer.
+
+    ``moved`` (graph engine): `kept` places every buffer of an order that
+    differs from `order` only in where these buffers stand, within
+    ``limit``; then only the buffers whose offset can differ from `kept`
+    are placed again (``_place_moved``): the hill climb's trials move one
+    or two buffers, and most buffers after them land where they were."""
     if prep.total_conflicts() <= GRAPH_PAIR_LIMIT:
+        if moved is not None:
+            return _place_moved(prep, order, limit, keep, kept, moved)
         return _place_graph(prep, order, False, keep, kept, limit)
     offsets = _place_vector(prep, order, False)
     return offsets if prep.pool_size(offsets) <= limit else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import gc
 import mmap
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +16,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
+from xdsl.dialects.builtin import DenseResourceAttr, ModuleOp
 
 import pyocc
 from pyocc.errors import PyoccError
@@ -310,3 +312,42 @@ def test_truncated_external_weights_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(PyoccError, match=r"initializer 'w' needs 432 bytes at offset 0 of 'm.onnx.data', which "
                                          r"holds 100 bytes; the file is truncated or not this model's$"):
         import_model(path)
+
+
+def test_imports_that_share_folds_give_the_programs_imported_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A symbolic compile's probes import one model at several values and
+    share the importer's folds (`import_model(folds=...)`): a fold whose
+    inputs are the same (the transposed table) is evaluated once, one
+    whose inputs follow the value (the table's rows up to the length) at
+    every import, and every import is the program imported alone."""
+    table = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 16)).astype(np.float32), "table")
+    constants = [numpy_helper.from_array(np.array([0], np.int64), name) for name in ("zero", "axis")]
+    graph = helper.make_graph(
+        [helper.make_node("Transpose", ["table"], ["rows"]),
+         helper.make_node("Shape", ["x"], ["length"], start=1),
+         helper.make_node("Slice", ["rows", "zero", "length", "axis"], ["used"]),
+         helper.make_node("MatMul", ["x", "used"], ["y"])],
+        "folds", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [table, *constants])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    evaluations = collections.Counter()
+
+    class Counted(ReferenceEvaluator):
+        def __init__(self, proto: onnx.ModelProto) -> None:
+            evaluations[proto.graph.node[0].op_type] += 1
+            super().__init__(proto)
+
+    def program(module: ModuleOp) -> tuple[str, list[bytes]]:
+        """The module's text (resource keys aside) and its constants' bytes."""
+        data = [load_bytes(attr) for op in module.walk() for attr in op.properties.values()
+                if isinstance(attr, DenseResourceAttr)]
+        return re.sub(r"dense_resource<[^>]*>", "dense_resource<>", str(module)), data
+
+    monkeypatch.setattr("pyocc.frontend.onnx_import.ReferenceEvaluator", Counted)
+    folds: dict = {}
+    for s in (5, 3):
+        alone = program(import_model(onnx.ModelProto.FromString(model.SerializeToString()), {"x": [1, s]}))
+        evaluations.clear()
+        shared = import_model(onnx.ModelProto.FromString(model.SerializeToString()), {"x": [1, s]}, folds=folds)
+        assert program(shared) == alone
+        assert evaluations == ({"Transpose": 1, "Slice": 1} if s == 5 else {"Slice": 1})

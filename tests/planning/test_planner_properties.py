@@ -125,6 +125,33 @@ def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, 
     assert within == (whole if prep.pool_size(whole) <= limit else None)
 
 
+@SETTINGS
+@given(problems(), st.randoms(use_true_random=False), st.booleans())
+def test_placing_after_moving_buffers_is_the_whole_placement(problem: Problem, rng, swap: bool) -> None:
+    # The hill climb's trials move one buffer earlier or swap two, and
+    # place again only the buffers that conflict with a moved buffer or
+    # with one that landed elsewhere: the offsets must be those of placing
+    # the whole trial, and None exactly when that exceeds the limit.
+    prep = PreparedProblem(problem)
+    order = size_order(prep)
+    if len(order) < 2:
+        return
+    rng.shuffle(order)
+    before = place_in_order(prep, order)
+    trial = order[:]
+    a, b = sorted(rng.sample(range(len(order)), 2))
+    if swap:
+        trial[a], trial[b] = trial[b], trial[a]
+        moved = [trial[a], trial[b]]
+    else:
+        trial.insert(a, trial.pop(b))
+        moved = [trial[a]]
+    whole = place_in_order(prep, trial)
+    for limit in (prep.pool_size(before), max(prep.pool_size(before), prep.pool_size(whole))):
+        within = place_within(prep, trial, limit, keep=a, kept=before, moved=moved)
+        assert within == (whole if prep.pool_size(whole) <= limit else None)
+
+
 def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) -> list[int]:
     """The hill climb as TVM USMP words it, every trial placed whole: the
     definition the quicker ``hill_climb_offsets`` must agree with."""
