@@ -780,7 +780,8 @@ def _candidates(extent: int) -> list[int]:
 
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
-           sum_bands: bool = False) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
+           sum_bands: bool = False, tight_chains: bool = False,
+           ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
     not `cascades_too`: then chains of ops as chain cascades, see
@@ -789,6 +790,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
+    `tight_chains`: the chains' footprints as `_chain_cost`'s `tight`;
     also returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -800,12 +802,12 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
     else:
         if not in_place:
-            found = _chains(program, sram, cost) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains) if chains else []
         elif joins_first:
             homes, joined = _homes(program, set())
-            found = _chains(program, sram, cost, frozenset(joined)) if chains else []
+            found = _chains(program, sram, cost, frozenset(joined), tight_chains) if chains else []
         else:
-            found = _chains(program, sram, cost) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains) if chains else []
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
@@ -1101,10 +1103,14 @@ def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
     return need
 
 
-def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple[int, int, int] | None:
+def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
+                tight: bool = False) -> tuple[int, int, int] | None:
     """(the largest SRAM footprint of one band step, the MACs the bands
     compute in all, the bytes of outside inputs the bands read) of the
-    chain start..stop in `bands` bands, or None."""
+    chain start..stop in `bands` bands, or None. The footprint counts every
+    op's inputs and outputs, so an inner band twice (its producer's output,
+    its reader's input): room left for the next units' prefetch; with
+    `tight`, each band once (fewer, larger bands: see `_chains`)."""
     ops = program.ops
     tensors = program.by_name()
     inner = {ops[k].outputs[0] for k in range(start, stop - 1)}
@@ -1124,15 +1130,19 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int) -> tuple
                         nbytes = row_bytes(t, hi - lo)
                     else:
                         nbytes = t.size
-                    step += nbytes
-                    outside += 0 if n in inner else nbytes
+                    if n not in inner:
+                        step += nbytes
+                        outside += nbytes
+                    elif not tight:
+                        step += nbytes
                 step += row_bytes(tensors[op.outputs[0]], end - first)
                 macs += math.ceil(op.macs * (end - first) / op.out_rows)
         foot = max(foot, weights + step)
     return foot, macs, outside
 
 
-def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset()) -> list[tuple[int, int, int]]:
+def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
+            tight: bool = False) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -1143,7 +1153,9 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     chain is kept when the DRAM traffic its inner tensors would cost
     streamed (above a quarter of the SRAM: out and back in) takes more
     cycles than the halo rows read and the MACs computed again. No chain
-    holds an op whose index is in `outside` (a concat run in place)."""
+    holds an op whose index is in `outside` (a concat run in place). A
+    chain takes the fewest bands whose step fits `CHAIN_SHARE` of the
+    SRAM, its footprint as `_chain_cost` counts it (`tight` or not)."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -1181,7 +1193,7 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
                 continue
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
-                found_cost = _chain_cost(program, start, stop, bands)
+                found_cost = _chain_cost(program, start, stop, bands, tight)
                 if found_cost is not None and found_cost[0] <= sram * CHAIN_SHARE // 8:
                     fits = (bands, *found_cost[1:])
                     break
@@ -2039,9 +2051,18 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     (`cost` steers the choice of tilings; without `cascades`, what the IR
     runs: chain cascades (unless not `chains`), other ops tiled one by one,
     and concats in place: the fastest simulated of the concats in place
-    outside the chains, before them, and none)."""
+    outside the chains, before them, and none; each with the chains'
+    footprints counted with a margin and tight, where the two find
+    different chains)."""
     _check_program(program)
-    if cascades or not any(op.joins for op in program.ops):
+    joins = any(op.joins for op in program.ops)
+    # a chain's band step counted with every inner band twice leaves room for the next units'
+    # prefetch; counted tight, it takes fewer, larger bands, whose halos load and compute less:
+    # neither is faster everywhere (at 1 MiB, what runs: ShuffleNet 2.629 -> 2.481 cycles/bound
+    # tight, its residuals loaded per band again less often; SqueezeNet 1.454 -> 1.787)
+    tights = (False, True) if not cascades and chains and _chains(program, sram_size, cost) != _chains(
+        program, sram_size, cost, tight=True) else (False,)
+    if cascades or (not joins and len(tights) == 1):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
         instructions = _Scheduler(program, sram_size, units, cost).run()
         return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
@@ -2053,29 +2074,33 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # more than the copy saves: Inception at 4 MiB): the fastest; outputs assembled in SRAM where
     # the units beside them fit it (the allocator may still find the SRAM too fragmented: then
     # within 7/8 of it, then none)
-    # with no chain holding a concat, both ways of placing them give the same units: once is enough
-    chained = chains and any(program.ops[k].joins for start, stop, _ in _chains(program, sram_size, cost)
-                             for k in range(start, stop))
     # and each of those in place with and without summing the readers of a concat's output over its
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
-    for joins_first, in_place, sum_bands in ((False, True, False), (True, True, False), (False, False, False),
-                                             (False, True, True), (True, True, True)):
-        if joins_first and not chained:
-            continue
-        for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place else (0,):
-            try:
-                units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit, in_place,
-                                              sum_bands)
-                instructions = _Scheduler(program, sram_size, units, cost).run()
-            except PlanningError as e:
-                failed = e  # the last: the schedule without concats in place says why it does not fit
+    variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
+                (True, True, True)) if joins else ((False, True, False),)
+    for tight in tights:
+        # with no chain holding a concat, both ways of placing them give the same units: once is enough
+        chained = chains and any(program.ops[k].joins for start, stop, _ in _chains(program, sram_size, cost,
+                                                                                     tight=tight)
+                                 for k in range(start, stop))
+        for joins_first, in_place, sum_bands in variants:
+            if joins_first and not chained:
                 continue
-            schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
-                                   {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
-            simulated = _simulate(schedule, program, sram_size, cost)
-            if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
-                best = ((simulated.cycles, simulated.dram_bytes), schedule)
-            break
+            for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
+                try:
+                    units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
+                                                  in_place, sum_bands, tight)
+                    instructions = _Scheduler(program, sram_size, units, cost).run()
+                except PlanningError as e:
+                    failed = e  # the last: the schedule without concats in place says why it does not fit
+                    continue
+                schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                                       {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
+                                       _input_blocks(units))
+                simulated = _simulate(schedule, program, sram_size, cost)
+                if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
+                    best = ((simulated.cycles, simulated.dram_bytes), schedule)
+                break
     if best is None:
         assert failed is not None
         raise failed

@@ -409,6 +409,45 @@ def test_a_chain_runs_an_op_once_per_range_its_readers_read():
                 assert buffer.size == piece.bytes  # its own buffer, read whole
 
 
+def _residual_unit() -> NpuProgram:
+    """A ShuffleNet unit: a 1x1 convolution, a 3x3 depthwise one, a 1x1 one
+    adding the unit's input x as its residual (16 channels, 32 x 32)."""
+    c, h, w = 16, 32, 32
+    size = c * h * w * 4
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", size, "input", h), T("wa", c * c * 4, "weight"), T("a", size, "activation", h),
+         T("wb", c * 9 * 4, "weight"), T("b", size, "activation", h), T("wy", c * c * 4, "weight"),
+         T("y", size, "output", h)),
+        (NpuOp("a", c * c * h * w, ("x",), ("wa",), ("a",), h, 0, c, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 9 * c * h * w, ("a",), ("wb",), ("b",), h, 2, c, (), (("a", 3, 1, 1),), channel_groups=c),
+         NpuOp("y", c * c * h * w, ("b", "x"), ("wy",), ("y",), h, 0, c, (), (("b", 1, 1, 0), ("x", 1, 1, 0)),
+               channel_inputs=("x",))),
+    )
+
+
+def test_a_chain_counted_tight_is_kept_where_it_is_faster():
+    # the unit runs as one chain; x is read by rows twice per band (with a's
+    # halo for b, without by y). Its band step counted with every inner band
+    # twice (the default) takes 9 bands at 128 KiB; counted once, 4: x is
+    # loaded again for fewer halos and a computes fewer halo rows. The
+    # schedule kept is the faster of the two
+    program, sram = _residual_unit(), 128 << 10
+
+    def simulated(tight: bool):
+        units, tiling, _ = _units(program, sram, NpuCost(), False, tight_chains=tight)
+        instructions = _Scheduler(program, sram, units).run()
+        return tiling["y"][0], simulate(
+            instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
+            dram_resident={"x", "wa", "wb", "wy"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
+
+    (margin_bands, margin), (tight_bands, tight) = simulated(False), simulated(True)
+    assert tight_bands < margin_bands and tight.cycles < margin.cycles
+    result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    assert result.tiled_ops["y"][0] == tight_bands
+    assert (result.cycles, result.dram_bytes) == (tight.cycles, tight.dram_bytes)
+
+
 def test_cascades_false_never_cascades():
     program = _conv_rows_program()
     cascaded = schedule_scratchpad(program, 24 << 10)
