@@ -51,3 +51,16 @@ def test_a_3d_node_case_expects_the_references_output() -> None:
     head = x[:, :, :4, :4, :4]
     np.testing.assert_array_equal(y[:, :, :3, :3, :3],
                                   _reference(head, head.shape, [2, 2, 2], [1, 1, 1], [3, 3, 3], "MAX"))
+
+
+def test_the_node_cases_were_built_with_the_numpy_pool() -> None:
+    """Collection imported onnx's pool case modules inside node_test_cases:
+    a module that loads onnx's node cases first (load_model_tests,
+    BackendTest) would build them with the reference pool again, 12 CPU s
+    per test process."""
+    node_test_cases()
+    import onnx.backend.test.case.node.averagepool as averagepool
+    import onnx.backend.test.case.node.lppool as lppool
+    import onnx.backend.test.case.node.maxpool as maxpool
+
+    assert averagepool.pool is lppool.pool is maxpool.pool is pool
