@@ -25,11 +25,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
-from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
 import pyocc  # noqa: E402
 from pyocc.errors import PyoccError  # noqa: E402
 from pyocc.testing.fake_cuda import FakeCuda  # noqa: E402
+from pyocc.testing.onnx_node_cases import node_test_cases  # noqa: E402
 
 #: what the cuda lowering says when it has no lowering for an op or a case
 UNSUPPORTED = ("on target=cuda", "neither a cuDNN lowering", "no cuDNN lowering", "cuDNN cannot",
@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.simplefilter("ignore")  # onnx's test generators warn about their own overflows
     outcomes: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     problems: list[str] = []
-    for case in load_model_tests(kind="node"):
+    for case in node_test_cases():
         if (args.match and not re.search(args.match, case.name)) or not case.data_sets:
             continue
         inputs, expected = case.data_sets[0]

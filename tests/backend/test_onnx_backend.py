@@ -43,6 +43,7 @@ import pyocc.backend
 from pyocc.dialects.onnx import OP_BY_TYPE
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import element_type
+from pyocc.testing.onnx_node_cases import node_test_cases
 
 MEMORY = os.environ.get("PYOCC_BACKEND_MEMORY", "pool")
 
@@ -106,7 +107,7 @@ class MemoryModeBackend(pyocc.backend.PyoccBackend):
 def models_by_test() -> dict[str, onnx.ModelProto]:
     """Test name (without `_cpu`) -> its model, for every test kind whose
     model is a local file or generated in memory."""
-    models = {case.name: case.model for case in load_model_tests(kind="node")}
+    models = {case.name: case.model for case in node_test_cases()}
     for kind in ("simple", "pytorch-converted", "pytorch-operator"):
         for case in load_model_tests(kind=kind):
             models[case.name] = onnx.load(os.path.join(case.model_dir, "model.onnx"))
@@ -169,6 +170,7 @@ def _test_methods(cases: dict[str, type[unittest.TestCase]]) -> Iterator[tuple[t
 def build_test_cases() -> tuple[dict[str, type[unittest.TestCase]], dict[str, str]]:
     """BackendTest's unittest classes, CPU only, with exclusions applied;
     and the reason of every excluded test."""
+    node_test_cases()  # onnx's node cases, built with numpy pools before BackendTest reads them
     backend_test = onnx.backend.test.BackendTest(MemoryModeBackend, __name__)
     cases = backend_test.test_cases
     light = {case.name for case in load_model_tests(kind="real")}
@@ -220,7 +222,7 @@ def test_supported_ops_have_node_tests_that_run() -> None:
     """The suite must not be excluded away: most node tests whose ops pyocc
     supports run, and every supported op (bar a few without node tests of
     their own) has at least one node test that runs."""
-    models = {case.name: case.model for case in load_model_tests(kind="node")}
+    models = {case.name: case.model for case in node_test_cases()}
     running = [n for n in models if n not in REASONS]
     assert len(running) >= 800, f"only {len(running)} node tests run (834 when this was written)"
     covered = {node.op_type for n in running for node in models[n].graph.node}
@@ -229,7 +231,7 @@ def test_supported_ops_have_node_tests_that_run() -> None:
 
 
 def _layer_norm_cases() -> list[Any]:
-    return [c for c in load_model_tests(kind="node")
+    return [c for c in node_test_cases()
             if c.name.startswith("test_layer_normalization_") and "expanded" not in c.name]
 
 

@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from onnx.backend.test.loader import load_model_tests
 from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
@@ -40,6 +39,7 @@ from pyocc.frontend.onnx_import import import_model
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
 from pyocc.lowering.cuda import CUDA_LOWERINGS
 from pyocc.testing.fake_cuda import FakeCuda
+from pyocc.testing.onnx_node_cases import node_test_cases
 
 
 def cuda_program(model: onnx.ModelProto) -> str | None:
@@ -79,7 +79,7 @@ def programs(cases: list[object]) -> list[list[object]]:
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # onnx's generators warn about their own overflows
-    GROUPS = programs([case for case in load_model_tests(kind="node")
+    GROUPS = programs([case for case in node_test_cases()
                        if case.data_sets
                        and all(isinstance(v, np.ndarray) for v in [*case.data_sets[0][0], *case.data_sets[0][1]])])
 CASES = [case for group in GROUPS for case in group]
