@@ -147,13 +147,18 @@ def crossing_mode() -> None:
 # POOL: func.func @attention_pool(%sequence: index) -> (index, index, index, index, index) {
 # POOL: %[[Q_SIZE:.*]] = arith.muli %c32, %sequence : index
 # POOL-NEXT: %end_q = arith.addi %c0, %[[Q_SIZE]] : index
-# POOL: %[[UP:.*]] = arith.addi %end_q, %c63 : index
-# POOL-NEXT: %[[BLOCKS:.*]] = arith.floordivsi %[[UP]], %c64 : index
-# POOL-NEXT: %offset_kt = arith.muli %[[BLOCKS]], %c64 : index
+# a buffer smaller than 64 bytes is aligned to the next power of two of its size: kt follows q
+# (32 * sequence bytes, 32 at the least) at 32 bytes or 64, chosen from q's size at run time
+# POOL-NEXT: %[[SMALL:.*]] = arith.cmpi sle, %[[Q_SIZE]], %c32 : index
+# POOL-NEXT: %[[ALIGN:.*]] = arith.select %[[SMALL]], %c32, %c64 : index
+# POOL-NEXT: %[[BUMP:.*]] = arith.addi %[[ALIGN]], %cm1 : index
+# POOL-NEXT: %[[UP:.*]] = arith.addi %end_q, %[[BUMP]] : index
+# POOL-NEXT: %[[BLOCKS:.*]] = arith.floordivsi %[[UP]], %[[ALIGN]] : index
+# POOL-NEXT: %offset_kt = arith.muli %[[BLOCKS]], %[[ALIGN]] : index
 # POOL-NEXT: %end_kt = arith.addi %offset_kt, %[[Q_SIZE]] : index
-# POOL: %offset_scores = arith.muli
-# POOL-NEXT: %[[SQUARE:.*]] = arith.muli %sequence, %sequence : index
+# POOL: %[[SQUARE:.*]] = arith.muli %sequence, %sequence : index
 # POOL-NEXT: %[[SCORES_SIZE:.*]] = arith.muli %c4, %[[SQUARE]] : index
+# POOL: %offset_scores = arith.muli
 # POOL-NEXT: %end_scores = arith.addi %offset_scores, %[[SCORES_SIZE]] : index
 # POOL-NEXT: %[[TOP:.*]] = arith.cmpi sge, %end_k, %end_scores : index
 # POOL-NEXT: %[[POOL:.*]] = arith.select %[[TOP]], %end_k, %end_scores : index

@@ -369,13 +369,14 @@ def _align_up(b: ir.IRBuilder, x: ir.Value, alignment: int | ir.Value) -> ir.Val
     return b.mul(b.udiv(b.add(x, bump), step), step)
 
 
-def _fitted_alignment(b: ir.IRBuilder, alignment: int, size: ir.Value) -> ir.Value:
+def _fitted_alignment(b: ir.IRBuilder, alignment: int, size: ir.Value, least: int = 1) -> ir.Value:
     """`pyocc.planning.fitted_alignment(alignment, size)` at run time:
-    `alignment`, replaced by each smaller power of two, largest first, that
+    `alignment`, replaced by each smaller power of two down to `least` (the
+    least it can be, `SymbolicBuffer.least_alignment`), largest first, that
     `size` is at most (a compare-and-select per power)."""
     fitted: ir.Value = ir.Constant(I64, alignment)
     power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
-    while power >= 1:
+    while power >= least:
         fitted = b.select(b.icmp_unsigned("<=", size, ir.Constant(I64, power)), ir.Constant(I64, power), fitted)
         power //= 2
     return fitted
@@ -423,7 +424,8 @@ def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
                 top = _umax(b, top, ends[c])
             # one number where it cannot vary over the piece; else from the size, as the planner did
             fixed = buffers[i].fixed_alignment(piece.ranges)
-            alignment = fixed if fixed is not None else _fitted_alignment(b, buffers[i].alignment, sizes[i])
+            alignment = fixed if fixed is not None else _fitted_alignment(
+                b, buffers[i].alignment, sizes[i], buffers[i].least_alignment(piece.ranges))
             offset = _align_up(b, top, alignment)
             offsets[i] = offset
             ends[i] = b.add(offset, sizes[i])

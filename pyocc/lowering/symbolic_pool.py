@@ -133,13 +133,14 @@ class _Emitter:
             top = self.builder.insert(arith.SelectOp(larger, top, value)).result
         return top
 
-    def fitted_alignment(self, alignment: int, size: SSAValue) -> SSAValue:
+    def fitted_alignment(self, alignment: int, size: SSAValue, least: int = 1) -> SSAValue:
         """`fitted_alignment(alignment, size)` at run time: `alignment`,
-        replaced by each smaller power of two, largest first, that `size` is
-        at most (a compare-and-select per power)."""
+        replaced by each smaller power of two down to `least` (the least it
+        can be, `SymbolicBuffer.least_alignment`), largest first, that
+        `size` is at most (a compare-and-select per power)."""
         fitted = self.constant(alignment)
         power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
-        while power >= 1:
+        while power >= least:
             fits = self.builder.insert(arith.CmpiOp(size, self.constant(power), "sle")).result
             fitted = self.builder.insert(arith.SelectOp(fits, self.constant(power), fitted)).result
             power //= 2
@@ -203,7 +204,8 @@ def _piece_offsets(builder: Builder, emit: _Emitter, plan: SymbolicPlan,
             # one number where it cannot vary over the piece; else from the size, as the planner did
             alignment = buffer.fixed_alignment(piece.ranges)
             offset = emit.align(top, alignment if alignment is not None
-                                else emit.fitted_alignment(buffer.alignment, emit.poly(buffer.size)))
+                                else emit.fitted_alignment(buffer.alignment, emit.poly(buffer.size),
+                                                           buffer.least_alignment(piece.ranges)))
             if offset not in ends.values():  # an unaligned offset can be another buffer's end
                 offset.name_hint = f"offset_{hint}{suffix}"
         else:

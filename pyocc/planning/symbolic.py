@@ -317,19 +317,23 @@ class SymbolicBuffer:
         """The alignment at one value of every symbol (``fitted_alignment``)."""
         return fitted_alignment(self.alignment, self.size.evaluate(values))
 
+    def least_alignment(self, ranges: Mapping[str, tuple[int, int]]) -> int:
+        """The least alignment the buffer gets at any value of `ranges`: the
+        one at its least size where the size grows with every symbol (its
+        terms' coefficients are all non-negative, so its least value is at
+        the ranges' low ends), else 1 (it may get any)."""
+        lows = {name: low for name, (low, _) in ranges.items()}
+        growing = all(coefficient >= 0 for monomial, coefficient in self.size.terms if monomial)
+        return fitted_alignment(self.alignment, self.size.evaluate(lows)) if growing else 1
+
     def fixed_alignment(self, ranges: Mapping[str, tuple[int, int]]) -> int | None:
         """The alignment where it is one number at every value of `ranges`:
-        the size is constant, or never below ``alignment`` there (a size
-        whose terms all have non-negative coefficients grows with every
-        symbol, so its least value is at the ranges' low ends); None where
-        it may vary, and generated code computes it from the size."""
-        lows = {name: low for name, (low, _) in ranges.items()}
+        the size is constant, or never below ``alignment`` there; None where
+        it may vary, and generated code computes it from the size (only the
+        powers of two from ``least_alignment`` up)."""
         if self.size.is_constant():
-            return fitted_alignment(self.alignment, self.size.evaluate(lows))
-        growing = all(coefficient >= 0 for monomial, coefficient in self.size.terms if monomial)
-        if self.alignment == 1 or (growing and self.size.evaluate(lows) >= self.alignment):
-            return self.alignment
-        return None
+            return fitted_alignment(self.alignment, self.size.evaluate({name: low for name, (low, _) in ranges.items()}))
+        return self.alignment if self.least_alignment(ranges) == self.alignment else None
 
     def overlaps(self, other: SymbolicBuffer) -> bool:
         """True when the two live ranges share at least one step."""
