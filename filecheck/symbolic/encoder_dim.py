@@ -94,7 +94,7 @@ for name, run in {"program": program_mode, "plan": plan_mode, "folded": folded_m
 # PLAN: "size_expr": "32*sequence",
 # PLAN-NEXT: "offset_expr": "0",
 # PLAN: "size_expr": "4*sequence^2",
-# PLAN-NEXT: "offset_expr": "align({{(max\()?}}end({{.*}}), 64)",
+# PLAN-NEXT: "offset_expr": "align({{(max\()?}}end({{.*}}), fitted(64, 4*sequence^2))",
 
 # FOLDED: error: attention: the constant %last holds data computed at import from the value of sequence; pyocc cannot run it for every value: feed it as a graph input, or fix the dimension with --shape
 # FOLDED-NOT: error

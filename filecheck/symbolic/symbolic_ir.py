@@ -142,8 +142,8 @@ def crossing_mode() -> None:
 # CROSSING: error: attention: symbolic shape inference: Slice at node 'rows' compares sequence with 40, whose order changes inside the range; fix the dimension with --shape
 
 # POOL: // buffer q#0: size 32*sequence, offset 0
-# POOL: // buffer kt#2: size 32*sequence, offset align(end(q#0), 64)
-# POOL: // buffer scores#3: size 4*sequence^2, offset align(max(end(q#0), end(kt#2)), 64)
+# POOL: // buffer kt#2: size 32*sequence, offset align(end(q#0), fitted(64, 32*sequence))
+# POOL: // buffer scores#3: size 4*sequence^2, offset align(max(end(q#0), end(kt#2)), fitted(64, 4*sequence^2))
 # POOL: func.func @attention_pool(%sequence: index) -> (index, index, index, index, index) {
 # POOL: %[[Q_SIZE:.*]] = arith.muli %c32, %sequence : index
 # POOL-NEXT: %end_q = arith.addi %c0, %[[Q_SIZE]] : index

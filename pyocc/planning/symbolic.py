@@ -542,14 +542,19 @@ class SymbolicPlan:
 
     def piece_offset_expr(self, piece: int, index: int) -> str:
         """Buffer ``index``'s offset in piece ``piece`` as a formula over
-        the others' ends, e.g. ``align(max(end(a), end(b)), 64)`` (64 at
-        most: ``fitted_alignment`` of the size); ``0`` at the bottom."""
+        the others' ends, e.g. ``align(max(end(a), end(b)), 64)``, or
+        ``align(end(a), fitted(64, 32*S))`` where the buffer's size falls
+        below its alignment somewhere in the piece (``fitted_alignment``:
+        the next power of two of the size there); ``0`` at the bottom."""
         buffer = self.problem.buffers[index]
         names = [f"end({self.problem.buffers[c].name})" for c in self.pieces[piece].below[index]]
         if not names:
             return "0"
         top = names[0] if len(names) == 1 else f"max({', '.join(names)})"
-        return top if buffer.alignment == 1 else f"align({top}, {buffer.alignment})"
+        fixed = buffer.fixed_alignment(self.pieces[piece].ranges)
+        if fixed == 1:
+            return top
+        return f"align({top}, {fixed if fixed is not None else f'fitted({buffer.alignment}, {buffer.size})'})"
 
     def piece_pool_expr(self, piece: int) -> str:
         """Piece ``piece``'s pool size as a formula: the max of the ends of

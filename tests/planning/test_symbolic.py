@@ -148,6 +148,18 @@ def test_a_buffer_smaller_than_its_alignment_gets_the_next_power_of_two_of_its_s
     assert fitted_alignment(4, 2) == 2 and fitted_alignment(4, 8) == 4  # an element's alignment: its own
 
 
+def test_an_offset_formula_says_where_the_alignment_follows_the_size() -> None:
+    """The plan's offset formula (the JSON's `offset_expr`) names the
+    alignment the offset really gets: over 1..8 the masked bias is 16 bytes
+    at S = 1, so its alignment follows its size; over 2..8 it is never
+    below 64 bytes, so the formula keeps the plain 64."""
+    bias = SymbolicBuffer("bias", Poly.parse("16*S^2"), 0, 2, 64)
+    masked = SymbolicBuffer("masked", Poly.parse("16*S^2"), 1, 3, 64)
+    problem = SymbolicProblem((bias, masked), {"S": (1, 8)})
+    formulas = {plan_symbolic(problem.within({"S": (low, 8)})).offset_expr(i) for i in (0, 1) for low in (1, 2)}
+    assert formulas == {"0", "align(end(bias), fitted(64, 16*S^2))", "align(end(bias), 64)"}
+
+
 def _random_layout(rng: random.Random, count: int) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
     """A random layout: a random order, each buffer on a random subset of
     the ones before it (often not all it conflicts with: then invalid)."""
