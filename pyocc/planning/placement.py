@@ -198,7 +198,8 @@ def _place_moved(
     other buffer, only whether a moved buffer is among those; so a buffer
     that conflicts with no moved buffer and with no buffer whose offset
     changed lands where it was in `kept`, and only the others (`stale`)
-    are placed again, in order, first fit as in ``_place_graph``."""
+    are placed again, in order, first fit (``choose_gap``: a call per
+    buffer placed again, few of them, where ``_place_graph`` writes it out)."""
     adjacency = prep.adjacency()
     sizes, aligns = prep.sizes, prep.aligns
     offsets = list(kept)
@@ -213,19 +214,8 @@ def _place_moved(
             end = ends[i] = offsets[i] + sizes[i]
             continue
         busy = [(offsets[j], end) for j in adjacency[i] if (end := ends[j]) >= 0]
-        busy.sort()
-        size, alignment = sizes[i], aligns[i]
-        running_end = 0  # every byte below this is taken by some busy range
-        for start, end in busy:
-            if start >= running_end:
-                offset = -(-running_end // alignment) * alignment
-                if offset + size <= start:
-                    break
-            if end > running_end:
-                running_end = end
-        else:
-            offset = -(-running_end // alignment) * alignment
-        end = ends[i] = offset + size
+        offset = choose_gap(busy, sizes[i], aligns[i], False)
+        end = ends[i] = offset + sizes[i]
         if end > limit:
             return None
         if offset != offsets[i]:
