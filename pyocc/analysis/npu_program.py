@@ -343,6 +343,13 @@ def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str
             out.append((Load if load else Store)(tokens[op.token], buffer, piece))
         elif isinstance(op, DmaWaitOp):
             out.append(Wait(tokens[op.token]))
+        elif isinstance(op, d.MemcpyOp) and "npu.reads" in op.attributes:  # rows copied in SRAM
+            (read, _), = [_piece(a, op) for a in op.attributes["npu.reads"].data]  # type: ignore[attr-defined]
+            (written, total), = [_piece(a, op) for a in op.attributes["npu.writes"].data]  # type: ignore[attr-defined]
+            sizes[written.tensor] = total
+            name = op.attributes.get("npu.op")
+            out.append(Compute(name.data if isinstance(name, StringAttr) else op.name, 0, 2 * written.bytes,
+                               ((sram(op, op.source), read),), ((sram(op, op.target), written),)))
         elif isinstance(op, d.DnnComputeOp):
             reads = [_piece(a, op) for a in op.attributes.get("npu.reads", ArrayAttr([])).data]  # type: ignore[union-attr]
             writes = [_piece(a, op) for a in op.attributes.get("npu.writes", ArrayAttr([])).data]  # type: ignore[union-attr]

@@ -1261,19 +1261,30 @@ def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
     return out
 
 
-def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int) -> list[_Unit]:
+def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int,
+                 kept: frozenset[str] = frozenset()) -> list[_Unit]:
     """The chain start..stop (see `_chains`) band by band: each op on each
     row range `_chain_ranges` gives, reading its outside inputs by rows
     from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
     same `rows{lo}:{hi}` piece its producer wrote), the last op's band
-    streamed out as a row tile."""
+    streamed out as a row tile. An outside input that a later op of the
+    band step reads fewer rows of than an earlier op loaded (a residual
+    unit's input: with the halo for its first convolution, without it for
+    the residual added by its last) is not loaded again: right after the
+    earlier op, a copy unit (`copy_rows`) copies those rows out of the
+    loaded band, in SRAM, into a buffer of their own that the later op
+    reads whole. Not for the tensors in `kept` (those living in an
+    in-place concat's output, whose pieces are channel bands)."""
     tensors = program.by_name()
     ops = program.ops[start:stop]
+    inner = {op.outputs[0] for op in ops[:-1]}
     units: list[_Unit] = []
     made: set[tuple[int, int, int]] = set()
     for i in range(bands):
         ranges = _chain_ranges(program, start, stop, bands, i)
         assert ranges is not None
+        step: list[list[_Unit]] = []  # each unit of the band step, then the copies made right after it
+        loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> (lo, hi, unit in the step)
         for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
             for first, end in op_ranges:
                 if (k, first, end) in made:  # an earlier band made these rows: its buffer serves again
@@ -1282,20 +1293,45 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                 reads: list[_Need] = []
                 for n in dict.fromkeys(op.inputs):
                     t = tensors[n]
-                    if op.window(n) is not None:
-                        lo, hi = op.in_rows(t, first, end)
-                        reads.append(_Need(Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo)), True))
-                    else:
+                    if op.window(n) is None:
                         reads.append(_Need(Piece(n, "all", t.size), False))
+                        continue
+                    lo, hi = op.in_rows(t, first, end)
+                    piece = Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo))
+                    source = next(((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b
+                                   and (a, b) != (lo, hi)), None)
+                    if source is not None and n not in kept and n not in inner:
+                        a, b, at = source
+                        copy = Piece(n, f"rows{lo}:{hi}|{COPY}", piece.bytes)
+                        step[at].append(_Unit(op.name, 0, (_Need(Piece(n, f"rows{a}:{b}", row_bytes(t, b - a)), True),),
+                                              (_Make(copy, KEEP),), False, 2 * copy.bytes))
+                        piece = copy
+                    elif n not in inner:
+                        loaded.setdefault(n, []).append((lo, hi, len(step)))
+                    reads.append(_Need(piece, True))
                 reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
                 out = tensors[op.outputs[0]]
                 if k < len(ops) - 1:
                     write = _Make(Piece(out.name, f"rows{first}:{end}", row_bytes(out, end - first)), KEEP)
                 else:
                     write = _Make(Piece(out.name, f"tile{i}.0/{bands}x1", row_bytes(out, end - first)), STREAM)
-                units.append(_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
-                                   i == bands - 1 and (first, end) == op_ranges[-1]))
+                step.append([_Unit(op.name, math.ceil(op.macs * (end - first) / op.out_rows), tuple(reads), (write,),
+                                   i == bands - 1 and (first, end) == op_ranges[-1])])
+        units += [unit for group in step for unit in group]
     return units
+
+
+COPY = "copy"
+"""The last name of a part a copy unit writes: `rows{lo}:{hi}|copy`, rows
+copied in SRAM out of a larger band of the same tensor (`_chain_units`)."""
+
+
+def copy_rows(part: str) -> tuple[int, int] | None:
+    """The rows [lo, hi) of a part that a copy unit writes
+    (`rows{lo}:{hi}|copy`), None for any other part."""
+    if not part.endswith("|" + COPY):
+        return None
+    return band_rows(part)
 
 
 def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
@@ -1738,7 +1774,10 @@ class _Scheduler:
         self.emit(Free(entry.buffer))
 
     def loadable(self, piece: Piece) -> bool:
-        """True when DRAM holds `piece` and no store to its tensor is in flight."""
+        """True when DRAM holds `piece` and no store to its tensor is in flight
+        (rows a copy unit makes come from it, unless stored as such)."""
+        if copy_rows(piece.part) is not None and piece.part not in self.dram_parts.get(piece.tensor, {}):
+            return False
         held = covers(self.dram_parts.get(piece.tensor, {}), piece.part, self.tensors[piece.tensor].size)
         return held and not self.pending_stores.get(piece.tensor)
 

@@ -114,6 +114,7 @@ from pyocc.planning.scratchpad import (
     NpuSchedule,
     band_rows,
     channel_range,
+    copy_rows,
     input_block,
     schedule_scratchpad,
     tile_rows,
@@ -568,7 +569,31 @@ class _Emitter:
         return self._typed(self._slice(value, root, (1, band[0], band[1])),  # type: ignore[arg-type]
                            self._root_type(local.tensor))
 
+    def _copy(self, ins: Compute) -> None:
+        """A copy unit (pyocc.planning.scratchpad `_chain_units`): rows
+        [lo, hi) of a band of rows [a, b) in SRAM into their own SRAM buffer,
+        one strided `dnn.memcpy` (a chunk per channel), which carries the
+        compute's `npu.*` attributes."""
+        ((source, band),), ((target, rows),) = ins.reads, ins.writes
+        a, b = band_rows(band.part)  # type: ignore[misc]
+        lo, hi = copy_rows(rows.part)  # type: ignore[misc]
+        held = self.buffers[source.name]
+        shape = held.type.get_shape()  # type: ignore[attr-defined]
+        row = d.type_bytes(held.type) // math.prod(shape[:-1])  # bytes of one row of one channel
+        count = math.prod(shape[:-2])
+        offset = (lo - a) * row
+        view = d.SubviewOp(held, offset, _memref(i8, (d.type_bytes(held.type) - offset,)))
+        copy = d.MemcpyOp.create(operands=[view.result, self.buffers[target.name]], properties={
+            "kind": StringAttr("host_to_host"), "size": i64_attr((hi - lo) * row), "count": i64_attr(count),
+            "source_stride": i64_attr((b - a) * row), "target_stride": i64_attr((hi - lo) * row)})
+        copy.attributes["npu.reads"] = ArrayAttr([piece_attr(band, self.tensors[band.tensor].size)])
+        copy.attributes["npu.writes"] = ArrayAttr([piece_attr(rows, self.tensors[rows.tensor].size)])
+        copy.attributes["npu.op"] = StringAttr(ins.op)
+        self.ops += [view, copy]
+
     def _compute(self, ins: Compute) -> None:
+        if copy_rows(ins.writes[0][1].part) is not None:
+            return self._copy(ins)
         if ins.op in self.schedule.input_blocks:
             return self._compute_reduction(ins)
         op = self.facts.ops[ins.op]
@@ -641,7 +666,7 @@ class _Emitter:
         self.row_views: dict[tuple[str, str], MemRefType] = {}
         """(weight, part) -> the view of its (channel block's) DRAM bytes whose rows are its input channels."""
         for ins in self.schedule.instructions:
-            if isinstance(ins, Compute):
+            if isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is None:
                 local = self._local_compute(ins)
                 unit = self._blocks[id(ins)] = self._block(local)
                 op = self.facts.ops[ins.op]
