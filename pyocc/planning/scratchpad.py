@@ -1285,6 +1285,7 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
         assert ranges is not None
         step: list[list[_Unit]] = []  # each unit of the band step, then the copies made right after it
         loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> (lo, hi, unit in the step)
+        copies: set[Piece] = set()
         for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
             for first, end in op_ranges:
                 if (k, first, end) in made:  # an earlier band made these rows: its buffer serves again
@@ -1303,8 +1304,10 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                     if source is not None and n not in kept and n not in inner:
                         a, b, at = source
                         copy = Piece(n, f"rows{lo}:{hi}|{COPY}", piece.bytes)
-                        step[at].append(_Unit(op.name, 0, (_Need(Piece(n, f"rows{a}:{b}", row_bytes(t, b - a)), True),),
-                                              (_Make(copy, KEEP),), False, 2 * copy.bytes))
+                        if copy not in copies:  # two readers of the same rows share one copy
+                            copies.add(copy)
+                            step[at].append(_Unit(op.name, 0, (_Need(Piece(n, f"rows{a}:{b}", row_bytes(t, b - a)),
+                                                                     True),), (_Make(copy, KEEP),), False, 2 * copy.bytes))
                         piece = copy
                     elif n not in inner:
                         loaded.setdefault(n, []).append((lo, hi, len(step)))

@@ -18,7 +18,7 @@ from pyocc.planning.npu_simulator import (
 from pyocc.planning.scratchpad import (
     ALIGN, WHOLE, NpuOp, NpuProgram, NpuTensor, _Entry, _holes_after, _Make, _Need, _plan_spills, _Scheduler, _Unit,
     _units,
-    channel_range,
+    channel_range, copy_rows,
     input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
 
@@ -446,6 +446,30 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
     assert result.tiled_ops["y"][0] == tight_bands
     assert (result.cycles, result.dram_bytes) == (tight.cycles, tight.dram_bytes)
+
+
+def test_a_chain_copies_a_residual_out_of_the_band_its_first_op_loaded():
+    # x is read by rows twice per band: by a with the halo b's 3x3 window
+    # needs, by y without it (the residual). Its rows are loaded once per
+    # band; y reads a copy of its own rows made in SRAM out of a's band (a
+    # compute of no MACs that reads and writes those bytes), so what x loads
+    # is its size and the halos, not twice its size
+    program, sram = _residual_unit(), 128 << 10
+    result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    ins = result.schedule.instructions
+    x = program.by_name()["x"]
+    bands = result.tiled_ops["y"][0]
+    assert bands > 1
+    loaded = sum(i.piece.bytes for i in ins if isinstance(i, Load) and i.piece.tensor == "x")
+    assert loaded <= x.size + 2 * (bands - 1) * x.size // x.rows  # a halo row on each side of each inner edge
+    copies = [i for i in ins if isinstance(i, Compute) and copy_rows(i.writes[0][1].part) is not None]
+    assert len(copies) == bands
+    for c in copies:
+        ((_, band),), ((_, rows),) = c.reads, c.writes
+        assert c.macs == 0 and c.sram_bytes == 2 * rows.bytes and band.bytes > rows.bytes
+    residuals = [p for i in ins if isinstance(i, Compute) and i.op == "y" and i not in copies
+                 for _, p in i.reads if p.tensor == "x"]
+    assert len(residuals) == bands and all(copy_rows(p.part) is not None for p in residuals)
 
 
 def test_cascades_false_never_cascades():
