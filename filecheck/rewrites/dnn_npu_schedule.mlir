@@ -203,6 +203,35 @@ func.func @conv_chain(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
 
 // -----
 
+// A residual unit as one chain: %x is read by rows twice per band, by %a
+// with the halo %b's 3x3 window needs and by %y (its residual) without it.
+// Each band of %x is loaded once; %y's rows are copied out of it, SRAM to
+// SRAM, by a strided dnn.memcpy (a chunk per channel, `npu.op` the reader:
+// the simulator runs it as a compute) into the buffer %y reads.
+// SRAM32-LABEL: func.func @residual_chain
+// SRAM32:       dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[XB:.*]] : memref<1x4x10x32xf32>) {{.*}}rows = array<i64: 7, 17>}
+// SRAM32:       dnn.conv ins(%[[XB]], %w_sram
+// SRAM32:       %[[R:.*]] = dnn.mem_offset {{.*}}npu.buffer = "b{{[0-9]+}}:x:rows8:16|copy"{{.*}} -> memref<1x4x8x32xf32>
+// SRAM32-NEXT:  %[[S:.*]] = dnn.subview %[[XB]] {offset = 128 : i64} : memref<1x4x10x32xf32> -> memref<4992xi8>
+// SRAM32-NEXT:  "dnn.memcpy"(%[[S]], %[[R]]) <{kind = "host_to_host", size = 1024 : i64, count = 4 : i64, source_stride = 1280 : i64, target_stride = 1024 : i64}> {npu.reads = {{\[}}["x", "rows7:17", 5120 : i64, 16384 : i64]], npu.writes = {{\[}}["x", "rows8:16|copy", 4096 : i64, 16384 : i64]], npu.op = "y"}
+// SRAM32-NOT:   dnn.dma_start ins(%x : memref<1x4x32x32xf32>) {{.*}}rows = array<i64: 8, 16>}
+// SRAM32:       dnn.conv ins(%{{.*}}, %u_sram, residual %[[R]] : memref<1x4x8x32xf32>, memref<4x4x1x1xf32>, memref<1x4x8x32xf32>)
+// Negative: at 64 KiB every tensor fits whole: no band, no copy.
+// CHECK-LABEL: func.func @residual_chain
+// CHECK-NOT:   dnn.memcpy
+// CHECK:       func.return
+func.func @residual_chain(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
+  %w = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x1x1xf32>}> : () -> tensor<4x4x1x1xf32>
+  %v = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x3x3xf32>}> : () -> tensor<4x4x3x3xf32>
+  %u = "dnn.weight"() <{value = dense<1.0> : tensor<4x4x1x1xf32>}> : () -> tensor<4x4x1x1xf32>
+  %a = dnn.conv ins(%x, %w : tensor<1x4x32x32xf32>, tensor<4x4x1x1xf32>) : tensor<1x4x32x32xf32>
+  %b = dnn.conv ins(%a, %v : tensor<1x4x32x32xf32>, tensor<4x4x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x4x32x32xf32>
+  %y = dnn.conv ins(%b, %u, residual %x : tensor<1x4x32x32xf32>, tensor<4x4x1x1xf32>, tensor<1x4x32x32xf32>) {activation = "relu"} : tensor<1x4x32x32xf32>
+  func.return %y : tensor<1x4x32x32xf32>
+}
+
+// -----
+
 // Negative: %a is also read whole by a global pool (which does not run on
 // bands), so it leaves the pair and is no inner band: each convolution is
 // tiled on its own, %a goes out to DRAM as row tiles and comes back.

@@ -280,7 +280,10 @@ def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str
     offsets), all from the IR: SRAM buffers are `dnn.mem_offset`s of the
     pool named "sram", each freed right after its last use; each transfer a
     Load or Store; each compute op a Compute on the buffers it reads and
-    writes. Raises `ScheduleError` on IR that is not of that form."""
+    writes, and each `dnn.memcpy` that carries `npu.reads` (rows copied
+    from one SRAM buffer into another) a Compute of no MACs touching the
+    bytes it reads and writes. Raises `ScheduleError` on IR that is not of
+    that form."""
     block = function.body.block
     pools = {o.pool: o.pool_name.data for o in block.ops
              if isinstance(o, d.PoolInitOp) and o.pool_name is not None}

@@ -26,7 +26,9 @@ npu_simulator.py:
    as IR), *chains* of ops, each writing one activation only later ops of
    the chain read by windows, run band by band (`_chains`): each op
    computes the rows its readers' bands read (the halo again in the
-   neighbouring band) into an SRAM buffer each reader reads whole.
+   neighbouring band) into an SRAM buffer each reader reads whole; rows
+   of a chain's input that a later op reads out of a band an earlier op
+   loaded are copied in SRAM (a copy unit), not loaded again.
    A concat along the channels whose inputs are written by earlier ops
    runs *in place* (`_homes`, `_rehome`, `_chain_joins`): its inputs are
    channel bands `ch{lo}:{hi}/{channels}` of its output, written there by
@@ -2244,7 +2246,8 @@ class NpuOpCost:
 
     op: str
     tiles: int
-    """Computes (tiles, or bands of a chain) the op ran as."""
+    """Computes (tiles, or bands of a chain) the op ran as, with the copies
+    in SRAM of rows it reads (`_chain_units`)."""
     floor_cycles: int
     """max(MACs / macs_per_cycle, bytes of the whole op / sram_bytes_per_cycle):
     the op whole and resident (`NpuProgram.compute_floor_cycles`' term; 0
