@@ -782,7 +782,7 @@ def _candidates(extent: int) -> list[int]:
 
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
-           sum_bands: bool = False, tight_chains: bool = False,
+           sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -792,7 +792,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
-    `tight_chains`: the chains' footprints as `_chain_cost`'s `tight`;
+    `tight_chains`, `wide_chains`: the chains as `_chains`' `tight`, `wide`;
     also returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -804,12 +804,12 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
     else:
         if not in_place:
-            found = _chains(program, sram, cost, tight=tight_chains) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains) if chains else []
         elif joins_first:
             homes, joined = _homes(program, set())
-            found = _chains(program, sram, cost, frozenset(joined), tight_chains) if chains else []
+            found = _chains(program, sram, cost, frozenset(joined), tight_chains, wide_chains) if chains else []
         else:
-            found = _chains(program, sram, cost, tight=tight_chains) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains) if chains else []
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
@@ -822,7 +822,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             continue
         if index in cascades:
             stop, bands, make = cascades[index]
-            made = make(program, index, stop, bands, sram)
+            made = (make(program, index, stop, bands, sram, frozenset(homed), wide_chains) if make is _chain_units
+                    else make(program, index, stop, bands, sram))
             units += _chain_joins(program, index, stop, made, chain_homes) if make is _chain_units and in_place else made
             for op in program.ops[index:stop]:
                 tiling[op.name] = (bands, 1)
@@ -1082,22 +1083,28 @@ CHAIN_OPS = 12
 
 
 def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
-                  index: int) -> list[list[tuple[int, int]]] | None:
+                  index: int, wide: bool = False) -> list[list[tuple[int, int]]] | None:
     """For band `index` of `bands` of the last op's output, the output rows
     [first, end) each op start..stop computes, once per distinct range its
     readers in the chain read (a 1x1 and a 3x3 reader of one tensor read
     different rows: the op runs once for each, so every reader reads a
-    buffer whole); the halo rows are computed again by the neighbouring
-    band. None when a band would be empty."""
+    buffer whole; with `wide`, once where one range holds the others,
+    which are copied out of it, see `_chain_units`); the halo rows are
+    computed again by the neighbouring band. None when a band would be
+    empty."""
     ops = program.ops
     tensors = program.by_name()
     producer = {ops[k].outputs[0]: k for k in range(start, stop)}
     need: list[list[tuple[int, int]]] = [[] for _ in range(start, stop)]
     need[-1].append(ops[stop - 1].out_band(bands, index))
     for k in range(stop - 1, start - 1, -1):
-        ranges = need[k - start] = list(dict.fromkeys(need[k - start]))
+        ranges = list(dict.fromkeys(need[k - start]))
         if not ranges or any(first >= end for first, end in ranges):
             return None
+        widest = (min(first for first, _ in ranges), max(end for _, end in ranges))
+        if wide and widest in ranges:
+            ranges = [widest]
+        need[k - start] = ranges
         for first, end in ranges:
             for n in dict.fromkeys(ops[k].inputs):
                 if n in producer and producer[n] < k:
@@ -1106,20 +1113,22 @@ def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
 
 
 def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
-                tight: bool = False) -> tuple[int, int, int] | None:
+                tight: bool = False, wide: bool = False) -> tuple[int, int, int] | None:
     """(the largest SRAM footprint of one band step, the MACs the bands
     compute in all, the bytes of outside inputs the bands read) of the
     chain start..stop in `bands` bands, or None. The footprint counts every
     op's inputs and outputs, so an inner band twice (its producer's output,
     its reader's input): room left for the next units' prefetch; with
-    `tight`, each band once (fewer, larger bands: see `_chains`)."""
+    `tight`, each band once (fewer, larger bands: see `_chains`); with
+    `wide` (ranges as `_chain_ranges` makes them so), the most bytes live at
+    once as the step's units run (`_step_peak`): fewer, larger bands still."""
     ops = program.ops
     tensors = program.by_name()
     inner = {ops[k].outputs[0] for k in range(start, stop - 1)}
     weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
     foot = macs = outside = 0
     for i in range(bands):
-        ranges = _chain_ranges(program, start, stop, bands, i)
+        ranges = _chain_ranges(program, start, stop, bands, i, wide)
         if ranges is None:
             return None
         step = 0
@@ -1139,25 +1148,58 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
                         step += nbytes
                 step += row_bytes(tensors[op.outputs[0]], end - first)
                 macs += math.ceil(op.macs * (end - first) / op.out_rows)
-        foot = max(foot, weights + step)
+        foot = max(foot, weights + (_step_peak(program, start, stop, ranges) if wide else step))
     return foot, macs, outside
 
 
+def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tuple[int, int]]]) -> int:
+    """The most bytes of bands (and whole inputs) live at once in one band
+    step of the chain start..stop whose ops compute `ranges`
+    (`_chain_ranges`), its units run in order: a band of an outside input
+    from its first reader to its last, an op's output band from the op to
+    its last reader, rows copied out of a larger band (`_chain_units`) at
+    their reader, the larger band until then."""
+    ops = program.ops[start:stop]
+    tensors = program.by_name()
+    life: dict[tuple[str, int, int, bool], list[int]] = {}  # piece (copy or not) -> [bytes, first unit, last unit]
+    at = 0
+    for op, op_ranges in zip(ops, ranges, strict=True):
+        for first, end in op_ranges:
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                lo, hi = op.in_rows(t, first, end) if op.window(n) is not None else (0, t.rows)
+                held = next((key for key in life if key[0] == n and not key[3] and key[1] <= lo and hi <= key[2]), None)
+                if held is None:
+                    life[(n, lo, hi, False)] = [row_bytes(t, hi - lo), at, at]
+                    continue
+                life[held][2] = at
+                if held[1:3] != (lo, hi):
+                    life[(n, lo, hi, True)] = [row_bytes(t, hi - lo), at, at]
+            life[(op.outputs[0], first, end, False)] = [row_bytes(tensors[op.outputs[0]], end - first), at, at]
+            at += 1
+    return max(sum(nbytes for nbytes, first, last in life.values() if first <= u <= last) for u in range(at))
+
+
 def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
-            tight: bool = False) -> list[tuple[int, int, int]]:
+            tight: bool = False, wide: bool = False) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
     chain read, each by a window. Band by band, every op computes the rows
     its readers' bands read (`_chain_ranges`; the halo computed again by
     the neighbouring band) in its own SRAM buffer that the reader reads
-    whole: nothing is copied, the tensors in between never go to DRAM. A
+    whole (or a copy of its rows, `_chain_units`): the tensors in between
+    never go to DRAM. A
     chain is kept when the DRAM traffic its inner tensors would cost
     streamed (above a quarter of the SRAM: out and back in) takes more
     cycles than the halo rows read and the MACs computed again. No chain
     holds an op whose index is in `outside` (a concat run in place). A
     chain takes the fewest bands whose step fits `CHAIN_SHARE` of the
-    SRAM, its footprint as `_chain_cost` counts it (`tight` or not)."""
+    SRAM, its footprint as `_chain_cost` counts it (`tight`, `wide` or
+    neither). From each op on, the chain that saves the most is taken, the
+    next looked for from its end; with `wide` (each op once per band step,
+    the rows its other readers read copied out: `_chain_ranges`), the
+    chains that save the most in all."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -1168,10 +1210,9 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     def bandable(op: NpuOp) -> bool:
         return op.out_rows > 1 and bool(op.row_windows) and len(op.outputs) == 1
 
-    found: list[tuple[int, int, int]] = []
-    start = 0
-    while start < len(ops):
-        best: tuple[int, int, int] | None = None
+    def options(start: int) -> list[tuple[int, int, int]]:
+        """(op after the last, bands, estimated cycles saved) of each chain from `start` worth running."""
+        found: list[tuple[int, int, int]] = []
         stop = start + 1
         while bandable(ops[start]) and start not in outside and stop < min(len(ops), start + CHAIN_OPS):
             stop += 1
@@ -1195,7 +1236,7 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
                 continue
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
-                found_cost = _chain_cost(program, start, stop, bands, tight)
+                found_cost = _chain_cost(program, start, stop, bands, tight, wide)
                 if found_cost is not None and found_cost[0] <= sram * CHAIN_SHARE // 8:
                     fits = (bands, *found_cost[1:])
                     break
@@ -1208,11 +1249,32 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
                                    if n not in {ops[j].outputs[0] for j in range(start, stop - 1)})
             extra = fits[1] - sum(op.macs for op in ops[start:stop])
             gain = cost.dma_cycles(inner) - cost.dma_cycles(max(0, reread)) - math.ceil(extra / cost.macs_per_cycle)
-            if inner and gain > 0 and (best is None or gain > best[2]):
-                best = (stop, fits[0], gain)
-        if best is not None:
-            found.append((start, best[0], best[1]))
-            start = best[0]
+            if inner and gain > 0:
+                found.append((stop, fits[0], gain))
+        return found
+
+    found: list[tuple[int, int, int]] = []
+    if wide:  # the chains that save the most in all: the best from each op on, the last op first
+        best: list[tuple[int, tuple[int, int, int] | None]] = [(0, None)] * (len(ops) + 1)
+        for start in range(len(ops) - 1, -1, -1):
+            best[start] = max([(best[start + 1][0], None)] + [(gain + best[stop][0], (start, stop, bands))
+                                                             for stop, bands, gain in options(start)],
+                              key=lambda b: b[0])
+        start = 0
+        while start < len(ops):
+            chain = best[start][1]
+            if chain is None:
+                start += 1
+            else:
+                found.append(chain)
+                start = chain[1]
+        return found
+    start = 0
+    while start < len(ops):  # from each op on, the chain that saves the most, then on from its end
+        chain = max(options(start), key=lambda o: o[2], default=None)
+        if chain is not None:
+            found.append((start, chain[0], chain[1]))
+            start = chain[0]
         else:
             start += 1
     return found
@@ -1264,7 +1326,7 @@ def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int,
-                 kept: frozenset[str] = frozenset()) -> list[_Unit]:
+                 kept: frozenset[str] = frozenset(), wide: bool = False) -> list[_Unit]:
     """The chain start..stop (see `_chains`) band by band: each op on each
     row range `_chain_ranges` gives, reading its outside inputs by rows
     from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
@@ -1276,16 +1338,19 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     earlier op, a copy unit (`copy_rows`) copies those rows out of the
     loaded band, in SRAM, into a buffer of their own that the later op
     reads whole. Not for the tensors in `kept` (those living in an
-    in-place concat's output, whose pieces are channel bands)."""
+    in-place concat's output, whose pieces are channel bands). With `wide`
+    (`_chain_ranges`), an inner tensor's rows that a reader reads out of
+    the larger range its producer computed are copied the same way."""
     tensors = program.by_name()
     ops = program.ops[start:stop]
-    inner = {op.outputs[0] for op in ops[:-1]}
+    producer = {op.outputs[0]: k for k, op in enumerate(ops[:-1])}
     units: list[_Unit] = []
     made: set[tuple[int, int, int]] = set()
     for i in range(bands):
-        ranges = _chain_ranges(program, start, stop, bands, i)
+        ranges = _chain_ranges(program, start, stop, bands, i, wide)
         assert ranges is not None
-        step: list[list[_Unit]] = []  # each unit of the band step, then the copies made right after it
+        # each unit of the band step, then the copies made right after it (first: those made before it)
+        step: list[list[_Unit]] = [[]]
         loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> (lo, hi, unit in the step)
         copies: set[Piece] = set()
         for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
@@ -1301,9 +1366,14 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                         continue
                     lo, hi = op.in_rows(t, first, end)
                     piece = Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo))
-                    source = next(((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b
-                                   and (a, b) != (lo, hi)), None)
-                    if source is not None and n not in kept and n not in inner:
+                    if n in producer:  # the rows its producer computes in this band step, or a larger range
+                        a, b = (lo, hi) if (lo, hi) in ranges[producer[n]] else next(
+                            (a, b) for a, b in ranges[producer[n]] if a <= lo and hi <= b)
+                        source = (a, b, len(step) - 1) if (a, b) != (lo, hi) else None
+                    else:
+                        source = next(((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b
+                                       and (a, b) != (lo, hi)), None)
+                    if source is not None and n not in kept:
                         a, b, at = source
                         copy = Piece(n, f"rows{lo}:{hi}|{COPY}", piece.bytes)
                         if copy not in copies:  # two readers of the same rows share one copy
@@ -1311,7 +1381,7 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                             step[at].append(_Unit(op.name, 0, (_Need(Piece(n, f"rows{a}:{b}", row_bytes(t, b - a)),
                                                                      True),), (_Make(copy, KEEP),), False, 2 * copy.bytes))
                         piece = copy
-                    elif n not in inner:
+                    elif n not in producer:
                         loaded.setdefault(n, []).append((lo, hi, len(step)))
                     reads.append(_Need(piece, True))
                 reads += [_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights)]
@@ -2095,8 +2165,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     (`cost` steers the choice of tilings; without `cascades`, what the IR
     runs: chain cascades (unless not `chains`), other ops tiled one by one,
     and concats in place: the fastest simulated of the concats in place
-    outside the chains, before them, and none; each with the chains'
-    footprints counted with a margin and tight, where the two find
+    outside the chains, before them, and none; each with the chains found
+    counted with a margin, tight, and wide (`_chains`), where they find
     different chains)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
@@ -2104,9 +2174,18 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # prefetch; counted tight, it takes fewer, larger bands, whose halos load and compute less:
     # neither is faster everywhere (at 1 MiB, what runs: ShuffleNet 2.629 -> 2.481 cycles/bound
     # tight, its residuals loaded per band again less often; SqueezeNet 1.454 -> 1.787)
-    tights = (False, True) if not cascades and chains and _chains(program, sram_size, cost) != _chains(
-        program, sram_size, cost, tight=True) else (False,)
-    if cascades or (not joins and len(tights) == 1):
+    # and counted as the most bytes live at once, each op once per band step (the rows its other
+    # readers read copied out), the chains chosen for the most saved in all: ShuffleNet at 1 MiB
+    # 2.317 -> 2.180 cycles/bound, DRAM 1.853 -> 1.693: two residual units in a chain, the first's
+    # output never in DRAM
+    counts: list[tuple[bool, bool]] = []
+    found: list[list[tuple[int, int, int]]] = []
+    for count in ((False, False), (True, False), (True, True)) if not cascades and chains else ((False, False),):
+        chained = _chains(program, sram_size, cost, tight=count[0], wide=count[1]) if chains else []
+        if chained not in found:
+            counts.append(count)
+            found.append(chained)
+    if cascades or (not joins and len(counts) == 1):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
         instructions = _Scheduler(program, sram_size, units, cost).run()
         return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
@@ -2122,18 +2201,16 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
-    for tight in tights:
+    for (tight, wide), chained_ops in zip(counts, found, strict=True):
         # with no chain holding a concat, both ways of placing them give the same units: once is enough
-        chained = chains and any(program.ops[k].joins for start, stop, _ in _chains(program, sram_size, cost,
-                                                                                     tight=tight)
-                                 for k in range(start, stop))
+        chained = any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
         for joins_first, in_place, sum_bands in variants:
             if joins_first and not chained:
                 continue
             for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
                     units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
-                                                  in_place, sum_bands, tight)
+                                                  in_place, sum_bands, tight, wide)
                     instructions = _Scheduler(program, sram_size, units, cost).run()
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit

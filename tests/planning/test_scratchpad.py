@@ -472,6 +472,51 @@ def test_a_chain_copies_a_residual_out_of_the_band_its_first_op_loaded():
     assert len(residuals) == bands and all(copy_rows(p.part) is not None for p in residuals)
 
 
+def _two_residual_units() -> NpuProgram:
+    """Two units of `_residual_unit` one after the other: the second's input
+    (and residual) is the first's output u."""
+    c, h, w = 16, 32, 32
+    size = c * h * w * 4
+    T = NpuTensor
+    tensors = [T("x", size, "input", h), T("u", size, "activation", h), T("y", size, "output", h)]
+    ops = []
+    for k, (src, dst) in enumerate((("x", "u"), ("u", "y"))):
+        tensors += [T(f"wa{k}", c * c * 4, "weight"), T(f"a{k}", size, "activation", h),
+                    T(f"wb{k}", c * 9 * 4, "weight"), T(f"b{k}", size, "activation", h), T(f"wy{k}", c * c * 4, "weight")]
+        ops += [NpuOp(f"a{k}", c * c * h * w, (src,), (f"wa{k}",), (f"a{k}",), h, 0, c, (), ((src, 1, 1, 0),)),
+                NpuOp(f"b{k}", 9 * c * h * w, (f"a{k}",), (f"wb{k}",), (f"b{k}",), h, 2, c, (), ((f"a{k}", 3, 1, 1),),
+                      channel_groups=c),
+                NpuOp(dst, c * c * h * w, (f"b{k}", src), (f"wy{k}",), (dst,), h, 0, c, (),
+                      ((f"b{k}", 1, 1, 0), (src, 1, 1, 0)), channel_inputs=(src,))]
+    return NpuProgram(tuple(tensors), tuple(ops))
+
+
+def test_a_wide_chain_runs_two_residual_units_without_dram_between():
+    # u, the first unit's output, is read by the second unit's first op with
+    # a halo and by its last op without (the residual). Counted as one range
+    # per band step (u's rows computed once, the residual's copied out of
+    # them), the two units are one chain and u never reaches DRAM; counted
+    # tight, u computed once per range makes that chain cost more than it
+    # saves, and u goes out and back in. The faster is kept: the wide one
+    program, sram = _two_residual_units(), 128 << 10
+    result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    ins = result.schedule.instructions
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor == "u" for i in ins)
+    assert any(isinstance(i, Compute) and i.writes[0][1].tensor == "u" and copy_rows(i.writes[0][1].part) is not None
+               for i in ins)
+    assert len({bands for bands, _ in result.tiled_ops.values()}) == 1  # one chain
+
+    def simulated(tight: bool, wide: bool):
+        units, _, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
+        instructions = _Scheduler(program, sram, units).run()
+        return simulate(instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
+                        dram_resident={t.name for t in program.tensors if t.kind in ("input", "weight")},
+                        outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
+
+    assert result.cycles == simulated(True, True).cycles < min(simulated(False, False).cycles,
+                                                                simulated(True, False).cycles)
+
+
 def test_cascades_false_never_cascades():
     program = _conv_rows_program()
     cascaded = schedule_scratchpad(program, 24 << 10)
