@@ -59,10 +59,12 @@ writing one activation only later ops of the chain read by windows, run
 band by band; each op writes the rows `rows{lo}:{hi}` its readers' bands
 read (its halo computed again by the neighbouring band) into an SRAM
 buffer, which each reader reads whole, so the tensors in between never
-reach DRAM. Rows of a chain's input that a later op reads out of a band
-an earlier op loaded (a residual) are copied into their own SRAM buffer
-by a strided `dnn.memcpy` carrying `npu.reads`, `npu.writes` and `npu.op`
-(the reader), which the simulator runs as a compute. The
+reach DRAM. Rows a later op of a chain reads out of a larger band
+already in SRAM (a residual's, loaded by an earlier op; with wide chains
+an inner tensor's, computed once for its widest reader) are copied into
+their own SRAM buffer by a strided `dnn.memcpy` carrying `npu.reads`,
+`npu.writes` and `npu.op` (the reader), which the simulator runs as a
+compute. The
 scheduler's simulated cascades (bands that are byte shares of a tensor,
 several read per band) are refused in one line: by default
 (`cascades=false`) the pass schedules without them.
