@@ -1378,8 +1378,9 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                         copy = Piece(n, f"rows{lo}:{hi}|{COPY}", piece.bytes)
                         if copy not in copies:  # two readers of the same rows share one copy
                             copies.add(copy)
-                            step[at].append(_Unit(op.name, 0, (_Need(Piece(n, f"rows{a}:{b}", row_bytes(t, b - a)),
-                                                                     True),), (_Make(copy, KEEP),), False, 2 * copy.bytes))
+                            band = Piece(n, f"rows{a}:{b}", row_bytes(t, b - a))
+                            step[at].append(_Unit(op.name, 0, (_Need(band, True),), (_Make(copy, KEEP),), False,
+                                                  2 * copy.bytes))
                         piece = copy
                     elif n not in producer:
                         loaded.setdefault(n, []).append((lo, hi, len(step)))

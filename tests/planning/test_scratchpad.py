@@ -487,7 +487,8 @@ def _two_residual_units() -> NpuProgram:
     ops = []
     for k, (src, dst) in enumerate((("x", "u"), ("u", "y"))):
         tensors += [T(f"wa{k}", c * c * 4, "weight"), T(f"a{k}", size, "activation", h),
-                    T(f"wb{k}", c * 9 * 4, "weight"), T(f"b{k}", size, "activation", h), T(f"wy{k}", c * c * 4, "weight")]
+                    T(f"wb{k}", c * 9 * 4, "weight"), T(f"b{k}", size, "activation", h),
+                    T(f"wy{k}", c * c * 4, "weight")]
         ops += [NpuOp(f"a{k}", c * c * h * w, (src,), (f"wa{k}",), (f"a{k}",), h, 0, c, (), ((src, 1, 1, 0),)),
                 NpuOp(f"b{k}", 9 * c * h * w, (f"a{k}",), (f"wb{k}",), (f"b{k}",), h, 2, c, (), ((f"a{k}", 3, 1, 1),),
                       channel_groups=c),
