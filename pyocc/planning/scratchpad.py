@@ -1697,29 +1697,42 @@ class _Scheduler:
     def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool,
                  top: bool = False) -> SramBuffer | None:
         """A buffer of `nbytes` (placed as high as it fits with `top`);
-        without `evict`, only from free space."""
-        while True:
-            offset = self.alloc.find(nbytes, top)
-            if offset is not None:
-                buffer = self._new_buffer(offset, nbytes, label)
-                self.alloc.add(buffer)
-                self.emit(Alloc(buffer))
-                return buffer
-            if not evict:
-                return None
-            if self.draining:
-                self._drain(next(iter(self.draining)))
-                continue
-            victims = [k for k in self.resident if k not in protected and k not in self.assembling]
-            if not victims:  # the unit's own inputs, reloaded by `run`
-                victims = [k for k in self.resident if k not in self.assembling and k not in self.pinned]
-            if not victims:
+        without `evict`, only from free space. Where no hole fits, the
+        buffers of one window of `nbytes` go (`_cheapest_hole`): streamed-out
+        results whose store is in flight the first, then the pieces read
+        furthest ahead (not loading, clean); the pieces outside the window
+        stay, even those read later than the ones in it."""
+        offset = self.alloc.find(nbytes, top)
+        if offset is None and evict:
+            draining = {buffer.name: (1,) for buffer, _ in self.draining.values()}
+            window = None
+            for victims in ([k for k in self.resident if k not in protected and k not in self.assembling],
+                            # the unit's own inputs, reloaded by `run`
+                            [k for k in self.resident if k not in self.assembling and k not in self.pinned]):
+                given_up = draining | {
+                    self.resident[k].buffer.name: (0, self.next_use(k), self.resident[k].load is None,
+                                                   not self.resident[k].dirty) for k in victims}
+                window = _cheapest_hole(self.alloc.order, self.sram, nbytes, given_up, top)
+                if window is not None:
+                    break
+            if window is None:
                 raise PlanningError(
                     f"scratchpad: {nbytes} bytes for {label} do not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
                 )
-            victim = max(victims, key=lambda k: (self.next_use(k), self.resident[k].load is None,
-                                                 not self.resident[k].dirty))
-            self.evict(victim)
+            keys = {e.buffer.name: k for k, e in self.resident.items()}
+            for name in sorted(window, key=given_up.__getitem__, reverse=True):
+                if name in self.draining:
+                    self._drain(name)
+                else:
+                    self.evict(keys[name])
+            offset = self.alloc.find(nbytes, top)
+            assert offset is not None
+        if offset is None:
+            return None
+        buffer = self._new_buffer(offset, nbytes, label)
+        self.alloc.add(buffer)
+        self.emit(Alloc(buffer))
+        return buffer
 
     def evict(self, key: tuple[str, str]) -> None:
         """Drop a piece from SRAM, writing it back first if DRAM lacks it."""
@@ -1951,6 +1964,47 @@ class _Scheduler:
                         and self.load(need.piece, protected, evict=False)):
                     return
                 ahead += need.piece.bytes
+
+
+def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, given_up: dict[str, tuple],
+                   top: bool = False) -> list[str] | None:
+    """The buffers of `order` (as `_Allocator.order`) to free for a hole of
+    `nbytes` in an SRAM of `size` bytes, or None. `given_up` ranks the
+    buffers that may go (the higher, the more willingly); the others stay.
+    The windows tried start at the SRAM's start or where a buffer ends, or
+    end at the SRAM's end or where a buffer starts; of those overlapping
+    only buffers that may go, the one whose least willingly given up buffer
+    ranks highest is taken (on a tie, the fewest bytes freed, then the
+    lowest window; with `top`, the highest)."""
+    starts = [start for start, _, _ in order]
+    windows = {0, (size - nbytes) // ALIGN * ALIGN}
+    for start, _, end in order:
+        windows.add(end)
+        windows.add((start - nbytes) // ALIGN * ALIGN)
+    best: tuple | None = None
+    chosen: list[str] | None = None
+    for offset in windows:
+        if offset < 0 or offset + nbytes > size:
+            continue
+        names: list[str] = []
+        worst: tuple | None = None
+        freed = 0
+        # live buffers do not overlap: by start, their ends are in order too
+        for start, name, end in reversed(order[:bisect.bisect_left(starts, offset + nbytes)]):
+            if end <= offset:
+                break
+            rank = given_up.get(name)
+            if rank is None:
+                worst = None
+                break
+            names.append(name)
+            worst = rank if worst is None or rank < worst else worst
+            freed += end - start
+        if worst is not None:
+            key = (worst, -freed, offset if top else -offset)
+            if best is None or key > best:
+                best, chosen = key, names
+    return chosen
 
 
 def _holes_after(order: list[tuple[int, str, int]], size: int, nbytes: int, names: list[str]) -> int | None:

@@ -192,6 +192,24 @@ def test_an_input_of_the_current_unit_evicted_is_written_back_first():
     assert scheduler.loadable(Piece("t", "all", 64))
 
 
+def test_an_allocation_evicts_only_what_lies_in_the_hole_it_takes():
+    # SRAM of 320 B holding a (64 B, read last), b (128 B, read first) and c
+    # (128 B, read second) at 0, 64 and 192: 128 B fit only where c is. The
+    # pieces read furthest ahead were evicted until some hole fitted: a, which
+    # frees no hole of 128 B, then c; a is loaded again for nothing
+    T = NpuTensor
+    program = NpuProgram(
+        (T("a", 64, "input"), T("b", 128, "input"), T("c", 128, "input"), T("y", 64, "output")),
+        (NpuOp("p", 64, ("b",), (), ("y",)), NpuOp("q", 64, ("c",), (), ("y",)), NpuOp("r", 64, ("a",), (), ("y",))))
+    units = [_Unit("now", 64, (), (), True)] + [_Unit(op, 64, (_Need(Piece(t, "all", size), False),), (), True)
+                                                for op, t, size in (("p", "b", 128), ("q", "c", 128), ("r", "a", 64))]
+    scheduler = _Scheduler(program, 320, units)
+    for name, size in (("a", 64), ("b", 128), ("c", 128)):
+        scheduler.resident[(name, "all")] = _Entry(scheduler.allocate(size, f"{name}:all", set(), evict=False), False)
+    scheduler.allocate(128, "y:all", set(), evict=True)
+    assert sorted(scheduler.resident) == [("a", "all"), ("b", "all")]
+
+
 def _large_second_weight(w1: int = 64) -> NpuProgram:
     T = NpuTensor
     return NpuProgram(
