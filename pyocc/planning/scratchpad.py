@@ -34,9 +34,10 @@ npu_simulator.py:
    stored to its place in the output's DRAM home, or, in a chain, the
    concat's band of rows), and the concat costs nothing.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
-   a piece is loaded before its first use; when space runs out, the piece
-   used furthest in the future is evicted (written back first if it is an
-   activation not yet in DRAM); dead pieces are freed at once. Buffers go
+   a piece is loaded before its first use; when space runs out, the pieces
+   in one window of the bytes needed are evicted (written back first if
+   DRAM lacks them): of the windows, the one whose piece read soonest is
+   read the latest (`_cheapest_hole`); dead pieces are freed at once. Buffers go
    first-fit from the bottom, but weight blocks from the top, so that
    their double buffers do not cut the space of what stays into holes.
 3. **Prefetch.** Before each compute, the loads of the next units are
@@ -1656,8 +1657,9 @@ class _Scheduler:
     def make_room(self, nbytes: int, use: int, protected: set[tuple[str, str]]) -> bool:
         """Evict, for a prefetch that unit `use` reads, clean pieces (DRAM
         holds them) next read more than `EVICT_MARGIN` units after `use`
-        (the furthest first; none still loading), when that leaves a hole
-        of `nbytes`; True if it did."""
+        (none still loading): those in the window of `nbytes` whose
+        earliest next read is the latest (`_cheapest_hole`); True if it
+        found one."""
         found: list[tuple[tuple[str, str], float]] = []
         for k, e in self.resident.items():
             if (k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
@@ -1665,14 +1667,13 @@ class _Scheduler:
                 after = self.next_use(k)
                 if after > use + EVICT_MARGIN:
                     found.append((k, after))
-        found.sort(key=lambda kv: -kv[1])  # stable: equal next uses keep the residents' order
-        candidates = [k for k, _ in found]
-        count = _holes_after(self.alloc.order, self.sram, nbytes,
-                             [self.resident[k].buffer.name for k in candidates])
-        if count is None:
+        given_up = {self.resident[k].buffer.name: (after,) for k, after in found}
+        window = _cheapest_hole(self.alloc.order, self.sram, nbytes, given_up)
+        if window is None:
             return False
-        for victim in candidates[:count]:
-            self.evict(victim)
+        keys = {self.resident[k].buffer.name: k for k, _ in found}
+        for name in sorted(window, key=given_up.__getitem__, reverse=True):
+            self.evict(keys[name])
         return True
 
     def drain_ended(self) -> None:
@@ -1975,7 +1976,8 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
     end at the SRAM's end or where a buffer starts; of those overlapping
     only buffers that may go, the one whose least willingly given up buffer
     ranks highest is taken (on a tie, the fewest bytes freed, then the
-    lowest window; with `top`, the highest)."""
+    lowest window; with `top`, the highest). Asked where no hole fits: a
+    window over free bytes only is not one of them."""
     starts = [start for start, _, _ in order]
     windows = {0, (size - nbytes) // ALIGN * ALIGN}
     for start, _, end in order:
@@ -2005,55 +2007,6 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
             if best is None or key > best:
                 best, chosen = key, names
     return chosen
-
-
-def _holes_after(order: list[tuple[int, str, int]], size: int, nbytes: int, names: list[str]) -> int | None:
-    """The least count of `names` (buffers of `order`, as
-    `_Allocator.order`) whose removal, in that order, leaves a hole of
-    `nbytes` in an SRAM of `size` bytes (`_hole`), or None. A removal
-    merges the gaps on either side of its buffer and changes no other, so
-    only the merged gap is measured (a linked list over `order`), when each
-    buffer ends no earlier than the ones before it (live buffers never
-    overlap); else `_hole` is asked after each removal."""
-    if not names:
-        return None
-    ends = [end for _, _, end in order]
-    if any(a > b for a, b in zip(ends, ends[1:])):
-        rest = list(order)
-        for count, name in enumerate(names, 1):
-            rest = [o for o in rest if o[1] != name]
-            if _hole(rest, size, nbytes):
-                return count
-        return None
-    if _hole(order, size, nbytes):
-        return 1
-    at = {name: i for i, (_, name, _) in enumerate(order)}
-    last = len(order)
-    before = list(range(-1, last - 1))  # -1: the SRAM's start
-    after = list(range(1, last + 1))  # last: its end
-    for count, name in enumerate(names, 1):
-        i = at.pop(name, None)
-        if i is None:  # not live, or removed already: no gap changes
-            continue
-        lo, hi = before[i], after[i]
-        if lo >= 0:
-            after[lo] = hi
-        if hi < last:
-            before[hi] = lo
-        if (order[hi][0] if hi < last else size) - (order[lo][2] if lo >= 0 else 0) >= nbytes:
-            return count
-    return None
-
-
-def _hole(order: list[tuple[int, str, int]], size: int, nbytes: int) -> bool:
-    """True when `nbytes` fit between the live buffers of `order` (as
-    `_Allocator.order`) in an SRAM of `size` bytes."""
-    offset = 0
-    for start, _, end in order:
-        if start - offset >= nbytes:
-            return True
-        offset = max(offset, end)
-    return size - offset >= nbytes
 
 
 def _own_buffer(piece: Piece) -> bool:
