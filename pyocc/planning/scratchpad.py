@@ -50,7 +50,8 @@ npu_simulator.py:
    (`make_room`, `EVICT_MARGIN`); and beyond the next unit it stops where
    the DRAM port is busy past the start of the unit it would load for (that
    load would not start earlier, and its space would sit idle or be
-   evicted before use).
+   evicted before use), or, where the next unit loads a piece only at its
+   start, where a later unit's load would still hold the port then.
 
 Spilled activations get DRAM offsets from `plan_memory` (verified), and
 `run_scratchpad` simulates the schedule, which checks residency and overlaps.
@@ -1943,23 +1944,33 @@ class _Scheduler:
         the first that does not fit, and at the first unit after the next
         that starts before the DRAM port would be free (by the clock: its
         loads would not start earlier, and a store the current unit issues
-        may go first)."""
+        may go first). Where the next unit loads a piece at its start (one
+        DRAM does not hold yet: the current unit streams it out), a load for
+        a later unit that would end after the current compute is not
+        started: the port is first come, first served, and the next unit's
+        load would wait behind it."""
         self.drain_ended()
         ahead = 0
         until = 0  # estimated cycles from now until unit `later` starts
+        behind = False  # the next unit loads a piece at its start, queued behind what the port holds then
+        current = self.units[index]
+        computed = self.clock.now + self.cost.compute_cycles(current.macs, current.sram_bytes)
         for later in range(index + 1, min(len(self.units), index + 1 + PREFETCH_UNITS)):
             done = self.units[later - 1]
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until:
                 return  # the port is busy past that unit's start: its loads can wait
             for need in self.units[later].reads:
-                key = (need.piece.tensor, need.piece.part)
                 if self.lookup(need.piece) is not None:
                     continue
                 if not self.loadable(need.piece):
+                    behind |= later == index + 1
                     continue
                 if ahead and ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8:
                     return
+                if (behind and later > index + 1
+                        and max(self.clock.port, self.clock.now) + self.cost.dma_cycles(need.piece.bytes) > computed):
+                    return  # it would end after the current compute: the next unit's load would wait behind it
                 if not self.load(need.piece, protected, evict=False) and not (
                         self.make_room(need.piece.bytes, later, protected)
                         and self.load(need.piece, protected, evict=False)):

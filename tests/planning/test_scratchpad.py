@@ -16,7 +16,7 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit,
+    ALIGN, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit,
     _units,
     channel_range,
     input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
@@ -208,6 +208,34 @@ def test_an_allocation_evicts_only_what_lies_in_the_hole_it_takes():
         scheduler.resident[(name, "all")] = _Entry(scheduler.allocate(size, f"{name}:all", set(), evict=False), False)
     scheduler.allocate(128, "y:all", set(), evict=True)
     assert sorted(scheduler.resident) == [("a", "all"), ("b", "all")]
+
+
+def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
+    # unit a streams t out, which unit b loads again at its start: a weight of
+    # unit c prefetched before a computes went first on the DRAM port, and t's
+    # store and load queued behind it (DenseNet-121's r283 and r284, behind the
+    # loads of the transition's blocks); now it waits for b to start
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 64, "input"), T("t", 256, "activation"), T("u", 64, "activation"), T("w", 512, "weight"),
+         T("y", 64, "output")),
+        (NpuOp("a", 256 * 10, ("x",), (), ("t",)), NpuOp("b", 256 * 1000, ("t",), (), ("u",)),
+         NpuOp("c", 256 * 10, ("u",), ("w",), ("y",))))
+    sizes = program.by_name()
+
+    def piece(name: str) -> Piece:
+        return Piece(name, "all", sizes[name].size)
+
+    units = [_Unit("a", 256 * 10, (_Need(piece("x"), False),), (_Make(piece("t"), STREAM),), True),
+             _Unit("b", 256 * 1000, (_Need(piece("t"), False),), (_Make(piece("u"), WHOLE),), True),
+             _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)), (_Make(piece("y"), WHOLE),), True)]
+    instructions = _Scheduler(program, 1024, units).run()
+    result = simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
+                      dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+    cost = NpuCost()
+    a_ends = next(end for op, _, end in result.computes if op == "a")
+    b_starts = next(start for op, start, _ in result.computes if op == "b")
+    assert b_starts == a_ends + 2 * cost.dma_cycles(256)  # t stored and loaded, nothing before them
 
 
 def _large_second_weight(w1: int = 64) -> NpuProgram:
