@@ -16,8 +16,8 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler, _Unit,
-    _units,
+    ALIGN, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
+    _Unit, _units,
     channel_range,
     input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
@@ -228,7 +228,8 @@ def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
 
     units = [_Unit("a", 256 * 10, (_Need(piece("x"), False),), (_Make(piece("t"), STREAM),), True),
              _Unit("b", 256 * 1000, (_Need(piece("t"), False),), (_Make(piece("u"), WHOLE),), True),
-             _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)), (_Make(piece("y"), WHOLE),), True)]
+             _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)),
+                   (_Make(piece("y"), WHOLE),), True)]
     instructions = _Scheduler(program, 1024, units).run()
     result = simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
                       dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
