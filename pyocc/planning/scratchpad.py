@@ -36,9 +36,10 @@ npu_simulator.py:
    stored to its place in the output's DRAM home, or, in a chain, the
    concat's band of rows), and the concat costs nothing.
 2. **Residency.** SRAM is a cache managed with knowledge of the future:
-   a piece is loaded before its first use; when space runs out, the piece
-   used furthest in the future is evicted (written back first if it is an
-   activation not yet in DRAM); dead pieces are freed at once. Buffers go
+   a piece is loaded before its first use; when space runs out, the pieces
+   in one window of the bytes needed are evicted (written back first if
+   DRAM lacks them): of the windows, the one whose piece read soonest is
+   read the latest (`_cheapest_hole`); dead pieces are freed at once. Buffers go
    first-fit from the bottom, but weight blocks from the top, so that
    their double buffers do not cut the space of what stays into holes.
 3. **Prefetch.** Before each compute, the loads of the next units are
@@ -51,7 +52,8 @@ npu_simulator.py:
    (`make_room`, `EVICT_MARGIN`); and beyond the next unit it stops where
    the DRAM port is busy past the start of the unit it would load for (that
    load would not start earlier, and its space would sit idle or be
-   evicted before use).
+   evicted before use), or, where the next unit loads a piece only at its
+   start, where a later unit's load would still hold the port then.
 
 Spilled activations get DRAM offsets from `plan_memory` (verified), and
 `run_scratchpad` simulates the schedule, which checks residency and overlaps.
@@ -1768,8 +1770,9 @@ class _Scheduler:
     def make_room(self, nbytes: int, use: int, protected: set[tuple[str, str]]) -> bool:
         """Evict, for a prefetch that unit `use` reads, clean pieces (DRAM
         holds them) next read more than `EVICT_MARGIN` units after `use`
-        (the furthest first; none still loading), when that leaves a hole
-        of `nbytes`; True if it did."""
+        (none still loading): those in the window of `nbytes` whose
+        earliest next read is the latest (`_cheapest_hole`); True if it
+        found one."""
         found: list[tuple[tuple[str, str], float]] = []
         for k, e in self.resident.items():
             if (k not in protected and k not in self.assembling and k not in self.pinned and e.load is None
@@ -1777,14 +1780,13 @@ class _Scheduler:
                 after = self.next_use(k)
                 if after > use + EVICT_MARGIN:
                     found.append((k, after))
-        found.sort(key=lambda kv: -kv[1])  # stable: equal next uses keep the residents' order
-        candidates = [k for k, _ in found]
-        count = _holes_after(self.alloc.order, self.sram, nbytes,
-                             [self.resident[k].buffer.name for k in candidates])
-        if count is None:
+        given_up = {self.resident[k].buffer.name: (after,) for k, after in found}
+        window = _cheapest_hole(self.alloc.order, self.sram, nbytes, given_up)
+        if window is None:
             return False
-        for victim in candidates[:count]:
-            self.evict(victim)
+        keys = {self.resident[k].buffer.name: k for k, _ in found}
+        for name in sorted(window, key=given_up.__getitem__, reverse=True):
+            self.evict(keys[name])
         return True
 
     def drain_ended(self) -> None:
@@ -1809,29 +1811,42 @@ class _Scheduler:
     def allocate(self, nbytes: int, label: str, protected: set[tuple[str, str]], evict: bool,
                  top: bool = False) -> SramBuffer | None:
         """A buffer of `nbytes` (placed as high as it fits with `top`);
-        without `evict`, only from free space."""
-        while True:
-            offset = self.alloc.find(nbytes, top)
-            if offset is not None:
-                buffer = self._new_buffer(offset, nbytes, label)
-                self.alloc.add(buffer)
-                self.emit(Alloc(buffer))
-                return buffer
-            if not evict:
-                return None
-            if self.draining:
-                self._drain(next(iter(self.draining)))
-                continue
-            victims = [k for k in self.resident if k not in protected and k not in self.assembling]
-            if not victims:  # the unit's own inputs, reloaded by `run`
-                victims = [k for k in self.resident if k not in self.assembling and k not in self.pinned]
-            if not victims:
+        without `evict`, only from free space. Where no hole fits, the
+        buffers of one window of `nbytes` go (`_cheapest_hole`): streamed-out
+        results whose store is in flight the first, then the pieces read
+        furthest ahead (not loading, clean); the pieces outside the window
+        stay, even those read later than the ones in it."""
+        offset = self.alloc.find(nbytes, top)
+        if offset is None and evict:
+            draining = {buffer.name: (1,) for buffer, _ in self.draining.values()}
+            window = None
+            for victims in ([k for k in self.resident if k not in protected and k not in self.assembling],
+                            # the unit's own inputs, reloaded by `run`
+                            [k for k in self.resident if k not in self.assembling and k not in self.pinned]):
+                given_up = draining | {
+                    self.resident[k].buffer.name: (0, self.next_use(k), self.resident[k].load is None,
+                                                   not self.resident[k].dirty) for k in victims}
+                window = _cheapest_hole(self.alloc.order, self.sram, nbytes, given_up, top)
+                if window is not None:
+                    break
+            if window is None:
                 raise PlanningError(
                     f"scratchpad: {nbytes} bytes for {label} do not fit in {self.sram} bytes of SRAM; give a larger --scratchpad"
                 )
-            victim = max(victims, key=lambda k: (self.next_use(k), self.resident[k].load is None,
-                                                 not self.resident[k].dirty))
-            self.evict(victim)
+            keys = {e.buffer.name: k for k, e in self.resident.items()}
+            for name in sorted(window, key=given_up.__getitem__, reverse=True):
+                if name in self.draining:
+                    self._drain(name)
+                else:
+                    self.evict(keys[name])
+            offset = self.alloc.find(nbytes, top)
+            assert offset is not None
+        if offset is None:
+            return None
+        buffer = self._new_buffer(offset, nbytes, label)
+        self.alloc.add(buffer)
+        self.emit(Alloc(buffer))
+        return buffer
 
     def evict(self, key: tuple[str, str]) -> None:
         """Drop a piece from SRAM, writing it back first if DRAM lacks it."""
@@ -2044,23 +2059,33 @@ class _Scheduler:
         the first that does not fit, and at the first unit after the next
         that starts before the DRAM port would be free (by the clock: its
         loads would not start earlier, and a store the current unit issues
-        may go first)."""
+        may go first). Where the next unit loads a piece at its start (one
+        DRAM does not hold yet: the current unit streams it out), a load for
+        a later unit that would end after the current compute is not
+        started: the port is first come, first served, and the next unit's
+        load would wait behind it."""
         self.drain_ended()
         ahead = 0
         until = 0  # estimated cycles from now until unit `later` starts
+        behind = False  # the next unit loads a piece at its start, queued behind what the port holds then
+        current = self.units[index]
+        computed = self.clock.now + self.cost.compute_cycles(current.macs, current.sram_bytes)
         for later in range(index + 1, min(len(self.units), index + 1 + PREFETCH_UNITS)):
             done = self.units[later - 1]
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until:
                 return  # the port is busy past that unit's start: its loads can wait
             for need in self.units[later].reads:
-                key = (need.piece.tensor, need.piece.part)
                 if self.lookup(need.piece) is not None:
                     continue
                 if not self.loadable(need.piece):
+                    behind |= later == index + 1
                     continue
                 if ahead and ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8:
                     return
+                if (behind and later > index + 1
+                        and max(self.clock.port, self.clock.now) + self.cost.dma_cycles(need.piece.bytes) > computed):
+                    return  # it would end after the current compute: the next unit's load would wait behind it
                 if not self.load(need.piece, protected, evict=False) and not (
                         self.make_room(need.piece.bytes, later, protected)
                         and self.load(need.piece, protected, evict=False)):
@@ -2068,53 +2093,46 @@ class _Scheduler:
                 ahead += need.piece.bytes
 
 
-def _holes_after(order: list[tuple[int, str, int]], size: int, nbytes: int, names: list[str]) -> int | None:
-    """The least count of `names` (buffers of `order`, as
-    `_Allocator.order`) whose removal, in that order, leaves a hole of
-    `nbytes` in an SRAM of `size` bytes (`_hole`), or None. A removal
-    merges the gaps on either side of its buffer and changes no other, so
-    only the merged gap is measured (a linked list over `order`), when each
-    buffer ends no earlier than the ones before it (live buffers never
-    overlap); else `_hole` is asked after each removal."""
-    if not names:
-        return None
-    ends = [end for _, _, end in order]
-    if any(a > b for a, b in zip(ends, ends[1:])):
-        rest = list(order)
-        for count, name in enumerate(names, 1):
-            rest = [o for o in rest if o[1] != name]
-            if _hole(rest, size, nbytes):
-                return count
-        return None
-    if _hole(order, size, nbytes):
-        return 1
-    at = {name: i for i, (_, name, _) in enumerate(order)}
-    last = len(order)
-    before = list(range(-1, last - 1))  # -1: the SRAM's start
-    after = list(range(1, last + 1))  # last: its end
-    for count, name in enumerate(names, 1):
-        i = at.pop(name, None)
-        if i is None:  # not live, or removed already: no gap changes
-            continue
-        lo, hi = before[i], after[i]
-        if lo >= 0:
-            after[lo] = hi
-        if hi < last:
-            before[hi] = lo
-        if (order[hi][0] if hi < last else size) - (order[lo][2] if lo >= 0 else 0) >= nbytes:
-            return count
-    return None
-
-
-def _hole(order: list[tuple[int, str, int]], size: int, nbytes: int) -> bool:
-    """True when `nbytes` fit between the live buffers of `order` (as
-    `_Allocator.order`) in an SRAM of `size` bytes."""
-    offset = 0
+def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, given_up: dict[str, tuple],
+                   top: bool = False) -> list[str] | None:
+    """The buffers of `order` (as `_Allocator.order`) to free for a hole of
+    `nbytes` in an SRAM of `size` bytes, or None. `given_up` ranks the
+    buffers that may go (the higher, the more willingly); the others stay.
+    The windows tried start at the SRAM's start or where a buffer ends, or
+    end at the SRAM's end or where a buffer starts; of those overlapping
+    only buffers that may go, the one whose least willingly given up buffer
+    ranks highest is taken (on a tie, the fewest bytes freed, then the
+    lowest window; with `top`, the highest). Asked where no hole fits: a
+    window over free bytes only is not one of them."""
+    starts = [start for start, _, _ in order]
+    windows = {0, (size - nbytes) // ALIGN * ALIGN}
     for start, _, end in order:
-        if start - offset >= nbytes:
-            return True
-        offset = max(offset, end)
-    return size - offset >= nbytes
+        windows.add(end)
+        windows.add((start - nbytes) // ALIGN * ALIGN)
+    best: tuple | None = None
+    chosen: list[str] | None = None
+    for offset in windows:
+        if offset < 0 or offset + nbytes > size:
+            continue
+        names: list[str] = []
+        worst: tuple | None = None
+        freed = 0
+        # live buffers do not overlap: by start, their ends are in order too
+        for start, name, end in reversed(order[:bisect.bisect_left(starts, offset + nbytes)]):
+            if end <= offset:
+                break
+            rank = given_up.get(name)
+            if rank is None:
+                worst = None
+                break
+            names.append(name)
+            worst = rank if worst is None or rank < worst else worst
+            freed += end - start
+        if worst is not None:
+            key = (worst, -freed, offset if top else -offset)
+            if best is None or key > best:
+                best, chosen = key, names
+    return chosen
 
 
 def _own_buffer(piece: Piece) -> bool:
