@@ -17,7 +17,10 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   then cut into runs of whole blocks, one per copy, run on the threads,
   each block computed exactly as on one thread.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
-  per block of rows over the input itself.
+  per block of rows over the input itself; a shallow one (group 1, at most
+  TILED_POINTWISE_DEPTH input channels, relu or no activation) on one
+  thread of a host without AVX-512 instead runs generated register tiles
+  (`_pointwise_tiles`: no BLAS, bias and relu applied in registers).
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
   channels): loops, no scratch. For each output row,
   each input channel of the group and each kernel tap, one multiply-add
@@ -40,6 +43,7 @@ output rows it reaches.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -47,6 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from pyocc.dialects.dnn.scratch import (
@@ -637,7 +642,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
-    if algorithm == "pointwise" and rows is None and _tiled_pointwise(g, kwargs, k):
+    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, k):
         _pointwise_tiles(k, g, x, w, bias, residual, out, kwargs.get("activation"))
         k.finish()
         return
@@ -656,14 +661,23 @@ TILED_POINTWISE_DEPTH = 128
 TILE_CHANNELS = 4
 
 
-def _tiled_pointwise(g: Geometry, kwargs: dict[str, Any], k: Kernel) -> bool:
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether the CPU the kernels are compiled for has AVX-512 (LLVM's
+    host features, as the JIT and `pyocc compile` target them)."""
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], k: Kernel) -> bool:
     """Whether a pointwise convolution runs `_pointwise_tiles`: group 1, at
     most TILED_POINTWISE_DEPTH input channels, no activation but relu,
     sizes known at compile time, on one thread (on threads the split sgemm
-    shares the work)."""
+    shares the work), on a host without AVX-512 (the tiles were measured
+    against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons keep the
+    sgemm path their numbers were measured with)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
     return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH \
-        and kwargs.get("activation") in (None, "relu") and not k.parallel_for_available()
+        and kwargs.get("activation") in (None, "relu") and not k.parallel_for_available() and not host_has_avx512()
 
 
 def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
