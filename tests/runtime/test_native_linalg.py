@@ -105,11 +105,11 @@ CONVS: dict[str, dict[str, Any]] = {
                               activation="relu"),
     "stride2_long_rows_large_kernel": dict(x=[1, 2, 11, 70], w=[3, 2, 5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
     # shallow pointwise convs in register tiles (_pointwise_tiles): 4-channel tiles and single channels
-    # after them, whole vectors of positions, then the rest as one overlapping vector, or one by one (a
-    # residual, fewer positions than a vector)
+    # after them, whole vectors of positions, then the rest as one overlapping vector, or one by one
+    # (fewer positions than a vector); with a residual the sgemm path
     "pointwise_tiles": dict(x=[2, 9, 5, 7], w=[10, 9, 1, 1], bias=True, activation="relu"),
+    "pointwise_tiles_no_bias": dict(x=[1, 5, 4, 8], w=[3, 5, 1, 1]),
     "pointwise_tiles_residual": dict(x=[1, 17, 3, 11], w=[6, 17, 1, 1], bias=True, residual=True, activation="relu"),
-    "pointwise_tiles_residual_no_bias": dict(x=[1, 5, 4, 8], w=[3, 5, 1, 1], residual=True),
     "pointwise_tiles_tiny": dict(x=[1, 3, 2, 3], w=[5, 3, 1, 1]),
     "pointwise_tiles_deepest": dict(x=[1, 128, 3, 7], w=[9, 128, 1, 1], bias=True, activation="relu"),
 }
@@ -181,17 +181,17 @@ def test_algorithm_of_one_by_one_convs() -> None:
 
 def test_shallow_pointwise_convs_run_register_tiles() -> None:
     # on one thread a pointwise conv of at most TILED_POINTWISE_DEPTH input channels with no activation
-    # but relu calls no BLAS (on a host without AVX-512: one with it keeps sgemm); a deeper one, another
-    # activation or a grouped one calls sgemm
+    # but relu and no residual calls no BLAS (on a host without AVX-512: one with it keeps sgemm); a
+    # deeper one, one with a residual, another activation or a grouped one calls sgemm
     def calls_sgemm(name: str, **change: Any) -> bool:
         inputs, out_shape, kwargs = conv_case({**CONVS[name], **change})
         module = ir.Module()
         emit_conv(module, "conv", site_for("conv", inputs, [(out_shape, "float32")], **kwargs))
         return "cblas_sgemm" in str(module)
 
-    for name in ("pointwise_tiles", "pointwise_tiles_residual", "pointwise_tiles_residual_no_bias",
-                 "pointwise_tiles_tiny", "pointwise_tiles_deepest"):
+    for name in ("pointwise_tiles", "pointwise_tiles_tiny", "pointwise_tiles_deepest", "pointwise_tiles_no_bias"):
         assert calls_sgemm(name) == host_has_avx512(), name
+    assert calls_sgemm("pointwise_tiles_residual")
     assert calls_sgemm("pointwise_row_blocks")  # tanh
     assert calls_sgemm("pointwise_tiles_deepest", x=[1, TILED_POINTWISE_DEPTH + 1, 3, 7],
                        w=[9, TILED_POINTWISE_DEPTH + 1, 1, 1])
@@ -202,7 +202,7 @@ def test_shallow_pointwise_convs_run_register_tiles() -> None:
 def test_conv_residual_in_place() -> None:
     # dnn-coalesce writes a residual conv over its dying residual: out is residual
     for name in ("strided_dilated_asymmetric", "pointwise", "depthwise", "channel_blocks_residual",
-                 "pointwise_row_blocks", "pointwise_tiles_residual", "pointwise_tiles_residual_no_bias"):
+                 "pointwise_row_blocks", "pointwise_tiles_residual"):
         inputs, out_shape, kwargs = conv_case(CONVS[name])
         want = np.empty(out_shape, np.float32)
         hk.conv(*inputs, out=want, **kwargs)

@@ -18,7 +18,8 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   each block computed exactly as on one thread.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself; a shallow one (group 1, at most
-  TILED_POINTWISE_DEPTH input channels, relu or no activation) on one
+  TILED_POINTWISE_DEPTH input channels, no residual, relu or no
+  activation) on one
   thread of a host without AVX-512 instead runs generated register tiles
   (`_pointwise_tiles`: no BLAS, bias and relu applied in registers).
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
@@ -642,8 +643,8 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
-    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, k):
-        _pointwise_tiles(k, g, x, w, bias, residual, out, kwargs.get("activation"))
+    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, residual is not None, k):
+        _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
     im2col = algorithm == "im2col"
@@ -668,47 +669,43 @@ def host_has_avx512() -> bool:
     return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
-def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], k: Kernel) -> bool:
+def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
     """Whether a pointwise convolution runs `_pointwise_tiles`: group 1, at
-    most TILED_POINTWISE_DEPTH input channels, no activation but relu,
-    sizes known at compile time, on one thread (on threads the split sgemm
-    shares the work), on a host without AVX-512 (the tiles were measured
-    against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons keep the
-    sgemm path their numbers were measured with)."""
+    most TILED_POINTWISE_DEPTH input channels, no residual (with one the
+    tiles measured no faster: both paths stream it), no activation but
+    relu, sizes known at compile time, on one thread (on threads the split
+    sgemm shares the work), on a host without AVX-512 (the tiles were
+    measured against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons
+    keep the sgemm path their numbers were measured with)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
-    return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH \
+    return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH and not residual \
         and kwargs.get("activation") in (None, "relu") and not k.parallel_for_available() and not host_has_avx512()
 
 
-def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
-                     residual: ir.Value | None, out: ir.Value, activation: str | None) -> None:
+def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
+                     activation: str | None) -> None:
     """A shallow pointwise convolution without BLAS: out[m, p] =
-    act(start + sum over c of w[m, c] * x[c, p] (+ bias after a residual)),
-    start being the residual, else the bias (or 0), as the sgemm path adds
-    them. TILE_CHANNELS output channels x LANES positions are summed in
-    registers over the input channels in order (one fma each), then
-    finished and stored once (the positions after the last whole vector as
-    one more vector, overlapping it): no pass filling the outputs before the
-    product, none applying the activation after it, and no packing (with
-    a depth of at most TILED_POINTWISE_DEPTH, sgemm spent about as long on
-    those as on the product)."""
+    act(bias[m] + sum over c of w[m, c] * x[c, p]), the sum starting at the
+    bias (or 0) as the sgemm path's does. TILE_CHANNELS output channels x
+    LANES positions are summed in registers over the input channels in
+    order (one fma each), then finished and stored once: no pass filling
+    the outputs before the product, none applying the activation after it,
+    and no packing (with a depth of at most TILED_POINTWISE_DEPTH, sgemm
+    spent about as long on those as on the product). The positions after
+    the last whole vector run as one more vector ending at the last
+    position (overlapping the one before it, whose outputs it rewrites with
+    the same bits), or one by one when there are fewer than LANES."""
     b = k.builder
     positions, depth, outs = g.out_positions, g.channels, g.out_channels
     fma_vector, fma_scalar = _fma(k.module, VECTOR, f"v{LANES}f32"), _fma(k.module, F32, "f32")
     full_positions = positions - positions % LANES
     full_channels = outs - outs % TILE_CHANNELS
-    # the positions past the last whole vector run as one more vector ending at the last position, unless
-    # a residual may be the output itself (rewritten positions would then add it twice): one by one
-    overlap = positions % LANES != 0 and positions > LANES and residual is None
 
-    def tile(x_image: ir.Value, out_image: ir.Value, residual_image: ir.Value | None, first_out: ir.Value,
-             channels: int, position: ir.Value, vector: bool) -> None:
+    def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, position: ir.Value,
+             vector: bool) -> None:
         """Output channels [first_out, first_out + channels) at `position`
         (LANES positions from it with `vector`, else one)."""
         kind, fma = (VECTOR, fma_vector) if vector else (F32, fma_scalar)
-
-        def read(base: ir.Value, index: ir.Value | int) -> ir.Value:
-            return b.load(k.element(base, index), typ=VECTOR, align=4) if vector else k.load(base, index)
 
         def spread(value: ir.Value) -> ir.Value:
             return k.splat(value) if vector else value
@@ -716,47 +713,41 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
         zero = ir.Constant(kind, [0.0] * LANES if vector else 0.0)
         sums = []
         for j in range(channels):
-            oc = k.add(first_out, j)
-            at = k.add(k.mul(oc, positions), position)
-            if residual_image is not None:
-                start = read(residual_image, at)
-            else:
-                start = spread(k.load(bias, oc)) if bias is not None else zero
             variable = k.variable(kind)
-            b.store(start, variable)
+            b.store(spread(k.load(bias, k.add(first_out, j))) if bias is not None else zero, variable)
             sums.append(variable)
         with k.loop(0, depth) as c:
-            inputs = read(x_image, k.add(k.mul(c, positions), position))
+            at = k.element(x_image, k.add(k.mul(c, positions), position))
+            inputs = b.load(at, typ=VECTOR, align=4) if vector else b.load(at, typ=F32)
             for j, variable in enumerate(sums):
                 weight = spread(k.load(w, k.add(k.mul(k.add(first_out, j), depth), c)))
                 b.store(b.call(fma, [weight, inputs, b.load(variable, typ=kind)]), variable)
         for j, variable in enumerate(sums):
-            oc = k.add(first_out, j)
             value = b.load(variable, typ=kind)
-            if residual_image is not None and bias is not None:
-                value = b.fadd(value, spread(k.load(bias, oc)))
             if activation == "relu":
                 value = b.select(b.fcmp_ordered(">", value, zero), value, zero)
-            target = k.element(out_image, k.add(k.mul(oc, positions), position))
-            if vector:
-                b.store(value, target, align=4)
-            else:
-                b.store(value, target)
+            b.store(value, k.element(out_image, k.add(k.mul(k.add(first_out, j), positions), position)), align=4)
 
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, depth * positions))
         out_image = k.element(out, k.mul(image, outs * positions))
-        residual_image = k.element(residual, k.mul(image, outs * positions)) if residual is not None else None
-        for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
-            with k.loop(first, stop, channels) as first_out:
-                with k.loop(0, full_positions, LANES) as position:
-                    tile(x_image, out_image, residual_image, first_out, channels, position, True)
-                if overlap:
-                    # the last LANES positions again: the ones already done get the same bits
-                    tile(x_image, out_image, residual_image, first_out, channels, I64(positions - LANES), True)
-                else:
-                    with k.loop(full_positions, positions) as position:
-                        tile(x_image, out_image, residual_image, first_out, channels, position, False)
+
+        def every_channel(position: ir.Value, vector: bool) -> None:
+            """All output channels at `position`: the tiles, then the channels after them."""
+            for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
+                with k.loop(first, stop, channels) as first_out:
+                    tile(x_image, out_image, first_out, channels, position, vector)
+
+        # positions outermost: the inputs of LANES positions (depth x LANES floats) stay in L1 while every
+        # output channel reads them
+        with k.loop(0, full_positions, LANES) as position:
+            every_channel(position, True)
+        if full_positions < positions:
+            if positions > LANES:
+                every_channel(I64(positions - LANES), True)
+            else:
+                with k.loop(0, positions) as position:
+                    every_channel(position, False)
 
 
 def _fma(module: ir.Module, kind: ir.Type, suffix: str) -> ir.Function:
