@@ -1,18 +1,18 @@
 """Shallow pointwise convolutions: generated register tiles or sgemm?
 
-For 1x1 convolutions + bias + relu (with --residual: + a residual before
-the relu) of SqueezeNet, ResNet-50 and Inception-like shapes, on one
+For 1x1 convolutions + bias + relu of SqueezeNet, ResNet-50 and
+Inception-like shapes, on one
 thread, prints GFLOP/s (2 * MACs / CPU seconds, the best of 3 medians of
 15 runs, the three contenders taking turns) of
 
 - tiles: pyocc.lowering.native.conv's `_pointwise_tiles` (forced on);
 - sgemm path: the same site through OpenBLAS (the tiles forced off);
-- ort: onnxruntime's Conv (+ Add) + Relu, one intra-op thread;
+- ort: onnxruntime's Conv + Relu, one intra-op thread;
 
 and the ratios. docs/performance.md ("Shallow pointwise convolutions in
 register tiles") has the measured table.
 
-    python bench/pointwise_conv.py [--residual]
+    python bench/pointwise_conv.py
 """
 
 from __future__ import annotations
@@ -65,9 +65,7 @@ def compiled(site: dict, tiles: bool) -> CompiledSite:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--residual", action="store_true", help="add a residual before the relu")
-    args = parser.parse_args()
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     rng = np.random.default_rng(0)
@@ -78,16 +76,11 @@ def main() -> None:
         w = rng.standard_normal((outs, channels, 1, 1), dtype=np.float32) * np.float32(0.1)
         bias = rng.standard_normal(outs, dtype=np.float32)
         out = np.empty((1, outs, size, size), np.float32)
-        residual = rng.standard_normal(out.shape, dtype=np.float32) if args.residual else None
-        inputs = [x, w, bias, residual]
+        inputs = [x, w, bias, None]
         site = site_for("conv", inputs, [(out.shape, "float32")], activation="relu")
         tiles, blas = compiled(site, True), compiled(site, False)
-        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"])]
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
         weights = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]
-        if residual is not None:
-            nodes.append(helper.make_node("Add", ["c", "r"], ["s"]))
-            weights.append(numpy_helper.from_array(residual, "r"))
-        nodes.append(helper.make_node("Relu", [nodes[-1].output[0]], ["y"]))
         graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, out.shape)], weights)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
