@@ -25,9 +25,11 @@ from pyocc.dialects.dnn.scratch import (  # noqa: E402
     output_block_rows,
 )
 from pyocc.lowering.native.conv import (  # noqa: E402
+    TILED_POINTWISE_DEPTH,
     emit_conv,
     emit_conv_transpose,
     emit_preact_conv,
+    host_has_avx512,
     preact_conv_sizes,
 )
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
@@ -92,9 +94,9 @@ CONVS: dict[str, dict[str, Any]] = {
     # row blocks (the last one short) by channel blocks (67 = 34 + 33), the later ones adding onto the residual
     "channel_blocks_residual": dict(x=[1, 67, 30, 30], w=[8, 67, 3, 3], pads=[1, 1, 1, 1], bias=True,
                                     residual=True, activation="relu"),
-    # pointwise in two row blocks (64 + 6 rows: 64 x 64 x 64 outputs fill the 1 MiB), and 1x1 convs that
-    # must not take the pointwise path (padded; grouped narrow)
-    "pointwise_row_blocks": dict(x=[2, 3, 70, 64], w=[64, 3, 1, 1], bias=True, residual=True, activation="relu"),
+    # pointwise in two row blocks (64 + 6 rows: 64 x 64 x 64 outputs fill the 1 MiB; tanh keeps it on
+    # sgemm, not _pointwise_tiles), and 1x1 convs that must not take the pointwise path (padded; grouped narrow)
+    "pointwise_row_blocks": dict(x=[2, 3, 70, 64], w=[64, 3, 1, 1], bias=True, residual=True, activation="tanh"),
     "one_by_one_padded": dict(x=[1, 4, 5, 5], w=[3, 4, 1, 1], pads=[1, 0, 0, 1], bias=True),
     "one_by_one_grouped_narrow": dict(x=[1, 6, 5, 5], w=[6, 2, 1, 1], group=3, bias=True, activation="relu"),
     # stride-2 rows long enough for the vector copy of every other input (and its tail), unrolled and as a
@@ -102,6 +104,14 @@ CONVS: dict[str, dict[str, Any]] = {
     "stride2_long_rows": dict(x=[1, 3, 9, 80], w=[13, 3, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], bias=True,
                               activation="relu"),
     "stride2_long_rows_large_kernel": dict(x=[1, 2, 11, 70], w=[3, 2, 5, 5], strides=[2, 2], pads=[2, 2, 2, 2]),
+    # shallow pointwise convs in register tiles (_pointwise_tiles): 4-channel tiles and single channels
+    # after them, whole vectors of positions, then the rest as one overlapping vector, or one by one
+    # (fewer positions than a vector); with a residual the sgemm path
+    "pointwise_tiles": dict(x=[2, 9, 5, 7], w=[10, 9, 1, 1], bias=True, activation="relu"),
+    "pointwise_tiles_no_bias": dict(x=[1, 5, 4, 8], w=[3, 5, 1, 1]),
+    "pointwise_tiles_residual": dict(x=[1, 17, 3, 11], w=[6, 17, 1, 1], bias=True, residual=True, activation="relu"),
+    "pointwise_tiles_tiny": dict(x=[1, 3, 2, 3], w=[5, 3, 1, 1]),
+    "pointwise_tiles_deepest": dict(x=[1, 128, 3, 7], w=[9, 128, 1, 1], bias=True, activation="relu"),
 }
 
 
@@ -169,10 +179,30 @@ def test_algorithm_of_one_by_one_convs() -> None:
     assert output_block_rows([64, 3, 1, 1], [2, 64, 70, 64], 4) == 64  # so pointwise_row_blocks has 2 blocks
 
 
+def test_shallow_pointwise_convs_run_register_tiles() -> None:
+    # on one thread a pointwise conv of at most TILED_POINTWISE_DEPTH input channels with no activation
+    # but relu and no residual calls no BLAS (on a host without AVX-512: one with it keeps sgemm); a
+    # deeper one, one with a residual, another activation or a grouped one calls sgemm
+    def calls_sgemm(name: str, **change: Any) -> bool:
+        inputs, out_shape, kwargs = conv_case({**CONVS[name], **change})
+        module = ir.Module()
+        emit_conv(module, "conv", site_for("conv", inputs, [(out_shape, "float32")], **kwargs))
+        return "cblas_sgemm" in str(module)
+
+    for name in ("pointwise_tiles", "pointwise_tiles_tiny", "pointwise_tiles_deepest", "pointwise_tiles_no_bias"):
+        assert calls_sgemm(name) == host_has_avx512(), name
+    assert calls_sgemm("pointwise_tiles_residual")
+    assert calls_sgemm("pointwise_row_blocks")  # tanh
+    assert calls_sgemm("pointwise_tiles_deepest", x=[1, TILED_POINTWISE_DEPTH + 1, 3, 7],
+                       w=[9, TILED_POINTWISE_DEPTH + 1, 1, 1])
+    assert calls_sgemm("pointwise")  # tanh
+    assert calls_sgemm("grouped_wide_pointwise")
+
+
 def test_conv_residual_in_place() -> None:
     # dnn-coalesce writes a residual conv over its dying residual: out is residual
     for name in ("strided_dilated_asymmetric", "pointwise", "depthwise", "channel_blocks_residual",
-                 "pointwise_row_blocks"):
+                 "pointwise_row_blocks", "pointwise_tiles_residual"):
         inputs, out_shape, kwargs = conv_case(CONVS[name])
         want = np.empty(out_shape, np.float32)
         hk.conv(*inputs, out=want, **kwargs)

@@ -17,7 +17,11 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   then cut into runs of whole blocks, one per copy, run on the threads,
   each block computed exactly as on one thread.
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
-  per block of rows over the input itself.
+  per block of rows over the input itself; a shallow one (group 1, at most
+  TILED_POINTWISE_DEPTH input channels, no residual, relu or no
+  activation) on one
+  thread of a host without AVX-512 instead runs generated register tiles
+  (`_pointwise_tiles`: no BLAS, bias and relu applied in registers).
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
   channels): loops, no scratch. For each output row,
   each input channel of the group and each kernel tap, one multiply-add
@@ -40,6 +44,7 @@ output rows it reaches.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -47,6 +52,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+import llvmlite.binding as llvm
 import llvmlite.ir as ir
 
 from pyocc.dialects.dnn.scratch import (
@@ -637,11 +643,118 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
+    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, residual is not None, k):
+        _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+        k.finish()
+        return
     im2col = algorithm == "im2col"
     block_bytes = _workspace_bytes(site) if im2col and rows is None else 0
     _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, im2col,
                k.buffer(5) if im2col else None, block_bytes, sizes=rows, copies=_workspace_copies(site))
     k.finish()
+
+
+#: the deepest pointwise convolution (input channels) that runs generated
+#: register tiles instead of sgemm (measured in docs/performance.md: "Shallow
+#: pointwise convolutions in register tiles")
+TILED_POINTWISE_DEPTH = 128
+#: output channels of one register tile (each a VECTOR of positions)
+TILE_CHANNELS = 4
+
+
+@functools.cache
+def host_has_avx512() -> bool:
+    """Whether the CPU the kernels are compiled for has AVX-512 (LLVM's
+    host features, as the JIT and `pyocc compile` target them)."""
+    return bool(llvm.get_host_cpu_features().get("avx512f", False))
+
+
+def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
+    """Whether a pointwise convolution runs `_pointwise_tiles`: group 1, at
+    most TILED_POINTWISE_DEPTH input channels, no residual (with one the
+    tiles measured no faster: both paths stream it), no activation but
+    relu, sizes known at compile time, on one thread (on threads the split
+    sgemm shares the work), on a host without AVX-512 (the tiles were
+    measured against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons
+    keep the sgemm path their numbers were measured with)."""
+    static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
+    return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH and not residual \
+        and kwargs.get("activation") in (None, "relu") and not k.parallel_for_available() and not host_has_avx512()
+
+
+def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
+                     activation: str | None) -> None:
+    """A shallow pointwise convolution without BLAS: out[m, p] =
+    act(bias[m] + sum over c of w[m, c] * x[c, p]), the sum starting at the
+    bias (or 0) as the sgemm path's does. TILE_CHANNELS output channels x
+    LANES positions are summed in registers over the input channels in
+    order (one fma each), then finished and stored once: no pass filling
+    the outputs before the product, none applying the activation after it,
+    and no packing (with a depth of at most TILED_POINTWISE_DEPTH, sgemm
+    spent about as long on those as on the product). The positions after
+    the last whole vector run as one more vector ending at the last
+    position (overlapping the one before it, whose outputs it rewrites with
+    the same bits), or one by one when there are fewer than LANES."""
+    b = k.builder
+    positions, depth, outs = g.out_positions, g.channels, g.out_channels
+    fma_vector, fma_scalar = _fma(k.module, VECTOR, f"v{LANES}f32"), _fma(k.module, F32, "f32")
+    full_positions = positions - positions % LANES
+    full_channels = outs - outs % TILE_CHANNELS
+
+    def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, position: ir.Value,
+             vector: bool) -> None:
+        """Output channels [first_out, first_out + channels) at `position`
+        (LANES positions from it with `vector`, else one)."""
+        kind, fma = (VECTOR, fma_vector) if vector else (F32, fma_scalar)
+
+        def spread(value: ir.Value) -> ir.Value:
+            return k.splat(value) if vector else value
+
+        zero = ir.Constant(kind, [0.0] * LANES if vector else 0.0)
+        sums = []
+        for j in range(channels):
+            variable = k.variable(kind)
+            b.store(spread(k.load(bias, k.add(first_out, j))) if bias is not None else zero, variable)
+            sums.append(variable)
+        with k.loop(0, depth) as c:
+            at = k.element(x_image, k.add(k.mul(c, positions), position))
+            inputs = b.load(at, typ=VECTOR, align=4) if vector else b.load(at, typ=F32)
+            for j, variable in enumerate(sums):
+                weight = spread(k.load(w, k.add(k.mul(k.add(first_out, j), depth), c)))
+                b.store(b.call(fma, [weight, inputs, b.load(variable, typ=kind)]), variable)
+        for j, variable in enumerate(sums):
+            value = b.load(variable, typ=kind)
+            if activation == "relu":
+                value = b.select(b.fcmp_ordered(">", value, zero), value, zero)
+            b.store(value, k.element(out_image, k.add(k.mul(k.add(first_out, j), positions), position)), align=4)
+
+    with k.loop(0, g.batch) as image:
+        x_image = k.element(x, k.mul(image, depth * positions))
+        out_image = k.element(out, k.mul(image, outs * positions))
+
+        def every_channel(position: ir.Value, vector: bool) -> None:
+            """All output channels at `position`: the tiles, then the channels after them."""
+            for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
+                with k.loop(first, stop, channels) as first_out:
+                    tile(x_image, out_image, first_out, channels, position, vector)
+
+        # positions outermost: the inputs of LANES positions (depth x LANES floats) stay in L1 while every
+        # output channel reads them
+        with k.loop(0, full_positions, LANES) as position:
+            every_channel(position, True)
+        if full_positions < positions:
+            if positions > LANES:
+                every_channel(I64(positions - LANES), True)
+            else:
+                with k.loop(0, positions) as position:
+                    every_channel(position, False)
+
+
+def _fma(module: ir.Module, kind: ir.Type, suffix: str) -> ir.Function:
+    """llvm.fma for `kind` (a*b + c, rounded once), declared once per module."""
+    name = f"llvm.fma.{suffix}"
+    existing = module.globals.get(name)
+    return existing if existing is not None else ir.Function(module, ir.FunctionType(kind, [kind] * 3), name=name)
 
 
 def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int], Sequence[int]], x: ir.Value,
