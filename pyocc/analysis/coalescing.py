@@ -413,20 +413,24 @@ class BandChoice:
         results = []
         for order in (numbered, numbered[::-1]):
             chosen: list[int] = []
+            state = self._state(chosen)
+            assert state is not None
             for bands in order:
-                chosen = self._best_extension(chosen, bands)
-            chosen = self._improve(chosen, candidates)
-            results.append((self._cost(chosen), -len(chosen), chosen))
+                chosen, state = self._best_extension(chosen, state, bands)
+            chosen, state = self._improve(chosen, state, candidates)
+            results.append((state.cost, -len(chosen), chosen))
         return [self._band_objects[n] for n in min(results, key=lambda r: r[:2])[2]]
 
-    def _best_extension(self, chosen: list[int], bands: list[int]) -> list[int]:
+    def _best_extension(self, chosen: list[int], start: _SetState,
+                        bands: list[int]) -> tuple[list[int], _SetState]:
+        """`chosen` (whose state is `start`) plus the subset of `bands` with
+        the lowest cost, and its state."""
         if len(bands) <= MAX_SUBSET_INPUTS:
             subsets = (s for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
         else:  # too many subsets: grow one input at a time
             subsets = (tuple(bands[:n]) for n in range(1, len(bands) + 1))
-        start = self._state(chosen)
-        assert start is not None and start.cost is not None
-        best, best_cost = chosen, start.cost
+        assert start.cost is not None
+        best, best_state = chosen, start
         # each subset's state is its prefix's (tried before it) plus its last band
         states: dict[tuple[int, ...], _SetState | None] = {(): start}
         for subset in subsets:
@@ -434,27 +438,29 @@ class BandChoice:
             state = states[subset] = None if prefix is None else self._extend(prefix, subset[-1])
             if state is None:
                 continue
-            cost = state.cost
-            assert cost is not None
+            cost, best_cost = state.cost, best_state.cost
+            assert cost is not None and best_cost is not None
             if cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best)):
-                best, best_cost = [*chosen, *subset], cost
-        return best
+                best, best_state = [*chosen, *subset], state
+        return best, best_state
 
-    def _improve(self, chosen: list[int], candidates: list[int]) -> list[int]:
-        cost = self._cost(chosen)
+    def _improve(self, chosen: list[int], state: _SetState, candidates: list[int]) -> tuple[list[int], _SetState]:
+        """Local search from `chosen` (whose state is `state`): drop a band
+        or add one while that lowers the cost (adding: or keeps it); the
+        set reached and its state."""
+        cost = state.cost
         assert cost is not None
         improved = True
         while improved:
             improved = False
-            state = self._state(chosen)
-            assert state is not None
             for band in list(chosen):
                 trial = [b for b in chosen if b != band]
                 new = self._cost_minus(state, band)
                 if new < cost:
                     chosen, cost, improved = trial, new, True
-                    state = self._state(chosen)
-                    assert state is not None
+                    smaller = self._state(chosen)
+                    assert smaller is not None
+                    state = smaller
             for band in candidates:
                 root = self._bands[band][0]
                 if band in chosen or any(self._bands[b][0] == root for b in chosen):
@@ -463,7 +469,7 @@ class BandChoice:
                 if extended is not None and extended.cost is not None and extended.cost <= cost:
                     chosen, cost, improved = [*chosen, band], extended.cost, extended.cost < cost or improved
                     state = extended
-        return chosen
+        return chosen, state
 
 
 def concat_bands(concat: d.ConcatOp, step: int) -> list[ConcatBand]:
