@@ -156,9 +156,9 @@ class BandChoice:
 
     The search evaluates thousands of sets (DenseNet-121 in patches), so
     internally buffers and bands are integers, a set's profile is one
-    vectorised difference array, a set with one band more or less than a
-    legal set is costed from that set's state (`_SetState`), and each
-    set's cost is computed once."""
+    vectorised difference array, a set with one band more than a legal set
+    gets its state from that set's (`_SetState`, `_extend`), one with a band
+    less its cost (`_cost_minus`), and each set's cost is computed once."""
 
     def __init__(self, liveness: Liveness, ops: list[Operation], eager: bool):
         self.eager = eager
@@ -289,26 +289,16 @@ class BandChoice:
         state.cost = int(state.profile.max())
         return state
 
-    def _cost_plus(self, state: _SetState, number: int) -> int | None:
-        """`cost` of the legal set `state` plus one band, from the state:
-        the band's root group merges into its output's group, and only the
-        bands above the output (whose roots now hold more) are checked again."""
-        if number in state.numbers:
-            return None
-        key = state.numbers | {number}
-        if key in self._memo:
-            return self._memo[key]
-        result = self._plus(state, *self._bands[number])
-        self._memo[key] = result
-        return result
-
-    def _plus(self, state: _SetState, root: int, output: int, step: int) -> int | None:
+    def _legal_with(self, state: _SetState, root: int, output: int, step: int) -> bool:
+        """Is the legal set `state` plus the band root -> output (its
+        concat at `step`) legal? The band itself, and the bands above the
+        output, whose roots now hold more."""
         if root in state.parent:
-            return None  # one buffer cannot be a band of two outputs
+            return False  # one buffer cannot be a band of two outputs
         write = max(self._max_write[root], state.merged_write.get(root, -1))
         last = max(self._last[root], state.merged_last.get(root, -1))
         if write >= step or any(w != step and w <= last for w in self._writes[output]):
-            return None
+            return False
         value = output
         write = max(write, state.merged_write.get(value, -1))
         last = max(last, state.merged_last.get(value, -1))
@@ -317,30 +307,60 @@ class BandChoice:
             write = max(self._max_write[value], write)
             last = max(self._last[value], last)
             if write >= above_step or any(w != above_step and w <= last for w in self._writes[above]):
-                return None
+                return False
             value = above
             write = max(write, state.merged_write.get(value, -1))
             last = max(last, state.merged_last.get(value, -1))
+        return True
+
+    def _extend(self, state: _SetState, number: int) -> _SetState | None:
+        """The state `_state` makes of the legal set `state` plus one band
+        (None when that set is illegal), made from `state`: only the bands
+        above the band's output are checked again (`_legal_with`), and the
+        root's group joins the output's (the root's buffer is gone, the
+        group's head lives over both groups' steps)."""
+        root, output, step = self._bands[number]
+        if number in state.numbers or not self._legal_with(state, root, output, step):
+            return None
+        # the output and every band above it now hold the root and what is merged into it
+        write = max(self._max_write[root], state.merged_write.get(root, -1))
+        last = max(self._last[root], state.merged_last.get(root, -1))
+        merged_write, merged_last = dict(state.merged_write), dict(state.merged_last)
+        value: int | None = output
+        while value is not None:
+            merged_write[value] = max(merged_write.get(value, -1), write)
+            merged_last[value] = max(merged_last.get(value, -1), last)
+            above = state.parent.get(value)
+            value = None if above is None else above[0]
+        new = _SetState(state.numbers | {number}, {**state.parent, root: (output, step)}, merged_write, merged_last)
         if self.eager:
             assert state.cost is not None
-            return state.cost - self._bytes[root]
+            new.cost = state.cost - self._bytes[root]
+            return new
         if not self.steps:
-            return 0
-        assert state.profile is not None
+            new.cost = 0
+            return new
         head = state.top.get(output, output)
         if head == root:
             return None  # a cycle (already illegal above)
-        root_first = state.group_first.get(root, self._first[root])
-        root_last = state.group_last.get(root, self._last[root])
-        head_first = state.group_first.get(head, self._first[head])
-        head_last = state.group_last.get(head, self._last[head])
-        profile = state.profile.copy()
+        new.top = {member: head if top == root else top for member, top in state.top.items()}
+        new.top[root] = head
+        new.group_first, new.group_last = dict(state.group_first), dict(state.group_last)
+        root_first = new.group_first.pop(root, self._first[root])
+        root_last = new.group_last.pop(root, self._last[root])
+        head_first = new.group_first.get(head, self._first[head])
+        head_last = new.group_last.get(head, self._last[head])
+        new.group_first[head] = min(head_first, root_first)
+        new.group_last[head] = max(head_last, root_last)
+        assert state.profile is not None
+        new.profile = state.profile.copy()
         if self._counted[root]:
-            profile[root_first:root_last + 1] -= self._bytes[root]
+            new.profile[root_first:root_last + 1] -= self._bytes[root]
         if self._counted[head]:
-            profile[head_first:head_last + 1] -= self._bytes[head]
-            profile[min(root_first, head_first):max(root_last, head_last) + 1] += self._bytes[head]
-        return int(profile.max())
+            new.profile[head_first:head_last + 1] -= self._bytes[head]
+            new.profile[new.group_first[head]:new.group_last[head] + 1] += self._bytes[head]
+        new.cost = int(new.profile.max())
+        return new
 
     def _cost_minus(self, state: _SetState, number: int) -> int | None:
         """`cost` of the legal set `state` less one of its bands, from the
@@ -393,52 +413,63 @@ class BandChoice:
         results = []
         for order in (numbered, numbered[::-1]):
             chosen: list[int] = []
+            state = self._state(chosen)
+            assert state is not None
             for bands in order:
-                chosen = self._best_extension(chosen, bands)
-            chosen = self._improve(chosen, candidates)
-            results.append((self._cost(chosen), -len(chosen), chosen))
+                chosen, state = self._best_extension(chosen, state, bands)
+            chosen, state = self._improve(chosen, state, candidates)
+            results.append((state.cost, -len(chosen), chosen))
         return [self._band_objects[n] for n in min(results, key=lambda r: r[:2])[2]]
 
-    def _best_extension(self, chosen: list[int], bands: list[int]) -> list[int]:
-        best, best_cost = chosen, self._cost(chosen)
-        assert best_cost is not None
+    def _best_extension(self, chosen: list[int], start: _SetState,
+                        bands: list[int]) -> tuple[list[int], _SetState]:
+        """`chosen` (whose state is `start`) plus the subset of `bands` with
+        the lowest cost, and its state."""
         if len(bands) <= MAX_SUBSET_INPUTS:
-            subsets = (list(s) for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
+            subsets = (s for n in range(1, len(bands) + 1) for s in itertools.combinations(bands, n))
         else:  # too many subsets: grow one input at a time
-            subsets = (bands[:n] for n in range(1, len(bands) + 1))
-        state = self._state(chosen)
-        assert state is not None
+            subsets = (tuple(bands[:n]) for n in range(1, len(bands) + 1))
+        assert start.cost is not None
+        best, best_state = chosen, start
+        # each subset's state is its prefix's (tried before it) plus its last band
+        states: dict[tuple[int, ...], _SetState | None] = {(): start}
         for subset in subsets:
-            cost = self._cost_plus(state, subset[0]) if len(subset) == 1 else self._cost([*chosen, *subset])
-            if cost is not None and (cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best))):
-                best, best_cost = [*chosen, *subset], cost
-        return best
+            prefix = states[subset[:-1]]
+            state = states[subset] = None if prefix is None else self._extend(prefix, subset[-1])
+            if state is None:
+                continue
+            cost, best_cost = state.cost, best_state.cost
+            assert cost is not None and best_cost is not None
+            if cost < best_cost or (cost == best_cost and len(subset) + len(chosen) > len(best)):
+                best, best_state = [*chosen, *subset], state
+        return best, best_state
 
-    def _improve(self, chosen: list[int], candidates: list[int]) -> list[int]:
-        cost = self._cost(chosen)
+    def _improve(self, chosen: list[int], state: _SetState, candidates: list[int]) -> tuple[list[int], _SetState]:
+        """Local search from `chosen` (whose state is `state`): drop a band
+        or add one while that lowers the cost (adding: or keeps it); the
+        set reached and its state."""
+        cost = state.cost
         assert cost is not None
         improved = True
         while improved:
             improved = False
-            state = self._state(chosen)
-            assert state is not None
             for band in list(chosen):
                 trial = [b for b in chosen if b != band]
                 new = self._cost_minus(state, band)
                 if new < cost:
                     chosen, cost, improved = trial, new, True
-                    state = self._state(chosen)
-                    assert state is not None
+                    smaller = self._state(chosen)
+                    assert smaller is not None
+                    state = smaller
             for band in candidates:
                 root = self._bands[band][0]
                 if band in chosen or any(self._bands[b][0] == root for b in chosen):
                     continue
-                new = self._cost_plus(state, band)
-                if new is not None and new <= cost:
-                    chosen, cost, improved = [*chosen, band], new, new < cost or improved
-                    state = self._state(chosen)
-                    assert state is not None
-        return chosen
+                extended = self._extend(state, band)
+                if extended is not None and extended.cost is not None and extended.cost <= cost:
+                    chosen, cost, improved = [*chosen, band], extended.cost, extended.cost < cost or improved
+                    state = extended
+        return chosen, state
 
 
 def concat_bands(concat: d.ConcatOp, step: int) -> list[ConcatBand]:

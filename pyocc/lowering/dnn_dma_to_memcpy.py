@@ -30,7 +30,7 @@ from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from pyocc.dialects.dnn import ops as d
-from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp, i64_attr
+from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
 
 
 @dataclass(frozen=True)
@@ -66,8 +66,8 @@ def _copies(start: DmaStartOp) -> list[Operation]:
     dram = d.SubviewOp(dram_side, offset, _bytes_type(span))
     load = start.direction.data == "dram_to_sram"
     source, target = (dram.result, start.sram_side()) if load else (start.sram_side(), dram.result)
-    properties = {"kind": kind, "size": i64_attr(chunk)}
+    properties = {"kind": kind, "size": d.i64_attr(chunk)}
     if count > 1:
-        properties |= {"count": i64_attr(count), "source_stride": i64_attr(stride if load else chunk),
-                       "target_stride": i64_attr(chunk if load else stride)}
+        properties |= {"count": d.i64_attr(count), "source_stride": d.i64_attr(stride if load else chunk),
+                       "target_stride": d.i64_attr(chunk if load else stride)}
     return [dram, d.MemcpyOp.create(operands=[source, target], properties=properties)]

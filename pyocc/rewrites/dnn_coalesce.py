@@ -323,7 +323,11 @@ class ConcatOfLeftovers(_Counting):
 def hoist_band_owners(block: Block) -> None:
     """A buffer with subviews must exist before the first write into any of
     them: move its malloc, and its subview tree, before the first op that
-    touches the group."""
+    touches the group.
+
+    Only mallocs and subviews move, each with its own group, and no group's
+    op uses another group's buffers: the other ops keep their order, so the
+    positions taken once compare them all along."""
     ops = list(block.ops)
     index = {op: i for i, op in enumerate(ops)}
     trees: dict[SSAValue, list[Operation]] = {}
@@ -348,8 +352,6 @@ def hoist_band_owners(block: Block) -> None:
         late_malloc = is_malloc(root) and index[root.owner] > min(users)  # type: ignore[index]
         for op in ([root.owner] if late_malloc else []) + tree:
             _move_before(op, anchor)  # type: ignore[arg-type]
-        ops = list(block.ops)
-        index = {op: i for i, op in enumerate(ops)}
 
 
 def _move_before(op: Operation, anchor: Operation) -> None:

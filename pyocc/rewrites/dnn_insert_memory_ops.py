@@ -31,6 +31,7 @@ of memory operations. Tensor-form dnn becomes buffer-form dnn.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -38,14 +39,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
-    IntegerAttr,
     MemRefType,
     ModuleOp,
     StringAttr,
     TensorType,
     UnitAttr,
     i8,
-    i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -56,8 +55,12 @@ from pyocc.analysis.liveness import analyze_function, function_bodies
 from pyocc.dialects.dnn import ops as d
 
 
+@functools.lru_cache(maxsize=4096)
 def to_buffer_type(t: Attribute) -> Attribute:
-    """tensor<...> -> memref<...> of the same shape and element type."""
+    """tensor<...> -> memref<...> of the same shape and element type, made
+    once per tensor type: xDSL checks a type's parameters against their
+    constraints on every construction (about a millisecond), and a program
+    asks for the same few types over and over (a tiled one, per patch)."""
     if isinstance(t, TensorType):
         return MemRefType(t.get_element_type(), t.get_shape())
     return t
@@ -243,12 +246,19 @@ def _scratch_malloc(op: d.DnnComputeOp, alignment: int) -> d.MallocOp | None:
     if not any(name == "workspace" for name, _ in op.get_irdl_definition().operands):
         raise PassFailedException(f"dnn-insert-memory-ops: {op.name} declares {size} bytes of scratch "
                                   "but has no workspace operand")
-    alloc = d.MallocOp(MemRefType(i8, [size]), alignment)
+    alloc = d.MallocOp(_bytes_type(size), alignment)
     least = op.scratch_min_bytes()
     if 0 < least < size:
-        alloc.properties["min_size"] = IntegerAttr(least, i64)
+        alloc.properties["min_size"] = d.i64_attr(least)
     alloc.result.name_hint = f"{op.results[0].name_hint or 'op'}_scratch"
     return alloc
+
+
+@functools.lru_cache(maxsize=4096)
+def _bytes_type(size: int) -> MemRefType:
+    """memref<size x i8>, a kernel scratch's type, made once per size (see
+    to_buffer_type)."""
+    return MemRefType(i8, [size])
 
 
 def _buffer_form(op: d.DnnComputeOp, mapping: dict[SSAValue, SSAValue], destinations: list[SSAValue],
@@ -272,7 +282,7 @@ def copy_op(source: SSAValue, target: SSAValue) -> Operation:
 
 def _memcpy(source: SSAValue, target: SSAValue, kind: str) -> Operation:
     return d.MemcpyOp.create(operands=[source, target], properties={
-        "kind": StringAttr(kind), "size": IntegerAttr(d.type_bytes(source.type), i64)})
+        "kind": StringAttr(kind), "size": d.i64_attr(d.type_bytes(source.type))})
 
 
 def _add_io_copies(block: Block, n_inputs: int, lazy: bool) -> None:

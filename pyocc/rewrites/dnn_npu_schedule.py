@@ -97,7 +97,7 @@ from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.analysis.npu_program import NpuProgramOf, npu_instructions, npu_program_of
 from pyocc.dialects.dnn import ops as d
-from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp, i64_attr
+from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
 from pyocc.planning import PlanningError, parse_size
 from pyocc.planning.npu_simulator import (
     Alloc,
@@ -133,7 +133,7 @@ SRAM_POOL, DRAM_POOL = "sram", "dram"
 def piece_attr(piece: Piece, tensor_bytes: int) -> ArrayAttr:
     """`npu.piece`: [tensor, part, bytes, the whole tensor's bytes], made once
     per piece (a piece moves and is read many times; attributes are immutable)."""
-    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part), i64_attr(piece.bytes), i64_attr(tensor_bytes)])
+    return ArrayAttr([StringAttr(piece.tensor), StringAttr(piece.part), d.i64_attr(piece.bytes), d.i64_attr(tensor_bytes)])
 
 
 def _refuse(what: str) -> PassFailedException:
@@ -149,12 +149,6 @@ def _memref(element: Attribute, shape: tuple[int, ...]) -> MemRefType:
     scheduled program asks for the same few types thousands of times (a
     third of SqueezeNet's schedule at 1 MiB went there)."""
     return MemRefType(element, shape)
-
-
-@functools.lru_cache(maxsize=4096)
-def _buffer_type(t: Attribute) -> Attribute:
-    """to_buffer_type, made once per tensor type (see _memref)."""
-    return to_buffer_type(t)
 
 
 def _with_rows(type_: MemRefType, rows: int) -> MemRefType:
@@ -198,8 +192,8 @@ class _Emitter:
         ret = block.last_op
         assert isinstance(ret, func.ReturnOp)
         self.returned = list(ret.arguments)
-        in_types = [_buffer_type(a.type) for a in block.args]
-        out_types = [_buffer_type(v.type) for v in self.returned]
+        in_types = [to_buffer_type(a.type) for a in block.args]
+        out_types = [to_buffer_type(v.type) for v in self.returned]
         self.block = Block(arg_types=[*in_types, *out_types])
         self.n_inputs = len(in_types)
         self.ops: list[Operation] = []
@@ -220,7 +214,7 @@ class _Emitter:
             self.dram[name] = arg
         for op in block.ops:
             if isinstance(op, d.WeightOp):
-                new_op = op.__class__.create(result_types=[_buffer_type(op.results[0].type)],
+                new_op = op.__class__.create(result_types=[to_buffer_type(op.results[0].type)],
                                              properties=dict(op.properties), attributes=dict(op.attributes))
                 new_op.results[0].name_hint = op.results[0].name_hint
                 self.ops.append(new_op)
@@ -268,7 +262,7 @@ class _Emitter:
         return view.result
 
     def _root_type(self, tensor: str) -> Attribute:
-        return _buffer_type(self.facts.roots[tensor].type)
+        return to_buffer_type(self.facts.roots[tensor].type)
 
     def _dram(self, piece: Piece) -> tuple[SSAValue, tuple[int, int] | None]:
         """Where `piece` lives in DRAM, seen with its own type (a band: the
@@ -278,7 +272,7 @@ class _Emitter:
             assert self.spill is not None
             offset = self.schedule.dram_offsets[piece.tensor]
             view = d.MemOffsetOp.create(operands=[self.spill], result_types=[self._root_type(piece.tensor)],
-                                        properties={"offset": i64_attr(offset), "size": i64_attr(tensor.size)})
+                                        properties={"offset": d.i64_attr(offset), "size": d.i64_attr(tensor.size)})
             view.result.name_hint = f"{piece.tensor}_dram"
             self.ops.append(view)
             whole = view.result
@@ -341,7 +335,7 @@ class _Emitter:
                 raise PassFailedException(f"dnn-npu-schedule: internal error: {first.tensor}:{first.part} has "
                                           f"{first.bytes} bytes but its buffer type {type_} has {d.type_bytes(type_)}")
         view = d.MemOffsetOp.create(operands=[self.sram], result_types=[type_],
-                                    properties={"offset": i64_attr(buffer.offset), "size": i64_attr(buffer.size)})
+                                    properties={"offset": d.i64_attr(buffer.offset), "size": d.i64_attr(buffer.size)})
         view.result.name_hint = f"{first.tensor}_sram"
         view.attributes["npu.buffer"] = StringAttr(buffer.name)
         self.ops.append(view)
@@ -444,7 +438,7 @@ class _Emitter:
     def _block_type(self, value: SSAValue, unit: _Unit, name: str) -> MemRefType:
         """The type of operand `name` (`value`) sliced as the unit reads it:
         its channel block and its block of input channels."""
-        shape = list(_buffer_type(value.type).get_shape())  # type: ignore[attr-defined]
+        shape = list(to_buffer_type(value.type).get_shape())  # type: ignore[attr-defined]
         for cut in (unit.slices.get(name), (unit.in_slices or {}).get(name)):
             if cut is not None:
                 shape[cut[0]] = cut[2] - cut[1]
@@ -512,7 +506,7 @@ class _Emitter:
         new_op = type(op).build(operands, [], unit.properties, op.attributes)
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in read_pieces])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(written, self.tensors[written.tensor].size)])
-        new_op.attributes["npu.macs"] = i64_attr(ins.macs)
+        new_op.attributes["npu.macs"] = d.i64_attr(ins.macs)
         self.ops.append(new_op)
 
     def _slice(self, value: SSAValue, type_: MemRefType, cut: tuple[int, int, int]) -> SSAValue:
@@ -531,7 +525,7 @@ class _Emitter:
                  held: dict[str, SSAValue], pieces: dict[str, Piece]) -> SSAValue:
         """The SRAM buffer an op operand (or result) `value` reads (writes)."""
         tensor = self.facts.tensor_of[value]
-        type_ = _buffer_type(value.type)
+        type_ = to_buffer_type(value.type)
         if rows is not None:  # a band: its own buffer, of every channel (an output: of its block)
             if pieces[tensor].part == "all":
                 raise _refuse(f"a band of {tensor!r} would be read from the whole tensor in SRAM (strided)")
@@ -624,7 +618,7 @@ class _Emitter:
         writes = [homes[self.facts.tensor_of[r]] for r in op.results]
         new_op.attributes["npu.reads"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in reads])
         new_op.attributes["npu.writes"] = ArrayAttr([piece_attr(p, self.tensors[p.tensor].size) for p in writes])
-        new_op.attributes["npu.macs"] = i64_attr(ins.macs)
+        new_op.attributes["npu.macs"] = d.i64_attr(ins.macs)
         self.ops.append(new_op)
 
     def _reduction_cut(self, npu_name: str, unit: _Unit, fields: dict[str, list[SSAValue]], piece: Piece) -> bool:
@@ -648,7 +642,7 @@ class _Emitter:
             return False
         value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
         axis, lo, hi = unit.in_slices[name]
-        type_ = _buffer_type(value.type)
+        type_ = to_buffer_type(value.type)
         self.cut_types[(piece.tensor, piece.part)] = type_
         if piece.tensor not in self.npu_ops[npu_name].reduced_weights:
             self.cuts[(piece.tensor, piece.part)] = (unit.in_slices[name], band_rows(piece.part))
@@ -695,7 +689,7 @@ class _Emitter:
                                 ((unit.slices.get(name) if "|in" in piece.part else None), rows) if rows is not None
                                 else (unit.slices.get(name), unit.rows.get(name)))
                             value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
-                            self.cut_types[(piece.tensor, piece.part)] = _buffer_type(value.type)
+                            self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):

@@ -235,21 +235,17 @@ def test_no_coalesce_flag_measures_coalescing(capsys: pytest.CaptureFixture[str]
 
 @pytest.mark.parametrize("memory", ["eager", "pool"])
 def test_band_choice_costs_one_band_more_or_less_as_from_scratch(memory: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The band search costs a set with one band more or less from the
-    state of a legal set (BandChoice._plus, _minus): every such cost equals
-    the set's cost computed from scratch (_compute), on the dense chain in
-    patches (--memory-limit min: many nested bands) and untiled."""
-    checked = {"plus": 0, "minus": 0}
-    plus, minus = coalescing.BandChoice._plus, coalescing.BandChoice._minus
+    """The band search makes the state of a set with one band more than a
+    legal set from that set's state (BandChoice._extend), and costs a set
+    with one band less from it (_minus): every such state equals the one
+    made from scratch (_state), every such cost the set's cost computed
+    from scratch (_compute), on the dense chain in patches (--memory-limit
+    min: many nested bands) and untiled."""
+    checked = {"minus": 0, "extend": 0}
+    minus, extend = coalescing.BandChoice._minus, coalescing.BandChoice._extend
 
     def number(choice: coalescing.BandChoice, band: tuple[int, int, int]) -> int:
         return choice._bands.index(band)
-
-    def checked_plus(self: coalescing.BandChoice, state: coalescing._SetState, *band: int) -> int | None:
-        got = plus(self, state, *band)
-        assert got == self._compute([*state.numbers, number(self, band)])
-        checked["plus"] += 1
-        return got
 
     def checked_minus(self: coalescing.BandChoice, state: coalescing._SetState, *band: int) -> int:
         got = minus(self, state, *band)
@@ -257,8 +253,21 @@ def test_band_choice_costs_one_band_more_or_less_as_from_scratch(memory: str, mo
         checked["minus"] += 1
         return got
 
-    monkeypatch.setattr(coalescing.BandChoice, "_plus", checked_plus)
+    def checked_extend(self: coalescing.BandChoice, state: coalescing._SetState,
+                       band: int) -> coalescing._SetState | None:
+        got = extend(self, state, band)
+        want = self._state([*state.numbers, band])
+        assert (got is None) == (want is None)
+        if got is not None and want is not None:
+            assert (got.numbers, got.parent, got.merged_write, got.merged_last, got.top, got.group_first,
+                    got.group_last, got.cost) == (want.numbers, want.parent, want.merged_write, want.merged_last,
+                                                  want.top, want.group_first, want.group_last, want.cost)
+            assert (got.profile is None and want.profile is None) or (got.profile == want.profile).all()
+        checked["extend"] += 1
+        return got
+
     monkeypatch.setattr(coalescing.BandChoice, "_minus", checked_minus)
+    monkeypatch.setattr(coalescing.BandChoice, "_extend", checked_extend)
     pyocc.lower(dense_chain_graph(), memory=memory, scratch=False)
     pyocc.lower(dense_chain_graph(), memory=memory, scratch=False, memory_limit="min")
-    assert checked["plus"] > 0 and checked["minus"] > 0
+    assert checked["minus"] > 0 and checked["extend"] > 0

@@ -10,6 +10,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import ModuleOp
 
 import pyocc
 from pyocc.api import lower
@@ -159,11 +160,18 @@ def test_memory_limit_picks_the_cheapest_fitting_tiling() -> None:
     assert fits.tiling is None  # the program as given fits: nothing is tiled
 
 
-def test_a_limit_that_min_reaches_is_met() -> None:
+@pytest.fixture(scope="module")
+def zfnet512_min() -> tuple[ModuleOp, pyocc.api.MemoryReport]:
+    """ZFNet-512 lowered with memory_limit="min" (its search is most of
+    the cost), for the tests that only read it."""
+    return lower(_splat("zfnet512"), memory_limit="min")
+
+
+def test_a_limit_that_min_reaches_is_met(zfnet512_min: tuple[ModuleOp, pyocc.api.MemoryReport]) -> None:
     # ZFNet's cheapest candidates whose estimate fits 5,000,000 B plan above it
     # (5,682,048 B); the search then tries the smallest estimates, which fit
     model = _splat("zfnet512")
-    _, smallest = lower(model, memory_limit="min")
+    _, smallest = zfnet512_min
     limit = 5_000_000
     assert smallest.activation_bytes <= limit
     _, report = lower(model, memory_limit=limit)
@@ -235,9 +243,9 @@ def test_memory_limit_min_with_the_sanitizer_finds_the_same_tiling() -> None:
     assert plain.tiling is not None and sanitized.tiling == plain.tiling
 
 
-def test_explain_bounds_a_tiled_program_by_its_own_buffers() -> None:
-    model = _splat("zfnet512")
-    module, report = lower(model, memory_limit="min")
+def test_explain_bounds_a_tiled_program_by_its_own_buffers(
+        zfnet512_min: tuple[ModuleOp, pyocc.api.MemoryReport]) -> None:
+    module, report = zfnet512_min
     assert report.tiling is not None and report.activation_bytes < report.lower_bound_bytes
     text = explain_peak(build_timeline(module, report))
     assert f"the lower bound, {report.tiled_lower_bound_bytes / 2**20:.2f} MiB" in text

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import functools
 import math
 
 from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, MemRefType, StringAttr, i64
@@ -44,14 +43,6 @@ from xdsl.traits import EffectInstance, MemoryEffect, MemoryEffectKind
 from xdsl.utils.exceptions import VerifyException
 
 from pyocc.dialects.dnn.ops import type_bytes
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def i64_attr(value: int) -> IntegerAttr:
-    """IntegerAttr(value, i64), made once per value: a scheduled program
-    names the same offsets, sizes and byte counts thousands of times, and
-    xDSL checks an attribute's parameters on every construction."""
-    return IntegerAttr(value, i64)
 
 
 @irdl_attr_definition

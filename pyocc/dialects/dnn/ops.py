@@ -25,6 +25,7 @@ constant, loaded once into the constant pool).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -96,6 +97,21 @@ def type_bytes(t: Attribute) -> int:
     """Bytes of a statically shaped tensor or memref type."""
     assert isinstance(t, TensorType | MemRefType), t
     return math.prod(t.get_shape()) * element_bytes(t.get_element_type())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def i64_attr(value: int) -> IntegerAttr:
+    """IntegerAttr(value, i64), made once per value: xDSL checks an
+    attribute's parameters on every construction, and a program names the
+    same sizes, offsets and byte counts many times (every malloc and dealloc
+    of a tiled program, a scheduled program's transfers)."""
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=1024)
+def _segment_sizes(sizes: tuple[int, ...]) -> DenseArrayBase:
+    """A compute op's `operandSegmentSizes`, made once per layout (see i64_attr)."""
+    return DenseArrayBase.from_list(i32, sizes)
 
 
 # ---------------------------------------------------------------------------
@@ -257,7 +273,7 @@ class DnnComputeOp(IRDLOperation):
             flat.extend(group)
             sizes.append(len(group))
         props = dict(properties or {})
-        props["operandSegmentSizes"] = DenseArrayBase.from_list(i32, sizes)
+        props["operandSegmentSizes"] = _segment_sizes(tuple(sizes))
         return cls.create(operands=flat, result_types=list(result_types), properties=props,
                           attributes=dict(attributes or {}))
 
@@ -1753,8 +1769,7 @@ class MallocOp(IRDLOperation):
     def __init__(self, buffer_type: MemRefType, alignment: int = 64):
         super().__init__(
             result_types=[buffer_type],
-            properties={"size": IntegerAttr(type_bytes(buffer_type), i64),
-                        "alignment": IntegerAttr(alignment, i64)},
+            properties={"size": i64_attr(type_bytes(buffer_type)), "alignment": i64_attr(alignment)},
         )
 
     def verify_(self) -> None:
@@ -1784,8 +1799,7 @@ class DeallocOp(IRDLOperation):
     assembly_format = "$buffer attr-dict `:` type($buffer)"
 
     def __init__(self, buffer: SSAValue):
-        super().__init__(operands=[buffer],
-                         properties={"size": IntegerAttr(type_bytes(buffer.type), i64)})
+        super().__init__(operands=[buffer], properties={"size": i64_attr(type_bytes(buffer.type))})
 
 
 @irdl_op_definition
