@@ -99,6 +99,8 @@ every piece over its own sub-range as above.
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import itertools
 import math
 import time
@@ -1226,24 +1228,27 @@ def _lowest_gap(conflicts: list[int], offsets: dict[int, np.ndarray], ends: dict
     `fitted` (at each point): the candidates are the bottom and the ends
     of the conflicting buffers, lowest first; None when only the top of
     them all works. A candidate sits on the conflicts that end at or below
-    it at `reference`: with the conflicts sorted by that end, a prefix. So
-    the running maxima of their ends (the top of each prefix) and the
-    running minima of their offsets from the back (the floor above it) are
-    two numpy calls, and every candidate is checked at once: the first
-    whose gap holds at every point wins."""
-    by_end = np.argsort(np.array([int(ends[c][reference]) for c in conflicts]), kind="stable")
-    rows = np.array([ends[conflicts[j]] for j in by_end])
-    at = rows[:, reference]
-    # tops[m]: the top of the first m (none: 0); floors[m]: the lowest offset of the others
-    tops = np.concatenate([np.zeros((1, rows.shape[1]), dtype=np.int64), np.maximum.accumulate(rows, axis=0)])
-    floors = np.minimum.accumulate(np.array([offsets[conflicts[j]] for j in by_end])[::-1], axis=0)[::-1]
-    candidates = np.searchsorted(at, np.unique(np.append(at, 0)), side="right")
-    candidates = candidates[candidates < len(conflicts)]  # all of them below: the top, no gap
-    fits = np.all(_aligned(tops[candidates], fitted) + size <= floors[candidates], axis=1)
-    if not fits.any():
-        return None
-    m = int(candidates[int(np.argmax(fits))])
-    return tuple(sorted(conflicts[j] for j in by_end[:m].tolist()))
+    it at `reference`: with the conflicts sorted by that end, a prefix,
+    whose top there is the prefix's last end. A candidate that is no gap at
+    `reference` is none at every point: only those that are (a buffer has
+    four conflicts on average, so this is a few integers) are checked at
+    every point, with numpy."""
+    by_end = sorted(conflicts, key=lambda c: int(ends[c][reference]))
+    at = [int(ends[c][reference]) for c in by_end]
+    floors_at = list(itertools.accumulate(reversed([int(offsets[c][reference]) for c in by_end]), min))[::-1]
+    alignment = fitted if isinstance(fitted, int) else int(fitted[reference])
+    size_at = int(size[reference])
+    for m in sorted({bisect.bisect_right(at, value) for value in (0, *at)}):
+        if m == len(by_end):
+            return None
+        top_at = at[m - 1] if m else 0
+        if -(-top_at // alignment) * alignment + size_at > floors_at[m]:
+            continue  # no gap at the reference point
+        top = functools.reduce(np.maximum, (ends[c] for c in by_end[:m]), np.zeros(len(size), dtype=np.int64))
+        floor = functools.reduce(np.minimum, (offsets[c] for c in by_end[m:]))
+        if np.all(_aligned(top, fitted) + size <= floor):
+            return tuple(sorted(by_end[:m]))
+    return None
 
 
 def verify_symbolic_plan(plan: SymbolicPlan) -> None:
