@@ -664,6 +664,8 @@ class _Planner:
         self.grid = _grid(problem)
         self.sizes = [b.size.evaluate_grid(self.grid) for b in problem.buffers]
         self.alignments = _alignments(problem, self.sizes)
+        self.overlapping = _overlapping(problem)
+        """Every buffer's conflicts (the same over every part of the range)."""
         self.pools: dict[_Shape, np.ndarray] = {}
         """Every layout's pool over the whole problem's grid, computed once:
         a pool at a value depends on that value alone, so a part of the
@@ -916,7 +918,8 @@ class _Planner:
         references = sorted({length - 1, 0, length // 4, length // 2, (3 * length) // 4})
         points = [{name: int(grid[name][r]) for name in problem.symbols} for r in references]
         alignments = _alignments(problem, sizes)
-        shapes = [_greedy(problem, sizes, alignments, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
+        shapes = [_greedy(problem, sizes, alignments, self.overlapping, r, use_gaps=problem.points() <= GRID_LIMIT)
+                  for r in references]
         shapes += [self.stacked(point, self.static(point, algorithm))
                    for point in points for algorithm in STATIC_ALGORITHMS]
         if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
@@ -1167,14 +1170,13 @@ def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
 
 
 def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray],
-            reference: int, use_gaps: bool) -> _Shape:
+            overlapping: Sequence[set[int]], reference: int, use_gaps: bool) -> _Shape:
     """(below, order) of greedy by size at the grid point `reference`
-    (`sizes` and `alignments`, `_alignments`, at the grid's points)."""
+    (`sizes` and `alignments`, `_alignments`, at the grid's points;
+    `overlapping`, `_overlapping`, the buffers' conflicts)."""
     buffers = problem.buffers
     order = sorted(range(len(buffers)),
                    key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
-    firsts, lasts = _lifetimes(problem)
-    overlapping = [set(np.flatnonzero((firsts <= b.last) & (lasts >= b.first)).tolist()) for b in buffers]
     offsets: dict[int, np.ndarray] = {}
     ends: dict[int, np.ndarray] = {}
     below: list[tuple[int, ...]] = [()] * len(buffers)
@@ -1187,6 +1189,12 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Seque
         offsets[i] = _aligned_top([ends[c] for c in chosen], alignments[i], sizes[i])
         ends[i] = offsets[i] + sizes[i]
     return tuple(below), tuple(order)
+
+
+def _overlapping(problem: SymbolicProblem) -> list[set[int]]:
+    """Every buffer's conflicts: the buffers whose live range overlaps its own (itself included)."""
+    firsts, lasts = _lifetimes(problem)
+    return [set(np.flatnonzero((firsts <= b.last) & (lasts >= b.first)).tolist()) for b in problem.buffers]
 
 
 def _fitted_alignments(alignment: int, size: np.ndarray) -> int | np.ndarray:

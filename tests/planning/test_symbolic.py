@@ -497,12 +497,13 @@ def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
             before = order[:order.index(i)]
             assert below[i] == tuple(sorted(c for c in before if buffers[c].overlaps(b) and end[c] <= offset[i]))
         assert np.array_equal(pool, _plain_pool(problem, sizes, below, order))
+        overlapping = symbolic._overlapping(problem)
         for reference in sorted({0, length // 4, length // 2, length - 1}):
-            below, order = symbolic._greedy(problem, sizes, alignments, reference, use_gaps=True)
+            below, order = symbolic._greedy(problem, sizes, alignments, overlapping, reference, use_gaps=True)
             assert below == _plain_greedy(problem, sizes, reference)
             assert np.array_equal(symbolic._pool(sizes, alignments, below, order),
                                   _plain_pool(problem, sizes, below, order))
-            no_gaps = symbolic._greedy(problem, sizes, alignments, reference, use_gaps=False)
+            no_gaps = symbolic._greedy(problem, sizes, alignments, overlapping, reference, use_gaps=False)
             assert np.array_equal(symbolic._pool(sizes, alignments, *no_gaps), _plain_pool(problem, sizes, *no_gaps))
 
 
@@ -521,7 +522,7 @@ def test_a_part_reads_its_pools_off_the_whole_range(high: int) -> None:
     plan = planner.static(point, "greedy-by-size")
     layout = planner.stacked(point, plan)
     assert layout == symbolic._stacked(whole, point, plan)
-    greedy = symbolic._greedy(whole, planner.sizes, planner.alignments, 0, use_gaps=False)
+    greedy = symbolic._greedy(whole, planner.sizes, planner.alignments, planner.overlapping, 0, use_gaps=False)
     for part in ((1, high), (1, 8), (9, 12), (13, high)):
         problem = whole.within({"sequence": part})
         grid = symbolic._grid(problem)
