@@ -700,9 +700,10 @@ class _Planner:
         or of a part of its range; `sizes` there): read off its pool over
         the whole problem's grid (`pools`) where that grid holds every
         point of `grid` (one symbol: a range of at most ``GRID_LIMIT``
-        values, whose grid is every value), else computed (`_pool`)."""
+        values, whose grid is every value), else computed (`_pool`; no
+        buffers: one zero, whatever the grid)."""
         index = self._grid_index(grid)
-        if index is None:
+        if index is None or not sizes:
             return _pool(sizes, _alignments(self.problem, sizes), *layout)
         if layout not in self.pools:
             self.pools[layout] = _pool(self.sizes, self.alignments, *layout)

@@ -669,3 +669,11 @@ def test_the_verifier_rejects_pieces_that_do_not_cover_the_range() -> None:
     with pytest.raises(PlanError, match=rf"^at S={start}: buffers"):
         verify_symbolic_plan(stacked)
     verify_symbolic_plan(plan)
+
+
+def test_a_problem_without_buffers_gets_an_empty_plan() -> None:
+    """A program with no intermediate buffer (a graph that only reshapes
+    its input) still plans: one piece, a pool of 0 at every value (the
+    planner's shared pools have no grid of their own there)."""
+    plan = plan_symbolic(SymbolicProblem((), {"S": (1, 64)}))
+    assert len(plan.pieces) == 1 and plan.pool_bytes({"S": 17}) == 0
