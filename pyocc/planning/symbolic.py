@@ -99,6 +99,8 @@ every piece over its own sub-range as above.
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
 import itertools
 import math
 import time
@@ -158,6 +160,8 @@ SEARCH_CHECKS = 8
 
 Monomial = tuple[tuple[str, int], ...]
 """Sorted (symbol, power) pairs; () is the constant term."""
+_Shape = tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]
+"""A layout: (below-sets, placement order), as a `Piece` holds them."""
 
 
 # ---------------------------------------------------------------------------
@@ -655,6 +659,17 @@ class _Planner:
     def __init__(self, problem: SymbolicProblem) -> None:
         self.problem = problem
         self.static_plans: dict[tuple[tuple[tuple[str, int], ...], str], Plan] = {}
+        self.stacked_layouts: dict[tuple[tuple[tuple[str, int], ...], str], _Shape] = {}
+        """The static plans made symbolic (`_stacked`), by the key of `static_plans`."""
+        self.grid = _grid(problem)
+        self.sizes = [b.size.evaluate_grid(self.grid) for b in problem.buffers]
+        self.alignments = _alignments(problem, self.sizes)
+        self.overlapping = _overlapping(problem)
+        """Every buffer's conflicts (the same over every part of the range)."""
+        self.pools: dict[_Shape, np.ndarray] = {}
+        """Every layout's pool over the whole problem's grid, computed once:
+        a pool at a value depends on that value alone, so a part of the
+        range reads its values off it (`pool`)."""
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
         self.prepared: dict[tuple[tuple[str, int], ...], PreparedProblem] = {}
@@ -671,6 +686,40 @@ class _Planner:
             prep = self.prepared[point]
             self.static_plans[key] = _search(prep) if algorithm == SEARCH_ALGORITHM else _heuristic(prep, algorithm)
         return self.static_plans[key]
+
+    def stacked(self, values: Mapping[str, int], plan: Plan) -> _Shape:
+        """`_stacked` of `plan`, the static plan at `values` made by
+        `static` (made once: it does not depend on the range it is used over)."""
+        key = (tuple(sorted(values.items())), plan.algorithm)
+        if key not in self.stacked_layouts:
+            self.stacked_layouts[key] = _stacked(self.problem, values, plan)
+        return self.stacked_layouts[key]
+
+    def pool(self, grid: Mapping[str, np.ndarray], sizes: list[np.ndarray], layout: _Shape) -> np.ndarray:
+        """`layout`'s pool at every point of `grid` (the grid of the problem
+        or of a part of its range; `sizes` there): read off its pool over
+        the whole problem's grid (`pools`) where that grid holds every
+        point of `grid` (one symbol: a range of at most ``GRID_LIMIT``
+        values, whose grid is every value), else computed (`_pool`; no
+        buffers: one zero, whatever the grid)."""
+        index = self._grid_index(grid)
+        if index is None or not sizes:
+            return _pool(sizes, _alignments(self.problem, sizes), *layout)
+        if layout not in self.pools:
+            self.pools[layout] = _pool(self.sizes, self.alignments, *layout)
+        return self.pools[layout][index]
+
+    def _grid_index(self, grid: Mapping[str, np.ndarray]) -> np.ndarray | None:
+        """The positions of `grid`'s points in the whole problem's grid, or
+        None where that grid lacks one of them (or there are several symbols)."""
+        if len(grid) != 1 or len(self.grid) != 1:
+            return None
+        (name, values), = grid.items()
+        whole = self.grid[name]
+        index = np.searchsorted(whole, values)
+        if np.any(index >= len(whole)) or not np.array_equal(whole[np.minimum(index, len(whole) - 1)], values):
+            return None
+        return index
 
     def best_made(self, problem: SymbolicProblem) -> dict[tuple[tuple[str, int], ...], Plan]:
         """The smallest static plan made so far at each value within
@@ -723,18 +772,19 @@ class _Planner:
         problem = self.problem
         if not problem.buffers:
             return pieces
-        grid = _grid(problem)
+        grid = self.grid
         (name, values), = grid.items()
-        sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
+        sizes = self.sizes
         bound = _max_live(problem, sizes)
         slack = _slack(problem, sizes)
         layouts = []
         seen: set[bytes] = set()
         for key, plan in sorted(self.best_made(problem).items()):
-            layout = _stacked(problem, sizes, dict(key), plan)
-            if layout[2].tobytes() not in seen:  # one of the layouts with the same pools
-                seen.add(layout[2].tobytes())
-                layouts.append(layout)
+            below, order = self.stacked(dict(key), plan)
+            pool = self.pool(grid, sizes, (below, order))
+            if pool.tobytes() not in seen:  # one of the layouts with the same pools
+                seen.add(pool.tobytes())
+                layouts.append((below, order, pool))
         if not layouts:
             return pieces
         ratios = np.array([pool for _, _, pool in layouts], dtype=np.float64) / (bound + slack)
@@ -750,7 +800,7 @@ class _Planner:
         for piece in pieces:
             low, high = piece.ranges[name]
             inside = (values >= low) & (values <= high)
-            current[inside] = _pool(problem, sizes, piece.below, piece.order)[inside]
+            current[inside] = self.pool(grid, sizes, (piece.below, piece.order))[inside]
         chosen = np.concatenate([ratios[k, i:j + 1] for i, j, k in segments])
         mine = current / (bound + slack)
         worse = chosen.max() > mine.max() or (chosen.max() == mine.max() and (not bad or chosen.mean() >= mine.mean()))
@@ -779,7 +829,8 @@ class _Planner:
         worst = min(bad, key=lambda v: (-bad[v], v))
         problem = self.problem.within(layout.piece.ranges)
         sizes = [b.size.evaluate_grid(layout.grid) for b in problem.buffers]
-        below, order, pool = _stacked(problem, sizes, {name: worst}, self.static({name: worst}, SEARCH_ALGORITHM))
+        below, order = self.stacked({name: worst}, self.static({name: worst}, SEARCH_ALGORITHM))
+        pool = self.pool(layout.grid, sizes, (below, order))
         slack = _slack(problem, sizes)
         if _layout_score(pool, layout.bound, slack) < _layout_score(layout.pool, layout.bound, slack):
             return _Layout(Piece(dict(layout.piece.ranges), below, order), layout.grid, pool, layout.bound)
@@ -855,7 +906,7 @@ class _Planner:
         grid = _grid(part)
         sizes = [b.size.evaluate_grid(grid) for b in part.buffers]
         kept = _Layout(Piece(dict(part.ranges), layout.piece.below, layout.piece.order), grid,
-                       _pool(part, sizes, layout.piece.below, layout.piece.order), _max_live(part, sizes))
+                       self.pool(grid, sizes, (layout.piece.below, layout.piece.order)), _max_live(part, sizes))
         worst = [max(self.bad_values(c).values(), default=0.0) for c in (planned, kept)]
         return planned if worst[0] < worst[1] else kept
 
@@ -867,22 +918,25 @@ class _Planner:
         length = len(bound)
         references = sorted({length - 1, 0, length // 4, length // 2, (3 * length) // 4})
         points = [{name: int(grid[name][r]) for name in problem.symbols} for r in references]
-        candidates = [_greedy(problem, sizes, r, use_gaps=problem.points() <= GRID_LIMIT) for r in references]
-        candidates += [_stacked(problem, sizes, point, self.static(point, algorithm))
-                       for point in points for algorithm in STATIC_ALGORITHMS]
+        alignments = _alignments(problem, sizes)
+        shapes = [_greedy(problem, sizes, alignments, self.overlapping, r, use_gaps=problem.points() <= GRID_LIMIT)
+                  for r in references]
+        shapes += [self.stacked(point, self.static(point, algorithm))
+                   for point in points for algorithm in STATIC_ALGORITHMS]
         if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
             # at the top, where the memory is, and at the bottom, where the padding is: the
             # heuristics' layouts there can be a line per buffer above the search's (T5 at
             # S = 2: 1,476 B for 1..6, the search's plan at 2 1,412 B)
-            candidates += [_stacked(problem, sizes, point, self.static(point, SEARCH_ALGORITHM))
-                           for point in ([points[0], points[-1]] if len(points) > 1 else points)]
+            shapes += [self.stacked(point, self.static(point, SEARCH_ALGORITHM))
+                       for point in ([points[0], points[-1]] if len(points) > 1 else points)]
         # the best static plan already made at any other value of the range
         # (the search for cuts makes them where a piece is bad): a layout
         # good there is often good over a part of the range
         references = {tuple(sorted(point.items())) for point in points}
         for key, plan in self.best_made(problem).items():
             if key not in references:
-                candidates.append(_stacked(problem, sizes, dict(key), plan))
+                shapes.append(self.stacked(dict(key), plan))
+        candidates = [(*shape, self.pool(grid, sizes, shape)) for shape in shapes]
         # alignment padding (at most one alignment per buffer) is all there is
         # to a plan at tiny sizes: score the ratio over the bound plus that slack,
         # so that bytes of padding at S = 1 do not outweigh percent at S = 512
@@ -930,8 +984,8 @@ def _slack(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
     alignment less a byte per buffer, its alignment there: a buffer smaller
     than its alignment gets less, ``fitted_alignment``), at least 1."""
     slack = np.zeros(len(sizes[0]) if sizes else 1, dtype=np.int64)
-    for buffer, size in zip(problem.buffers, sizes, strict=True):
-        slack += _fitted_alignments(buffer.alignment, size) - 1
+    for fitted in _alignments(problem, sizes):
+        slack += fitted - 1
     return np.maximum(slack, 1)
 
 
@@ -1049,9 +1103,8 @@ def _width(piece: Piece) -> int:
     return math.prod(high - low + 1 for low, high in piece.ranges.values())
 
 
-def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[str, int],
-             plan: Plan) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray]:
-    """(below, order, pool at every grid point) of `plan`, a static plan of
+def _stacked(problem: SymbolicProblem, point: Mapping[str, int], plan: Plan) -> _Shape:
+    """(below, order) of `plan`, a static plan of
     the problem at `point`, made symbolic: every buffer sits on the
     conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
@@ -1073,8 +1126,7 @@ def _stacked(problem: SymbolicProblem, sizes: list[np.ndarray], point: Mapping[s
     sits_on: list[list[int]] = [[] for _ in buffers]
     for c, i in zip(*(pairs.tolist() for pairs in np.nonzero(under)), strict=True):  # by c, so each list sorted
         sits_on[i].append(c)
-    below = tuple(tuple(cs) for cs in sits_on)
-    return below, tuple(order), _pool(problem, sizes, below, order)
+    return tuple(tuple(cs) for cs in sits_on), tuple(order)
 
 
 def _lifetimes(problem: SymbolicProblem) -> tuple[np.ndarray, np.ndarray]:
@@ -1083,18 +1135,24 @@ def _lifetimes(problem: SymbolicProblem) -> tuple[np.ndarray, np.ndarray]:
             np.array([b.last for b in problem.buffers], dtype=np.int64))
 
 
-def _pool(problem: SymbolicProblem, sizes: list[np.ndarray], below: Sequence[tuple[int, ...]],
+def _pool(sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray], below: Sequence[tuple[int, ...]],
           order: Sequence[int]) -> np.ndarray:
     """The pool size at every grid point of a plan given by `below` and `order`
-    (every buffer's ends in an array of its own: a below-set holds four
-    buffers on average, and the maxima of a few arrays cost less than
-    gathering rows of one; this runs for every candidate layout)."""
+    (`sizes` and `alignments`, `_alignments`, at those points; every buffer's
+    ends in an array of its own: a below-set holds four buffers on average,
+    and the maxima of a few arrays cost less than gathering rows of one;
+    this runs for every candidate layout)."""
     if not sizes:
         return np.zeros(1, dtype=np.int64)
     ends: list[np.ndarray] = [sizes[0]] * len(sizes)
     for i in order:
-        ends[i] = _aligned_top([ends[c] for c in below[i]], problem.buffers[i].alignment, sizes[i]) + sizes[i]
+        ends[i] = _aligned_top([ends[c] for c in below[i]], alignments[i], sizes[i]) + sizes[i]
     return np.max(ends, axis=0)
+
+
+def _alignments(problem: SymbolicProblem, sizes: list[np.ndarray]) -> list[int | np.ndarray]:
+    """Every buffer's alignment at the points of `sizes` (`_fitted_alignments`)."""
+    return [_fitted_alignments(b.alignment, size) for b, size in zip(problem.buffers, sizes, strict=True)]
 
 
 def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
@@ -1112,15 +1170,14 @@ def _max_live(problem: SymbolicProblem, sizes: list[np.ndarray]) -> np.ndarray:
     return np.cumsum(change[:-1], axis=0).max(axis=0)
 
 
-def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int,
-            use_gaps: bool) -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...], np.ndarray]:
-    """(below, order, pool at every grid point) of greedy by size at the
-    grid point `reference`."""
+def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray],
+            overlapping: Sequence[set[int]], reference: int, use_gaps: bool) -> _Shape:
+    """(below, order) of greedy by size at the grid point `reference`
+    (`sizes` and `alignments`, `_alignments`, at the grid's points;
+    `overlapping`, `_overlapping`, the buffers' conflicts)."""
     buffers = problem.buffers
     order = sorted(range(len(buffers)),
                    key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
-    firsts, lasts = _lifetimes(problem)
-    overlapping = [set(np.flatnonzero((firsts <= b.last) & (lasts >= b.first)).tolist()) for b in buffers]
     offsets: dict[int, np.ndarray] = {}
     ends: dict[int, np.ndarray] = {}
     below: list[tuple[int, ...]] = [()] * len(buffers)
@@ -1128,11 +1185,17 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int,
         conflicts = sorted(c for c in overlapping[i] if c in ends)
         chosen: tuple[int, ...] = tuple(conflicts)
         if use_gaps and conflicts:
-            chosen = _lowest_gap(i, conflicts, offsets, ends, sizes, buffers[i].alignment, reference) or chosen
+            chosen = _lowest_gap(conflicts, offsets, ends, sizes[i], alignments[i], reference) or chosen
         below[i] = chosen
-        offsets[i] = _aligned_top([ends[c] for c in chosen], buffers[i].alignment, sizes[i])
+        offsets[i] = _aligned_top([ends[c] for c in chosen], alignments[i], sizes[i])
         ends[i] = offsets[i] + sizes[i]
-    return tuple(below), tuple(order), _pool(problem, sizes, below, order)
+    return tuple(below), tuple(order)
+
+
+def _overlapping(problem: SymbolicProblem) -> list[set[int]]:
+    """Every buffer's conflicts: the buffers whose live range overlaps its own (itself included)."""
+    firsts, lasts = _lifetimes(problem)
+    return [set(np.flatnonzero((firsts <= b.last) & (lasts >= b.first)).tolist()) for b in problem.buffers]
 
 
 def _fitted_alignments(alignment: int, size: np.ndarray) -> int | np.ndarray:
@@ -1148,47 +1211,52 @@ def _fitted_alignments(alignment: int, size: np.ndarray) -> int | np.ndarray:
     return fitted
 
 
-def _aligned(top: np.ndarray, alignment: int, size: np.ndarray) -> np.ndarray:
-    """`top` (not negative) rounded up to a multiple of the alignment of a
-    buffer of `size` bytes that gets at most `alignment`
-    (``fitted_alignment``), point by point."""
-    fitted = _fitted_alignments(alignment, size)
+def _aligned(top: np.ndarray, fitted: int | np.ndarray) -> np.ndarray:
+    """`top` (not negative) rounded up to a multiple of `fitted`, a
+    buffer's alignment at each point (`_fitted_alignments`)."""
     if isinstance(fitted, int) and fitted & (fitted - 1) == 0:  # a power of two: a mask (division is slower)
         return (top + (fitted - 1)) & -fitted
     return -(-top // fitted) * fitted
 
 
-def _aligned_top(ends: Sequence[np.ndarray], alignment: int, size: np.ndarray) -> np.ndarray:
-    """align(max(ends), alignment at `size`) point by point (zeros when there are none)."""
+def _aligned_top(ends: Sequence[np.ndarray], fitted: int | np.ndarray, size: np.ndarray) -> np.ndarray:
+    """align(max(ends), `fitted`) point by point (zeros when there are none;
+    `size`: the buffer's sizes, for their number of points)."""
     if not ends:
         return np.zeros(len(size), dtype=np.int64)
     top = ends[0]
     for end in ends[1:]:
         top = np.maximum(top, end)
-    return _aligned(top, alignment, size)
+    return _aligned(top, fitted)
 
 
-def _lowest_gap(i: int, conflicts: list[int], offsets: dict[int, np.ndarray], ends: dict[int, np.ndarray],
-                sizes: list[np.ndarray], alignment: int, reference: int) -> tuple[int, ...] | None:
+def _lowest_gap(conflicts: list[int], offsets: dict[int, np.ndarray], ends: dict[int, np.ndarray],
+                size: np.ndarray, fitted: int | np.ndarray, reference: int) -> tuple[int, ...] | None:
     """The buffers to sit on for the lowest offset at grid point `reference`
-    that is a gap at every point: the candidates are the bottom and the ends
+    that is a gap at every point for a buffer of `size` bytes aligned to
+    `fitted` (at each point): the candidates are the bottom and the ends
     of the conflicting buffers, lowest first; None when only the top of
     them all works. A candidate sits on the conflicts that end at or below
-    it at `reference`: with the conflicts sorted by that end, a prefix. So
-    the running maxima of their ends (the top of each prefix) and the
-    running minima of their offsets from the back (the floor above it) are
-    two numpy calls, and a candidate costs one comparison."""
-    by_end = np.argsort(np.array([int(ends[c][reference]) for c in conflicts]), kind="stable")
-    rows = np.array([ends[conflicts[j]] for j in by_end])
-    at = rows[:, reference]
-    tops = np.maximum.accumulate(rows, axis=0)  # tops[m - 1]: the top of the first m
-    floors = np.minimum.accumulate(np.array([offsets[conflicts[j]] for j in by_end])[::-1], axis=0)[::-1]
-    for m in np.searchsorted(at, sorted({0, *at.tolist()}), side="right").tolist():
-        if m == len(conflicts):
+    it at `reference`: with the conflicts sorted by that end, a prefix,
+    whose top there is the prefix's last end. A candidate that is no gap at
+    `reference` is none at every point: only those that are (a buffer has
+    four conflicts on average, so this is a few integers) are checked at
+    every point, with numpy."""
+    by_end = sorted(conflicts, key=lambda c: int(ends[c][reference]))
+    at = [int(ends[c][reference]) for c in by_end]
+    floors_at = list(itertools.accumulate(reversed([int(offsets[c][reference]) for c in by_end]), min))[::-1]
+    alignment = fitted if isinstance(fitted, int) else int(fitted[reference])
+    size_at = int(size[reference])
+    for m in sorted({bisect.bisect_right(at, value) for value in (0, *at)}):
+        if m == len(by_end):
             return None
-        top = tops[m - 1] if m else np.zeros(len(sizes[i]), dtype=np.int64)
-        if np.all(_aligned(top, alignment, sizes[i]) + sizes[i] <= floors[m]):
-            return tuple(sorted(conflicts[j] for j in by_end[:m].tolist()))
+        top_at = at[m - 1] if m else 0
+        if -(-top_at // alignment) * alignment + size_at > floors_at[m]:
+            continue  # no gap at the reference point
+        top = functools.reduce(np.maximum, (ends[c] for c in by_end[:m]), np.zeros(len(size), dtype=np.int64))
+        floor = functools.reduce(np.minimum, (offsets[c] for c in by_end[m:]))
+        if np.all(_aligned(top, fitted) + size <= floor):
+            return tuple(sorted(by_end[:m]))
     return None
 
 

@@ -487,7 +487,9 @@ def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
         assert np.array_equal(symbolic._max_live(problem, sizes), _plain_max_live(problem, sizes))
         point = {"sequence": int(grid["sequence"][length // 2])}
         plan = plan_memory(problem.at(point), "greedy-by-size")
-        below, order, pool = symbolic._stacked(problem, sizes, point, plan)
+        alignments = symbolic._alignments(problem, sizes)
+        below, order = symbolic._stacked(problem, point, plan)
+        pool = symbolic._pool(sizes, alignments, below, order)
         buffers = problem.buffers
         offset = [plan.offsets[b.name] for b in buffers]
         end = [offset[c] + b.size.evaluate(point) for c, b in enumerate(buffers)]
@@ -495,12 +497,39 @@ def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
             before = order[:order.index(i)]
             assert below[i] == tuple(sorted(c for c in before if buffers[c].overlaps(b) and end[c] <= offset[i]))
         assert np.array_equal(pool, _plain_pool(problem, sizes, below, order))
+        overlapping = symbolic._overlapping(problem)
         for reference in sorted({0, length // 4, length // 2, length - 1}):
-            below, order, pool = symbolic._greedy(problem, sizes, reference, use_gaps=True)
+            below, order = symbolic._greedy(problem, sizes, alignments, overlapping, reference, use_gaps=True)
             assert below == _plain_greedy(problem, sizes, reference)
-            assert np.array_equal(pool, _plain_pool(problem, sizes, below, order))
-            no_gaps = symbolic._greedy(problem, sizes, reference, use_gaps=False)
-            assert np.array_equal(no_gaps[2], _plain_pool(problem, sizes, no_gaps[0], no_gaps[1]))
+            assert np.array_equal(symbolic._pool(sizes, alignments, below, order),
+                                  _plain_pool(problem, sizes, below, order))
+            no_gaps = symbolic._greedy(problem, sizes, alignments, overlapping, reference, use_gaps=False)
+            assert np.array_equal(symbolic._pool(sizes, alignments, *no_gaps), _plain_pool(problem, sizes, *no_gaps))
+
+
+@pytest.mark.parametrize("high", [512, 5000])
+def test_a_part_reads_its_pools_off_the_whole_range(high: int) -> None:
+    """The planner computes a layout's pool once, over the whole problem's
+    grid, and a part of the range reads its values there (`_Planner.pool`);
+    a part whose grid holds values the whole grid lacks (a range above
+    ``GRID_LIMIT``: each grid has its own samples) computes its own. Either
+    way the pools are those written plainly at the part's grid, and a
+    static plan made symbolic (`_Planner.stacked`) is `_stacked`'s."""
+    whole = SymbolicProblem(symbolic_problem_from_json(json.loads(T5.read_text())).buffers,
+                            {"sequence": (1, high)})
+    planner = symbolic._Planner(whole)
+    point = {"sequence": 17}
+    plan = planner.static(point, "greedy-by-size")
+    layout = planner.stacked(point, plan)
+    assert layout == symbolic._stacked(whole, point, plan)
+    greedy = symbolic._greedy(whole, planner.sizes, planner.alignments, planner.overlapping, 0, use_gaps=False)
+    for part in ((1, high), (1, 8), (9, 12), (13, high)):
+        problem = whole.within({"sequence": part})
+        grid = symbolic._grid(problem)
+        sizes = [b.size.evaluate_grid(grid) for b in problem.buffers]
+        for shape in (layout, greedy):
+            assert np.array_equal(planner.pool(grid, sizes, shape), _plain_pool(problem, sizes, *shape)), part
+    assert len(planner.pools) == 2  # one pool per layout, over the whole grid
 
 
 T5_INT_ALIGNED = Path(__file__).parent / "data" / "t5_classic_int_aligned_symbolic.json"
@@ -640,3 +669,11 @@ def test_the_verifier_rejects_pieces_that_do_not_cover_the_range() -> None:
     with pytest.raises(PlanError, match=rf"^at S={start}: buffers"):
         verify_symbolic_plan(stacked)
     verify_symbolic_plan(plan)
+
+
+def test_a_problem_without_buffers_gets_an_empty_plan() -> None:
+    """A program with no intermediate buffer (a graph that only reshapes
+    its input) still plans: one piece, a pool of 0 at every value (the
+    planner's shared pools have no grid of their own there)."""
+    plan = plan_symbolic(SymbolicProblem((), {"S": (1, 64)}))
+    assert len(plan.pieces) == 1 and plan.pool_bytes({"S": 17}) == 0
