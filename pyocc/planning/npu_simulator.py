@@ -11,8 +11,12 @@ The simulator runs it under an `NpuCost` and checks, as it goes, that
   live buffer is, and inside the scratchpad), and no transfer is pending on
   a buffer when it is freed or overwritten;
 - a load reads DRAM bytes that hold data: a weight, a graph input, or an
-  activation whose store was waited on; spilled activations' DRAM regions
-  never overlap while both hold data; every graph output ends in DRAM.
+  activation whose store was issued before it. The DRAM port is in order,
+  so a store issued earlier has written its bytes before the load reads
+  them: the load need not wait for it (a load of other channels or rows
+  does not either). A load issued before the store of its bytes is refused.
+  Spilled activations' DRAM regions never overlap while both hold data;
+  every graph output ends in DRAM.
 
 Timing: the control processor issues instructions in order; a compute takes
 max(MACs / macs_per_cycle, SRAM bytes touched / sram_bytes_per_cycle) cycles
@@ -292,7 +296,6 @@ def simulate(
     order: list[tuple[int, str]] = []  # (offset, name) of the live buffers, sorted: neighbours tell overlaps
     pending: dict[int, tuple[str, _Resident, Piece, int]] = {}
     dram_parts: dict[str, dict[str, int]] = {t: {"all": tensor_bytes[t]} for t in dram_resident}
-    dram_pending: dict[str, set[int]] = {}
     spill_span: dict[str, list[int]] = {}
     now = port = 0
     compute = stall = read = written = peak = 0
@@ -340,8 +343,8 @@ def simulate(
             if ins.id in pending:
                 raise fail(index, f"transfer id {ins.id} is already pending")
             if isinstance(ins, Load):
-                if not in_dram(ins.piece) or dram_pending.get(ins.piece.tensor):
-                    raise fail(index, f"{ins.piece.tensor}:{ins.piece.part} is not in DRAM (no waited store, not a weight or input)")
+                if not in_dram(ins.piece):
+                    raise fail(index, f"{ins.piece.tensor}:{ins.piece.part} is not in DRAM (no store issued before, not a weight or input)")
                 r.content = {}
                 read += ins.piece.bytes
                 direction = "load"
@@ -349,7 +352,8 @@ def simulate(
                 if not _holds(r, ins.piece, tensor_bytes):
                     raise fail(index, f"buffer {ins.buffer.name!r} does not hold {ins.piece.tensor}:{ins.piece.part}")
                 written += ins.piece.bytes
-                dram_pending.setdefault(ins.piece.tensor, set()).add(ins.id)
+                # the port is in order: every load issued from now on starts after this store ends
+                dram_parts.setdefault(ins.piece.tensor, {})[ins.piece.part] = ins.piece.bytes
                 if ins.piece.tensor not in dram_resident and ins.piece.tensor not in outputs:
                     spill_span.setdefault(ins.piece.tensor, [index, index])[1] = index
                 direction = "store"
@@ -370,9 +374,6 @@ def simulate(
                 now = end
             if direction == "load":
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
-            else:
-                dram_pending[piece.tensor].discard(ins.id)
-                dram_parts.setdefault(piece.tensor, {})[piece.part] = piece.bytes
         elif isinstance(ins, Compute):
             for buffer, piece in ins.reads:
                 r = resident(index, buffer)

@@ -1792,8 +1792,8 @@ class _Scheduler:
     def drain_ended(self) -> None:
         """Free the buffers of streamed-out results whose store has ended
         (by the clock: waiting on it costs nothing), so prefetches find
-        their space, and wait on every other ended store, so the tensors
-        they wrote may be prefetched."""
+        their space, and wait on every other ended store (a load of what
+        it wrote need not: the port is in order)."""
         for name in [n for n, (_, store) in self.draining.items() if self.clock.done(store)]:
             self._drain(name)
         for ids in self.pending_stores.values():
@@ -1865,24 +1865,16 @@ class _Scheduler:
         self.emit(Free(entry.buffer))
 
     def loadable(self, piece: Piece) -> bool:
-        """True when DRAM holds `piece` and no store to its tensor is in flight
+        """True when DRAM holds `piece`, counting stores still in flight: the
+        port is in order, so a load issued after them reads what they wrote
         (rows a copy unit makes come from it, unless stored as such)."""
         if copy_rows(piece.part) is not None and piece.part not in self.dram_parts.get(piece.tensor, {}):
             return False
-        held = covers(self.dram_parts.get(piece.tensor, {}), piece.part, self.tensors[piece.tensor].size)
-        return held and not self.pending_stores.get(piece.tensor)
+        return covers(self.dram_parts.get(piece.tensor, {}), piece.part, self.tensors[piece.tensor].size)
 
     def load(self, piece: Piece, protected: set[tuple[str, str]], evict: bool) -> bool:
         if evict and piece.tensor in self.band_reads:
             self.flush_overlaps(piece)
-        if self.pending_stores.get(piece.tensor) and evict:
-            for store in sorted(self.pending_stores[piece.tensor]):
-                names = [n for n, (_, s) in self.draining.items() if s == store]
-                if names:
-                    self._drain(names[0])
-                else:
-                    self._wait(store)
-            self.pending_stores[piece.tensor] = set()
         if not self.loadable(piece):
             if evict:
                 raise PlanningError(f"scratchpad: {piece.tensor!r} is read before it is written")

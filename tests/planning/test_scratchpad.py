@@ -620,6 +620,26 @@ def test_the_simulator_rejects_a_concat_read_before_all_its_bands_are_written():
         run([half, read])
 
 
+def test_a_load_waits_only_for_a_store_of_its_bytes_issued_before_it():
+    # the port is in order: a load issued after a store (not yet waited on) of
+    # its bytes starts when that store ends; one issued before it would read
+    # bytes not yet written; a load of other channels never waits for the store
+    lo, hi = Piece("c", "ch0:2/4", 256), Piece("c", "ch2:4/4", 256)
+    b_lo, b_hi, b_in = SramBuffer("lo", 0, 256), SramBuffer("hi", 256, 256), SramBuffer("in", 512, 256)
+    make = [Alloc(b_lo), Alloc(b_hi), Alloc(b_in), Compute("c", 0, 512, (), ((b_lo, lo), (b_hi, hi)))]
+    end = [Free(b_lo), Free(b_hi), Free(b_in)]
+
+    def run(body):
+        return simulate([*make, *body, *end], sram_size=1024, tensor_bytes={"c": 512}, dram_resident=set(), outputs=set(),
+                        dram_offsets={"c": 0})
+
+    same = run([Store(1, b_lo, lo), Load(2, b_in, lo), Wait(1), Wait(2)])
+    assert ("load", "c:ch0:2/4", 256, 8 + 32, 8 + 64) in same.transfers  # after the store, on the port
+    run([Store(1, b_hi, hi), Wait(1), Store(2, b_lo, lo), Load(3, b_in, hi), Wait(2), Wait(3)])
+    with pytest.raises(ScheduleError, match="c:ch0:2/4 is not in DRAM"):
+        run([Load(2, b_in, lo), Store(1, b_lo, lo), Wait(1), Wait(2)])
+
+
 def _concat_net(joins=(2, 2)) -> NpuProgram:
     # two 1x1 convs write 2 channels each of 8 rows of 64 B; a concat joins them; a conv reads the 4 channels
     T = NpuTensor
