@@ -583,8 +583,8 @@ class _Emitter:
         offset = (lo - a) * row
         view = d.SubviewOp(held, offset, _memref(i8, (d.type_bytes(held.type) - offset,)))
         copy = d.MemcpyOp.create(operands=[view.result, self.buffers[target.name]], properties={
-            "kind": StringAttr("host_to_host"), "size": i64_attr((hi - lo) * row), "count": i64_attr(count),
-            "source_stride": i64_attr((b - a) * row), "target_stride": i64_attr((hi - lo) * row)})
+            "kind": StringAttr("host_to_host"), "size": d.i64_attr((hi - lo) * row), "count": d.i64_attr(count),
+            "source_stride": d.i64_attr((b - a) * row), "target_stride": d.i64_attr((hi - lo) * row)})
         copy.attributes["npu.reads"] = ArrayAttr([piece_attr(band, self.tensors[band.tensor].size)])
         copy.attributes["npu.writes"] = ArrayAttr([piece_attr(rows, self.tensors[rows.tensor].size)])
         copy.attributes["npu.op"] = StringAttr(ins.op)
