@@ -299,8 +299,8 @@ class _Emitter:
         return self.cut_types.get((piece.tensor, piece.part)) or self._root_type(piece.tensor)
 
     def _cut(self, piece: Piece) -> Cut:
-        if piece.bytes == self.tensors[piece.tensor].size and piece.part.endswith("/1"):
-            return None, None  # the one block of a weight streamed whole by a band
+        if piece.bytes == self.tensors[piece.tensor].size and piece.part.endswith(("/1", "/1x1")):
+            return None, None  # the one block of a weight streamed whole by a band; the one tile of an output
         if (piece.tensor, piece.part) not in self.cuts:
             raise _refuse(f"the schedule moves part {piece.part!r} of {piece.tensor!r}, which no op reads as a "
                           "block or a band")
