@@ -34,10 +34,10 @@ pytest.importorskip("onnxruntime")
     ("bvlc_alexnet", 16 << 20),  # fc6-fc8 stream their weights in blocks of output columns
     ("resnet50", 16 << 20),  # four convolutions (residual ones too) in blocks of output channels
     ("squeezenet", 1 << 20),  # row bands (with channel blocks too) and strided DMA
-    # concats in place: producers write their channels of the concat's output (at 2 MiB: at 1 MiB,
-    # and at 1.5 MiB since the residual copies and the window evictions, the schedule that copies them
+    # concats in place: producers write their channels of the concat's output (at 1.5 MiB: at 1 MiB,
+    # and at 2 MiB since loads no longer wait for stores to be waited on, the schedule that copies them
     # simulates faster, and is kept)
-    ("shufflenet", 2 << 20),
+    ("shufflenet", 3 << 19),
     # a residual unit's input, loaded by rows for its first convolution, is copied in SRAM for its last
     ("shufflenet", 1 << 20),
     # a load issued after a store of its bytes (not waited on) reads them; pool_proj writes its concat
@@ -72,7 +72,7 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
     if name == "shufflenet" and sram == 1 << 20:
         # rows copied out of a larger band, SRAM to SRAM, by a strided copy the schedule counts as a compute
         assert re.search(r'dnn.memcpy[^\n]*npu.writes = \[\["[^"]+", "rows\d+:\d+\|copy"[^\n]*npu.op = "', text)
-    if name == "shufflenet" and sram == 2 << 20:
+    if name == "shufflenet" and sram == 3 << 19:
         # an op writes its channel band of a concat's output (no dnn.concat copies them)
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+', text)
 
