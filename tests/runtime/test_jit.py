@@ -289,7 +289,7 @@ def test_a_model_on_threads_shares_no_kernel(tmp_path: Path) -> None:
     """Kernels compiled for several threads call their own model's
     parallel-for, so a model on two threads is compiled whole, from no
     cached kernel, even after the same model on one thread filled the
-    cache; it computes the one-thread numbers, and so does its shared
+    cache; it computes the one-thread numbers (to the last bits), and so does its shared
     library. A one-thread compile afterwards still finds its kernels."""
     model = build()
     rng = np.random.default_rng(RNG_SEED)
@@ -307,7 +307,9 @@ def test_a_model_on_threads_shares_no_kernel(tmp_path: Path) -> None:
     two.save(tmp_path / "two.so")
     for got in (two.run(inputs), load_shared_library(tmp_path / "two.so").run(inputs)):
         for a, b in zip(got.values(), want.values(), strict=True):
-            np.testing.assert_array_equal(a, b)
+            # to the last bits only: on a host without AVX-512 one thread runs a shallow pointwise
+            # convolution as register tiles, threads as a split sgemm (another summation order)
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
     again = pyocc.compile(model, memory="pool")
     assert again.native.kernels.keys() == one.native.kernels.keys()
     assert jit._kernels.keys() == cached.keys(), "the one-thread compile compiled a kernel again"
