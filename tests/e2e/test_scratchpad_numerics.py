@@ -10,7 +10,7 @@ squeeze) run as chain cascades, band by band, each op writing the rows
 its readers' bands read into an SRAM buffer they read; a fire module's
 concat runs in place there (each expand writes its channels of the
 concat's band of rows). ShuffleNet's
-concats run in place (at 768 KiB): each input's producer writes its channel band of the
+concats run in place (at 1.5 MiB): each input's producer writes its channel band of the
 concat's output (one SRAM buffer, or its band of the output's DRAM home). (A
 simulated cascade, whose bands are byte shares, is refused in one line:
 filecheck/rewrites/dnn_npu_schedule.mlir.)"""
