@@ -118,7 +118,7 @@ CONVS: dict[str, dict[str, Any]] = {
     # shallow stride-1 convs in register tiles (_spatial_tiles): 6-channel tiles and the channels after
     # them (2, 1, 4 < 6: only those), rows of several vectors with an overlapping last one, rows
     # narrower than a vector (masked stores), padding 0/1/2/3 and asymmetric, kernel rows in the padding
-    # (1-pixel and 1-row images), 1-D; a deeper one with im2col columns over 1 MiB; with a residual sgemm
+    # (1-pixel and 1-row images), 1-D; a deeper one with im2col columns over 1 MiB; 3-D or with a residual: sgemm
     "spatial_tiles": dict(x=[2, 3, 9, 37], w=[14, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, activation="relu"),
     "spatial_tiles_5x5": dict(x=[1, 1, 6, 17], w=[7, 1, 5, 5], pads=[2, 2, 2, 2]),
     "spatial_tiles_unpadded": dict(x=[1, 2, 7, 20], w=[4, 2, 3, 3], bias=True),
@@ -130,6 +130,7 @@ CONVS: dict[str, dict[str, Any]] = {
     "spatial_tiles_1d": dict(x=[2, 5, 40], w=[7, 5, 5], pads=[2, 2], bias=True, activation="relu"),
     "spatial_tiles_wide_columns": dict(x=[1, 24, 55, 55], w=[8, 24, 3, 3], pads=[1, 1, 1, 1], bias=True,
                                        activation="relu"),
+    "spatial_tiles_three_d": dict(x=[1, 1, 4, 5, 6], w=[3, 1, 3, 2, 3], pads=[1, 0, 1, 1, 1, 1], activation="relu"),
     "spatial_tiles_residual": dict(x=[1, 3, 6, 21], w=[5, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, residual=True,
                                    activation="relu"),
 }
@@ -225,6 +226,7 @@ def test_shallow_spatial_convs_run_register_tiles() -> None:
         assert calls_sgemm(name) == host_has_avx512(), name
         assert calls_sgemm(name, parallel=True), name
     assert calls_sgemm("spatial_tiles_residual")
+    assert calls_sgemm("spatial_tiles_three_d")  # 3-D: im2col + sgemm
     assert calls_sgemm("spatial_tiles", activation="tanh")
     assert calls_sgemm("spatial_tiles", strides=[2, 2])
     assert calls_sgemm("spatial_tiles", dilations=[2, 2])

@@ -772,15 +772,15 @@ SPATIAL_TILE_CHANNELS = 6
 
 
 def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
-    """Whether an im2col convolution runs `_spatial_tiles` instead: group
-    1, stride 1, dilation 1, shallow (a depth, input channels x taps, of at
+    """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
+    (or 1-D), group 1, stride 1, dilation 1, shallow (a depth, input channels x taps, of at
     most TILED_SPATIAL_SHALLOW; or of at most TILED_SPATIAL_DEPTH with more
     than TILED_SPATIAL_COLUMN_BYTES of im2col columns, which then stream
     through the cache for a short product), and the conditions of
     `tiled_pointwise` (no residual, relu or no activation, static sizes,
     one thread, a host without AVX-512)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
-    if not (static and g.group == 1 and set(g.strides) == {1} and set(g.dilations) == {1}):
+    if not (static and len(g.kernel) == 2 and g.group == 1 and set(g.strides) == {1} and set(g.dilations) == {1}):
         return False
     depth = g.channels * len(g.taps)
     shallow = depth <= TILED_SPATIAL_SHALLOW or \
