@@ -834,6 +834,8 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
             variable = k.variable(VECTOR)
             b.store(k.splat(k.load(bias, k.add(first_out, j))) if bias is not None else zero, variable)
             sums.append(variable)
+        # where each channel's weights start: w[first_out + j, 0, 0, 0]
+        weights = [k.index(k.mul(k.add(first_out, j), depth * taps)) for j in range(channels)]
         with k.loop(first_tap_row, stop_tap_row) as tap_row, k.loop(0, depth) as c:
             in_row = b.sub(b.add(row, tap_row), I64(pad_top))
             x_row = k.element(x_image, b.mul(b.add(b.mul(c, I64(height)), in_row), I64(width)))
@@ -848,7 +850,7 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
                     at = b.gep(x_row, [I64(start + tap - pad_left)], source_etype=F32)
                     inputs = b.call(masked_load, [at, I32(4), ir.Constant(masks, inside), zero])
                 for j, variable in enumerate(sums):
-                    weight = k.load(w, b.add(k.index(k.mul(k.add(first_out, j), depth * taps)), b.add(w_row, I64(tap))))
+                    weight = k.load(w, b.add(weights[j], b.add(w_row, I64(tap))))
                     b.store(b.call(fma, [k.splat(weight), inputs, b.load(variable, typ=VECTOR)]), variable)
         for j, variable in enumerate(sums):
             value = b.load(variable, typ=VECTOR)
