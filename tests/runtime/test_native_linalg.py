@@ -32,7 +32,10 @@ from pyocc.lowering.native.conv import (  # noqa: E402
     host_has_avx512,
     preact_conv_sizes,
 )
+import pyocc.lowering.native.conv as conv_module  # noqa: E402
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
+from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE  # noqa: E402
+from pyocc.lowering.native.threads import parallel_for_symbol  # noqa: E402
 from pyocc.lowering.native.linalg import emit_attention_softmax, emit_gemm, emit_matmul  # noqa: E402
 from pyocc.lowering.native.registry import native_kernel_for  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
@@ -112,6 +115,24 @@ CONVS: dict[str, dict[str, Any]] = {
     "pointwise_tiles_residual": dict(x=[1, 17, 3, 11], w=[6, 17, 1, 1], bias=True, residual=True, activation="relu"),
     "pointwise_tiles_tiny": dict(x=[1, 3, 2, 3], w=[5, 3, 1, 1]),
     "pointwise_tiles_deepest": dict(x=[1, 128, 3, 7], w=[9, 128, 1, 1], bias=True, activation="relu"),
+    # shallow stride-1 convs in register tiles (_spatial_tiles): 6-channel tiles and the channels after
+    # them (2, 1, 4 < 6: only those), rows of several vectors with an overlapping last one, rows
+    # narrower than a vector (masked stores), padding 0/1/2/3 and asymmetric, kernel rows in the padding
+    # (1-pixel and 1-row images), 1-D; a deeper one with im2col columns over 1 MiB; 3-D or with a residual: sgemm
+    "spatial_tiles": dict(x=[2, 3, 9, 37], w=[14, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, activation="relu"),
+    "spatial_tiles_5x5": dict(x=[1, 1, 6, 17], w=[7, 1, 5, 5], pads=[2, 2, 2, 2]),
+    "spatial_tiles_unpadded": dict(x=[1, 2, 7, 20], w=[4, 2, 3, 3], bias=True),
+    "spatial_tiles_asymmetric": dict(x=[1, 3, 5, 19], w=[6, 3, 3, 3], pads=[2, 0, 0, 1], bias=True,
+                                     activation="relu"),
+    "spatial_tiles_one_pixel": dict(x=[1, 3, 1, 1], w=[5, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, activation="relu"),
+    "spatial_tiles_one_row_7x7": dict(x=[1, 1, 1, 40], w=[3, 1, 3, 7], pads=[1, 3, 1, 3], bias=True),
+    "spatial_tiles_narrow_rows": dict(x=[1, 3, 13, 13], w=[13, 3, 3, 3], pads=[1, 1, 1, 1], activation="relu"),
+    "spatial_tiles_1d": dict(x=[2, 5, 40], w=[7, 5, 5], pads=[2, 2], bias=True, activation="relu"),
+    "spatial_tiles_wide_columns": dict(x=[1, 24, 55, 55], w=[8, 24, 3, 3], pads=[1, 1, 1, 1], bias=True,
+                                       activation="relu"),
+    "spatial_tiles_three_d": dict(x=[1, 1, 4, 5, 6], w=[3, 1, 3, 2, 3], pads=[1, 0, 1, 1, 1, 1], activation="relu"),
+    "spatial_tiles_residual": dict(x=[1, 3, 6, 21], w=[5, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, residual=True,
+                                   activation="relu"),
 }
 
 
@@ -177,6 +198,67 @@ def test_algorithm_of_one_by_one_convs() -> None:
     assert conv_algorithm([7, 5, 1, 1], [2, 2], None, 1) == "im2col"
     assert conv_algorithm([6, 2, 1, 1], None, None, 3) == "direct"
     assert output_block_rows([64, 3, 1, 1], [2, 64, 70, 64], 4) == 64  # so pointwise_row_blocks has 2 blocks
+
+
+def calls_sgemm(name: str, parallel: bool = False, **change: Any) -> bool:
+    """Whether the conv kernel of CONVS case `name` (with `change`) calls
+    sgemm; `parallel`: in a model compiled for several threads."""
+    inputs, out_shape, kwargs = conv_case({**CONVS[name], **change})
+    module = ir.Module()
+    if parallel:
+        ir.Function(module, PARALLEL_FOR_TYPE, parallel_for_symbol("model"))
+    emit_conv(module, "model_site_0", site_for("conv", inputs, [(out_shape, "float32")], workspace_bytes=1 << 20,
+                                               **kwargs))
+    return "cblas_sgemm" in str(module)
+
+
+SPATIAL_TILES = ["spatial_tiles", "spatial_tiles_5x5", "spatial_tiles_unpadded", "spatial_tiles_asymmetric",
+                 "spatial_tiles_one_pixel", "spatial_tiles_one_row_7x7", "spatial_tiles_narrow_rows",
+                 "spatial_tiles_1d", "spatial_tiles_wide_columns"]
+
+
+def test_shallow_spatial_convs_run_register_tiles() -> None:
+    # on one thread a stride-1 conv of depth (channels x taps) at most TILED_SPATIAL_SHALLOW, or at most
+    # TILED_SPATIAL_DEPTH with im2col columns over TILED_SPATIAL_COLUMN_BYTES, no residual and relu or no
+    # activation calls no BLAS (on a host without AVX-512: one with it keeps sgemm); on threads, deeper,
+    # strided, dilated, grouped, with a residual or another activation it calls sgemm
+    for name in SPATIAL_TILES:
+        assert calls_sgemm(name) == host_has_avx512(), name
+        assert calls_sgemm(name, parallel=True), name
+    assert calls_sgemm("spatial_tiles_residual")
+    assert calls_sgemm("spatial_tiles_three_d")  # 3-D: im2col + sgemm
+    assert calls_sgemm("spatial_tiles", activation="tanh")
+    assert calls_sgemm("spatial_tiles", strides=[2, 2])
+    assert calls_sgemm("spatial_tiles", dilations=[2, 2])
+    # deeper than TILED_SPATIAL_SHALLOW with few columns; deeper than TILED_SPATIAL_DEPTH with many
+    assert calls_sgemm("spatial_tiles", x=[2, 4, 9, 37], w=[14, 4, 3, 3])
+    assert calls_sgemm("spatial_tiles_wide_columns", x=[1, 25, 55, 55], w=[8, 25, 3, 3])
+    assert calls_sgemm("spatial_tiles_wide_columns", x=[1, 24, 32, 32])  # 216 x 1024 columns: under 1 MiB
+
+
+@pytest.mark.parametrize("name", SPATIAL_TILES)
+def test_spatial_tiles_match_onnxruntime(name: str) -> None:
+    # the tiled kernel (forced on where the host has AVX-512) against onnxruntime's Conv + Relu
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper, numpy_helper
+
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    x, w, bias, _ = inputs
+    got = np.full(out_shape, np.nan, np.float32)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(conv_module, "host_has_avx512", lambda: False)
+        run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=1 << 20)
+    names = ["x", "w"] + (["b"] if bias is not None else [])
+    nodes = [helper.make_node("Conv", names, ["c"], pads=kwargs.get("pads") or [0] * (2 * (len(w.shape) - 2))),
+             helper.make_node("Relu" if kwargs.get("activation") == "relu" else "Identity", ["c"], ["y"])]
+    weights = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(bias, "b")] if bias is not None else [])
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, out_shape)], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})[0]
+    assert_close(got, want)
 
 
 def test_shallow_pointwise_convs_run_register_tiles() -> None:

@@ -15,7 +15,11 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
   then cut into runs of whole blocks, one per copy, run on the threads,
-  each block computed exactly as on one thread.
+  each block computed exactly as on one thread. A shallow stride-1 one
+  (`tiled_spatial`: group 1, no residual, relu or no activation) on one
+  thread of a host without AVX-512 instead runs generated register tiles
+  read from the input in place (`_spatial_tiles`: no im2col, no BLAS; its
+  planned workspace stays unused).
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself; a shallow one (group 1, at most
   TILED_POINTWISE_DEPTH input channels, no residual, relu or no
@@ -69,6 +73,7 @@ from pyocc.lowering.native.dense_ir import (
     I32,
     I64,
     LANES,
+    PTR,
     VECTOR,
     Kernel,
     NotNative,
@@ -647,6 +652,10 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
+    if algorithm == "im2col" and rows is None and tiled_spatial(g, kwargs, residual is not None, k):
+        _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+        k.finish()
+        return
     im2col = algorithm == "im2col"
     block_bytes = _workspace_bytes(site) if im2col and rows is None else 0
     _blas_conv(k, g, (x_shape, w_shape, out_shape), x, w, bias, residual, out, kwargs, im2col,
@@ -748,6 +757,136 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
             else:
                 with k.loop(0, positions) as position:
                     every_channel(position, False)
+
+
+#: a stride-1 spatial convolution of at most this depth (input channels x
+#: taps: the stems) runs generated register tiles instead of im2col +
+#: sgemm; one of at most TILED_SPATIAL_DEPTH does when its im2col columns
+#: (depth x positions) take more than TILED_SPATIAL_COLUMN_BYTES (measured
+#: in docs/performance.md: "Shallow spatial convolutions in register tiles")
+TILED_SPATIAL_SHALLOW = 32
+TILED_SPATIAL_DEPTH = 216
+TILED_SPATIAL_COLUMN_BYTES = 1 << 20
+#: output channels of one spatial register tile (12 accumulators of 8 lanes: enough to hide the fma latency)
+SPATIAL_TILE_CHANNELS = 6
+
+
+def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
+    """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
+    (or 1-D), group 1, stride 1, dilation 1, shallow (a depth, input channels x taps, of at
+    most TILED_SPATIAL_SHALLOW; or of at most TILED_SPATIAL_DEPTH with more
+    than TILED_SPATIAL_COLUMN_BYTES of im2col columns, which then stream
+    through the cache for a short product), and the conditions of
+    `tiled_pointwise` (no residual, relu or no activation, static sizes,
+    one thread, a host without AVX-512)."""
+    static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
+    if not (static and len(g.kernel) == 2 and g.group == 1 and set(g.strides) == {1} and set(g.dilations) == {1}):
+        return False
+    depth = g.channels * len(g.taps)
+    shallow = depth <= TILED_SPATIAL_SHALLOW or \
+        (depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
+    return shallow and not residual and kwargs.get("activation") in (None, "relu") \
+        and not k.parallel_for_available() and not host_has_avx512()
+
+
+def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
+                   activation: str | None) -> None:
+    """A shallow stride-1 convolution without im2col or BLAS, read from the
+    input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
+    w[m, c, ky, kx] * x[c, oy + ky - pad_top, ox + kx - pad_left]), summed
+    as `_pointwise_tiles` sums: TILE_CHANNELS output channels x LANES
+    positions of one output row in registers, then finished and stored once.
+    The tiles of a row start at columns known at compile time (every LANES,
+    the last one ending at the row's end, overlapping the one before it with
+    the same bits), so for each tap the lanes whose input column lies in
+    the padding are known at compile time too: such a tap loads with a
+    constant mask (masked lanes read nothing and add 0), a tap that reads
+    only padding is left out. The kernel rows in the padding are left out
+    at run time (the range of ky for each output row). A row narrower than
+    LANES stores its tile with a mask as well."""
+    b = k.builder
+    (height, width), (out_rows, out_width) = g.in_spatial, g.out_spatial
+    pad_top, pad_left = g.pads_begin
+    kernel_rows, kernel_columns = g.kernel
+    depth, outs, taps = g.channels, g.out_channels, len(g.taps)
+    fma = _fma(k.module, VECTOR, f"v{LANES}f32")
+    masks = ir.VectorType(ir.IntType(1), LANES)
+    masked_load = _intrinsic(k.module, f"llvm.masked.load.v{LANES}f32.p0", VECTOR, [PTR, I32, masks, VECTOR])
+    masked_store = _intrinsic(k.module, f"llvm.masked.store.v{LANES}f32.p0", ir.VoidType(),
+                              [VECTOR, PTR, I32, masks])
+    zero = ir.Constant(VECTOR, [0.0] * LANES)
+    starts = list(range(0, max(1, out_width - LANES + 1), LANES))
+    if out_width > LANES and out_width % LANES:
+        starts.append(out_width - LANES)
+    full_channels = outs - outs % SPATIAL_TILE_CHANNELS
+
+    def lanes(start: int, tap: int) -> list[bool]:
+        """Which lanes of the tile at column `start` read inside the image for kernel column `tap`."""
+        return [lane + start < out_width and 0 <= lane + start + tap - pad_left < width for lane in range(LANES)]
+
+    def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, row: ir.Value,
+             first_tap_row: ir.Value, stop_tap_row: ir.Value, start: int) -> None:
+        """Output channels [first_out, first_out + channels) of output row
+        `row` at columns [start, start + LANES), over kernel rows
+        [first_tap_row, stop_tap_row) (those inside the image)."""
+        sums = []
+        for j in range(channels):
+            variable = k.variable(VECTOR)
+            b.store(k.splat(k.load(bias, k.add(first_out, j))) if bias is not None else zero, variable)
+            sums.append(variable)
+        # where each channel's weights start: w[first_out + j, 0, 0, 0]
+        weights = [k.index(k.mul(k.add(first_out, j), depth * taps)) for j in range(channels)]
+        with k.loop(first_tap_row, stop_tap_row) as tap_row, k.loop(0, depth) as c:
+            in_row = b.sub(b.add(row, tap_row), I64(pad_top))
+            x_row = k.element(x_image, b.mul(b.add(b.mul(c, I64(height)), in_row), I64(width)))
+            w_row = b.mul(b.add(b.mul(c, I64(kernel_rows)), tap_row), I64(kernel_columns))
+            for tap in range(kernel_columns):
+                inside = lanes(start, tap)
+                if not any(inside):
+                    continue
+                if all(inside):
+                    inputs = b.load(k.element(x_row, start + tap - pad_left), typ=VECTOR, align=4)
+                else:  # (not inbounds: the address of a masked lane may lie before the image)
+                    at = b.gep(x_row, [I64(start + tap - pad_left)], source_etype=F32)
+                    inputs = b.call(masked_load, [at, I32(4), ir.Constant(masks, inside), zero])
+                for j, variable in enumerate(sums):
+                    weight = k.load(w, b.add(weights[j], b.add(w_row, I64(tap))))
+                    b.store(b.call(fma, [k.splat(weight), inputs, b.load(variable, typ=VECTOR)]), variable)
+        for j, variable in enumerate(sums):
+            value = b.load(variable, typ=VECTOR)
+            if activation == "relu":
+                value = b.select(b.fcmp_ordered(">", value, zero), value, zero)
+            plane = k.mul(k.add(first_out, j), out_rows * out_width)
+            at = k.element(out_image, b.add(k.index(plane), b.add(b.mul(row, I64(out_width)), I64(start))))
+            if start + LANES <= out_width:
+                b.store(value, at, align=4)
+            else:
+                written = ir.Constant(masks, [lane + start < out_width for lane in range(LANES)])
+                b.call(masked_store, [value, at, I32(4), written])
+
+    with k.loop(0, g.batch) as image:
+        x_image = k.element(x, k.mul(image, depth * height * width))
+        out_image = k.element(out, k.mul(image, outs * out_rows * out_width))
+        # output channels outermost: a tile's weights stay in L1 while it sweeps the image
+        # whole tiles, then one tile of the channels after them
+        rest = outs - full_channels
+        for first, stop, channels in ((0, full_channels, SPATIAL_TILE_CHANNELS), (full_channels, outs, rest)):
+            if channels == 0:
+                continue
+            with k.loop(first, stop, channels) as first_out, k.loop(0, out_rows) as row:
+                # the kernel rows inside the image: max(0, pad_top - row) <= ky < min(kh, height + pad_top - row)
+                low = b.sub(I64(pad_top), row)
+                high = b.sub(I64(height + pad_top), row)
+                first_tap_row = b.select(b.icmp_signed(">", low, I64(0)), low, I64(0))
+                stop_tap_row = b.select(b.icmp_signed("<", high, I64(kernel_rows)), high, I64(kernel_rows))
+                for start in starts:
+                    tile(x_image, out_image, first_out, channels, row, first_tap_row, stop_tap_row, start)
+
+
+def _intrinsic(module: ir.Module, name: str, result: ir.Type, arguments: list[ir.Type]) -> ir.Function:
+    """The LLVM intrinsic `name`, declared once per module."""
+    existing = module.globals.get(name)
+    return existing if existing is not None else ir.Function(module, ir.FunctionType(result, arguments), name=name)
 
 
 def _fma(module: ir.Module, kind: ir.Type, suffix: str) -> ir.Function:
