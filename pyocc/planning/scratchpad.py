@@ -139,6 +139,14 @@ CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
+RESERVES = ("between", "own", "none")
+"""What a prefetch for a unit after the next one leaves free bytes for
+(`_Scheduler.prefetch`): the outputs of the units before that unit
+(`between`), of that unit too (`own`), or nothing (`none`). None is
+faster everywhere (what runs: at 1 MiB, SqueezeNet 1.517, 1.476 and
+1.486 cycles/bound, ShuffleNet 2.006, 2.068 and 2.104; at 4 MiB,
+SqueezeNet 1.336 with the better of the first two, 1.313 with none), so
+`schedule_scratchpad` keeps the fastest simulated."""
 HOME_SHARE = 4
 """An in-place concat's output is assembled in one SRAM buffer (its
 inputs' producers write their channel bands into it) when it fits this
@@ -1639,12 +1647,11 @@ class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
     def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
-                 reserve_own: bool = False):
+                 reserve: str = "between"):
         self.tensors = program.by_name()
-        self.reserve_own = reserve_own
-        """Whether a prefetch beyond the next unit also leaves room for the
-        outputs of the unit it loads for (always: for those of the units
-        before it; see `prefetch`)."""
+        self.reserve = reserve
+        """What a prefetch beyond the next unit leaves room for: one of
+        `RESERVES` (see `prefetch`)."""
         self.sram = sram
         self.units = units
         self.cost = cost
@@ -2080,7 +2087,8 @@ class _Scheduler:
         started: the port is first come, first served, and the next unit's
         load would wait behind it. Beyond the next unit, a load also leaves
         the free bytes the outputs of the units before its own will take
-        (with `reserve_own`, of its own too): where it took them, the first
+        (`reserve`, by default; with "own", of its own too; with "none",
+        nothing: the rule before): where it took them, the first
         of those outputs evicted it, waiting for its load, and it was loaded
         again."""
         self.drain_ended()
@@ -2096,13 +2104,14 @@ class _Scheduler:
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until:
                 return  # the port is busy past that unit's start: its loads can wait
-            for unit in (self.units[later - 1], self.units[later]) if self.reserve_own else (self.units[later - 1],):
-                if unit is not current:
-                    outputs += self.output_bytes(unit, counted)
+            if later - 1 > index and self.reserve != "none":
+                outputs += self.output_bytes(self.units[later - 1], counted)
+            if self.reserve == "own":  # a unit counted here is not counted again as `later - 1`
+                outputs += self.output_bytes(self.units[later], counted)
             for need in self.units[later].reads:
                 if self.lookup(need.piece) is not None:
                     continue
-                if later > index + 1 and self.sram - self.alloc.used - need.piece.bytes < outputs:
+                if later > index + 1 and outputs and self.sram - self.alloc.used - need.piece.bytes < outputs:
                     return  # the units before it would evict it (waiting for its load) to place their outputs
                 if not self.loadable(need.piece):
                     behind |= later == index + 1
@@ -2235,7 +2244,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         instructions = _Scheduler(program, sram_size, units, cost).run()
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
-        return _reserving_own(program, sram_size, cost, units, schedule)
+        return _fastest_reserve(program, sram_size, cost, units, schedule)
     best: tuple[tuple[int, int], NpuSchedule] | None = None
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -2253,22 +2262,20 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         for joins_first, in_place, sum_bands in variants:
             if joins_first and not chained:
                 continue
-            fitted: set[bool] = set()
-            # each way of reserving room for outputs (`_Scheduler`'s `reserve_own`): neither is faster
-            # everywhere (at 1 MiB, what runs: SqueezeNet 1.517 cycles/bound without, 1.476 with;
-            # ShuffleNet 2.006 and 2.068)
-            for reserve_own, fit in itertools.product(
-                    (False, True), (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,)):
-                if reserve_own in fitted:
+            fitted: set[str] = set()
+            # each way of leaving room for outputs (`RESERVES`)
+            for reserve, fit in itertools.product(
+                    RESERVES, (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,)):
+                if reserve in fitted:
                     continue
                 try:
                     units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
                                                   in_place, sum_bands, tight, wide)
-                    instructions = _Scheduler(program, sram_size, units, cost, reserve_own).run()
+                    instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
-                fitted.add(reserve_own)
+                fitted.add(reserve)
                 schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                        {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
                                        _input_blocks(units))
@@ -2281,21 +2288,25 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     return best[1]
 
 
-def _reserving_own(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
-                   schedule: NpuSchedule) -> NpuSchedule:
-    """The faster simulated (then the one moving fewer DRAM bytes) of
-    `schedule` (of `units`, made by a `_Scheduler` without `reserve_own`)
-    and the same units scheduled with `reserve_own` (which may not fit:
-    its prefetches leave other holes)."""
+def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
+                     schedule: NpuSchedule) -> NpuSchedule:
+    """The fastest simulated (then the one moving the fewest DRAM bytes) of
+    `schedule` (of `units`, made by a `_Scheduler` with the first of
+    `RESERVES`) and the same units scheduled with each other one (which
+    may not fit: their prefetches leave other holes)."""
     result = _simulate(schedule, program, sram_size, cost)
-    try:
-        instructions = _Scheduler(program, sram_size, units, cost, reserve_own=True).run()
-    except PlanningError:
-        return schedule
-    other = dataclasses.replace(schedule, instructions=instructions,
-                                dram_offsets=_plan_spills(instructions, program.by_name()))
-    other_result = _simulate(other, program, sram_size, cost)
-    return other if (other_result.cycles, other_result.dram_bytes) < (result.cycles, result.dram_bytes) else schedule
+    best = ((result.cycles, result.dram_bytes), schedule)
+    for reserve in RESERVES[1:]:
+        try:
+            instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
+        except PlanningError:
+            continue
+        other = dataclasses.replace(schedule, instructions=instructions,
+                                    dram_offsets=_plan_spills(instructions, program.by_name()))
+        result = _simulate(other, program, sram_size, cost)
+        if (result.cycles, result.dram_bytes) < best[0]:
+            best = ((result.cycles, result.dram_bytes), other)
+    return best[1]
 
 
 @without_gc

@@ -16,7 +16,7 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
+    ALIGN, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
     _Unit, _units,
     channel_range, copy_rows,
     input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
@@ -485,9 +485,9 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     # schedule kept is the fastest of those and the wide chains' (below)
     program, sram = _residual_unit(), 128 << 10
 
-    def simulated(tight: bool, wide: bool = False):
+    def simulated(tight: bool, wide: bool = False, reserve: str = RESERVES[0]):
         units, tiling, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
-        instructions = _Scheduler(program, sram, units).run()
+        instructions = _Scheduler(program, sram, units, reserve=reserve).run()
         return tiling["y"][0], simulate(
             instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
             dram_resident={"x", "wa", "wb", "wy"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
@@ -495,8 +495,9 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     (margin_bands, margin), (tight_bands, tight) = simulated(False), simulated(True)
     assert tight_bands < margin_bands and tight.cycles < margin.cycles
     result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
-    fastest = min(((s.cycles, s.dram_bytes), bands) for bands, s in (simulated(False), simulated(True),
-                                                                     simulated(True, True)))
+    fastest = min(((s.cycles, s.dram_bytes), bands) for bands, s in (
+        simulated(tight, wide, reserve) for tight, wide in ((False, False), (True, False), (True, True))
+        for reserve in RESERVES))
     assert ((result.cycles, result.dram_bytes), result.tiled_ops["y"][0]) == fastest
 
 
