@@ -53,7 +53,8 @@ npu_simulator.py:
    the DRAM port is busy past the start of the unit it would load for (that
    load would not start earlier, and its space would sit idle or be
    evicted before use), or, where the next unit loads a piece only at its
-   start, where a later unit's load would still hold the port then.
+   start, where a later unit's load would still hold the port then; and
+   it leaves the bytes of the outputs of the units in between free.
 
 Spilled activations get DRAM offsets from `plan_memory` (verified), and
 `run_scratchpad` simulates the schedule, which checks residency and overlaps.
@@ -66,6 +67,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -137,6 +139,14 @@ CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
+RESERVES = ("between", "own", "none")
+"""What a prefetch for a unit after the next one leaves free bytes for
+(`_Scheduler.prefetch`): the outputs of the units before that unit
+(`between`), of that unit too (`own`), or nothing (`none`). None is
+faster everywhere (what runs: at 1 MiB, SqueezeNet 1.517, 1.476 and
+1.486 cycles/bound, ShuffleNet 2.006, 2.068 and 2.104; at 4 MiB,
+SqueezeNet 1.336 with the better of the first two, 1.313 with none), so
+`schedule_scratchpad` keeps the fastest simulated."""
 HOME_SHARE = 4
 """An in-place concat's output is assembled in one SRAM buffer (its
 inputs' producers write their channel bands into it) when it fits this
@@ -1564,6 +1574,8 @@ class _Allocator:
     def __init__(self, size: int):
         self.size = size
         self.live: dict[str, SramBuffer] = {}
+        self.used = 0
+        """Bytes of the live buffers."""
         self.order: list[tuple[int, str, int]] = []
         """(offset, name, aligned end) of the live buffers, sorted: `find`
         walks it for every allocation and reads nothing else."""
@@ -1571,11 +1583,13 @@ class _Allocator:
     def add(self, buffer: SramBuffer) -> None:
         """Mark `buffer` live."""
         self.live[buffer.name] = buffer
+        self.used += buffer.size
         bisect.insort(self.order, (buffer.offset, buffer.name, -(-(buffer.offset + buffer.size) // ALIGN) * ALIGN))
 
     def remove(self, buffer: SramBuffer) -> None:
         """Mark `buffer` free."""
         del self.live[buffer.name]
+        self.used -= buffer.size
         self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
 
     def find(self, nbytes: int, top: bool = False) -> int | None:
@@ -1632,8 +1646,12 @@ class _Entry:
 class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
-    def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost()):
+    def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
+                 reserve: str = "between"):
         self.tensors = program.by_name()
+        self.reserve = reserve
+        """What a prefetch beyond the next unit leaves room for: one of
+        `RESERVES` (see `prefetch`)."""
         self.sram = sram
         self.units = units
         self.cost = cost
@@ -2044,6 +2062,18 @@ class _Scheduler:
             self.evict(key)
         return self.out
 
+    def output_bytes(self, unit: _Unit, counted: set[tuple[str, str]]) -> int:
+        """Bytes the buffers of `unit`'s outputs will take that are not in
+        SRAM yet (a whole tensor's buffer once: `counted` holds those
+        counted so far)."""
+        nbytes = 0
+        for make in unit.writes:
+            key = _container(make) if make.mode in (WHOLE, INTO) else (make.piece.tensor, make.piece.part)
+            if key not in counted and key not in self.resident:
+                counted.add(key)
+                nbytes += self.tensors[key[0]].size if key[1] == "all" else make.piece.bytes
+        return nbytes
+
     def prefetch(self, index: int, protected: set[tuple[str, str]]) -> None:
         """Start the loads of the next units, in the order they are needed,
         that fit in free SRAM (once the buffers of ended stores are freed)
@@ -2055,21 +2085,34 @@ class _Scheduler:
         DRAM does not hold yet: the current unit streams it out), a load for
         a later unit that would end after the current compute is not
         started: the port is first come, first served, and the next unit's
-        load would wait behind it."""
+        load would wait behind it. Beyond the next unit, a load also leaves
+        the free bytes the outputs of the units before its own will take
+        (`reserve`, by default; with "own", of its own too; with "none",
+        nothing: the rule before): where it took them, the first
+        of those outputs evicted it, waiting for its load, and it was loaded
+        again."""
         self.drain_ended()
         ahead = 0
         until = 0  # estimated cycles from now until unit `later` starts
         behind = False  # the next unit loads a piece at its start, queued behind what the port holds then
         current = self.units[index]
         computed = self.clock.now + self.cost.compute_cycles(current.macs, current.sram_bytes)
+        outputs = 0  # bytes the outputs of the units between the current one and `later` still need
+        counted: set[tuple[str, str]] = set()
         for later in range(index + 1, min(len(self.units), index + 1 + PREFETCH_UNITS)):
             done = self.units[later - 1]
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until:
                 return  # the port is busy past that unit's start: its loads can wait
+            if later - 1 > index and self.reserve != "none":
+                outputs += self.output_bytes(self.units[later - 1], counted)
+            if self.reserve == "own":  # a unit counted here is not counted again as `later - 1`
+                outputs += self.output_bytes(self.units[later], counted)
             for need in self.units[later].reads:
                 if self.lookup(need.piece) is not None:
                     continue
+                if later > index + 1 and outputs and self.sram - self.alloc.used - need.piece.bytes < outputs:
+                    return  # the units before it would evict it (waiting for its load) to place their outputs
                 if not self.loadable(need.piece):
                     behind |= later == index + 1
                     continue
@@ -2199,8 +2242,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     if cascades or (not joins and len(counts) == 1):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
         instructions = _Scheduler(program, sram_size, units, cost).run()
-        return NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
-                           input_blocks=_input_blocks(units))
+        schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                               input_blocks=_input_blocks(units))
+        return _fastest_reserve(program, sram_size, cost, units, schedule)
     best: tuple[tuple[int, int], NpuSchedule] | None = None
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -2218,24 +2262,50 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         for joins_first, in_place, sum_bands in variants:
             if joins_first and not chained:
                 continue
-            for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
+            fitted: set[str] = set()
+            # each way of leaving room for outputs (`RESERVES`)
+            for reserve, fit in itertools.product(
+                    RESERVES, (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,)):
+                if reserve in fitted:
+                    continue
                 try:
                     units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
                                                   in_place, sum_bands, tight, wide)
-                    instructions = _Scheduler(program, sram_size, units, cost).run()
+                    instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
+                fitted.add(reserve)
                 schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                        {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
                                        _input_blocks(units))
                 simulated = _simulate(schedule, program, sram_size, cost)
                 if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
                     best = ((simulated.cycles, simulated.dram_bytes), schedule)
-                break
     if best is None:
         assert failed is not None
         raise failed
+    return best[1]
+
+
+def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
+                     schedule: NpuSchedule) -> NpuSchedule:
+    """The fastest simulated (then the one moving the fewest DRAM bytes) of
+    `schedule` (of `units`, made by a `_Scheduler` with the first of
+    `RESERVES`) and the same units scheduled with each other one (which
+    may not fit: their prefetches leave other holes)."""
+    result = _simulate(schedule, program, sram_size, cost)
+    best = ((result.cycles, result.dram_bytes), schedule)
+    for reserve in RESERVES[1:]:
+        try:
+            instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
+        except PlanningError:
+            continue
+        other = dataclasses.replace(schedule, instructions=instructions,
+                                    dram_offsets=_plan_spills(instructions, program.by_name()))
+        result = _simulate(other, program, sram_size, cost)
+        if (result.cycles, result.dram_bytes) < best[0]:
+            best = ((result.cycles, result.dram_bytes), other)
     return best[1]
 
 

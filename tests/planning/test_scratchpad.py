@@ -16,7 +16,7 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
+    ALIGN, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
     _Unit, _units,
     channel_range, copy_rows,
     input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
@@ -485,9 +485,9 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     # schedule kept is the fastest of those and the wide chains' (below)
     program, sram = _residual_unit(), 128 << 10
 
-    def simulated(tight: bool, wide: bool = False):
+    def simulated(tight: bool, wide: bool = False, reserve: str = RESERVES[0]):
         units, tiling, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
-        instructions = _Scheduler(program, sram, units).run()
+        instructions = _Scheduler(program, sram, units, reserve=reserve).run()
         return tiling["y"][0], simulate(
             instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
             dram_resident={"x", "wa", "wb", "wy"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
@@ -495,8 +495,9 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     (margin_bands, margin), (tight_bands, tight) = simulated(False), simulated(True)
     assert tight_bands < margin_bands and tight.cycles < margin.cycles
     result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
-    fastest = min(((s.cycles, s.dram_bytes), bands) for bands, s in (simulated(False), simulated(True),
-                                                                     simulated(True, True)))
+    fastest = min(((s.cycles, s.dram_bytes), bands) for bands, s in (
+        simulated(tight, wide, reserve) for tight, wide in ((False, False), (True, False), (True, True))
+        for reserve in RESERVES))
     assert ((result.cycles, result.dram_bytes), result.tiled_ops["y"][0]) == fastest
 
 
@@ -1015,3 +1016,35 @@ def test_a_sum_over_input_channel_blocks_competes_with_the_other_tilings():
     result = run_scratchpad(program, 1 << 20, cascades=False)
     assert result.schedule.input_blocks["r92"] > 1
     assert result.compute_cycles < 1.05 * 51380224 / 256
+
+
+def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
+    # 1 KiB of SRAM. While a computes, w (which c reads) fitted beside x and t and
+    # was prefetched; then b's output u (448 B) found no room: its buffer evicted w,
+    # waiting for w's load to land, and c loaded w again (ShuffleNet's 1x1 weights,
+    # prefetched units ahead and evicted half loaded by the next unit's output). By
+    # hand, before: x 0..8; w 8..48; a 8..18 (10 cycles of MACs); w waited on and
+    # evicted, b 48..59 (704 B at 64 a cycle); w again 59..99; c 99..112; y out
+    # 112..120. Now a prefetch for c leaves b's output its bytes: b 18..29, w 29..69
+    # (no room beside t and u), c 69..82, y out 82..90
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 64, "input"), T("t", 256, "activation"), T("u", 448, "activation"), T("w", 320, "weight"),
+         T("y", 64, "output")),
+        (NpuOp("a", 256 * 10, ("x",), (), ("t",)), NpuOp("b", 256 * 10, ("t",), (), ("u",)),
+         NpuOp("c", 256 * 10, ("u",), ("w",), ("y",))))
+    sizes = program.by_name()
+
+    def piece(name: str) -> Piece:
+        return Piece(name, "all", sizes[name].size)
+
+    units = [_Unit("a", 256 * 10, (_Need(piece("x"), False),), (_Make(piece("t"), WHOLE),), True),
+             _Unit("b", 256 * 10, (_Need(piece("t"), False),), (_Make(piece("u"), WHOLE),), True),
+             _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)),
+                   (_Make(piece("y"), WHOLE),), True)]
+    instructions = _Scheduler(program, 1024, units).run()
+    result = simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
+                      dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+    assert [t[1] for t in result.transfers if t[0] == "load"] == ["x:all", "w:all"]
+    assert ("load", "w:all", 320, 29, 69) in result.transfers
+    assert result.cycles == 90
