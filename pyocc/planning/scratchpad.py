@@ -67,7 +67,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -139,14 +138,15 @@ CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
-RESERVES = ("between", "own", "none")
+RESERVES = ("none", "between", "own")
 """What a prefetch for a unit after the next one leaves free bytes for
-(`_Scheduler.prefetch`): the outputs of the units before that unit
-(`between`), of that unit too (`own`), or nothing (`none`). None is
-faster everywhere (what runs: at 1 MiB, SqueezeNet 1.517, 1.476 and
-1.486 cycles/bound, ShuffleNet 2.006, 2.068 and 2.104; at 4 MiB,
-SqueezeNet 1.336 with the better of the first two, 1.313 with none), so
-`schedule_scratchpad` keeps the fastest simulated."""
+(`_Scheduler.prefetch`): nothing (`none`, the rule before npu12), the
+outputs of the units before that unit (`between`), or of that unit too
+(`own`). No one of them is faster everywhere (what runs: at 1 MiB,
+SqueezeNet 1.486, 1.517 and 1.476 cycles/bound, ShuffleNet 2.104, 2.006
+and 2.068; at 4 MiB, SqueezeNet 1.313 with none), so `schedule_scratchpad`
+chooses the units with the first and keeps the fastest simulated of all
+three on them (`_fastest_reserve`)."""
 HOME_SHARE = 4
 """An in-place concat's output is assembled in one SRAM buffer (its
 inputs' producers write their channel bands into it) when it fits this
@@ -1647,7 +1647,7 @@ class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
     def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
-                 reserve: str = "between"):
+                 reserve: str = RESERVES[0]):
         self.tensors = program.by_name()
         self.reserve = reserve
         """What a prefetch beyond the next unit leaves room for: one of
@@ -2085,11 +2085,11 @@ class _Scheduler:
         DRAM does not hold yet: the current unit streams it out), a load for
         a later unit that would end after the current compute is not
         started: the port is first come, first served, and the next unit's
-        load would wait behind it. Beyond the next unit, a load also leaves
-        the free bytes the outputs of the units before its own will take
-        (`reserve`, by default; with "own", of its own too; with "none",
-        nothing: the rule before): where it took them, the first
-        of those outputs evicted it, waiting for its load, and it was loaded
+        load would wait behind it. Beyond the next unit, with `reserve`
+        "between", a load also leaves the free bytes the outputs of the
+        units before its own will take (with "own", of its own too; with
+        "none", the default, nothing): where it took them, the first of
+        those outputs evicted it, waiting for its load, and it was loaded
         again."""
         self.drain_ended()
         ahead = 0
@@ -2245,7 +2245,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
         return _fastest_reserve(program, sram_size, cost, units, schedule)
-    best: tuple[tuple[int, int], NpuSchedule] | None = None
+    best: tuple[tuple[int, int], NpuSchedule, list[_Unit]] | None = None
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
     # output assembled in SRAM holds its space while all its inputs are computed, which can cost
@@ -2262,30 +2262,28 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         for joins_first, in_place, sum_bands in variants:
             if joins_first and not chained:
                 continue
-            fitted: set[str] = set()
-            # each way of leaving room for outputs (`RESERVES`)
-            for reserve, fit in itertools.product(
-                    RESERVES, (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,)):
-                if reserve in fitted:
-                    continue
+            for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
                     units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
                                                   in_place, sum_bands, tight, wide)
-                    instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
+                    instructions = _Scheduler(program, sram_size, units, cost).run()
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
-                fitted.add(reserve)
                 schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                        {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
                                        _input_blocks(units))
                 simulated = _simulate(schedule, program, sram_size, cost)
                 if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
-                    best = ((simulated.cycles, simulated.dram_bytes), schedule)
+                    best = ((simulated.cycles, simulated.dram_bytes), schedule, units)
+                break
     if best is None:
         assert failed is not None
         raise failed
-    return best[1]
+    # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
+    # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
+    # 1.476 against 1.486 -> 1.517 here)
+    return _fastest_reserve(program, sram_size, cost, best[2], best[1])
 
 
 def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],

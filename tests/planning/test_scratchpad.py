@@ -495,9 +495,11 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     (margin_bands, margin), (tight_bands, tight) = simulated(False), simulated(True)
     assert tight_bands < margin_bands and tight.cycles < margin.cycles
     result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    # the fastest chain count under the first way of reserving room, then the fastest way on it
+    chosen = min(((False, False), (True, False), (True, True)),
+                 key=lambda counts: (lambda s: (s.cycles, s.dram_bytes))(simulated(*counts)[1]))
     fastest = min(((s.cycles, s.dram_bytes), bands) for bands, s in (
-        simulated(tight, wide, reserve) for tight, wide in ((False, False), (True, False), (True, True))
-        for reserve in RESERVES))
+        simulated(*chosen, reserve) for reserve in RESERVES))
     assert ((result.cycles, result.dram_bytes), result.tiled_ops["y"][0]) == fastest
 
 
@@ -560,15 +562,17 @@ def test_a_wide_chain_runs_two_residual_units_without_dram_between():
                for i in ins)
     assert len({bands for bands, _ in result.tiled_ops.values()}) == 1  # one chain
 
-    def simulated(tight: bool, wide: bool):
+    def simulated(tight: bool, wide: bool, reserve: str = RESERVES[0]):
         units, _, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
-        instructions = _Scheduler(program, sram, units).run()
+        instructions = _Scheduler(program, sram, units, reserve=reserve).run()
         return simulate(instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
                         dram_resident={t.name for t in program.tensors if t.kind in ("input", "weight")},
                         outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
 
-    assert result.cycles == simulated(True, True).cycles < min(simulated(False, False).cycles,
-                                                                simulated(True, False).cycles)
+    # the wide chains are the fastest chain count; the schedule kept is the fastest way of
+    # reserving room for outputs on them
+    assert simulated(True, True).cycles < min(simulated(False, False).cycles, simulated(True, False).cycles)
+    assert result.cycles == min(simulated(True, True, reserve).cycles for reserve in RESERVES)
 
 
 def test_cascades_false_never_cascades():
@@ -1042,9 +1046,16 @@ def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
              _Unit("b", 256 * 10, (_Need(piece("t"), False),), (_Make(piece("u"), WHOLE),), True),
              _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)),
                    (_Make(piece("y"), WHOLE),), True)]
-    instructions = _Scheduler(program, 1024, units).run()
-    result = simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
-                      dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+
+    def scheduled(reserve: str):
+        instructions = _Scheduler(program, 1024, units, reserve=reserve).run()
+        return simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
+                        dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+
+    result = scheduled("between")
     assert [t[1] for t in result.transfers if t[0] == "load"] == ["x:all", "w:all"]
     assert ("load", "w:all", 320, 29, 69) in result.transfers
     assert result.cycles == 90
+    before = scheduled("none")  # the rule before, still the first tried (`RESERVES`)
+    assert [t[1] for t in before.transfers if t[0] == "load"] == ["x:all", "w:all", "w:all"]
+    assert before.cycles == 120
