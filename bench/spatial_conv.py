@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
-from collections.abc import Callable
 
 for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ[variable] = "1"
@@ -40,21 +37,13 @@ from pyocc.dialects.dnn.scratch import conv_scratch_bytes  # noqa: E402
 from pyocc.lowering.native.dense_ir import Kernel  # noqa: E402
 from pyocc.testing.native_kernels import CompiledSite, site_for  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pointwise_conv import cpu_median  # noqa: E402  (the same timing as the pointwise table)
+
 #: (input channels, image size, output channels, kernel size)
 SHAPES = [(3, 224, 64, 3), (3, 28, 32, 3), (8, 27, 64, 3), (16, 13, 64, 3), (16, 27, 64, 3), (16, 55, 64, 3),
           (24, 55, 64, 3), (32, 27, 128, 3), (48, 13, 192, 3), (64, 13, 256, 3), (64, 56, 64, 3), (128, 28, 128, 3),
           (3, 56, 64, 7), (16, 27, 32, 5)]
-
-
-def cpu_median(run: Callable[[], None], repeat: int = 5) -> float:
-    """The median CPU seconds of `repeat` runs after one warm-up."""
-    run()
-    times = []
-    for _ in range(repeat):
-        start = time.process_time()
-        run()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def compiled(site: dict, tiles: bool) -> CompiledSite:
@@ -100,9 +89,9 @@ def main() -> None:
         session = ort.InferenceSession(model.SerializeToString(), options)
         times: dict[str, list[float]] = {"tiles": [], "blas": [], "ort": []}
         for _ in range(2):
-            times["tiles"].append(cpu_median(lambda: tiles(inputs, [out], workspace)))
-            times["blas"].append(cpu_median(lambda: blas(inputs, [out], workspace)))
-            times["ort"].append(cpu_median(lambda: session.run(None, {"x": x})))
+            times["tiles"].append(cpu_median(lambda: tiles(inputs, [out], workspace), repeat=5))
+            times["blas"].append(cpu_median(lambda: blas(inputs, [out], workspace), repeat=5))
+            times["ort"].append(cpu_median(lambda: session.run(None, {"x": x}), repeat=5))
         tiles(inputs, [out], workspace)
         assert np.allclose(out, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4), "the tiles are wrong"
         flops = 2.0 * outs * channels * kernel * kernel * size * size
