@@ -38,6 +38,7 @@ from pyocc import __version__
 from pyocc.errors import PyoccError, one_line
 from pyocc.registry import PASS_SUMMARIES, PYOCC_DIALECTS, PYOCC_PASSES
 from pyocc.tools.output import check_output_path
+from pyocc.tools.string_literals import write_string_literals_at_once
 
 
 class PyoccOptMain(xDSLOptMain):
@@ -177,6 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc-opt`: user errors are one line on stderr and a
     non-zero exit, never a traceback; output is written only on success."""
     args = list(sys.argv[1:] if argv is None else argv)
+    write_string_literals_at_once()
     try:
         tool = PyoccOptMain(description="pyocc's modular optimizer driver", args=args)
         if tool.args.input_file is not None:
