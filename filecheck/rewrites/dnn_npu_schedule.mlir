@@ -4,11 +4,8 @@
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=16KiB}" --verify-diagnostics | filecheck %s --check-prefix=BLOCKS
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB}" --verify-diagnostics | filecheck %s --check-prefix=SRAM32
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=32KiB cascades=true}" --verify-diagnostics | filecheck %s --check-prefix=CASCADE
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=1KiB}" --verify-diagnostics | filecheck %s --check-prefix=SMALL
 // RUN: pyocc-opt %s --split-input-file -p "dnn-insert-memory-ops,dnn-npu-schedule" --verify-diagnostics | filecheck %s --check-prefix=FORM
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=3KiB chains=false}" --verify-diagnostics | filecheck %s --check-prefix=JOIN
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=10KiB}" --verify-diagnostics | filecheck %s --check-prefix=CHAINCAT
-// RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=8KiB}" --verify-diagnostics | filecheck %s --check-prefix=CHAIN8
 // RUN: pyocc-opt %s --split-input-file -p "dnn-npu-schedule{sram=48KiB}" --verify-diagnostics | filecheck %s --check-prefix=NOPREFETCH
 
 // The schedule as IR: every SRAM buffer a mem_offset of the "sram" pool at the
