@@ -775,6 +775,10 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
 #: (depth x positions) take more than TILED_SPATIAL_COLUMN_BYTES (measured
 #: in docs/performance.md: "Shallow spatial convolutions in register tiles")
 TILED_SPATIAL_SHALLOW = 32
+#: the strides (the same along both dims) the spatial tiles run: 2 for the shallow stems (SqueezeNet's
+#: and ShuffleNet's 3x3; a 7x7 stem, deeper, stays on sgemm, which it ties: docs/performance.md,
+#: "Strided stems in register tiles")
+TILED_SPATIAL_STRIDES = (1, 2)
 TILED_SPATIAL_DEPTH = 216
 TILED_SPATIAL_COLUMN_BYTES = 1 << 20
 #: output channels of one spatial register tile (12 accumulators of 8 lanes: enough to hide the fma latency)
@@ -783,27 +787,29 @@ SPATIAL_TILE_CHANNELS = 6
 
 def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
     """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
-    (or 1-D), group 1, stride 1, dilation 1, shallow (a depth, input channels x taps, of at
+    (or 1-D), group 1, stride 1 or 2 (`TILED_SPATIAL_STRIDES`; 2 only when
+    shallow), dilation 1, shallow (a depth, input channels x taps, of at
     most TILED_SPATIAL_SHALLOW; or of at most TILED_SPATIAL_DEPTH with more
     than TILED_SPATIAL_COLUMN_BYTES of im2col columns, which then stream
     through the cache for a short product), and the conditions of
     `tiled_pointwise` (no residual, relu or no activation, static sizes,
     a host without AVX-512)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
-    if not (static and len(g.kernel) == 2 and g.group == 1 and set(g.strides) == {1} and set(g.dilations) == {1}):
+    if not (static and len(g.kernel) == 2 and g.group == 1 and len(set(g.strides)) == 1
+            and g.strides[0] in TILED_SPATIAL_STRIDES and set(g.dilations) == {1}):
         return False
     depth = g.channels * len(g.taps)
-    shallow = depth <= TILED_SPATIAL_SHALLOW or \
-        (depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
+    shallow = depth <= TILED_SPATIAL_SHALLOW or (g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH
+                                                and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
     return shallow and not residual and kwargs.get("activation") in (None, "relu") \
         and not host_has_avx512()
 
 
 def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
                    activation: str | None) -> None:
-    """A shallow stride-1 convolution without im2col or BLAS, read from the
-    input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
-    w[m, c, ky, kx] * x[c, oy + ky - pad_top, ox + kx - pad_left]), summed
+    """A shallow convolution of stride s (1 or 2) without im2col or BLAS, read
+    from the input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
+    w[m, c, ky, kx] * x[c, s*oy + ky - pad_top, s*ox + kx - pad_left]), summed
     as `_pointwise_tiles` sums: TILE_CHANNELS output channels x LANES
     positions of one output row in registers, then finished and stored once.
     The tiles of a row start at columns known at compile time (every LANES,
@@ -811,17 +817,23 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
     the same bits), so for each tap the lanes whose input column lies in
     the padding are known at compile time too: such a tap loads with a
     constant mask (masked lanes read nothing and add 0), a tap that reads
-    only padding is left out. The kernel rows in the padding are left out
+    only padding is left out. With stride 2 a tap loads the 2 x LANES
+    floats its lanes span and keeps every other one (a shuffle). The kernel rows in the padding are left out
     at run time (the range of ky for each output row). A row narrower than
     LANES stores its tile with a mask as well. On threads, each takes a run of (tile,
     output row) pairs, summed as on one thread."""
     (height, width), (out_rows, out_width) = g.in_spatial, g.out_spatial
     pad_top, pad_left = g.pads_begin
     kernel_rows, kernel_columns = g.kernel
+    stride = g.strides[0]
+    span = ir.VectorType(F32, stride * LANES)  # the floats a tap's lanes span
+    span_masks = ir.VectorType(ir.IntType(1), stride * LANES)
     depth, outs, taps = g.channels, g.out_channels, len(g.taps)
     fma = _fma(k.module, VECTOR, f"v{LANES}f32")
     masks = ir.VectorType(ir.IntType(1), LANES)
-    masked_load = _intrinsic(k.module, f"llvm.masked.load.v{LANES}f32.p0", VECTOR, [PTR, I32, masks, VECTOR])
+    masked_span_load = _intrinsic(k.module, f"llvm.masked.load.v{stride * LANES}f32.p0", span,
+                                  [PTR, I32, span_masks, span])
+    every_other = ir.Constant(ir.VectorType(I32, LANES), [stride * lane for lane in range(LANES)])
     masked_store = _intrinsic(k.module, f"llvm.masked.store.v{LANES}f32.p0", ir.VoidType(),
                               [VECTOR, PTR, I32, masks])
     zero = ir.Constant(VECTOR, [0.0] * LANES)
@@ -832,7 +844,24 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
 
     def lanes(start: int, tap: int) -> list[bool]:
         """Which lanes of the tile at column `start` read inside the image for kernel column `tap`."""
-        return [lane + start < out_width and 0 <= lane + start + tap - pad_left < width for lane in range(LANES)]
+        return [lane + start < out_width and 0 <= (lane + start) * stride + tap - pad_left < width
+                for lane in range(LANES)]
+
+    def tap_inputs(x_row: ir.Value, start: int, tap: int, inside: list[bool]) -> ir.Value:
+        """The VECTOR of inputs of kernel column `tap` for the tile at column
+        `start` (lanes outside the image 0): the floats the lanes span,
+        loaded whole where they lie in the row, else with a mask of the
+        lanes' own floats, then every `stride`-th of them."""
+        b = k.builder
+        first = start * stride + tap - pad_left
+        if all(inside) and first + stride * LANES <= width:
+            loaded = b.load(k.element(x_row, first), typ=span, align=4)
+        else:  # (not inbounds: the address of a masked lane may lie before the image)
+            mask = [f % stride == 0 and inside[f // stride] for f in range(stride * LANES)]
+            at = b.gep(x_row, [I64(first)], source_etype=F32)
+            loaded = b.call(masked_span_load, [at, I32(4), ir.Constant(span_masks, mask),
+                                               ir.Constant(span, [0.0] * (stride * LANES))])
+        return loaded if stride == 1 else b.shuffle_vector(loaded, ir.Constant(span, ir.Undefined), every_other)
 
     def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, row: ir.Value,
              first_tap_row: ir.Value, stop_tap_row: ir.Value, start: int) -> None:
@@ -848,18 +877,14 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
         # where each channel's weights start: w[first_out + j, 0, 0, 0]
         weights = [k.index(k.mul(k.add(first_out, j), depth * taps)) for j in range(channels)]
         with k.loop(first_tap_row, stop_tap_row) as tap_row, k.loop(0, depth) as c:
-            in_row = b.sub(b.add(row, tap_row), I64(pad_top))
+            in_row = b.sub(b.add(b.mul(row, I64(stride)), tap_row), I64(pad_top))
             x_row = k.element(x_image, b.mul(b.add(b.mul(c, I64(height)), in_row), I64(width)))
             w_row = b.mul(b.add(b.mul(c, I64(kernel_rows)), tap_row), I64(kernel_columns))
             for tap in range(kernel_columns):
                 inside = lanes(start, tap)
                 if not any(inside):
                     continue
-                if all(inside):
-                    inputs = b.load(k.element(x_row, start + tap - pad_left), typ=VECTOR, align=4)
-                else:  # (not inbounds: the address of a masked lane may lie before the image)
-                    at = b.gep(x_row, [I64(start + tap - pad_left)], source_etype=F32)
-                    inputs = b.call(masked_load, [at, I32(4), ir.Constant(masks, inside), zero])
+                inputs = tap_inputs(x_row, start, tap, inside)
                 for j, variable in enumerate(sums):
                     weight = k.load(w, b.add(weights[j], b.add(w_row, I64(tap))))
                     b.store(b.call(fma, [k.splat(weight), inputs, b.load(variable, typ=VECTOR)]), variable)
@@ -884,9 +909,9 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
             b = k.builder  # (inside a thread's part, the part's builder)
             first_out = b.add(I64(first), b.mul(b.udiv(index, I64(out_rows)), I64(channels)))
             row = b.urem(index, I64(out_rows))
-            # the kernel rows inside the image: max(0, pad_top - row) <= ky < min(kh, height + pad_top - row)
-            low = b.sub(I64(pad_top), row)
-            high = b.sub(I64(height + pad_top), row)
+            # the kernel rows inside the image: max(0, pad_top - s*row) <= ky < min(kh, height + pad_top - s*row)
+            low = b.sub(I64(pad_top), b.mul(row, I64(stride)))
+            high = b.sub(I64(height + pad_top), b.mul(row, I64(stride)))
             first_tap_row = b.select(b.icmp_signed(">", low, I64(0)), low, I64(0))
             stop_tap_row = b.select(b.icmp_signed("<", high, I64(kernel_rows)), high, I64(kernel_rows))
             for start in starts:
