@@ -14,6 +14,7 @@ host (on one thread). docs/performance.md ("Shallow spatial convolutions in
 register tiles") has the measured table.
 
     python bench/spatial_conv.py
+    python bench/spatial_conv.py --stride2    # the strided stems instead
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ from pointwise_conv import cpu_median  # noqa: E402  (the same timing as the poi
 SHAPES = [(3, 224, 64, 3), (3, 28, 32, 3), (8, 27, 64, 3), (16, 13, 64, 3), (16, 27, 64, 3), (16, 55, 64, 3),
           (24, 55, 64, 3), (32, 27, 128, 3), (48, 13, 192, 3), (64, 13, 256, 3), (64, 56, 64, 3), (128, 28, 128, 3),
           (3, 56, 64, 7), (16, 27, 32, 5)]
+#: the stride-2 stems, as SHAPES: SqueezeNet's (3x3, 3 -> 64 at 224; the same at 227 is 111 x 111 out),
+#: ShuffleNet's (3x3, 3 -> 24 at 224), the 7x7 stems of ResNet-50, Inception v1/v2, DenseNet-121 (3 -> 64
+#: at 224) and ZFNet's (3 -> 96 at 224)
+STRIDE2_SHAPES = [(3, 224, 64, 3), (3, 227, 64, 3), (3, 224, 24, 3), (3, 224, 64, 7), (3, 224, 96, 7)]
 
 
 def compiled(site: dict, tiles: bool) -> CompiledSite:
@@ -59,28 +64,32 @@ def compiled(site: dict, tiles: bool) -> CompiledSite:
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stride2", action="store_true", help="the stride-2 stems (STRIDE2_SHAPES)")
+    stride = 2 if parser.parse_args().stride2 else 1
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     rng = np.random.default_rng(0)
     print("| conv (depth) | tiles GFLOP/s | sgemm path | onnxruntime | tiles / sgemm | tiles / ort | sgemm / ort "
           "| chosen |")
     print("|---|---:|---:|---:|---:|---:|---:|---|")
-    for channels, size, outs, kernel in SHAPES:
+    for channels, size, outs, kernel in STRIDE2_SHAPES if stride == 2 else SHAPES:
         pad = kernel // 2
+        out_size = (size + 2 * pad - kernel) // stride + 1
         x = rng.standard_normal((1, channels, size, size), dtype=np.float32)
         w = rng.standard_normal((outs, channels, kernel, kernel), dtype=np.float32) * np.float32(0.1)
         bias = rng.standard_normal(outs, dtype=np.float32)
-        out = np.empty((1, outs, size, size), np.float32)
+        out = np.empty((1, outs, out_size, out_size), np.float32)
         inputs = [x, w, bias, None]
         # the whole im2col block as planned scratch: the sgemm path at its best
-        workspace = np.empty(conv_scratch_bytes(x.shape, w.shape, out.shape, None, [pad] * 4, 1, 4), np.int8)
+        workspace = np.empty(conv_scratch_bytes(x.shape, w.shape, out.shape, [stride] * 2, [pad] * 4, 1, 4),
+                             np.int8)
         site = site_for("conv", inputs, [(out.shape, "float32")], workspace_bytes=workspace.size,
-                        pads=[pad] * 4, activation="relu")
+                        pads=[pad] * 4, strides=[stride] * 2, activation="relu")
         tiles, blas = compiled(site, True), compiled(site, False)
         chosen = "tiles" if conv.tiled_spatial(conv.Geometry.of(x.shape, w.shape, out.shape, site["kwargs"]),
                                                site["kwargs"], False, Kernel(ir.Module(), "probe")) else "sgemm"
-        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4),
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2),
                  helper.make_node("Relu", ["c"], ["y"])]
         weights = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]
         graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
@@ -94,9 +103,9 @@ def main() -> None:
             times["ort"].append(cpu_median(lambda: session.run(None, {"x": x}), repeat=5))
         tiles(inputs, [out], workspace)
         assert np.allclose(out, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4), "the tiles are wrong"
-        flops = 2.0 * outs * channels * kernel * kernel * size * size
+        flops = 2.0 * outs * channels * kernel * kernel * out_size * out_size
         t, s, o = (min(times[name]) for name in ("tiles", "blas", "ort"))
-        print(f"| {kernel}x{kernel} {channels}->{outs} @{size} ({channels * kernel * kernel}) "
+        print(f"| {kernel}x{kernel}{' /2' if stride == 2 else ''} {channels}->{outs} @{size} ({channels * kernel * kernel}) "
               f"| {flops / t / 1e9:.1f} | {flops / s / 1e9:.1f} | {flops / o / 1e9:.1f} "
               f"| {t / s:.2f} | {t / o:.2f} | {s / o:.2f} | {chosen} |", flush=True)
 

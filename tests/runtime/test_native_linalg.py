@@ -131,6 +131,16 @@ CONVS: dict[str, dict[str, Any]] = {
     "spatial_tiles_wide_columns": dict(x=[1, 24, 55, 55], w=[8, 24, 3, 3], pads=[1, 1, 1, 1], bias=True,
                                        activation="relu"),
     "spatial_tiles_three_d": dict(x=[1, 1, 4, 5, 6], w=[3, 1, 3, 2, 3], pads=[1, 0, 1, 1, 1, 1], activation="relu"),
+    # stride 2 (the stems): a tap loads the 2 x 16 floats its lanes span and keeps every other one
+    "spatial_tiles_stride2": dict(x=[1, 3, 23, 45], w=[14, 3, 3, 3], strides=[2, 2], pads=[1, 1, 1, 1], bias=True,
+                                  activation="relu"),
+    "spatial_tiles_stride2_even_unpadded": dict(x=[2, 2, 10, 34], w=[6, 2, 3, 3], strides=[2, 2], bias=True),
+    "spatial_tiles_stride2_asymmetric": dict(x=[1, 3, 9, 40], w=[7, 3, 3, 3], strides=[2, 2], pads=[0, 1, 2, 0]),
+    "spatial_tiles_stride2_5x5": dict(x=[1, 1, 20, 41], w=[7, 1, 5, 5], strides=[2, 2], pads=[2, 2, 2, 2],
+                                      bias=True, activation="relu"),
+    # a 7x7 stride-2 stem (depth 147) stays on sgemm, which it ties
+    "stride2_7x7_stem": dict(x=[1, 3, 90, 91], w=[8, 3, 7, 7], strides=[2, 2], pads=[3, 3, 3, 3], bias=True,
+                             activation="relu"),
     "spatial_tiles_residual": dict(x=[1, 3, 6, 21], w=[5, 3, 3, 3], pads=[1, 1, 1, 1], bias=True, residual=True,
                                    activation="relu"),
 }
@@ -214,21 +224,24 @@ def calls_sgemm(name: str, parallel: bool = False, **change: Any) -> bool:
 
 SPATIAL_TILES = ["spatial_tiles", "spatial_tiles_5x5", "spatial_tiles_unpadded", "spatial_tiles_asymmetric",
                  "spatial_tiles_one_pixel", "spatial_tiles_one_row_7x7", "spatial_tiles_narrow_rows",
-                 "spatial_tiles_1d", "spatial_tiles_wide_columns"]
+                 "spatial_tiles_1d", "spatial_tiles_wide_columns", "spatial_tiles_stride2",
+                 "spatial_tiles_stride2_even_unpadded", "spatial_tiles_stride2_asymmetric", "spatial_tiles_stride2_5x5"]
 
 
 def test_shallow_spatial_convs_run_register_tiles() -> None:
     # on one thread a stride-1 conv of depth (channels x taps) at most TILED_SPATIAL_SHALLOW, or at most
     # TILED_SPATIAL_DEPTH with im2col columns over TILED_SPATIAL_COLUMN_BYTES, no residual and relu or no
-    # activation calls no BLAS (on a host without AVX-512: one with it keeps sgemm); on threads, deeper,
-    # strided, dilated, grouped, with a residual or another activation it calls sgemm
+    # activation calls no BLAS, on one thread or on several (on a host without AVX-512: one with it keeps
+    # sgemm); deeper, strided by more than 2 or unevenly, dilated, grouped, with a residual or another activation it calls sgemm
     for name in SPATIAL_TILES:
         assert calls_sgemm(name) == host_has_avx512(), name
-        assert calls_sgemm(name, parallel=True), name
+        assert calls_sgemm(name, parallel=True) == host_has_avx512(), name
     assert calls_sgemm("spatial_tiles_residual")
     assert calls_sgemm("spatial_tiles_three_d")  # 3-D: im2col + sgemm
     assert calls_sgemm("spatial_tiles", activation="tanh")
-    assert calls_sgemm("spatial_tiles", strides=[2, 2])
+    assert calls_sgemm("spatial_tiles", strides=[3, 3])
+    assert calls_sgemm("stride2_7x7_stem")  # deeper than TILED_SPATIAL_SHALLOW: stride 1 only
+    assert calls_sgemm("spatial_tiles", strides=[1, 2])
     assert calls_sgemm("spatial_tiles", dilations=[2, 2])
     # deeper than TILED_SPATIAL_SHALLOW with few columns; deeper than TILED_SPATIAL_DEPTH with many
     assert calls_sgemm("spatial_tiles", x=[2, 4, 9, 37], w=[14, 4, 3, 3])
@@ -249,7 +262,8 @@ def test_spatial_tiles_match_onnxruntime(name: str) -> None:
         patch.setattr(conv_module, "host_has_avx512", lambda: False)
         run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=1 << 20)
     names = ["x", "w"] + (["b"] if bias is not None else [])
-    nodes = [helper.make_node("Conv", names, ["c"], pads=kwargs.get("pads") or [0] * (2 * (len(w.shape) - 2))),
+    nodes = [helper.make_node("Conv", names, ["c"], pads=kwargs.get("pads") or [0] * (2 * (len(w.shape) - 2)),
+                              strides=kwargs.get("strides") or [1] * (len(w.shape) - 2)),
              helper.make_node("Relu" if kwargs.get("activation") == "relu" else "Identity", ["c"], ["y"])]
     weights = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(bias, "b")] if bias is not None else [])
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],

@@ -569,3 +569,53 @@ def test_split_convolution_products_run_their_passes_in_each_part(threads: int) 
         got = on_threads.run(x)
         for name, expected in want.items():
             assert_same_as_one_thread(got[name], expected, err_msg=f"{name} on {threads} threads")
+
+
+def tiled_convs(batch: int) -> onnx.ModelProto:
+    """A shallow 3x3 convolution (3 -> 14 channels: two 6-channel spatial
+    register tiles and 2 channels after them; rows of 45, the last tile
+    overlapping) and a shallow pointwise one (14 -> 37: nine 4-channel
+    tiles and one channel; 41 x 45 = 1,845 positions, 230 whole vectors and
+    an overlapping last one), both with relu, each with more than
+    PARALLEL_MIN_WORK fmas, so that their register tiles run on threads."""
+    rng = np.random.default_rng(5)
+    w1, b1 = rng.standard_normal((14, 3, 3, 3)), rng.standard_normal(14)
+    w2, b2 = rng.standard_normal((37, 14, 1, 1)), rng.standard_normal(37)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
+             helper.make_node("Relu", ["c2"], ["y"])]
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2),
+                                                                          ("b2", b2))]
+    graph = helper.make_graph(nodes, "tiled", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                             [batch, 3, 61, 67])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 37, 61, 67])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_register_tiles_split_between_threads(batch: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The spatial and pointwise register tiles run on threads (no sgemm on
+    any thread count), and every thread count gives the one-thread bytes:
+    each output is summed by the same instructions, whichever thread runs
+    it. The outputs match onnxruntime too."""
+    ort = pytest.importorskip("onnxruntime")
+    import pyocc.lowering.native.conv as conv_module
+
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: False)  # (an AVX-512 host keeps sgemm)
+    model = tiled_convs(batch)
+    x = np.random.default_rng(6).standard_normal((batch, 3, 61, 67)).astype(np.float32)
+    outputs = {}
+    for threads in (1, 2, 3):
+        compiled = pyocc.compile(model, threads=threads)
+        ir_text = "".join([compiled.native.llvm_ir, *compiled.native.kernels.values()])
+        assert "cblas_sgemm" not in ir_text, f"{threads} threads: a convolution left its register tiles"
+        if threads > 1:
+            assert len(PARALLEL_CALL.findall(ir_text)) >= 2, "both convolutions' tiles run on threads"
+        outputs[threads] = compiled.run({"x": x})["y"]
+    for threads in (2, 3):
+        np.testing.assert_array_equal(outputs[threads], outputs[1], err_msg=f"{threads} threads")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})[0]
+    np.testing.assert_allclose(outputs[1], want, rtol=1e-4, atol=1e-4)

@@ -682,13 +682,12 @@ def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kern
     """Whether a pointwise convolution runs `_pointwise_tiles`: group 1, at
     most TILED_POINTWISE_DEPTH input channels, no residual (with one the
     tiles measured no faster: both paths stream it), no activation but
-    relu, sizes known at compile time, on one thread (on threads the split
-    sgemm shares the work), on a host without AVX-512 (the tiles were
+    relu, sizes known at compile time, on a host without AVX-512 (the tiles were
     measured against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons
     keep the sgemm path their numbers were measured with)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
     return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH and not residual \
-        and kwargs.get("activation") in (None, "relu") and not k.parallel_for_available() and not host_has_avx512()
+        and kwargs.get("activation") in (None, "relu") and not host_has_avx512()
 
 
 def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
@@ -703,8 +702,11 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
     spent about as long on those as on the product). The positions after
     the last whole vector run as one more vector ending at the last
     position (overlapping the one before it, whose outputs it rewrites with
-    the same bits), or one by one when there are fewer than LANES."""
-    b = k.builder
+    the same bits), or one by one when there are fewer than LANES. On
+    threads, each takes a run of whole vectors (Kernel.parallel_loop); the
+    overlapping one runs after the last whole one, in the same iteration,
+    so no two threads write one output. Each output is summed by the same
+    instructions whatever the thread count, so the bits are the same."""
     positions, depth, outs = g.out_positions, g.channels, g.out_channels
     fma_vector, fma_scalar = _fma(k.module, VECTOR, f"v{LANES}f32"), _fma(k.module, F32, "f32")
     full_positions = positions - positions % LANES
@@ -714,6 +716,7 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
              vector: bool) -> None:
         """Output channels [first_out, first_out + channels) at `position`
         (LANES positions from it with `vector`, else one)."""
+        b = k.builder  # (inside a thread's part, the part's builder)
         kind, fma = (VECTOR, fma_vector) if vector else (F32, fma_scalar)
 
         def spread(value: ir.Value) -> ir.Value:
@@ -737,26 +740,33 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
                 value = b.select(b.fcmp_ordered(">", value, zero), value, zero)
             b.store(value, k.element(out_image, k.add(k.mul(k.add(first_out, j), positions), position)), align=4)
 
+    def every_channel(x_image: ir.Value, out_image: ir.Value, position: ir.Value, vector: bool) -> None:
+        """All output channels at `position`: the tiles, then the channels after them."""
+        for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
+            with k.loop(first, stop, channels) as first_out:
+                tile(x_image, out_image, first_out, channels, position, vector)
+
+    vectors = full_positions // LANES
+
+    def one_vector(index: ir.Value, v: dict[str, Any]) -> None:
+        """The whole vector of positions `index`; the last one also runs the
+        vector that ends at the last position, so one thread writes both."""
+        every_channel(v["x"], v["out"], k.mul(index, LANES), True)
+        if full_positions < positions:
+            with k.when(k.builder.icmp_signed("==", index, I64(vectors - 1))):
+                every_channel(v["x"], v["out"], I64(positions - LANES), True)
+
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, depth * positions))
         out_image = k.element(out, k.mul(image, outs * positions))
-
-        def every_channel(position: ir.Value, vector: bool) -> None:
-            """All output channels at `position`: the tiles, then the channels after them."""
-            for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
-                with k.loop(first, stop, channels) as first_out:
-                    tile(x_image, out_image, first_out, channels, position, vector)
-
-        # positions outermost: the inputs of LANES positions (depth x LANES floats) stay in L1 while every
-        # output channel reads them
-        with k.loop(0, full_positions, LANES) as position:
-            every_channel(position, True)
-        if full_positions < positions:
-            if positions > LANES:
-                every_channel(I64(positions - LANES), True)
-            else:
-                with k.loop(0, positions) as position:
-                    every_channel(position, False)
+        if vectors:
+            # positions outermost: the inputs of LANES positions (depth x LANES floats) stay in L1 while every
+            # output channel reads them; on threads, each takes a run of vectors
+            k.parallel_loop(vectors, vectors * outs * depth, {"x": x_image, "out": out_image, "w": w, "bias": bias},
+                            one_vector)
+        else:
+            with k.loop(0, positions) as position:
+                every_channel(x_image, out_image, position, False)
 
 
 #: a stride-1 spatial convolution of at most this depth (input channels x
@@ -765,6 +775,10 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
 #: (depth x positions) take more than TILED_SPATIAL_COLUMN_BYTES (measured
 #: in docs/performance.md: "Shallow spatial convolutions in register tiles")
 TILED_SPATIAL_SHALLOW = 32
+#: the strides (the same along both dims) the spatial tiles run: 2 for the shallow stems (SqueezeNet's
+#: and ShuffleNet's 3x3; a 7x7 stem, deeper, stays on sgemm, which it ties: docs/performance.md,
+#: "Strided stems in register tiles")
+TILED_SPATIAL_STRIDES = (1, 2)
 TILED_SPATIAL_DEPTH = 216
 TILED_SPATIAL_COLUMN_BYTES = 1 << 20
 #: output channels of one spatial register tile (12 accumulators of 8 lanes: enough to hide the fma latency)
@@ -773,27 +787,29 @@ SPATIAL_TILE_CHANNELS = 6
 
 def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
     """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
-    (or 1-D), group 1, stride 1, dilation 1, shallow (a depth, input channels x taps, of at
+    (or 1-D), group 1, stride 1 or 2 (`TILED_SPATIAL_STRIDES`; 2 only when
+    shallow), dilation 1, shallow (a depth, input channels x taps, of at
     most TILED_SPATIAL_SHALLOW; or of at most TILED_SPATIAL_DEPTH with more
     than TILED_SPATIAL_COLUMN_BYTES of im2col columns, which then stream
     through the cache for a short product), and the conditions of
     `tiled_pointwise` (no residual, relu or no activation, static sizes,
-    one thread, a host without AVX-512)."""
+    a host without AVX-512)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
-    if not (static and len(g.kernel) == 2 and g.group == 1 and set(g.strides) == {1} and set(g.dilations) == {1}):
+    if not (static and len(g.kernel) == 2 and g.group == 1 and len(set(g.strides)) == 1
+            and g.strides[0] in TILED_SPATIAL_STRIDES and set(g.dilations) == {1}):
         return False
     depth = g.channels * len(g.taps)
-    shallow = depth <= TILED_SPATIAL_SHALLOW or \
-        (depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
+    shallow = depth <= TILED_SPATIAL_SHALLOW or (g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH
+                                                and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
     return shallow and not residual and kwargs.get("activation") in (None, "relu") \
-        and not k.parallel_for_available() and not host_has_avx512()
+        and not host_has_avx512()
 
 
 def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
                    activation: str | None) -> None:
-    """A shallow stride-1 convolution without im2col or BLAS, read from the
-    input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
-    w[m, c, ky, kx] * x[c, oy + ky - pad_top, ox + kx - pad_left]), summed
+    """A shallow convolution of stride s (1 or 2) without im2col or BLAS, read
+    from the input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
+    w[m, c, ky, kx] * x[c, s*oy + ky - pad_top, s*ox + kx - pad_left]), summed
     as `_pointwise_tiles` sums: TILE_CHANNELS output channels x LANES
     positions of one output row in registers, then finished and stored once.
     The tiles of a row start at columns known at compile time (every LANES,
@@ -801,17 +817,23 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
     the same bits), so for each tap the lanes whose input column lies in
     the padding are known at compile time too: such a tap loads with a
     constant mask (masked lanes read nothing and add 0), a tap that reads
-    only padding is left out. The kernel rows in the padding are left out
+    only padding is left out. With stride 2 a tap loads the 2 x LANES
+    floats its lanes span and keeps every other one (a shuffle). The kernel rows in the padding are left out
     at run time (the range of ky for each output row). A row narrower than
-    LANES stores its tile with a mask as well."""
-    b = k.builder
+    LANES stores its tile with a mask as well. On threads, each takes a run of (tile,
+    output row) pairs, summed as on one thread."""
     (height, width), (out_rows, out_width) = g.in_spatial, g.out_spatial
     pad_top, pad_left = g.pads_begin
     kernel_rows, kernel_columns = g.kernel
+    stride = g.strides[0]
+    span = ir.VectorType(F32, stride * LANES)  # the floats a tap's lanes span
+    span_masks = ir.VectorType(ir.IntType(1), stride * LANES)
     depth, outs, taps = g.channels, g.out_channels, len(g.taps)
     fma = _fma(k.module, VECTOR, f"v{LANES}f32")
     masks = ir.VectorType(ir.IntType(1), LANES)
-    masked_load = _intrinsic(k.module, f"llvm.masked.load.v{LANES}f32.p0", VECTOR, [PTR, I32, masks, VECTOR])
+    masked_span_load = _intrinsic(k.module, f"llvm.masked.load.v{stride * LANES}f32.p0", span,
+                                  [PTR, I32, span_masks, span])
+    every_other = ir.Constant(ir.VectorType(I32, LANES), [stride * lane for lane in range(LANES)])
     masked_store = _intrinsic(k.module, f"llvm.masked.store.v{LANES}f32.p0", ir.VoidType(),
                               [VECTOR, PTR, I32, masks])
     zero = ir.Constant(VECTOR, [0.0] * LANES)
@@ -822,13 +844,31 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
 
     def lanes(start: int, tap: int) -> list[bool]:
         """Which lanes of the tile at column `start` read inside the image for kernel column `tap`."""
-        return [lane + start < out_width and 0 <= lane + start + tap - pad_left < width for lane in range(LANES)]
+        return [lane + start < out_width and 0 <= (lane + start) * stride + tap - pad_left < width
+                for lane in range(LANES)]
+
+    def tap_inputs(x_row: ir.Value, start: int, tap: int, inside: list[bool]) -> ir.Value:
+        """The VECTOR of inputs of kernel column `tap` for the tile at column
+        `start` (lanes outside the image 0): the floats the lanes span,
+        loaded whole where they lie in the row, else with a mask of the
+        lanes' own floats, then every `stride`-th of them."""
+        b = k.builder
+        first = start * stride + tap - pad_left
+        if all(inside) and first + stride * LANES <= width:
+            loaded = b.load(k.element(x_row, first), typ=span, align=4)
+        else:  # (not inbounds: the address of a masked lane may lie before the image)
+            mask = [f % stride == 0 and inside[f // stride] for f in range(stride * LANES)]
+            at = b.gep(x_row, [I64(first)], source_etype=F32)
+            loaded = b.call(masked_span_load, [at, I32(4), ir.Constant(span_masks, mask),
+                                               ir.Constant(span, [0.0] * (stride * LANES))])
+        return loaded if stride == 1 else b.shuffle_vector(loaded, ir.Constant(span, ir.Undefined), every_other)
 
     def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, row: ir.Value,
              first_tap_row: ir.Value, stop_tap_row: ir.Value, start: int) -> None:
         """Output channels [first_out, first_out + channels) of output row
         `row` at columns [start, start + LANES), over kernel rows
         [first_tap_row, stop_tap_row) (those inside the image)."""
+        b = k.builder  # (inside a thread's part, the part's builder)
         sums = []
         for j in range(channels):
             variable = k.variable(VECTOR)
@@ -837,18 +877,14 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
         # where each channel's weights start: w[first_out + j, 0, 0, 0]
         weights = [k.index(k.mul(k.add(first_out, j), depth * taps)) for j in range(channels)]
         with k.loop(first_tap_row, stop_tap_row) as tap_row, k.loop(0, depth) as c:
-            in_row = b.sub(b.add(row, tap_row), I64(pad_top))
+            in_row = b.sub(b.add(b.mul(row, I64(stride)), tap_row), I64(pad_top))
             x_row = k.element(x_image, b.mul(b.add(b.mul(c, I64(height)), in_row), I64(width)))
             w_row = b.mul(b.add(b.mul(c, I64(kernel_rows)), tap_row), I64(kernel_columns))
             for tap in range(kernel_columns):
                 inside = lanes(start, tap)
                 if not any(inside):
                     continue
-                if all(inside):
-                    inputs = b.load(k.element(x_row, start + tap - pad_left), typ=VECTOR, align=4)
-                else:  # (not inbounds: the address of a masked lane may lie before the image)
-                    at = b.gep(x_row, [I64(start + tap - pad_left)], source_etype=F32)
-                    inputs = b.call(masked_load, [at, I32(4), ir.Constant(masks, inside), zero])
+                inputs = tap_inputs(x_row, start, tap, inside)
                 for j, variable in enumerate(sums):
                     weight = k.load(w, b.add(weights[j], b.add(w_row, I64(tap))))
                     b.store(b.call(fma, [k.splat(weight), inputs, b.load(variable, typ=VECTOR)]), variable)
@@ -864,23 +900,37 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
                 written = ir.Constant(masks, [lane + start < out_width for lane in range(LANES)])
                 b.call(masked_store, [value, at, I32(4), written])
 
+    def one_row(first: int, channels: int) -> Callable[[ir.Value, dict[str, Any]], None]:
+        """The body of the loop over (tile, output row) pairs of the tiles of
+        `channels` output channels from channel `first`: tile-major, so a run
+        of pairs (one thread's) sweeps the rows with one tile's weights."""
+
+        def body(index: ir.Value, v: dict[str, Any]) -> None:
+            b = k.builder  # (inside a thread's part, the part's builder)
+            first_out = b.add(I64(first), b.mul(b.udiv(index, I64(out_rows)), I64(channels)))
+            row = b.urem(index, I64(out_rows))
+            # the kernel rows inside the image: max(0, pad_top - s*row) <= ky < min(kh, height + pad_top - s*row)
+            low = b.sub(I64(pad_top), b.mul(row, I64(stride)))
+            high = b.sub(I64(height + pad_top), b.mul(row, I64(stride)))
+            first_tap_row = b.select(b.icmp_signed(">", low, I64(0)), low, I64(0))
+            stop_tap_row = b.select(b.icmp_signed("<", high, I64(kernel_rows)), high, I64(kernel_rows))
+            for start in starts:
+                tile(v["x"], v["out"], first_out, channels, row, first_tap_row, stop_tap_row, start)
+
+        return body
+
+    rest = outs - full_channels
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, depth * height * width))
         out_image = k.element(out, k.mul(image, outs * out_rows * out_width))
+        values = {"x": x_image, "out": out_image, "w": w, "bias": bias}
         # output channels outermost: a tile's weights stay in L1 while it sweeps the image
         # whole tiles, then one tile of the channels after them
-        rest = outs - full_channels
-        for first, stop, channels in ((0, full_channels, SPATIAL_TILE_CHANNELS), (full_channels, outs, rest)):
-            if channels == 0:
-                continue
-            with k.loop(first, stop, channels) as first_out, k.loop(0, out_rows) as row:
-                # the kernel rows inside the image: max(0, pad_top - row) <= ky < min(kh, height + pad_top - row)
-                low = b.sub(I64(pad_top), row)
-                high = b.sub(I64(height + pad_top), row)
-                first_tap_row = b.select(b.icmp_signed(">", low, I64(0)), low, I64(0))
-                stop_tap_row = b.select(b.icmp_signed("<", high, I64(kernel_rows)), high, I64(kernel_rows))
-                for start in starts:
-                    tile(x_image, out_image, first_out, channels, row, first_tap_row, stop_tap_row, start)
+        for first, tiles, channels in ((0, full_channels // SPATIAL_TILE_CHANNELS, SPATIAL_TILE_CHANNELS),
+                                       (full_channels, 1, rest)):
+            if tiles and channels:
+                work = tiles * channels * out_rows * out_width * depth * taps // LANES
+                k.parallel_loop(tiles * out_rows, work, values, one_row(first, channels))
 
 
 def _intrinsic(module: ir.Module, name: str, result: ir.Type, arguments: list[ir.Type]) -> ir.Function:
