@@ -69,6 +69,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from .npu_simulator import (
     Alloc,
@@ -137,6 +138,12 @@ CASCADE_SHARE = 3
 CHAIN_SHARE = 6
 """A chain cascade's band step (its bands and weights) may take this many
 eighths of the SRAM (6: measured better than 4 at 1 MiB)."""
+CHAIN_WEIGHTS = (2, 4)
+"""The eighths of the SRAM that the weights of one chain cascade's ops may
+take: the first when the units are chosen; each other one is tried on the
+fastest of them and kept where the simulation runs it faster (a quarter
+kept ResNet-50's bottleneck blocks out of chains at 1 MiB; half of it lets
+some in, with fewer or narrower bands beside their weights)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
 RESERVES = ("none", "between", "own")
 """What a prefetch for a unit after the next one leaves free bytes for
@@ -269,8 +276,13 @@ class NpuProgram:
     ops: tuple[NpuOp, ...]
 
     def by_name(self) -> dict[str, NpuTensor]:
-        """Tensors keyed by name."""
-        return {t.name: t for t in self.tensors}
+        """Tensors keyed by name: built once per program (the chain search
+        asks for it in every cost estimate), so read it, never change it."""
+        found = self.__dict__.get("_by_name")
+        if found is None:
+            found = {t.name: t for t in self.tensors}
+            object.__setattr__(self, "_by_name", found)  # (a frozen dataclass: a cache, not a field)
+        return found
 
     def dram_lower_bound_bytes(self) -> int:
         """Bytes any schedule moves: every weight once, graph inputs in, outputs out."""
@@ -303,7 +315,7 @@ class NpuProgram:
         floor. That sums to a floor only when no other op computes inside
         that span: it holds for pyocc's schedules, where an op whose
         weights exceed the SRAM runs its tiles one after another, never
-        inside a cascade or chain (their weights fit a quarter of the
+        inside a cascade or chain (their weights fit at most half of the
         SRAM), and ops inside a cascade count their compute floor only.
         It is no floor for every schedule: a cascade through a
         weight-heavy op (VGG-19's fc6 summing pool5 row band by row band,
@@ -795,6 +807,7 @@ def _candidates(extent: int) -> list[int]:
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
+           chain_weights: int = CHAIN_WEIGHTS[0],
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -804,8 +817,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
-    `tight_chains`, `wide_chains`: the chains as `_chains`' `tight`, `wide`;
-    also returns the op tilings and the in-place concats' homes."""
+    `tight_chains`, `wide_chains`, `chain_weights`: the chains as
+    `_chains`' `tight`, `wide`, `weights`; also returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
@@ -816,12 +829,15 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
     else:
         if not in_place:
-            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
+                            weights=chain_weights) if chains else []
         elif joins_first:
             homes, joined = _homes(program, set())
-            found = _chains(program, sram, cost, frozenset(joined), tight_chains, wide_chains) if chains else []
+            found = _chains(program, sram, cost, frozenset(joined), tight_chains, wide_chains,
+                            chain_weights) if chains else []
         else:
-            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
+                            weights=chain_weights) if chains else []
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
@@ -1193,7 +1209,7 @@ def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tup
 
 
 def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
-            tight: bool = False, wide: bool = False) -> list[tuple[int, int, int]]:
+            tight: bool = False, wide: bool = False, weights: int = CHAIN_WEIGHTS[0]) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -1211,7 +1227,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     neither). From each op on, the chain that saves the most is taken, the
     next looked for from its end; with `wide` (each op once per band step,
     the rows its other readers read copied out: `_chain_ranges`), the
-    chains that save the most in all."""
+    chains that save the most in all. The weights of a chain's ops take
+    at most `weights` eighths of the SRAM (`CHAIN_WEIGHTS`)."""
     ops = program.ops
     tensors = program.by_name()
     readers: dict[str, list[int]] = {}
@@ -1230,7 +1247,7 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
             stop += 1
             if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
-            if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram // 4:
+            if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram * weights // 8:
                 break
             # the tensors of ops start..stop-1 (but the last) may be read only inside, by windows
             closed = True
@@ -2221,7 +2238,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     and concats in place: the fastest simulated of the concats in place
     outside the chains, before them, and none; each with the chains found
     counted with a margin, tight, and wide (`_chains`), where they find
-    different chains)."""
+    different chains; then, on the fastest placement of the concats, the
+    chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`), kept
+    where they run faster)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -2239,13 +2258,29 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         if chained not in found:
             counts.append(count)
             found.append(chained)
-    if cascades or (not joins and len(counts) == 1):
+    # the chain counts whose chains differ where their weights may take more of the SRAM (`CHAIN_WEIGHTS`)
+    more_weights = [(count, share) for count, chained_ops in zip(counts, found, strict=True)
+                    for share in (CHAIN_WEIGHTS[1:] if chains and not cascades else ())
+                    if _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share) != chained_ops]
+    if cascades or (not joins and len(counts) == 1 and not more_weights):
         units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
         instructions = _Scheduler(program, sram_size, units, cost).run()
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
         return _fastest_reserve(program, sram_size, cost, units, schedule)
+
+    def scheduled(*choices: Any) -> tuple[tuple[int, int], NpuSchedule, list[_Unit]]:
+        """((simulated cycles, DRAM bytes), schedule, units) of the units that
+        `_units(program, sram_size, cost, cascades, chains, *choices)` makes."""
+        units, tiling, homes = _units(program, sram_size, cost, cascades, chains, *choices)
+        instructions = _Scheduler(program, sram_size, units, cost).run()
+        schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
+                               {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
+        simulated = _simulate(schedule, program, sram_size, cost)
+        return (simulated.cycles, simulated.dram_bytes), schedule, units
+
     best: tuple[tuple[int, int], NpuSchedule, list[_Unit]] | None = None
+    placement: tuple[bool, int, bool, bool] = (False, 0, True, False)
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
     # output assembled in SRAM holds its space while all its inputs are computed, which can cost
@@ -2264,22 +2299,25 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 continue
             for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
-                    units, tiling, homes = _units(program, sram_size, cost, cascades, chains, joins_first, fit,
-                                                  in_place, sum_bands, tight, wide)
-                    instructions = _Scheduler(program, sram_size, units, cost).run()
+                    found_best = scheduled(joins_first, fit, in_place, sum_bands, tight, wide)
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
-                schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
-                                       {n: (h.tensor, h.first, h.end) for n, h in homes.items()},
-                                       _input_blocks(units))
-                simulated = _simulate(schedule, program, sram_size, cost)
-                if best is None or (simulated.cycles, simulated.dram_bytes) < best[0]:
-                    best = ((simulated.cycles, simulated.dram_bytes), schedule, units)
+                if best is None or found_best[0] < best[0]:
+                    best, placement = found_best, (joins_first, fit, in_place, sum_bands)
                 break
     if best is None:
         assert failed is not None
         raise failed
+    # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), each way of counting them, on
+    # the fastest placement of the concats; kept only when faster (a tie keeps the first)
+    for (tight, wide), share in more_weights:
+        try:
+            other = scheduled(*placement, tight, wide, share)
+        except PlanningError:
+            continue
+        if other[0] < best[0]:
+            best = other
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here)

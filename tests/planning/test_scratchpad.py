@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from pyocc.planning import PlanningError
+from pyocc.planning import PlanningError, scratchpad
 from pyocc.planning.npu_simulator import (
     Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
     simulate, without_gc,
@@ -345,13 +345,14 @@ def test_a_weight_read_whole_is_not_split():
     assert any(p.startswith("w:block") for p in parts)
 
 
-def _conv_rows_program(y_kind: str = "activation") -> NpuProgram:
+def _conv_rows_program(y_kind: str = "activation", w_bytes: int = 576) -> NpuProgram:
     """A 3x3 conv (pad 1) on a 1x4x32x32 input, then a 1x1 stride-2 conv of its
     output: both read by bands of exact rows when tiled (`y_kind` "output":
-    y is returned too, so the two cannot run as one chain cascade)."""
+    y is returned too, so the two cannot run as one chain cascade);
+    `w_bytes`: the 3x3 conv's weights (as if it had more input channels)."""
     size = 4 * 32 * 32 * 4
     return NpuProgram(
-        (NpuTensor("x", size, "input", 32), NpuTensor("w", 576, "weight"), NpuTensor("y", size, y_kind, 32),
+        (NpuTensor("x", size, "input", 32), NpuTensor("w", w_bytes, "weight"), NpuTensor("y", size, y_kind, 32),
          NpuTensor("v", 64, "weight"), NpuTensor("z", size // 4, "output", 16)),
         (NpuOp("y", 4 * 32 * 32 * 36, ("x",), ("w",), ("y",), 32, 2, 4, (), (("x", 3, 1, 1),)),
          NpuOp("z", 4 * 16 * 16 * 4, ("y",), ("v",), ("z",), 16, 0, 4, (), (("y", 1, 2, 0),))),
@@ -427,6 +428,22 @@ def test_a_chain_keeps_its_inner_bands_in_sram():
         i.piece.bytes for i in ins if isinstance(i, Load) and i.piece.tensor == "x") - 4 * 32 * 32 * 4
     plain = run_scratchpad(_conv_rows_program("output"), 24 << 10, cascades=False)
     assert result.dram_bytes < plain.dram_bytes
+
+
+def test_a_chain_whose_weights_pass_a_quarter_of_the_sram_keeps_its_inner_bands_in_sram(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # with 8 KiB of weights (a third of the 24 KiB SRAM) the chain y -> z is
+    # found only when its weights may take half of the SRAM (CHAIN_WEIGHTS):
+    # then y (16 KiB) never goes to DRAM and the schedule is faster; with a
+    # quarter only, y is streamed out and back in
+    program, sram = _conv_rows_program(w_bytes=8 << 10), 24 << 10
+    result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor == "y" for i in result.schedule.instructions)
+    assert result.tiled_ops["y"] == result.tiled_ops["z"]
+    monkeypatch.setattr(scratchpad, "CHAIN_WEIGHTS", (2,))
+    quarter = run_scratchpad(program, sram, cascades=False)
+    assert any(isinstance(i, Store) and i.piece.tensor == "y" for i in quarter.schedule.instructions)
+    assert result.cycles < quarter.cycles and result.dram_bytes < quarter.dram_bytes
 
 
 def test_a_chain_runs_an_op_once_per_range_its_readers_read():
