@@ -1,7 +1,7 @@
 """Shallow pointwise convolutions: generated register tiles or sgemm?
 
 For 1x1 convolutions + bias + relu of SqueezeNet, ResNet-50 and
-Inception-like shapes, on one
+Inception-like shapes (with --grouped: ShuffleNet's grouped ones), on one
 thread, prints GFLOP/s (2 * MACs / CPU seconds, the best of 3 medians of
 15 runs, the three contenders taking turns) of
 
@@ -12,7 +12,7 @@ thread, prints GFLOP/s (2 * MACs / CPU seconds, the best of 3 medians of
 and the ratios. docs/performance.md ("Shallow pointwise convolutions in
 register tiles") has the measured table.
 
-    python bench/pointwise_conv.py
+    python bench/pointwise_conv.py [--grouped]
 """
 
 from __future__ import annotations
@@ -39,6 +39,10 @@ from pyocc.testing.native_kernels import CompiledSite, site_for  # noqa: E402
 SHAPES = [(16, 55, 64), (32, 27, 128), (48, 13, 192), (64, 13, 256), (16, 56, 64), (24, 28, 144), (32, 56, 128),
           (48, 28, 192), (64, 56, 256), (64, 28, 128), (128, 28, 512), (128, 55, 16), (256, 14, 1024),
           (256, 56, 64), (512, 7, 2048), (512, 28, 128), (1024, 14, 256)]
+#: (input channels, image size, output channels, groups): the light ShuffleNet's grouped 1x1s (but one of
+#: 6 channels per group, which runs the direct loops)
+GROUPED_SHAPES = [(112, 28, 112, 4), (136, 28, 136, 4), (136, 14, 136, 4), (272, 14, 272, 4),
+                  (272, 7, 272, 4)]
 
 
 def cpu_median(run: Callable[[], None], repeat: int = 15) -> float:
@@ -65,21 +69,23 @@ def compiled(site: dict, tiles: bool) -> CompiledSite:
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--grouped", action="store_true", help="ShuffleNet's grouped 1x1 convolutions instead")
+    shapes = GROUPED_SHAPES if parser.parse_args().grouped else [(*shape, 1) for shape in SHAPES]
     options = ort.SessionOptions()
     options.intra_op_num_threads = options.inter_op_num_threads = 1
     rng = np.random.default_rng(0)
     print("| 1x1 conv | tiles GFLOP/s | sgemm path | onnxruntime | tiles / sgemm | tiles / ort | sgemm / ort |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for channels, size, outs in SHAPES:
+    for channels, size, outs, group in shapes:
         x = rng.standard_normal((1, channels, size, size), dtype=np.float32)
-        w = rng.standard_normal((outs, channels, 1, 1), dtype=np.float32) * np.float32(0.1)
+        w = rng.standard_normal((outs, channels // group, 1, 1), dtype=np.float32) * np.float32(0.1)
         bias = rng.standard_normal(outs, dtype=np.float32)
         out = np.empty((1, outs, size, size), np.float32)
         inputs = [x, w, bias, None]
-        site = site_for("conv", inputs, [(out.shape, "float32")], activation="relu")
+        site = site_for("conv", inputs, [(out.shape, "float32")], activation="relu", group=group)
         tiles, blas = compiled(site, True), compiled(site, False)
-        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+        nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], group=group), helper.make_node("Relu", ["c"], ["y"])]
         weights = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]
         graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
                                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, out.shape)], weights)
@@ -92,9 +98,10 @@ def main() -> None:
             times["ort"].append(cpu_median(lambda: session.run(None, {"x": x})))
         tiles(inputs, [out])
         assert np.allclose(out, session.run(None, {"x": x})[0], rtol=1e-4, atol=1e-4), "the tiles are wrong"
-        flops = 2.0 * outs * channels * size * size
+        flops = 2.0 * outs * channels // group * size * size
         t, s, o = (min(times[name]) for name in ("tiles", "blas", "ort"))
-        print(f"| {channels}->{outs} @{size} | {flops / t / 1e9:.1f} | {flops / s / 1e9:.1f} | {flops / o / 1e9:.1f} "
+        groups = f" /{group}" if group > 1 else ""
+        print(f"| {channels}->{outs}{groups} @{size} | {flops / t / 1e9:.1f} | {flops / s / 1e9:.1f} | {flops / o / 1e9:.1f} "
               f"| {t / s:.2f} | {t / o:.2f} | {s / o:.2f} |", flush=True)
 
 

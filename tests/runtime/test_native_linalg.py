@@ -115,6 +115,9 @@ CONVS: dict[str, dict[str, Any]] = {
     "pointwise_tiles_residual": dict(x=[1, 17, 3, 11], w=[6, 17, 1, 1], bias=True, residual=True, activation="relu"),
     "pointwise_tiles_tiny": dict(x=[1, 3, 2, 3], w=[5, 3, 1, 1]),
     "pointwise_tiles_deepest": dict(x=[1, 128, 3, 7], w=[9, 128, 1, 1], bias=True, activation="relu"),
+    # grouped (ShuffleNet's 1x1s): each group's tiles and channels after them read the group's inputs
+    "pointwise_tiles_grouped": dict(x=[1, 24, 5, 13], w=[18, 8, 1, 1], group=3, bias=True, activation="relu"),
+    "pointwise_tiles_grouped_two_images": dict(x=[2, 36, 7, 9], w=[24, 12, 1, 1], group=3),
     # shallow stride-1 convs in register tiles (_spatial_tiles): 6-channel tiles and the channels after
     # them (2, 1, 4 < 6: only those), rows of several vectors with an overlapping last one, rows
     # narrower than a vector (masked stores), padding 0/1/2/3 and asymmetric, kernel rows in the padding
@@ -277,22 +280,25 @@ def test_spatial_tiles_match_onnxruntime(name: str) -> None:
 
 def test_shallow_pointwise_convs_run_register_tiles() -> None:
     # on one thread a pointwise conv of at most TILED_POINTWISE_DEPTH input channels with no activation
-    # but relu and no residual calls no BLAS (on a host without AVX-512: one with it keeps sgemm); a
-    # deeper one, one with a residual, another activation or a grouped one calls sgemm
+    # but relu and no residual (per group: a grouped one too) calls no BLAS (on a host without AVX-512: one
+    # with it keeps sgemm); a deeper one, one with a residual or another activation calls sgemm
     def calls_sgemm(name: str, **change: Any) -> bool:
         inputs, out_shape, kwargs = conv_case({**CONVS[name], **change})
         module = ir.Module()
         emit_conv(module, "conv", site_for("conv", inputs, [(out_shape, "float32")], **kwargs))
         return "cblas_sgemm" in str(module)
 
-    for name in ("pointwise_tiles", "pointwise_tiles_tiny", "pointwise_tiles_deepest", "pointwise_tiles_no_bias"):
+    for name in ("pointwise_tiles", "pointwise_tiles_tiny", "pointwise_tiles_deepest", "pointwise_tiles_no_bias",
+                 "pointwise_tiles_grouped", "pointwise_tiles_grouped_two_images", "grouped_wide_pointwise"):
         assert calls_sgemm(name) == host_has_avx512(), name
     assert calls_sgemm("pointwise_tiles_residual")
     assert calls_sgemm("pointwise_row_blocks")  # tanh
     assert calls_sgemm("pointwise_tiles_deepest", x=[1, TILED_POINTWISE_DEPTH + 1, 3, 7],
                        w=[9, TILED_POINTWISE_DEPTH + 1, 1, 1])
+    assert calls_sgemm("pointwise_tiles_grouped", x=[1, 3 * (TILED_POINTWISE_DEPTH + 1), 5, 13],
+                       w=[18, TILED_POINTWISE_DEPTH + 1, 1, 1])  # deeper than that per group
     assert calls_sgemm("pointwise")  # tanh
-    assert calls_sgemm("grouped_wide_pointwise")
+    assert calls_sgemm("grouped_wide_pointwise", residual=True)
 
 
 def test_conv_residual_in_place() -> None:

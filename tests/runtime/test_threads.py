@@ -572,31 +572,37 @@ def test_split_convolution_products_run_their_passes_in_each_part(threads: int) 
 
 
 def tiled_convs(batch: int) -> onnx.ModelProto:
-    """A shallow 3x3 convolution (3 -> 14 channels: two 6-channel spatial
-    register tiles and 2 channels after them; rows of 45, the last tile
-    overlapping) and a shallow pointwise one (14 -> 37: nine 4-channel
-    tiles and one channel; 41 x 45 = 1,845 positions, 230 whole vectors and
-    an overlapping last one), both with relu, each with more than
-    PARALLEL_MIN_WORK fmas, so that their register tiles run on threads."""
+    """A shallow 3x3 convolution (3 -> 16 channels: two 6-channel spatial
+    register tiles and 4 channels after them; rows of 67, the last tile
+    overlapping), a shallow pointwise one on its output (16 -> 37: nine
+    4-channel tiles and one channel; 61 x 67 = 4,087 positions, 510 whole
+    vectors and an overlapping last one) and a grouped pointwise one (16 ->
+    44 in two groups of 8 input channels: five 4-channel tiles and two
+    channels per group), all with relu, each with more than PARALLEL_MIN_WORK fmas, so
+    that their register tiles run on threads."""
     rng = np.random.default_rng(5)
-    w1, b1 = rng.standard_normal((14, 3, 3, 3)), rng.standard_normal(14)
-    w2, b2 = rng.standard_normal((37, 14, 1, 1)), rng.standard_normal(37)
+    w1, b1 = rng.standard_normal((16, 3, 3, 3)), rng.standard_normal(16)
+    w2, b2 = rng.standard_normal((37, 16, 1, 1)), rng.standard_normal(37)
+    w3, b3 = rng.standard_normal((44, 8, 1, 1)), rng.standard_normal(44)
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
              helper.make_node("Relu", ["c1"], ["r1"]),
              helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"]),
-             helper.make_node("Relu", ["c2"], ["y"])]
-    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (("w1", w1), ("b1", b1), ("w2", w2),
-                                                                          ("b2", b2))]
+             helper.make_node("Relu", ["c2"], ["y"]),
+             helper.make_node("Conv", ["r1", "w3", "b3"], ["c3"], group=2),
+             helper.make_node("Relu", ["c3"], ["z"])]
+    inits = [numpy_helper.from_array(a.astype(np.float32), n)
+             for n, a in (("w1", w1), ("b1", b1), ("w2", w2), ("b2", b2), ("w3", w3), ("b3", b3))]
     graph = helper.make_graph(nodes, "tiled", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
                                                                              [batch, 3, 61, 67])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 37, 61, 67])], inits)
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 37, 61, 67]),
+                               helper.make_tensor_value_info("z", TensorProto.FLOAT, [batch, 44, 61, 67])], inits)
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 
 
 @pytest.mark.parametrize("batch", [1, 2])
 def test_register_tiles_split_between_threads(batch: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The spatial and pointwise register tiles run on threads (no sgemm on
-    any thread count), and every thread count gives the one-thread bytes:
+    """The spatial, pointwise and grouped pointwise register tiles run on
+    threads (no sgemm on any thread count), and every thread count gives the one-thread bytes:
     each output is summed by the same instructions, whichever thread runs
     it. The outputs match onnxruntime too."""
     ort = pytest.importorskip("onnxruntime")
@@ -611,11 +617,13 @@ def test_register_tiles_split_between_threads(batch: int, monkeypatch: pytest.Mo
         ir_text = "".join([compiled.native.llvm_ir, *compiled.native.kernels.values()])
         assert "cblas_sgemm" not in ir_text, f"{threads} threads: a convolution left its register tiles"
         if threads > 1:
-            assert len(PARALLEL_CALL.findall(ir_text)) >= 2, "both convolutions' tiles run on threads"
-        outputs[threads] = compiled.run({"x": x})["y"]
+            assert len(PARALLEL_CALL.findall(ir_text)) >= 3, "the three convolutions' tiles run on threads"
+        outputs[threads] = compiled.run({"x": x})
     for threads in (2, 3):
-        np.testing.assert_array_equal(outputs[threads], outputs[1], err_msg=f"{threads} threads")
+        for name in ("y", "z"):
+            np.testing.assert_array_equal(outputs[threads][name], outputs[1][name], err_msg=f"{name}, {threads} threads")
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
-    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})[0]
-    np.testing.assert_allclose(outputs[1], want, rtol=1e-4, atol=1e-4)
+    want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})
+    for name, expected in zip(("y", "z"), want, strict=True):
+        np.testing.assert_allclose(outputs[1][name], expected, rtol=1e-4, atol=1e-4, err_msg=name)

@@ -15,17 +15,18 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
   then cut into runs of whole blocks, one per copy, run on the threads,
-  each block computed exactly as on one thread. A shallow stride-1 one
-  (`tiled_spatial`: group 1, no residual, relu or no activation) on one
-  thread of a host without AVX-512 instead runs generated register tiles
-  read from the input in place (`_spatial_tiles`: no im2col, no BLAS; its
-  planned workspace stays unused).
+  each block computed exactly as on one thread. A shallow one
+  (`tiled_spatial`: group 1, stride 1, or 2 when at most
+  TILED_SPATIAL_SHALLOW deep, no residual, relu or no activation) on a host without AVX-512 instead runs generated
+  register tiles read from the input in place (`_spatial_tiles`: no im2col,
+  no BLAS; its planned workspace stays unused; on threads, each runs a run
+  of (tile, output row) pairs).
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
-  per block of rows over the input itself; a shallow one (group 1, at most
-  TILED_POINTWISE_DEPTH input channels, no residual, relu or no
-  activation) on one
-  thread of a host without AVX-512 instead runs generated register tiles
-  (`_pointwise_tiles`: no BLAS, bias and relu applied in registers).
+  per block of rows over the input itself; a shallow one (at most
+  TILED_POINTWISE_DEPTH input channels per group, no residual, relu or no
+  activation) on a host without AVX-512 instead runs generated register
+  tiles (`_pointwise_tiles`: no BLAS, bias and relu applied in registers;
+  on threads, each runs a run of position vectors).
 - direct (depthwise, and groups of fewer than GROUPED_BLAS_CHANNELS
   channels): loops, no scratch. For each output row,
   each input channel of the group and each kernel tap, one multiply-add
@@ -679,22 +680,24 @@ def host_has_avx512() -> bool:
 
 
 def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
-    """Whether a pointwise convolution runs `_pointwise_tiles`: group 1, at
-    most TILED_POINTWISE_DEPTH input channels, no residual (with one the
+    """Whether a pointwise convolution runs `_pointwise_tiles`: at most
+    TILED_POINTWISE_DEPTH input channels per group (a grouped one runs its
+    groups' tiles one after the other), no residual (with one the
     tiles measured no faster: both paths stream it), no activation but
     relu, sizes known at compile time, on a host without AVX-512 (the tiles were
     measured against OpenBLAS on an AVX2 machine only; the AVX-512 Xeons
     keep the sgemm path their numbers were measured with)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
-    return static and g.group == 1 and g.channels <= TILED_POINTWISE_DEPTH and not residual \
+    return static and g.channels // g.group <= TILED_POINTWISE_DEPTH and not residual \
         and kwargs.get("activation") in (None, "relu") and not host_has_avx512()
 
 
 def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
                      activation: str | None) -> None:
     """A shallow pointwise convolution without BLAS: out[m, p] =
-    act(bias[m] + sum over c of w[m, c] * x[c, p]), the sum starting at the
-    bias (or 0) as the sgemm path's does. TILE_CHANNELS output channels x
+    act(bias[m] + sum over c of w[m, c] * x[c, p]) (c over m's group's input
+    channels), the sum starting at the bias (or 0) as the sgemm path's
+    does. TILE_CHANNELS output channels (of one group) x
     LANES positions are summed in registers over the input channels in
     order (one fma each), then finished and stored once: no pass filling
     the outputs before the product, none applying the activation after it,
@@ -707,15 +710,17 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
     overlapping one runs after the last whole one, in the same iteration,
     so no two threads write one output. Each output is summed by the same
     instructions whatever the thread count, so the bits are the same."""
-    positions, depth, outs = g.out_positions, g.channels, g.out_channels
+    positions, groups, outs = g.out_positions, g.group, g.out_channels
+    depth, group_outs = g.channels // groups, outs // groups  # (of one group)
     fma_vector, fma_scalar = _fma(k.module, VECTOR, f"v{LANES}f32"), _fma(k.module, F32, "f32")
     full_positions = positions - positions % LANES
-    full_channels = outs - outs % TILE_CHANNELS
+    full_channels = group_outs - group_outs % TILE_CHANNELS
 
     def tile(x_image: ir.Value, out_image: ir.Value, first_out: ir.Value, channels: int, position: ir.Value,
              vector: bool) -> None:
         """Output channels [first_out, first_out + channels) at `position`
-        (LANES positions from it with `vector`, else one)."""
+        (LANES positions from it with `vector`, else one), of the group
+        whose input channels start at `x_image`."""
         b = k.builder  # (inside a thread's part, the part's builder)
         kind, fma = (VECTOR, fma_vector) if vector else (F32, fma_scalar)
 
@@ -741,10 +746,15 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
             b.store(value, k.element(out_image, k.add(k.mul(k.add(first_out, j), positions), position)), align=4)
 
     def every_channel(x_image: ir.Value, out_image: ir.Value, position: ir.Value, vector: bool) -> None:
-        """All output channels at `position`: the tiles, then the channels after them."""
-        for first, stop, channels in ((0, full_channels, TILE_CHANNELS), (full_channels, outs, 1)):
-            with k.loop(first, stop, channels) as first_out:
-                tile(x_image, out_image, first_out, channels, position, vector)
+        """All output channels at `position`, group by group: a group's tiles,
+        then its channels after them."""
+        with k.loop(0, groups) as group:
+            x_group = k.element(x_image, k.mul(group, depth * positions))
+            first = k.mul(group, group_outs)
+            for start, stop, channels in ((first, k.add(first, full_channels), TILE_CHANNELS),
+                                          (k.add(first, full_channels), k.add(first, group_outs), 1)):
+                with k.loop(start, stop, channels) as first_out:
+                    tile(x_group, out_image, first_out, channels, position, vector)
 
     vectors = full_positions // LANES
 
@@ -757,7 +767,7 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
                 every_channel(v["x"], v["out"], I64(positions - LANES), True)
 
     with k.loop(0, g.batch) as image:
-        x_image = k.element(x, k.mul(image, depth * positions))
+        x_image = k.element(x, k.mul(image, g.channels * positions))
         out_image = k.element(out, k.mul(image, outs * positions))
         if vectors:
             # positions outermost: the inputs of LANES positions (depth x LANES floats) stay in L1 while every
