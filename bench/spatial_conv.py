@@ -31,11 +31,8 @@ import numpy as np  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
-import llvmlite.ir as ir  # noqa: E402
-
 import pyocc.lowering.native.conv as conv  # noqa: E402
 from pyocc.dialects.dnn.scratch import conv_scratch_bytes  # noqa: E402
-from pyocc.lowering.native.dense_ir import Kernel  # noqa: E402
 from pyocc.testing.native_kernels import CompiledSite, site_for  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -87,8 +84,7 @@ def main() -> None:
         site = site_for("conv", inputs, [(out.shape, "float32")], workspace_bytes=workspace.size,
                         pads=[pad] * 4, strides=[stride] * 2, activation="relu")
         tiles, blas = compiled(site, True), compiled(site, False)
-        chosen = "tiles" if conv.tiled_spatial(conv.Geometry.of(x.shape, w.shape, out.shape, site["kwargs"]),
-                                               site["kwargs"], False, Kernel(ir.Module(), "probe")) else "sgemm"
+        chosen = "tiles" if conv.register_tiles(site) else "sgemm"
         nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[pad] * 4, strides=[stride] * 2),
                  helper.make_node("Relu", ["c"], ["y"])]
         weights = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(bias, "b")]

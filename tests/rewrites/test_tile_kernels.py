@@ -47,7 +47,9 @@ PATCHED_CONVS: dict[str, dict[str, Any]] = {
                            patches=[(12, 3, 0), (15, 0, 0), (11, 0, 3)]),
     "pointwise": dict(channels=16, width=16, w=[24, 16, 1, 1], residual=True, activation="clip",
                       patches=[(5, 0, 0), (9, 0, 0), (1, 0, 0)]),
-    "grouped_pointwise": dict(channels=16, width=9, w=[8, 8, 1, 1], group=2, patches=[(3, 0, 0), (7, 0, 0)]),
+    # (clip: with no activation or relu it would run register tiles, so keep its own kernels)
+    "grouped_pointwise": dict(channels=16, width=9, w=[8, 8, 1, 1], group=2, activation="clip",
+                              patches=[(3, 0, 0), (7, 0, 0)]),
     "depthwise": dict(channels=24, width=16, w=[24, 1, 3, 3], group=24, side=1, activation="clip",
                       patches=[(5, 1, 0), (9, 0, 0), (8, 0, 1), (3, 1, 1)]),
     "depthwise_stride2": dict(channels=8, width=15, w=[8, 1, 3, 3], group=8, strides=[2, 2], side=1,
@@ -126,6 +128,22 @@ def test_patch_sizes_are_its_rows_and_blocks() -> None:
     assert conv_row_sizes(one_d) is None
 
 
+@pytest.mark.parametrize("name", ["grouped_pointwise", "shallow_pointwise", "shallow_spatial"])
+def test_a_patch_that_runs_register_tiles_keeps_its_own_kernel(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the tiles sum each output in another order than a shared kernel's sgemm: sharing would change the bits
+    import pyocc.lowering.native.conv as conv_module
+
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: False)  # (an AVX-512 host keeps sgemm)
+    case = {"grouped_pointwise": PATCHED_CONVS["grouped_pointwise"],
+            "shallow_pointwise": dict(channels=16, width=9, w=[8, 16, 1, 1]),
+            "shallow_spatial": dict(channels=3, width=20, w=[8, 3, 3, 3], side=1)}[name]
+    for activation, shares in (("relu", False), (None, False), ("clip", True)):
+        inputs, out_shape, kwargs, workspace = _patch({**case, "activation": activation}, 6, 0, 0, "full_block")
+        site = site_for("conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs)
+        assert conv_module.register_tiles(site) != shares, activation
+        assert (conv_row_sizes(site) is not None) == shares, activation
+
+
 def _selection(model, **options) -> tuple[Any, dict[str, Any]]:
     module, _ = lower(model, **options)
     ConvertDnnToLlvmPass().apply(Context(), module)
@@ -133,18 +151,27 @@ def _selection(model, **options) -> tuple[Any, dict[str, Any]]:
     return selection, read_meta(module, "main_graph")
 
 
-def test_a_tiled_conv_shares_one_function_and_an_untiled_one_keeps_its_own() -> None:
+def test_a_tiled_conv_shares_one_function_and_an_untiled_one_keeps_its_own(monkeypatch: pytest.MonkeyPatch
+                                                                           ) -> None:
+    import pyocc.lowering.native.conv as conv_module
+
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: False)  # the register tiles' rule, on any host
     untiled, _ = _selection(mobilenet_v2())
     assert not untiled.wrappers  # every conv alone with its shape: specialised to it
     tiled, meta = _selection(mobilenet_v2(), tile_region=12, tile_patches=5)
-    shapes = {json.dumps([site["inputs"], site["outputs"], site["kwargs"]]) for site in meta["sites"]
-              if site["kernel"] == "conv"}
+    convs = [site for site in meta["sites"] if site["kernel"] == "conv"]
+    shapes = {json.dumps([site["inputs"], site["outputs"], site["kwargs"]]) for site in convs}
     functions = [symbol for symbol, (kernel, _) in tiled.kernels.items() if kernel.name == "conv"]
-    # the region (every conv of the graph) holds 11 convs, two of them alike but for their rows
-    # (the first two blocks' 16 -> 64 expansions): 10 functions for the 38 shapes of the 5 patches' 55 convs
-    assert len(shapes) == 38 and len(functions) == 10, sorted(functions)
-    assert all(symbol.endswith("_sizes") for symbol in functions)
-    assert {general for general, _, _ in tiled.wrappers.values()} == set(functions)
+    shared = [symbol for symbol in functions if symbol.endswith("_sizes")]
+    # the region (every conv of the graph) holds 11 convs, two of them alike but for their rows (the
+    # first two blocks' 16 -> 64 expansions): 10 kinds for the 38 shapes of the 5 patches' 55 convs. Two
+    # kinds, the projections 64 -> 24 and 96 -> 24 (no activation, no residual), run register tiles, so
+    # each of their 5 shapes keeps its own function; the other 8 kinds share one each
+    tiles = {json.dumps([site["inputs"], site["outputs"], site["kwargs"]]) for site in convs
+             if conv_module.register_tiles(site)}
+    assert len(shapes) == 38 and len(tiles) == 5, sorted(functions)
+    assert len(shared) == 8 and len(functions) == 8 + 5, sorted(functions)
+    assert {general for general, _, _ in tiled.wrappers.values()} == set(shared)
 
 
 def test_a_tiled_program_computes_the_bytes_of_its_own_kernels(monkeypatch: pytest.MonkeyPatch) -> None:

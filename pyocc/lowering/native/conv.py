@@ -576,6 +576,25 @@ def _workspace_copies(site: dict[str, Any]) -> int:
 ROW_SIZES = len(RowSizes.__dataclass_fields__)
 
 
+def register_tiles(site: dict[str, Any]) -> bool:
+    """Whether the conv site's own kernel runs generated register tiles
+    (`tiled_pointwise` or `tiled_spatial`). Such a site keeps its own
+    kernel where patches of a tiled conv would share one (`conv_row_sizes`):
+    the tiles are specialised to their sizes, and the shared kernel's sgemm
+    would sum each output in another order, so give other bits than the
+    patch compiled alone."""
+    if site["kernel"] != "conv":
+        return False
+    x_spec, w_spec, _, residual_spec = site["inputs"]
+    kwargs, out_shape = site["kwargs"], site["outputs"][0]["shape"]
+    algorithm = conv_algorithm(w_spec["shape"], kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"))
+    if algorithm == "direct":
+        return False
+    g = Geometry.of(x_spec["shape"], w_spec["shape"], out_shape, kwargs)
+    tiled = tiled_pointwise if algorithm == "pointwise" else tiled_spatial
+    return tiled(g, kwargs, residual_spec is not None)
+
+
 def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | None:
     """The patches of a tiled 2-D conv differ only in their rows: input
     rows, output rows, the padding above and below (the first and last
@@ -584,11 +603,12 @@ def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | N
     rows, padding above, block rows, block channels]); the blocks are what
     the site's own kernel would run (`im2col_block`, or a pointwise conv's
     row blocks; 0 where unused). None for a site that keeps its own
-    function (not 2-D, or nothing to compute)."""
+    function (not 2-D, nothing to compute, or one whose own kernel runs
+    register tiles: `register_tiles`)."""
     x_spec, w_spec, _, residual_spec = site["inputs"]
     out_shape = site["outputs"][0]["shape"]
     w_shape, kwargs = w_spec["shape"], site["kwargs"]
-    if len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0:
+    if len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0 or register_tiles(site):
         return None
     pads = list(kwargs.get("pads") or [0, 0, 0, 0])
     algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
@@ -649,11 +669,11 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
-    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, residual is not None, k):
+    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, residual is not None):
         _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
-    if algorithm == "im2col" and rows is None and tiled_spatial(g, kwargs, residual is not None, k):
+    if algorithm == "im2col" and rows is None and tiled_spatial(g, kwargs, residual is not None):
         _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
@@ -679,7 +699,7 @@ def host_has_avx512() -> bool:
     return bool(llvm.get_host_cpu_features().get("avx512f", False))
 
 
-def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
+def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool) -> bool:
     """Whether a pointwise convolution runs `_pointwise_tiles`: at most
     TILED_POINTWISE_DEPTH input channels per group (a grouped one runs its
     groups' tiles one after the other), no residual (with one the
@@ -795,7 +815,7 @@ TILED_SPATIAL_COLUMN_BYTES = 1 << 20
 SPATIAL_TILE_CHANNELS = 6
 
 
-def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, k: Kernel) -> bool:
+def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool) -> bool:
     """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
     (or 1-D), group 1, stride 1 or 2 (`TILED_SPATIAL_STRIDES`; 2 only when
     shallow), dilation 1, shallow (a depth, input channels x taps, of at
