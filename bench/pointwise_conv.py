@@ -101,8 +101,8 @@ def main() -> None:
         flops = 2.0 * outs * channels // group * size * size
         t, s, o = (min(times[name]) for name in ("tiles", "blas", "ort"))
         groups = f" /{group}" if group > 1 else ""
-        print(f"| {channels}->{outs}{groups} @{size} | {flops / t / 1e9:.1f} | {flops / s / 1e9:.1f} | {flops / o / 1e9:.1f} "
-              f"| {t / s:.2f} | {t / o:.2f} | {s / o:.2f} |", flush=True)
+        print(f"| {channels}->{outs}{groups} @{size} | {flops / t / 1e9:.1f} | {flops / s / 1e9:.1f} "
+              f"| {flops / o / 1e9:.1f} | {t / s:.2f} | {t / o:.2f} | {s / o:.2f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import pyocc  # noqa: E402
 from pyocc.api import lower  # noqa: E402
 from pyocc.dialects.dnn.scratch import conv_scratch_bytes, im2col_row_bytes  # noqa: E402
 from pyocc.lowering.convert_dnn_to_llvm import ConvertDnnToLlvmPass, read_meta, select_kernels  # noqa: E402
+import pyocc.lowering.native.conv as conv_module  # noqa: E402
 from pyocc.lowering.native.conv import conv_row_sizes, emit_conv  # noqa: E402
 from pyocc.lowering.native.registry import NATIVE_KERNELS  # noqa: E402
 from pyocc.runtime import host_kernels as hk  # noqa: E402
@@ -131,8 +132,6 @@ def test_patch_sizes_are_its_rows_and_blocks() -> None:
 @pytest.mark.parametrize("name", ["grouped_pointwise", "shallow_pointwise", "shallow_spatial"])
 def test_a_patch_that_runs_register_tiles_keeps_its_own_kernel(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # the tiles sum each output in another order than a shared kernel's sgemm: sharing would change the bits
-    import pyocc.lowering.native.conv as conv_module
-
     monkeypatch.setattr(conv_module, "host_has_avx512", lambda: False)  # (an AVX-512 host keeps sgemm)
     case = {"grouped_pointwise": PATCHED_CONVS["grouped_pointwise"],
             "shallow_pointwise": dict(channels=16, width=9, w=[8, 16, 1, 1]),
@@ -153,8 +152,6 @@ def _selection(model, **options) -> tuple[Any, dict[str, Any]]:
 
 def test_a_tiled_conv_shares_one_function_and_an_untiled_one_keeps_its_own(monkeypatch: pytest.MonkeyPatch
                                                                            ) -> None:
-    import pyocc.lowering.native.conv as conv_module
-
     monkeypatch.setattr(conv_module, "host_has_avx512", lambda: False)  # the register tiles' rule, on any host
     untiled, _ = _selection(mobilenet_v2())
     assert not untiled.wrappers  # every conv alone with its shape: specialised to it

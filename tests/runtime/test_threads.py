@@ -621,7 +621,8 @@ def test_register_tiles_split_between_threads(batch: int, monkeypatch: pytest.Mo
         outputs[threads] = compiled.run({"x": x})
     for threads in (2, 3):
         for name in ("y", "z"):
-            np.testing.assert_array_equal(outputs[threads][name], outputs[1][name], err_msg=f"{name}, {threads} threads")
+            np.testing.assert_array_equal(outputs[threads][name], outputs[1][name],
+                                          err_msg=f"{name}, {threads} threads")
     options = ort.SessionOptions()
     options.intra_op_num_threads = 1
     want = ort.InferenceSession(model.SerializeToString(), options).run(None, {"x": x})

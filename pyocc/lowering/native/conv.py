@@ -17,10 +17,11 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   then cut into runs of whole blocks, one per copy, run on the threads,
   each block computed exactly as on one thread. A shallow one
   (`tiled_spatial`: group 1, stride 1, or 2 when at most
-  TILED_SPATIAL_SHALLOW deep, no residual, relu or no activation) on a host without AVX-512 instead runs generated
-  register tiles read from the input in place (`_spatial_tiles`: no im2col,
-  no BLAS; its planned workspace stays unused; on threads, each runs a run
-  of (tile, output row) pairs).
+  TILED_SPATIAL_SHALLOW deep, no residual, relu or no activation) on a
+  host without AVX-512 instead runs generated register tiles read from the
+  input in place (`_spatial_tiles`: no im2col, no BLAS; its planned
+  workspace stays unused; on threads, each runs a run of (tile, output
+  row) pairs).
 - pointwise (1x1, stride 1, unpadded): per image and group, one sgemm
   per block of rows over the input itself; a shallow one (at most
   TILED_POINTWISE_DEPTH input channels per group, no residual, relu or no
@@ -669,12 +670,9 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
-    if algorithm == "pointwise" and rows is None and tiled_pointwise(g, kwargs, residual is not None):
-        _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
-        k.finish()
-        return
-    if algorithm == "im2col" and rows is None and tiled_spatial(g, kwargs, residual is not None):
-        _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+    if rows is None and register_tiles(site):
+        tiles = _pointwise_tiles if algorithm == "pointwise" else _spatial_tiles
+        tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
     im2col = algorithm == "im2col"
