@@ -225,6 +225,23 @@ def calls_sgemm(name: str, parallel: bool = False, **change: Any) -> bool:
     return "cblas_sgemm" in str(module)
 
 
+@pytest.mark.parametrize(("name", "bodies"), [("many_blocks", 3), ("one_d", 3), ("strided_dilated_asymmetric", 2),
+                                               ("stem_7x7_stride2", 1), ("three_d", 1)])
+def test_im2col_unrolls_only_the_last_dim_of_a_small_kernel(name: str, bodies: int,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # a kernel of at most UNROLLED_TAPS taps gets one im2col body per tap of its last dim (its valid
+    # range a constant) inside a run-time loop over its other dims, not one per tap: a 3x3 conv's 9
+    # bodies were most of the LLVM time of a model of many 3x3 convs (docs/performance.md); a larger
+    # kernel loops over all its taps at run time (one body)
+    emitted: list[object] = []
+    tap = conv_module._im2col_tap
+    monkeypatch.setattr(conv_module, "_im2col_tap", lambda *args: emitted.append(args) or tap(*args))
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    emit_conv(ir.Module(), "model_site_0", site_for("conv", inputs, [(out_shape, "float32")],
+                                                    workspace_bytes=1 << 20, **kwargs))
+    assert len(emitted) == bodies
+
+
 SPATIAL_TILES = ["spatial_tiles", "spatial_tiles_5x5", "spatial_tiles_unpadded", "spatial_tiles_asymmetric",
                  "spatial_tiles_one_pixel", "spatial_tiles_one_row_7x7", "spatial_tiles_narrow_rows",
                  "spatial_tiles_1d", "spatial_tiles_wide_columns", "spatial_tiles_stride2",

@@ -373,12 +373,13 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
         k.parallel_loop(g.out_channels, work, values, channel_plane)
 
 
-#: im2col of a kernel of at most this many taps emits one body per tap,
-#: with its valid range and offsets as constants; a larger kernel (AlexNet's
-#: 11x11 stem, ResNet's 7x7) loops over its taps at run time, one body in
-#: all, since each unrolled body is a few vectorised loops that LLVM's O3
-#: then spends most of a model's compile time on (see docs/performance.md,
-#: "Compile time of the native convolution")
+#: im2col of a kernel of at most this many taps loops over its kernel rows
+#: (every dim but the last) at run time and emits one body per tap of the
+#: last dim, with its valid range as constants (a 3x3 kernel: 3 bodies); a
+#: larger kernel (AlexNet's 11x11 stem, ResNet's 7x7) loops over all its
+#: taps at run time, one body in all, since each body is a few vectorised
+#: loops that LLVM's O3 then spends most of a model's compile time on (see
+#: docs/performance.md, "Compile time of the native convolution")
 UNROLLED_TAPS = 9
 
 
@@ -389,8 +390,9 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
     """columns[(c, tap), (row - first_row, ...)] = x at that tap (0 in the
     padding; `transform`ed inside the image) for output rows first_row ..
     first_row + rows of dim 0 and input channels first_channel ..
-    first_channel + channels (c counts from first_channel). The taps are
-    unrolled up to UNROLLED_TAPS, else a run-time loop. The channels may
+    first_channel + channels (c counts from first_channel). Up to
+    UNROLLED_TAPS taps, a run-time loop over the kernel rows with the last
+    dim's taps unrolled; else a run-time loop over every tap. The channels may
     run on threads (Kernel.parallel_loop); `keep`: the pointers `transform`
     reads, which the threads' part must capture."""
     taps = g.taps
@@ -410,10 +412,15 @@ def _im2col_block(k: Kernel, g: Geometry, x_image: ir.Value, columns: ir.Value, 
         x_plane = k.element(v["x"], k.mul(channel, g.in_size(k)))
         tap_rows = k.mul(block_channel, len(taps))
         if len(taps) <= UNROLLED_TAPS:
-            for tap_index, tap in enumerate(taps):
-                lo, hi = g.valid_range(tap[-1])
-                _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, tap_index), tap, (lo, hi),
-                            v["first_row"], v["rows"], v["block_rows"], transform)
+
+            def kernel_row(outer: list[ir.Value]) -> None:
+                # the last dim's taps unrolled: their valid ranges are constants
+                for last in range(g.kernel[-1]):
+                    tap = [*outer, last]
+                    _im2col_tap(k, g, x_plane, v["columns"], channel, k.add(tap_rows, _flat(k, tap, g.kernel)), tap,
+                                g.valid_range(last), v["first_row"], v["rows"], v["block_rows"], transform)
+
+            _outer_loops(k, g.kernel[:-1], kernel_row)
         else:
 
             def tap_body(tap: list[ir.Value]) -> None:
