@@ -206,6 +206,8 @@ POOLS = [  # (x shape, kernel_shape, strides, pads, dilations)
     ((1, 3, 14, 14), [3, 3], [1, 1], [1, 1, 1, 1], None),  # Inception's pools: interior rows and columns
     ((1, 2, 9, 2), [3, 3], [1, 1], [1, 1, 1, 1], None),  # interior rows, no interior column
     ((1, 1, 6, 7, 8), [3, 3, 3], [1, 1, 1], [1, 1, 1, 1, 1, 1], None),  # an interior along every axis of 3
+    # edges of several outputs before and after the interior, in the one loop both edges of a dim share
+    ((1, 2, 8, 9), [5, 5], [1, 1], [2, 3, 2, 1], None),
 ]
 
 

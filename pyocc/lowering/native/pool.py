@@ -103,19 +103,26 @@ class Taps:
 def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> None:
     """For each output element: store tap_value(x, out spatial indices,
     input plane offset, positions) at it. Loops over N*C and the spatial
-    dims; each spatial dim's loop is split in three, so that the interior,
-    where no tap leaves the data along any dim, has no bounds checks (no
-    clamps, no selects: the last dim's loop vectorises), and only the
-    edges check."""
+    dims; each spatial dim's loop is split into its interior, where no tap
+    leaves the data along any dim, with no bounds checks (no clamps, no
+    selects: the last dim's loop vectorises), and its edges, which check.
+    Where a dim has edges both before and after its interior, both run in
+    one loop after it: one unrolled window body for the two, not one each
+    (a 2-D pool has 4 bodies, not 9: most of its compile time)."""
     x, out = k.input(0), k.outputs[0]
     channels = x.shape[0] * x.shape[1]
     in_plane, out_plane = math.prod(x.shape[2:]), math.prod(out.shape[2:])
     spatial = list(out.shape[2:])
+    # per axis: (first, stop, inside) runs of outputs; where there are edges both before and after the
+    # interior, one run of both after the interior, written (lo, hi, False): all but [lo, hi)
     segments = []
     for axis, size in enumerate(spatial):
         lo, hi = taps.interior(axis, size)
-        segments.append([(first, stop, inside) for first, stop, inside in ((0, lo, False), (lo, hi, True),
-                                                                           (hi, size, False)) if stop > first])
+        runs = [(first, stop, inside) for first, stop, inside in ((0, lo, False), (lo, hi, True), (hi, size, False))
+                if stop > first]
+        if lo > 0 and size > hi:
+            runs = [*(run for run in runs if run[2]), (lo, hi, False)]
+        segments.append(runs)
 
     def plane(nc: ir.Value) -> None:
         in_base = k.b.mul(nc, k.i64(in_plane))
@@ -127,8 +134,18 @@ def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> N
                 k.store(value, out, k.offset(indices, list(out.strides[2:]), out_base))
                 return
             for first, stop, within in segments[axis]:
-                k.loop(stop - first, lambda o, first=first, within=within: level(
-                    axis + 1, [*indices, k.b.add(o, k.i64(first))], [*inside, within]))
+                if within or first == 0 or stop == spatial[axis]:
+                    k.loop(stop - first, lambda o, first=first, within=within: level(
+                        axis + 1, [*indices, k.b.add(o, k.i64(first))], [*inside, within]))
+                    continue
+                # both edges in one loop, one body for both: the interior [first, stop) is skipped
+                gap = stop - first
+
+                def edge(o: ir.Value, first: int = first, gap: int = gap) -> None:
+                    skip = k.b.select(k.b.icmp_signed("<", o, k.i64(first)), k.i64(0), k.i64(gap))
+                    level(axis + 1, [*indices, k.b.add(o, skip)], [*inside, False])
+
+                k.loop(spatial[axis] - gap, edge)
 
         level(0, [], [])
 
