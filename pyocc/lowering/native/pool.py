@@ -113,16 +113,17 @@ def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> N
     channels = x.shape[0] * x.shape[1]
     in_plane, out_plane = math.prod(x.shape[2:]), math.prod(out.shape[2:])
     spatial = list(out.shape[2:])
-    # per axis: (first, stop, inside) runs of outputs; where there are edges both before and after the
-    # interior, one run of both after the interior, written (lo, hi, False): all but [lo, hi)
+    # per axis, runs of outputs (first, stop, inside, skipped): [first, stop) but the `skipped` ones;
+    # a dim with edges both before and after its interior runs both in one loop after it
     segments = []
     for axis, size in enumerate(spatial):
         lo, hi = taps.interior(axis, size)
-        runs = [(first, stop, inside) for first, stop, inside in ((0, lo, False), (lo, hi, True), (hi, size, False))
-                if stop > first]
         if lo > 0 and size > hi:
-            runs = [*(run for run in runs if run[2]), (lo, hi, False)]
-        segments.append(runs)
+            runs = [(lo, hi, True, None)] if hi > lo else []
+            segments.append([*runs, (0, size, False, (lo, hi))])
+        else:
+            segments.append([(first, stop, inside, None) for first, stop, inside in
+                             ((0, lo, False), (lo, hi, True), (hi, size, False)) if stop > first])
 
     def plane(nc: ir.Value) -> None:
         in_base = k.b.mul(nc, k.i64(in_plane))
@@ -133,19 +134,19 @@ def _pool(k: KernelBuilder, taps: Taps, tap_value: Callable[..., ir.Value]) -> N
                 value = tap_value(x, indices, in_base, taps.positions(indices, inside))
                 k.store(value, out, k.offset(indices, list(out.strides[2:]), out_base))
                 return
-            for first, stop, within in segments[axis]:
-                if within or first == 0 or stop == spatial[axis]:
-                    k.loop(stop - first, lambda o, first=first, within=within: level(
-                        axis + 1, [*indices, k.b.add(o, k.i64(first))], [*inside, within]))
-                    continue
-                # both edges in one loop, one body for both: the interior [first, stop) is skipped
-                gap = stop - first
+            for first, stop, within, skipped in segments[axis]:
 
-                def edge(o: ir.Value, first: int = first, gap: int = gap) -> None:
-                    skip = k.b.select(k.b.icmp_signed("<", o, k.i64(first)), k.i64(0), k.i64(gap))
-                    level(axis + 1, [*indices, k.b.add(o, skip)], [*inside, False])
+                def run(o: ir.Value, first: int = first, within: bool = within,
+                        skipped: tuple[int, int] | None = skipped) -> None:
+                    if skipped is None:
+                        index = k.b.add(o, k.i64(first))
+                    else:  # both edges: the ones before the interior, then, past it, the ones after
+                        lo, hi = skipped
+                        index = k.b.add(o, k.b.select(k.b.icmp_signed("<", o, k.i64(lo)), k.i64(0), k.i64(hi - lo)))
+                    level(axis + 1, [*indices, index], [*inside, within])
 
-                k.loop(spatial[axis] - gap, edge)
+                gap = 0 if skipped is None else skipped[1] - skipped[0]
+                k.loop(stop - first - gap, run)
 
         level(0, [], [])
 
