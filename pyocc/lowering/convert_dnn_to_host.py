@@ -114,6 +114,8 @@ class HostFunctionLowering:
     pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: each memref value's address: its root and a byte offset (any function can rebuild its pointer)
     addresses: dict[SSAValue, tuple[Root, int]] = field(default_factory=dict)
+    #: each dnn.weight result's entry in `weights` (a site's "weight_entries")
+    weight_entries: dict[SSAValue, int] = field(default_factory=dict)
     #: the parts of a split run, in call order
     parts: list[llvm.FuncOp] = field(default_factory=list)
     #: IR byte size of each buffer that dnn.malloc / dnn.pool_init created
@@ -380,6 +382,12 @@ class HostFunctionLowering:
             "kwargs": kwargs,
             "workspace": None if workspace is None else _workspace_spec(op, workspace.type),
         })
+        # which weights the (single) inputs read as they are: a native kernel may ask for one in
+        # a layout of its own (pyocc.lowering.native.packing), which select_kernels records
+        read = {str(position): self.weight_entries[value] for position, value in enumerate(op.kernel_inputs())
+                if isinstance(value, SSAValue) and value in self.weight_entries}
+        if read:
+            self.sites[-1]["weight_entries"] = read
         null = None
         for slot, value in enumerate(values):
             if value is None:
@@ -392,6 +400,7 @@ class HostFunctionLowering:
 
     def _lower_weight(self, op: WeightOp) -> None:
         offset = self.weights.place_weight(op)
+        self.weight_entries[op.result] = len(self.weights.entries) - 1
         self.pointers[op.result] = self._gep(self._roots[("weights", 0)], offset, i8)
         self.addresses[op.result] = (("weights", 0), offset)
 

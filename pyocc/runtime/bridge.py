@@ -142,6 +142,22 @@ class KernelBridge:
 WEIGHT_COPY_BYTES = 32 << 20
 
 
+def output_channel_blocks(weight: np.ndarray, block: int) -> np.ndarray:
+    """A weight [outs, ...] in the layout [outs / block, ..., block]: for
+    each block of `block` output channels, every other index in order, the
+    block's channels innermost (a convolution's direct kernel then loads one
+    tap's weights of a block as whole vectors; pyocc.lowering.native.conv)."""
+    outs = weight.shape[0]
+    if outs % block:
+        raise PyoccError(f"a weight of {outs} output channels has no layout in blocks of {block}")
+    blocked = weight.reshape(outs // block, block, *weight.shape[1:])
+    return np.ascontiguousarray(np.moveaxis(blocked, 1, -1))
+
+
+#: the layouts a native kernel may ask a weight in (an entry's "pack": {"layout": name, ...arguments})
+WEIGHT_LAYOUTS: dict[str, Callable[..., np.ndarray]] = {"output_channel_blocks": output_channel_blocks}
+
+
 def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[str, Any]], bytes],
                      copied: Callable[[str, int], None] | None = None) -> np.ndarray:
     """The constant pool of a model: every weight at its planned offset.
@@ -152,7 +168,10 @@ def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[st
     pool as a file instead). `copied(key, done)`, if given, is told each time
     another piece of a blob is in the pool, `done` its first bytes (the
     store then gives back the pages of weights it maps from a file, so they
-    are not resident twice, WEIGHT_COPY_BYTES at a time)."""
+    are not resident twice, WEIGHT_COPY_BYTES at a time). An entry with a
+    "pack" is then permuted into that layout (WEIGHT_LAYOUTS): the only
+    kernel reading it asked for it (pyocc.lowering.convert_dnn_to_llvm's
+    select_kernels)."""
     layout = meta["weights"]
     pool = aligned_bytes(layout["bytes"], layout["alignment"])
     for entry in layout["entries"]:
@@ -180,6 +199,9 @@ def pack_weight_pool(meta: dict[str, Any], read_resource: Callable[[str, dict[st
                 if copied is not None:
                     copied(source["resource"], stop * dtype.itemsize)
             del data, elements
+        if "pack" in entry:  # a native kernel reads this weight in a layout of its own
+            arguments = dict(entry["pack"])
+            target.reshape(-1)[:] = WEIGHT_LAYOUTS[arguments.pop("layout")](target, **arguments).reshape(-1)
     return pool
 
 

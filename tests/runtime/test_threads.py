@@ -21,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 import pyocc
 from pyocc.dialects.dnn.scratch import im2col_block, im2col_copies
 from pyocc.errors import PyoccError
+import pyocc.lowering.native.conv as native_conv
 from pyocc.lowering.native.dense_ir import SGEMM, SGEMM_COLUMN_BLOCK, SGEMM_PARALLEL_MACS, SGEMM_TYPE, Kernel
 from pyocc.lowering.native.loops import PARALLEL_FOR_TYPE, PARALLEL_MIN_WORK, KernelBuilder
 from pyocc.lowering.native.registry import native_kernel_for
@@ -422,8 +423,17 @@ def small_workspace_convs() -> onnx.ModelProto:
     return onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
 
 
+@pytest.fixture
+def im2col_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No convolution runs the direct 3x3 kernel (`direct_conv_layouts`
+    asks for no layout): tests of im2col's blocks on threads, whose narrow
+    convolutions that kernel would otherwise take."""
+    monkeypatch.setattr(native_conv, "DIRECT_NARROW_OUTS", 0)
+    monkeypatch.setattr(native_conv, "DIRECT_POSITIONS_RANGE", (1, 0))
+
+
 @pytest.mark.parametrize("threads", [2, 3, 5])
-def test_small_workspace_convolutions_run_whole_blocks_on_each_thread(threads: int) -> None:
+def test_small_workspace_convolutions_run_whole_blocks_on_each_thread(threads: int, im2col_only: None) -> None:
     """A convolution whose fitted workspace makes blocks too small to split
     (the old code ran every block's sgemm whole on one thread) gets one
     copy of that workspace per thread (at most one per block): planned,
@@ -459,7 +469,7 @@ def test_small_workspace_convolutions_run_whole_blocks_on_each_thread(threads: i
             assert_same_as_one_thread(got[name], expected, err_msg=f"{name} on {threads} threads")
 
 
-def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path) -> None:
+def test_workspace_copies_hold_on_any_running_thread_count(tmp_path: Path, im2col_only: None) -> None:
     """A library compiled for two threads (two workspace copies) and run on
     one, two or three (NAME_set_threads): the copies are the parts, so
     fewer threads run them in turn and more find no third part; the bytes
@@ -530,7 +540,7 @@ def _function_bodies(ir_text: str, pattern: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("threads", [2, 3])
-def test_split_convolution_products_run_their_passes_in_each_part(threads: int) -> None:
+def test_split_convolution_products_run_their_passes_in_each_part(threads: int, im2col_only: None) -> None:
     """On threads, a convolution block whose product is split runs its first
     pass (the residual or bias) and last pass (bias, Relu) inside each part
     of the product, on that part's own columns or rows, so one thread

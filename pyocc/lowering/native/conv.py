@@ -86,7 +86,7 @@ from pyocc.lowering.native.dense_ir import (
 from pyocc.lowering.native.loops import PARALLEL_MIN_WORK, run_time_size
 from pyocc.lowering.native.registry import native_kernel
 
-__all__ = ["emit_conv", "emit_conv_transpose", "emit_preact_conv"]
+__all__ = ["direct_conv_layouts", "emit_conv", "emit_conv_transpose", "emit_preact_conv"]
 
 #: reads x[channel] at a flat element pointer: (kernel, channel index, value) -> value
 InputTransform = Callable[[Kernel, ir.Value, ir.Value], ir.Value]
@@ -616,7 +616,8 @@ def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | N
     x_spec, w_spec, _, residual_spec = site["inputs"]
     out_shape = site["outputs"][0]["shape"]
     w_shape, kwargs = w_spec["shape"], site["kwargs"]
-    if len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0 or register_tiles(site):
+    if (len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0 or register_tiles(site)
+            or "packed_weights" in site):
         return None
     pads = list(kwargs.get("pads") or [0, 0, 0, 0])
     algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
@@ -647,7 +648,7 @@ def _pointwise_block_rows(w_shape: Sequence[int], out_shape: Sequence[int]) -> i
 
 
 @native_kernel("conv", supports=supports_conv, shared_sizes=conv_row_sizes, min_sharing_sites=2,
-               run_time_shapes=True)
+               run_time_shapes=True, weight_layouts=lambda site: direct_conv_layouts(site))  # (defined below)
 def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv);
     for a site with "run_time_sizes" (`conv_row_sizes`) the kernel shared
@@ -677,6 +678,10 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
 
+    if "packed_weights" in site:  # select_kernels gave the weights the layout `direct_conv_layouts` asked for
+        _direct_tiles(k, g, x, w, bias, residual, out, k.buffer(5), _workspace_bytes(site), kwargs)
+        k.finish()
+        return
     if rows is None and register_tiles(site):
         tiles = _pointwise_tiles if algorithm == "pointwise" else _spatial_tiles
         tiles(k, g, x, w, bias, out, kwargs.get("activation"))
@@ -966,6 +971,155 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
             if tiles and channels:
                 work = tiles * channels * out_rows * out_width * depth * taps // LANES
                 k.parallel_loop(tiles * out_rows, work, values, one_row(first, channels))
+
+
+#: the output positions (of one row) of a direct 3x3 convolution's register
+#: tile, each a VECTOR of LANES output channels (two AVX2 registers): 12
+#: accumulators (bench/direct_conv.py measured 16 x 6 and 24 x 4 tiles)
+DIRECT_POSITIONS = 6
+#: The convolutions the direct kernel beat im2col + sgemm on
+#: (docs/performance.md, "Where one thread still loses, layer by layer"):
+#: products of at most DIRECT_NARROW_OUTS output channels, at any image
+#: size, and images of DIRECT_POSITIONS_RANGE output positions (28x28 to
+#: 64x64) with at most DIRECT_DEEPEST input channels
+DIRECT_NARROW_OUTS = 32
+DIRECT_POSITIONS_RANGE = (700, 4096)
+DIRECT_DEEPEST = 128
+
+
+def direct_conv_layouts(site: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The weight layout a conv site's direct kernel (`_direct_tiles`) reads,
+    {"1": output channels in blocks of LANES}, for the sites it runs: a
+    static 2-D 3x3 stride-1 convolution padded by 1 on every side, group 1,
+    undilated, of a multiple of LANES output channels, on a host without
+    AVX-512 (the tile's size), not in register tiles (`register_tiles`),
+    whose planned im2col scratch holds three padded input rows of every
+    channel, and that is narrow (DIRECT_NARROW_OUTS) or of a mid-sized
+    image (DIRECT_POSITIONS_RANGE, DIRECT_DEEPEST); None for the others,
+    which stay on im2col + sgemm. select_kernels packs the weights (and
+    marks the site "packed_weights") only where the site is their one reader."""
+    if site["kernel"] != "conv" or "run_time_sizes" in site or host_has_avx512():
+        return None
+    x_spec, w_spec, _, _ = site["inputs"]
+    kwargs, out_shape, w_shape = site["kwargs"], site["outputs"][0]["shape"], w_spec["shape"]
+    shapes = [*x_spec["shape"], *w_shape, *out_shape]
+    if not all(isinstance(size, int) and size > 0 for size in shapes) or len(w_shape) != 4:
+        return None
+    outs, channels, height, width = w_shape[0], w_shape[1], x_spec["shape"][2], x_spec["shape"][3]
+    if (w_shape[2:] != [3, 3] or list(kwargs.get("pads") or []) != [1, 1, 1, 1] or (kwargs.get("group") or 1) != 1
+            or any(s != 1 for s in kwargs.get("strides") or []) or any(d != 1 for d in kwargs.get("dilations") or [])
+            or outs % LANES or out_shape[2:] != [height, width] or register_tiles(site)):
+        return None
+    if _workspace_bytes(site) < channels * 3 * (width + 2) * 4:
+        return None
+    positions = height * width
+    narrow = outs <= DIRECT_NARROW_OUTS
+    mid_sized = DIRECT_POSITIONS_RANGE[0] <= positions <= DIRECT_POSITIONS_RANGE[1] and channels <= DIRECT_DEEPEST
+    if not (narrow or mid_sized):
+        return None
+    return {"1": {"layout": "output_channel_blocks", "block": LANES}}
+
+
+def _direct_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
+                  residual: ir.Value | None, out: ir.Value, workspace: ir.Value, workspace_bytes: int,
+                  kwargs: dict[str, Any]) -> None:
+    """A 3x3 stride-1 convolution padded by 1, without im2col or BLAS, on
+    weights packed as [outs / LANES, channels, 3, 3, LANES]
+    (`direct_conv_layouts`). A band of output rows at a time, the input rows
+    it reads are copied into the planned scratch with a zero column on each
+    side and zero rows beyond the image, so no tap needs a bound. Each
+    register tile holds LANES output channels (one VECTOR) x
+    DIRECT_POSITIONS positions of one output row (the row's last tile
+    narrower): for every tap (input channel, ky, kx), one vector load of
+    the tap's packed weights and a broadcast of each position's input,
+    where it lies in the band. The taps are one run-time loop over a table
+    of their offsets in the band: unrolled, LLVM shares broadcasts between
+    taps and spills the tile (bench/direct_conv.py). Each output is then
+    act(sum + residual + bias), stored once. On threads, each takes a run
+    of (channel block, band row) pairs after the band is filled; every
+    output is summed by one tile in tap order, whatever the thread count."""
+    channels, outs = g.channels, g.out_channels
+    height, width = g.in_spatial
+    padded = width + 2
+    band_rows = min(height, workspace_bytes // (channels * padded * 4) - 2)
+    plane = (band_rows + 2) * padded  # one channel's rows in the band
+    taps = channels * 9
+    table_type = ir.ArrayType(I32, taps)
+    table = ir.GlobalVariable(k.module, table_type, k.module.get_unique_name(f"{k.symbol}.taps"))
+    table.global_constant = True
+    table.linkage = "internal"
+    table.initializer = ir.Constant(table_type, [c * plane + ky * padded + kx for c in range(channels)
+                                                 for ky in range(3) for kx in range(3)])
+    fma = _fma(k.module, VECTOR, f"v{LANES}f32")
+    blocks = outs // LANES
+    activation, alpha, beta = kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta")
+    whole = width - width % DIRECT_POSITIONS  # the columns of full tiles
+    b = k.builder
+
+    def tile(v: dict[str, Any], block: ir.Value, row: ir.Value, start: ir.Value, positions: int) -> None:
+        """Output channels [LANES * block, + LANES) of band row `row`, columns [start, start + positions)."""
+        b = k.builder  # (inside a thread's part, the part's builder)
+        sums = [k.variable(VECTOR) for _ in range(positions)]
+        for variable in sums:
+            b.store(ir.Constant(VECTOR, [0.0] * LANES), variable)
+        weights = k.element(v["w"], k.mul(block, taps * LANES))
+        inputs = k.element(v["band"], b.add(b.mul(row, I64(padded)), start))
+        with k.loop(0, taps) as tap:
+            offset = b.sext(b.load(b.gep(table, [I64(0), tap], inbounds=True, source_etype=table_type), typ=I32), I64)
+            weight = b.load(k.element(weights, b.mul(tap, I64(LANES))), typ=VECTOR, align=4)
+            at = k.element(inputs, offset)
+            for j, variable in enumerate(sums):
+                value = k.splat(k.load(at, j))
+                b.store(b.call(fma, [weight, value, b.load(variable, typ=VECTOR)]), variable)
+        # the tile goes through the stack to be stored channel by channel (a transpose), finished on the way
+        stack = k.variable(ir.ArrayType(F32, positions * LANES))
+        sums_by_lane = b.inttoptr(b.ptrtoint(stack, I64), PTR)  # an opaque pointer, as the buffers are
+        for j, variable in enumerate(sums):
+            b.store(b.load(variable, typ=VECTOR), k.element(sums_by_lane, j * LANES), align=4)
+        first_out = k.mul(block, LANES)
+        first_column = b.add(b.mul(b.add(v["first_row"], row), I64(width)), start)
+        with k.loop(0, LANES) as lane:
+            channel = b.add(first_out, lane)
+            shift = k.load(v["bias"], channel) if bias is not None else None
+            at = b.add(b.mul(channel, I64(height * width)), first_column)
+            for j in range(positions):
+                value = k.load(sums_by_lane, b.add(lane, I64(j * LANES)))
+                if residual is not None:
+                    value = b.fadd(value, k.load(v["residual"], b.add(at, I64(j))))
+                if shift is not None:
+                    value = b.fadd(value, shift)
+                k.store(k.activation(value, activation, alpha, beta), v["out"], b.add(at, I64(j)))
+
+    def pair(index: ir.Value, v: dict[str, Any]) -> None:
+        """Channel block index // rows, band row index % rows: its tiles."""
+        b = k.builder
+        block, row = b.udiv(index, v["rows"]), b.urem(index, v["rows"])
+        with k.loop(0, whole, DIRECT_POSITIONS) as start:
+            tile(v, block, row, start, DIRECT_POSITIONS)
+        if width > whole:
+            tile(v, block, row, I64(whole), width - whole)
+
+    with k.loop(0, g.batch) as image:
+        x_image = k.element(x, k.mul(image, channels * height * width))
+        out_image = k.element(out, k.mul(image, outs * height * width))
+        residual_image = k.element(residual, k.mul(image, outs * height * width)) if residual is not None else None
+        with k.loop(0, height, band_rows) as first_row:
+            left = b.sub(I64(height), first_row)
+            rows = b.select(b.icmp_signed("<", left, I64(band_rows)), left, I64(band_rows))
+            # the band: input rows first_row - 1 .. first_row + rows, zero outside the image and at both sides
+            k.fill(workspace, F32(0.0), channels * plane)
+            with k.loop(0, channels) as c:
+                with k.loop(0, b.add(rows, I64(2))) as t:
+                    in_row = b.sub(b.add(first_row, t), I64(1))
+                    with k.when(k.in_range(in_row, 0, height)):
+                        source = k.element(x_image, b.add(b.mul(c, I64(height * width)), b.mul(in_row, I64(width))))
+                        target = k.element(workspace, b.add(b.mul(c, I64(plane)), b.add(b.mul(t, I64(padded)), I64(1))))
+                        k.copy(target, source, width)
+            values = {"band": workspace, "w": w, "out": out_image, "first_row": first_row, "rows": rows,
+                      "bias": bias, "residual": residual_image}
+            values = {name: value for name, value in values.items() if value is not None}
+            work = blocks * band_rows * width * taps
+            k.parallel_loop(b.mul(rows, I64(blocks)), work, values, pair)
 
 
 def _intrinsic(module: ir.Module, name: str, result: ir.Type, arguments: list[ir.Type]) -> ir.Function:

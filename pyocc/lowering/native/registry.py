@@ -27,6 +27,15 @@ A kernel may ask for at least `min_sharing_sites` such sites before a shared
 function replaces their own: a conv's patches (a tiled op) share one, while
 an untiled conv, alone with its shape, keeps the function specialised to it.
 
+A kernel may read a weight in a layout of its own (a convolution's
+direct kernel reads its weights in blocks of output channels), said by
+`weight_layouts(site)`: input position -> the layout ({"layout": a name
+of pyocc.runtime.bridge.WEIGHT_LAYOUTS, and its arguments}). Where that
+input is a weight no other site reads, select_kernels records the layout
+on the weight's entry, so the weight pool holds it that way, and on the
+site as "packed_weights" (the same mapping), which the emitter reads;
+otherwise the site has no "packed_weights" and reads the weight as it is.
+
 A symbolic program (`--dim sequence=512`, pyocc.lowering.symbolic_native)
 has sites whose dimensions are polynomials in its symbols. An emitter that
 computes such a site says so with `run_time_shapes=True`: it is then given
@@ -51,6 +60,8 @@ Supports = Callable[[dict[str, Any]], bool]
 #: shared_sizes(site): (the site with its run-time sizes None, those sizes),
 #: or None when the site gets a function of its own
 SharedSizes = Callable[[dict[str, Any]], "tuple[dict[str, Any], list[int]] | None"]
+#: weight_layouts(site): input position (a str, as in JSON) -> the layout the emitter would read it in
+WeightLayouts = Callable[[dict[str, Any]], "dict[str, dict[str, Any]] | None"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +83,9 @@ class NativeKernel:
     run_time_shapes: bool = False
     """whether the emitter computes a symbolic program's site, whose
     dimensions are run-time Sizes (see the module docstring)"""
+    weight_layouts: WeightLayouts | None = None
+    """which weights the emitter would read in a layout of its own (see the
+    module docstring); None: every weight as it is"""
 
 
 #: kernel name -> its native kernel
@@ -83,18 +97,20 @@ def _every_site(site: dict[str, Any]) -> bool:
 
 
 def native_kernel(name: str, supports: Supports | None = None, shared_sizes: SharedSizes | None = None,
-                  min_sharing_sites: int = 1, run_time_shapes: bool = False) -> Callable[[Emitter], Emitter]:
+                  min_sharing_sites: int = 1, run_time_shapes: bool = False,
+                  weight_layouts: WeightLayouts | None = None) -> Callable[[Emitter], Emitter]:
     """Register the decorated emitter as the native kernel `name`; with
     `supports`, only for the sites it accepts; with `shared_sizes`, sites
     alike but for some sizes share one function, where at least
     `min_sharing_sites` distinct sites call it; with `run_time_shapes`, it
-    also writes symbolic programs' sites (see the module docstring)."""
+    also writes symbolic programs' sites; with `weight_layouts`, it reads
+    some weights in layouts of its own (see the module docstring)."""
 
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
         NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes, min_sharing_sites,
-                                           run_time_shapes)
+                                           run_time_shapes, weight_layouts)
         return emit
 
     return register
