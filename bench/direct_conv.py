@@ -3,8 +3,11 @@
 bench/layer_times.py finds most of the light models' one-thread gap to
 onnxruntime in 3x3 stride-1 convolutions: pyocc runs them as im2col +
 OpenBLAS sgemm (30-39 GMAC/s here), onnxruntime as direct NCHWc kernels
-(40-46). This measures the kernel a native direct convolution would need,
-written here as LLVM IR (an experiment, not pyocc's lowering):
+(40-46). This measures a direct convolution's kernel on its own, written
+here as LLVM IR: the experiment that chose the tile of pyocc's direct
+kernel (`_direct_tiles` in pyocc/lowering/native/conv.py, which reads the
+padding from a band of rows in the planned scratch instead of the padded
+copy below):
 
 - a register tile holds `--vectors` x 8 output channels (AVX2 vectors)
   by `--positions` consecutive positions of one output row;
@@ -91,7 +94,8 @@ class DirectConv:
         self.x, self.w, self.out = function.args
         self.b = ir.IRBuilder(function.append_basic_block("entry"))
         padded = size + 2
-        offsets = [c * padded * padded + ky * padded + kx for c in range(channels) for ky in range(3) for kx in range(3)]
+        offsets = [c * padded * padded + ky * padded + kx
+                   for c in range(channels) for ky in range(3) for kx in range(3)]
         table_type = ir.ArrayType(I32, len(offsets))
         self.table = ir.GlobalVariable(self.module, table_type, "tap_offsets")
         self.table.global_constant = True
@@ -110,7 +114,8 @@ class DirectConv:
     def pack(self, w: np.ndarray) -> np.ndarray:
         """The weights [outs, channels, 3, 3] as [blocks, channels, 3, 3, block]."""
         width = LANES * self.vectors
-        return np.ascontiguousarray(w.reshape(self.outs // width, width, self.channels, 3, 3).transpose(0, 2, 3, 4, 1))
+        blocked = w.reshape(self.outs // width, width, self.channels, 3, 3)
+        return np.ascontiguousarray(blocked.transpose(0, 2, 3, 4, 1))
 
     # -- emission ------------------------------------------------------------------
 
@@ -136,7 +141,8 @@ class DirectConv:
     def _splat(self, value: ir.Value) -> ir.Value:
         b = self.b
         one = b.insert_element(ir.Constant(VECTOR, ir.Undefined), value, I32(0))
-        return b.shuffle_vector(one, ir.Constant(VECTOR, ir.Undefined), ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+        zeros = ir.Constant(ir.VectorType(I32, LANES), [0] * LANES)
+        return b.shuffle_vector(one, ir.Constant(VECTOR, ir.Undefined), zeros)
 
     def _out_element(self, block: ir.Value, lane: int, row: ir.Value, column: ir.Value) -> ir.Value:
         b, area = self.b, self.size * self.size
