@@ -11,7 +11,14 @@ that both sides do real work on real numbers) this prints:
   ``InferenceSession.run`` over ``--runs`` timed runs, both warmed first;
 - ratio = pyocc / ort, and the geometric mean of the ratios;
 - native: the sites (compute ops) that run native kernels, of all sites
-  (``--kernels numpy`` runs every site through numpy).
+  (``--kernels numpy`` runs every site through numpy);
+- with ``--c-runner``: the same model saved as a library (``Model.save``,
+  as ``pyocc compile`` writes it) and run by examples/c/run_model (built
+  with ``cc``) on the same inputs, ``--repeat`` the timed runs after the
+  warm-up ones, in a process of its own with no Python: its median ms per
+  run (run_model's own clock: wall time) and its ratio to onnxruntime's
+  time of the same run (issue 16's "line for the C runner"), with its
+  geometric mean.
 
 Both sides use the same number of threads: ``--threads N`` (default 1) sets
 onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution),
@@ -29,6 +36,7 @@ single-threaded apart from numpy's BLAS.
     python bench/host_latency.py --threads 2 --statistic min --runs 15  # fastest runs, wall clock
     python bench/host_latency.py --kernels numpy       # the numpy kernels for every op
     python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
+    python bench/host_latency.py --c-runner            # and the compiled library run from C
 
 With several threads, `--order blocks` times each runtime's runs back to
 back instead of in turns: in turns, a run starts while the other runtime's
@@ -50,7 +58,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -86,6 +96,8 @@ def _parse_args() -> argparse.Namespace:
                         help="pyocc's host kernels: native (default: generated code where an op has a native "
                              "kernel, numpy for the rest) or numpy (every op)")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--c-runner", action="store_true",
+                        help="also time the saved library run by examples/c/run_model (needs cc)")
     parser.add_argument("--profile", metavar="MODEL", choices=LIGHT_MODELS,
                         help="instead of the table: cProfile pyocc's runs of MODEL and print per-kernel times")
     return parser.parse_args()
@@ -154,11 +166,42 @@ class Row:
     max_abs_err: float
     native_sites: int
     sites: int
+    c_runner_ms: float | None = None
 
     @property
     def ratio(self) -> float:
         """pyocc latency / onnxruntime latency."""
         return self.pyocc_ms / self.ort_ms
+
+    @property
+    def c_runner_ratio(self) -> float | None:
+        """The C runner's latency / onnxruntime's, when measured."""
+        return None if self.c_runner_ms is None else self.c_runner_ms / self.ort_ms
+
+
+#: examples/c/run_model.c, which `--c-runner` builds once, into a folder kept for the process
+RUNNER_SOURCE = Path(__file__).resolve().parent.parent / "examples" / "c" / "run_model.c"
+_runner: list[tuple[tempfile.TemporaryDirectory[str], Path]] = []
+
+
+def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path) -> float:
+    """The median ms per run of `compiled` saved as a library in `folder`
+    and run by examples/c/run_model on `inputs` (graph-input order):
+    --warmup runs, then --runs timed ones, on the model's threads."""
+    if not _runner:
+        tools = tempfile.TemporaryDirectory()
+        _runner.append((tools, Path(tools.name) / "run_model"))
+        subprocess.run(["cc", "-O2", "-o", str(_runner[0][1]), str(RUNNER_SOURCE), "-ldl"], check=True)
+    runner = _runner[0][1]
+    library = folder / "model.so"
+    compiled.save(library)  # type: ignore[attr-defined]
+    (folder / "in.bin").write_bytes(b"".join(np.ascontiguousarray(value).tobytes() for value in inputs.values()))
+    command = [str(runner), str(library), str(folder / "in.bin"), os.devnull]
+    if ARGS.warmup:
+        subprocess.run([*command, "--repeat", str(ARGS.warmup)], check=True, capture_output=True, text=True)
+    done = subprocess.run([*command, "--repeat", str(ARGS.runs)], check=True, capture_output=True, text=True)
+    last = done.stdout.strip().splitlines()[-1]  # "median X ms per run over N runs"
+    return float(last.split()[1])
 
 
 def measure(name: str) -> Row:
@@ -177,8 +220,12 @@ def measure(name: str) -> Row:
     error = max(float(np.max(np.abs(g - w))) for g, w in zip(got.values(), want))
     ours, theirs = median_seconds([lambda: compiled.run(inputs), lambda: session.run(None, inputs)],
                                   ARGS.runs, ARGS.warmup)
+    from_c = None
+    if ARGS.c_runner:
+        with tempfile.TemporaryDirectory() as folder:
+            from_c = c_runner_ms(compiled, inputs, Path(folder))
     return Row(name, compile_s, ours * 1e3, theirs * 1e3, error, compiled.native_sites,
-               compiled.native_sites + compiled.numpy_sites)
+               compiled.native_sites + compiled.numpy_sites, from_c)
 
 
 def geomean(values: list[float]) -> float:
@@ -192,6 +239,11 @@ def print_table(rows: list[Row], import_s: float) -> None:
     cells = [[r.model, f"{r.compile_s:.2f}", f"{r.pyocc_ms:.2f}", f"{r.ort_ms:.2f}", f"{r.ratio:.2f}",
               f"{r.max_abs_err:.1e}", f"{r.native_sites}/{r.sites}"] for r in rows]
     footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", "", ""]
+    if ARGS.c_runner:
+        header += ["C runner ms", "C runner / ort"]
+        for line, r in zip(cells, rows, strict=True):
+            line += [f"{r.c_runner_ms:.2f}", f"{r.c_runner_ratio:.2f}"]
+        footer += ["", f"{geomean([r.c_runner_ratio for r in rows]):.2f}"]
     if ARGS.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")

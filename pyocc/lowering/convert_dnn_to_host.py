@@ -114,7 +114,7 @@ class HostFunctionLowering:
     pointers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     #: each memref value's address: its root and a byte offset (any function can rebuild its pointer)
     addresses: dict[SSAValue, tuple[Root, int]] = field(default_factory=dict)
-    #: each dnn.weight result's entry in `weights` (a site's "weight_entries")
+    #: each dnn.weight result's entry in `weights` (a site's "weight_entries": those it alone reads)
     weight_entries: dict[SSAValue, int] = field(default_factory=dict)
     #: the parts of a split run, in call order
     parts: list[llvm.FuncOp] = field(default_factory=list)
@@ -382,10 +382,11 @@ class HostFunctionLowering:
             "kwargs": kwargs,
             "workspace": None if workspace is None else _workspace_spec(op, workspace.type),
         })
-        # which weights the (single) inputs read as they are: a native kernel may ask for one in
-        # a layout of its own (pyocc.lowering.native.packing), which select_kernels records
+        # the weights this op alone reads (no other op, copy or view): its native kernel may ask
+        # for one in a layout of its own, which select_kernels then gives the weight's entry
+        # (NativeKernel.weight_layouts, pyocc.lowering.native.registry)
         read = {str(position): self.weight_entries[value] for position, value in enumerate(op.kernel_inputs())
-                if isinstance(value, SSAValue) and value in self.weight_entries}
+                if isinstance(value, SSAValue) and value in self.weight_entries and value.has_one_use()}
         if read:
             self.sites[-1]["weight_entries"] = read
         null = None

@@ -203,16 +203,15 @@ def _site_key(site: dict[str, Any]) -> str:
                       sort_keys=True)
 
 
-def _pack_weights(site: dict[str, Any], kernel: NativeKernel, entries: list[dict[str, Any]],
-                  readers: Counter[int]) -> None:
-    """Give the weights the site's kernel would read in layouts of its own
-    (NativeKernel.weight_layouts) those layouts, where the site is their
-    only reader: on the weight's entry ("pack", which pack_weight_pool
-    applies) and on the site ("packed_weights", which the emitter reads)."""
+def _pack_weights(site: dict[str, Any], kernel: NativeKernel, entries: list[dict[str, Any]]) -> None:
+    """Record the layouts the site's kernel would read its weights in
+    (NativeKernel.weight_layouts), for the weights the site alone reads
+    ("weight_entries", from the host lowering): on each weight's entry
+    ("pack", which pack_weight_pool applies) and on the site
+    ("packed_weights", which the emitter reads)."""
     wanted = kernel.weight_layouts(site) if kernel.weight_layouts is not None else None
     read = site["weight_entries"]
-    packed = {position: layout for position, layout in (wanted or {}).items()
-              if position in read and readers[read[position]] == 1 and "pack" not in entries[read[position]]}
+    packed = {position: layout for position, layout in (wanted or {}).items() if position in read}
     for position, layout in packed.items():
         entries[read[position]]["pack"] = layout
     if packed:
@@ -251,8 +250,6 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
         sized: dict[str, str] = {}
         # symbol -> (kernel, site, its shared site and sizes or None), one per distinct site
         functions: dict[str, tuple[NativeKernel, dict[str, Any], tuple[dict[str, Any], list[int]] | None]] = {}
-        # how many sites read each weight entry: a weight one site reads may take that site's layout
-        readers = Counter(entry for site in meta["sites"] for entry in site.get("weight_entries", {}).values())
         for site in meta["sites"]:
             kernel = None
             if already:
@@ -263,7 +260,7 @@ def select_kernels(module: ModuleOp, kernels: str = "native", share_sizes: bool 
             if kernel is None:
                 continue
             if not already and "weight_entries" in site:
-                _pack_weights(site, kernel, meta["weights"]["entries"], readers)
+                _pack_weights(site, kernel, meta["weights"]["entries"])
             symbol = shared.setdefault(_site_key(site), f"{name}_site_{site['site']}")
             native_sites[site["site"]] = symbol
             if symbol in functions:

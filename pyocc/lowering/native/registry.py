@@ -31,10 +31,12 @@ A kernel may read a weight in a layout of its own (a convolution's
 direct kernel reads its weights in blocks of output channels), said by
 `weight_layouts(site)`: input position -> the layout ({"layout": a name
 of pyocc.runtime.bridge.WEIGHT_LAYOUTS, and its arguments}). Where that
-input is a weight no other site reads, select_kernels records the layout
-on the weight's entry, so the weight pool holds it that way, and on the
-site as "packed_weights" (the same mapping), which the emitter reads;
-otherwise the site has no "packed_weights" and reads the weight as it is.
+input is a weight nothing else reads (no other op, copy or view; the
+host lowering lists those as the site's "weight_entries"), select_kernels
+records the layout on the weight's entry, so the weight pool holds it
+that way, and on the site as "packed_weights" (the same mapping), which
+the emitter reads; otherwise the site has no "packed_weights" and reads
+the weight as it is.
 
 A symbolic program (`--dim sequence=512`, pyocc.lowering.symbolic_native)
 has sites whose dimensions are polynomials in its symbols. An emitter that
