@@ -647,8 +647,63 @@ def _pointwise_block_rows(w_shape: Sequence[int], out_shape: Sequence[int]) -> i
     return max(1, min(spatial[0], max(least, output_block_rows(w_shape, out_shape, 4))))
 
 
+#: the output positions (of one row) of a direct 3x3 convolution's register
+#: tile, each a VECTOR of LANES output channels (two AVX2 registers): 12
+#: accumulators (bench/direct_conv.py measured 16 x 6 and 24 x 4 tiles)
+DIRECT_POSITIONS = 6
+#: The convolutions the direct kernel beat im2col + sgemm on
+#: (docs/performance.md, "Where one thread still loses, layer by layer"):
+#: products of at most DIRECT_NARROW_OUTS output channels, at any image
+#: size, and images of DIRECT_POSITIONS_RANGE output positions (28x28 to
+#: 64x64) with at most DIRECT_DEEPEST input channels
+DIRECT_NARROW_OUTS = 32
+DIRECT_POSITIONS_RANGE = (700, 4096)
+DIRECT_DEEPEST = 128
+
+
+def direct_conv_layouts(site: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
+    """The weight layout a conv site's direct kernel (`_direct_tiles`) reads,
+    {"1": output channels in blocks of LANES}, for the sites it runs: a
+    static 2-D 3x3 stride-1 convolution padded by 1 on every side, group 1,
+    undilated, of a multiple of LANES output channels, on a host without
+    AVX-512 (the tile's size), not in register tiles (`register_tiles`),
+    whose planned im2col scratch holds three padded input rows of every
+    channel, and that is narrow (DIRECT_NARROW_OUTS) or of a mid-sized
+    image (DIRECT_POSITIONS_RANGE, DIRECT_DEEPEST); None for the others,
+    which stay on im2col + sgemm. select_kernels packs the weights (and
+    marks the site "packed_weights") only where the site is their one reader."""
+    if site["kernel"] != "conv" or "run_time_sizes" in site or host_has_avx512():
+        return None
+    x_spec, w_spec, _, _ = site["inputs"]
+    kwargs, out_shape, w_shape = site["kwargs"], site["outputs"][0]["shape"], w_spec["shape"]
+    shapes = [*x_spec["shape"], *w_shape, *out_shape]
+    if not all(isinstance(size, int) and size > 0 for size in shapes) or len(w_shape) != 4:
+        return None
+    outs, channels, height, width = w_shape[0], w_shape[1], x_spec["shape"][2], x_spec["shape"][3]
+    if (w_shape[2:] != [3, 3] or list(kwargs.get("pads") or []) != [1, 1, 1, 1] or (kwargs.get("group") or 1) != 1
+            or any(s != 1 for s in kwargs.get("strides") or []) or any(d != 1 for d in kwargs.get("dilations") or [])
+            or outs % LANES or out_shape[2:] != [height, width] or register_tiles(site)):
+        return None
+    if _band_rows(channels, height, width, _workspace_bytes(site)) < 1:
+        return None
+    positions = height * width
+    narrow = outs <= DIRECT_NARROW_OUTS
+    mid_sized = DIRECT_POSITIONS_RANGE[0] <= positions <= DIRECT_POSITIONS_RANGE[1] and channels <= DIRECT_DEEPEST
+    if not (narrow or mid_sized):
+        return None
+    return {"1": {"layout": "output_channel_blocks", "block": LANES}}
+
+
+def _band_rows(channels: int, height: int, width: int, workspace_bytes: int) -> int:
+    """Output rows of one band of `_direct_tiles`: as many as the planned
+    scratch holds with the two input rows beyond them, every channel's
+    rows padded by a zero column on each side (at most the image's; < 1:
+    the scratch is too small for the direct kernel)."""
+    return min(height, workspace_bytes // (channels * (width + 2) * 4) - 2)
+
+
 @native_kernel("conv", supports=supports_conv, shared_sizes=conv_row_sizes, min_sharing_sites=2,
-               run_time_shapes=True, weight_layouts=lambda site: direct_conv_layouts(site))  # (defined below)
+               run_time_shapes=True, weight_layouts=direct_conv_layouts)
 def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     """ONNX Conv + bias + residual + activation (pyocc.runtime.kernels.conv.conv);
     for a site with "run_time_sizes" (`conv_row_sizes`) the kernel shared
@@ -973,53 +1028,6 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
                 k.parallel_loop(tiles * out_rows, work, values, one_row(first, channels))
 
 
-#: the output positions (of one row) of a direct 3x3 convolution's register
-#: tile, each a VECTOR of LANES output channels (two AVX2 registers): 12
-#: accumulators (bench/direct_conv.py measured 16 x 6 and 24 x 4 tiles)
-DIRECT_POSITIONS = 6
-#: The convolutions the direct kernel beat im2col + sgemm on
-#: (docs/performance.md, "Where one thread still loses, layer by layer"):
-#: products of at most DIRECT_NARROW_OUTS output channels, at any image
-#: size, and images of DIRECT_POSITIONS_RANGE output positions (28x28 to
-#: 64x64) with at most DIRECT_DEEPEST input channels
-DIRECT_NARROW_OUTS = 32
-DIRECT_POSITIONS_RANGE = (700, 4096)
-DIRECT_DEEPEST = 128
-
-
-def direct_conv_layouts(site: dict[str, Any]) -> dict[str, dict[str, Any]] | None:
-    """The weight layout a conv site's direct kernel (`_direct_tiles`) reads,
-    {"1": output channels in blocks of LANES}, for the sites it runs: a
-    static 2-D 3x3 stride-1 convolution padded by 1 on every side, group 1,
-    undilated, of a multiple of LANES output channels, on a host without
-    AVX-512 (the tile's size), not in register tiles (`register_tiles`),
-    whose planned im2col scratch holds three padded input rows of every
-    channel, and that is narrow (DIRECT_NARROW_OUTS) or of a mid-sized
-    image (DIRECT_POSITIONS_RANGE, DIRECT_DEEPEST); None for the others,
-    which stay on im2col + sgemm. select_kernels packs the weights (and
-    marks the site "packed_weights") only where the site is their one reader."""
-    if site["kernel"] != "conv" or "run_time_sizes" in site or host_has_avx512():
-        return None
-    x_spec, w_spec, _, _ = site["inputs"]
-    kwargs, out_shape, w_shape = site["kwargs"], site["outputs"][0]["shape"], w_spec["shape"]
-    shapes = [*x_spec["shape"], *w_shape, *out_shape]
-    if not all(isinstance(size, int) and size > 0 for size in shapes) or len(w_shape) != 4:
-        return None
-    outs, channels, height, width = w_shape[0], w_shape[1], x_spec["shape"][2], x_spec["shape"][3]
-    if (w_shape[2:] != [3, 3] or list(kwargs.get("pads") or []) != [1, 1, 1, 1] or (kwargs.get("group") or 1) != 1
-            or any(s != 1 for s in kwargs.get("strides") or []) or any(d != 1 for d in kwargs.get("dilations") or [])
-            or outs % LANES or out_shape[2:] != [height, width] or register_tiles(site)):
-        return None
-    if _workspace_bytes(site) < channels * 3 * (width + 2) * 4:
-        return None
-    positions = height * width
-    narrow = outs <= DIRECT_NARROW_OUTS
-    mid_sized = DIRECT_POSITIONS_RANGE[0] <= positions <= DIRECT_POSITIONS_RANGE[1] and channels <= DIRECT_DEEPEST
-    if not (narrow or mid_sized):
-        return None
-    return {"1": {"layout": "output_channel_blocks", "block": LANES}}
-
-
 def _direct_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
                   residual: ir.Value | None, out: ir.Value, workspace: ir.Value, workspace_bytes: int,
                   kwargs: dict[str, Any]) -> None:
@@ -1041,7 +1049,7 @@ def _direct_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Val
     channels, outs = g.channels, g.out_channels
     height, width = g.in_spatial
     padded = width + 2
-    band_rows = min(height, workspace_bytes // (channels * padded * 4) - 2)
+    band_rows = _band_rows(channels, height, width, workspace_bytes)
     plane = (band_rows + 2) * padded  # one channel's rows in the band
     taps = channels * 9
     table_type = ir.ArrayType(I32, taps)
