@@ -25,6 +25,7 @@ import ctypes
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -269,6 +270,20 @@ def _generated() -> tuple[object, ctypes._CFuncPtr]:
     return engine, function
 
 
+def best_of_turns(calls: list[Callable[[], object]], rounds: int, repeats: int) -> list[float]:
+    """Each call's best time per call, in seconds, over `rounds` rounds in
+    which the calls take turns, `repeats` calls each (steadier than a
+    median on a shared machine)."""
+    best = [float("inf")] * len(calls)
+    for _ in range(rounds):
+        for side, call in enumerate(calls):
+            start = time.perf_counter()
+            for _ in range(repeats):
+                call()
+            best[side] = min(best[side], (time.perf_counter() - start) / repeats)
+    return best
+
+
 def main() -> None:
     """Time every shape and print one line each, then the total."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -303,14 +318,7 @@ def main() -> None:
         calls = [lambda: generated(m, n, k, next_weights(), k, x.ctypes.data, n, c.ctypes.data, n),
                  lambda: sgemm(101, 111, 111, m, n, k, 1.0, next_weights(), k, x.ctypes.data, n, 1.0,
                                c.ctypes.data, n)]
-        repeats = max(2, int(3e7 / (m * n * k)))
-        best = [float("inf"), float("inf")]
-        for _ in range(args.rounds):
-            for side, call in enumerate(calls):
-                start = time.perf_counter()
-                for _ in range(repeats):
-                    call()
-                best[side] = min(best[side], (time.perf_counter() - start) / repeats)
+        best = best_of_turns(calls, args.rounds, max(2, int(3e7 / (m * n * k))))
         totals = [t + b for t, b in zip(totals, best, strict=True)]
         cells = [f"{b * 1e3:8.3f} ({m * n * k / b / 1e9:5.1f})" for b in best]
         print(f"{f'{m} x {n} x {k}':>16}  {cells[0]:>18}  {cells[1]:>18}  {best[0] / best[1]:5.2f}  "

@@ -42,7 +42,6 @@ import argparse
 import ctypes
 import os
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,6 +56,7 @@ import onnx.helper as oh  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 import pyocc  # noqa: E402
+from conv_product import best_of_turns  # noqa: E402  (bench/, the script's own folder)
 from pyocc.runtime import jit  # noqa: E402
 
 F32 = ir.FloatType()
@@ -268,14 +268,7 @@ def main() -> None:
         error = float(np.abs(out - want[0]).max())
         calls = [direct, lambda: compiled.run({"x": x}), lambda: session.run(None, {"x": x})]
         macs = outs * channels * 9 * size * size
-        repeats = max(2, int(2e8 / macs))
-        best = [float("inf")] * 3
-        for _ in range(args.rounds):
-            for side, call in enumerate(calls):
-                start = time.perf_counter()
-                for _ in range(repeats):
-                    call()
-                best[side] = min(best[side], (time.perf_counter() - start) / repeats)
+        best = best_of_turns(calls, args.rounds, max(2, int(2e8 / macs)))
         totals = [total + seconds for total, seconds in zip(totals, best, strict=True)]
         cells = " | ".join(f"{seconds * 1e3:.3f} ({macs / seconds / 1e9:.1f})" for seconds in best)
         print(f"| {channels} -> {outs} @ {size} | {cells} | {best[0] / best[1]:.2f} | {best[0] / best[2]:.2f} | "

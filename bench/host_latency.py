@@ -56,7 +56,10 @@ Compile and run times use the same clock.
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -179,20 +182,25 @@ class Row:
         return None if self.c_runner_ms is None else self.c_runner_ms / self.ort_ms
 
 
-#: examples/c/run_model.c, which `--c-runner` builds once, into a folder kept for the process
+#: examples/c/run_model.c, which `--c-runner` builds once (`c_runner`)
 RUNNER_SOURCE = Path(__file__).resolve().parent.parent / "examples" / "c" / "run_model.c"
-_runner: list[tuple[tempfile.TemporaryDirectory[str], Path]] = []
+
+
+@functools.cache
+def c_runner() -> Path:
+    """examples/c/run_model, built with `cc` into a folder kept until the process ends."""
+    folder = tempfile.mkdtemp(prefix="host-latency-")
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    runner = Path(folder) / "run_model"
+    subprocess.run(["cc", "-O2", "-o", str(runner), str(RUNNER_SOURCE), "-ldl"], check=True)
+    return runner
 
 
 def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path) -> float:
     """The median ms per run of `compiled` saved as a library in `folder`
     and run by examples/c/run_model on `inputs` (graph-input order):
     --warmup runs, then --runs timed ones, on the model's threads."""
-    if not _runner:
-        tools = tempfile.TemporaryDirectory()
-        _runner.append((tools, Path(tools.name) / "run_model"))
-        subprocess.run(["cc", "-O2", "-o", str(_runner[0][1]), str(RUNNER_SOURCE), "-ldl"], check=True)
-    runner = _runner[0][1]
+    runner = c_runner()
     library = folder / "model.so"
     compiled.save(library)  # type: ignore[attr-defined]
     (folder / "in.bin").write_bytes(b"".join(np.ascontiguousarray(value).tobytes() for value in inputs.values()))
