@@ -1,7 +1,8 @@
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p convert-dnn-to-llvm | filecheck %s
 // RUN: not pyocc-opt %s --split-input-file -p "convert-dnn-to-llvm{target=tpu}" 2>&1 | filecheck %s --check-prefix=TARGET
 
-// A lazy conv + relu: one aligned_alloc/free pair with its accounting, one
+// A lazy conv + relu: one pyocc_alloc/pyocc_free pair (the module's allocator,
+// declared here, defined on malloc and free when exported) with its accounting, one
 // kernel call per compute op through the dispatcher, weights as offsets into
 // the constant pool (the splat bias lands at the next 64-byte boundary).
 // The run is a straight line of calls, never optimised nor inlined into
@@ -31,7 +32,7 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:        %[[X:.*]] = llvm.load %[[IN]] : !llvm.ptr -> !llvm.ptr
 // CHECK:        %[[Y:.*]] = llvm.load %[[OUT]] : !llvm.ptr -> !llvm.ptr
 // CHECK:        %[[B:.*]] = llvm.getelementptr inbounds %[[WTS]][448] : (!llvm.ptr) -> !llvm.ptr, i8
-// CHECK:        %[[T:.*]] = llvm.call @aligned_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
+// CHECK:        %[[T:.*]] = llvm.call @pyocc_alloc(%{{.*}}, %{{.*}}) : (i64, i64) -> !llvm.ptr
 // CHECK:        llvm.cond_br %{{.*}}, ^[[OOM:.*]], ^[[OK:.*]]
 // CHECK:      ^[[OK]]:
 // CHECK:        llvm.store %[[X]], %[[SLOTS]]
@@ -44,14 +45,14 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK:        llvm.store %[[T]], %[[SLOTS]]
 // CHECK:        llvm.store %[[Y]], %{{.*}}
 // CHECK:        llvm.call @conv_relu_dispatch(%{{.*}}, %[[SLOTS]]) : (i64, !llvm.ptr) -> ()
-// CHECK:        llvm.call @free(%[[T]]) : (!llvm.ptr) -> ()
+// CHECK:        llvm.call @pyocc_free(%[[T]]) : (!llvm.ptr) -> ()
 // CHECK:        llvm.mlir.constant(-1024) : i64
 // CHECK:        llvm.return %{{.*}} : i32
 // CHECK:      ^[[OOM]]:
 // CHECK-NEXT:   %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT:   llvm.return %[[ONE]] : i32
-// CHECK:      llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr
-// CHECK-NEXT: llvm.func @free(!llvm.ptr)
+// CHECK:      llvm.func @pyocc_alloc(i64, i64) -> !llvm.ptr
+// CHECK-NEXT: llvm.func @pyocc_free(!llvm.ptr)
 // CHECK-NEXT: llvm.func @memcpy(!llvm.ptr, !llvm.ptr, i64) -> !llvm.ptr
 // CHECK:      llvm.func @pyocc_functions() -> !llvm.ptr
 
@@ -73,11 +74,11 @@ func.func @pool(%x: memref<16xf32> {onnx.name = "x"}, %y: memref<16xf32> {onnx.n
 }
 
 // CHECK-LABEL: llvm.func @pool_run(
-// CHECK:         %[[P:.*]] = llvm.call @aligned_alloc
-// CHECK-NOT:     @aligned_alloc
+// CHECK:         %[[P:.*]] = llvm.call @pyocc_alloc
+// CHECK-NOT:     @pyocc_alloc
 // CHECK:         %[[B:.*]] = llvm.getelementptr inbounds %[[P]][64] : (!llvm.ptr) -> !llvm.ptr, i8
 // CHECK:         llvm.call @memcpy(%{{.*}}, %[[B]], %{{.*}})
-// CHECK:         llvm.call @free(%[[P]])
+// CHECK:         llvm.call @pyocc_free(%[[P]])
 // CHECK-NOT:     @pyocc_strided_copy
 
 // -----

@@ -20,11 +20,11 @@ func.func @two_pools(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) {
 
 // CHECK: @two_pools_meta_json("{{.*}}\22pools\22:[{\22name\22:\22sram\22,\22size\22:4096,\22alignment\22:64},{\22name\22:\22dram\22,\22size\22:4096,\22alignment\22:64}],\22memory\22:{\22allocations\22:2,\22peak_bytes\22:8192}}\00")
 // CHECK-LABEL: llvm.func @two_pools_run
-// CHECK: %[[S:.*]] = llvm.call @aligned_alloc
-// CHECK: %[[D:.*]] = llvm.call @aligned_alloc
-// CHECK-NOT: llvm.call @aligned_alloc
-// CHECK: llvm.call @free(%[[D]])
-// CHECK: llvm.call @free(%[[S]])
+// CHECK: %[[S:.*]] = llvm.call @pyocc_alloc
+// CHECK: %[[D:.*]] = llvm.call @pyocc_alloc
+// CHECK-NOT: llvm.call @pyocc_alloc
+// CHECK: llvm.call @pyocc_free(%[[D]])
+// CHECK: llvm.call @pyocc_free(%[[S]])
 
 // -----
 

@@ -45,17 +45,17 @@ func.func @three_steps(%x: memref<1024xf32>, %y: memref<1024xf32> {dnn.output}) 
 // SPLIT-NEXT:    llvm.return
 // SPLIT-NEXT:  }
 // SPLIT:       llvm.func @three_steps_run(%[[RIN:.*]]: !llvm.ptr, %[[ROUT:.*]]: !llvm.ptr, %[[RW:.*]]: !llvm.ptr, %{{.*}}: !llvm.ptr) -> i32 attributes {no_inline, optimize_none}
-// SPLIT:         %[[P:.*]] = llvm.call @aligned_alloc
+// SPLIT:         %[[P:.*]] = llvm.call @pyocc_alloc
 // SPLIT:         llvm.cond_br
 // SPLIT:         llvm.store %[[P]], %[[ARRAY:.*]] : !llvm.ptr, !llvm.ptr
 // SPLIT-NOT:     llvm.call @three_steps_dispatch
 // SPLIT:         llvm.call @three_steps_run_part0(%[[RIN]], %[[ROUT]], %[[RW]], %[[ARRAY]])
-// SPLIT:         %[[T:.*]] = llvm.call @aligned_alloc
+// SPLIT:         %[[T:.*]] = llvm.call @pyocc_alloc
 // SPLIT:         llvm.store %[[T]], %{{.*}} : !llvm.ptr, !llvm.ptr
 // SPLIT:         llvm.getelementptr inbounds %[[P]][4096]
 // SPLIT-NEXT:    llvm.call @three_steps_run_part1(%[[RIN]], %[[ROUT]], %[[RW]], %[[ARRAY]])
-// SPLIT-NEXT:    llvm.call @free(%[[T]])
-// SPLIT:         llvm.call @free(%[[P]])
+// SPLIT-NEXT:    llvm.call @pyocc_free(%[[T]])
+// SPLIT:         llvm.call @pyocc_free(%[[P]])
 
 // Three ops and run_part_ops=3 (or 0, never split): one run, no parts.
 // WHOLE-NOT:   run_part

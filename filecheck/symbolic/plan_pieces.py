@@ -65,7 +65,7 @@ else:
 # PIECES-NEXT: plan_done:
 # PIECES-NEXT:  %"offset0" = phi i64 [%{{.*}}, %"piece0"], [%{{.*}}, %"piece1"]
 # PIECES:       %"pool_bytes" = phi i64 [%{{.*}}, %"piece0"], [%{{.*}}, %"piece1"]
-# PIECES:       call ptr @"aligned_alloc"(i64 64, i64 %{{.*}})
+# PIECES:       call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
 # PIECES-NOT:   label %"piece
 # PIECES:       ret i32 0
 
@@ -75,7 +75,7 @@ else:
 # ONE:      body:
 # ONE-NOT:  piece
 # ONE-NOT:  phi
-# ONE:      call ptr @"aligned_alloc"(i64 64, i64 %{{.*}})
+# ONE:      call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
 # ONE:      ret i32 0
 
 # POOL-LABEL: func.func @attention_pool(%sequence: index) -> (index, index, index, index, index)

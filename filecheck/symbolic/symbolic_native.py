@@ -78,13 +78,13 @@ for name, run in {"llvm": llvm_mode, "fallback": fallback_mode}.items():
 # LLVM:         icmp slt i64 %[[S]], 1
 # LLVM-NEXT:    icmp sgt i64 %[[S]], 64
 # LLVM:         ret i32 2
-# LLVM:         %[[POOL:.*]] = call ptr @"aligned_alloc"(i64 64, i64 %{{.*}})
+# LLVM:         %[[POOL:.*]] = call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
 # LLVM:         icmp eq ptr %[[POOL]], null
 # LLVM:         %[[VALUE:.*]] = inttoptr i64 %[[S]] to ptr
 # LLVM:         getelementptr inbounds i8, ptr %[[POOL]], i64 %{{.*}}
 # LLVM:         store ptr %[[VALUE]]
 # LLVM:         call void @"attention_site_{{[0-9]+}}"(ptr
-# LLVM:         call void @"free"(ptr %[[POOL]])
+# LLVM:         call void @"pyocc_free"(ptr %[[POOL]])
 # LLVM:         ret i32 0
 # The shared library's functions (C ABI version 2): the inputs' and outputs'
 # byte sizes at the symbols' values (x and out: 32*sequence), and the table.

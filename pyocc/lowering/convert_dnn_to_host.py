@@ -42,6 +42,7 @@ from pyocc.dialects.dnn.ops import (
     ViewOp,
     WeightOp,
 )
+from pyocc.lowering.host_allocator import ALLOCATE, RELEASE
 from pyocc.lowering.llvm_common import (
     PTR,
     LlvmBuilder,
@@ -60,10 +61,12 @@ from pyocc.lowering.llvm_common import (
     table_header,
 )
 
-#: the libc functions host code may call, and their llvm signatures
-LIBC_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
-    "aligned_alloc": llvm.LLVMFunctionType([i64, i64], PTR),
-    "free": llvm.LLVMFunctionType([PTR]),
+#: the functions host code calls outside itself, and their llvm signatures:
+#: libc's memcpy, and the module's allocator (pyocc.lowering.host_allocator:
+#: declared here, defined when the module is exported on malloc and free)
+HOST_FUNCTIONS: dict[str, llvm.LLVMFunctionType] = {
+    ALLOCATE: llvm.LLVMFunctionType([i64, i64], PTR),
+    RELEASE: llvm.LLVMFunctionType([PTR]),
     "memcpy": llvm.LLVMFunctionType([PTR, PTR, i64], PTR),
 }
 
@@ -408,12 +411,12 @@ class HostFunctionLowering:
     # -- allocation and its accounting ---------------------------------------
 
     def _allocate(self, size: int, alignment: int) -> SSAValue:
-        """aligned_alloc + a NULL check that leaves `run` with 1, then the
-        counters: one more call, `size` more bytes, the peak raised."""
+        """ALLOCATE (pyocc_alloc) + a NULL check that leaves `run` with 1,
+        then the counters: one more call, `size` more bytes, the peak raised."""
         b = self.b
-        # C11 wants a multiple of the alignment, and a zero size may return NULL
+        # a whole number of alignment units, never zero bytes
         rounded = max(alignment, -(-size // alignment) * alignment)
-        pointer = b.call("aligned_alloc", b.const(alignment), b.const(rounded), returns=PTR)
+        pointer = b.call(ALLOCATE, b.const(alignment), b.const(rounded), returns=PTR)
         # xDSL's icmp takes integers only: compare the address with 0
         address = b.add(llvm.PtrToIntOp(pointer, i64)).results[0]
         failed = b.add(llvm.ICmpOp(address, b.const(0), IntegerAttr(llvm.ICmpPredicateFlag.EQ.to_int(), i64))).results[0]
@@ -426,7 +429,7 @@ class HostFunctionLowering:
         return pointer
 
     def _free(self, pointer: SSAValue, size: int) -> None:
-        self.b.call("free", pointer)
+        self.b.call(RELEASE, pointer)
         count_free(self.b, self.state_arg, size)
         self.tally.free(size)
 
@@ -480,10 +483,10 @@ class HostFunctionLowering:
 
 
 def host_declarations(lowered: list[Operation]) -> list[Operation]:
-    """The external functions host code may call (LIBC_FUNCTIONS), and
+    """The functions host code calls outside itself (HOST_FUNCTIONS), and
     STRIDED_COPY's definition when the `lowered` functions call it."""
     ops: list[Operation] = [llvm.FuncOp(callee, signature, linkage=llvm.LinkageAttr("external"))
-                            for callee, signature in LIBC_FUNCTIONS.items()]
+                            for callee, signature in HOST_FUNCTIONS.items()]
     if STRIDED_COPY in callees(lowered):
         ops.append(strided_copy_function())
     return ops

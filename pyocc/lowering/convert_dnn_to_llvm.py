@@ -24,12 +24,15 @@ AOT shared library (ABI version 1):
 Memory ops become real allocations (on the host every named pool, SRAM or
 DRAM, is plain memory: one allocation per `dnn.pool_init` per run; the
 table lists them under "pools"): `dnn.malloc` and `dnn.pool_init` ->
-libc `aligned_alloc` (size rounded up to the alignment, as C11 requires; the
-accounting uses the IR's size), `dnn.dealloc` / `dnn.pool_release` -> `free`,
+`pyocc_alloc` (size rounded up to the alignment; the accounting uses the
+IR's size), `dnn.dealloc` / `dnn.pool_release` -> `pyocc_free`: the
+module's own allocator on libc's `malloc` and `free`
+(pyocc.lowering.host_allocator says why not `aligned_alloc`),
 `dnn.mem_offset` -> pool + offset, `dnn.view` -> the same pointer,
 `dnn.subview` -> source + offset,
 `dnn.memcpy{kind=host_to_host}` -> `memcpy`. The only external symbols are
-these three libc functions, plus the libm functions native kernels call.
+libc's `malloc`, `free` and `memcpy`, plus the libm functions native
+kernels call.
 
 Each compute op is a numbered *site*: the code fills a stack array with the
 data pointers of the kernel inputs in order (variadic inputs expanded, NULL
@@ -83,6 +86,7 @@ from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
+from pyocc.lowering.host_allocator import define_host_allocator
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.registry import NativeKernel, site_slots
@@ -317,7 +321,8 @@ def _export(module: ModuleOp, kernels: str, share_sizes: bool = True, consume: b
     """A lowered module in llvmlite IR (xDSL's exporter, plus indirect
     `llvm.call`s, which it does not convert), with the wrappers of the
     sites whose kernels share a function taking their sizes at run time,
-    and the native kernels declared only; and those kernels (see
+    and the native kernels declared only (the host allocator,
+    pyocc.lowering.host_allocator, defined); and those kernels (see
     select_kernels). The module is left as it was, unless `consume`: then
     it is exported in place, without the copy (a tenth of DenseNet's
     compile), and must not be used again."""
@@ -334,6 +339,7 @@ def _export(module: ModuleOp, kernels: str, share_sizes: bool = True, consume: b
             linkages[op.sym_name.data] = op.linkage.linkage.data if op.linkage is not None else "external"
             op.add_region(Region())
     llvm_module = convert_module(module, fallback_target_triple=None)
+    define_host_allocator(llvm_module)  # declared by the host lowering, defined here on malloc and free
     # xDSL's exporter drops a function's no_inline / optimize_none: set them here
     for op in module.ops:
         if isinstance(op, llvm.FuncOp):

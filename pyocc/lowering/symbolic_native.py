@@ -31,7 +31,7 @@ offset (in the plan's placement order: the aligned maximum of the ends of
 the buffers below it) and the pool size (a plan in pieces first branches
 to its piece's layout: one compare per piece bound on the cut symbol);
 allocates the pool (one
-`aligned_alloc`, counted in `state` like the static models' allocations:
+`pyocc_alloc`, pyocc.lowering.host_allocator, counted in `state` like the static models' allocations:
 calls, frees, bytes now, peak); points every buffer, view and subview at
 its offset; copies what the program copies; and calls one native kernel
 per compute op with the op's buffer pointers (its planned scratch last,
@@ -67,6 +67,7 @@ from typing import Any, Protocol
 import llvmlite.ir as ir
 import numpy as np
 
+from pyocc.lowering.host_allocator import ALLOCATE, ALLOCATE_TYPE, RELEASE, RELEASE_TYPE, define_host_allocator
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
@@ -491,10 +492,11 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
         with b.if_then(outside, likely=False):
             b.ret(ir.Constant(I32, 2))
     rounded = _align_up(b, _umax(b, pool_bytes, ir.Constant(I64, 1)), ALIGNMENT)
-    aligned_alloc = ir.Function(module, ir.FunctionType(PTR, [I64, I64]), "aligned_alloc")
-    free = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR]), "free")
+    allocate = ir.Function(module, ALLOCATE_TYPE, ALLOCATE)
+    release = ir.Function(module, RELEASE_TYPE, RELEASE)
+    define_host_allocator(module)
     memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
-    pool = b.call(aligned_alloc, [ir.Constant(I64, ALIGNMENT), rounded])
+    pool = b.call(allocate, [ir.Constant(I64, ALIGNMENT), rounded])
 
     def counter(slot: int) -> ir.Value:
         return b.gep(state, [ir.Constant(I64, slot)], inbounds=True, source_etype=I64)
@@ -557,7 +559,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
             for index, value in enumerate(values):
                 b.store(value, b.gep(array, [ir.Constant(I64, index)], inbounds=True, source_etype=PTR))
             b.call(next(calls), [array])
-    b.call(free, [pool])
+    b.call(release, [pool])
     b.store(b.add(b.load(counter(1), typ=I64), ir.Constant(I64, 1)), counter(1))
     b.store(b.sub(b.load(counter(2), typ=I64), pool_bytes), counter(2))
     b.ret(ir.Constant(I32, 0))

@@ -59,8 +59,9 @@ from pyocc.errors import PyoccError
 from pyocc.runtime import blas, object_cache
 from pyocc.runtime.bridge import STATE_SLOTS, AllocStats, NativeModel
 
-#: the libc functions generated code may call
-LIBC_SYMBOLS = ("aligned_alloc", "free", "memcpy")
+#: the libc functions generated code may call (malloc and free through the
+#: module's own allocator, pyocc.lowering.host_allocator)
+LIBC_SYMBOLS = ("malloc", "free", "memcpy")
 #: the libm functions generated code may call: declared ones (erf), and those
 #: LLVM's math intrinsics become (llvm.exp.f32 -> expf, ...)
 LIBM_SYMBOLS = ("erf", "expf", "logf", "tanhf", "powf", "exp2f", "log2f", "fmodf", "tanh", "exp", "log", "pow",

@@ -1,0 +1,84 @@
+"""The allocator generated host code calls for its pools and buffers.
+
+Every `dnn.pool_init` and `dnn.malloc` of a host function becomes one call
+
+    void *pyocc_alloc(int64_t alignment, int64_t size);  // NULL when out of memory
+    void  pyocc_free(void *block);                       // a block pyocc_alloc returned
+
+defined in the module itself (internal, never inlined) on top of libc's
+`malloc` and `free`: `pyocc_alloc` asks malloc for `size + alignment + 8`
+bytes, returns the first multiple of `alignment` at least 8 bytes into
+them, and keeps malloc's pointer in the 8 bytes just below it, which
+`pyocc_free` hands back to `free`.
+
+Why not `aligned_alloc`: glibc's carves the aligned block out of a larger
+one and frees the small tail, which lands in a cache of small blocks that
+never merges with its neighbours. The tail then sits between the freed
+pool and the top of the heap, so the next run's pool cannot reuse the
+freed one and gets fresh pages: every one of a process's first eight or
+so runs page-faulted its whole pool in again (SqueezeNet from C, two
+threads: 11-15 ms per run against 5.5 once it stopped; about 960 faults
+of 4 KiB per run for its 3.9 MB pool; docs/performance.md). A block from
+plain `malloc`, freed, merges back into the heap it came from, so from
+the third run on a run's pool is the last run's, its pages already there.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as ir
+
+#: the allocation and release functions generated host code calls
+ALLOCATE = "pyocc_alloc"
+RELEASE = "pyocc_free"
+
+I8 = ir.IntType(8)
+I64 = ir.IntType(64)
+PTR = ir.PointerType()
+ALLOCATE_TYPE = ir.FunctionType(PTR, [I64, I64])
+RELEASE_TYPE = ir.FunctionType(ir.VoidType(), [PTR])
+#: bytes below the aligned block that hold malloc's pointer
+HEADER = 8
+
+
+def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
+    """The module's function `name`, declared when it is not there yet."""
+    existing = module.globals.get(name)
+    return existing if existing is not None else ir.Function(module, signature, name)
+
+
+def define_host_allocator(module: ir.Module) -> None:
+    """Give ALLOCATE and RELEASE their bodies in `module` where it calls
+    them (declared by the host lowering); a module that calls neither is
+    left as it is."""
+    if ALLOCATE not in module.globals and RELEASE not in module.globals:
+        return
+    malloc = _function(module, "malloc", ir.FunctionType(PTR, [I64]))
+    free = _function(module, "free", RELEASE_TYPE)
+
+    allocate = _function(module, ALLOCATE, ALLOCATE_TYPE)
+    if allocate.is_declaration:
+        alignment, size = allocate.args
+        entry, fail, done = (allocate.append_basic_block(n) for n in ("entry", "fail", "done"))
+        b = ir.IRBuilder(entry)
+        raw = b.call(malloc, [b.add(b.add(size, alignment), I64(HEADER))])
+        b.cbranch(b.icmp_unsigned("==", raw, ir.Constant(PTR, None)), fail, done)
+        b.position_at_end(fail)
+        b.ret(ir.Constant(PTR, None))
+        b.position_at_end(done)
+        # the first multiple of `alignment` at least HEADER bytes into the block
+        start = b.add(b.ptrtoint(raw, I64), I64(HEADER))
+        aligned = b.and_(b.sub(b.add(start, alignment), I64(1)), b.neg(alignment))
+        block = b.gep(raw, [b.sub(aligned, b.ptrtoint(raw, I64))], source_etype=I8)
+        b.store(raw, b.gep(block, [I64(-HEADER)], source_etype=I8))
+        b.ret(block)
+        allocate.linkage = "internal"
+        allocate.attributes.add("noinline")
+
+    release = _function(module, RELEASE, RELEASE_TYPE)
+    if release.is_declaration:
+        b = ir.IRBuilder(release.append_basic_block("entry"))
+        block = release.args[0]
+        b.call(free, [b.load(b.gep(block, [I64(-HEADER)], source_etype=I8), typ=PTR)])
+        b.ret_void()
+        release.linkage = "internal"
+        release.attributes.add("noinline")
