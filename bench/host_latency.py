@@ -14,8 +14,10 @@ that both sides do real work on real numbers) this prints:
   (``--kernels numpy`` runs every site through numpy);
 - with ``--c-runner``: the same model saved as a library (``Model.save``,
   as ``pyocc compile`` writes it) and run by examples/c/run_model (built
-  with ``cc``) on the same inputs, ``--repeat`` the timed runs after the
-  warm-up ones, in a process of its own with no Python: its median ms per
+  with ``cc``) on the same inputs, ``--repeat`` the timed runs after
+  ``--warmup`` warm-up ones, all in one process of its own with no Python
+  (a process's first runs are slower: warm-up runs in a separate process,
+  as before stop 42, made its line slower than it is): its median ms per
   run (run_model's own clock: wall time) and its ratio to onnxruntime's
   time of the same run (issue 16's "line for the C runner"), with its
   geometric mean.
@@ -199,15 +201,15 @@ def c_runner() -> Path:
 def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path) -> float:
     """The median ms per run of `compiled` saved as a library in `folder`
     and run by examples/c/run_model on `inputs` (graph-input order):
-    --warmup runs, then --runs timed ones, on the model's threads."""
+    --warmup runs, then --runs timed ones, in one process, on the model's threads."""
     runner = c_runner()
     library = folder / "model.so"
     compiled.save(library)  # type: ignore[attr-defined]
     (folder / "in.bin").write_bytes(b"".join(np.ascontiguousarray(value).tobytes() for value in inputs.values()))
-    command = [str(runner), str(library), str(folder / "in.bin"), os.devnull]
-    if ARGS.warmup:
-        subprocess.run([*command, "--repeat", str(ARGS.warmup)], check=True, capture_output=True, text=True)
-    done = subprocess.run([*command, "--repeat", str(ARGS.runs)], check=True, capture_output=True, text=True)
+    command = [str(runner), str(library), str(folder / "in.bin"), os.devnull, "--repeat", str(ARGS.runs)]
+    if ARGS.warmup:  # in the timed process, as the in-process runs are warmed in theirs
+        command += ["--warmup", str(ARGS.warmup)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
     last = done.stdout.strip().splitlines()[-1]  # "median X ms per run over N runs"
     return float(last.split()[1])
 

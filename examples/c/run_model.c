@@ -1,12 +1,15 @@
 /* run_model: run a model compiled by `pyocc compile -o model.so` from C.
  *
  *   cc -O2 -o run_model examples/c/run_model.c -ldl
- *   ./run_model model.so input.bin output.bin [--repeat N] [--threads N] [--dim NAME=VALUE ...]
+ *   ./run_model model.so input.bin output.bin [--repeat N] [--warmup N] [--threads N] [--dim NAME=VALUE ...]
  *
  * input.bin holds the graph inputs' raw little-endian bytes, concatenated in
  * graph-input order; output.bin receives the outputs likewise. The weights
  * come from model.weights beside the library, memory-mapped once. With --repeat N the model runs
- * N times and the last line printed is the median milliseconds per run.
+ * N times and the last line printed is the median milliseconds per run;
+ * --warmup N runs it N times more first, untimed (a process's first runs
+ * pay for what is done once: faulting in the pool and the weights'
+ * pages, the worker threads finding their cores).
  * With --threads N it runs on N threads (NAME_set_threads before NAME_init):
  * the library must have been compiled for threads (`pyocc compile --threads
  * M`, any M > 1); without the option it runs on the threads it was compiled for.
@@ -211,7 +214,7 @@ static int by_value(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* the value of option argv[i] ("--repeat", "--threads"): a positive count */
+/* the value of option argv[i] ("--repeat", "--warmup", "--threads"): a positive count */
 static long count_option(int argc, char **argv, int i) {
     char *end = NULL;
     long value = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
@@ -223,13 +226,15 @@ static long count_option(int argc, char **argv, int i) {
 }
 
 int main(int argc, char **argv) {
-    long repeat = 1, threads = 0; /* 0: as compiled */
+    long repeat = 1, warmup = 0, threads = 0; /* threads 0: as compiled */
     int timed = 0, dims = 0;
     const char *dim_options[MAX_SYMBOLS];
     for (int i = 4; i < argc; i += 2) {
         if (strcmp(argv[i], "--repeat") == 0) {
             repeat = count_option(argc, argv, i);
             timed = 1;
+        } else if (strcmp(argv[i], "--warmup") == 0) {
+            warmup = count_option(argc, argv, i);
         } else if (strcmp(argv[i], "--threads") == 0) {
             threads = count_option(argc, argv, i);
         } else if (strcmp(argv[i], "--dim") == 0 && i + 1 < argc && dims < MAX_SYMBOLS) {
@@ -239,7 +244,9 @@ int main(int argc, char **argv) {
         }
     }
     if (argc < 4) {
-        fprintf(stderr, "usage: %s model.so input.bin output.bin [--repeat N] [--threads N] [--dim NAME=VALUE ...]\n",
+        fprintf(stderr,
+                "usage: %s model.so input.bin output.bin [--repeat N] [--warmup N] [--threads N] "
+                "[--dim NAME=VALUE ...]\n",
                 argv[0]);
         return 2;
     }
@@ -371,12 +378,12 @@ int main(int argc, char **argv) {
     init(no_callback);
     double *times = malloc(sizeof(double) * (size_t)repeat);
     if (!times) die("out of memory", NULL);
-    for (long r = 0; r < repeat; r++) {
+    for (long r = -warmup; r < repeat; r++) { /* r < 0: a warm-up run, not timed */
         int64_t state[4] = {0, 0, 0, 0};
         double begin = now_ms();
         int32_t status = abi == 1 ? run(in_pointers, out_pointers, weights, state)
                                   : ((symbolic_run_fn)run)(in_pointers, out_pointers, weights, state, values);
-        times[r] = now_ms() - begin;
+        if (r >= 0) times[r] = now_ms() - begin;
         if (status == 1) die("out of memory (the allocator returned NULL)", NULL);
         if (status == 2) die("a symbolic dimension's value is out of the range it was compiled for", NULL);
         if (status != 0) die("the model failed", NULL);

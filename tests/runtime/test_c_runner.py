@@ -82,6 +82,12 @@ def test_runs_a_model_from_c(tmp_path: Path, runner: Path) -> None:
     assert raw.size == y.size + z.size
     np.testing.assert_array_equal(raw[:y.size].reshape(y.shape), y)
     np.testing.assert_array_equal(raw[y.size:].reshape(z.shape), z)
+    # warm-up runs come first, untimed: the median is still over the timed ones
+    result = subprocess.run([str(runner), "m.so", "in.bin", "warm.bin", "--repeat", "3", "--warmup", "2"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].endswith(" ms per run over 3 runs")
+    assert (tmp_path / "warm.bin").read_bytes() == (tmp_path / "out.bin").read_bytes()
 
 
 def test_refuses_wrong_input_size_and_numpy_sites(tmp_path: Path, runner: Path) -> None:
@@ -135,7 +141,7 @@ def test_threads_in_the_runner(tmp_path: Path, runner: Path) -> None:
     assert result.returncode == 1
     assert result.stderr.strip() == ("run_model: one.so: compiled for one thread; compile it with pyocc compile "
                                      "--threads N to run it on more")
-    for bad in (["--threads", "0"], ["--repeat", "x"], ["--threads"]):
+    for bad in (["--threads", "0"], ["--repeat", "x"], ["--threads"], ["--warmup", "0"]):
         result = subprocess.run([str(runner), "threads.so", "in.bin", "out.bin", *bad], cwd=tmp_path,
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 2
