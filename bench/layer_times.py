@@ -1,10 +1,13 @@
-"""Where a light model's one-thread time goes, layer family by layer family, against onnxruntime.
+"""Where a light model's time goes, layer family by layer family, against onnxruntime.
 
 For each light model (random weights) this times every site of pyocc's
-native model on one thread (the timing build of bench/serial_share.py:
+native model on one thread, or on `--threads N` (the timing build of bench/serial_share.py:
 cycle counters around each site function, converted to milliseconds by
-the run's wall time) and every node of onnxruntime's session on one
-intra-op thread (its own profiler), and prints one table per model:
+the run's wall time; on threads, each site's cycles are the calling
+thread's, waiting for the workers included) and every node of
+onnxruntime's session on as many intra-op threads (its own profiler), and
+prints one table per model (on threads the two sides run one after the
+other, not in turns: `measure`):
 
 - convolutions grouped by kernel size, stride, group and output size
   (`3x3/1 @14`: a 3x3 stride-1 convolution with a 14-row output), each
@@ -21,6 +24,7 @@ machine a burst of load shows in both columns of that side alike.
 
     python bench/layer_times.py inception_v2
     python bench/layer_times.py resnet50 vgg19 --runs 10
+    python bench/layer_times.py resnet50 --threads 2
 """
 
 from __future__ import annotations
@@ -69,12 +73,12 @@ def conv_family(site: dict[str, Any]) -> str:
 
 
 class PyoccSide:
-    """The model's native build on one thread, timed site by site
+    """The model's native build on `threads` threads, timed site by site
     (bench/serial_share.py's timing build)."""
 
-    def __init__(self, model_name: str):
+    def __init__(self, model_name: str, threads: int):
         self.inputs, name, self.sites, self.timed, engine, set_threads = timed_build(model_name, instrument)
-        assert set_threads(1) == 0
+        assert set_threads(threads) == 0
         self.table = (ctypes.c_int64 * (2 * len(self.sites))).from_address(
             engine.get_global_value_address(f"{name}_timing_sites"))
         self.site_ms: list[np.ndarray] = []
@@ -98,12 +102,12 @@ class PyoccSide:
 
 
 class OrtSide:
-    """onnxruntime's session on one intra-op thread, with its profiler on."""
+    """onnxruntime's session on `threads` intra-op threads, with its profiler on."""
 
-    def __init__(self, model_name: str, inputs: dict[str, np.ndarray], folder: str):
+    def __init__(self, model_name: str, inputs: dict[str, np.ndarray], folder: str, threads: int):
         proto = with_random_weights(model_name)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = options.inter_op_num_threads = 1
+        options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
         options.enable_profiling = True
@@ -140,17 +144,22 @@ class OrtSide:
         return rows, statistics.median(self.walls)
 
 
-def measure(model_name: str, runs: int) -> tuple[list[dict[str, Any]], list[float], float,
+def measure(model_name: str, runs: int, threads: int) -> tuple[list[dict[str, Any]], list[float], float,
                                                  list[tuple[str, list[int], list[int], float]], float]:
     """(pyocc's sites, their median ms, pyocc's ms per run, onnxruntime's
     nodes with their median ms, its ms per run): one warm-up run each,
-    then `runs` runs each, taking turns."""
-    pyocc_side = PyoccSide(model_name)
+    then `runs` runs each, taking turns; on threads, one side's runs and
+    then the other's (in turns, onnxruntime's idle workers spin on the
+    cores while pyocc runs: with two threads on two cores, pyocc's
+    convolutions at 56x56 and 28x28 then ran no faster than on one)."""
+    pyocc_side = PyoccSide(model_name, threads)
     with tempfile.TemporaryDirectory() as folder:
-        ort_side = OrtSide(model_name, pyocc_side.inputs, folder)
-        for index in range(runs + 1):
-            pyocc_side.run(timed=index > 0)
-            ort_side.run(timed=index > 0)
+        ort_side = OrtSide(model_name, pyocc_side.inputs, folder, threads)
+        rounds = [(pyocc_side, ort_side)] * (runs + 1) if threads == 1 else \
+            [(pyocc_side,)] * (runs + 1) + [(ort_side,)] * (runs + 1)
+        for index, sides in enumerate(rounds):
+            for side in sides:
+                side.run(timed=index % (runs + 1) > 0)
         nodes, ort_ms = ort_side.medians(runs)
     site_ms, pyocc_ms = pyocc_side.medians()
     return pyocc_side.sites, site_ms, pyocc_ms, nodes, ort_ms
@@ -165,10 +174,11 @@ def same_output(shape: list[int], out_shape: list[int]) -> bool:
             and shape[1] * shape[-1] >= out_shape[1] > (shape[1] - 1) * shape[-1])
 
 
-def report(model_name: str, runs: int) -> None:
+def report(model_name: str, runs: int, threads: int) -> None:
     """Print the model's tables."""
-    sites, site_ms, pyocc_ms, nodes, ort_ms = measure(model_name, runs)
-    print(f"\n{model_name}: one thread, medians of {runs} runs taking turns: pyocc {pyocc_ms:.2f} ms per run "
+    sites, site_ms, pyocc_ms, nodes, ort_ms = measure(model_name, runs, threads)
+    on = "one thread" if threads == 1 else f"{threads} threads"
+    print(f"\n{model_name}: {on}, medians of {runs} runs taking turns: pyocc {pyocc_ms:.2f} ms per run "
           f"(timing build), onnxruntime {ort_ms:.2f} (profiler on), its nodes {sum(n[3] for n in nodes):.2f}")
     convs = [index for index, (op, _, _, _) in enumerate(nodes) if "Conv" in op]
     used: set[int] = set()
@@ -215,9 +225,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=LIGHT_MODELS, help="light model names (default: all nine)")
     parser.add_argument("--runs", type=int, default=20, help="timed runs of each side (medians reported)")
+    parser.add_argument("--threads", type=int, default=1, help="threads of both sides (default: 1)")
     args = parser.parse_args()
     for name in args.models:
-        report(name, args.runs)
+        report(name, args.runs, args.threads)
 
 
 if __name__ == "__main__":
