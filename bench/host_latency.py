@@ -15,9 +15,10 @@ that both sides do real work on real numbers) this prints:
 - with ``--c-runner``: the same model saved as a library (``Model.save``,
   as ``pyocc compile`` writes it) and run by examples/c/run_model (built
   with ``cc``) on the same inputs, ``--repeat`` the timed runs after
-  ``--warmup`` warm-up ones, all in one process of its own with no Python
-  (a process's first runs are slower: warm-up runs in a separate process,
-  as before stop 42, made its line slower than it is): its median ms per
+  ``--warmup`` warm-up ones (at least 0.3 s of them: ``c_runner_ms``), all
+  in one process of its own with no Python (a process's first runs are
+  slower: the warm-up ran in a separate process before stop 42, which made
+  the line slower than the library runs): its median ms per
   run (run_model's own clock: wall time) and its ratio to onnxruntime's
   time of the same run (issue 16's "line for the C runner"), with its
   geometric mean.
@@ -60,6 +61,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import functools
+import math
 import os
 import shutil
 import statistics
@@ -198,17 +200,29 @@ def c_runner() -> Path:
     return runner
 
 
-def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path) -> float:
+#: the C runner's warm-up runs last at least this long (seconds; below)
+C_RUNNER_WARM_SECONDS = 0.3
+
+
+def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path, seconds_per_run: float) -> float:
     """The median ms per run of `compiled` saved as a library in `folder`
-    and run by examples/c/run_model on `inputs` (graph-input order):
-    --warmup runs, then --runs timed ones, in one process, on the model's threads."""
+    and run by examples/c/run_model on `inputs` (graph-input order): warm-up
+    runs, then --runs timed ones, in one process, on the model's threads.
+
+    The warm-up is --warmup runs, or more to fill C_RUNNER_WARM_SECONDS at
+    the in-process time (`seconds_per_run`): the in-process runs come long
+    after their process started its threads, and a new process's threads
+    need about 0.1 s of running to get a core each on this project's VMs
+    (SqueezeNet on two threads from C: its first 11 runs 9.5-19 ms, the
+    rest 6.1-6.5; run_model --warmup). That is the machine's scheduler
+    settling once per process, not the model's latency."""
     runner = c_runner()
     library = folder / "model.so"
     compiled.save(library)  # type: ignore[attr-defined]
     (folder / "in.bin").write_bytes(b"".join(np.ascontiguousarray(value).tobytes() for value in inputs.values()))
     command = [str(runner), str(library), str(folder / "in.bin"), os.devnull, "--repeat", str(ARGS.runs)]
-    if ARGS.warmup:  # in the timed process, as the in-process runs are warmed in theirs
-        command += ["--warmup", str(ARGS.warmup)]
+    warmup = max(ARGS.warmup, math.ceil(C_RUNNER_WARM_SECONDS / max(seconds_per_run, 1e-6)))
+    command += ["--warmup", str(warmup)]  # in the timed process, as the in-process runs are warmed in theirs
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     last = done.stdout.strip().splitlines()[-1]  # "median X ms per run over N runs"
     return float(last.split()[1])
@@ -233,7 +247,7 @@ def measure(name: str) -> Row:
     from_c = None
     if ARGS.c_runner:
         with tempfile.TemporaryDirectory() as folder:
-            from_c = c_runner_ms(compiled, inputs, Path(folder))
+            from_c = c_runner_ms(compiled, inputs, Path(folder), ours)
     return Row(name, compile_s, ours * 1e3, theirs * 1e3, error, compiled.native_sites,
                compiled.native_sites + compiled.numpy_sites, from_c)
 

@@ -177,8 +177,8 @@ def same_output(shape: list[int], out_shape: list[int]) -> bool:
 def report(model_name: str, runs: int, threads: int) -> None:
     """Print the model's tables."""
     sites, site_ms, pyocc_ms, nodes, ort_ms = measure(model_name, runs, threads)
-    on = "one thread" if threads == 1 else f"{threads} threads"
-    print(f"\n{model_name}: {on}, medians of {runs} runs taking turns: pyocc {pyocc_ms:.2f} ms per run "
+    on = "one thread, taking turns" if threads == 1 else f"{threads} threads, one side after the other"
+    print(f"\n{model_name}: {on}, medians of {runs} runs: pyocc {pyocc_ms:.2f} ms per run "
           f"(timing build), onnxruntime {ort_ms:.2f} (profiler on), its nodes {sum(n[3] for n in nodes):.2f}")
     convs = [index for index, (op, _, _, _) in enumerate(nodes) if "Conv" in op]
     used: set[int] = set()
