@@ -47,11 +47,16 @@ def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Fu
 
 
 def define_host_allocator(module: ir.Module) -> None:
-    """Give ALLOCATE and RELEASE their bodies in `module` where it calls
-    them (declared by the host lowering); a module that calls neither is
-    left as it is."""
-    if ALLOCATE not in module.globals and RELEASE not in module.globals:
-        return
+    """Give ALLOCATE and RELEASE their bodies in `module` where it declares
+    them (the host lowering does, in the llvm dialect); a module that
+    declares neither is left as it is."""
+    if ALLOCATE in module.globals or RELEASE in module.globals:
+        host_allocator(module)
+
+
+def host_allocator(module: ir.Module) -> tuple[ir.Function, ir.Function]:
+    """The module's ALLOCATE and RELEASE, declared and defined where they
+    are not yet (a function already defined is left as it is)."""
     malloc = _function(module, "malloc", ir.FunctionType(PTR, [I64]))
     free = _function(module, "free", RELEASE_TYPE)
 
@@ -82,3 +87,4 @@ def define_host_allocator(module: ir.Module) -> None:
         b.ret_void()
         release.linkage = "internal"
         release.attributes.add("noinline")
+    return allocate, release

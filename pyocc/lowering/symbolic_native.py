@@ -67,7 +67,7 @@ from typing import Any, Protocol
 import llvmlite.ir as ir
 import numpy as np
 
-from pyocc.lowering.host_allocator import ALLOCATE, ALLOCATE_TYPE, RELEASE, RELEASE_TYPE, define_host_allocator
+from pyocc.lowering.host_allocator import host_allocator
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.dense_ir import NotNative
 from pyocc.lowering.native.registry import site_slots
@@ -492,9 +492,7 @@ def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_funct
         with b.if_then(outside, likely=False):
             b.ret(ir.Constant(I32, 2))
     rounded = _align_up(b, _umax(b, pool_bytes, ir.Constant(I64, 1)), ALIGNMENT)
-    allocate = ir.Function(module, ALLOCATE_TYPE, ALLOCATE)
-    release = ir.Function(module, RELEASE_TYPE, RELEASE)
-    define_host_allocator(module)
+    allocate, release = host_allocator(module)
     memcpy = module.declare_intrinsic("llvm.memcpy", [PTR, PTR, I64])
     pool = b.call(allocate, [ir.Constant(I64, ALIGNMENT), rounded])
 

@@ -19,6 +19,7 @@ from pyocc.lowering.host_allocator import (
     RELEASE,
     RELEASE_TYPE,
     define_host_allocator,
+    host_allocator,
 )
 from pyocc.runtime.jit import _resolve_externals, jit_module
 
@@ -57,6 +58,9 @@ def test_defined_internal_on_malloc_and_free() -> None:
     assert f'define internal ptr @"{ALLOCATE}"' in text and f'define internal void @"{RELEASE}"' in text
     assert 'declare ptr @"malloc"(i64' in text and 'declare void @"free"(ptr' in text
     assert "aligned_alloc" not in text
+    # asked again (a second function of the module), the same two functions, defined once
+    assert host_allocator(module) == (module.globals[ALLOCATE], module.globals[RELEASE])
+    assert str(module).count(f'define internal ptr @"{ALLOCATE}"') == 1
 
 
 @pytest.mark.parametrize("alignment", [16, 64, 128, 4096])
