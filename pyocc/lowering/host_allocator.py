@@ -12,13 +12,16 @@ them, and keeps malloc's pointer in the 8 bytes just below it, which
 `pyocc_free` hands back to `free`.
 
 Why not `aligned_alloc`: glibc's carves the aligned block out of a larger
-one and frees the small tail, which lands in a cache of small blocks that
-never merges with its neighbours. The tail then sits between the freed
-pool and the top of the heap, so the next run's pool cannot reuse the
-freed one and gets fresh pages: every one of a process's first eight or
-so runs page-faulted its whole pool in again (SqueezeNet from C, two
-threads: 11-15 ms per run against 5.5 once it stopped; about 960 faults
-of 4 KiB per run for its 3.9 MB pool; docs/performance.md). A block from
+one and frees the small tail, which lands in the thread's cache of small
+blocks (tcache, seven per size), whose blocks never merge with their
+neighbours. The tail then sits between the freed pool and the top of the
+heap, so the next run's pool cannot reuse the freed one and gets fresh
+pages until that cache is full: each of a process's first eight or so
+runs page-faulted its whole pool in again. Measured with glibc 2.36: 4
+MiB aligned_alloc/free pairs got a new block 7 times in a row (21 times
+with GLIBC_TUNABLES=glibc.malloc.tcache_count=20, once with 0); SqueezeNet
+from C, two threads, faulted about 960 pages of 4 KiB in each of its
+runs 4 to 10, about 2 ms more per run (docs/performance.md, stop 42). A block from
 plain `malloc`, freed, merges back into the heap it came from, so from
 the third run on a run's pool is the last run's, its pages already there.
 """
