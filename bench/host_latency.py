@@ -15,13 +15,16 @@ that both sides do real work on real numbers) this prints:
 - with ``--c-runner``: the same model saved as a library (``Model.save``,
   as ``pyocc compile`` writes it) and run by examples/c/run_model (built
   with ``cc``) on the same inputs, ``--repeat`` the timed runs after
-  ``--warmup`` warm-up ones (at least 0.3 s of them: ``c_runner_ms``), all
+  ``--warmup`` warm-up ones (at least 0.3 s of them: ``warm_runs``), all
   in one process of its own with no Python (a process's first runs are
   slower: the warm-up ran in a separate process before stop 42, which made
-  the line slower than the library runs): its median ms per
-  run (run_model's own clock: wall time) and its ratio to onnxruntime's
-  time of the same run (issue 16's "line for the C runner"), with its
-  geometric mean.
+  the line slower than the library runs): its median ms per run
+  (run_model's own clock: wall time); right after it, onnxruntime's median
+  in a process of its own, warmed up and timed the same way (``ort
+  process ms``); and the ratio of the two (issue 16's "line for the C
+  runner"), with its geometric mean. (Before stop 42 the ratio divided by
+  the in-process onnxruntime time, measured minutes earlier: its rows
+  swung with onnxruntime's own spread.)
 
 Both sides use the same number of threads: ``--threads N`` (default 1) sets
 onnxruntime's ``intra_op_num_threads`` (inter-op 1, sequential execution),
@@ -107,6 +110,8 @@ def _parse_args() -> argparse.Namespace:
                         help="also time the saved library run by examples/c/run_model (needs cc)")
     parser.add_argument("--profile", metavar="MODEL", choices=LIGHT_MODELS,
                         help="instead of the table: cProfile pyocc's runs of MODEL and print per-kernel times")
+    # (--c-runner's onnxruntime process: MODEL.onnx INPUTS.npz WARMUP; prints its median ms)
+    parser.add_argument("--ort-process", nargs=3, metavar=("MODEL", "INPUTS", "WARMUP"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -174,6 +179,7 @@ class Row:
     native_sites: int
     sites: int
     c_runner_ms: float | None = None
+    ort_process_ms: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -182,8 +188,9 @@ class Row:
 
     @property
     def c_runner_ratio(self) -> float | None:
-        """The C runner's latency / onnxruntime's, when measured."""
-        return None if self.c_runner_ms is None else self.c_runner_ms / self.ort_ms
+        """The C runner's latency / onnxruntime's in a process of its own, when measured."""
+        return None if self.c_runner_ms is None or self.ort_process_ms is None else \
+            self.c_runner_ms / self.ort_process_ms
 
 
 #: examples/c/run_model.c, which `--c-runner` builds once (`c_runner`)
@@ -204,28 +211,60 @@ def c_runner() -> Path:
 C_RUNNER_WARM_SECONDS = 0.3
 
 
-def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path, seconds_per_run: float) -> float:
-    """The median ms per run of `compiled` saved as a library in `folder`
-    and run by examples/c/run_model on `inputs` (graph-input order): warm-up
-    runs, then --runs timed ones, in one process, on the model's threads.
-
-    The warm-up is --warmup runs, or more to fill C_RUNNER_WARM_SECONDS at
-    the in-process time (`seconds_per_run`): the in-process runs come long
+def warm_runs(seconds_per_run: float) -> int:
+    """The warm-up runs of a process of its own (the C runner's, and
+    onnxruntime's beside it): --warmup runs, or more to fill
+    C_RUNNER_WARM_SECONDS at `seconds_per_run`. In-process runs come long
     after their process started its threads, and a new process's threads
     need about 0.1 s of running to get a core each on this project's VMs
     (SqueezeNet on two threads from C: its first 11 runs 9.5-19 ms, the
     rest 6.1-6.5; run_model --warmup). That is the machine's scheduler
     settling once per process, not the model's latency."""
+    return max(ARGS.warmup, math.ceil(C_RUNNER_WARM_SECONDS / max(seconds_per_run, 1e-6)))
+
+
+def c_runner_ms(compiled: object, inputs: dict[str, np.ndarray], folder: Path, warmup: int) -> float:
+    """The median ms per run of `compiled` saved as a library in `folder`
+    and run by examples/c/run_model on `inputs` (graph-input order): `warmup`
+    runs, then --runs timed ones, in one process, on the model's threads."""
     runner = c_runner()
     library = folder / "model.so"
     compiled.save(library)  # type: ignore[attr-defined]
     (folder / "in.bin").write_bytes(b"".join(np.ascontiguousarray(value).tobytes() for value in inputs.values()))
-    command = [str(runner), str(library), str(folder / "in.bin"), os.devnull, "--repeat", str(ARGS.runs)]
-    warmup = max(ARGS.warmup, math.ceil(C_RUNNER_WARM_SECONDS / max(seconds_per_run, 1e-6)))
-    command += ["--warmup", str(warmup)]  # in the timed process, as the in-process runs are warmed in theirs
+    command = [str(runner), str(library), str(folder / "in.bin"), os.devnull, "--repeat", str(ARGS.runs),
+               "--warmup", str(warmup)]  # in the timed process, as the in-process runs are warmed in theirs
     done = subprocess.run(command, check=True, capture_output=True, text=True)
     last = done.stdout.strip().splitlines()[-1]  # "median X ms per run over N runs"
     return float(last.split()[1])
+
+
+def ort_process_ms(model: onnx.ModelProto, inputs: dict[str, np.ndarray], folder: Path, warmup: int) -> float:
+    """The median ms per run of onnxruntime on `model` in a process of its own
+    (this script with --ort-process), warmed up as the C runner is: the
+    peer the C runner's line is divided by, measured the same way, right
+    after it."""
+    onnx.save(model, str(folder / "model.onnx"))
+    np.savez(folder / "inputs.npz", **inputs)
+    command = [sys.executable, __file__, "--threads", str(ARGS.threads), "--runs", str(ARGS.runs),
+               "--ort-process", str(folder / "model.onnx"), str(folder / "inputs.npz"), str(warmup)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True)
+    return float(done.stdout.split()[-1])
+
+
+def ort_process(model_path: str, inputs_path: str, warmup: int) -> None:
+    """--ort-process: onnxruntime alone in this process, `warmup` runs then
+    --runs timed ones (wall clock); prints the median ms."""
+    session = ort_session(onnx.load(model_path), ARGS.threads)
+    with np.load(inputs_path) as saved:
+        feeds = {name: saved[name] for name in saved.files}
+    for _ in range(warmup):
+        session.run(None, feeds)
+    times = []
+    for _ in range(ARGS.runs):
+        start = time.perf_counter()
+        session.run(None, feeds)
+        times.append(time.perf_counter() - start)
+    print(f"{statistics.median(times) * 1e3:.3f}")
 
 
 def measure(name: str) -> Row:
@@ -244,12 +283,14 @@ def measure(name: str) -> Row:
     error = max(float(np.max(np.abs(g - w))) for g, w in zip(got.values(), want))
     ours, theirs = median_seconds([lambda: compiled.run(inputs), lambda: session.run(None, inputs)],
                                   ARGS.runs, ARGS.warmup)
-    from_c = None
+    from_c = peer = None
     if ARGS.c_runner:
         with tempfile.TemporaryDirectory() as folder:
-            from_c = c_runner_ms(compiled, inputs, Path(folder), ours)
+            warmup = warm_runs(ours)
+            from_c = c_runner_ms(compiled, inputs, Path(folder), warmup)
+            peer = ort_process_ms(model, inputs, Path(folder), warmup)
     return Row(name, compile_s, ours * 1e3, theirs * 1e3, error, compiled.native_sites,
-               compiled.native_sites + compiled.numpy_sites, from_c)
+               compiled.native_sites + compiled.numpy_sites, from_c, peer)
 
 
 def geomean(values: list[float]) -> float:
@@ -264,10 +305,10 @@ def print_table(rows: list[Row], import_s: float) -> None:
               f"{r.max_abs_err:.1e}", f"{r.native_sites}/{r.sites}"] for r in rows]
     footer = ["geomean", "", "", "", f"{geomean([r.ratio for r in rows]):.2f}", "", ""]
     if ARGS.c_runner:
-        header += ["C runner ms", "C runner / ort"]
+        header += ["C runner ms", "ort process ms", "C runner / ort process"]
         for line, r in zip(cells, rows, strict=True):
-            line += [f"{r.c_runner_ms:.2f}", f"{r.c_runner_ratio:.2f}"]
-        footer += ["", f"{geomean([r.c_runner_ratio for r in rows]):.2f}"]
+            line += [f"{r.c_runner_ms:.2f}", f"{r.ort_process_ms:.2f}", f"{r.c_runner_ratio:.2f}"]
+        footer += ["", "", f"{geomean([r.c_runner_ratio for r in rows]):.2f}"]
     if ARGS.markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|")
@@ -349,6 +390,10 @@ def main() -> None:
         blas = ", ".join(f"{i['internal_api']} {i['num_threads']}" for i in threadpool_info()) or "none found"
     if ARGS.profile:
         profile(ARGS.profile)
+        return
+    if ARGS.ort_process:
+        model_path, inputs_path, warmup = ARGS.ort_process
+        ort_process(model_path, inputs_path, int(warmup))
         return
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     start = clock()
