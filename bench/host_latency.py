@@ -207,7 +207,7 @@ def c_runner() -> Path:
     return runner
 
 
-#: the C runner's warm-up runs last at least this long (seconds; below)
+#: a process of its own warms up for at least this long (seconds; `warm_runs`)
 C_RUNNER_WARM_SECONDS = 0.3
 
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import llvmlite.ir as ir
 
+from pyocc.lowering.llvm_math import declared_function
+
 #: the allocation and release functions generated host code calls
 ALLOCATE = "pyocc_alloc"
 RELEASE = "pyocc_free"
@@ -43,12 +45,6 @@ RELEASE_TYPE = ir.FunctionType(ir.VoidType(), [PTR])
 HEADER = 8
 
 
-def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
-    """The module's function `name`, declared when it is not there yet."""
-    existing = module.globals.get(name)
-    return existing if existing is not None else ir.Function(module, signature, name)
-
-
 def define_host_allocator(module: ir.Module) -> None:
     """Give ALLOCATE and RELEASE their bodies in `module` where it declares
     them (the host lowering does, in the llvm dialect); a module that
@@ -60,10 +56,10 @@ def define_host_allocator(module: ir.Module) -> None:
 def host_allocator(module: ir.Module) -> tuple[ir.Function, ir.Function]:
     """The module's ALLOCATE and RELEASE, declared and defined where they
     are not yet (a function already defined is left as it is)."""
-    malloc = _function(module, "malloc", ir.FunctionType(PTR, [I64]))
-    free = _function(module, "free", RELEASE_TYPE)
+    malloc = declared_function(module, "malloc", ir.FunctionType(PTR, [I64]))
+    free = declared_function(module, "free", RELEASE_TYPE)
 
-    allocate = _function(module, ALLOCATE, ALLOCATE_TYPE)
+    allocate = declared_function(module, ALLOCATE, ALLOCATE_TYPE)
     if allocate.is_declaration:
         alignment, size = allocate.args
         entry, fail, done = (allocate.append_basic_block(n) for n in ("entry", "fail", "done"))
@@ -82,7 +78,7 @@ def host_allocator(module: ir.Module) -> tuple[ir.Function, ir.Function]:
         allocate.linkage = "internal"
         allocate.attributes.add("noinline")
 
-    release = _function(module, RELEASE, RELEASE_TYPE)
+    release = declared_function(module, RELEASE, RELEASE_TYPE)
     if release.is_declaration:
         b = ir.IRBuilder(release.append_basic_block("entry"))
         block = release.args[0]

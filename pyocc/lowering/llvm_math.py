@@ -7,7 +7,8 @@ ex2/lg2 approximations, about 2 ulp) or `host` (LLVM intrinsics that lower
 to libm's expf, logf, tanhf, powf). `unary_expression`,
 `binary_expression` and `integer_expression` build ONNX's elementwise
 functions from it; `row_major_strides` and `broadcast_strides` are the
-index arithmetic of numpy broadcasting. Erf is the Abramowitz-Stegun
+index arithmetic of numpy broadcasting; `declared_function` gets or
+declares a function of a module. Erf is the Abramowitz-Stegun
 7.1.26 polynomial (|error| < 1.5e-7) in both flavours.
 """
 
@@ -34,6 +35,15 @@ COMPARISONS: dict[str, str] = {"equal": "==", "less": "<", "greater": ">", "less
                                "greater_or_equal": ">="}
 #: logic on bools (one byte per element, nonzero is true)
 LOGICAL = frozenset({"and", "or", "xor", "not"})
+
+
+def declared_function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
+    """The module's function `name`, declared with `signature` when the
+    module has none yet (the one function, however many emitters ask)."""
+    existing = module.globals.get(name)
+    if isinstance(existing, ir.Function):
+        return existing
+    return ir.Function(module, signature, name)
 
 
 def row_major_strides(shape: Sequence[int]) -> list[int]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ctypes
 import platform
+from collections.abc import Callable
+from typing import Any
 
 import llvmlite.ir as ir
 import pytest
@@ -25,7 +27,7 @@ from pyocc.runtime.jit import _resolve_externals, jit_module
 
 
 @pytest.fixture(scope="module")
-def allocator() -> tuple[object, ctypes.CFUNCTYPE, ctypes.CFUNCTYPE]:
+def allocator() -> tuple[Any, Callable[[int, int], int], Callable[[int], None]]:
     module = ir.Module(name="allocator")
     ir.Function(module, ALLOCATE_TYPE, ALLOCATE)
     ir.Function(module, RELEASE_TYPE, RELEASE)

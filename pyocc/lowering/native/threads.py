@@ -64,6 +64,7 @@ from collections.abc import Callable
 import llvmlite.ir as ir
 
 from pyocc.lowering.limits import MAX_THREADS
+from pyocc.lowering.llvm_math import declared_function
 from pyocc.lowering.native.loops import BODY_TYPE, I32, I64, PARALLEL_FOR_TYPE, PTR
 
 VOID = ir.VoidType()
@@ -110,13 +111,6 @@ def parallel_for_symbol(name: str) -> str:
 def team_symbol(name: str) -> str:
     """The function that says how many threads model function `name` runs on now."""
     return f"{name}_threads_team"
-
-
-def _function(module: ir.Module, name: str, signature: ir.FunctionType) -> ir.Function:
-    existing = module.globals.get(name)
-    if isinstance(existing, ir.Function):
-        return existing
-    return ir.Function(module, signature, name)
 
 
 def _call_body(b: ir.IRBuilder, body: ir.Value, args: list[ir.Value]) -> None:
@@ -185,10 +179,10 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     NAME_init/NAME_destroy (already in the module)."""
     if not 1 <= threads <= MAX_THREADS:
         raise ValueError(f"threads must be in 1..{MAX_THREADS}, got {threads}")
-    pthread = {n: _function(module, n, t) for n, t in PTHREAD_FUNCTIONS.items()}
+    pthread = {n: declared_function(module, n, t) for n, t in PTHREAD_FUNCTIONS.items()}
     if platform.machine().lower() in X86_MACHINES:  # spin politely, bounded by the time-stamp counter
-        spin_hint: ir.Function | None = _function(module, "llvm.x86.sse2.pause", ir.FunctionType(VOID, []))
-        clock: ir.Function | None = _function(module, "llvm.readcyclecounter", ir.FunctionType(I64, []))
+        spin_hint: ir.Function | None = declared_function(module, "llvm.x86.sse2.pause", ir.FunctionType(VOID, []))
+        clock: ir.Function | None = declared_function(module, "llvm.readcyclecounter", ir.FunctionType(I64, []))
     else:  # elsewhere the counter may trap in user space: polls bounded by SPIN_LIMIT alone
         spin_hint = clock = None
     zero32, zero64, null = I32(0), I64(0), ir.Constant(PTR, None)
@@ -325,7 +319,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.branch(spin)
 
     # -- parallel_for: publish the job, claim chunks too, wait for the last ------------
-    parallel = _function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
+    parallel = declared_function(module, parallel_for_symbol(name), PARALLEL_FOR_TYPE)
     parallel.linkage = "internal"
     body, context, count, per_thread = parallel.args
     entry = parallel.append_basic_block("entry")
@@ -395,7 +389,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.ret_void()
 
     # -- team: the threads running now (a split BLAS call cuts one part per thread) ---
-    team_fn = _function(module, team_symbol(name), TEAM_TYPE)
+    team_fn = declared_function(module, team_symbol(name), TEAM_TYPE)
     team_fn.linkage = "internal"
     b = ir.IRBuilder(team_fn.append_basic_block("entry"))
     b.ret(b.zext(b.load(active, typ=I32), I64))
@@ -408,7 +402,7 @@ def define_thread_pool(module: ir.Module, name: str, threads: int, uses_blas: bo
     b.store(I32(1), live)
     wanted = b.load(requested, typ=I32)
     if uses_blas:  # the workers split the BLAS calls; each runs on its caller's thread
-        blas_set = _function(module, BLAS_SET_THREADS, ir.FunctionType(VOID, [I32]))
+        blas_set = declared_function(module, BLAS_SET_THREADS, ir.FunctionType(VOID, [I32]))
         b.call(blas_set, [I32(1)])
     with b.if_then(b.icmp_unsigned(">", wanted, I32(1))):
         b.call(pthread["pthread_mutex_init"], [mutex, null])
