@@ -44,6 +44,7 @@ from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.lowering.symbolic_native import NotNativeProgram, build_symbolic_native
 from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
 from pyocc.planning import PlanningError, Poly, Problem, SymbolicPlan, SymbolicProblem, max_live, plan_symbolic
+from pyocc.planning.npu_simulator import NpuCost
 from pyocc.planning.scratchpad import NpuResult
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.pipelines import MEMORY_MODES, Options, buffer_passes, pool_passes, run_passes, tensor_passes, tile_passes
@@ -366,7 +367,13 @@ def lower(
     `folds`: the importer's folds shared with other lowerings of the same
     model (`import_model`; a symbolic compile's probes).
     `options` (see pyocc.pipelines.Options), when given, overrides
-    memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling/threads."""
+    memory/planner/alignment/fuse/coalesce/memory_pools/reorder/tiling/threads.
+
+    The op verifiers run on the imported module and once on the result
+    (`Options.verify`), not after every pass: that was a tenth of a small
+    model's compile. When the lowering fails with anything but a
+    PyoccError (a pass broke the IR), it runs again verifying after every
+    pass (`Options.verify_each`), so that the error names the pass."""
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
@@ -389,14 +396,34 @@ def lower(
     npu_machine = None if scratchpad is None else parse_scratchpad(scratchpad, npu_cost)
     if npu_cost is not None and scratchpad is None:
         raise PyoccError("--npu-cost needs a scratchpad; add --scratchpad SIZE, e.g. --scratchpad 1MiB")
+    again = functools.partial(_lower, model, shapes, memory_limit=memory_limit, max_extra_macs=max_extra_macs,
+                              npu_machine=npu_machine, stage_dma=stage_dma, folds=folds)
+    try:
+        return again(options)
+    except PyoccError:
+        raise
+    except Exception:
+        if not options.verify or options.verify_each:
+            raise
+        # a pass broke the IR (or stumbled on IR an earlier pass broke): the same lowering,
+        # verified after every pass, names the pass that did (run_passes); else the error as it was
+        again(dataclasses.replace(options, verify_each=True))
+        raise
+
+
+def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[int]] | None, options: Options, *,
+           memory_limit: int | str | None, max_extra_macs: float, npu_machine: tuple[int, NpuCost] | None,
+           stage_dma: bool, folds: FoldCache | None) -> tuple[ModuleOp, MemoryReport]:
+    """`lower` once, its arguments checked (`npu_machine`: the parsed scratchpad and cost model)."""
+    memory = options.memory
+    each = options.verify and options.verify_each  # the op verifiers after every pass, not only at the end
     name = Path(model).name if isinstance(model, str | Path) else (model.graph.name or "model")
     before = resource_keys()
     module = import_model(model, shapes, unfold_broadcasts=options.unfold_broadcasts, verify=options.verify,
                           folds=folds)
     ctx = Context()
     try:
-        given_bound, reorder_ms, reorder_order = _run_tensor_passes(ctx, module, tensor_passes(options),
-                                                                    options.verify)
+        given_bound, reorder_ms, reorder_order = _run_tensor_passes(ctx, module, tensor_passes(options), each)
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
@@ -469,13 +496,15 @@ def lower(
             module.verify()
             check_lifetimes(module)
         else:
-            run_passes(ctx, module, tile_passes(options), verify=options.verify)
-            run_passes(ctx, module, buffer_passes(options), verify=options.verify)
+            run_passes(ctx, module, tile_passes(options), verify=each)
+            run_passes(ctx, module, buffer_passes(options), verify=each)
         if searched is None and not stage_dma:
-            run_passes(ctx, module, pool_passes(options), timings, verify=options.verify)
+            run_passes(ctx, module, pool_passes(options), timings, verify=each)
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
-            run_passes(ctx, module, [DnnDmaToMemcpyPass()])
+            run_passes(ctx, module, [DnnDmaToMemcpyPass()], verify=each)
+        if options.verify and not each:
+            module.verify()
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
@@ -952,8 +981,8 @@ def _probe(proto: onnx.ModelProto, inputs: SymbolicInputs, shapes: Mapping[str, 
     finds an integer of a higher degree, `spare_points` (the others) are
     lowered too and everything is fitted again at the full degree.
 
-    Only the first lowering runs the op verifiers on the imported module
-    and after each pass (`Options.verify`) and searches an op order (dnn-reorder): the others
+    Only the first lowering runs the op verifiers (on the imported and the
+    lowered module, `Options.verify`) and searches an op order (dnn-reorder): the others
     must give its program but for the integers, which `fit_program`
     checks, and take its order (`Options.reorder_order`); their buffer
     lifetimes are still checked after every pass."""

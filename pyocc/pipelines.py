@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import VerifyException
 
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
@@ -142,10 +143,15 @@ class Options:
     again at their late readers instead of alive from the first layer to
     the last."""
     verify: bool = True
-    """Run the op verifiers on the imported module and after every pass
-    (`run_passes`; the buffer lifetimes are checked either way). A symbolic compile leaves them off
-    for its probes after the first, whose programs must be the first's
-    but for their integers (pyocc.symbolic.fit_program checks)."""
+    """Run the op verifiers on the imported module and on the lowered one
+    (pyocc.api.lower; the buffer lifetimes are checked after every pass
+    either way). A symbolic compile leaves them off for its probes after
+    the first, whose programs must be the first's but for their integers
+    (pyocc.symbolic.fit_program checks)."""
+    verify_each: bool = False
+    """With `verify`: run the op verifiers after every pass too
+    (`run_passes`), as pyocc-opt does. `lower` lowers again this way when
+    a lowering fails, so that the error names the pass that broke the IR."""
 
 
 def tensor_passes(options: Options) -> list[ModulePass]:
@@ -228,9 +234,12 @@ def run_passes(
         p.apply(ctx, module)
         if timings is not None:
             timings[p.name] = timings.get(p.name, 0.0) + (time.perf_counter() - start) * 1000
-        if verify:
-            module.verify()
-        check_lifetimes(module)
+        try:
+            if verify:
+                module.verify()
+            check_lifetimes(module)
+        except VerifyException as e:
+            raise VerifyException(f"after pass {p.name}: {e}") from e
 
 
 @dataclass(frozen=True)
