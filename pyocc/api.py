@@ -372,8 +372,9 @@ def lower(
     The op verifiers run on the imported module and once on the result
     (`Options.verify`), not after every pass: that was a tenth of a small
     model's compile. When the lowering fails with anything but a
-    PyoccError (a pass broke the IR), it runs again verifying after every
-    pass (`Options.verify_each`), so that the error names the pass."""
+    PyoccError or PlanningError (a pass broke the IR), it runs again
+    verifying after every pass (`Options.verify_each`), so that the error
+    names the pass."""
     if options is None:
         options = Options(memory=memory, planner=planner, alignment=alignment, fuse=fuse, coalesce=coalesce,
                           sanitize=sanitize,
@@ -400,7 +401,7 @@ def lower(
                               npu_machine=npu_machine, stage_dma=stage_dma, folds=folds)
     try:
         return again(options)
-    except PyoccError:
+    except (PyoccError, PlanningError):  # the user's input, said in one line: nothing to find
         raise
     except Exception:
         if not options.verify or options.verify_each:
@@ -491,9 +492,8 @@ def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[in
             # scheduled program has tens of thousands of ops, and each
             # verification of them cost a sixth of the compile
         elif searched is not None:
-            # the search compiled the chosen tiling already: verified here, not compiled again
+            # the search compiled the chosen tiling already (unverified): verified below, not compiled again
             module, timings = searched
-            module.verify()
             check_lifetimes(module)
         else:
             run_passes(ctx, module, tile_passes(options), verify=each)
@@ -503,7 +503,7 @@ def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[in
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
             run_passes(ctx, module, [DnnDmaToMemcpyPass()], verify=each)
-        if options.verify and not each:
+        if options.verify and (searched is not None or not each):
             module.verify()
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
