@@ -372,7 +372,7 @@ def lower(
     The op verifiers run on the imported module and once on the result
     (`Options.verify`), not after every pass: that was a tenth of a small
     model's compile. When the lowering fails with anything but a
-    PyoccError or PlanningError (a pass broke the IR), it runs again
+    PyoccError, PlanningError or MemoryError (a pass broke the IR), it runs again
     verifying after every pass (`Options.verify_each`), so that the error
     names the pass."""
     if options is None:
@@ -401,7 +401,7 @@ def lower(
                               npu_machine=npu_machine, stage_dma=stage_dma, folds=folds)
     try:
         return again(options)
-    except (PyoccError, PlanningError):  # the user's input, said in one line: nothing to find
+    except (PyoccError, PlanningError, MemoryError):  # the user's input, or no memory: a second lowering finds nothing
         raise
     except Exception:
         if not options.verify or options.verify_each:

@@ -12,6 +12,7 @@ from pyocc.api import lower
 from pyocc.dialects.dnn import ops as d
 from pyocc.pipelines import Options
 from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass
+from pyocc.rewrites.dnn_memory_pool import DnnMemoryPoolPass
 from pyocc.examples.tiny_cnn import build as tiny_cnn
 
 
@@ -68,3 +69,30 @@ def test_a_pass_that_breaks_the_ir_is_named() -> None:
 def test_with_the_verifiers_off_the_broken_ir_goes_through() -> None:
     module, _ = lower(tiny_cnn(), options=Options(memory="lazy", verify=False))
     assert min(op.size.value.data for op in module.walk() if isinstance(op, d.MallocOp)) == 1
+
+
+@pytest.fixture
+def failing_pool_pass(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """dnn-memory-pool stopped by an internal error (a bug, not the user's
+    input); counts its runs."""
+    runs: list[int] = []
+
+    def failing(self: DnnMemoryPoolPass, ctx: object, module: ModuleOp) -> None:
+        runs.append(1)
+        raise RuntimeError("the pool pass failed")
+
+    monkeypatch.setattr(DnnMemoryPoolPass, "apply", failing)
+    return runs
+
+
+def test_an_internal_error_is_raised_as_it_was_when_no_pass_broke_the_ir(failing_pool_pass: list[int]) -> None:
+    with pytest.raises(RuntimeError, match="the pool pass failed"):
+        lower(tiny_cnn())
+    assert len(failing_pool_pass) == 2  # the lowering, then the one verified after every pass
+
+
+@pytest.mark.usefixtures("broken_malloc")
+def test_a_pass_that_stumbles_on_broken_ir_names_the_pass_that_broke_it(failing_pool_pass: list[int]) -> None:
+    with pytest.raises(VerifyException, match=r"^after pass dnn-insert-memory-ops: dnn\.malloc"):
+        lower(tiny_cnn())
+    assert len(failing_pool_pass) == 1  # the second lowering stops before the pool pass
