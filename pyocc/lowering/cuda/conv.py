@@ -243,32 +243,49 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     limit = lw.workspace_bytes if planned is None else planned
     returned = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     results = b.add(llvm.AllocaOp(b.const(count * api.CONV_PERF_SIZE // 8), i64, alignment=8)).results[0]
-    def field(entry: int, offset: int, type: Attribute) -> SSAValue:
-        """&results[entry].<the field at byte offset>, typed as `type`."""
-        size = 8 if type == i64 else 4
-        return b.gep(results, (entry * api.CONV_PERF_SIZE + offset) // size, type)
 
-    for i in range(count):  # an entry cuDNN does not fill must not look successful
-        b.store(b.const(1, i32), field(i, api.CONV_PERF_STATUS, i32))
+    def field(entry: SSAValue, offset: int, type: Attribute) -> SSAValue:
+        """&results[entry].<the field at byte offset>, typed as `type` (entry an i64)."""
+        size = 8 if type == i64 else 4
+        first = b.add(llvm.MulOp(entry, b.const(api.CONV_PERF_SIZE // size))).results[0]
+        index = b.add(llvm.AddOp(first, b.const(offset // size))).results[0]
+        return b.add(llvm.GEPOp(results, [llvm.GEP_USE_SSA_VAL], type, ssa_indices=[index], inbounds=True)).results[0]
+
+    # an entry cuDNN does not fill must not look successful
+    init.counted_loop(0, count, lambda i: b.store(b.const(1, i32), field(i, api.CONV_PERF_STATUS, i32)))
     b.store(b.const(0, i32), returned)
     lw.checked_call(init, query, lw.load_global(init, lw.cudnn),
              lw.load_global(init, x), lw.load_global(init, w), lw.load_global(init, conv),
              lw.load_global(init, y), count, returned, results, what="convolution algorithm")
-    n = b.load(returned, i32)
-    choice = b.const(fallback, i32)
-    needs = b.const(0)
+    n = b.add(llvm.SExtOp(b.load(returned, i32), i64)).results[0]
+    chosen = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
+    needed = b.add(llvm.AllocaOp(b.const(1), i64, alignment=8)).results[0]
+    found = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
+    b.store(b.const(fallback, i32), chosen)
+    b.store(b.const(0), needed)
+    b.store(b.const(0, i32), found)
     flag = lambda pred: IntegerAttr(pred.to_int(), i64)  # noqa: E731
-    # best-ranked last, so that it wins
-    for i in reversed(range(count)):
+
+    def consider(i: SSAValue) -> None:
+        """Keep entry i if it is the best-ranked usable one so far: ranked,
+        successful, within the limit, and none before it was kept."""
         algo = b.load(field(i, api.CONV_PERF_ALGO, i32), i32)
         status = b.load(field(i, api.CONV_PERF_STATUS, i32), i32)
         memory = b.load(field(i, api.CONV_PERF_MEMORY, i64), i64)
-        ranked = b.add(llvm.ICmpOp(b.const(i, i32), n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
+        ranked = b.add(llvm.ICmpOp(i, n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
         ok = b.add(llvm.ICmpOp(status, b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
         fits = b.add(llvm.ICmpOp(memory, b.const(limit), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
-        usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
-        choice = b.add(llvm.SelectOp(usable, algo, choice)).results[0]
-        needs = b.add(llvm.SelectOp(usable, memory, needs)).results[0]
+        first = b.add(llvm.ICmpOp(b.load(found, i32), b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
+        usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0],
+                                  b.add(llvm.AndOp(fits, first)).results[0])).results[0]
+        b.store(b.add(llvm.SelectOp(usable, algo, b.load(chosen, i32))).results[0], chosen)
+        b.store(b.add(llvm.SelectOp(usable, memory, b.load(needed, i64))).results[0], needed)
+        b.store(b.add(llvm.SelectOp(usable, b.const(1, i32), b.load(found, i32))).results[0], found)
+
+    # the ranked entries, best first: the first usable one is the choice
+    init.counted_loop(0, count, consider)
+    choice = b.load(chosen, i32)
+    needs = b.load(needed, i64)
     b.store(choice, lw.address(init, symbol))
     if planned is not None:
         return symbol
