@@ -503,7 +503,7 @@ def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[in
         plan_ms = sum(timings.values())  # the pool passes, not the IR verifier
         if stage_dma:
             run_passes(ctx, module, [DnnDmaToMemcpyPass()], verify=each)
-        if options.verify and (searched is not None or not each):
+        if options.verify:
             module.verify()
     except PassFailedException as e:
         raise PyoccError(str(e)) from None

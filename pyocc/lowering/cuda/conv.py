@@ -260,29 +260,24 @@ def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: st
     n = b.add(llvm.SExtOp(b.load(returned, i32), i64)).results[0]
     chosen = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     needed = b.add(llvm.AllocaOp(b.const(1), i64, alignment=8)).results[0]
-    found = b.add(llvm.AllocaOp(b.const(1), i32, alignment=4)).results[0]
     b.store(b.const(fallback, i32), chosen)
     b.store(b.const(0), needed)
-    b.store(b.const(0, i32), found)
     flag = lambda pred: IntegerAttr(pred.to_int(), i64)  # noqa: E731
 
-    def consider(i: SSAValue) -> None:
-        """Keep entry i if it is the best-ranked usable one so far: ranked,
-        successful, within the limit, and none before it was kept."""
+    def consider(k: SSAValue) -> None:
+        """Entry count - 1 - k replaces the choice if it is usable: ranked,
+        successful and within the limit. Best-ranked last, so that it wins."""
+        i = b.add(llvm.SubOp(b.const(count - 1), k)).results[0]
         algo = b.load(field(i, api.CONV_PERF_ALGO, i32), i32)
         status = b.load(field(i, api.CONV_PERF_STATUS, i32), i32)
         memory = b.load(field(i, api.CONV_PERF_MEMORY, i64), i64)
         ranked = b.add(llvm.ICmpOp(i, n, flag(llvm.ICmpPredicateFlag.SLT))).results[0]
         ok = b.add(llvm.ICmpOp(status, b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
         fits = b.add(llvm.ICmpOp(memory, b.const(limit), flag(llvm.ICmpPredicateFlag.ULE))).results[0]
-        first = b.add(llvm.ICmpOp(b.load(found, i32), b.const(0, i32), flag(llvm.ICmpPredicateFlag.EQ))).results[0]
-        usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0],
-                                  b.add(llvm.AndOp(fits, first)).results[0])).results[0]
+        usable = b.add(llvm.AndOp(b.add(llvm.AndOp(ranked, ok)).results[0], fits)).results[0]
         b.store(b.add(llvm.SelectOp(usable, algo, b.load(chosen, i32))).results[0], chosen)
         b.store(b.add(llvm.SelectOp(usable, memory, b.load(needed, i64))).results[0], needed)
-        b.store(b.add(llvm.SelectOp(usable, b.const(1, i32), b.load(found, i32))).results[0], found)
 
-    # the ranked entries, best first: the first usable one is the choice
     init.counted_loop(0, count, consider)
     choice = b.load(chosen, i32)
     needs = b.load(needed, i64)
