@@ -234,8 +234,13 @@ def analyze_function(function: func.FuncOp) -> Liveness:
 
 def function_bodies(module: Operation) -> list[func.FuncOp]:
     """The functions of `module` that have a body (declarations have none,
-    and every pass leaves them alone)."""
-    return [op for op in module.walk() if isinstance(op, func.FuncOp) and op.body.blocks]
+    and every pass leaves them alone). Found without walking into a
+    function (the passes call this after every pass: a walk of every op
+    of every function cost more than the lifetime check that follows)."""
+    if isinstance(module, func.FuncOp):
+        return [module] if module.body.blocks else []
+    return [function for region in module.regions for block in region.blocks for op in block.ops
+            for function in function_bodies(op)]
 
 
 def analyze_module(module: Operation) -> list[Liveness]:

@@ -23,13 +23,14 @@ from __future__ import annotations
 import heapq
 import random
 import time
+from array import array
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence, Sequence
 
 import numpy as np
 
 from .bounds import lower_bound
-from .placement import choose_gap, place_in_order, place_within
+from .placement import choose_gap, native_first_fit, place_in_order, place_within
 from .prepared import PreparedProblem, round_up
 
 # ---------------------------------------------------------------- orders
@@ -97,12 +98,15 @@ def hill_climb_offsets(
     cut it short.
     """
     deadline = time.perf_counter() + time_budget_ms / 1000.0
-    order = list(start) if start is not None else size_order(prep)
-    current = place_in_order(prep, order)
+    order: MutableSequence[int] = list(start) if start is not None else size_order(prep)
+    current: Sequence[int] = place_in_order(prep, order)
     best, best_size = current, prep.pool_size(current)
     bound = lower_bound(prep) if bound is None else bound
     rng = random.Random(seed)
     sizes = prep.sizes
+    native = native_first_fit(prep)
+    if native is not None:  # int64 arrays: what the native placement reads, copied at C speed
+        order, current = array("q", order), array("q", current)
     # the pool's top and the positions of the buffers that reach it change only when a trial is kept
     top = best_size
     critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
@@ -114,23 +118,27 @@ def hill_climb_offsets(
         if position > 0 and rng.random() < 0.5:
             changed = rng.randrange(position)
             trial.insert(changed, trial.pop(position))
-            moved = [trial[changed]]
         else:
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
             changed = min(a, b)
-            moved = [trial[a], trial[b]]
-        # Buffers before the first changed position land where they were, and
-        # so do those after it that conflict with no moved buffer and no buffer
-        # that lands elsewhere; a trial whose pool would grow is abandoned at
-        # the buffer that grows it.
-        placed = place_within(prep, trial, top, keep=changed, kept=current, moved=moved)
-        if placed is not None:
-            order, current, top = trial, placed, prep.pool_size(placed)
-            critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
-            if top < best_size:
-                best, best_size = placed, top
-    return best
+        # Buffers before the first changed position land where they were; a
+        # trial whose pool would grow is abandoned at the buffer that grows it.
+        if native is not None:
+            placed = native.place(trial, top, changed, current)
+            if placed is None:
+                continue
+            current, top, critical = placed
+        else:
+            offsets = place_within(prep, trial, top, keep=changed, kept=current)
+            if offsets is None:
+                continue
+            current, top = offsets, prep.pool_size(offsets)
+            critical = [p for p, i in enumerate(trial) if current[i] + sizes[i] == top]
+        order = trial
+        if top < best_size:
+            best, best_size = current, top
+    return list(best)
 
 
 # ---------------------------------------------------------------- Occamy

@@ -11,18 +11,24 @@ overlapping buffers:
 * ``vector``: masks numpy arrays of the placed buffers; O(placed) numpy work
   per buffer, for problems with too many conflicting pairs to list.
 
-Both return exactly the same offsets (tests check this).
+Both return exactly the same offsets (tests check this). So does the
+native first fit over the conflict lists (`native_first_fit`,
+pyocc.runtime.first_fit) that the hill climb places its thousands of
+trials with.
 """
 
 from __future__ import annotations
 
-import operator
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .prepared import PreparedProblem, round_up
+
+if TYPE_CHECKING:
+    from pyocc.runtime.first_fit import FirstFit
 
 GRAPH_PAIR_LIMIT = 400_000
 """Above this many conflicting pairs the conflict lists cost more (time and
@@ -185,45 +191,6 @@ def place_in_order(
     raise ValueError(f"unknown placement engine {engine!r}")
 
 
-def _place_moved(
-    prep: PreparedProblem, order: Sequence[int], limit: int, keep: int, kept: Sequence[int], moved: Sequence[int],
-) -> list[int] | None:
-    """``_place_graph(prep, order, False, keep, kept, limit)`` where `kept`
-    places every buffer of an order that differs from `order` only in where
-    the `moved` buffers stand (and whose pool is at most `limit`), placing
-    again only the buffers whose place can change.
-
-    A buffer's first-fit offset depends only on the offsets of the
-    conflicting buffers placed before it. Moving buffers changes, for any
-    other buffer, only whether a moved buffer is among those; so a buffer
-    that conflicts with no moved buffer and with no buffer whose offset
-    changed lands where it was in `kept`, and only the others (`stale`)
-    are placed again, in order, first fit (``choose_gap``: a call per
-    buffer placed again, few of them, where ``_place_graph`` writes it out)."""
-    adjacency = prep.adjacency()
-    sizes, aligns = prep.sizes, prep.aligns
-    offsets = list(kept)
-    ends = list(map(operator.add, kept, sizes))
-    for i in order[keep:]:
-        ends[i] = -1  # not placed yet
-    stale = set(moved)
-    for i in moved:
-        stale.update(adjacency[i])
-    for i in order[keep:]:
-        if i not in stale:
-            end = ends[i] = offsets[i] + sizes[i]
-            continue
-        busy = [(offsets[j], end) for j in adjacency[i] if (end := ends[j]) >= 0]
-        offset = choose_gap(busy, sizes[i], aligns[i], False)
-        end = ends[i] = offset + sizes[i]
-        if end > limit:
-            return None
-        if offset != offsets[i]:
-            offsets[i] = offset
-            stale.update(adjacency[i])
-    return offsets
-
-
 def place_within(
     prep: PreparedProblem,
     order: Sequence[int],
@@ -231,7 +198,6 @@ def place_within(
     *,
     keep: int = 0,
     kept: Sequence[int] = (),
-    moved: Sequence[int] | None = None,
 ) -> list[int] | None:
     """``place_in_order(prep, order, keep=keep, kept=kept)`` (first fit)
     when its pool is at most ``limit`` bytes, else None. The graph engine
@@ -240,16 +206,23 @@ def place_within(
     buffer never moves), so most rejected trials cost a fraction of a
     placement. ``limit`` must be at least every size of a buffer not in
     ``order`` (those count at offset 0, as in ``pool_size``): the hill
-    climb places every non-empty buffer.
-
-    ``moved`` (graph engine): `kept` places every buffer of an order that
-    differs from `order` only in where these buffers stand, within
-    ``limit``; then only the buffers whose offset can differ from `kept`
-    are placed again (``_place_moved``): the hill climb's trials move one
-    or two buffers, and most buffers after them land where they were."""
+    climb places every non-empty buffer. (The hill climb places natively,
+    `native_first_fit`, where the graph engine would.)"""
     if prep.total_conflicts() <= GRAPH_PAIR_LIMIT:
-        if moved is not None:
-            return _place_moved(prep, order, limit, keep, kept, moved)
         return _place_graph(prep, order, False, keep, kept, limit)
     offsets = _place_vector(prep, order, False)
     return offsets if prep.pool_size(offsets) <= limit else None
+
+
+def native_first_fit(prep: PreparedProblem) -> FirstFit | None:
+    """The native first-fit placement of `prep` (pyocc.runtime.first_fit:
+    the graph engine's offsets, in a few µs a placement), made once per
+    problem; None where the graph engine does not place (more than
+    ``GRAPH_PAIR_LIMIT`` conflicting pairs: no conflict lists)."""
+    if prep.total_conflicts() > GRAPH_PAIR_LIMIT:
+        return None
+    if prep.first_fit is None:
+        from pyocc.runtime.first_fit import FirstFit  # llvmlite and the JIT: only for a hill climb
+
+        prep.first_fit = FirstFit(prep.sizes, prep.aligns, prep.adjacency())
+    return prep.first_fit

@@ -5,13 +5,14 @@ Random problems have up to 30 buffers, some of size zero, alignments in
 """
 
 import random
+from array import array
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyocc.planning import Buffer, Problem, lower_bound, max_live, packed_lower_bound, plan_memory, verify_plan
 from pyocc.planning.algorithms import HEURISTICS, hill_climb_offsets, lifetime_order, size_order
-from pyocc.planning.placement import place_in_order, place_within
+from pyocc.planning.placement import native_first_fit, place_in_order, place_within
 from pyocc.planning.prepared import PreparedProblem
 
 SETTINGS = settings(max_examples=100, deadline=None)
@@ -126,31 +127,27 @@ def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, 
 
 
 @SETTINGS
-@given(problems(), st.randoms(use_true_random=False), st.booleans())
-def test_placing_after_moving_buffers_is_the_whole_placement(problem: Problem, rng, swap: bool) -> None:
-    # The hill climb's trials move one buffer earlier or swap two, and
-    # place again only the buffers that conflict with a moved buffer or
-    # with one that landed elsewhere: the offsets must be those of placing
-    # the whole trial, and None exactly when that exceeds the limit.
+@given(problems(), st.randoms(use_true_random=False), st.integers(0, 30), st.integers(0, 3000))
+def test_the_native_first_fit_is_the_graph_engine(problem: Problem, rng, keep: int, limit: int) -> None:
+    # pyocc.runtime.first_fit, which the hill climb places its trials with:
+    # the graph engine's offsets and pool, None exactly when the pool exceeds
+    # the limit, and the positions of the buffers that end at the pool's top.
     prep = PreparedProblem(problem)
+    native = native_first_fit(prep)
     order = size_order(prep)
-    if len(order) < 2:
-        return
     rng.shuffle(order)
-    before = place_in_order(prep, order)
-    trial = order[:]
-    # the climb draws its two positions independently: they may be equal or neighbours
-    a, b = sorted((rng.randrange(len(order)), rng.randrange(len(order))))
-    if swap:
-        trial[a], trial[b] = trial[b], trial[a]
-        moved = [trial[a], trial[b]]
+    before = place_in_order(prep, order, engine="graph")
+    assert native.place(array("q", order), 1 << 62)[:2] == (array("q", before), prep.pool_size(before))
+    keep = min(keep, len(order))
+    changed = order[:keep] + rng.sample(order[keep:], len(order) - keep)
+    whole = place_in_order(prep, changed, engine="graph")
+    placed = native.place(array("q", changed), limit, keep, array("q", before))
+    if prep.pool_size(whole) > limit:
+        assert placed is None
     else:
-        trial.insert(a, trial.pop(b))
-        moved = [trial[a]]
-    whole = place_in_order(prep, trial)
-    for limit in (prep.pool_size(before), max(prep.pool_size(before), prep.pool_size(whole))):
-        within = place_within(prep, trial, limit, keep=a, kept=before, moved=moved)
-        assert within == (whole if prep.pool_size(whole) <= limit else None)
+        offsets, pool, critical = placed
+        assert (offsets.tolist(), pool) == (whole, prep.pool_size(whole))
+        assert critical == [p for p, i in enumerate(changed) if whole[i] + prep.sizes[i] == pool]
 
 
 def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) -> list[int]:
@@ -188,6 +185,19 @@ def test_hill_climb_is_the_reference_climb(problem: Problem, seed: int) -> None:
     prep = PreparedProblem(problem)
     assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
         reference_hill_climb(prep, seed, 150)
+
+
+@settings(max_examples=30, deadline=None)
+@given(problems(), st.integers(0, 1000))
+def test_hill_climb_placing_in_python_is_the_reference_climb(problem: Problem, seed: int) -> None:
+    # where there is no native placement (more conflicting pairs than the graph engine lists)
+    import pytest
+
+    prep = PreparedProblem(problem)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("pyocc.planning.algorithms.native_first_fit", lambda prep: None)
+        assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
+            reference_hill_climb(prep, seed, 150)
 
 
 @settings(max_examples=50, deadline=None)

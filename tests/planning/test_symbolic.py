@@ -30,6 +30,7 @@ from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
+from pyocc.runtime.first_fit import FirstFit
 
 HIDDEN = 768
 
@@ -354,18 +355,18 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
     with far fewer placements tried."""
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
     placements = [0]
-    place, within = algorithms.place_in_order, algorithms.place_within
+    place, trial = algorithms.place_in_order, FirstFit.place
 
     def counted(*args: object, **kwargs: object) -> list[int]:
         placements[0] += 1
         return place(*args, **kwargs)
 
-    def counted_within(*args: object, **kwargs: object) -> list[int] | None:
-        placements[0] += 1  # a trial of the hill climb
-        return within(*args, **kwargs)
+    def counted_trial(*args: object, **kwargs: object) -> object:
+        placements[0] += 1  # a trial of the hill climb (placed natively)
+        return trial(*args, **kwargs)
 
     monkeypatch.setattr(algorithms, "place_in_order", counted)
-    monkeypatch.setattr(algorithms, "place_within", counted_within)
+    monkeypatch.setattr(FirstFit, "place", counted_trial)
     plan = plan_symbolic(problem)
     packed = placements[0]
     placements[0] = 0

@@ -1,0 +1,271 @@
+"""The planner's hot loop as native code: first fit of an order's buffers.
+
+The hill climb (pyocc.planning.algorithms.hill_climb_offsets) places a
+trial order thousands of times per search, each buffer at the lowest
+aligned offset that is free among the conflicting buffers placed before
+it. In Python a trial of T5's 151 buffers cost about 60 µs, and the
+symbolic planner's 16 searches over a second (issue #21); here it is a few
+µs, most of them in the call. The rule and the offsets are exactly those
+of pyocc.planning.placement's graph engine (first fit; tests compare the
+two), written once in LLVM IR with llvmlite and JIT-compiled once a
+process (pyocc.runtime.jit, whose object cache keeps it):
+
+    int64_t pyocc_first_fit(
+        int64_t n,                 // buffers in the problem
+        int64_t count,             // buffers in the order
+        const int64_t *order,      // their indices, in placing order
+        int64_t keep,              // order[:keep] take their offsets from
+        const int64_t *kept,       //   kept[i] (a placement of an order that starts the same)
+        const int64_t *sizes, const int64_t *alignments,
+        const int64_t *starts,     // the conflict graph: buffer i's neighbours are
+        const int64_t *neighbours, //   neighbours[starts[i] .. starts[i + 1])
+        int64_t limit,             // no buffer may end above this
+        int64_t *offsets,          // out: every buffer's offset (0 if not in the order)
+        int8_t *placed,            // scratch, n bytes
+        int64_t *busy_start,       // scratch, as many as the most neighbours
+        int64_t *busy_end,
+        int64_t *critical);        // out: the positions in `order` of the buffers that
+                                   //   end at the pool's top, then -1
+    // the pool (the largest offset + size of any buffer), or -1 as soon as
+    // a placed buffer ends above `limit`
+
+Each buffer's placed neighbours go into `busy` sorted by (start, end)
+(insertion sort: a buffer has a few dozen neighbours at most in the
+problems the graph engine takes), and the scan is `choose_gap`'s: the
+first gap between the union of the busy ranges whose aligned start fits.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from array import array
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import llvmlite.ir as ir
+
+from pyocc.runtime.jit import jit_module
+
+I8, I64 = ir.IntType(8), ir.IntType(64)
+PTR = ir.PointerType()
+SYMBOL = "pyocc_first_fit"
+_ARGUMENTS = ("n", "count", "order", "keep", "kept", "sizes", "alignments", "starts", "neighbours", "limit",
+              "offsets", "placed", "busy_start", "busy_end", "critical")
+_POINTERS = {"order", "kept", "sizes", "alignments", "starts", "neighbours", "offsets", "placed", "busy_start",
+             "busy_end", "critical"}
+
+
+class _Writer:
+    """An IRBuilder with the few control-flow shapes the function needs:
+    variables (allocas, which LLVM keeps in registers), counted loops,
+    while loops and ifs, and int64 array access."""
+
+    def __init__(self, function: ir.Function):
+        # the entry block holds only the variables and a branch to the code
+        self.entry = function.append_basic_block("entry")
+        start = function.append_basic_block("start")
+        ir.IRBuilder(self.entry).branch(start)
+        self.b = ir.IRBuilder(start)
+
+    def variable(self, initial: ir.Value | int) -> ir.Value:
+        """An i64 variable (an alloca in the entry block), set to `initial` here."""
+        at_entry = ir.IRBuilder(self.entry)
+        at_entry.position_before(self.entry.terminator)
+        slot = at_entry.alloca(I64)
+        self.b.store(I64(initial) if isinstance(initial, int) else initial, slot)
+        return slot
+
+    def get(self, slot: ir.Value) -> ir.Value:
+        """A variable's value."""
+        return self.b.load(slot, typ=I64)
+
+    def set(self, slot: ir.Value, value: ir.Value | int) -> None:
+        """Assign a variable."""
+        self.b.store(I64(value) if isinstance(value, int) else value, slot)
+
+    def at(self, base: ir.Value, index: ir.Value, type: ir.Type = I64) -> ir.Value:
+        """The address of `base[index]`."""
+        return self.b.gep(base, [index], source_etype=type)
+
+    def load(self, base: ir.Value, index: ir.Value) -> ir.Value:
+        """`base[index]` of an int64 array."""
+        return self.b.load(self.at(base, index), typ=I64)
+
+    def store(self, value: ir.Value, base: ir.Value, index: ir.Value) -> None:
+        """`base[index] = value` in an int64 array."""
+        self.b.store(value, self.at(base, index))
+
+    @contextmanager
+    def counted(self, start: ir.Value | int, stop: ir.Value) -> Iterator[ir.Value]:
+        """`for (i = start; i < stop; i++)`; yields i."""
+        counter = self.variable(start)
+        with self.loop(lambda: self.b.icmp_signed("<", self.get(counter), stop)):
+            i = self.get(counter)
+            yield i
+            self.set(counter, self.b.add(i, I64(1)))
+
+    @contextmanager
+    def loop(self, condition: Callable[[], ir.Value]) -> Iterator[None]:
+        """`while (condition())`: the body is what the caller emits inside the `with`."""
+        b = self.b
+        header, body, after = (b.append_basic_block(name) for name in ("while", "do", "done"))
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(condition(), body, after)
+        b.position_at_end(body)
+        yield
+        b.branch(header)
+        b.position_at_end(after)
+
+    def round_up(self, value: ir.Value, alignment: ir.Value) -> ir.Value:
+        """The smallest multiple of `alignment` >= `value` (value >= 0, alignment > 0)."""
+        b = self.b
+        return b.mul(b.udiv(b.add(value, b.sub(alignment, I64(1))), alignment), alignment)
+
+
+def first_fit_module() -> str:
+    """The LLVM IR of `pyocc_first_fit` (the module docstring)."""
+    module = ir.Module(name="pyocc_first_fit")
+    types = [PTR if name in _POINTERS else I64 for name in _ARGUMENTS]
+    function = ir.Function(module, ir.FunctionType(I64, types), name=SYMBOL)
+    for argument, name in zip(function.args, _ARGUMENTS, strict=True):
+        argument.name = name
+    a = dict(zip(_ARGUMENTS, function.args, strict=True))
+    w = _Writer(function)
+    b = w.b
+    with w.counted(0, a["n"]) as i:
+        b.store(I8(0), w.at(a["placed"], i, I8))
+        w.store(I64(0), a["offsets"], i)
+    with w.counted(0, a["count"]) as k:
+        i = w.load(a["order"], k)
+        size = w.load(a["sizes"], i)
+        offset = w.variable(-1)
+        with b.if_else(b.icmp_signed("<", k, a["keep"])) as (kept, placed_here):
+            with kept:
+                w.set(offset, w.load(a["kept"], i))
+            with placed_here:
+                _first_fit_one(w, a, i, size, offset)
+        chosen = w.get(offset)
+        w.store(chosen, a["offsets"], i)
+        b.store(I8(1), w.at(a["placed"], i, I8))
+        with b.if_then(b.icmp_signed(">", b.add(chosen, size), a["limit"])):
+            b.ret(I64(-1))
+    pool = w.variable(0)
+    with w.counted(0, a["n"]) as i:
+        end = b.add(w.load(a["offsets"], i), w.load(a["sizes"], i))
+        w.set(pool, b.select(b.icmp_signed(">", end, w.get(pool)), end, w.get(pool)))
+    # the hill climb's next move starts at one of these (the buffers that set the pool)
+    found = w.variable(0)
+    with w.counted(0, a["count"]) as k:
+        i = w.load(a["order"], k)
+        with b.if_then(b.icmp_signed("==", b.add(w.load(a["offsets"], i), w.load(a["sizes"], i)), w.get(pool))):
+            w.store(k, a["critical"], w.get(found))
+            w.set(found, b.add(w.get(found), I64(1)))
+    w.store(I64(-1), a["critical"], w.get(found))
+    b.ret(w.get(pool))
+    return str(module)
+
+
+def _first_fit_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
+    """Set `offset` to buffer `i`'s first-fit offset among its placed neighbours."""
+    b = w.b
+    busy = w.variable(0)  # how many of busy_start/busy_end are filled
+    with w.counted(w.load(a["starts"], i), w.load(a["starts"], b.add(i, I64(1)))) as e:
+        j = w.load(a["neighbours"], e)
+        with b.if_then(b.icmp_signed("!=", b.load(w.at(a["placed"], j, I8), typ=I8), I8(0))):
+            start = w.load(a["offsets"], j)
+            end = b.add(start, w.load(a["sizes"], j))
+            # insertion sort by (start, end): move the ranges after it up one
+            p = w.variable(w.get(busy))
+            sorted_here = w.variable(0)
+            with w.loop(lambda: b.and_(b.icmp_signed(">", w.get(p), I64(0)),
+                                       b.icmp_signed("==", w.get(sorted_here), I64(0)))):
+                before = b.sub(w.get(p), I64(1))
+                other_start, other_end = w.load(a["busy_start"], before), w.load(a["busy_end"], before)
+                after = b.or_(b.icmp_signed(">", other_start, start),
+                              b.and_(b.icmp_signed("==", other_start, start), b.icmp_signed(">", other_end, end)))
+                with b.if_else(after) as (move, stop):
+                    with move:
+                        w.store(other_start, a["busy_start"], w.get(p))
+                        w.store(other_end, a["busy_end"], w.get(p))
+                        w.set(p, before)
+                    with stop:
+                        w.set(sorted_here, 1)
+            w.store(start, a["busy_start"], w.get(p))
+            w.store(end, a["busy_end"], w.get(p))
+            w.set(busy, b.add(w.get(busy), I64(1)))
+    # choose_gap, first fit: the first gap between the busy ranges' union that the buffer fits
+    alignment = w.load(a["alignments"], i)
+    running = w.variable(0)  # every byte below this is taken by some busy range
+    q = w.variable(0)
+    with w.loop(lambda: b.and_(b.icmp_signed("<", w.get(q), w.get(busy)),
+                               b.icmp_signed("<", w.get(offset), I64(0)))):
+        start = w.load(a["busy_start"], w.get(q))
+        with b.if_then(b.icmp_signed(">=", start, w.get(running))):
+            candidate = w.round_up(w.get(running), alignment)
+            with b.if_then(b.icmp_signed("<=", b.add(candidate, size), start)):
+                w.set(offset, candidate)
+        end = w.load(a["busy_end"], w.get(q))
+        w.set(running, b.select(b.icmp_signed(">", end, w.get(running)), end, w.get(running)))
+        w.set(q, b.add(w.get(q), I64(1)))
+    with b.if_then(b.icmp_signed("<", w.get(offset), I64(0))):
+        w.set(offset, w.round_up(w.get(running), alignment))
+
+
+_KEEP_ALIVE: list[Any] = []
+"""The engine that holds the compiled function (one a process)."""
+
+
+@functools.cache
+def _compiled() -> Callable[..., int]:
+    """`pyocc_first_fit`, JIT-compiled (once a process; the object cache may hold it)."""
+    engine, _ = jit_module(first_fit_module())
+    _KEEP_ALIVE.append(engine)
+    types = [ctypes.c_void_p if name in _POINTERS else ctypes.c_int64 for name in _ARGUMENTS]
+    return ctypes.CFUNCTYPE(ctypes.c_int64, *types)(engine.get_function_address(SYMBOL))
+
+
+def _address(values: array) -> int:
+    return values.buffer_info()[0]
+
+
+class FirstFit:
+    """One problem's sizes, alignments and conflict graph, laid out for
+    `pyocc_first_fit`, and its scratch."""
+
+    def __init__(self, sizes: Sequence[int], alignments: Sequence[int], adjacency: Sequence[Sequence[int]]):
+        self.n = len(sizes)
+        starts = [0]
+        for neighbours in adjacency:
+            starts.append(starts[-1] + len(neighbours))
+        widest = max(map(len, adjacency), default=0)
+        self.offsets = array("q", bytes(8 * max(self.n, 1)))
+        self.critical = array("q", bytes(8 * (self.n + 1)))
+        self._arrays = [  # kept alive here: the function gets their addresses
+            array("q", sizes), array("q", alignments), array("q", starts),
+            array("q", [j for neighbours in adjacency for j in neighbours] or [0]), self.offsets,
+            array("b", bytes(max(self.n, 1))), array("q", bytes(8 * max(widest, 1))),
+            array("q", bytes(8 * max(widest, 1))), self.critical]
+        sizes_at, alignments_at, starts_at, neighbours_at, offsets_at, placed_at, busy_start_at, busy_end_at, \
+            critical_at = map(_address, self._arrays)
+        self._problem = (sizes_at, alignments_at, starts_at, neighbours_at)
+        self._outputs = (offsets_at, placed_at, busy_start_at, busy_end_at, critical_at)
+        self._function = _compiled()
+
+    def place(self, order: array, limit: int, keep: int = 0,
+              kept: array | None = None) -> tuple[array, int, list[int]] | None:
+        """(every buffer's offset, the pool, the positions in `order` of
+        the buffers that end at the pool's top) placing `order` (buffer
+        indices, an int64 array) first fit, the first `keep` of them at
+        their offsets in `kept` (an int64 array indexed by buffer); None
+        as soon as a buffer ends above `limit`."""
+        if keep and kept is None:
+            raise ValueError("keep needs the kept offsets")
+        pool = self._function(self.n, len(order), _address(order), keep, _address(self.offsets if kept is None else kept),
+                              *self._problem, limit, *self._outputs)
+        if pool < 0:
+            return None
+        critical = self.critical
+        return self.offsets[:self.n], pool, critical[:critical.index(-1)].tolist()
