@@ -214,15 +214,18 @@ def place_within(
     return offsets if prep.pool_size(offsets) <= limit else None
 
 
-def native_first_fit(prep: PreparedProblem) -> FirstFit | None:
+def native_first_fit(prep: PreparedProblem, compile: bool = True) -> FirstFit | None:
     """The native first-fit placement of `prep` (pyocc.runtime.first_fit:
     the graph engine's offsets, in a few µs a placement), made once per
     problem; None where the graph engine does not place (more than
-    ``GRAPH_PAIR_LIMIT`` conflicting pairs: no conflict lists)."""
+    ``GRAPH_PAIR_LIMIT`` conflicting pairs: no conflict lists), and, with
+    `compile` false, where this process has not JIT-compiled it yet."""
     if prep.total_conflicts() > GRAPH_PAIR_LIMIT:
         return None
     if prep.first_fit is None:
-        from pyocc.runtime.first_fit import FirstFit  # llvmlite and the JIT: only for a hill climb
+        from pyocc.runtime import first_fit  # llvmlite and the JIT: only for a hill climb
 
-        prep.first_fit = FirstFit(prep.sizes, prep.aligns, prep.adjacency())
+        if not compile and not first_fit.compiled():
+            return None
+        prep.first_fit = first_fit.FirstFit(prep.sizes, prep.aligns, prep.adjacency())
     return prep.first_fit

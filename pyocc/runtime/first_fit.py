@@ -227,6 +227,11 @@ def _compiled() -> Callable[..., int]:
     return ctypes.CFUNCTYPE(ctypes.c_int64, *types)(engine.get_function_address(SYMBOL))
 
 
+def compiled() -> bool:
+    """Whether this process has JIT-compiled `pyocc_first_fit` (a `FirstFit` needs it)."""
+    return _compiled.cache_info().currsize > 0
+
+
 def _address(values: array) -> int:
     return values.buffer_info()[0]
 

@@ -188,14 +188,23 @@ def test_hill_climb_is_the_reference_climb(problem: Problem, seed: int) -> None:
 
 
 @settings(max_examples=30, deadline=None)
-@given(problems(), st.integers(0, 1000))
-def test_hill_climb_placing_in_python_is_the_reference_climb(problem: Problem, seed: int) -> None:
-    # where there is no native placement (more conflicting pairs than the graph engine lists)
+@given(problems(), st.integers(0, 1000), st.sampled_from(["python", "switch"]))
+def test_hill_climb_placing_in_python_is_the_reference_climb(problem: Problem, seed: int, how: str) -> None:
+    # "python": no native placement (more conflicting pairs than the graph
+    # engine lists); "switch": not compiled yet when the climb starts, so the
+    # first trials are placed in Python and the rest natively
     import pytest
 
+    from pyocc.planning import algorithms
+
     prep = PreparedProblem(problem)
+    native = algorithms.native_first_fit
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("pyocc.planning.algorithms.native_first_fit", lambda prep: None)
+        if how == "python":
+            patch.setattr(algorithms, "native_first_fit", lambda prep, compile=True: None)
+        else:
+            patch.setattr(algorithms, "native_first_fit", lambda prep, compile=True: native(prep) if compile else None)
+            patch.setattr(algorithms, "NATIVE_AFTER_TRIALS", 7)
         assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
             reference_hill_climb(prep, seed, 150)
 
