@@ -34,7 +34,7 @@ from .placement import choose_gap, native_first_fit, place_in_order, place_withi
 
 NATIVE_AFTER_TRIALS = 200
 """The hill climb places its trials in Python until this many, then with
-the native first fit (pyocc.runtime.first_fit), which costs about 0.1 s
+the native first fit (pyocc.runtime.planner_native), which costs about 0.1 s
 to JIT-compile once a process: a short climb (most static plans that do
 not meet the bound at once: DenseNet-121's takes 7 ms) never pays it, a
 long one (the symbolic planner's, 1,000 to 2,000 trials each) gets

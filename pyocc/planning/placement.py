@@ -13,7 +13,7 @@ overlapping buffers:
 
 Both return exactly the same offsets (tests check this). So does the
 native first fit over the conflict lists (`native_first_fit`,
-pyocc.runtime.first_fit) that the hill climb places its thousands of
+pyocc.runtime.planner_native) that the hill climb places its thousands of
 trials with.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 from .prepared import PreparedProblem, round_up
 
 if TYPE_CHECKING:
-    from pyocc.runtime.first_fit import FirstFit
+    from pyocc.runtime.planner_native import FirstFit
 
 GRAPH_PAIR_LIMIT = 400_000
 """Above this many conflicting pairs the conflict lists cost more (time and
@@ -215,7 +215,7 @@ def place_within(
 
 
 def native_first_fit(prep: PreparedProblem, compile: bool = True) -> FirstFit | None:
-    """The native first-fit placement of `prep` (pyocc.runtime.first_fit:
+    """The native first-fit placement of `prep` (pyocc.runtime.planner_native:
     the graph engine's offsets, in a few µs a placement), made once per
     problem; None where the graph engine does not place (more than
     ``GRAPH_PAIR_LIMIT`` conflicting pairs: no conflict lists), and, with
@@ -223,9 +223,9 @@ def native_first_fit(prep: PreparedProblem, compile: bool = True) -> FirstFit | 
     if prep.total_conflicts() > GRAPH_PAIR_LIMIT:
         return None
     if prep.first_fit is None:
-        from pyocc.runtime import first_fit  # llvmlite and the JIT: only for a hill climb
+        from pyocc.runtime import planner_native  # llvmlite and the JIT: only for a hill climb
 
-        if not compile and not first_fit.compiled():
+        if not compile and not planner_native.compiled():
             return None
-        prep.first_fit = first_fit.FirstFit(prep.sizes, prep.aligns, prep.adjacency())
+        prep.first_fit = planner_native.FirstFit(prep.sizes, prep.aligns, prep.adjacency())
     return prep.first_fit

@@ -17,7 +17,7 @@ import numpy as np
 from .problem import Problem
 
 if TYPE_CHECKING:
-    from pyocc.runtime.first_fit import FirstFit
+    from pyocc.runtime.planner_native import FirstFit
 
 
 def round_up(value: int, alignment: int) -> int:

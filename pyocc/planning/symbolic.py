@@ -667,6 +667,8 @@ class _Planner:
         self.overlapping = _overlapping(problem)
         """Every buffer's conflicts (the same over every part of the range)."""
         self.pools: dict[_Shape, np.ndarray] = {}
+        self.matrices: tuple[np.ndarray, np.ndarray] | None = None
+        """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         """Every layout's pool over the whole problem's grid, computed once:
         a pool at a value depends on that value alone, so a part of the
         range reads its values off it (`pool`)."""
@@ -706,8 +708,23 @@ class _Planner:
         if index is None or not sizes:
             return _pool(sizes, _alignments(self.problem, sizes), *layout)
         if layout not in self.pools:
-            self.pools[layout] = _pool(self.sizes, self.alignments, *layout)
+            self.pools[layout] = self._whole_pool(layout)
         return self.pools[layout][index]
+
+    def _whole_pool(self, layout: _Shape) -> np.ndarray:
+        """`_pool` of `layout` over the whole problem's grid: natively
+        (pyocc.runtime.planner_native, the same numbers, a third of the
+        time) once the hill climb has compiled it in this process."""
+        from pyocc.runtime import planner_native  # loaded by the hill climb, if at all
+
+        below, order = layout
+        if not self.sizes or not planner_native.compiled() or len(order) != len(self.sizes):
+            return _pool(self.sizes, self.alignments, below, order)
+        if self.matrices is None:
+            points = len(self.sizes[0])
+            self.matrices = (np.stack(self.sizes),
+                             np.stack([np.broadcast_to(alignment, points) for alignment in self.alignments]))
+        return planner_native.stacked_pool(*self.matrices, below, order)
 
     def _grid_index(self, grid: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """The positions of `grid`'s points in the whole problem's grid, or

@@ -129,7 +129,7 @@ def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, 
 @SETTINGS
 @given(problems(), st.randoms(use_true_random=False), st.integers(0, 30), st.integers(0, 3000))
 def test_the_native_first_fit_is_the_graph_engine(problem: Problem, rng, keep: int, limit: int) -> None:
-    # pyocc.runtime.first_fit, which the hill climb places its trials with:
+    # pyocc.runtime.planner_native, which the hill climb places its trials with:
     # the graph engine's offsets and pool, None exactly when the pool exceeds
     # the limit, and the positions of the buffers that end at the pool's top.
     prep = PreparedProblem(problem)

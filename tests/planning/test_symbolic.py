@@ -30,7 +30,7 @@ from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
-from pyocc.runtime.first_fit import FirstFit
+from pyocc.runtime.planner_native import FirstFit
 
 HIDDEN = 768
 
@@ -678,3 +678,36 @@ def test_a_problem_without_buffers_gets_an_empty_plan() -> None:
     planner's shared pools have no grid of their own there)."""
     plan = plan_symbolic(SymbolicProblem((), {"S": (1, 64)}))
     assert len(plan.pieces) == 1 and plan.pool_bytes({"S": 17}) == 0
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_native_pool_of_a_layout_is_numpys(seed: int) -> None:
+    """pyocc.runtime.planner_native.stacked_pool, which scores the
+    candidate layouts once the hill climb has compiled it: `_pool`'s numbers
+    on random layouts (alignments powers of two, fitted ones varying by
+    point, and others), and the same plan from `plan_symbolic` with and
+    without it."""
+    from pyocc.runtime import planner_native
+
+    rng = np.random.default_rng(seed)
+    count, points = int(rng.integers(1, 40)), int(rng.integers(1, 70))
+    sizes = [rng.integers(0, 5000, points) for _ in range(count)]
+    alignments = [int(rng.choice([1, 3, 48, 64])) if rng.random() < 0.7 else rng.choice([1, 2, 8, 64], points)
+                  for _ in range(count)]
+    order = [int(i) for i in rng.permutation(count)]
+    below = [()] * count
+    for k, i in enumerate(order):
+        below[i] = tuple(sorted(int(c) for c in order[:k] if rng.random() < 0.3))
+    native = planner_native.stacked_pool(
+        np.stack(sizes), np.stack([np.broadcast_to(a, points) for a in alignments]), below, order)
+    assert native.tolist() == symbolic._pool(sizes, alignments, below, order).tolist()
+
+
+def test_the_symbolic_plan_is_the_same_with_the_native_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyocc.runtime import planner_native
+
+    problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
+    planner_native.FirstFit([1], [1], [[]])  # compiled in this process: the planner scores natively
+    native = plan_symbolic(problem)
+    monkeypatch.setattr(planner_native, "compiled", lambda: False)
+    assert plan_symbolic(problem).pieces == native.pieces

@@ -1,4 +1,5 @@
-"""The planner's hot loop as native code: first fit of an order's buffers.
+"""The planner's hot loops as native code: first fit of an order's
+buffers, and the pool of a stacked layout at every value of a range.
 
 The hill climb (pyocc.planning.algorithms.hill_climb_offsets) places a
 trial order thousands of times per search, each buffer at the lowest
@@ -33,28 +34,51 @@ Each buffer's placed neighbours go into `busy` sorted by (start, end)
 (insertion sort: a buffer has a few dozen neighbours at most in the
 problems the graph engine takes), and the scan is `choose_gap`'s: the
 first gap between the union of the busy ranges whose aligned start fits.
+
+The symbolic planner (pyocc.planning.symbolic) scores every candidate
+layout by its pool at every value of the range (T5: 148 layouts, 151
+buffers, 512 values; a few numpy calls per buffer, 0.2 s in all):
+
+    void pyocc_stacked_pool(
+        int64_t points,            // values the sizes are given at
+        int64_t count,             // buffers, in placing order:
+        const int64_t *order,
+        const int64_t *starts,     // buffer i sits on the buffers
+        const int64_t *below,      //   below[starts[i] .. starts[i + 1])
+        const int64_t *sizes,      // buffer i's size at value g: sizes[i * points + g]
+        const int64_t *alignments, // its alignment there, likewise
+        int64_t *ends,             // scratch, like sizes
+        int64_t *pool);            // out: the pool at each value
+
+Each buffer's offset at a value is the largest end there of the buffers
+it sits on, aligned up; the pool is the largest end
+(`pyocc.planning.symbolic._pool`, the same numbers).
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import itertools
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import llvmlite.ir as ir
+import numpy as np
 
 from pyocc.runtime.jit import jit_module
 
 I8, I64 = ir.IntType(8), ir.IntType(64)
 PTR = ir.PointerType()
 SYMBOL = "pyocc_first_fit"
+POOL_SYMBOL = "pyocc_stacked_pool"
 _ARGUMENTS = ("n", "count", "order", "keep", "kept", "sizes", "alignments", "starts", "neighbours", "limit",
               "offsets", "placed", "busy_start", "busy_end", "critical")
 _POINTERS = {"order", "kept", "sizes", "alignments", "starts", "neighbours", "offsets", "placed", "busy_start",
              "busy_end", "critical"}
+_POOL_ARGUMENTS = ("points", "count", "order", "starts", "below", "sizes", "alignments", "ends", "pool")
 
 
 class _Writer:
@@ -120,14 +144,35 @@ class _Writer:
         b.position_at_end(after)
 
     def round_up(self, value: ir.Value, alignment: ir.Value) -> ir.Value:
-        """The smallest multiple of `alignment` >= `value` (value >= 0, alignment > 0)."""
+        """The smallest multiple of `alignment` >= `value` (value >= 0,
+        alignment > 0): a mask where `alignment` is a power of two (every
+        fitted alignment is), a division otherwise."""
         b = self.b
-        return b.mul(b.udiv(b.add(value, b.sub(alignment, I64(1))), alignment), alignment)
+        bumped = b.add(value, b.sub(alignment, I64(1)))
+        power = b.icmp_signed("==", b.and_(alignment, b.sub(alignment, I64(1))), I64(0))
+        masked = b.and_(bumped, b.neg(alignment))
+        with b.if_else(power) as (then, otherwise):
+            with then:
+                then_block = b.block
+            with otherwise:
+                divided = b.mul(b.udiv(bumped, alignment), alignment)
+                otherwise_block = b.block
+        result = b.phi(I64)
+        result.add_incoming(masked, then_block)
+        result.add_incoming(divided, otherwise_block)
+        return result
 
 
-def first_fit_module() -> str:
-    """The LLVM IR of `pyocc_first_fit` (the module docstring)."""
-    module = ir.Module(name="pyocc_first_fit")
+def planner_module() -> str:
+    """The LLVM IR of `pyocc_first_fit` and `pyocc_stacked_pool` (the module docstring)."""
+    module = ir.Module(name="pyocc_planner")
+    _emit_first_fit(module)
+    _emit_stacked_pool(module)
+    return str(module)
+
+
+def _emit_first_fit(module: ir.Module) -> None:
+    """`pyocc_first_fit` (the module docstring) in `module`."""
     types = [PTR if name in _POINTERS else I64 for name in _ARGUMENTS]
     function = ir.Function(module, ir.FunctionType(I64, types), name=SYMBOL)
     for argument, name in zip(function.args, _ARGUMENTS, strict=True):
@@ -165,7 +210,40 @@ def first_fit_module() -> str:
             w.set(found, b.add(w.get(found), I64(1)))
     w.store(I64(-1), a["critical"], w.get(found))
     b.ret(w.get(pool))
-    return str(module)
+
+
+def _emit_stacked_pool(module: ir.Module) -> None:
+    """`pyocc_stacked_pool` (the module docstring) in `module`."""
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
+        PTR if name not in ("points", "count") else I64 for name in _POOL_ARGUMENTS]), name=POOL_SYMBOL)
+    for argument, name in zip(function.args, _POOL_ARGUMENTS, strict=True):
+        argument.name = name
+    a = dict(zip(_POOL_ARGUMENTS, function.args, strict=True))
+    w = _Writer(function)
+    b = w.b
+    points = a["points"]
+    with w.counted(0, points) as g:
+        w.store(I64(0), a["pool"], g)
+    with w.counted(0, a["count"]) as k:
+        i = w.load(a["order"], k)
+        first, last = w.load(a["starts"], i), w.load(a["starts"], b.add(i, I64(1)))
+        row = b.gep(a["ends"], [b.mul(i, points)], source_etype=I64)
+        # row by row, so that LLVM vectorises each loop over the points
+        with w.counted(0, points) as g:
+            w.store(I64(0), row, g)
+        with w.counted(first, last) as e:
+            under = b.gep(a["ends"], [b.mul(w.load(a["below"], e), points)], source_etype=I64)
+            with w.counted(0, points) as g:
+                end, top = w.load(under, g), w.load(row, g)
+                w.store(b.select(b.icmp_signed(">", end, top), end, top), row, g)
+        with w.counted(0, points) as g:
+            at = b.add(b.mul(i, points), g)
+            alignment = w.load(a["alignments"], at)
+            end = b.add(w.round_up(w.load(row, g), alignment), w.load(a["sizes"], at))
+            w.store(end, row, g)
+            pool = w.load(a["pool"], g)
+            w.store(b.select(b.icmp_signed(">", end, pool), end, pool), a["pool"], g)
+    b.ret_void()
 
 
 def _first_fit_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
@@ -215,21 +293,49 @@ def _first_fit_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Val
 
 
 _KEEP_ALIVE: list[Any] = []
-"""The engine that holds the compiled function (one a process)."""
+"""The engine that holds the compiled functions (one a process)."""
 
 
 @functools.cache
-def _compiled() -> Callable[..., int]:
-    """`pyocc_first_fit`, JIT-compiled (once a process; the object cache may hold it)."""
-    engine, _ = jit_module(first_fit_module())
+def _compiled() -> tuple[Callable[..., int], Callable[..., None]]:
+    """`pyocc_first_fit` and `pyocc_stacked_pool`, JIT-compiled (once a
+    process; the object cache may hold them)."""
+    engine, _ = jit_module(planner_module())
     _KEEP_ALIVE.append(engine)
-    types = [ctypes.c_void_p if name in _POINTERS else ctypes.c_int64 for name in _ARGUMENTS]
-    return ctypes.CFUNCTYPE(ctypes.c_int64, *types)(engine.get_function_address(SYMBOL))
+    first_fit = ctypes.CFUNCTYPE(ctypes.c_int64, *[
+        ctypes.c_void_p if name in _POINTERS else ctypes.c_int64 for name in _ARGUMENTS])
+    stacked_pool = ctypes.CFUNCTYPE(None, *[
+        ctypes.c_int64 if name in ("points", "count") else ctypes.c_void_p for name in _POOL_ARGUMENTS])
+    return (first_fit(engine.get_function_address(SYMBOL)),
+            stacked_pool(engine.get_function_address(POOL_SYMBOL)))
 
 
 def compiled() -> bool:
-    """Whether this process has JIT-compiled `pyocc_first_fit` (a `FirstFit` needs it)."""
+    """Whether this process has JIT-compiled the planner's functions (a
+    `FirstFit` and `stacked_pool` need them)."""
     return _compiled.cache_info().currsize > 0
+
+
+def stacked_pool(sizes: np.ndarray, alignments: np.ndarray, below: Sequence[Sequence[int]],
+                 order: Sequence[int]) -> np.ndarray:
+    """The pool at every point of a layout in which buffer ``i`` sits on
+    the buffers ``below[i]``, placed in `order` (every buffer once);
+    `sizes` and `alignments` are int64 arrays, a row per buffer and a
+    column per point (the module docstring)."""
+    count, points = sizes.shape
+    if len(order) != count or alignments.shape != sizes.shape:
+        raise ValueError("stacked_pool places every buffer once, with a size and an alignment at every point")
+    sizes, alignments = np.ascontiguousarray(sizes, dtype=np.int64), np.ascontiguousarray(alignments, dtype=np.int64)
+    starts = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum([len(under) for under in below], out=starts[1:])
+    flat = np.fromiter(itertools.chain.from_iterable(below), dtype=np.int64, count=int(starts[-1]))
+    order_array = np.asarray(order, dtype=np.int64)
+    ends = np.empty_like(sizes)
+    pool = np.empty(points, dtype=np.int64)
+    _compiled()[1](points, count, order_array.ctypes.data, starts.ctypes.data,
+                   (flat if len(flat) else starts).ctypes.data, sizes.ctypes.data, alignments.ctypes.data,
+                   ends.ctypes.data, pool.ctypes.data)
+    return pool
 
 
 def _address(values: array) -> int:
@@ -257,7 +363,7 @@ class FirstFit:
             critical_at = map(_address, self._arrays)
         self._problem = (sizes_at, alignments_at, starts_at, neighbours_at)
         self._outputs = (offsets_at, placed_at, busy_start_at, busy_end_at, critical_at)
-        self._function = _compiled()
+        self._function = _compiled()[0]
 
     def place(self, order: array, limit: int, keep: int = 0,
               kept: array | None = None) -> tuple[array, int, list[int]] | None:
