@@ -30,7 +30,7 @@ from collections.abc import Callable, MutableSequence, Sequence
 import numpy as np
 
 from .bounds import lower_bound
-from .placement import choose_gap, native_first_fit, place_in_order, place_within
+from .placement import choose_gap, native_placer, place_in_order, place_within
 
 NATIVE_AFTER_TRIALS = 200
 """The hill climb places its trials in Python until this many, then with
@@ -122,7 +122,7 @@ def hill_climb_offsets(
             break
         if native is None and (step == 0 or step == NATIVE_AFTER_TRIALS):
             # natively from the first trial once compiled in this process; a long climb compiles it
-            native = native_first_fit(prep, compile=step > 0)
+            native = native_placer(prep, compile=step > 0)
             if native is not None:  # int64 arrays: what the native placement reads, copied at C speed
                 order, current = array("q", order), array("q", current)
         trial = order[:]

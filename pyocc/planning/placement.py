@@ -12,7 +12,7 @@ overlapping buffers:
   per buffer, for problems with too many conflicting pairs to list.
 
 Both return exactly the same offsets (tests check this). So does the
-native first fit over the conflict lists (`native_first_fit`,
+native first fit over the conflict lists (`native_placer`,
 pyocc.runtime.planner_native) that the hill climb places its thousands of
 trials with.
 """
@@ -20,6 +20,7 @@ trials with.
 from __future__ import annotations
 
 import sys
+from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -28,7 +29,7 @@ import numpy as np
 from .prepared import PreparedProblem, round_up
 
 if TYPE_CHECKING:
-    from pyocc.runtime.planner_native import FirstFit
+    from pyocc.runtime.planner_native import Placer
 
 GRAPH_PAIR_LIMIT = 400_000
 """Above this many conflicting pairs the conflict lists cost more (time and
@@ -173,7 +174,9 @@ def place_in_order(
 
     Buffers not in ``order`` get offset 0 and are ignored while placing (so a
     caller can place a subset). ``engine`` is "graph", "vector" or None to
-    choose by the number of conflicting pairs.
+    choose by the number of conflicting pairs (and to place natively where
+    the graph engine would, once this process has compiled the native
+    placement, `native_placer`: the same offsets).
 
     ``keep`` and ``kept``: a caller that changed only ``order[keep:]`` since
     it placed ``order`` into ``kept`` passes both, and the first ``keep``
@@ -182,6 +185,11 @@ def place_in_order(
     """
     if engine is None:
         engine = "graph" if prep.total_conflicts() <= GRAPH_PAIR_LIMIT else "vector"
+        native = native_placer(prep, compile=False) if engine == "graph" else None
+        if native is not None:  # the graph engine's offsets, natively, once compiled in this process
+            placed = native.place(array("q", order), sys.maxsize, keep, array("q", kept) if keep else None, best_fit)
+            assert placed is not None  # no limit: every buffer is placed
+            return placed[0].tolist()
     if engine == "graph":
         offsets = _place_graph(prep, order, best_fit, keep, kept)
         assert offsets is not None  # no limit: every buffer is placed
@@ -207,14 +215,14 @@ def place_within(
     placement. ``limit`` must be at least every size of a buffer not in
     ``order`` (those count at offset 0, as in ``pool_size``): the hill
     climb places every non-empty buffer. (The hill climb places natively,
-    `native_first_fit`, where the graph engine would.)"""
+    `native_placer`, where the graph engine would.)"""
     if prep.total_conflicts() <= GRAPH_PAIR_LIMIT:
         return _place_graph(prep, order, False, keep, kept, limit)
     offsets = _place_vector(prep, order, False)
     return offsets if prep.pool_size(offsets) <= limit else None
 
 
-def native_first_fit(prep: PreparedProblem, compile: bool = True) -> FirstFit | None:
+def native_placer(prep: PreparedProblem, compile: bool = True) -> Placer | None:
     """The native first-fit placement of `prep` (pyocc.runtime.planner_native:
     the graph engine's offsets, in a few µs a placement), made once per
     problem; None where the graph engine does not place (more than
@@ -222,10 +230,10 @@ def native_first_fit(prep: PreparedProblem, compile: bool = True) -> FirstFit | 
     `compile` false, where this process has not JIT-compiled it yet."""
     if prep.total_conflicts() > GRAPH_PAIR_LIMIT:
         return None
-    if prep.first_fit is None:
+    if prep.placer is None:
         from pyocc.runtime import planner_native  # llvmlite and the JIT: only for a hill climb
 
         if not compile and not planner_native.compiled():
             return None
-        prep.first_fit = planner_native.FirstFit(prep.sizes, prep.aligns, prep.adjacency())
-    return prep.first_fit
+        prep.placer = planner_native.Placer(prep.sizes, prep.aligns, prep.adjacency())
+    return prep.placer

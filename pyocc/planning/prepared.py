@@ -17,7 +17,7 @@ import numpy as np
 from .problem import Problem
 
 if TYPE_CHECKING:
-    from pyocc.runtime.planner_native import FirstFit
+    from pyocc.runtime.planner_native import Placer
 
 
 def round_up(value: int, alignment: int) -> int:
@@ -45,8 +45,8 @@ class PreparedProblem:
         self.lower_bound: int | None = None
         """Filled in by ``bounds.lower_bound`` on first use (a cache)."""
         self._adjacency: list[list[int]] | None = None
-        self.first_fit: FirstFit | None = None
-        """The native first-fit placement (``placement.native_first_fit``), made on first use."""
+        self.placer: Placer | None = None
+        """The native first-fit placement (``placement.native_placer``), made on first use."""
 
     def conflict_counts(self) -> list[int]:
         """For each buffer, how many other non-empty buffers overlap it in time.

@@ -1,5 +1,6 @@
-"""The planner's hot loops as native code: first fit of an order's
-buffers, and the pool of a stacked layout at every value of a range.
+"""The planner's hot loops as native code: placing an order's buffers
+first fit (or best fit), and the pool of a stacked layout at every value
+of a range.
 
 The hill climb (pyocc.planning.algorithms.hill_climb_offsets) places a
 trial order thousands of times per search, each buffer at the lowest
@@ -7,11 +8,11 @@ aligned offset that is free among the conflicting buffers placed before
 it. In Python a trial of T5's 151 buffers cost about 60 µs, and the
 symbolic planner's 16 searches over a second (issue #21); here it is a few
 µs, most of them in the call. The rule and the offsets are exactly those
-of pyocc.planning.placement's graph engine (first fit; tests compare the
-two), written once in LLVM IR with llvmlite and JIT-compiled once a
+of pyocc.planning.placement's graph engine (first fit, or best fit: the
+smallest gap that fits; tests compare the two), written once in LLVM IR with llvmlite and JIT-compiled once a
 process (pyocc.runtime.jit, whose object cache keeps it):
 
-    int64_t pyocc_first_fit(
+    int64_t pyocc_place(
         int64_t n,                 // buffers in the problem
         int64_t count,             // buffers in the order
         const int64_t *order,      // their indices, in placing order
@@ -21,6 +22,7 @@ process (pyocc.runtime.jit, whose object cache keeps it):
         const int64_t *starts,     // the conflict graph: buffer i's neighbours are
         const int64_t *neighbours, //   neighbours[starts[i] .. starts[i + 1])
         int64_t limit,             // no buffer may end above this
+        int64_t best_fit,          // 0: the lowest gap that fits; 1: the smallest
         int64_t *offsets,          // out: every buffer's offset (0 if not in the order)
         int8_t *placed,            // scratch, n bytes
         int64_t *busy_start,       // scratch, as many as the most neighbours
@@ -72,10 +74,10 @@ from pyocc.runtime.jit import jit_module
 
 I8, I64 = ir.IntType(8), ir.IntType(64)
 PTR = ir.PointerType()
-SYMBOL = "pyocc_first_fit"
+SYMBOL = "pyocc_place"
 POOL_SYMBOL = "pyocc_stacked_pool"
 _ARGUMENTS = ("n", "count", "order", "keep", "kept", "sizes", "alignments", "starts", "neighbours", "limit",
-              "offsets", "placed", "busy_start", "busy_end", "critical")
+              "best_fit", "offsets", "placed", "busy_start", "busy_end", "critical")
 _POINTERS = {"order", "kept", "sizes", "alignments", "starts", "neighbours", "offsets", "placed", "busy_start",
              "busy_end", "critical"}
 _POOL_ARGUMENTS = ("points", "count", "order", "starts", "below", "sizes", "alignments", "ends", "pool")
@@ -164,15 +166,15 @@ class _Writer:
 
 
 def planner_module() -> str:
-    """The LLVM IR of `pyocc_first_fit` and `pyocc_stacked_pool` (the module docstring)."""
+    """The LLVM IR of `pyocc_place` and `pyocc_stacked_pool` (the module docstring)."""
     module = ir.Module(name="pyocc_planner")
-    _emit_first_fit(module)
+    _emit_place(module)
     _emit_stacked_pool(module)
     return str(module)
 
 
-def _emit_first_fit(module: ir.Module) -> None:
-    """`pyocc_first_fit` (the module docstring) in `module`."""
+def _emit_place(module: ir.Module) -> None:
+    """`pyocc_place` (the module docstring) in `module`."""
     types = [PTR if name in _POINTERS else I64 for name in _ARGUMENTS]
     function = ir.Function(module, ir.FunctionType(I64, types), name=SYMBOL)
     for argument, name in zip(function.args, _ARGUMENTS, strict=True):
@@ -191,7 +193,7 @@ def _emit_first_fit(module: ir.Module) -> None:
             with kept:
                 w.set(offset, w.load(a["kept"], i))
             with placed_here:
-                _first_fit_one(w, a, i, size, offset)
+                _place_one(w, a, i, size, offset)
         chosen = w.get(offset)
         w.store(chosen, a["offsets"], i)
         b.store(I8(1), w.at(a["placed"], i, I8))
@@ -246,8 +248,8 @@ def _emit_stacked_pool(module: ir.Module) -> None:
     b.ret_void()
 
 
-def _first_fit_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
-    """Set `offset` to buffer `i`'s first-fit offset among its placed neighbours."""
+def _place_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
+    """Set `offset` to buffer `i`'s first-fit (best-fit) offset among its placed neighbours."""
     b = w.b
     busy = w.variable(0)  # how many of busy_start/busy_end are filled
     with w.counted(w.load(a["starts"], i), w.load(a["starts"], b.add(i, I64(1)))) as e:
@@ -274,17 +276,24 @@ def _first_fit_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Val
             w.store(start, a["busy_start"], w.get(p))
             w.store(end, a["busy_end"], w.get(p))
             w.set(busy, b.add(w.get(busy), I64(1)))
-    # choose_gap, first fit: the first gap between the busy ranges' union that the buffer fits
+    # choose_gap: the first gap between the busy ranges' union that the buffer fits,
+    # or with best_fit the smallest (the lowest of equal ones)
     alignment = w.load(a["alignments"], i)
+    best_fit = b.icmp_signed("!=", a["best_fit"], I64(0))
     running = w.variable(0)  # every byte below this is taken by some busy range
+    best_gap = w.variable(0)
     q = w.variable(0)
     with w.loop(lambda: b.and_(b.icmp_signed("<", w.get(q), w.get(busy)),
-                               b.icmp_signed("<", w.get(offset), I64(0)))):
+                               b.or_(best_fit, b.icmp_signed("<", w.get(offset), I64(0))))):
         start = w.load(a["busy_start"], w.get(q))
         with b.if_then(b.icmp_signed(">=", start, w.get(running))):
             candidate = w.round_up(w.get(running), alignment)
             with b.if_then(b.icmp_signed("<=", b.add(candidate, size), start)):
-                w.set(offset, candidate)
+                gap = b.sub(start, w.get(running))
+                better = b.or_(b.icmp_signed("<", w.get(offset), I64(0)), b.icmp_signed("<", gap, w.get(best_gap)))
+                with b.if_then(better):
+                    w.set(offset, candidate)
+                    w.set(best_gap, gap)
         end = w.load(a["busy_end"], w.get(q))
         w.set(running, b.select(b.icmp_signed(">", end, w.get(running)), end, w.get(running)))
         w.set(q, b.add(w.get(q), I64(1)))
@@ -298,7 +307,7 @@ _KEEP_ALIVE: list[Any] = []
 
 @functools.cache
 def _compiled() -> tuple[Callable[..., int], Callable[..., None]]:
-    """`pyocc_first_fit` and `pyocc_stacked_pool`, JIT-compiled (once a
+    """`pyocc_place` and `pyocc_stacked_pool`, JIT-compiled (once a
     process; the object cache may hold them)."""
     engine, _ = jit_module(planner_module())
     _KEEP_ALIVE.append(engine)
@@ -312,7 +321,7 @@ def _compiled() -> tuple[Callable[..., int], Callable[..., None]]:
 
 def compiled() -> bool:
     """Whether this process has JIT-compiled the planner's functions (a
-    `FirstFit` and `stacked_pool` need them)."""
+    `Placer` and `stacked_pool` need them)."""
     return _compiled.cache_info().currsize > 0
 
 
@@ -342,9 +351,9 @@ def _address(values: array) -> int:
     return values.buffer_info()[0]
 
 
-class FirstFit:
+class Placer:
     """One problem's sizes, alignments and conflict graph, laid out for
-    `pyocc_first_fit`, and its scratch."""
+    `pyocc_place`, and its scratch."""
 
     def __init__(self, sizes: Sequence[int], alignments: Sequence[int], adjacency: Sequence[Sequence[int]]):
         self.n = len(sizes)
@@ -365,17 +374,18 @@ class FirstFit:
         self._outputs = (offsets_at, placed_at, busy_start_at, busy_end_at, critical_at)
         self._function = _compiled()[0]
 
-    def place(self, order: array, limit: int, keep: int = 0,
-              kept: array | None = None) -> tuple[array, int, list[int]] | None:
+    def place(self, order: array, limit: int, keep: int = 0, kept: array | None = None,
+              best_fit: bool = False) -> tuple[array, int, list[int]] | None:
         """(every buffer's offset, the pool, the positions in `order` of
         the buffers that end at the pool's top) placing `order` (buffer
-        indices, an int64 array) first fit, the first `keep` of them at
-        their offsets in `kept` (an int64 array indexed by buffer); None
-        as soon as a buffer ends above `limit`."""
+        indices, an int64 array) first fit (`best_fit`: best fit), the
+        first `keep` of them at their offsets in `kept` (an int64 array
+        indexed by buffer); None as soon as a buffer ends above `limit`."""
         if keep and kept is None:
             raise ValueError("keep needs the kept offsets")
-        pool = self._function(self.n, len(order), _address(order), keep, _address(self.offsets if kept is None else kept),
-                              *self._problem, limit, *self._outputs)
+        kept_at = _address(self.offsets if kept is None else kept)  # not read when nothing is kept
+        pool = self._function(self.n, len(order), _address(order), keep, kept_at, *self._problem, limit,
+                              int(best_fit), *self._outputs)
         if pool < 0:
             return None
         critical = self.critical

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pyocc.planning import Buffer, Problem, lower_bound, max_live, packed_lower_bound, plan_memory, verify_plan
 from pyocc.planning.algorithms import HEURISTICS, hill_climb_offsets, lifetime_order, size_order
-from pyocc.planning.placement import native_first_fit, place_in_order, place_within
+from pyocc.planning.placement import native_placer, place_in_order, place_within
 from pyocc.planning.prepared import PreparedProblem
 
 SETTINGS = settings(max_examples=100, deadline=None)
@@ -128,16 +128,19 @@ def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, 
 
 @SETTINGS
 @given(problems(), st.randoms(use_true_random=False), st.integers(0, 30), st.integers(0, 3000))
-def test_the_native_first_fit_is_the_graph_engine(problem: Problem, rng, keep: int, limit: int) -> None:
-    # pyocc.runtime.planner_native, which the hill climb places its trials with:
-    # the graph engine's offsets and pool, None exactly when the pool exceeds
-    # the limit, and the positions of the buffers that end at the pool's top.
+def test_the_native_placer_is_the_graph_engine(problem: Problem, rng, keep: int, limit: int) -> None:
+    # pyocc.runtime.planner_native, which the hill climb places its trials
+    # with (and every placement, once compiled): the graph engine's offsets
+    # and pool, first and best fit, None exactly when the pool exceeds the
+    # limit, and the positions of the buffers that end at the pool's top.
     prep = PreparedProblem(problem)
-    native = native_first_fit(prep)
+    native = native_placer(prep)
     order = size_order(prep)
     rng.shuffle(order)
     before = place_in_order(prep, order, engine="graph")
     assert native.place(array("q", order), 1 << 62)[:2] == (array("q", before), prep.pool_size(before))
+    best = place_in_order(prep, order, best_fit=True, engine="graph")
+    assert native.place(array("q", order), 1 << 62, best_fit=True)[:2] == (array("q", best), prep.pool_size(best))
     keep = min(keep, len(order))
     changed = order[:keep] + rng.sample(order[keep:], len(order) - keep)
     whole = place_in_order(prep, changed, engine="graph")
@@ -198,12 +201,12 @@ def test_hill_climb_placing_in_python_is_the_reference_climb(problem: Problem, s
     from pyocc.planning import algorithms
 
     prep = PreparedProblem(problem)
-    native = algorithms.native_first_fit
+    native = algorithms.native_placer
     with pytest.MonkeyPatch.context() as patch:
         if how == "python":
-            patch.setattr(algorithms, "native_first_fit", lambda prep, compile=True: None)
+            patch.setattr(algorithms, "native_placer", lambda prep, compile=True: None)
         else:
-            patch.setattr(algorithms, "native_first_fit", lambda prep, compile=True: native(prep) if compile else None)
+            patch.setattr(algorithms, "native_placer", lambda prep, compile=True: native(prep) if compile else None)
             patch.setattr(algorithms, "NATIVE_AFTER_TRIALS", 7)
         assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
             reference_hill_climb(prep, seed, 150)

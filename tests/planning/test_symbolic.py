@@ -30,7 +30,7 @@ from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
-from pyocc.runtime.planner_native import FirstFit
+from pyocc.runtime.planner_native import Placer
 
 HIDDEN = 768
 
@@ -355,7 +355,7 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
     with far fewer placements tried."""
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
     placements = [0]
-    place, trial = algorithms.place_in_order, FirstFit.place
+    place, trial = algorithms.place_in_order, Placer.place
 
     def counted(*args: object, **kwargs: object) -> list[int]:
         placements[0] += 1
@@ -366,7 +366,7 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
         return trial(*args, **kwargs)
 
     monkeypatch.setattr(algorithms, "place_in_order", counted)
-    monkeypatch.setattr(FirstFit, "place", counted_trial)
+    monkeypatch.setattr(Placer, "place", counted_trial)
     plan = plan_symbolic(problem)
     packed = placements[0]
     placements[0] = 0
@@ -707,7 +707,7 @@ def test_the_symbolic_plan_is_the_same_with_the_native_pool(monkeypatch: pytest.
     from pyocc.runtime import planner_native
 
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
-    planner_native.FirstFit([1], [1], [[]])  # compiled in this process: the planner scores natively
+    planner_native.Placer([1], [1], [[]])  # compiled in this process: the planner scores natively
     native = plan_symbolic(problem)
     monkeypatch.setattr(planner_native, "compiled", lambda: False)
     assert plan_symbolic(problem).pieces == native.pieces
