@@ -31,16 +31,16 @@ import numpy as np
 
 from .bounds import lower_bound
 from .placement import choose_gap, native_placer, place_in_order, place_within
+from .prepared import PreparedProblem, round_up
 
 NATIVE_AFTER_TRIALS = 200
 """The hill climb places its trials in Python until this many, then with
 the native first fit (pyocc.runtime.planner_native), which costs about 0.1 s
 to JIT-compile once a process: a short climb (most static plans that do
 not meet the bound at once: DenseNet-121's takes 7 ms) never pays it, a
-long one (the symbolic planner's, 1,000 to 2,000 trials each) gets
-places 7 to 8 times quicker. Once compiled, every climb places natively
+long one (the symbolic planner's, 1,000 to 2,000 trials each) places
+7 to 8 times quicker. Once compiled, every climb places natively
 from its first trial. The offsets are the same either way."""
-from .prepared import PreparedProblem, round_up
 
 # ---------------------------------------------------------------- orders
 

@@ -12,9 +12,9 @@ overlapping buffers:
   per buffer, for problems with too many conflicting pairs to list.
 
 Both return exactly the same offsets (tests check this). So does the
-native first fit over the conflict lists (`native_placer`,
+native placement over the conflict lists (`native_placer`,
 pyocc.runtime.planner_native) that the hill climb places its thousands of
-trials with.
+trials with, and that every graph-engine placement takes once compiled.
 """
 
 from __future__ import annotations
@@ -223,8 +223,8 @@ def place_within(
 
 
 def native_placer(prep: PreparedProblem, compile: bool = True) -> Placer | None:
-    """The native first-fit placement of `prep` (pyocc.runtime.planner_native:
-    the graph engine's offsets, in a few µs a placement), made once per
+    """The native placement of `prep` (pyocc.runtime.planner_native: the
+    graph engine's offsets, first or best fit, in a few µs), made once per
     problem; None where the graph engine does not place (more than
     ``GRAPH_PAIR_LIMIT`` conflicting pairs: no conflict lists), and, with
     `compile` false, where this process has not JIT-compiled it yet."""

@@ -46,7 +46,7 @@ class PreparedProblem:
         """Filled in by ``bounds.lower_bound`` on first use (a cache)."""
         self._adjacency: list[list[int]] | None = None
         self.placer: Placer | None = None
-        """The native first-fit placement (``placement.native_placer``), made on first use."""
+        """The native placement (``placement.native_placer``), made on first use."""
 
     def conflict_counts(self) -> list[int]:
         """For each buffer, how many other non-empty buffers overlap it in time.

@@ -9,8 +9,12 @@ it. In Python a trial of T5's 151 buffers cost about 60 µs, and the
 symbolic planner's 16 searches over a second (issue #21); here it is a few
 µs, most of them in the call. The rule and the offsets are exactly those
 of pyocc.planning.placement's graph engine (first fit, or best fit: the
-smallest gap that fits; tests compare the two), written once in LLVM IR with llvmlite and JIT-compiled once a
-process (pyocc.runtime.jit, whose object cache keeps it):
+smallest gap that fits; tests compare the two). Both functions below are
+written once in LLVM IR with llvmlite and JIT-compiled together, once a
+process (pyocc.runtime.jit, whose object cache keeps them), by the first
+hill climb that runs long (pyocc.planning.algorithms.NATIVE_AFTER_TRIALS);
+until then, and where the graph engine does not place, the planner's
+Python does the same work:
 
     int64_t pyocc_place(
         int64_t n,                 // buffers in the problem
