@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -196,9 +197,28 @@ def test_a_channel_shuffle_runs_on_threads() -> None:
     assert "m_parallel_for" in str(module)
 
 
+@pytest.fixture(scope="module")
+def two_thread_library(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """many_ops compiled for two threads and written as a shared library
+    (once a module: the two tests that load it each load a copy of their
+    own, since a library loaded twice from one path is one library, its
+    thread pool shared)."""
+    path = tmp_path_factory.mktemp("two_threads") / "m.so"
+    pyocc.compile(many_ops(), threads=2, jit=False).save(path)
+    return path
+
+
+def _copy_of(library: Path, directory: Path) -> Path:
+    """`library` and its weights copied into `directory`: a library of its own to load."""
+    copy = directory / library.name
+    shutil.copyfile(library, copy)
+    shutil.copyfile(jit.weights_path_for(library), jit.weights_path_for(copy))
+    return copy
+
+
 def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str, np.ndarray],
-                                                one_thread: dict[str, np.ndarray]) -> None:
-    pyocc.compile(many_ops(), threads=2, jit=False).save(tmp_path / "m.so")
+                                                one_thread: dict[str, np.ndarray], two_thread_library: Path) -> None:
+    _copy_of(two_thread_library, tmp_path)
     model = load_shared_library(tmp_path / "m.so")
     same_library = ctypes.CDLL(str((tmp_path / "m.so").resolve()))
     set_threads = getattr(same_library, f"{model.name}_set_threads")
@@ -217,12 +237,12 @@ def _threads_of_this_process() -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
-def test_set_threads_grows_a_pool_it_shrank_to_one_thread(tmp_path: Path) -> None:
+def test_set_threads_grows_a_pool_it_shrank_to_one_thread(tmp_path: Path, two_thread_library: Path) -> None:
     """NAME_set_threads(1) stops the workers; a later NAME_set_threads(3)
     starts two again (it restarted only a pool that had workers, so a
     library once set to one thread stayed there); NAME_destroy leaves
     none."""
-    pyocc.compile(many_ops(), threads=2, jit=False).save(tmp_path / "m.so")
+    _copy_of(two_thread_library, tmp_path)
     before = _threads_of_this_process()
     model = load_shared_library(tmp_path / "m.so")
     set_threads = getattr(ctypes.CDLL(str((tmp_path / "m.so").resolve())), f"{model.name}_set_threads")
