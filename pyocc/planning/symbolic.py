@@ -667,11 +667,11 @@ class _Planner:
         self.overlapping = _overlapping(problem)
         """Every buffer's conflicts (the same over every part of the range)."""
         self.pools: dict[_Shape, np.ndarray] = {}
-        self.matrices: tuple[np.ndarray, np.ndarray] | None = None
-        """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         """Every layout's pool over the whole problem's grid, computed once:
         a pool at a value depends on that value alone, so a part of the
         range reads its values off it (`pool`)."""
+        self.matrices: tuple[np.ndarray, np.ndarray] | None = None
+        """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
         self.prepared: dict[tuple[tuple[str, int], ...], PreparedProblem] = {}

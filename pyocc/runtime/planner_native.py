@@ -88,7 +88,7 @@ _POOL_ARGUMENTS = ("points", "count", "order", "starts", "below", "sizes", "alig
 
 
 class _Writer:
-    """An IRBuilder with the few control-flow shapes the function needs:
+    """An IRBuilder with the few control-flow shapes the functions need:
     variables (allocas, which LLVM keeps in registers), counted loops,
     while loops and ifs, and int64 array access."""
 

@@ -685,8 +685,7 @@ def test_the_native_pool_of_a_layout_is_numpys(seed: int) -> None:
     """pyocc.runtime.planner_native.stacked_pool, which scores the
     candidate layouts once the hill climb has compiled it: `_pool`'s numbers
     on random layouts (alignments powers of two, fitted ones varying by
-    point, and others), and the same plan from `plan_symbolic` with and
-    without it."""
+    point, and others)."""
     from pyocc.runtime import planner_native
 
     rng = np.random.default_rng(seed)
@@ -704,6 +703,7 @@ def test_the_native_pool_of_a_layout_is_numpys(seed: int) -> None:
 
 
 def test_the_symbolic_plan_is_the_same_with_the_native_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """BERT's recorded problem plans the same with the native pool as with numpy's."""
     from pyocc.runtime import planner_native
 
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
