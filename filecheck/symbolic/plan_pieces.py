@@ -7,12 +7,14 @@
 # over the static plan at the small lengths, so the planner cuts the range:
 # sequence <= 9 and 10..64, each with its own layout. `pieces` prints the
 # plan's pieces and the generated run function (pyocc.lowering.symbolic_native):
-# it is `noinline optnone` (its kernels are not), compares the length with the first piece's bound once, branches to that
-# piece's offset arithmetic or the other's, and the offsets and pool size
-# meet in phis before the pool is allocated. Negative: `one`, the same
-# block without the wide activation, is one piece, and its run function
-# computes the offsets straight, no branch. `pool`: the plan as IR computes
-# both pieces' offsets and selects with the length's compare.
+# it is `noinline optnone` (its kernels are not). The plan is data: every
+# piece's placement order, below-sets, alignments and top buffers in
+# constant tables, one piece after the other; the run function counts the
+# piece bounds the length is above (one compare here) and runs one loop
+# over that piece's rows, before the pool is allocated. Negative: `one`,
+# the same block without the wide activation, is one piece: no compare,
+# and tables of one piece. `pool`: the plan as IR computes both pieces'
+# offsets and selects with the length's compare.
 import sys
 
 import numpy as np
@@ -56,27 +58,27 @@ else:
 # PIECES-LABEL: define i32 @"attention_run"(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}}, ptr %[[SYMBOLS:[^)]*]]) noinline optnone
 # PIECES:       %[[S:.*]] = ptrtoint ptr %{{.*}} to i64
 # PIECES:     body:
-# PIECES-NEXT:  %[[IN:.*]] = icmp ule i64 %[[S]], 9
-# PIECES-NEXT:  br i1 %[[IN]], label %"piece0", label %"piece1"
-# PIECES-NEXT: piece0:
-# PIECES:       br label %"plan_done"
-# PIECES-NEXT: piece1:
-# PIECES:       br label %"plan_done"
-# PIECES-NEXT: plan_done:
-# PIECES-NEXT:  %"offset0" = phi i64 [%{{.*}}, %"piece0"], [%{{.*}}, %"piece1"]
-# PIECES:       %"pool_bytes" = phi i64 [%{{.*}}, %"piece0"], [%{{.*}}, %"piece1"]
+# PIECES:       %"above_piece0" = icmp ugt i64 %[[S]], 9
+# PIECES-NOT:   above_piece1
+# PIECES:       @"attention_run_plan_order_start"
+# PIECES:     plan_loop:
+# PIECES:       @"attention_run_plan_order"
+# PIECES:       %"pool_bytes" = load i64
 # PIECES:       call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
-# PIECES-NOT:   label %"piece
 # PIECES:       ret i32 0
+# (the tables: each piece's 4 buffers in its placement order, piece 0's then piece 1's)
+# PIECES:     @"attention_run_plan_order_start" = internal constant [3 x i64] [i64 0, i64 4, i64 8]
+# PIECES-NEXT: @"attention_run_plan_order" = internal constant [8 x i64]
 
 # ONE:      // piece sequence in (1, 64)
 # ONE-NOT:  // piece
 # ONE-LABEL: define i32 @"attention_run"
 # ONE:      body:
-# ONE-NOT:  piece
-# ONE-NOT:  phi
+# ONE-NOT:  above_piece
+# ONE:      plan_loop:
 # ONE:      call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
 # ONE:      ret i32 0
+# ONE:      @"attention_run_plan_order_start" = internal constant [2 x i64] [i64 0, i64 3]
 
 # POOL-LABEL: func.func @attention_pool(%sequence: index) -> (index, index, index, index, index)
 # POOL:       %end_h_0_piece0 = arith.addi

@@ -28,8 +28,9 @@ version 2, static models' version 1 plus the symbols; `pyocc compile
 Once per run the run function evaluates, as LLVM
 integer arithmetic on the symbols' values, every planned buffer's size, its
 offset (in the plan's placement order: the aligned maximum of the ends of
-the buffers below it) and the pool size (a plan in pieces first branches
-to its piece's layout: one compare per piece bound on the cut symbol);
+the buffers below it) and the pool size: the plan's pieces are constant
+tables (their orders, below-sets, alignments) that one loop reads, from
+the rows of the piece the cut symbol's value falls in;
 allocates the pool (one
 `pyocc_alloc`, pyocc.lowering.host_allocator, counted in `state` like the static models' allocations:
 calls, frees, bytes now, peak); points every buffer, view and subview at
@@ -370,19 +371,6 @@ def _align_up(b: ir.IRBuilder, x: ir.Value, alignment: int | ir.Value) -> ir.Val
     return b.mul(b.udiv(b.add(x, bump), step), step)
 
 
-def _fitted_alignment(b: ir.IRBuilder, alignment: int, size: ir.Value, least: int = 1) -> ir.Value:
-    """`pyocc.planning.fitted_alignment(alignment, size)` at run time:
-    `alignment`, replaced by each smaller power of two down to `least` (the
-    least it can be, `SymbolicBuffer.least_alignment`), largest first, that
-    `size` is at most (a compare-and-select per power)."""
-    fitted: ir.Value = ir.Constant(I64, alignment)
-    power = 1 << (alignment - 1).bit_length() - 1  # the largest power of two below `alignment`
-    while power >= least:
-        fitted = b.select(b.icmp_unsigned("<=", size, ir.Constant(I64, power)), ir.Constant(I64, power), fitted)
-        power //= 2
-    return fitted
-
-
 def _needed_ends(piece: Piece) -> tuple[list[tuple[int, ...]], list[int]]:
     """The ends a piece's offsets and pool size need: (for each buffer, the
     buffers of its below-set that no other buffer of that set sits on; the
@@ -403,65 +391,141 @@ def _needed_ends(piece: Piece) -> tuple[list[tuple[int, ...]], list[int]]:
     return below, [i for i in piece.order if i not in used]
 
 
+def _plan_tables(plan: SymbolicPlan) -> dict[str, list[int]]:
+    """The plan as the run function reads it: every piece's tables, one
+    after the other (a piece's rows of a per-buffer table start at
+    ``piece * buffers``, of `below_start` at ``piece * (buffers + 1)``):
+    - `order_start`, `order`: each piece's placement order;
+    - `below_start`, `below`: the ends each buffer's offset is the maximum
+      of (`_needed_ends`, as indices into `below`);
+    - `alignment`, `first_power`, `least`: the alignment of each buffer,
+      fixed where it cannot vary over the piece (`first_power` 0), else
+      fitted to its size at run time: each power of two from
+      `first_power` down to `least` that the size is at most replaces it
+      (pyocc.planning.fitted_alignment);
+    - `tops_start`, `tops`: the buffers whose ends the pool is the maximum of."""
+    buffers = plan.problem.buffers
+    tables: dict[str, list[int]] = {name: [] for name in (
+        "order_start", "order", "below_start", "below", "alignment", "first_power", "least", "tops_start", "tops")}
+    for piece in plan.pieces:
+        below, tops = _needed_ends(piece)
+        tables["order_start"].append(len(tables["order"]))
+        tables["order"] += piece.order
+        for under in below:
+            tables["below_start"].append(len(tables["below"]))
+            tables["below"] += under
+        tables["below_start"].append(len(tables["below"]))
+        for buffer in buffers:
+            fixed = buffer.fixed_alignment(piece.ranges)
+            tables["alignment"].append(buffer.alignment if fixed is None else fixed)
+            # the largest power of two below the alignment, and the least the size can fit it to
+            tables["first_power"].append(0 if fixed is not None else 1 << (buffer.alignment - 1).bit_length() - 1)
+            tables["least"].append(1 if fixed is not None else buffer.least_alignment(piece.ranges))
+        tables["tops_start"].append(len(tables["tops"]))
+        tables["tops"] += tops
+    tables["order_start"].append(len(tables["order"]))
+    tables["tops_start"].append(len(tables["tops"]))
+    return tables
+
+
 def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
                poly: Callable[[int | Poly], ir.Value]) -> tuple[dict[int, ir.Value], ir.Value]:
     """The plan's offsets (buffer index -> i64) and pool size at the
-    symbols' values, written at `b` (left at the end of what it wrote):
-    each buffer's offset in placement order (the aligned maximum of the ends
-    of the buffers below it), then the pool size. A plan in pieces picks
-    its piece first, one compare-and-branch per piece bound on the cut
-    symbol (``S <= 4``, ``S <= 32``, else the last piece); each piece's
-    block computes its layout and the values meet in phis."""
+    symbols' values, written at `b` (left at the end of what it wrote).
+    The plan is data (`_plan_tables`, constant arrays in the module) read
+    by one loop: every buffer's size is evaluated, the piece is the number
+    of piece bounds the cut symbol is above, and each buffer of that
+    piece's placement order gets the aligned maximum of the ends of the
+    buffers below it. (Written out buffer by buffer and piece by piece, the
+    same arithmetic was most of T5's 7,800-instruction run function, whose
+    code generation, even at optnone, cost 0.15 CPU s a compile.)"""
     buffers = plan.problem.buffers
-    sizes = [poly(buffer.size) for buffer in buffers]  # in the entry block: shared by the pieces
+    count = len(buffers)
+    if not count:
+        return {}, ir.Constant(I64, 0)
+    module = function.module
+    at_entry = ir.IRBuilder(function.entry_basic_block)
+    at_entry.position_before(function.entry_basic_block.terminator)
 
-    def layout(piece: Piece) -> tuple[dict[int, ir.Value], ir.Value]:
-        ends: dict[int, ir.Value] = {}
-        offsets: dict[int, ir.Value] = {}
-        below, tops = _needed_ends(piece)
-        for i in piece.order:
-            top: ir.Value = ir.Constant(I64, 0)
-            for c in below[i]:
-                top = _umax(b, top, ends[c])
-            # one number where it cannot vary over the piece; else from the size, as the planner did
-            fixed = buffers[i].fixed_alignment(piece.ranges)
-            alignment = fixed if fixed is not None else _fitted_alignment(
-                b, buffers[i].alignment, sizes[i], buffers[i].least_alignment(piece.ranges))
-            offset = _align_up(b, top, alignment)
-            offsets[i] = offset
-            ends[i] = b.add(offset, sizes[i])
-        pool_bytes: ir.Value = ir.Constant(I64, 0)
-        for i in tops:
-            pool_bytes = _umax(b, pool_bytes, ends[i])
-        return offsets, pool_bytes
+    def variable(initial: ir.Value | int) -> ir.Value:
+        slot = at_entry.alloca(I64)
+        b.store(ir.Constant(I64, initial) if isinstance(initial, int) else initial, slot)
+        return slot
 
-    if plan.split is None:
-        return layout(plan.pieces[0])
-    value = poly(Poly.symbol(plan.split))
-    blocks = [function.append_basic_block(f"piece{k}") for k in range(len(plan.pieces))]
-    done = function.append_basic_block("plan_done")
-    for k, piece in enumerate(plan.pieces[:-1]):
-        last = k == len(plan.pieces) - 2
-        otherwise = blocks[-1] if last else function.append_basic_block(f"after_piece{k}")
-        b.cbranch(b.icmp_unsigned("<=", value, ir.Constant(I64, piece.ranges[plan.split][1])), blocks[k], otherwise)
-        if not last:
-            b.position_at_end(otherwise)
-    results: list[tuple[ir.Block, dict[int, ir.Value], ir.Value]] = []
-    for block, piece in zip(blocks, plan.pieces, strict=True):
-        b.position_at_end(block)
-        offsets, pool_bytes = layout(piece)
-        results.append((b.block, offsets, pool_bytes))
-        b.branch(done)
-    b.position_at_end(done)
+    def element(base: ir.Value, index: ir.Value) -> ir.Value:
+        return b.gep(base, [index], inbounds=True, source_etype=I64)
 
-    def meet(values: Sequence[ir.Value], name: str) -> ir.Value:
-        phi = b.phi(I64, name=name)
-        for (block, _, _), incoming in zip(results, values, strict=True):
-            phi.add_incoming(incoming, block)
-        return phi
+    def read(base: ir.Value, index: ir.Value) -> ir.Value:
+        return b.load(element(base, index), typ=I64)
 
-    offsets = {i: meet([r[1][i] for r in results], f"offset{i}") for i in range(len(buffers))}
-    return offsets, meet([r[2] for r in results], "pool_bytes")
+    def loop(condition: Callable[[], ir.Value], body: Callable[[], None]) -> None:
+        header, inside, after = (function.append_basic_block(label) for label in ("plan_loop", "plan_body", "plan_next"))
+        b.branch(header)
+        b.position_at_end(header)
+        b.cbranch(condition(), inside, after)
+        b.position_at_end(inside)
+        body()
+        b.branch(header)
+        b.position_at_end(after)
+
+    def counted(start: ir.Value, stop: ir.Value, body: Callable[[ir.Value], None]) -> None:
+        counter = variable(start)
+
+        def step() -> None:
+            index = b.load(counter, typ=I64)
+            body(index)
+            b.store(b.add(index, ir.Constant(I64, 1)), counter)
+        loop(lambda: b.icmp_signed("<", b.load(counter, typ=I64), stop), step)
+
+    tables = {}
+    for label, values in _plan_tables(plan).items():
+        kind = ir.ArrayType(I64, max(len(values), 1))
+        table = ir.GlobalVariable(module, kind, f"{function.name}_plan_{label}")
+        table.global_constant, table.linkage = True, "internal"
+        table.initializer = ir.Constant(kind, values or [0])
+        tables[label] = table
+    sizes, ends, offsets = (at_entry.alloca(I64, size=ir.Constant(I64, count)) for _ in range(3))
+    for i, buffer in enumerate(buffers):
+        b.store(poly(buffer.size), element(sizes, ir.Constant(I64, i)))
+    piece: ir.Value = ir.Constant(I64, 0)
+    if plan.split is not None:
+        value = poly(Poly.symbol(plan.split))
+        for k, bounds in enumerate(plan.pieces[:-1]):
+            above = b.icmp_unsigned(">", value, ir.Constant(I64, bounds.ranges[plan.split][1]), name=f"above_piece{k}")
+            piece = b.add(piece, b.zext(above, I64))
+    rows = b.mul(piece, ir.Constant(I64, count))
+    below_rows = b.mul(piece, ir.Constant(I64, count + 1))
+
+    def place(position: ir.Value) -> None:
+        i = read(tables["order"], position)
+        top = variable(0)
+
+        def higher(e: ir.Value) -> None:
+            end, now = read(ends, read(tables["below"], e)), b.load(top, typ=I64)
+            b.store(_umax(b, now, end), top)
+        row = b.add(below_rows, i)
+        counted(read(tables["below_start"], row), read(tables["below_start"], b.add(row, ir.Constant(I64, 1))), higher)
+        size = read(sizes, i)
+        alignment = variable(read(tables["alignment"], b.add(rows, i)))
+        power = variable(read(tables["first_power"], b.add(rows, i)))
+        least = read(tables["least"], b.add(rows, i))
+
+        def fit() -> None:
+            now = b.load(power, typ=I64)
+            b.store(b.select(b.icmp_unsigned("<=", size, now), now, b.load(alignment, typ=I64)), alignment)
+            b.store(b.lshr(now, ir.Constant(I64, 1)), power)
+        loop(lambda: b.icmp_signed(">=", b.load(power, typ=I64), least), fit)
+        offset = _align_up(b, b.load(top, typ=I64), b.load(alignment, typ=I64))
+        b.store(offset, element(offsets, i))
+        b.store(b.add(offset, size), element(ends, i))
+    counted(read(tables["order_start"], piece), read(tables["order_start"], b.add(piece, ir.Constant(I64, 1))), place)
+    pool_bytes = variable(0)
+
+    def widen(t: ir.Value) -> None:
+        b.store(_umax(b, b.load(pool_bytes, typ=I64), read(ends, read(tables["tops"], t))), pool_bytes)
+    counted(read(tables["tops_start"], piece), read(tables["tops_start"], b.add(piece, ir.Constant(I64, 1))), widen)
+    return ({i: read(offsets, ir.Constant(I64, i)) for i in range(count)},
+            b.load(pool_bytes, typ=I64, name="pool_bytes"))
 
 
 def _emit_run(module: ir.Module, symbol: str, steps: list[list[Any]], site_functions: Sequence[ir.Function],

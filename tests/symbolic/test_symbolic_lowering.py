@@ -407,6 +407,72 @@ def test_generated_plan_arithmetic_reads_fewer_ends_for_the_same_offsets() -> No
             assert max((ends[i] for i in tops), default=0) == plan.pool_bytes(values), s
 
 
+def _plan_function(plan) -> tuple[object, object]:
+    """`_emit_plan`'s code for `plan` (one symbol) in a function of its own,
+    `void plan(i64 value, i64 *out)` writing the pool size and then every
+    buffer's offset, JIT-compiled: (the C function, its engine)."""
+    import ctypes
+
+    import llvmlite.ir as ir
+
+    from pyocc.lowering.symbolic_native import _emit_plan
+    from pyocc.runtime.jit import jit_module
+
+    (name,) = plan.problem.symbols
+    i64 = ir.IntType(64)
+    module = ir.Module("plan")
+    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [i64, ir.PointerType()]), "plan")
+    entry = function.append_basic_block("entry")
+    b = ir.IRBuilder(function.append_basic_block("body"))
+    ir.IRBuilder(entry).branch(b.block)
+    value, out = function.args
+
+    def poly(p: Poly | int) -> ir.Value:
+        if not isinstance(p, Poly):
+            return ir.Constant(i64, int(p))
+        total: ir.Value = ir.Constant(i64, 0)
+        for monomial, coefficient in p.terms:
+            term: ir.Value = ir.Constant(i64, coefficient)
+            for _, power in monomial:
+                for _ in range(power):
+                    term = b.mul(term, value)
+            total = b.add(total, term)
+        return total
+
+    offsets, pool = _emit_plan(function, b, plan, poly)
+    for k, result in enumerate([pool, *(offsets[i] for i in range(len(plan.problem.buffers)))]):
+        b.store(result, b.gep(out, [ir.Constant(i64, k)], source_etype=i64))
+    b.ret_void()
+    engine, _ = jit_module(str(module), speed_level=0)
+    return ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_void_p)(engine.get_function_address("plan")), engine
+
+
+@pytest.mark.parametrize("problem", ["bert", "fitted"])
+def test_the_generated_plan_code_gives_the_plans_offsets_at_every_value(problem: str) -> None:
+    """The run function's plan arithmetic (`_emit_plan`: the plan's pieces
+    as tables, one loop) gives the plan's pool size and every offset at
+    every value of the range: BERT's recorded problem (four pieces, so
+    every piece's tables), and two 16*S^2-byte buffers whose alignment
+    follows their size at small S (fitted at run time)."""
+    from pyocc.planning import SymbolicBuffer, SymbolicProblem
+
+    if problem == "bert":
+        symbolic = symbolic_problem_from_json(json.loads(
+            (Path(__file__).parent.parent / "planning" / "data" / "bert_classic_symbolic.json").read_text()))
+    else:
+        symbolic = SymbolicProblem((SymbolicBuffer("bias", Poly.parse("16*S^2"), 0, 2, 64),
+                                    SymbolicBuffer("masked", Poly.parse("16*S^2"), 1, 3, 64)), {"S": (1, 8)})
+    plan = plan_symbolic(symbolic)
+    assert len(plan.pieces) > 1 or problem == "fitted"
+    run, _engine = _plan_function(plan)
+    (name, (low, high)), = symbolic.ranges.items()
+    out = np.zeros(1 + len(symbolic.buffers), dtype=np.int64)
+    for s in range(low, high + 1):
+        run(s, out.ctypes.data)
+        offsets = plan.offsets({name: s})
+        assert out.tolist() == [plan.pool_bytes({name: s}), *(offsets[b.name] for b in symbolic.buffers)], s
+
+
 def test_only_the_first_probe_runs_the_op_verifiers(monkeypatch: pytest.MonkeyPatch) -> None:
     """The op verifiers run on the first probe's lowering only (on its
     imported and its lowered module, as for a static lowering; the others
