@@ -671,6 +671,8 @@ class _Planner:
         a pool at a value depends on that value alone, so a part of the
         range reads its values off it (`pool`)."""
         self.matrices: tuple[np.ndarray, np.ndarray] | None = None
+        self.conflicts: list[list[int]] | None = None
+        """Every buffer's conflicts but itself, sorted, for the native greedy (`greedy`)."""
         """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
@@ -725,6 +727,26 @@ class _Planner:
             self.matrices = (np.stack(self.sizes),
                              np.stack([np.broadcast_to(alignment, points) for alignment in self.alignments]))
         return planner_native.stacked_pool(*self.matrices, below, order)
+
+    def greedy(self, problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray],
+               references: Sequence[int], use_gaps: bool) -> list[_Shape]:
+        """`_greedy`'s layout at each of `references`: natively
+        (pyocc.runtime.planner_native, the same layouts) once the hill
+        climb has compiled it in this process."""
+        from pyocc.runtime import planner_native  # loaded by the hill climb, if at all
+
+        if not sizes or not planner_native.compiled():
+            return [_greedy(problem, sizes, alignments, self.overlapping, r, use_gaps) for r in references]
+        if self.conflicts is None:
+            self.conflicts = [sorted(c for c in overlapping if c != i) for i, overlapping in enumerate(self.overlapping)]
+        points = len(sizes[0])
+        matrices = np.stack(sizes), np.stack([np.broadcast_to(alignment, points) for alignment in alignments])
+        shapes = []
+        for reference in references:
+            order = _greedy_order(problem, sizes, reference)
+            shapes.append((planner_native.stacked_greedy(*matrices, self.conflicts, order, reference, use_gaps),
+                           tuple(order)))
+        return shapes
 
     def _grid_index(self, grid: Mapping[str, np.ndarray]) -> np.ndarray | None:
         """The positions of `grid`'s points in the whole problem's grid, or
@@ -936,8 +958,7 @@ class _Planner:
         references = sorted({length - 1, 0, length // 4, length // 2, (3 * length) // 4})
         points = [{name: int(grid[name][r]) for name in problem.symbols} for r in references]
         alignments = _alignments(problem, sizes)
-        shapes = [_greedy(problem, sizes, alignments, self.overlapping, r, use_gaps=problem.points() <= GRID_LIMIT)
-                  for r in references]
+        shapes = self.greedy(problem, sizes, alignments, references, use_gaps=problem.points() <= GRID_LIMIT)
         shapes += [self.stacked(point, self.static(point, algorithm))
                    for point in points for algorithm in STATIC_ALGORITHMS]
         if len(problem.buffers) <= SEARCH_BUFFER_LIMIT:
@@ -1193,8 +1214,7 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Seque
     (`sizes` and `alignments`, `_alignments`, at the grid's points;
     `overlapping`, `_overlapping`, the buffers' conflicts)."""
     buffers = problem.buffers
-    order = sorted(range(len(buffers)),
-                   key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
+    order = _greedy_order(problem, sizes, reference)
     offsets: dict[int, np.ndarray] = {}
     ends: dict[int, np.ndarray] = {}
     below: list[tuple[int, ...]] = [()] * len(buffers)
@@ -1207,6 +1227,14 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Seque
         offsets[i] = _aligned_top([ends[c] for c in chosen], alignments[i], sizes[i])
         ends[i] = offsets[i] + sizes[i]
     return tuple(below), tuple(order)
+
+
+def _greedy_order(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int) -> list[int]:
+    """`_greedy`'s order: by size at grid point `reference`, largest first,
+    then the longest lived, then by index."""
+    buffers = problem.buffers
+    return sorted(range(len(buffers)),
+                  key=lambda i: (-int(sizes[i][reference]), -(buffers[i].last - buffers[i].first), i))
 
 
 def _overlapping(problem: SymbolicProblem) -> list[set[int]]:

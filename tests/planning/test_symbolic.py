@@ -702,8 +702,40 @@ def test_the_native_pool_of_a_layout_is_numpys(seed: int) -> None:
     assert native.tolist() == symbolic._pool(sizes, alignments, below, order).tolist()
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_the_native_greedy_is_pythons(seed: int) -> None:
+    """pyocc.runtime.planner_native.stacked_greedy, which makes the
+    symbolic planner's greedy layouts once the hill climb has compiled it:
+    `_greedy`'s layouts on random problems (sizes that grow, shrink or
+    stay over the points, alignments powers of two, fitted per point, and
+    others; every reference point; with and without gaps)."""
+    from pyocc.planning.symbolic import _greedy, _greedy_order, _overlapping
+    from pyocc.runtime import planner_native
+
+    rng = np.random.default_rng(seed)
+    count, points = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+    firsts = rng.integers(0, 12, count)
+    problem = SymbolicProblem(tuple(SymbolicBuffer(f"b{i}", Poly.constant(1), int(firsts[i]),
+                                                   int(firsts[i] + rng.integers(0, 6)), 64) for i in range(count)),
+                              {"S": (1, points)})
+    base = rng.integers(0, 400, count)
+    slope = rng.integers(-3, 20, count)
+    sizes = [np.maximum(base[i] + slope[i] * np.arange(points), 0) for i in range(count)]
+    alignments = [int(rng.choice([1, 3, 48, 64])) if rng.random() < 0.7 else rng.choice([1, 2, 8, 64], points)
+                  for _ in range(count)]
+    overlapping = _overlapping(problem)
+    conflicts = [sorted(c for c in overlapping[i] if c != i) for i in range(count)]
+    matrices = np.stack(sizes), np.stack([np.broadcast_to(a, points) for a in alignments])
+    for reference in {0, points // 2, points - 1}:
+        for use_gaps in (True, False):
+            order = _greedy_order(problem, sizes, reference)
+            native = planner_native.stacked_greedy(*matrices, conflicts, order, reference, use_gaps)
+            assert (native, tuple(order)) == _greedy(problem, sizes, alignments, overlapping, reference, use_gaps)
+
+
 def test_the_symbolic_plan_is_the_same_with_the_native_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    """BERT's recorded problem plans the same with the native pool as with numpy's."""
+    """BERT's recorded problem plans the same with the native pool and
+    greedy as with numpy's."""
     from pyocc.runtime import planner_native
 
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
