@@ -367,21 +367,17 @@ def _lowest_gap(w: _Writer, a: dict[str, ir.Value], i: ir.Value, first: ir.Value
     decided = w.variable(0)
     with w.loop(lambda: b.and_(b.icmp_signed("<=", w.get(m), found), b.icmp_signed("==", w.get(decided), I64(0)))):
         now = w.get(m)
-        # a candidate: the bottom (when no conflict ends at 0) or the end of a run of equal ends
-        previous = b.sub(now, I64(1))
-        first_is_gap = b.and_(b.icmp_signed("==", now, I64(0)), b.icmp_signed(">", w.load(a["at"], I64(0)), I64(0)))
-        run_ends = b.and_(b.icmp_signed(">=", now, I64(1)), b.or_(
-            b.icmp_signed("==", now, found),
-            b.icmp_signed(">", w.load(a["at"], b.select(b.icmp_signed("<", now, found), now, previous)),
-                          w.load(a["at"], b.select(b.icmp_signed(">=", now, I64(1)), previous, now)))))
-        with b.if_then(b.or_(first_is_gap, run_ends)):
+        # the gap above the first m by end: the candidates are where the sorted ends
+        # step up (the bottom, m = 0, unless a conflict ends at 0; and the top, m = found)
+        under = b.select(b.icmp_signed(">", now, I64(0)),
+                         w.load(a["at"], b.select(b.icmp_signed(">", now, I64(0)), b.sub(now, I64(1)), now)), I64(0))
+        over = b.select(b.icmp_signed("<", now, found), w.load(a["at"], now), I64(2**63 - 1))  # at holds found + 1
+        with b.if_then(b.icmp_signed(">", over, under)):
             with b.if_else(b.icmp_signed("==", now, found)) as (top_of_all, below_some):
                 with top_of_all:
                     w.set(decided, 1)  # only the top of them all: sit on every conflict
                 with below_some:
-                    top_at = b.select(b.icmp_signed(">", now, I64(0)),
-                                      w.load(a["at"], b.select(b.icmp_signed(">", now, I64(0)), previous, now)), I64(0))
-                    fits_at = b.icmp_signed("<=", b.add(w.round_up(top_at, alignment_at), size_at),
+                    fits_at = b.icmp_signed("<=", b.add(w.round_up(under, alignment_at), size_at),
                                             w.load(a["floors"], now))
                     with b.if_then(fits_at):
                         _gap_everywhere(w, a, i, now, found, chosen, decided, cell)
