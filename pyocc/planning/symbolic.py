@@ -671,9 +671,9 @@ class _Planner:
         a pool at a value depends on that value alone, so a part of the
         range reads its values off it (`pool`)."""
         self.matrices: tuple[np.ndarray, np.ndarray] | None = None
+        """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         self.conflicts: list[list[int]] | None = None
         """Every buffer's conflicts but itself, sorted, for the native greedy (`greedy`)."""
-        """The sizes and alignments as arrays (a row per buffer) for the native pool (`_whole_pool`)."""
         self.checks_left = STATIC_CHECKS
         self.searches_left = SEARCH_CHECKS
         self.prepared: dict[tuple[tuple[str, int], ...], PreparedProblem] = {}
