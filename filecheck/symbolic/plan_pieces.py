@@ -61,7 +61,7 @@ else:
 # PIECES:       %"above_piece0" = icmp ugt i64 %[[S]], 9
 # PIECES-NOT:   above_piece1
 # PIECES:       @"attention_run_plan_order_start"
-# PIECES:     plan_loop:
+# PIECES:     while:
 # PIECES:       @"attention_run_plan_order"
 # PIECES:       %"pool_bytes" = load i64
 # PIECES:       call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
@@ -75,7 +75,7 @@ else:
 # ONE-LABEL: define i32 @"attention_run"
 # ONE:      body:
 # ONE-NOT:  above_piece
-# ONE:      plan_loop:
+# ONE:      while:
 # ONE:      call ptr @"pyocc_alloc"(i64 64, i64 %{{.*}})
 # ONE:      ret i32 0
 # ONE:      @"attention_run_plan_order_start" = internal constant [2 x i64] [i64 0, i64 3]

@@ -75,6 +75,7 @@ from pyocc.lowering.native.registry import site_slots
 from pyocc.lowering.native.sizes import SizeContext, StaticSizeError
 from pyocc.planning.symbolic import Piece, Poly, SymbolicPlan
 from pyocc.runtime.bridge import aligned_bytes
+from pyocc.runtime.ir_writer import IRWriter
 
 I8, I32, I64 = ir.IntType(8), ir.IntType(32), ir.IntType(64)
 PTR = ir.PointerType()
@@ -443,50 +444,19 @@ def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
     count = len(buffers)
     if not count:
         return {}, ir.Constant(I64, 0)
-    module = function.module
-    at_entry = ir.IRBuilder(function.entry_basic_block)
-    at_entry.position_before(function.entry_basic_block.terminator)
-
-    def variable(initial: ir.Value | int) -> ir.Value:
-        slot = at_entry.alloca(I64)
-        b.store(ir.Constant(I64, initial) if isinstance(initial, int) else initial, slot)
-        return slot
-
-    def element(base: ir.Value, index: ir.Value) -> ir.Value:
-        return b.gep(base, [index], inbounds=True, source_etype=I64)
-
-    def read(base: ir.Value, index: ir.Value) -> ir.Value:
-        return b.load(element(base, index), typ=I64)
-
-    def loop(condition: Callable[[], ir.Value], body: Callable[[], None]) -> None:
-        header, inside, after = (function.append_basic_block(label) for label in ("plan_loop", "plan_body", "plan_next"))
-        b.branch(header)
-        b.position_at_end(header)
-        b.cbranch(condition(), inside, after)
-        b.position_at_end(inside)
-        body()
-        b.branch(header)
-        b.position_at_end(after)
-
-    def counted(start: ir.Value, stop: ir.Value, body: Callable[[ir.Value], None]) -> None:
-        counter = variable(start)
-
-        def step() -> None:
-            index = b.load(counter, typ=I64)
-            body(index)
-            b.store(b.add(index, ir.Constant(I64, 1)), counter)
-        loop(lambda: b.icmp_signed("<", b.load(counter, typ=I64), stop), step)
-
+    w = IRWriter(function.entry_basic_block, b)
     tables = {}
     for label, values in _plan_tables(plan).items():
         kind = ir.ArrayType(I64, max(len(values), 1))
-        table = ir.GlobalVariable(module, kind, f"{function.name}_plan_{label}")
+        table = ir.GlobalVariable(function.module, kind, f"{function.name}_plan_{label}")
         table.global_constant, table.linkage = True, "internal"
         table.initializer = ir.Constant(kind, values or [0])
         tables[label] = table
+    at_entry = ir.IRBuilder(function.entry_basic_block)
+    at_entry.position_before(function.entry_basic_block.terminator)
     sizes, ends, offsets = (at_entry.alloca(I64, size=ir.Constant(I64, count)) for _ in range(3))
     for i, buffer in enumerate(buffers):
-        b.store(poly(buffer.size), element(sizes, ir.Constant(I64, i)))
+        w.store(poly(buffer.size), sizes, ir.Constant(I64, i))
     piece: ir.Value = ir.Constant(I64, 0)
     if plan.split is not None:
         value = poly(Poly.symbol(plan.split))
@@ -495,36 +465,27 @@ def _emit_plan(function: ir.Function, b: ir.IRBuilder, plan: SymbolicPlan,
             piece = b.add(piece, b.zext(above, I64))
     rows = b.mul(piece, ir.Constant(I64, count))
     below_rows = b.mul(piece, ir.Constant(I64, count + 1))
-
-    def place(position: ir.Value) -> None:
-        i = read(tables["order"], position)
-        top = variable(0)
-
-        def higher(e: ir.Value) -> None:
-            end, now = read(ends, read(tables["below"], e)), b.load(top, typ=I64)
-            b.store(_umax(b, now, end), top)
+    following = b.add(piece, ir.Constant(I64, 1))
+    with w.counted(w.load(tables["order_start"], piece), w.load(tables["order_start"], following)) as position:
+        i = w.load(tables["order"], position)
+        top = w.variable(0)
         row = b.add(below_rows, i)
-        counted(read(tables["below_start"], row), read(tables["below_start"], b.add(row, ir.Constant(I64, 1))), higher)
-        size = read(sizes, i)
-        alignment = variable(read(tables["alignment"], b.add(rows, i)))
-        power = variable(read(tables["first_power"], b.add(rows, i)))
-        least = read(tables["least"], b.add(rows, i))
-
-        def fit() -> None:
-            now = b.load(power, typ=I64)
-            b.store(b.select(b.icmp_unsigned("<=", size, now), now, b.load(alignment, typ=I64)), alignment)
-            b.store(b.lshr(now, ir.Constant(I64, 1)), power)
-        loop(lambda: b.icmp_signed(">=", b.load(power, typ=I64), least), fit)
-        offset = _align_up(b, b.load(top, typ=I64), b.load(alignment, typ=I64))
-        b.store(offset, element(offsets, i))
-        b.store(b.add(offset, size), element(ends, i))
-    counted(read(tables["order_start"], piece), read(tables["order_start"], b.add(piece, ir.Constant(I64, 1))), place)
-    pool_bytes = variable(0)
-
-    def widen(t: ir.Value) -> None:
-        b.store(_umax(b, b.load(pool_bytes, typ=I64), read(ends, read(tables["tops"], t))), pool_bytes)
-    counted(read(tables["tops_start"], piece), read(tables["tops_start"], b.add(piece, ir.Constant(I64, 1))), widen)
-    return ({i: read(offsets, ir.Constant(I64, i)) for i in range(count)},
+        with w.counted(w.load(tables["below_start"], row), w.load(tables["below_start"], b.add(row, I64(1)))) as e:
+            w.set(top, _umax(b, w.get(top), w.load(ends, w.load(tables["below"], e))))
+        size = w.load(sizes, i)
+        alignment = w.variable(w.load(tables["alignment"], b.add(rows, i)))
+        power = w.variable(w.load(tables["first_power"], b.add(rows, i)))
+        least = w.load(tables["least"], b.add(rows, i))
+        with w.loop(lambda: b.icmp_signed(">=", w.get(power), least)):
+            w.set(alignment, b.select(b.icmp_unsigned("<=", size, w.get(power)), w.get(power), w.get(alignment)))
+            w.set(power, b.lshr(w.get(power), I64(1)))
+        offset = _align_up(b, w.get(top), w.get(alignment))
+        w.store(offset, offsets, i)
+        w.store(b.add(offset, size), ends, i)
+    pool_bytes = w.variable(0)
+    with w.counted(w.load(tables["tops_start"], piece), w.load(tables["tops_start"], following)) as t:
+        w.set(pool_bytes, _umax(b, w.get(pool_bytes), w.load(ends, w.load(tables["tops"], t))))
+    return ({i: w.load(offsets, ir.Constant(I64, i)) for i in range(count)},
             b.load(pool_bytes, typ=I64, name="pool_bytes"))
 
 

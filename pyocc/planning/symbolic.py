@@ -723,9 +723,7 @@ class _Planner:
         if not self.sizes or not planner_native.compiled() or len(order) != len(self.sizes):
             return _pool(self.sizes, self.alignments, below, order)
         if self.matrices is None:
-            points = len(self.sizes[0])
-            self.matrices = (np.stack(self.sizes),
-                             np.stack([np.broadcast_to(alignment, points) for alignment in self.alignments]))
+            self.matrices = _matrices(self.sizes, self.alignments)
         return planner_native.stacked_pool(*self.matrices, below, order)
 
     def greedy(self, problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray],
@@ -738,9 +736,9 @@ class _Planner:
         if not sizes or not planner_native.compiled():
             return [_greedy(problem, sizes, alignments, self.overlapping, r, use_gaps) for r in references]
         if self.conflicts is None:
-            self.conflicts = [sorted(c for c in overlapping if c != i) for i, overlapping in enumerate(self.overlapping)]
-        points = len(sizes[0])
-        matrices = np.stack(sizes), np.stack([np.broadcast_to(alignment, points) for alignment in alignments])
+            self.conflicts = [sorted(c for c in overlapping if c != i)
+                              for i, overlapping in enumerate(self.overlapping)]
+        matrices = _matrices(sizes, alignments)
         shapes = []
         for reference in references:
             order = _greedy_order(problem, sizes, reference)
@@ -1227,6 +1225,14 @@ def _greedy(problem: SymbolicProblem, sizes: list[np.ndarray], alignments: Seque
         offsets[i] = _aligned_top([ends[c] for c in chosen], alignments[i], sizes[i])
         ends[i] = offsets[i] + sizes[i]
     return tuple(below), tuple(order)
+
+
+def _matrices(sizes: list[np.ndarray], alignments: Sequence[int | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """`sizes` and `alignments` (`_alignments`) as the native planner code
+    takes them (pyocc.runtime.planner_native): int64 arrays, a row per
+    buffer and a column per grid point."""
+    points = len(sizes[0])
+    return np.stack(sizes), np.stack([np.broadcast_to(alignment, points) for alignment in alignments])
 
 
 def _greedy_order(problem: SymbolicProblem, sizes: list[np.ndarray], reference: int) -> list[int]:

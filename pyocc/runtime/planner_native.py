@@ -89,114 +89,58 @@ import ctypes
 import functools
 import itertools
 from array import array
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import llvmlite.ir as ir
 import numpy as np
 
+from pyocc.runtime.ir_writer import I8, I64, PTR, IRWriter
 from pyocc.runtime.jit import jit_module
 
-I8, I64 = ir.IntType(8), ir.IntType(64)
-PTR = ir.PointerType()
-SYMBOL = "pyocc_place"
-POOL_SYMBOL = "pyocc_stacked_pool"
-_ARGUMENTS = ("n", "count", "order", "keep", "kept", "sizes", "alignments", "starts", "neighbours", "limit",
-              "best_fit", "offsets", "placed", "busy_start", "busy_end", "critical")
-_POINTERS = {"order", "kept", "sizes", "alignments", "starts", "neighbours", "offsets", "placed", "busy_start",
-             "busy_end", "critical"}
-_POOL_ARGUMENTS = ("points", "count", "order", "starts", "below", "sizes", "alignments", "ends", "pool")
-GREEDY_SYMBOL = "pyocc_stacked_greedy"
-_GREEDY_ARGUMENTS = ("points", "count", "order", "reference", "use_gaps", "sizes", "alignments", "starts", "conflicts",
-                     "offsets", "ends", "placed", "chosen", "below", "by_end", "at", "floors")
-_GREEDY_INTEGERS = {"points", "count", "reference", "use_gaps"}
+@dataclass(frozen=True)
+class _Signature:
+    """One of the module's functions: its name, its arguments' names (the
+    `integers` are int64s, the others pointers) and whether it returns an
+    int64 (else nothing)."""
+
+    symbol: str
+    arguments: tuple[str, ...]
+    integers: frozenset[str]
+    returns_integer: bool
+
+    def declare(self, module: ir.Module) -> tuple[dict[str, ir.Value], IRWriter]:
+        """The function declared in `module`: its arguments by name, and a writer at its start."""
+        kinds = [I64 if name in self.integers else PTR for name in self.arguments]
+        function = ir.Function(module, ir.FunctionType(I64 if self.returns_integer else ir.VoidType(), kinds),
+                               name=self.symbol)
+        for argument, name in zip(function.args, self.arguments, strict=True):
+            argument.name = name
+        return dict(zip(self.arguments, function.args, strict=True)), IRWriter.for_function(function)
+
+    def bound(self, engine: Any) -> Callable[..., Any]:
+        """The compiled function in `engine`, callable from Python (ctypes)."""
+        kinds = [ctypes.c_int64 if name in self.integers else ctypes.c_void_p for name in self.arguments]
+        prototype = ctypes.CFUNCTYPE(ctypes.c_int64 if self.returns_integer else None, *kinds)
+        return prototype(engine.get_function_address(self.symbol))
 
 
-class _Writer:
-    """An IRBuilder with the few control-flow shapes the functions need:
-    variables (allocas, which LLVM keeps in registers), counted loops,
-    while loops and ifs, and int64 array access."""
-
-    def __init__(self, function: ir.Function):
-        # the entry block holds only the variables and a branch to the code
-        self.entry = function.append_basic_block("entry")
-        start = function.append_basic_block("start")
-        ir.IRBuilder(self.entry).branch(start)
-        self.b = ir.IRBuilder(start)
-
-    def variable(self, initial: ir.Value | int) -> ir.Value:
-        """An i64 variable (an alloca in the entry block), set to `initial` here."""
-        at_entry = ir.IRBuilder(self.entry)
-        at_entry.position_before(self.entry.terminator)
-        slot = at_entry.alloca(I64)
-        self.b.store(I64(initial) if isinstance(initial, int) else initial, slot)
-        return slot
-
-    def get(self, slot: ir.Value) -> ir.Value:
-        """A variable's value."""
-        return self.b.load(slot, typ=I64)
-
-    def set(self, slot: ir.Value, value: ir.Value | int) -> None:
-        """Assign a variable."""
-        self.b.store(I64(value) if isinstance(value, int) else value, slot)
-
-    def at(self, base: ir.Value, index: ir.Value, type: ir.Type = I64) -> ir.Value:
-        """The address of `base[index]`."""
-        return self.b.gep(base, [index], source_etype=type)
-
-    def load(self, base: ir.Value, index: ir.Value) -> ir.Value:
-        """`base[index]` of an int64 array."""
-        return self.b.load(self.at(base, index), typ=I64)
-
-    def store(self, value: ir.Value, base: ir.Value, index: ir.Value) -> None:
-        """`base[index] = value` in an int64 array."""
-        self.b.store(value, self.at(base, index))
-
-    @contextmanager
-    def counted(self, start: ir.Value | int, stop: ir.Value) -> Iterator[ir.Value]:
-        """`for (i = start; i < stop; i++)`; yields i."""
-        counter = self.variable(start)
-        with self.loop(lambda: self.b.icmp_signed("<", self.get(counter), stop)):
-            i = self.get(counter)
-            yield i
-            self.set(counter, self.b.add(i, I64(1)))
-
-    @contextmanager
-    def loop(self, condition: Callable[[], ir.Value]) -> Iterator[None]:
-        """`while (condition())`: the body is what the caller emits inside the `with`."""
-        b = self.b
-        header, body, after = (b.append_basic_block(name) for name in ("while", "do", "done"))
-        b.branch(header)
-        b.position_at_end(header)
-        b.cbranch(condition(), body, after)
-        b.position_at_end(body)
-        yield
-        b.branch(header)
-        b.position_at_end(after)
-
-    def round_up(self, value: ir.Value, alignment: ir.Value) -> ir.Value:
-        """The smallest multiple of `alignment` >= `value` (value >= 0,
-        alignment > 0): a mask where `alignment` is a power of two (every
-        fitted alignment is), a division otherwise."""
-        b = self.b
-        bumped = b.add(value, b.sub(alignment, I64(1)))
-        power = b.icmp_signed("==", b.and_(alignment, b.sub(alignment, I64(1))), I64(0))
-        masked = b.and_(bumped, b.neg(alignment))
-        with b.if_else(power) as (then, otherwise):
-            with then:
-                then_block = b.block
-            with otherwise:
-                divided = b.mul(b.udiv(bumped, alignment), alignment)
-                otherwise_block = b.block
-        result = b.phi(I64)
-        result.add_incoming(masked, then_block)
-        result.add_incoming(divided, otherwise_block)
-        return result
+PLACE = _Signature("pyocc_place", (
+    "n", "count", "order", "keep", "kept", "sizes", "alignments", "starts", "neighbours", "limit", "best_fit",
+    "offsets", "placed", "busy_start", "busy_end", "critical"), frozenset({"n", "count", "keep", "limit", "best_fit"}),
+    returns_integer=True)
+STACKED_POOL = _Signature("pyocc_stacked_pool", (
+    "points", "count", "order", "starts", "below", "sizes", "alignments", "ends", "pool"),
+    frozenset({"points", "count"}), returns_integer=False)
+STACKED_GREEDY = _Signature("pyocc_stacked_greedy", (
+    "points", "count", "order", "reference", "use_gaps", "sizes", "alignments", "starts", "conflicts", "offsets",
+    "ends", "placed", "chosen", "below", "by_end", "at", "floors"),
+    frozenset({"points", "count", "reference", "use_gaps"}), returns_integer=False)
 
 
 def planner_module() -> str:
-    """The LLVM IR of `pyocc_place` and `pyocc_stacked_pool` (the module docstring)."""
+    """The LLVM IR of `pyocc_place`, `pyocc_stacked_pool` and `pyocc_stacked_greedy` (the module docstring)."""
     module = ir.Module(name="pyocc_planner")
     _emit_place(module)
     _emit_stacked_pool(module)
@@ -206,12 +150,7 @@ def planner_module() -> str:
 
 def _emit_place(module: ir.Module) -> None:
     """`pyocc_place` (the module docstring) in `module`."""
-    types = [PTR if name in _POINTERS else I64 for name in _ARGUMENTS]
-    function = ir.Function(module, ir.FunctionType(I64, types), name=SYMBOL)
-    for argument, name in zip(function.args, _ARGUMENTS, strict=True):
-        argument.name = name
-    a = dict(zip(_ARGUMENTS, function.args, strict=True))
-    w = _Writer(function)
+    a, w = PLACE.declare(module)
     b = w.b
     with w.counted(0, a["n"]) as i:
         b.store(I8(0), w.at(a["placed"], i, I8))
@@ -247,12 +186,7 @@ def _emit_place(module: ir.Module) -> None:
 
 def _emit_stacked_pool(module: ir.Module) -> None:
     """`pyocc_stacked_pool` (the module docstring) in `module`."""
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
-        PTR if name not in ("points", "count") else I64 for name in _POOL_ARGUMENTS]), name=POOL_SYMBOL)
-    for argument, name in zip(function.args, _POOL_ARGUMENTS, strict=True):
-        argument.name = name
-    a = dict(zip(_POOL_ARGUMENTS, function.args, strict=True))
-    w = _Writer(function)
+    a, w = STACKED_POOL.declare(module)
     b = w.b
     points = a["points"]
     with w.counted(0, points) as g:
@@ -281,12 +215,7 @@ def _emit_stacked_pool(module: ir.Module) -> None:
 
 def _emit_stacked_greedy(module: ir.Module) -> None:
     """`pyocc_stacked_greedy` (the module docstring) in `module`."""
-    function = ir.Function(module, ir.FunctionType(ir.VoidType(), [
-        I64 if name in _GREEDY_INTEGERS else PTR for name in _GREEDY_ARGUMENTS]), name=GREEDY_SYMBOL)
-    for argument, name in zip(function.args, _GREEDY_ARGUMENTS, strict=True):
-        argument.name = name
-    a = dict(zip(_GREEDY_ARGUMENTS, function.args, strict=True))
-    w = _Writer(function)
+    a, w = STACKED_GREEDY.declare(module)
     b = w.b
     points = a["points"]
 
@@ -328,7 +257,7 @@ def _emit_stacked_greedy(module: ir.Module) -> None:
     b.ret_void()
 
 
-def _lowest_gap(w: _Writer, a: dict[str, ir.Value], i: ir.Value, first: ir.Value, found: ir.Value,
+def _lowest_gap(w: IRWriter, a: dict[str, ir.Value], i: ir.Value, first: ir.Value, found: ir.Value,
                 chosen: ir.Value, cell: Callable[[ir.Value, ir.Value], ir.Value]) -> None:
     """pyocc.planning.symbolic._lowest_gap for buffer `i`, whose `found`
     placed conflicts are in ``below[first:]``: where a lower gap works at
@@ -384,7 +313,7 @@ def _lowest_gap(w: _Writer, a: dict[str, ir.Value], i: ir.Value, first: ir.Value
         w.set(m, b.add(now, I64(1)))
 
 
-def _gap_everywhere(w: _Writer, a: dict[str, ir.Value], i: ir.Value, m: ir.Value, found: ir.Value,
+def _gap_everywhere(w: IRWriter, a: dict[str, ir.Value], i: ir.Value, m: ir.Value, found: ir.Value,
                     chosen: ir.Value, decided: ir.Value, cell: Callable[[ir.Value, ir.Value], ir.Value]) -> None:
     """Whether buffer `i` fits above the first `m` conflicts by end and
     below the others at every point; if so, they are `chosen` (written by
@@ -428,7 +357,7 @@ def _gap_everywhere(w: _Writer, a: dict[str, ir.Value], i: ir.Value, m: ir.Value
         w.set(decided, 1)
 
 
-def _place_one(w: _Writer, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
+def _place_one(w: IRWriter, a: dict[str, ir.Value], i: ir.Value, size: ir.Value, offset: ir.Value) -> None:
     """Set `offset` to buffer `i`'s first-fit (best-fit) offset among its placed neighbours."""
     b = w.b
     busy = w.variable(0)  # how many of busy_start/busy_end are filled
@@ -487,25 +416,37 @@ _KEEP_ALIVE: list[Any] = []
 
 @functools.cache
 def _compiled() -> tuple[Callable[..., int], Callable[..., None], Callable[..., None]]:
-    """`pyocc_place` and `pyocc_stacked_pool`, JIT-compiled (once a
-    process; the object cache may hold them)."""
+    """`pyocc_place`, `pyocc_stacked_pool` and `pyocc_stacked_greedy`,
+    JIT-compiled (once a process; the object cache may hold them)."""
     engine, _ = jit_module(planner_module())
     _KEEP_ALIVE.append(engine)
-    first_fit = ctypes.CFUNCTYPE(ctypes.c_int64, *[
-        ctypes.c_void_p if name in _POINTERS else ctypes.c_int64 for name in _ARGUMENTS])
-    stacked_pool = ctypes.CFUNCTYPE(None, *[
-        ctypes.c_int64 if name in ("points", "count") else ctypes.c_void_p for name in _POOL_ARGUMENTS])
-    stacked_greedy = ctypes.CFUNCTYPE(None, *[
-        ctypes.c_int64 if name in _GREEDY_INTEGERS else ctypes.c_void_p for name in _GREEDY_ARGUMENTS])
-    return (first_fit(engine.get_function_address(SYMBOL)),
-            stacked_pool(engine.get_function_address(POOL_SYMBOL)),
-            stacked_greedy(engine.get_function_address(GREEDY_SYMBOL)))
+    return PLACE.bound(engine), STACKED_POOL.bound(engine), STACKED_GREEDY.bound(engine)
 
 
 def compiled() -> bool:
     """Whether this process has JIT-compiled the planner's functions (a
-    `Placer` and `stacked_pool` need them)."""
+    `Placer`, `stacked_pool` and `stacked_greedy` need them)."""
     return _compiled.cache_info().currsize > 0
+
+
+def _flattened(lists: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, items): `lists` as one int64 array, list k in
+    ``items[starts[k]:starts[k + 1]]`` (items holds one 0 when every list
+    is empty, so that it has an address)."""
+    starts = np.zeros(len(lists) + 1, dtype=np.int64)
+    np.cumsum([len(items) for items in lists], out=starts[1:])
+    items = np.fromiter(itertools.chain.from_iterable(lists), dtype=np.int64, count=int(starts[-1]))
+    return starts, items if len(items) else np.zeros(1, dtype=np.int64)
+
+
+def _layout_arguments(function: str, sizes: np.ndarray, alignments: np.ndarray, lists: Sequence[Sequence[int]],
+                      order: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The int64 arrays `stacked_pool` and `stacked_greedy` pass: (sizes,
+    alignments, starts, items of `lists`, order), checked."""
+    if len(order) != sizes.shape[0] or alignments.shape != sizes.shape:
+        raise ValueError(f"{function} places every buffer once, with a size and an alignment at every point")
+    return (np.ascontiguousarray(sizes, dtype=np.int64), np.ascontiguousarray(alignments, dtype=np.int64),
+            *_flattened(lists), np.asarray(order, dtype=np.int64))
 
 
 def stacked_pool(sizes: np.ndarray, alignments: np.ndarray, below: Sequence[Sequence[int]],
@@ -514,19 +455,12 @@ def stacked_pool(sizes: np.ndarray, alignments: np.ndarray, below: Sequence[Sequ
     the buffers ``below[i]``, placed in `order` (every buffer once);
     `sizes` and `alignments` are int64 arrays, a row per buffer and a
     column per point (the module docstring)."""
+    sizes, alignments, starts, items, order_array = _layout_arguments("stacked_pool", sizes, alignments, below, order)
     count, points = sizes.shape
-    if len(order) != count or alignments.shape != sizes.shape:
-        raise ValueError("stacked_pool places every buffer once, with a size and an alignment at every point")
-    sizes, alignments = np.ascontiguousarray(sizes, dtype=np.int64), np.ascontiguousarray(alignments, dtype=np.int64)
-    starts = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum([len(under) for under in below], out=starts[1:])
-    flat = np.fromiter(itertools.chain.from_iterable(below), dtype=np.int64, count=int(starts[-1]))
-    order_array = np.asarray(order, dtype=np.int64)
     ends = np.empty_like(sizes)
     pool = np.empty(points, dtype=np.int64)
-    _compiled()[1](points, count, order_array.ctypes.data, starts.ctypes.data,
-                   (flat if len(flat) else starts).ctypes.data, sizes.ctypes.data, alignments.ctypes.data,
-                   ends.ctypes.data, pool.ctypes.data)
+    _compiled()[1](points, count, order_array.ctypes.data, starts.ctypes.data, items.ctypes.data, sizes.ctypes.data,
+                   alignments.ctypes.data, ends.ctypes.data, pool.ctypes.data)
     return pool
 
 
@@ -541,26 +475,21 @@ def stacked_greedy(sizes: np.ndarray, alignments: np.ndarray, conflicts: Sequenc
     left out), or, with `use_gaps`, on the fewest of them, by end at point
     `reference`, whose top leaves it a gap below the others at every
     point; `sizes` and `alignments` as for `stacked_pool`."""
+    sizes, alignments, starts, items, order_array = _layout_arguments("stacked_greedy", sizes, alignments,
+                                                                      conflicts, order)
     count, points = sizes.shape
-    if len(order) != count or alignments.shape != sizes.shape:
-        raise ValueError("stacked_greedy places every buffer once, with a size and an alignment at every point")
-    sizes, alignments = np.ascontiguousarray(sizes, dtype=np.int64), np.ascontiguousarray(alignments, dtype=np.int64)
-    starts = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum([len(c) for c in conflicts], out=starts[1:])
-    flat = np.fromiter(itertools.chain.from_iterable(conflicts), dtype=np.int64, count=int(starts[-1]))
     widest = max(max((len(c) for c in conflicts), default=0), 1)
-    order_array = np.asarray(order, dtype=np.int64)
     offsets, ends = np.empty_like(sizes), np.empty_like(sizes)
     placed = np.zeros(max(count, 1), dtype=np.int8)
     chosen = np.zeros(max(count, 1), dtype=np.int64)
-    below = np.zeros(max(len(flat), 1), dtype=np.int64)
+    below = np.zeros_like(items)
     by_end, at, floors = (np.zeros(widest + 1, dtype=np.int64) for _ in range(3))
     _compiled()[2](points, count, order_array.ctypes.data, reference, int(use_gaps), sizes.ctypes.data,
-                   alignments.ctypes.data, starts.ctypes.data, (flat if len(flat) else below).ctypes.data,
-                   offsets.ctypes.data, ends.ctypes.data, placed.ctypes.data, chosen.ctypes.data, below.ctypes.data,
-                   by_end.ctypes.data, at.ctypes.data, floors.ctypes.data)
+                   alignments.ctypes.data, starts.ctypes.data, items.ctypes.data, offsets.ctypes.data,
+                   ends.ctypes.data, placed.ctypes.data, chosen.ctypes.data, below.ctypes.data, by_end.ctypes.data,
+                   at.ctypes.data, floors.ctypes.data)
     listed = below.tolist()
-    return tuple(tuple(listed[start:start + n]) for start, n in zip(starts.tolist(), chosen.tolist()))
+    return tuple(tuple(listed[start:start + n]) for start, n in zip(starts.tolist()[:count], chosen.tolist()))
 
 
 class Placer:
@@ -569,21 +498,18 @@ class Placer:
 
     def __init__(self, sizes: Sequence[int], alignments: Sequence[int], adjacency: Sequence[Sequence[int]]):
         self.n = len(sizes)
-        starts = [0]
-        for neighbours in adjacency:
-            starts.append(starts[-1] + len(neighbours))
         widest = max(map(len, adjacency), default=0)
+        # the offsets and the top buffers in arrays the hill climb copies and reads at C speed
         self.offsets = array("q", bytes(8 * max(self.n, 1)))
         self.critical = array("q", bytes(8 * (self.n + 1)))
-        self._arrays = [  # kept alive here: the function gets their addresses
-            array("q", sizes), array("q", alignments), array("q", starts),
-            array("q", [j for neighbours in adjacency for j in neighbours] or [0]), self.offsets,
-            array("b", bytes(max(self.n, 1))), array("q", bytes(8 * max(widest, 1))),
-            array("q", bytes(8 * max(widest, 1))), self.critical]
-        sizes_at, alignments_at, starts_at, neighbours_at, offsets_at, placed_at, busy_start_at, busy_end_at, \
-            critical_at = map(_address, self._arrays)
-        self._problem = (sizes_at, alignments_at, starts_at, neighbours_at)
-        self._outputs = (offsets_at, placed_at, busy_start_at, busy_end_at, critical_at)
+        # kept alive here: the function gets their addresses
+        self._problem_arrays = [np.asarray(sizes, dtype=np.int64), np.asarray(alignments, dtype=np.int64),
+                                *_flattened(adjacency)]
+        self._scratch = [np.zeros(max(self.n, 1), dtype=np.int8), np.zeros(max(widest, 1), dtype=np.int64),
+                         np.zeros(max(widest, 1), dtype=np.int64)]
+        placed_at, busy_start_at, busy_end_at = (values.ctypes.data for values in self._scratch)
+        self._problem = tuple(values.ctypes.data for values in self._problem_arrays)
+        self._outputs = (_address(self.offsets), placed_at, busy_start_at, busy_end_at, _address(self.critical))
         self._function = _compiled()[0]
 
     def place(self, order: array, limit: int, keep: int = 0, kept: array | None = None,

@@ -118,10 +118,10 @@ def test_placing_within_a_limit_is_the_placement_or_none(problem: Problem, rng, 
     prep = PreparedProblem(problem)
     order = size_order(prep)
     rng.shuffle(order)
-    before = place_in_order(prep, order)
+    before = place_in_order(prep, order, engine="graph")
     keep = min(keep, len(order))
     changed = order[:keep] + rng.sample(order[keep:], len(order) - keep)
-    whole = place_in_order(prep, changed)
+    whole = place_in_order(prep, changed, engine="graph")
     within = place_within(prep, changed, limit, keep=keep, kept=before)
     assert within == (whole if prep.pool_size(whole) <= limit else None)
 
@@ -157,7 +157,7 @@ def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) 
     """The hill climb as TVM USMP words it, every trial placed whole: the
     definition the quicker ``hill_climb_offsets`` must agree with."""
     order = size_order(prep)
-    current = place_in_order(prep, order)
+    current = place_in_order(prep, order, engine="graph")  # Python's graph engine: the definition
     best, best_size = current, prep.pool_size(current)
     bound = lower_bound(prep.problem)
     rng = random.Random(seed)
@@ -173,7 +173,7 @@ def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) 
         else:
             a, b = rng.randrange(len(order)), rng.randrange(len(order))
             trial[a], trial[b] = trial[b], trial[a]
-        placed = place_in_order(prep, trial)
+        placed = place_in_order(prep, trial, engine="graph")
         size = prep.pool_size(placed)
         if size <= top:
             order, current = trial, placed
