@@ -13,7 +13,9 @@ other undefined symbol is an error, not a silent lookup in the process.
 Every module is optimised by LLVM's pipeline at O3 for the host CPU (its
 name and features), so the native kernels' loops are vectorised; the host
 code of target cuda, library calls one after another, is compiled without
-optimising (CALLS_ONLY_SPEED_LEVEL, pyocc.runtime.cuda_model).
+optimising (CALLS_ONLY_SPEED_LEVEL, pyocc.runtime.cuda_model), and the
+memory planner's functions, which Python calls, are only simplified
+(SIMPLIFY_SPEED_LEVEL, pyocc.runtime.planner_native).
 
 The native kernels of a model come as modules of their own (one LLVM IR
 text per kernel), JIT-compiled one by one and cached in the process by
@@ -78,6 +80,14 @@ SPEED_LEVEL = 3
 #: host side of target cuda): nothing to vectorise, and O3 and its code
 #: generator cost two CPU seconds on DenseNet-121's 28,000 lines
 CALLS_ONLY_SPEED_LEVEL = 0
+#: ... and for code whose time goes into being called, not into its loops
+#: (the memory planner's functions, pyocc.runtime.planner_native, called
+#: from Python tens of thousands of times a compile on a few hundred
+#: buffers): `simplify` only (its variables in registers) and the code
+#: generator at O1. On the planner's 960 lines that compiles in 0.06-0.10
+#: CPU s, where LLVM's O1 or O3 pipeline took 0.3-0.4 and planned T5's
+#: sequence no faster (0.69-0.80 s either way)
+SIMPLIFY_SPEED_LEVEL = 1
 
 #: the code model of everything JIT-compiled in this process. MCJIT maps a
 #: module's code and its data (constant pools, the GOT) apart, wherever the
@@ -139,16 +149,35 @@ def _target_machine(codemodel: str = "default", speed_level: int = SPEED_LEVEL) 
     return target.create_target_machine(cpu=cpu, features=features, opt=speed_level, reloc="pic", codemodel=codemodel)
 
 
-def optimize(module: Any, machine: Any) -> None:
+def optimize(module: Any, machine: Any, speed_level: int = SPEED_LEVEL) -> None:
     """Run LLVM's default module pipeline at SPEED_LEVEL on `module` for
-    `machine`, loop and SLP vectorisation on. (A change here changes the
-    object code: bump object_cache.CACHE_FORMAT.)"""
+    `machine`, loop and SLP vectorisation on; at SIMPLIFY_SPEED_LEVEL,
+    `simplify`; at 0, nothing. (A change here changes the object code:
+    bump object_cache.CACHE_FORMAT.)"""
+    if speed_level == 0:
+        return
+    if speed_level == SIMPLIFY_SPEED_LEVEL:
+        simplify(module, machine)
+        return
     llvm = _llvm()
     options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
     options.loop_vectorization = True
     options.slp_vectorization = True
     builder = llvm.create_pass_builder(machine, options)
     builder.getModulePassManager().run(module, builder)
+
+
+def simplify(module: Any, machine: Any) -> None:
+    """Promote `module`'s stack variables to registers (SROA), combine
+    instructions and simplify the control flow, no more: what makes
+    IRWriter's variables (allocas, pyocc.runtime.ir_writer) registers."""
+    llvm = _llvm()
+    builder = llvm.create_pass_builder(machine, llvm.create_pipeline_tuning_options(speed_level=1))
+    passes = llvm.create_new_module_pass_manager()
+    passes.add_sroa_pass()
+    passes.add_instruction_combine_pass()
+    passes.add_simplify_cfg_pass()
+    passes.run(module, builder)
 
 
 def _parsed(llvm_ir: str, machine: Any) -> Any:
@@ -162,16 +191,15 @@ def _parsed(llvm_ir: str, machine: Any) -> Any:
 
 def optimized_module(llvm_ir: str, machine: Any, bind: Callable[[Any], None] | None = None,
                      before_optimize: bool = False, speed_level: int = SPEED_LEVEL) -> Any:
-    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize`;
-    not at all with `speed_level` 0) and let `bind` resolve its external
+    """Parse and verify `llvm_ir` for `machine`, optimise it (`optimize` at
+    `speed_level`) and let `bind` resolve its external
     symbols (llvm.add_symbol; before optimising with `before_optimize`):
     the module, ready for codegen. A `bind` run after optimising must not
     change the module (the object cache's key is the text before)."""
     module = _parsed(llvm_ir, machine)
     if bind is not None and before_optimize:
         bind(module)
-    if speed_level > 0:
-        optimize(module, machine)
+    optimize(module, machine, speed_level)
     if bind is not None and not before_optimize:
         bind(module)
     return module
@@ -261,8 +289,7 @@ def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_o
         optimised = _OptimisedOnDemand(lambda: optimized_module(llvm_ir, _target_machine(JIT_CODE_MODEL, speed_level),
                                                                 bind, before_optimize, speed_level))
         return engine, optimised
-    if speed_level > 0:
-        optimize(module, machine)
+    optimize(module, machine, speed_level)
     if bind is not None and not before_optimize:
         bind(module)
     engine = llvm.create_mcjit_compiler(module, machine)

@@ -11,7 +11,8 @@ symbolic planner's 16 searches over a second (issue #21); here it is a few
 of pyocc.planning.placement's graph engine (first fit, or best fit: the
 smallest gap that fits; tests compare the two). The functions below are
 written once in LLVM IR with llvmlite and JIT-compiled together, once a
-process (pyocc.runtime.jit, whose object cache keeps them), by the first
+process, simplified but not optimised further (pyocc.runtime.jit's
+SIMPLIFY_SPEED_LEVEL; its object cache keeps them), by the first
 hill climb that runs long (pyocc.planning.algorithms.NATIVE_AFTER_TRIALS);
 until then, and where the graph engine does not place, the planner's
 Python does the same work:
@@ -97,7 +98,7 @@ import llvmlite.ir as ir
 import numpy as np
 
 from pyocc.runtime.ir_writer import I8, I64, PTR, IRWriter
-from pyocc.runtime.jit import jit_module
+from pyocc.runtime.jit import SIMPLIFY_SPEED_LEVEL, jit_module
 
 @dataclass(frozen=True)
 class _Signature:
@@ -195,7 +196,7 @@ def _emit_stacked_pool(module: ir.Module) -> None:
         i = w.load(a["order"], k)
         first, last = w.load(a["starts"], i), w.load(a["starts"], b.add(i, I64(1)))
         row = b.gep(a["ends"], [b.mul(i, points)], source_etype=I64)
-        # row by row, so that LLVM vectorises each loop over the points
+        # row by row: each loop over the points reads and writes contiguous memory
         with w.counted(0, points) as g:
             w.store(I64(0), row, g)
         with w.counted(first, last) as e:
@@ -418,7 +419,7 @@ _KEEP_ALIVE: list[Any] = []
 def _compiled() -> tuple[Callable[..., int], Callable[..., None], Callable[..., None]]:
     """`pyocc_place`, `pyocc_stacked_pool` and `pyocc_stacked_greedy`,
     JIT-compiled (once a process; the object cache may hold them)."""
-    engine, _ = jit_module(planner_module())
+    engine, _ = jit_module(planner_module(), speed_level=SIMPLIFY_SPEED_LEVEL)
     _KEEP_ALIVE.append(engine)
     return PLACE.bound(engine), STACKED_POOL.bound(engine), STACKED_GREEDY.bound(engine)
 

@@ -5,6 +5,7 @@ the pass's errors for what it cannot lower."""
 
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -313,3 +314,45 @@ def test_a_model_on_threads_shares_no_kernel(tmp_path: Path) -> None:
     again = pyocc.compile(model, memory="pool")
     assert again.native.kernels.keys() == one.native.kernels.keys()
     assert jit._kernels.keys() == cached.keys(), "the one-thread compile compiled a kernel again"
+
+
+#: f(p, n): p[i] *= 2 for i < n, its counter a stack variable (as
+#: pyocc.runtime.ir_writer.IRWriter writes variables)
+DOUBLE_LOOP = """
+define void @"f"(ptr %p, i64 %n) {
+entry:
+  %i = alloca i64
+  store i64 0, ptr %i
+  br label %test
+test:
+  %k = load i64, ptr %i
+  %more = icmp ult i64 %k, %n
+  br i1 %more, label %body, label %done
+body:
+  %a = getelementptr float, ptr %p, i64 %k
+  %v = load float, ptr %a
+  %d = fmul float %v, 2.0
+  store float %d, ptr %a
+  %j = add i64 %k, 1
+  store i64 %j, ptr %i
+  br label %test
+done:
+  ret void
+}
+"""
+
+
+@pytest.mark.parametrize("level", [jit.SPEED_LEVEL, jit.SIMPLIFY_SPEED_LEVEL, jit.CALLS_ONLY_SPEED_LEVEL])
+def test_each_speed_level_runs_its_own_pipeline(level: int) -> None:
+    """SIMPLIFY_SPEED_LEVEL (the planner's functions) puts stack variables
+    in registers and vectorises nothing; SPEED_LEVEL (the kernels)
+    vectorises the loop; CALLS_ONLY_SPEED_LEVEL leaves the module as it is.
+    The code each compiles doubles the array."""
+    module = str(jit.optimized_module(DOUBLE_LOOP, jit._target_machine(jit.JIT_CODE_MODEL, level), speed_level=level))
+    assert ("alloca" in module) == (level == jit.CALLS_ONLY_SPEED_LEVEL)
+    assert ("x float>" in module) == (level == jit.SPEED_LEVEL)
+    engine, _ = jit.jit_module(DOUBLE_LOOP, speed_level=level)
+    f = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("f"))
+    x = np.arange(37, dtype=np.float32)
+    f(x.ctypes.data, x.size)
+    np.testing.assert_array_equal(x, 2 * np.arange(37, dtype=np.float32))
