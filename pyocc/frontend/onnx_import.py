@@ -166,6 +166,15 @@ def element_type(onnx_type: int) -> Attribute:
     return table[onnx_type]
 
 
+@functools.lru_cache(maxsize=1 << 14)
+def tensor_type(element: Attribute, shape: tuple[int, ...]) -> TensorType:
+    """``TensorType(element, shape)``, made once (attributes are immutable):
+    shape inference types every tensor of the model again in each of its
+    rounds, and verifying a new type each time was a quarter of an import
+    at a symbolic compile's later probes."""
+    return TensorType(element, shape)
+
+
 def numpy_dtype_of(t: Attribute) -> Any:
     """The numpy dtype of an xDSL element type the frontend produces."""
     table = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i64": np.int64, "i32": np.int32,
@@ -732,7 +741,7 @@ class _Importer:
             if any(d < 0 for d in dims):
                 continue
             _check_size(vi.name, dims, tt.elem_type)
-            self.types[vi.name] = TensorType(element_type(tt.elem_type), dims)
+            self.types[vi.name] = tensor_type(element_type(tt.elem_type), tuple(dims))
         for name, v in self.consts.items():
             if name not in self.types:
                 if isinstance(v, Splat):
