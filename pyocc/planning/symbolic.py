@@ -696,7 +696,8 @@ class _Planner:
         `static` (made once: it does not depend on the range it is used over)."""
         key = (tuple(sorted(values.items())), plan.algorithm)
         if key not in self.stacked_layouts:
-            self.stacked_layouts[key] = _stacked(self.problem, values, plan)
+            sizes = [b.size for b in self.prepared[key[0]].problem.buffers]  # the static problem's there
+            self.stacked_layouts[key] = _stacked(self.problem, sizes, plan)
         return self.stacked_layouts[key]
 
     def pool(self, grid: Mapping[str, np.ndarray], sizes: list[np.ndarray], layout: _Shape) -> np.ndarray:
@@ -1139,9 +1140,9 @@ def _width(piece: Piece) -> int:
     return math.prod(high - low + 1 for low, high in piece.ranges.values())
 
 
-def _stacked(problem: SymbolicProblem, point: Mapping[str, int], plan: Plan) -> _Shape:
+def _stacked(problem: SymbolicProblem, sizes: Sequence[int], plan: Plan) -> _Shape:
     """(below, order) of `plan`, a static plan of
-    the problem at `point`, made symbolic: every buffer sits on the
+    the problem at a point where its buffers' sizes are `sizes`, made symbolic: every buffer sits on the
     conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
     valid at every point, and at the static plan's own point it is no larger.
@@ -1150,7 +1151,7 @@ def _stacked(problem: SymbolicProblem, point: Mapping[str, int], plan: Plan) -> 
     or below ``i``'s offset.)"""
     buffers = problem.buffers
     start = [plan.offsets[b.name] for b in buffers]
-    ends = [start[i] + b.size.evaluate(point) for i, b in enumerate(buffers)]
+    ends = [offset + size for offset, size in zip(start, sizes, strict=True)]
     order = sorted(range(len(buffers)), key=lambda i: (start[i], ends[i], i))
     position = np.empty(len(buffers), dtype=np.int64)
     position[order] = np.arange(len(buffers))

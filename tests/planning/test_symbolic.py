@@ -489,7 +489,7 @@ def test_candidate_layouts_and_pools_are_the_plain_ones(path: Path) -> None:
         point = {"sequence": int(grid["sequence"][length // 2])}
         plan = plan_memory(problem.at(point), "greedy-by-size")
         alignments = symbolic._alignments(problem, sizes)
-        below, order = symbolic._stacked(problem, point, plan)
+        below, order = symbolic._stacked(problem, [b.size for b in problem.at(point).buffers], plan)
         pool = symbolic._pool(sizes, alignments, below, order)
         buffers = problem.buffers
         offset = [plan.offsets[b.name] for b in buffers]
@@ -522,7 +522,7 @@ def test_a_part_reads_its_pools_off_the_whole_range(high: int) -> None:
     point = {"sequence": 17}
     plan = planner.static(point, "greedy-by-size")
     layout = planner.stacked(point, plan)
-    assert layout == symbolic._stacked(whole, point, plan)
+    assert layout == symbolic._stacked(whole, [b.size.evaluate(point) for b in whole.buffers], plan)
     greedy = symbolic._greedy(whole, planner.sizes, planner.alignments, planner.overlapping, 0, use_gaps=False)
     for part in ((1, high), (1, 8), (9, 12), (13, high)):
         problem = whole.within({"sequence": part})

@@ -119,7 +119,8 @@ class RulePattern(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         """Match the rule at `op` (its root), check it, replace the matched ops."""
-        if not isinstance(op, d.DnnComputeOp) or len(op.results) != 1:
+        # the root's class first: each rule is tried at every op, and most ops are no root of it
+        if type(op) not in self.rule.match.classes or len(op.results) != 1:
             return
         m = match_op(self.rule.match, op, Match(op))
         if m is None or not intermediates_are_private(m) or not inputs_come_from_outside(m):
