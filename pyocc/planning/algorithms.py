@@ -23,9 +23,9 @@ from __future__ import annotations
 import heapq
 import random
 import time
-from array import array
 from bisect import bisect_left
 from collections.abc import Callable, MutableSequence, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,14 +33,23 @@ from .bounds import lower_bound
 from .placement import choose_gap, native_placer, place_in_order, place_within
 from .prepared import PreparedProblem, round_up
 
+if TYPE_CHECKING:
+    from pyocc.runtime.planner_native import Climb
+
+NATIVE_CLIMB_CHUNK = 64
+"""Trials the native climb runs per call (about 0.2 ms on T5's 151
+buffers): the time budget is looked at between calls, where the Python
+loop looked at it before each trial."""
+
 NATIVE_AFTER_TRIALS = 200
-"""The hill climb places its trials in Python until this many, then with
-the native first fit (pyocc.runtime.planner_native), which costs about 0.1 s
-to JIT-compile once a process: a short climb (most static plans that do
-not meet the bound at once: DenseNet-121's takes 7 ms) never pays it, a
-long one (the symbolic planner's, 1,000 to 2,000 trials each) places
-7 to 8 times quicker. Once compiled, every climb places natively
-from its first trial. The offsets are the same either way."""
+"""The hill climb runs its trials in Python until this many, then
+natively (pyocc.runtime.planner_native: the same trials, from the same
+random numbers), which costs about 0.1 s to JIT-compile once a process: a
+short climb (most static plans that do not meet the bound at once:
+DenseNet-121's takes 7 ms) never pays it, a long one (the symbolic
+planner's, 1,000 to 2,000 trials each) runs about 15 times quicker
+(T5's: 60 µs a trial in Python, 4 natively). Once compiled, every climb
+runs natively from its first trial. The offsets are the same either way."""
 
 # ---------------------------------------------------------------- orders
 
@@ -113,18 +122,18 @@ def hill_climb_offsets(
     bound = lower_bound(prep) if bound is None else bound
     rng = random.Random(seed)
     sizes = prep.sizes
-    native = None
     # the pool's top and the positions of the buffers that reach it change only when a trial is kept
     top = best_size
     critical = [p for p, i in enumerate(order) if current[i] + sizes[i] == top]
     for step in range(max_iterations):
         if len(order) < 2 or best_size <= bound or time.perf_counter() > deadline:
             break
-        if native is None and (step == 0 or step == NATIVE_AFTER_TRIALS):
+        if step in (0, NATIVE_AFTER_TRIALS):
             # natively from the first trial once compiled in this process; a long climb compiles it
             native = native_placer(prep, compile=step > 0)
-            if native is not None:  # int64 arrays: what the native placement reads, copied at C speed
-                order, current = array("q", order), array("q", current)
+            if native is not None:
+                return _climb_natively(native.climb(order, current, best, critical, top, best_size, rng),
+                                       max_iterations - step, bound, deadline)
         trial = order[:]
         position = rng.choice(critical)
         if position > 0 and rng.random() < 0.5:
@@ -136,21 +145,28 @@ def hill_climb_offsets(
             changed = min(a, b)
         # Buffers before the first changed position land where they were; a
         # trial whose pool would grow is abandoned at the buffer that grows it.
-        if native is not None:
-            placed = native.place(trial, top, changed, current)
-            if placed is None:
-                continue
-            current, top, critical = placed
-        else:
-            offsets = place_within(prep, trial, top, keep=changed, kept=current)
-            if offsets is None:
-                continue
-            current, top = offsets, prep.pool_size(offsets)
-            critical = [p for p, i in enumerate(trial) if current[i] + sizes[i] == top]
+        offsets = place_within(prep, trial, top, keep=changed, kept=current)
+        if offsets is None:
+            continue
+        current, top = offsets, prep.pool_size(offsets)
+        critical = [p for p, i in enumerate(trial) if current[i] + sizes[i] == top]
         order = trial
         if top < best_size:
             best, best_size = current, top
     return list(best)
+
+
+def _climb_natively(climb: Climb, trials: int, bound: int, deadline: float) -> list[int]:
+    """The rest of a hill climb, `trials` trials at most, natively
+    (pyocc.runtime.planner_native.Climb: the Python loop's trials, from
+    the same random numbers), ``NATIVE_CLIMB_CHUNK`` at a time, the
+    deadline looked at between them; the best offsets."""
+    while trials > 0 and climb.best_size > bound and time.perf_counter() <= deadline:
+        ran = climb.run(min(trials, NATIVE_CLIMB_CHUNK), bound)
+        if ran == 0:
+            break  # at the bound, or no buffer at the top (an empty pool)
+        trials -= ran
+    return climb.best.tolist()
 
 
 # ---------------------------------------------------------------- Occamy

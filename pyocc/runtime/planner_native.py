@@ -1,6 +1,7 @@
 """The planner's hot loops as native code: placing an order's buffers
-first fit (or best fit), and the symbolic planner's stacked layouts (their
-pool at every value of a range, and its greedy layouts).
+first fit (or best fit), the hill climb's trials, and the symbolic
+planner's stacked layouts (their pool at every value of a range, and its
+greedy layouts).
 
 The hill climb (pyocc.planning.algorithms.hill_climb_offsets) places a
 trial order thousands of times per search, each buffer at the lowest
@@ -82,6 +83,28 @@ for T5's 36):
 With `use_gaps`, a buffer sits on the fewest of its placed conflicts, by
 their end at the reference, whose top leaves it a gap below the others at
 every point (`_lowest_gap`).
+
+The hill climb itself runs natively too, a chunk of trials per call: each
+trial draws the same random numbers its Python loop draws from
+``random.Random`` (CPython's Mersenne Twister: its 624 words and position,
+from ``getstate()``, twisted and tempered here as `_random` does; ``choice``
+and ``randrange`` are ``_randbelow``, the top bits of a word drawn until
+below n, and ``random() < 0.5`` is the top bit of the first of its two
+words), moves or swaps as the Python loop does, and places the trial with
+`pyocc_place`. The Python loop's trials cost about 10 µs each, 3 of them
+the call into `pyocc_place`; here about 4:
+
+    int64_t pyocc_climb(
+        int64_t trials, int64_t bound,  // at most this many; stop once the best pool is <= bound
+        int64_t n, int64_t count,  // buffers, and how many of them the order holds
+        int64_t *order,            // in/out: the climb's order
+        int64_t *trial,            // scratch, count
+        int64_t *current, int64_t *best,  // in/out: the current and the best offsets
+        int64_t *critical,         // in/out: positions of the buffers at the top, then -1
+        int64_t *status,           // in/out: the top of the current placement, the best pool
+        int64_t *state,            // in/out: the generator's 624 words and its position
+        ... the problem and scratch as for pyocc_place, and count + 1 more);
+    // the trials run
 """
 
 from __future__ import annotations
@@ -89,6 +112,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import itertools
+import random
 from array import array
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
@@ -139,18 +163,29 @@ STACKED_GREEDY = _Signature("pyocc_stacked_greedy", (
     "ends", "placed", "chosen", "below", "by_end", "at", "floors"),
     frozenset({"points", "count", "reference", "use_gaps"}), returns_integer=False)
 
+CLIMB = _Signature("pyocc_climb", (
+    "trials", "bound", "n", "count", "order", "trial", "current", "best", "critical", "status", "state",
+    "sizes", "alignments", "starts", "neighbours", "offsets", "placed", "busy_start", "busy_end", "found"),
+    frozenset({"trials", "bound", "n", "count"}), returns_integer=True)
+#: Python's Mersenne Twister (MT19937, as CPython's _random module runs it):
+#: its state words, the twist's constants and the tempering masks
+MT_WORDS, MT_SHIFT, MT_MATRIX, MT_UPPER, MT_LOWER = 624, 397, 0x9908B0DF, 0x80000000, 0x7FFFFFFF
+MT_TEMPER_B, MT_TEMPER_C = 0x9D2C5680, 0xEFC60000
+
 
 def planner_module() -> str:
     """The LLVM IR of `pyocc_place`, `pyocc_stacked_pool` and `pyocc_stacked_greedy` (the module docstring)."""
     module = ir.Module(name="pyocc_planner")
-    _emit_place(module)
+    place = _emit_place(module)
     _emit_stacked_pool(module)
     _emit_stacked_greedy(module)
+    next_word = _emit_next_word(module)
+    _emit_climb(module, place, next_word, _emit_random_below(module, next_word))
     return str(module)
 
 
-def _emit_place(module: ir.Module) -> None:
-    """`pyocc_place` (the module docstring) in `module`."""
+def _emit_place(module: ir.Module) -> ir.Function:
+    """`pyocc_place` (the module docstring) in `module`; returns it."""
     a, w = PLACE.declare(module)
     b = w.b
     with w.counted(0, a["n"]) as i:
@@ -183,6 +218,7 @@ def _emit_place(module: ir.Module) -> None:
             w.set(found, b.add(w.get(found), I64(1)))
     w.store(I64(-1), a["critical"], w.get(found))
     b.ret(w.get(pool))
+    return b.function
 
 
 def _emit_stacked_pool(module: ir.Module) -> None:
@@ -411,17 +447,136 @@ def _place_one(w: IRWriter, a: dict[str, ir.Value], i: ir.Value, size: ir.Value,
         w.set(offset, w.round_up(w.get(running), alignment))
 
 
+def _emit_next_word(module: ir.Module) -> ir.Function:
+    """`int64_t pyocc_next_word(int64_t *state)`: the next 32-bit word of
+    the Mersenne Twister whose 624 words and position are `state` (as
+    ``random.Random.getstate()[1]`` lists them), as CPython's
+    ``genrand_uint32`` makes it: all 624 words twisted at once when the
+    position reaches the end, then one tempered."""
+    function = ir.Function(module, ir.FunctionType(I64, [PTR]), name="pyocc_next_word")
+    function.linkage = "internal"
+    state = function.args[0]
+    w = IRWriter.for_function(function)
+    b = w.b
+    words = I64(MT_WORDS)
+
+    def word(k: ir.Value) -> ir.Value:
+        return w.load(state, b.urem(k, words))
+
+    with b.if_then(b.icmp_signed(">=", w.load(state, words), words)):
+        with w.counted(0, words) as k:
+            y = b.or_(b.and_(word(k), I64(MT_UPPER)), b.and_(word(b.add(k, I64(1))), I64(MT_LOWER)))
+            twisted = b.xor(word(b.add(k, I64(MT_SHIFT))), b.lshr(y, I64(1)))
+            odd = b.icmp_signed("!=", b.and_(y, I64(1)), I64(0))
+            w.store(b.select(odd, b.xor(twisted, I64(MT_MATRIX)), twisted), state, k)
+        w.store(I64(0), state, words)
+    position = w.load(state, words)
+    w.store(b.add(position, I64(1)), state, words)
+    y = w.load(state, position)
+    y = b.xor(y, b.lshr(y, I64(11)))
+    y = b.xor(y, b.and_(b.shl(y, I64(7)), I64(MT_TEMPER_B)))
+    y = b.xor(y, b.and_(b.shl(y, I64(15)), I64(MT_TEMPER_C)))
+    b.ret(b.xor(y, b.lshr(y, I64(18))))
+    return function
+
+
+def _emit_random_below(module: ir.Module, next_word: ir.Function) -> ir.Function:
+    """`int64_t pyocc_random_below(int64_t *state, int64_t n)`: Python's
+    ``Random._randbelow(n)`` for 0 < n < 2**32: the top ``n.bit_length()``
+    bits of the next word, drawn again until below `n`."""
+    function = ir.Function(module, ir.FunctionType(I64, [PTR, I64]), name="pyocc_random_below")
+    function.linkage = "internal"
+    state, n = function.args
+    w = IRWriter.for_function(function)
+    b = w.b
+    bits = b.sub(I64(64), b.ctlz(n, ir.IntType(1)(0)))
+    r = w.variable(b.lshr(b.call(next_word, [state]), b.sub(I64(32), bits)))
+    with w.loop(lambda: b.icmp_unsigned(">=", w.get(r), n)):
+        w.set(r, b.lshr(b.call(next_word, [state]), b.sub(I64(32), bits)))
+    b.ret(w.get(r))
+    return function
+
+
+def _emit_climb(module: ir.Module, place: ir.Function, next_word: ir.Function, random_below: ir.Function) -> None:
+    """`pyocc_climb` in `module`: up to `trials` trials of
+    pyocc.planning.algorithms.hill_climb_offsets, each drawing from the
+    same random numbers as its Python loop (`state`, the generator's
+    words), placed with `place` (the trial kept where its pool is no
+    larger: `order`, `current` and `critical` take it, `best` when smaller;
+    ``status`` holds the pool's top and the best pool); stops early once
+    the best pool is at most `bound`, or when no buffer is at the top.
+    Returns the trials run."""
+    a, w = CLIMB.declare(module)
+    b = w.b
+    state, count = a["state"], a["count"]
+    top, best_size = w.at(a["status"], I64(0)), w.at(a["status"], I64(1))
+    ran = w.variable(0)
+    tops = w.variable(0)
+
+    def copy(source: ir.Value, target: ir.Value, length: ir.Value) -> None:
+        with w.counted(0, length) as k:
+            w.store(w.load(source, k), target, k)
+
+    def go_on() -> ir.Value:
+        w.set(tops, 0)
+        with w.loop(lambda: b.icmp_signed(">=", w.load(a["critical"], w.get(tops)), I64(0))):
+            w.set(tops, b.add(w.get(tops), I64(1)))
+        return b.and_(b.and_(b.icmp_signed("<", w.get(ran), a["trials"]),
+                             b.icmp_signed(">", b.load(best_size, typ=I64), a["bound"])),
+                      b.icmp_signed(">", w.get(tops), I64(0)))
+
+    with w.loop(go_on):
+        w.set(ran, b.add(w.get(ran), I64(1)))
+        copy(a["order"], a["trial"], count)
+        position = w.load(a["critical"], b.call(random_below, [state, w.get(tops)]))
+        move = w.variable(0)
+        with b.if_then(b.icmp_signed(">", position, I64(0))):
+            # random() < 0.5: its first word's top bit is clear (the second word is drawn all the same)
+            first = b.call(next_word, [state])
+            b.call(next_word, [state])
+            w.set(move, b.zext(b.icmp_unsigned("<", first, I64(1 << 31)), I64))
+        changed = w.variable(0)
+        with b.if_else(b.icmp_signed("!=", w.get(move), I64(0))) as (moved, swapped):
+            with moved:
+                # trial.insert(changed, trial.pop(position))
+                w.set(changed, b.call(random_below, [state, position]))
+                k = w.variable(position)
+                with w.loop(lambda: b.icmp_signed(">", w.get(k), w.get(changed))):
+                    w.store(w.load(a["trial"], b.sub(w.get(k), I64(1))), a["trial"], w.get(k))
+                    w.set(k, b.sub(w.get(k), I64(1)))
+                w.store(w.load(a["order"], position), a["trial"], w.get(changed))
+            with swapped:
+                x = b.call(random_below, [state, count])
+                y = b.call(random_below, [state, count])
+                held = w.load(a["trial"], x)
+                w.store(w.load(a["trial"], y), a["trial"], x)
+                w.store(held, a["trial"], y)
+                w.set(changed, b.select(b.icmp_signed("<", x, y), x, y))
+        pool = b.call(place, [a["n"], count, a["trial"], w.get(changed), a["current"], a["sizes"], a["alignments"],
+                              a["starts"], a["neighbours"], b.load(top, typ=I64), I64(0), a["offsets"], a["placed"],
+                              a["busy_start"], a["busy_end"], a["found"]])
+        with b.if_then(b.icmp_signed(">=", pool, I64(0))):
+            copy(a["offsets"], a["current"], a["n"])
+            copy(a["trial"], a["order"], count)
+            copy(a["found"], a["critical"], b.add(count, I64(1)))
+            b.store(pool, top)
+            with b.if_then(b.icmp_signed("<", pool, b.load(best_size, typ=I64))):
+                b.store(pool, best_size)
+                copy(a["current"], a["best"], a["n"])
+    b.ret(w.get(ran))
+
+
 _KEEP_ALIVE: list[Any] = []
 """The engine that holds the compiled functions (one a process)."""
 
 
 @functools.cache
-def _compiled() -> tuple[Callable[..., int], Callable[..., None], Callable[..., None]]:
-    """`pyocc_place`, `pyocc_stacked_pool` and `pyocc_stacked_greedy`,
-    JIT-compiled (once a process; the object cache may hold them)."""
+def _compiled() -> tuple[Callable[..., int], Callable[..., None], Callable[..., None], Callable[..., int]]:
+    """`pyocc_place`, `pyocc_stacked_pool`, `pyocc_stacked_greedy` and
+    `pyocc_climb`, JIT-compiled (once a process; the object cache may hold them)."""
     engine, _ = jit_module(planner_module(), speed_level=SIMPLIFY_SPEED_LEVEL)
     _KEEP_ALIVE.append(engine)
-    return PLACE.bound(engine), STACKED_POOL.bound(engine), STACKED_GREEDY.bound(engine)
+    return PLACE.bound(engine), STACKED_POOL.bound(engine), STACKED_GREEDY.bound(engine), CLIMB.bound(engine)
 
 
 def compiled() -> bool:
@@ -529,3 +684,45 @@ class Placer:
             return None
         critical = self.critical
         return self.offsets[:self.n], pool, critical[:critical.index(-1)].tolist()
+
+    def climb(self, order: Sequence[int], current: Sequence[int], best: Sequence[int], critical: Sequence[int],
+              top: int, best_size: int, rng: random.Random) -> Climb:
+        """The hill climb (pyocc.planning.algorithms.hill_climb_offsets) from
+        where it stands: its order, the current and the best offsets, the
+        positions of the buffers at the top, the top and the best pool, and
+        its random numbers, to go on natively (`Climb.run`)."""
+        return Climb(self, order, current, best, critical, top, best_size, rng)
+
+
+class Climb:
+    """A hill climb going on natively (`pyocc_climb`): the same trials,
+    from the same random numbers, as its Python loop, kept in the arrays
+    here between `run` calls."""
+
+    def __init__(self, placer: Placer, order: Sequence[int], current: Sequence[int], best: Sequence[int],
+                 critical: Sequence[int], top: int, best_size: int, rng: random.Random):
+        count = len(order)
+        words = rng.getstate()[1]  # the generator's 624 words and its position
+        self.order, self.trial = array("q", order), array("q", order)
+        self.current, self.best = array("q", current), array("q", best)
+        self.critical = array("q", [*critical, -1, *([0] * (count - len(critical)))])
+        self.status = array("q", [top, best_size])
+        self.state = array("q", words)
+        self._scratch = array("q", bytes(8 * (count + 1)))
+        self._placer = placer
+        self._arrays = tuple(_address(values) for values in (self.order, self.trial, self.current, self.best,
+                                                                   self.critical, self.status, self.state))
+        self._function = _compiled()[3]
+
+    @property
+    def best_size(self) -> int:
+        """The smallest pool found so far."""
+        return self.status[1]
+
+    def run(self, trials: int, bound: int) -> int:
+        """Up to `trials` more trials, fewer once the best pool is at most
+        `bound` (or no buffer is at the top); returns how many ran."""
+        placer = self._placer
+        offsets, placed, busy_start, busy_end, _ = placer._outputs
+        return self._function(trials, bound, placer.n, len(self.order), *self._arrays, *placer._problem, offsets,
+                              placed, busy_start, busy_end, _address(self._scratch))

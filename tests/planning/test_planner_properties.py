@@ -19,9 +19,9 @@ SETTINGS = settings(max_examples=100, deadline=None)
 
 
 @st.composite
-def problems(draw: st.DrawFn, max_buffers: int = 30) -> Problem:
+def problems(draw: st.DrawFn, max_buffers: int = 30, min_buffers: int = 0) -> Problem:
     """A random problem (names b0, b1, ...)."""
-    count = draw(st.integers(0, max_buffers))
+    count = draw(st.integers(min_buffers, max(max_buffers, min_buffers)))
     buffers = []
     for i in range(count):
         first = draw(st.integers(0, 20))
@@ -185,9 +185,23 @@ def reference_hill_climb(prep: PreparedProblem, seed: int, max_iterations: int) 
 @settings(max_examples=60, deadline=None)
 @given(problems(), st.integers(0, 1000))
 def test_hill_climb_is_the_reference_climb(problem: Problem, seed: int) -> None:
+    # compiled: the whole climb runs natively (pyocc_climb, from Python's
+    # random numbers), in chunks of NATIVE_CLIMB_CHUNK trials
     prep = PreparedProblem(problem)
+    native_placer(prep)
     assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=150) == \
         reference_hill_climb(prep, seed, 150)
+
+
+@settings(max_examples=8, deadline=None)
+@given(problems(max_buffers=60, min_buffers=30), st.integers(0, 1000))
+def test_a_long_native_climb_is_the_reference_climb(problem: Problem, seed: int) -> None:
+    # 1,500 trials draw several times the generator's 624 words: its state
+    # is twisted again natively, as Python twists it
+    prep = PreparedProblem(problem)
+    native_placer(prep)
+    assert hill_climb_offsets(prep, time_budget_ms=1e9, seed=seed, max_iterations=1500) == \
+        reference_hill_climb(prep, seed, 1500)
 
 
 @settings(max_examples=30, deadline=None)

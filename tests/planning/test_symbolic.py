@@ -30,7 +30,7 @@ from pyocc.planning import algorithms, symbolic
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.prepared import PreparedProblem
 from pyocc.planning.problem import PlanError, PlanningError
-from pyocc.runtime.planner_native import Placer
+from pyocc.runtime.planner_native import Climb
 
 HIDDEN = 768
 
@@ -355,18 +355,19 @@ def test_the_search_stops_at_the_packed_bound_with_the_same_plan(monkeypatch: py
     with far fewer placements tried."""
     problem = symbolic_problem_from_json(json.loads(BERT.read_text()))
     placements = [0]
-    place, trial = algorithms.place_in_order, Placer.place
+    place, run = algorithms.place_in_order, Climb.run
 
     def counted(*args: object, **kwargs: object) -> list[int]:
         placements[0] += 1
         return place(*args, **kwargs)
 
-    def counted_trial(*args: object, **kwargs: object) -> object:
-        placements[0] += 1  # a trial of the hill climb (placed natively)
-        return trial(*args, **kwargs)
+    def counted_trials(climb: Climb, trials: int, bound: int) -> int:
+        ran = run(climb, trials, bound)
+        placements[0] += ran  # trials of the hill climb (run natively)
+        return ran
 
     monkeypatch.setattr(algorithms, "place_in_order", counted)
-    monkeypatch.setattr(Placer, "place", counted_trial)
+    monkeypatch.setattr(Climb, "run", counted_trials)
     plan = plan_symbolic(problem)
     packed = placements[0]
     placements[0] = 0
@@ -743,3 +744,21 @@ def test_the_symbolic_plan_is_the_same_with_the_native_pool(monkeypatch: pytest.
     native = plan_symbolic(problem)
     monkeypatch.setattr(planner_native, "compiled", lambda: False)
     assert plan_symbolic(problem).pieces == native.pieces
+
+
+def test_the_native_climb_is_the_python_climb_on_t5(monkeypatch: pytest.MonkeyPatch) -> None:
+    """T5's static problem at S = 509, the symbolic planner's first search:
+    2,000 trials short of the bound, natively (`pyocc_climb`, Python's
+    random numbers drawn natively: the generator's words are twisted again
+    several times) and in Python, to the same offsets."""
+    from pyocc.planning import algorithms
+    from pyocc.planning.placement import native_placer
+    from pyocc.planning.prepared import PreparedProblem
+
+    problem = symbolic_problem_from_json(json.loads(T5.read_text())).at({"sequence": 509})
+    native = PreparedProblem(problem)
+    native_placer(native)
+    natively = algorithms.hill_climb_offsets(native, time_budget_ms=1e9, max_iterations=2000)
+    assert native.pool_size(natively) > algorithms.lower_bound(native), "the climb ran all its trials"
+    monkeypatch.setattr(algorithms, "native_placer", lambda prep, compile=True: None)
+    assert algorithms.hill_climb_offsets(PreparedProblem(problem), time_budget_ms=1e9, max_iterations=2000) == natively
