@@ -58,7 +58,8 @@ fit values, so one more value exposes an integer of higher degree (or none)
 unless it happens to agree there too. (When a constant is folded from the
 symbol, the check value is the maximum: see ``pyocc.api._probe``.)"""
 
-_INTEGER = re.compile(r"\d+")
+_INTEGERS = re.compile(r"(\d+)")
+"""A printed program's integers, as a group: a split keeps them between the pieces."""
 
 
 class ProgramMismatch(PyoccError):
@@ -208,8 +209,10 @@ def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
     or an integer is no polynomial in the symbols. (A constant's shape may
     vary: `check_weights` checks the constants' data.)"""
     points = [*fit_points, *check_points]
-    split = [_INTEGER.split(_RESOURCE.sub("dense_resource<>", t)) for t in texts]
-    numbers = [[int(n) for n in _INTEGER.findall(_RESOURCE.sub("dense_resource<>", t))] for t in texts]
+    # each text split once around its integers: pieces at even positions, the integers' digits at odd ones
+    parts = [_INTEGERS.split(_RESOURCE.sub("dense_resource<>", t)) for t in texts]
+    split = [p[::2] for p in parts]
+    numbers = [[int(n) for n in p[1::2]] for p in parts]
     for i, pieces in enumerate(split[1:], start=1):
         if pieces != split[0]:
             where = next(k for k, (a, b) in enumerate(zip(pieces, split[0], strict=False)) if a != b)
@@ -226,7 +229,7 @@ def fit_program(texts: Sequence[str], fit_points: Sequence[Mapping[str, int]],
             f"(values {[row[wrong[0]] for row in numbers]} at {', '.join(_show(p) for p in points)}); "
             "fix the dimension with --shape")
     # keep the integers that do not vary as printed (`5.000000e-01` has three)
-    tokens = _INTEGER.findall(_RESOURCE.sub("dense_resource<>", texts[0]))
+    tokens = parts[0][1::2]
     pieces, varying = [split[0][0]], []
     for token, poly, piece in zip(tokens, polys, split[0][1:], strict=True):
         if poly.is_constant():
