@@ -293,6 +293,7 @@ def _limit_rank(limit: int | str, activation_bytes: int, extra_work: int) -> tup
     fits = activation_bytes <= int(limit)
     return (0, 0, extra_work) if fits else (1, activation_bytes, extra_work)
 
+
 #: Python's cyclic garbage collector looks at the youngest objects after this
 #: many allocations during a compile (Python's default: 700). A compile
 #: makes and drops hundreds of thousands of IR objects; at 700 the

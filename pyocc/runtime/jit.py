@@ -84,9 +84,9 @@ CALLS_ONLY_SPEED_LEVEL = 0
 #: (the memory planner's functions, pyocc.runtime.planner_native, called
 #: from Python tens of thousands of times a compile on a few hundred
 #: buffers): `simplify` only (its variables in registers) and the code
-#: generator at O1. On the planner's 960 lines that compiles in 0.06-0.10
+#: generator at O1. On the planner's 960 lines that compiled in 0.06-0.10
 #: CPU s, where LLVM's O1 or O3 pipeline took 0.3-0.4 and planned T5's
-#: sequence no faster (0.69-0.80 s either way)
+#: sequence no faster (0.67-0.71 s against 0.70-0.71)
 SIMPLIFY_SPEED_LEVEL = 1
 
 #: the code model of everything JIT-compiled in this process. MCJIT maps a
