@@ -1141,9 +1141,9 @@ def _width(piece: Piece) -> int:
 
 
 def _stacked(problem: SymbolicProblem, sizes: Sequence[int], plan: Plan) -> _Shape:
-    """(below, order) of `plan`, a static plan of
-    the problem at a point where its buffers' sizes are `sizes`, made symbolic: every buffer sits on the
-    conflicting buffers under it in that plan. Sorted by (offset, end),
+    """(below, order) of `plan`, a static plan of the problem at a point
+    where its buffers' sizes are `sizes`, made symbolic: every buffer sits
+    on the conflicting buffers under it in that plan. Sorted by (offset, end),
     one of any two conflicting buffers is under the other, so the result is
     valid at every point, and at the static plan's own point it is no larger.
     (Every pair at once with numpy: buffer ``c`` is under ``i`` when it comes
