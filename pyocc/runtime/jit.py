@@ -86,7 +86,7 @@ CALLS_ONLY_SPEED_LEVEL = 0
 #: buffers): `simplify` only (its variables in registers) and the code
 #: generator at O1. On the planner's 960 lines that compiled in 0.06-0.10
 #: CPU s, where LLVM's O1 or O3 pipeline took 0.3-0.4 and planned T5's
-#: sequence no faster (0.67-0.71 s against 0.70-0.71)
+#: sequence only 0.03-0.05 s sooner (0.65-0.68 s against 0.70-0.71)
 SIMPLIFY_SPEED_LEVEL = 1
 
 #: the code model of everything JIT-compiled in this process. MCJIT maps a
