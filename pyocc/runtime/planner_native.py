@@ -124,6 +124,7 @@ import numpy as np
 from pyocc.runtime.ir_writer import I8, I64, PTR, IRWriter
 from pyocc.runtime.jit import SIMPLIFY_SPEED_LEVEL, jit_module
 
+
 @dataclass(frozen=True)
 class _Signature:
     """One of the module's functions: its name, its arguments' names (the
@@ -581,7 +582,7 @@ def _compiled() -> tuple[Callable[..., int], Callable[..., None], Callable[..., 
 
 def compiled() -> bool:
     """Whether this process has JIT-compiled the planner's functions (a
-    `Placer`, `stacked_pool` and `stacked_greedy` need them)."""
+    `Placer`, a `Climb`, `stacked_pool` and `stacked_greedy` need them)."""
     return _compiled.cache_info().currsize > 0
 
 
@@ -655,7 +656,7 @@ class Placer:
     def __init__(self, sizes: Sequence[int], alignments: Sequence[int], adjacency: Sequence[Sequence[int]]):
         self.n = len(sizes)
         widest = max(map(len, adjacency), default=0)
-        # the offsets and the top buffers in arrays the hill climb copies and reads at C speed
+        # the offsets and the top buffers, as int64 arrays (`place` returns copies)
         self.offsets = array("q", bytes(8 * max(self.n, 1)))
         self.critical = array("q", bytes(8 * (self.n + 1)))
         # kept alive here: the function gets their addresses
@@ -723,6 +724,6 @@ class Climb:
         """Up to `trials` more trials, fewer once the best pool is at most
         `bound` (or no buffer is at the top); returns how many ran."""
         placer = self._placer
-        offsets, placed, busy_start, busy_end, _ = placer._outputs
-        return self._function(trials, bound, placer.n, len(self.order), *self._arrays, *placer._problem, offsets,
-                              placed, busy_start, busy_end, _address(self._scratch))
+        scratch = placer._outputs[:-1]  # pyocc_place's offsets and scratch; its top buffers go to ours
+        return self._function(trials, bound, placer.n, len(self.order), *self._arrays, *placer._problem, *scratch,
+                              _address(self._scratch))
