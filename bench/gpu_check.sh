@@ -9,7 +9,7 @@
 #     python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
 #         --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
 #         --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
-#         xdsl==0.75.0 immutabledict==4.3.1 ordered-set==4.1.0 llvmlite==0.50.0 onnx2torch==1.5.15
+#         xdsl==0.75.0 immutabledict==4.3.1 ordered-set==4.1.0 llvmlite==0.50.0 onnx2torch==1.5.15 scipy-openblas32==0.3.34.481.3
 #     (then re-packs llvmlite's wheel with LZMA so that the carry stays under 64 MiB)
 # Then the device tool's run, from the repository root:
 #     command: bash bench/gpu_check.sh      carry: [".whl"]      timeout_s: 420

@@ -9,7 +9,8 @@
 # onnxruntime, pytest, hypothesis. pyocc.runtime.cuda finds those CUDA 13
 # libraries, so no cuDNN wheel travels (nvidia-cudnn-cu12 alone is ~700 MB;
 # a call carries 64 MiB at most). What is missing there: pyocc's own
-# dependencies xdsl (+ immutabledict, ordered-set) and llvmlite 0.50, and
+# dependencies xdsl (+ immutabledict, ordered-set), llvmlite 0.50 and
+# scipy-openblas32 (the host kernels' BLAS, a dependency since stop 15), and
 # onnx2torch for the PyTorch peer of the benchmark.
 #
 # llvmlite's wheel is 57 MiB, which with the working tree leaves almost no room
@@ -30,7 +31,8 @@ mkdir -p .whl
 python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d .whl \
-    xdsl==0.75.0 immutabledict==4.3.1 ordered-set==4.1.0 llvmlite==0.50.0 onnx2torch==1.5.15
+    xdsl==0.75.0 immutabledict==4.3.1 ordered-set==4.1.0 llvmlite==0.50.0 onnx2torch==1.5.15 \
+    scipy-openblas32==0.3.34.481.3
 
 python3 - <<'EOF'
 """Re-pack every wheel over 20 MiB with LZMA (zipfile reads it; so does pip)."""
