@@ -54,6 +54,11 @@ Memory columns, in MiB:
     python bench/gpu_memory_latency.py --models resnet50 squeezenet --runs 50 --out results/
     python bench/gpu_memory_latency.py --target host --peer none   # dry run of this script on the CPU
     python bench/gpu_memory_latency.py --fake-cuda --models squeezenet --runs 2   # the cuda path, CPU stand-in
+    python bench/gpu_memory_latency.py --modes pool --workspace 0 1MiB 4MiB 32MiB   # latency against --workspace
+
+With more than one ``--workspace`` size each mode runs at each size (modes
+named ``pool@4MiB``), and a table per size compares pool mode with the peer:
+what a larger workspace buys in speed, and costs in activation memory.
 
 Without a usable GPU it prints the one-line reason and exits 2. Exit 1: a
 mismatch, an error, or models left out for the time budget (``--budget-s``).
@@ -79,6 +84,8 @@ from typing import Any
 # Measure the working tree this file belongs to, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyocc.pipelines import Options  # noqa: E402
+from pyocc.planning.pools import parse_size  # noqa: E402
 from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
 
 MODES = ("eager", "lazy", "pool")
@@ -86,6 +93,7 @@ MODES = ("eager", "lazy", "pool")
 ALL_MODES = (*MODES, "pool-run")
 RTOL, ATOL = 1e-3, 1e-4
 MIB = 2**20
+DEFAULT_WORKSPACE = Options.workspace
 
 
 def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -105,6 +113,10 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="start no new model after this many seconds (the rest are listed as left out)")
     parser.add_argument("--target", default="cuda", choices=["cuda", "host"],
                         help="host: a dry run of this script's flow on the CPU (peer on the CPU, no GPU memory)")
+    parser.add_argument("--workspace", nargs="+", type=parse_size, default=[DEFAULT_WORKSPACE], metavar="SIZE",
+                        help="cuDNN workspace bytes per convolution (pyocc's --workspace), e.g. 0 4MiB; with "
+                             "several, every mode runs at each (default: pyocc's, "
+                             f"{DEFAULT_WORKSPACE // MIB} MiB)")
     parser.add_argument("--fake-cuda", action="store_true",
                         help="target cuda on the CPU stand-in (pyocc.testing.fake_cuda): a dry run of the cuda "
                              "path without a GPU; its timings mean nothing")
@@ -214,8 +226,8 @@ def timed(run: Callable[[], object], runs: int, warmup: int) -> tuple[float, flo
 
 
 def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode: str,
-                 args: argparse.Namespace) -> ModeResult:
-    """Compile, check, time and read the counters of one mode."""
+                 args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE) -> ModeResult:
+    """Compile, check, time and read the counters of one mode at one workspace size."""
     from pyocc.api import compile as pyocc_compile
 
     result = ModeResult(mode)
@@ -228,7 +240,7 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
             from pyocc.testing.fake_cuda import FakeCuda
 
             extra["cuda_libraries"] = FakeCuda()
-        compiled = pyocc_compile(model, target=args.target, memory=memory, **extra)
+        compiled = pyocc_compile(model, target=args.target, memory=memory, workspace=workspace, **extra)
         result.compile_s = time.perf_counter() - start
         outputs: dict[str, Any] = {}
 
@@ -443,6 +455,17 @@ def tensorrt_status() -> str | None:
     return None
 
 
+def mode_key(mode: str, workspace: int, args: argparse.Namespace) -> str:
+    """The mode's name in the tables: `pool`, or `pool@4MiB` when several workspace sizes run."""
+    return mode if len(args.workspace) == 1 else f"{mode}@{_size_text(workspace)}"
+
+
+def _size_text(size: int) -> str:
+    if size == 0:
+        return "0"
+    return f"{size // MIB}MiB" if size % MIB == 0 else f"{size // 1024}KiB" if size % 1024 == 0 else f"{size}B"
+
+
 def _on_gpu(args: argparse.Namespace) -> bool:
     return args.target == "cuda" and not args.fake_cuda
 
@@ -460,9 +483,12 @@ def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
     except Exception as e:  # noqa: BLE001
         result.error = one_line(e)
         return result
-    for mode in args.modes:
-        result.modes[mode] = measure_mode(model, inputs, reference, mode, args)
-        print(f"  {name} {mode}: {_mode_line(result.modes[mode])}", flush=True)
+    for workspace in args.workspace:
+        for mode in args.modes:
+            key = mode_key(mode, workspace, args)
+            result.modes[key] = measure_mode(model, inputs, reference, mode, args, workspace)
+            result.modes[key].mode = key
+            print(f"  {name} {key}: {_mode_line(result.modes[key])}", flush=True)
     if args.tensorrt == "auto" and _on_gpu(args) and tensorrt_status() is None:
         try:
             result.tensorrt_act_bytes = tensorrt_activation_bytes(model)
@@ -526,44 +552,67 @@ def markdown_tables(results: list[ModelResult], header: str, tensorrt: str | Non
                          f"{_fmt_calls(r)} | {'–' if r.init_mallocs is None else r.init_mallocs} | "
                          f"{_mib(r.act_bytes)} ({_mib(r.planned_act_bytes)}) | "
                          f"{_mib(r.total_bytes)} | {_fmt(r.compile_s, 1)} | {check} |")
-    lines += ["", "### pool mode against the peer", "",
-              "| model | peer | peer median ms | peer first ms | peer act MiB | peer total MiB (reserved) | "
-              "peer requests / cudaMalloc per run | TensorRT act MiB | speedup (peer/pool) | total memory saved |",
-              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    speedups, savings = [], []
+    if tensorrt is not None:
+        lines += ["", tensorrt]
+    suffixes = sorted({key.partition("@")[1:] for m in results for key in m.modes},
+                      key=lambda part: parse_size(part[1]) if part[1] else 0)
+    for at, size in suffixes:
+        lines += _peer_table(results, at + size)
+    return "\n".join(lines) + "\n"
+
+
+def _peer_table(results: list[ModelResult], suffix: str) -> list[str]:
+    """Pool mode at one workspace size (`suffix`: "" or "@4MiB") against the
+    peer, the means and the goals, as Markdown lines."""
+    lines = ["", f"### pool mode{' at workspace ' + suffix[1:] if suffix else ''} against the peer", "",
+             "| model | peer | peer median ms | peer first ms | pool median ms | peer act MiB | pool act MiB "
+             "| peer total MiB (reserved) | peer requests / cudaMalloc per run | TensorRT act MiB "
+             "| speedup (peer/pool) | activation saved | total memory saved |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    speedups, act_savings, savings = [], [], []
     for m in results:
-        pool, peer = m.modes.get("pool"), m.peer
-        speedup = _ratio(peer.median_ms, pool.median_ms if pool and not pool.error else None)
+        pool, peer = m.modes.get("pool" + suffix), m.peer
+        pool = None if pool is None or pool.error else pool
+        speedup = _ratio(peer.median_ms, pool.median_ms if pool else None)
         saved = (1 - pool.total_bytes / peer.total_bytes
                  if pool and pool.total_bytes is not None and peer.total_bytes else None)
-        if speedup:
-            speedups.append(speedup)
-        if saved is not None:
-            savings.append(saved)
+        act_saved = (1 - pool.act_bytes / peer.act_bytes
+                     if pool and pool.act_bytes is not None and peer.act_bytes else None)
+        for values, value in ((speedups, speedup), (act_savings, act_saved), (savings, saved)):
+            if value is not None:
+                values.append(value)
         requests = ("–" if peer.requests_per_run is None
                     else f"{peer.requests_per_run} / {peer.device_mallocs_per_run}")
         trt = _mib(m.tensorrt_act_bytes) if m.tensorrt_note is None else f"– ({m.tensorrt_note})"
         lines.append(f"| {m.model} | {peer.name}{' – ' + peer.note if peer.note else ''} | "
-                     f"{_fmt(peer.median_ms)} | {_fmt(peer.first_ms, 1)} | {_mib(peer.act_bytes)} | "
+                     f"{_fmt(peer.median_ms)} | {_fmt(peer.first_ms, 1)} | "
+                     f"{_fmt(pool.median_ms if pool else None)} | {_mib(peer.act_bytes)} | "
+                     f"{_mib(pool.act_bytes if pool else None)} | "
                      f"{_mib(peer.total_bytes)} ({_mib(peer.reserved_bytes)}) | {requests} | {trt} | "
-                     f"{_fmt(speedup)} | {'–' if saved is None else f'{saved:.1%}'} |")
+                     f"{_fmt(speedup)} | {_percent(act_saved)} | {_percent(saved)} |")
     speedup_mean = geomean(speedups)
+    act_mean = sum(act_savings) / len(act_savings) if act_savings else None
     saving_mean = sum(savings) / len(savings) if savings else None
     lines += ["", f"geometric-mean speedup of pool mode over the peer: {_fmt(speedup_mean)}x "
-                  f"({len(speedups)} models); mean total memory saved: "
-                  f"{'–' if saving_mean is None else f'{saving_mean:.1%}'} ({len(savings)} models)"]
-    if tensorrt is not None:
-        lines += ["", tensorrt]
-    lines += ["", "### goals (issue #7)", ""] + [f"- {g}" for g in goals(results, speedup_mean, saving_mean)]
-    return "\n".join(lines) + "\n"
+                  f"({len(speedups)} models); mean activation memory saved: {_percent(act_mean)}, "
+                  f"mean total memory saved: {_percent(saving_mean)} ({len(savings)} models)"]
+    lines += ["", f"goals (issues #7, #23){' at workspace ' + suffix[1:] if suffix else ''}:", ""]
+    lines += [f"- {g}" for g in goals(results, speedup_mean, act_mean, suffix)]
+    return lines
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1%}"
 
 
 def _fmt_calls(r: ModeResult) -> str:
     return "–" if r.mallocs_per_run is None else f"{r.mallocs_per_run}/{r.frees_per_run}"
 
 
-def goals(results: list[ModelResult], speedup: float | None, saving: float | None) -> list[str]:
-    """Issue #7's goals, each with PASS, FAIL or n/a and the models that miss it."""
+def goals(results: list[ModelResult], speedup: float | None, saving: float | None, suffix: str = "") -> list[str]:
+    """Issue #7's and #23's goals for the modes at one workspace size
+    (`suffix`), each with PASS, FAIL or n/a and the models that miss it;
+    `saving` is the mean activation memory saved against the peer."""
     def verdict(misses: list[str], known: int) -> str:
         if not known:
             return "n/a"
@@ -571,7 +620,7 @@ def goals(results: list[ModelResult], speedup: float | None, saving: float | Non
 
     act_misses, act_known, speed_misses, speed_known = [], 0, [], 0
     for m in results:
-        pool, lazy, eager = (m.modes.get(k) for k in ("pool", "lazy", "eager"))
+        pool, lazy, eager = (m.modes.get(k + suffix) for k in ("pool", "lazy", "eager"))
         if pool and lazy and pool.act_bytes is not None and lazy.act_bytes is not None:
             act_known += 1
             if pool.act_bytes > lazy.act_bytes:
@@ -585,7 +634,7 @@ def goals(results: list[ModelResult], speedup: float | None, saving: float | Non
         f"pool at least as fast as eager on every model: {verdict(speed_misses, speed_known)}",
         f"pool >= 1.25x geometric-mean speedup over the peer: "
         f"{'n/a' if speedup is None else ('PASS' if speedup >= 1.25 else 'FAIL')} ({_fmt(speedup)}x)",
-        f"pool >= 35% less peak memory than the peer: "
+        f"pool >= 35% less peak activation memory than the peer: "
         f"{'n/a' if saving is None else ('PASS' if saving >= 0.35 else 'FAIL')} "
         f"({'–' if saving is None else f'{saving:.1%}'})",
     ]
