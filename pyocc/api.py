@@ -42,6 +42,7 @@ from pyocc.frontend.onnx_import import FoldCache, import_model, load_model
 from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
+from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.lowering.symbolic_native import NotNativeProgram, build_symbolic_native
 from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
@@ -1293,7 +1294,7 @@ def compile(  # noqa: A001 - the name users expect
     pool_candidates: str | None = None,
     reorder: str = Options.reorder,
     cuda_libraries: Any = None,
-    workspace: int = 32 << 20,
+    workspace: int = CUDA_WORKSPACE,
     pool_allocation: str | None = None,
     kernels: str = "native",
     scratch: bool = True,

@@ -32,6 +32,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
+from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.lowering.cuda_scratch import DnnCudaScratchPass
 from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 from pyocc.rewrites.dnn_fuse import DnnFusePass
@@ -102,7 +103,7 @@ class Options:
     """Where the code runs: host, or cuda (inputs and outputs are staged
     through device buffers, and only fusions cuDNN can run are applied)."""
 
-    workspace: int = 32 << 20
+    workspace: int = CUDA_WORKSPACE
     """target cuda: bytes of cuDNN workspace each convolution may use,
     planned as a buffer live around it (dnn-cuda-scratch)."""
 

@@ -87,6 +87,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
 from pyocc.lowering.host_allocator import define_host_allocator
+from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.registry import NativeKernel, site_slots
@@ -119,7 +120,7 @@ class ConvertDnnToLlvmPass(ModulePass):
     """Where the code runs: `host` (the CPU, kernels called through a table
     the runtime fills) or `cuda` (an NVIDIA GPU driven through the CUDA
     runtime, cuDNN and cuBLAS; see pyocc.lowering.cuda)."""
-    workspace: int = 32 << 20
+    workspace: int = CUDA_WORKSPACE
     """target=cuda: bytes of the convolution workspace allocated at init;
     each convolution takes the fastest algorithm whose workspace fits."""
     pool_allocation: str = "init"

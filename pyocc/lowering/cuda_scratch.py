@@ -39,11 +39,10 @@ from xdsl.utils.exceptions import PassFailedException
 
 import pyocc.dialects.dnn.ops as d
 from pyocc.analysis.ir_form import require_form
+from pyocc.lowering.limits import CUDA_WORKSPACE
 
 #: the alignment of cuDNN's part of a scratch buffer, after the pre-activated input (bytes)
 SCRATCH_ALIGNMENT = 256
-#: the default bound of a convolution's cuDNN workspace (bytes)
-DEFAULT_WORKSPACE = 32 << 20
 #: input channels a pointwise dnn.preact_conv pre-activates at a time (as the host kernel does)
 PREACT_BLOCK = 64
 
@@ -167,7 +166,7 @@ class DnnCudaScratchPass(ModulePass):
 
     name = "dnn-cuda-scratch"
 
-    workspace: int = DEFAULT_WORKSPACE
+    workspace: int = CUDA_WORKSPACE
     """Bytes of cuDNN workspace each convolution may use (0: none, every
     convolution runs implicit GEMM)."""
 

@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from pyocc import __version__
 from pyocc.errors import PyoccError
-from pyocc.lowering.limits import MAX_THREADS
+from pyocc.lowering.limits import CUDA_WORKSPACE, MAX_THREADS
 from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.pools import parse_size
@@ -100,9 +100,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", choices=["host", "cuda"], default="host",
                    help="where the code runs: host (default, the CPU) or cuda (an NVIDIA GPU through "
                         "the CUDA runtime, cuDNN and cuBLAS; needs pyocc[cuda])")
-    p.add_argument("--workspace", type=_size, default=32 << 20, metavar="SIZE",
+    p.add_argument("--workspace", type=_size, default=CUDA_WORKSPACE, metavar="SIZE",
                    help="target cuda: the cuDNN workspace a convolution may use, planned in the pool "
-                        "(default 32MiB)")
+                        f"(default {CUDA_WORKSPACE >> 20}MiB)")
     p.add_argument("--pool-allocation", choices=["init", "run"], default=None,
                    help="target cuda, pool mode: allocate the planned pool once when the model is loaded "
                         "(init, the default) or once per run (run, Occamy's way)")

@@ -88,6 +88,7 @@ from pyocc.lowering.cuda_kernels import (
     ptx_module,
     row_major_strides,
 )
+from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.lowering.llvm_common import (
     PTR,
     LlvmBuilder,
@@ -113,8 +114,6 @@ from pyocc.runtime import cuda_api as api
 
 #: the fifth state slot: the status of the call that failed
 STATE_STATUS = 4
-#: the most a convolution's workspace may take when the pass option does not say (bytes)
-DEFAULT_WORKSPACE = 32 << 20
 #: when a planned pool is allocated: once by NAME_init (freed by NAME_destroy), or per run (Occamy's way)
 POOL_ALLOCATIONS = ("init", "run")
 
@@ -212,7 +211,7 @@ class CudaFunctionLowering:
     """Lowers one buffer-form `func.func` into its cuda ABI functions."""
 
     function: func.FuncOp
-    workspace_bytes: int = DEFAULT_WORKSPACE
+    workspace_bytes: int = CUDA_WORKSPACE
     #: "init": each dnn.pool_init is one cudaMalloc in init; "run": one per run
     pool_allocation: str = "init"
     name: str = ""
