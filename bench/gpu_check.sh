@@ -92,7 +92,7 @@ step "benchmark"
 if [ "$DRY_RUN" = 1 ]; then
     bench_args=(--fake-cuda --peer auto --models squeezenet --runs 2 --budget-s 60)
 else
-    bench_args=(--runs 20 --budget-s 130)
+    bench_args=(--runs 100 --warmup 10 --budget-s 130)  # 20-run medians of a 2 ms model moved by half between runs
 fi
 timeout 180 "$PYTHON" bench/gpu_memory_latency.py "${bench_args[@]}" --out "$OUT" 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
