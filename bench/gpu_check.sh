@@ -14,12 +14,12 @@
 # Then the device tool's run, from the repository root:
 #     command: bash bench/gpu_check.sh      carry: [".whl"]      timeout_s: 420
 #
-# What it does, in 5 minutes at most (each step has its own timeout; about 3 expected):
+# What it does, in 5 minutes at most (each step has its own timeout; about 2 on the H200, 2026-12-04):
 #   1. installs the carried wheels into /tmp/site (llvmlite only if the image's is not 0.50);
 #   2. records the GPU, the packages and the CUDA libraries pyocc.runtime.cuda loads (env.txt);
 #   3. runs the tests marked gpu (pytest.log): real libraries, every cuda_api symbol, calls through them,
 #      the nine light models in pool mode against onnxruntime, and whatever else is marked gpu;
-#   4. runs bench/gpu_memory_latency.py on all nine light models (bench.log, results.md, results.json):
+#   4. runs bench/gpu_memory_latency.py on all nine light models (100 runs each) (bench.log, results.md, results.json):
 #      outputs checked against onnxruntime CPU, latency, cudaMalloc/cudaFree per run, memory, PyTorch peer.
 # Everything lands in $OUT (the device tool brings it back; at most 8 files): gpu_check.log, env.txt,
 # pytest.log, bench.log, results.md, results.json. Exit status: 0 when the tests and the benchmark passed.
