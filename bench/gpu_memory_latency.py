@@ -55,10 +55,13 @@ Memory columns, in MiB:
     python bench/gpu_memory_latency.py --target host --peer none   # dry run of this script on the CPU
     python bench/gpu_memory_latency.py --fake-cuda --models squeezenet --runs 2   # the cuda path, CPU stand-in
     python bench/gpu_memory_latency.py --modes pool --workspace 0 1MiB 4MiB 32MiB   # latency against --workspace
+    python bench/gpu_memory_latency.py --modes eager pool --conv-search ranked timed
 
-With more than one ``--workspace`` size each mode runs at each size (modes
-named ``pool@4MiB``), and a table per size compares pool mode with the peer:
-what a larger workspace buys in speed, and costs in activation memory.
+With more than one ``--workspace`` size or ``--conv-search`` each mode runs
+at each (modes named ``pool@4MiB`` or ``pool@4MiB,timed``), and a table per
+variant compares pool mode with the peer: what a larger workspace buys in
+speed and costs in activation memory, or what timing cuDNN's algorithms at
+init buys.
 
 Without a usable GPU it prints the one-line reason and exits 2. Exit 1: a
 mismatch, an error, or models left out for the time budget (``--budget-s``).
@@ -84,6 +87,7 @@ from typing import Any
 # Measure the working tree this file belongs to, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH  # noqa: E402
 from pyocc.pipelines import Options  # noqa: E402
 from pyocc.planning.pools import parse_size  # noqa: E402
 from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
@@ -117,6 +121,10 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="cuDNN workspace bytes per convolution (pyocc's --workspace), e.g. 0 4MiB; with "
                              "several, every mode runs at each (default: pyocc's, "
                              f"{DEFAULT_WORKSPACE // MIB} MiB)")
+    parser.add_argument("--conv-search", nargs="+", choices=CONV_SEARCHES, default=[CUDA_CONV_SEARCH],
+                        metavar="SEARCH", help="how init chooses each convolution's algorithm (pyocc's "
+                        f"--conv-search: {' or '.join(CONV_SEARCHES)}); with both, every mode runs with each "
+                        f"(default: pyocc's, {CUDA_CONV_SEARCH})")
     parser.add_argument("--fake-cuda", action="store_true",
                         help="target cuda on the CPU stand-in (pyocc.testing.fake_cuda): a dry run of the cuda "
                              "path without a GPU; its timings mean nothing")
@@ -226,8 +234,10 @@ def timed(run: Callable[[], object], runs: int, warmup: int) -> tuple[float, flo
 
 
 def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode: str,
-                 args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE) -> ModeResult:
-    """Compile, check, time and read the counters of one mode at one workspace size."""
+                 args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE,
+                 conv_search: str = CUDA_CONV_SEARCH) -> ModeResult:
+    """Compile, check, time and read the counters of one mode at one
+    workspace size and convolution algorithm search."""
     from pyocc.api import compile as pyocc_compile
 
     result = ModeResult(mode)
@@ -240,7 +250,8 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
             from pyocc.testing.fake_cuda import FakeCuda
 
             extra["cuda_libraries"] = FakeCuda()
-        compiled = pyocc_compile(model, target=args.target, memory=memory, workspace=workspace, **extra)
+        compiled = pyocc_compile(model, target=args.target, memory=memory, workspace=workspace,
+                                 conv_search=conv_search, **extra)
         result.compile_s = time.perf_counter() - start
         outputs: dict[str, Any] = {}
 
@@ -455,9 +466,12 @@ def tensorrt_status() -> str | None:
     return None
 
 
-def mode_key(mode: str, workspace: int, args: argparse.Namespace) -> str:
-    """The mode's name in the tables: `pool`, or `pool@4MiB` when several workspace sizes run."""
-    return mode if len(args.workspace) == 1 else f"{mode}@{_size_text(workspace)}"
+def mode_key(mode: str, workspace: int, search: str, args: argparse.Namespace) -> str:
+    """The mode's name in the tables: `pool`, or with the variant after an
+    `@` when several run: `pool@4MiB`, `pool@timed`, `pool@4MiB,timed`."""
+    variant = [_size_text(workspace)] if len(args.workspace) > 1 else []
+    variant += [search] if len(args.conv_search) > 1 else []
+    return mode + ("@" + ",".join(variant) if variant else "")
 
 
 def _size_text(size: int) -> str:
@@ -484,11 +498,12 @@ def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
         result.error = one_line(e)
         return result
     for workspace in args.workspace:
-        for mode in args.modes:
-            key = mode_key(mode, workspace, args)
-            result.modes[key] = measure_mode(model, inputs, reference, mode, args, workspace)
-            result.modes[key].mode = key
-            print(f"  {name} {key}: {_mode_line(result.modes[key])}", flush=True)
+        for search in args.conv_search:
+            for mode in args.modes:
+                key = mode_key(mode, workspace, search, args)
+                result.modes[key] = measure_mode(model, inputs, reference, mode, args, workspace, search)
+                result.modes[key].mode = key
+                print(f"  {name} {key}: {_mode_line(result.modes[key])}", flush=True)
     if args.tensorrt == "auto" and _on_gpu(args) and tensorrt_status() is None:
         try:
             result.tensorrt_act_bytes = tensorrt_activation_bytes(model)
@@ -554,17 +569,16 @@ def markdown_tables(results: list[ModelResult], header: str, tensorrt: str | Non
                          f"{_mib(r.total_bytes)} | {_fmt(r.compile_s, 1)} | {check} |")
     if tensorrt is not None:
         lines += ["", tensorrt]
-    suffixes = sorted({key.partition("@")[1:] for m in results for key in m.modes},
-                      key=lambda part: parse_size(part[1]) if part[1] else 0)
-    for at, size in suffixes:
-        lines += _peer_table(results, at + size)
+    suffixes = dict.fromkeys("".join(key.partition("@")[1:]) for m in results for key in m.modes)
+    for suffix in suffixes:  # in the order they ran
+        lines += _peer_table(results, suffix)
     return "\n".join(lines) + "\n"
 
 
 def _peer_table(results: list[ModelResult], suffix: str) -> list[str]:
-    """Pool mode at one workspace size (`suffix`: "" or "@4MiB") against the
-    peer, the means and the goals, as Markdown lines."""
-    lines = ["", f"### pool mode{' at workspace ' + suffix[1:] if suffix else ''} against the peer", "",
+    """Pool mode in one variant (`suffix`: "", "@4MiB", "@timed", ...)
+    against the peer, the means and the goals, as Markdown lines."""
+    lines = ["", f"### pool mode{' (' + suffix[1:] + ')' if suffix else ''} against the peer", "",
              "| model | peer | peer median ms | peer first ms | pool median ms | peer act MiB | pool act MiB "
              "| peer total MiB (reserved) | peer requests / cudaMalloc per run | TensorRT act MiB "
              "| speedup (peer/pool) | activation saved | total memory saved |",
@@ -596,7 +610,7 @@ def _peer_table(results: list[ModelResult], suffix: str) -> list[str]:
     lines += ["", f"geometric-mean speedup of pool mode over the peer: {_fmt(speedup_mean)}x "
                   f"({len(speedups)} models); mean activation memory saved: {_percent(act_mean)}, "
                   f"mean total memory saved: {_percent(saving_mean)} ({len(savings)} models)"]
-    lines += ["", f"goals (issues #7, #23){' at workspace ' + suffix[1:] if suffix else ''}:", ""]
+    lines += ["", f"goals (issues #7, #23){' (' + suffix[1:] + ')' if suffix else ''}:", ""]
     lines += [f"- {g}" for g in goals(results, speedup_mean, act_mean, suffix)]
     return lines
 
@@ -610,8 +624,8 @@ def _fmt_calls(r: ModeResult) -> str:
 
 
 def goals(results: list[ModelResult], speedup: float | None, saving: float | None, suffix: str = "") -> list[str]:
-    """Issue #7's and #23's goals for the modes at one workspace size
-    (`suffix`), each with PASS, FAIL or n/a and the models that miss it;
+    """Issue #7's and #23's goals for the modes of one variant (`suffix`),
+    each with PASS, FAIL or n/a and the models that miss it;
     `saving` is the mean activation memory saved against the peer."""
     def verdict(misses: list[str], known: int) -> str:
         if not known:

@@ -42,7 +42,7 @@ from pyocc.frontend.onnx_import import FoldCache, import_model, load_model
 from pyocc.frontend.symbolic_shapes import SymbolicShapes, infer_symbolic_shapes
 from pyocc.frontend.symbols import SymbolicInputs, symbolic_inputs
 from pyocc.lowering.convert_dnn_to_llvm import compile_module
-from pyocc.lowering.limits import CUDA_WORKSPACE
+from pyocc.lowering.limits import CUDA_CONV_SEARCH, CUDA_WORKSPACE
 from pyocc.lowering.native.threads import MAX_THREADS
 from pyocc.lowering.symbolic_native import NotNativeProgram, build_symbolic_native
 from pyocc.lowering.symbolic_pool import BufferType, pool_module, symbolic_pool_form
@@ -1296,6 +1296,7 @@ def compile(  # noqa: A001 - the name users expect
     cuda_libraries: Any = None,
     workspace: int = CUDA_WORKSPACE,
     pool_allocation: str | None = None,
+    conv_search: str = CUDA_CONV_SEARCH,
     kernels: str = "native",
     scratch: bool = True,
     memory_limit: int | str | None = None,
@@ -1320,7 +1321,9 @@ def compile(  # noqa: A001 - the name users expect
     pyocc.testing.fake_cuda.FakeCuda()), `workspace` is the convolution
     workspace in bytes, and `pool_allocation` says when the planned pool is
     allocated: "init" (the default: once, when the model is loaded) or "run"
-    (a cudaMalloc and cudaFree per run, Occamy's way). On 'host',
+    (a cudaMalloc and cudaFree per run, Occamy's way), and `conv_search` how
+    init chooses each convolution's algorithm: "ranked" (cuDNN's heuristics)
+    or "timed" (cuDNN runs each; pyocc.lowering.limits). On 'host',
     `kernels="native"` (default) compiles a native kernel for every op that
     has one and calls the numpy kernels for the rest (`Model.numpy_sites`
     counts them); `kernels="numpy"` calls the numpy kernels for every op.
@@ -1385,7 +1388,7 @@ def compile(  # noqa: A001 - the name users expect
                            threads=threads)
     native = compile_module(module, target=target, cuda_libraries=cuda_libraries, workspace=workspace,
                             pool_allocation=_pool_allocation(pool_allocation, target), kernels=kernels,
-                            threads=threads, jit=jit)
+                            threads=threads, jit=jit, conv_search=conv_search)
     if target == "cuda":
         report.workspace_bytes = native.workspace_bytes
     else:

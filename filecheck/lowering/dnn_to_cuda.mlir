@@ -1,6 +1,8 @@
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda}" | filecheck %s
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda pool_allocation=run}" | filecheck %s --check-prefix=OCCAMY
 // RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda pool_allocation=sometimes}" 2>&1 | filecheck %s --check-prefix=BADOPT
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda conv_search=timed}" | filecheck %s --check-prefix=TIMED
+// RUN: pyocc-opt %s --split-input-file --verify-diagnostics -p "convert-dnn-to-llvm{target=cuda conv_search=fastest}" 2>&1 | filecheck %s --check-prefix=BADSEARCH
 
 // Pool mode, Occamy's Conv+ReLU fusion: init creates the handles and the
 // descriptors once, allocates the planned pool (pool_allocation=init, the
@@ -13,6 +15,11 @@
 // the pool itself and init and destroy do not.
 
 // BADOPT: pool-allocation must be init or run, got 'sometimes'
+
+// With conv_search=timed (TIMED) init ranks the algorithms by running them
+// (cudnnFindConvolutionForwardAlgorithm) instead of by cuDNN's heuristics.
+
+// BADSEARCH: conv-search must be ranked or timed, got 'fastest'
 
 func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8x8xf32> {onnx.name = "y", dnn.output}) {
   %p = dnn.pool_init {size = 2048 : i64} : memref<2048xi8>
@@ -83,6 +90,12 @@ func.func @conv_relu(%x: memref<1x3x8x8xf32> {onnx.name = "x"}, %y: memref<1x4x8
 // CHECK-NOT:   llvm.func @cublas
 // CHECK-NOT:   llvm.func @cudnnPoolingForward
 // CHECK:       llvm.mlir.global internal constant @pyocc_functions_json
+
+// TIMED-LABEL:   llvm.func @conv_relu_init
+// TIMED-NOT:     @cudnnGetConvolutionForwardAlgorithm_v7
+// TIMED:         llvm.call @cudnnFindConvolutionForwardAlgorithm
+// TIMED-NOT:     @cudnnGetConvolutionForwardAlgorithm_v7
+// TIMED-LABEL:   llvm.func @conv_relu_run
 
 // OCCAMY-NOT:    @conv_relu_pool0
 // OCCAMY:        llvm.mlir.global internal constant @conv_relu_meta_json("{{.*}}\22memory\22:{\22allocations\22:1,\22peak_bytes\22:2048},\22init_memory\22:{\22allocations\22:0,\22bytes\22:0}{{.*}}")

@@ -87,7 +87,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc.analysis.ir_form import require_form
 from pyocc.errors import PyoccError
 from pyocc.lowering.host_allocator import define_host_allocator
-from pyocc.lowering.limits import CUDA_WORKSPACE
+from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH, CUDA_WORKSPACE
 from pyocc.lowering.llvm_common import MODULE_FUNCTIONS_SYMBOL, PTR, cannot_lower, string_getter, string_global
 from pyocc.lowering.native import native_kernel_for
 from pyocc.lowering.native.registry import NativeKernel, site_slots
@@ -126,6 +126,10 @@ class ConvertDnnToLlvmPass(ModulePass):
     pool_allocation: str = "init"
     """target=cuda: when a planned pool is allocated: `init` (once per model,
     by NAME_init; freed by NAME_destroy) or `run` (once per run, Occamy's way)."""
+    conv_search: str = CUDA_CONV_SEARCH
+    """target=cuda: how init chooses each convolution's algorithm among those
+    whose workspace fits: `ranked` (cuDNN's heuristics) or `timed` (cuDNN
+    runs each and ranks them by time; pyocc.lowering.limits)."""
     run_part_ops: int = RUN_PART_OPS
     """target=host: a run of more compute ops and copies than this is split
     into functions of at most this many, called in order (LLVM's code
@@ -144,6 +148,9 @@ class ConvertDnnToLlvmPass(ModulePass):
         if self.pool_allocation not in ("init", "run"):
             raise PassFailedException(f"convert-dnn-to-llvm: pool-allocation must be init or run, "
                                       f"got '{self.pool_allocation}'")
+        if self.conv_search not in CONV_SEARCHES:
+            raise PassFailedException(f"convert-dnn-to-llvm: conv-search must be {' or '.join(CONV_SEARCHES)}, "
+                                      f"got '{self.conv_search}'")
         target = TARGETS[self.target]
         lowered: list[Operation] = []
         names: list[str] = []
@@ -151,7 +158,8 @@ class ConvertDnnToLlvmPass(ModulePass):
             if isinstance(top, func.FuncOp):
                 if top.is_declaration:
                     raise cannot_lower(top, f"@{top.sym_name.data} has no body")
-                lowered += target.lower_function(top, self.workspace, self.pool_allocation, self.run_part_ops)
+                lowered += target.lower_function(top, self.workspace, self.pool_allocation, self.conv_search,
+                                                  self.run_part_ops)
                 names.append(top.sym_name.data)
             elif isinstance(top, llvm.FuncOp | llvm.GlobalOp):
                 lowered.append(top.clone())
@@ -441,21 +449,22 @@ def _read_resource(key: str, entry: dict[str, Any]) -> bytes:
 def compile_module(module: ModuleOp, function: str | None = None, target: str = "host",
                    cuda_libraries: Any = None, workspace: int = ConvertDnnToLlvmPass.workspace,
                    pool_allocation: str = ConvertDnnToLlvmPass.pool_allocation, kernels: str = "native",
-                   threads: int = 1, jit: bool = True) -> Any:
+                   threads: int = 1, jit: bool = True, conv_search: str = ConvertDnnToLlvmPass.conv_search) -> Any:
     """Lower a buffer-form module (it is not modified) and JIT function
     `function` (default: the only one) into a runnable model: a
     CompiledModel on the host, whose sites run native kernels where one
     exists (`kernels="native"`) or all through numpy (`kernels="numpy"`);
     on target "cuda" a CudaModel bound to `cuda_libraries` (anything with
     `symbols() -> {name: address}`; default NVIDIA's libraries,
-    pyocc.runtime.cuda.CudaLibraries; `workspace` and `pool_allocation` are
-    the pass's target=cuda options). `threads` (host): the threads the
+    pyocc.runtime.cuda.CudaLibraries; `workspace`, `pool_allocation` and
+    `conv_search` are the pass's target=cuda options). `threads` (host): the threads the
     model runs on, its BLAS and its native loops (see to_llvmlite).
     `jit=False` (host) leaves the JIT until the model's first run
     (CompiledModel): enough to write the code to disk."""
     lowered = module.clone()
     try:
-        ConvertDnnToLlvmPass(target=target, workspace=workspace, pool_allocation=pool_allocation).apply(Context(), lowered)
+        ConvertDnnToLlvmPass(target=target, workspace=workspace, pool_allocation=pool_allocation,
+                             conv_search=conv_search).apply(Context(), lowered)
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     names = lowered_functions(lowered)

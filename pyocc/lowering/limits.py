@@ -13,3 +13,12 @@ MAX_THREADS = 256
 #: with a convolution (32 MiB made pool mode's activation memory 4.3x
 #: PyTorch's on average; 1 MiB: 41% less than PyTorch's).
 CUDA_WORKSPACE = 1 << 20
+
+#: target cuda: how init chooses each convolution's algorithm among those
+#: whose workspace fits: `ranked`, cuDNN's heuristic ranking
+#: (cudnnGetConvolutionForwardAlgorithm_v7, no convolution runs), or `timed`,
+#: cuDNN running each algorithm once and ranking them by the time it took
+#: (cudnnFindConvolutionForwardAlgorithm: a slower init, and the choice can
+#: differ between inits when two algorithms take about the same time)
+CONV_SEARCHES = ("ranked", "timed")
+CUDA_CONV_SEARCH = "ranked"

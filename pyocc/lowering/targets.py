@@ -22,18 +22,19 @@ from pyocc.lowering.convert_dnn_to_host import HostFunctionLowering, host_declar
 class LoweringTarget:
     """How convert-dnn-to-llvm lowers for one target."""
 
-    lower_function: Callable[[func.FuncOp, int, str, int], list[Operation]]
-    """(function, workspace bytes, pool allocation, run part ops) -> the llvm
-    functions and globals of its ABI (the host ignores the two target=cuda
-    options, cuda the host's run_part_ops)"""
+    lower_function: Callable[[func.FuncOp, int, str, str, int], list[Operation]]
+    """(function, workspace bytes, pool allocation, conv search, run part
+    ops) -> the llvm functions and globals of its ABI (the host ignores the
+    three target=cuda options, cuda the host's run_part_ops)"""
     declarations: Callable[[list[Operation]], list[Operation]]
     """the lowered functions -> the external functions their code calls
     (and the helpers it defines once per module)"""
 
 
 TARGETS: dict[str, LoweringTarget] = {
-    "host": LoweringTarget(lambda f, workspace, pool_allocation, run_part_ops: HostFunctionLowering(
+    "host": LoweringTarget(lambda f, workspace, pool_allocation, conv_search, run_part_ops: HostFunctionLowering(
         f, run_part_ops=run_part_ops).lower(), host_declarations),
-    "cuda": LoweringTarget(lambda f, workspace, pool_allocation, run_part_ops: CudaFunctionLowering(
-        f, workspace_bytes=workspace, pool_allocation=pool_allocation).lower(), declarations),
+    "cuda": LoweringTarget(lambda f, workspace, pool_allocation, conv_search, run_part_ops: CudaFunctionLowering(
+        f, workspace_bytes=workspace, pool_allocation=pool_allocation, conv_search=conv_search).lower(),
+        declarations),
 }

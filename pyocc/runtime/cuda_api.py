@@ -78,6 +78,9 @@ FUNCTIONS: tuple[ApiFunction, ...] = (
     _fn("cudnn", "cudnnGetConvolutionForwardAlgorithm_v7",
         "handle:ptr, xDesc:ptr, wDesc:ptr, convDesc:ptr, yDesc:ptr, requestedAlgoCount:i32, "
         "returnedAlgoCount:ptr, perfResults:ptr"),
+    _fn("cudnn", "cudnnFindConvolutionForwardAlgorithm",
+        "handle:ptr, xDesc:ptr, wDesc:ptr, convDesc:ptr, yDesc:ptr, requestedAlgoCount:i32, "
+        "returnedAlgoCount:ptr, perfResults:ptr"),
     _fn("cudnn", "cudnnCreateActivationDescriptor", "desc:ptr"),
     _fn("cudnn", "cudnnDestroyActivationDescriptor", "desc:ptr"),
     _fn("cudnn", "cudnnSetActivationDescriptor", "desc:ptr, mode:i32, reluNanOpt:i32, coef:f64"),

@@ -27,7 +27,7 @@ from typing import NoReturn
 
 from pyocc import __version__
 from pyocc.errors import PyoccError
-from pyocc.lowering.limits import CUDA_WORKSPACE, MAX_THREADS
+from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH, CUDA_WORKSPACE, MAX_THREADS
 from pyocc.planning import ALGORITHMS, PlanningError
 from pyocc.planning.cli import main as plan_json_main
 from pyocc.planning.pools import parse_size
@@ -143,6 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--threads", type=_threads, default=1, metavar="N",
                              help="target host: run the model on N threads, its BLAS calls and the outer loops "
                                   "of its native kernels (default 1; results do not depend on N)")
+        command.add_argument("--conv-search", choices=CONV_SEARCHES, default=CUDA_CONV_SEARCH,
+                             help="target cuda: how init chooses each convolution's algorithm among those whose "
+                                  f"workspace fits: ranked (default {CUDA_CONV_SEARCH!r}: cuDNN's heuristics) or "
+                                  "timed (cuDNN runs each once and the fastest is kept; a slower init)")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)

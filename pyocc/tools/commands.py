@@ -94,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                           sanitize=args.sanitize,
                           memory_pools=args.memory_pools, pool_candidates=args.pool_candidates,
                           reorder=args.reorder, workspace=args.workspace, pool_allocation=args.pool_allocation,
-                          kernels=args.kernels, threads=args.threads,
+                          conv_search=args.conv_search, kernels=args.kernels, threads=args.threads,
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
                           scratchpad=args.scratchpad, npu_cost=args.npu_cost)
     model.memory_report().check_limit(_bytes(args.memory_limit))
@@ -237,8 +237,8 @@ def _compile_cuda_ir(args: argparse.Namespace, out: Path) -> int:
                            memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs)
     report.check_limit(_bytes(args.memory_limit))
     try:
-        ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace,
-                             pool_allocation=args.pool_allocation or "init").apply(Context(), module)
+        ConvertDnnToLlvmPass(target="cuda", workspace=args.workspace, pool_allocation=args.pool_allocation or "init",
+                             conv_search=args.conv_search).apply(Context(), module)
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     _write_atomically(out, to_llvm_ir(module).encode())

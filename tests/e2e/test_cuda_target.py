@@ -111,6 +111,34 @@ def test_workspace_limit_is_honoured() -> None:
     assert not any(b.name.startswith("scratch") for b in compiled.memory_report().buffers)
 
 
+@pytest.mark.parametrize("search, query", [("ranked", "cudnnGetConvolutionForwardAlgorithm_v7"),
+                                           ("timed", "cudnnFindConvolutionForwardAlgorithm")])
+def test_conv_search_chooses_from_its_query(search: str, query: str) -> None:
+    """Init ranks each convolution's algorithms with cuDNN's heuristics
+    (ranked) or by running them (timed), and keeps the first whose workspace
+    fits. The stand-in's two rankings differ (its "timed" one puts GEMM
+    first; its heuristics put the Winograd algorithms first, then
+    PRECOMP_GEMM), so the algorithms the convolutions run with say which
+    ranking init read."""
+    model = tiny_cnn()
+    fake = FakeCuda()
+    compiled, problem = compile_and_compare(model, random_inputs(model, 0), target="cuda", memory="pool",
+                                            cuda_libraries=fake, workspace=1 << 20, conv_search=search)
+    assert problem is None, (problem, fake.errors)
+    convs = sum(1 for n in model.graph.node if n.op_type == "Conv")
+    other = {"cudnnGetConvolutionForwardAlgorithm_v7", "cudnnFindConvolutionForwardAlgorithm"} - {query}
+    assert fake.calls[query] == convs and fake.calls[other.pop()] == 0
+    used = set(fake.forward_algorithms)
+    assert used == {2} if search == "timed" else 2 not in used, dict(fake.forward_algorithms)
+    compiled.native.close()
+    assert fake.leaks() == []
+
+
+def test_conv_search_must_be_known() -> None:
+    with pytest.raises(PyoccError, match="conv-search must be ranked or timed, got 'fastest'"):
+        pyocc.compile(tiny_cnn(), target="cuda", cuda_libraries=FakeCuda(), conv_search="fastest")
+
+
 class _Failing:
     """The fake, except that one function always returns `status`."""
 

@@ -167,7 +167,7 @@ def _convolution(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp, x: SSA
         pads, strides, dilations = pads + [0], strides + [1], dilations + [1]
     conv = _convolution_descriptor(lw, pads, strides, dilations, group)
     x_desc, w_desc, y_desc = lw.tensor_descriptor(x_shape), lw.filter_descriptor(w_shape), lw.tensor_descriptor(y_shape)
-    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc,
+    algo = _choose_algorithm(lw, conv, x_desc, w_desc, y_desc, query=FORWARD_QUERIES[lw.conv_search],
                              planned=None if scratch is None else scratch[0].cudnn_bytes)
 
     h = lw.cudnn_handle()
@@ -223,8 +223,14 @@ def _convolution_descriptor(lw: CudaFunctionLowering, pads: Sequence[int], strid
     return lw.descriptor("Convolution", (tuple(pads), tuple(strides), tuple(dilations), group), configure)
 
 
+#: how init ranks a convolution's forward algorithms, per conv_search (both
+#: take the same arguments and fill the same cudnnConvolutionFwdAlgoPerf_t
+#: array, best first): cuDNN's heuristics, or each algorithm run and timed
+FORWARD_QUERIES = {"ranked": "cudnnGetConvolutionForwardAlgorithm_v7", "timed": "cudnnFindConvolutionForwardAlgorithm"}
+
+
 def _choose_algorithm(lw: CudaFunctionLowering, conv: str, x: str, w: str, y: str,
-                      query: str = "cudnnGetConvolutionForwardAlgorithm_v7",
+                      query: str = FORWARD_QUERIES["ranked"],
                       count: int = api.CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                       fallback: int = api.CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                       planned: int | None = None) -> str:

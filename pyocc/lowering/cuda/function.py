@@ -88,7 +88,7 @@ from pyocc.lowering.cuda_kernels import (
     ptx_module,
     row_major_strides,
 )
-from pyocc.lowering.limits import CUDA_WORKSPACE
+from pyocc.lowering.limits import CUDA_CONV_SEARCH, CUDA_WORKSPACE
 from pyocc.lowering.llvm_common import (
     PTR,
     LlvmBuilder,
@@ -214,6 +214,8 @@ class CudaFunctionLowering:
     workspace_bytes: int = CUDA_WORKSPACE
     #: "init": each dnn.pool_init is one cudaMalloc in init; "run": one per run
     pool_allocation: str = "init"
+    #: how init chooses a convolution's algorithm: "ranked" (cuDNN's heuristics) or "timed" (cuDNN runs each)
+    conv_search: str = CUDA_CONV_SEARCH
     name: str = ""
     inputs: list[dict[str, Any]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)

@@ -298,6 +298,8 @@ class FakeCudaBase:
         #: one line per call that read never-written device memory (0xFF poison); such
         #: calls succeed, as on a GPU, but their results are NaN: this says where it came from
         self.uninitialised_reads: list[str] = []
+        #: cudnnConvolutionFwdAlgo_t -> the forward convolutions that ran with it
+        self.forward_algorithms: collections.Counter[int] = collections.Counter()
         self._current = ""
         self._memory = _DeviceMemory()
         self._objects = _Objects()
@@ -323,8 +325,9 @@ class FakeCudaBase:
         return {name: ctypes.cast(cb, ctypes.c_void_p).value or 0 for name, cb in self._callbacks.items()}
 
     def reset_counts(self) -> None:
-        """Zero `calls` and restart the peak at the current use."""
+        """Zero `calls` and `forward_algorithms`, and restart the peak at the current use."""
         self.calls.clear()
+        self.forward_algorithms.clear()
         self._memory.peak_bytes = self._memory.live_bytes
 
     def leaks(self) -> list[str]:

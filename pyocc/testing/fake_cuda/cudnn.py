@@ -157,6 +157,10 @@ class _ConvProblem:
 
 #: the order cudnnGetConvolutionForwardAlgorithm_v7 ranks algorithms in, with claimed times (ms)
 _ALGO_RANKING = ((7, 0.05), (6, 0.08), (1, 0.1), (2, 0.2), (0, 0.3), (3, -1.0), (4, -1.0), (5, -1.0))
+#: the order cudnnFindConvolutionForwardAlgorithm "times" them in (the fake runs
+#: nothing): another order than the heuristics', so that a test sees which
+#: query init's choice came from
+_ALGO_TIMED = ((2, 0.04), (0, 0.06), (1, 0.07), (6, 0.09), (7, 0.5), (3, -1.0), (4, -1.0), (5, -1.0))
 
 #: cudnnConvolutionBwdDataAlgo_t values
 _BWD_DATA_ALGO_FFT, _BWD_DATA_ALGO_FFT_TILING, _BWD_DATA_ALGO_WINOGRAD, _BWD_DATA_ALGO_WINOGRAD_NONFUSED = 2, 3, 4, 5
@@ -332,9 +336,30 @@ class Cudnn(FakeCudaBase):
         self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _ALGO_RANKING, problem.workspace,
                          lambda algo: 1, problem.conv.math_type)
 
+    def _cudnnFindConvolutionForwardAlgorithm(
+        self,
+        handle: int,
+        xDesc: int,
+        wDesc: int,
+        convDesc: int,
+        yDesc: int,
+        requestedAlgoCount: int,
+        returnedAlgoCount: int,
+        perfResults: int,
+    ) -> None:
+        """cuDNN runs every algorithm on memory it allocates itself and ranks
+        them by time, supported ones first; the fake ranks them in its
+        `_ALGO_TIMED` order and runs none."""
+        self._cudnn_handle(handle)
+        problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
+        if requestedAlgoCount < 1:
+            raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
+        self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _ALGO_TIMED, problem.workspace,
+                         lambda algo: 1, problem.conv.math_type)
+
     def _write_perf(self, requested: int, returned: int, results: int, ranking: Sequence[tuple[int, float]],
                     needs: Callable[[int], int | None], determinism: Callable[[int], int], math_type: int) -> None:
-        """Fill cudnnGet*Algorithm_v7's outputs: `ranking` with the supported
+        """Fill cudnnGet*Algorithm_v7's (or cudnnFind*Algorithm's) outputs: `ranking` with the supported
         algorithms first, each with its workspace need (`needs`) and status."""
         self._memory.require_host(returned, "returnedAlgoCount")
         self._memory.require_host(results, "perfResults")
@@ -437,6 +462,7 @@ class Cudnn(FakeCudaBase):
         problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
         needed = self._check_algo(problem.workspace, "cudnnConvolutionFwdAlgo_t", algo, workSpace,
                                   workSpaceSizeInBytes)
+        self.forward_algorithms[algo] += 1
         scale, blend = self._read_scalar(alpha, "alpha"), self._read_scalar(beta, "beta")
         x_view, w_view = self._view(x, problem.x, "x"), self._view(w, problem.w.layout, "w")
         y_view = self._view(y, problem.y, "y")
@@ -522,6 +548,7 @@ class Cudnn(FakeCudaBase):
             raise _unsupported(f"IDENTITY activation needs algo IMPLICIT_PRECOMP_GEMM (1), not {algo}")
         needed = self._check_algo(problem.workspace, "cudnnConvolutionFwdAlgo_t", algo, workSpace,
                                   workSpaceSizeInBytes)
+        self.forward_algorithms[algo] += 1
         z_layout, bias_layout = self._tensor(zDesc, "zDesc"), self._tensor(biasDesc, "biasDesc")
         self._same_dims(z_layout, problem.y, "zDesc", "yDesc")
         bias_dims = (1, problem.y.dims[1]) + (1,) * (len(problem.y.dims) - 2)
