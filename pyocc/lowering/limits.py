@@ -19,6 +19,9 @@ CUDA_WORKSPACE = 1 << 20
 #: (cudnnGetConvolutionForwardAlgorithm_v7, no convolution runs), or `timed`,
 #: cuDNN running each algorithm once and ranking them by the time it took
 #: (cudnnFindConvolutionForwardAlgorithm: a slower init, and the choice can
-#: differ between inits when two algorithms take about the same time)
+#: differ between inits when two algorithms take about the same time). On an
+#: H200 timed ran pool mode 1.05x ranked's speed over the nine light models
+#: (geometric mean; 0.80x to 1.52x per model, within what one configuration
+#: moved between runs), so ranked is the default (docs/cuda.md)
 CONV_SEARCHES = ("ranked", "timed")
 CUDA_CONV_SEARCH = "ranked"
