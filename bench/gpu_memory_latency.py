@@ -10,7 +10,11 @@ For each light model (random weights, pyocc.testing.light_models) and mode:
   a mismatch is reported, and the script exits 1 at the end;
 - time ``model.run(inputs)`` (wall clock, host-to-device and device-to-host
   copies included): the first run (cold: cuDNN and cuBLAS load their kernels)
-  and the median of ``--runs`` runs after two warm-up runs;
+  and the median of ``--runs`` runs after ``--warmup`` warm-up runs. All
+  modes of a model are compiled first and then run in turns, one run of
+  each per round, so that a slow stretch of the machine slows them all
+  (timed one mode after the other, the same mode's median moved by half
+  between runs on an H200);
 - read ``model.native.alloc_stats()`` after the last run (cudaMalloc and
   cudaFree calls of that run, its peak activation bytes), the pools init
   allocated once (``model.native.init_pool_allocations`` / ``init_pool_bytes``:
@@ -72,6 +76,7 @@ DIR/results.json. bench/gpu_check.sh runs it on the lent GPU machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import math
@@ -233,15 +238,48 @@ def timed(run: Callable[[], object], runs: int, warmup: int) -> tuple[float, flo
     return first, statistics.median(samples)
 
 
-def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode: str,
-                 args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE,
-                 conv_search: str = CUDA_CONV_SEARCH) -> ModeResult:
-    """Compile, check, time and read the counters of one mode at one
-    workspace size and convolution algorithm search."""
+def timed_in_turns(runs: dict[str, Callable[[], object]], count: int, warmup: int) -> dict[str, tuple[float, float]]:
+    """`timed` for several calls at once, in turns: each one's first call,
+    then `warmup` rounds, then `count` rounds in each of which every call
+    runs once (starting one further along each round), so that a slow
+    stretch of the machine is shared by all of them. Key -> (first call
+    ms, median ms)."""
+    firsts: dict[str, float] = {}
+    for key, run in runs.items():
+        start = time.perf_counter()
+        run()
+        firsts[key] = (time.perf_counter() - start) * 1e3
+    keys = list(runs)
+    for _ in range(warmup):
+        for key in keys:
+            runs[key]()
+    samples: dict[str, list[float]] = {key: [] for key in keys}
+    for round_ in range(count):
+        for key in keys[round_ % len(keys):] + keys[:round_ % len(keys)]:
+            start = time.perf_counter()
+            runs[key]()
+            samples[key].append((time.perf_counter() - start) * 1e3)
+    return {key: (firsts[key], statistics.median(samples[key])) for key in keys}
+
+
+@dataclass
+class _Compiled:
+    """One mode compiled: the model, its last outputs and its run."""
+
+    model: Any
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+    def run(self, inputs: dict[str, Any]) -> None:
+        self.outputs.update(self.model.run(inputs))
+
+
+def compile_mode(model: Any, mode: str, args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE,
+                 conv_search: str = CUDA_CONV_SEARCH) -> tuple[ModeResult, _Compiled | None]:
+    """Compile one mode at one workspace size and convolution algorithm
+    search: its result so far (compile time, or the error) and the model."""
     from pyocc.api import compile as pyocc_compile
 
     result = ModeResult(mode)
-    compiled = None
     memory, _, allocation = mode.partition("-")
     try:
         start = time.perf_counter()
@@ -253,29 +291,61 @@ def measure_mode(model: Any, inputs: dict[str, Any], reference: list[Any], mode:
         compiled = pyocc_compile(model, target=args.target, memory=memory, workspace=workspace,
                                  conv_search=conv_search, **extra)
         result.compile_s = time.perf_counter() - start
-        outputs: dict[str, Any] = {}
-
-        def run() -> None:
-            outputs.update(compiled.run(inputs))
-
-        result.first_ms, result.median_ms = timed(run, args.runs, args.warmup)
-        result.max_abs_err, result.matches = max_abs_error([outputs[n] for n in compiled.output_names], reference)
-        stats = compiled.native.alloc_stats()
-        init_pools = getattr(compiled.native, "init_pool_bytes", 0)  # target cuda: the pool init allocated
-        result.mallocs_per_run, result.frees_per_run = stats.allocations, stats.frees
-        result.init_mallocs = getattr(compiled.native, "init_pool_allocations", 0)
-        result.act_bytes = stats.peak_bytes + init_pools
-        report = compiled.report
-        result.planned_act_bytes = report.activation_bytes
-        result.weight_bytes, result.io_bytes = report.weight_bytes, report.io_bytes
-        result.workspace_bytes = report.workspace_bytes
+        return result, _Compiled(compiled)
     except Exception as e:  # noqa: BLE001 - one mode failing must not hide the others
         result.error = one_line(e)
         traceback.print_exc(file=sys.stderr)
-    finally:
-        del compiled
-        gc.collect()
-    return result
+        return result, None
+
+
+def finish_mode(result: ModeResult, compiled: _Compiled, reference: list[Any]) -> None:
+    """Check the last run's outputs and read the counters and the report into `result`."""
+    model = compiled.model
+    try:
+        result.max_abs_err, result.matches = max_abs_error([compiled.outputs[n] for n in model.output_names],
+                                                           reference)
+        stats = model.native.alloc_stats()
+        init_pools = getattr(model.native, "init_pool_bytes", 0)  # target cuda: the pool init allocated
+        result.mallocs_per_run, result.frees_per_run = stats.allocations, stats.frees
+        result.init_mallocs = getattr(model.native, "init_pool_allocations", 0)
+        result.act_bytes = stats.peak_bytes + init_pools
+        report = model.report
+        result.planned_act_bytes = report.activation_bytes
+        result.weight_bytes, result.io_bytes = report.weight_bytes, report.io_bytes
+        result.workspace_bytes = report.workspace_bytes
+    except Exception as e:  # noqa: BLE001
+        result.error = one_line(e)
+        traceback.print_exc(file=sys.stderr)
+
+
+def measure_modes(model: Any, inputs: dict[str, Any], reference: list[Any],
+                  args: argparse.Namespace) -> dict[str, ModeResult]:
+    """Every mode in every variant of one model: all compiled first, then
+    timed in turns (`timed_in_turns`), then checked and read."""
+    results: dict[str, ModeResult] = {}
+    compiled: dict[str, _Compiled] = {}
+    for workspace in args.workspace:
+        for search in args.conv_search:
+            for mode in args.modes:
+                key = mode_key(mode, workspace, search, args)
+                results[key], one = compile_mode(model, mode, args, workspace, search)
+                results[key].mode = key
+                if one is not None:
+                    compiled[key] = one
+    try:
+        times = timed_in_turns({key: functools.partial(one.run, inputs) for key, one in compiled.items()},
+                               args.runs, args.warmup)
+    except Exception as e:  # noqa: BLE001 - a run failing is reported for every mode it interrupted
+        for key in compiled:
+            results[key].error = one_line(e)
+        traceback.print_exc(file=sys.stderr)
+        times = {}
+    for key, (first, median) in times.items():
+        results[key].first_ms, results[key].median_ms = first, median
+        finish_mode(results[key], compiled[key], reference)
+    compiled.clear()
+    gc.collect()
+    return results
 
 
 def model_for_peer(model: Any) -> Any:
@@ -497,13 +567,9 @@ def measure_model(name: str, args: argparse.Namespace) -> ModelResult:
     except Exception as e:  # noqa: BLE001
         result.error = one_line(e)
         return result
-    for workspace in args.workspace:
-        for search in args.conv_search:
-            for mode in args.modes:
-                key = mode_key(mode, workspace, search, args)
-                result.modes[key] = measure_mode(model, inputs, reference, mode, args, workspace, search)
-                result.modes[key].mode = key
-                print(f"  {name} {key}: {_mode_line(result.modes[key])}", flush=True)
+    result.modes = measure_modes(model, inputs, reference, args)
+    for key, mode in result.modes.items():
+        print(f"  {name} {key}: {_mode_line(mode)}", flush=True)
     if args.tensorrt == "auto" and _on_gpu(args) and tensorrt_status() is None:
         try:
             result.tensorrt_act_bytes = tensorrt_activation_bytes(model)
