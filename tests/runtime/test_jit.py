@@ -360,11 +360,12 @@ def test_each_speed_level_runs_its_own_pipeline(level: int) -> None:
 
 
 #: a loop of 24 constant trips around a call: O3 unrolls it fully, unless the
-#: call is a BLAS product (a conv kernel's epilogue around its sgemm)
+#: function is a site's kernel (`jit.KERNEL_NAME`) and the call a BLAS
+#: product (a conv kernel's epilogue around its sgemm)
 CALL_IN_A_LOOP = """
 declare void @"{callee}"(ptr)
 
-define void @"f"(ptr %p) {{
+define void @"{name}"(ptr %p) {{
 entry:
   br label %test
 test:
@@ -383,12 +384,14 @@ done:
 
 
 @pytest.mark.parametrize("callee", ["scipy_cblas_sgemm", "some_other_function"])
-def test_a_kernel_that_calls_blas_keeps_its_loops(callee: str) -> None:
-    """`jit.unrolls`: a module that calls a BLAS product keeps its loops as
-    loops at SPEED_LEVEL (one call in the optimised text); any other module
-    is unrolled as O3 does (24 calls)."""
-    text = CALL_IN_A_LOOP.format(callee=callee)
+@pytest.mark.parametrize("name", [jit.KERNEL_NAME, "main_graph_run"])
+def test_a_kernel_that_calls_blas_keeps_its_loops(callee: str, name: str) -> None:
+    """`jit.unrolls`: a site's kernel that calls a BLAS product keeps its
+    loops as loops at SPEED_LEVEL (one call in the optimised text); any
+    other module, a program's among them, is unrolled as O3 does (24 calls)."""
+    text = CALL_IN_A_LOOP.format(callee=callee, name=name)
     module = jit.optimized_module(text, jit._target_machine(jit.JIT_CODE_MODEL))
     calls = len(re.findall(rf'call void @"?{callee}"?\(', str(module)))
-    assert jit.unrolls(jit._parsed(text, jit._target_machine(jit.JIT_CODE_MODEL))) == (callee != "scipy_cblas_sgemm")
-    assert calls == (1 if callee == "scipy_cblas_sgemm" else 24)
+    kept = callee == "scipy_cblas_sgemm" and name == jit.KERNEL_NAME
+    assert jit.unrolls(jit._parsed(text, jit._target_machine(jit.JIT_CODE_MODEL))) == (not kept)
+    assert calls == (1 if kept else 24)
