@@ -22,8 +22,6 @@ from pyocc.errors import PyoccError
 #: the BLAS functions generated code may call (the thread setter: models
 #: compiled for several threads set OpenBLAS to one thread when they start)
 BLAS_SYMBOLS = ("scipy_cblas_sgemm", "scipy_cblas_sgemv", "scipy_openblas_set_num_threads")
-#: the BLAS routines that compute: a kernel that calls one spends its time there (pyocc.runtime.jit.optimize)
-BLAS_PRODUCTS = ("scipy_cblas_sgemm", "scipy_cblas_sgemv")
 #: threads the BLAS runs on unless `set_threads` says otherwise
 DEFAULT_THREADS = 1
 

@@ -151,8 +151,7 @@ def _target_machine(codemodel: str = "default", speed_level: int = SPEED_LEVEL) 
 
 def optimize(module: Any, machine: Any, speed_level: int = SPEED_LEVEL) -> None:
     """Run LLVM's default module pipeline at SPEED_LEVEL on `module` for
-    `machine`, loop and SLP vectorisation on, loops unrolled where `unrolls`
-    says so; at SIMPLIFY_SPEED_LEVEL,
+    `machine`, loop and SLP vectorisation on; at SIMPLIFY_SPEED_LEVEL,
     `simplify`; at 0, nothing. (A change here changes the object code:
     bump object_cache.CACHE_FORMAT.)"""
     if speed_level == 0:
@@ -164,26 +163,8 @@ def optimize(module: Any, machine: Any, speed_level: int = SPEED_LEVEL) -> None:
     options = llvm.create_pipeline_tuning_options(speed_level=SPEED_LEVEL)
     options.loop_vectorization = True
     options.slp_vectorization = True
-    options.loop_unrolling = unrolls(module)
     builder = llvm.create_pass_builder(machine, options)
     builder.getModulePassManager().run(module, builder)
-
-
-def unrolls(module: Any) -> bool:
-    """Whether `optimize` lets LLVM unroll `module`'s loops: not in a kernel
-    module (one site's kernel, defining KERNEL_NAME: `jit_kernels`) that
-    calls a BLAS product (blas.BLAS_PRODUCTS), whose time is spent in the
-    BLAS call. Its own loops (filling the bias, im2col, the activation
-    after it) are vectorised either way, and unrolled they made the largest
-    modules of all: Inception v1's slowest kernel to compile, 136 lines of
-    IR, came out of O3 as 2,797 and took 0.65 CPU s to compile, 0.06
-    without unrolling. Every other module keeps it: without, ShuffleNet's
-    register-tiled and direct convolutions and transposes ran 9% slower,
-    and a symbolic program (all its kernels in one module, which calls
-    sgemm) ran T5 at S = 512 in 85 ms instead of 58."""
-    defined = {f.name for f in module.functions if not f.is_declaration}
-    calls_blas = any(f.is_declaration and f.name in blas.BLAS_PRODUCTS for f in module.functions)
-    return not (KERNEL_NAME in defined and calls_blas)
 
 
 def simplify(module: Any, machine: Any) -> None:

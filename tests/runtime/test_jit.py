@@ -6,7 +6,6 @@ the pass's errors for what it cannot lower."""
 from __future__ import annotations
 
 import ctypes
-import re
 from pathlib import Path
 
 import numpy as np
@@ -357,41 +356,3 @@ def test_each_speed_level_runs_its_own_pipeline(level: int) -> None:
     x = np.arange(37, dtype=np.float32)
     f(x.ctypes.data, x.size)
     np.testing.assert_array_equal(x, 2 * np.arange(37, dtype=np.float32))
-
-
-#: a loop of 24 constant trips around a call: O3 unrolls it fully, unless the
-#: function is a site's kernel (`jit.KERNEL_NAME`) and the call a BLAS
-#: product (a conv kernel's epilogue around its sgemm)
-CALL_IN_A_LOOP = """
-declare void @"{callee}"(ptr)
-
-define void @"{name}"(ptr %p) {{
-entry:
-  br label %test
-test:
-  %k = phi i64 [0, %entry], [%j, %body]
-  %more = icmp ult i64 %k, 24
-  br i1 %more, label %body, label %done
-body:
-  %a = getelementptr float, ptr %p, i64 %k
-  call void @"{callee}"(ptr %a)
-  %j = add i64 %k, 1
-  br label %test
-done:
-  ret void
-}}
-"""
-
-
-@pytest.mark.parametrize("callee", ["scipy_cblas_sgemm", "some_other_function"])
-@pytest.mark.parametrize("name", [jit.KERNEL_NAME, "main_graph_run"])
-def test_a_kernel_that_calls_blas_keeps_its_loops(callee: str, name: str) -> None:
-    """`jit.unrolls`: a site's kernel that calls a BLAS product keeps its
-    loops as loops at SPEED_LEVEL (one call in the optimised text); any
-    other module, a program's among them, is unrolled as O3 does (24 calls)."""
-    text = CALL_IN_A_LOOP.format(callee=callee, name=name)
-    module = jit.optimized_module(text, jit._target_machine(jit.JIT_CODE_MODEL))
-    calls = len(re.findall(rf'call void @"?{callee}"?\(', str(module)))
-    kept = callee == "scipy_cblas_sgemm" and name == jit.KERNEL_NAME
-    assert jit.unrolls(jit._parsed(text, jit._target_machine(jit.JIT_CODE_MODEL))) == (not kept)
-    assert calls == (1 if kept else 24)

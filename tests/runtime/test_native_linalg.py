@@ -7,6 +7,7 @@ buffer table a compiled model passes (pyocc.testing.native_kernels.run_guarded).
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -548,3 +549,29 @@ def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
     assert bool(scratch_buffers) == scratch
 
+
+
+@pytest.mark.parametrize(("name", "blas"), [("many_blocks", True), ("pointwise_row_blocks", True), ("spatial_tiles", False)])
+def test_loops_around_blas_are_not_unrolled(name: str, blas: bool) -> None:
+    """A kernel that calls sgemm spends its time there: its loops carry
+    `llvm.loop.unroll.disable` (dense_ir.keep_loops_around_blas, applied
+    to every registered emitter's functions), so O3 leaves them loops and
+    the optimised kernel keeps one sgemm call per call the emitter wrote
+    (unrolled, the loop over im2col blocks around it copied it). A kernel
+    of generated code (register tiles) is unrolled as before."""
+    from pyocc.runtime import jit
+
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    site = site_for("conv", inputs, [(out_shape, "float32")], workspace_bytes=1 << 20, **kwargs)
+    module = ir.Module()
+    kernel = native_kernel_for(site)
+    assert kernel is not None
+    kernel.emit(module, "model_site_0", site)
+    text = str(module)
+    assert ("cblas_sgemm" in text) == blas
+    assert ("llvm.loop.unroll.disable" in text) == blas
+    optimised = str(jit.optimized_module(text.replace('"model_site_0"', f'"{jit.KERNEL_NAME}"'),
+                                         jit._target_machine(jit.JIT_CODE_MODEL), jit._external_kernel,
+                                         before_optimize=True))
+    calls = lambda ir_text: len(re.findall(r"call void @\"?scipy_cblas_sgemm\"?\(", ir_text))  # noqa: E731
+    assert calls(optimised) == calls(text)

@@ -48,12 +48,14 @@ array (slots `site["run_time_symbols"]` onwards, one per symbol).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import llvmlite.ir
+import llvmlite.ir
+
+from pyocc.lowering.native.dense_ir import keep_loops_around_blas
 
 #: emit(module, symbol, site): define `void symbol(i8 **buffers)` in module
 Emitter = Callable[["llvmlite.ir.Module", str, dict[str, Any]], None]
@@ -98,6 +100,19 @@ def _every_site(site: dict[str, Any]) -> bool:
     return True
 
 
+def _keeping_blas_loops(emit: Emitter) -> Emitter:
+    """`emit`, then `keep_loops_around_blas` on the functions it defined."""
+
+    @functools.wraps(emit)
+    def emitting(module: Any, symbol: str, site: dict[str, Any]) -> None:
+        before = set(module.globals)
+        emit(module, symbol, site)
+        keep_loops_around_blas(module, [g for name, g in module.globals.items()
+                                        if name not in before and isinstance(g, llvmlite.ir.Function) and g.blocks])
+
+    return emitting
+
+
 def native_kernel(name: str, supports: Supports | None = None, shared_sizes: SharedSizes | None = None,
                   min_sharing_sites: int = 1, run_time_shapes: bool = False,
                   weight_layouts: WeightLayouts | None = None) -> Callable[[Emitter], Emitter]:
@@ -111,8 +126,8 @@ def native_kernel(name: str, supports: Supports | None = None, shared_sizes: Sha
     def register(emit: Emitter) -> Emitter:
         if name in NATIVE_KERNELS:
             raise ValueError(f"native kernel '{name}' is registered twice")
-        NATIVE_KERNELS[name] = NativeKernel(name, emit, supports or _every_site, shared_sizes, min_sharing_sites,
-                                           run_time_shapes, weight_layouts)
+        NATIVE_KERNELS[name] = NativeKernel(name, _keeping_blas_loops(emit), supports or _every_site, shared_sizes,
+                                           min_sharing_sites, run_time_shapes, weight_layouts)
         return emit
 
     return register
