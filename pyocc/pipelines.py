@@ -32,8 +32,8 @@ from xdsl.utils.exceptions import VerifyException
 
 from pyocc.analysis.verify_lifetimes import check_lifetimes
 from pyocc.lowering.convert_onnx_to_dnn import ConvertOnnxToDnnPass
-from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.lowering.cuda_scratch import DnnCudaScratchPass
+from pyocc.lowering.limits import CUDA_WORKSPACE
 from pyocc.rewrites.dnn_coalesce import DnnCoalescePass
 from pyocc.rewrites.dnn_fuse import DnnFusePass
 from pyocc.rewrites.dnn_insert_memory_ops import DnnInsertMemoryOpsPass

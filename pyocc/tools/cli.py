@@ -145,8 +145,8 @@ def build_parser() -> argparse.ArgumentParser:
                                   "of its native kernels (default 1; results do not depend on N)")
         command.add_argument("--conv-search", choices=CONV_SEARCHES, default=CUDA_CONV_SEARCH,
                              help="target cuda: how init chooses each convolution's algorithm among those whose "
-                                  f"workspace fits: ranked (default {CUDA_CONV_SEARCH!r}: cuDNN's heuristics) or "
-                                  "timed (cuDNN runs each once and the fastest is kept; a slower init)")
+                                  "workspace fits: ranked (cuDNN's heuristics) or timed (cuDNN runs each once and "
+                                  f"the fastest is kept; a slower init); default {CUDA_CONV_SEARCH}")
     comp.add_argument("-o", "--output", required=True, help="output file (.so, .o or .ll)")
     plan = sub.add_parser("plan", help="print the memory plan of a model")
     _common(plan)
