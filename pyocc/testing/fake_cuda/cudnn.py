@@ -329,12 +329,9 @@ class Cudnn(FakeCudaBase):
         returnedAlgoCount: int,
         perfResults: int,
     ) -> None:
-        self._cudnn_handle(handle)
-        problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
-        if requestedAlgoCount < 1:
-            raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
-        self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _ALGO_RANKING, problem.workspace,
-                         lambda algo: 1, problem.conv.math_type)
+        """cuDNN's heuristics rank the algorithms; the fake's in its `_ALGO_RANKING` order."""
+        self._rank_forward(_ALGO_RANKING, handle, xDesc, wDesc, convDesc, yDesc, requestedAlgoCount,
+                           returnedAlgoCount, perfResults)
 
     def _cudnnFindConvolutionForwardAlgorithm(
         self,
@@ -350,12 +347,18 @@ class Cudnn(FakeCudaBase):
         """cuDNN runs every algorithm on memory it allocates itself and ranks
         them by time, supported ones first; the fake ranks them in its
         `_ALGO_TIMED` order and runs none."""
+        self._rank_forward(_ALGO_TIMED, handle, xDesc, wDesc, convDesc, yDesc, requestedAlgoCount,
+                           returnedAlgoCount, perfResults)
+
+    def _rank_forward(self, ranking: Sequence[tuple[int, float]], handle: int, xDesc: int, wDesc: int,
+                      convDesc: int, yDesc: int, requested: int, returned: int, results: int) -> None:
+        """Both forward-algorithm queries: the problem checked, `ranking` written (`_write_perf`)."""
         self._cudnn_handle(handle)
         problem = self._conv_problem(xDesc, wDesc, convDesc, yDesc)
-        if requestedAlgoCount < 1:
-            raise _invalid(f"requestedAlgoCount {requestedAlgoCount} < 1")
-        self._write_perf(requestedAlgoCount, returnedAlgoCount, perfResults, _ALGO_TIMED, problem.workspace,
-                         lambda algo: 1, problem.conv.math_type)
+        if requested < 1:
+            raise _invalid(f"requestedAlgoCount {requested} < 1")
+        self._write_perf(requested, returned, results, ranking, problem.workspace, lambda algo: 1,
+                         problem.conv.math_type)
 
     def _write_perf(self, requested: int, returned: int, results: int, ranking: Sequence[tuple[int, float]],
                     needs: Callable[[int], int | None], determinism: Callable[[int], int], math_type: int) -> None:
