@@ -92,8 +92,7 @@ from typing import Any
 # Measure the working tree this file belongs to, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH  # noqa: E402
-from pyocc.pipelines import Options  # noqa: E402
+from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH, CUDA_WORKSPACE  # noqa: E402
 from pyocc.planning.pools import parse_size  # noqa: E402
 from pyocc.testing.light_models import LIGHT_MODELS  # noqa: E402
 
@@ -102,7 +101,6 @@ MODES = ("eager", "lazy", "pool")
 ALL_MODES = (*MODES, "pool-run")
 RTOL, ATOL = 1e-3, 1e-4
 MIB = 2**20
-DEFAULT_WORKSPACE = Options.workspace
 
 
 def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -122,10 +120,10 @@ def _parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="start no new model after this many seconds (the rest are listed as left out)")
     parser.add_argument("--target", default="cuda", choices=["cuda", "host"],
                         help="host: a dry run of this script's flow on the CPU (peer on the CPU, no GPU memory)")
-    parser.add_argument("--workspace", nargs="+", type=parse_size, default=[DEFAULT_WORKSPACE], metavar="SIZE",
+    parser.add_argument("--workspace", nargs="+", type=parse_size, default=[CUDA_WORKSPACE], metavar="SIZE",
                         help="cuDNN workspace bytes per convolution (pyocc's --workspace), e.g. 0 4MiB; with "
                              "several, every mode runs at each (default: pyocc's, "
-                             f"{DEFAULT_WORKSPACE // MIB} MiB)")
+                             f"{CUDA_WORKSPACE // MIB} MiB)")
     parser.add_argument("--conv-search", nargs="+", choices=CONV_SEARCHES, default=[CUDA_CONV_SEARCH],
                         metavar="SEARCH", help="how init chooses each convolution's algorithm (pyocc's "
                         f"--conv-search: {' or '.join(CONV_SEARCHES)}); with both, every mode runs with each "
@@ -273,7 +271,7 @@ class _Compiled:
         self.outputs.update(self.model.run(inputs))
 
 
-def compile_mode(model: Any, mode: str, args: argparse.Namespace, workspace: int = DEFAULT_WORKSPACE,
+def compile_mode(model: Any, mode: str, args: argparse.Namespace, workspace: int = CUDA_WORKSPACE,
                  conv_search: str = CUDA_CONV_SEARCH) -> tuple[ModeResult, _Compiled | None]:
     """Compile one mode at one workspace size and convolution algorithm
     search: its result so far (compile time, or the error) and the model."""
@@ -545,6 +543,7 @@ def mode_key(mode: str, workspace: int, search: str, args: argparse.Namespace) -
 
 
 def _size_text(size: int) -> str:
+    """`size` bytes as --workspace takes it: 0, 4MiB, 64KiB, 100B."""
     if size == 0:
         return "0"
     return f"{size // MIB}MiB" if size % MIB == 0 else f"{size // 1024}KiB" if size % 1024 == 0 else f"{size}B"
