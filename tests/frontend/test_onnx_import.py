@@ -9,6 +9,7 @@ import mmap
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -137,6 +138,23 @@ def test_op_without_lowering_folds_when_its_inputs_are_constant() -> None:
     runtime = make_model([helper.make_node("Hardmax", ["x"], ["y"])], [x], [y])
     with pytest.raises(PyoccError, match="unsupported op Hardmax"):
         import_model(runtime)
+
+
+def test_a_fold_computes_quietly_what_the_model_computes() -> None:
+    """A constant fold runs the model's own arithmetic: T5's relative
+    position buckets take log(0) = -inf and cast it to an integer, which
+    onnxruntime does without a word. The import folds it without printing
+    numpy's floating-point warnings, which the user can do nothing about."""
+    positions = numpy_helper.from_array(np.arange(4, dtype=np.float32), "positions")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])
+    model = make_model([helper.make_node("Log", ["positions"], ["log"]),
+                        helper.make_node("Cast", ["log"], ["bucket"], to=TensorProto.INT64),
+                        helper.make_node("Cast", ["bucket"], ["scale"], to=TensorProto.FLOAT),
+                        helper.make_node("Mul", ["x", "scale"], ["y"])], [x], [y], [positions])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert dict(op_counts(import_model(model))) == {"Constant": 1, "Mul": 1}
 
 
 def _run_opt(*args: str) -> subprocess.CompletedProcess:
