@@ -107,6 +107,7 @@ def symbolic_inputs(model: onnx.ModelProto, dims: Mapping[str, int],
     unknown = sorted(set(dims) - seen)
     fixed = {d.dim_param for i in model.graph.input if i.name in shapes and i.type.HasField("tensor_type")
              for d in i.type.tensor_type.shape.dim if d.dim_param}
+    _check_shared_symbols(model, shapes, fixed & seen, found)
     if unknown and unknown[0] in fixed:
         raise PyoccError(f"--dim names '{unknown[0]}', but --shape fixes every input that has it; drop one of the two")
     if unknown:
@@ -114,3 +115,21 @@ def symbolic_inputs(model: onnx.ModelProto, dims: Mapping[str, int],
             f"--dim names '{unknown[0]}', which no graph input's dimension is "
             f"(symbolic dimensions: {', '.join(params) or 'none'})")
     return SymbolicInputs(found, {name: (1, high) for name, high in dims.items() if name in seen})
+
+
+def _check_shared_symbols(model: onnx.ModelProto, shapes: Mapping[str, Sequence[int]], both: set[str],
+                          symbolic: Mapping[str, tuple[int | str, ...]]) -> None:
+    """Inputs that name one dimension alike have one value of it (ONNX's
+    dim_param): `--shape` cannot fix it for one input while `--dim` keeps
+    it symbolic for another (T5's input_ids and attention_mask share
+    `sequence`). One PyoccError naming both, before shape inference would
+    report the two sizes meeting deep inside the graph."""
+    if not both:
+        return
+    symbol = sorted(both)[0]
+    given = next(i.name for i in model.graph.input if i.name in shapes
+                 and any(d.dim_param == symbol for d in i.type.tensor_type.shape.dim))
+    others = ", ".join(name for name, shape in symbolic.items() if symbol in shape)
+    raise PyoccError(f"--shape {given}=... fixes '{symbol}', which --dim {symbol}=MAX keeps symbolic for {others}: "
+                     f"inputs that share a dimension share its value; drop {given}'s --shape, or fix every input "
+                     f"with '{symbol}' by --shape and drop --dim {symbol}")

@@ -103,6 +103,13 @@ def symbolic_topk(path: Path) -> None:
          inits=[numpy_helper.from_array(np.array([2], np.int64), "k")])
 
 
+def shared_symbol(path: Path) -> None:
+    """x and mask [1, "sequence"], added: one dimension, one value."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "sequence"])
+    mask = helper.make_tensor_value_info("mask", TensorProto.FLOAT, [1, "sequence"])
+    save(path, [helper.make_node("Add", ["x", "mask"], ["y"])], inputs=[x, mask])
+
+
 def malformed_mlir(path: Path) -> None:
     path.write_text("func.func @f( {\n")
 
@@ -217,6 +224,10 @@ CASES = {
     "op without a symbolic shape rule": (symbolic_topk, ["pyocc", "plan", "MODEL", "--dim", "sequence=8", "-o", "OUT"],
                                          None, "model.onnx: symbolic shape inference: TopK at node 'top' has no "
                                                "symbolic shape rule"),
+    "--shape fixes a symbol --dim keeps": (shared_symbol, ["pyocc", "plan", "MODEL", "--dim", "sequence=512",
+                                                          "--shape", "x=1x600", "-o", "OUT"], None,
+                                           "--shape x=... fixes 'sequence', which --dim sequence=MAX keeps symbolic "
+                                           "for mask"),
     "malformed MLIR text": (malformed_mlir, ["pyocc-opt", "MODEL", "-o", "OUT"], None,
                             "model.mlir:1:15: Expected argument or type"),
 }
