@@ -17,6 +17,10 @@ optimising (CALLS_ONLY_SPEED_LEVEL, pyocc.runtime.cuda_model), and the
 memory planner's functions, which Python calls, are only simplified
 (SIMPLIFY_SPEED_LEVEL, pyocc.runtime.planner_native).
 
+The code generator runs without LLVM's loop strength reduction
+(`code_generator`, LOOP_STRENGTH_REDUCTION): it was the costliest single
+pass of a compile and made no difference to run time.
+
 The native kernels of a model come as modules of their own (one LLVM IR
 text per kernel), JIT-compiled one by one and cached in the process by
 their text (`jit_kernels`): a kernel alike in everything but its name to
@@ -42,6 +46,7 @@ builds a CompiledModel from an xDSL module; this module never imports xDSL.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -50,8 +55,9 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +95,16 @@ CALLS_ONLY_SPEED_LEVEL = 0
 #: sequence only 0.03-0.05 s sooner (0.65-0.68 s against 0.70-0.71)
 SIMPLIFY_SPEED_LEVEL = 1
 
+#: whether the code generator runs LLVM's loop strength reduction on host
+#: code. Off: measured at stop 47 it was the costliest single pass of
+#: compiling Inception v1 and ResNet-50 (0.49 of 4.1 CPU s of LLVM passes,
+#: a few kernels' vectorised loops 0.04-0.06 s each), and without it the
+#: light models compiled in 15% less CPU time and ran as fast (median run
+#: time over seven light models, one thread, four rounds in turns: geomean
+#: 1.003 of with it, every model within 0.97-1.05). (A change here changes
+#: the object code: bump object_cache.CACHE_FORMAT.)
+LOOP_STRENGTH_REDUCTION = False
+
 #: the code model of everything JIT-compiled in this process. MCJIT maps a
 #: module's code and its data (constant pools, the GOT) apart, wherever the
 #: process has room; in a long-lived process whose mappings come and go (a
@@ -122,6 +138,37 @@ def _llvm() -> Any:
         llvm.initialize_native_asmprinter()
         _initialised = True
     return llvm
+
+
+_generating = 0
+"""How many `code_generator` blocks are open, in all threads."""
+_generating_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def code_generator() -> Iterator[None]:
+    """The code generator as pyocc runs it on host code, for the block:
+    loop strength reduction as LOOP_STRENGTH_REDUCTION says. LLVM keeps
+    that switch as a command-line option, one for the process, so it is
+    set when the first block opens and set back to LLVM's default when the
+    last one closes: another user of llvmlite in the process (numba)
+    compiles as it would without pyocc."""
+    global _generating
+    if LOOP_STRENGTH_REDUCTION:
+        yield
+        return
+    llvm = _llvm()
+    with _generating_lock:
+        if _generating == 0:
+            llvm.set_option("pyocc", "--disable-lsr=true")
+        _generating += 1
+    try:
+        yield
+    finally:
+        with _generating_lock:
+            _generating -= 1
+            if _generating == 0:
+                llvm.set_option("pyocc", "--disable-lsr=false")
 
 
 @functools.cache  # find_library runs ldconfig: once a process
@@ -272,7 +319,8 @@ def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_o
     if directory is None:
         module = optimized_module(llvm_ir, machine, bind, before_optimize, speed_level)
         engine = llvm.create_mcjit_compiler(module, machine)
-        engine.finalize_object()
+        with code_generator():
+            engine.finalize_object()
         return engine, module
     module = _parsed(llvm_ir, machine)
     if bind is not None and before_optimize:
@@ -295,7 +343,8 @@ def jit_module(llvm_ir: str, bind: Callable[[Any], None] | None = None, before_o
     engine = llvm.create_mcjit_compiler(module, machine)
     compiled: list[bytes] = []
     engine.set_object_cache(notify_func=lambda _module, data: compiled.append(data))
-    engine.finalize_object()
+    with code_generator():
+        engine.finalize_object()
     for data in compiled:  # one module: one object
         object_cache.store(directory, key, data)
     return engine, module
@@ -458,7 +507,8 @@ class CompiledModel(NativeModel):
 
     def write_object(self, path: str | os.PathLike[str]) -> None:
         """The module as a native, position-independent object file (`.o`)."""
-        Path(path).write_bytes(self._machine.emit_object(self._linked(optimised=True)))
+        with code_generator():
+            Path(path).write_bytes(self._machine.emit_object(self._linked(optimised=True)))
 
     def write_weights(self, path: str | os.PathLike[str]) -> None:
         """The packed weight pool, the raw bytes the `weights` argument points to."""
@@ -591,7 +641,8 @@ class SymbolicCompiledModel:
         module = self._module.clone()
         module.triple = machine.triple
         module.data_layout = str(machine.target_data)
-        Path(path).write_bytes(machine.emit_object(module))
+        with code_generator():
+            Path(path).write_bytes(machine.emit_object(module))
 
     def write_shared_library(self, path: str | os.PathLike[str]) -> Path:
         """A shared library at `path` (C ABI version 2, see

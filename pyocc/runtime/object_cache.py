@@ -38,7 +38,7 @@ from pyocc.errors import PyoccError
 CACHE_DIR_VARIABLE = "PYOCC_CACHE_DIR"
 #: bumped whenever what an entry holds or how its key is made changes, so
 #: that no older pyocc's entry is ever read as this one's
-CACHE_FORMAT = 2
+CACHE_FORMAT = 3
 #: the size the directory is kept to (about: processes sharing it each
 #: count their own stores between the scans)
 CACHE_SIZE_LIMIT = 512 * 1024 * 1024

@@ -356,3 +356,33 @@ def test_each_speed_level_runs_its_own_pipeline(level: int) -> None:
     x = np.arange(37, dtype=np.float32)
     f(x.ctypes.data, x.size)
     np.testing.assert_array_equal(x, 2 * np.arange(37, dtype=np.float32))
+
+
+def test_code_is_generated_without_loop_strength_reduction_and_llvm_is_left_as_found(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """pyocc's code generator skips LLVM's loop strength reduction
+    (jit.LOOP_STRENGTH_REDUCTION), a switch LLVM keeps for the whole
+    process: the object of a loop generated in a `code_generator` block
+    differs from LLVM's own, which a plain llvmlite compile (another user of
+    llvmlite, numba) still gets before, between and after pyocc's (once
+    the last of nested blocks closes); and the object the JIT generates
+    (read back from the object cache) is the block's."""
+    from pyocc.runtime import object_cache
+
+    def emit() -> bytes:
+        machine = jit._target_machine(jit.JIT_CODE_MODEL)
+        return machine.emit_object(jit.optimized_module(DOUBLE_LOOP, machine))
+
+    llvm_default = emit()
+    with jit.code_generator():
+        reduced_not = emit()
+        with jit.code_generator():
+            assert emit() == reduced_not
+        assert emit() == reduced_not  # the inner block closing leaves the outer one's switch
+    assert reduced_not != llvm_default
+    assert emit() == llvm_default
+    monkeypatch.setenv(object_cache.CACHE_DIR_VARIABLE, str(tmp_path))
+    jit.jit_module(DOUBLE_LOOP)
+    stored = [path.read_bytes() for path in tmp_path.glob(f"*{object_cache.SUFFIX}")]
+    assert stored == [reduced_not]
+    assert emit() == llvm_default
