@@ -245,7 +245,13 @@ class NpuOp:
 
     def window(self, tensor: str) -> tuple[int, int, int] | None:
         """(extent, stride, pad_top) of input `tensor`'s band, or None (read whole)."""
-        return next(((e, s, p) for n, e, s, p in self.row_windows if n == tensor), None)
+        windows = self.__dict__.get("_windows")
+        if windows is None:  # asked millions of times by the chain search: a table made once
+            windows = {}
+            for n, e, s, p in self.row_windows:
+                windows.setdefault(n, (e, s, p))
+            object.__setattr__(self, "_windows", windows)  # (a frozen dataclass: a cache, not a field)
+        return windows.get(tensor)
 
     def in_rows(self, tensor: NpuTensor, first: int, end: int) -> tuple[int, int]:
         """Rows [lo, hi) of input `tensor` (read by a window) that the op's
@@ -283,6 +289,16 @@ class NpuProgram:
             found = {t.name: t for t in self.tensors}
             object.__setattr__(self, "_by_name", found)  # (a frozen dataclass: a cache, not a field)
         return found
+
+    def memo(self, name: str) -> dict[Any, Any]:
+        """A dict kept with the program under `name`, for what a search
+        works out about it again and again (`_chain_cost`): the program is
+        frozen, so what was found about it stays true."""
+        memos = self.__dict__.get("_memos")
+        if memos is None:
+            memos = {}
+            object.__setattr__(self, "_memos", memos)
+        return memos.setdefault(name, {})
 
     def dram_lower_bound_bytes(self) -> int:
         """Bytes any schedule moves: every weight once, graph inputs in, outputs out."""
@@ -1141,7 +1157,7 @@ def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
 
 
 def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
-                tight: bool = False, wide: bool = False) -> tuple[int, int, int] | None:
+                tight: bool = False, wide: bool = False, limit: int | None = None) -> tuple[int, int, int] | None:
     """(the largest SRAM footprint of one band step, the MACs the bands
     compute in all, the bytes of outside inputs the bands read) of the
     chain start..stop in `bands` bands, or None. The footprint counts every
@@ -1149,7 +1165,21 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
     its reader's input): room left for the next units' prefetch; with
     `tight`, each band once (fewer, larger bands: see `_chains`); with
     `wide` (ranges as `_chain_ranges` makes them so), the most bytes live at
-    once as the step's units run (`_step_peak`): fewer, larger bands still."""
+    once as the step's units run (`_step_peak`): fewer, larger bands still.
+    With `limit`, None as soon as one band step's footprint is above it
+    (the chain search asks only what fits). Worked out once per program
+    (`NpuProgram.memo`): the search asks the same again for every way of
+    counting and every share of the weights."""
+    memo = program.memo("chain_cost")
+    key = (start, stop, bands, tight, wide, limit)
+    if key not in memo:
+        memo[key] = _chain_cost_of(program, start, stop, bands, tight, wide, limit)
+    return memo[key]
+
+
+def _chain_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
+                   tight: bool, wide: bool, limit: int | None) -> tuple[int, int, int] | None:
+    """`_chain_cost`, worked out."""
     ops = program.ops
     tensors = program.by_name()
     inner = {ops[k].outputs[0] for k in range(start, stop - 1)}
@@ -1177,6 +1207,8 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
                 step += row_bytes(tensors[op.outputs[0]], end - first)
                 macs += math.ceil(op.macs * (end - first) / op.out_rows)
         foot = max(foot, weights + (_step_peak(program, start, stop, ranges) if wide else step))
+        if limit is not None and foot > limit:
+            return None
     return foot, macs, outside
 
 
@@ -1265,8 +1297,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
                 continue
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
-                found_cost = _chain_cost(program, start, stop, bands, tight, wide)
-                if found_cost is not None and found_cost[0] <= sram * CHAIN_SHARE // 8:
+                found_cost = _chain_cost(program, start, stop, bands, tight, wide, limit=sram * CHAIN_SHARE // 8)
+                if found_cost is not None:
                     fits = (bands, *found_cost[1:])
                     break
             if fits is None:

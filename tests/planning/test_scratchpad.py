@@ -592,6 +592,30 @@ def test_a_wide_chain_runs_two_residual_units_without_dram_between():
     assert result.cycles == min(simulated(True, True, reserve).cycles for reserve in RESERVES)
 
 
+def test_a_chains_cost_with_a_limit_is_its_cost_where_it_fits_and_none_above():
+    # the chain search asks only what fits: `limit` stops at the first band
+    # step above it. The answer must be the full count's where that fits
+    # (the chains chosen then do not change), None where it does not; and a
+    # program's answers are kept (the search asks again for every count)
+    program = _two_residual_units()
+    asked = 0
+    for start in range(len(program.ops)):
+        for stop in range(start + 2, len(program.ops) + 1):
+            for bands in (1, 2, 3, 4, 6, 9, 32):
+                for tight, wide in ((False, False), (True, False), (True, True)):
+                    full = scratchpad._chain_cost_of(program, start, stop, bands, tight, wide, None)
+                    if full is None:
+                        continue
+                    for limit in (full[0] - 1, full[0], full[0] + 1, full[0] // 2):
+                        got = scratchpad._chain_cost(program, start, stop, bands, tight, wide, limit=limit)
+                        assert got == (full if full[0] <= limit else None), (start, stop, bands, limit)
+                        asked += 1
+                    assert scratchpad._chain_cost(program, start, stop, bands, tight, wide) == full
+    assert asked > 100
+    assert program.memo("chain_cost")
+    assert _two_residual_units().memo("chain_cost") == {}  # each program its own
+
+
 def test_cascades_false_never_cascades():
     program = _conv_rows_program()
     cascaded = schedule_scratchpad(program, 24 << 10)
