@@ -228,6 +228,13 @@ class NpuOp:
     channels: strided, one chunk per output channel)."""
     first_only: tuple[str, ...] = ()
     """What only the first reduction block reads (a bias, a residual: added once)."""
+    _windows: dict[str, tuple[int, int, int]] = field(init=False, repr=False, compare=False)
+    """`row_windows` by input (a tensor's first): `window` is asked millions
+    of times by the chain search."""
+
+    def __post_init__(self) -> None:
+        """The table `window` reads, made with the op (frozen: it stays true)."""
+        object.__setattr__(self, "_windows", {n: (e, s, p) for n, e, s, p in reversed(self.row_windows)})
 
     def blocks_run(self, blocks: int) -> bool:
         """True when every one of `blocks` near-equal channel blocks lies
@@ -245,13 +252,7 @@ class NpuOp:
 
     def window(self, tensor: str) -> tuple[int, int, int] | None:
         """(extent, stride, pad_top) of input `tensor`'s band, or None (read whole)."""
-        windows = self.__dict__.get("_windows")
-        if windows is None:  # asked millions of times by the chain search: a table made once
-            windows = {}
-            for n, e, s, p in self.row_windows:
-                windows.setdefault(n, (e, s, p))
-            object.__setattr__(self, "_windows", windows)  # (a frozen dataclass: a cache, not a field)
-        return windows.get(tensor)
+        return self._windows.get(tensor)
 
     def in_rows(self, tensor: NpuTensor, first: int, end: int) -> tuple[int, int]:
         """Rows [lo, hi) of input `tensor` (read by a window) that the op's
@@ -280,25 +281,23 @@ class NpuProgram:
 
     tensors: tuple[NpuTensor, ...]
     ops: tuple[NpuOp, ...]
+    _by_name: dict[str, NpuTensor] = field(init=False, repr=False, compare=False)
+    _memos: dict[str, dict[Any, Any]] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """The table `by_name` reads, made with the program (frozen: it stays true)."""
+        object.__setattr__(self, "_by_name", {t.name: t for t in self.tensors})
 
     def by_name(self) -> dict[str, NpuTensor]:
-        """Tensors keyed by name: built once per program (the chain search
+        """Tensors keyed by name: built with the program (the chain search
         asks for it in every cost estimate), so read it, never change it."""
-        found = self.__dict__.get("_by_name")
-        if found is None:
-            found = {t.name: t for t in self.tensors}
-            object.__setattr__(self, "_by_name", found)  # (a frozen dataclass: a cache, not a field)
-        return found
+        return self._by_name
 
     def memo(self, name: str) -> dict[Any, Any]:
         """A dict kept with the program under `name`, for what a search
         works out about it again and again (`_chain_cost`): the program is
         frozen, so what was found about it stays true."""
-        memos = self.__dict__.get("_memos")
-        if memos is None:
-            memos = {}
-            object.__setattr__(self, "_memos", memos)
-        return memos.setdefault(name, {})
+        return self._memos.setdefault(name, {})
 
     def dram_lower_bound_bytes(self) -> int:
         """Bytes any schedule moves: every weight once, graph inputs in, outputs out."""

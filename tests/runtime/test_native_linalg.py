@@ -550,7 +550,6 @@ def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     assert bool(scratch_buffers) == scratch
 
 
-
 @pytest.mark.parametrize(("name", "blas"), [("many_blocks", True), ("pointwise_row_blocks", True), ("spatial_tiles", False)])
 def test_loops_around_blas_are_not_unrolled(name: str, blas: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """A kernel that calls sgemm spends its time there: its loops carry
