@@ -79,18 +79,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     chosen = {id(item) for item in large}
     items[:] = large + [item for item in items if id(item) not in chosen]
     if getattr(config.option, "loadgroup", False):  # a pytest-xdist worker under --dist loadgroup
-        for item in large:
-            _join_group_in_id(item, "large_weights")
+        for item in items:
+            _join_group_in_id(item)
 
 
-def _join_group_in_id(item: pytest.Item, group: str) -> None:
-    """What pytest-xdist's loadgroup does to a grouped test's id, `id@group`
-    (its scheduler sends the tests of one group to one worker), done here:
-    pytest-xdist 3.8 sets `item._nodeid`, which pytest 9 no longer reads
-    (the id is `item._id`), so no group formed and the large models ran on
-    both workers at once. Nothing to do where the id already carries the
-    group (pytest 8, where xdist's own suffix works)."""
-    if f"@{group}" not in item.nodeid and coerce_node_id is not None and hasattr(item, "_id"):
+def _join_group_in_id(item: pytest.Item) -> None:
+    """What pytest-xdist's loadgroup does to a grouped test's id (one marked
+    xdist_group here or in its file), `id@group` (its scheduler sends the
+    tests of one group to one worker), done here: pytest-xdist 3.8 sets
+    `item._nodeid`, which pytest 9 no longer reads (the id is `item._id`),
+    so no group formed and the large models ran on both workers at once.
+    Nothing to do where the id already carries the group (pytest 8, where
+    xdist's own suffix works)."""
+    groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                     for mark in item.iter_markers("xdist_group")})
+    group = "_".join(groups)
+    if groups and f"@{group}" not in item.nodeid and coerce_node_id is not None and hasattr(item, "_id"):
         item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 

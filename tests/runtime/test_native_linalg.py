@@ -362,7 +362,9 @@ def preact_kernels(name: str, pre_activation: str | None) -> CompiledSites:
     wrapper calling the kernel that reads its channels and block at run
     time, emitted once for all (pyocc.lowering.native.registry). One
     compile per case, not two per scratch size. The last case only is kept
-    (2 MiB of JIT engine each): its three sizes' tests are adjacent."""
+    (2 MiB of JIT engine each): its three sizes' tests are adjacent, and
+    run on one worker (xdist_group), not split between two that would
+    each compile it."""
     sites = []
     for size in sorted(SCRATCH_SIZES):
         inputs, out_shape, kwargs, workspace = preact_case(name, pre_activation, size,
@@ -378,6 +380,7 @@ def preact_kernels(name: str, pre_activation: str | None) -> CompiledSites:
     return CompiledSites(emit, 2 * len(sites))
 
 
+@pytest.mark.xdist_group("preact_kernels")  # one worker runs them in order: preact_kernels compiles each case once
 @pytest.mark.parametrize("size", sorted(SCRATCH_SIZES))
 @pytest.mark.parametrize("name", PREACT_CASES)
 @pytest.mark.parametrize("pre_activation", [None, "relu"])

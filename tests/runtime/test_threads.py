@@ -120,6 +120,11 @@ def assert_same_as_one_thread(got: np.ndarray, want: np.ndarray, err_msg: str) -
                                err_msg=err_msg)
 
 
+MANY_OPS = pytest.mark.xdist_group("many_ops")
+"""For the tests of the module's compiled many_ops (one_thread,
+two_thread_library): on one pytest-xdist worker, which compiles it once."""
+
+
 @pytest.fixture(scope="module")
 def inputs() -> dict[str, np.ndarray]:
     return {"x": np.random.default_rng(12).standard_normal((1, 3, 160, 160)).astype(np.float32)}
@@ -136,6 +141,7 @@ def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return model.run(inputs)
 
 
+@MANY_OPS
 @pytest.mark.parametrize("threads", [2, 4, 5])
 def test_every_thread_count_gives_the_same_bytes(threads: int, inputs: dict[str, np.ndarray],
                                                  one_thread: dict[str, np.ndarray]) -> None:
@@ -216,6 +222,7 @@ def _copy_of(library: Path, directory: Path) -> Path:
     return copy
 
 
+@MANY_OPS
 def test_a_running_pool_restarts_on_set_threads(tmp_path: Path, inputs: dict[str, np.ndarray],
                                                 one_thread: dict[str, np.ndarray], two_thread_library: Path) -> None:
     _copy_of(two_thread_library, tmp_path)
@@ -237,6 +244,7 @@ def _threads_of_this_process() -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc/self/task (Linux)")
+@MANY_OPS
 def test_set_threads_grows_a_pool_it_shrank_to_one_thread(tmp_path: Path, two_thread_library: Path) -> None:
     """NAME_set_threads(1) stops the workers; a later NAME_set_threads(3)
     starts two again (it restarted only a pool that had workers, so a
@@ -324,6 +332,7 @@ def test_a_kernel_shared_across_channels_splits_its_sgemm_at_run_time(threads: i
             assert_same_as_one_thread(got[name], expected, err_msg=f"{name} on {threads} threads")
 
 
+@MANY_OPS
 def test_idle_workers_sleep_and_wake_again(inputs: dict[str, np.ndarray],
                                            one_thread: dict[str, np.ndarray]) -> None:
     """Waiting threads spin only briefly (threads.SPIN_TICKS, then YIELDS

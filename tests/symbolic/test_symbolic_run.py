@@ -37,7 +37,8 @@ def inputs_at(name: str, s: int, rng: np.random.Generator) -> dict[str, np.ndarr
             "attention_mask": np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)}
 
 
-@pytest.fixture(scope="module", params=sorted(GRAPHS))
+@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.xdist_group(f"symbolic_{name}"))
+                                        for name in sorted(GRAPHS)])  # a graph's tests on one worker: one compile
 def compiled(request: pytest.FixtureRequest) -> tuple[str, onnx.ModelProto, SymbolicModel]:
     model = GRAPHS[request.param]()
     fresh = onnx.ModelProto()
