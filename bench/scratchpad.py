@@ -47,6 +47,7 @@ import bisect
 import math
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 # Measure the working tree this file belongs to, installed or not.
@@ -58,6 +59,7 @@ from xdsl.dialects import func  # noqa: E402
 from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 from xdsl.utils.exceptions import PassFailedException  # noqa: E402
 
+from pyocc import progress  # noqa: E402
 from pyocc.analysis.npu_program import npu_program  # noqa: E402
 from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
@@ -158,8 +160,26 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
+def _counted(items: Iterable[tuple[str, NpuProgram]], what: str) -> Iterator[tuple[str, NpuProgram]]:
+    """`items`, each model counted as a step of `what` (pyocc.progress:
+    drawn on stderr when it is a terminal, with each model's schedules)."""
+    items = list(items)
+    with progress.steps(what, len(items)) as step:
+        for item in items:
+            yield item
+            step()
+
+
 def main() -> int:
     """Print the table (see the module docstring)."""
+    if sys.stderr.isatty():
+        with progress.reporting(progress.TerminalBar()):
+            return _main()
+    return _main()
+
+
+def _main() -> int:
+    """`main`, with or without a progress line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sram", nargs="+", default=["1MiB", "256KiB", "4MiB"])
     parser.add_argument("--models", nargs="+", default=LIGHT_MODELS)
@@ -182,7 +202,7 @@ def main() -> int:
         size = parse_size(size_text)
         rows = []
         refused = []
-        for name, program in programs.items():
+        for name, program in _counted(programs.items(), f"SRAM {size_text}"):
             start = time.perf_counter()
             try:
                 r = run_scratchpad(program, size, cost)

@@ -71,6 +71,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from pyocc import progress
+from pyocc.units import format_bytes, plural
+
 from .npu_simulator import (
     Alloc,
     Compute,
@@ -2322,12 +2325,13 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
-    for (tight, wide), chained_ops in zip(counts, found, strict=True):
-        # with no chain holding a concat, both ways of placing them give the same units: once is enough
-        chained = any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
-        for joins_first, in_place, sum_bands in variants:
-            if joins_first and not chained:
-                continue
+    # with no chain holding a concat, both ways of placing them give the same units: once is enough
+    tried = [(count, variant) for count, chained_ops in zip(counts, found, strict=True)
+             for variant in variants
+             if not variant[0] or any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))]
+    with progress.steps(f"scheduling {plural(len(program.ops), 'op')} for {format_bytes(sram_size)} of SRAM",
+                        len(tried) + len(more_weights) + 1) as step:
+        for (tight, wide), (joins_first, in_place, sum_bands) in tried:
             for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
                     found_best = scheduled(joins_first, fit, in_place, sum_bands, tight, wide)
@@ -2337,22 +2341,25 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 if best is None or found_best[0] < best[0]:
                     best, placement = found_best, (joins_first, fit, in_place, sum_bands)
                 break
-    if best is None:
-        assert failed is not None
-        raise failed
-    # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), each way of counting them, on
-    # the fastest placement of the concats; kept only when faster (a tie keeps the first)
-    for (tight, wide), share in more_weights:
-        try:
-            other = scheduled(*placement, tight, wide, share)
-        except PlanningError:
-            continue
-        if other[0] < best[0]:
-            best = other
-    # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
-    # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
-    # 1.476 against 1.486 -> 1.517 here)
-    return _fastest_reserve(program, sram_size, cost, best[2], best[1])
+            step()
+        if best is None:
+            assert failed is not None
+            raise failed
+        # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), each way of counting them, on
+        # the fastest placement of the concats; kept only when faster (a tie keeps the first)
+        for (tight, wide), share in more_weights:
+            try:
+                other = scheduled(*placement, tight, wide, share)
+            except PlanningError:
+                continue
+            finally:
+                step()
+            if other[0] < best[0]:
+                best = other
+        # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
+        # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
+        # 1.476 against 1.486 -> 1.517 here)
+        return _fastest_reserve(program, sram_size, cost, best[2], best[1])
 
 
 def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],

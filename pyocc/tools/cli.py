@@ -20,12 +20,13 @@ and a mistyped option should not pay.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from pyocc import __version__
+from pyocc import __version__, progress
 from pyocc.errors import PyoccError
 from pyocc.lowering.limits import CONV_SEARCHES, CUDA_CONV_SEARCH, CUDA_WORKSPACE, MAX_THREADS
 from pyocc.planning import ALGORITHMS, PlanningError
@@ -169,6 +170,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _progress_on_a_terminal() -> contextlib.AbstractContextManager[None]:
+    """Long work (pyocc.progress) draws a progress line on stderr when it
+    is a terminal; on a pipe or a file, nothing."""
+    if sys.stderr.isatty():
+        return progress.reporting(progress.TerminalBar(sys.stderr))
+    return contextlib.nullcontext()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of `pyocc`."""
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -181,7 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pyocc.tools import commands
 
         handler = {"run": commands.cmd_run, "compile": commands.cmd_compile, "plan": commands.cmd_plan}[args.command]
-        return handler(args)
+        with _progress_on_a_terminal():
+            return handler(args)
     except PyoccError as e:
         print(f"pyocc: error: {e}", file=sys.stderr)
         return 1
