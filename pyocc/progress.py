@@ -44,17 +44,20 @@ def reporting(reporter: Reporter) -> Iterator[None]:
 def steps(what: str, total: int) -> Iterator[Callable[[], None]]:
     """A block of `total` steps of `what`: call the function it gives once
     after each step. The installed reporter (if any) is told at the start,
-    after each step and at the end."""
+    after each step (after every thousandth of them, where there are more
+    than a thousand: one per op of a large program) and at the end."""
     reporter = _reporters[-1] if _reporters else None
     if reporter is None:
         yield lambda: None
         return
     done = 0
+    every = max(1, -(-total // 1000))  # ceil: a thousand calls at most
 
     def step() -> None:
         nonlocal done
         done = min(done + 1, total)
-        reporter(what, done, total)
+        if done % every == 0 or done == total:
+            reporter(what, done, total)
 
     reporter(what, 0, total)
     try:
@@ -65,7 +68,7 @@ def steps(what: str, total: int) -> Iterator[Callable[[], None]]:
 
 
 class TerminalBar:
-    """A reporter that draws one line, `what [#####.....] 5/17 12 s`, on a
+    """A reporter that draws one line, `what [#####.....] 5/16 12 s`, on a
     terminal (rewritten in place with a carriage return) once work has
     taken `delay` seconds, at most `per_second` times a second, and
     erases it when the work is done: quick work draws nothing."""
@@ -94,7 +97,7 @@ class TerminalBar:
         if elapsed < self.delay or (self._drawn_at is not None and now - self._drawn_at < self.interval):
             return
         filled = self.width * done // max(total, 1)
-        line = f"{what} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} {elapsed:.0f} s"
+        line = f"{what} [{'#' * filled}{'.' * (self.width - filled)}] {done:,}/{total:,} {elapsed:.0f} s"
         self.stream.write("\r" + line + " " * max(0, self._drawn - len(line)))
         self.stream.flush()
         self._drawn, self._drawn_at = len(line), now

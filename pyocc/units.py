@@ -23,5 +23,5 @@ def format_bytes(n: int, unit: tuple[str, int] | None = None) -> str:
 
 
 def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
-    """`1 buffer`, `2 buffers`, `0 ops`."""
-    return f"{count} {noun if count == 1 else plural_noun or noun + 's'}"
+    """`1 buffer`, `2 buffers`, `0 ops`, `232,012 instructions`."""
+    return f"{count:,} {noun if count == 1 else plural_noun or noun + 's'}"

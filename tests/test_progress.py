@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
+import pyocc
 from pyocc import progress
+from pyocc.examples import tiny_cnn
 from pyocc.planning.scratchpad import schedule_scratchpad
 from pyocc.tools import cli
 from tests.planning.test_scratchpad import _concat_net
@@ -99,6 +101,30 @@ def test_the_scratchpad_schedule_counts_its_variants() -> None:
     assert what == "scheduling 4 ops for 64.00 KiB of SRAM"
     assert [done for _, done, _ in recorder.calls] == list(range(total + 1))
     assert total > 2  # a step per placement tried, not one for the whole
+
+
+def test_a_long_block_tells_its_reporter_a_thousand_times_at_most() -> None:
+    recorder = Recorder()
+    with progress.reporting(recorder), progress.steps("ops", 5432) as step:
+        for _ in range(5432):
+            step()
+    done = [d for _, d, _ in recorder.calls]
+    assert done[0] == 0 and done[-1] == 5432 and done == sorted(done)
+    assert 900 <= len(done) <= 1002  # every sixth op, the start and the end
+
+
+def test_a_scratchpad_compile_counts_what_it_writes_and_lowers() -> None:
+    """The two long loops after the schedule (its instructions written as
+    IR, the program's ops lowered to LLVM) count their steps to the end."""
+    recorder = Recorder()
+    with progress.reporting(recorder):
+        pyocc.compile(tiny_cnn.build(), scratchpad="16KiB", kernels="numpy", jit=False)
+    ends = {what: (done, total) for what, done, total in recorder.calls}
+    writing = [what for what in ends if what.startswith("writing ") and what.endswith(" scheduled instructions as IR")]
+    lowering = [what for what in ends if what.startswith("lowering ") and what.endswith(" ops to LLVM")]
+    assert len(writing) == len(lowering) == 1
+    assert ends[writing[0]][1] > 10 and ends[lowering[0]][1] > 10  # a step an instruction, an op
+    assert all(done == total for done, total in ends.values())  # each ran to its end
 
 
 class _Terminal(io.StringIO):

@@ -17,6 +17,7 @@ def test_sizes_read_in_their_own_unit() -> None:
 
 def test_counts_agree_with_their_noun() -> None:
     assert [plural(n, "buffer") for n in (0, 1, 2)] == ["0 buffers", "1 buffer", "2 buffers"]
+    assert plural(232012, "instruction") == "232,012 instructions"  # grouped like the reports' bytes
 
 
 def test_the_text_report_uses_both() -> None:

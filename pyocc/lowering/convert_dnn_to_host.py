@@ -29,6 +29,7 @@ from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i8, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from pyocc import progress
 from pyocc.dialects.dnn.ops import (
     SCRATCH_COPIES,
     DeallocOp,
@@ -60,6 +61,7 @@ from pyocc.lowering.llvm_common import (
     string_global,
     table_header,
 )
+from pyocc.units import plural
 
 #: the functions host code calls outside itself, and their llvm signatures:
 #: libc's memcpy, and the module's allocator (pyocc.lowering.host_allocator:
@@ -173,21 +175,24 @@ class HostFunctionLowering:
             self.allocation_array = b.add(llvm.AllocaOp(b.const(max(allocations, 1)), PTR, alignment=8)).results[0]
         run_state = self._function_state()
         part_ops = 0
-        for op in body.ops:
-            if not split:
-                self._lower_op(op)
-            elif isinstance(op, MallocOp | PoolInitOp | DeallocOp | PoolReleaseOp | func.ReturnOp):
-                # allocations (whose failure leaves the run), frees and the return stay in the run
-                self._leave_part(run_state)
-                self._lower_op(op)
-            else:
-                if isinstance(op, DnnComputeOp | MemcpyOp):
-                    if self.b is run_state[0] or part_ops == self.run_part_ops:
-                        self._leave_part(run_state)
-                        self._start_part()
-                        part_ops = 0
-                    part_ops += 1
-                self._lower_op(op)
+        ops = list(body.ops)
+        with progress.steps(f"lowering {plural(len(ops), 'op')} to LLVM", len(ops)) as step:
+            for op in ops:
+                if not split:
+                    self._lower_op(op)
+                elif isinstance(op, MallocOp | PoolInitOp | DeallocOp | PoolReleaseOp | func.ReturnOp):
+                    # allocations (whose failure leaves the run), frees and the return stay in the run
+                    self._leave_part(run_state)
+                    self._lower_op(op)
+                else:
+                    if isinstance(op, DnnComputeOp | MemcpyOp):
+                        if self.b is run_state[0] or part_ops == self.run_part_ops:
+                            self._leave_part(run_state)
+                            self._start_part()
+                            part_ops = 0
+                        part_ops += 1
+                    self._lower_op(op)
+                step()
         self._leave_part(run_state)
 
         self.oom.add_op(llvm.ReturnOp(LlvmBuilder(self.oom).const(1, i32)))

@@ -2325,10 +2325,12 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
+    def holds_a_concat(chained_ops: list[tuple[int, int, int]]) -> bool:
+        return any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
+
     # with no chain holding a concat, both ways of placing them give the same units: once is enough
-    tried = [(count, variant) for count, chained_ops in zip(counts, found, strict=True)
-             for variant in variants
-             if not variant[0] or any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))]
+    tried = [(count, variant) for count, chained_ops in zip(counts, found, strict=True) for variant in variants
+             if not variant[0] or holds_a_concat(chained_ops)]
     with progress.steps(f"scheduling {plural(len(program.ops), 'op')} for {format_bytes(sram_size)} of SRAM",
                         len(tried) + len(more_weights) + 1) as step:
         for (tight, wide), (joins_first, in_place, sum_bands) in tried:

@@ -93,6 +93,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from pyocc import progress
 from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
 from pyocc.analysis.npu_program import NpuProgramOf, npu_instructions, npu_program_of
@@ -125,6 +126,7 @@ from pyocc.planning.scratchpad import (
     tile_rows,
 )
 from pyocc.rewrites.dnn_insert_memory_ops import replace_function, to_buffer_type
+from pyocc.units import plural
 
 SRAM_POOL, DRAM_POOL = "sram", "dram"
 
@@ -697,17 +699,21 @@ class _Emitter:
             elif isinstance(ins, Compute):
                 for buffer, piece in (*ins.reads, *ins.writes):
                     first.setdefault(buffer.name, piece)
-        for ins in self.schedule.instructions:
-            if isinstance(ins, Alloc):
-                self._alloc(ins.buffer, first[ins.buffer.name])
-            elif isinstance(ins, Load | Store):
-                self._transfer(ins)
-            elif isinstance(ins, Wait):
-                self.ops.append(DmaWaitOp(self.tokens[ins.id]))
-            elif isinstance(ins, Compute):
-                self._compute(ins)
-            else:
-                assert isinstance(ins, Free)  # a buffer's last use ends it
+        instructions = self.schedule.instructions
+        with progress.steps(f"writing {plural(len(instructions), 'scheduled instruction')} as IR",
+                            len(instructions)) as step:
+            for ins in instructions:
+                if isinstance(ins, Alloc):
+                    self._alloc(ins.buffer, first[ins.buffer.name])
+                elif isinstance(ins, Load | Store):
+                    self._transfer(ins)
+                elif isinstance(ins, Wait):
+                    self.ops.append(DmaWaitOp(self.tokens[ins.id]))
+                elif isinstance(ins, Compute):
+                    self._compute(ins)
+                else:
+                    assert isinstance(ins, Free)  # a buffer's last use ends it
+                step()
         pools = [self.sram] if self.spill is None else [self.sram, self.spill]
         releases = [d.PoolReleaseOp.create(operands=[pool]) for pool in reversed(pools)]
         self.block.add_ops([*self.ops, *releases, func.ReturnOp()])
