@@ -83,6 +83,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             _join_group_in_id(item)
 
 
+def on_one_worker(group: str, values: list[str]) -> list[object]:
+    """Each of `values` as a parameter whose tests run on one pytest-xdist
+    worker, in group `group_value` (xdist_group): what they share (a
+    compiled model, its reference, a cached fixture) is made once, not on
+    both workers at the same time."""
+    return [pytest.param(value, marks=pytest.mark.xdist_group(f"{group}_{value}")) for value in values]
+
+
 def _join_group_in_id(item: pytest.Item) -> None:
     """What pytest-xdist's loadgroup does to a grouped test's id (one marked
     xdist_group here or in its file), `id@group` (its scheduler sends the

@@ -2325,6 +2325,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
+
     def holds_a_concat(chained_ops: list[tuple[int, int, int]]) -> bool:
         return any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
 

@@ -23,6 +23,7 @@ import onnx
 import pytest
 
 import pyocc
+from tests.conftest import on_one_worker
 from tests.graphs import GRAPHS, OP_GRAPHS, random_inputs
 
 ort = pytest.importorskip("onnxruntime")
@@ -41,15 +42,8 @@ def reference(name: str) -> tuple[onnx.ModelProto, dict[str, np.ndarray], list[n
     return model, inputs, expected
 
 
-def on_one_worker(names: list[str]) -> list[object]:
-    """Each name as a parameter whose tests run on one pytest-xdist worker
-    (xdist_group): the graph's reference and kernels are made once, not
-    on both workers at the same time."""
-    return [pytest.param(name, marks=pytest.mark.xdist_group(f"graph_{name}")) for name in names]
-
-
 @pytest.mark.parametrize("memory", MEMORY_MODES)
-@pytest.mark.parametrize("name", on_one_worker(sorted(GRAPHS)))
+@pytest.mark.parametrize("name", on_one_worker("graph", sorted(GRAPHS)))
 def test_matches_onnxruntime(name: str, memory: str) -> None:
     model, inputs, expected = reference(name)
     compiled = pyocc.compile(model, memory=memory)
@@ -60,7 +54,7 @@ def test_matches_onnxruntime(name: str, memory: str) -> None:
         np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5, err_msg=f"{name} output {output}")
 
 
-@pytest.mark.parametrize("name", on_one_worker(sorted(GRAPHS)))
+@pytest.mark.parametrize("name", on_one_worker("graph", sorted(GRAPHS)))
 def test_reference_outputs_are_informative(name: str) -> None:
     """Outputs that are nearly constant (saturated softmax or tanh) would let
     wrong numbers through the comparison above."""
@@ -88,7 +82,7 @@ def test_masks_change_the_result() -> None:
 
 
 @pytest.mark.parametrize("memory", ("lazy", "pool"))
-@pytest.mark.parametrize("name", on_one_worker(sorted(OP_GRAPHS)))
+@pytest.mark.parametrize("name", on_one_worker("graph", sorted(OP_GRAPHS)))
 def test_op_graph_matches_onnxruntime(name: str, memory: str) -> None:
     """The op-family graphs (IsNaN/IsInf guards, Einsum, TopK/CumSum/Reduce*,
     Trilu/ScatterND/gathers, unary functions, empty shape arithmetic) give

@@ -22,6 +22,7 @@ from pyocc.api import SymbolicModel, lower
 from pyocc.runtime import host_kernels
 from pyocc.errors import PyoccError
 from pyocc.tools.cli import main
+from tests.conftest import on_one_worker
 from tests.graphs import bert_symbolic, encoder_symbolic, gpt2_symbolic, vit_symbolic
 
 LENGTHS = (1, 2, 17, 128)
@@ -37,8 +38,7 @@ def inputs_at(name: str, s: int, rng: np.random.Generator) -> dict[str, np.ndarr
             "attention_mask": np.concatenate([np.ones((1, 1), np.int64), rng.integers(0, 2, (1, s - 1))], axis=1)}
 
 
-@pytest.fixture(scope="module", params=[pytest.param(name, marks=pytest.mark.xdist_group(f"symbolic_{name}"))
-                                        for name in sorted(GRAPHS)])  # a graph's tests on one worker: one compile
+@pytest.fixture(scope="module", params=on_one_worker("symbolic", sorted(GRAPHS)))  # a graph's tests: one compile
 def compiled(request: pytest.FixtureRequest) -> tuple[str, onnx.ModelProto, SymbolicModel]:
     model = GRAPHS[request.param]()
     fresh = onnx.ModelProto()
