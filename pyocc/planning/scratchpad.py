@@ -69,6 +69,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any
 
 from pyocc import progress
@@ -323,36 +324,67 @@ class NpuProgram:
                                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
                    for k, op in enumerate(self.ops) if k not in joined)
 
-    def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int) -> int:
-        """Cycles no schedule *whose ops do not interleave* beats when the
-        SRAM holds `sram_size` bytes: the sum over ops of max(the op's
-        compute floor, its weight bytes beyond `sram_size` over the DRAM
-        port). When an op starts, at most the SRAM's bytes of its weights
-        can already be in SRAM, so the rest crosses the port between its
-        first compute and its last; and it computes at least its compute
-        floor. That sums to a floor only when no other op computes inside
-        that span: it holds for pyocc's schedules, where an op whose
-        weights exceed the SRAM runs its tiles one after another, never
-        inside a cascade or chain (their weights fit at most half of the
-        SRAM), and ops inside a cascade count their compute floor only.
-        It is no floor for every schedule: a cascade through a
-        weight-heavy op (VGG-19's fc6 summing pool5 row band by row band,
-        its weights streaming while later rows of the convolutions before
-        it compute, those convolutions' weights loaded again per band)
-        hides those loads under other ops' compute; docs/memory.md
-        ("weight-stream floor") gives a bound for any schedule. A concat
-        that can run in place (`_homes`) costs nothing."""
+    def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int, cuts: Iterable[int] | None = None) -> int:
+        """Cycles no schedule beats that runs the ops in program order and
+        interleaves no two ops across a cut, when the SRAM holds
+        `sram_size` bytes. `cuts`: the op indices k where such a schedule
+        starts op k only after every op before k ended (`schedule_cuts`
+        gives a schedule's own); None: every index (no op interleaves).
+
+        The argument, for a run of ops k..k' between two cuts: the bytes it
+        reads from outside (its weights and graph inputs, and the
+        activations made before op k), each counted once, are in DRAM or
+        in SRAM when op k starts, at most `sram_size` bytes of them in
+        SRAM; the rest crosses the DRAM port before op k' starts, and the
+        run's ops compute at least their compute floors (as
+        `compute_floor_cycles`) in that span too. So op k' starts at least
+        max(those floors, that DMA) after op k, and the floor is the
+        longest such path from the first op to the end over every way of
+        cutting the program at `cuts` (dynamic programming). One op per run
+        gives the per-op floor (an op's weights beyond the SRAM stream while
+        it runs); one cut before the weight-heavy tail of a network
+        (ShuffleNet's last stage, VGG-19's fully connected layers) says that
+        the tail's weights beyond the SRAM, less the activations it reads,
+        cross the port after everything before it computed. The inputs and
+        output of a concat that can run in place (`_homes`) are left out of
+        the activations (a weaker floor: their bytes are shared), and the
+        concat costs nothing.
+
+        It is no floor for every schedule: a cascade through a weight-heavy
+        op (VGG-19's fc6 summing pool5 row band by row band, its weights
+        streaming while later rows of the convolutions before it compute,
+        those convolutions' weights loaded again per band) hides those loads
+        under other ops' compute; docs/memory.md ("weight-stream floor")
+        gives a bound for any schedule."""
         tensors = self.by_name()
-        joined = _homes(self, set())[1]
-        total = 0
+        homes, joined = _homes(self, set())
+        shared = set(homes) | {home.tensor for home in homes.values()}
+        producer: dict[str, int] = {}
+        floors: list[int] = []
         for k, op in enumerate(self.ops):
-            if k in joined:  # a concat that can run in place costs nothing
-                continue
             touched = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
                        + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-            weights = sum(tensors[w].size for w in dict.fromkeys(op.weights))
-            total += max(cost.compute_cycles(op.macs, touched), cost.dma_cycles(max(0, weights - sram_size)))
-        return total
+            floors.append(0 if k in joined else cost.compute_cycles(op.macs, touched))
+            for n in op.outputs:
+                producer.setdefault(n, k)
+        ends = sorted({k for k in (range(1, len(self.ops)) if cuts is None else cuts) if 0 < k < len(self.ops)})
+        ends.append(len(self.ops))
+        start = {0: 0}  # a cut -> the least cycles before its op starts
+        for first in [0, *ends[:-1]]:
+            outside: set[str] = set()  # what the run from `first` reads from outside it
+            compute = outside_bytes = 0
+            stop = first
+            for end in ends[bisect.bisect_right(ends, first):]:
+                for op in self.ops[stop:end]:
+                    new = {n for n in (*op.weights, *op.inputs) if n not in outside and (
+                        tensors[n].kind != "activation" or (producer.get(n, first) < first and n not in shared))}
+                    outside |= new
+                    outside_bytes += sum(tensors[n].size for n in new)
+                compute += sum(floors[stop:end])
+                stop = end
+                streamed = cost.dma_cycles(max(0, outside_bytes - sram_size))
+                start[end] = max(start.get(end, 0), start[first] + max(compute, streamed))
+        return start[len(self.ops)]
 
     def spill_floor_bytes(self, sram_size: int) -> int:
         """DRAM bytes any schedule without cascades moves beyond
@@ -2472,6 +2504,32 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
     )
+
+
+def schedule_cuts(program: NpuProgram, instructions: list[Instruction]) -> set[int]:
+    """The op indices k at which `instructions`, a schedule of `program`,
+    can be cut: every compute of the ops before k comes before every
+    compute of op k and the ops after it (no chain or cascade runs across
+    k). `NpuProgram.weight_stream_floor_cycles(cost, size, cuts)` is then a
+    floor for this schedule and every other that cuts there."""
+    index = {op.name: k for k, op in enumerate(program.ops)}
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for at, ins in enumerate(instructions):
+        if isinstance(ins, Compute):
+            k = index[ins.op]
+            first.setdefault(k, at)
+            last[k] = at
+    cuts = set()
+    ended = -1  # the last compute of the ops before k
+    starts = [math.inf] * (len(program.ops) + 1)  # the first compute of op k or after it
+    for k in reversed(range(len(program.ops))):
+        starts[k] = min(starts[k + 1], first.get(k, math.inf))
+    for k in range(1, len(program.ops)):
+        ended = max(ended, last.get(k - 1, -1))
+        if ended < starts[k]:
+            cuts.add(k)
+    return cuts
 
 
 @dataclass(frozen=True)

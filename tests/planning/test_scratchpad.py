@@ -19,7 +19,7 @@ from pyocc.planning.scratchpad import (
     ALIGN, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _cheapest_hole, _Entry, _Make, _Need, _plan_spills, _Scheduler,
     _Unit, _units,
     channel_range, copy_rows,
-    input_block, op_costs, run_scratchpad, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
+    input_block, op_costs, run_scratchpad, schedule_cuts, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
 
 W = Piece("w", "all", 800)
@@ -148,14 +148,64 @@ def test_floors_by_hand():
 
 def test_weight_stream_floor_by_hand():
     program = _floor_net()
-    # o2's 20 B of weights: beyond 8 B of SRAM, 12 B cross the port while it runs
-    # (2 cycles at 8 B/cycle, under its 10 cycles of MACs); o1 and o3 have none
-    assert program.weight_stream_floor_cycles(NpuCost(), 8) == 2 + 10 + 3
-    # at 1 B/cycle the 12 B take 12 cycles, above o2's compute (2560 MACs at 1024 a
-    # cycle, 170 B at 64: 3); with 20 B of SRAM all of them may be prefetched
-    slow = NpuCost(macs_per_cycle=1024, dram_bytes_per_cycle=1)
-    assert program.weight_stream_floor_cycles(slow, 8) == 2 + 12 + 3
-    assert program.weight_stream_floor_cycles(slow, 20) == 2 + 3 + 3
+    # with 150 B of SRAM everything a run of ops reads from outside it fits (t1 and t2
+    # before o3 the most): the compute floors alone
+    assert program.weight_stream_floor_cycles(NpuCost(), 150) == 2 + 10 + 3
+    # with 8 B, o3 alone reads t1 and t2 from before it: 142 B cross the port (18
+    # cycles), and o2 alone t1 and w: 112 B (14 cycles) after o1's 2 cycles
+    assert program.weight_stream_floor_cycles(NpuCost(), 8) == 2 + 14 + 18
+    # cut only before o3 (o1 and o2 interleave): o1 and o2 read x and w from outside,
+    # 22 B (3 cycles), under their 12 cycles of compute
+    assert program.weight_stream_floor_cycles(NpuCost(), 8, cuts={2}) == 12 + 18
+
+
+def _tail_net(b_weights: int = 6400) -> NpuProgram:
+    """A weightless op a of 20,000 cycles at 1024 MACs a cycle, then b and c
+    of 100 cycles, with `b_weights` and 6,400 B of weights."""
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 512, "input"), T("t", 512, "activation"), T("wb", b_weights, "weight"), T("u", 512, "activation"),
+         T("wc", 6400, "weight"), T("y", 512, "output")),
+        (NpuOp("a", 1024 * 20_000, ("x",), (), ("t",)),
+         NpuOp("b", 1024 * 100, ("t",), ("wb",), ("u",)),
+         NpuOp("c", 1024 * 100, ("u",), ("wc",), ("y",))),
+    )
+
+
+SLOW = NpuCost(macs_per_cycle=1024, sram_bytes_per_cycle=1 << 20, dram_bytes_per_cycle=1)
+"""1 DRAM byte a cycle; an op's SRAM bytes cost 1 cycle."""
+
+
+def test_weight_stream_floor_cuts_before_a_weight_heavy_tail():
+    # with 8,704 B of SRAM each op's operands fit: per op, the floor would be the
+    # compute alone; but when b starts at most 8,704 B of t, wb and wc (13,312 B)
+    # are in SRAM, so 4,608 B (4,608 cycles) cross the port after a: above both
+    # the compute and the DRAM bound
+    program = _tail_net()
+    assert program.compute_floor_cycles(SLOW) == 20_000 + 100 + 100
+    floor = program.weight_stream_floor_cycles(SLOW, 8704)
+    assert floor == 20_000 + 512 + 2 * 6400 - 8704
+    assert floor > run_scratchpad(program, 8704, SLOW, cascades=False).bound_cycles == 20_200
+    # a, b and c interleaved: x, wb and wc stream under the compute
+    assert program.weight_stream_floor_cycles(SLOW, 8704, cuts=()) == 20_000 + 100 + 100
+    # the tail fits: compute alone
+    assert _tail_net(640).weight_stream_floor_cycles(SLOW, 8704) == 20_000 + 100 + 100
+    assert program.weight_stream_floor_cycles(SLOW, 16384) == 20_000 + 100 + 100
+    for sram in (8704, 10240, 16384):
+        result = run_scratchpad(program, sram, SLOW, cascades=False)
+        assert result.cycles >= program.weight_stream_floor_cycles(SLOW, sram)
+
+
+def test_schedule_cuts():
+    # a and b interleave (a chain's bands): no cut between them
+    program = _tail_net()
+
+    def compute(op):
+        return Compute(op, 1, 1, (), ())
+
+    assert schedule_cuts(program, [compute("a"), compute("b"), compute("c")]) == {1, 2}
+    assert schedule_cuts(program, [compute("a"), compute("b"), compute("a"), compute("b"), compute("c")]) == {2}
+    assert schedule_cuts(program, [compute("b"), compute("a"), compute("c")]) == {2}
 
 
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
@@ -163,7 +213,8 @@ def test_schedules_stay_above_the_weight_stream_floor(sram):
     program = _small_net()
     for cascades in (True, False):
         result = run_scratchpad(program, sram, cascades=cascades)
-        assert result.cycles >= program.weight_stream_floor_cycles(NpuCost(), sram)
+        cuts = schedule_cuts(program, result.schedule.instructions)
+        assert result.cycles >= program.weight_stream_floor_cycles(NpuCost(), sram, cuts)
 
 
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
