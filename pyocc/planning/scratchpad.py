@@ -965,7 +965,58 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             )
             unit = _Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1)
             units += _reduction_units(op, unit, tensors, ranges, big, leaves) if blocks > 1 else [unit]
+    if not cascades_too:
+        units = _channel_chains(program, units, tiling, homed, sram)
     return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
+
+
+def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]],
+                    homed: set[str], sram: int) -> list[_Unit]:
+    """`units` with each op that runs whole right after an op tiled by
+    blocks of output channels, and reads only that op's output, channel by
+    channel (a global pool after the last convolution), run on the same
+    blocks, each block right after the tile that makes it: the tile stays
+    in SRAM until that block read it (`keep`) instead of going out to DRAM
+    and coming back whole. The reader's output is made whole in SRAM, or
+    streamed out block by block when above an eighth of the SRAM. `tiling`
+    records the reader's blocks."""
+    tensors = program.by_name()
+    readers: dict[str, int] = {}
+    for op in program.ops:
+        for n in dict.fromkeys(op.inputs):
+            readers[n] = readers.get(n, 0) + 1
+    for before, op in zip(program.ops, program.ops[1:], strict=False):
+        made = before.outputs[0] if len(before.outputs) == 1 else None
+        rows, blocks = tiling.get(before.name, (1, 1))
+        if (made is None or rows != 1 or blocks == 1 or tiling.get(op.name, (1, 1)) != (1, 1)
+                or op.inputs != (made,) or op.weights or made not in op.channel_inputs or len(op.outputs) != 1
+                or op.channels != before.channels or op.channel_groups != 1 or readers.get(made) != 1
+                or tensors[made].kind != "activation" or made in homed or op.outputs[0] in homed):
+            continue
+        reader = [k for k, u in enumerate(units) if u.op == op.name]
+        tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
+                 for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
+        if len(reader) != 1 or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != blocks:
+            continue
+        result = tensors[op.outputs[0]]
+        mode = STREAM if result.size > sram // 8 else WHOLE
+        after: dict[int, _Unit] = {}
+        for j in range(blocks):
+            part = f"tile0.{j}/1x{blocks}"
+            k = tiles[part]
+            (tile,) = [m for m in units[k].writes if m.piece.tensor == made]
+            units[k] = dataclasses.replace(units[k], writes=tuple(
+                _Make(m.piece, KEEP) if m is tile else m for m in units[k].writes))
+            after[k] = _Unit(op.name, _split(op.macs, blocks, j), (_Need(tile.piece, True),),
+                             (_Make(Piece(result.name, part, _block_bytes(result.size, op.channels, blocks, j)), mode),),
+                             j == blocks - 1)
+        interleaved: list[_Unit] = []
+        for k, unit in enumerate(units):
+            if k != reader[0]:
+                interleaved += [unit, after[k]] if k in after else [unit]
+        units = interleaved
+        tiling[op.name] = (1, blocks)
+    return units
 
 
 def _reduction_units(op: NpuOp, unit: _Unit, tensors: dict[str, NpuTensor], ranges: list[tuple[int, int]], big: int,

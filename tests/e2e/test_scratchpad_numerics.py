@@ -69,6 +69,9 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         # a fire module's concat runs in place in its chain: each expand writes its channels of the
         # concat's band of rows, which the next squeeze reads whole
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+\|rows', text)
+        # the global pool runs on the last convolution's blocks of output channels, each read where
+        # the convolution wrote it (the 676 KB it makes never goes to DRAM)
+        assert re.search(r'dnn.global_average_pool ins[^\n]*npu.reads = \[\["[^"]+", "tile0\.\d+/1x\d+"', text)
     if name == "shufflenet" and sram == 1 << 20:
         # rows copied out of a larger band, SRAM to SRAM, by a strided copy the schedule counts as a compute
         assert re.search(r'dnn.memcpy[^\n]*npu.writes = \[\["[^"]+", "rows\d+:\d+\|copy"[^\n]*npu.op = "', text)

@@ -208,6 +208,39 @@ def test_schedule_cuts():
     assert schedule_cuts(program, [compute("b"), compute("a"), compute("c")]) == {2}
 
 
+def _conv_pool(returned: bool = False) -> NpuProgram:
+    """A convolution whose 36 KiB of weights stream in blocks of its 64
+    output channels, then a global pool of its 16 KiB output (also a graph
+    output when `returned`)."""
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", 4096, "input", 8), T("w", 36864, "weight"), T("y", 16384, "output" if returned else "activation", 8),
+         T("g", 256, "output")),
+        (NpuOp("conv", 64 * 64 * 16 * 9, ("x",), ("w",), ("y",), 8, 2, 64),
+         NpuOp("pool", 64 * 64, ("y",), (), ("g",), 1, 0, 64, channel_inputs=("y",))),
+    )
+
+
+def test_a_channelwise_reader_runs_on_its_producers_blocks():
+    # the pool runs on the convolution's blocks, each right after the tile that makes it,
+    # which it reads in SRAM: y never goes to DRAM (it did: stored tile by tile, loaded whole)
+    program = _conv_pool()
+    units, tiling, _ = _units(program, 32 << 10, NpuCost(), False)
+    rows, blocks = tiling["conv"]
+    assert rows == 1 and blocks > 1 and tiling["pool"] == (1, blocks)
+    assert [u.op for u in units] == ["conv", "pool"] * blocks
+    for conv, pool in zip(units[::2], units[1::2], strict=True):
+        (tile,) = conv.writes
+        assert tile.mode == "keep" and [n.piece for n in pool.reads] == [tile.piece]
+    result = run_scratchpad(program, 32 << 10, cascades=False)
+    moved = {ins.piece.tensor for ins in result.schedule.instructions if isinstance(ins, Load | Store)}
+    assert "y" not in moved and result.dram_bytes == result.dram_lower_bound_bytes
+    # y returned: its tiles go out as they are made, and the pool reads it whole
+    returned = _conv_pool(returned=True)
+    units, tiling, _ = _units(returned, 32 << 10, NpuCost(), False)
+    assert "pool" not in tiling and [u.op for u in units][-1] == "pool"
+
+
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
 def test_schedules_stay_above_the_weight_stream_floor(sram):
     program = _small_net()
