@@ -247,47 +247,6 @@ func.func @conv_no_chain(%x: tensor<1x4x32x32xf32>) -> (tensor<1x4x32x32xf32>, t
 
 // -----
 
-// A convolution whose filters (36 KiB) exceed 32 KiB runs in 9 blocks of
-// output channels, and the global pool after it reads only those channels:
-// it runs on the same blocks, each right after the tile that makes it,
-// reading the tile where the convolution wrote it. %y never goes to DRAM;
-// the pool's output is assembled whole in SRAM and stored once.
-// SRAM32-LABEL: func.func @conv_then_pool
-// SRAM32-NOT:   %y_out
-// SRAM32:       dnn.conv ins(%x_sram, %w_sram : memref<1x16x8x8xf32>, memref<8x16x3x3xf32>) outs(%y_sram : memref<1x8x8x8xf32>) {{.*}}npu.writes = {{\[}}["y", "tile0.0/1x9", 2048 : i64, 16384 : i64]]
-// SRAM32-NOT:   dnn.dma_start
-// SRAM32:       dnn.global_average_pool ins(%y_sram : memref<1x8x8x8xf32>) outs(%{{.*}} : memref<1x8x1x1xf32>) {npu.reads = {{\[}}["y", "tile0.0/1x9", 2048 : i64, 16384 : i64]], npu.writes = {{\[}}["g", "tile0.0/1x9", 32 : i64, 256 : i64]]
-// SRAM32:       dnn.conv ins(%x_sram, %w_sram_1
-// SRAM32:       dnn.global_average_pool ins(%y_sram_1 : memref<1x7x8x8xf32>)
-// SRAM32-NOT:   %y_out
-// SRAM32:       dnn.dma_start ins(%g_sram : memref<1x64x1x1xf32>) outs(%g_out : memref<1x64x1x1xf32>) {{.*}}direction = "sram_to_dram"
-// SRAM32-NOT:   %y_out
-// SRAM32:       func.return
-func.func @conv_then_pool(%x: tensor<1x16x8x8xf32>) -> tensor<1x64x1x1xf32> {
-  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x16x3x3xf32>}> : () -> tensor<64x16x3x3xf32>
-  %y = dnn.conv ins(%x, %w : tensor<1x16x8x8xf32>, tensor<64x16x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x64x8x8xf32>
-  %g = dnn.global_average_pool ins(%y : tensor<1x64x8x8xf32>) : tensor<1x64x1x1xf32>
-  func.return %g : tensor<1x64x1x1xf32>
-}
-
-// -----
-
-// Negative: %y is returned too, so its tiles go out to DRAM as they are
-// made, and the pool reads it whole after the convolution's last block.
-// SRAM32-LABEL: func.func @conv_then_pool_and_out
-// SRAM32:       dnn.dma_start ins(%y_sram : memref<1x8x8x8xf32>) {{.*}}npu.piece = {{\[}}"y", "tile0.0/1x9", 2048 : i64, 16384 : i64], direction = "sram_to_dram"
-// SRAM32-NOT:   dnn.global_average_pool
-// SRAM32:       npu.writes = {{\[}}["y", "tile0.8/1x9"
-// SRAM32:       dnn.global_average_pool ins(%{{.*}} : memref<1x64x8x8xf32>) outs(%g_sram : memref<1x64x1x1xf32>) {npu.reads = {{\[}}["y", "all", 16384 : i64, 16384 : i64]]
-func.func @conv_then_pool_and_out(%x: tensor<1x16x8x8xf32>) -> (tensor<1x64x8x8xf32>, tensor<1x64x1x1xf32>) {
-  %w = "dnn.weight"() <{value = dense<1.0> : tensor<64x16x3x3xf32>}> : () -> tensor<64x16x3x3xf32>
-  %y = dnn.conv ins(%x, %w : tensor<1x16x8x8xf32>, tensor<64x16x3x3xf32>) {pads = array<i64: 1, 1, 1, 1>} : tensor<1x64x8x8xf32>
-  %g = dnn.global_average_pool ins(%y : tensor<1x64x8x8xf32>) : tensor<1x64x1x1xf32>
-  func.return %y, %g : tensor<1x64x8x8xf32>, tensor<1x64x1x1xf32>
-}
-
-// -----
-
 // A concat in place: %a and %b are written straight into their channel
 // slices of %c's SRAM buffer (it fits beside them: assembled in SRAM), and
 // the concat itself is gone (it would copy 1 KiB for nothing).

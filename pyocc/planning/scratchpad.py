@@ -164,6 +164,10 @@ inputs' producers write their channel bands into it) when it fits this
 many eighths of the SRAM; otherwise each band has a buffer of its own and
 goes to its place in the output's DRAM home (see `_rehome`)."""
 
+REDUCTION_CHAIN_SHARE = 4
+"""A reader summing over its producer's blocks of output channels
+(`_channel_chains`) does so when its partial sums, two blocks of its
+filters and one tile fit in this many eighths of the SRAM."""
 KINDS = ("weight", "input", "output", "activation")
 
 
@@ -972,14 +976,20 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
 
 def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]],
                     homed: set[str], sram: int) -> list[_Unit]:
-    """`units` with each op that runs whole right after an op tiled by
-    blocks of output channels, and reads only that op's output, channel by
-    channel (a global pool after the last convolution), run on the same
-    blocks, each block right after the tile that makes it: the tile stays
-    in SRAM until that block read it (`keep`) instead of going out to DRAM
-    and coming back whole. The reader's output is made whole in SRAM, or
-    streamed out block by block when above an eighth of the SRAM. `tiling`
-    records the reader's blocks."""
+    """`units` with the op right after an op tiled by blocks of output
+    channels run block by block beside it, each block right after the tile
+    that makes it, when it reads nothing else of the producer's output: a
+    reader channel by channel (a global pool after the last convolution),
+    until then run whole, runs on the same blocks; a reader summing over
+    its input channels (a 1x1 convolution after a residual block), until
+    then in one output tile, sums over the producer's blocks (`_reduction_units`,
+    its partial sums kept in SRAM) when those sums, two blocks of its
+    filters and a tile fit in `REDUCTION_CHAIN_SHARE` of the SRAM. The tile
+    stays in SRAM until that block read it (`keep`; stored too when later
+    ops read it: `keep+store`) instead of going out to DRAM and coming back.
+    A channelwise reader's output is made whole in SRAM, or streamed out
+    block by block when above an eighth of the SRAM. `tiling` records the
+    channelwise reader's blocks."""
     tensors = program.by_name()
     readers: dict[str, int] = {}
     for op in program.ops:
@@ -988,34 +998,55 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
     for before, op in zip(program.ops, program.ops[1:], strict=False):
         made = before.outputs[0] if len(before.outputs) == 1 else None
         rows, blocks = tiling.get(before.name, (1, 1))
-        if (made is None or rows != 1 or blocks == 1 or tiling.get(op.name, (1, 1)) != (1, 1)
-                or op.inputs != (made,) or op.weights or made not in op.channel_inputs or len(op.outputs) != 1
-                or op.channels != before.channels or op.channel_groups != 1 or readers.get(made) != 1
-                or tensors[made].kind != "activation" or made in homed or op.outputs[0] in homed):
+        if (made is None or rows != 1 or blocks == 1 or tiling.get(op.name, (1, 1)) != (1, 1) or op.inputs != (made,)
+                or len(op.outputs) != 1 or tensors[made].kind != "activation" or made in homed
+                or op.outputs[0] in homed):
             continue
+        channelwise = (not op.weights and made in op.channel_inputs and op.channels == before.channels
+                       and op.channel_groups == 1 and readers.get(made) == 1)
+        summed = op.reduced_inputs == (made,) and op.in_channels == before.channels
         reader = [k for k, u in enumerate(units) if u.op == op.name]
         tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
                  for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
-        if len(reader) != 1 or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != blocks:
+        if (not (channelwise or summed) or not reader or reader != list(range(reader[0], reader[-1] + 1))
+                or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != blocks):
             continue
         result = tensors[op.outputs[0]]
-        mode = STREAM if result.size > sram // 8 else WHOLE
+        ranges = [split_range(before.channels, blocks, j) for j in range(blocks)]
+        if channelwise:
+            mode = STREAM if result.size > sram // 8 else WHOLE
+            parts = [Piece(result.name, f"tile0.{j}/1x{blocks}", _block_bytes(result.size, op.channels, blocks, j))
+                     for j in range(blocks)]
+            made_units = [_Unit(op.name, _split(op.macs, blocks, j), (), (_Make(parts[j], mode),), j == blocks - 1)
+                          for j in range(blocks)]
+        else:
+            (final,) = units[reader[-1]].writes
+            whole = _Unit(op.name, op.macs,
+                          (_Need(Piece(made, "all", tensors[made].size), True),
+                           *(_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights))),
+                          (_Make(Piece(result.name, "tile0.0/1x1", result.size), final.mode),), True)
+            made_units = _reduction_units(op, whole, tensors, ranges, 0)
+            filters = max(sum(n.piece.bytes for n in u.reads if n.piece.tensor in op.weights) for u in made_units)
+            tile = max(_block_bytes(tensors[made].size, before.channels, blocks, j) for j in range(blocks))
+            if result.size + 2 * filters + tile > sram * REDUCTION_CHAIN_SHARE // 8:
+                continue
+        keep = KEEP if readers.get(made) == 1 else KEEP_STORE
         after: dict[int, _Unit] = {}
-        for j in range(blocks):
-            part = f"tile0.{j}/1x{blocks}"
-            k = tiles[part]
-            (tile,) = [m for m in units[k].writes if m.piece.tensor == made]
+        for j, unit in enumerate(made_units):
+            k = tiles[f"tile0.{j}/1x{blocks}"]
+            (tile_make,) = [m for m in units[k].writes if m.piece.tensor == made]
             units[k] = dataclasses.replace(units[k], writes=tuple(
-                _Make(m.piece, KEEP) if m is tile else m for m in units[k].writes))
-            after[k] = _Unit(op.name, _split(op.macs, blocks, j), (_Need(tile.piece, True),),
-                             (_Make(Piece(result.name, part, _block_bytes(result.size, op.channels, blocks, j)), mode),),
-                             j == blocks - 1)
+                _Make(m.piece, keep) if m is tile_make else m for m in units[k].writes))
+            # the block of `made` it reads is the tile, where the producer wrote it
+            reads = tuple(n for n in unit.reads if n.piece.tensor != made)
+            after[k] = dataclasses.replace(unit, reads=(_Need(tile_make.piece, True), *reads))
         interleaved: list[_Unit] = []
         for k, unit in enumerate(units):
-            if k != reader[0]:
+            if k not in reader:
                 interleaved += [unit, after[k]] if k in after else [unit]
         units = interleaved
-        tiling[op.name] = (1, blocks)
+        if channelwise:
+            tiling[op.name] = (1, blocks)
     return units
 
 

@@ -127,6 +127,47 @@ def test_channel_blocks_load_their_block_of_the_residual() -> None:
     assert len({part for _, part in read}) == blocks and all(int(c) < 64 for c, _ in read)
 
 
+def _conv_then(reader: str) -> object:
+    """A 3x3 convolution of 16 to 64 channels on 8x8 (36 KiB of filters,
+    random), a ReLU, then `reader`: "sum", a 1x1 convolution to 16
+    channels; "pool", a global average pool."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+    weights = [numpy_helper.from_array((rng.standard_normal((64, 16, 3, 3)) / 12).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["h"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["h"], ["y"])]
+    if reader == "sum":
+        weights.append(numpy_helper.from_array((rng.standard_normal((16, 64, 1, 1)) / 8).astype(np.float32), "v"))
+        nodes.append(helper.make_node("Conv", ["y", "v"], ["s"]))
+        shape = [1, 16, 8, 8]
+    else:
+        nodes.append(helper.make_node("GlobalAveragePool", ["y"], ["s"]))
+        shape = [1, 64, 1, 1]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, reader, [value("x", TensorProto.FLOAT, [1, 16, 8, 8])],
+                              [value("s", TensorProto.FLOAT, shape)], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize("reader", ["sum", "pool"])
+def test_a_reader_runs_on_its_producers_channel_blocks(reader: str) -> None:
+    # at 32 KiB the convolution streams its filters in blocks of output
+    # channels; the op after it runs block by block beside it, reading each
+    # tile where the convolution wrote it (the 1x1 convolution summing over
+    # the blocks, the pool on the same blocks): y never goes to DRAM
+    from pyocc.testing.random_graphs import compile_and_compare
+
+    inputs = {"x": np.random.default_rng(4).standard_normal((1, 16, 8, 8)).astype(np.float32)}
+    compiled, problem = compile_and_compare(_conv_then(reader), inputs, scratchpad=32 << 10, kernels="numpy")
+    assert problem is None, problem
+    text = str(compiled.module)
+    tiles = set(re.findall(r'npu.writes = \[\["y", "(tile0\.\d+/1x\d+)"', text))
+    read = set(re.findall(r'npu.reads = \[\["y", "(tile0\.\d+/1x\d+)"', text))
+    assert len(tiles) > 1 and read == tiles
+    assert '"y", "all"' not in text and "memcpy" in text  # y is never copied in or out whole
+
+
 def _pools() -> object:
     """A 3x3 max pool (stride 2) of 64 channels of 32x32, then a global
     average pool: no weights, every input channel read by its own output

@@ -241,6 +241,43 @@ def test_a_channelwise_reader_runs_on_its_producers_blocks():
     assert "pool" not in tiling and [u.op for u in units][-1] == "pool"
 
 
+def _conv_sum(residual: bool = False) -> NpuProgram:
+    """The convolution of `_conv_pool`, then a 1x1 convolution summing over
+    its 64 channels into 16 (and with `residual`, an op adding y to its own
+    input, channel by channel, after that)."""
+    T = NpuTensor
+    tensors = [T("x", 4096, "input", 8), T("w", 36864, "weight"), T("y", 16384, "activation", 8),
+               T("v", 4096, "weight"), T("s", 4096, "output" if not residual else "activation", 8)]
+    ops = [NpuOp("conv", 64 * 64 * 16 * 9, ("x",), ("w",), ("y",), 8, 2, 64),
+           NpuOp("sum", 16 * 64 * 64, ("y",), ("v",), ("s",), 8, 0, 16, in_channels=64, reduced_inputs=("y",),
+                 reduced_weights=("v",))]
+    if residual:
+        tensors += [T("u", 16384, "input", 8), T("r", 16384, "output", 8)]
+        ops.append(NpuOp("add", 0, ("u", "y"), (), ("r",), 8, 0, 64, channel_inputs=("u", "y")))
+    return NpuProgram(tuple(tensors), tuple(ops))
+
+
+@pytest.mark.parametrize("residual", [False, True])
+def test_a_summing_reader_sums_over_its_producers_blocks(residual: bool):
+    # the 1x1 convolution sums over the 3x3 one's blocks of output channels, each block
+    # right after the tile that makes it, reading it in SRAM, its partial sums kept;
+    # y reaches DRAM only when a later op reads it (stored as made: keep+store)
+    program = _conv_sum(residual)
+    units, tiling, _ = _units(program, 32 << 10, NpuCost(), False)
+    blocks = tiling["conv"][1]
+    assert tiling["conv"][0] == 1 and blocks > 1
+    chained = [u for u in units if u.op in ("conv", "sum")]
+    assert [u.op for u in chained] == ["conv", "sum"] * blocks
+    for conv, summed in zip(chained[::2], chained[1::2], strict=True):
+        (tile,) = conv.writes
+        assert tile.mode == ("keep+store" if residual else "keep") and summed.reads[0].piece == tile.piece
+        assert any(n.piece.tensor == "v" and n.piece.part.startswith("in") for n in summed.reads)
+    result = run_scratchpad(program, 32 << 10, cascades=False)
+    moved = [ins for ins in result.schedule.instructions if isinstance(ins, Load | Store) and ins.piece.tensor == "y"]
+    assert not any(isinstance(ins, Load) and ins.piece.part.startswith("tile") for ins in moved)
+    assert bool(moved) == residual
+
+
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
 def test_schedules_stay_above_the_weight_stream_floor(sram):
     program = _small_net()
