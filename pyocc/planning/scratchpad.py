@@ -861,7 +861,7 @@ def _candidates(extent: int) -> list[int]:
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
-           chain_weights: int = CHAIN_WEIGHTS[0],
+           chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -872,7 +872,10 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
     `tight_chains`, `wide_chains`, `chain_weights`: the chains as
-    `_chains`' `tight`, `wide`, `weights`; also returns the op tilings and the in-place concats' homes."""
+    `_chains`' `tight`, `wide`, `weights`; without cascades, an op's reader
+    runs on its blocks of output channels beside it where it can
+    (`_channel_chains`), unless not `channel_chains`; also returns the op
+    tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
@@ -969,7 +972,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             )
             unit = _Unit(op.name, _split(op.macs, r * c, k), tuple(reads), writes, k == len(order) - 1)
             units += _reduction_units(op, unit, tensors, ranges, big, leaves) if blocks > 1 else [unit]
-    if not cascades_too:
+    if not cascades_too and channel_chains:
         units = _channel_chains(program, units, tiling, homed, sram)
     return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
 
@@ -984,7 +987,10 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
     its input channels (a 1x1 convolution after a residual block), until
     then in one output tile, sums over the producer's blocks (`_reduction_units`,
     its partial sums kept in SRAM) when those sums, two blocks of its
-    filters and a tile fit in `REDUCTION_CHAIN_SHARE` of the SRAM. The tile
+    filters and a tile fit in `REDUCTION_CHAIN_SHARE` of the SRAM, and,
+    beside the producer's tile and the next block it streams, in
+    `WHOLE_SHARE` of it (Inception v2 at 256 KiB found no room for a whole
+    input of the producer's without that). The tile
     stays in SRAM until that block read it (`keep`; stored too when later
     ops read it: `keep+store`) instead of going out to DRAM and coming back.
     A channelwise reader's output is made whole in SRAM, or streamed out
@@ -1028,7 +1034,11 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
             made_units = _reduction_units(op, whole, tensors, ranges, 0)
             filters = max(sum(n.piece.bytes for n in u.reads if n.piece.tensor in op.weights) for u in made_units)
             tile = max(_block_bytes(tensors[made].size, before.channels, blocks, j) for j in range(blocks))
-            if result.size + 2 * filters + tile > sram * REDUCTION_CHAIN_SHARE // 8:
+            # the producer's tile beside them: its own operands, and the next block of what it streams
+            producing = max(units[k].sram_bytes + max((n.piece.bytes for n in units[k].reads if n.stream), default=0)
+                            for k in tiles.values())
+            if (result.size + 2 * filters + tile > sram * REDUCTION_CHAIN_SHARE // 8
+                    or producing + result.size + 2 * filters > sram * WHOLE_SHARE // 8):
                 continue
         keep = KEEP if readers.get(made) == 1 else KEEP_STORE
         after: dict[int, _Unit] = {}
@@ -2411,17 +2421,16 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                     for share in (CHAIN_WEIGHTS[1:] if chains and not cascades else ())
                     if _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share) != chained_ops]
     if cascades or (not joins and len(counts) == 1 and not more_weights):
-        units, tiling, _ = _units(program, sram_size, cost, cascades, chains)
-        instructions = _Scheduler(program, sram_size, units, cost).run()
+        units, tiling, _, instructions = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
         return _fastest_reserve(program, sram_size, cost, units, schedule)
 
     def scheduled(*choices: Any) -> tuple[tuple[int, int], NpuSchedule, list[_Unit]]:
         """((simulated cycles, DRAM bytes), schedule, units) of the units that
-        `_units(program, sram_size, cost, cascades, chains, *choices)` makes."""
-        units, tiling, homes = _units(program, sram_size, cost, cascades, chains, *choices)
-        instructions = _Scheduler(program, sram_size, units, cost).run()
+        `_units(program, sram_size, cost, cascades, chains, *choices)` makes
+        (`_scheduled_units`)."""
+        units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
@@ -2477,6 +2486,21 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
         # 1.476 against 1.486 -> 1.517 here)
         return _fastest_reserve(program, sram_size, cost, best[2], best[1])
+
+
+def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any
+                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
+    """What `_units(program, sram_size, cost, *choices)` returns, and the
+    units' instructions (`_Scheduler`): made again without the channel
+    chains (`_channel_chains`) where the SRAM cannot hold those."""
+    units, tiling, homes = _units(program, sram_size, cost, *choices)
+    try:
+        return units, tiling, homes, _Scheduler(program, sram_size, units, cost).run()
+    except PlanningError:
+        plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False)
+        if plain == units:
+            raise
+        return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
 
 
 def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],

@@ -4,6 +4,7 @@ small program at several SRAM sizes checked by it."""
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import random
@@ -276,6 +277,26 @@ def test_a_summing_reader_sums_over_its_producers_blocks(residual: bool):
     moved = [ins for ins in result.schedule.instructions if isinstance(ins, Load | Store) and ins.piece.tensor == "y"]
     assert not any(isinstance(ins, Load) and ins.piece.part.startswith("tile") for ins in moved)
     assert bool(moved) == residual
+
+
+def test_a_schedule_the_sram_cannot_hold_with_its_channel_chains_runs_without_them(monkeypatch: pytest.MonkeyPatch):
+    # channel chains whose units the scheduler cannot place (here: each reader block made to
+    # read a piece larger than the SRAM) must not make the program fail: it is scheduled
+    # without them, the same as with none found
+    program, sram = _conv_sum(), 32 << 10
+    plain = schedule_scratchpad(program, sram, cascades=False).instructions
+    found = scratchpad._channel_chains
+
+    def too_big(*args):
+        units = found(*args)
+        huge = _Need(Piece("v", "all", 2 * sram), False)
+        return [dataclasses.replace(u, reads=(*u.reads, huge)) if u.op == "sum" else u for u in units]
+
+    monkeypatch.setattr(scratchpad, "_channel_chains", lambda program, units, *args: units)
+    without = schedule_scratchpad(program, sram, cascades=False).instructions
+    assert without != plain
+    monkeypatch.setattr(scratchpad, "_channel_chains", too_big)
+    assert schedule_scratchpad(program, sram, cascades=False).instructions == without
 
 
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
