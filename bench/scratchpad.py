@@ -269,10 +269,10 @@ def _main() -> int:
             f"; DRAM/bound without cascades {geomean([r[9][2] for r in rows]):.3f}")
         if not args.no_run:
             print(f"runs as IR: {sum(r[8][2] == 'yes' for r in rows)} of {len(rows) + len(refused)}")
-            ran = [(float(r[8][0]), float(r[8][1])) for r in rows if r[8][0] != "-"]
-            print(f"what runs: geomean cycles/bound {geomean([c for c, _ in ran]):.3f} "
-                  f"(max {max((c for c, _ in ran), default=0):.3f}), geomean DRAM/bound {geomean([d for _, d in ran]):.3f} "
-                  f"over {len(ran)} models")
+            running = [(float(r[8][0]), float(r[8][1])) for r in rows if r[8][0] != "-"]
+            print(f"what runs: geomean cycles/bound {geomean([c for c, _ in running]):.3f} "
+                  f"(max {max((c for c, _ in running), default=0):.3f}), "
+                  f"geomean DRAM/bound {geomean([d for _, d in running]):.3f} over {len(running)} models")
             ran_floors = [float(r[8][3]) for r in rows if r[8][3] != "-"]
             print(f"weight-stream floors of what runs: geomean cycles/bound {geomean(ran_floors):.3f} "
                   f"(max {max(ran_floors, default=0):.3f}) over {len(ran_floors)} models")

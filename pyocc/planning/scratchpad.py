@@ -68,8 +68,8 @@ import bisect
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyocc import progress
@@ -2626,7 +2626,7 @@ def schedule_cuts(program: NpuProgram, instructions: list[Instruction]) -> set[i
             k = index[ins.op]
             first.setdefault(k, at)
             last[k] = at
-    cuts = set()
+    cuts: set[int] = set()
     ended = -1  # the last compute of the ops before k
     starts = [math.inf] * (len(program.ops) + 1)  # the first compute of op k or after it
     for k in reversed(range(len(program.ops))):

@@ -248,7 +248,7 @@ def _conv_sum(residual: bool = False) -> NpuProgram:
     input, channel by channel, after that)."""
     T = NpuTensor
     tensors = [T("x", 4096, "input", 8), T("w", 36864, "weight"), T("y", 16384, "activation", 8),
-               T("v", 4096, "weight"), T("s", 4096, "output" if not residual else "activation", 8)]
+               T("v", 4096, "weight"), T("s", 4096, "output", 8)]
     ops = [NpuOp("conv", 64 * 64 * 16 * 9, ("x",), ("w",), ("y",), 8, 2, 64),
            NpuOp("sum", 16 * 64 * 64, ("y",), ("v",), ("s",), 8, 0, 16, in_channels=64, reduced_inputs=("y",),
                  reduced_weights=("v",))]
