@@ -315,18 +315,33 @@ class NpuProgram:
         """Total multiply-accumulates."""
         return sum(op.macs for op in self.ops)
 
-    def compute_floor_cycles(self, cost: NpuCost) -> int:
-        """Cycles of compute alone with every tensor resident in SRAM (no
-        DMA, no tiling): the sum over ops of max(MACs / macs_per_cycle, the
-        bytes the whole op reads and writes / sram_bytes_per_cycle). No
-        schedule's compute is shorter: a tile touches at least its share of
-        the op's bytes, and the ops run one after another. A concat that can
-        run in place (`_homes`) costs nothing."""
+    def reader_counts(self) -> dict[str, int]:
+        """Tensor -> how many ops read it (as an input)."""
+        readers: dict[str, int] = {}
+        for op in self.ops:
+            for n in dict.fromkeys(op.inputs):
+                readers[n] = readers.get(n, 0) + 1
+        return readers
+
+    def op_floor_cycles(self, cost: NpuCost) -> list[int]:
+        """Each op's compute floor, in program order: max(MACs /
+        macs_per_cycle, the bytes the whole op reads and writes /
+        sram_bytes_per_cycle); 0 for a concat that can run in place
+        (`_homes`). No schedule computes an op in fewer cycles: a tile
+        touches at least its share of the op's bytes."""
         tensors = self.by_name()
         joined = _homes(self, set())[1]
-        return sum(cost.compute_cycles(op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
-                                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-                   for k, op in enumerate(self.ops) if k not in joined)
+        return [0 if k in joined else cost.compute_cycles(
+                    op.macs, sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
+                    + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
+                for k, op in enumerate(self.ops)]
+
+    def compute_floor_cycles(self, cost: NpuCost) -> int:
+        """Cycles of compute alone with every tensor resident in SRAM (no
+        DMA, no tiling): the sum of the ops' compute floors
+        (`op_floor_cycles`). No schedule's compute is shorter: the ops run
+        one after another."""
+        return sum(self.op_floor_cycles(cost))
 
     def weight_stream_floor_cycles(self, cost: NpuCost, sram_size: int, cuts: Iterable[int] | None = None) -> int:
         """Cycles no schedule beats that runs the ops in program order and
@@ -361,14 +376,11 @@ class NpuProgram:
         under other ops' compute; docs/memory.md ("weight-stream floor")
         gives a bound for any schedule."""
         tensors = self.by_name()
-        homes, joined = _homes(self, set())
+        homes = _homes(self, set())[0]
         shared = set(homes) | {home.tensor for home in homes.values()}
+        floors = self.op_floor_cycles(cost)
         producer: dict[str, int] = {}
-        floors: list[int] = []
         for k, op in enumerate(self.ops):
-            touched = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
-                       + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-            floors.append(0 if k in joined else cost.compute_cycles(op.macs, touched))
             for n in op.outputs:
                 producer.setdefault(n, k)
         ends = sorted({k for k in (range(1, len(self.ops)) if cuts is None else cuts) if 0 < k < len(self.ops)})
@@ -997,10 +1009,7 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
     block by block when above an eighth of the SRAM. `tiling` records the
     channelwise reader's blocks."""
     tensors = program.by_name()
-    readers: dict[str, int] = {}
-    for op in program.ops:
-        for n in dict.fromkeys(op.inputs):
-            readers[n] = readers.get(n, 0) + 1
+    readers = program.reader_counts()
     for before, op in zip(program.ops, program.ops[1:], strict=False):
         made = before.outputs[0] if len(before.outputs) == 1 else None
         rows, blocks = tiling.get(before.name, (1, 1))
@@ -1018,7 +1027,6 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
                 or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != blocks):
             continue
         result = tensors[op.outputs[0]]
-        ranges = [split_range(before.channels, blocks, j) for j in range(blocks)]
         if channelwise:
             mode = STREAM if result.size > sram // 8 else WHOLE
             parts = [Piece(result.name, f"tile0.{j}/1x{blocks}", _block_bytes(result.size, op.channels, blocks, j))
@@ -1031,6 +1039,7 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
                           (_Need(Piece(made, "all", tensors[made].size), True),
                            *(_Need(Piece(w, "all", tensors[w].size), False) for w in dict.fromkeys(op.weights))),
                           (_Make(Piece(result.name, "tile0.0/1x1", result.size), final.mode),), True)
+            ranges = [split_range(before.channels, blocks, j) for j in range(blocks)]
             made_units = _reduction_units(op, whole, tensors, ranges, 0)
             filters = max(sum(n.piece.bytes for n in u.reads if n.piece.tensor in op.weights) for u in made_units)
             tile = max(_block_bytes(tensors[made].size, before.channels, blocks, j) for j in range(blocks))
@@ -1477,10 +1486,7 @@ def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
     its channels (`ch{first}:{end}/{channels}|rows{lo}:{hi}`), which the
     concat's readers read as before. Each input's home goes into `homes`."""
     ops = program.ops
-    readers: dict[str, int] = {}
-    for op in ops:
-        for n in dict.fromkeys(op.inputs):
-            readers[n] = readers.get(n, 0) + 1
+    readers = program.reader_counts()
     inside = {n for op in ops[start:stop] for n in op.outputs}
     joined: dict[str, str] = {}
     renamed: dict[str, tuple[str, int, int, int]] = {}
@@ -2649,7 +2655,7 @@ class NpuOpCost:
     in SRAM of rows it reads (`_chain_units`)."""
     floor_cycles: int
     """max(MACs / macs_per_cycle, bytes of the whole op / sram_bytes_per_cycle):
-    the op whole and resident (`NpuProgram.compute_floor_cycles`' term; 0
+    the op whole and resident (`NpuProgram.op_floor_cycles`; 0
     for a concat that can run in place)."""
     compute_cycles: int
     """Its tiles' compute, as the simulator charged it."""
@@ -2713,13 +2719,9 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
     last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
     if last is not None:  # the stores drained after the last compute
         fields[last]["stall"] += simulation.cycles - end
-    joined = _homes(program, set())[1]
     out = []
-    for k, op in enumerate(program.ops):
+    for op, floor in zip(program.ops, program.op_floor_cycles(cost), strict=True):
         f = fields[op.name]
-        whole = (sum(tensors[n].size for n in dict.fromkeys((*op.inputs, *op.weights)))
-                 + sum(tensors[n].size for n in dict.fromkeys(op.outputs)))
-        floor = 0 if k in joined else cost.compute_cycles(op.macs, whole)
         out.append(NpuOpCost(op.name, f["tiles"], floor, f["compute"], f["stall"],
                              sum(tensors[w].size for w in dict.fromkeys(op.weights)), f["weights"], f["inputs"],
                              f["outputs"], f["reread"]))
