@@ -886,8 +886,10 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `tight_chains`, `wide_chains`, `chain_weights`: the chains as
     `_chains`' `tight`, `wide`, `weights`; without cascades, an op's reader
     runs on its blocks of output channels beside it where it can
-    (`_channel_chains`), unless not `channel_chains`; also returns the op
-    tilings and the in-place concats' homes."""
+    (`_channel_chains`), unless not `channel_chains` (an op whose reader
+    reads it channel for channel then tiled by channel blocks alone for
+    that, where its estimate is no worse: `_blocks_alone`); also returns
+    the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
@@ -912,6 +914,11 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
     homed = {*homes, *(h.tensor for h in homes.values())}
     joined_outputs = {program.ops[k].outputs[0] for k in joined}
+    readers = program.reader_counts()
+    # ops whose reader may run on their blocks of output channels (`_channel_chains`): see `_blocks_alone`
+    block_fed = ({before.name for before, after in zip(program.ops, program.ops[1:], strict=False)
+                  if _channelwise_reader(before, after, tensors, readers, homed)}
+                 if not cascades_too and channel_chains else set())
     index = 0
     while index < len(program.ops):
         if index in joined:  # an in-place concat: its inputs' producers wrote its bands
@@ -945,6 +952,9 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         if any(n in homed for n in op.channel_inputs):
             op = dataclasses.replace(op, channel_inputs=tuple(n for n in op.channel_inputs if n not in homed))
         r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
+        if r > 1 and op.name in block_fed:
+            r, c, rows_outer, big, blocks = _blocks_alone(op, tensors, sram, cost, in_bands,
+                                                          (r, c, rows_outer, big, blocks))
         tiling[op.name] = (r, c)
         ranges = ([(lo, hi) for lo, hi, _ in in_bands] if in_bands is not None and blocks == len(in_bands)
                   else [split_range(op.in_channels, blocks, m) for m in range(blocks)])
@@ -989,13 +999,67 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
 
 
+def _channelwise_reader(before: NpuOp, op: NpuOp, tensors: dict[str, NpuTensor], readers: dict[str, int],
+                        homed: set[str]) -> bool:
+    """True when `op` reads only the one output of `before` (the op just
+    before it), channel for channel (no weights, the same channels, not
+    grouped: a pooling), nothing else reads that output, and neither it
+    nor `op`'s output lives in an in-place concat (`homed`): then `op` may
+    run on `before`'s blocks of output channels (`_channel_chains`).
+    `readers`: `NpuProgram.reader_counts`."""
+    made = before.outputs[0] if len(before.outputs) == 1 else None
+    return (made is not None and op.inputs == (made,) and len(op.outputs) == 1 and not op.weights
+            and made in op.channel_inputs and op.channels == before.channels and op.channel_groups == 1
+            and readers.get(made) == 1 and tensors[made].kind == "activation" and made not in homed
+            and op.outputs[0] not in homed)
+
+
+def _blocks_alone(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
+                  bands: list[tuple[int, int, str]] | None, chosen: tuple[int, int, bool, int, int]
+                  ) -> tuple[int, int, bool, int, int]:
+    """`chosen` (`_choose_tiling`'s tiling of `op`, split by rows), or
+    the tiling of `op` by blocks of output channels alone (every row in
+    each tile) when its estimated cycles are no more and its DRAM traffic,
+    less the store and the load again of `op`'s output that it saves, no
+    more either: `op`'s reader reads it channel for channel
+    (`_channelwise_reader`), so it runs on those tiles where they were
+    written (`_channel_chains`). Inception v2's 3x3 convolution at 56x56
+    (2.3 MB out, then a max pool) at 1 MiB: 4 bands of 42 blocks, or 63
+    blocks alone at the same estimated cycles."""
+    flat = dataclasses.replace(op, row_windows=())  # an op no tiling splits by rows (`_row_candidates`)
+    try:
+        alone = _choose_tiling(flat, tensors, sram, cost, bands)
+    except PlanningError:
+        return chosen
+    was, now = _tiling_estimate(op, tensors, sram, cost, chosen), _tiling_estimate(flat, tensors, sram, cost, alone)
+    if was is None or now is None:
+        return chosen
+    saved = 2 * sum(tensors[n].size for n in dict.fromkeys(op.outputs))
+    return alone if (now[0], now[1] - saved) <= was else chosen
+
+
+def _tiling_estimate(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
+                     tiling: tuple[int, int, bool, int, int]) -> tuple[int, int] | None:
+    """(estimated cycles, DRAM bytes) of `tiling` of `op` (as
+    `_choose_tiling` returns it), as `_tiling_with` and `_reduction_tiling`
+    estimate it when they offer it; None for one summed over the bands of
+    an in-place concat (estimated apart)."""
+    rows, blocks, rows_outer, big, in_blocks = tiling
+    most = sram * max(TILE_SHARES) // 8
+    keys = _tiling_with(op, tensors, most, big, cost) + _reduction_tiling(op, tensors, most, big, cost)
+    return min((key[:2] for key, _ in keys if key[3:7] == (rows, blocks, rows_outer, in_blocks)), default=None)
+
+
 def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]],
                     homed: set[str], sram: int) -> list[_Unit]:
     """`units` with the op right after an op tiled by blocks of output
     channels run block by block beside it, each block right after the tile
     that makes it, when it reads nothing else of the producer's output: a
-    reader channel by channel (a global pool after the last convolution),
-    until then run whole, runs on the same blocks; a reader summing over
+    reader channel by channel (`_channelwise_reader`: a global pool after
+    the last convolution, a max pool), until then run whole or in blocks
+    of its own, runs on the same blocks (`_units` tiles the producer by
+    channel blocks alone for it where that is no slower: `_blocks_alone`);
+    a reader summing over
     its input channels (a 1x1 convolution after a residual block), until
     then in one output tile, sums over the producer's blocks (`_reduction_units`,
     its partial sums kept in SRAM) when those sums, two blocks of its
@@ -1013,13 +1077,13 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
     for before, op in zip(program.ops, program.ops[1:], strict=False):
         made = before.outputs[0] if len(before.outputs) == 1 else None
         rows, blocks = tiling.get(before.name, (1, 1))
-        if (made is None or rows != 1 or blocks == 1 or tiling.get(op.name, (1, 1)) != (1, 1) or op.inputs != (made,)
+        own = tiling.get(op.name, (1, 1))  # the reader's own tiling: whole, or (a pooling) blocks of channels
+        if (made is None or rows != 1 or blocks == 1 or own[0] != 1 or op.inputs != (made,)
                 or len(op.outputs) != 1 or tensors[made].kind != "activation" or made in homed
                 or op.outputs[0] in homed):
             continue
-        channelwise = (not op.weights and made in op.channel_inputs and op.channels == before.channels
-                       and op.channel_groups == 1 and readers.get(made) == 1)
-        summed = op.reduced_inputs == (made,) and op.in_channels == before.channels
+        channelwise = _channelwise_reader(before, op, tensors, readers, homed)
+        summed = own == (1, 1) and op.reduced_inputs == (made,) and op.in_channels == before.channels
         reader = [k for k, u in enumerate(units) if u.op == op.name]
         tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
                  for m in u.writes if m.piece.tensor == made and m.mode == STREAM}

@@ -170,6 +170,41 @@ def test_a_reader_runs_on_its_producers_channel_blocks(reader: str) -> None:
     assert '"y", "all"' not in text
 
 
+def _conv_then_max_pool() -> object:
+    """A 3x3 convolution of 8 to 64 channels on 32x32 (random filters and
+    bias), a ReLU, then a 3x3 max pool of stride 2."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    weights = [numpy_helper.from_array((rng.standard_normal((64, 8, 3, 3)) / 8).astype(np.float32), "w"),
+               numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["h"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["h"], ["y"]),
+             helper.make_node("MaxPool", ["y"], ["s"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "conv_then_max_pool", [value("x", TensorProto.FLOAT, [1, 8, 32, 32])],
+                              [value("s", TensorProto.FLOAT, [1, 64, 16, 16])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_producer_is_tiled_by_channel_blocks_alone_for_its_pool() -> None:
+    # at 64 KiB the convolution ran in 2 bands of rows of 63 channel blocks,
+    # each tile stored, and the max pool loaded y again in blocks of its
+    # own; now it runs in channel blocks alone (`_blocks_alone`), every row
+    # in each tile, and the pool reads each tile where it was written
+    from pyocc.testing.random_graphs import compile_and_compare
+
+    inputs = {"x": np.random.default_rng(6).standard_normal((1, 8, 32, 32)).astype(np.float32)}
+    compiled, problem = compile_and_compare(_conv_then_max_pool(), inputs, scratchpad=64 << 10, kernels="numpy")
+    assert problem is None, problem
+    tiled = compiled.memory_report().npu["tiled_ops"]["y"]
+    assert tiled["row_bands"] == 1 and tiled["channel_blocks"] > 1
+    text = str(compiled.module)
+    tiles = set(re.findall(r'npu.writes = \[\["y", "(tile0\.\d+/1x\d+)"', text))
+    read = set(re.findall(r'npu.reads = \[\["y", "(tile0\.\d+/1x\d+)"', text))
+    assert len(tiles) == tiled["channel_blocks"] and read == tiles
+    assert not [line for line in text.splitlines() if "dnn.memcpy" in line and "%y" in line]
+
+
 def _pools() -> object:
     """A 3x3 max pool (stride 2) of 64 channels of 32x32, then a global
     average pool: no weights, every input channel read by its own output
