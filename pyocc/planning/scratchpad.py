@@ -1019,9 +1019,9 @@ def _blocks_alone(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Npu
                   ) -> tuple[int, int, bool, int, int]:
     """`chosen` (`_choose_tiling`'s tiling of `op`, split by rows), or
     the tiling of `op` by blocks of output channels alone (every row in
-    each tile) when its estimated cycles are no more and its DRAM traffic,
-    less the store and the load again of `op`'s output that it saves, no
-    more either: `op`'s reader reads it channel for channel
+    each tile) when it is estimated faster, or as fast and moving no more
+    DRAM bytes once the store and the load again of `op`'s output that it
+    saves are taken off: `op`'s reader reads it channel for channel
     (`_channelwise_reader`), so it runs on those tiles where they were
     written (`_channel_chains`). Inception v2's 3x3 convolution at 56x56
     (2.3 MB out, then a max pool) at 1 MiB: 4 bands of 42 blocks, or 63
