@@ -885,8 +885,9 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     output in place sums over its bands when that fits (`_band_blocks`);
     `tight_chains`, `wide_chains`, `chain_weights`: the chains as
     `_chains`' `tight`, `wide`, `weights`; without cascades, an op's reader
-    runs on its blocks of output channels beside it where it can
-    (`_channel_chains`), unless not `channel_chains` (an op whose reader
+    runs on its blocks of output channels or its bands of rows beside it
+    where it can (`_channel_chains`, `_row_chains`), unless not
+    `channel_chains` (an op whose reader
     reads it channel for channel then tiled by channel blocks alone for
     that, where its estimate is no worse: `_blocks_alone`); also returns
     the op tilings and the in-place concats' homes."""
@@ -996,6 +997,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             units += _reduction_units(op, unit, tensors, ranges, big, leaves) if blocks > 1 else [unit]
     if not cascades_too and channel_chains:
         units = _channel_chains(program, units, tiling, homed, sram)
+        units = _row_chains(program, units, tiling, homed)
     return _rehome(units, homes, tensors, sram, home_fit), tiling, {**homes, **chain_homes}
 
 
@@ -1113,24 +1115,75 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
             if (result.size + 2 * filters + tile > sram * REDUCTION_CHAIN_SHARE // 8
                     or producing + result.size + 2 * filters > sram * WHOLE_SHARE // 8):
                 continue
-        keep = KEEP if readers.get(made) == 1 else KEEP_STORE
-        after: dict[int, _Unit] = {}
-        for j, unit in enumerate(made_units):
-            k = tiles[f"tile0.{j}/1x{blocks}"]
-            (tile_make,) = [m for m in units[k].writes if m.piece.tensor == made]
-            units[k] = dataclasses.replace(units[k], writes=tuple(
-                _Make(m.piece, keep) if m is tile_make else m for m in units[k].writes))
-            # the block of `made` it reads is the tile, where the producer wrote it
-            reads = tuple(n for n in unit.reads if n.piece.tensor != made)
-            after[k] = dataclasses.replace(unit, reads=(_Need(tile_make.piece, True), *reads))
-        interleaved: list[_Unit] = []
-        for k, unit in enumerate(units):
-            if k not in reader:
-                interleaved += [unit, after[k]] if k in after else [unit]
-        units = interleaved
+        units = _beside(units, reader, made, [tiles[f"tile0.{j}/1x{blocks}"] for j in range(blocks)], made_units,
+                        KEEP if readers.get(made) == 1 else KEEP_STORE)
         if channelwise:
             tiling[op.name] = (1, blocks)
     return units
+
+
+def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]],
+                homed: set[str]) -> list[_Unit]:
+    """`units` with the op right after an op tiled by bands of rows alone
+    run band by band beside it, each band right after the tile that makes
+    it, when it reads nothing else of the producer's output and reads it
+    row for row (a 1x1 window of stride 1: a 1x1 convolution), tiled by
+    rows alone too: it takes the producer's bands, reads each tile where it
+    was written (`keep`; stored too when later ops read the tensor:
+    `keep+store`) instead of loading it back from DRAM."""
+    tensors = program.by_name()
+    readers = program.reader_counts()
+    for before, op in zip(program.ops, program.ops[1:], strict=False):
+        made = before.outputs[0] if len(before.outputs) == 1 else None
+        rows, blocks = tiling.get(before.name, (1, 1))
+        own = tiling.get(op.name, (1, 1))
+        if (made is None or rows == 1 or blocks != 1 or own[1] != 1 or op.inputs != (made,) or len(op.outputs) != 1
+                or op.window(made) != (1, 1, 0) or op.out_rows != tensors[made].rows
+                or tensors[made].kind != "activation" or made in homed or op.outputs[0] in homed):
+            continue
+        reader = [k for k, u in enumerate(units) if u.op == op.name]
+        tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
+                 for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
+        if (not reader or reader != list(range(reader[0], reader[-1] + 1)) or len(reader) != own[0]
+                or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != rows):
+            continue
+        (first_write,) = units[reader[0]].writes
+        if first_write.mode != STREAM:  # a band of rows is no contiguous part of a whole tensor's buffer
+            continue
+        result = tensors[op.outputs[0]]
+        others = tuple(n for n in units[reader[0]].reads if n.piece.tensor != made)  # its weights, whole
+        bands = [op.out_band(rows, i) for i in range(rows)]
+        reading = [_Unit(op.name, _split(op.macs, rows, i), others,
+                         (_Make(Piece(result.name, f"tile{i}.0/{rows}x1", row_bytes(result, end - first)), STREAM),),
+                         i == rows - 1)
+                   for i, (first, end) in enumerate(bands)]
+        units = _beside(units, reader, made, [tiles[f"tile{i}.0/{rows}x1"] for i in range(rows)], reading,
+                        KEEP if readers.get(made) == 1 else KEEP_STORE)
+        tiling[op.name] = (rows, 1)
+    return units
+
+
+def _beside(units: list[_Unit], reader: list[int], made: str, producing: list[int], reading: list[_Unit],
+            keep: str) -> list[_Unit]:
+    """`units` with the reader's units (at the indices `reader`) replaced
+    by `reading`, unit m right after unit `producing[m]`, the producer's
+    unit that writes the tile of `made` unit m reads: that tile stays in
+    SRAM (`keep`: `KEEP`, or `KEEP_STORE` when later ops read `made` too),
+    and unit m reads it where it was written."""
+    units = list(units)
+    after: dict[int, _Unit] = {}
+    for k, unit in zip(producing, reading, strict=True):
+        (tile_make,) = [m for m in units[k].writes if m.piece.tensor == made]
+        units[k] = dataclasses.replace(units[k], writes=tuple(
+            _Make(m.piece, keep) if m is tile_make else m for m in units[k].writes))
+        reads = tuple(n for n in unit.reads if n.piece.tensor != made)
+        after[k] = dataclasses.replace(unit, reads=(_Need(tile_make.piece, True), *reads))
+    skipped = set(reader)
+    interleaved: list[_Unit] = []
+    for k, unit in enumerate(units):
+        if k not in skipped:
+            interleaved += [unit, after[k]] if k in after else [unit]
+    return interleaved
 
 
 def _reduction_units(op: NpuOp, unit: _Unit, tensors: dict[str, NpuTensor], ranges: list[tuple[int, int]], big: int,
@@ -2561,8 +2614,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
     """What `_units(program, sram_size, cost, *choices)` returns, and the
-    units' instructions (`_Scheduler`): made again without the channel
-    chains (`_channel_chains`) where the SRAM cannot hold those."""
+    units' instructions (`_Scheduler`): made again without the readers on
+    their producer's tiles (`_channel_chains`, `_row_chains`) where the
+    SRAM cannot hold those."""
     units, tiling, homes = _units(program, sram_size, cost, *choices)
     try:
         return units, tiling, homes, _Scheduler(program, sram_size, units, cost).run()

@@ -43,6 +43,8 @@ pytest.importorskip("onnxruntime")
     # a load issued after a store of its bytes (not waited on) reads them; pool_proj writes its concat
     # band as the one tile of a 1x1 tiling
     ("inception_v1", 1 << 20),
+    # a residual block's first 1x1 convolution runs on the bands of rows of the block output before it
+    ("resnet50", 1 << 20),
 ])
 def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
     model, inputs, expected = onnxruntime_reference(name)
@@ -65,6 +67,8 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         assert "source_stride" in text
         # a chain cascade: an op writes a band of rows that the next op reads from SRAM
         assert re.search(r'npu.writes = \[\["[^"]+", "rows', text) or name != "squeezenet"
+    if name == "resnet50" and sram == 1 << 20:
+        assert re.search(r'npu.reads = \[\["[^"]+", "tile\d+\.0/([2-9]|\d\d+)x1"', text)
     if name == "squeezenet" and sram == 1 << 20:
         # a fire module's concat runs in place in its chain: each expand writes its channels of the
         # concat's band of rows, which the next squeeze reads whole
@@ -203,6 +207,40 @@ def test_a_producer_is_tiled_by_channel_blocks_alone_for_its_pool() -> None:
     read = set(re.findall(r'npu.reads = \[\["y", "(tile0\.\d+/1x\d+)"', text))
     assert len(tiles) == tiled["channel_blocks"] and read == tiles
     assert not [line for line in text.splitlines() if "dnn.memcpy" in line and "%y" in line]
+
+
+def _read_row_for_row() -> object:
+    """x (32 channels of 32x32) -> y = ReLU(1x1 convolution) -> z =
+    ReLU(1x1 convolution of y) -> a 3x3 convolution of z plus y (random
+    weights): y is read row for row by z and again as the residual."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(7)
+    weights = [numpy_helper.from_array((rng.standard_normal(shape) / 6).astype(np.float32), name)
+               for name, shape in (("w", (32, 32, 1, 1)), ("v", (32, 32, 1, 1)), ("u", (32, 32, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["a"]), helper.make_node("Relu", ["a"], ["y"]),
+             helper.make_node("Conv", ["y", "v"], ["b"]), helper.make_node("Relu", ["b"], ["z"]),
+             helper.make_node("Conv", ["z", "u"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "y"], ["s"])]
+    value = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, "residual_block", [value("x", TensorProto.FLOAT, [1, 32, 32, 32])],
+                              [value("s", TensorProto.FLOAT, [1, 32, 32, 32])], weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_reader_runs_on_its_producers_row_bands() -> None:
+    # at 32 KiB y streams out in bands of rows (the residual reads it
+    # later); the 1x1 convolution after it runs on the same bands, each
+    # right after the tile that makes it, reading the tile in SRAM instead
+    # of loading y's rows back from DRAM
+    from pyocc.testing.random_graphs import compile_and_compare
+
+    inputs = {"x": np.random.default_rng(8).standard_normal((1, 32, 32, 32)).astype(np.float32)}
+    compiled, problem = compile_and_compare(_read_row_for_row(), inputs, scratchpad=32 << 10, kernels="numpy")
+    assert problem is None, problem
+    text = str(compiled.module)
+    tiles = set(re.findall(r'npu.writes = \[\["y", "(tile\d+\.0/\d+x1)"', text))
+    read = set(re.findall(r'npu.reads = \[\["y", "(tile\d+\.0/\d+x1)"', text))
+    assert len(tiles) > 1 and read == tiles
 
 
 def _pools() -> object:
