@@ -206,12 +206,16 @@ def _channel_inputs(op: d.DnnComputeOp, split: tuple[int, dict[str, int]], reads
     output channels (a residual), each a contiguous slice of its tensor per
     block: every axis before the split one is 1, the split axis has one
     entry per output channel, and the operand is the whole tensor (not a
-    view of part of it)."""
+    view of part of it), and no other operand of `op` reads it whole (a
+    1x1 convolution whose residual is its own input needs every channel of
+    it for each block)."""
     channels, axes = split
+    whole = {name_of(value) for field, _ in op.get_irdl_definition().operands if field not in axes
+             if isinstance(value := getattr(op, field, None), SSAValue)}
     found = []
     for field, axis in axes.items():
         value = getattr(op, field, None)
-        if value is None or not isinstance(value, SSAValue) or name_of(value) not in reads:
+        if value is None or not isinstance(value, SSAValue) or name_of(value) not in reads or name_of(value) in whole:
             continue
         shape = value.type.get_shape()  # type: ignore[attr-defined]
         if (len(shape) > axis and shape[axis] == channels and all(n == 1 for n in shape[:axis])
