@@ -1090,7 +1090,8 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
         tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
                  for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
         if (not (channelwise or summed) or not reader or reader != list(range(reader[0], reader[-1] + 1))
-                or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != blocks):
+                or reader[0] != max(tiles.values(), default=-2) + 1
+                or set(tiles) != {f"tile0.{j}/1x{blocks}" for j in range(blocks)}):
             continue
         result = tensors[op.outputs[0]]
         if channelwise:
@@ -1145,7 +1146,8 @@ def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple
         tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
                  for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
         if (not reader or reader != list(range(reader[0], reader[-1] + 1)) or len(reader) != own[0]
-                or reader[0] != max(tiles.values(), default=-2) + 1 or len(tiles) != rows):
+                or reader[0] != max(tiles.values(), default=-2) + 1
+                or set(tiles) != {f"tile{i}.0/{rows}x1" for i in range(rows)}):
             continue
         (first_write,) = units[reader[0]].writes
         if first_write.mode != STREAM:  # a band of rows is no contiguous part of a whole tensor's buffer
