@@ -11,7 +11,9 @@ npu_simulator.py:
    output-channel blocks (weight blocks, and the blocks of a residual),
    choosing the split with the fewest estimated cycles whose tile,
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
-   clearly faster: `_choose_tiling`). An op without weights (a pooling)
+   clearly faster: `_choose_tiling`); without cascades, so is an op whose
+   weights take more than `STREAM_WEIGHTS_SHARE` of the SRAM, to stream
+   them while it computes. An op without weights (a pooling)
    splits its channels by reading its input's channel blocks. A
    convolution or fully connected layer may also sum each output tile over
    blocks of its input channels (`_reduction_tiling`, `_reduction_units`):
@@ -163,6 +165,18 @@ HOME_SHARE = 4
 inputs' producers write their channel bands into it) when it fits this
 many eighths of the SRAM; otherwise each band has a buffer of its own and
 goes to its place in the output's DRAM home (see `_rehome`)."""
+
+STREAM_WEIGHTS_SHARE = 3
+"""Without the (simulated) cascades, an op whose weights take more than
+this many eighths of the SRAM is tiled by blocks of output channels even
+where it fits whole (`_units`): its compute starts once the first block
+of its weights is in, the next blocks streaming while it computes, instead
+of waiting for all of them (a stall that prefetch hid only where the SRAM
+had room and the DRAM port time ahead of it). 3: at 1 MiB over the nine
+light models, what runs: geomean cycles/bound 1.475 against 1.501 never,
+1.471 at 2 (but DRAM/bound 1.513 against 1.491; Inception v1 1.786 ->
+1.898); at 4 Inception v2's schedule did not fit in the SRAM (now it falls
+back to one without, `_scheduled_units`)."""
 
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
@@ -873,7 +887,7 @@ def _candidates(extent: int) -> list[int]:
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
-           chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True,
+           chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True, stream_weights: bool = True,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -889,8 +903,11 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     where it can (`_channel_chains`, `_row_chains`), unless not
     `channel_chains` (an op whose reader
     reads it channel for channel then tiled by channel blocks alone for
-    that, where its estimate is no worse: `_blocks_alone`); also returns
-    the op tilings and the in-place concats' homes."""
+    that, where its estimate is no worse: `_blocks_alone`); an op whose
+    weights take more than `STREAM_WEIGHTS_SHARE` of the SRAM is tiled
+    (its weights streamed in blocks) even where it fits whole, unless not
+    `stream_weights`; also returns the op tilings and the in-place
+    concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
@@ -937,13 +954,18 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         op = program.ops[index]
         index += 1
         names = list(dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-        if sum(tensors[n].size for n in names) <= sram * (WHOLE_SHARE_CASCADED if cascades_too else WHOLE_SHARE) // 8:
-            units.append(_Unit(
-                op.name, op.macs,
-                tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
-                tuple(_Make(Piece(n, "all", tensors[n].size), WHOLE) for n in dict.fromkeys(op.outputs)),
-                True,
-            ))
+        whole = _Unit(
+            op.name, op.macs,
+            tuple(_Need(Piece(n, "all", tensors[n].size), False) for n in dict.fromkeys((*op.inputs, *op.weights))),
+            tuple(_Make(Piece(n, "all", tensors[n].size), WHOLE) for n in dict.fromkeys(op.outputs)),
+            True,
+        )
+        fits = sum(tensors[n].size for n in names) <= sram * (WHOLE_SHARE_CASCADED if cascades_too else WHOLE_SHARE) // 8
+        # weights above `STREAM_WEIGHTS_SHARE` stream in blocks of output channels even when the op fits whole
+        streams = (fits and stream_weights and not cascades_too and op.channels > 1
+                   and sum(tensors[n].size for n in dict.fromkeys(op.weights)) > sram * STREAM_WEIGHTS_SHARE // 8)
+        if fits and not streams:
+            units.append(whole)
             continue
         in_bands = None
         if any(n in homed for n in op.reduced_inputs):  # parts of it are channel bands: blocks of those bands
@@ -952,7 +974,13 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 op = dataclasses.replace(op, in_channels=1)
         if any(n in homed for n in op.channel_inputs):
             op = dataclasses.replace(op, channel_inputs=tuple(n for n in op.channel_inputs if n not in homed))
-        r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
+        try:
+            r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
+        except PlanningError:
+            if not streams:
+                raise
+            units.append(whole)  # no tiling of its weights fits beside the rest: whole after all
+            continue
         if r > 1 and op.name in block_fed:
             r, c, rows_outer, big, blocks = _blocks_alone(op, tensors, sram, cost, in_bands,
                                                           (r, c, rows_outer, big, blocks))
@@ -2617,13 +2645,14 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
     """What `_units(program, sram_size, cost, *choices)` returns, and the
     units' instructions (`_Scheduler`): made again without the readers on
-    their producer's tiles (`_channel_chains`, `_row_chains`) where the
-    SRAM cannot hold those."""
+    their producer's tiles (`_channel_chains`, `_row_chains`) and without
+    weights streamed by ops that fit whole (`STREAM_WEIGHTS_SHARE`) where
+    the SRAM cannot hold those."""
     units, tiling, homes = _units(program, sram_size, cost, *choices)
     try:
         return units, tiling, homes, _Scheduler(program, sram_size, units, cost).run()
     except PlanningError:
-        plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False)
+        plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False)
         if plain == units:
             raise
         return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
