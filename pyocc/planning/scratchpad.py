@@ -901,13 +901,12 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `_chains`' `tight`, `wide`, `weights`; without cascades, an op's reader
     runs on its blocks of output channels or its bands of rows beside it
     where it can (`_channel_chains`, `_row_chains`), unless not
-    `channel_chains` (an op whose reader
-    reads it channel for channel then tiled by channel blocks alone for
-    that, where its estimate is no worse: `_blocks_alone`); an op whose
-    weights take more than `STREAM_WEIGHTS_SHARE` of the SRAM is tiled
-    (its weights streamed in blocks) even where it fits whole, unless not
-    `stream_weights`; also returns the op tilings and the in-place
-    concats' homes."""
+    `channel_chains` (an op whose reader reads it channel for channel is
+    then tiled by channel blocks alone for that, where its estimate is no
+    worse: `_blocks_alone`); an op whose weights take more than
+    `STREAM_WEIGHTS_SHARE` of the SRAM is tiled (its weights streamed in
+    blocks) even where it fits whole, unless not `stream_weights`; also
+    returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
     tiling: dict[str, tuple[int, int]] = {}
