@@ -177,6 +177,14 @@ light models, what runs: geomean cycles/bound 1.475 against 1.501 never,
 1.471 at 2 (but DRAM/bound 1.513 against 1.491; Inception v1 1.786 ->
 1.898); at 4 Inception v2's schedule did not fit in the SRAM (now it falls
 back to one without, `_scheduled_units`)."""
+STREAM_SLOW_WEIGHTS_SHARE = 1
+"""The same for an op whose weights take more than this many eighths of
+the SRAM and take longer to load than the op computes (its compute floor):
+its load is the op's time, so the blocks after the first hide under it.
+1: at 1 MiB, what runs: ShuffleNet 2.025 -> 1.976 (its fourth stage's
+convolutions, 0.28 MiB of filters each), geomean 1.475 -> 1.471, DRAM
+unchanged; at 4 MiB Inception v2 1.359 -> 1.334; 2 the same at 1 MiB,
+1.353 for Inception v2 at 4 MiB; 256 KiB unchanged either way."""
 
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
@@ -904,8 +912,10 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `channel_chains` (an op whose reader reads it channel for channel is
     then tiled by channel blocks alone for that, where its estimate is no
     worse: `_blocks_alone`); an op whose weights take more than
-    `STREAM_WEIGHTS_SHARE` of the SRAM is tiled (its weights streamed in
-    blocks) even where it fits whole, unless not `stream_weights`; also
+    `STREAM_WEIGHTS_SHARE` of the SRAM, or more than
+    `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
+    tiled (its weights streamed in blocks) even where it fits whole,
+    unless not `stream_weights`; also
     returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -960,9 +970,13 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             True,
         )
         fits = sum(tensors[n].size for n in names) <= sram * (WHOLE_SHARE_CASCADED if cascades_too else WHOLE_SHARE) // 8
-        # weights above `STREAM_WEIGHTS_SHARE` stream in blocks of output channels even when the op fits whole
+        # its weights stream in blocks of output channels even when it fits whole: above `STREAM_WEIGHTS_SHARE`,
+        # or above `STREAM_SLOW_WEIGHTS_SHARE` when they take longer to load than the op computes
+        weight_bytes = sum(tensors[n].size for n in dict.fromkeys(op.weights))
         streams = (fits and stream_weights and not cascades_too and op.channels > 1
-                   and sum(tensors[n].size for n in dict.fromkeys(op.weights)) > sram * STREAM_WEIGHTS_SHARE // 8)
+                   and (weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
+                        or weight_bytes > sram * STREAM_SLOW_WEIGHTS_SHARE // 8 and cost.dma_cycles(weight_bytes)
+                        > cost.compute_cycles(op.macs, sum(tensors[n].size for n in names))))
         if fits and not streams:
             units.append(whole)
             continue
@@ -979,6 +993,9 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             if not streams:
                 raise
             units.append(whole)  # no tiling of its weights fits beside the rest: whole after all
+            continue
+        if streams and r * c * blocks == 1:  # the best tiling is one tile: whole, as before
+            units.append(whole)
             continue
         if r > 1 and op.name in block_fed:
             r, c, rows_outer, big, blocks = _blocks_alone(op, tensors, sram, cost, in_bands,
