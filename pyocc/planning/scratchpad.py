@@ -1130,13 +1130,11 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
             continue
         channelwise = _channelwise_reader(before, op, tensors, readers, homed)
         summed = own == (1, 1) and op.reduced_inputs == (made,) and op.in_channels == before.channels
-        reader = [k for k, u in enumerate(units) if u.op == op.name]
-        tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
-                 for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
-        if (not (channelwise or summed) or not reader or reader != list(range(reader[0], reader[-1] + 1))
-                or reader[0] != max(tiles.values(), default=-2) + 1
-                or set(tiles) != {f"tile0.{j}/1x{blocks}" for j in range(blocks)}):
+        parts = [f"tile0.{j}/1x{blocks}" for j in range(blocks)]
+        found = _reader_after_tiles(units, before, op, made, parts) if channelwise or summed else None
+        if found is None:
             continue
+        reader, tile_units = found
         result = tensors[op.outputs[0]]
         if channelwise:
             mode = STREAM if result.size > sram // 8 else WHOLE
@@ -1156,11 +1154,11 @@ def _channel_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, t
             tile = max(_block_bytes(tensors[made].size, before.channels, blocks, j) for j in range(blocks))
             # the producer's tile beside them: its own operands, and the next block of what it streams
             producing = max(units[k].sram_bytes + max((n.piece.bytes for n in units[k].reads if n.stream), default=0)
-                            for k in tiles.values())
+                            for k in tile_units)
             if (result.size + 2 * filters + tile > sram * REDUCTION_CHAIN_SHARE // 8
                     or producing + result.size + 2 * filters > sram * WHOLE_SHARE // 8):
                 continue
-        units = _beside(units, reader, made, [tiles[f"tile0.{j}/1x{blocks}"] for j in range(blocks)], made_units,
+        units = _beside(units, reader, made, tile_units, made_units,
                         KEEP if readers.get(made) == 1 else KEEP_STORE)
         if channelwise:
             tiling[op.name] = (1, blocks)
@@ -1186,13 +1184,10 @@ def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple
                 or op.window(made) != (1, 1, 0) or op.out_rows != tensors[made].rows
                 or tensors[made].kind != "activation" or made in homed or op.outputs[0] in homed):
             continue
-        reader = [k for k, u in enumerate(units) if u.op == op.name]
-        tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
-                 for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
-        if (not reader or reader != list(range(reader[0], reader[-1] + 1)) or len(reader) != own[0]
-                or reader[0] != max(tiles.values(), default=-2) + 1
-                or set(tiles) != {f"tile{i}.0/{rows}x1" for i in range(rows)}):
+        found = _reader_after_tiles(units, before, op, made, [f"tile{i}.0/{rows}x1" for i in range(rows)])
+        if found is None or len(found[0]) != own[0]:
             continue
+        reader, tile_units = found
         (first_write,) = units[reader[0]].writes
         if first_write.mode != STREAM:  # a band of rows is no contiguous part of a whole tensor's buffer
             continue
@@ -1203,10 +1198,25 @@ def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple
                          (_Make(Piece(result.name, f"tile{i}.0/{rows}x1", row_bytes(result, end - first)), STREAM),),
                          i == rows - 1)
                    for i, (first, end) in enumerate(bands)]
-        units = _beside(units, reader, made, [tiles[f"tile{i}.0/{rows}x1"] for i in range(rows)], reading,
+        units = _beside(units, reader, made, tile_units, reading,
                         KEEP if readers.get(made) == 1 else KEEP_STORE)
         tiling[op.name] = (rows, 1)
     return units
+
+
+def _reader_after_tiles(units: list[_Unit], before: NpuOp, op: NpuOp, made: str, parts: list[str]
+                        ) -> tuple[list[int], list[int]] | None:
+    """(the indices of `op`'s units, the indices of the units of `before`
+    that write `parts` of `made`, in that order) when `before` streams out
+    exactly those tiles of `made` and `op`'s units follow them at once, one
+    after the other; else None."""
+    reader = [k for k, u in enumerate(units) if u.op == op.name]
+    tiles = {m.piece.part: k for k, u in enumerate(units) if u.op == before.name
+             for m in u.writes if m.piece.tensor == made and m.mode == STREAM}
+    if (not reader or reader != list(range(reader[0], reader[-1] + 1))
+            or reader[0] != max(tiles.values(), default=-2) + 1 or set(tiles) != set(parts)):
+        return None
+    return reader, [tiles[part] for part in parts]
 
 
 def _beside(units: list[_Unit], reader: list[int], made: str, producing: list[int], reading: list[_Unit],
