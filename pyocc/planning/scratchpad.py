@@ -70,7 +70,7 @@ import bisect
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -185,6 +185,11 @@ its load is the op's time, so the blocks after the first hide under it.
 convolutions, 0.28 MiB of filters each), geomean 1.475 -> 1.471, DRAM
 unchanged; at 4 MiB Inception v2 1.359 -> 1.334; 2 the same at 1 MiB,
 1.353 for Inception v2 at 4 MiB; 256 KiB unchanged either way."""
+
+STREAM_SINGLES = 8
+"""How many of the ops that stalled `_stream_stalled` tries one by one,
+where streaming the weights of all of them is no faster (8: at 1 MiB,
+what runs; 4: Inception v2 1.570 -> 1.579 cycles/bound)."""
 
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
@@ -896,6 +901,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
            chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True, stream_weights: bool = True,
+           streamed: frozenset[str] = frozenset(),
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -915,7 +921,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `STREAM_WEIGHTS_SHARE` of the SRAM, or more than
     `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
     tiled (its weights streamed in blocks) even where it fits whole,
-    unless not `stream_weights`; also
+    unless not `stream_weights`, and so is every op named in `streamed`
+    that can be split by channels (`_stream_stalled`); also
     returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -974,7 +981,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         # or above `STREAM_SLOW_WEIGHTS_SHARE` when they take longer to load than the op computes
         weight_bytes = sum(tensors[n].size for n in dict.fromkeys(op.weights))
         streams = (fits and stream_weights and not cascades_too and op.channels > 1
-                   and (weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
+                   and (op.name in streamed or weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
                         or weight_bytes > sram * STREAM_SLOW_WEIGHTS_SHARE // 8 and cost.dma_cycles(weight_bytes)
                         > cost.compute_cycles(op.macs, sum(tensors[n].size for n in names))))
         if fits and not streams:
@@ -2566,6 +2573,10 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
+_Scheduled = tuple[tuple[int, int], NpuSchedule, list[_Unit]]
+"""((simulated cycles, DRAM bytes), schedule, units): one way of scheduling a program."""
+
+
 @without_gc
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
@@ -2577,7 +2588,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     counted with a margin, tight, and wide (`_chains`), where they find
     different chains; then, on the fastest placement of the concats, the
     chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`), kept
-    where they run faster)."""
+    where they run faster; last, on the fastest, the weights of the ops that
+    stalled streamed where that runs faster, `_stream_stalled`)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -2599,23 +2611,24 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     more_weights = [(count, share) for count, chained_ops in zip(counts, found, strict=True)
                     for share in (CHAIN_WEIGHTS[1:] if chains and not cascades else ())
                     if _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share) != chained_ops]
-    if cascades or (not joins and len(counts) == 1 and not more_weights):
+    if cascades:
         units, tiling, _, instructions = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
         return _fastest_reserve(program, sram_size, cost, units, schedule)
 
-    def scheduled(*choices: Any) -> tuple[tuple[int, int], NpuSchedule, list[_Unit]]:
+    def scheduled(*choices: Any, streamed: frozenset[str] = frozenset()) -> _Scheduled:
         """((simulated cycles, DRAM bytes), schedule, units) of the units that
-        `_units(program, sram_size, cost, cascades, chains, *choices)` makes
-        (`_scheduled_units`)."""
-        units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices)
+        `_units(program, sram_size, cost, cascades, chains, *choices,
+        streamed=streamed)` makes (`_scheduled_units`)."""
+        units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
+                                                              streamed=streamed)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
         return (simulated.cycles, simulated.dram_bytes), schedule, units
 
-    best: tuple[tuple[int, int], NpuSchedule, list[_Unit]] | None = None
+    best: _Scheduled | None = None
     placement: tuple[bool, int, bool, bool] = (False, 0, True, False)
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -2627,6 +2640,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
+    choices: tuple[Any, ...] = ()
 
     def holds_a_concat(chained_ops: list[tuple[int, int, int]]) -> bool:
         return any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
@@ -2645,6 +2659,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                     continue
                 if best is None or found_best[0] < best[0]:
                     best, placement = found_best, (joins_first, fit, in_place, sum_bands)
+                    choices = (*placement, tight, wide)
                 break
             step()
         if best is None:
@@ -2660,21 +2675,64 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
             finally:
                 step()
             if other[0] < best[0]:
-                best = other
-        # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
-        # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
-        # 1.476 against 1.486 -> 1.517 here)
-        return _fastest_reserve(program, sram_size, cost, best[2], best[1])
+                best, choices = other, (*placement, tight, wide, share)
+    # then the weights of the ops that stalled streamed, where that runs faster
+    best = _stream_stalled(program, sram_size, cost, best, lambda streamed: scheduled(*choices, streamed=streamed))
+    # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
+    # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
+    # 1.476 against 1.486 -> 1.517 here)
+    return _fastest_reserve(program, sram_size, cost, best[2], best[1])
 
 
-def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any
+def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
+                    scheduled: Callable[[frozenset[str]], _Scheduled]) -> _Scheduled:
+    """The fastest simulated of `best` and the schedules `scheduled(streamed)`
+    makes with the weights of some of its stalled ops streamed (`_units`'
+    `streamed`): the ops that ran whole, can be split by output channels,
+    have more than `STREAM_SLOW_WEIGHTS_SHARE` eighths of the SRAM of
+    weights, and whose compute waited for DMA. All of them at once first;
+    where that is no faster, each of the `STREAM_SINGLES` that stalled
+    longest alone, keeping every one that is faster. The rules of `_units`
+    stream an op's weights by its size alone; whether streaming them pays
+    depends on what the SRAM holds around it, which the simulation knows
+    (DenseNet-121 at 1 MiB: 1.478 -> 1.418 cycles/bound, its 1x1
+    convolutions over the growing concatenations; streaming every op
+    above the share instead: 1.416, but Inception v1 1.671 -> 1.691)."""
+    ops = {op.name: op for op in program.ops}
+    simulated = _simulate(best[1], program, sram_size, cost)
+    stalled = sorted((c for c in op_costs(program, best[1].instructions, simulated, cost)
+                      if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
+                      and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
+                     key=lambda c: -c.stall_cycles)
+    every = frozenset(c.op for c in stalled)
+    trials = [every] + ([frozenset([c.op]) for c in stalled[:STREAM_SINGLES]] if len(stalled) > 1 else [])
+    streamed: frozenset[str] = frozenset()
+    if not stalled:
+        return best
+    with progress.steps(f"streaming the weights of {plural(len(stalled), 'op')} that stalled", len(trials)) as step:
+        for trial in trials:
+            try:
+                other = scheduled(streamed | trial)
+            except PlanningError:
+                continue
+            finally:
+                step()
+            if other[0] < best[0]:
+                best, streamed = other, streamed | trial
+                if trial == every:
+                    break
+    return best
+
+
+def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
+                     streamed: frozenset[str] = frozenset(),
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
     """What `_units(program, sram_size, cost, *choices)` returns, and the
     units' instructions (`_Scheduler`): made again without the readers on
     their producer's tiles (`_channel_chains`, `_row_chains`) and without
     weights streamed by ops that fit whole (`STREAM_WEIGHTS_SHARE`) where
     the SRAM cannot hold those."""
-    units, tiling, homes = _units(program, sram_size, cost, *choices)
+    units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed)
     try:
         return units, tiling, homes, _Scheduler(program, sram_size, units, cost).run()
     except PlanningError:
