@@ -191,6 +191,10 @@ STREAM_SINGLES = 8
 where streaming the weights of all of them is no faster (8: at 1 MiB,
 what runs; 4: Inception v2 1.570 -> 1.579 cycles/bound)."""
 
+SIBLING_SHARE = 6
+"""Ops whose bands of rows are interleaved (`_sibling_bands`) keep their
+weights, a band and their output tiles in this many eighths of the SRAM."""
+
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
 (`_channel_chains`) does so when its partial sums, two blocks of its
@@ -1209,6 +1213,85 @@ def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple
                         KEEP if readers.get(made) == 1 else KEEP_STORE)
         tiling[op.name] = (rows, 1)
     return units
+
+
+def _sibling_bands(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]], sram: int
+                   ) -> list[_Unit]:
+    """`units` with the bands of rows of sibling readers interleaved, or
+    `units` itself where there are none: ops tiled by bands of rows alone
+    whose band i reads the same pieces of activations (Inception's 1x1
+    convolutions of a module's input, band by band), so that each band is
+    loaded once for all of them instead of once per op. A later sibling
+    moves up beside the first where all it reads was made before the
+    first; each of them reads nothing else but its weights, whole, and
+    streams out one output tile per band; and their weights, a band
+    (double-buffered) and their output tiles (double-buffered) fit in
+    `SIBLING_SHARE` eighths of the SRAM."""
+    tensors = program.by_name()
+    made_at = {n: k for k, op in enumerate(program.ops) for n in op.outputs}
+    at = {op.name: k for k, op in enumerate(program.ops)}
+    by_op: dict[str, list[int]] = {}
+    for k, unit in enumerate(units):
+        by_op.setdefault(unit.op, []).append(k)
+
+    def band_reads(op: NpuOp) -> tuple[frozenset[tuple[str, str]], ...] | None:
+        """Per unit of `op`, the activation pieces it reads, when its units
+        are its bands of rows, one after the other, each reading bands of
+        rows and its weights whole and streaming out one tile."""
+        rows, blocks = tiling.get(op.name, (1, 1))
+        ks = by_op.get(op.name, [])
+        if rows == 1 or blocks != 1 or len(ks) != rows or ks != list(range(ks[0], ks[0] + rows)):
+            return None
+        found = []
+        for k in ks:
+            unit = units[k]
+            pieces = frozenset((n.piece.tensor, n.piece.part) for n in unit.reads if n.piece.tensor not in op.weights)
+            if (len(unit.writes) != 1 or unit.writes[0].mode != STREAM or not pieces
+                    or any(band_rows(part.rpartition("|")[2]) is None for _, part in pieces)
+                    or any(n.piece.part != "all" for n in unit.reads if n.piece.tensor in op.weights)):
+                return None
+            found.append(pieces)
+        return tuple(found)
+
+    def footprint(group: list[NpuOp]) -> int:
+        band = max(sum(n.piece.bytes for n in units[k].reads if n.piece.part != "all") for k in by_op[group[0].name])
+        return 2 * band + sum(2 * max(units[k].writes[0].piece.bytes for k in by_op[op.name])
+                              + sum(tensors[w].size for w in dict.fromkeys(op.weights)) for op in group)
+
+    reads = {op.name: found for op in program.ops if (found := band_reads(op)) is not None}
+    readers: dict[tuple[frozenset[tuple[str, str]], ...], list[NpuOp]] = {}
+    for op in program.ops:
+        if op.name in reads:
+            readers.setdefault(reads[op.name], []).append(op)
+    taken: set[str] = set()
+    groups: list[list[NpuOp]] = []
+    for op in program.ops:
+        if op.name not in reads or op.name in taken:
+            continue
+        k = at[op.name]
+        group = [op]
+        for later in readers[reads[op.name]]:
+            if (at[later.name] > k and later.name not in taken and all(made_at.get(n, -1) < k for n in later.inputs)
+                    and footprint([*group, later]) <= sram * SIBLING_SHARE // 8):
+                group.append(later)
+        if len(group) > 1:
+            taken |= {g.name for g in group}
+            groups.append(group)
+    if not groups:
+        return units
+    moved: dict[int, list[_Unit]] = {}  # the first sibling's first unit -> the group's units, interleaved
+    dropped: set[int] = set()
+    for group in groups:
+        ks = [by_op[g.name] for g in group]
+        moved[ks[0][0]] = [units[each[i]] for i in range(len(ks[0])) for each in ks]
+        dropped |= {k for each in ks for k in each}
+    out: list[_Unit] = []
+    for k, unit in enumerate(units):
+        if k in moved:
+            out += moved[k]
+        elif k not in dropped:
+            out.append(unit)
+    return out
 
 
 def _reader_after_tiles(units: list[_Unit], before: NpuOp, op: NpuOp, made: str, parts: list[str]
@@ -2727,19 +2810,24 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(),
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
-    """What `_units(program, sram_size, cost, *choices)` returns, and the
-    units' instructions (`_Scheduler`): made again without the readers on
-    their producer's tiles (`_channel_chains`, `_row_chains`) and without
-    weights streamed by ops that fit whole (`STREAM_WEIGHTS_SHARE`) where
-    the SRAM cannot hold those."""
+    """What `_units(program, sram_size, cost, *choices, streamed=streamed)`
+    returns, with the bands of sibling readers interleaved
+    (`_sibling_bands`), and the units' instructions (`_Scheduler`); where
+    the SRAM cannot hold those, without the siblings interleaved; then made
+    again without the readers on their producer's tiles
+    (`_channel_chains`, `_row_chains`) and without weights streamed by ops
+    that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`)."""
     units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed)
-    try:
-        return units, tiling, homes, _Scheduler(program, sram_size, units, cost).run()
-    except PlanningError:
-        plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False)
-        if plain == units:
-            raise
-        return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
+    siblings = _sibling_bands(program, units, tiling, sram_size)
+    for tried in ([siblings] if siblings is not units else []) + [units]:
+        try:
+            return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost).run()
+        except PlanningError as e:
+            failed = e
+    plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False)
+    if plain == units:
+        raise failed
+    return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
 
 
 def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
