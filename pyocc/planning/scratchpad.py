@@ -195,6 +195,11 @@ SIBLING_SHARE = 6
 """Ops whose bands of rows are interleaved (`_sibling_bands`) keep their
 weights, a band and their output tiles in this many eighths of the SRAM."""
 
+SIBLING_JOIN_SHARE = 4
+"""An op that fits whole runs on the bands of rows of an earlier reader of
+its input (`_sibling_rows`) where that input takes more than this many
+eighths of the SRAM, and the simulation runs it faster so."""
+
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
 (`_channel_chains`) does so when its partial sums, two blocks of its
@@ -905,7 +910,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
            chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True, stream_weights: bool = True,
-           streamed: frozenset[str] = frozenset(),
+           streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -926,7 +931,9 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
     tiled (its weights streamed in blocks) even where it fits whole,
     unless not `stream_weights`, and so is every op named in `streamed`
-    that can be split by channels (`_stream_stalled`); also
+    that can be split by channels (`_stream_stalled`); with
+    `join_siblings`, an op that fits whole runs on the bands of rows of an
+    earlier reader of its input where `_sibling_rows` finds one; also
     returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -988,7 +995,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                    and (op.name in streamed or weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
                         or weight_bytes > sram * STREAM_SLOW_WEIGHTS_SHARE // 8 and cost.dma_cycles(weight_bytes)
                         > cost.compute_cycles(op.macs, sum(tensors[n].size for n in names))))
-        if fits and not streams:
+        sibling = _sibling_rows(program, index - 1, tiling, sram) if fits and not streams and join_siblings else None
+        if fits and not streams and sibling is None:
             units.append(whole)
             continue
         in_bands = None
@@ -998,16 +1006,19 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 op = dataclasses.replace(op, in_channels=1)
         if any(n in homed for n in op.channel_inputs):
             op = dataclasses.replace(op, channel_inputs=tuple(n for n in op.channel_inputs if n not in homed))
-        try:
-            r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
-        except PlanningError:
-            if not streams:
-                raise
-            units.append(whole)  # no tiling of its weights fits beside the rest: whole after all
-            continue
-        if streams and r * c * blocks == 1:  # the best tiling is one tile: whole, as before
-            units.append(whole)
-            continue
+        if sibling is not None:  # its sibling's bands, its outputs streamed
+            r, c, rows_outer, big, blocks = sibling, 1, True, 0, 1
+        else:
+            try:
+                r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
+            except PlanningError:
+                if not streams:
+                    raise
+                units.append(whole)  # no tiling of its weights fits beside the rest: whole after all
+                continue
+            if streams and r * c * blocks == 1:  # the best tiling is one tile: whole, as before
+                units.append(whole)
+                continue
         if r > 1 and op.name in block_fed:
             r, c, rows_outer, big, blocks = _blocks_alone(op, tensors, sram, cost, in_bands,
                                                           (r, c, rows_outer, big, blocks))
@@ -1213,6 +1224,27 @@ def _row_chains(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple
                         KEEP if readers.get(made) == 1 else KEEP_STORE)
         tiling[op.name] = (rows, 1)
     return units
+
+
+def _sibling_rows(program: NpuProgram, k: int, tiling: dict[str, tuple[int, int]], sram: int) -> int | None:
+    """The bands of rows of an earlier op that reads an input of op `k`
+    through the same window and is tiled by bands of rows alone, where
+    that input takes more than `SIBLING_JOIN_SHARE` eighths of the SRAM
+    and op `k` has as many output rows and can run on bands of rows: op
+    `k`, which fits whole, may then run on the same bands beside it
+    (`_sibling_bands`) instead of loading that input whole again. None
+    where there is no such op."""
+    op = program.ops[k]
+    tensors = program.by_name()
+    if op.out_rows <= 1 or not op.row_windows:
+        return None
+    for earlier in reversed(program.ops[:k]):
+        rows, blocks = tiling.get(earlier.name, (1, 1))
+        if rows > 1 and blocks == 1 and earlier.out_rows == op.out_rows and any(
+                op.window(n) is not None and earlier.window(n) == op.window(n)
+                and tensors[n].size > sram * SIBLING_JOIN_SHARE // 8 for n in op.inputs):
+            return rows
+    return None
 
 
 def _sibling_bands(program: NpuProgram, units: list[_Unit], tiling: dict[str, tuple[int, int]], sram: int
@@ -2671,8 +2703,10 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     counted with a margin, tight, and wide (`_chains`), where they find
     different chains; then, on the fastest placement of the concats, the
     chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`), kept
-    where they run faster; last, on the fastest, the weights of the ops that
-    stalled streamed where that runs faster, `_stream_stalled`)."""
+    where they run faster; then, on the fastest, the weights of the ops that
+    stalled streamed where that runs faster, `_stream_stalled`; last, ops
+    that fit whole on the bands of rows of a sibling reader of their input,
+    `_sibling_rows`, where that runs faster)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -2700,12 +2734,12 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                                input_blocks=_input_blocks(units))
         return _fastest_reserve(program, sram_size, cost, units, schedule)
 
-    def scheduled(*choices: Any, streamed: frozenset[str] = frozenset()) -> _Scheduled:
+    def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False) -> _Scheduled:
         """((simulated cycles, DRAM bytes), schedule, units) of the units that
         `_units(program, sram_size, cost, cascades, chains, *choices,
         streamed=streamed)` makes (`_scheduled_units`)."""
         units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
-                                                              streamed=streamed)
+                                                              streamed=streamed, join_siblings=join_siblings)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
@@ -2760,7 +2794,14 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
             if other[0] < best[0]:
                 best, choices = other, (*placement, tight, wide, share)
     # then the weights of the ops that stalled streamed, where that runs faster
-    best = _stream_stalled(program, sram_size, cost, best, lambda streamed: scheduled(*choices, streamed=streamed))
+    best, streamed = _stream_stalled(program, sram_size, cost, best,
+                                     lambda streamed: scheduled(*choices, streamed=streamed))
+    # then ops that fit whole on the bands of their sibling readers, where that runs faster
+    try:
+        joined = scheduled(*choices, streamed=streamed, join_siblings=True)
+        best = joined if joined[0] < best[0] else best
+    except PlanningError:
+        pass  # the siblings' weights and bands do not fit beside what stays in SRAM
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here)
@@ -2768,7 +2809,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
 
 
 def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
-                    scheduled: Callable[[frozenset[str]], _Scheduled]) -> _Scheduled:
+                                    scheduled: Callable[[frozenset[str]], _Scheduled]
+                    ) -> tuple[_Scheduled, frozenset[str]]:
     """The fastest simulated of `best` and the schedules `scheduled(streamed)`
     makes with the weights of some of its stalled ops streamed (`_units`'
     `streamed`): the ops that ran whole, can be split by output channels,
@@ -2791,7 +2833,7 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     trials = [every] + ([frozenset([c.op]) for c in stalled[:STREAM_SINGLES]] if len(stalled) > 1 else [])
     streamed: frozenset[str] = frozenset()
     if not stalled:
-        return best
+        return best, streamed
     with progress.steps(f"streaming the weights of {plural(len(stalled), 'op')} that stalled", len(trials)) as step:
         for trial in trials:
             try:
@@ -2804,11 +2846,11 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
                 best, streamed = other, streamed | trial
                 if trial == every:
                     break
-    return best
+    return best, streamed
 
 
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
-                     streamed: frozenset[str] = frozenset(),
+                     streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed)`
     returns, with the bands of sibling readers interleaved
@@ -2817,7 +2859,7 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
     that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`)."""
-    units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed)
+    units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed, join_siblings=join_siblings)
     siblings = _sibling_bands(program, units, tiling, sram_size)
     for tried in ([siblings] if siblings is not units else []) + [units]:
         try:
