@@ -2737,7 +2737,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False) -> _Scheduled:
         """((simulated cycles, DRAM bytes), schedule, units) of the units that
         `_units(program, sram_size, cost, cascades, chains, *choices,
-        streamed=streamed)` makes (`_scheduled_units`)."""
+        streamed=streamed, join_siblings=join_siblings)` makes
+        (`_scheduled_units`)."""
         units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
                                                               streamed=streamed, join_siblings=join_siblings)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
@@ -2809,8 +2810,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
 
 
 def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
-                                    scheduled: Callable[[frozenset[str]], _Scheduled]
-                    ) -> tuple[_Scheduled, frozenset[str]]:
+                    scheduled: Callable[[frozenset[str]], _Scheduled]) -> tuple[_Scheduled, frozenset[str]]:
     """The fastest simulated of `best` and the schedules `scheduled(streamed)`
     makes with the weights of some of its stalled ops streamed (`_units`'
     `streamed`): the ops that ran whole, can be split by output channels,
@@ -2822,18 +2822,19 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     depends on what the SRAM holds around it, which the simulation knows
     (DenseNet-121 at 1 MiB: 1.478 -> 1.418 cycles/bound, its 1x1
     convolutions over the growing concatenations; streaming every op
-    above the share instead: 1.416, but Inception v1 1.671 -> 1.691)."""
+    above the share instead: 1.416, but Inception v1 1.671 -> 1.691).
+    Also returns the ops whose weights the schedule kept streams."""
     ops = {op.name: op for op in program.ops}
     simulated = _simulate(best[1], program, sram_size, cost)
     stalled = sorted((c for c in op_costs(program, best[1].instructions, simulated, cost)
                       if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
                       and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                      key=lambda c: -c.stall_cycles)
-    every = frozenset(c.op for c in stalled)
-    trials = [every] + ([frozenset([c.op]) for c in stalled[:STREAM_SINGLES]] if len(stalled) > 1 else [])
     streamed: frozenset[str] = frozenset()
     if not stalled:
         return best, streamed
+    every = frozenset(c.op for c in stalled)
+    trials = [every] + ([frozenset([c.op]) for c in stalled[:STREAM_SINGLES]] if len(stalled) > 1 else [])
     with progress.steps(f"streaming the weights of {plural(len(stalled), 'op')} that stalled", len(trials)) as step:
         for trial in trials:
             try:
@@ -2852,8 +2853,8 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
-    """What `_units(program, sram_size, cost, *choices, streamed=streamed)`
-    returns, with the bands of sibling readers interleaved
+    """What `_units(program, sram_size, cost, *choices, streamed=streamed,
+    join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`), and the units' instructions (`_Scheduler`); where
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
