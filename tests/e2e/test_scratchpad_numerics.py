@@ -88,10 +88,23 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+', text)
 
 
+def _model(name: str, nodes: list, inputs: dict[str, list[int]], outputs: dict[str, list[int]],
+           weights: list | None = None) -> object:
+    """An opset-17 ONNX model `name` of `nodes`, its float graph inputs and
+    outputs of the given shapes, `weights` its initializers."""
+    from onnx import TensorProto, helper
+
+    def values(shapes: dict[str, list[int]]) -> list:
+        return [helper.make_tensor_value_info(n, TensorProto.FLOAT, shape) for n, shape in shapes.items()]
+
+    graph = helper.make_graph(nodes, name, values(inputs), values(outputs), weights or [])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _residual_block() -> object:
     """Three 3x3 convolutions of 64 channels on 16x16, the third adding the
     first's output (a residual), random weights."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
 
@@ -110,11 +123,8 @@ def _residual_block() -> object:
         helper.make_node("Add", ["s", "a"], ["y0"]),
         helper.make_node("Relu", ["y0"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "residual", [value("x", TensorProto.FLOAT, [1, 64, 16, 16])],
-                              [value("y", TensorProto.FLOAT, [1, 64, 16, 16])],
-                              [weight("w1"), bias("b1"), weight("w2"), bias("b2"), weight("w3"), bias("b3")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("residual", nodes, {"x": [1, 64, 16, 16]}, {"y": [1, 64, 16, 16]},
+                  [weight("w1"), bias("b1"), weight("w2"), bias("b2"), weight("w3"), bias("b3")])
 
 
 def test_channel_blocks_load_their_block_of_the_residual() -> None:
@@ -148,7 +158,7 @@ def _conv_then(reader: str) -> object:
     """A 3x3 convolution of 16 to 64 channels on 8x8 (36 KiB of filters,
     random), a ReLU, then `reader`: "sum", a 1x1 convolution to 16
     channels; "pool", a global average pool."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(3)
     weights = [numpy_helper.from_array((rng.standard_normal((64, 16, 3, 3)) / 12).astype(np.float32), "w"),
@@ -161,10 +171,7 @@ def _conv_then(reader: str) -> object:
     else:
         nodes.append(helper.make_node("GlobalAveragePool", ["y"], ["s"]))
         shape = [1, 64, 1, 1]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, reader, [value("x", TensorProto.FLOAT, [1, 16, 8, 8])],
-                              [value("s", TensorProto.FLOAT, shape)], weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model(reader, nodes, {"x": [1, 16, 8, 8]}, {"s": shape}, weights)
 
 
 @pytest.mark.parametrize("reader", ["sum", "pool"])
@@ -188,17 +195,14 @@ def test_a_reader_runs_on_its_producers_channel_blocks(reader: str) -> None:
 def _conv_then_max_pool() -> object:
     """A 3x3 convolution of 8 to 64 channels on 32x32 (random filters and
     bias), a ReLU, then a 3x3 max pool of stride 2."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(5)
     weights = [numpy_helper.from_array((rng.standard_normal((64, 8, 3, 3)) / 8).astype(np.float32), "w"),
                numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "b")]
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["h"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["h"], ["y"]),
              helper.make_node("MaxPool", ["y"], ["s"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "conv_then_max_pool", [value("x", TensorProto.FLOAT, [1, 8, 32, 32])],
-                              [value("s", TensorProto.FLOAT, [1, 64, 16, 16])], weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("conv_then_max_pool", nodes, {"x": [1, 8, 32, 32]}, {"s": [1, 64, 16, 16]}, weights)
 
 
 def test_a_producer_is_tiled_by_channel_blocks_alone_for_its_pool() -> None:
@@ -222,7 +226,7 @@ def _read_row_for_row() -> object:
     """x (32 channels of 32x32) -> y = ReLU(1x1 convolution) -> z =
     ReLU(1x1 convolution of y) -> a 3x3 convolution of z plus y (random
     weights): y is read row for row by z and again as the residual."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(7)
     weights = [numpy_helper.from_array((rng.standard_normal(shape) / 6).astype(np.float32), name)
@@ -230,10 +234,7 @@ def _read_row_for_row() -> object:
     nodes = [helper.make_node("Conv", ["x", "w"], ["a"]), helper.make_node("Relu", ["a"], ["y"]),
              helper.make_node("Conv", ["y", "v"], ["b"]), helper.make_node("Relu", ["b"], ["z"]),
              helper.make_node("Conv", ["z", "u"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Add", ["c", "y"], ["s"])]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "residual_block", [value("x", TensorProto.FLOAT, [1, 32, 32, 32])],
-                              [value("s", TensorProto.FLOAT, [1, 32, 32, 32])], weights)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("residual_block", nodes, {"x": [1, 32, 32, 32]}, {"s": [1, 32, 32, 32]}, weights)
 
 
 def test_a_reader_runs_on_its_producers_row_bands() -> None:
@@ -254,16 +255,13 @@ def _pools() -> object:
     """A 3x3 max pool (stride 2) of 64 channels of 32x32, then a global
     average pool: no weights, every input channel read by its own output
     channel only."""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
     nodes = [
         helper.make_node("MaxPool", ["x"], ["m"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         helper.make_node("GlobalAveragePool", ["m"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(nodes, "pools", [value("x", TensorProto.FLOAT, [1, 64, 32, 32])],
-                              [value("y", TensorProto.FLOAT, [1, 64, 1, 1])])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("pools", nodes, {"x": [1, 64, 32, 32]}, {"y": [1, 64, 1, 1]})
 
 
 def test_pools_run_in_channel_blocks() -> None:
@@ -288,7 +286,7 @@ def test_pools_run_in_channel_blocks() -> None:
 def _wide_conv() -> object:
     """A 3x3 convolution of 64 input channels (64 KiB) to 16 (with bias,
     plus a residual input, then a ReLU: fused), random weights."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(3)
     nodes = [
@@ -296,33 +294,25 @@ def _wide_conv() -> object:
         helper.make_node("Add", ["s", "r"], ["a"]),
         helper.make_node("Relu", ["a"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "wide_conv",
-        [value("x", TensorProto.FLOAT, [1, 64, 16, 16]), value("r", TensorProto.FLOAT, [1, 16, 16, 16])],
-        [value("y", TensorProto.FLOAT, [1, 16, 16, 16])],
-        [numpy_helper.from_array((rng.standard_normal((16, 64, 3, 3)) / 24).astype(np.float32), "w"),
-         numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("wide_conv", nodes, {"x": [1, 64, 16, 16], "r": [1, 16, 16, 16]}, {"y": [1, 16, 16, 16]},
+                  [numpy_helper.from_array((rng.standard_normal((16, 64, 3, 3)) / 24).astype(np.float32), "w"),
+                   numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")])
 
 
 def _wide_gemm() -> object:
     """A fully connected layer of 4096 inputs (16 KiB; its weight 1 MiB) to
     64, alpha 0.5, beta 2 (the bias added once, however the sum is split),
     then a ReLU (fused)."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(4)
     nodes = [
         helper.make_node("Gemm", ["x", "w", "c"], ["g"], transB=1, alpha=0.5, beta=2.0),
         helper.make_node("Relu", ["g"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "wide_gemm", [value("x", TensorProto.FLOAT, [1, 4096])], [value("y", TensorProto.FLOAT, [1, 64])],
-        [numpy_helper.from_array((rng.standard_normal((64, 4096)) / 64).astype(np.float32), "w"),
-         numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "c")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("wide_gemm", nodes, {"x": [1, 4096]}, {"y": [1, 64]},
+                  [numpy_helper.from_array((rng.standard_normal((64, 4096)) / 64).astype(np.float32), "w"),
+                   numpy_helper.from_array(rng.standard_normal(64).astype(np.float32), "c")])
 
 
 @pytest.mark.parametrize("build, inputs", [
@@ -357,7 +347,7 @@ def _dense_block() -> object:
     """A dense block of two layers: each 3x3 convolution (ReLU) adds 16
     channels to the block's tensor (a concat), and a 1x1 convolution
     (bias, ReLU) reads all 48 channels of it, random weights."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(6)
 
@@ -374,13 +364,9 @@ def _dense_block() -> object:
         helper.make_node("Conv", ["c2", "w3", "b3"], ["y0"]),
         helper.make_node("Relu", ["y0"], ["y"]),
     ]
-    value = helper.make_tensor_value_info
-    graph = helper.make_graph(
-        nodes, "dense_block", [value("x", TensorProto.FLOAT, [1, 16, 16, 16])],
-        [value("y", TensorProto.FLOAT, [1, 8, 16, 16])],
-        [weight("w1", (16, 16, 3, 3)), weight("w2", (16, 32, 3, 3)), weight("w3", (8, 48, 1, 1)),
-         numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b3")])
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _model("dense_block", nodes, {"x": [1, 16, 16, 16]}, {"y": [1, 8, 16, 16]},
+                  [weight("w1", (16, 16, 3, 3)), weight("w2", (16, 32, 3, 3)), weight("w3", (8, 48, 1, 1)),
+                   numpy_helper.from_array(rng.standard_normal(8).astype(np.float32), "b3")])
 
 
 def test_a_dense_block_sums_over_its_bands() -> None:
