@@ -2688,8 +2688,9 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
     return dict(plan.offsets)
 
 
-_Scheduled = tuple[tuple[int, int], NpuSchedule, list[_Unit]]
-"""((simulated cycles, DRAM bytes), schedule, units): one way of scheduling a program."""
+_Scheduled = tuple[tuple[int, int], NpuSchedule, list[_Unit], SimulationResult]
+"""((simulated cycles, DRAM bytes), schedule, units, its simulation): one
+way of scheduling a program."""
 
 
 @without_gc
@@ -2735,16 +2736,16 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         return _fastest_reserve(program, sram_size, cost, units, schedule)
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False) -> _Scheduled:
-        """((simulated cycles, DRAM bytes), schedule, units) of the units that
-        `_units(program, sram_size, cost, cascades, chains, *choices,
-        streamed=streamed, join_siblings=join_siblings)` makes
+        """((simulated cycles, DRAM bytes), schedule, units, simulation) of the
+        units that `_units(program, sram_size, cost, cascades, chains,
+        *choices, streamed=streamed, join_siblings=join_siblings)` makes
         (`_scheduled_units`)."""
         units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
                                                               streamed=streamed, join_siblings=join_siblings)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
-        return (simulated.cycles, simulated.dram_bytes), schedule, units
+        return (simulated.cycles, simulated.dram_bytes), schedule, units, simulated
 
     best: _Scheduled | None = None
     placement: tuple[bool, int, bool, bool] = (False, 0, True, False)
@@ -2825,8 +2826,7 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     above the share instead: 1.416, but Inception v1 1.671 -> 1.691).
     Also returns the ops whose weights the schedule kept streams."""
     ops = {op.name: op for op in program.ops}
-    simulated = _simulate(best[1], program, sram_size, cost)
-    stalled = sorted((c for c in op_costs(program, best[1].instructions, simulated, cost)
+    stalled = sorted((c for c in op_costs(program, best[1].instructions, best[3], cost)
                       if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
                       and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                      key=lambda c: -c.stall_cycles)
