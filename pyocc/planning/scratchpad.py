@@ -43,7 +43,8 @@ npu_simulator.py:
    DRAM lacks them): of the windows, the one whose piece read soonest is
    read the latest (`_cheapest_hole`); dead pieces are freed at once. Buffers go
    first-fit from the bottom, but weight blocks from the top, so that
-   their double buffers do not cut the space of what stays into holes.
+   their double buffers do not cut the space of what stays into holes (or
+   best fit, where that schedule runs faster: `BEST_FIT_RESERVES`).
 3. **Prefetch.** Before each compute, the loads of the next units are
    started, in the order they are needed, as long as they fit in free SRAM:
    while one weight block computes, the next one streams in, which is
@@ -159,7 +160,20 @@ outputs of the units before that unit (`between`), or of that unit too
 SqueezeNet 1.486, 1.517 and 1.476 cycles/bound, ShuffleNet 2.104, 2.006
 and 2.068; at 4 MiB, SqueezeNet 1.313 with none), so `schedule_scratchpad`
 chooses the units with the first and keeps the fastest simulated of all
-three on them (`_fastest_reserve`)."""
+three on them (`_fastest_scheduler`)."""
+BEST_FIT_RESERVES = ("between", "own")
+"""The reserves that `_fastest_scheduler` also tries with the allocator
+placing each buffer in the smallest hole it fits (best fit) instead of the
+lowest (first fit, `_Allocator`). Which holes a schedule leaves decides
+which prefetches find room: in Inception v1 at 1 MiB, the 4b module's 1x1
+filters (320 KB) did not load while the unit before them computed, 544 KB
+free but cut into holes of 42, 274 and 227 KB by a 316 KB band placed
+first fit. No placement is faster everywhere (the whole search best fit, at
+1 MiB: ResNet-50 1.564 -> 1.536 cycles/bound, Inception v1 1.632 -> 1.663),
+so best fit is tried on the fastest units only and kept where faster: at 1
+MiB, what runs, ResNet-50 1.564 -> 1.533, Inception v1 1.632 -> 1.624,
+ShuffleNet 1.976 -> 1.968, no model slower; with the reserve "none" too, no
+schedule faster."""
 HOME_SHARE = 4
 """An in-place concat's output is assembled in one SRAM buffer (its
 inputs' producers write their channel bands into it) when it fits this
@@ -2044,11 +2058,15 @@ def _cascade_units(program: NpuProgram, start: int, stop: int, bands: int, sram:
 
 
 class _Allocator:
-    """Placement of SRAM buffers: first fit from the bottom, or, for the
-    scheduler's weight blocks, from the top (`find`)."""
+    """Placement of SRAM buffers: first fit from the bottom (with
+    `best_fit`, in the smallest hole that fits), or, for the scheduler's
+    weight blocks, from the top (`find`)."""
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, best_fit: bool = False):
         self.size = size
+        self.best_fit = best_fit
+        """Whether `find` takes the smallest hole (the lowest of those as
+        small) instead of the lowest."""
         self.live: dict[str, SramBuffer] = {}
         self.used = 0
         """Bytes of the live buffers."""
@@ -2069,8 +2087,16 @@ class _Allocator:
         self.order.pop(bisect.bisect_left(self.order, (buffer.offset, buffer.name)))
 
     def find(self, nbytes: int, top: bool = False) -> int | None:
-        """The lowest aligned offset where `nbytes` fit, or None; with
-        `top`, the highest."""
+        """The lowest aligned offset where `nbytes` fit (with `best_fit`,
+        the start of the smallest hole they fit), or None; with `top`, the
+        highest."""
+        if self.best_fit and not top:
+            offset, best = 0, None  # best: (hole's bytes, its start)
+            for start, _, end in (*self.order, (self.size, "", self.size)):
+                if start - offset >= nbytes and (best is None or start - offset < best[0]):
+                    best = (start - offset, offset)
+                offset = max(offset, end)
+            return None if best is None else best[1]
         offset = 0
         found = None
         for start, _, end in self.order:
@@ -2123,15 +2149,16 @@ class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
     def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
-                 reserve: str = RESERVES[0]):
+                 reserve: str = RESERVES[0], best_fit: bool = False):
         self.tensors = program.by_name()
         self.reserve = reserve
         """What a prefetch beyond the next unit leaves room for: one of
-        `RESERVES` (see `prefetch`)."""
+        `RESERVES` (see `prefetch`); `best_fit`: the allocator's placement
+        (`_Allocator`)."""
         self.sram = sram
         self.units = units
         self.cost = cost
-        self.alloc = _Allocator(sram)
+        self.alloc = _Allocator(sram, best_fit)
         self.out: list[Instruction] = []
         self.clock = _Clock(cost)
         """The simulator's timing of what was emitted so far: which stores
@@ -2705,9 +2732,10 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     different chains; then, on the fastest placement of the concats, the
     chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`), kept
     where they run faster; then, on the fastest, the weights of the ops that
-    stalled streamed where that runs faster, `_stream_stalled`; last, ops
+    stalled streamed where that runs faster, `_stream_stalled`; then ops
     that fit whole on the bands of rows of a sibling reader of their input,
-    `_sibling_rows`, where that runs faster)."""
+    `_sibling_rows`, where that runs faster; last, the fastest units
+    scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -2733,7 +2761,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         units, tiling, _, instructions = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
-        return _fastest_reserve(program, sram_size, cost, units, schedule)
+        return _fastest_scheduler(program, sram_size, cost, units, schedule)
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False) -> _Scheduled:
         """((simulated cycles, DRAM bytes), schedule, units, simulation) of the
@@ -2806,8 +2834,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         pass  # the siblings' weights and bands do not fit beside what stays in SRAM
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
-    # 1.476 against 1.486 -> 1.517 here)
-    return _fastest_reserve(program, sram_size, cost, best[2], best[1])
+    # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
+    return _fastest_scheduler(program, sram_size, cost, best[2], best[1])
 
 
 def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
@@ -2873,17 +2901,18 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
 
 
-def _fastest_reserve(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
-                     schedule: NpuSchedule) -> NpuSchedule:
+def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
+                       schedule: NpuSchedule) -> NpuSchedule:
     """The fastest simulated (then the one moving the fewest DRAM bytes) of
     `schedule` (of `units`, made by a `_Scheduler` with the first of
-    `RESERVES`) and the same units scheduled with each other one (which
-    may not fit: their prefetches leave other holes)."""
+    `RESERVES`, first fit) and the same units scheduled with each other
+    reserve, and with each of `BEST_FIT_RESERVES` best fit (which may not
+    fit: their prefetches and placements leave other holes)."""
     result = _simulate(schedule, program, sram_size, cost)
     best = ((result.cycles, result.dram_bytes), schedule)
-    for reserve in RESERVES[1:]:
+    for reserve, best_fit in [(r, False) for r in RESERVES[1:]] + [(r, True) for r in BEST_FIT_RESERVES]:
         try:
-            instructions = _Scheduler(program, sram_size, units, cost, reserve).run()
+            instructions = _Scheduler(program, sram_size, units, cost, reserve, best_fit).run()
         except PlanningError:
             continue
         other = dataclasses.replace(schedule, instructions=instructions,
