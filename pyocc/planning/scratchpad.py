@@ -30,7 +30,10 @@ npu_simulator.py:
    computes the rows its readers' bands read (the halo again in the
    neighbouring band) into an SRAM buffer each reader reads whole; rows
    of a chain's input that a later op reads out of a band an earlier op
-   loaded are copied in SRAM (a copy unit), not loaded again.
+   loaded are copied in SRAM (a copy unit), not loaded again. The bands of
+   rows an op writes (a band of every channel, no contiguous part of the
+   whole tensor) stream out, or, for a reader of the whole tensor, are
+   copied into its SRAM buffer in the same way (`_assembled`).
    A concat along the channels whose inputs are written by earlier ops
    runs *in place* (`_homes`, `_rehome`, `_chain_joins`): its inputs are
    channel bands `ch{lo}:{hi}/{channels}` of its output, written there by
@@ -213,6 +216,12 @@ SIBLING_JOIN_SHARE = 4
 """An op that fits whole runs on the bands of rows of an earlier reader of
 its input (`_sibling_rows`) where that input takes more than this many
 eighths of the SRAM, and the simulation runs it faster so."""
+
+ASSEMBLE_SHARE = 4
+"""The output of an op run on bands of rows that a later unit reads whole is
+assembled in SRAM (`_assembled`, where that runs faster) when it fits this
+many eighths of the SRAM (6: the same schedules at 1 MiB; 2: Inception v1's
+DRAM 1.751 -> 1.768)."""
 
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
@@ -1340,6 +1349,58 @@ def _sibling_bands(program: NpuProgram, units: list[_Unit], tiling: dict[str, tu
     return out
 
 
+def _assembled(program: NpuProgram, units: list[_Unit], sram: int) -> list[_Unit]:
+    """`units` with the output of each op run on bands of rows alone (tiled,
+    or the last op of a chain cascade) that a later unit reads whole
+    assembled in SRAM instead of streamed out, where it is an activation
+    of `ASSEMBLE_SHARE` eighths of the SRAM at most: each band goes into a
+    buffer of its own (`keep`), and right after it an assembling unit
+    copies it (SRAM to SRAM, one strided copy: each byte read and written)
+    into its rows of the whole tensor's buffer (`rows{lo}:{hi}|assembled`,
+    `whole`). A band of rows of every channel is no contiguous part of the
+    whole tensor, so the op cannot write it there itself; streamed out, it
+    was loaded back whole by its reader once the last band's store had
+    ended, the reader waiting for it (AlexNet's max pools; Inception v2's
+    1x1 reduces, run on the bands of their module's input). `units` itself
+    where there is none."""
+    tensors = program.by_name()
+    ops = {op.name: op for op in program.ops}
+    bands_of: dict[str, list[int]] = {}  # tensor -> the units streaming out its bands of rows
+    other: set[str] = set()  # tensors written any other way
+    for index, unit in enumerate(units):
+        for make in unit.writes:
+            if (make.mode == STREAM and len(unit.writes) == 1 and make.piece.part.endswith("x1")
+                    and tile_rows(ops[unit.op], make.piece.part) is not None):  # a band of rows of every channel
+                bands_of.setdefault(make.piece.tensor, []).append(index)
+            else:
+                other.add(make.piece.tensor)
+    chosen: dict[int, tuple[int, int, bool]] = {}  # unit -> its band's rows, and whether the last band
+    for name, at in bands_of.items():
+        t = tensors[name]
+        whole = Piece(name, "all", t.size)
+        if (name in other or t.kind != "activation" or t.size > sram * ASSEMBLE_SHARE // 8
+                or sum(units[i].writes[0].piece.bytes for i in at) != t.size
+                or not any(n.piece == whole for unit in units[at[-1] + 1:] for n in unit.reads)):
+            continue
+        for index in at:
+            rows = tile_rows(ops[units[index].op], units[index].writes[0].piece.part)
+            assert rows is not None
+            chosen[index] = (*rows, index == at[-1])
+    if not chosen:
+        return units
+    out: list[_Unit] = []
+    for index, unit in enumerate(units):
+        if index not in chosen:
+            out.append(unit)
+            continue
+        first, end, last = chosen[index]
+        band = unit.writes[0].piece
+        out.append(_Unit(unit.op, unit.macs, unit.reads, (_Make(band, KEEP),), False, unit.touched))
+        rows = Piece(band.tensor, f"rows{first}:{end}|{ASSEMBLED}", band.bytes)
+        out.append(_Unit(unit.op, 0, (_Need(band, True),), (_Make(rows, WHOLE),), last, 2 * band.bytes))
+    return out
+
+
 def _reader_after_tiles(units: list[_Unit], before: NpuOp, op: NpuOp, made: str, parts: list[str]
                         ) -> tuple[list[int], list[int]] | None:
     """(the indices of `op`'s units, the indices of the units of `before`
@@ -1908,6 +1969,20 @@ def copy_rows(part: str) -> tuple[int, int] | None:
     """The rows [lo, hi) of a part that a copy unit writes
     (`rows{lo}:{hi}|copy`), None for any other part."""
     if not part.endswith("|" + COPY):
+        return None
+    return band_rows(part)
+
+
+ASSEMBLED = "assembled"
+"""The last name of a part an assembling unit writes (`_assembled`):
+`rows{lo}:{hi}|assembled`, rows of a tensor copied from the buffer of the
+band its producer wrote into their place in the whole tensor's buffer."""
+
+
+def assembled_rows(part: str) -> tuple[int, int] | None:
+    """The rows [lo, hi) of a part that an assembling unit writes
+    (`rows{lo}:{hi}|assembled`), None for any other part."""
+    if not part.endswith("|" + ASSEMBLED):
         return None
     return band_rows(part)
 
@@ -2734,8 +2809,10 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     where they run faster; then, on the fastest, the weights of the ops that
     stalled streamed where that runs faster, `_stream_stalled`; then ops
     that fit whole on the bands of rows of a sibling reader of their input,
-    `_sibling_rows`, where that runs faster; last, the fastest units
-    scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`)."""
+    `_sibling_rows`, where that runs faster; then the fastest units
+    scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
+    last, the same with bands of rows assembled in SRAM, `_assembled`, kept
+    where that runs faster)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -2761,15 +2838,17 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         units, tiling, _, instructions = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
-        return _fastest_scheduler(program, sram_size, cost, units, schedule)
+        return _fastest_scheduler(program, sram_size, cost, units, schedule)[1]
 
-    def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False) -> _Scheduled:
+    def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
+                  assemble: bool = False) -> _Scheduled:
         """((simulated cycles, DRAM bytes), schedule, units, simulation) of the
         units that `_units(program, sram_size, cost, cascades, chains,
         *choices, streamed=streamed, join_siblings=join_siblings)` makes
-        (`_scheduled_units`)."""
+        (`_scheduled_units`, with `assemble`)."""
         units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
-                                                              streamed=streamed, join_siblings=join_siblings)
+                                                              streamed=streamed, join_siblings=join_siblings,
+                                                              assemble=assemble)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
@@ -2827,15 +2906,28 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
     # then ops that fit whole on the bands of their sibling readers, where that runs faster
+    join_siblings = False
     try:
         joined = scheduled(*choices, streamed=streamed, join_siblings=True)
-        best = joined if joined[0] < best[0] else best
+        if joined[0] < best[0]:
+            best, join_siblings = joined, True
     except PlanningError:
         pass  # the siblings' weights and bands do not fit beside what stays in SRAM
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
-    return _fastest_scheduler(program, sram_size, cost, best[2], best[1])
+    fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1])
+    # last, the same with the outputs of ops on bands of rows that later units read whole assembled
+    # in SRAM (`_assembled`), kept where faster: compared before `_fastest_scheduler`, SqueezeNet at
+    # 1 MiB kept it and ran slower after (1.285 -> 1.298 cycles/bound)
+    if _assembled(program, best[2], sram_size) is not best[2]:
+        try:
+            assembled = scheduled(*choices, streamed=streamed, join_siblings=join_siblings, assemble=True)
+            fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled[2], assembled[1]),
+                          key=lambda found: found[0])
+        except PlanningError:
+            pass  # the whole outputs do not fit beside what stays in SRAM
+    return fastest[1]
 
 
 def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
@@ -2879,18 +2971,20 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 
 
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
-                     streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
+                     streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
-    (`_sibling_bands`), and the units' instructions (`_Scheduler`); where
+    (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
+    `_assembled`), and the units' instructions (`_Scheduler`); where
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
     that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`)."""
     units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed, join_siblings=join_siblings)
     siblings = _sibling_bands(program, units, tiling, sram_size)
-    for tried in ([siblings] if siblings is not units else []) + [units]:
+    tries = ([siblings] if siblings is not units else []) + [units]
+    for tried in [_assembled(program, units, sram_size) for units in tries] if assemble else tries:
         try:
             return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost).run()
         except PlanningError as e:
@@ -2902,8 +2996,9 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
 
 
 def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
-                       schedule: NpuSchedule) -> NpuSchedule:
-    """The fastest simulated (then the one moving the fewest DRAM bytes) of
+                       schedule: NpuSchedule) -> tuple[tuple[int, int], NpuSchedule]:
+    """((simulated cycles, DRAM bytes), schedule) of the fastest simulated
+    (then the one moving the fewest DRAM bytes) of
     `schedule` (of `units`, made by a `_Scheduler` with the first of
     `RESERVES`, first fit) and the same units scheduled with each other
     reserve, and with each of `BEST_FIT_RESERVES` best fit (which may not
@@ -2920,7 +3015,7 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units
         result = _simulate(other, program, sram_size, cost)
         if (result.cycles, result.dram_bytes) < best[0]:
             best = ((result.cycles, result.dram_bytes), other)
-    return best[1]
+    return best
 
 
 @without_gc

@@ -64,7 +64,9 @@ already in SRAM (a residual's, loaded by an earlier op; with wide chains
 an inner tensor's, computed once for its widest reader) are copied into
 their own SRAM buffer by a strided `dnn.memcpy` carrying `npu.reads`,
 `npu.writes` and `npu.op` (the reader), which the simulator runs as a
-compute. The
+compute. So is a band of rows copied into its rows of the whole tensor's
+SRAM buffer (`rows{lo}:{hi}|assembled`, a chunk per channel), where a
+later op reads that tensor whole. The
 scheduler's simulated cascades (bands that are byte shares of a tensor,
 several read per band) are refused in one line: by default
 (`cascades=false`) the pass schedules without them.
@@ -118,6 +120,7 @@ from pyocc.planning.npu_simulator import (
 )
 from pyocc.planning.scratchpad import (
     NpuSchedule,
+    assembled_rows,
     band_rows,
     channel_range,
     copy_rows,
@@ -592,9 +595,31 @@ class _Emitter:
         copy.attributes["npu.op"] = StringAttr(ins.op)
         self.ops += [view, copy]
 
+    def _assemble(self, ins: Compute) -> None:
+        """An assembling unit (pyocc.planning.scratchpad `_assembled`): the
+        buffer of a band of rows [lo, hi) of every channel copied into those
+        rows of the whole tensor's SRAM buffer, one strided `dnn.memcpy` (a
+        chunk per channel), which carries the compute's `npu.*` attributes."""
+        ((source, band),), ((target, rows),) = ins.reads, ins.writes
+        lo, hi = assembled_rows(rows.part)  # type: ignore[misc]
+        whole = self.buffers[target.name]
+        shape = whole.type.get_shape()  # type: ignore[attr-defined]
+        row = d.type_bytes(whole.type) // math.prod(shape[:-1])  # bytes of one row of one channel
+        view = d.SubviewOp(whole, lo * row, _memref(i8, (d.type_bytes(whole.type) - lo * row,)))
+        copy = d.MemcpyOp.create(operands=[self.buffers[source.name], view.result], properties={
+            "kind": StringAttr("host_to_host"), "size": d.i64_attr((hi - lo) * row),
+            "count": d.i64_attr(math.prod(shape[:-2])), "source_stride": d.i64_attr((hi - lo) * row),
+            "target_stride": d.i64_attr(shape[-2] * row)})
+        copy.attributes["npu.reads"] = ArrayAttr([piece_attr(band, self.tensors[band.tensor].size)])
+        copy.attributes["npu.writes"] = ArrayAttr([piece_attr(rows, self.tensors[rows.tensor].size)])
+        copy.attributes["npu.op"] = StringAttr(ins.op)
+        self.ops += [view, copy]
+
     def _compute(self, ins: Compute) -> None:
         if copy_rows(ins.writes[0][1].part) is not None:
             return self._copy(ins)
+        if assembled_rows(ins.writes[0][1].part) is not None:
+            return self._assemble(ins)
         if ins.op in self.schedule.input_blocks:
             return self._compute_reduction(ins)
         op = self.facts.ops[ins.op]
@@ -667,7 +692,8 @@ class _Emitter:
         self.row_views: dict[tuple[str, str], MemRefType] = {}
         """(weight, part) -> the view of its (channel block's) DRAM bytes whose rows are its input channels."""
         for ins in self.schedule.instructions:
-            if isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is None:
+            if (isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is None
+                    and assembled_rows(ins.writes[0][1].part) is None):
                 local = self._local_compute(ins)
                 unit = self._blocks[id(ins)] = self._block(local)
                 op = self.facts.ops[ins.op]
