@@ -156,6 +156,13 @@ def _memref(element: Attribute, shape: tuple[int, ...]) -> MemRefType:
     return MemRefType(element, shape)
 
 
+def _rows_of(buffer: SSAValue) -> tuple[int, int]:
+    """(bytes of one row of one channel, channels) of a buffer of rows of
+    every channel (its shape ends in channels, rows, columns)."""
+    shape = buffer.type.get_shape()  # type: ignore[attr-defined]
+    return d.type_bytes(buffer.type) // math.prod(shape[:-1]), math.prod(shape[:-2])
+
+
 def _with_rows(type_: MemRefType, rows: int) -> MemRefType:
     """`type_` with `rows` rows (its second-to-last axis)."""
     shape = list(type_.get_shape())
@@ -575,43 +582,42 @@ class _Emitter:
 
     def _copy(self, ins: Compute) -> None:
         """A copy unit (pyocc.planning.scratchpad `_chain_units`): rows
-        [lo, hi) of a band of rows [a, b) in SRAM into their own SRAM buffer,
-        one strided `dnn.memcpy` (a chunk per channel), which carries the
-        compute's `npu.*` attributes."""
+        [lo, hi) of a band of rows [a, b) in SRAM into their own SRAM buffer
+        (`_rows_copy`)."""
         ((source, band),), ((target, rows),) = ins.reads, ins.writes
         a, b = band_rows(band.part)  # type: ignore[misc]
         lo, hi = copy_rows(rows.part)  # type: ignore[misc]
         held = self.buffers[source.name]
-        shape = held.type.get_shape()  # type: ignore[attr-defined]
-        row = d.type_bytes(held.type) // math.prod(shape[:-1])  # bytes of one row of one channel
-        count = math.prod(shape[:-2])
-        offset = (lo - a) * row
-        view = d.SubviewOp(held, offset, _memref(i8, (d.type_bytes(held.type) - offset,)))
-        copy = d.MemcpyOp.create(operands=[view.result, self.buffers[target.name]], properties={
-            "kind": StringAttr("host_to_host"), "size": d.i64_attr((hi - lo) * row), "count": d.i64_attr(count),
-            "source_stride": d.i64_attr((b - a) * row), "target_stride": d.i64_attr((hi - lo) * row)})
-        copy.attributes["npu.reads"] = ArrayAttr([piece_attr(band, self.tensors[band.tensor].size)])
-        copy.attributes["npu.writes"] = ArrayAttr([piece_attr(rows, self.tensors[rows.tensor].size)])
-        copy.attributes["npu.op"] = StringAttr(ins.op)
-        self.ops += [view, copy]
+        row, count = _rows_of(held)
+        view = d.SubviewOp(held, (lo - a) * row, _memref(i8, (d.type_bytes(held.type) - (lo - a) * row,)))
+        self._rows_copy(ins, view, view.result, self.buffers[target.name], count, (hi - lo) * row, (b - a) * row,
+                        (hi - lo) * row)
 
     def _assemble(self, ins: Compute) -> None:
         """An assembling unit (pyocc.planning.scratchpad `_assembled`): the
-        buffer of a band of rows [lo, hi) of every channel copied into those
-        rows of the whole tensor's SRAM buffer, one strided `dnn.memcpy` (a
-        chunk per channel), which carries the compute's `npu.*` attributes."""
-        ((source, band),), ((target, rows),) = ins.reads, ins.writes
+        buffer of a band of rows [lo, hi) of every channel into those rows of
+        the whole tensor's SRAM buffer (`_rows_copy`)."""
+        ((source, _),), ((target, rows),) = ins.reads, ins.writes
         lo, hi = assembled_rows(rows.part)  # type: ignore[misc]
         whole = self.buffers[target.name]
-        shape = whole.type.get_shape()  # type: ignore[attr-defined]
-        row = d.type_bytes(whole.type) // math.prod(shape[:-1])  # bytes of one row of one channel
+        row, count = _rows_of(whole)
         view = d.SubviewOp(whole, lo * row, _memref(i8, (d.type_bytes(whole.type) - lo * row,)))
-        copy = d.MemcpyOp.create(operands=[self.buffers[source.name], view.result], properties={
-            "kind": StringAttr("host_to_host"), "size": d.i64_attr((hi - lo) * row),
-            "count": d.i64_attr(math.prod(shape[:-2])), "source_stride": d.i64_attr((hi - lo) * row),
-            "target_stride": d.i64_attr(shape[-2] * row)})
-        copy.attributes["npu.reads"] = ArrayAttr([piece_attr(band, self.tensors[band.tensor].size)])
-        copy.attributes["npu.writes"] = ArrayAttr([piece_attr(rows, self.tensors[rows.tensor].size)])
+        self._rows_copy(ins, view, self.buffers[source.name], view.result, count, (hi - lo) * row, (hi - lo) * row,
+                        whole.type.get_shape()[-2] * row)  # type: ignore[attr-defined]
+
+    def _rows_copy(self, ins: Compute, view: d.SubviewOp, source: SSAValue, target: SSAValue, count: int, size: int,
+                   source_stride: int, target_stride: int) -> None:
+        """Rows of every channel copied from `source` into `target`, SRAM to
+        SRAM: one strided `dnn.memcpy` of `count` chunks of `size` bytes (a
+        channel's rows each), after `view` (the byte offset into one of
+        them). It carries `ins`' pieces and op as `npu.*` attributes: the
+        simulator runs it as a compute."""
+        ((_, read),), ((_, written),) = ins.reads, ins.writes
+        copy = d.MemcpyOp.create(operands=[source, target], properties={
+            "kind": StringAttr("host_to_host"), "size": d.i64_attr(size), "count": d.i64_attr(count),
+            "source_stride": d.i64_attr(source_stride), "target_stride": d.i64_attr(target_stride)})
+        copy.attributes["npu.reads"] = ArrayAttr([piece_attr(read, self.tensors[read.tensor].size)])
+        copy.attributes["npu.writes"] = ArrayAttr([piece_attr(written, self.tensors[written.tensor].size)])
         copy.attributes["npu.op"] = StringAttr(ins.op)
         self.ops += [view, copy]
 
