@@ -1365,27 +1365,26 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int) -> list[_Unit
     where there is none."""
     tensors = program.by_name()
     ops = {op.name: op for op in program.ops}
-    bands_of: dict[str, list[int]] = {}  # tensor -> the units streaming out its bands of rows
+    bands_of: dict[str, list[tuple[int, tuple[int, int]]]] = {}  # tensor -> (unit, rows) streaming out its bands
     other: set[str] = set()  # tensors written any other way
     for index, unit in enumerate(units):
         for make in unit.writes:
-            if (make.mode == STREAM and len(unit.writes) == 1 and make.piece.part.endswith("x1")
-                    and tile_rows(ops[unit.op], make.piece.part) is not None):  # a band of rows of every channel
-                bands_of.setdefault(make.piece.tensor, []).append(index)
+            rows = (tile_rows(ops[unit.op], make.piece.part) if make.mode == STREAM and len(unit.writes) == 1
+                    and make.piece.part.endswith("x1") else None)  # a band of rows of every channel
+            if rows is not None:
+                bands_of.setdefault(make.piece.tensor, []).append((index, rows))
             else:
                 other.add(make.piece.tensor)
     chosen: dict[int, tuple[int, int, bool]] = {}  # unit -> its band's rows, and whether the last band
     for name, at in bands_of.items():
         t = tensors[name]
         whole = Piece(name, "all", t.size)
+        last = at[-1][0]
         if (name in other or t.kind != "activation" or t.size > sram * ASSEMBLE_SHARE // 8
-                or sum(units[i].writes[0].piece.bytes for i in at) != t.size
-                or not any(n.piece == whole for unit in units[at[-1] + 1:] for n in unit.reads)):
+                or sum(units[i].writes[0].piece.bytes for i, _ in at) != t.size
+                or not any(n.piece == whole for unit in units[last + 1:] for n in unit.reads)):
             continue
-        for index in at:
-            rows = tile_rows(ops[units[index].op], units[index].writes[0].piece.part)
-            assert rows is not None
-            chosen[index] = (*rows, index == at[-1])
+        chosen |= {index: (*rows, index == last) for index, rows in at}
     if not chosen:
         return units
     out: list[_Unit] = []
@@ -1968,9 +1967,7 @@ copied in SRAM out of a larger band of the same tensor (`_chain_units`)."""
 def copy_rows(part: str) -> tuple[int, int] | None:
     """The rows [lo, hi) of a part that a copy unit writes
     (`rows{lo}:{hi}|copy`), None for any other part."""
-    if not part.endswith("|" + COPY):
-        return None
-    return band_rows(part)
+    return band_rows(part) if part.endswith("|" + COPY) else None
 
 
 ASSEMBLED = "assembled"
@@ -1982,9 +1979,7 @@ band its producer wrote into their place in the whole tensor's buffer."""
 def assembled_rows(part: str) -> tuple[int, int] | None:
     """The rows [lo, hi) of a part that an assembling unit writes
     (`rows{lo}:{hi}|assembled`), None for any other part."""
-    if not part.endswith("|" + ASSEMBLED):
-        return None
-    return band_rows(part)
+    return band_rows(part) if part.endswith("|" + ASSEMBLED) else None
 
 
 def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
@@ -2916,15 +2911,15 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
-    fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1])
+    fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1], best[0])
     # last, the same with the outputs of ops on bands of rows that later units read whole assembled
     # in SRAM (`_assembled`), kept where faster: compared before `_fastest_scheduler`, SqueezeNet at
     # 1 MiB kept it and ran slower after (1.285 -> 1.298 cycles/bound)
     if _assembled(program, best[2], sram_size) is not best[2]:
         try:
             assembled = scheduled(*choices, streamed=streamed, join_siblings=join_siblings, assemble=True)
-            fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled[2], assembled[1]),
-                          key=lambda found: found[0])
+            fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled[2], assembled[1],
+                                                      assembled[0]), key=lambda found: found[0])
         except PlanningError:
             pass  # the whole outputs do not fit beside what stays in SRAM
     return fastest[1]
@@ -2996,15 +2991,19 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
 
 
 def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
-                       schedule: NpuSchedule) -> tuple[tuple[int, int], NpuSchedule]:
+                       schedule: NpuSchedule, key: tuple[int, int] | None = None
+                       ) -> tuple[tuple[int, int], NpuSchedule]:
     """((simulated cycles, DRAM bytes), schedule) of the fastest simulated
     (then the one moving the fewest DRAM bytes) of
     `schedule` (of `units`, made by a `_Scheduler` with the first of
-    `RESERVES`, first fit) and the same units scheduled with each other
-    reserve, and with each of `BEST_FIT_RESERVES` best fit (which may not
-    fit: their prefetches and placements leave other holes)."""
-    result = _simulate(schedule, program, sram_size, cost)
-    best = ((result.cycles, result.dram_bytes), schedule)
+    `RESERVES`, first fit; `key`: its own, where it was simulated already)
+    and the same units scheduled with each other reserve, and with each of
+    `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
+    placements leave other holes)."""
+    if key is None:
+        result = _simulate(schedule, program, sram_size, cost)
+        key = (result.cycles, result.dram_bytes)
+    best = (key, schedule)
     for reserve, best_fit in [(r, False) for r in RESERVES[1:]] + [(r, True) for r in BEST_FIT_RESERVES]:
         try:
             instructions = _Scheduler(program, sram_size, units, cost, reserve, best_fit).run()
