@@ -581,14 +581,14 @@ class _Emitter:
                            self._root_type(local.tensor))
 
     def _copy(self, ins: Compute) -> None:
-        """A copy unit (pyocc.planning.scratchpad `_chain_units`): rows
-        [lo, hi) of a band of rows [a, b) in SRAM into their own SRAM buffer
-        (`_rows_copy`)."""
+        """A copy unit (pyocc.planning.scratchpad `_chain_units`, `_assembled`):
+        rows [lo, hi) of a band of rows [a, b) in SRAM, or of the whole
+        tensor's SRAM buffer, into their own SRAM buffer (`_rows_copy`)."""
         ((source, band),), ((target, rows),) = ins.reads, ins.writes
-        a, b = band_rows(band.part)  # type: ignore[misc]
         lo, hi = copy_rows(rows.part)  # type: ignore[misc]
         held = self.buffers[source.name]
         row, count = _rows_of(held)
+        a, b = band_rows(band.part) or (0, held.type.get_shape()[-2])  # type: ignore[attr-defined]
         view = d.SubviewOp(held, (lo - a) * row, _memref(i8, (d.type_bytes(held.type) - (lo - a) * row,)))
         self._rows_copy(ins, view, view.result, self.buffers[target.name], count, (hi - lo) * row, (b - a) * row,
                         (hi - lo) * row)

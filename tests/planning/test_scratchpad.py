@@ -8,6 +8,7 @@ import dataclasses
 import gc
 import math
 import random
+from types import SimpleNamespace
 
 import pytest
 
@@ -387,6 +388,18 @@ def test_best_fit_leaves_the_hole_a_prefetch_needs(monkeypatch: pytest.MonkeyPat
     best_fit = run_scratchpad(program, 1856, cascades=False)
     assert best_fit.cycles == 316 and ("load", "w2:all", 768, 148, 244) in best_fit.simulation.transfers
     assert best_fit.sram_bytes <= 1856
+
+
+def test_a_schedule_a_little_slower_moving_far_fewer_dram_bytes_ranks_first(monkeypatch: pytest.MonkeyPatch):
+    # `_key` ranks the schedules `schedule_scratchpad` compares: cycles, the DRAM bytes weighed in
+    def key(cycles: int, dram_bytes: int) -> tuple[float, int, int]:
+        return scratchpad._key(SimpleNamespace(cycles=cycles, dram_bytes=dram_bytes))
+
+    assert key(1010, 900) < key(1000, 1000)  # 1% slower, 10% fewer bytes
+    assert key(1000, 1000) < key(1010, 980)  # 1% slower, 2% fewer bytes
+    assert key(1000, 990) < key(1000, 1000) < key(1001, 1000)
+    monkeypatch.setattr(scratchpad, "DRAM_WEIGHT", 0)  # cycles first, then DRAM bytes
+    assert key(1000, 1000) < key(1010, 900) and key(1000, 990) < key(1000, 1000)
 
 
 def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
