@@ -2836,7 +2836,7 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
 _Key = tuple[float, int, int]
 """A schedule's rank (`_key`)."""
 _Scheduled = tuple[_Key, NpuSchedule, list[_Unit], SimulationResult]
-"""(its rank, `_key`, schedule, units, its simulation): one way of
+"""(its rank (`_key`), schedule, units, its simulation): one way of
 scheduling a program."""
 
 
@@ -2888,10 +2888,10 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                   assemble: bool = False, slices: bool = True) -> _Scheduled:
-        """((simulated cycles, DRAM bytes), schedule, units, simulation) of the
-        units that `_units(program, sram_size, cost, cascades, chains,
-        *choices, streamed=streamed, join_siblings=join_siblings)` makes
-        (`_scheduled_units`, with `assemble`)."""
+        """(rank (`_key`), schedule, units, simulation) of the units that
+        `_units(program, sram_size, cost, cascades, chains, *choices,
+        streamed=streamed, join_siblings=join_siblings)` makes
+        (`_scheduled_units`, with `assemble` and `slices`)."""
         units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
                                                               streamed=streamed, join_siblings=join_siblings,
                                                               assemble=assemble, slices=slices)
@@ -3031,7 +3031,8 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
-    `_assembled`), and the units' instructions (`_Scheduler`); where
+    `_assembled` with `slices`, scheduled with each of `RESERVES` until one
+    fits), and the units' instructions (`_Scheduler`); where
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
@@ -3064,9 +3065,10 @@ def _key(result: SimulationResult) -> _Key:
 
 def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
                        schedule: NpuSchedule, key: _Key | None = None) -> tuple[_Key, NpuSchedule]:
-    """(rank, schedule) of the first by `_key` (the fastest simulated,
-    DRAM bytes weighed by `DRAM_WEIGHT`) of `schedule` (of `units`, made by a `_Scheduler` with the first of
-    `RESERVES`, first fit; `key`: its own, where it was simulated already)
+    """(rank, schedule) of the first by `_key` (the fastest simulated, DRAM
+    bytes weighed by `DRAM_WEIGHT`) of `schedule` (of `units`, made by a
+    `_Scheduler` with the first of `RESERVES`, first fit; `key`: its own
+    rank, where it was simulated already)
     and the same units scheduled with each other reserve, and with each of
     `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
     placements leave other holes)."""
