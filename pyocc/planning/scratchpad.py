@@ -1388,7 +1388,10 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
     ops = {op.name: op for op in program.ops}
     bands_of: dict[str, list[tuple[int, tuple[int, int]]]] = {}  # tensor -> (unit, rows) streaming out its bands
     other: set[str] = set()  # tensors written any other way
+    reads_of: dict[str, list[tuple[int, Piece]]] = {}  # tensor -> (unit, piece) of each read of it
     for index, unit in enumerate(units):
+        for need in unit.reads:
+            reads_of.setdefault(need.piece.tensor, []).append((index, need.piece))
         for make in unit.writes:
             rows = (tile_rows(ops[unit.op], make.piece.part) if make.mode == STREAM and len(unit.writes) == 1
                     and make.piece.part.endswith("x1") else None)  # a band of rows of every channel
@@ -1405,7 +1408,7 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
         if (name in other or t.kind != "activation" or t.size > sram * ASSEMBLE_SHARE // 8
                 or sum(units[i].writes[0].piece.bytes for i, _ in at) != t.size):
             continue
-        reads = [(index, n.piece) for index, unit in enumerate(units) for n in unit.reads if n.piece.tensor == name]
+        reads = reads_of.get(name, [])
         if any(piece == whole and index > last for index, piece in reads):
             chosen |= {index: (*rows, index == last) for index, rows in at}
         elif slices and reads and all(index > last and _plain_rows(piece.part) for index, piece in reads):
@@ -1424,8 +1427,7 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
                     copy = Piece(t.name, f"{need.piece.part}|{COPY}", need.piece.bytes)
                     if copy not in copies:  # two readers of the same rows share one copy
                         copies.add(copy)
-                        out.append(_Unit(unit.op, 0, (_Need(Piece(t.name, "all", t.size), False),),
-                                         (_Make(copy, KEEP),), False, 2 * copy.bytes))
+                        out.append(_copy_unit(unit.op, _Need(Piece(t.name, "all", t.size), False), _Make(copy, KEEP)))
                     need = _Need(copy, True)
                 reads.append(need)
             unit = dataclasses.replace(unit, reads=tuple(reads))
@@ -1436,8 +1438,15 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
         band = unit.writes[0].piece
         out.append(_Unit(unit.op, unit.macs, unit.reads, (_Make(band, KEEP),), False, unit.touched))
         rows = Piece(band.tensor, f"rows{first}:{end}|{ASSEMBLED}", band.bytes)
-        out.append(_Unit(unit.op, 0, (_Need(band, True),), (_Make(rows, WHOLE),), last, 2 * band.bytes))
+        out.append(_copy_unit(unit.op, _Need(band, True), _Make(rows, WHOLE), last))
     return out
+
+
+def _copy_unit(op: str, source: _Need, made: _Make, last_of_op: bool = False) -> _Unit:
+    """A unit of `op` that copies rows of every channel SRAM to SRAM (a
+    chain's copy unit, an assembling unit, a band copied out of the whole):
+    no MACs, each byte it makes read and written once."""
+    return _Unit(op, 0, (source,), (made,), last_of_op, 2 * made.piece.bytes)
 
 
 def _plain_rows(part: str) -> bool:
@@ -1987,8 +1996,7 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                         if copy not in copies:  # two readers of the same rows share one copy
                             copies.add(copy)
                             band = Piece(n, f"rows{a}:{b}", row_bytes(t, b - a))
-                            step[at].append(_Unit(op.name, 0, (_Need(band, True),), (_Make(copy, KEEP),), False,
-                                                  2 * copy.bytes))
+                            step[at].append(_copy_unit(op.name, _Need(band, True), _Make(copy, KEEP)))
                         piece = copy
                     elif n not in producer:
                         loaded.setdefault(n, []).append((lo, hi, len(step)))
@@ -2293,10 +2301,9 @@ class _Scheduler:
         for index, unit in enumerate(units):
             for need in unit.reads:
                 self.uses.setdefault((need.piece.tensor, need.piece.part), []).append(index)
-                if _own_buffer(need.piece):
-                    if copy_rows(need.piece.part) is None:  # a copy unit's rows come from SRAM
-                        self.band_uses.setdefault(need.piece.tensor, []).append(index)
-                else:  # the whole tensor serves any other part of it
+                if _loaded_band(need.piece):
+                    self.band_uses.setdefault(need.piece.tensor, []).append(index)
+                elif not _own_buffer(need.piece):  # the whole tensor serves any other part of it
                     self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
         self.last_use: dict[tuple[str, str], int] = {key: uses[-1] for key, uses in self.uses.items()}
         """Piece -> the last unit that reads it (`uses`' last)."""
@@ -2605,8 +2612,7 @@ class _Scheduler:
                     self._unplace(placed, stream_outs, kept_stores)
                 for need in sorted(unit.reads, key=lambda n: -n.piece.bytes):
                     whole = self.resident.get((need.piece.tensor, "all"))
-                    if (_own_buffer(need.piece) and copy_rows(need.piece.part) is None
-                            and whole is not None and whole.dirty and whole.store is None
+                    if (_loaded_band(need.piece) and whole is not None and whole.dirty and whole.store is None
                             and (need.piece.tensor, "all") not in self.assembling):
                         self.write_back((need.piece.tensor, "all"))
                     if self.lookup(need.piece) is None:
@@ -2792,6 +2798,12 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
     return chosen
 
 
+def _loaded_band(piece: Piece) -> bool:
+    """True for a band of rows in its own buffer that comes from DRAM (not
+    rows a copy unit makes in SRAM, `rows{lo}:{hi}|copy`)."""
+    return _own_buffer(piece) and copy_rows(piece.part) is None
+
+
 def _own_buffer(piece: Piece) -> bool:
     """True for a band of rows of a tiled op's input (of a channel band):
     always its own buffer (loaded from DRAM), never a view of the whole
@@ -2964,11 +2976,11 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
     fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1], best[0])
-    # last, the same with the outputs of ops on bands of rows that later units read whole assembled
-    # in SRAM (`_assembled`), kept where faster: compared before `_fastest_scheduler`, SqueezeNet at
-    # 1 MiB kept it and ran slower after (1.285 -> 1.298 cycles/bound)
-    # (and each band read by rows copied out of the whole, `slices`, and not: the first may take the
-    # SRAM a better schedule of the second needs, Inception v1 at 256 KiB)
+    # last, the same with the outputs of ops on bands of rows assembled in SRAM (`_assembled`), kept
+    # where faster: compared before `_fastest_scheduler`, SqueezeNet at 1 MiB kept it and ran slower
+    # after (1.285 -> 1.298 cycles/bound). With the bands that later units read by rows copied out of
+    # the whole (`slices`) and without: the first may take the SRAM a better schedule of the second
+    # needs (Inception v1 at 256 KiB)
     tried_units: list[list[_Unit]] = []
     for slices in (True, False):
         units = _assembled(program, best[2], sram_size, slices)
@@ -3068,8 +3080,8 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units
                        schedule: NpuSchedule, key: _Key | None = None) -> tuple[_Key, NpuSchedule]:
     """(rank, schedule) of the first by `_key` (the fastest simulated, DRAM
     bytes weighed by `DRAM_WEIGHT`) of `schedule` (of `units`, made by a
-    `_Scheduler` with the first of `RESERVES`, first fit; `key`: its own
-    rank, where it was simulated already)
+    `_Scheduler` with the first of `RESERVES` that fits, first fit; `key`:
+    its own rank, where it was simulated already)
     and the same units scheduled with each other reserve, and with each of
     `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
     placements leave other holes)."""
