@@ -431,6 +431,63 @@ def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
     assert b_starts == a_ends + 2 * cost.dma_cycles(256)  # t stored and loaded, nothing before them
 
 
+def _weightless_then_weights() -> tuple[NpuProgram, list[_Unit]]:
+    """24 weightless units of 100 cycles, then 3 of 127 cycles that each
+    read 8,000 B of weights (1,000 cycles on the port): the weights take the
+    port longer than the 16 units before them (`PREFETCH_UNITS`) compute."""
+    T = NpuTensor
+    tensors = ((T("x", 64, "input"),) + tuple(T(f"t{i}", 64, "activation") for i in range(26))
+               + tuple(T(f"w{j}", 8000, "weight") for j in range(3)) + (T("y", 64, "output"),))
+    ops = tuple(NpuOp(f"a{i}", 256 * 100, ("x" if i == 0 else f"t{i - 1}",), (), (f"t{i}",)) for i in range(24)) + tuple(
+        NpuOp(f"c{j}", 256 * 10, (f"t{23 + j}",), (f"w{j}",), (f"t{24 + j}" if j < 2 else "y",)) for j in range(3))
+    program = NpuProgram(tensors, ops)
+    sizes = program.by_name()
+
+    def piece(name: str) -> Piece:
+        return Piece(name, "all", sizes[name].size)
+
+    units = [_Unit(op.name, op.macs, tuple(_Need(piece(name), False) for name in (*op.inputs, *op.weights)),
+                   tuple(_Make(piece(name), WHOLE) for name in op.outputs), True) for op in ops]
+    return program, units
+
+
+def test_load_deadlines_by_hand():
+    # c2 starts at 24 * 100 + 2 * 127 = 2654 counting compute alone: its weights start by
+    # 1654; c1's by min(1654, 2527) - 1000, c0's by 654 - 1000, and the weightless units
+    # before them are due as early as c0's
+    program, units = _weightless_then_weights()
+    starts, latest = scratchpad._load_deadlines(program.by_name(), units, NpuCost())
+    assert starts[24:] == [2400, 2527, 2654, 2781]
+    assert latest == [-346] * 25 + [654, 1654]
+
+
+def test_weights_due_beyond_the_prefetch_units_load_from_the_start():
+    # at 8 B a cycle, 32 KiB of SRAM (room for every weight): with `deadlines` the
+    # port loads x (0..8), then w0, w1, w2 back to back (8..3008); c2 computes
+    # 3008..3135 and y goes out by 3143. Without, w0 loads only once c0 is 16 units
+    # ahead (808..1808) and c2 waits for w2 until 3808
+    program, units = _weightless_then_weights()
+    sizes = program.by_name()
+    results = []
+    for deadlines in (False, True):
+        instructions = _Scheduler(program, 32 * 1024, units, NpuCost(), "none", False, deadlines).run()
+        results.append(simulate(instructions, sram_size=32 * 1024, tensor_bytes={n: t.size for n, t in sizes.items()},
+                                dram_resident={"x", "w0", "w1", "w2"}, outputs={"y"},
+                                dram_offsets=_plan_spills(instructions, sizes)))
+    plain, due = results
+    assert ("load", "w0:all", 8000, 808, 1808) in plain.transfers and plain.cycles == 3943
+    assert [t for t in due.transfers if t[1].startswith("w")] == [
+        ("load", "w0:all", 8000, 8, 1008), ("load", "w1:all", 8000, 1008, 2008), ("load", "w2:all", 8000, 2008, 3008)]
+    assert (due.cycles, due.compute_cycles) == (3143, 2781)
+
+
+def test_schedule_scratchpad_keeps_the_schedule_with_deadlines_where_it_is_faster(monkeypatch: pytest.MonkeyPatch):
+    program, _ = _weightless_then_weights()
+    assert run_scratchpad(program, 32 * 1024, cascades=False).cycles == 3143
+    monkeypatch.setattr(scratchpad, "DEADLINES", False)
+    assert run_scratchpad(program, 32 * 1024, cascades=False).cycles == 3943
+
+
 def _large_second_weight(w1: int = 64) -> NpuProgram:
     T = NpuTensor
     return NpuProgram(
