@@ -22,6 +22,7 @@ from pyocc.dialects.dnn.dma import DmaWaitOp
 from pyocc.frontend.onnx_import import import_model
 from pyocc.pipelines import Options, run_passes, tensor_passes
 from pyocc.planning.npu_simulator import NpuCost, ScheduleError, simulate
+from pyocc.planning import scratchpad
 from pyocc.planning.scratchpad import run_scratchpad
 from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.testing.light_models import light_model_path
@@ -60,6 +61,23 @@ def test_the_ir_simulates_to_the_schedule(name: str, sram: int) -> None:
     assert (got.cycles, got.stall_cycles, got.dram_bytes, got.sram_peak_bytes) == (
         expected.cycles, expected.stall_cycles, expected.dram_bytes, expected.sram_bytes)
     assert len(got.transfers) == len(expected.simulation.transfers)
+
+
+def test_a_near_tie_scheduled_every_way_goes_on_where_it_ranks_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inception v1 at 4 MiB: its concats in place rank 0.3% behind by one schedule (the
+    # first reserve), but scheduled every way they run faster and move far fewer DRAM
+    # bytes (`NEAR_TIE`); without near ties the first goes on
+    path = light_model_path("inception_v1")
+    if not path.exists():
+        pytest.skip(f"{path} is not downloaded")
+    module = import_model(onnx.load(str(path)))
+    run_passes(Context(), module, tensor_passes(Options()))
+    program = npu_program(_function(module))
+    near = run_scratchpad(program, 4 << 20, cascades=False)
+    monkeypatch.setattr(scratchpad, "NEAR_TIE", 0)
+    first = run_scratchpad(program, 4 << 20, cascades=False)
+    assert near.dram_bytes < 1.02 * near.dram_lower_bound_bytes < 1.1 * near.dram_lower_bound_bytes < first.dram_bytes
+    assert near.cycles < first.cycles
 
 
 def test_a_late_wait_in_the_ir_is_caught() -> None:
