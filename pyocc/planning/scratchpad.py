@@ -116,8 +116,9 @@ above that is still prefetched when it is the first: a large weight would
 otherwise never load ahead of its op)."""
 DEADLINES = True
 """Whether `_fastest_scheduler` also tries a prefetch that looks further
-ahead where weights are due (`_load_deadlines`): the best reserve and
-placement found, and the reserve "none", kept where faster. At 4 MiB,
+ahead where weights are due (`_load_deadlines`): the first
+`DEADLINE_WAYS` reserves and placements, and the reserve "none", kept
+where faster. At 4 MiB,
 what runs: ShuffleNet 1.544 -> 1.378 cycles/bound (the weights of its
 last 18 ops, 4.0 of its 5.5 MB, start loading while its first stages
 compute: its stalls in those 18 ops 0.304 -> 0.138 of the bound), the
@@ -144,6 +145,12 @@ schedule changed, for 1.16 times the scheduling time of the nine (VGG-19
 RUNNERS = 2
 """How many of the near ties `schedule_scratchpad` schedules every way
 (`NEAR_TIE`), the first included."""
+DEADLINE_WAYS = 2
+"""With how many of the reserves and placements that rank first
+`_fastest_scheduler` also tries deadlines (and with the reserve "none"):
+with the first alone, Inception v2's cascaded schedule at 4 MiB got 1.329
+cycles/bound once "largest" ranked first, against 1.305 with "between"
+and deadlines."""
 EVICT_MARGIN = 16
 """A prefetch may evict a clean piece whose next read comes more than this
 many units after the prefetched piece's (16: at 1 MiB over the nine light
@@ -187,11 +194,16 @@ fastest of them and kept where the simulation runs it faster (a quarter
 kept ResNet-50's bottleneck blocks out of chains at 1 MiB; half of it lets
 some in, with fewer or narrower bands beside their weights)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
-RESERVES = ("none", "between", "own")
+RESERVES = ("none", "between", "own", "largest")
 """What a prefetch for a unit after the next one leaves free bytes for
 (`_Scheduler.prefetch`): nothing (`none`, the rule before npu12), the
 outputs of the units before that unit (`between`), or of that unit too
-(`own`). No one of them is faster everywhere (what runs: at 1 MiB,
+(`own`), or the most bytes one unit before it adds to SRAM, its outputs
+and its inputs not in SRAM (`largest`: outputs freed by their last
+reader in between take no room twice; ShuffleNet at 1 MiB, what runs:
+1.963 / 1.371 -> 1.924 / 1.346 cycles/bound / DRAM/bound, the geomean of
+the nine 1.4465 / 1.4191 -> 1.4433 / 1.4162). No one of them is faster
+everywhere (what runs: at 1 MiB,
 SqueezeNet 1.486, 1.517 and 1.476 cycles/bound, ShuffleNet 2.104, 2.006
 and 2.068; at 4 MiB, SqueezeNet 1.313 with none), so `schedule_scratchpad`
 chooses the units with the first and keeps the fastest simulated of all
@@ -2737,6 +2749,12 @@ class _Scheduler:
                 nbytes += self.tensors[key[0]].size if key[1] == "all" else make.piece.bytes
         return nbytes
 
+    def new_bytes(self, unit: _Unit) -> int:
+        """Bytes the buffers of `unit`'s outputs and of its inputs not in
+        SRAM now will take (`output_bytes`; an input made in between
+        counted as not in SRAM)."""
+        return self.output_bytes(unit, set()) + sum(n.piece.bytes for n in unit.reads if self.lookup(n.piece) is None)
+
     def prefetch(self, index: int, protected: set[tuple[str, str]]) -> None:
         """Start the loads of the next units, in the order they are needed,
         that fit in free SRAM (once the buffers of ended stores are freed)
@@ -2751,6 +2769,7 @@ class _Scheduler:
         load would wait behind it. Beyond the next unit, with `reserve`
         "between", a load also leaves the free bytes the outputs of the
         units before its own will take (with "own", of its own too; with
+        "largest", the most one of those units adds, `new_bytes`; with
         "none", the default, nothing): where it took them, the first of
         those outputs evicted it, waiting for its load, and it was loaded
         again. With `deadlines`, the units whose weights are due to start
@@ -2764,7 +2783,7 @@ class _Scheduler:
         behind = False  # the next unit loads a piece at its start, queued behind what the port holds then
         current = self.units[index]
         computed = self.clock.now + self.cost.compute_cycles(current.macs, current.sram_bytes)
-        outputs = 0  # bytes the outputs of the units between the current one and `later` still need
+        outputs = 0  # bytes the units between the current one and `later` still need (`reserve`)
         counted: set[tuple[str, str]] = set()
         due = 0  # the units before this one are due to load now (`deadlines`)
         if self.deadlines is not None and index + 1 < len(self.units):
@@ -2775,7 +2794,9 @@ class _Scheduler:
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until and later >= due:
                 return  # the port is busy past that unit's start: its loads can wait
-            if later - 1 > index and self.reserve != "none":
+            if later - 1 > index and self.reserve == "largest":
+                outputs = max(outputs, self.new_bytes(self.units[later - 1]))
+            elif later - 1 > index and self.reserve != "none":
                 outputs += self.output_bytes(self.units[later - 1], counted)
             if self.reserve == "own":  # a unit counted here is not counted again as `later - 1`
                 outputs += self.output_bytes(self.units[later], counted)
@@ -3178,19 +3199,24 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units
     its own rank, where it was simulated already)
     and the same units scheduled with each other reserve, and with each of
     `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
-    placements leave other holes); then, with `DEADLINES`, the first of
-    those and the reserve "none" with deadlines (`_Scheduler`'s)."""
+    placements leave other holes); then, with `DEADLINES`, the first
+    `DEADLINE_WAYS` of those and the reserve "none" with deadlines
+    (`_Scheduler`'s)."""
     if key is None:
         result = _simulate(schedule, program, sram_size, cost)
         key = _key(result)
     best = (key, schedule)
-    way = (RESERVES[0], False)  # the reserve and placement of `best`
+    ranked = [(key, (RESERVES[0], False))]  # the rank of each reserve and placement that fits
     for reserve, best_fit in [(r, False) for r in RESERVES[1:]] + [(r, True) for r in BEST_FIT_RESERVES]:
         found = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit)
-        if found is not None and found[0] < best[0]:
-            best, way = found, (reserve, best_fit)
-    # with deadlines, every way cost 1.28 times the scheduling time at 1 MiB, these two 1.17: the same schedules
-    for reserve, best_fit in dict.fromkeys([way, ("none", False)]) if DEADLINES else ():
+        if found is not None:
+            ranked.append((found[0], (reserve, best_fit)))
+            if found[0] < best[0]:
+                best = found
+    # with deadlines, every way cost 1.28 times the scheduling time at 1 MiB, the first and "none" 1.17, with the
+    # same schedules; the first `DEADLINE_WAYS`: the way that ranks first gains the least from them at times
+    ways = [way for _, way in sorted(ranked)[:DEADLINE_WAYS]] + [("none", False)]
+    for reserve, best_fit in dict.fromkeys(ways) if DEADLINES else ():
         found = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit, deadlines=True)
         if found is not None and found[0] < best[0]:
             best = found

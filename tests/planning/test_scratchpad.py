@@ -488,6 +488,47 @@ def test_schedule_scratchpad_keeps_the_schedule_with_deadlines_where_it_is_faste
     assert run_scratchpad(program, 32 * 1024, cascades=False).cycles == 3943
 
 
+def _outputs_freed_in_between() -> tuple[NpuProgram, list[_Unit]]:
+    """A long unit a, then b, c, e, f, whose outputs (1,000, 64, 1,000 and
+    64 B) each die at the next unit, then d, which reads 2,000 B of weights."""
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 64, "input"), T("t", 64, "activation"), T("u", 1000, "activation"), T("v", 64, "activation"),
+         T("w", 1000, "activation"), T("z", 64, "activation"), T("W", 2000, "weight"), T("y", 64, "output")),
+        (NpuOp("a", 256 * 10_000, ("x",), (), ("t",)), NpuOp("b", 256 * 10, ("t",), (), ("u",)),
+         NpuOp("c", 256 * 10, ("u",), (), ("v",)), NpuOp("e", 256 * 10, ("v",), (), ("w",)),
+         NpuOp("f", 256 * 10, ("w",), (), ("z",)), NpuOp("d", 256 * 10, ("z",), ("W",), ("y",))))
+    sizes = program.by_name()
+
+    def piece(name: str) -> Piece:
+        return Piece(name, "all", sizes[name].size)
+
+    units = [_Unit(op.name, op.macs, tuple(_Need(piece(name), False) for name in (*op.inputs, *op.weights)),
+                   tuple(_Make(piece(name), WHOLE) for name in op.outputs), True) for op in program.ops]
+    return program, units
+
+
+@pytest.mark.parametrize("sram, none, between, largest", [
+    # W loads while a computes where it fits beside the most one unit in between adds
+    # (u and v: 1,064 B); "between" counts every output in between (2,128 B) and waits
+    # for unit e
+    (3200, (8, 258), (10042, 10292), (8, 258)),
+    # 3,072 B: W does not fit beside 1,064 B; "none" loads it anyway, c's output evicts it,
+    # and it is loaded again
+    (3072, (8, 258), (10076, 10326), (10076, 10326)),
+])
+def test_the_largest_reserve_leaves_room_for_the_most_one_unit_adds(sram, none, between, largest):
+    program, units = _outputs_freed_in_between()
+    sizes = program.by_name()
+    for reserve, first_load in (("none", none), ("between", between), ("largest", largest)):
+        instructions = _Scheduler(program, sram, units, NpuCost(), reserve).run()
+        result = simulate(instructions, sram_size=sram, tensor_bytes={n: t.size for n, t in sizes.items()},
+                          dram_resident={"x", "W"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+        loads = [(start, end) for _, piece, _, start, end in result.transfers if piece == "W:all"]
+        assert loads[0] == first_load, reserve
+        assert len(loads) == (2 if reserve == "none" and sram == 3072 else 1), reserve
+
+
 def _large_second_weight(w1: int = 64) -> NpuProgram:
     T = NpuTensor
     return NpuProgram(
