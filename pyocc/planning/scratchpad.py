@@ -116,15 +116,14 @@ above that is still prefetched when it is the first: a large weight would
 otherwise never load ahead of its op)."""
 DEADLINES = True
 """Whether `_fastest_scheduler` also tries a prefetch that looks further
-ahead where weights are due (`_load_deadlines`): the first
-`DEADLINE_WAYS` reserves and placements, and the reserve "none", kept
-where faster. At 4 MiB,
-what runs: ShuffleNet 1.544 -> 1.378 cycles/bound (the weights of its
-last 18 ops, 4.0 of its 5.5 MB, start loading while its first stages
-compute: its stalls in those 18 ops 0.304 -> 0.138 of the bound), the
-geomean over the nine light models 1.330 -> 1.313; at 1 MiB Inception v1
-1.624 -> 1.619, the others unchanged (the reserve stops their prefetch
-first: the SRAM is full)."""
+ahead where weights are due (`_load_deadlines`): with the first
+`DEADLINE_WAYS` reserves and placements, and with the reserve "none",
+kept where faster. At 4 MiB, what runs: ShuffleNet 1.544 -> 1.378
+cycles/bound (the weights of its last 18 ops, 4.0 of its 5.5 MB, start
+loading while its first stages compute: its stalls in those 18 ops
+0.304 -> 0.138 of the bound), the geomean over the nine light models
+1.330 -> 1.313; at 1 MiB Inception v1 1.624 -> 1.619, the others
+unchanged (the reserve stops their prefetch first: the SRAM is full)."""
 DEADLINE_UNITS = 64
 """How many units ahead a prefetch with deadlines looks at most (the
 weights of AlexNet's fc6 are due from its first unit on: looking 1,000
@@ -3067,15 +3066,16 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
             if other[0] < best[0]:
                 best, choices = other, (*placement, tight, wide, share)
             near = keep_near(near, other, (*placement, tight, wide, share))
-    # near ties: the units whose schedule ranks within `NEAR_TIE` of the first, scheduled each way
-    # (`_fastest_scheduler`): the first of those goes on
-    runners = near
+    # near ties: the units whose schedule ranks within `NEAR_TIE` of the first, scheduled every way
+    # (`_fastest_scheduler`): the first by that goes on, its `_fastest_scheduler` result kept for the end
+    fastest: tuple[_Key, NpuSchedule] | None = None
+    if len(near) > 1:
+        tied = [(_fastest_scheduler(program, sram_size, cost, found[2], found[1], found[0]), found, its_choices)
+                for found, its_choices in near]
+        fastest, best, choices = min(tied, key=lambda tie: tie[0][0])
+        del tied
     del near
-    fastest_of: dict[int, tuple[_Key, NpuSchedule]] = {}  # id of a schedule -> `_fastest_scheduler`'s of its units
-    if len(runners) > 1:
-        for found, _ in runners:
-            fastest_of[id(found[1])] = _fastest_scheduler(program, sram_size, cost, found[2], found[1], found[0])
-        best, choices = min(runners, key=lambda r: fastest_of[id(r[0][1])][0])
+    fastest_of = best  # the schedule `fastest` was worked out for
     # then the weights of the ops that stalled streamed, where that runs faster
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
@@ -3090,7 +3090,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
-    fastest = fastest_of.get(id(best[1])) or _fastest_scheduler(program, sram_size, cost, best[2], best[1], best[0])
+    if fastest is None or best is not fastest_of:
+        fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1], best[0])
     # last, the same with the outputs of ops on bands of rows assembled in SRAM (`_assembled`), kept
     # where faster: compared before `_fastest_scheduler`, SqueezeNet at 1 MiB kept it and ran slower
     # after (1.285 -> 1.298 cycles/bound). With the bands that later units read by rows copied out of

@@ -431,6 +431,17 @@ def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
     assert b_starts == a_ends + 2 * cost.dma_cycles(256)  # t stored and loaded, nothing before them
 
 
+def _whole_units(program: NpuProgram) -> list[_Unit]:
+    """One unit per op of `program`, reading and writing whole tensors."""
+    sizes = program.by_name()
+
+    def piece(name: str) -> Piece:
+        return Piece(name, "all", sizes[name].size)
+
+    return [_Unit(op.name, op.macs, tuple(_Need(piece(name), False) for name in (*op.inputs, *op.weights)),
+                  tuple(_Make(piece(name), WHOLE) for name in op.outputs), True) for op in program.ops]
+
+
 def _weightless_then_weights() -> tuple[NpuProgram, list[_Unit]]:
     """24 weightless units of 100 cycles, then 3 of 127 cycles that each
     read 8,000 B of weights (1,000 cycles on the port): the weights take the
@@ -441,14 +452,7 @@ def _weightless_then_weights() -> tuple[NpuProgram, list[_Unit]]:
     ops = tuple(NpuOp(f"a{i}", 256 * 100, ("x" if i == 0 else f"t{i - 1}",), (), (f"t{i}",)) for i in range(24)) + tuple(
         NpuOp(f"c{j}", 256 * 10, (f"t{23 + j}",), (f"w{j}",), (f"t{24 + j}" if j < 2 else "y",)) for j in range(3))
     program = NpuProgram(tensors, ops)
-    sizes = program.by_name()
-
-    def piece(name: str) -> Piece:
-        return Piece(name, "all", sizes[name].size)
-
-    units = [_Unit(op.name, op.macs, tuple(_Need(piece(name), False) for name in (*op.inputs, *op.weights)),
-                   tuple(_Make(piece(name), WHOLE) for name in op.outputs), True) for op in ops]
-    return program, units
+    return program, _whole_units(program)
 
 
 def test_load_deadlines_by_hand():
@@ -498,14 +502,7 @@ def _outputs_freed_in_between() -> tuple[NpuProgram, list[_Unit]]:
         (NpuOp("a", 256 * 10_000, ("x",), (), ("t",)), NpuOp("b", 256 * 10, ("t",), (), ("u",)),
          NpuOp("c", 256 * 10, ("u",), (), ("v",)), NpuOp("e", 256 * 10, ("v",), (), ("w",)),
          NpuOp("f", 256 * 10, ("w",), (), ("z",)), NpuOp("d", 256 * 10, ("z",), ("W",), ("y",))))
-    sizes = program.by_name()
-
-    def piece(name: str) -> Piece:
-        return Piece(name, "all", sizes[name].size)
-
-    units = [_Unit(op.name, op.macs, tuple(_Need(piece(name), False) for name in (*op.inputs, *op.weights)),
-                   tuple(_Make(piece(name), WHOLE) for name in op.outputs), True) for op in program.ops]
-    return program, units
+    return program, _whole_units(program)
 
 
 @pytest.mark.parametrize("sram, none, between, largest", [
