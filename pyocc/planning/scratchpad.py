@@ -1451,11 +1451,11 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
                 or sum(units[i].writes[0].piece.bytes for i, _ in at) != t.size):
             continue
         reads = reads_of.get(name, [])
-        if any(piece == whole and index > last for index, piece in reads):
+        read_whole = any(piece == whole and index > last for index, piece in reads)
+        if read_whole or slices and reads and all(index > last and _plain_rows(piece.part) for index, piece in reads):
             chosen |= {index: (*rows, index == last) for index, rows in at}
-        elif slices and reads and all(index > last and _plain_rows(piece.part) for index, piece in reads):
-            chosen |= {index: (*rows, index == last) for index, rows in at}
-            sliced.add(name)
+            if not read_whole:
+                sliced.add(name)
     if not chosen:
         return units
     out: list[_Unit] = []
@@ -1466,7 +1466,7 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
             for need in unit.reads:
                 if need.piece.tensor in sliced:
                     t = tensors[need.piece.tensor]
-                    copy = Piece(t.name, f"{need.piece.part}|{COPY}", need.piece.bytes)
+                    copy = _copy_of(need.piece)
                     if copy not in copies:  # two readers of the same rows share one copy
                         copies.add(copy)
                         out.append(_copy_unit(unit.op, _Need(Piece(t.name, "all", t.size), False), _Make(copy, KEEP)))
@@ -2034,7 +2034,7 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                                        and (a, b) != (lo, hi)), None)
                     if source is not None and n not in kept:
                         a, b, at = source
-                        copy = Piece(n, f"rows{lo}:{hi}|{COPY}", piece.bytes)
+                        copy = _copy_of(piece)
                         if copy not in copies:  # two readers of the same rows share one copy
                             copies.add(copy)
                             band = Piece(n, f"rows{a}:{b}", row_bytes(t, b - a))
@@ -2059,6 +2059,12 @@ COPY = "copy"
 """The last name of a part a copy unit writes: `rows{lo}:{hi}|copy`, rows
 copied in SRAM out of a larger band of the same tensor (`_chain_units`) or
 out of the whole tensor's buffer (`_assembled`)."""
+
+
+def _copy_of(band: Piece) -> Piece:
+    """The copy of `band` (rows `rows{lo}:{hi}` of every channel) that a
+    copy unit makes in SRAM: `rows{lo}:{hi}|copy`."""
+    return Piece(band.tensor, f"{band.part}|{COPY}", band.bytes)
 
 
 def copy_rows(part: str) -> tuple[int, int] | None:
@@ -2360,9 +2366,10 @@ class _Scheduler:
         """Tensor -> (unit, part) of every read of a channel band of it (an
         in-place concat's output): a band's buffer whose data a later read
         of other channels needs is stored to DRAM first."""
-        self.deadlines = _load_deadlines(self.tensors, units, cost) if deadlines else None
-        """Per unit, (when it starts, by compute alone; the latest such
-        cycle its weights may start loading): `_load_deadlines`."""
+        self.starts, self.latest = _load_deadlines(self.tensors, units, cost) if deadlines else ([], [])
+        """With `deadlines`, per unit: when it starts, by compute alone, and
+        the latest such cycle its weights may start loading
+        (`_load_deadlines`); empty without."""
         self.last_into: dict[tuple[str, str], int] = {}
         """Tensor assembled `into` -> the last unit writing a band into it."""
         banded = {p.tensor for unit in units for p in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes))
@@ -2785,9 +2792,8 @@ class _Scheduler:
         outputs = 0  # bytes the units between the current one and `later` still need (`reserve`)
         counted: set[tuple[str, str]] = set()
         due = 0  # the units before this one are due to load now (`deadlines`)
-        if self.deadlines is not None and index + 1 < len(self.units):
-            due = min(bisect.bisect_right(self.deadlines[1], self.deadlines[0][index + 1]),
-                      index + 1 + DEADLINE_UNITS)
+        if self.latest and index + 1 < len(self.units):
+            due = min(bisect.bisect_right(self.latest, self.starts[index + 1]), index + 1 + DEADLINE_UNITS)
         for later in range(index + 1, min(len(self.units), max(index + 1 + PREFETCH_UNITS, due))):
             done = self.units[later - 1]
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)

@@ -21,8 +21,8 @@ from pyocc.dialects.dnn import Dnn
 from pyocc.dialects.dnn.dma import DmaWaitOp
 from pyocc.frontend.onnx_import import import_model
 from pyocc.pipelines import Options, run_passes, tensor_passes
-from pyocc.planning.npu_simulator import NpuCost, ScheduleError, simulate
 from pyocc.planning import scratchpad
+from pyocc.planning.npu_simulator import NpuCost, ScheduleError, simulate
 from pyocc.planning.scratchpad import run_scratchpad
 from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.testing.light_models import light_model_path
@@ -42,6 +42,17 @@ def _small_module() -> ModuleOp:
     return Parser(ctx, text).parse_module()
 
 
+def _light_module(name: str) -> ModuleOp:
+    """Light model `name` imported and through the tensor passes (skips the
+    test where it is not downloaded)."""
+    path = light_model_path(name)
+    if not path.exists():
+        pytest.skip(f"{path} is not downloaded")
+    module = import_model(onnx.load(str(path)))
+    run_passes(Context(), module, tensor_passes(Options()))
+    return module
+
+
 def _simulate_ir(function: func.FuncOp, sram: int):
     instructions, machine = npu_instructions(function)
     return simulate(instructions, sram_size=sram, cost=NpuCost(), **machine)
@@ -49,11 +60,7 @@ def _simulate_ir(function: func.FuncOp, sram: int):
 
 @pytest.mark.parametrize("name, sram", [("squeezenet", 16 << 20), ("shufflenet", 16 << 20)])
 def test_the_ir_simulates_to_the_schedule(name: str, sram: int) -> None:
-    path = light_model_path(name)
-    if not path.exists():
-        pytest.skip(f"{path} is not downloaded")
-    module = import_model(onnx.load(str(path)))
-    run_passes(Context(), module, tensor_passes(Options()))
+    module = _light_module(name)
     function = _function(module)
     expected = run_scratchpad(npu_program(function), sram, cascades=False)  # what the pass schedules
     schedule_function(function, sram, NpuCost())
@@ -67,16 +74,12 @@ def test_a_near_tie_scheduled_every_way_goes_on_where_it_ranks_first(monkeypatch
     # Inception v1 at 4 MiB: its concats in place rank 0.3% behind by one schedule (the
     # first reserve), but scheduled every way they run faster and move far fewer DRAM
     # bytes (`NEAR_TIE`); without near ties the first goes on
-    path = light_model_path("inception_v1")
-    if not path.exists():
-        pytest.skip(f"{path} is not downloaded")
-    module = import_model(onnx.load(str(path)))
-    run_passes(Context(), module, tensor_passes(Options()))
-    program = npu_program(_function(module))
+    program = npu_program(_function(_light_module("inception_v1")))
     near = run_scratchpad(program, 4 << 20, cascades=False)
     monkeypatch.setattr(scratchpad, "NEAR_TIE", 0)
     first = run_scratchpad(program, 4 << 20, cascades=False)
-    assert near.dram_bytes < 1.02 * near.dram_lower_bound_bytes < 1.1 * near.dram_lower_bound_bytes < first.dram_bytes
+    assert near.dram_bytes < 1.02 * near.dram_lower_bound_bytes
+    assert first.dram_bytes > 1.1 * first.dram_lower_bound_bytes
     assert near.cycles < first.cycles
 
 
