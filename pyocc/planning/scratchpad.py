@@ -78,7 +78,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyocc import progress
 from pyocc.units import format_bytes, plural
@@ -128,22 +128,6 @@ DEADLINE_UNITS = 64
 """How many units ahead a prefetch with deadlines looks at most (the
 weights of AlexNet's fc6 are due from its first unit on: looking 1,000
 units ahead at each unit would cost time and find no room)."""
-NEAR_TIE = 0.01
-"""`schedule_scratchpad` ranks the units each way of placing concats and
-counting chains makes by one schedule of them (the first reserve, first
-fit, no deadlines), and goes on with the first. Where others rank within
-this share of it, the first `RUNNERS` of them are also scheduled every
-way (`_fastest_scheduler`), and the first by that goes on. At 4 MiB,
-Inception v1's in-place concats ranked 0.3% behind, then ran 1.361 /
-1.048 against 1.400 / 1.200 scheduled every way: what runs 1.384 / 1.138
--> 1.338 / 1.009 cycles/bound / DRAM/bound (ShuffleNet 1.378 / 1.009 ->
-1.381 / 1.006: the units that ranked first scheduled every way ranked
-second, but ran faster once assembled, a later step). At 1 MiB no
-schedule changed, for 1.16 times the scheduling time of the nine (VGG-19
-1.41 times: a runner 0.06% behind)."""
-RUNNERS = 2
-"""How many of the near ties `schedule_scratchpad` schedules every way
-(`NEAR_TIE`), the first included."""
 DEADLINE_WAYS = 2
 """With how many of the reserves and placements that rank first
 `_fastest_scheduler` also tries deadlines (and with the reserve "none"):
@@ -193,20 +177,25 @@ fastest of them and kept where the simulation runs it faster (a quarter
 kept ResNet-50's bottleneck blocks out of chains at 1 MiB; half of it lets
 some in, with fewer or narrower bands beside their weights)."""
 """A cascade's bands and weights may take this many quarters of the SRAM."""
-RESERVES = ("none", "between", "own", "largest")
+RESERVES = ("largest", "none", "between", "own")
 """What a prefetch for a unit after the next one leaves free bytes for
-(`_Scheduler.prefetch`): nothing (`none`, the rule before npu12), the
-outputs of the units before that unit (`between`), or of that unit too
-(`own`), or the most bytes one unit before it adds to SRAM, its outputs
-and its inputs not in SRAM (`largest`: outputs freed by their last
-reader in between take no room twice; ShuffleNet at 1 MiB, what runs:
-1.963 / 1.371 -> 1.924 / 1.346 cycles/bound / DRAM/bound, the geomean of
-the nine 1.4465 / 1.4191 -> 1.4433 / 1.4162). No one of them is faster
-everywhere (what runs: at 1 MiB,
-SqueezeNet 1.486, 1.517 and 1.476 cycles/bound, ShuffleNet 2.104, 2.006
+(`_Scheduler.prefetch`): the most bytes one unit before that unit adds to
+SRAM, its outputs and its inputs not in SRAM (`largest`: outputs freed by
+their last reader in between take no room twice; ShuffleNet at 1 MiB,
+what runs: 1.963 / 1.371 -> 1.924 / 1.346 cycles/bound / DRAM/bound),
+nothing (`none`, the rule before npu12), the outputs of the units before
+that unit (`between`), or of that unit too (`own`). No one of them is
+faster everywhere (what runs: at 1 MiB, SqueezeNet 1.486, 1.517 and
+1.476 cycles/bound with none, between and own, ShuffleNet 2.104, 2.006
 and 2.068; at 4 MiB, SqueezeNet 1.313 with none), so `schedule_scratchpad`
-chooses the units with the first and keeps the fastest simulated of all
-three on them (`_fastest_scheduler`)."""
+ranks the units of its search by a schedule with the first, and keeps the
+fastest simulated of all of them on the units it chose
+(`_fastest_scheduler`). The first was "none" until stop 56; ranking by
+"largest", what runs over the nine light models went 1.3078 / 1.1037 ->
+1.3026 / 1.0932 at 4 MiB (DenseNet-121 1.365 / 1.670 -> 1.357 / 1.527,
+ResNet-50 1.521 -> 1.484), 1.4433 / 1.4162 -> 1.4387 / 1.4181 at 1 MiB
+(SqueezeNet 1.299 -> 1.262, Inception v1's DRAM 1.751 -> 1.805) and
+2.1481 / 2.6813 -> 2.1480 / 2.6785 at 256 KiB (eight, no VGG-19)."""
 BEST_FIT_RESERVES = ("between", "own")
 """The reserves that `_fastest_scheduler` also tries with the allocator
 placing each buffer in the smallest hole it fits (best fit) instead of the
@@ -2775,8 +2764,8 @@ class _Scheduler:
         load would wait behind it. Beyond the next unit, with `reserve`
         "between", a load also leaves the free bytes the outputs of the
         units before its own will take (with "own", of its own too; with
-        "largest", the most one of those units adds, `new_bytes`; with
-        "none", the default, nothing): where it took them, the first of
+        "largest", the default, the most one of those units adds,
+        `new_bytes`; with "none", nothing): where it took them, the first of
         those outputs evicted it, waiting for its load, and it was loaded
         again. With `deadlines`, the units whose weights are due to start
         loading by the end of the current compute (`_load_deadlines`) are
@@ -2944,9 +2933,17 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
 
 _Key = tuple[float, int, int]
 """A schedule's rank (`_key`)."""
-_Scheduled = tuple[_Key, NpuSchedule, list[_Unit], SimulationResult]
-"""(its rank (`_key`), schedule, units, its simulation): one way of
-scheduling a program."""
+class _Scheduled(NamedTuple):
+    """One way of scheduling a program, as the search ranks it."""
+
+    key: _Key
+    """Its rank (`_key`)."""
+    schedule: NpuSchedule
+    units: list[_Unit]
+    """The units `schedule` runs."""
+    simulated: SimulationResult
+    reserve: str
+    """The one of `RESERVES` its `_Scheduler` left room with."""
 
 
 @without_gc
@@ -2990,27 +2987,28 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                     for share in (CHAIN_WEIGHTS[1:] if chains and not cascades else ())
                     if _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share) != chained_ops]
     if cascades:
-        units, tiling, _, instructions = _scheduled_units(program, sram_size, cost, cascades, chains)
+        units, tiling, _, instructions, reserve = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
-        return _fastest_scheduler(program, sram_size, cost, units, schedule)[1]
+        simulated = _simulate(schedule, program, sram_size, cost)
+        return _fastest_scheduler(program, sram_size, cost,
+                                  _Scheduled(_key(simulated), schedule, units, simulated, reserve))[1]
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                   assemble: bool = False, slices: bool = True) -> _Scheduled:
-        """(rank (`_key`), schedule, units, simulation) of the units that
-        `_units(program, sram_size, cost, cascades, chains, *choices,
-        streamed=streamed, join_siblings=join_siblings)` makes
-        (`_scheduled_units`, with `assemble` and `slices`)."""
-        units, tiling, homes, instructions = _scheduled_units(program, sram_size, cost, cascades, chains, *choices,
-                                                              streamed=streamed, join_siblings=join_siblings,
-                                                              assemble=assemble, slices=slices)
+        """The units that `_units(program, sram_size, cost, cascades,
+        chains, *choices, streamed=streamed, join_siblings=join_siblings)`
+        makes, scheduled (`_scheduled_units`, with `assemble` and
+        `slices`)."""
+        units, tiling, homes, instructions, reserve = _scheduled_units(
+            program, sram_size, cost, cascades, chains, *choices, streamed=streamed, join_siblings=join_siblings,
+            assemble=assemble, slices=slices)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
-        return _key(simulated), schedule, units, simulated
+        return _Scheduled(_key(simulated), schedule, units, simulated, reserve)
 
     best: _Scheduled | None = None
-    near: list[tuple[_Scheduled, tuple[Any, ...]]] = []
     placement: tuple[bool, int, bool, bool] = (False, 0, True, False)
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -3023,18 +3021,6 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
     choices: tuple[Any, ...] = ()
-
-    def keep_near(near: list[tuple[_Scheduled, tuple[Any, ...]]], found: _Scheduled, its_choices: tuple[Any, ...]
-                  ) -> list[tuple[_Scheduled, tuple[Any, ...]]]:
-        """The first `RUNNERS` by rank of `near` and `found` (made with
-        `its_choices`) within `NEAR_TIE` of `best`, one of each rank."""
-        assert best is not None
-        ranked = sorted(near + [(found, its_choices)], key=lambda n: n[0][0])
-        kept: list[tuple[_Scheduled, tuple[Any, ...]]] = []
-        for runner in ranked:
-            if runner[0][0][0] <= best[0][0] + math.log(1 + NEAR_TIE) and all(runner[0][0] != k[0][0] for k in kept):
-                kept.append(runner)
-        return kept[:RUNNERS]
 
     def holds_a_concat(chained_ops: list[tuple[int, int, int]]) -> bool:
         return any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
@@ -3051,10 +3037,9 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
-                if best is None or found_best[0] < best[0]:
+                if best is None or found_best.key < best.key:
                     best, placement = found_best, (joins_first, fit, in_place, sum_bands)
                     choices = (*placement, tight, wide)
-                near = keep_near(near, found_best, (joins_first, fit, in_place, sum_bands, tight, wide))
                 break
             step()
         if best is None:
@@ -3069,19 +3054,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 continue
             finally:
                 step()
-            if other[0] < best[0]:
+            if other.key < best.key:
                 best, choices = other, (*placement, tight, wide, share)
-            near = keep_near(near, other, (*placement, tight, wide, share))
-    # near ties: the units whose schedule ranks within `NEAR_TIE` of the first, scheduled every way
-    # (`_fastest_scheduler`): the first by that goes on, its `_fastest_scheduler` result kept for the end
-    fastest: tuple[_Key, NpuSchedule] | None = None
-    if len(near) > 1:
-        tied = [(_fastest_scheduler(program, sram_size, cost, found[2], found[1], found[0]), found, its_choices)
-                for found, its_choices in near]
-        fastest, best, choices = min(tied, key=lambda tie: tie[0][0])
-        del tied
-    del near
-    fastest_of = best  # the schedule `fastest` was worked out for
     # then the weights of the ops that stalled streamed, where that runs faster
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
@@ -3089,15 +3063,14 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     join_siblings = False
     try:
         joined = scheduled(*choices, streamed=streamed, join_siblings=True)
-        if joined[0] < best[0]:
+        if joined.key < best.key:
             best, join_siblings = joined, True
     except PlanningError:
         pass  # the siblings' weights and bands do not fit beside what stays in SRAM
     # the other ways of leaving room for outputs (`RESERVES`) on the fastest units only (on every
     # variant too they cost 1.9x the scheduling time; at 1 MiB only SqueezeNet gained by it, 1.486 ->
     # 1.476 against 1.486 -> 1.517 here), and best fit (`BEST_FIT_RESERVES`)
-    if fastest is None or best is not fastest_of:
-        fastest = _fastest_scheduler(program, sram_size, cost, best[2], best[1], best[0])
+    fastest = _fastest_scheduler(program, sram_size, cost, best)
     # last, the same with the outputs of ops on bands of rows assembled in SRAM (`_assembled`), kept
     # where faster: compared before `_fastest_scheduler`, SqueezeNet at 1 MiB kept it and ran slower
     # after (1.285 -> 1.298 cycles/bound). With the bands that later units read by rows copied out of
@@ -3105,8 +3078,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     # needs (Inception v1 at 256 KiB)
     tried_units: list[list[_Unit]] = []
     for slices in (True, False):
-        units = _assembled(program, best[2], sram_size, slices)
-        if units is best[2] or units in tried_units:
+        units = _assembled(program, best.units, sram_size, slices)
+        if units is best.units or units in tried_units:
             continue
         tried_units.append(units)
         try:
@@ -3114,8 +3087,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                                   slices=slices)
         except PlanningError:
             continue  # the whole outputs do not fit beside what stays in SRAM
-        fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled[2], assembled[1],
-                                                  assembled[0]), key=lambda found: found[0])
+        fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled), key=lambda found: found[0])
     return fastest[1]
 
 
@@ -3135,7 +3107,7 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     above the share instead: 1.416, but Inception v1 1.671 -> 1.691).
     Also returns the ops whose weights the schedule kept streams."""
     ops = {op.name: op for op in program.ops}
-    stalled = sorted((c for c in op_costs(program, best[1].instructions, best[3], cost)
+    stalled = sorted((c for c in op_costs(program, best.schedule.instructions, best.simulated, cost)
                       if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
                       and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                      key=lambda c: -c.stall_cycles)
@@ -3152,7 +3124,7 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
                 continue
             finally:
                 step()
-            if other[0] < best[0]:
+            if other.key < best.key:
                 best, streamed = other, streamed | trial
                 if trial == every:
                     break
@@ -3162,12 +3134,14 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
                      slices: bool = True,
-                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction]]:
+                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
     `_assembled` with `slices`, scheduled with each of `RESERVES` until one
-    fits), and the units' instructions (`_Scheduler`); where
+    fits), the units' instructions (`_Scheduler`) and the reserve they were
+    scheduled with (the first of `RESERVES`, or with `assemble` the first
+    that fits); where
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
@@ -3182,13 +3156,13 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
         # not (ShuffleNet at 1 MiB; retrying every schedule so: Inception v1 1.624 -> 1.659 cycles/bound)
         for reserve in RESERVES if assemble else RESERVES[:1]:
             try:
-                return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost, reserve).run()
+                return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost, reserve).run(), reserve
             except PlanningError as e:
                 failed = e
     plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False)
     if plain == units:
         raise failed
-    return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run()
+    return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run(), RESERVES[0]
 
 
 def _key(result: SimulationResult) -> _Key:
@@ -3198,35 +3172,32 @@ def _key(result: SimulationResult) -> _Key:
             result.dram_bytes)
 
 
-def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit],
-                       schedule: NpuSchedule, key: _Key | None = None) -> tuple[_Key, NpuSchedule]:
+def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, found: _Scheduled
+                       ) -> tuple[_Key, NpuSchedule]:
     """(rank, schedule) of the first by `_key` (the fastest simulated, DRAM
-    bytes weighed by `DRAM_WEIGHT`) of `schedule` (of `units`, made by a
-    `_Scheduler` with the first of `RESERVES` that fits, first fit; `key`:
-    its own rank, where it was simulated already)
-    and the same units scheduled with each other reserve, and with each of
+    bytes weighed by `DRAM_WEIGHT`) of `found` (made first fit, with its
+    reserve) and its units scheduled with each other reserve, and with each of
     `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
     placements leave other holes); then, with `DEADLINES`, the first
     `DEADLINE_WAYS` of those and the reserve "none" with deadlines
     (`_Scheduler`'s)."""
-    if key is None:
-        result = _simulate(schedule, program, sram_size, cost)
-        key = _key(result)
-    best = (key, schedule)
-    ranked = [(key, (RESERVES[0], False))]  # the rank of each reserve and placement that fits
-    for reserve, best_fit in [(r, False) for r in RESERVES[1:]] + [(r, True) for r in BEST_FIT_RESERVES]:
-        found = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit)
-        if found is not None:
-            ranked.append((found[0], (reserve, best_fit)))
-            if found[0] < best[0]:
-                best = found
+    units, schedule = found.units, found.schedule
+    best = (found.key, schedule)
+    ranked = [(found.key, (found.reserve, False))]  # the rank of each reserve and placement that fits
+    others = [(reserve, False) for reserve in RESERVES if reserve != found.reserve]
+    for reserve, best_fit in others + [(reserve, True) for reserve in BEST_FIT_RESERVES]:
+        tried = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit)
+        if tried is not None:
+            ranked.append((tried[0], (reserve, best_fit)))
+            if tried[0] < best[0]:
+                best = tried
     # with deadlines, every way cost 1.28 times the scheduling time at 1 MiB, the first and "none" 1.17, with the
     # same schedules; the first `DEADLINE_WAYS`: the way that ranks first gains the least from them at times
     ways = [way for _, way in sorted(ranked)[:DEADLINE_WAYS]] + [("none", False)]
     for reserve, best_fit in dict.fromkeys(ways) if DEADLINES else ():
-        found = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit, deadlines=True)
-        if found is not None and found[0] < best[0]:
-            best = found
+        tried = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit, deadlines=True)
+        if tried is not None and tried[0] < best[0]:
+            best = tried
     return best
 
 

@@ -390,6 +390,31 @@ def test_best_fit_leaves_the_hole_a_prefetch_needs(monkeypatch: pytest.MonkeyPat
     assert best_fit.sram_bytes <= 1856
 
 
+def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_with(monkeypatch: pytest.MonkeyPatch):
+    # assembled units may be scheduled with a reserve after the first (`_scheduled_units` retries
+    # them with each until one fits): `_fastest_scheduler` schedules each other reserve first fit,
+    # not that one again, and ranks it as the one it is for the deadlines
+    program, sram = _fragmenting_output(), 1856
+    units, tiling, _ = _units(program, sram, NpuCost(), False)
+    instructions = _Scheduler(program, sram, units, reserve="between").run()
+    schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    simulated = scratchpad._simulate(schedule, program, sram, NpuCost())
+    made: list[tuple[str, bool, bool]] = []
+
+    class Recorded(_Scheduler):
+        def __init__(self, program, sram, units, cost=NpuCost(), reserve=RESERVES[0], best_fit=False, deadlines=False):
+            made.append((reserve, best_fit, deadlines))
+            super().__init__(program, sram, units, cost, reserve, best_fit, deadlines)
+
+    monkeypatch.setattr(scratchpad, "_Scheduler", Recorded)
+    key, _ = scratchpad._fastest_scheduler(
+        program, sram, NpuCost(), scratchpad._Scheduled(scratchpad._key(simulated), schedule, units, simulated, "between"))
+    assert sorted(reserve for reserve, best_fit, deadlines in made if not best_fit and not deadlines) == sorted(
+        set(RESERVES) - {"between"})
+    assert len(made) == len(set(made))  # no way twice
+    assert key <= scratchpad._key(simulated)
+
+
 def test_a_schedule_a_little_slower_moving_far_fewer_dram_bytes_ranks_first(monkeypatch: pytest.MonkeyPatch):
     # `_key` ranks the schedules `schedule_scratchpad` compares: cycles, the DRAM bytes weighed in
     def key(cycles: int, dram_bytes: int) -> tuple[float, int, int]:
@@ -1386,6 +1411,6 @@ def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
     assert [t[1] for t in result.transfers if t[0] == "load"] == ["x:all", "w:all"]
     assert ("load", "w:all", 320, 29, 69) in result.transfers
     assert result.cycles == 90
-    before = scheduled("none")  # the rule before, still the first tried (`RESERVES`)
+    before = scheduled("none")  # the rule before, still one `_fastest_scheduler` tries (`RESERVES`)
     assert [t[1] for t in before.transfers if t[0] == "load"] == ["x:all", "w:all", "w:all"]
     assert before.cycles == 120

@@ -70,17 +70,18 @@ def test_the_ir_simulates_to_the_schedule(name: str, sram: int) -> None:
     assert len(got.transfers) == len(expected.simulation.transfers)
 
 
-def test_a_near_tie_scheduled_every_way_goes_on_where_it_ranks_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Inception v1 at 4 MiB: its concats in place rank 0.3% behind by one schedule (the
-    # first reserve), but scheduled every way they run faster and move far fewer DRAM
-    # bytes (`NEAR_TIE`); without near ties the first goes on
+def test_the_search_ranked_by_the_reserve_largest_keeps_the_concats_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inception v1 at 4 MiB: ranked by a schedule with the reserve "largest" (the first of
+    # `RESERVES`), units with its concats in place rank first, and run faster and move far fewer
+    # DRAM bytes; ranked by "none" (the rule before), units that copy the concats rank first
+    # (their schedule has a compute for each), and no reserve schedules those as well after
     program = npu_program(_function(_light_module("inception_v1")))
-    near = run_scratchpad(program, 4 << 20, cascades=False)
-    monkeypatch.setattr(scratchpad, "NEAR_TIE", 0)
-    first = run_scratchpad(program, 4 << 20, cascades=False)
-    assert near.dram_bytes < 1.02 * near.dram_lower_bound_bytes
-    assert first.dram_bytes > 1.1 * first.dram_lower_bound_bytes
-    assert near.cycles < first.cycles
+    largest = run_scratchpad(program, 4 << 20, cascades=False)
+    monkeypatch.setattr(scratchpad, "RESERVES", ("none", "largest", "between", "own"))
+    none = run_scratchpad(program, 4 << 20, cascades=False)
+    assert largest.dram_bytes < 1.02 * largest.dram_lower_bound_bytes
+    assert none.dram_bytes > 1.1 * none.dram_lower_bound_bytes
+    assert largest.cycles < none.cycles
 
 
 def test_a_late_wait_in_the_ir_is_caught() -> None:
