@@ -128,12 +128,17 @@ DEADLINE_UNITS = 64
 """How many units ahead a prefetch with deadlines looks at most (the
 weights of AlexNet's fc6 are due from its first unit on: looking 1,000
 units ahead at each unit would cost time and find no room)."""
-DEADLINE_WAYS = 2
+DEADLINE_WAYS = 3
 """With how many of the reserves and placements that rank first
 `_fastest_scheduler` also tries deadlines (and with the reserve "none"):
 with the first alone, Inception v2's cascaded schedule at 4 MiB got 1.329
 cycles/bound once "largest" ranked first, against 1.305 with "between"
-and deadlines."""
+and deadlines. Three since stop 56: at 1 MiB, what runs, Inception v1
+1.619 / 1.805 -> 1.603 / 1.791 cycles/bound / DRAM/bound (the reserve
+"between", first fit, ranks third and gains the most from deadlines:
+1.623 -> 1.603, against 1.619 for "largest"), the geomean of the nine
+1.4387 / 1.4181 -> 1.4371 / 1.4169; at 4 MiB and 256 KiB no change; with
+every way (six), the same as with three."""
 EVICT_MARGIN = 16
 """A prefetch may evict a clean piece whose next read comes more than this
 many units after the prefetched piece's (16: at 1 MiB over the nine light
@@ -2933,6 +2938,8 @@ def _plan_spills(instructions: list[Instruction], tensors: dict[str, NpuTensor])
 
 _Key = tuple[float, int, int]
 """A schedule's rank (`_key`)."""
+
+
 class _Scheduled(NamedTuple):
     """One way of scheduling a program, as the search ranks it."""
 
