@@ -2793,10 +2793,11 @@ class _Scheduler:
             until += self.cost.compute_cycles(done.macs, done.sram_bytes)
             if later > index + 1 and self.clock.port - self.clock.now > until and later >= due:
                 return  # the port is busy past that unit's start: its loads can wait
-            if later - 1 > index and self.reserve == "largest":
-                outputs = max(outputs, self.new_bytes(self.units[later - 1]))
-            elif later - 1 > index and self.reserve != "none":
-                outputs += self.output_bytes(self.units[later - 1], counted)
+            if later - 1 > index and self.reserve != "none":
+                if self.reserve == "largest":
+                    outputs = max(outputs, self.new_bytes(self.units[later - 1]))
+                else:
+                    outputs += self.output_bytes(self.units[later - 1], counted)
             if self.reserve == "own":  # a unit counted here is not counted again as `later - 1`
                 outputs += self.output_bytes(self.units[later], counted)
             for need in self.units[later].reads:
@@ -3189,23 +3190,20 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, found
     `DEADLINE_WAYS` of those and the reserve "none" with deadlines
     (`_Scheduler`'s)."""
     units, schedule = found.units, found.schedule
-    best = (found.key, schedule)
-    ranked = [(found.key, (found.reserve, False))]  # the rank of each reserve and placement that fits
+    # (rank, way, schedule) of each reserve and placement that fits
+    ranked = [(found.key, (found.reserve, False), schedule)]
     others = [(reserve, False) for reserve in RESERVES if reserve != found.reserve]
-    for reserve, best_fit in others + [(reserve, True) for reserve in BEST_FIT_RESERVES]:
-        tried = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit)
+    for way in others + [(reserve, True) for reserve in BEST_FIT_RESERVES]:
+        tried = _try_scheduler(program, sram_size, cost, units, schedule, *way)
         if tried is not None:
-            ranked.append((tried[0], (reserve, best_fit)))
-            if tried[0] < best[0]:
-                best = tried
+            ranked.append((tried[0], way, tried[1]))
     # with deadlines, every way cost 1.28 times the scheduling time at 1 MiB, the first and "none" 1.17, with the
     # same schedules; the first `DEADLINE_WAYS`: the way that ranks first gains the least from them at times
-    ways = [way for _, way in sorted(ranked)[:DEADLINE_WAYS]] + [("none", False)]
-    for reserve, best_fit in dict.fromkeys(ways) if DEADLINES else ():
-        tried = _try_scheduler(program, sram_size, cost, units, schedule, reserve, best_fit, deadlines=True)
-        if tried is not None and tried[0] < best[0]:
-            best = tried
-    return best
+    ways = [way for _, way, _ in sorted(ranked, key=lambda r: r[:2])[:DEADLINE_WAYS]] + [("none", False)]
+    with_deadlines = [_try_scheduler(program, sram_size, cost, units, schedule, *way, deadlines=True)
+                      for way in (dict.fromkeys(ways) if DEADLINES else ())]
+    every = [(key, tried) for key, _, tried in ranked] + [tried for tried in with_deadlines if tried is not None]
+    return min(every, key=lambda r: r[0])  # the first of the least
 
 
 def _try_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit], schedule: NpuSchedule,

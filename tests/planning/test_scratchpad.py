@@ -365,6 +365,14 @@ def test_best_fit_takes_the_smallest_hole():
             small, 0, None, 448)
 
 
+def _simulated(program: NpuProgram, sram: int, instructions: list):
+    """`instructions`, a schedule of `program` for `sram` bytes, simulated
+    as `run_scratchpad` simulates its own: the inputs and weights in DRAM,
+    the spills where `_plan_spills` places them. Raises on a broken rule."""
+    schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), {})
+    return scratchpad._simulate(schedule, program, sram, NpuCost())
+
+
 def _fragmenting_output() -> NpuProgram:
     T = NpuTensor
     return NpuProgram(
@@ -447,8 +455,7 @@ def test_a_prefetch_for_a_later_unit_does_not_delay_the_next_units_load():
              _Unit("c", 256 * 10, (_Need(piece("u"), False), _Need(piece("w"), False)),
                    (_Make(piece("y"), WHOLE),), True)]
     instructions = _Scheduler(program, 1024, units).run()
-    result = simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
-                      dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+    result = _simulated(program, 1024, instructions)
     cost = NpuCost()
     a_ends = next(end for op, _, end in result.computes if op == "a")
     b_starts = next(start for op, start, _ in result.computes if op == "b")
@@ -495,13 +502,10 @@ def test_weights_due_beyond_the_prefetch_units_load_from_the_start():
     # 3008..3135 and y goes out by 3143. Without, w0 loads only once c0 is 16 units
     # ahead (808..1808) and c2 waits for w2 until 3808
     program, units = _weightless_then_weights()
-    sizes = program.by_name()
     results = []
     for deadlines in (False, True):
         instructions = _Scheduler(program, 32 * 1024, units, NpuCost(), "none", False, deadlines).run()
-        results.append(simulate(instructions, sram_size=32 * 1024, tensor_bytes={n: t.size for n, t in sizes.items()},
-                                dram_resident={"x", "w0", "w1", "w2"}, outputs={"y"},
-                                dram_offsets=_plan_spills(instructions, sizes)))
+        results.append(_simulated(program, 32 * 1024, instructions))
     plain, due = results
     assert ("load", "w0:all", 8000, 808, 1808) in plain.transfers and plain.cycles == 3943
     assert [t for t in due.transfers if t[1].startswith("w")] == [
@@ -540,11 +544,9 @@ def _outputs_freed_in_between() -> tuple[NpuProgram, list[_Unit]]:
 ])
 def test_the_largest_reserve_leaves_room_for_the_most_one_unit_adds(sram, none, between, largest):
     program, units = _outputs_freed_in_between()
-    sizes = program.by_name()
     for reserve, first_load in (("none", none), ("between", between), ("largest", largest)):
         instructions = _Scheduler(program, sram, units, NpuCost(), reserve).run()
-        result = simulate(instructions, sram_size=sram, tensor_bytes={n: t.size for n, t in sizes.items()},
-                          dram_resident={"x", "W"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+        result = _simulated(program, sram, instructions)
         loads = [(start, end) for _, piece, _, start, end in result.transfers if piece == "W:all"]
         assert loads[0] == first_load, reserve
         assert len(loads) == (2 if reserve == "none" and sram == 3072 else 1), reserve
@@ -591,9 +593,7 @@ def test_the_schedulers_clock_is_the_simulators(sram):
     units, _, _ = _units(program, sram, NpuCost(), False)
     scheduler = _Scheduler(program, sram, units)
     instructions = scheduler.run()
-    result = simulate(instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
-                      dram_resident={t.name for t in program.tensors if t.kind in ("weight", "input")},
-                      outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
+    result = _simulated(program, sram, instructions)
     assert scheduler.clock.now == result.cycles
     assert scheduler.clock.now > 0
 
@@ -775,8 +775,7 @@ def test_a_chain_runs_an_op_once_per_range_its_readers_read():
     sram = 24 << 10
     units, _, _ = _units(program, sram, NpuCost(), False)
     ins = _Scheduler(program, sram, units).run()
-    simulate(ins, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors}, dram_resident={"x"},
-             outputs={"y"}, dram_offsets=_plan_spills(ins, program.by_name()))  # raises on a broken rule
+    _simulated(program, sram, ins)  # raises on a broken rule
     assert not any(isinstance(i, (Load, Store)) and i.piece.tensor in "abc" for i in ins)
     computes = [i for i in ins if isinstance(i, Compute)]
     first_band = computes[:next(k for k, c in enumerate(computes) if c.op == "y") + 1]
@@ -816,9 +815,7 @@ def test_a_chain_counted_tight_is_kept_where_it_is_faster():
     def simulated(tight: bool, wide: bool = False, reserve: str = RESERVES[0]):
         units, tiling, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
         instructions = _Scheduler(program, sram, units, reserve=reserve).run()
-        return tiling["y"][0], simulate(
-            instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
-            dram_resident={"x", "wa", "wb", "wy"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
+        return tiling["y"][0], _simulated(program, sram, instructions)
 
     (margin_bands, margin), (tight_bands, tight) = simulated(False), simulated(True)
     assert tight_bands < margin_bands and tight.cycles < margin.cycles
@@ -893,9 +890,7 @@ def test_a_wide_chain_runs_two_residual_units_without_dram_between():
     def simulated(tight: bool, wide: bool, reserve: str = RESERVES[0]):
         units, _, _ = _units(program, sram, NpuCost(), False, tight_chains=tight, wide_chains=wide)
         instructions = _Scheduler(program, sram, units, reserve=reserve).run()
-        return simulate(instructions, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
-                        dram_resident={t.name for t in program.tensors if t.kind in ("input", "weight")},
-                        outputs={"y"}, dram_offsets=_plan_spills(instructions, program.by_name()))
+        return _simulated(program, sram, instructions)
 
     # the wide chains are the fastest chain count; the schedule kept is the fastest way of
     # reserving room for outputs on them
@@ -1070,9 +1065,7 @@ def test_concats_in_place_never_make_the_schedule_slower(sram):
     program = _concat_net()
     units, _, _ = _units(program, sram, NpuCost(), False, in_place=False)
     copying = _Scheduler(program, sram, units).run()
-    plain = simulate(copying, sram_size=sram, tensor_bytes={t.name: t.size for t in program.tensors},
-                     dram_resident={"x", "w1", "w2", "w3"}, outputs={"y"},
-                     dram_offsets=_plan_spills(copying, program.by_name()))
+    plain = _simulated(program, sram, copying)
     assert run_scratchpad(program, sram, cascades=False).cycles <= plain.cycles
 
 
@@ -1403,8 +1396,7 @@ def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
 
     def scheduled(reserve: str):
         instructions = _Scheduler(program, 1024, units, reserve=reserve).run()
-        return simulate(instructions, sram_size=1024, tensor_bytes={n: t.size for n, t in sizes.items()},
-                        dram_resident={"x", "w"}, outputs={"y"}, dram_offsets=_plan_spills(instructions, sizes))
+        return _simulated(program, 1024, instructions)
 
     result = scheduled("between")
     assert [t[1] for t in result.transfers if t[0] == "load"] == ["x:all", "w:all"]
