@@ -67,7 +67,7 @@ from xdsl.dialects.builtin import ModuleOp  # noqa: E402
 from xdsl.utils.exceptions import PassFailedException  # noqa: E402
 
 from pyocc import progress  # noqa: E402
-from pyocc.analysis.npu_program import npu_program  # noqa: E402
+from pyocc.analysis.npu_program import npu_program, unfold_untileable_shuffles  # noqa: E402
 from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
 from pyocc.planning import PlanningError, parse_size  # noqa: E402
@@ -91,6 +91,15 @@ def _function(module: ModuleOp) -> func.FuncOp:
 def program_of(name: str) -> NpuProgram:
     """The scheduler's view of light model `name` after the tensor passes."""
     return npu_program(_function(tensor_module(name)))
+
+
+def sized(module: ModuleOp, size: int, cost: NpuCost) -> tuple[ModuleOp, NpuProgram]:
+    """A copy of tensor-form `module` for an SRAM of `size` (its shuffled
+    convs that no tiling fits unfolded, as `pyocc run --scratchpad` does)
+    and its program."""
+    clone = module.clone()
+    unfold_untileable_shuffles(_function(clone), size, cost)
+    return clone, npu_program(_function(clone))
 
 
 def runs(module: ModuleOp, result: NpuResult, size: int, cost: NpuCost) -> str:
@@ -205,11 +214,11 @@ def _main() -> int:
     parser.add_argument("--per-op", action="store_true", help="per model, the schedule that runs op by op")
     args = parser.parse_args()
     cost = NpuCost.parse(args.npu_cost)
-    modules = {name: tensor_module(name) for name in args.models}
-    programs = {name: npu_program(_function(module)) for name, module in modules.items()}
+    given = {name: tensor_module(name) for name in args.models}
     if args.per_op:
         for size_text in args.sram:
-            for name, program in programs.items():
+            for name, module in given.items():
+                program = sized(module, parse_size(size_text), cost)[1]
                 print(f"\nSRAM {size_text}", end="")
                 print_per_op(name, program, run_scratchpad(program, parse_size(size_text), cost, cascades=False))
         return 0
@@ -218,6 +227,9 @@ def _main() -> int:
         size = parse_size(size_text)
         rows = []
         refused = []
+        modules, programs = {}, {}
+        for name, module in given.items():
+            modules[name], programs[name] = sized(module, size, cost)
         for name, program in _counted(programs.items(), f"SRAM {size_text}"):
             start = time.perf_counter()
             try:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, IntegerAttr, StringAttr, TensorType, i64
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from pyocc.dialects.dnn import ops as d
@@ -44,7 +44,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
 )
 from pyocc.planning.pools import parse_size
-from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, run_scratchpad
+from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, fits_tiled, run_scratchpad
 
 
 def _rows(value: SSAValue) -> int:
@@ -402,10 +402,53 @@ def npu_report(function: func.FuncOp, sram_size: int, cost: NpuCost) -> dict[str
     return npu_run(function, sram_size, cost).as_json()
 
 
+def unfold_untileable_shuffles(function: func.FuncOp, sram_size: int, cost: NpuCost) -> int:
+    """Give back its channel shuffle as view, transpose, view (what dnn-fuse
+    folded into it) to each shuffled conv (ConvOp.shuffle) of tensor-form
+    `function` that no tiling fits in `sram_size`: its output channels are
+    not stored together, so the scheduler cannot split it by them (stream
+    its weights a block at a time), and row bands alone may need more than
+    the SRAM. The plain conv then can be split, and the transpose copies
+    row bands. Returns how many it unfolded."""
+    facts = npu_program_of(function)
+    ops = {op.name: op for op in facts.program.ops}
+    unfit = [conv for name, conv in facts.ops.items() if isinstance(conv, d.ConvOp) and conv.shuffles() > 1
+             and not fits_tiled(ops[name], facts.program, sram_size, cost)]
+    for conv in unfit:
+        _unfold_shuffle(conv)
+    return len(unfit)
+
+
+def _unfold_shuffle(conv: d.ConvOp) -> None:
+    """conv{shuffle=s}(x)  =>  view(transpose{perm=0,2,1,...}(view(conv(x), N x s x M/s x ...)))."""
+    groups, out_type = conv.shuffles(), conv.results[0].type
+    batch, channels, *spatial = out_type.get_shape()
+    plain = conv.clone()
+    del plain.properties["shuffle"]
+    split = d.ViewOp.create(operands=[plain.results[0]],
+                            result_types=[TensorType(out_type.element_type, [batch, groups, channels // groups, *spatial])])
+    perm = DenseArrayBase.from_list(i64, [0, 2, 1, *range(3, len(spatial) + 3)])
+    swapped = d.TransposeOp.build({"x": split.result}, [TensorType(out_type.element_type,
+                                                                   [batch, channels // groups, groups, *spatial])],
+                                  {"perm": perm})
+    merged = d.ViewOp.create(operands=[swapped.results[0]], result_types=[out_type])
+    hint = conv.results[0].name_hint or "conv"
+    for op, name in ((plain, hint), (split, f"{hint}_split"), (swapped, f"{hint}_shuffled"), (merged, f"{hint}_merged")):
+        op.results[0].name_hint = name
+    block = conv.parent_block()
+    assert block is not None
+    block.insert_ops_before([plain, split, swapped, merged], conv)
+    conv.results[0].replace_all_uses_with(merged.results[0])
+    block.erase_op(conv)
+
+
 def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost, cascades: bool = True) -> NpuResult:
     """`npu_report`'s schedule and simulation themselves (for the picture);
-    `cascades`: let the scheduler cascade (what runs as IR does not, yet)."""
+    `cascades`: let the scheduler cascade (what runs as IR does not, yet).
+    Shuffled convs that cannot be tiled are unfolded first
+    (`unfold_untileable_shuffles`)."""
     try:
+        unfold_untileable_shuffles(function, sram_size, cost)
         return run_scratchpad(npu_program(function), sram_size, cost, cascades)
     except PlanningError as e:
         raise PyoccError(str(e)) from None

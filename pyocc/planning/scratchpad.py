@@ -747,6 +747,15 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     return math.ceil(tensor.size * rows / tensor.rows)
 
 
+def fits_tiled(op: NpuOp, program: NpuProgram, sram: int, cost: NpuCost) -> bool:
+    """Whether some tiling of `op` fits `sram` bytes (`_choose_tiling` finds one)."""
+    try:
+        _choose_tiling(op, program.by_name(), sram, cost)
+    except PlanningError:
+        return False
+    return True
+
+
 def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
                    bands: list[tuple[int, int, str]] | None = None) -> tuple[int, int, bool, int, int]:
     """`_chosen_tiling` of `op` over its operands in `tensors`: the same op

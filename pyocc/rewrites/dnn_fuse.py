@@ -80,6 +80,27 @@ def conv_weights_constant(m: Match) -> bool:
     return _is_weight(conv.w) and _is_weight(conv.bias)
 
 
+def unshuffled(m: Match) -> bool:
+    """The conv stores its channels in order (no folded channel shuffle), so
+    a per-channel constant or a residual after it lines up with its filters."""
+    return prop_value(m["conv"], "shuffle") in (None, 1)
+
+
+def channel_shuffle(m: Match) -> bool:
+    """view(transpose(view(conv))) is a channel shuffle of the conv's result:
+    the first view splits its channels M into (s, M/s) and keeps every other
+    axis, the transpose swaps those two axes only, and the last view merges
+    them back into the conv's shape."""
+    conv_shape = list(m["conv"].results[0].type.get_shape())
+    split = list(m["split"].result.type.get_shape())
+    rank = len(split)
+    if len(conv_shape) < 3 or rank != len(conv_shape) + 1 or split[:1] + split[3:] != conv_shape[:1] + conv_shape[2:]:
+        return False
+    perm = prop_value(m["shuffle"], "perm")
+    return (split[1] * split[2] == conv_shape[1] and split[1] > 1 and perm == (0, 2, 1, *range(3, rank))
+            and list(m.root.results[0].type.get_shape()) == conv_shape)
+
+
 def channel_vector(m: Match, name: str, target: str, axis: int = 1) -> np.ndarray | None:
     """The constant `name` as one float64 value per channel (`axis`) of
     `target`'s result, or None if it varies along another axis or would
@@ -264,6 +285,11 @@ def gemm_with_bias(m: Match) -> Operation:
     return m.rebuild("gemm", {"c": m["c"]}, beta=1.0)
 
 
+def shuffled_conv(m: Match) -> Operation:
+    """produce: the conv storing its channels shuffled in (split[1]) groups."""
+    return m.rebuild("conv", shuffle=m["split"].result.type.get_shape()[1])
+
+
 def preact_conv(m: Match) -> Operation:
     """produce: preact_conv(x, s, t, w, bias, residual) with the conv's properties."""
     conv, pre = m["conv"], m["pre"]
@@ -370,15 +396,15 @@ RULES: tuple[Rule, ...] = (
     # channel_affine{act}(conv(x), s, t)  =>  conv{act}(x, w * s, b * s + t)   (folded BatchNormalization)
     Rule("fold-affine-into-conv",
          match=affine(x=op(CONV, "conv", activation=None, residual=None)),
-         where=(conv_weights_constant,), produce=fold_affine_into_conv),
+         where=(conv_weights_constant, unshuffled), produce=fold_affine_into_conv),
     # mul(conv(x), c)  =>  conv(x, w * c, b * c)   (c one constant per output channel)
     Rule("fold-mul-into-conv",
          match=op(d.BinaryOp, "mul", fn="mul", a=plain_conv(), b=const("c")),
-         where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_scale_into_conv),
+         where=(conv_weights_constant, unshuffled, per_channel("c", "conv")), produce=fold_scale_into_conv),
     # add(conv(x), c)  =>  conv(x, w, b + c)   (c one constant per output channel)
     Rule("fold-add-into-conv",
          match=op(d.BinaryOp, "add", fn="add", a=plain_conv(), b=const("c")),
-         where=(conv_weights_constant, per_channel("c", "conv")), produce=fold_shift_into_conv),
+         where=(conv_weights_constant, unshuffled, per_channel("c", "conv")), produce=fold_shift_into_conv),
     # mul(channel_affine(x, s, t), c)  =>  channel_affine(x, s * c, t * c)
     Rule("fold-mul-into-affine",
          match=op(d.BinaryOp, "mul", fn="mul", a=affine(activation=None, x=var("x")), b=const("c")),
@@ -390,9 +416,15 @@ RULES: tuple[Rule, ...] = (
     # add(conv(x), r)  =>  conv{residual=r}(x)
     Rule("conv-residual",
          match=op(d.BinaryOp, "add", fn="add", a=plain_conv(), b=var("r")),
-         where=(same_shape("r", "conv"),), produce=with_residual),
+         where=(same_shape("r", "conv"), unshuffled), produce=with_residual),
     # act(conv(x))  =>  conv{activation=act}(x)
     Rule("conv-activation", match=activation(op(CONV, "conv", activation=None)), produce=with_activation("conv")),
+    # view(transpose{perm=0,2,1,...}(view(conv(x), N x s x M/s x ...)))  =>  conv{shuffle=s}(x)
+    #   (ShuffleNet's channel shuffle, stored by the conv as it writes; its kernel is host-only)
+    Rule("conv-channel-shuffle",
+         match=op(d.ViewOp, "merged", source=op(d.TransposeOp, "shuffle", x=op(
+             d.ViewOp, "split", source=op(d.ConvOp, "conv", residual=None, shuffle=None)))),
+         where=(channel_shuffle,), produce=shuffled_conv, targets=frozenset({"host"})),
     # act(binary(a, b))  =>  binary{activation=act}(a, b)   (add, sub, mul, div, max, min)
     Rule("binary-activation",
          match=activation(op(d.BinaryOp, "binary", fn=d.BinaryOp.ARITHMETIC, activation=None)),
@@ -418,7 +450,7 @@ RULES: tuple[Rule, ...] = (
          produce=with_activation("gemm", "activation_alpha", "activation_beta")),
     # conv(relu(channel_affine(x, s, t)))  =>  preact_conv{pre_activation=relu}(x, s, t)   (DenseNet)
     Rule("preact-conv",
-         match=op(d.ConvOp, "conv", x=op(d.ChannelAffineOp, "pre", axis=CHANNEL_AXIS,
+         match=op(d.ConvOp, "conv", shuffle=None, x=op(d.ChannelAffineOp, "pre", axis=CHANNEL_AXIS,
                                        activation=frozenset({None, "relu"}), x=var("x"), scale=const("s"),
                                        shift=const("t"))),
          where=(channel_vectors("s", "t"),), produce=preact_conv, targets=d.PreActConvOp.targets()),

@@ -98,7 +98,7 @@ from xdsl.utils.exceptions import PassFailedException
 from pyocc import progress
 from pyocc.analysis.ir_form import require_form
 from pyocc.analysis.liveness import function_bodies
-from pyocc.analysis.npu_program import NpuProgramOf, npu_instructions, npu_program_of
+from pyocc.analysis.npu_program import NpuProgramOf, npu_instructions, npu_program_of, unfold_untileable_shuffles
 from pyocc.dialects.dnn import ops as d
 from pyocc.dialects.dnn.dma import DmaStartOp, DmaWaitOp
 from pyocc.planning import PlanningError, parse_size
@@ -760,7 +760,9 @@ def schedule_function(
     """Replace tensor-form `function` by its scratchpad schedule (`schedule`,
     or the scheduler's, with `cascades` or not, with `chains` or not) in buffer form; returns the
     schedule and, with `check`, the simulation of the new IR (the simulator
-    run on the instructions read back from it)."""
+    run on the instructions read back from it). Shuffled convs that cannot
+    be tiled are unfolded first (`unfold_untileable_shuffles`)."""
+    unfold_untileable_shuffles(function, sram_size, cost)
     facts = npu_program_of(function)
     if schedule is None:
         try:

@@ -119,6 +119,18 @@ CONVS: dict[str, dict[str, Any]] = {
     # grouped (ShuffleNet's 1x1s): each group's tiles and channels after them read the group's inputs
     "pointwise_tiles_grouped": dict(x=[1, 24, 5, 13], w=[18, 8, 1, 1], group=3, bias=True, activation="relu"),
     "pointwise_tiles_grouped_two_images": dict(x=[2, 36, 7, 9], w=[24, 12, 1, 1], group=3),
+    # a folded channel shuffle (ConvOp.shuffle): as many shuffle groups as conv groups, each group's
+    # channels stored `shuffle` planes apart (register tiles; sgemm with tanh, 3x3 im2col), or any other
+    # shuffle (the direct loops); a case of every algorithm, each against the conv then the shuffle
+    "shuffled_pointwise_tiles": dict(x=[1, 32, 5, 6], w=[12, 8, 1, 1], group=4, shuffle=4, bias=True,
+                                     activation="relu"),
+    "shuffled_pointwise_sgemm": dict(x=[2, 32, 5, 6], w=[12, 8, 1, 1], group=4, shuffle=4, bias=True,
+                                     activation="tanh"),
+    "shuffled_grouped_im2col": dict(x=[1, 16, 6, 7], w=[8, 8, 3, 3], pads=[1, 1, 1, 1], group=2, shuffle=2,
+                                    bias=True, activation="relu"),
+    "shuffled_direct_other_groups": dict(x=[1, 4, 5, 5], w=[12, 2, 3, 3], pads=[1, 1, 1, 1], group=2, shuffle=3,
+                                         bias=True, activation="relu"),
+    "shuffled_ungrouped": dict(x=[2, 3, 5, 4], w=[8, 3, 1, 1], shuffle=4, bias=True),
     # shallow stride-1 convs in register tiles (_spatial_tiles): 6-channel tiles and the channels after
     # them (2, 1, 4 < 6: only those), rows of several vectors with an overlapping last one, rows
     # narrower than a vector (masked stores), padding 0/1/2/3 and asymmetric, kernel rows in the padding
@@ -157,7 +169,8 @@ def conv_case(case: dict[str, Any], make: Callable[[list[int]], np.ndarray] = ra
     out_shape = conv_out_shape(case["x"], case["w"], case.get("strides"), case.get("pads"), case.get("dilations"))
     inputs = [make(case["x"]), make(case["w"]), make([case["w"][0]]) if case.get("bias") else None,
               make(out_shape) if case.get("residual") else None]
-    kwargs = {k: case[k] for k in ("strides", "pads", "dilations", "group", "activation", "alpha", "beta") if k in case}
+    kwargs = {k: case[k] for k in ("strides", "pads", "dilations", "group", "activation", "alpha", "beta", "shuffle")
+              if k in case}
     return inputs, out_shape, kwargs
 
 
@@ -177,12 +190,31 @@ def test_conv_matches_numpy(name: str, size: str) -> None:
     hk.conv(*inputs, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
     scratch = conv_scratch_bytes(inputs[0].shape, inputs[1].shape, out_shape, kwargs.get("strides"),
-                                 kwargs.get("pads"), kwargs.get("group"), 4)
+                                 kwargs.get("pads"), kwargs.get("group"), 4, shuffle=kwargs.get("shuffle"))
     if not scratch and size != "full_block":
         pytest.skip("this convolution needs no scratch: one size is enough")
     workspace = SCRATCH_SIZES[size](scratch, im2col_row_bytes(inputs[1].shape, out_shape, 4))
     run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=workspace or None)
     assert_close(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(name for name in CONVS if "shuffle" in CONVS[name]))
+def test_shuffled_conv_is_the_conv_then_its_channel_shuffle(name: str) -> None:
+    # the numpy kernel (the reference above) against the plain conv and then ShuffleNet's
+    # Reshape-Transpose-Reshape in numpy, and the algorithm each case is meant to run
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
+    shuffle = kwargs.pop("shuffle")
+    plain = np.empty(out_shape, np.float32)
+    hk.conv(*inputs, out=plain, **kwargs)
+    batch, channels, *spatial = out_shape
+    want = plain.reshape(batch, shuffle, channels // shuffle, *spatial).swapaxes(1, 2).reshape(out_shape)
+    got = np.full(out_shape, np.nan, np.float32)
+    hk.conv(*inputs, out=got, shuffle=shuffle, **kwargs)
+    assert_close(got, want)
+    algorithm = conv_algorithm(inputs[1].shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"),
+                               shuffle)
+    assert algorithm == {"shuffled_grouped_im2col": "im2col", "shuffled_direct_other_groups": "direct",
+                         "shuffled_ungrouped": "direct"}.get(name, "pointwise")
 
 
 def test_im2col_conv_without_planned_scratch_is_not_native() -> None:
@@ -316,6 +348,8 @@ def test_shallow_pointwise_convs_run_register_tiles() -> None:
     assert calls_sgemm("pointwise_tiles_grouped", x=[1, 3 * (TILED_POINTWISE_DEPTH + 1), 5, 13],
                        w=[18, TILED_POINTWISE_DEPTH + 1, 1, 1])  # deeper than that per group
     assert calls_sgemm("pointwise")  # tanh
+    assert calls_sgemm("shuffled_pointwise_tiles") == host_has_avx512()
+    assert calls_sgemm("shuffled_pointwise_sgemm")  # tanh
     assert calls_sgemm("grouped_wide_pointwise", residual=True)
 
 

@@ -60,6 +60,14 @@ func.func @conv_bias(%x: tensor<1x1x2x2xf32>, %w: tensor<2x1x1x1xf32>, %b: tenso
 
 // -----
 
+func.func @conv_shuffle(%x: tensor<1x1x2x2xf32>, %w: tensor<2x1x1x1xf32>) -> tensor<1x2x2x2xf32> {
+  %0 = dnn.conv ins(%x, %w : tensor<1x1x2x2xf32>, tensor<2x1x1x1xf32>) {shuffle = 3 : i64} : tensor<1x2x2x2xf32>
+  func.return %0 : tensor<1x2x2x2xf32>
+}
+// CHECK: dnn.conv: shuffle 3 needs output channels divisible by it (2) and no residual
+
+// -----
+
 func.func @preact_scale(%x: tensor<1x2x2x2xf32>, %s: tensor<3xf32>, %w: tensor<2x2x1x1xf32>) -> tensor<1x2x2x2xf32> {
   %0 = dnn.preact_conv ins(%x, %s, %s, %w : tensor<1x2x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x2x1x1xf32>) : tensor<1x2x2x2xf32>
   func.return %0 : tensor<1x2x2x2xf32>

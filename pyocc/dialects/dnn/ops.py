@@ -789,7 +789,10 @@ def _channelwise_split(op: UnaryKernelOp) -> tuple[int, dict[str, int]] | None:
 @irdl_op_definition
 class ConvOp(DnnComputeOp):
     """Convolution with optional fused bias, residual add and activation:
-    out = act(conv(x, w) + bias + residual)."""
+    out = act(conv(x, w) + bias + residual); with `shuffle` = s, its M
+    output channels, read as s groups of M/s, are stored transposed: channel
+    a*(M/s) + b at b*s + a (ShuffleNet's channel shuffle, Reshape-Transpose-
+    Reshape, folded into the convolution before it by dnn-fuse)."""
 
     name = "dnn.conv"
     x = operand_def(TensorOrBuffer)
@@ -807,10 +810,19 @@ class ConvOp(DnnComputeOp):
     activation = _str()
     alpha = _float()
     beta = _float()
+    shuffle = _int()
 
     def verify_(self) -> None:
         super().verify_()
         _verify_fused_conv(self)
+        shuffle = self.shuffles()
+        if shuffle > 1 and (self.output_type().get_shape()[1] % shuffle or self.residual is not None):
+            raise VerifyException(f"{self.name}: shuffle {shuffle} needs output channels divisible by it "
+                                  f"({self.output_type().get_shape()[1]}) and no residual")
+
+    def shuffles(self) -> int:
+        """The channel shuffle's number of groups (1: none)."""
+        return self.shuffle.value.data if self.shuffle is not None else 1
 
     def scratch_bytes(self) -> int:
         """The im2col columns of one image when the native kernel needs them
@@ -822,7 +834,7 @@ class ConvOp(DnnComputeOp):
             self.x.type.get_shape(), self.w.type.get_shape(), out_type.get_shape(),
             self.strides.get_values() if self.strides else None,
             self.pads.get_values() if self.pads else None,
-            self.group.value.data if self.group else None, 4)
+            self.group.value.data if self.group else None, 4, shuffle=self.shuffles())
 
     def scratch_min_bytes(self) -> int:
         """One output row's im2col columns (the kernel's smallest block), when
@@ -843,13 +855,14 @@ class ConvOp(DnnComputeOp):
 
     def channel_split(self) -> tuple[int, dict[str, int]] | None:
         """A block of output channels needs its filters, bias and residual
-        channels (and, grouped, the input channels of its groups)."""
-        return _conv_channel_split(self)
+        channels (and, grouped, the input channels of its groups); shuffled,
+        a block's channels are not stored together, so there is none."""
+        return _conv_channel_split(self) if self.shuffles() == 1 else None
 
     def reduction_split(self) -> tuple[int, dict[str, int]] | None:
-        """Group 1, a batch of one: a block of input channels reads its
-        channels of `x` and of the filters."""
-        return _conv_reduction_split(self)
+        """Group 1, a batch of one, not shuffled: a block of input channels
+        reads its channels of `x` and of the filters."""
+        return _conv_reduction_split(self) if self.shuffles() == 1 else None
 
     def reduction_block(self, lo: int, hi: int, first: bool, last: bool
                         ) -> tuple[dict[str, tuple[int, int, int]], dict[str, Attribute], str, tuple[str, ...]] | None:

@@ -81,12 +81,15 @@ GROUPED_BLAS_CHANNELS = 8
 
 
 def conv_algorithm(w_shape: Sequence[int], strides: Sequence[int] | None, pads: Sequence[int] | None,
-                   group: int | None) -> str:
+                   group: int | None, shuffle: int | None = None) -> str:
     """How the native kernel runs a convolution of weights `w_shape`:
     "direct" (depthwise and narrow groups: loops, no BLAS), "pointwise" (one
     sgemm per image and group over the input) or "im2col" (a group's
-    columns in scratch, then sgemm)."""
-    if (group or 1) != 1 and w_shape[1] < GROUPED_BLAS_CHANNELS:
+    columns in scratch, then sgemm). A channel shuffle (`shuffle`, ConvOp)
+    runs sgemm only when it stores each group's output channels evenly
+    apart (its runs of M/shuffle channels hold whole groups), else direct."""
+    groups, shuffle = group or 1, shuffle or 1
+    if (groups != 1 and w_shape[1] < GROUPED_BLAS_CHANNELS) or (w_shape[0] // shuffle) % (w_shape[0] // groups):
         return "direct"
     if is_pointwise(w_shape[2:], strides, pads):
         return "pointwise"
@@ -149,10 +152,10 @@ def _as_rows(spatial: Sequence[int]) -> list[int]:
 
 def conv_scratch_bytes(x_shape: Sequence[int], w_shape: Sequence[int], out_shape: Sequence[int],
                        strides: Sequence[int] | None, pads: Sequence[int] | None, group: int | None,
-                       element_bytes: int) -> int:
+                       element_bytes: int, shuffle: int | None = None) -> int:
     """Bytes of one block of im2col columns, (C * taps) x (block rows *
     positions per row) elements; 0 when `conv_algorithm` needs no columns."""
-    if conv_algorithm(w_shape, strides, pads, group) != "im2col":
+    if conv_algorithm(w_shape, strides, pads, group, shuffle) != "im2col":
         return 0
     return im2col_block_bytes(x_shape, w_shape, out_shape, element_bytes)
 

@@ -157,6 +157,9 @@ def _convolution(lw: CudaFunctionLowering, op: d.ConvOp | d.PreActConvOp, x: SSA
     spatial = len(x_shape) - 2
     if spatial < 1:
         raise cannot_lower(op, "a convolution needs at least one spatial dimension")
+    if op.kernel_kwargs().get("shuffle", 1) != 1:
+        raise cannot_lower(op, "a channel shuffle folded into the convolution runs on target=host only "
+                               "(dnn-fuse folds it only there)")
     pads = _symmetric_pads(lw, op, spatial)
     strides = op.kernel_kwargs().get("strides", [1] * spatial)
     dilations = op.kernel_kwargs().get("dilations", [1] * spatial)

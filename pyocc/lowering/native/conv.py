@@ -286,14 +286,27 @@ def _epilogue(k: Kernel, out: ir.Value, bias: ir.Value | None, channel: ir.Value
         k.store(k.activation(value, activation, alpha, beta), out, i)
 
 
+def _stored_channel(k: Kernel, oc: ir.Value | int, shuffle: int, out_channels: int) -> ir.Value | int:
+    """The plane output channel `oc` is stored in: its own, or with a
+    channel shuffle of `shuffle` groups (ConvOp.shuffle) (oc % run) *
+    shuffle + oc // run, run = out_channels / shuffle."""
+    if shuffle == 1:
+        return oc
+    run, b = out_channels // shuffle, k.builder
+    return k.add(k.mul(b.urem(k.index(oc), I64(run)), shuffle), b.udiv(k.index(oc), I64(run)))
+
+
 def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, residual: ir.Value | None,
             out: ir.Value, kwargs: dict[str, Any], transform: InputTransform | None = None,
             keep: Sequence[ir.Value] = ()) -> None:
     """Grouped/depthwise (or any) convolution by direct loops, row by row;
     the output channels of an image may run on threads (Kernel.parallel_loop;
-    `keep`: the pointers `transform` reads)."""
+    `keep`: the pointers `transform` reads). With a channel shuffle
+    (kwargs "shuffle") each output channel's plane is `_stored_channel`'s;
+    its bias stays its own."""
     channels_per_group = g.channels // g.group
     outs_per_group = g.out_channels // g.group
+    shuffle = int(kwargs.get("shuffle") or 1)
     taps = g.taps
     out_row_length = g.out_spatial[-1]
     in_row_length = g.in_spatial[-1]
@@ -311,7 +324,8 @@ def _direct(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | N
             outer_in = list(g.in_spatial[:-1])
             out_size, in_size = g.out_size(k), g.in_size(k)
             group = b.udiv(oc, I64(outs_per_group)) if g.group > 1 else 0
-            plane = k.add(k.mul(image, k.mul(g.out_channels, out_size)), k.mul(oc, out_size))
+            stored = _stored_channel(k, oc, shuffle, g.out_channels)
+            plane = k.add(k.mul(image, k.mul(g.out_channels, out_size)), k.mul(stored, out_size))
 
             def row(outs: list[ir.Value]) -> None:
                 out_row = k.element(out, k.add(plane, k.mul(_flat(k, outs, outer_out), out_row_length)))
@@ -561,7 +575,7 @@ def _im2col(site: dict[str, Any]) -> bool:
     if site["kernel"] != "conv":
         return False
     return conv_algorithm(site["inputs"][1]["shape"], kwargs.get("strides"), kwargs.get("pads"),
-                          kwargs.get("group")) == "im2col"
+                          kwargs.get("group"), kwargs.get("shuffle")) == "im2col"
 
 
 def _workspace_bytes(site: dict[str, Any]) -> int:
@@ -595,7 +609,8 @@ def register_tiles(site: dict[str, Any]) -> bool:
         return False
     x_spec, w_spec, _, residual_spec = site["inputs"]
     kwargs, out_shape = site["kwargs"], site["outputs"][0]["shape"]
-    algorithm = conv_algorithm(w_spec["shape"], kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"))
+    algorithm = conv_algorithm(w_spec["shape"], kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"),
+                               kwargs.get("shuffle"))
     if algorithm == "direct":
         return False
     g = Geometry.of(x_spec["shape"], w_spec["shape"], out_shape, kwargs)
@@ -620,7 +635,7 @@ def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | N
             or "packed_weights" in site):
         return None
     pads = list(kwargs.get("pads") or [0, 0, 0, 0])
-    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
+    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"), kwargs.get("shuffle"))
     block_rows, block_channels = 0, 0
     if algorithm == "im2col":
         block_rows, block_channels = im2col_block(x_spec["shape"], w_shape, out_shape, 4, _workspace_bytes(site))
@@ -681,6 +696,7 @@ def direct_conv_layouts(site: dict[str, Any]) -> dict[str, dict[str, Any]] | Non
         return None
     outs, channels, height, width = w_shape[0], w_shape[1], x_spec["shape"][2], x_spec["shape"][3]
     if (w_shape[2:] != [3, 3] or list(kwargs.get("pads") or []) != [1, 1, 1, 1] or (kwargs.get("group") or 1) != 1
+            or (kwargs.get("shuffle") or 1) != 1
             or any(s != 1 for s in kwargs.get("strides") or []) or any(d != 1 for d in kwargs.get("dilations") or [])
             or outs % LANES or out_shape[2:] != [height, width] or register_tiles(site)):
         return None
@@ -720,7 +736,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
     k = Kernel(module, symbol)
     # a shared kernel's padding above varies between its sites (None): any padding rules out pointwise
     pads = [1 if pad is None else pad for pad in kwargs.get("pads") or []]
-    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"))
+    algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"), kwargs.get("shuffle"))
     if "run_time_sizes" in site:
         first = site["run_time_sizes"]
         rows = RowSizes(*(run_time_size(k.builder, k.function.args[0], first + i) for i in range(ROW_SIZES)))
@@ -738,8 +754,10 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
     if rows is None and register_tiles(site):
-        tiles = _pointwise_tiles if algorithm == "pointwise" else _spatial_tiles
-        tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+        if algorithm == "pointwise":
+            _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"), int(kwargs.get("shuffle") or 1))
+        else:  # (group 1, so never shuffled: conv_algorithm)
+            _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
         k.finish()
         return
     im2col = algorithm == "im2col"
@@ -778,7 +796,7 @@ def tiled_pointwise(g: Geometry, kwargs: dict[str, Any], residual: bool) -> bool
 
 
 def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
-                     activation: str | None) -> None:
+                     activation: str | None, shuffle: int = 1) -> None:
     """A shallow pointwise convolution without BLAS: out[m, p] =
     act(bias[m] + sum over c of w[m, c] * x[c, p]) (c over m's group's input
     channels), the sum starting at the bias (or 0) as the sgemm path's
@@ -794,7 +812,9 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
     threads, each takes a run of whole vectors (Kernel.parallel_loop); the
     overlapping one runs after the last whole one, in the same iteration,
     so no two threads write one output. Each output is summed by the same
-    instructions whatever the thread count, so the bits are the same."""
+    instructions whatever the thread count, so the bits are the same.
+    A channel shuffle (`shuffle` groups) stores each output channel in
+    `_stored_channel`'s plane."""
     positions, groups, outs = g.out_positions, g.group, g.out_channels
     depth, group_outs = g.channels // groups, outs // groups  # (of one group)
     fma_vector, fma_scalar = _fma(k.module, VECTOR, f"v{LANES}f32"), _fma(k.module, F32, "f32")
@@ -828,7 +848,8 @@ def _pointwise_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.
             value = b.load(variable, typ=kind)
             if activation == "relu":
                 value = b.select(b.fcmp_ordered(">", value, zero), value, zero)
-            b.store(value, k.element(out_image, k.add(k.mul(k.add(first_out, j), positions), position)), align=4)
+            stored = _stored_channel(k, k.add(first_out, j), shuffle, outs)
+            b.store(value, k.element(out_image, k.add(k.mul(stored, positions), position)), align=4)
 
     def every_channel(x_image: ir.Value, out_image: ir.Value, position: ir.Value, vector: bool) -> None:
         """All output channels at `position`, group by group: a group's tiles,
@@ -1168,6 +1189,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
     own copy, and every block computed exactly as on one thread (its
     im2col, sgemms and passes are not split further)."""
     x_shape, w_shape, out_shape = shapes
+    shuffle = int(kwargs.get("shuffle") or 1)  # (conv_algorithm: each group's channels in one stride)
     assert transform is None or g.group == 1
     assert not isinstance(sizes, RunTimeSizes) or (im2col and g.group == 1)
     channels: int | ir.Value = sizes.channels if isinstance(sizes, RunTimeSizes) else g.channels
@@ -1213,7 +1235,10 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
             x_group = k.element(x_image, k.mul(group, k.mul(group_channels, g.in_size(k))))
             w_group = k.element(w, k.mul(group, k.mul(depth, group_outs)))
             first_out = k.mul(group, group_outs)
-            out_group = k.element(out_image, k.mul(first_out, positions))
+            # shuffled, the group's channels are stored `shuffle` planes apart (conv_algorithm), from stored_first
+            stored_first = _stored_channel(k, first_out, shuffle, g.out_channels)
+            out_group = k.element(out_image, k.mul(stored_first, positions))
+            out_rows = k.mul(positions, shuffle)  # the sgemms' ldc
             start_row, stop_row = row_range if row_range is not None else (0, g.out_spatial[0])
             with k.loop(start_row, stop_row, rows_per_block) as first_row:
                 rows = _at_most(k, b.sub(k.index(g.out_spatial[0]), first_row), rows_per_block)
@@ -1225,14 +1250,15 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                 block_work = group_outs * (rows_per_block if isinstance(rows_per_block, int)
                                            else g.out_rows_estimate()) * row_positions
                 outputs = {"out": out_image, "residual": residual_image, "bias": bias, "first_out": first_out,
-                           "start": start, "count": count, "positions": positions}
+                           "stored_first": stored_first, "start": start, "count": count, "positions": positions}
 
                 def init_columns(local: ir.Value, first: ir.Value | int, columns: ir.Value | int,
                                  v: dict[str, Any]) -> None:
                     """Output channel `local`'s block columns [first, first + columns) start as
                     the residual, else as the bias (or 0)."""
                     oc = k.add(v["first_out"], local)
-                    plane = k.add(k.add(k.mul(oc, v["positions"]), v["start"]), first)
+                    stored = k.add(v["stored_first"], k.mul(local, shuffle))
+                    plane = k.add(k.add(k.mul(stored, v["positions"]), v["start"]), first)
                     if v["residual"] is not None:
                         _copy_or_zero(k, k.element(v["out"], plane), k.element(v["residual"], plane), columns)
                     elif v["bias"] is not None:
@@ -1244,8 +1270,9 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                    v: dict[str, Any]) -> None:
                     """Bias (after a residual) and activation on those columns."""
                     oc = k.add(v["first_out"], local)
+                    stored = k.add(v["stored_first"], k.mul(local, shuffle))
                     late = v["bias"] if v["residual"] is not None else None
-                    _epilogue(k, k.element(v["out"], k.add(k.add(k.mul(oc, v["positions"]), v["start"]), first)),
+                    _epilogue(k, k.element(v["out"], k.add(k.add(k.mul(stored, v["positions"]), v["start"]), first)),
                               late, oc, columns, kwargs.get("activation"), kwargs.get("alpha"), kwargs.get("beta"))
 
                 # bias (after a residual) + activation while the block's outputs are in cache
@@ -1265,7 +1292,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                                     lambda local, v: init_columns(local, 0, v["count"], v))
                 if not im2col:
                     k.sgemm(group_outs, count, group_channels, w_group, group_channels, k.element(x_group, start),
-                            positions, out_block, positions, beta=1.0, passes=passes)
+                            positions, out_block, out_rows, beta=1.0, passes=passes)
                 else:
                     assert columns is not None
                     # the block's channels a slice at a time, each sgemm adding onto the last
@@ -1277,7 +1304,7 @@ def _blas_conv(k: Kernel, g: Geometry, shapes: tuple[Sequence[int], Sequence[int
                         depth_now = depth if one_slice else b.mul(slice_channels, I64(len(g.taps)))
                         k.sgemm(group_outs, count, depth_now,
                                 k.element(w_group, k.mul(first_channel, len(g.taps))), depth, columns,
-                                k.mul(rows_per_block, row_positions), out_block, positions, beta=1.0, passes=passes)
+                                k.mul(rows_per_block, row_positions), out_block, out_rows, beta=1.0, passes=passes)
                 if finishes and not fused:
                     k.parallel_loop(group_outs, block_work, outputs,
                                     lambda local, v: finish_columns(local, 0, v["count"], v))

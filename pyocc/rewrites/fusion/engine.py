@@ -20,7 +20,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 
 from pyocc.dialects.dnn import ops as d
-from pyocc.rewrites.fusion.language import Match, OpPattern, Rule, Var, operand_names, prop_value
+from pyocc.rewrites.fusion.language import VIEWS, Match, OpPattern, Rule, Var, operand_names, prop_value
 
 COMMUTATIVE = frozenset({"add", "mul"})
 """The binary functions whose operands match in either order."""
@@ -49,7 +49,7 @@ def _match_value(pattern: OpPattern | Var, value: SSAValue, m: Match) -> Match |
         m.values[pattern.name] = value
         return m
     owner = value.owner
-    if not isinstance(owner, d.DnnComputeOp) or len(owner.results) != 1:
+    if not isinstance(owner, (d.DnnComputeOp, *VIEWS)) or len(owner.results) != 1:
         return None
     return match_op(pattern, owner, m)
 
@@ -60,7 +60,7 @@ def _is_scalar_near(m: Match, value: SSAValue, target: float) -> bool:
     return math.isclose(float(m.array(value).reshape(-1)[0]), target, rel_tol=1e-3)
 
 
-def match_op(pattern: OpPattern, operation: d.DnnComputeOp, m: Match) -> Match | None:
+def match_op(pattern: OpPattern, operation: Operation, m: Match) -> Match | None:
     """`m` extended by `pattern` matched at `operation`, or None."""
     if pattern.name in m.ops:
         return m if m.ops[pattern.name] is operation else None

@@ -6,7 +6,8 @@
          produce=with_activation("conv"))
 
     op(cls, name, **fields)   a dnn op of class `cls` (or of one of a tuple
-                              of classes), bound to `name`. A field that
+                              of classes; a compute op or dnn.view), bound
+                              to `name`. A field that
                               names an operand takes a sub-pattern (None: an
                               absent optional operand); one that names a
                               property takes a value it must equal, None
@@ -56,7 +57,7 @@ class Var:
 class OpPattern:
     """A dnn op of one of `classes`, bound to `name`, with per-field conditions."""
 
-    classes: tuple[type[d.DnnComputeOp], ...]
+    classes: tuple[type[Operation], ...]
     name: str
     fields: tuple[tuple[str, Any], ...]
 
@@ -68,12 +69,18 @@ class OpPattern:
                 yield from test.walk()
 
 
-def op(cls: type[d.DnnComputeOp] | tuple[type[d.DnnComputeOp], ...], name: str, **fields: Any) -> OpPattern:
+#: the op classes a pattern may name besides the compute ops: dnn.view, a
+#: reshape a fusion can see through (a channel shuffle is view, transpose, view)
+VIEWS = (d.ViewOp,)
+
+
+def op(cls: type[Operation] | tuple[type[Operation], ...], name: str, **fields: Any) -> OpPattern:
     """Pattern of one dnn op (see the module docstring)."""
     classes = cls if isinstance(cls, tuple) else (cls,)
     for c in classes:
-        if not (isinstance(c, type) and issubclass(c, d.DnnComputeOp)):
-            raise FusionRuleError(f"op({name!r}): {c!r} is not a dnn compute op class (e.g. d.ConvOp)")
+        if not (isinstance(c, type) and (issubclass(c, d.DnnComputeOp) or c in VIEWS)):
+            raise FusionRuleError(f"op({name!r}): {c!r} is not a dnn compute op class (e.g. d.ConvOp) "
+                                  "or dnn.view")
     return OpPattern(classes, name, tuple(fields.items()))
 
 

@@ -38,9 +38,12 @@ def conv(
     activation: str | None = None,
     alpha: float | None = None,
     beta: float | None = None,
+    shuffle: int | None = None,
 ) -> None:
     """ONNX Conv, then ``+= residual`` (a fused Add), then a fused activation.
     ``out`` may be ``residual`` itself; it must not overlap ``x``, ``w`` or ``bias``.
+    With ``shuffle`` = s the result's channels, read as s groups of M/s, are
+    stored transposed (a channel shuffle): channel a*(M/s) + b at b*s + a.
 
     x is (N, C, *spatial), w is (M, C/group, *kernel), out is (N, M, *out_spatial).
     pads follow ONNX order [x1_begin, x2_begin, ..., x1_end, x2_end];
@@ -67,8 +70,10 @@ def conv(
     # would make those reshapes copies, so such an out gets a staging buffer.
     # So does an out that is the residual (in place): the convolution must not
     # overwrite the residual before adding it.
+    # A shuffled result is computed in order, then stored shuffled.
     in_place = residual is not None and np.shares_memory(out, residual)
-    target = out if out.flags.c_contiguous and not in_place else np.empty(out.shape, dtype=out.dtype)
+    shuffled = (shuffle or 1) > 1
+    target = out if out.flags.c_contiguous and not in_place and not shuffled else np.empty(out.shape, dtype=out.dtype)
 
     if w.shape[1] == 1 and group > 1:
         _conv_depthwise(x, w, target, window, group)
@@ -77,7 +82,10 @@ def conv(
     else:
         _conv_im2col(x, w, target, window, group)
 
-    _epilogue(target, out, bias, residual, activation, alpha, beta)
+    _epilogue(target, target if shuffled else out, bias, residual, activation, alpha, beta)
+    if shuffled:
+        run = out_channels // shuffle
+        out[:, [c % run * shuffle + c // run for c in range(out_channels)]] = target
 
 
 def _epilogue(
