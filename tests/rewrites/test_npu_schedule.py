@@ -16,7 +16,7 @@ from xdsl.dialects.func import Func
 from xdsl.dialects.builtin import Builtin, ModuleOp
 from xdsl.parser import Parser
 
-from pyocc.analysis.npu_program import npu_instructions, npu_program
+from pyocc.analysis.npu_program import npu_instructions, npu_program, unfold_untileable_shuffles
 from pyocc.dialects.dnn import Dnn
 from pyocc.dialects.dnn.dma import DmaWaitOp
 from pyocc.frontend.onnx_import import import_model
@@ -68,6 +68,27 @@ def test_the_ir_simulates_to_the_schedule(name: str, sram: int) -> None:
     assert (got.cycles, got.stall_cycles, got.dram_bytes, got.sram_peak_bytes) == (
         expected.cycles, expected.stall_cycles, expected.dram_bytes, expected.sram_bytes)
     assert len(got.transfers) == len(expected.simulation.transfers)
+
+
+def test_shufflenets_shuffled_convs_are_unfolded_only_where_no_tiling_fits() -> None:
+    # dnn-fuse folds all 16 channel shuffles of ShuffleNet into their convs; at 1 MiB each shuffled
+    # conv fits tiled by rows, at 256 KiB stage 4's (296 KiB of weights, which a shuffled conv
+    # cannot stream by output channels) do not: those get their transpose back, and the rest stay
+    # folded. The pass schedules both, and the IR simulates to what the scheduler planned.
+    module = _light_module("shufflenet")
+    assert "dnn.transpose" not in str(module) and str(module).count("shuffle = ") == 16
+    for sram, unfolded in ((1 << 20, 0), (256 << 10, 3)):
+        clone = module.clone()
+        function = _function(clone)
+        assert unfold_untileable_shuffles(function, sram, NpuCost()) == unfolded
+        text = str(function)
+        assert (text.count("dnn.transpose"), text.count("shuffle = ")) == (unfolded, 16 - unfolded)
+        program = npu_program(function)
+        assert all(scratchpad.fits_tiled(op, program, sram, NpuCost()) for op in program.ops)
+        expected = run_scratchpad(program, sram, cascades=False)
+        schedule_function(function, sram, NpuCost())
+        got = _simulate_ir(_function(clone), sram)
+        assert got.cycles == expected.cycles
 
 
 def test_the_search_ranked_by_the_reserve_largest_keeps_the_concats_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
