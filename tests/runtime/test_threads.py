@@ -50,7 +50,10 @@ def many_ops() -> onnx.ModelProto:
     convolution (its output channels on threads) and a grouped pointwise one
     (its groups on threads); and a channel shuffle's transpose (the
     convolution's 16 channels as 2 groups of 8, regrouped: its output's
-    8 x 2 channels on threads)."""
+    8 x 2 channels on threads); and a channel shuffle that a grouped
+    pointwise convolution stores as it writes (dnn-fuse's
+    conv-channel-shuffle; tanh keeps it on sgemm, whose first and last
+    passes run inside each thread's part, on every 2nd plane)."""
     rng = np.random.default_rng(11)
     shape = [1, 3, 160, 160]
     assert np.prod(shape) >= PARALLEL_MIN_WORK
@@ -69,7 +72,9 @@ def many_ops() -> onnx.ModelProto:
              numpy_helper.from_array(np.array([1600, 48], dtype=np.int64), "narrow"),
              init("wide", rng.standard_normal((160, 4100))), init("wide_t", rng.standard_normal((4097, 160))),
              numpy_helper.from_array(np.array([480, 160], dtype=np.int64), "rows"),
-             numpy_helper.from_array(np.array([1, 2, 8, 160, 160], dtype=np.int64), "groups")]
+             numpy_helper.from_array(np.array([1, 2, 8, 160, 160], dtype=np.int64), "groups"),
+             init("shuffle_w", rng.standard_normal((16, 8, 1, 1))), init("shuffle_b", rng.standard_normal(16)),
+             numpy_helper.from_array(np.array([1, 16, 160, 160], dtype=np.int64), "merged")]
     nodes = [
         helper.make_node("Tanh", ["x"], ["t"]),
         helper.make_node("Add", ["t", "row"], ["a"]),
@@ -94,10 +99,15 @@ def many_ops() -> onnx.ModelProto:
         helper.make_node("Gemm", ["first", "wide_t"], ["gemv_t"], transB=1),
         helper.make_node("Reshape", ["conv", "groups"], ["grouped_channels"]),
         helper.make_node("Transpose", ["grouped_channels"], ["shuffled"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Conv", ["conv", "shuffle_w", "shuffle_b"], ["pre_shuffle"], group=2),
+        helper.make_node("Tanh", ["pre_shuffle"], ["pre_shuffle_tanh"]),
+        helper.make_node("Reshape", ["pre_shuffle_tanh", "groups"], ["split"]),
+        helper.make_node("Transpose", ["split"], ["swapped"], perm=[0, 2, 1, 3, 4]),
+        helper.make_node("Reshape", ["swapped", "merged"], ["conv_shuffled"]),
     ]
     outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
                for name in ("soft", "gap", "conv", "gemm", "gemm_t", "gemv", "gemv_t", "gemm_rows", "dw", "pre",
-                            "grouped", "shuffled")]
+                            "grouped", "shuffled", "conv_shuffled")]
     outputs.append(helper.make_tensor_value_info("ln", TensorProto.FLOAT, None))
     graph = helper.make_graph(nodes, "many", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
                               outputs, inits)
@@ -139,6 +149,16 @@ def one_thread(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     assert "parallel_for" not in ir_text and "pthread" not in ir_text and ".body" not in ir_text
     assert not re.search(r"\.(part|sgemm|sgemv)\b", ir_text)  # no outlined parts, no split BLAS calls
     return model.run(inputs)
+
+
+@MANY_OPS
+def test_the_folded_channel_shuffle_is_onnxruntimes_on_threads(inputs: dict[str, np.ndarray],
+                                                              one_thread: dict[str, np.ndarray]) -> None:
+    # every thread count gives the one-thread bytes (below); those are onnxruntime's Conv, Tanh,
+    # Reshape, Transpose, Reshape, here folded into one shuffled convolution (tanh: on sgemm)
+    ort = pytest.importorskip("onnxruntime", reason="onnxruntime is the numerics reference (a test extra)")
+    want = ort.InferenceSession(many_ops().SerializeToString()).run(["conv_shuffled"], inputs)[0]
+    np.testing.assert_allclose(one_thread["conv_shuffled"], want, rtol=1e-4, atol=1e-4)
 
 
 @MANY_OPS
@@ -192,7 +212,8 @@ def test_which_loops_run_on_threads(case: str) -> None:
 
 def test_a_channel_shuffle_runs_on_threads() -> None:
     """A transpose's copy is its kernel's only loop, so its outer loop (a
-    channel shuffle's output channels: ShuffleNet's, 5 of its 76 sites)
+    channel shuffle's output channels: ShuffleNet's were 5 of its 76 sites,
+    before dnn-fuse folded them into its convolutions)
     runs on threads; it ran on the calling thread alone, and the next
     convolution's threads read what one core wrote."""
     site = {"kernel": "transpose", "inputs": [{"shape": [1, 4, 34, 28, 28], "dtype": "float32"}],
