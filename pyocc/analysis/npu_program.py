@@ -421,20 +421,23 @@ def unfold_untileable_shuffles(function: func.FuncOp, sram_size: int, cost: NpuC
 
 def _unfold_shuffle(conv: d.ConvOp) -> None:
     """conv{shuffle=s}(x)  =>  view(transpose{perm=0,2,1,...}(view(conv(x), N x s x M/s x ...)))."""
-    groups, out_type = conv.shuffles(), conv.results[0].type
+    shuffle, out_type = conv.shuffles(), conv.results[0].type
     batch, channels, *spatial = out_type.get_shape()
+
+    def typed(*shape: int) -> TensorType:
+        return TensorType(out_type.element_type, list(shape))
+
     plain = conv.clone()
     del plain.properties["shuffle"]
-    split = d.ViewOp.create(operands=[plain.results[0]],
-                            result_types=[TensorType(out_type.element_type, [batch, groups, channels // groups, *spatial])])
+    split = d.ViewOp.create(operands=[plain.results[0]], result_types=[typed(batch, shuffle, channels // shuffle,
+                                                                               *spatial)])
     perm = DenseArrayBase.from_list(i64, [0, 2, 1, *range(3, len(spatial) + 3)])
-    swapped = d.TransposeOp.build({"x": split.result}, [TensorType(out_type.element_type,
-                                                                   [batch, channels // groups, groups, *spatial])],
+    swapped = d.TransposeOp.build({"x": split.result}, [typed(batch, channels // shuffle, shuffle, *spatial)],
                                   {"perm": perm})
     merged = d.ViewOp.create(operands=[swapped.results[0]], result_types=[out_type])
     hint = conv.results[0].name_hint or "conv"
-    for op, name in ((plain, hint), (split, f"{hint}_split"), (swapped, f"{hint}_shuffled"), (merged, f"{hint}_merged")):
-        op.results[0].name_hint = name
+    for op, suffix in ((plain, ""), (split, "_split"), (swapped, "_shuffled"), (merged, "_merged")):
+        op.results[0].name_hint = hint + suffix
     block = conv.parent_block()
     assert block is not None
     block.insert_ops_before([plain, split, swapped, merged], conv)

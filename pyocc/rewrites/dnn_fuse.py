@@ -96,7 +96,7 @@ def channel_shuffle(m: Match) -> bool:
     rank = len(split)
     if len(conv_shape) < 3 or rank != len(conv_shape) + 1 or split[:1] + split[3:] != conv_shape[:1] + conv_shape[2:]:
         return False
-    perm = prop_value(m["shuffle"], "perm")
+    perm = prop_value(m["transpose"], "perm")
     return (split[1] * split[2] == conv_shape[1] and split[1] > 1 and perm == (0, 2, 1, *range(3, rank))
             and list(m.root.results[0].type.get_shape()) == conv_shape)
 
@@ -422,7 +422,7 @@ RULES: tuple[Rule, ...] = (
     # view(transpose{perm=0,2,1,...}(view(conv(x), N x s x M/s x ...)))  =>  conv{shuffle=s}(x)
     #   (ShuffleNet's channel shuffle, stored by the conv as it writes; its kernel is host-only)
     Rule("conv-channel-shuffle",
-         match=op(d.ViewOp, "merged", source=op(d.TransposeOp, "shuffle", x=op(
+         match=op(d.ViewOp, "merged", source=op(d.TransposeOp, "transpose", x=op(
              d.ViewOp, "split", source=op(d.ConvOp, "conv", residual=None, shuffle=None)))),
          where=(channel_shuffle,), produce=shuffled_conv, targets=frozenset({"host"})),
     # act(binary(a, b))  =>  binary{activation=act}(a, b)   (add, sub, mul, div, max, min)

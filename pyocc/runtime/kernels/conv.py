@@ -72,7 +72,8 @@ def conv(
     # overwrite the residual before adding it.
     # A shuffled result is computed in order, then stored shuffled.
     in_place = residual is not None and np.shares_memory(out, residual)
-    shuffled = (shuffle or 1) > 1
+    shuffle = shuffle or 1
+    shuffled = shuffle > 1
     target = out if out.flags.c_contiguous and not in_place and not shuffled else np.empty(out.shape, dtype=out.dtype)
 
     if w.shape[1] == 1 and group > 1:
