@@ -409,7 +409,10 @@ def unfold_untileable_shuffles(function: func.FuncOp, sram_size: int, cost: NpuC
     not stored together, so the scheduler cannot split it by them (stream
     its weights a block at a time), and row bands alone may need more than
     the SRAM. The plain conv then can be split, and the transpose copies
-    row bands. Returns how many it unfolded."""
+    row bands. Returns how many it unfolded (without a shuffled conv, at
+    the cost of one walk: no program is made)."""
+    if not any(isinstance(op, d.ConvOp) and op.shuffles() > 1 for op in function.walk()):
+        return 0
     facts = npu_program_of(function)
     ops = {op.name: op for op in facts.program.ops}
     unfit = [conv for name, conv in facts.ops.items() if isinstance(conv, d.ConvOp) and conv.shuffles() > 1
