@@ -161,7 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
     for command, what in ((plan, "report its simulated cycles"),
-                          (run, "run it staged through that SRAM by DMA (host copies), and report the simulation")):
+                          (run, "run it staged through that SRAM by DMA (host copies), and report the simulation"),
+                          (comp, "and write the code that runs it staged through that SRAM by DMA (host copies)")):
         command.add_argument("--scratchpad", default=None, metavar="SIZE",
                              help=f"schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB), {what}")
         command.add_argument("--npu-cost", default=None, metavar="SPEC", help="the NPU cost model, e.g. "

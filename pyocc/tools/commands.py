@@ -156,7 +156,6 @@ def _run_symbolic(args: argparse.Namespace) -> int:
     print(", ".join(f"{k}={v}" for k, v in values.items()))
     print(model.memory_report(values))
     return 0
-    return 0
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -167,13 +166,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.dim:
         return _compile_symbolic(args, out)
     if args.target == "cuda":
+        if args.scratchpad is not None:
+            raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
+                             "(the schedule plans the SRAM and the DRAM); drop --target cuda")
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
                           memory_pools=args.memory_pools,
                           pool_candidates=args.pool_candidates, reorder=args.reorder, pool_allocation=args.pool_allocation,
                           kernels=args.kernels, threads=args.threads,
-                           memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                          memory_limit=args.memory_limit, max_extra_macs=args.max_extra_macs,
+                          scratchpad=args.scratchpad, npu_cost=args.npu_cost,
                           jit=False)  # written to disk, never run here: machine code once, for the file
     model.memory_report().check_limit(_bytes(args.memory_limit))
     model.save(out)
@@ -188,9 +191,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
 def _compile_symbolic(args: argparse.Namespace, out: Path) -> int:
     """`pyocc compile --dim NAME=MAX -o model.so|.o|.ll`: one library for
     every value in range (C ABI version 2: its run takes the symbols' values)."""
-    if args.threads != 1 or args.memory_pools or args.memory_limit is not None:
-        raise PyoccError("--dim does not combine with --threads, --memory-pools or --memory-limit yet; "
-                         "fix the dimension with --shape to use them")
+    if args.threads != 1 or args.memory_pools or args.memory_limit is not None or args.scratchpad is not None:
+        raise PyoccError("--dim does not combine with --threads, --memory-pools, --memory-limit or --scratchpad "
+                         "yet; fix the dimension with --shape to use them")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the numpy fallback's warning: save() refuses it in one line
         model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,

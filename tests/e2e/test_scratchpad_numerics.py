@@ -97,6 +97,19 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
         assert re.search(r'npu.writes = \[\["[^"]+", "ch\d+:\d+/\d+', text)
 
 
+def test_scheduled_program_runs_native_kernels() -> None:
+    # the default kernels: every op of the schedule runs generated code, the
+    # convolutions whose im2col the plan gives no scratch (the NPU has none)
+    # on direct loops; at 256 KiB, ShuffleNet's stage-4 shuffles given back
+    # as transposes too (19 ops called numpy before, 4 at 1 MiB)
+    model, inputs, expected = onnxruntime_reference("shufflenet")
+    compiled = pyocc.compile(model, scratchpad="256KiB")
+    assert compiled.numpy_sites == 0 and compiled.native_sites > 100
+    for value, want in zip(compiled.run(inputs).values(), expected, strict=True):
+        np.testing.assert_allclose(value, want, rtol=1e-4, atol=1e-5)
+    assert "dnn.transpose" in str(compiled.module)
+
+
 def _model(name: str, nodes: list, inputs: dict[str, list[int]], outputs: dict[str, list[int]],
            weights: list | None = None) -> object:
     """An opset-17 ONNX model `name` of `nodes`, its float graph inputs and

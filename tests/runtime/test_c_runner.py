@@ -181,6 +181,35 @@ def test_resnet50_from_c_matches_onnxruntime(tmp_path: Path, capsys: pytest.Capt
     np.testing.assert_allclose(two, one, rtol=1e-5, atol=1e-6 * float(np.abs(one).max()))
 
 
+def test_a_scratchpad_schedule_runs_from_c(tmp_path: Path, runner: Path, capsys: pytest.CaptureFixture[str],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pyocc compile --scratchpad 1MiB`: the NPU schedule (its SRAM arena,
+    the DMA as copies) as a library. Every op runs a native kernel (the
+    plan gives the host no im2col scratch: those convolutions run direct
+    loops), so it runs from C without Python and matches onnxruntime."""
+    model, inputs, (expected,) = onnxruntime_reference("squeezenet")
+    onnx.save(onnx.load(str(model)), tmp_path / "squeezenet.onnx")
+    monkeypatch.chdir(tmp_path)
+    assert pyocc_main(["compile", "squeezenet.onnx", "--scratchpad", "1MiB", "-o", "m.so"]) == 0
+    out = capsys.readouterr().out
+    assert "wrote m.so and m.weights" in out and "numpy" not in out
+    (x,) = inputs.values()
+    (tmp_path / "in.bin").write_bytes(x.tobytes())
+    result = subprocess.run([str(runner), "m.so", "in.bin", "out.bin"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    got = np.frombuffer((tmp_path / "out.bin").read_bytes(), dtype=np.float32).reshape(expected.shape)
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    # the library's pools are the schedule's: the SRAM of the given size, and DRAM for what it spills
+    pools = load_shared_library(tmp_path / "m.so").meta["pools"]
+    assert [(pool["name"], pool["size"]) for pool in pools][0] == ("sram", 1 << 20)
+    for args in (["--target", "cuda", "-o", "m2.ll"], ["--memory", "eager", "-o", "m2.so"]):
+        assert pyocc_main(["compile", "squeezenet.onnx", "--scratchpad", "1MiB", *args]) == 1
+        assert capsys.readouterr().err.splitlines() == [
+            "pyocc: error: --scratchpad runs on target host in pool mode without --memory-pools "
+            "(the schedule plans the SRAM and the DRAM)" + ("; drop --target cuda" if "cuda" in args else "")]
+    assert not list(tmp_path.glob("m2.*"))
+
+
 def _bert_inputs(model: onnx.ModelProto, s: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
     """bert_symbolic's inputs at length `s`: token ids, positions 0..s-1, a 0/1 mask."""
     inputs = {"input_ids": rng.integers(0, 50, (1, s)), "position_ids": np.arange(s)[None],

@@ -27,6 +27,7 @@ from pyocc.dialects.dnn.scratch import (  # noqa: E402
 )
 from pyocc.lowering.native.conv import (  # noqa: E402
     TILED_POINTWISE_DEPTH,
+    conv_row_sizes,
     emit_conv,
     emit_conv_transpose,
     emit_preact_conv,
@@ -217,15 +218,46 @@ def test_shuffled_conv_is_the_conv_then_its_channel_shuffle(name: str) -> None:
                          "shuffled_ungrouped": "direct"}.get(name, "pointwise")
 
 
-def test_im2col_conv_without_planned_scratch_is_not_native() -> None:
-    # no per-call heap block any more: without a workspace holding one output
-    # row's columns the site stays on the numpy kernel (the plan always gives one)
-    inputs, out_shape, kwargs = conv_case(CONVS["many_blocks"])
+def _needs_columns(name: str) -> bool:
+    """Whether CONVS[name] runs im2col blocks (needs a row of columns planned)."""
+    inputs, _, kwargs = conv_case(CONVS[name], lambda shape: np.zeros(shape, np.float32))
+    return conv_algorithm(inputs[1].shape, kwargs.get("strides"), kwargs.get("pads"), kwargs.get("group"),
+                          kwargs.get("shuffle")) == "im2col"
+
+
+@pytest.mark.parametrize("room", ["none", "less_than_a_row"])
+@pytest.mark.parametrize("name", sorted(name for name in CONVS if _needs_columns(name)))
+def test_im2col_conv_without_planned_columns_runs_direct_loops(name: str, room: str) -> None:
+    # the plan for an NPU's scratchpad gives the host no scratch: such a site
+    # runs the direct loops natively, not the numpy kernel's temporaries
+    inputs, out_shape, kwargs = conv_case(CONVS[name])
     row = im2col_row_bytes(inputs[1].shape, out_shape, 4)
+    workspace = None if room == "none" else row - 4
     outputs = [(out_shape, "float32")]
-    assert native_kernel_for(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs)) is not None
-    for workspace in (None, row - 4):
-        assert native_kernel_for(site_for("conv", inputs, outputs, workspace_bytes=workspace, **kwargs)) is None
+    site = site_for("conv", inputs, outputs, workspace_bytes=workspace, **kwargs)
+    assert native_kernel_for(site) is not None
+    assert conv_row_sizes(site) is None, "it keeps its own function, which runs the direct loops"
+    want = np.empty(out_shape, np.float32)
+    hk.conv(*inputs, out=want, **kwargs)
+    got = np.full(out_shape, np.nan, np.float32)
+    run_guarded(emit_conv, "conv", inputs, got, kwargs, workspace_bytes=workspace)
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("room", ["none", "less_than_a_row"])
+@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "strided_dilated_asymmetric", "channel_blocks_residual"])
+def test_preact_conv_without_planned_columns_runs_direct_loops(name: str, room: str) -> None:
+    # DenseNet's preact_convs, tiled for the scratchpad, were 2,540 numpy sites at 1 MiB
+    inputs, out_shape, kwargs, _ = preact_case(name, "relu", "one_row")
+    x, scale, shift, w, bias, residual = inputs
+    workspace = None if room == "none" else im2col_row_bytes(w.shape, out_shape, 4) - 4
+    site = site_for("preact_conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs)
+    assert native_kernel_for(site) is not None and preact_conv_sizes(site) is None
+    want = np.empty(out_shape, np.float32)
+    hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
+    got = np.full(out_shape, np.nan, np.float32)
+    run_guarded(emit_preact_conv, "preact_conv", inputs, got, kwargs, workspace_bytes=workspace)
+    assert_close(got, want)
 
 
 def test_blocked_cases_span_several_blocks() -> None:
@@ -579,10 +611,8 @@ def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     compiled, problem = compile_and_compare(model, random_inputs(model, 0), memory=memory, scratch=scratch)
     assert problem is None, problem
     kernels = [site["kernel"] for site in compiled.native.meta["sites"]]
-    if scratch:
-        assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
-    else:  # an im2col convolution without planned scratch has no block to work in: the numpy kernel runs it
-        assert "gemm" in kernels and compiled.numpy_sites == 2
+    # an im2col convolution without planned scratch has no block to work in: it runs the direct loops
+    assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
     scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
     assert bool(scratch_buffers) == scratch
 

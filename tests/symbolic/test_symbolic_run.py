@@ -193,8 +193,12 @@ def test_cli_run_and_compile_with_dim(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["compile", str(path), "--dim", "sequence=64", "--threads", "2", "-o", str(tmp_path / "m.so")]) == 1
     assert not (tmp_path / "m.so").exists()
     assert capsys.readouterr().err.splitlines() == [
-        "pyocc: error: --dim does not combine with --threads, --memory-pools or --memory-limit yet; "
+        "pyocc: error: --dim does not combine with --threads, --memory-pools, --memory-limit or --scratchpad yet; "
         "fix the dimension with --shape to use them"]
+    assert main(["compile", str(path), "--dim", "sequence=64", "--scratchpad", "1MiB", "-o", str(tmp_path / "m.so")]) == 1
+    assert not (tmp_path / "m.so").exists()
+    assert capsys.readouterr().err.splitlines()[-1].endswith("--memory-limit or --scratchpad yet; "
+                                                             "fix the dimension with --shape to use them")
 
 
 def test_two_symbols_batch_and_sequence() -> None:

@@ -10,8 +10,9 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   plan), then one BLAS sgemm adds the slice's part onto the block's
   outputs (`im2col_block` sizes both within the workspace). The plan
   sizes that workspace to the pool's slack at the op (from one output
-  row's columns up to a full block); without one (no planned scratch) the
-  op is not native. In a model compiled for several threads, a workspace
+  row's columns up to a full block); without one (the plan for an NPU's
+  scratchpad, `--scratchpad`, gives the host no scratch) the op runs the
+  direct loops below, or register tiles where they apply. In a model compiled for several threads, a workspace
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
   then cut into runs of whole blocks, one per copy, run on the threads,
@@ -43,7 +44,8 @@ element.
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
 stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
-too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones by the direct loops. conv_transpose
+too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones, and those
+without a planned workspace, by the direct loops. conv_transpose
 runs direct loops, scattering each input row's contributions into the
 output rows it reaches.
 """
@@ -555,16 +557,19 @@ def _copy_every_other(k: Kernel, target: ir.Value, source: ir.Value, count: int 
 
 
 def supports_conv(site: dict[str, Any]) -> bool:
-    """float32 convolutions of 1, 2 or 3 spatial dims; one that runs im2col
-    blocks only with a planned workspace of at least one output row's
-    columns (the plan made none: the numpy kernel)."""
+    """float32 convolutions of 1, 2 or 3 spatial dims."""
     weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
-    if not (all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3):
-        return False
-    if math.prod(site["outputs"][0]["shape"]) == 0:
-        return True
-    return not _im2col(site) or _workspace_bytes(site) >= im2col_row_bytes(weights["shape"],
-                                                                         site["outputs"][0]["shape"], 4)
+    return all_float32(site) and 1 <= len(weights["shape"]) - 2 <= 3
+
+
+def _without_columns(site: dict[str, Any]) -> bool:
+    """Whether an im2col site has no planned workspace holding one output
+    row's columns: the plan for an NPU's scratchpad (`--scratchpad`)
+    gives the host none, so the site runs the direct loops, which need no
+    scratch, instead of the numpy kernel's temporaries outside the plan."""
+    weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
+    return _im2col(site) and _workspace_bytes(site) < im2col_row_bytes(weights["shape"],
+                                                                       site["outputs"][0]["shape"], 4)
 
 
 def _im2col(site: dict[str, Any]) -> bool:
@@ -632,7 +637,7 @@ def conv_row_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] | N
     out_shape = site["outputs"][0]["shape"]
     w_shape, kwargs = w_spec["shape"], site["kwargs"]
     if (len(w_shape) != 4 or math.prod(out_shape) == 0 or math.prod(x_spec["shape"]) == 0 or register_tiles(site)
-            or "packed_weights" in site):
+            or "packed_weights" in site or _without_columns(site)):
         return None
     pads = list(kwargs.get("pads") or [0, 0, 0, 0])
     algorithm = conv_algorithm(w_shape, kwargs.get("strides"), pads, kwargs.get("group"), kwargs.get("shuffle"))
@@ -758,6 +763,10 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
             _pointwise_tiles(k, g, x, w, bias, out, kwargs.get("activation"), int(kwargs.get("shuffle") or 1))
         else:  # (group 1, so never shuffled: conv_algorithm)
             _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+        k.finish()
+        return
+    if rows is None and _without_columns(site):
+        _direct(k, g, x, w, bias, residual, out, kwargs)
         k.finish()
         return
     im2col = algorithm == "im2col"
@@ -1352,10 +1361,11 @@ def preact_conv_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] 
     the channel dims and the workspace size None, [channels, block rows,
     block channels]). DenseNet's 1x1 preact_convs (61 sites, 64% of its
     IR) then share one function per image size. None for the sites that
-    keep their own function (grouped: direct loops; nothing to compute)."""
+    keep their own function (grouped or without a workspace: direct loops;
+    nothing to compute)."""
     x_spec, scale_spec, shift_spec, w_spec = site["inputs"][:4]
     out_shape = site["outputs"][0]["shape"]
-    if not _im2col(site) or math.prod(out_shape) == 0 or site.get("workspace") is None:
+    if not _im2col(site) or math.prod(out_shape) == 0 or _without_columns(site):
         return None
     rows, block_channels = im2col_block(x_spec["shape"], w_spec["shape"], out_shape, 4, _workspace_bytes(site))
     general = json.loads(json.dumps(site))  # a deep copy of plain data
@@ -1408,7 +1418,7 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
                    sizes=sizes, keep=(scale, shift), copies=_workspace_copies(site))
     elif not (g.batch and g.out_positions and g.out_channels):
         pass
-    elif g.group == 1:
+    elif g.group == 1 and not _without_columns(site):
         # pre-activated im2col blocks (padding stays zero) + sgemm
         shapes = (x_spec["shape"], w_spec["shape"], site["outputs"][0]["shape"])
         block_bytes = _workspace_bytes(site)
