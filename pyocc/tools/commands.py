@@ -168,7 +168,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     if args.target == "cuda":
         if args.scratchpad is not None:
             raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
-                             "(the schedule plans the SRAM and the DRAM); drop --target cuda")
+                             "(the schedule plans the SRAM and the DRAM)")  # as `pyocc run` says it
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,

@@ -12,7 +12,8 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   sizes that workspace to the pool's slack at the op (from one output
   row's columns up to a full block); without one (the plan for an NPU's
   scratchpad, `--scratchpad`, gives the host no scratch) the op runs the
-  direct loops below, or register tiles where they apply. In a model compiled for several threads, a workspace
+  direct loops below, or register tiles where they apply (`_without_columns`).
+  In a model compiled for several threads, a workspace
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
   then cut into runs of whole blocks, one per copy, run on the threads,
