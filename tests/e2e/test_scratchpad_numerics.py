@@ -100,7 +100,7 @@ def test_scheduled_program_matches_onnxruntime(name: str, sram: int) -> None:
 def test_scheduled_program_runs_native_kernels() -> None:
     # the default kernels: every op of the schedule runs generated code, the
     # convolutions whose im2col the plan gives no scratch (the NPU has none)
-    # on direct loops; at 256 KiB, ShuffleNet's stage-4 shuffles given back
+    # in register tiles or direct loops; at 256 KiB, ShuffleNet's stage-4 shuffles given back
     # as transposes too (19 ops called numpy before, 4 at 1 MiB)
     model, inputs, expected = onnxruntime_reference("shufflenet")
     compiled = pyocc.compile(model, scratchpad="256KiB")

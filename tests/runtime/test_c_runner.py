@@ -185,8 +185,9 @@ def test_a_scratchpad_schedule_runs_from_c(tmp_path: Path, runner: Path, capsys:
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """`pyocc compile --scratchpad 1MiB`: the NPU schedule (its SRAM arena,
     the DMA as copies) as a library. Every op runs a native kernel (the
-    plan gives the host no im2col scratch: those convolutions run direct
-    loops), so it runs from C without Python and matches onnxruntime."""
+    plan gives the host no im2col scratch: those convolutions run register
+    tiles or direct loops), so it runs from C without Python and matches
+    onnxruntime."""
     model, inputs, (expected,) = onnxruntime_reference("squeezenet")
     onnx.save(onnx.load(str(model)), tmp_path / "squeezenet.onnx")
     monkeypatch.chdir(tmp_path)

@@ -27,12 +27,15 @@ from pyocc.dialects.dnn.scratch import (  # noqa: E402
 )
 from pyocc.lowering.native.conv import (  # noqa: E402
     TILED_POINTWISE_DEPTH,
+    Geometry,
     conv_row_sizes,
     emit_conv,
     emit_conv_transpose,
     emit_preact_conv,
     host_has_avx512,
     preact_conv_sizes,
+    register_tiles,
+    tiled_spatial,
 )
 import pyocc.lowering.native.conv as conv_module  # noqa: E402
 from pyocc.lowering.native.dense_ir import NotNative  # noqa: E402
@@ -225,18 +228,29 @@ def _needs_columns(name: str) -> bool:
                           kwargs.get("shuffle")) == "im2col"
 
 
+@pytest.mark.parametrize("avx512", [False, True], ids=["tiles_rule", "avx512"])
 @pytest.mark.parametrize("room", ["none", "less_than_a_row"])
 @pytest.mark.parametrize("name", sorted(name for name in CONVS if _needs_columns(name)))
-def test_im2col_conv_without_planned_columns_runs_direct_loops(name: str, room: str) -> None:
-    # the plan for an NPU's scratchpad gives the host no scratch: such a site
-    # runs the direct loops natively, not the numpy kernel's temporaries
+def test_im2col_conv_without_planned_columns_runs_natively(name: str, room: str, avx512: bool,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # the plan for an NPU's scratchpad gives the host no scratch: such a site runs
+    # natively, not the numpy kernel's temporaries: register tiles read from the
+    # input in place where their rule allows (a host without AVX-512), at any depth,
+    # else the direct loops
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: avx512)
     inputs, out_shape, kwargs = conv_case(CONVS[name])
     row = im2col_row_bytes(inputs[1].shape, out_shape, 4)
     workspace = None if room == "none" else row - 4
     outputs = [(out_shape, "float32")]
     site = site_for("conv", inputs, outputs, workspace_bytes=workspace, **kwargs)
     assert native_kernel_for(site) is not None
-    assert conv_row_sizes(site) is None, "it keeps its own function, which runs the direct loops"
+    assert conv_row_sizes(site) is None, "it keeps its own function"
+    tiles = tiled_spatial(Geometry.of(inputs[0].shape, inputs[1].shape, out_shape, kwargs), kwargs,
+                          inputs[3] is not None, any_depth=True)
+    if name == "many_blocks":  # 64 x 9 deep: with planned columns sgemm, without them register tiles
+        assert tiles != avx512 and not register_tiles(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs))
+    if name in ("channel_blocks_residual", "three_d", "one_d") or avx512:  # a residual, 3-D, dilated: direct loops
+        assert not tiles
     want = np.empty(out_shape, np.float32)
     hk.conv(*inputs, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
@@ -244,15 +258,24 @@ def test_im2col_conv_without_planned_columns_runs_direct_loops(name: str, room: 
     assert_close(got, want)
 
 
+@pytest.mark.parametrize("avx512", [False, True], ids=["tiles_rule", "avx512"])
 @pytest.mark.parametrize("room", ["none", "less_than_a_row"])
-@pytest.mark.parametrize("name", ["3x3_padded", "pointwise", "strided_dilated_asymmetric", "channel_blocks_residual"])
-def test_preact_conv_without_planned_columns_runs_direct_loops(name: str, room: str) -> None:
-    # DenseNet's preact_convs, tiled for the scratchpad, were 2,540 numpy sites at 1 MiB
+@pytest.mark.parametrize("name", ["3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric",
+                                  "pointwise", "strided_dilated_asymmetric", "channel_blocks_residual"])
+def test_preact_conv_without_planned_columns_runs_natively(name: str, room: str, avx512: bool,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # DenseNet's preact_convs, tiled for the scratchpad, were 2,540 numpy sites at 1 MiB: register
+    # tiles that pre-activate what they load (the padding left zero), or the direct loops
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: avx512)
     inputs, out_shape, kwargs, _ = preact_case(name, "relu", "one_row")
     x, scale, shift, w, bias, residual = inputs
     workspace = None if room == "none" else im2col_row_bytes(w.shape, out_shape, 4) - 4
     site = site_for("preact_conv", inputs, [(out_shape, "float32")], workspace_bytes=workspace, **kwargs)
     assert native_kernel_for(site) is not None and preact_conv_sizes(site) is None
+    tiles = tiled_spatial(Geometry.of(x.shape, w.shape, out_shape, kwargs), kwargs, residual is not None,
+                          any_depth=True)
+    # (a residual, tanh or a dilation: the direct loops)
+    assert tiles == (not avx512 and name in ("3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric"))
     want = np.empty(out_shape, np.float32)
     hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)
@@ -611,7 +634,7 @@ def test_tiny_cnn_runs_natively(memory: str, scratch: bool) -> None:
     compiled, problem = compile_and_compare(model, random_inputs(model, 0), memory=memory, scratch=scratch)
     assert problem is None, problem
     kernels = [site["kernel"] for site in compiled.native.meta["sites"]]
-    # an im2col convolution without planned scratch has no block to work in: it runs the direct loops
+    # an im2col convolution without planned scratch has no block to work in: register tiles or direct loops
     assert {"conv", "gemm"} <= set(kernels) and compiled.numpy_sites == 0
     scratch_buffers = [b for b in compiled.memory_report().buffers if b.name.endswith("_scratch")]
     assert bool(scratch_buffers) == scratch

@@ -10,9 +10,10 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   plan), then one BLAS sgemm adds the slice's part onto the block's
   outputs (`im2col_block` sizes both within the workspace). The plan
   sizes that workspace to the pool's slack at the op (from one output
-  row's columns up to a full block); without one (the plan for an NPU's
-  scratchpad, `--scratchpad`, gives the host no scratch) the op runs the
-  direct loops below, or register tiles where they apply (`_without_columns`).
+  row's columns up to a full block); without one (`_without_columns`: the
+  plan for an NPU's scratchpad, `--scratchpad`, gives the host no scratch)
+  the op runs the register tiles below at any depth where their other
+  conditions hold, else the direct loops.
   In a model compiled for several threads, a workspace
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
@@ -45,8 +46,10 @@ element.
 
 preact_conv applies `pre_act(x * scale + shift)` as it reads x (padding
 stays zero, as ONNX requires): group 1 as im2col blocks (pointwise ones
-too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones, and those
-without a planned workspace, by the direct loops. conv_transpose
+too: `PreActConvOp.scratch_bytes`) + sgemm; grouped ones by the direct
+loops; group-1 ones without a planned workspace as register tiles that
+pre-activate what they load (padding set back to zero) where those run,
+else by the direct loops. conv_transpose
 runs direct loops, scattering each input row's contributions into the
 output rows it reaches.
 """
@@ -566,7 +569,8 @@ def supports_conv(site: dict[str, Any]) -> bool:
 def _without_columns(site: dict[str, Any]) -> bool:
     """Whether an im2col site has no planned workspace holding one output
     row's columns: the plan for an NPU's scratchpad (`--scratchpad`)
-    gives the host none, so the site runs the direct loops, which need no
+    gives the host none, so the site runs register tiles at any depth
+    (`tiled_spatial`'s `any_depth`) or the direct loops, which need no
     scratch, instead of the numpy kernel's temporaries outside the plan."""
     weights = site["inputs"][3 if site["kernel"] == "preact_conv" else 1]
     return _im2col(site) and _workspace_bytes(site) < im2col_row_bytes(weights["shape"],
@@ -767,7 +771,10 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
     if rows is None and _without_columns(site):
-        _direct(k, g, x, w, bias, residual, out, kwargs)
+        if tiled_spatial(g, kwargs, residual is not None, any_depth=True):
+            _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
+        else:
+            _direct(k, g, x, w, bias, residual, out, kwargs)
         k.finish()
         return
     im2col = algorithm == "im2col"
@@ -911,7 +918,7 @@ TILED_SPATIAL_COLUMN_BYTES = 1 << 20
 SPATIAL_TILE_CHANNELS = 6
 
 
-def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool) -> bool:
+def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, any_depth: bool = False) -> bool:
     """Whether an im2col convolution runs `_spatial_tiles` instead: 2-D
     (or 1-D), group 1, stride 1 or 2 (`TILED_SPATIAL_STRIDES`; 2 only when
     shallow), dilation 1, shallow (a depth, input channels x taps, of at
@@ -919,20 +926,23 @@ def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool) -> bool:
     than TILED_SPATIAL_COLUMN_BYTES of im2col columns, which then stream
     through the cache for a short product), and the conditions of
     `tiled_pointwise` (no residual, relu or no activation, static sizes,
-    a host without AVX-512)."""
+    a host without AVX-512). With `any_depth`, of any depth and stride 1
+    or 2: a convolution with no planned scratch for im2col
+    (`_without_columns`), where the tiles beat the direct loops."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
     if not (static and len(g.kernel) == 2 and g.group == 1 and len(set(g.strides)) == 1
             and g.strides[0] in TILED_SPATIAL_STRIDES and set(g.dilations) == {1}):
         return False
     depth = g.channels * len(g.taps)
-    shallow = depth <= TILED_SPATIAL_SHALLOW or (g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH
-                                                and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
+    shallow = any_depth or depth <= TILED_SPATIAL_SHALLOW or (
+        g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
     return shallow and not residual and kwargs.get("activation") in (None, "relu") \
         and not host_has_avx512()
 
 
 def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
-                   activation: str | None) -> None:
+                   activation: str | None, transform: InputTransform | None = None,
+                   keep: Sequence[ir.Value] = ()) -> None:
     """A shallow convolution of stride s (1 or 2) without im2col or BLAS, read
     from the input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
     w[m, c, ky, kx] * x[c, s*oy + ky - pad_top, s*ox + kx - pad_left]), summed
@@ -947,7 +957,9 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
     floats its lanes span and keeps every other one (a shuffle). The kernel rows in the padding are left out
     at run time (the range of ky for each output row). A row narrower than
     LANES stores its tile with a mask as well. On threads, each takes a run of (tile,
-    output row) pairs, summed as on one thread."""
+    output row) pairs, summed as on one thread. `transform` (a preact_conv's
+    pre-activation, reading the pointers `keep`) applies to each loaded
+    input, its lanes in the padding set back to zero (ONNX pads after it)."""
     (height, width), (out_rows, out_width) = g.in_spatial, g.out_spatial
     pad_top, pad_left = g.pads_begin
     kernel_rows, kernel_columns = g.kernel
@@ -1011,6 +1023,10 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
                 if not any(inside):
                     continue
                 inputs = tap_inputs(x_row, start, tap, inside)
+                if transform is not None:
+                    inputs = transform(k, c, inputs)
+                    if not all(inside):
+                        inputs = b.select(ir.Constant(masks, inside), inputs, zero)
                 for j, variable in enumerate(sums):
                     weight = k.load(w, b.add(weights[j], b.add(w_row, I64(tap))))
                     b.store(b.call(fma, [k.splat(weight), inputs, b.load(variable, typ=VECTOR)]), variable)
@@ -1049,7 +1065,8 @@ def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Va
     with k.loop(0, g.batch) as image:
         x_image = k.element(x, k.mul(image, depth * height * width))
         out_image = k.element(out, k.mul(image, outs * out_rows * out_width))
-        values = {"x": x_image, "out": out_image, "w": w, "bias": bias}
+        values = {"x": x_image, "out": out_image, "w": w, "bias": bias,
+                  **{f"keep{i}": value for i, value in enumerate(keep)}}
         # output channels outermost: a tile's weights stay in L1 while it sweeps the image
         # whole tiles, then one tile of the channels after them
         for first, tiles, channels in ((0, full_channels // SPATIAL_TILE_CHANNELS, SPATIAL_TILE_CHANNELS),
@@ -1425,6 +1442,9 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         block_bytes = _workspace_bytes(site)
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
                    transform=pre_activate, keep=(scale, shift), copies=_workspace_copies(site))
+    elif g.group == 1 and tiled_spatial(g, kwargs, residual is not None, any_depth=True):
+        # no planned workspace for the pre-activated columns: register tiles pre-activate as they load
+        _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"), transform=pre_activate, keep=(scale, shift))
     else:
         _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
     k.finish()
