@@ -12,6 +12,9 @@ that both sides do real work on real numbers) this prints:
 - ratio = pyocc / ort, and the geometric mean of the ratios;
 - native: the sites (compute ops) that run native kernels, of all sites
   (``--kernels numpy`` runs every site through numpy);
+- with ``--scratchpad SIZE``: pyocc runs its schedule for an NPU with SIZE
+  bytes of SRAM, as ``pyocc run --scratchpad`` does (the host's check of
+  that schedule, not the NPU's speed: the simulator's cycles are that);
 - with ``--c-runner``: the same model saved as a library (``Model.save``,
   as ``pyocc compile`` writes it) and run by examples/c/run_model (built
   with ``cc``) on the same inputs, ``--repeat`` the timed runs after
@@ -43,6 +46,7 @@ single-threaded apart from numpy's BLAS.
     python bench/host_latency.py --kernels numpy       # the numpy kernels for every op
     python bench/host_latency.py --profile densenet121 # cProfile + time per kernel
     python bench/host_latency.py --c-runner            # and the compiled library run from C
+    python bench/host_latency.py --scratchpad 1MiB     # the NPU schedule run on the host (SRAM arena, DMA copies)
 
 With several threads, `--order blocks` times each runtime's runs back to
 back instead of in turns: in turns, a run starts while the other runtime's
@@ -105,6 +109,9 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--kernels", default="native", choices=["native", "numpy"],
                         help="pyocc's host kernels: native (default: generated code where an op has a native "
                              "kernel, numpy for the rest) or numpy (every op)")
+    parser.add_argument("--scratchpad", default=None, metavar="SIZE",
+                        help="run pyocc's schedule for an NPU with SIZE bytes of SRAM (e.g. 1MiB: its SRAM "
+                             "arena, DMA as copies), as `pyocc run --scratchpad` does; pool mode")
     parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
     parser.add_argument("--c-runner", action="store_true",
                         help="also time the saved library run by examples/c/run_model (needs cc)")
@@ -275,7 +282,8 @@ def measure(name: str) -> Row:
     inputs = random_inputs_for(model)
     clock = time.process_time if ARGS.clock == "cpu" else time.perf_counter
     start = clock()
-    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads,
+                             scratchpad=ARGS.scratchpad)
     compile_s = clock() - start
     session = ort_session(model, ARGS.threads)
     got = compiled.run(inputs)
@@ -331,7 +339,8 @@ def profile(name: str) -> None:
 
     model = with_random_weights(name)
     inputs = random_inputs_for(model)
-    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads)
+    compiled = pyocc.compile(model, memory=ARGS.memory, kernels=ARGS.kernels, threads=ARGS.threads,
+                             scratchpad=ARGS.scratchpad)
     for _ in range(ARGS.warmup):
         compiled.run(inputs)
     profiler = cProfile.Profile()

@@ -943,8 +943,9 @@ def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, any_depth
 def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
                    activation: str | None, transform: InputTransform | None = None,
                    keep: Sequence[ir.Value] = ()) -> None:
-    """A shallow convolution of stride s (1 or 2) without im2col or BLAS, read
-    from the input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
+    """A shallow convolution (or one of any depth with no planned im2col
+    scratch, `_without_columns`) of stride s (1 or 2) without im2col or
+    BLAS, read from the input in place: out[m, oy, ox] = act(bias[m] + sum over c, ky, kx of
     w[m, c, ky, kx] * x[c, s*oy + ky - pad_top, s*ox + kx - pad_left]), summed
     as `_pointwise_tiles` sums: TILE_CHANNELS output channels x LANES
     positions of one output row in registers, then finished and stored once.
@@ -1379,8 +1380,8 @@ def preact_conv_sizes(site: dict[str, Any]) -> tuple[dict[str, Any], list[int]] 
     the channel dims and the workspace size None, [channels, block rows,
     block channels]). DenseNet's 1x1 preact_convs (61 sites, 64% of its
     IR) then share one function per image size. None for the sites that
-    keep their own function (grouped or without a workspace: direct loops;
-    nothing to compute)."""
+    keep their own function (grouped: direct loops; without a workspace:
+    register tiles or direct loops; nothing to compute)."""
     x_spec, scale_spec, shift_spec, w_spec = site["inputs"][:4]
     out_shape = site["outputs"][0]["shape"]
     if not _im2col(site) or math.prod(out_shape) == 0 or _without_columns(site):
