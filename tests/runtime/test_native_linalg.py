@@ -228,7 +228,7 @@ def _needs_columns(name: str) -> bool:
                           kwargs.get("shuffle")) == "im2col"
 
 
-@pytest.mark.parametrize("avx512", [False, True], ids=["tiles_rule", "avx512"])
+@pytest.mark.parametrize("avx512", [False, True], ids=["no_avx512", "avx512"])
 @pytest.mark.parametrize("room", ["none", "less_than_a_row"])
 @pytest.mark.parametrize("name", sorted(name for name in CONVS if _needs_columns(name)))
 def test_im2col_conv_without_planned_columns_runs_natively(name: str, room: str, avx512: bool,
@@ -258,7 +258,7 @@ def test_im2col_conv_without_planned_columns_runs_natively(name: str, room: str,
     assert_close(got, want)
 
 
-@pytest.mark.parametrize("avx512", [False, True], ids=["tiles_rule", "avx512"])
+@pytest.mark.parametrize("avx512", [False, True], ids=["no_avx512", "avx512"])
 @pytest.mark.parametrize("room", ["none", "less_than_a_row"])
 @pytest.mark.parametrize("name", ["3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric",
                                   "pointwise", "strided_dilated_asymmetric", "channel_blocks_residual"])
