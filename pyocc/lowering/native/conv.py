@@ -771,10 +771,7 @@ def emit_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> None:
         k.finish()
         return
     if rows is None and _without_columns(site):
-        if tiled_spatial(g, kwargs, residual is not None, any_depth=True):
-            _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"))
-        else:
-            _direct(k, g, x, w, bias, residual, out, kwargs)
+        _read_in_place(k, g, x, w, bias, residual, out, kwargs)
         k.finish()
         return
     im2col = algorithm == "im2col"
@@ -938,6 +935,20 @@ def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, any_depth
         g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
     return shallow and not residual and kwargs.get("activation") in (None, "relu") \
         and not host_has_avx512()
+
+
+def _read_in_place(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
+                   residual: ir.Value | None, out: ir.Value, kwargs: dict[str, Any],
+                   transform: InputTransform | None = None, keep: Sequence[ir.Value] = ()) -> None:
+    """A convolution that reads its input in place, with no scratch: the
+    register tiles at any depth where they run (`tiled_spatial`'s
+    `any_depth`), else the direct loops (`transform`, `keep`: a
+    preact_conv's pre-activation, as both take it). Grouped convolutions
+    and those with no planned im2col scratch (`_without_columns`)."""
+    if tiled_spatial(g, kwargs, residual is not None, any_depth=True):
+        _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"), transform, keep)
+    else:
+        _direct(k, g, x, w, bias, residual, out, kwargs, transform, keep)
 
 
 def _spatial_tiles(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None, out: ir.Value,
@@ -1443,11 +1454,8 @@ def emit_preact_conv(module: ir.Module, symbol: str, site: dict[str, Any]) -> No
         block_bytes = _workspace_bytes(site)
         _blas_conv(k, g, shapes, x, w, bias, residual, out, kwargs, True, k.buffer(7), block_bytes,
                    transform=pre_activate, keep=(scale, shift), copies=_workspace_copies(site))
-    elif g.group == 1 and tiled_spatial(g, kwargs, residual is not None, any_depth=True):
-        # no planned workspace for the pre-activated columns: register tiles pre-activate as they load
-        _spatial_tiles(k, g, x, w, bias, out, kwargs.get("activation"), transform=pre_activate, keep=(scale, shift))
-    else:
-        _direct(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
+    else:  # grouped, or no planned workspace for the pre-activated columns
+        _read_in_place(k, g, x, w, bias, residual, out, kwargs, transform=pre_activate, keep=(scale, shift))
     k.finish()
 
 
