@@ -989,7 +989,8 @@ def _candidates(extent: int) -> list[int]:
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
-           chain_weights: int = CHAIN_WEIGHTS[0], channel_chains: bool = True, stream_weights: bool = True,
+           chain_weights: int = CHAIN_WEIGHTS[0], concat_starts: bool = True, channel_chains: bool = True,
+           stream_weights: bool = True,
            streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
@@ -1000,8 +1001,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
-    `tight_chains`, `wide_chains`, `chain_weights`: the chains as
-    `_chains`' `tight`, `wide`, `weights`; without cascades, an op's reader
+    `tight_chains`, `wide_chains`, `chain_weights`, `concat_starts`: the
+    chains as `_chains`' `tight`, `wide`, `weights`, `concat_starts`; without cascades, an op's reader
     runs on its blocks of output channels or its bands of rows beside it
     where it can (`_channel_chains`, `_row_chains`), unless not
     `channel_chains` (an op whose reader reads it channel for channel is
@@ -1026,14 +1027,14 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     else:
         if not in_place:
             found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
-                            weights=chain_weights) if chains else []
+                            weights=chain_weights, concat_starts=concat_starts) if chains else []
         elif joins_first:
             homes, joined = _homes(program, set())
             found = _chains(program, sram, cost, frozenset(joined), tight_chains, wide_chains,
-                            chain_weights) if chains else []
+                            chain_weights, concat_starts=concat_starts) if chains else []
         else:
             found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
-                            weights=chain_weights) if chains else []
+                            weights=chain_weights, concat_starts=concat_starts) if chains else []
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
@@ -1845,7 +1846,8 @@ def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tup
 
 
 def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
-            tight: bool = False, wide: bool = False, weights: int = CHAIN_WEIGHTS[0]) -> list[tuple[int, int, int]]:
+            tight: bool = False, wide: bool = False, weights: int = CHAIN_WEIGHTS[0],
+            concat_starts: bool = True) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -1864,9 +1866,20 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     next looked for from its end; with `wide` (each op once per band step,
     the rows its other readers read copied out: `_chain_ranges`), the
     chains that save the most in all. The weights of a chain's ops take
-    at most `weights` eighths of the SRAM (`CHAIN_WEIGHTS`)."""
+    at most `weights` eighths of the SRAM (`CHAIN_WEIGHTS`). Without
+    `concat_starts`, no chain starts at a concat whose output, in place, is
+    assembled in SRAM (`_homes`; its home within `HOME_SHARE` of the SRAM):
+    in place it costs nothing, where a chain starting at it copies its
+    inputs band by band, loaded back from DRAM, for a gain counted as if
+    its output went to DRAM (SqueezeNet's fire8 concat at 1 MiB); such a
+    chain can still be the faster (DenseNet-121's second block at 4 MiB),
+    so `schedule_scratchpad` tries both."""
     ops = program.ops
     tensors = program.by_name()
+    no_start: set[int] = set()  # the concats no chain starts at
+    if not concat_starts:
+        homes, joined = _homes(program, set())
+        no_start = {k for k in joined if tensors[homes[ops[k].inputs[0]].tensor].size <= sram * HOME_SHARE // 8}
     readers: dict[str, list[int]] = {}
     for k, op in enumerate(ops):
         for n in dict.fromkeys(op.inputs):
@@ -1879,7 +1892,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
         """(op after the last, bands, estimated cycles saved) of each chain from `start` worth running."""
         found: list[tuple[int, int, int]] = []
         stop = start + 1
-        while bandable(ops[start]) and start not in outside and stop < min(len(ops), start + CHAIN_OPS):
+        while (bandable(ops[start]) and start not in outside and start not in no_start
+               and stop < min(len(ops), start + CHAIN_OPS)):
             stop += 1
             if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
@@ -2973,9 +2987,11 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     outside the chains, before them, and none; each with the chains found
     counted with a margin, tight, and wide (`_chains`), where they find
     different chains; then, on the fastest placement of the concats, the
-    chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`), kept
-    where they run faster; then, on the fastest, the weights of the ops that
-    stalled streamed where that runs faster, `_stream_stalled`; then ops
+    chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`) and
+    those that start at no concat assembled in SRAM (`_chains`'
+    `concat_starts`), kept where they run faster; then, on the fastest, the
+    weights of the ops that stalled streamed where that runs faster,
+    `_stream_stalled`; then ops
     that fit whole on the bands of rows of a sibling reader of their input,
     `_sibling_rows`, where that runs faster; then the fastest units
     scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
@@ -2999,10 +3015,17 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         if chained not in found:
             counts.append(count)
             found.append(chained)
-    # the chain counts whose chains differ where their weights may take more of the SRAM (`CHAIN_WEIGHTS`)
-    more_weights = [(count, share) for count, chained_ops in zip(counts, found, strict=True)
-                    for share in (CHAIN_WEIGHTS[1:] if chains and not cascades else ())
-                    if _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share) != chained_ops]
+    # the chain counts whose chains differ where their weights may take more of the SRAM (`CHAIN_WEIGHTS`),
+    # or where none starts at a concat assembled in SRAM in place (`_chains`' `concat_starts`)
+    more_chains: list[tuple[tuple[bool, bool], int, bool]] = []
+    for count, chained_ops in zip(counts, found, strict=True):
+        seen = [chained_ops]
+        for share, starts in itertools.product(CHAIN_WEIGHTS, (True, False)) if chains and not cascades else ():
+            other_chains = _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share,
+                                   concat_starts=starts)
+            if other_chains not in seen:
+                seen.append(other_chains)
+                more_chains.append((count, share, starts))
     if cascades:
         units, tiling, _, instructions, reserve = _scheduled_units(program, sram_size, cost, cascades, chains)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
@@ -3046,7 +3069,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     tried = [(count, variant) for count, chained_ops in zip(counts, found, strict=True) for variant in variants
              if not variant[0] or holds_a_concat(chained_ops)]
     with progress.steps(f"scheduling {plural(len(program.ops), 'op')} for {format_bytes(sram_size)} of SRAM",
-                        len(tried) + len(more_weights) + 1) as step:
+                        len(tried) + len(more_chains) + 1) as step:
         for (tight, wide), (joins_first, in_place, sum_bands) in tried:
             for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
@@ -3062,17 +3085,18 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
         if best is None:
             assert failed is not None
             raise failed
-        # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), each way of counting them, on
-        # the fastest placement of the concats; kept only when faster (a tie keeps the first)
-        for (tight, wide), share in more_weights:
+        # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), or that start at no concat
+        # assembled in SRAM, each way of counting them, on the fastest placement of the concats; kept
+        # only when faster (a tie keeps the first)
+        for (tight, wide), share, starts in more_chains:
             try:
-                other = scheduled(*placement, tight, wide, share)
+                other = scheduled(*placement, tight, wide, share, starts)
             except PlanningError:
                 continue
             finally:
                 step()
             if other.key < best.key:
-                best, choices = other, (*placement, tight, wide, share)
+                best, choices = other, (*placement, tight, wide, share, starts)
     # then the weights of the ops that stalled streamed, where that runs faster
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))

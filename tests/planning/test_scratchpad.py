@@ -1019,6 +1019,51 @@ def test_a_concat_runs_in_place_assembled_in_sram():
     assert result.dram_bytes == copied.dram_bytes == result.dram_lower_bound_bytes
 
 
+def _concat_then_window() -> NpuProgram:
+    """Two whole 1x1 convolutions write 2 channels each of 16 x 16; a concat
+    joins them (4 KiB); a 3x3 convolution reads it by bands of rows."""
+    T = NpuTensor
+    rows, width = 16, 16
+
+    def size(channels: int) -> int:
+        return channels * rows * width * 4
+
+    return NpuProgram(
+        (T("x", size(4), "input", rows), T("wa", 32, "weight"), T("wb", 32, "weight"),
+         T("a", size(2), "activation", rows), T("b", size(2), "activation", rows),
+         T("c", size(4), "activation", rows), T("wy", 4 * 4 * 9 * 4, "weight"), T("y", size(4), "output", rows)),
+        (NpuOp("a", 2 * 4 * rows * width, ("x",), ("wa",), ("a",)),
+         NpuOp("b", 2 * 4 * rows * width, ("x",), ("wb",), ("b",)),
+         NpuOp("c", 0, ("a", "b"), (), ("c",), rows, 0, 1, (), (("a", 1, 1, 0), ("b", 1, 1, 0)), joins=(2, 2)),
+         NpuOp("y", 4 * 4 * 9 * rows * width, ("c",), ("wy",), ("y",), rows, 2, 4, (), (("c", 3, 1, 1),))),
+    )
+
+
+def test_no_chain_starts_at_a_concat_assembled_in_sram_without_concat_starts():
+    # at 12 KiB the concat's 4 KiB output fits its home share (half the SRAM): a chain starts at it
+    # (it saves c's bytes as if they went to DRAM), none without `concat_starts`; those units
+    # write a and b into c's buffer in place and move no byte of a, b or c to or from DRAM,
+    # where the chain's copies load a and b back band by band (its home assembled where every
+    # unit fits beside it, `_rehome`'s `fit`). At 7 KiB c is assembled in no SRAM: the chain
+    # stays either way
+    program, cost = _concat_then_window(), NpuCost()
+    assert scratchpad._chains(program, 12 << 10, cost) == [(2, 4, 3)]
+    assert scratchpad._chains(program, 12 << 10, cost, concat_starts=False) == []
+    assert scratchpad._chains(program, 7 << 10, cost, concat_starts=False) == scratchpad._chains(
+        program, 7 << 10, cost) != []
+
+    def simulated(concat_starts: bool):
+        units, _, _ = _units(program, 12 << 10, cost, False, home_fit=12 << 10, concat_starts=concat_starts)
+        instructions = _Scheduler(program, 12 << 10, units).run()
+        return instructions, _simulated(program, 12 << 10, instructions)  # raises on a broken rule
+
+    (chained, chain), (in_place, placed) = simulated(True), simulated(False)
+    assert any(isinstance(i, Compute) and i.op == "c" for i in chained)
+    assert not any(isinstance(i, Compute) and i.op == "c" for i in in_place)
+    assert not any(isinstance(i, (Load, Store)) and i.piece.tensor in "abc" for i in in_place)
+    assert placed.cycles < chain.cycles and placed.dram_bytes < chain.dram_bytes
+
+
 def test_a_concat_in_place_too_big_for_sram_goes_to_its_dram_home_by_bands():
     # 3 KiB: the 2 KiB output does not fit half the SRAM: each band is stored to its place, the whole loaded
     result = run_scratchpad(_concat_net(), 3 << 10, cascades=False, chains=False)

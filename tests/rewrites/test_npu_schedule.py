@@ -22,7 +22,7 @@ from pyocc.dialects.dnn.dma import DmaWaitOp
 from pyocc.frontend.onnx_import import import_model
 from pyocc.pipelines import Options, run_passes, tensor_passes
 from pyocc.planning import scratchpad
-from pyocc.planning.npu_simulator import NpuCost, ScheduleError, simulate
+from pyocc.planning.npu_simulator import Compute, NpuCost, ScheduleError, simulate
 from pyocc.planning.scratchpad import run_scratchpad
 from pyocc.rewrites.dnn_npu_schedule import schedule_function
 from pyocc.testing.light_models import light_model_path
@@ -115,6 +115,29 @@ def test_deadlines_are_tried_on_the_way_that_ranks_third(monkeypatch: pytest.Mon
     monkeypatch.setattr(scratchpad, "DEADLINE_WAYS", 2)
     two = run_scratchpad(program, 1 << 20, cascades=False)
     assert three.cycles < 0.995 * two.cycles and three.dram_bytes < two.dram_bytes
+
+
+def test_squeezenets_fire8_concat_is_written_in_place_rather_than_a_chains_first_op(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # SqueezeNet at 1 MiB: the chains found start one at fire8's concat (its 338 KiB output
+    # counted as if it went to DRAM), which then copies its inputs band by band, stored and loaded
+    # back; the search also tries the chains that start at no concat assembled in SRAM in place
+    # (`_chains`' `concat_starts`): the concat costs nothing, and the schedule runs faster and
+    # moves fewer DRAM bytes. Without that try (every chain search as before), it is copied.
+    program = npu_program(_function(_light_module("squeezenet")))
+    starts = {program.ops[start].name for start, _, _ in scratchpad._chains(program, 1 << 20, NpuCost())
+              if program.ops[start].joins}
+    assert starts  # fire8's concat
+    with_try = run_scratchpad(program, 1 << 20, cascades=False)
+    chains = scratchpad._chains
+    monkeypatch.setattr(scratchpad, "_chains", lambda *args, **kw: chains(*args, **{**kw, "concat_starts": True}))
+    without = run_scratchpad(program, 1 << 20, cascades=False)
+
+    def computes(result) -> set[str]:
+        return {i.op for i in result.schedule.instructions if isinstance(i, Compute)}
+
+    assert starts <= computes(without) and not starts & computes(with_try)
+    assert with_try.cycles < without.cycles and with_try.dram_bytes < without.dram_bytes
 
 
 def test_a_late_wait_in_the_ir_is_caught() -> None:
