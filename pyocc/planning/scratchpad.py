@@ -1002,12 +1002,12 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
     `tight_chains`, `wide_chains`, `chain_weights`, `concat_starts`: the
-    chains as `_chains`' `tight`, `wide`, `weights`, `concat_starts`; without cascades, an op's reader
-    runs on its blocks of output channels or its bands of rows beside it
-    where it can (`_channel_chains`, `_row_chains`), unless not
-    `channel_chains` (an op whose reader reads it channel for channel is
-    then tiled by channel blocks alone for that, where its estimate is no
-    worse: `_blocks_alone`); an op whose weights take more than
+    chains as `_chains`' `tight`, `wide`, `weights`, `concat_starts`; without
+    cascades, an op's reader runs on its blocks of output channels or its
+    bands of rows beside it where it can (`_channel_chains`, `_row_chains`),
+    unless not `channel_chains` (an op whose reader reads it channel for
+    channel is then tiled by channel blocks alone for that, where its estimate
+    is no worse: `_blocks_alone`); an op whose weights take more than
     `STREAM_WEIGHTS_SHARE` of the SRAM, or more than
     `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
     tiled (its weights streamed in blocks) even where it fits whole,
@@ -2991,13 +2991,13 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     those that start at no concat assembled in SRAM (`_chains`'
     `concat_starts`), kept where they run faster; then, on the fastest, the
     weights of the ops that stalled streamed where that runs faster,
-    `_stream_stalled`; then ops
-    that fit whole on the bands of rows of a sibling reader of their input,
-    `_sibling_rows`, where that runs faster; then the fastest units
-    scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
-    last, the same with bands of rows assembled in SRAM, `_assembled`, kept
-    where that runs faster). "Faster" everywhere here: first by `_key`,
-    the simulated cycles with the DRAM bytes weighed in (`DRAM_WEIGHT`)."""
+    `_stream_stalled`; then ops that fit whole on the bands of rows of a
+    sibling reader of their input, `_sibling_rows`, where that runs faster;
+    then the fastest units scheduled with the other `RESERVES` and best fit,
+    `_fastest_scheduler`; last, the same with bands of rows assembled in SRAM,
+    `_assembled`, kept where that runs faster). "Faster" everywhere here:
+    first by `_key`, the simulated cycles with the DRAM bytes weighed in
+    (`DRAM_WEIGHT`)."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
