@@ -747,6 +747,14 @@ def _band_bytes(tensor: NpuTensor, op: NpuOp, bands: int) -> int:
     return math.ceil(tensor.size * rows / tensor.rows)
 
 
+def _tile_bytes(tensor: NpuTensor, op: NpuOp, bands: int, blocks: int) -> int:
+    """Bytes of the largest tile of output `tensor` when `op` runs on `bands`
+    bands of rows and `blocks` blocks of channels (`NpuOp.out_band`,
+    `_block_bytes`: near-equal shares, some a row or a channel more)."""
+    rows, channels = max(op.out_rows, 1), max(op.channels, 1)
+    return math.ceil(tensor.size * math.ceil(rows / bands) * math.ceil(channels / blocks) / (rows * channels))
+
+
 def fits_tiled(op: NpuOp, program: NpuProgram, sram: int, cost: NpuCost) -> bool:
     """Whether some tiling of `op` fits `sram` bytes (`_choose_tiling` finds one)."""
     try:
@@ -757,17 +765,19 @@ def fits_tiled(op: NpuOp, program: NpuProgram, sram: int, cost: NpuCost) -> bool
 
 
 def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
-                   bands: list[tuple[int, int, str]] | None = None) -> tuple[int, int, bool, int, int]:
+                   bands: list[tuple[int, int, str]] | None = None, exact: bool = False
+                   ) -> tuple[int, int, bool, int, int]:
     """`_chosen_tiling` of `op` over its operands in `tensors`: the same op
     (an op of the same name, tensors and facts) in every `_units` call of a
     schedule (up to 8 of them) searches once."""
     operands = tuple(tensors[n] for n in dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands))
+    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands), exact)
 
 
 @functools.lru_cache(maxsize=1 << 12)
 def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: NpuCost,
-                   bands: tuple[tuple[int, int, str], ...] | None) -> tuple[int, int, bool, int, int]:
+                   bands: tuple[tuple[int, int, str], ...] | None, exact: bool = False
+                   ) -> tuple[int, int, bool, int, int]:
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
     slower of its compute and its DRAM traffic under `cost`), then the
@@ -784,13 +794,14 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     lives in an in-place concat's output) a tiling summed over those bands
     is taken first when one fits: each band is read where it is, often
     still in SRAM, instead of the whole input from DRAM. `operands`: the
-    tensors `op` names (pure in its arguments, hence cached)."""
+    tensors `op` names (pure in its arguments, hence cached); `exact`: as
+    `_reduction_tiling`'s."""
     tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
     bigs = (sram // 4, sram // 8, sram // 16, sram // 32, 0)
     most = sram * max(TILE_SHARES) // 8  # each search once, for the largest share; each share keeps what fits it
     if bands is not None:
-        options = [(_reduction_tiling(op, tensors, most, big, cost, bands), big) for big in bigs]
+        options = [(_reduction_tiling(op, tensors, most, big, cost, bands, exact), big) for big in bigs]
         for share in TILE_SHARES:
             found = [(*key, big) for keys, big in options if (key := _within(keys, sram * share // 8)) is not None]
             if found:
@@ -803,7 +814,7 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
         found = [(*key, big) for keys, big in plain if (key := _within(keys, limit)) is not None]
         if not found or REDUCTION_COMPETES:
             if reduced is None:
-                reduced = [(_reduction_tiling(op, tensors, most, big, cost), big) for big in bigs]
+                reduced = [(_reduction_tiling(op, tensors, most, big, cost, exact=exact), big) for big in bigs]
             found += [(*key, big) for keys, big in reduced if (key := _within(keys, limit)) is not None]
         if found:
             # on equal cycles and traffic, a tiling without partial sums (one input channel block) first
@@ -919,7 +930,7 @@ def _channel_candidates(op: NpuOp, weights: list[NpuTensor]) -> list[int]:
 
 def _reduction_tiling(
     op: NpuOp, tensors: dict[str, NpuTensor], limit: int, big: int, cost: NpuCost,
-    bands: tuple[tuple[int, int, str], ...] | None = None,
+    bands: tuple[tuple[int, int, str], ...] | None = None, exact: bool = False,
 ) -> list[tuple[_TilingKey, int]]:
     """(key, footprint) of every tiling that also sums each output tile
     over blocks of the op's input channels (`NpuOp.in_channels`) whose
@@ -932,7 +943,11 @@ def _reduction_tiling(
     itself. Units run tile by tile, the input blocks innermost; the input
     is read again per output channel block, the weights per row band.
     With `bands`, the blocks are those channel ranges (the widest sets the
-    footprint) and only their count is tried."""
+    footprint) and only their count is tried. The partial sums are counted
+    at the mean tile, or with `exact` at the largest (`_tile_bytes`): a row
+    band or a channel block may be one row or channel more, and the mean
+    lets through tilings whose units the scheduler then places where it
+    finds room, often better ones, but not always (`schedule_scratchpad`)."""
     if op.in_channels <= 1:
         return []
     reads, weights, outs, rows, channels = _tiling_space(op, tensors, big)
@@ -940,7 +955,7 @@ def _reduction_tiling(
     for r in rows:
         for c in channels:
             n = r * c
-            tile = math.ceil(sum(t.size for t in outs) / n)
+            tile = sum(_tile_bytes(t, op, r, c) for t in outs) if exact else math.ceil(sum(t.size for t in outs) / n)
             for k in _candidates(op.in_channels)[1:] if bands is None else [len(bands)]:
                 widest = k if bands is None else op.in_channels / max(hi - lo for lo, hi, _ in bands)
                 foot = 0
@@ -991,7 +1006,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
            chain_weights: int = CHAIN_WEIGHTS[0], concat_starts: bool = True, channel_chains: bool = True,
            stream_weights: bool = True,
-           streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
+           streamed: frozenset[str] = frozenset(), join_siblings: bool = False, exact_tiles: bool = False,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -1014,7 +1029,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     unless not `stream_weights`, and so is every op named in `streamed`
     that can be split by channels (`_stream_stalled`); with
     `join_siblings`, an op that fits whole runs on the bands of rows of an
-    earlier reader of its input where `_sibling_rows` finds one; also
+    earlier reader of its input where `_sibling_rows` finds one;
+    `exact_tiles`: the tilings chosen as `_chosen_tiling`'s `exact`; also
     returns the op tilings and the in-place concats' homes."""
     tensors = program.by_name()
     units: list[_Unit] = []
@@ -1091,7 +1107,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             r, c, rows_outer, big, blocks = sibling, 1, True, 0, 1
         else:
             try:
-                r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands)
+                r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands, exact_tiles)
             except PlanningError:
                 if not streams:
                     raise
@@ -2981,6 +2997,22 @@ class _Scheduled(NamedTuple):
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
+    (`_schedule_scratchpad`); where no way of it fits, the same search again
+    with each tiling summed over input channel blocks counted at its largest
+    tile (`_reduction_tiling`'s `exact`). Counted at the mean, such a
+    tiling can leave a unit no hole the size it needs (VGG-19's conv1_2 at
+    256 KiB: 141 bands of 224 rows, most of them two rows); counted at the
+    largest everywhere, the tilings of schedules that fit change too, and
+    some run slower (DenseNet-121 at 256 KiB, 2.770 -> 2.918 cycles/bound)."""
+    try:
+        return _schedule_scratchpad(program, sram_size, cost, cascades, chains, exact_tiles=False)
+    except PlanningError:
+        return _schedule_scratchpad(program, sram_size, cost, cascades, chains, exact_tiles=True)
+
+
+def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cascades: bool, chains: bool,
+                         exact_tiles: bool) -> NpuSchedule:
+    """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
     (`cost` steers the choice of tilings; without `cascades`, what the IR
     runs: chain cascades (unless not `chains`), other ops tiled one by one,
     and concats in place: the fastest simulated of the concats in place
@@ -2997,7 +3029,7 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     `_fastest_scheduler`; last, the same with bands of rows assembled in SRAM,
     `_assembled`, kept where that runs faster). "Faster" everywhere here:
     first by `_key`, the simulated cycles with the DRAM bytes weighed in
-    (`DRAM_WEIGHT`)."""
+    (`DRAM_WEIGHT`). `exact_tiles`: as `_units`'."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -3027,7 +3059,8 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
                 seen.append(other_chains)
                 more_chains.append((count, share, starts))
     if cascades:
-        units, tiling, _, instructions, reserve = _scheduled_units(program, sram_size, cost, cascades, chains)
+        units, tiling, _, instructions, reserve = _scheduled_units(program, sram_size, cost, cascades, chains,
+                                                                   exact_tiles=exact_tiles)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
@@ -3037,12 +3070,12 @@ def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = Npu
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                   assemble: bool = False, slices: bool = True) -> _Scheduled:
         """The units that `_units(program, sram_size, cost, cascades,
-        chains, *choices, streamed=streamed, join_siblings=join_siblings)`
-        makes, scheduled (`_scheduled_units`, with `assemble` and
-        `slices`)."""
+        chains, *choices, streamed=streamed, join_siblings=join_siblings,
+        exact_tiles=exact_tiles)` makes, scheduled (`_scheduled_units`,
+        with `assemble` and `slices`)."""
         units, tiling, homes, instructions, reserve = _scheduled_units(
             program, sram_size, cost, cascades, chains, *choices, streamed=streamed, join_siblings=join_siblings,
-            assemble=assemble, slices=slices)
+            assemble=assemble, slices=slices, exact_tiles=exact_tiles)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         simulated = _simulate(schedule, program, sram_size, cost)
@@ -3174,7 +3207,7 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
-                     slices: bool = True,
+                     slices: bool = True, exact_tiles: bool = False,
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
@@ -3186,8 +3219,10 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
-    that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`)."""
-    units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed, join_siblings=join_siblings)
+    that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`). `exact_tiles`: as
+    `_units`'."""
+    units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed, join_siblings=join_siblings,
+                                  exact_tiles=exact_tiles)
     siblings = _sibling_bands(program, units, tiling, sram_size)
     tries = ([siblings] if siblings is not units else []) + [units]
     if assemble:
@@ -3200,7 +3235,8 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
                 return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost, reserve).run(), reserve
             except PlanningError as e:
                 failed = e
-    plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False)
+    plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False,
+                                  exact_tiles=exact_tiles)
     if plain == units:
         raise failed
     return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run(), RESERVES[0]

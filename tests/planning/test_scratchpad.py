@@ -1064,6 +1064,29 @@ def test_no_chain_starts_at_a_concat_assembled_in_sram_without_concat_starts():
     assert placed.cycles < chain.cycles and placed.dram_bytes < chain.dram_bytes
 
 
+def test_a_schedule_whose_partial_sums_fit_only_counted_at_the_largest_tile_is_found():
+    # a 3x3 convolution of 64 to 64 channels on 48 x 56 at 32 KiB: summed over blocks of input
+    # channels, its tiling counted at the mean tile takes 28 bands of 48 rows (most of them two
+    # rows), and a unit then finds no hole for what it needs; `schedule_scratchpad` searches
+    # again with the largest tile counted (`_reduction_tiling`'s `exact`), and that schedule fits
+    rows, width, channels, sram = 48, 56, 64, 32 << 10
+    T = NpuTensor
+    size = channels * rows * width * 4
+    program = NpuProgram(
+        (T("x", size, "input", rows), T("w", channels * channels * 9 * 4, "weight"), T("y", size, "output", rows)),
+        (NpuOp("y", channels * channels * 9 * rows * width, ("x",), ("w",), ("y",), rows, 2, channels, (),
+               (("x", 3, 1, 1),), in_channels=channels, reduced_inputs=("x",), reduced_weights=("w",)),))
+    tensors, op = program.by_name(), program.ops[0]
+    mean = scratchpad._choose_tiling(op, tensors, sram, NpuCost())
+    largest = scratchpad._choose_tiling(op, tensors, sram, NpuCost(), exact=True)
+    assert rows % mean[0] and mean != largest
+    units, _, _ = _units(program, sram, NpuCost(), False)
+    with pytest.raises(PlanningError, match="does not fit"):
+        _Scheduler(program, sram, units).run()
+    result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
+    assert result.tiled_ops["y"] == largest[:2] and result.sram_bytes <= sram
+
+
 def test_a_concat_in_place_too_big_for_sram_goes_to_its_dram_home_by_bands():
     # 3 KiB: the 2 KiB output does not fit half the SRAM: each band is stored to its place, the whole loaded
     result = run_scratchpad(_concat_net(), 3 << 10, cascades=False, chains=False)
