@@ -295,6 +295,11 @@ def _limit_rank(limit: int | str, activation_bytes: int, extra_work: int) -> tup
     return (0, 0, extra_work) if fits else (1, activation_bytes, extra_work)
 
 
+#: What `--scratchpad` runs with (`pyocc run`, `pyocc compile`, the API),
+#: said where it is asked for with anything else
+SCRATCHPAD_MODE = ("--scratchpad runs on target host in pool mode without --memory-pools "
+                   "(the schedule plans the SRAM and the DRAM)")
+
 #: Python's cyclic garbage collector looks at the youngest objects after this
 #: many allocations during a compile (Python's default: 700). A compile
 #: makes and drops hundreds of thousands of IR objects; at 700 the
@@ -505,8 +510,7 @@ def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[in
         timings: dict[str, float] = {}
         if stage_dma:
             if npu_machine is None or memory != "pool" or options.memory_pools or options.target != "host":
-                raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
-                                 "(the schedule plans the SRAM and the DRAM)")
+                raise PyoccError(SCRATCHPAD_MODE)
             if options.tile_region:
                 raise PyoccError("--scratchpad does not combine with tiling (--memory-limit, --tile-region): "
                                  "the scratchpad schedule tiles on its own; drop one of them")

@@ -20,7 +20,7 @@ from xdsl.context import Context
 from xdsl.utils.exceptions import PassFailedException
 
 from pyocc.api import compile as compile_model
-from pyocc.api import SymbolicLowering, SymbolicModel, lower, lower_symbolic, npu_schedule
+from pyocc.api import SCRATCHPAD_MODE, SymbolicLowering, SymbolicModel, lower, lower_symbolic, npu_schedule
 from pyocc.errors import PyoccError
 from pyocc.frontend.onnx_import import parse_shape
 from pyocc.frontend.symbols import parse_dims
@@ -167,8 +167,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return _compile_symbolic(args, out)
     if args.target == "cuda":
         if args.scratchpad is not None:
-            raise PyoccError("--scratchpad runs on target host in pool mode without --memory-pools "
-                             "(the schedule plans the SRAM and the DRAM)")  # as `pyocc run` says it
+            raise PyoccError(SCRATCHPAD_MODE)  # as `pyocc run` says it
         return _compile_cuda_ir(args, out)
     model = compile_model(args.model, target=args.target, memory=args.memory, planner=args.planner,
                           shapes=_shapes(args.shape), fuse=args.fuse, coalesce=args.coalesce,
