@@ -18,7 +18,7 @@ no-prefetch baseline).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from collections.abc import Callable
 from typing import Any
 
@@ -44,7 +44,7 @@ from pyocc.planning.npu_simulator import (
     Wait,
 )
 from pyocc.planning.pools import parse_size
-from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, fits_tiled, run_scratchpad
+from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, copy_rows, fits_tiled, run_scratchpad
 
 
 def _rows(value: SSAValue) -> int:
@@ -355,8 +355,17 @@ def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str
             (written, total), = [_piece(a, op) for a in op.attributes["npu.writes"].data]  # type: ignore[attr-defined]
             sizes[written.tensor] = total
             name = op.attributes.get("npu.op")
-            out.append(Compute(name.data if isinstance(name, StringAttr) else op.name, 0, 2 * written.bytes,
-                               ((sram(op, op.source), read),), ((sram(op, op.target), written),)))
+            made = ((sram(op, op.target), written),)
+            at = len(out) - 1
+            while at >= 0 and isinstance(out[at], Free):  # the first band freed after its copy
+                at -= 1
+            last = out[at] if at >= 0 else None
+            if (isinstance(last, Compute) and last.macs == 0 and last.writes == made
+                    and copy_rows(written.part) is not None):  # a rolled chain's second band into the same copy
+                out[at] = replace(last, reads=(*last.reads, (sram(op, op.source), read)))
+            else:
+                out.append(Compute(name.data if isinstance(name, StringAttr) else op.name, 0, 2 * written.bytes,
+                                   ((sram(op, op.source), read),), made))
         elif isinstance(op, d.DnnComputeOp):
             reads = [_piece(a, op) for a in op.attributes.get("npu.reads", ArrayAttr([])).data]  # type: ignore[union-attr]
             writes = [_piece(a, op) for a in op.attributes.get("npu.writes", ArrayAttr([])).data]  # type: ignore[union-attr]

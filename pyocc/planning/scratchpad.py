@@ -275,6 +275,18 @@ REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
 (`_channel_chains`) does so when its partial sums, two blocks of its
 filters and one tile fit in this many eighths of the SRAM."""
+
+PATH_MARGIN = 0.02
+"""How near (in `_key`'s first term, a log: 2%) the fastest schedule with
+rolled chains and the fastest without must be for `schedule_scratchpad` to
+finish both (`_finished`: stalled weights streamed, sibling bands, the
+other reserves, outputs assembled) and keep the faster; further apart, only
+the faster is finished. Over the nine at 1 and 4 MiB those steps gained
+up to 0.15 on one way, but turned the order only at near ties (at 4 MiB
+Inception v1, 0.008 apart, and AlexNet, 0.00004); finishing both always
+cost 1.7x the time to schedule at 1 MiB (VGG-19: 34 -> 62 s, its two ways
+0.021 apart) for no other change."""
+
 KINDS = ("weight", "input", "output", "activation")
 
 
@@ -1004,8 +1016,8 @@ def _candidates(extent: int) -> list[int]:
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
-           chain_weights: int = CHAIN_WEIGHTS[0], concat_starts: bool = True, channel_chains: bool = True,
-           stream_weights: bool = True,
+           rolled_chains: bool = False, chain_weights: int = CHAIN_WEIGHTS[0], concat_starts: bool = True,
+           channel_chains: bool = True, stream_weights: bool = True,
            streamed: frozenset[str] = frozenset(), join_siblings: bool = False, exact_tiles: bool = False,
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
@@ -1016,8 +1028,9 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     the chains then found around them; `home_fit`: see `_rehome`'s `fit`;
     none without `in_place`); with `sum_bands`, an op that reads a concat's
     output in place sums over its bands when that fits (`_band_blocks`);
-    `tight_chains`, `wide_chains`, `chain_weights`, `concat_starts`: the
-    chains as `_chains`' `tight`, `wide`, `weights`, `concat_starts`; without
+    `tight_chains`, `wide_chains`, `rolled_chains`, `chain_weights`,
+    `concat_starts`: the chains as `_chains`' `tight`, `wide`, `rolled`,
+    `weights`, `concat_starts`; without
     cascades, an op's reader runs on its blocks of output channels or its
     bands of rows beside it where it can (`_channel_chains`, `_row_chains`),
     unless not `channel_chains` (an op whose reader reads it channel for
@@ -1042,15 +1055,15 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         cascades = {start: (stop, bands, _cascade_units) for start, stop, bands in _cascades(program, sram)}
     else:
         if not in_place:
-            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
-                            weights=chain_weights, concat_starts=concat_starts) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains, weights=chain_weights,
+                            concat_starts=concat_starts, rolled=rolled_chains) if chains else []
         elif joins_first:
             homes, joined = _homes(program, set())
             found = _chains(program, sram, cost, frozenset(joined), tight_chains, wide_chains,
-                            chain_weights, concat_starts=concat_starts) if chains else []
+                            chain_weights, concat_starts=concat_starts, rolled=rolled_chains) if chains else []
         else:
-            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains,
-                            weights=chain_weights, concat_starts=concat_starts) if chains else []
+            found = _chains(program, sram, cost, tight=tight_chains, wide=wide_chains, weights=chain_weights,
+                            concat_starts=concat_starts, rolled=rolled_chains) if chains else []
             # concats in place (not inside a chain cascade, whose bands are rows)
             homes, joined = _homes(program, {k for start, stop, _ in found for k in range(start, stop)})
         cascades = {start: (stop, bands, _chain_units) for start, stop, bands in found}
@@ -1068,7 +1081,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             continue
         if index in cascades:
             stop, bands, make = cascades[index]
-            made = (make(program, index, stop, bands, sram, frozenset(homed), wide_chains) if make is _chain_units
+            made = (make(program, index, stop, bands, sram, frozenset(homed), wide_chains, rolled_chains)
+                    if make is _chain_units
                     else make(program, index, stop, bands, sram))
             units += _chain_joins(program, index, stop, made, chain_homes) if make is _chain_units and in_place else made
             for op in program.ops[index:stop]:
@@ -1777,29 +1791,116 @@ def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
     return need
 
 
-def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int,
-                tight: bool = False, wide: bool = False, limit: int | None = None) -> tuple[int, int, int] | None:
-    """(the largest SRAM footprint of one band step, the MACs the bands
-    compute in all, the bytes of outside inputs the bands read) of the
-    chain start..stop in `bands` bands, or None. The footprint counts every
-    op's inputs and outputs, so an inner band twice (its producer's output,
-    its reader's input): room left for the next units' prefetch; with
-    `tight`, each band once (fewer, larger bands: see `_chains`); with
-    `wide` (ranges as `_chain_ranges` makes them so), the most bytes live at
-    once as the step's units run (`_step_peak`): fewer, larger bands still.
-    With `limit`, None as soon as one band step's footprint is above it
-    (the chain search asks only what fits). Worked out once per program
-    (`NpuProgram.memo`): the search asks the same again for every way of
-    counting and every share of the weights."""
-    memo = program.memo("chain_cost")
-    key = (start, stop, bands, tight, wide, limit)
+def _rolled_ranges(program: NpuProgram, start: int, stop: int, bands: int
+                   ) -> list[list[tuple[int, int]]] | None:
+    """Band by band of the last op's output, the output rows [first, end)
+    each op start..stop computes when it computes every row once (`_chains`'
+    `rolled`): the rows its readers in the chain read this band that no
+    band before computed. A reader's rows that the band before computed
+    are copied in SRAM out of that band's buffer, beside the new ones
+    (`_chain_units`): a halo row costs a copy, not its MACs again. None
+    where some op would compute no row in a band, or a reader would read
+    rows older than its producer's band before (a halo taller than a band).
+    Worked out once per program (`NpuProgram.memo`)."""
+    memo = program.memo("rolled_ranges")
+    key = (start, stop, bands)
     if key not in memo:
-        memo[key] = _chain_cost_of(program, start, stop, bands, tight, wide, limit)
+        memo[key] = _rolled_ranges_of(program, start, stop, bands)
     return memo[key]
 
 
+def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int) -> list[list[tuple[int, int]]] | None:
+    """`_rolled_ranges`, worked out."""
+    ops = program.ops
+    tensors = program.by_name()
+    count = stop - start
+    producer = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}
+    before: list[tuple[int, int]] = [(0, 0)] * count  # each op's range in the band before
+    out: list[list[tuple[int, int]]] = []
+    for i in range(bands):
+        ranges = [(0, 0)] * count
+        ranges[-1] = ops[stop - 1].out_band(bands, i)
+        lowest, highest = [math.inf] * count, [0] * count  # the rows each op's readers read this band
+        for j in range(count - 1, -1, -1):
+            if j < count - 1:
+                if highest[j] <= before[j][1] or lowest[j] < before[j][0]:
+                    return None
+                ranges[j] = (before[j][1], int(highest[j]))
+            first, end = ranges[j]
+            if first >= end:
+                return None
+            for n in dict.fromkeys(ops[start + j].inputs):
+                if n in producer and producer[n] < j:
+                    lo, hi = ops[start + j].in_rows(tensors[n], first, end)
+                    lowest[producer[n]] = min(lowest[producer[n]], lo)
+                    highest[producer[n]] = max(highest[producer[n]], hi)
+        out.append(ranges)
+        before = ranges
+    return out
+
+
+def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int, tight: bool = False, wide: bool = False,
+                limit: int | None = None, rolled: bool = False) -> tuple[int, int, int, int] | None:
+    """(the largest SRAM footprint of one band step, the MACs the bands
+    compute in all, the bytes of outside inputs the bands read, the bytes
+    rolled bands copy in SRAM) of the chain start..stop in `bands` bands,
+    or None. The footprint counts every op's inputs and outputs, so an
+    inner band twice (its producer's output, its reader's input): room
+    left for the next units' prefetch; with `tight`, each band once (fewer,
+    larger bands: see `_chains`); with `wide` (ranges as `_chain_ranges`
+    makes them so), the most bytes live at once as the step's units run
+    (`_step_peak`): fewer, larger bands still; with `rolled` (ranges as
+    `_rolled_ranges` makes them), each op's new rows, its band before
+    (until its readers' copies) and the copies. With `limit`, None as soon
+    as one band step's footprint is above it (the chain search asks only
+    what fits). Worked out once per program (`NpuProgram.memo`): the search
+    asks the same again for every way of counting and every share of the
+    weights."""
+    memo = program.memo("chain_cost")
+    key = (start, stop, bands, tight, wide, limit, rolled)
+    if key not in memo:
+        memo[key] = (_rolled_cost_of(program, start, stop, bands, limit) if rolled
+                     else _chain_cost_of(program, start, stop, bands, tight, wide, limit))
+    return memo[key]
+
+
+def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
+                    limit: int | None) -> tuple[int, int, int, int] | None:
+    """`_chain_cost` of a rolled chain, worked out."""
+    ops = program.ops
+    tensors = program.by_name()
+    inner = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}  # -> its producer in the chain
+    weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
+    rolled = _rolled_ranges(program, start, stop, bands)
+    if rolled is None:
+        return None
+    foot = macs = outside = copied = 0
+    for i, ranges in enumerate(rolled):
+        step = 0
+        copies: set[tuple[str, int, int]] = set()  # two readers of the same rows share one copy
+        for j, (op, (first, end)) in enumerate(zip(ops[start:stop], ranges, strict=True)):
+            out = tensors[op.outputs[0]]
+            step += row_bytes(out, end - first) + (row_bytes(out, rolled[i - 1][j][1] - rolled[i - 1][j][0])
+                                                   if i and op.outputs[0] in inner else 0)
+            macs += math.ceil(op.macs * (end - first) / op.out_rows)
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                lo, hi = op.in_rows(t, first, end) if op.window(n) is not None else (0, t.rows)
+                if n not in inner:
+                    step += row_bytes(t, hi - lo) if op.window(n) is not None else t.size
+                    outside += row_bytes(t, hi - lo) if op.window(n) is not None else t.size
+                elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
+                    copies.add((n, lo, hi))
+                    step += row_bytes(t, hi - lo)
+                    copied += row_bytes(t, hi - lo)
+        foot = max(foot, weights + step)
+        if limit is not None and foot > limit:
+            return None
+    return foot, macs, outside, copied
+
+
 def _chain_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
-                   tight: bool, wide: bool, limit: int | None) -> tuple[int, int, int] | None:
+                   tight: bool, wide: bool, limit: int | None) -> tuple[int, int, int, int] | None:
     """`_chain_cost`, worked out."""
     ops = program.ops
     tensors = program.by_name()
@@ -1830,7 +1931,7 @@ def _chain_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
         foot = max(foot, weights + (_step_peak(program, start, stop, ranges) if wide else step))
         if limit is not None and foot > limit:
             return None
-    return foot, macs, outside
+    return foot, macs, outside, 0
 
 
 def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tuple[int, int]]]) -> int:
@@ -1863,7 +1964,7 @@ def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tup
 
 def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
             tight: bool = False, wide: bool = False, weights: int = CHAIN_WEIGHTS[0],
-            concat_starts: bool = True) -> list[tuple[int, int, int]]:
+            concat_starts: bool = True, rolled: bool = False) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
     each (but the last) writing one activation that only later ops of the
@@ -1889,7 +1990,12 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     inputs band by band, loaded back from DRAM, for a gain counted as if
     its output went to DRAM (SqueezeNet's fire8 concat at 1 MiB); such a
     chain can still be the faster (DenseNet-121's second block at 4 MiB),
-    so `schedule_scratchpad` tries both."""
+    so `schedule_scratchpad` tries both. With `rolled`, every op of a chain
+    computes each row once (`_rolled_ranges`), its readers' halo rows
+    copied in SRAM out of its band before, and no chain holds a concat: a
+    chain's gain counts those copies where it counted the MACs computed
+    again, so chains of ops with many MACs per row and thin halos (a 1x1
+    convolution feeding a 3x3 one, DenseNet-121's layers) save more."""
     ops = program.ops
     tensors = program.by_name()
     no_start: set[int] = set()  # the concats no chain starts at
@@ -1909,11 +2015,14 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
         found: list[tuple[int, int, int]] = []
         stop = start + 1
         while (bandable(ops[start]) and start not in outside and start not in no_start
+               and not (rolled and ops[start].joins)
                and stop < min(len(ops), start + CHAIN_OPS)):
             stop += 1
             if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
             if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram * weights // 8:
+                break
+            if rolled and ops[stop - 1].joins:  # a rolled band holds rows of one range: no concat of bands
                 break
             # the tensors of ops start..stop-1 (but the last) may be read only inside, by windows
             closed = True
@@ -1931,7 +2040,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
                 continue
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
-                found_cost = _chain_cost(program, start, stop, bands, tight, wide, limit=sram * CHAIN_SHARE // 8)
+                found_cost = _chain_cost(program, start, stop, bands, tight, wide, limit=sram * CHAIN_SHARE // 8,
+                                         rolled=rolled)
                 if found_cost is not None:
                     fits = (bands, *found_cost[1:])
                     break
@@ -1942,8 +2052,9 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
             # outside inputs read again for the halos, MACs computed again
             reread = fits[2] - sum(tensors[n].size for k in range(start, stop) for n in dict.fromkeys(ops[k].inputs)
                                    if n not in {ops[j].outputs[0] for j in range(start, stop - 1)})
-            extra = fits[1] - sum(op.macs for op in ops[start:stop])
-            gain = cost.dma_cycles(inner) - cost.dma_cycles(max(0, reread)) - math.ceil(extra / cost.macs_per_cycle)
+            extra = max(0, fits[1] - sum(op.macs for op in ops[start:stop]))
+            gain = (cost.dma_cycles(inner) - cost.dma_cycles(max(0, reread)) - math.ceil(extra / cost.macs_per_cycle)
+                    - cost.compute_cycles(0, 2 * fits[3]))
             if inner and gain > 0:
                 found.append((stop, fits[0], gain))
         return found
@@ -2018,7 +2129,7 @@ def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int,
-                 kept: frozenset[str] = frozenset(), wide: bool = False) -> list[_Unit]:
+                 kept: frozenset[str] = frozenset(), wide: bool = False, rolled: bool = False) -> list[_Unit]:
     """The chain start..stop (see `_chains`) band by band: each op on each
     row range `_chain_ranges` gives, reading its outside inputs by rows
     from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
@@ -2032,14 +2143,19 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     reads whole. Not for the tensors in `kept` (those living in an
     in-place concat's output, whose pieces are channel bands). With `wide`
     (`_chain_ranges`), an inner tensor's rows that a reader reads out of
-    the larger range its producer computed are copied the same way."""
+    the larger range its producer computed are copied the same way. With
+    `rolled` (`_rolled_ranges`), each op computes its new rows only, and a
+    reader of other rows reads a copy made right before it, of those rows
+    out of its producer's band before and this band (one copy unit reading
+    both: `rows{lo}:{hi}|copy`)."""
     tensors = program.by_name()
     ops = program.ops[start:stop]
     producer = {op.outputs[0]: k for k, op in enumerate(ops[:-1])}
     units: list[_Unit] = []
     made: set[tuple[int, int, int]] = set()
+    every = _rolled_ranges(program, start, stop, bands) if rolled else None
     for i in range(bands):
-        ranges = _chain_ranges(program, start, stop, bands, i, wide)
+        ranges = [[r] for r in every[i]] if every is not None else _chain_ranges(program, start, stop, bands, i, wide)
         assert ranges is not None
         # each unit of the band step, then the copies made right after it (first: those made before it)
         step: list[list[_Unit]] = [[]]
@@ -2058,6 +2174,9 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                         continue
                     lo, hi = op.in_rows(t, first, end)
                     piece = Piece(n, f"rows{lo}:{hi}", row_bytes(t, hi - lo))
+                    if every is not None and n in producer:
+                        reads.append(_Need(_rolled_read(every, i, producer[n], piece, step, copies, op.name), True))
+                        continue
                     if n in producer:  # the rows its producer computes in this band step, or a larger range
                         a, b = (lo, hi) if (lo, hi) in ranges[producer[n]] else next(
                             (a, b) for a, b in ranges[producer[n]] if a <= lo and hi <= b)
@@ -2086,6 +2205,28 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                                    i == bands - 1 and (first, end) == op_ranges[-1])])
         units += [unit for group in step for unit in group]
     return units
+
+
+def _rolled_read(every: list[list[tuple[int, int]]], band: int, made_by: int, piece: Piece,
+                 step: list[list[_Unit]], copies: set[Piece], op: str) -> Piece:
+    """What a reader in a rolled chain (`_chain_units`) reads for `piece`,
+    rows of a tensor its producer (`made_by` in the chain) computes band by
+    band (`every`: `_rolled_ranges`): the producer's band itself, or a copy
+    of those rows out of it and the producer's band before, made by a copy
+    unit of `op` right before the reader (the last group of `step`)."""
+    lo, hi = band_rows(piece.part)  # type: ignore[misc]
+    a, b = every[band][made_by]
+    if (lo, hi) == (a, b):
+        return Piece(piece.tensor, f"rows{a}:{b}", piece.bytes)
+    copy = _copy_of(piece)
+    if copy not in copies:  # two readers of the same rows share one copy
+        copies.add(copy)
+        per_row = piece.bytes // (hi - lo)
+        made = ([every[band - 1][made_by]] if band else []) + [(a, b)]  # the producer's band before and this
+        sources = tuple(_Need(Piece(piece.tensor, f"rows{first}:{end}", per_row * (end - first)), True)
+                        for first, end in made if first < hi and lo < end)
+        step[-1].append(_Unit(op, 0, sources, (_Make(copy, KEEP),), False, 2 * copy.bytes))
+    return copy
 
 
 COPY = "copy"
@@ -3017,19 +3158,21 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     runs: chain cascades (unless not `chains`), other ops tiled one by one,
     and concats in place: the fastest simulated of the concats in place
     outside the chains, before them, and none; each with the chains found
-    counted with a margin, tight, and wide (`_chains`), where they find
-    different chains; then, on the fastest placement of the concats, the
+    counted with a margin, tight, wide and rolled (`_chains`), where they
+    find different chains; then, on the fastest placement of the concats, the
     chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`) and
     those that start at no concat assembled in SRAM (`_chains`'
-    `concat_starts`), kept where they run faster; then, on the fastest, the
-    weights of the ops that stalled streamed where that runs faster,
-    `_stream_stalled`; then ops that fit whole on the bands of rows of a
-    sibling reader of their input, `_sibling_rows`, where that runs faster;
-    then the fastest units scheduled with the other `RESERVES` and best fit,
-    `_fastest_scheduler`; last, the same with bands of rows assembled in SRAM,
-    `_assembled`, kept where that runs faster). "Faster" everywhere here:
-    first by `_key`, the simulated cycles with the DRAM bytes weighed in
-    (`DRAM_WEIGHT`). `exact_tiles`: as `_units`'."""
+    `concat_starts`), kept where they run faster; then the fastest with
+    rolled chains and the fastest without, each finished apart where near
+    (`_finished`, `PATH_MARGIN`): the weights of the ops that stalled
+    streamed where that runs faster, `_stream_stalled`; then ops that fit
+    whole on the bands of rows of a sibling reader of their input,
+    `_sibling_rows`, where that runs faster; then the fastest units
+    scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
+    last, the same with bands of rows assembled in SRAM, `_assembled`, kept
+    where that runs faster; the faster of the two kept). "Faster"
+    everywhere here: first by `_key`, the simulated cycles with the DRAM
+    bytes weighed in (`DRAM_WEIGHT`). `exact_tiles`: as `_units`'."""
     _check_program(program)
     joins = any(op.joins for op in program.ops)
     # a chain's band step counted with every inner band twice leaves room for the next units'
@@ -3040,21 +3183,23 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     # readers read copied out), the chains chosen for the most saved in all: ShuffleNet at 1 MiB
     # 2.317 -> 2.180 cycles/bound, DRAM 1.853 -> 1.693: two residual units in a chain, the first's
     # output never in DRAM
-    counts: list[tuple[bool, bool]] = []
+    counts: list[tuple[bool, bool, bool]] = []
     found: list[list[tuple[int, int, int]]] = []
-    for count in ((False, False), (True, False), (True, True)) if not cascades and chains else ((False, False),):
-        chained = _chains(program, sram_size, cost, tight=count[0], wide=count[1]) if chains else []
-        if chained not in found:
+    for count in (((False, False, False), (True, False, False), (True, True, False), (False, False, True))
+                  if not cascades and chains else ((False, False, False),)):
+        chained = _chains(program, sram_size, cost, tight=count[0], wide=count[1], rolled=count[2]) if chains else []
+        # the same chains rolled run other units
+        if not any(other == chained and (done[2] == count[2] or not chained) for done, other in zip(counts, found)):
             counts.append(count)
             found.append(chained)
     # the chain counts whose chains differ where their weights may take more of the SRAM (`CHAIN_WEIGHTS`),
     # or where none starts at a concat assembled in SRAM in place (`_chains`' `concat_starts`)
-    more_chains: list[tuple[tuple[bool, bool], int, bool]] = []
+    more_chains: list[tuple[tuple[bool, bool, bool], int, bool]] = []
     for count, chained_ops in zip(counts, found, strict=True):
         seen = [chained_ops]
         for share, starts in itertools.product(CHAIN_WEIGHTS, (True, False)) if chains and not cascades else ():
             other_chains = _chains(program, sram_size, cost, tight=count[0], wide=count[1], weights=share,
-                                   concat_starts=starts)
+                                   concat_starts=starts, rolled=count[2])
             if other_chains not in seen:
                 seen.append(other_chains)
                 more_chains.append((count, share, starts))
@@ -3081,8 +3226,6 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
         simulated = _simulate(schedule, program, sram_size, cost)
         return _Scheduled(_key(simulated), schedule, units, simulated, reserve)
 
-    best: _Scheduled | None = None
-    placement: tuple[bool, int, bool, bool] = (False, 0, True, False)
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
     # output assembled in SRAM holds its space while all its inputs are computed, which can cost
@@ -3093,7 +3236,12 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     # bands (DenseNet-121 at 1 MiB: 1.792 -> 1.637 cycles/bound; SqueezeNet 1.543 -> 1.716 with them)
     variants = ((False, True, False), (True, True, False), (False, False, False), (False, True, True),
                 (True, True, True)) if joins else ((False, True, False),)
-    choices: tuple[Any, ...] = ()
+    # the fastest so far, its concats' placement and its choices, per way of running chains: computing
+    # halos again, or rolled; each within `PATH_MARGIN` of the faster is finished apart and the
+    # faster kept (at near ties the later steps can turn the order: Inception v1 at 4 MiB, rolled
+    # first by 0.8% after these steps, ended 1.345 / 1.037 cycles / DRAM over the bound where the
+    # other ends 1.338 / 1.009)
+    paths: dict[bool, tuple[_Scheduled, tuple[bool, int, bool, bool], tuple[Any, ...]]] = {}
 
     def holds_a_concat(chained_ops: list[tuple[int, int, int]]) -> bool:
         return any(program.ops[k].joins for start, stop, _ in chained_ops for k in range(start, stop))
@@ -3103,34 +3251,45 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
              if not variant[0] or holds_a_concat(chained_ops)]
     with progress.steps(f"scheduling {plural(len(program.ops), 'op')} for {format_bytes(sram_size)} of SRAM",
                         len(tried) + len(more_chains) + 1) as step:
-        for (tight, wide), (joins_first, in_place, sum_bands) in tried:
+        for (tight, wide, rolled), (joins_first, in_place, sum_bands) in tried:
             for fit in (sram_size, sram_size * WHOLE_SHARE // 8, 0) if in_place and joins else (0,):
                 try:
-                    found_best = scheduled(joins_first, fit, in_place, sum_bands, tight, wide)
+                    found_best = scheduled(joins_first, fit, in_place, sum_bands, tight, wide, rolled)
                 except PlanningError as e:
                     failed = e  # the last: the schedule without concats in place says why it does not fit
                     continue
-                if best is None or found_best.key < best.key:
-                    best, placement = found_best, (joins_first, fit, in_place, sum_bands)
-                    choices = (*placement, tight, wide)
+                if rolled not in paths or found_best.key < paths[rolled][0].key:
+                    placement = (joins_first, fit, in_place, sum_bands)
+                    paths[rolled] = found_best, placement, (*placement, tight, wide, rolled)
                 break
             step()
-        if best is None:
+        if not paths:
             assert failed is not None
             raise failed
         # then chains whose weights take more of the SRAM (`CHAIN_WEIGHTS`), or that start at no concat
         # assembled in SRAM, each way of counting them, on the fastest placement of the concats; kept
         # only when faster (a tie keeps the first)
-        for (tight, wide), share, starts in more_chains:
+        for (tight, wide, rolled), share, starts in more_chains:
             try:
-                other = scheduled(*placement, tight, wide, share, starts)
+                if rolled in paths:
+                    best, placement, _ = paths[rolled]
+                    other = scheduled(*placement, tight, wide, rolled, share, starts)
+                    if other.key < best.key:
+                        paths[rolled] = other, placement, (*placement, tight, wide, rolled, share, starts)
             except PlanningError:
                 continue
             finally:
                 step()
-            if other.key < best.key:
-                best, choices = other, (*placement, tight, wide, share, starts)
-    # then the weights of the ops that stalled streamed, where that runs faster
+    first = min(best.key for best, _, _ in paths.values())
+    return min((_finished(program, sram_size, cost, best, choices, scheduled) for best, _, choices in paths.values()
+                if best.key[0] <= first[0] + PATH_MARGIN), key=lambda found: found[0])[1]
+
+
+def _finished(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled, choices: tuple[Any, ...],
+              scheduled: Callable[..., _Scheduled]) -> tuple[_Key, NpuSchedule]:
+    """The last steps of `_schedule_scratchpad` on `best`, made by
+    `scheduled(*choices)`: (its key, the fastest schedule found)."""
+    # the weights of the ops that stalled streamed, where that runs faster
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
     # then ops that fit whole on the bands of their sibling readers, where that runs faster
@@ -3162,7 +3321,7 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
         except PlanningError:
             continue  # the whole outputs do not fit beside what stays in SRAM
         fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled), key=lambda found: found[0])
-    return fastest[1]
+    return fastest
 
 
 def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,

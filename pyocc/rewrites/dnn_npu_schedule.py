@@ -583,15 +583,23 @@ class _Emitter:
     def _copy(self, ins: Compute) -> None:
         """A copy unit (pyocc.planning.scratchpad `_chain_units`, `_assembled`):
         rows [lo, hi) of a band of rows [a, b) in SRAM, or of the whole
-        tensor's SRAM buffer, into their own SRAM buffer (`_rows_copy`)."""
-        ((source, band),), ((target, rows),) = ins.reads, ins.writes
+        tensor's SRAM buffer, into their own SRAM buffer (`_rows_copy`); in
+        a rolled chain, of two bands, the rows of each at theirs."""
+        ((target, rows),) = ins.writes
         lo, hi = copy_rows(rows.part)  # type: ignore[misc]
-        held = self.buffers[source.name]
-        row, count = _rows_of(held)
-        a, b = band_rows(band.part) or (0, held.type.get_shape()[-2])  # type: ignore[attr-defined]
-        view = d.SubviewOp(held, (lo - a) * row, _memref(i8, (d.type_bytes(held.type) - (lo - a) * row,)))
-        self._rows_copy(ins, view, view.result, self.buffers[target.name], count, (hi - lo) * row, (b - a) * row,
-                        (hi - lo) * row)
+        for source, band in ins.reads:
+            held = self.buffers[source.name]
+            row, count = _rows_of(held)
+            a, b = band_rows(band.part) or (0, held.type.get_shape()[-2])  # type: ignore[attr-defined]
+            first, end = max(lo, a), min(hi, b)
+            view = d.SubviewOp(held, (first - a) * row, _memref(i8, (d.type_bytes(held.type) - (first - a) * row,)))
+            into = self.buffers[target.name]
+            if first > lo:  # the later band's rows, below the earlier's in every channel
+                at = d.SubviewOp(into, (first - lo) * row, _memref(i8, (d.type_bytes(into.type) - (first - lo) * row,)))
+                self.ops.append(at)
+                into = at.result
+            self._rows_copy(ins, view, view.result, into, count, (end - first) * row, (b - a) * row, (hi - lo) * row,
+                            band)
 
     def _assemble(self, ins: Compute) -> None:
         """An assembling unit (pyocc.planning.scratchpad `_assembled`): the
@@ -606,13 +614,16 @@ class _Emitter:
                         whole.type.get_shape()[-2] * row)  # type: ignore[attr-defined]
 
     def _rows_copy(self, ins: Compute, view: d.SubviewOp, source: SSAValue, target: SSAValue, count: int, size: int,
-                   source_stride: int, target_stride: int) -> None:
+                   source_stride: int, target_stride: int, read: Piece | None = None) -> None:
         """Rows of every channel copied from `source` into `target`, SRAM to
         SRAM: one strided `dnn.memcpy` of `count` chunks of `size` bytes (a
         channel's rows each), after `view` (the byte offset into one of
-        them). It carries `ins`' pieces and op as `npu.*` attributes: the
-        simulator runs it as a compute."""
-        ((_, read),), ((_, written),) = ins.reads, ins.writes
+        them). It carries `ins`' pieces (of its reads: `read`, else its one)
+        and op as `npu.*` attributes: the simulator runs it as a compute,
+        and the copies of one unit out of two bands as one."""
+        if read is None:
+            ((_, read),) = ins.reads
+        ((_, written),) = ins.writes
         copy = d.MemcpyOp.create(operands=[source, target], properties={
             "kind": StringAttr("host_to_host"), "size": d.i64_attr(size), "count": d.i64_attr(count),
             "source_stride": d.i64_attr(source_stride), "target_stride": d.i64_attr(target_stride)})

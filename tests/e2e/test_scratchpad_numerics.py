@@ -416,3 +416,32 @@ def test_a_dense_block_sums_over_its_bands() -> None:
     bands = re.findall(r'dnn\.conv ins\(%\w+, %\w+[^:]*: memref<1x(\d+)x\d+x16xf32>, memref<8x(\d+)x1x1xf32>', text)
     assert set(bands) == {("16", "16"), ("32", "32")}
     assert re.search(r'npu.reads = \[\["c2", "ch32:48/48[^"]*"', text)
+
+
+def _one_by_one_then_three_by_three() -> object:
+    """x (32 channels of 32x16) -> a = ReLU(1x1 convolution to 16 channels)
+    -> a 3x3 convolution of a to 8 channels (random weights)."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    weights = [numpy_helper.from_array((rng.standard_normal(shape) / 6).astype(np.float32), name)
+               for name, shape in (("w", (16, 32, 1, 1)), ("v", (8, 16, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["a"]),
+             helper.make_node("Conv", ["a", "v"], ["y"], pads=[1, 1, 1, 1])]
+    return _model("one_by_one_then_three_by_three", nodes, {"x": [1, 32, 32, 16]}, {"y": [1, 8, 32, 16]}, weights)
+
+
+def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands() -> None:
+    # at 32 KiB the two convolutions run as a rolled chain: the 1x1 computes
+    # each row once, and before each band of the 3x3 its rows are copied out
+    # of the 1x1's band before and this band (two strided copies into one
+    # buffer, the second at the rows after the first's)
+    from pyocc.testing.random_graphs import compile_and_compare
+
+    inputs = {"x": np.random.default_rng(12).standard_normal((1, 32, 32, 16)).astype(np.float32)}
+    compiled, problem = compile_and_compare(_one_by_one_then_three_by_three(), inputs, scratchpad=32 << 10)
+    assert problem is None, problem
+    copies = [line for line in str(compiled.module).splitlines() if "dnn.memcpy" in line and "|copy" in line]
+    into = [re.search(r'npu.writes = \[\["\w+", "(rows\d+:\d+\|copy)"', line).group(1) for line in copies]
+    assert len(into) > 2 and len(set(into)) < len(into)  # copies of two bands into one buffer
+    assert compiled.numpy_sites == 0

@@ -1473,3 +1473,54 @@ def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
     before = scheduled("none")  # the rule before, still one `_fastest_scheduler` tries (`RESERVES`)
     assert [t[1] for t in before.transfers if t[0] == "load"] == ["x:all", "w:all", "w:all"]
     assert before.cycles == 120
+
+
+def _one_by_one_then_three_by_three() -> NpuProgram:
+    """A 1x1 convolution (32 to 16 channels) feeds a 3x3 one (16 to 8) on 32 rows of 16."""
+    T = NpuTensor
+    rows, width = 32, 16
+
+    def size(channels: int) -> int:
+        return channels * rows * width * 4
+
+    return NpuProgram(
+        (T("x", size(32), "input", rows), T("wa", 32 * 16 * 4, "weight"), T("a", size(16), "activation", rows),
+         T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
+        (NpuOp("a", 32 * 16 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 16, (), (("x", 1, 1, 0),)),
+         NpuOp("y", 16 * 8 * 9 * rows * width, ("a",), ("wy",), ("y",), rows, 2, 8, (), (("a", 3, 1, 1),))),
+    )
+
+
+def test_a_rolled_chain_computes_each_row_once_and_copies_its_halo():
+    # at 48 KiB both ways chain the two convolutions on 9 bands. Computing the
+    # halo again, the 1x1 computes 1.5 times its MACs; rolled, each of its rows
+    # once, band after band, and every band of the 3x3 after the first reads a
+    # copy of its rows out of the 1x1's band before and this one
+    program, cost, sram = _one_by_one_then_three_by_three(), NpuCost(), 48 << 10
+    chained = scratchpad._chains(program, sram, cost)
+    assert chained == scratchpad._chains(program, sram, cost, rolled=True) == [(0, 2, 9)]
+    produced = [ranges[0] for ranges in scratchpad._rolled_ranges(program, 0, 2, 9)]
+    assert produced[0][0] == 0 and all(a[1] == b[0] for a, b in zip(produced, produced[1:]))
+
+    def scheduled(rolled: bool):
+        units, _, _ = _units(program, sram, cost, False, rolled_chains=rolled)
+        return units, _simulated(program, sram, _Scheduler(program, sram, units).run())  # raises on a broken rule
+
+    (units, plain), (rolled_units, rolled) = scheduled(False), scheduled(True)
+    macs = [sum(u.macs for u in us if u.op == "a") for us in (units, rolled_units)]
+    assert macs == [program.ops[0].macs * 3 // 2, program.ops[0].macs]
+    copies = [u for u in rolled_units if u.macs == 0]
+    assert len(copies) == 8
+    assert all(copy_rows(u.writes[0].piece.part) and [n.piece.tensor for n in u.reads] == ["a", "a"] for u in copies)
+    assert rolled.cycles < plain.cycles
+    # at 32 KiB only the rolled chain saves more than it costs
+    assert scratchpad._chains(program, 32 << 10, cost) == [] != scratchpad._chains(program, 32 << 10, cost, rolled=True)
+
+
+def test_no_rolled_chain_where_a_halo_is_taller_than_a_band():
+    # on bands of one row the 3x3's band i reads the 1x1's row i - 1, which
+    # the band two before computed; on bands of two rows, the band before did
+    program = _one_by_one_then_three_by_three()
+    assert scratchpad._rolled_ranges(program, 0, 2, 32) is None
+    assert scratchpad._rolled_ranges(program, 0, 2, 16) is not None
+    assert scratchpad._chain_cost(program, 0, 2, 32, rolled=True) is None

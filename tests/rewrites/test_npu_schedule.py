@@ -93,16 +93,16 @@ def test_shufflenets_shuffled_convs_are_unfolded_only_where_no_tiling_fits() -> 
 
 def test_the_search_ranked_by_the_reserve_largest_keeps_the_concats_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     # Inception v1 at 4 MiB: ranked by a schedule with the reserve "largest" (the first of
-    # `RESERVES`), units with its concats in place rank first, and run faster and move far fewer
+    # `RESERVES`), units with its concats in place rank first, and run faster and move fewer
     # DRAM bytes; ranked by "none" (the rule before), units that copy the concats rank first,
-    # and no reserve schedules those as well after
+    # and no reserve schedules those as well after (their chains rolled since stop 60, they move
+    # 1.037 times the bound, where those computing halos again moved more than 1.1)
     program = npu_program(_function(_light_module("inception_v1")))
     largest = run_scratchpad(program, 4 << 20, cascades=False)
     monkeypatch.setattr(scratchpad, "RESERVES", ("none", "largest", "between", "own"))
     none = run_scratchpad(program, 4 << 20, cascades=False)
     assert largest.schedule.homes and not none.schedule.homes  # the concats' outputs, written in place
-    assert largest.dram_bytes < 1.02 * largest.dram_lower_bound_bytes
-    assert none.dram_bytes > 1.1 * none.dram_lower_bound_bytes
+    assert largest.dram_bytes < 1.02 * largest.dram_lower_bound_bytes < none.dram_bytes
     assert largest.cycles < none.cycles
 
 
