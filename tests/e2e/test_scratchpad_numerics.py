@@ -418,28 +418,42 @@ def test_a_dense_block_sums_over_its_bands() -> None:
     assert re.search(r'npu.reads = \[\["c2", "ch32:48/48[^"]*"', text)
 
 
-def _one_by_one_then_three_by_three() -> object:
-    """x (32 channels of 32x16) -> a = ReLU(1x1 convolution to 16 channels)
-    -> a 3x3 convolution of a to 8 channels (random weights)."""
+
+def _conv_stack(shape: tuple[int, int, int, int], layers: list[tuple[int, int, int]]) -> object:
+    """x of `shape` through each of `layers` (output channels, kernel
+    size, stride): a convolution (pads keeping the size at stride 1) and
+    its ReLU, random weights."""
     from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(11)
-    weights = [numpy_helper.from_array((rng.standard_normal(shape) / 6).astype(np.float32), name)
-               for name, shape in (("w", (16, 32, 1, 1)), ("v", (8, 16, 3, 3)))]
-    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]), helper.make_node("Relu", ["c"], ["a"]),
-             helper.make_node("Conv", ["a", "v"], ["y"], pads=[1, 1, 1, 1])]
-    return _model("one_by_one_then_three_by_three", nodes, {"x": [1, 32, 32, 16]}, {"y": [1, 8, 32, 16]}, weights)
+    nodes, weights, x, channels = [], [], "x", shape[1]
+    for i, (out, kernel, stride) in enumerate(layers):
+        w = (rng.standard_normal((out, channels, kernel, kernel)) / np.sqrt(channels * kernel * kernel)).astype(np.float32)
+        weights.append(numpy_helper.from_array(w, f"w{i}"))
+        nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[kernel // 2] * 4, strides=[stride] * 2),
+                  helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
+        x, channels = f"r{i}", out
+    rows, width = shape[2], shape[3]
+    for _, kernel, stride in layers:
+        rows, width = (rows + 2 * (kernel // 2) - kernel) // stride + 1, (width + 2 * (kernel // 2) - kernel) // stride + 1
+    return _model("conv_stack", nodes, {"x": list(shape)}, {x: [1, channels, rows, width]}, weights)
 
 
-def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands() -> None:
-    # at 32 KiB the two convolutions run as a rolled chain: the 1x1 computes
-    # each row once, and before each band of the 3x3 its rows are copied out
-    # of the 1x1's band before and this band (two strided copies into one
+@pytest.mark.parametrize("shape, layers, sram", [
+    ((1, 32, 32, 16), [(16, 1, 1), (8, 3, 1)], 32 << 10),  # a 1x1 feeding a 3x3
+    ((1, 32, 40, 8), [(16, 3, 1), (8, 1, 1), (8, 1, 1), (16, 3, 2)], 16 << 10),  # a 3x3 reader at stride 2 last
+    ((1, 32, 24, 8), [(8, 1, 1), (8, 3, 2), (32, 3, 2), (16, 1, 1)], 16 << 10),  # two 3x3 readers at stride 2
+])
+def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands(shape: tuple[int, int, int, int],
+                                                             layers: list[tuple[int, int, int]], sram: int) -> None:
+    # the convolutions run as a rolled chain: each computes each row once,
+    # and before a band of a 3x3 reader its rows are copied out of its
+    # producer's band before and this band (two strided copies into one
     # buffer, the second at the rows after the first's)
     from pyocc.testing.random_graphs import compile_and_compare
 
-    inputs = {"x": np.random.default_rng(12).standard_normal((1, 32, 32, 16)).astype(np.float32)}
-    compiled, problem = compile_and_compare(_one_by_one_then_three_by_three(), inputs, scratchpad=32 << 10)
+    inputs = {"x": np.random.default_rng(12).standard_normal(shape).astype(np.float32)}
+    compiled, problem = compile_and_compare(_conv_stack(shape, layers), inputs, scratchpad=sram)
     assert problem is None, problem
     copies = [line for line in str(compiled.module).splitlines() if "dnn.memcpy" in line and "|copy" in line]
     into = [re.search(r'npu.writes = \[\["\w+", "(rows\d+:\d+\|copy)"', line).group(1) for line in copies]
