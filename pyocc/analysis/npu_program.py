@@ -357,7 +357,7 @@ def npu_instructions(function: func.FuncOp) -> tuple[list[Instruction], dict[str
             name = op.attributes.get("npu.op")
             made = ((sram(op, op.target), written),)
             at = len(out) - 1
-            while at >= 0 and isinstance(out[at], Free):  # the first band freed after its copy
+            while at >= 0 and isinstance(out[at], Free):  # the band before, freed once its rows were copied
                 at -= 1
             last = out[at] if at >= 0 else None
             if (isinstance(last, Compute) and last.macs == 0 and last.writes == made

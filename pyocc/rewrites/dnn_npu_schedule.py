@@ -594,7 +594,7 @@ class _Emitter:
             first, end = max(lo, a), min(hi, b)
             view = d.SubviewOp(held, (first - a) * row, _memref(i8, (d.type_bytes(held.type) - (first - a) * row,)))
             into = self.buffers[target.name]
-            if first > lo:  # the later band's rows, below the earlier's in every channel
+            if first > lo:  # this band's rows go after the band before's, in each channel's chunk
                 at = d.SubviewOp(into, (first - lo) * row, _memref(i8, (d.type_bytes(into.type) - (first - lo) * row,)))
                 self.ops.append(at)
                 into = at.result
