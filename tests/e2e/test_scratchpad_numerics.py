@@ -424,7 +424,6 @@ def test_a_dense_block_sums_over_its_bands() -> None:
     assert re.search(r'npu.reads = \[\["c2", "ch32:48/48[^"]*"', text)
 
 
-
 def _conv_stack(shape: tuple[int, int, int, int], layers: list[tuple[int, int, int]]) -> object:
     """x of `shape` through each of `layers` (output channels, kernel
     size, stride): a convolution (pads keeping the size at stride 1) and
@@ -434,14 +433,14 @@ def _conv_stack(shape: tuple[int, int, int, int], layers: list[tuple[int, int, i
     rng = np.random.default_rng(11)
     nodes, weights, x, channels = [], [], "x", shape[1]
     for i, (out, kernel, stride) in enumerate(layers):
-        w = (rng.standard_normal((out, channels, kernel, kernel)) / np.sqrt(channels * kernel * kernel)).astype(np.float32)
-        weights.append(numpy_helper.from_array(w, f"w{i}"))
+        w = rng.standard_normal((out, channels, kernel, kernel)) / np.sqrt(channels * kernel * kernel)
+        weights.append(numpy_helper.from_array(w.astype(np.float32), f"w{i}"))
         nodes += [helper.make_node("Conv", [x, f"w{i}"], [f"c{i}"], pads=[kernel // 2] * 4, strides=[stride] * 2),
                   helper.make_node("Relu", [f"c{i}"], [f"r{i}"])]
         x, channels = f"r{i}", out
     rows, width = shape[2], shape[3]
-    for _, kernel, stride in layers:
-        rows, width = (rows + 2 * (kernel // 2) - kernel) // stride + 1, (width + 2 * (kernel // 2) - kernel) // stride + 1
+    for _, kernel, stride in layers:  # the pads keep the size at stride 1: the odd kernel's reach each side
+        rows, width = (rows - 1) // stride + 1, (width - 1) // stride + 1
     return _model("conv_stack", nodes, {"x": list(shape)}, {x: [1, channels, rows, width]}, weights)
 
 
@@ -452,7 +451,7 @@ def _conv_stack(shape: tuple[int, int, int, int], layers: list[tuple[int, int, i
 ])
 def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands(shape: tuple[int, int, int, int],
                                                              layers: list[tuple[int, int, int]], sram: int) -> None:
-    # the convolutions run as a rolled chain: each computes each row once,
+    # the convolutions run as rolled chains: each computes each row once,
     # and before a band of a 3x3 reader its rows are copied out of its
     # producer's band before and this band (two strided copies into one
     # buffer, the second at the rows after the first's)
