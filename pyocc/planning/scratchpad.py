@@ -1871,24 +1871,28 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
     tensors = program.by_name()
     inner = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}  # -> its producer in the chain
     weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
-    rolled = _rolled_ranges(program, start, stop, bands)
-    if rolled is None:
+    every = _rolled_ranges(program, start, stop, bands)
+    if every is None:
         return None
     foot = macs = outside = copied = 0
-    for i, ranges in enumerate(rolled):
+    for i, ranges in enumerate(every):
         step = 0
         copies: set[tuple[str, int, int]] = set()  # two readers of the same rows share one copy
         for j, (op, (first, end)) in enumerate(zip(ops[start:stop], ranges, strict=True)):
             out = tensors[op.outputs[0]]
-            step += row_bytes(out, end - first) + (row_bytes(out, rolled[i - 1][j][1] - rolled[i - 1][j][0])
+            step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
                                                    if i and op.outputs[0] in inner else 0)
             macs += math.ceil(op.macs * (end - first) / op.out_rows)
             for n in dict.fromkeys(op.inputs):
                 t = tensors[n]
-                lo, hi = op.in_rows(t, first, end) if op.window(n) is not None else (0, t.rows)
-                if n not in inner:
-                    step += row_bytes(t, hi - lo) if op.window(n) is not None else t.size
-                    outside += row_bytes(t, hi - lo) if op.window(n) is not None else t.size
+                if op.window(n) is None:  # read whole (an inner tensor never is: `_chains`)
+                    step += t.size
+                    outside += t.size
+                    continue
+                lo, hi = op.in_rows(t, first, end)
+                if n not in inner:  # a band of rows with its halo, loaded
+                    step += row_bytes(t, hi - lo)
+                    outside += row_bytes(t, hi - lo)
                 elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
                     copies.add((n, lo, hi))
                     step += row_bytes(t, hi - lo)
