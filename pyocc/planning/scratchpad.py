@@ -138,7 +138,9 @@ and deadlines. Three since stop 56: at 1 MiB, what runs, Inception v1
 "between", first fit, ranks third and gains the most from deadlines:
 1.623 -> 1.603, against 1.619 for "largest"), the geomean of the nine
 1.4387 / 1.4181 -> 1.4371 / 1.4169; at 4 MiB and 256 KiB no change; with
-every way (six), the same as with three."""
+every way (six), the same as with three. Since stop 61 (chains rolled
+through concats) it moves only AlexNet at 1 MiB (1.0427 -> 1.0424), at no
+measurable cost in time."""
 EVICT_MARGIN = 16
 """A prefetch may evict a clean piece whose next read comes more than this
 many units after the prefetched piece's (16: at 1 MiB over the nine light
@@ -276,16 +278,18 @@ REDUCTION_CHAIN_SHARE = 4
 (`_channel_chains`) does so when its partial sums, two blocks of its
 filters and one tile fit in this many eighths of the SRAM."""
 
-PATH_MARGIN = 0.02
-"""How near (in `_key`'s first term, a log: 2%) the fastest schedule with
+PATH_MARGIN = 0.03
+"""How near (in `_key`'s first term, a log: 3%) the fastest schedule with
 rolled chains and the fastest without must be for `schedule_scratchpad` to
 finish both (`_finished`: stalled weights streamed, sibling bands, the
 other reserves, outputs assembled) and keep the faster; further apart, only
 the faster is finished. Over the nine at 1 and 4 MiB those steps gained
 up to 0.15 on one way, but turned the order only at near ties (at 4 MiB
-Inception v1, 0.008 apart, and AlexNet, 0.00004); finishing both always
-cost 1.7x the time to schedule at 1 MiB (VGG-19: 34 -> 62 s, its two ways
-0.021 apart) for no other change."""
+Inception v1, 0.008 apart, and AlexNet, 0.00004; since stop 61, with
+concats in rolled chains, SqueezeNet, 0.028 apart: rolled it ends 1.170 /
+1.011 cycles / DRAM over the bound, the other way 1.123 / 1.002); finishing
+both always cost 1.7x the time to schedule at 1 MiB (stop 60: VGG-19, 34
+-> 62 s) for no other change."""
 
 KINDS = ("weight", "input", "output", "activation")
 
@@ -1081,7 +1085,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             continue
         if index in cascades:
             stop, bands, make = cascades[index]
-            made = (make(program, index, stop, bands, sram, frozenset(homed), wide_chains, rolled_chains)
+            made = (make(program, index, stop, bands, sram, frozenset(homed), wide_chains, rolled_chains, cost)
                     if make is _chain_units
                     else make(program, index, stop, bands, sram))
             units += _chain_joins(program, index, stop, made, chain_homes) if make is _chain_units and in_place else made
@@ -1791,41 +1795,119 @@ def _chain_ranges(program: NpuProgram, start: int, stop: int, bands: int,
     return need
 
 
-def _rolled_ranges(program: NpuProgram, start: int, stop: int, bands: int
+def _rolled_ranges(program: NpuProgram, start: int, stop: int, bands: int, cost: NpuCost
                    ) -> list[list[tuple[int, int]]] | None:
     """Band by band of the last op's output, the output rows [first, end)
-    each op start..stop computes when it computes every row once (`_chains`'
-    `rolled`): the rows its readers in the chain read this band that no
-    band before computed. A reader's rows that the band before computed
+    each op start..stop computes in a rolled chain (`_chains`' `rolled`):
+    an op that rolls (`_roll_flags`) the rows its readers in the chain read
+    this band that no band before computed, another the rows its readers
+    read this band (its halo rows computed again, as `_chain_ranges`
+    does). A reader's rows that the band before of a rolling op computed
     are copied in SRAM out of that band's buffer, beside the new ones
     (`_chain_units`): a halo row costs a copy, not its MACs again. None
     where some op would compute no row in a band, or a reader would read
     rows older than its producer's band before (a halo taller than a band).
     Worked out once per program (`NpuProgram.memo`)."""
     memo = program.memo("rolled_ranges")
-    key = (start, stop, bands)
+    key = (start, stop, bands, cost)
     if key not in memo:
-        memo[key] = _rolled_ranges_of(program, start, stop, bands)
+        memo[key] = _rolled_ranges_of(program, start, stop, bands, _roll_flags(program, start, stop, bands, cost))
     return memo[key]
 
 
-def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int) -> list[list[tuple[int, int]]] | None:
-    """`_rolled_ranges`, worked out."""
+ROLL_BANDS = 3
+"""Band steps of a rolled chain whose compute `_roll_flags` weighs: the
+first (no band before) and the steady ones after it."""
+
+
+def _roll_flags(program: NpuProgram, start: int, stop: int, bands: int, cost: NpuCost) -> tuple[bool, ...]:
+    """Per op of the rolled chain start..stop in `bands` bands, whether it
+    rolls (computes each row once, its readers' halo rows copied out of its
+    band before) or computes its halo rows again. A copy moves every row
+    its reader reads, the new ones too, twice through the SRAM: an op that
+    makes a row cheaply (a convolution over few input channels, a pooling)
+    is better computing its halo again (ShuffleNet's stem: its 3x3 over
+    the image costs 284 cycles a row, a copy of that row 336). Greedy, the
+    last op first: an op stops rolling where that makes the first
+    `ROLL_BANDS` band steps compute in fewer cycles (`_rolled_cycles`).
+    Worked out once per program (`NpuProgram.memo`)."""
+    memo = program.memo("roll_flags")
+    key = (start, stop, bands, cost)
+    if key not in memo:
+        flags = [True] * (stop - start - 1) + [False]
+        few = min(bands, ROLL_BANDS)
+        best = _rolled_cycles(program, start, stop, _rolled_ranges_of(program, start, stop, bands, tuple(flags), few),
+                              cost)
+        for j in range(stop - start - 2, -1, -1):
+            flags[j] = False
+            cycles = _rolled_cycles(program, start, stop,
+                                    _rolled_ranges_of(program, start, stop, bands, tuple(flags), few), cost)
+            if cycles < best:
+                best = cycles
+            else:
+                flags[j] = True
+        memo[key] = tuple(flags)
+    return memo[key]
+
+
+def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[tuple[int, int]]] | None,
+                   cost: NpuCost) -> float:
+    """The cycles the band steps `every` of a rolled chain
+    (`_rolled_ranges_of`) cost: each op's compute on its rows, the copies
+    its readers read (a reader's rows other than its producer's band), and
+    the DMA of the rows of outside inputs that the band before loaded too
+    (a halo computed again reads its input's rows again); inf for None."""
+    if every is None:
+        return math.inf
+    ops = program.ops[start:stop]
+    tensors = program.by_name()
+    inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}
+    loaded: dict[str, int] = {}  # outside input -> the end of the rows the band before loaded
+    cycles = 0
+    for ranges in every:
+        copies: set[tuple[str, int, int]] = set()
+        ends: dict[str, int] = {}
+        for op, (first, end) in zip(ops, ranges, strict=True):
+            nbytes = row_bytes(tensors[op.outputs[0]], end - first)
+            for n in dict.fromkeys(op.inputs):
+                t = tensors[n]
+                if op.window(n) is None:
+                    nbytes += t.size
+                    continue
+                lo, hi = op.in_rows(t, first, end)
+                nbytes += row_bytes(t, hi - lo)
+                if n not in inner:
+                    cycles += cost.dma_cycles(row_bytes(t, max(0, min(hi, loaded.get(n, 0)) - lo)))
+                    ends[n] = max(ends.get(n, 0), hi)
+                elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
+                    copies.add((n, lo, hi))
+                    cycles += cost.compute_cycles(0, 2 * row_bytes(t, hi - lo))
+            cycles += cost.compute_cycles(math.ceil(op.macs * (end - first) / op.out_rows), nbytes)
+        loaded = ends
+    return cycles
+
+
+def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int, roll: tuple[bool, ...],
+                      first_bands: int | None = None) -> list[list[tuple[int, int]]] | None:
+    """`_rolled_ranges` with the ops that `roll` says roll, worked out (for
+    the first `first_bands` band steps only, where given)."""
     ops = program.ops
     tensors = program.by_name()
     count = stop - start
     producer = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}
     before: list[tuple[int, int]] = [(0, 0)] * count  # each op's range in the band before
     out: list[list[tuple[int, int]]] = []
-    for i in range(bands):
+    for i in range(bands if first_bands is None else first_bands):
         ranges = [(0, 0)] * count
         ranges[-1] = ops[stop - 1].out_band(bands, i)
         lowest, highest = [math.inf] * count, [0] * count  # the rows each op's readers read this band
         for j in range(count - 1, -1, -1):
-            if j < count - 1:
+            if j < count - 1 and roll[j]:
                 if highest[j] <= before[j][1] or lowest[j] < before[j][0]:
                     return None
                 ranges[j] = (before[j][1], int(highest[j]))
+            elif j < count - 1:
+                ranges[j] = (int(lowest[j]), int(highest[j]))
             first, end = ranges[j]
             if first >= end:
                 return None
@@ -1840,7 +1922,8 @@ def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int) ->
 
 
 def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int, tight: bool = False, wide: bool = False,
-                limit: int | None = None, rolled: bool = False) -> tuple[int, int, int, int] | None:
+                limit: int | None = None, rolled: bool = False, cost: NpuCost = NpuCost()
+                ) -> tuple[int, int, int, int] | None:
     """(the largest SRAM footprint of one band step, the MACs the bands
     compute in all, the bytes of outside inputs the bands read, the bytes
     rolled bands copy in SRAM) of the chain start..stop in `bands` bands,
@@ -1850,30 +1933,34 @@ def _chain_cost(program: NpuProgram, start: int, stop: int, bands: int, tight: b
     larger bands: see `_chains`); with `wide` (ranges as `_chain_ranges`
     makes them so), the most bytes live at once as the step's units run
     (`_step_peak`): fewer, larger bands still; with `rolled` (ranges as
-    `_rolled_ranges` makes them), each op's new rows, its band before
-    (until its readers' copies) and the copies. With `limit`, None as soon
+    `_rolled_ranges` makes them), each op's rows, the band before of each
+    op that rolls (until its readers' copies) and the copies; with `rolled`
+    and `wide`, the most bytes live at once as the chain's units run
+    (`_chain_units`, `_units_peak`). With `limit`, None as soon
     as one band step's footprint is above it (the chain search asks only
     what fits). Worked out once per program (`NpuProgram.memo`): the search
     asks the same again for every way of counting and every share of the
     weights."""
     memo = program.memo("chain_cost")
-    key = (start, stop, bands, tight, wide, limit, rolled)
+    key = (start, stop, bands, tight, wide, limit, rolled, cost)
     if key not in memo:
-        memo[key] = (_rolled_cost_of(program, start, stop, bands, limit) if rolled
+        memo[key] = (_rolled_cost_of(program, start, stop, bands, limit, cost, wide) if rolled
                      else _chain_cost_of(program, start, stop, bands, tight, wide, limit))
     return memo[key]
 
 
 def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
-                    limit: int | None) -> tuple[int, int, int, int] | None:
-    """`_chain_cost` of a rolled chain, worked out."""
+                    limit: int | None, cost: NpuCost, peak: bool = False) -> tuple[int, int, int, int] | None:
+    """`_chain_cost` of a rolled chain, worked out (with `peak`, its
+    footprint the most bytes live at once, `_units_peak`)."""
     ops = program.ops
     tensors = program.by_name()
     inner = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}  # -> its producer in the chain
     weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
-    every = _rolled_ranges(program, start, stop, bands)
+    every = _rolled_ranges(program, start, stop, bands, cost)
     if every is None:
         return None
+    roll = _roll_flags(program, start, stop, bands, cost)
     foot = macs = outside = copied = 0
     for i, ranges in enumerate(every):
         step = 0
@@ -1881,7 +1968,7 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
         for j, (op, (first, end)) in enumerate(zip(ops[start:stop], ranges, strict=True)):
             out = tensors[op.outputs[0]]
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
-                                                   if i and op.outputs[0] in inner else 0)
+                                                   if i and roll[j] else 0)
             macs += math.ceil(op.macs * (end - first) / op.out_rows)
             for n in dict.fromkeys(op.inputs):
                 t = tensors[n]
@@ -1898,9 +1985,32 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
                     step += row_bytes(t, hi - lo)
                     copied += row_bytes(t, hi - lo)
         foot = max(foot, weights + step)
+        if limit is not None and foot > limit and not peak:
+            return None
+    if peak:
+        foot = _units_peak(_chain_units(program, start, stop, bands, 0, rolled=True, cost=cost))
         if limit is not None and foot > limit:
             return None
     return foot, macs, outside, copied
+
+
+def _units_peak(units: list[_Unit]) -> int:
+    """The most bytes live at once as `units` run in order: each piece
+    (weights, bands, copies) from the first unit that reads or writes it to
+    the last, as the scheduler frees it (a weight read by every band of a
+    chain lives throughout)."""
+    first: dict[tuple[str, str], int] = {}
+    last: dict[tuple[str, str], tuple[int, int]] = {}
+    for at, unit in enumerate(units):
+        for piece in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes)):
+            first.setdefault((piece.tensor, piece.part), at)
+            last[(piece.tensor, piece.part)] = (at, piece.bytes)
+    change = [0] * (len(units) + 1)
+    for key, at in first.items():
+        end, nbytes = last[key]
+        change[at] += nbytes
+        change[end + 1] -= nbytes
+    return max(itertools.accumulate(change), default=0)
 
 
 def _chain_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
@@ -1994,12 +2104,14 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     inputs band by band, loaded back from DRAM, for a gain counted as if
     its output went to DRAM (SqueezeNet's fire8 concat at 1 MiB); such a
     chain can still be the faster (DenseNet-121's second block at 4 MiB),
-    so `schedule_scratchpad` tries both. With `rolled`, every op of a chain
-    computes each row once (`_rolled_ranges`), its readers' halo rows
-    copied in SRAM out of its band before, and no chain holds a concat: a
-    chain's gain counts those copies where it counted the MACs computed
-    again, so chains of ops with many MACs per row and thin halos (a 1x1
-    convolution feeding a 3x3 one, DenseNet-121's layers) save more."""
+    so `schedule_scratchpad` tries both. With `rolled`, the ops of a chain
+    that roll compute each row once (`_rolled_ranges`, `_roll_flags`), their
+    readers' halo rows copied in SRAM out of their band before: a chain's
+    gain counts those copies where it counted the MACs computed again, so
+    chains of ops with many MACs per row and thin halos (a 1x1 convolution
+    feeding a 3x3 one, DenseNet-121's layers) save more; with `rolled` and
+    `wide`, the footprint of a band step is the most bytes live at once as
+    the chain's units run (`_units_peak`)."""
     ops = program.ops
     tensors = program.by_name()
     no_start: set[int] = set()  # the concats no chain starts at
@@ -2019,14 +2131,11 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
         found: list[tuple[int, int, int]] = []
         stop = start + 1
         while (bandable(ops[start]) and start not in outside and start not in no_start
-               and not (rolled and ops[start].joins)
                and stop < min(len(ops), start + CHAIN_OPS)):
             stop += 1
             if not bandable(ops[stop - 1]) or stop - 1 in outside:
                 break
             if sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights}) > sram * weights // 8:
-                break
-            if rolled and ops[stop - 1].joins:  # a rolled band holds rows of one range: no concat of bands
                 break
             # the tensors of ops start..stop-1 (but the last) may be read only inside, by windows
             closed = True
@@ -2045,7 +2154,7 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
             fits = None
             for bands in _candidates(ops[stop - 1].out_rows):
                 found_cost = _chain_cost(program, start, stop, bands, tight, wide, limit=sram * CHAIN_SHARE // 8,
-                                         rolled=rolled)
+                                         rolled=rolled, cost=cost)
                 if found_cost is not None:
                     fits = (bands, *found_cost[1:])
                     break
@@ -2133,7 +2242,8 @@ def _chain_joins(program: NpuProgram, start: int, stop: int, units: list[_Unit],
 
 
 def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: int,
-                 kept: frozenset[str] = frozenset(), wide: bool = False, rolled: bool = False) -> list[_Unit]:
+                 kept: frozenset[str] = frozenset(), wide: bool = False, rolled: bool = False,
+                 cost: NpuCost = NpuCost()) -> list[_Unit]:
     """The chain start..stop (see `_chains`) band by band: each op on each
     row range `_chain_ranges` gives, reading its outside inputs by rows
     from DRAM (`rows{lo}:{hi}`) and its inner inputs from SRAM (kept: the
@@ -2157,7 +2267,7 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     producer = {op.outputs[0]: k for k, op in enumerate(ops[:-1])}
     units: list[_Unit] = []
     made: set[tuple[int, int, int]] = set()
-    every = _rolled_ranges(program, start, stop, bands) if rolled else None
+    every = _rolled_ranges(program, start, stop, bands, cost) if rolled else None
     for i in range(bands):
         ranges = [[r] for r in every[i]] if every is not None else _chain_ranges(program, start, stop, bands, i, wide)
         assert ranges is not None
@@ -2226,7 +2336,8 @@ def _rolled_read(every: list[list[tuple[int, int]]], band: int, made_by: int, pi
     if copy not in copies:  # two readers of the same rows share one copy
         copies.add(copy)
         per_row = piece.bytes // (hi - lo)
-        made = ([every[band - 1][made_by]] if band else []) + [(a, b)]  # the producer's band before and this
+        # the producer's band before and this (this alone where it holds them: a producer that does not roll)
+        made = ([every[band - 1][made_by]] if band and lo < a else []) + [(a, b)]
         sources = tuple(_Need(Piece(piece.tensor, f"rows{first}:{end}", per_row * (end - first)), True)
                         for first, end in made if first < hi and lo < end)
         step[-1].append(_Unit(op, 0, sources, (_Make(copy, KEEP),), False, 2 * copy.bytes))
@@ -3162,16 +3273,17 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     runs: chain cascades (unless not `chains`), other ops tiled one by one,
     and concats in place: the fastest simulated of the concats in place
     outside the chains, before them, and none; each with the chains found
-    counted with a margin, tight, wide and rolled (`_chains`), where they
-    find different chains; then, on the fastest placement of the concats, the
-    chains whose weights may take more of the SRAM (`CHAIN_WEIGHTS`) and
-    those that start at no concat assembled in SRAM (`_chains`'
-    `concat_starts`), kept where they run faster; then the fastest with
-    rolled chains and the fastest without, each finished apart where near
-    (`_finished`, `PATH_MARGIN`): the weights of the ops that stalled
-    streamed where that runs faster, `_stream_stalled`; then ops that fit
-    whole on the bands of rows of a sibling reader of their input,
-    `_sibling_rows`, where that runs faster; then the fastest units
+    counted with a margin, tight, wide, rolled and rolled by the most bytes
+    live at once (`_chains`), where they find different chains; then, on
+    the fastest placement of the concats, the chains whose weights may take
+    more of the SRAM (`CHAIN_WEIGHTS`) and those that start at no concat
+    assembled in SRAM (`_chains`' `concat_starts`), kept where they run
+    faster; then the fastest with rolled chains and the fastest without,
+    each finished apart where near (`_finished`, `PATH_MARGIN`): the
+    weights of the ops that stalled streamed where that runs faster,
+    `_stream_stalled`; then ops that fit whole on the bands of rows of a
+    sibling reader of their input, `_sibling_rows`, where that runs
+    faster; then the fastest units
     scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
     last, the same with bands of rows assembled in SRAM, `_assembled`, kept
     where that runs faster; the faster of the two kept). "Faster"
@@ -3186,10 +3298,12 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     # and counted as the most bytes live at once, each op once per band step (the rows its other
     # readers read copied out), the chains chosen for the most saved in all: ShuffleNet at 1 MiB
     # 2.317 -> 2.180 cycles/bound, DRAM 1.853 -> 1.693: two residual units in a chain, the first's
-    # output never in DRAM
+    # output never in DRAM; rolled, counted either way (the most bytes live at once: `_units_peak`):
+    # ShuffleNet at 1 MiB 1.827 -> 1.700 cycles/bound, its units' concats inside rolled chains
     counts: list[tuple[bool, bool, bool]] = []
     found: list[list[tuple[int, int, int]]] = []
-    for count in (((False, False, False), (True, False, False), (True, True, False), (False, False, True))
+    for count in (((False, False, False), (True, False, False), (True, True, False), (False, False, True),
+                   (False, True, True))
                   if not cascades and chains else ((False, False, False),)):
         chained = _chains(program, sram_size, cost, tight=count[0], wide=count[1], rolled=count[2]) if chains else []
         # the same chains rolled run other units

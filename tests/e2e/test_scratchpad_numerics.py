@@ -448,6 +448,8 @@ def _conv_stack(shape: tuple[int, int, int, int], layers: list[tuple[int, int, i
     ((1, 32, 32, 16), [(16, 1, 1), (8, 3, 1)], 32 << 10),  # a 1x1 feeding a 3x3
     ((1, 32, 40, 8), [(16, 3, 1), (8, 1, 1), (8, 1, 1), (16, 3, 2)], 16 << 10),  # a 3x3 reader at stride 2 last
     ((1, 32, 24, 8), [(8, 1, 1), (8, 3, 2), (32, 3, 2), (16, 1, 1)], 16 << 10),  # two 3x3 readers at stride 2
+    # two chains: the 1x1 over 32 channels rolls; the one over 8 computes its halo rows again (`_roll_flags`)
+    ((1, 32, 32, 16), [(16, 1, 1), (8, 3, 1), (16, 1, 1), (8, 3, 1)], 32 << 10),
 ])
 def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands(shape: tuple[int, int, int, int],
                                                              layers: list[tuple[int, int, int]], sram: int) -> None:

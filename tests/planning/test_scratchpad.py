@@ -18,7 +18,7 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _Allocator, _cheapest_hole, _Entry, _Make, _Need, _plan_spills,
+    ALIGN, KEEP, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _Allocator, _cheapest_hole, _Entry, _Make, _Need, _plan_spills,
     _Scheduler, _Unit, _units,
     channel_range, copy_rows,
     input_block, op_costs, run_scratchpad, schedule_cuts, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
@@ -1499,7 +1499,7 @@ def test_a_rolled_chain_computes_each_row_once_and_copies_its_halo():
     program, cost, sram = _one_by_one_then_three_by_three(), NpuCost(), 48 << 10
     chained = scratchpad._chains(program, sram, cost)
     assert chained == scratchpad._chains(program, sram, cost, rolled=True) == [(0, 2, 9)]
-    produced = [ranges[0] for ranges in scratchpad._rolled_ranges(program, 0, 2, 9)]
+    produced = [ranges[0] for ranges in scratchpad._rolled_ranges(program, 0, 2, 9, cost)]
     assert produced[0][0] == 0 and all(a[1] == b[0] for a, b in zip(produced, produced[1:]))
 
     def scheduled(rolled: bool):
@@ -1517,10 +1517,119 @@ def test_a_rolled_chain_computes_each_row_once_and_copies_its_halo():
     assert scratchpad._chains(program, 32 << 10, cost) == [] != scratchpad._chains(program, 32 << 10, cost, rolled=True)
 
 
-def test_no_rolled_chain_where_a_halo_is_taller_than_a_band():
+def test_no_op_rolls_where_a_halo_is_taller_than_a_band():
     # on bands of one row the 3x3's band i reads the 1x1's row i - 1, which
-    # the band two before computed; on bands of two rows, the band before did
-    program = _one_by_one_then_three_by_three()
-    assert scratchpad._rolled_ranges(program, 0, 2, 32) is None
-    assert scratchpad._rolled_ranges(program, 0, 2, 16) is not None
-    assert scratchpad._chain_cost(program, 0, 2, 32, rolled=True) is None
+    # the band two before computed: the 1x1 cannot roll, and computes its halo
+    # rows again, as a chain that does not roll does; on bands of two rows, the
+    # band before computed them, and it rolls
+    program, cost = _one_by_one_then_three_by_three(), NpuCost()
+    assert scratchpad._rolled_ranges_of(program, 0, 2, 32, (True, False)) is None
+    assert scratchpad._roll_flags(program, 0, 2, 32, cost) == (False, False)
+    assert scratchpad._rolled_ranges(program, 0, 2, 32, cost) == [
+        [ranges[0] for ranges in scratchpad._chain_ranges(program, 0, 2, 32, i)] for i in range(32)]
+    assert scratchpad._roll_flags(program, 0, 2, 16, cost) == (True, False)
+
+
+def _cheap_rows_then_three_by_three() -> NpuProgram:
+    """A 1x1 convolution over 2 channels (to 16) feeds a 3x3 one (16 to 8) on
+    32 rows of 16: a row of the 1x1 costs 18 cycles, a copy of it 32."""
+    T = NpuTensor
+    rows, width = 32, 16
+
+    def size(channels: int) -> int:
+        return channels * rows * width * 4
+
+    return NpuProgram(
+        (T("x", size(2), "input", rows), T("wa", 2 * 16 * 4, "weight"), T("a", size(16), "activation", rows),
+         T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
+        (NpuOp("a", 2 * 16 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 16, (), (("x", 1, 1, 0),)),
+         NpuOp("y", 16 * 8 * 9 * rows * width, ("a",), ("wy",), ("y",), rows, 2, 8, (), (("a", 3, 1, 1),))),
+    )
+
+
+def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
+    # in a rolled chain on 8 bands, the 1x1 over 32 channels rolls: a band's
+    # halo rows computed again cost 2 x 48 cycles and the DMA of 2 rows of its
+    # input (512 cycles), the copy of its 6 rows 192. Over 2 channels, a row
+    # costs 18 cycles and 2 rows of its input 32: it computes its halo again,
+    # the 3x3 reads its band whole and no copy is made
+    cost = NpuCost()
+    for program, roll in ((_one_by_one_then_three_by_three(), True), (_cheap_rows_then_three_by_three(), False)):
+        assert scratchpad._roll_flags(program, 0, 2, 8, cost) == (roll, False)
+        units = scratchpad._chain_units(program, 0, 2, 8, 1 << 20, rolled=True, cost=cost)
+        copies = [u for u in units if copy_rows(u.writes[0].piece.part)]
+        macs = sum(u.macs for u in units if u.op == "a")
+        if roll:
+            assert len(copies) == 7 and macs == program.ops[0].macs
+        else:
+            assert copies == [] and macs > program.ops[0].macs
+            ranges = scratchpad._rolled_ranges(program, 0, 2, 8, cost)
+            assert all(r[0] == program.ops[1].in_rows(program.by_name()["a"], *r[1]) for r in ranges)
+
+
+def _two_convs_joined_then_window() -> NpuProgram:
+    """Two 1x1 convolutions (16 to 8 channels) of x, by bands of rows; a
+    concat joins them; a 3x3 convolution (16 to 8) reads it: 32 rows of 16."""
+    T = NpuTensor
+    rows, width = 32, 16
+
+    def size(channels: int) -> int:
+        return channels * rows * width * 4
+
+    return NpuProgram(
+        (T("x", size(16), "input", rows), T("wa", 16 * 8 * 4, "weight"), T("wb", 16 * 8 * 4, "weight"),
+         T("a", size(8), "activation", rows), T("b", size(8), "activation", rows),
+         T("c", size(16), "activation", rows), T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
+        (NpuOp("a", 16 * 8 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 8, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 16 * 8 * rows * width, ("x",), ("wb",), ("b",), rows, 0, 8, (), (("x", 1, 1, 0),)),
+         NpuOp("c", 0, ("a", "b"), (), ("c",), rows, 0, 1, (), (("a", 1, 1, 0), ("b", 1, 1, 0)), joins=(8, 8)),
+         NpuOp("y", 16 * 8 * 9 * rows * width, ("c",), ("wy",), ("y",), rows, 2, 8, (), (("c", 3, 1, 1),))),
+    )
+
+
+def test_a_rolled_chain_runs_through_a_concat_written_in_place():
+    # at 48 KiB the rolled chain holds both 1x1s, their concat and the 3x3 (until stop 61 no
+    # rolled chain held a concat): band by band the 1x1s write their new rows into the concat's
+    # band in place, and the 3x3 reads a copy of its rows out of the concat's band before and this
+    # one. Computing the halos again, the chain stops at the concat
+    program, cost, sram = _two_convs_joined_then_window(), NpuCost(), 48 << 10
+    assert scratchpad._chains(program, sram, cost) == [(0, 3, 6)]
+    assert scratchpad._chains(program, sram, cost, rolled=True) == [(0, 4, 13)]
+    units, _, _ = _units(program, sram, cost, False, rolled_chains=True)
+    _simulated(program, sram, _Scheduler(program, sram, units).run())  # raises on a broken rule
+    assert not any(u.op == "c" for u in units)
+    assert {m.piece.tensor for u in units if u.op in ("a", "b") for m in u.writes} == {"c"}
+    copies = [u for u in units if copy_rows(u.writes[0].piece.part)]
+    assert len(copies) == 12 and all([n.piece.tensor for n in u.reads] == ["c", "c"] for u in copies)
+
+
+def test_a_rolled_chain_counted_by_its_peak_takes_fewer_bands():
+    # within 40 KiB of step, the rolled chain of the 1x1 and the 3x3 counted by everything a band
+    # step holds takes 9 bands (6: 41,472 bytes); counted by the most bytes live at once as its
+    # units run (`_units_peak`: the band before goes after its copy, the copy after its reader),
+    # 4 (40,448 bytes; 3: 51,712)
+    program, cost, limit = _one_by_one_then_three_by_three(), NpuCost(), 40 << 10
+
+    def fewest(peak: bool) -> int:
+        return next(bands for bands in scratchpad._candidates(32) if scratchpad._chain_cost(
+            program, 0, 2, bands, wide=peak, rolled=True, limit=limit, cost=cost) is not None)
+
+    assert (fewest(False), fewest(True)) == (9, 4)
+    peak = scratchpad._chain_cost(program, 0, 2, 4, wide=True, rolled=True, cost=cost)
+    assert peak is not None and peak[0] == scratchpad._units_peak(
+        scratchpad._chain_units(program, 0, 2, 4, 0, rolled=True, cost=cost))
+
+
+def test_units_peak_holds_each_piece_from_its_first_unit_to_its_last():
+    def piece(name: str, nbytes: int) -> _Need:
+        return _Need(Piece(name, "all", nbytes), False)
+
+    def make(name: str, nbytes: int) -> _Make:
+        return _Make(Piece(name, "all", nbytes), KEEP)
+
+    units = [_Unit("p", 0, (piece("w", 10),), (make("a", 100),), True),
+             _Unit("q", 0, (piece("a", 100),), (make("b", 50),), True),
+             _Unit("r", 0, (piece("b", 50), piece("w", 10)), (make("c", 5),), True)]
+    assert scratchpad._units_peak(units) == 160  # q: a, b and w (read again by r)
+    assert scratchpad._units_peak(units[:1]) == 110
+    assert scratchpad._units_peak([]) == 0

@@ -91,30 +91,30 @@ def test_shufflenets_shuffled_convs_are_unfolded_only_where_no_tiling_fits() -> 
         assert got.cycles == expected.cycles
 
 
-def test_the_search_ranked_by_the_reserve_largest_keeps_the_concats_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Inception v1 at 4 MiB: ranked by a schedule with the reserve "largest" (the first of
-    # `RESERVES`), units with its concats in place rank first, and run faster and move fewer
-    # DRAM bytes; ranked by "none" (the rule before), units that copy the concats rank first,
-    # and no reserve schedules those as well after (their chains rolled since stop 60, they move
-    # 1.037 times the bound, where those computing halos again moved more than 1.1)
+def test_the_search_ranked_by_the_reserve_largest_runs_faster(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Inception v1 at 1 MiB: ranked by a schedule with the reserve "largest" (the first of
+    # `RESERVES`), the search keeps units that run 3.7% faster than ranked by "none" (the rule
+    # before stop 56), for 0.4% more DRAM bytes, and ranks them first by `_key`. (Until stop 61
+    # the units "none" ranked first copied the concats; since rolled chains run through concats,
+    # both keep them in place.)
     program = npu_program(_function(_light_module("inception_v1")))
-    largest = run_scratchpad(program, 4 << 20, cascades=False)
+    largest = run_scratchpad(program, 1 << 20, cascades=False)
     monkeypatch.setattr(scratchpad, "RESERVES", ("none", "largest", "between", "own"))
-    none = run_scratchpad(program, 4 << 20, cascades=False)
-    assert largest.schedule.homes and not none.schedule.homes  # the concats' outputs, written in place
-    assert largest.dram_bytes < 1.02 * largest.dram_lower_bound_bytes < none.dram_bytes
-    assert largest.cycles < none.cycles
+    none = run_scratchpad(program, 1 << 20, cascades=False)
+    assert largest.cycles < 0.97 * none.cycles
+    assert scratchpad._key(largest.simulation) < scratchpad._key(none.simulation)
 
 
 def test_deadlines_are_tried_on_the_way_that_ranks_third(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Inception v1 at 1 MiB: of the ways `_fastest_scheduler` schedules its units, the reserve
-    # "between", first fit, ranks third; with deadlines it runs faster than any other, and
-    # moves fewer DRAM bytes (`DEADLINE_WAYS`)
-    program = npu_program(_function(_light_module("inception_v1")))
+    # AlexNet at 1 MiB: of the ways `_fastest_scheduler` schedules its units, the one that ranks
+    # third, with deadlines, runs faster than any other (7,900 cycles), for the same DRAM bytes
+    # (`DEADLINE_WAYS`). (Inception v1 gained 0.5% so until stop 61; since its chains roll through
+    # concats, the same way ranks first with or without.)
+    program = npu_program(_function(_light_module("bvlc_alexnet")))
     three = run_scratchpad(program, 1 << 20, cascades=False)
     monkeypatch.setattr(scratchpad, "DEADLINE_WAYS", 2)
     two = run_scratchpad(program, 1 << 20, cascades=False)
-    assert three.cycles < 0.995 * two.cycles and three.dram_bytes < two.dram_bytes
+    assert three.cycles < two.cycles and three.dram_bytes == two.dram_bytes
 
 
 def test_squeezenets_fire8_concat_is_written_in_place_rather_than_a_chains_first_op(
