@@ -709,6 +709,11 @@ class _Emitter:
         self.row_views: dict[tuple[str, str], MemRefType] = {}
         """(weight, part) -> the view of its (channel block's) DRAM bytes whose rows are its input channels."""
         for ins in self.schedule.instructions:
+            if isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is not None:
+                # a band only copies read (an in-place concat's output in a rolled chain): rows of every channel
+                for _, piece in ins.reads:
+                    if band_rows(piece.part) is not None:
+                        self.cuts.setdefault((piece.tensor, piece.part), (None, band_rows(piece.part)))
             if (isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is None
                     and assembled_rows(ins.writes[0][1].part) is None):
                 local = self._local_compute(ins)
