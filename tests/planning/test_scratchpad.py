@@ -1475,8 +1475,10 @@ def test_a_prefetch_leaves_room_for_the_outputs_of_the_units_before_its_own():
     assert before.cycles == 120
 
 
-def _one_by_one_then_three_by_three() -> NpuProgram:
-    """A 1x1 convolution (32 to 16 channels) feeds a 3x3 one (16 to 8) on 32 rows of 16."""
+def _one_by_one_then_three_by_three(inputs: int = 32) -> NpuProgram:
+    """A 1x1 convolution (`inputs` to 16 channels) feeds a 3x3 one (16 to 8)
+    on 32 rows of 16. Over 32 channels a row of the 1x1 costs 48 cycles,
+    over 2 channels 18; a copy of it 32."""
     T = NpuTensor
     rows, width = 32, 16
 
@@ -1484,9 +1486,9 @@ def _one_by_one_then_three_by_three() -> NpuProgram:
         return channels * rows * width * 4
 
     return NpuProgram(
-        (T("x", size(32), "input", rows), T("wa", 32 * 16 * 4, "weight"), T("a", size(16), "activation", rows),
-         T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
-        (NpuOp("a", 32 * 16 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 16, (), (("x", 1, 1, 0),)),
+        (T("x", size(inputs), "input", rows), T("wa", inputs * 16 * 4, "weight"),
+         T("a", size(16), "activation", rows), T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
+        (NpuOp("a", inputs * 16 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 16, (), (("x", 1, 1, 0),)),
          NpuOp("y", 16 * 8 * 9 * rows * width, ("a",), ("wy",), ("y",), rows, 2, 8, (), (("a", 3, 1, 1),))),
     )
 
@@ -1530,23 +1532,6 @@ def test_no_op_rolls_where_a_halo_is_taller_than_a_band():
     assert scratchpad._roll_flags(program, 0, 2, 16, cost) == (True, False)
 
 
-def _cheap_rows_then_three_by_three() -> NpuProgram:
-    """A 1x1 convolution over 2 channels (to 16) feeds a 3x3 one (16 to 8) on
-    32 rows of 16: a row of the 1x1 costs 18 cycles, a copy of it 32."""
-    T = NpuTensor
-    rows, width = 32, 16
-
-    def size(channels: int) -> int:
-        return channels * rows * width * 4
-
-    return NpuProgram(
-        (T("x", size(2), "input", rows), T("wa", 2 * 16 * 4, "weight"), T("a", size(16), "activation", rows),
-         T("wy", 16 * 8 * 9 * 4, "weight"), T("y", size(8), "output", rows)),
-        (NpuOp("a", 2 * 16 * rows * width, ("x",), ("wa",), ("a",), rows, 0, 16, (), (("x", 1, 1, 0),)),
-         NpuOp("y", 16 * 8 * 9 * rows * width, ("a",), ("wy",), ("y",), rows, 2, 8, (), (("a", 3, 1, 1),))),
-    )
-
-
 def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
     # in a rolled chain on 8 bands, the 1x1 over 32 channels rolls: a band's
     # halo rows computed again cost 2 x 48 cycles and the DMA of 2 rows of its
@@ -1554,7 +1539,7 @@ def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
     # costs 18 cycles and 2 rows of its input 32: it computes its halo again,
     # the 3x3 reads its band whole and no copy is made
     cost = NpuCost()
-    for program, roll in ((_one_by_one_then_three_by_three(), True), (_cheap_rows_then_three_by_three(), False)):
+    for program, roll in ((_one_by_one_then_three_by_three(), True), (_one_by_one_then_three_by_three(2), False)):
         assert scratchpad._roll_flags(program, 0, 2, 8, cost) == (roll, False)
         units = scratchpad._chain_units(program, 0, 2, 8, 1 << 20, rolled=True, cost=cost)
         copies = [u for u in units if copy_rows(u.writes[0].piece.part)]
@@ -1591,7 +1576,7 @@ def test_a_rolled_chain_runs_through_a_concat_written_in_place():
     # at 48 KiB the rolled chain holds both 1x1s, their concat and the 3x3 (until stop 61 no
     # rolled chain held a concat): band by band the 1x1s write their new rows into the concat's
     # band in place, and the 3x3 reads a copy of its rows out of the concat's band before and this
-    # one. Computing the halos again, the chain stops at the concat
+    # one. Computing the halos again, the chain ends at the concat
     program, cost, sram = _two_convs_joined_then_window(), NpuCost(), 48 << 10
     assert scratchpad._chains(program, sram, cost) == [(0, 3, 6)]
     assert scratchpad._chains(program, sram, cost, rolled=True) == [(0, 4, 13)]
