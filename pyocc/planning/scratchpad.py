@@ -76,7 +76,7 @@ import dataclasses
 import functools
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -1861,32 +1861,55 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
     (a halo computed again reads its input's rows again); inf for None."""
     if every is None:
         return math.inf
-    ops = program.ops[start:stop]
     tensors = program.by_name()
-    inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}
     loaded: dict[str, int] = {}  # outside input -> the end of the rows the band before loaded
     cycles = 0
     for ranges in every:
-        copies: set[tuple[str, int, int]] = set()
         ends: dict[str, int] = {}
-        for op, (first, end) in zip(ops, ranges, strict=True):
+        for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges):
             nbytes = row_bytes(tensors[op.outputs[0]], end - first)
-            for n in dict.fromkeys(op.inputs):
-                t = tensors[n]
-                if op.window(n) is None:
-                    nbytes += t.size
-                    continue
-                lo, hi = op.in_rows(t, first, end)
-                nbytes += row_bytes(t, hi - lo)
-                if n not in inner:
-                    cycles += cost.dma_cycles(row_bytes(t, max(0, min(hi, loaded.get(n, 0)) - lo)))
-                    ends[n] = max(ends.get(n, 0), hi)
-                elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
-                    copies.add((n, lo, hi))
+            for t, lo, hi, how in reads:
+                nbytes += t.size if how == "whole" else row_bytes(t, hi - lo)
+                if how == "outside":
+                    cycles += cost.dma_cycles(row_bytes(t, max(0, min(hi, loaded.get(t.name, 0)) - lo)))
+                    ends[t.name] = max(ends.get(t.name, 0), hi)
+                elif how == "copy":
                     cycles += cost.compute_cycles(0, 2 * row_bytes(t, hi - lo))
             cycles += cost.compute_cycles(math.ceil(op.macs * (end - first) / op.out_rows), nbytes)
         loaded = ends
     return cycles
+
+
+def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]]
+                 ) -> Iterator[tuple[int, NpuOp, tuple[int, int], list[tuple[NpuTensor, int, int, str]]]]:
+    """Op by op of one band step of the rolled chain start..stop whose ops
+    compute the rows `ranges` (`_rolled_ranges_of`): (its index in the
+    chain, the op, its rows, what it reads: (tensor, rows lo, hi, how)).
+    How: "whole" (no window), "outside" (a band of an input from outside
+    the chain, loaded with its halo), "copy" (the first reader of rows of
+    an inner tensor other than its producer's band: two readers of the same
+    rows share one copy) or "inside" (its producer's band itself, or rows
+    another reader's copy made)."""
+    ops = program.ops[start:stop]
+    tensors = program.by_name()
+    inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}  # -> its producer in the chain
+    copies: set[tuple[str, int, int]] = set()
+    for j, (op, rows) in enumerate(zip(ops, ranges, strict=True)):
+        reads: list[tuple[NpuTensor, int, int, str]] = []
+        for n in dict.fromkeys(op.inputs):
+            t = tensors[n]
+            if op.window(n) is None:  # read whole (an inner tensor never is: `_chains`)
+                reads.append((t, 0, t.rows, "whole"))
+                continue
+            lo, hi = op.in_rows(t, *rows)
+            if n not in inner:
+                reads.append((t, lo, hi, "outside"))
+            elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
+                copies.add((n, lo, hi))
+                reads.append((t, lo, hi, "copy"))
+            else:
+                reads.append((t, lo, hi, "inside"))
+        yield j, op, rows, reads
 
 
 def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int, roll: tuple[bool, ...],
@@ -1955,10 +1978,8 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
                     limit: int | None, cost: NpuCost, peak: bool = False) -> tuple[int, int, int, int] | None:
     """`_chain_cost` of a rolled chain, worked out (with `peak`, its
     footprint the most bytes live at once, `_units_peak`)."""
-    ops = program.ops
     tensors = program.by_name()
-    inner = {ops[k].outputs[0]: k - start for k in range(start, stop - 1)}  # -> its producer in the chain
-    weights = sum(tensors[w].size for w in {w for op in ops[start:stop] for w in op.weights})
+    weights = sum(tensors[w].size for w in {w for op in program.ops[start:stop] for w in op.weights})
     every = _rolled_ranges(program, start, stop, bands, cost)
     if every is None:
         return None
@@ -1966,26 +1987,19 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
     foot = macs = outside = copied = 0
     for i, ranges in enumerate(every):
         step = 0
-        copies: set[tuple[str, int, int]] = set()  # two readers of the same rows share one copy
-        for j, (op, (first, end)) in enumerate(zip(ops[start:stop], ranges, strict=True)):
+        for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges):
             out = tensors[op.outputs[0]]
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
                                                    if i and roll[j] else 0)
             macs += math.ceil(op.macs * (end - first) / op.out_rows)
-            for n in dict.fromkeys(op.inputs):
-                t = tensors[n]
-                if op.window(n) is None:  # read whole (an inner tensor never is: `_chains`)
-                    step += t.size
-                    outside += t.size
-                    continue
-                lo, hi = op.in_rows(t, first, end)
-                if n not in inner:  # a band of rows with its halo, loaded
-                    step += row_bytes(t, hi - lo)
-                    outside += row_bytes(t, hi - lo)
-                elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
-                    copies.add((n, lo, hi))
-                    step += row_bytes(t, hi - lo)
-                    copied += row_bytes(t, hi - lo)
+            for t, lo, hi, how in reads:
+                nbytes = t.size if how == "whole" else row_bytes(t, hi - lo)
+                if how in ("whole", "outside"):  # loaded: the whole tensor, or a band with its halo
+                    step += nbytes
+                    outside += nbytes
+                elif how == "copy":
+                    step += nbytes
+                    copied += nbytes
         foot = max(foot, weights + step)
         if limit is not None and foot > limit and not peak:
             return None

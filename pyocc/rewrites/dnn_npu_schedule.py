@@ -709,37 +709,39 @@ class _Emitter:
         self.row_views: dict[tuple[str, str], MemRefType] = {}
         """(weight, part) -> the view of its (channel block's) DRAM bytes whose rows are its input channels."""
         for ins in self.schedule.instructions:
-            if isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is not None:
-                # a band only copies read (an in-place concat's output in a rolled chain): rows of every channel
+            if not isinstance(ins, Compute) or assembled_rows(ins.writes[0][1].part) is not None:
+                continue
+            if copy_rows(ins.writes[0][1].part) is not None:
+                # a band only copies read (an in-place concat's output in a rolled chain): rows of every
+                # channel, unless an op reads it as something else (its cut, set below, wins)
                 for _, piece in ins.reads:
                     if band_rows(piece.part) is not None:
                         self.cuts.setdefault((piece.tensor, piece.part), (None, band_rows(piece.part)))
-            if (isinstance(ins, Compute) and copy_rows(ins.writes[0][1].part) is None
-                    and assembled_rows(ins.writes[0][1].part) is None):
-                local = self._local_compute(ins)
-                unit = self._blocks[id(ins)] = self._block(local)
-                op = self.facts.ops[ins.op]
-                fields: dict[str, list[SSAValue]] = {}
-                for name, _ in op.get_irdl_definition().operands:
-                    value = getattr(op, name)
-                    fields[name] = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
-                for r in op.results:
-                    fields[f"result:{self.facts.tensor_of[r]}"] = [r]
-                for _, piece in (*local.reads, *local.writes):
-                    if piece.part == "all":
-                        continue
-                    if unit.in_slices is not None and self._reduction_cut(ins.op, unit, fields, piece):
-                        continue
-                    for name in (*unit.slices, *unit.rows):
-                        if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(name, [])):
-                            # an input band moves every channel (of its block: a pool's `|in` band); an
-                            # output tile only its block
-                            rows = band_rows(piece.part)
-                            self.cuts[(piece.tensor, piece.part)] = (
-                                ((unit.slices.get(name) if "|in" in piece.part else None), rows) if rows is not None
-                                else (unit.slices.get(name), unit.rows.get(name)))
-                            value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
-                            self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
+                continue
+            local = self._local_compute(ins)
+            unit = self._blocks[id(ins)] = self._block(local)
+            op = self.facts.ops[ins.op]
+            fields: dict[str, list[SSAValue]] = {}
+            for name, _ in op.get_irdl_definition().operands:
+                value = getattr(op, name)
+                fields[name] = list(value) if isinstance(value, tuple | list) else ([] if value is None else [value])
+            for r in op.results:
+                fields[f"result:{self.facts.tensor_of[r]}"] = [r]
+            for _, piece in (*local.reads, *local.writes):
+                if piece.part == "all":
+                    continue
+                if unit.in_slices is not None and self._reduction_cut(ins.op, unit, fields, piece):
+                    continue
+                for name in (*unit.slices, *unit.rows):
+                    if any(self.facts.tensor_of[v] == piece.tensor for v in fields.get(name, [])):
+                        # an input band moves every channel (of its block: a pool's `|in` band); an
+                        # output tile only its block
+                        rows = band_rows(piece.part)
+                        self.cuts[(piece.tensor, piece.part)] = (
+                            ((unit.slices.get(name) if "|in" in piece.part else None), rows) if rows is not None
+                            else (unit.slices.get(name), unit.rows.get(name)))
+                        value = next(v for v in fields[name] if self.facts.tensor_of[v] == piece.tensor)
+                        self.cut_types[(piece.tensor, piece.part)] = to_buffer_type(value.type)
         first: dict[str, Piece] = {}
         for ins in self.schedule.instructions:
             if isinstance(ins, Load | Store):
