@@ -1552,6 +1552,22 @@ def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
             assert all(r[0] == program.ops[1].in_rows(program.by_name()["a"], *r[1]) for r in ranges)
 
 
+def test_two_ways_that_find_the_same_units_are_finished_once(monkeypatch):
+    # at 24 KiB the tight chain and the rolled one of a 1x1 over 2 channels and a 3x3 both take
+    # 6 bands, and no op of the rolled one rolls (its rows cost less than their copy): the same
+    # units. Both ways end within `PATH_MARGIN`; until stop 62 each was finished apart, to the
+    # same schedule twice
+    program, cost, sram = _one_by_one_then_three_by_three(2), NpuCost(), 24 << 10
+    rolled, _, _ = _units(program, sram, cost, False, rolled_chains=True)
+    assert rolled == _units(program, sram, cost, False, tight_chains=True)[0]
+    finished = []
+    finish = scratchpad._finished
+    monkeypatch.setattr(scratchpad, "_finished", lambda *args: finished.append(args[4]) or finish(*args))
+    schedule = scratchpad.schedule_scratchpad(program, sram, cost, cascades=False)
+    assert len(finished) == 1
+    _simulated(program, sram, schedule.instructions)  # raises on a broken rule
+
+
 def _two_convs_joined_then_window() -> NpuProgram:
     """Two 1x1 convolutions (16 to 8 channels) of x, by bands of rows; a
     concat joins them; a 3x3 convolution (16 to 8) reads it: 32 rows of 16."""
