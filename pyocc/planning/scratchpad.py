@@ -72,6 +72,7 @@ No IR here: pyocc's planning layer.
 from __future__ import annotations
 
 import bisect
+import collections
 import dataclasses
 import functools
 import itertools
@@ -3169,36 +3170,43 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
     only buffers that may go, the one whose least willingly given up buffer
     ranks highest is taken (on a tie, the fewest bytes freed, then the
     lowest window; with `top`, the highest). Asked where no hole fits: a
-    window over free bytes only is not one of them."""
-    starts = [start for start, _, _ in order]
-    windows = {0, (size - nbytes) // ALIGN * ALIGN}
-    for start, _, end in order:
-        windows.add(end)
-        windows.add((start - nbytes) // ALIGN * ALIGN)
+    window over free bytes only is not one of them.
+
+    One sweep over the windows from the lowest: live buffers do not overlap,
+    so those a window overlaps are a run of `order` whose both ends only move
+    up; counts of the buffers that stay and of the bytes before each buffer
+    give a run's at once, and a queue of rising ranks its least."""
+    if not given_up:
+        return None
+    windows = sorted({offset for offset in (0, (size - nbytes) // ALIGN * ALIGN,
+                                            *(end for _, _, end in order),
+                                            *((start - nbytes) // ALIGN * ALIGN for start, _, _ in order))
+                      if 0 <= offset <= size - nbytes})
+    ranks = [given_up.get(name) for _, name, _ in order]
+    stays = list(itertools.accumulate((rank is None for rank in ranks), initial=0))
+    before = list(itertools.accumulate((end - start for start, _, end in order), initial=0))
+    least: collections.deque[int] = collections.deque()  # buffers of the run that may go, their ranks rising
     best: tuple | None = None
-    chosen: list[str] | None = None
+    chosen = (0, 0)
+    first = last = 0  # the window overlaps order[first:last]
     for offset in windows:
-        if offset < 0 or offset + nbytes > size:
+        while last < len(order) and order[last][0] < offset + nbytes:
+            rank = ranks[last]
+            if rank is not None:
+                while least and ranks[least[-1]] >= rank:
+                    least.pop()
+                least.append(last)
+            last += 1
+        while first < last and order[first][2] <= offset:
+            first += 1
+        while least and least[0] < first:
+            least.popleft()
+        if first == last or stays[last] != stays[first]:
             continue
-        names: list[str] = []
-        worst: tuple | None = None
-        freed = 0
-        # live buffers do not overlap: by start, their ends are in order too
-        for start, name, end in reversed(order[:bisect.bisect_left(starts, offset + nbytes)]):
-            if end <= offset:
-                break
-            rank = given_up.get(name)
-            if rank is None:
-                worst = None
-                break
-            names.append(name)
-            worst = rank if worst is None or rank < worst else worst
-            freed += end - start
-        if worst is not None:
-            key = (worst, -freed, offset if top else -offset)
-            if best is None or key > best:
-                best, chosen = key, names
-    return chosen
+        key = (ranks[least[0]], before[first] - before[last], offset if top else -offset)
+        if best is None or key > best:
+            best, chosen = key, (first, last)
+    return None if best is None else [order[k][1] for k in range(chosen[1] - 1, chosen[0] - 1, -1)]
 
 
 def _loaded_band(piece: Piece) -> bool:
