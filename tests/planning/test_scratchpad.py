@@ -1303,12 +1303,24 @@ def test_cheapest_hole_is_the_best_window_by_hand():
             if names and all(n in given_up for n in names):
                 worst = min(given_up[n] for n in names)
                 best = worst if best is None or worst > best else best
-        window = _cheapest_hole(order, size, nbytes, given_up, top=case % 2 == 1)
+        top = case % 2 == 1
+        window = _cheapest_hole(order, size, nbytes, given_up, top=top)
         if best is None:
             assert window is None, (order, given_up, nbytes)
             continue
         assert window is not None and set(window) <= set(given_up)
         assert min(given_up[n] for n in window) == best
+        # of the windows that start at the SRAM's start or a buffer's end, or end at its end or a
+        # buffer's start: on a tie the fewest bytes freed, then the lowest (with `top`, the highest)
+        tried = {0, (size - nbytes) // ALIGN * ALIGN, *(end for *_, end in order),
+                 *((start - nbytes) // ALIGN * ALIGN for start, *_ in order)}
+        keys = {}
+        for at in (at for at in tried if 0 <= at <= size - nbytes):
+            over = [(start, name, end) for start, name, end in order if start < at + nbytes and end > at]
+            if over and all(name in given_up for _, name, _ in over):
+                freed = sum(end - start for start, _, end in over)
+                keys[min(given_up[name] for _, name, _ in over), -freed, at if top else -at] = over
+        assert window == [name for _, name, _ in reversed(keys[max(keys)])]
         rest = [o for o in order if o[1] not in window]
         gaps = zip([0] + [end for *_, end in rest], [start for start, *_ in rest] + [size])
         assert any(hi - lo >= nbytes for lo, hi in gaps)
