@@ -291,7 +291,7 @@ concats in rolled chains, SqueezeNet, 0.028 apart: rolled it ends 1.170 /
 1.011 cycles / DRAM over the bound, the other way 1.123 / 1.002); finishing
 both always cost 1.7x the time to schedule at 1 MiB (stop 60: VGG-19, 34
 -> 62 s) for no other change. Two ways that found the same units are
-finished once (since stop 62: VGG-19 at 1 MiB, 42 -> 25 s)."""
+finished once (since stop 62: VGG-19 at 1 MiB, 40 -> 23 s)."""
 
 KINDS = ("weight", "input", "output", "activation")
 
@@ -3424,11 +3424,12 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
             finally:
                 step()
     first = min(best.key for best, _, _ in paths.values())
-    near = [(best, choices) for best, _, choices in paths.values() if best.key[0] <= first[0] + PATH_MARGIN]
-    # a way whose units are those of a way before it finishes to the same schedule: once is enough (VGG-19 at
-    # 1 MiB, whose rolled way finds the other's units: 42 -> 25 s)
-    near = [(best, choices) for k, (best, choices) in enumerate(near)
-            if all(best.units != other.units for other, _ in near[:k])]
+    near: list[tuple[_Scheduled, tuple[Any, ...]]] = []
+    for best, _, choices in paths.values():
+        # a way whose units are those of a way before it finishes to the same schedule: once is enough (VGG-19
+        # at 1 MiB, whose rolled way finds the other's units: 40 -> 23 s)
+        if best.key[0] <= first[0] + PATH_MARGIN and all(best.units != other.units for other, _ in near):
+            near.append((best, choices))
     return min((_finished(program, sram_size, cost, best, choices, scheduled) for best, choices in near),
                key=lambda found: found[0])[1]
 
