@@ -1870,23 +1870,24 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
         ends: dict[str, int] = {}
         for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges):
             nbytes = row_bytes(tensors[op.outputs[0]], end - first)
-            for t, lo, hi, how in reads:
-                nbytes += t.size if how == "whole" else row_bytes(t, hi - lo)
+            for t, lo, hi, how, read in reads:
+                nbytes += read
                 if how == "outside":
                     cycles += cost.dma_cycles(row_bytes(t, max(0, min(hi, loaded.get(t.name, 0)) - lo)))
                     ends[t.name] = max(ends.get(t.name, 0), hi)
                 elif how == "copy":
-                    cycles += cost.compute_cycles(0, 2 * row_bytes(t, hi - lo))
+                    cycles += cost.compute_cycles(0, 2 * read)
             cycles += cost.compute_cycles(math.ceil(op.macs * (end - first) / op.out_rows), nbytes)
         loaded = ends
     return cycles
 
 
 def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]]
-                 ) -> Iterator[tuple[int, NpuOp, tuple[int, int], list[tuple[NpuTensor, int, int, str]]]]:
+                 ) -> Iterator[tuple[int, NpuOp, tuple[int, int], list[tuple[NpuTensor, int, int, str, int]]]]:
     """Op by op of one band step of the rolled chain start..stop whose ops
     compute the rows `ranges` (`_rolled_ranges_of`): (its index in the
-    chain, the op, its rows, what it reads: (tensor, rows lo, hi, how)).
+    chain, the op, its rows, what it reads: (tensor, rows lo, hi, how,
+    bytes)).
     How: "whole" (no window), "outside" (a band of an input from outside
     the chain, loaded with its halo), "copy" (the first reader of rows of
     an inner tensor other than its producer's band: two readers of the same
@@ -1897,20 +1898,21 @@ def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[
     inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}  # -> its producer in the chain
     copies: set[tuple[str, int, int]] = set()
     for j, (op, rows) in enumerate(zip(ops, ranges, strict=True)):
-        reads: list[tuple[NpuTensor, int, int, str]] = []
+        reads: list[tuple[NpuTensor, int, int, str, int]] = []
         for n in dict.fromkeys(op.inputs):
             t = tensors[n]
             if op.window(n) is None:  # read whole (an inner tensor never is: `_chains`)
-                reads.append((t, 0, t.rows, "whole"))
+                reads.append((t, 0, t.rows, "whole", t.size))
                 continue
             lo, hi = op.in_rows(t, *rows)
             if n not in inner:
-                reads.append((t, lo, hi, "outside"))
+                how = "outside"
             elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
                 copies.add((n, lo, hi))
-                reads.append((t, lo, hi, "copy"))
+                how = "copy"
             else:
-                reads.append((t, lo, hi, "inside"))
+                how = "inside"
+            reads.append((t, lo, hi, how, row_bytes(t, hi - lo)))
         yield j, op, rows, reads
 
 
@@ -1994,8 +1996,7 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
                                                    if i and roll[j] else 0)
             macs += math.ceil(op.macs * (end - first) / op.out_rows)
-            for t, lo, hi, how in reads:
-                nbytes = t.size if how == "whole" else row_bytes(t, hi - lo)
+            for _, _, _, how, nbytes in reads:
                 if how in ("whole", "outside"):  # loaded: the whole tensor, or a band with its halo
                     step += nbytes
                     outside += nbytes

@@ -715,8 +715,8 @@ class _Emitter:
                 # a band only copies read (an in-place concat's output in a rolled chain): rows of every
                 # channel, unless an op reads it as something else (its cut, set below, wins)
                 for _, piece in ins.reads:
-                    if band_rows(piece.part) is not None:
-                        self.cuts.setdefault((piece.tensor, piece.part), (None, band_rows(piece.part)))
+                    if (rows := band_rows(piece.part)) is not None:
+                        self.cuts.setdefault((piece.tensor, piece.part), (None, rows))
                 continue
             local = self._local_compute(ins)
             unit = self._blocks[id(ins)] = self._block(local)
