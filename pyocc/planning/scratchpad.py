@@ -614,8 +614,9 @@ class _Unit:
     """SRAM bytes the compute touches, when not all of its pieces (a band
     reads only the halo rows of its neighbours)."""
 
-    @property
+    @functools.cached_property  # read at every prefetch look-ahead: summed once
     def sram_bytes(self) -> int:
+        """SRAM bytes the unit's compute touches: `touched`, or every piece it reads and writes."""
         if self.touched is not None:
             return self.touched
         return sum(n.piece.bytes for n in self.reads) + sum(m.piece.bytes for m in self.writes)
@@ -2594,13 +2595,17 @@ class _Allocator:
 
 class _Clock:
     """The timing rules of npu_simulator.py, kept as instructions are
-    emitted: the control processor's time, the DRAM port's, and when each
-    transfer ends (Alloc and Free take no time)."""
+    emitted: the control processor's time, the DRAM port's, when each
+    transfer ends (Alloc and Free take no time) and the bytes moved over the
+    port. After the last instruction, `now` and `moved` are the simulation's
+    `cycles` and `dram_bytes` (tests/planning/test_scratchpad.py checks it),
+    so the search ranks a schedule by them without simulating it again."""
 
     def __init__(self, cost: NpuCost):
         self.cost = cost
         self.now = 0
         self.port = 0
+        self.moved = 0
         self.ends: dict[int, int] = {}
 
     def issue(self, instruction: Instruction) -> None:
@@ -2608,6 +2613,7 @@ class _Clock:
         if isinstance(instruction, (Load, Store)):
             self.port = max(self.now, self.port) + self.cost.dma_cycles(instruction.piece.bytes)
             self.ends[instruction.id] = self.port
+            self.moved += instruction.piece.bytes
         elif isinstance(instruction, Wait):
             self.now = max(self.now, self.ends[instruction.id])
         elif isinstance(instruction, Compute):
@@ -2626,20 +2632,74 @@ class _Entry:
     store: int | None = None
 
 
+@dataclass(frozen=True)
+class _UnitFacts:
+    """What a list of units says about itself, whichever way it is
+    scheduled: `_fastest_scheduler` makes them once for all its ways (each
+    `_Scheduler` making its own was 7% of the search)."""
+
+    cycles: list[int]
+    """Per unit, the cycles of its compute (the prefetch's look-ahead adds them up)."""
+    uses: dict[tuple[str, str], list[int]]
+    """Piece -> the units that read it (a whole tensor: also those reading
+    a part of it that is no band of rows in its own buffer)."""
+    band_uses: dict[str, list[int]]
+    """Tensor -> the units that read a band of its rows (from DRAM)."""
+    last_use: dict[tuple[str, str], int]
+    """Piece -> the last unit that reads it (`uses`' last)."""
+    band_reads: dict[str, list[tuple[int, str]]]
+    """Tensor -> (unit, part) of every read of a channel band of it (an
+    in-place concat's output): a band's buffer whose data a later read
+    of other channels needs is stored to DRAM first."""
+    last_into: dict[tuple[str, str], int]
+    """Tensor assembled `into` -> the last unit writing a band into it."""
+
+    @classmethod
+    def of(cls, units: list[_Unit], cost: NpuCost) -> _UnitFacts:
+        """The facts of `units` under `cost`."""
+        uses: dict[tuple[str, str], list[int]] = {}
+        band_uses: dict[str, list[int]] = {}
+        for index, unit in enumerate(units):
+            for need in unit.reads:
+                uses.setdefault((need.piece.tensor, need.piece.part), []).append(index)
+                if _loaded_band(need.piece):
+                    band_uses.setdefault(need.piece.tensor, []).append(index)
+                elif not _own_buffer(need.piece):  # the whole tensor serves any other part of it
+                    uses.setdefault((need.piece.tensor, "all"), []).append(index)
+        band_reads: dict[str, list[tuple[int, str]]] = {}
+        last_into: dict[tuple[str, str], int] = {}
+        banded = {p.tensor for unit in units for p in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes))
+                  if channel_band(p.part) is not None}
+        for index, unit in enumerate(units):
+            for need in unit.reads:
+                if need.piece.tensor in banded:
+                    band_reads.setdefault(need.piece.tensor, []).append((index, need.piece.part))
+            for make in unit.writes:
+                if make.mode == INTO:
+                    last_into[_container(make)] = index
+        return cls([cost.compute_cycles(unit.macs, unit.sram_bytes) for unit in units], uses, band_uses,
+                   {key: found[-1] for key, found in uses.items()}, band_reads, last_into)
+
+
 class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
     def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
-                 reserve: str = RESERVES[0], best_fit: bool = False, deadlines: bool = False):
+                 reserve: str = RESERVES[0], best_fit: bool = False, deadlines: bool = False,
+                 facts: _UnitFacts | None = None):
         self.tensors = program.by_name()
         self.reserve = reserve
         """What a prefetch beyond the next unit leaves room for: one of
         `RESERVES` (see `prefetch`); `best_fit`: the allocator's placement
         (`_Allocator`); `deadlines`: whether the prefetch looks as far ahead
-        as weights are due (`_load_deadlines`)."""
+        as weights are due (`_load_deadlines`); `facts`: those of `units`
+        (`_UnitFacts`), made here where not given."""
         self.sram = sram
         self.units = units
         self.cost = cost
+        facts = facts or _UnitFacts.of(units, cost)
+        self.cycles, self.uses, self.band_uses, self.last_use = facts.cycles, facts.uses, facts.band_uses, facts.last_use
+        self.band_reads, self.last_into = facts.band_reads, facts.last_into
         self.alloc = _Allocator(sram, best_fit)
         self.out: list[Instruction] = []
         self.clock = _Clock(cost)
@@ -2652,43 +2712,16 @@ class _Scheduler:
             t.name: {"all": t.size} for t in program.tensors if t.kind in ("weight", "input")}
         self.next_id = 0
         self.buffers = 0
-        self.uses: dict[tuple[str, str], list[int]] = {}
-        self.band_uses: dict[str, list[int]] = {}
-        """Tensor -> the units that read a band of its rows (from DRAM)."""
-        for index, unit in enumerate(units):
-            for need in unit.reads:
-                self.uses.setdefault((need.piece.tensor, need.piece.part), []).append(index)
-                if _loaded_band(need.piece):
-                    self.band_uses.setdefault(need.piece.tensor, []).append(index)
-                elif not _own_buffer(need.piece):  # the whole tensor serves any other part of it
-                    self.uses.setdefault((need.piece.tensor, "all"), []).append(index)
-        self.last_use: dict[tuple[str, str], int] = {key: uses[-1] for key, uses in self.uses.items()}
-        """Piece -> the last unit that reads it (`uses`' last)."""
         self.now = 0
         self.waited: set[int] = set()
         self.pinned: set[tuple[str, str]] = set()
         """The outputs the current unit is about to write: never evicted."""
         self.assembling: set[tuple[str, str]] = set()
         """Whole tensors being written part by part: not evicted half-written."""
-        self.band_reads: dict[str, list[tuple[int, str]]] = {}
-        """Tensor -> (unit, part) of every read of a channel band of it (an
-        in-place concat's output): a band's buffer whose data a later read
-        of other channels needs is stored to DRAM first."""
         self.starts, self.latest = _load_deadlines(self.tensors, units, cost) if deadlines else ([], [])
         """With `deadlines`, per unit: when it starts, by compute alone, and
         the latest such cycle its weights may start loading
         (`_load_deadlines`); empty without."""
-        self.last_into: dict[tuple[str, str], int] = {}
-        """Tensor assembled `into` -> the last unit writing a band into it."""
-        banded = {p.tensor for unit in units for p in (*(n.piece for n in unit.reads), *(m.piece for m in unit.writes))
-                  if channel_band(p.part) is not None}
-        for index, unit in enumerate(units):
-            for need in unit.reads:
-                if need.piece.tensor in banded:
-                    self.band_reads.setdefault(need.piece.tensor, []).append((index, need.piece.part))
-            for make in unit.writes:
-                if make.mode == INTO:
-                    self.last_into[_container(make)] = index
 
     def lookup(self, piece: Piece) -> _Entry | None:
         """The resident entry holding `piece`: its own, or the whole tensor's
@@ -3095,16 +3128,14 @@ class _Scheduler:
         ahead = 0
         until = 0  # estimated cycles from now until unit `later` starts
         behind = False  # the next unit loads a piece at its start, queued behind what the port holds then
-        current = self.units[index]
-        computed = self.clock.now + self.cost.compute_cycles(current.macs, current.sram_bytes)
+        computed = self.clock.now + self.cycles[index]
         outputs = 0  # bytes the units between the current one and `later` still need (`reserve`)
         counted: set[tuple[str, str]] = set()
         due = 0  # the units before this one are due to load now (`deadlines`)
         if self.latest and index + 1 < len(self.units):
             due = min(bisect.bisect_right(self.latest, self.starts[index + 1]), index + 1 + DEADLINE_UNITS)
         for later in range(index + 1, min(len(self.units), max(index + 1 + PREFETCH_UNITS, due))):
-            done = self.units[later - 1]
-            until += self.cost.compute_cycles(done.macs, done.sram_bytes)
+            until += self.cycles[later - 1]
             if later > index + 1 and self.clock.port - self.clock.now > until and later >= due:
                 return  # the port is busy past that unit's start: its loads can wait
             if later - 1 > index and self.reserve != "none":
@@ -3173,16 +3204,36 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
     lowest window; with `top`, the highest). Asked where no hole fits: a
     window over free bytes only is not one of them.
 
-    One sweep over the windows from the lowest: live buffers do not overlap,
-    so those a window overlaps are a run of `order` whose both ends only move
-    up; counts of the buffers that stay and of the bytes before each buffer
-    give a run's at once, and a queue of rising ranks its least."""
+    A window overlaps no buffer that stays: it lies in a gap between two of
+    them, so only the windows in gaps of `nbytes` or more are tried (none:
+    no window; most calls that find none). One sweep over those from the
+    lowest: live buffers do not overlap, so those a window overlaps are a
+    run of `order` whose both ends only move up; counts of the buffers that
+    stay and of the bytes before each buffer give a run's at once, and a
+    queue of rising ranks its least."""
     if not given_up:
         return None
+    gaps: list[tuple[int, int]] = []  # [end of a buffer that stays (or 0), start of the next (or size))
+    reach = 0
+    for start, name, end in order:
+        if name not in given_up:
+            if start - reach >= nbytes:
+                gaps.append((reach, start))
+            reach = max(reach, end)
+    if size - reach >= nbytes:
+        gaps.append((reach, size))
+    if not gaps:
+        return None
+    lows = [low for low, _ in gaps]
+
+    def in_a_gap(offset: int) -> bool:
+        k = bisect.bisect_right(lows, offset) - 1
+        return k >= 0 and offset + nbytes <= gaps[k][1]
+
     windows = sorted({offset for offset in (0, (size - nbytes) // ALIGN * ALIGN,
                                             *(end for _, _, end in order),
                                             *((start - nbytes) // ALIGN * ALIGN for start, _, _ in order))
-                      if 0 <= offset <= size - nbytes})
+                      if 0 <= offset <= size - nbytes and in_a_gap(offset)})
     ranks = [given_up.get(name) for _, name, _ in order]
     stays = list(itertools.accumulate((rank is None for rank in ranks), initial=0))
     before = list(itertools.accumulate((end - start for start, _, end in order), initial=0))
@@ -3213,15 +3264,27 @@ def _cheapest_hole(order: list[tuple[int, str, int]], size: int, nbytes: int, gi
 def _loaded_band(piece: Piece) -> bool:
     """True for a band of rows in its own buffer that comes from DRAM (not
     rows a copy unit makes in SRAM, `rows{lo}:{hi}|copy`)."""
-    return _own_buffer(piece) and copy_rows(piece.part) is None
+    return _loaded_part(piece.part)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked of every piece each scheduler reads
+def _loaded_part(part: str) -> bool:
+    """`_loaded_band` of a piece that is `part`."""
+    return _own_part(part) and copy_rows(part) is None
 
 
 def _own_buffer(piece: Piece) -> bool:
     """True for a band of rows of a tiled op's input (of a channel band):
     always its own buffer (loaded from DRAM), never a view of the whole
     tensor in SRAM."""
-    band = channel_band(piece.part)
-    return (piece.part if band is None else band[3]).startswith("rows")
+    return _own_part(piece.part)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # pure, and asked of the same parts at every lookup
+def _own_part(part: str) -> bool:
+    """`_own_buffer` of a piece that is `part`."""
+    band = channel_band(part)
+    return (part if band is None else band[3]).startswith("rows")
 
 
 def _container(make: _Make) -> tuple[str, str]:
@@ -3270,7 +3333,6 @@ class _Scheduled(NamedTuple):
     schedule: NpuSchedule
     units: list[_Unit]
     """The units `schedule` runs."""
-    simulated: SimulationResult
     reserve: str
     """The one of `RESERVES` its `_Scheduler` left room with."""
 
@@ -3348,13 +3410,11 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
                 seen.append(other_chains)
                 more_chains.append((count, share, starts))
     if cascades:
-        units, tiling, _, instructions, reserve = _scheduled_units(program, sram_size, cost, cascades, chains,
-                                                                   exact_tiles=exact_tiles)
+        units, tiling, _, instructions, key, reserve = _scheduled_units(program, sram_size, cost, cascades, chains,
+                                                                        exact_tiles=exact_tiles)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                input_blocks=_input_blocks(units))
-        simulated = _simulate(schedule, program, sram_size, cost)
-        return _fastest_scheduler(program, sram_size, cost,
-                                  _Scheduled(_key(simulated), schedule, units, simulated, reserve))[1]
+        return _fastest_scheduler(program, sram_size, cost, _Scheduled(key, schedule, units, reserve))[1]
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
                   assemble: bool = False, slices: bool = True) -> _Scheduled:
@@ -3362,13 +3422,12 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
         chains, *choices, streamed=streamed, join_siblings=join_siblings,
         exact_tiles=exact_tiles)` makes, scheduled (`_scheduled_units`,
         with `assemble` and `slices`)."""
-        units, tiling, homes, instructions, reserve = _scheduled_units(
+        units, tiling, homes, instructions, key, reserve = _scheduled_units(
             program, sram_size, cost, cascades, chains, *choices, streamed=streamed, join_siblings=join_siblings,
             assemble=assemble, slices=slices, exact_tiles=exact_tiles)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
-        simulated = _simulate(schedule, program, sram_size, cost)
-        return _Scheduled(_key(simulated), schedule, units, simulated, reserve)
+        return _Scheduled(key, schedule, units, reserve)
 
     failed: PlanningError | None = None
     # concats in place where chains leave them, or first (the chains around them), or none (an
@@ -3490,7 +3549,8 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     above the share instead: 1.416, but Inception v1 1.671 -> 1.691).
     Also returns the ops whose weights the schedule kept streams."""
     ops = {op.name: op for op in program.ops}
-    stalled = sorted((c for c in op_costs(program, best.schedule.instructions, best.simulated, cost)
+    simulated = _simulate(best.schedule, program, sram_size, cost)
+    stalled = sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
                       if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
                       and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                      key=lambda c: -c.stall_cycles)
@@ -3517,14 +3577,14 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
                      slices: bool = True, exact_tiles: bool = False,
-                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], str]:
+                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], _Key, str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
     `_assembled` with `slices`, scheduled with each of `RESERVES` until one
-    fits), the units' instructions (`_Scheduler`) and the reserve they were
-    scheduled with (the first of `RESERVES`, or with `assemble` the first
-    that fits); where
+    fits), the units' instructions (`_Scheduler`), their rank (`_ran`) and
+    the reserve they were scheduled with (the first of `RESERVES`, or with
+    `assemble` the first that fits); where
     the SRAM cannot hold those, without the siblings interleaved; then made
     again without the readers on their producer's tiles
     (`_channel_chains`, `_row_chains`) and without weights streamed by ops
@@ -3541,21 +3601,30 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
         # not (ShuffleNet at 1 MiB; retrying every schedule so: Inception v1 1.624 -> 1.659 cycles/bound)
         for reserve in RESERVES if assemble else RESERVES[:1]:
             try:
-                return tried, tiling, homes, _Scheduler(program, sram_size, tried, cost, reserve).run(), reserve
+                return tried, tiling, homes, *_ran(_Scheduler(program, sram_size, tried, cost, reserve)), reserve
             except PlanningError as e:
                 failed = e
     plain, tiling, homes = _units(program, sram_size, cost, *choices, channel_chains=False, stream_weights=False,
                                   exact_tiles=exact_tiles)
     if plain == units:
         raise failed
-    return plain, tiling, homes, _Scheduler(program, sram_size, plain, cost).run(), RESERVES[0]
+    return plain, tiling, homes, *_ran(_Scheduler(program, sram_size, plain, cost)), RESERVES[0]
 
 
-def _key(result: SimulationResult) -> _Key:
-    """How a schedule is ranked (the least first): cycles times DRAM bytes
-    to the power `DRAM_WEIGHT` (as logs), then cycles, then DRAM bytes."""
-    return (math.log(result.cycles) + DRAM_WEIGHT * math.log(max(result.dram_bytes, 1)), result.cycles,
-            result.dram_bytes)
+def _ran(scheduler: _Scheduler) -> tuple[list[Instruction], _Key]:
+    """The instructions `scheduler` emits and their rank (`_key`) by its
+    clock (`_Clock`), which times them as the simulator does: the search
+    ranks its schedules without simulating each (that was a sixth of
+    ResNet-50's at 1 MiB). Raises what `scheduler.run` raises."""
+    instructions = scheduler.run()
+    return instructions, _key(scheduler.clock.now, scheduler.clock.moved)
+
+
+def _key(cycles: int, dram_bytes: int) -> _Key:
+    """How a schedule that takes `cycles` and moves `dram_bytes` is ranked
+    (the least first): cycles times DRAM bytes to the power `DRAM_WEIGHT`
+    (as logs), then cycles, then DRAM bytes."""
+    return math.log(cycles) + DRAM_WEIGHT * math.log(max(dram_bytes, 1)), cycles, dram_bytes
 
 
 def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, found: _Scheduled
@@ -3566,36 +3635,40 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, found
     `BEST_FIT_RESERVES` best fit (which may not fit: their prefetches and
     placements leave other holes); then, with `DEADLINES`, the first
     `DEADLINE_WAYS` of those and the reserve "none" with deadlines
-    (`_Scheduler`'s)."""
+    (`_Scheduler`'s). Each way is ranked by its scheduler's clock (`_ran`),
+    and only the first gets its spills planned."""
     units, schedule = found.units, found.schedule
-    # (rank, way, schedule) of each reserve and placement that fits
-    ranked = [(found.key, (found.reserve, False), schedule)]
+    facts = _UnitFacts.of(units, cost)
+    # (rank, way, instructions) of each reserve and placement that fits
+    ranked = [(found.key, (found.reserve, False), schedule.instructions)]
     others = [(reserve, False) for reserve in RESERVES if reserve != found.reserve]
     for way in others + [(reserve, True) for reserve in BEST_FIT_RESERVES]:
-        tried = _try_scheduler(program, sram_size, cost, units, schedule, *way)
+        tried = _try_scheduler(program, sram_size, cost, units, facts, *way)
         if tried is not None:
             ranked.append((tried[0], way, tried[1]))
     # with deadlines, every way cost 1.28 times the scheduling time at 1 MiB, the first and "none" 1.17, with the
     # same schedules; the first `DEADLINE_WAYS`: the way that ranks first gains the least from them at times
     ways = [way for _, way, _ in sorted(ranked, key=lambda r: r[:2])[:DEADLINE_WAYS]] + [("none", False)]
-    with_deadlines = [_try_scheduler(program, sram_size, cost, units, schedule, *way, deadlines=True)
+    with_deadlines = [_try_scheduler(program, sram_size, cost, units, facts, *way, deadlines=True)
                       for way in (dict.fromkeys(ways) if DEADLINES else ())]
     every = [(key, tried) for key, _, tried in ranked] + [tried for tried in with_deadlines if tried is not None]
-    return min(every, key=lambda r: r[0])  # the first of the least
+    key, instructions = min(every, key=lambda r: r[0])  # the first of the least
+    if instructions is schedule.instructions:
+        return key, schedule
+    return key, dataclasses.replace(schedule, instructions=instructions,
+                                    dram_offsets=_plan_spills(instructions, program.by_name()))
 
 
-def _try_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit], schedule: NpuSchedule,
-                   reserve: str, best_fit: bool, deadlines: bool = False) -> tuple[_Key, NpuSchedule] | None:
-    """(rank, schedule) of `units` scheduled by a `_Scheduler` with
-    `reserve`, `best_fit` and `deadlines` (the rest as in `schedule`), or
-    None where it does not fit."""
+def _try_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: list[_Unit], facts: _UnitFacts,
+                   reserve: str, best_fit: bool, deadlines: bool = False) -> tuple[_Key, list[Instruction]] | None:
+    """(rank, instructions) of `units` (whose `facts` those are) scheduled
+    by a `_Scheduler` with `reserve`, `best_fit` and `deadlines` (`_ran`),
+    or None where it does not fit."""
     try:
-        instructions = _Scheduler(program, sram_size, units, cost, reserve, best_fit, deadlines).run()
+        instructions, key = _ran(_Scheduler(program, sram_size, units, cost, reserve, best_fit, deadlines, facts))
     except PlanningError:
         return None
-    other = dataclasses.replace(schedule, instructions=instructions,
-                                dram_offsets=_plan_spills(instructions, program.by_name()))
-    return _key(_simulate(other, program, sram_size, cost)), other
+    return key, instructions
 
 
 @without_gc

@@ -8,7 +8,6 @@ import dataclasses
 import gc
 import math
 import random
-from types import SimpleNamespace
 
 import pytest
 
@@ -410,22 +409,42 @@ def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_w
     made: list[tuple[str, bool, bool]] = []
 
     class Recorded(_Scheduler):
-        def __init__(self, program, sram, units, cost=NpuCost(), reserve=RESERVES[0], best_fit=False, deadlines=False):
+        def __init__(self, program, sram, units, cost=NpuCost(), reserve=RESERVES[0], best_fit=False, deadlines=False,
+                     facts=None):
             made.append((reserve, best_fit, deadlines))
-            super().__init__(program, sram, units, cost, reserve, best_fit, deadlines)
+            super().__init__(program, sram, units, cost, reserve, best_fit, deadlines, facts)
 
     monkeypatch.setattr(scratchpad, "_Scheduler", Recorded)
-    scratchpad._fastest_scheduler(
-        program, sram, NpuCost(), scratchpad._Scheduled(scratchpad._key(simulated), schedule, units, simulated, "between"))
+    key = scratchpad._key(simulated.cycles, simulated.dram_bytes)
+    found = scratchpad._Scheduled(key, schedule, units, "between")
+    scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
     assert sorted(reserve for reserve, best_fit, deadlines in made if not best_fit and not deadlines) == sorted(
         set(RESERVES) - {"between"})
     assert len(made) == len(set(made))
 
 
+def test_the_ways_share_their_units_facts_and_the_kept_one_simulates_to_its_rank(monkeypatch: pytest.MonkeyPatch):
+    # `_fastest_scheduler` ranks each way by its scheduler's clock, not by simulating it, and makes
+    # the units' facts (`_UnitFacts`) once for all its ways: the schedule it keeps, its spills
+    # planned, simulates to the rank it gives
+    program, sram = _fragmenting_output(), 1856
+    units, tiling, _ = _units(program, sram, NpuCost(), False)
+    instructions = _Scheduler(program, sram, units, reserve="between").run()
+    schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
+    simulated = scratchpad._simulate(schedule, program, sram, NpuCost())
+    facts = scratchpad._UnitFacts.of
+    made: list[int] = []
+    monkeypatch.setattr(scratchpad._UnitFacts, "of", classmethod(lambda cls, u, c: made.append(len(u)) or facts(u, c)))
+    found = scratchpad._Scheduled(scratchpad._key(simulated.cycles, simulated.dram_bytes), schedule, units, "between")
+    key, kept = scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
+    assert made == [len(units)]
+    result = scratchpad._simulate(kept, program, sram, NpuCost())
+    assert key == scratchpad._key(result.cycles, result.dram_bytes)
+
+
 def test_a_schedule_a_little_slower_moving_far_fewer_dram_bytes_ranks_first(monkeypatch: pytest.MonkeyPatch):
     # `_key` ranks the schedules `schedule_scratchpad` compares: cycles, the DRAM bytes weighed in
-    def key(cycles: int, dram_bytes: int) -> tuple[float, int, int]:
-        return scratchpad._key(SimpleNamespace(cycles=cycles, dram_bytes=dram_bytes))
+    key = scratchpad._key
 
     assert key(1010, 900) < key(1000, 1000)  # 1% slower, 10% fewer bytes
     assert key(1000, 1000) < key(1010, 980)  # 1% slower, 2% fewer bytes
@@ -586,16 +605,19 @@ def test_no_prefetch_where_the_weight_does_not_fit_beside_the_op_before():
 
 
 @pytest.mark.parametrize("sram", [32 * 1024, 64 * 1024, 1024 * 1024])
-def test_the_schedulers_clock_is_the_simulators(sram):
+@pytest.mark.parametrize("reserve", RESERVES)
+@pytest.mark.parametrize("best_fit, deadlines", [(False, False), (True, False), (False, True)])
+def test_the_schedulers_clock_is_the_simulators(sram, reserve, best_fit, deadlines):
     # the scheduler times what it emits by the simulator's rules (which stores have
-    # ended decides what it frees for a prefetch): at the end both say the same time
+    # ended decides what it frees for a prefetch): at the end both say the same time and
+    # the same bytes moved, in every way `_fastest_scheduler` ranks by the clock alone
     program = _small_net()
     units, _, _ = _units(program, sram, NpuCost(), False)
-    scheduler = _Scheduler(program, sram, units)
+    scheduler = _Scheduler(program, sram, units, NpuCost(), reserve, best_fit, deadlines)
     instructions = scheduler.run()
     result = _simulated(program, sram, instructions)
-    assert scheduler.clock.now == result.cycles
-    assert scheduler.clock.now > 0
+    assert (scheduler.clock.now, scheduler.clock.moved) == (result.cycles, result.dram_bytes)
+    assert scheduler.clock.now > 0 and scheduler.clock.moved > 0
 
 
 def test_small_sram_tiles_and_streams_weights():
