@@ -307,10 +307,9 @@ def simulate(
         return ScheduleError(f"instruction {index} ({type(instructions[index]).__name__}): {message}")
 
     def resident(index: int, buffer: SramBuffer) -> _Resident:
-        r = live.get(buffer.name)
-        if r is None or r.buffer is not buffer and r.buffer != buffer:
+        if buffer.name not in live or live[buffer.name].buffer != buffer:
             raise fail(index, f"buffer {buffer.name!r} is not live in SRAM")
-        return r
+        return live[buffer.name]
 
     def in_dram(piece: Piece) -> bool:
         return covers(dram_parts.get(piece.tensor, {}), piece.part, tensor_bytes[piece.tensor])
@@ -378,7 +377,7 @@ def simulate(
         elif isinstance(ins, Compute):
             for buffer, piece in ins.reads:
                 r = resident(index, buffer)
-                loading = bool(r.pending) and any(pending[i][0] == "load" for i in r.pending)
+                loading = any(pending[i][0] == "load" for i in r.pending)
                 if loading or not _holds(r, piece, tensor_bytes):
                     raise fail(index, f"{ins.op} reads {piece.tensor}:{piece.part}, which is not resident in {buffer.name!r}")
             for buffer, piece in ins.writes:

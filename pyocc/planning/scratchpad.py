@@ -2697,9 +2697,10 @@ class _Scheduler:
         self.sram = sram
         self.units = units
         self.cost = cost
-        facts = facts or _UnitFacts.of(units, cost)
-        self.cycles, self.uses, self.band_uses, self.last_use = facts.cycles, facts.uses, facts.band_uses, facts.last_use
-        self.band_reads, self.last_into = facts.band_reads, facts.last_into
+        if facts is None:
+            facts = _UnitFacts.of(units, cost)
+        self.cycles, self.uses, self.last_use = facts.cycles, facts.uses, facts.last_use
+        self.band_uses, self.band_reads, self.last_into = facts.band_uses, facts.band_reads, facts.last_into
         self.alloc = _Allocator(sram, best_fit)
         self.out: list[Instruction] = []
         self.clock = _Clock(cost)
@@ -3577,7 +3578,8 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
                      slices: bool = True, exact_tiles: bool = False,
-                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], _Key, str]:
+                     ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], _Key,
+                                str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,

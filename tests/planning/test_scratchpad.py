@@ -397,15 +397,23 @@ def test_best_fit_leaves_the_hole_a_prefetch_needs(monkeypatch: pytest.MonkeyPat
     assert best_fit.sram_bytes <= 1856
 
 
-def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_with(monkeypatch: pytest.MonkeyPatch):
-    # assembled units may be scheduled with a reserve after the first (`_scheduled_units` retries
-    # them with each until one fits): `_fastest_scheduler` schedules each other reserve first fit,
-    # not that one again, and no way twice
+def _found_with_between() -> tuple[NpuProgram, int, scratchpad._Scheduled]:
+    """`_fragmenting_output` at 1856 bytes scheduled with the reserve
+    "between", as `_fastest_scheduler` is given a schedule to better."""
     program, sram = _fragmenting_output(), 1856
     units, tiling, _ = _units(program, sram, NpuCost(), False)
     instructions = _Scheduler(program, sram, units, reserve="between").run()
     schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
     simulated = scratchpad._simulate(schedule, program, sram, NpuCost())
+    key = scratchpad._key(simulated.cycles, simulated.dram_bytes)
+    return program, sram, scratchpad._Scheduled(key, schedule, units, "between")
+
+
+def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_with(monkeypatch: pytest.MonkeyPatch):
+    # assembled units may be scheduled with a reserve after the first (`_scheduled_units` retries
+    # them with each until one fits): `_fastest_scheduler` schedules each other reserve first fit,
+    # not that one again, and no way twice
+    program, sram, found = _found_with_between()
     made: list[tuple[str, bool, bool]] = []
 
     class Recorded(_Scheduler):
@@ -415,8 +423,6 @@ def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_w
             super().__init__(program, sram, units, cost, reserve, best_fit, deadlines, facts)
 
     monkeypatch.setattr(scratchpad, "_Scheduler", Recorded)
-    key = scratchpad._key(simulated.cycles, simulated.dram_bytes)
-    found = scratchpad._Scheduled(key, schedule, units, "between")
     scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
     assert sorted(reserve for reserve, best_fit, deadlines in made if not best_fit and not deadlines) == sorted(
         set(RESERVES) - {"between"})
@@ -427,17 +433,12 @@ def test_the_ways_share_their_units_facts_and_the_kept_one_simulates_to_its_rank
     # `_fastest_scheduler` ranks each way by its scheduler's clock, not by simulating it, and makes
     # the units' facts (`_UnitFacts`) once for all its ways: the schedule it keeps, its spills
     # planned, simulates to the rank it gives
-    program, sram = _fragmenting_output(), 1856
-    units, tiling, _ = _units(program, sram, NpuCost(), False)
-    instructions = _Scheduler(program, sram, units, reserve="between").run()
-    schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
-    simulated = scratchpad._simulate(schedule, program, sram, NpuCost())
+    program, sram, found = _found_with_between()
     facts = scratchpad._UnitFacts.of
     made: list[int] = []
     monkeypatch.setattr(scratchpad._UnitFacts, "of", classmethod(lambda cls, u, c: made.append(len(u)) or facts(u, c)))
-    found = scratchpad._Scheduled(scratchpad._key(simulated.cycles, simulated.dram_bytes), schedule, units, "between")
     key, kept = scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
-    assert made == [len(units)]
+    assert made == [len(found.units)]
     result = scratchpad._simulate(kept, program, sram, NpuCost())
     assert key == scratchpad._key(result.cycles, result.dram_bytes)
 
