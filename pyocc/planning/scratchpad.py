@@ -2933,6 +2933,16 @@ class _Scheduler:
         self.resident[(piece.tensor, piece.part)] = _Entry(buffer, False, load)
         return True
 
+    def _missing(self, piece: Piece, held: set[tuple[str, str]]) -> bool:
+        """True when no buffer holds `piece`: none is found for it, or it
+        was in a buffer of its own (`held`), which an output's buffer of the
+        current unit evicted. The whole tensor's buffer is then no stand-in
+        for it: the tensor is being assembled there (a tile copied into its
+        rows of the whole by the unit reading it, `_assembled`), and the
+        piece was not copied in yet."""
+        key = (piece.tensor, piece.part)
+        return self.lookup(piece) is None or key in held and key not in self.resident
+
     def _unplace(self, placed: dict[_Make, SramBuffer], stream_outs: list[tuple[SramBuffer, Piece]],
                  kept_stores: list[tuple[SramBuffer, Piece]]) -> None:
         """Take back the output buffers the current unit allocated (nothing
@@ -3002,6 +3012,7 @@ class _Scheduler:
             """Output buffers this unit allocated (empty until it computes)."""
             # an output's buffer may evict an input of this unit (when the SRAM is
             # fragmented): load what is missing again, a few times at most
+            held: set[tuple[str, str]] = set()  # inputs in buffers of their own during this unit
             for attempt in range(8):
                 if attempt:  # an output's buffer evicted an input: place the outputs after the inputs
                     self._unplace(placed, stream_outs, kept_stores)
@@ -3010,12 +3021,13 @@ class _Scheduler:
                     if (_loaded_band(need.piece) and whole is not None and whole.dirty and whole.store is None
                             and (need.piece.tensor, "all") not in self.assembling):
                         self.write_back((need.piece.tensor, "all"))
-                    if self.lookup(need.piece) is None:
+                    if self._missing(need.piece, held):
                         self.load(need.piece, protected, evict=True)
+                held |= {k for n in unit.reads if (k := (n.piece.tensor, n.piece.part)) in self.resident}
                 for make in unit.writes:
                     if make not in placed:
                         placed[make] = self._place(make, protected, stream_outs, kept_stores)
-                if all(self.lookup(n.piece) is not None for n in unit.reads):
+                if not any(self._missing(n.piece, held) for n in unit.reads):
                     break
             else:
                 raise PlanningError(

@@ -466,3 +466,43 @@ def test_a_rolled_chain_copies_its_halo_rows_out_of_two_bands(shape: tuple[int, 
     into = [re.search(r'npu.writes = \[\["\w+", "(rows\d+:\d+\|copy)"', line).group(1) for line in copies]
     assert len(into) > 2 and len(set(into)) < len(into)  # copies of two bands into one buffer
     assert compiled.numpy_sites == 0
+
+
+def _bottleneck_block(channels: int, growth: int, layers: int, size: int) -> object:
+    """A dense block of DenseNet's bottleneck layers on `size` x `size`
+    rows: each takes the ReLU of the block's tensor (a concat of `channels`
+    and `growth` more per layer before it) through a 1x1 convolution to 4 x
+    `growth` channels, its ReLU and a 3x3 convolution to `growth`, random
+    weights."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(13)
+    nodes, weights, features, block, width = [], [], ["x"], "x", channels
+    for i in range(layers):
+        for name, shape in ((f"a{i}", (4 * growth, width, 1, 1)), (f"b{i}", (growth, 4 * growth, 3, 3))):
+            w = rng.standard_normal(shape) / np.sqrt(np.prod(shape[1:]))
+            weights.append(numpy_helper.from_array(w.astype(np.float32), name))
+        nodes += [helper.make_node("Relu", [block], [f"r{i}"]), helper.make_node("Conv", [f"r{i}", f"a{i}"], [f"p{i}"]),
+                  helper.make_node("Relu", [f"p{i}"], [f"q{i}"]),
+                  helper.make_node("Conv", [f"q{i}", f"b{i}"], [f"n{i}"], pads=[1, 1, 1, 1])]
+        features.append(f"n{i}")
+        block, width = f"c{i}", width + growth
+        nodes.append(helper.make_node("Concat", list(features), [block], axis=1))
+    return _model("bottleneck_block", nodes, {"x": [1, channels, size, size]}, {block: [1, width, size, size]},
+                  weights)
+
+
+def test_an_input_its_units_output_evicted_is_loaded_again() -> None:
+    # at 48 KiB the output of a unit (the whole of r1, the ReLU of the first
+    # concat, assembled in SRAM from its bands) evicts the band that the
+    # unit copies into it, to make room; the scheduler took the whole
+    # tensor's buffer for that band and the schedule broke a rule ("r1 reads
+    # r1:tile0.0/3x1, which is not resident in 'b235:r1:all'": an internal
+    # error). A piece that was in a buffer of its own and was evicted is
+    # loaded again.
+    from pyocc.testing.random_graphs import compile_and_compare
+
+    inputs = {"x": np.random.default_rng(15).standard_normal((1, 64, 8, 8)).astype(np.float32)}
+    compiled, problem = compile_and_compare(_bottleneck_block(64, 32, 3, 8), inputs, scratchpad=48 << 10)
+    assert problem is None, problem
+    assert compiled.memory_report().npu["sram_bytes"] <= 48 << 10
