@@ -1444,57 +1444,66 @@ def _sibling_bands(program: NpuProgram, units: list[_Unit], tiling: dict[str, tu
     return out
 
 
-def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool = True) -> list[_Unit]:
-    """`units` with the output of each op run on bands of rows alone (tiled,
-    or the last op of a chain cascade) that a later unit reads whole
-    assembled in SRAM instead of streamed out, where it is an activation
-    of `ASSEMBLE_SHARE` eighths of the SRAM at most: each band goes into a
-    buffer of its own (`keep`), and right after it an assembling unit
-    copies it (SRAM to SRAM, one strided copy: each byte read and written)
-    into its rows of the whole tensor's buffer (`rows{lo}:{hi}|assembled`,
-    `whole`). A band of rows of every channel is no contiguous part of the
-    whole tensor, so the op cannot write it there itself; streamed out, it
-    was loaded back whole by its reader once the last band's store had
-    ended, the reader waiting for it (AlexNet's max pools; Inception v2's
-    1x1 reduces, run on the bands of their module's input).
+def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool = True, tiles: bool = False
+               ) -> list[_Unit]:
+    """`units` with the output of each op run on bands of rows (tiled, or the
+    last op of a chain cascade; with `tiles`, also an op run on tiles, each a
+    band of rows of a block of channels) that a later unit reads whole
+    assembled in SRAM instead of streamed out, where it is an activation of
+    `ASSEMBLE_SHARE` eighths of the SRAM at most: each band goes into a buffer
+    of its own (`keep`), and right after it an assembling unit copies it (SRAM
+    to SRAM, one strided copy: each byte read and written) into its rows of
+    the whole tensor's buffer (`rows{lo}:{hi}|assembled`, `whole`; a tile's
+    `rows{lo}:{hi}|ch{first}:{end}|assembled`, those rows of its channels). A
+    band of rows is no contiguous part of the whole tensor, so the op cannot
+    write it there itself; streamed out, it was loaded back whole by its
+    reader once the last band's store had ended, the reader waiting for it
+    (AlexNet's max pools; Inception v2's 1x1 reduces, run on the bands of
+    their module's input; DenseNet-121's 1x1 convolutions in its blocks 3 and
+    4, run on tiles summed over blocks of their input channels, whose 3x3
+    reads them whole).
 
-    With `slices`, also such an output that every later unit reads by bands
-    of rows of its own (another tiling, halos: a chain after the chain that
-    made it): before the first unit reading each band, a copy unit copies
-    those rows out of the whole tensor's buffer into their own
-    (`rows{lo}:{hi}|copy`, SRAM to SRAM), which every unit reading them
-    reads. Streamed out, each band was loaded back, halos twice, once the
-    producer's last band was stored (SqueezeNet's fire modules at 1 MiB:
-    their input stored once and loaded 3 to 4 times). `units` itself where
-    there is none."""
+    With `slices`, also such an output of bands of every channel that every
+    later unit reads by bands of rows of its own (another tiling, halos: a
+    chain after the chain that made it): before the first unit reading each
+    band, a copy unit copies those rows out of the whole tensor's buffer into
+    their own (`rows{lo}:{hi}|copy`, SRAM to SRAM), which every unit reading
+    them reads. Streamed out, each band was loaded back, halos twice, once the
+    producer's last band was stored (SqueezeNet's fire modules at 1 MiB: their
+    input stored once and loaded 3 to 4 times). `units` itself where there is
+    none."""
     tensors = program.by_name()
     ops = {op.name: op for op in program.ops}
-    bands_of: dict[str, list[tuple[int, tuple[int, int]]]] = {}  # tensor -> (unit, rows) streaming out its bands
+    # tensor -> (unit, rows, channels: None for every one) streaming out its bands
+    bands_of: dict[str, list[tuple[int, tuple[int, int], tuple[int, int] | None]]] = {}
     other: set[str] = set()  # tensors written any other way
     reads_of: dict[str, list[tuple[int, Piece]]] = {}  # tensor -> (unit, piece) of each read of it
     for index, unit in enumerate(units):
         for need in unit.reads:
             reads_of.setdefault(need.piece.tensor, []).append((index, need.piece))
         for make in unit.writes:
-            rows = (tile_rows(ops[unit.op], make.piece.part) if make.mode == STREAM and len(unit.writes) == 1
-                    and make.piece.part.endswith("x1") else None)  # a band of rows of every channel
-            if rows is not None:
-                bands_of.setdefault(make.piece.tensor, []).append((index, rows))
-            else:
+            op, part = ops[unit.op], make.piece.part
+            rows = tile_rows(op, part) if make.mode == STREAM and len(unit.writes) == 1 else None
+            first, end, _ = channel_range(op, part) if rows is not None else (0, op.channels, False)
+            channels = None if (first, end) == (0, op.channels) else (first, end)
+            if rows is not None and (channels is None or tiles):
+                bands_of.setdefault(make.piece.tensor, []).append((index, rows, channels))
+            elif partial_sums(part) is None or not tiles:  # partial sums: their last sum is a tile
                 other.add(make.piece.tensor)
-    chosen: dict[int, tuple[int, int, bool]] = {}  # unit -> its band's rows, and whether the last band
+    chosen: dict[int, tuple[int, int, tuple[int, int] | None, bool]] = {}  # unit -> its band, whether the last
     sliced: set[str] = set()  # tensors whose later readers read bands of their rows: copied out of the whole
     for name, at in bands_of.items():
         t = tensors[name]
         whole = Piece(name, "all", t.size)
         last = at[-1][0]
         if (name in other or t.kind != "activation" or t.size > sram * ASSEMBLE_SHARE // 8
-                or sum(units[i].writes[0].piece.bytes for i, _ in at) != t.size):
+                or sum(units[i].writes[0].piece.bytes for i, *_ in at) != t.size):
             continue
         reads = reads_of.get(name, [])
         read_whole = any(piece == whole and index > last for index, piece in reads)
-        if read_whole or slices and reads and all(index > last and _plain_rows(piece.part) for index, piece in reads):
-            chosen |= {index: (*rows, index == last) for index, rows in at}
+        sliceable = slices and reads and all(index > last and _plain_rows(piece.part) for index, piece in reads)
+        if read_whole or sliceable and all(channels is None for *_, channels in at):
+            chosen |= {index: (*rows, channels, index == last) for index, rows, channels in at}
             if not read_whole:
                 sliced.add(name)
     if not chosen:
@@ -1517,10 +1526,11 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
         if index not in chosen:
             out.append(unit)
             continue
-        first, end, last = chosen[index]
+        first, end, channels, last = chosen[index]
         band = unit.writes[0].piece
         out.append(_Unit(unit.op, unit.macs, unit.reads, (_Make(band, KEEP),), False, unit.touched))
-        rows = Piece(band.tensor, f"rows{first}:{end}|{ASSEMBLED}", band.bytes)
+        block = "" if channels is None else f"|ch{channels[0]}:{channels[1]}"
+        rows = Piece(band.tensor, f"rows{first}:{end}{block}|{ASSEMBLED}", band.bytes)
         out.append(_copy_unit(unit.op, _Need(band, True), _Make(rows, WHOLE), last))
     return out
 
@@ -2385,13 +2395,27 @@ def copy_rows(part: str) -> tuple[int, int] | None:
 ASSEMBLED = "assembled"
 """The last name of a part an assembling unit writes (`_assembled`):
 `rows{lo}:{hi}|assembled`, rows of a tensor copied from the buffer of the
-band its producer wrote into their place in the whole tensor's buffer."""
+band its producer wrote into their place in the whole tensor's buffer
+(`rows{lo}:{hi}|ch{first}:{end}|assembled`: those rows of channels
+[first, end), from the buffer of a tile)."""
 
 
 def assembled_rows(part: str) -> tuple[int, int] | None:
     """The rows [lo, hi) of a part that an assembling unit writes
-    (`rows{lo}:{hi}|assembled`), None for any other part."""
+    (`rows{lo}:{hi}|assembled`, `rows{lo}:{hi}|ch{first}:{end}|assembled`),
+    None for any other part."""
     return band_rows(part) if part.endswith("|" + ASSEMBLED) else None
+
+
+def assembled_channels(part: str) -> tuple[int, int] | None:
+    """The channels [first, end) of a part an assembling unit writes from a
+    tile (`rows{lo}:{hi}|ch{first}:{end}|assembled`); None for rows of
+    every channel, or any other part."""
+    names = part.split("|")
+    if len(names) != 3 or names[2] != ASSEMBLED or not names[1].startswith("ch"):
+        return None
+    first, _, end = names[1].removeprefix("ch").partition(":")
+    return int(first), int(end)
 
 
 def _cascade_tensors(program: NpuProgram, start: int, stop: int) -> tuple[set[str], set[str], set[str]]:
@@ -3386,8 +3410,9 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     sibling reader of their input, `_sibling_rows`, where that runs
     faster; then the fastest units
     scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
-    last, the same with bands of rows assembled in SRAM, `_assembled`, kept
-    where that runs faster; the faster of the two kept). "Faster"
+    last, the same with bands of rows assembled in SRAM, `_assembled`, and
+    with tiles of rows and channels assembled too, each kept where that runs
+    faster; the faster of the two kept). "Faster"
     everywhere here: first by `_key`, the simulated cycles with the DRAM
     bytes weighed in (`DRAM_WEIGHT`). `exact_tiles`: as `_units`'."""
     _check_program(program)
@@ -3430,14 +3455,14 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
         return _fastest_scheduler(program, sram_size, cost, _Scheduled(key, schedule, units, reserve))[1]
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
-                  assemble: bool = False, slices: bool = True) -> _Scheduled:
+                  assemble: bool = False, slices: bool = True, tiles: bool = False) -> _Scheduled:
         """The units that `_units(program, sram_size, cost, cascades,
         chains, *choices, streamed=streamed, join_siblings=join_siblings,
         exact_tiles=exact_tiles)` makes, scheduled (`_scheduled_units`,
-        with `assemble` and `slices`)."""
+        with `assemble`, `slices` and `tiles`)."""
         units, tiling, homes, instructions, key, reserve = _scheduled_units(
             program, sram_size, cost, cascades, chains, *choices, streamed=streamed, join_siblings=join_siblings,
-            assemble=assemble, slices=slices, exact_tiles=exact_tiles)
+            assemble=assemble, slices=slices, tiles=tiles, exact_tiles=exact_tiles)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         return _Scheduled(key, schedule, units, reserve)
@@ -3530,16 +3555,19 @@ def _finished(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Schedul
     # where faster: compared before `_fastest_scheduler`, SqueezeNet at 1 MiB kept it and ran slower
     # after (1.285 -> 1.298 cycles/bound). With the bands that later units read by rows copied out of
     # the whole (`slices`) and without: the first may take the SRAM a better schedule of the second
-    # needs (Inception v1 at 256 KiB)
+    # needs (Inception v1 at 256 KiB); each of those also with the tiles of ops run on bands of rows of
+    # blocks of channels assembled (`tiles`), and without: assembling one output more can cost the
+    # others their room (a dense block of three layers at 64 KiB, its last 1x1's tiles assembled
+    # beside its 3x3s' outputs: 85,598 -> 87,899 cycles)
     tried_units: list[list[_Unit]] = []
-    for slices in (True, False):
-        units = _assembled(program, best.units, sram_size, slices)
+    for tiles, slices in itertools.product((False, True), (True, False)):
+        units = _assembled(program, best.units, sram_size, slices, tiles)
         if units is best.units or units in tried_units:
             continue
         tried_units.append(units)
         try:
             assembled = scheduled(*choices, streamed=streamed, join_siblings=join_siblings, assemble=True,
-                                  slices=slices)
+                                  slices=slices, tiles=tiles)
         except PlanningError:
             continue  # the whole outputs do not fit beside what stays in SRAM
         fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled), key=lambda found: found[0])
@@ -3589,13 +3617,13 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
-                     slices: bool = True, exact_tiles: bool = False,
+                     slices: bool = True, tiles: bool = False, exact_tiles: bool = False,
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], _Key,
                                 str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
     join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
-    `_assembled` with `slices`, scheduled with each of `RESERVES` until one
+    `_assembled` with `slices` and `tiles`, scheduled with each of `RESERVES` until one
     fits), the units' instructions (`_Scheduler`), their rank (`_ran`) and
     the reserve they were scheduled with (the first of `RESERVES`, or with
     `assemble` the first that fits); where
@@ -3609,7 +3637,7 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     siblings = _sibling_bands(program, units, tiling, sram_size)
     tries = ([siblings] if siblings is not units else []) + [units]
     if assemble:
-        tries = [_assembled(program, units, sram_size, slices) for units in tries]
+        tries = [_assembled(program, units, sram_size, slices, tiles) for units in tries]
     for tried in tries:
         # assembled, the SRAM holds more for longer: where the first reserve finds it too full, another may
         # not (ShuffleNet at 1 MiB; retrying every schedule so: Inception v1 1.624 -> 1.659 cycles/bound)

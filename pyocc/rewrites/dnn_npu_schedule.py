@@ -65,8 +65,9 @@ an inner tensor's, computed once for its widest reader) are copied into
 their own SRAM buffer by a strided `dnn.memcpy` carrying `npu.reads`,
 `npu.writes` and `npu.op` (the reader), which the simulator runs as a
 compute. So is a band of rows copied into its rows of the whole tensor's
-SRAM buffer (`rows{lo}:{hi}|assembled`, a chunk per channel), where a
-later op reads that tensor whole. The
+SRAM buffer (`rows{lo}:{hi}|assembled`, a chunk per channel; a tile's
+`rows{lo}:{hi}|ch{first}:{end}|assembled`, a chunk per channel of its
+block), where a later op reads that tensor whole. The
 scheduler's simulated cascades (bands that are byte shares of a tensor,
 several read per band) are refused in one line: by default
 (`cascades=false`) the pass schedules without them.
@@ -120,6 +121,7 @@ from pyocc.planning.npu_simulator import (
 )
 from pyocc.planning.scratchpad import (
     NpuSchedule,
+    assembled_channels,
     assembled_rows,
     band_rows,
     channel_range,
@@ -603,15 +605,19 @@ class _Emitter:
 
     def _assemble(self, ins: Compute) -> None:
         """An assembling unit (pyocc.planning.scratchpad `_assembled`): the
-        buffer of a band of rows [lo, hi) of every channel into those rows of
-        the whole tensor's SRAM buffer (`_rows_copy`)."""
+        buffer of a band of rows [lo, hi) of every channel (of a tile: of
+        its channels) into those rows of the whole tensor's SRAM buffer
+        (`_rows_copy`)."""
         ((source, _),), ((target, rows),) = ins.reads, ins.writes
         lo, hi = assembled_rows(rows.part)  # type: ignore[misc]
         whole = self.buffers[target.name]
         row, count = _rows_of(whole)
-        view = d.SubviewOp(whole, lo * row, _memref(i8, (d.type_bytes(whole.type) - lo * row,)))
-        self._rows_copy(ins, view, self.buffers[source.name], view.result, count, (hi - lo) * row, (hi - lo) * row,
-                        whole.type.get_shape()[-2] * row)  # type: ignore[attr-defined]
+        height = whole.type.get_shape()[-2]  # type: ignore[attr-defined]
+        first, end = assembled_channels(rows.part) or (0, count)
+        offset = (first * height + lo) * row
+        view = d.SubviewOp(whole, offset, _memref(i8, (d.type_bytes(whole.type) - offset,)))
+        self._rows_copy(ins, view, self.buffers[source.name], view.result, end - first, (hi - lo) * row,
+                        (hi - lo) * row, height * row)
 
     def _rows_copy(self, ins: Compute, view: d.SubviewOp, source: SSAValue, target: SSAValue, count: int, size: int,
                    source_stride: int, target_stride: int, read: Piece | None = None) -> None:
