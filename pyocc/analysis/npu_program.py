@@ -18,6 +18,7 @@ no-prefetch baseline).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from collections.abc import Callable
 from typing import Any
@@ -52,6 +53,13 @@ def _rows(value: SSAValue) -> int:
     rank); 1 below rank 4."""
     shape = value.type.get_shape()  # type: ignore[attr-defined]
     return int(shape[-2]) if len(shape) >= 4 else 1
+
+
+def _images(value: SSAValue) -> int:
+    """Images of an NCHW tensor (its axis 0; the axes before its last three
+    at a higher rank); 1 below rank 4."""
+    shape = value.type.get_shape()  # type: ignore[attr-defined]
+    return math.prod(int(n) for n in shape[:-3]) if len(shape) >= 4 else 1
 
 
 def _halo_rows(op: d.DnnComputeOp) -> int:
@@ -141,7 +149,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
     def add(value: SSAValue, kind: str) -> str:
         name = name_of(value)
         if name not in tensors:
-            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value))
+            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value), _images(value))
         return name
 
     for arg in function.body.block.args:
@@ -194,7 +202,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         name = name_of(value)
         if tensors[name].kind == "activation":
             t = tensors[name]
-            tensors[name] = NpuTensor(t.name, t.size, "output", t.rows)
+            tensors[name] = NpuTensor(t.name, t.size, "output", t.rows, t.images)
     used = {n for op in ops for n in (*op.inputs, *op.weights, *op.outputs)}
     program = NpuProgram(tuple(t for t in tensors.values() if t.name in used and t.size > 0), tuple(ops))
     return NpuProgramOf(program, compute, seen, {name: value for value, name in names.items()})

@@ -306,6 +306,9 @@ class NpuTensor:
     """`weight`, `input` (graph input), `output` (graph output) or `activation`."""
     rows: int = 1
     """Rows a row tiling splits (the height of an NCHW tensor); 1: not split."""
+    images: int = 1
+    """Images of an NCHW tensor (its batch): a band of rows of a block of
+    channels is rows of one run of channels only in a tensor of one image."""
 
 
 @dataclass(frozen=True)
@@ -1448,7 +1451,9 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
                ) -> list[_Unit]:
     """`units` with the output of each op run on bands of rows (tiled, or the
     last op of a chain cascade; with `tiles`, also an op run on tiles, each a
-    band of rows of a block of channels) that a later unit reads whole
+    band of rows of a block of channels of one image, and an op summing its
+    tiles over blocks of its input channels, whose last sum is the tile)
+    that a later unit reads whole
     assembled in SRAM instead of streamed out, where it is an activation of
     `ASSEMBLE_SHARE` eighths of the SRAM at most: each band goes into a buffer
     of its own (`keep`), and right after it an assembling unit copies it (SRAM
@@ -1486,7 +1491,7 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
             rows = tile_rows(op, part) if make.mode == STREAM and len(unit.writes) == 1 else None
             first, end, _ = channel_range(op, part) if rows is not None else (0, op.channels, False)
             channels = None if (first, end) == (0, op.channels) else (first, end)
-            if rows is not None and (channels is None or tiles):
+            if rows is not None and (channels is None or tiles and tensors[make.piece.tensor].images == 1):
                 bands_of.setdefault(make.piece.tensor, []).append((index, rows, channels))
             elif partial_sums(part) is None or not tiles:  # partial sums: their last sum is a tile
                 other.add(make.piece.tensor)
@@ -1536,8 +1541,9 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
 
 
 def _copy_unit(op: str, source: _Need, made: _Make, last_of_op: bool = False) -> _Unit:
-    """A unit of `op` that copies rows of every channel SRAM to SRAM (a
-    chain's copy unit, an assembling unit, a band copied out of the whole):
+    """A unit of `op` that copies rows of every channel (an assembling unit
+    of a tile: of its block of channels) SRAM to SRAM (a chain's copy unit,
+    an assembling unit, a band copied out of the whole):
     no MACs, each byte it makes read and written once."""
     return _Unit(op, 0, (source,), (made,), last_of_op, 2 * made.piece.bytes)
 
@@ -2959,11 +2965,13 @@ class _Scheduler:
 
     def _missing(self, piece: Piece, held: set[tuple[str, str]]) -> bool:
         """True when no buffer holds `piece`: none is found for it, or it
-        was in a buffer of its own (`held`), which an output's buffer of the
-        current unit evicted. The whole tensor's buffer is then no stand-in
-        for it: the tensor is being assembled there (a tile copied into its
-        rows of the whole by the unit reading it, `_assembled`), and the
-        piece was not copied in yet."""
+        was in a buffer of its own during the current unit (`held`), and
+        room made for the unit (an output's buffer, another input loaded
+        again) evicted it. The whole tensor's buffer that `lookup` then
+        finds is no stand-in for it: the tensor may be being assembled there
+        (a band copied into its rows of the whole by the unit reading it,
+        `_assembled`), the piece not copied in yet. Loaded again even where
+        the whole holds it."""
         key = (piece.tensor, piece.part)
         return self.lookup(piece) is None or key in held and key not in self.resident
 

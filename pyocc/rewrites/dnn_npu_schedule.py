@@ -613,7 +613,7 @@ class _Emitter:
         whole = self.buffers[target.name]
         row, count = _rows_of(whole)
         height = whole.type.get_shape()[-2]  # type: ignore[attr-defined]
-        first, end = assembled_channels(rows.part) or (0, count)
+        first, end = assembled_channels(rows.part) or (0, count)  # a tile's channels: of one image
         offset = (first * height + lo) * row
         view = d.SubviewOp(whole, offset, _memref(i8, (d.type_bytes(whole.type) - offset,)))
         self._rows_copy(ins, view, self.buffers[source.name], view.result, end - first, (hi - lo) * row,
@@ -621,10 +621,10 @@ class _Emitter:
 
     def _rows_copy(self, ins: Compute, view: d.SubviewOp, source: SSAValue, target: SSAValue, count: int, size: int,
                    source_stride: int, target_stride: int, read: Piece | None = None) -> None:
-        """Rows of every channel copied from `source` into `target`, SRAM to
-        SRAM: one strided `dnn.memcpy` of `count` chunks of `size` bytes (a
-        channel's rows each), after `view` (the byte offset into one of
-        them). It carries `ins`' pieces (of its reads: `read`, else its one)
+        """Rows of every channel (of a block of channels) copied from
+        `source` into `target`, SRAM to SRAM: one strided `dnn.memcpy` of
+        `count` chunks of `size` bytes (a channel's rows each), after `view`
+        (the byte offset into one of them). It carries `ins`' pieces (of its reads: `read`, else its one)
         and op as `npu.*` attributes: the simulator runs it as a compute,
         and the copies of one unit out of two bands as one."""
         if read is None:

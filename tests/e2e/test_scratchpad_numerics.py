@@ -520,7 +520,7 @@ def test_tiles_assembled_in_sram_match_onnxruntime(monkeypatch: pytest.MonkeyPat
     copies = re.findall(r'dnn.memcpy[^\n]*npu.writes = \[\["q2", "rows(\d+):(\d+)\|ch(\d+):(\d+)\|assembled"', text)
     assert len(copies) == 26  # every tile; each channel's rows at their place: (channel x 8 + row) x 32 bytes
     assert {(int(lo), int(hi)) for lo, hi, _, _ in copies} == {(0, 4), (4, 8)}
-    assert "%q2_out" not in text and compiled.numpy_sites == 0
+    assert "%q2_dram" not in text and compiled.numpy_sites == 0  # no DRAM home: never stored
 
 
 def test_an_input_its_units_output_evicted_is_loaded_again() -> None:

@@ -1669,3 +1669,45 @@ def test_units_peak_holds_each_piece_from_its_first_unit_to_its_last():
     assert scratchpad._units_peak(units) == 160  # q: a, b and w (read again by r)
     assert scratchpad._units_peak(units[:1]) == 110
     assert scratchpad._units_peak([]) == 0
+
+
+@pytest.mark.parametrize("images", [1, 2])
+def test_tiles_of_rows_and_channels_are_assembled_only_in_a_tensor_of_one_image(images: int) -> None:
+    # p runs on 2 bands of rows x 2 blocks of channels, each tile streamed
+    # out, and q reads y whole: with `tiles`, each tile is kept and copied
+    # into the rows of its channels of y's whole buffer (one strided copy
+    # of a chunk per channel). In a tensor of two images those rows of a
+    # block of channels are two runs, which one such copy cannot write: its
+    # tiles stream out as before (and so do they without `tiles`)
+    T = NpuTensor
+    y = T("y", images * 4 * 4 * 16, "activation", 4, images)
+    program = NpuProgram(
+        (T("x", images * 4 * 4 * 16, "input", 4, images), T("w", 64, "weight"), y,
+         T("z", images * 4 * 16, "output", 4, images)),
+        (NpuOp("p", 256, ("x",), ("w",), ("y",), out_rows=4, channels=4),
+         NpuOp("q", 64, ("y",), (), ("z",))))
+    tile = y.size // 4
+    units = [_Unit("p", 64, (_Need(Piece("x", f"rows{2 * i}:{2 * i + 2}", tile * 2), True),
+                             _Need(Piece("w", f"block{j}/2", 32), True)),
+                   (_Make(Piece("y", f"tile{i}.{j}/2x2", tile), STREAM),), (i, j) == (1, 1))
+             for i in range(2) for j in range(2)]
+    units.append(_Unit("q", 64, (_Need(Piece("y", "all", y.size), False),), (_Make(Piece("z", "all", 64), WHOLE),),
+                       True))
+    assert scratchpad._assembled(program, units, 1 << 20) is units  # without `tiles`: bands of every channel only
+    assembled = scratchpad._assembled(program, units, 1 << 20, tiles=True)
+    if images == 2:
+        assert assembled is units
+        return
+    copies = [u for u in assembled if u.writes[0].piece.part.endswith("|assembled")]
+    assert [u.writes[0].piece.part for u in copies] == [
+        "rows0:2|ch0:2|assembled", "rows0:2|ch2:4|assembled", "rows2:4|ch0:2|assembled", "rows2:4|ch2:4|assembled"]
+    assert [scratchpad.assembled_channels(u.writes[0].piece.part) for u in copies] == [(0, 2), (2, 4)] * 2
+    assert [scratchpad.assembled_rows(u.writes[0].piece.part) for u in copies] == [(0, 2), (0, 2), (2, 4), (2, 4)]
+    assert all(u.writes[0].mode == WHOLE for u in copies) and [u.last_of_op for u in copies] == [False] * 3 + [True]
+    kept = [u.writes[0] for u in assembled if u.op == "p" and u not in copies]
+    assert [m.mode for m in kept] == [KEEP] * 4
+    assert scratchpad.assembled_channels("rows0:2|assembled") is None
+    instructions = _Scheduler(program, 1 << 20, assembled).run()
+    simulate(instructions, sram_size=1 << 20, tensor_bytes={t.name: t.size for t in program.tensors},
+             dram_resident={"x", "w"}, outputs={"z"})
+    assert not [i for i in instructions if isinstance(i, Store) and i.piece.tensor == "y"]
