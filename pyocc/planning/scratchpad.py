@@ -1452,13 +1452,13 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
     """`units` with the output of each op run on bands of rows (tiled, or the
     last op of a chain cascade; with `tiles`, also an op run on tiles, each a
     band of rows of a block of channels of one image, and an op summing its
-    tiles over blocks of its input channels, whose last sum is the tile)
-    that a later unit reads whole
-    assembled in SRAM instead of streamed out, where it is an activation of
-    `ASSEMBLE_SHARE` eighths of the SRAM at most: each band goes into a buffer
-    of its own (`keep`), and right after it an assembling unit copies it (SRAM
-    to SRAM, one strided copy: each byte read and written) into its rows of
-    the whole tensor's buffer (`rows{lo}:{hi}|assembled`, `whole`; a tile's
+    tiles over blocks of its input channels, whose last sum is the tile) that
+    a later unit reads whole assembled in SRAM instead of streamed out, where
+    it is an activation of `ASSEMBLE_SHARE` eighths of the SRAM at most: each
+    band goes into a buffer of its own (`keep`), and right after it an
+    assembling unit copies it (SRAM to SRAM, one strided copy: each byte read
+    and written) into its rows of the whole tensor's buffer
+    (`rows{lo}:{hi}|assembled`, `whole`; a tile's
     `rows{lo}:{hi}|ch{first}:{end}|assembled`, those rows of its channels). A
     band of rows is no contiguous part of the whole tensor, so the op cannot
     write it there itself; streamed out, it was loaded back whole by its
@@ -1489,8 +1489,10 @@ def _assembled(program: NpuProgram, units: list[_Unit], sram: int, slices: bool 
         for make in unit.writes:
             op, part = ops[unit.op], make.piece.part
             rows = tile_rows(op, part) if make.mode == STREAM and len(unit.writes) == 1 else None
-            first, end, _ = channel_range(op, part) if rows is not None else (0, op.channels, False)
-            channels = None if (first, end) == (0, op.channels) else (first, end)
+            channels = None  # every channel
+            if rows is not None:
+                first, end, _ = channel_range(op, part)
+                channels = None if (first, end) == (0, op.channels) else (first, end)
             if rows is not None and (channels is None or tiles and tensors[make.piece.tensor].images == 1):
                 bands_of.setdefault(make.piece.tensor, []).append((index, rows, channels))
             elif partial_sums(part) is None or not tiles:  # partial sums: their last sum is a tile
