@@ -624,9 +624,10 @@ class _Emitter:
         """Rows of every channel (of a block of channels) copied from
         `source` into `target`, SRAM to SRAM: one strided `dnn.memcpy` of
         `count` chunks of `size` bytes (a channel's rows each), after `view`
-        (the byte offset into one of them). It carries `ins`' pieces (of its reads: `read`, else its one)
-        and op as `npu.*` attributes: the simulator runs it as a compute,
-        and the copies of one unit out of two bands as one."""
+        (the byte offset into one of them). It carries `ins`' pieces (of its
+        reads: `read`, else its one) and op as `npu.*` attributes: the
+        simulator runs it as a compute, and the copies of one unit out of
+        two bands as one."""
         if read is None:
             ((_, read),) = ins.reads
         ((_, written),) = ins.writes
