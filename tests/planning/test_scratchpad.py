@@ -397,6 +397,48 @@ def test_best_fit_leaves_the_hole_a_prefetch_needs(monkeypatch: pytest.MonkeyPat
     assert best_fit.sram_bytes <= 1856
 
 
+def _stem_bands(r: int, q: int, x: int) -> tuple[NpuProgram, list[_Unit]]:
+    """Three bands of a stem, unit by unit: c reads a band of the image x
+    (`x` bytes) and the weights w and makes a band of r (`r` bytes), p
+    makes a band of q (`q` bytes) from it, s a band of the output z (64 B,
+    streamed out) from that."""
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", 3 * x, "input", 6), T("w", 64, "weight"), T("r", 3 * r, "activation", 3),
+         T("q", 3 * q, "activation", 3), T("z", 3 * 64, "output", 3)),
+        (NpuOp("c", 64, ("x",), ("w",), ("r",)), NpuOp("p", 64, ("r",), (), ("q",)),
+         NpuOp("s", 64, ("q",), (), ("z",))))
+    units = []
+    for k in range(3):
+        band = f"rows{k}:{k + 1}"
+        units += [
+            _Unit("c", 64 * 256, (_Need(Piece("x", f"rows{2 * k}:{2 * k + 2}", x), True), _Need(Piece("w", "all", 64), False)),
+                  (_Make(Piece("r", band, r), KEEP),), k == 2),
+            _Unit("p", 64 * 64, (_Need(Piece("r", band, r), True),), (_Make(Piece("q", band, q), KEEP),), k == 2),
+            _Unit("s", 64 * 64, (_Need(Piece("q", band, q), True),), (_Make(Piece("z", band, 64), STREAM),), k == 2)]
+    return program, units
+
+
+@pytest.mark.parametrize("clear, r, q, x, loads, cycles", [
+    # 1024 B of SRAM. While s makes the first band of z, x's next band (192 B) loads for c.
+    # When c starts, w lies at [192, 256) and nothing else stays (q's band was read, z's streamed
+    # out): first fit puts x's band at [320, 512), leaving c's output (576 B) no hole, so c
+    # evicts it and loads it again (at 0, once q's band is freed)
+    (False, 576, 192, 192, [("rows0:2", 0), ("rows2:4", 320), ("rows2:4", 0), ("rows4:6", 320), ("rows4:6", 0)], 408),
+    # kept clear: from the top, at [832, 1024), it leaves [256, 832) for the output; each band loads once
+    (True, 576, 192, 192, [("rows0:2", 0), ("rows2:4", 832), ("rows4:6", 832)], 360),
+    # smaller bands: first fit leaves the output room, and the bands go where it puts them
+    (True, 320, 64, 64, [("rows0:2", 0), ("rows2:4", 448), ("rows4:6", 192)], 312),
+])
+def test_a_prefetch_kept_clear_leaves_the_hole_its_readers_output_needs(clear, r, q, x, loads, cycles):
+    program, units = _stem_bands(r, q, x)
+    instructions = _Scheduler(program, 1024, units, clear=clear).run()
+    result = simulate(instructions, sram_size=1024, tensor_bytes={t.name: t.size for t in program.tensors},
+                      dram_resident={"x", "w"}, outputs={"z"})
+    assert [(i.piece.part, i.buffer.offset) for i in instructions if isinstance(i, Load) and i.piece.tensor == "x"] == loads
+    assert result.cycles == cycles and result.dram_bytes == sum(x for _ in loads) + 64 + 3 * 64
+
+
 def _found_with_between() -> tuple[NpuProgram, int, scratchpad._Scheduled]:
     """`_fragmenting_output` at 1856 bytes scheduled with the reserve
     "between", as `_fastest_scheduler` is given a schedule to better."""
@@ -412,21 +454,20 @@ def _found_with_between() -> tuple[NpuProgram, int, scratchpad._Scheduled]:
 def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_with(monkeypatch: pytest.MonkeyPatch):
     # assembled units may be scheduled with a reserve after the first (`_scheduled_units` retries
     # them with each until one fits): `_fastest_scheduler` schedules each other reserve first fit,
-    # not that one again, and no way twice
+    # not that one again, and no way twice; then the first `CLEAR_WAYS` once more kept clear
     program, sram, found = _found_with_between()
-    made: list[tuple[str, bool, bool]] = []
+    made: list[tuple[str, bool, bool, bool]] = []
 
     class Recorded(_Scheduler):
         def __init__(self, program, sram, units, cost=NpuCost(), reserve=RESERVES[0], best_fit=False, deadlines=False,
-                     facts=None):
-            made.append((reserve, best_fit, deadlines))
-            super().__init__(program, sram, units, cost, reserve, best_fit, deadlines, facts)
+                     facts=None, clear=False):
+            made.append((reserve, best_fit, deadlines, clear))
+            super().__init__(program, sram, units, cost, reserve, best_fit, deadlines, facts, clear)
 
     monkeypatch.setattr(scratchpad, "_Scheduler", Recorded)
     scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
-    assert sorted(reserve for reserve, best_fit, deadlines in made if not best_fit and not deadlines) == sorted(
-        set(RESERVES) - {"between"})
-    assert len(made) == len(set(made))
+    assert sorted(way[0] for way in made if not any(way[1:])) == sorted(set(RESERVES) - {"between"})
+    assert len(made) == len(set(made)) and sum(way[3] for way in made) == scratchpad.CLEAR_WAYS
 
 
 def test_the_ways_share_their_units_facts_and_the_kept_one_simulates_to_its_rank(monkeypatch: pytest.MonkeyPatch):
