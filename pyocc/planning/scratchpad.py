@@ -2994,23 +2994,28 @@ class _Scheduler:
         anyway, `load`), None neither.
 
         The holes are those when `later` starts, as far as known now: the
-        buffers of pieces read by `later` or after it (or loading) stay;
-        the others (pieces no unit from `later` on reads, results streaming
-        out) are gone by then. Where the output finds no hole, `later`
-        evicts the piece it reads to place its output, and loads it again
-        (Inception v1's stem at 1 MiB: a band of the image loaded ahead into
-        the middle of the SRAM, where the first convolution's 544,768-byte
-        output band goes: loaded twice in four of six bands)."""
+        buffers of pieces read by `later` or after it (or loading, or being
+        assembled) stay; the others (pieces no unit from `later` on reads,
+        results streaming out) are gone by then. Where the output finds no
+        hole, `later` evicts pieces read after it to place its output, or,
+        where no window spares its own inputs, the piece it reads, and
+        loads that again (Inception v1's stem at 1 MiB: a band of the image
+        loaded ahead into the middle of the SRAM, where the first
+        convolution's 544,768-byte output band goes: loaded twice in four
+        of six bands). Where no hole holds the piece now, False: `prefetch`
+        then makes room for it as without `clear` (`make_room`)."""
         outputs = [size for key, size in map(self._output_buffer, self.units[later].writes) if key not in self.resident]
         if not outputs:
             return False
         nbytes = piece.bytes
-        stay = {e.buffer.name for k, e in self.resident.items() if e.load is not None or self.last_use.get(k, -1) >= later}
+        first, top = self.alloc.find(nbytes), self.alloc.find(nbytes, top=True)
+        if top is None:  # no hole holds it now: `make_room` may make one, as without `clear`
+            return False
+        stay = {e.buffer.name for k, e in self.resident.items()
+                if e.load is not None or self.last_use.get(k, -1) >= later or k in self.assembling}
         kept = [(start, end) for start, name, end in self.alloc.order if name in stay]
 
-        def hole(offset: int | None) -> int:
-            if offset is None:
-                return -1
+        def hole(offset: int) -> int:
             spans = sorted((*kept, (offset, -(-(offset + nbytes) // ALIGN) * ALIGN)))
             largest, at = 0, 0
             for start, end in (*spans, (self.sram, self.sram)):
@@ -3018,9 +3023,9 @@ class _Scheduler:
             return largest
 
         need = max(outputs)
-        if not _streamed_weight(self.tensors[piece.tensor], piece) and hole(self.alloc.find(nbytes)) >= need:
+        if not _streamed_weight(self.tensors[piece.tensor], piece) and hole(first) >= need:
             return False
-        return True if hole(self.alloc.find(nbytes, top=True)) >= need else None
+        return True if hole(top) >= need else None
 
     def _missing(self, piece: Piece, held: set[tuple[str, str]]) -> bool:
         """True when no buffer holds `piece`: none is found for it, or it
@@ -3790,7 +3795,10 @@ def _fastest_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, found
         tried = _try_scheduler(program, sram_size, cost, units, facts, *way, deadlines=True)
         if tried is not None:
             every.append((*tried, (*way, True)))
-    for *_, way in sorted(every, key=lambda r: r[0])[:CLEAR_WAYS]:
+    firsts: dict[_Key, tuple[str, bool, bool]] = {}  # the first way of each rank (ties are often one schedule)
+    for key, _, way in sorted(every, key=lambda r: r[0]):
+        firsts.setdefault(key, way)
+    for way in list(firsts.values())[:CLEAR_WAYS]:
         tried = _try_scheduler(program, sram_size, cost, units, facts, *way, clear=True)
         if tried is not None:
             every.append((*tried, way))

@@ -436,7 +436,7 @@ def test_a_prefetch_kept_clear_leaves_the_hole_its_readers_output_needs(clear, r
     result = simulate(instructions, sram_size=1024, tensor_bytes={t.name: t.size for t in program.tensors},
                       dram_resident={"x", "w"}, outputs={"z"})
     assert [(i.piece.part, i.buffer.offset) for i in instructions if isinstance(i, Load) and i.piece.tensor == "x"] == loads
-    assert result.cycles == cycles and result.dram_bytes == sum(x for _ in loads) + 64 + 3 * 64
+    assert result.cycles == cycles and result.dram_bytes == len(loads) * x + 64 + 3 * 64
 
 
 def _found_with_between() -> tuple[NpuProgram, int, scratchpad._Scheduled]:
