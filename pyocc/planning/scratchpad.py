@@ -155,7 +155,8 @@ default: at 256 KiB DenseNet-121 took 2.770 -> 2.926 cycles/bound (DRAM
 what runs, over the nine light models, geomean cycles / DRAM over the
 bounds 1.4025 / 1.3530 -> 1.3989 / 1.3476 with one way, 1.3973 / 1.3466
 with two, and 1.3972 / 1.3466 with all (up to nine, ResNet-50's and
-VGG-19's scheduling about 1.5 times as long)."""
+VGG-19's scheduling about 1.5 times as long); with two, since a prefetch
+that no hole holds may make room as without `clear`, 1.3970 / 1.3464."""
 EVICT_MARGIN = 16
 """A prefetch may evict a clean piece whose next read comes more than this
 many units after the prefetched piece's (16: at 1 MiB over the nine light
