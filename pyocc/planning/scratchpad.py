@@ -3248,8 +3248,8 @@ class _Scheduler:
         load goes where it leaves the unit that reads it a hole for its
         output (`_clear_of_outputs`: first fit, else from the top); where
         neither would, and that unit is not the next, it and those after it
-        wait (loaded now, that unit would evict it to place its output and
-        load it again)."""
+        wait (loaded now, that unit would evict it, or pieces read after it,
+        to place its output)."""
         self.drain_ended()
         ahead = 0
         until = 0  # estimated cycles from now until unit `later` starts
@@ -3286,7 +3286,7 @@ class _Scheduler:
                     return  # it would end after the current compute: the next unit's load would wait behind it
                 top = self._clear_of_outputs(need.piece, later) if self.clear else False
                 if top is None and later > index + 1:
-                    return  # loaded now, it would be evicted for `later`'s output: load it once there is room
+                    return  # loaded now, room for `later`'s output would evict it or others: load it once there is
                 if not self.load(need.piece, protected, evict=False, top=bool(top)) and not (
                         self.make_room(need.piece.bytes, later, protected)
                         and self.load(need.piece, protected, evict=False)):
