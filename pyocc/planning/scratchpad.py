@@ -3045,7 +3045,7 @@ class _Scheduler:
         """Take back the output buffers the current unit allocated (nothing
         was written to them yet): their Alloc goes, their space is free."""
         for make, buffer in list(placed.items()):
-            key = _container(make) if make.mode in (WHOLE, INTO) else (make.piece.tensor, make.piece.part)
+            key, _ = self._output_buffer(make)
             entry = self.resident.get(key)
             if entry is None or entry.buffer != buffer or buffer.name not in self.fresh:
                 continue  # a whole tensor assembled by earlier units stays
@@ -3080,13 +3080,13 @@ class _Scheduler:
                stream_outs: list[tuple[SramBuffer, Piece]], kept_stores: list[tuple[SramBuffer, Piece]]) -> SramBuffer:
         """The buffer an output piece is written into, allocated if need be."""
         t = self.tensors[make.piece.tensor]
+        key, size = self._output_buffer(make)
         if make.mode not in (WHOLE, INTO):
-            buffer = self.allocate(make.piece.bytes, f"{t.name}:{make.piece.part}", protected, evict=True)
+            buffer = self.allocate(size, f"{t.name}:{key[1]}", protected, evict=True)
             self.fresh.add(buffer.name)
             if make.mode == STREAM:
                 stream_outs.append((buffer, make.piece))
             else:
-                key = (t.name, make.piece.part)
                 self.resident[key] = _Entry(buffer, True)
                 protected.add(key)
                 self.pinned.add(key)
@@ -3095,7 +3095,6 @@ class _Scheduler:
                 if make.mode == KEEP_STORE:
                     kept_stores.append((buffer, make.piece))
             return buffer
-        key, size = self._output_buffer(make)
         if key not in self.resident:
             buffer = self.allocate(size, f"{t.name}:{key[1]}", protected, evict=True)
             self.fresh.add(buffer.name)
@@ -3208,10 +3207,11 @@ class _Scheduler:
     def output_bytes(self, unit: _Unit, counted: set[tuple[str, str]]) -> int:
         """Bytes the buffers of `unit`'s outputs will take that are not in
         SRAM yet (a whole tensor's buffer once: `counted` holds those
-        counted so far)."""
+        counted so far; a band's container counted at the band's bytes,
+        not at its buffer's as `_output_buffer` sizes it)."""
         nbytes = 0
         for make in unit.writes:
-            key = _container(make) if make.mode in (WHOLE, INTO) else (make.piece.tensor, make.piece.part)
+            key, _ = self._output_buffer(make)
             if key not in counted and key not in self.resident:
                 counted.add(key)
                 nbytes += self.tensors[key[0]].size if key[1] == "all" else make.piece.bytes
