@@ -20,10 +20,13 @@ is faster; `stream_floor`). `--no-run` leaves those columns out (the
 cascaded schedule only).
 `--per-op` prints instead, per model, where the schedule that runs spends
 its cycles and DRAM bytes op by op (pyocc.planning.scratchpad.op_costs):
-tiles, the op's compute floor, its compute and the stalls before its
-tiles, each over the model's bound (and in the header, the cycles the DRAM
-port is busy and those it is idle while a compute runs: DMA that could
-still overlap compute), and the MiB of weights it loads (and
+tiles, the op's compute floor, its compute, the stalls before its tiles
+and of those the port-bound ones (`port-bd`: the DRAM port busy throughout
+since the wait before, so only fewer bytes shorten them; the rest were
+late, the port having idled since), each over the model's bound (and in
+the header, the cycles the DRAM port is busy and those it is idle while a
+compute runs: DMA that could still overlap compute), and the MiB of
+weights it loads (and
 their size), of activations it loads and stores, and loaded again; with
 the weight-stream floor (NpuProgram.weight_stream_floor_cycles: between
 two ops where the schedule is cut, what those ops read from outside them
@@ -167,14 +170,16 @@ def print_per_op(name: str, program: NpuProgram, result: NpuResult) -> None:
     floor = stream_floor(program, result)
     busy, idle = port_use(result)
     print(f"\n{name}: cycles/bound {result.cycles / bound:.3f}, compute {result.compute_cycles / bound:.3f}, "
-          f"stalled {result.stall_cycles / bound:.3f}, DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}; "
+          f"stalled {result.stall_cycles / bound:.3f} (port-bound {result.simulation.stall_port_bound_cycles / bound:.3f}), "
+          f"DRAM/bound {result.dram_bytes / result.dram_lower_bound_bytes:.3f}; "
           f"DRAM port busy {busy / bound:.3f}, idle while computing {idle / bound:.3f}; "
           f"weight-stream floor {floor / bound:.3f}")
-    head = ("op", "tiles", "floor", "compute", "stall", "weights", "w loaded", "act in", "act out", "again")
+    head = ("op", "tiles", "floor", "compute", "stall", "port-bd", "weights", "w loaded", "act in", "act out", "again")
     print(f"{head[0]:<24s}" + "".join(f"{h:>10s}" for h in head[1:]))
     assert result.schedule is not None
     for c in op_costs(program, result.schedule.instructions, result.simulation, result.cost):
-        cells = (f"{c.tiles:d}", *(f"{x / bound:.4f}" for x in (c.floor_cycles, c.compute_cycles, c.stall_cycles)),
+        cells = (f"{c.tiles:d}", *(f"{x / bound:.4f}" for x in (c.floor_cycles, c.compute_cycles, c.stall_cycles,
+                                                                 c.port_bound_stall_cycles)),
                  *(f"{x / mib:.2f}" for x in (c.weight_bytes, c.weight_load_bytes, c.input_load_bytes,
                                                c.output_store_bytes, c.reread_bytes)))
         print(f"{c.op[:24]:<24s}" + "".join(f"{x:>10s}" for x in cells))

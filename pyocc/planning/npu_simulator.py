@@ -22,7 +22,12 @@ Timing: the control processor issues instructions in order; a compute takes
 max(MACs / macs_per_cycle, SRAM bytes touched / sram_bytes_per_cycle) cycles
 and blocks it; transfers queue on one DRAM port (FIFO, dram_bytes_per_cycle)
 and run concurrently with compute; a `Wait` blocks until its transfer ends
-(those cycles are stall cycles). No IR here: pyocc's planning layer.
+(those cycles are stall cycles). A stall is *port-bound* where the DRAM port
+was busy throughout since the control processor last waited (moving other
+bytes: only fewer bytes would shorten it); the rest of it, at most the
+cycles the port idled since then, is *late*: a transfer issued into that
+idle time would have shortened it, where its data existed and the SRAM had
+room for it. No IR here: pyocc's planning layer.
 """
 
 from __future__ import annotations
@@ -193,6 +198,15 @@ class SimulationResult:
     """The cycle each instruction is issued at (a wait: when it returns), for pictures."""
     computes: list[tuple[str, int, int]] = field(default_factory=list)
     """(op, start cycle, end cycle) per compute, for pictures."""
+    port_bound_stalls: list[int] = field(default_factory=list)
+    """Per compute, the port-bound cycles of the stall just before it (see
+    the module docstring), then those of the waits after the last compute."""
+
+    @property
+    def stall_port_bound_cycles(self) -> int:
+        """Of `stall_cycles`, those the DRAM port was busy throughout since
+        the last stall before them (the rest: transfers issued late)."""
+        return sum(self.port_bound_stalls)
 
 
 @dataclass
@@ -302,6 +316,10 @@ def simulate(
     transfers: list[tuple[str, str, int, int, int]] = []
     issued: list[int] = []
     computes: list[tuple[str, int, int]] = []
+    resumed = 0  # when the control processor last stopped waiting
+    idle = 0  # cycles the port idled since then
+    port_bound = 0  # port-bound cycles of the stalls since the last compute
+    port_bound_stalls: list[int] = []
 
     def fail(index: int, message: str) -> ScheduleError:
         return ScheduleError(f"instruction {index} ({type(instructions[index]).__name__}): {message}")
@@ -358,6 +376,7 @@ def simulate(
                     spill_span.setdefault(ins.piece.tensor, [index, index])[1] = index
                 direction = "store"
             start = max(now, port)
+            idle += max(0, start - max(port, resumed))
             port = start + cost.dma_cycles(ins.piece.bytes)
             r.pending.add(ins.id)
             pending[ins.id] = (direction, r, ins.piece, port)
@@ -371,7 +390,9 @@ def simulate(
             r.pending.discard(ins.id)
             if end > now:
                 stall += end - now
-                now = end
+                port_bound += max(0, end - now - idle)
+                now = resumed = end
+                idle = 0
             if direction == "load":
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
         elif isinstance(ins, Compute):
@@ -390,6 +411,8 @@ def simulate(
             cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
             compute += cycles
             computes.append((ins.op, now, now + cycles))
+            port_bound_stalls.append(port_bound)
+            port_bound = 0
             now += cycles
         else:  # pragma: no cover - the union is closed
             raise fail(index, f"unknown instruction {ins!r}")
@@ -401,7 +424,9 @@ def simulate(
         if not in_dram(Piece(tensor, "all", tensor_bytes[tensor])):
             raise ScheduleError(f"graph output {tensor!r} is not in DRAM at the end")
     _check_spill_overlaps(spill_span, dram_offsets, tensor_bytes)
-    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers, issued, computes)
+    port_bound_stalls.append(port_bound)
+    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers, issued, computes,
+                            port_bound_stalls)
 
 
 def _check_spill_overlaps(span: dict[str, list[int]], offsets: dict[str, int], tensor_bytes: dict[str, int]) -> None:

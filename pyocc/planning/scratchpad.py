@@ -693,6 +693,7 @@ class NpuResult:
             "cycles": self.cycles,
             "compute_cycles": self.compute_cycles,
             "stall_cycles": self.stall_cycles,
+            "stall_port_bound_cycles": self.simulation.stall_port_bound_cycles,
             "dram_bytes": self.dram_bytes,
             "dram_lower_bound_bytes": self.dram_lower_bound_bytes,
             "bound_cycles": self.bound_cycles,
@@ -3954,6 +3955,9 @@ class NpuOpCost:
     """Its tiles' compute, as the simulator charged it."""
     stall_cycles: int
     """Cycles the control processor waited for DMA just before its tiles."""
+    port_bound_stall_cycles: int
+    """Of those, the port-bound ones: the DRAM port was busy throughout since
+    the wait before (`SimulationResult.port_bound_stalls`)."""
     weight_bytes: int
     """Its weights' size (what the DRAM bound counts once)."""
     weight_load_bytes: int
@@ -3976,8 +3980,8 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
     piece (of that tensor: the whole tensor serves any part); a store is
     the op's that produces the tensor; a stall is the op's whose compute
     the wait delayed (the last op's, the waits after the last compute).
-    Compute and stall cycles add up to the simulation's, loads and stores
-    to its DRAM bytes."""
+    Compute, stall and port-bound stall cycles add up to the simulation's,
+    loads and stores to its DRAM bytes."""
     tensors = program.by_name()
     producer = {n: op.name for op in program.ops for n in op.outputs}
     reader_at: dict[str, list[int]] = {}
@@ -3985,8 +3989,10 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
         if isinstance(ins, Compute):
             for _, piece in ins.reads:
                 reader_at.setdefault(piece.tensor, []).append(index)
-    fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "weights", "inputs", "outputs", "reread"), 0)
+    fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "port_bound", "weights", "inputs", "outputs",
+                                      "reread"), 0)
               for op in program.ops}
+    port_bound = iter(simulation.port_bound_stalls)
     seen: set[tuple[str, str]] = set()
     end = 0  # when the previous compute ended
     for index, ins in enumerate(instructions):
@@ -3997,6 +4003,7 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
             f["tiles"] += 1
             f["compute"] += cycles
             f["stall"] += start - end
+            f["port_bound"] += next(port_bound)
             end = start + cycles
         elif isinstance(ins, Load):
             uses = reader_at.get(ins.piece.tensor, [])
@@ -4012,10 +4019,11 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
     last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
     if last is not None:  # the stores drained after the last compute
         fields[last]["stall"] += simulation.cycles - end
+        fields[last]["port_bound"] += next(port_bound)
     out = []
     for op, floor in zip(program.ops, program.op_floor_cycles(cost), strict=True):
         f = fields[op.name]
-        out.append(NpuOpCost(op.name, f["tiles"], floor, f["compute"], f["stall"],
+        out.append(NpuOpCost(op.name, f["tiles"], floor, f["compute"], f["stall"], f["port_bound"],
                              sum(tensors[w].size for w in dict.fromkeys(op.weights)), f["weights"], f["inputs"],
                              f["outputs"], f["reread"]))
     return out

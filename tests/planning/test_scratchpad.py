@@ -65,6 +65,26 @@ def test_dma_overlaps_compute():
     assert ("load", "x:all", 64, 108, 116) in result.transfers
 
 
+def test_a_stall_is_port_bound_where_the_port_was_busy_since_the_last_wait():
+    # the gemm waits 108 cycles for x and w, the port busy from cycle 0: port-bound; the store of y
+    # (158..166) was issued after the port had idled 50 cycles (108..158, the gemm computing): late
+    result = _run(_program())
+    assert result.port_bound_stalls == [108, 0]
+    assert (result.stall_cycles, result.stall_port_bound_cycles) == (116, 108)
+
+
+def test_a_stall_behind_a_transfer_issued_before_the_compute_is_port_bound():
+    # a second x (8 cycles on the port: 108..116) loads while a 1-cycle gemm computes (108..109): waiting
+    # for it stalls 7 cycles with the port busy throughout since the last wait (108), and the store of y
+    # then queues right behind it (116..124): port-bound, both after the last compute
+    b2 = SramBuffer("b2", 960, 64)
+    prog = [Alloc(BW), Alloc(BX), Alloc(BY), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
+            Alloc(b2), Load(4, b2, X), Compute("gemm", 256, 64, ((BW, W), (BX, X)), ((BY, Y),)), Wait(4),
+            Store(3, BY, Y), Wait(3), Free(BW), Free(BX), Free(BY), Free(b2)]
+    result = _run(prog)
+    assert result.port_bound_stalls == [108, 15]
+    assert (result.cycles, result.stall_cycles, result.stall_port_bound_cycles) == (124, 123, 123)
+
 @pytest.mark.parametrize("mutate, message", [
     (lambda p: p.remove(Wait(2)) or p.insert(8, Wait(2)), "reads w:all, which is not resident"),
     (lambda p: p.__setitem__(1, Alloc(SramBuffer("bx", 700, 64))), "overlaps live buffer 'bw'"),
@@ -1241,6 +1261,8 @@ def test_op_costs_add_up_to_the_simulation(sram):
     assert [c.op for c in costs] == [op.name for op in program.ops]
     assert sum(c.compute_cycles for c in costs) == result.compute_cycles
     assert sum(c.stall_cycles for c in costs) == result.stall_cycles
+    assert sum(c.port_bound_stall_cycles for c in costs) == result.simulation.stall_port_bound_cycles
+    assert all(0 <= c.port_bound_stall_cycles <= c.stall_cycles for c in costs)
     assert sum(c.weight_load_bytes + c.input_load_bytes + c.output_store_bytes for c in costs) == result.dram_bytes
     assert sum(c.tiles for c in costs) == sum(isinstance(i, Compute) for i in result.schedule.instructions)
     assert all(c.compute_cycles >= c.floor_cycles for c in costs)

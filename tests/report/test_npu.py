@@ -20,8 +20,8 @@ from pyocc.pipelines import Options, run_passes, tensor_passes
 from pyocc.tools.cli import main
 from tests.conftest import light_model_path
 
-KEYS = {"cycles", "compute_cycles", "stall_cycles", "dram_bytes", "dram_lower_bound_bytes", "bound_cycles",
-        "sram_bytes", "macs", "baseline_no_prefetch"}
+KEYS = {"cycles", "compute_cycles", "stall_cycles", "stall_port_bound_cycles", "dram_bytes", "dram_lower_bound_bytes",
+        "bound_cycles", "sram_bytes", "macs", "baseline_no_prefetch"}
 
 
 @pytest.fixture
@@ -59,6 +59,7 @@ def test_plan_json_has_the_npu_report(tiny: Path, capsys: pytest.CaptureFixture[
     assert npu["sram_size"] == 16384 and npu["sram_bytes"] <= 16384
     assert npu["dram_bytes"] >= npu["dram_lower_bound_bytes"] and npu["cycles"] >= npu["bound_cycles"]
     assert npu["cycles"] == npu["compute_cycles"] + npu["stall_cycles"]
+    assert 0 <= npu["stall_port_bound_cycles"] <= npu["stall_cycles"]
     assert npu["cycles"] < npu["baseline_no_prefetch"]["cycles"]
 
 
@@ -68,6 +69,7 @@ def test_plan_text_has_the_summary(tiny: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "npu scratchpad   1,048,576 B SRAM (macs/cycle 256, SRAM B/cycle 64, DRAM B/cycle 4)" in out
     assert "no prefetch" in out and "DRAM traffic" in out
+    assert "port-bound" in out and "late" in out
 
 
 def test_a_light_model_at_one_mib(capsys: pytest.CaptureFixture[str]) -> None:
