@@ -13,7 +13,9 @@ npu_simulator.py:
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
    clearly faster: `_choose_tiling`); without cascades, so is an op whose
    weights take more than `STREAM_WEIGHTS_SHARE` of the SRAM, to stream
-   them while it computes. An op without weights (a pooling)
+   them while it computes, and one whose compute waited for weights that
+   loaded late, where that runs faster (`_stream_stalled`, `_split_late`).
+   An op without weights (a pooling)
    splits its channels by reading its input's channel blocks. A
    convolution or fully connected layer may also sum each output tile over
    blocks of its input channels (`_reduction_tiling`, `_reduction_units`):
@@ -803,18 +805,18 @@ def fits_tiled(op: NpuOp, program: NpuProgram, sram: int, cost: NpuCost) -> bool
 
 
 def _choose_tiling(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
-                   bands: list[tuple[int, int, str]] | None = None, exact: bool = False
+                   bands: list[tuple[int, int, str]] | None = None, exact: bool = False, split: bool = False
                    ) -> tuple[int, int, bool, int, int]:
     """`_chosen_tiling` of `op` over its operands in `tensors`: the same op
     (an op of the same name, tensors and facts) in every `_units` call of a
     schedule (up to 8 of them) searches once."""
     operands = tuple(tensors[n] for n in dict.fromkeys((*op.inputs, *op.weights, *op.outputs)))
-    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands), exact)
+    return _chosen_tiling(op, operands, sram, cost, None if bands is None else tuple(bands), exact, split)
 
 
 @functools.lru_cache(maxsize=1 << 12)
 def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: NpuCost,
-                   bands: tuple[tuple[int, int, str], ...] | None, exact: bool = False
+                   bands: tuple[tuple[int, int, str], ...] | None, exact: bool = False, split: bool = False
                    ) -> tuple[int, int, bool, int, int]:
     """(row bands, channel blocks, rows outer, streaming threshold, input
     channel blocks) of the tiling with the fewest estimated cycles (the
@@ -833,7 +835,8 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     is taken first when one fits: each band is read where it is, often
     still in SRAM, instead of the whole input from DRAM. `operands`: the
     tensors `op` names (pure in its arguments, hence cached); `exact`: as
-    `_reduction_tiling`'s."""
+    `_reduction_tiling`'s; with `split`, only tilings of two tiles or more
+    (`_split_late`)."""
     tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
     bigs = (sram // 4, sram // 8, sram // 16, sram // 32, 0)
@@ -846,6 +849,8 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
                 best = min(found)
                 return best[3], best[4], best[5], best[7], best[6]
     plain = [(_tiling_with(op, tensors, most, big, cost), big) for big in bigs]
+    if split:  # a tiling summed over input channel blocks has two tiles or more anyway
+        plain = [([(key, foot) for key, foot in keys if key[2] > 1], big) for keys, big in plain]
     reduced: list[tuple[list[tuple[_TilingKey, int]], int]] | None = None
     for share in TILE_SHARES:
         limit = sram * share // 8
@@ -1045,6 +1050,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
            rolled_chains: bool = False, chain_weights: int = CHAIN_WEIGHTS[0], concat_starts: bool = True,
            channel_chains: bool = True, stream_weights: bool = True,
            streamed: frozenset[str] = frozenset(), join_siblings: bool = False, exact_tiles: bool = False,
+           split: frozenset[str] = frozenset(),
            ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home]]:
     """Each op as one unit, or as its tiles when it does not fit; runs of
     row-splittable ops with a tensor too big for SRAM as cascades (unless
@@ -1066,7 +1072,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
     tiled (its weights streamed in blocks) even where it fits whole,
     unless not `stream_weights`, and so is every op named in `streamed`
-    that can be split by channels (`_stream_stalled`); with
+    that can be split by channels (`_stream_stalled`), and every op named
+    in `split` on its best tiling of two tiles or more (`_split_late`); with
     `join_siblings`, an op that fits whole runs on the bands of rows of an
     earlier reader of its input where `_sibling_rows` finds one;
     `exact_tiles`: the tilings chosen as `_chosen_tiling`'s `exact`; also
@@ -1129,7 +1136,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
         # or above `STREAM_SLOW_WEIGHTS_SHARE` when they take longer to load than the op computes
         weight_bytes = sum(tensors[n].size for n in dict.fromkeys(op.weights))
         streams = (fits and stream_weights and not cascades_too and op.channels > 1
-                   and (op.name in streamed or weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
+                   and (op.name in streamed or op.name in split or weight_bytes > sram * STREAM_WEIGHTS_SHARE // 8
                         or weight_bytes > sram * STREAM_SLOW_WEIGHTS_SHARE // 8 and cost.dma_cycles(weight_bytes)
                         > cost.compute_cycles(op.macs, sum(tensors[n].size for n in names))))
         sibling = _sibling_rows(program, index - 1, tiling, sram) if fits and not streams and join_siblings else None
@@ -1147,7 +1154,8 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
             r, c, rows_outer, big, blocks = sibling, 1, True, 0, 1
         else:
             try:
-                r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands, exact_tiles)
+                r, c, rows_outer, big, blocks = _choose_tiling(op, tensors, sram, cost, in_bands, exact_tiles,
+                                                               op.name in split)
             except PlanningError:
                 if not streams:
                     raise
@@ -3505,9 +3513,11 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     faster; then the fastest with rolled chains and the fastest without,
     each finished apart where near (`_finished`, `PATH_MARGIN`): the
     weights of the ops that stalled streamed where that runs faster,
-    `_stream_stalled`; then ops that fit whole on the bands of rows of a
-    sibling reader of their input, `_sibling_rows`, where that runs
-    faster; then the fastest units
+    `_stream_stalled`; then the ops still whole whose loads came late on
+    two tiles or more, where that runs faster, the rest finished with them
+    and without (`_split_late`); then ops that fit whole on the bands of
+    rows of a sibling reader of their input, `_sibling_rows`, where that
+    runs faster; then the fastest units
     scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
     last, the same with bands of rows assembled in SRAM, `_assembled`, and
     with tiles of rows and channels assembled too, each kept where that runs
@@ -3554,14 +3564,15 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
         return _fastest_scheduler(program, sram_size, cost, _Scheduled(key, schedule, units, reserve))[1]
 
     def scheduled(*choices: Any, streamed: frozenset[str] = frozenset(), join_siblings: bool = False,
-                  assemble: bool = False, slices: bool = True, tiles: bool = False) -> _Scheduled:
+                  assemble: bool = False, slices: bool = True, tiles: bool = False,
+                  split: frozenset[str] = frozenset()) -> _Scheduled:
         """The units that `_units(program, sram_size, cost, cascades,
         chains, *choices, streamed=streamed, join_siblings=join_siblings,
-        exact_tiles=exact_tiles)` makes, scheduled (`_scheduled_units`,
-        with `assemble`, `slices` and `tiles`)."""
+        exact_tiles=exact_tiles, split=split)` makes, scheduled
+        (`_scheduled_units`, with `assemble`, `slices` and `tiles`)."""
         units, tiling, homes, instructions, key, reserve = _scheduled_units(
             program, sram_size, cost, cascades, chains, *choices, streamed=streamed, join_siblings=join_siblings,
-            assemble=assemble, slices=slices, tiles=tiles, exact_tiles=exact_tiles)
+            assemble=assemble, slices=slices, tiles=tiles, exact_tiles=exact_tiles, split=split)
         schedule = NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling,
                                {n: (h.tensor, h.first, h.end) for n, h in homes.items()}, _input_blocks(units))
         return _Scheduled(key, schedule, units, reserve)
@@ -3638,10 +3649,25 @@ def _finished(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Schedul
     # the weights of the ops that stalled streamed, where that runs faster
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
-    # then ops that fit whole on the bands of their sibling readers, where that runs faster
+    # then the ops still whole whose loads came late split, where that runs faster; both finished, the
+    # first kept: the steps after can turn the order
+    split_best, split = _split_late(program, sram_size, cost, best,
+                                    lambda split: scheduled(*choices, streamed=streamed, split=split))
+    return min([_finish(program, sram_size, cost, best, choices, scheduled, streamed, frozenset())]
+               + ([_finish(program, sram_size, cost, split_best, choices, scheduled, streamed, split)] if split else []),
+               key=lambda found: found[0])
+
+
+def _finish(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled, choices: tuple[Any, ...],
+            scheduled: Callable[..., _Scheduled], streamed: frozenset[str], split: frozenset[str]
+            ) -> tuple[_Key, NpuSchedule]:
+    """The steps of `_finished` after the weights streamed (`streamed`) and
+    the ops split (`split`), on `best`: siblings' bands, every way
+    (`_fastest_scheduler`), outputs assembled in SRAM."""
+    # ops that fit whole on the bands of their sibling readers, where that runs faster
     join_siblings = False
     try:
-        joined = scheduled(*choices, streamed=streamed, join_siblings=True)
+        joined = scheduled(*choices, streamed=streamed, join_siblings=True, split=split)
         if joined.key < best.key:
             best, join_siblings = joined, True
     except PlanningError:
@@ -3666,7 +3692,7 @@ def _finished(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Schedul
         tried_units.append(units)
         try:
             assembled = scheduled(*choices, streamed=streamed, join_siblings=join_siblings, assemble=True,
-                                  slices=slices, tiles=tiles)
+                                  slices=slices, tiles=tiles, split=split)
         except PlanningError:
             continue  # the whole outputs do not fit beside what stays in SRAM
         fastest = min(fastest, _fastest_scheduler(program, sram_size, cost, assembled), key=lambda found: found[0])
@@ -3714,13 +3740,53 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     return best, streamed
 
 
+def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
+                scheduled: Callable[[frozenset[str]], _Scheduled]) -> tuple[_Scheduled, frozenset[str]]:
+    """The fastest simulated of `best` and the schedules `scheduled(split)`
+    makes with some of its ops on two tiles or more (`_units`' `split`):
+    the ops that ran whole, can be split by output channels, have more than
+    `STREAM_SLOW_WEIGHTS_SHARE` eighths of the SRAM of weights, and whose
+    compute waited for loads that came late (the stall less its port-bound
+    part, `NpuOpCost.port_bound_stall_cycles`: the port had idled since the
+    wait before, so loads started then would have shortened it, given room).
+    The `STREAM_SINGLES` that waited longest all at once first; where that
+    is no faster, each alone, keeping every one that is faster. Such an op's best tiling is one tile, so
+    `_stream_stalled` leaves it whole; on two tiles or more its first weight
+    block is smaller than its weights, finds room sooner and loads sooner,
+    and the next ones load while it computes (SqueezeNet's fire6 and fire7
+    expands, 331 KB each, at 1 MiB). Also returns the ops split."""
+    ops = {op.name: op for op in program.ops}
+    simulated = _simulate(best.schedule, program, sram_size, cost)
+    late = sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
+                   if c.stall_cycles > c.port_bound_stall_cycles and c.tiles == 1 and ops[c.op].channels > 1
+                   and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
+                  key=lambda c: c.port_bound_stall_cycles - c.stall_cycles)[:STREAM_SINGLES]
+    split: frozenset[str] = frozenset()
+    every = frozenset(c.op for c in late)
+    trials = ([every] if len(late) > 1 else []) + [frozenset([c.op]) for c in late]
+    with progress.steps(f"splitting {plural(len(late), 'op')} whose loads came late", len(trials)) as step:
+        for trial in trials:
+            try:
+                other = scheduled(split | trial)
+            except PlanningError:
+                continue
+            finally:
+                step()
+            if other.key < best.key:
+                best, split = other, split | trial
+                if trial == every:
+                    break
+    return best, split
+
+
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
                      streamed: frozenset[str] = frozenset(), join_siblings: bool = False, assemble: bool = False,
                      slices: bool = True, tiles: bool = False, exact_tiles: bool = False,
+                     split: frozenset[str] = frozenset(),
                      ) -> tuple[list[_Unit], dict[str, tuple[int, int]], dict[str, _Home], list[Instruction], _Key,
                                 str]:
     """What `_units(program, sram_size, cost, *choices, streamed=streamed,
-    join_siblings=join_siblings)` returns, with the bands of sibling readers interleaved
+    join_siblings=join_siblings, split=split)` returns, with the bands of sibling readers interleaved
     (`_sibling_bands`; with `assemble`, bands of rows assembled in SRAM,
     `_assembled` with `slices` and `tiles`, scheduled with each of `RESERVES` until one
     fits), the units' instructions (`_Scheduler`), their rank (`_ran`) and
@@ -3732,7 +3798,7 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
     that fit whole (`STREAM_WEIGHTS_SHARE`, `streamed`). `exact_tiles`: as
     `_units`'."""
     units, tiling, homes = _units(program, sram_size, cost, *choices, streamed=streamed, join_siblings=join_siblings,
-                                  exact_tiles=exact_tiles)
+                                  exact_tiles=exact_tiles, split=split)
     siblings = _sibling_bands(program, units, tiling, sram_size)
     tries = ([siblings] if siblings is not units else []) + [units]
     if assemble:
