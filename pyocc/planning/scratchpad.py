@@ -3116,7 +3116,6 @@ class _Scheduler:
             self.now = index
             keys = {(n.piece.tensor, n.piece.part) for n in unit.reads}
             whole_outs = {_container(m) for m in unit.writes if m.mode in (WHOLE, INTO)}
-            protected = keys | whole_outs
             keys |= {(n.piece.tensor, "all") for n in unit.reads}
             order = {(n.piece.tensor, n.piece.part): i for i, n in enumerate(unit.reads)}
             protected = keys | whole_outs
@@ -3762,6 +3761,8 @@ def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Sched
                    and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                   key=lambda c: c.port_bound_stall_cycles - c.stall_cycles)[:STREAM_SINGLES]
     split: frozenset[str] = frozenset()
+    if not late:
+        return best, split
     every = frozenset(c.op for c in late)
     trials = ([every] if len(late) > 1 else []) + [frozenset([c.op]) for c in late]
     with progress.steps(f"splitting {plural(len(late), 'op')} whose loads came late", len(trials)) as step:

@@ -23,7 +23,6 @@ import numpy as np
 import pytest
 
 import pyocc
-from pyocc.errors import PyoccError
 from pyocc.testing.light_models import onnxruntime_reference
 
 pytest.importorskip("onnxruntime")
