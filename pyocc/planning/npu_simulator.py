@@ -22,12 +22,14 @@ Timing: the control processor issues instructions in order; a compute takes
 max(MACs / macs_per_cycle, SRAM bytes touched / sram_bytes_per_cycle) cycles
 and blocks it; transfers queue on one DRAM port (FIFO, dram_bytes_per_cycle)
 and run concurrently with compute; a `Wait` blocks until its transfer ends
-(those cycles are stall cycles). A stall is *port-bound* where the DRAM port
-was busy throughout since the control processor last waited (moving other
-bytes: only fewer bytes would shorten it); the rest of it, at most the
-cycles the port idled since then, is *late*: a transfer issued into that
-idle time would have shortened it, where its data existed and the SRAM had
-room for it. No IR here: pyocc's planning layer.
+(those cycles are stall cycles). Each stall is split in two: *late*, at
+most the cycles the DRAM port idled before it that no earlier stall was
+counted against (a transfer started in that idle time would have
+shortened it, where its data existed by then, a store's once computed, and
+the SRAM had room for it), and the rest, *port-bound*: every cycle the
+port idled before it went to earlier stalls, so starting transfers
+earlier would not shorten it; moving fewer bytes would. No IR here:
+pyocc's planning layer.
 """
 
 from __future__ import annotations
@@ -204,8 +206,9 @@ class SimulationResult:
 
     @property
     def stall_port_bound_cycles(self) -> int:
-        """Of `stall_cycles`, those the DRAM port was busy throughout since
-        the last stall before them (the rest: transfers issued late)."""
+        """Of `stall_cycles`, the port-bound ones: no idle cycle of the DRAM
+        port before them was left that earlier transfers could have used (the
+        rest: transfers started late; see the module docstring)."""
         return sum(self.port_bound_stalls)
 
 
@@ -316,8 +319,7 @@ def simulate(
     transfers: list[tuple[str, str, int, int, int]] = []
     issued: list[int] = []
     computes: list[tuple[str, int, int]] = []
-    resumed = 0  # when the control processor last stopped waiting
-    idle = 0  # cycles the port idled since then
+    idle = 0  # cycles the port idled so far that no stall was counted against yet
     port_bound = 0  # port-bound cycles of the stalls since the last compute
     port_bound_stalls: list[int] = []
 
@@ -376,7 +378,7 @@ def simulate(
                     spill_span.setdefault(ins.piece.tensor, [index, index])[1] = index
                 direction = "store"
             start = max(now, port)
-            idle += max(0, start - max(port, resumed))
+            idle += start - port  # the port idled since its last transfer ended
             port = start + cost.dma_cycles(ins.piece.bytes)
             r.pending.add(ins.id)
             pending[ins.id] = (direction, r, ins.piece, port)
@@ -390,9 +392,10 @@ def simulate(
             r.pending.discard(ins.id)
             if end > now:
                 stall += end - now
-                port_bound += max(0, end - now - idle)
-                now = resumed = end
-                idle = 0
+                late = min(end - now, idle)
+                port_bound += end - now - late
+                idle -= late
+                now = end
             if direction == "load":
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
         elif isinstance(ins, Compute):

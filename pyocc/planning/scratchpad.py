@@ -13,8 +13,10 @@ npu_simulator.py:
    double-buffered, fits (in half the SRAM, or up to 7/8 when that is
    clearly faster: `_choose_tiling`); without cascades, so is an op whose
    weights take more than `STREAM_WEIGHTS_SHARE` of the SRAM, to stream
-   them while it computes, and one whose compute waited for weights that
-   loaded late, where that runs faster (`_stream_stalled`, `_split_late`).
+   them while it computes, and, where that runs faster, one whose compute
+   waited for its weights (`_stream_stalled`; one that still runs whole,
+   its wait late in part, on a tiling whose weights load in blocks:
+   `_split_late`).
    An op without weights (a pooling)
    splits its channels by reading its input's channel blocks. A
    convolution or fully connected layer may also sum each output tile over
@@ -835,8 +837,9 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
     is taken first when one fits: each band is read where it is, often
     still in SRAM, instead of the whole input from DRAM. `operands`: the
     tensors `op` names (pure in its arguments, hence cached); `exact`: as
-    `_reduction_tiling`'s; with `split`, only tilings of two tiles or more
-    (`_split_late`)."""
+    `_reduction_tiling`'s; with `split`, only tilings whose weights load in
+    blocks: of two blocks of output channels or more, or summed over blocks
+    of input channels (`_split_late`)."""
     tensors = {t.name: t for t in operands}
     best: tuple[int, int, int, int, int, bool, int, int] | None = None
     bigs = (sram // 4, sram // 8, sram // 16, sram // 32, 0)
@@ -849,8 +852,8 @@ def _chosen_tiling(op: NpuOp, operands: tuple[NpuTensor, ...], sram: int, cost: 
                 best = min(found)
                 return best[3], best[4], best[5], best[7], best[6]
     plain = [(_tiling_with(op, tensors, most, big, cost), big) for big in bigs]
-    if split:  # a tiling summed over input channel blocks has two tiles or more anyway
-        plain = [([(key, foot) for key, foot in keys if key[2] > 1], big) for keys, big in plain]
+    if split:  # a tiling summed over input channel blocks loads its filters block by block anyway
+        plain = [([(key, foot) for key, foot in keys if key[4] > 1], big) for keys, big in plain]
     reduced: list[tuple[list[tuple[_TilingKey, int]], int]] | None = None
     for share in TILE_SHARES:
         limit = sram * share // 8
@@ -1072,8 +1075,10 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
     `STREAM_SLOW_WEIGHTS_SHARE` and load slower than it computes, is
     tiled (its weights streamed in blocks) even where it fits whole,
     unless not `stream_weights`, and so is every op named in `streamed`
-    that can be split by channels (`_stream_stalled`), and every op named
-    in `split` on its best tiling of two tiles or more (`_split_late`); with
+    that can be split by channels (`_stream_stalled`), and so is every op
+    named in `split`, on its best tiling whose weights load in blocks
+    (`_split_late`; an op whose weights cannot stream, or that does not fit
+    whole, runs as without); with
     `join_siblings`, an op that fits whole runs on the bands of rows of an
     earlier reader of its input where `_sibling_rows` finds one;
     `exact_tiles`: the tilings chosen as `_chosen_tiling`'s `exact`; also
@@ -1166,7 +1171,7 @@ def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = T
                 continue
         if r > 1 and op.name in block_fed:
             r, c, rows_outer, big, blocks = _blocks_alone(op, tensors, sram, cost, in_bands,
-                                                          (r, c, rows_outer, big, blocks))
+                                                          (r, c, rows_outer, big, blocks), op.name in split)
         tiling[op.name] = (r, c)
         ranges = ([(lo, hi) for lo, hi, _ in in_bands] if in_bands is not None and blocks == len(in_bands)
                   else [split_range(op.in_channels, blocks, m) for m in range(blocks)])
@@ -1228,8 +1233,8 @@ def _channelwise_reader(before: NpuOp, op: NpuOp, tensors: dict[str, NpuTensor],
 
 
 def _blocks_alone(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: NpuCost,
-                  bands: list[tuple[int, int, str]] | None, chosen: tuple[int, int, bool, int, int]
-                  ) -> tuple[int, int, bool, int, int]:
+                  bands: list[tuple[int, int, str]] | None, chosen: tuple[int, int, bool, int, int],
+                  split: bool = False) -> tuple[int, int, bool, int, int]:
     """`chosen` (`_choose_tiling`'s tiling of `op`, split by rows), or
     the tiling of `op` by blocks of output channels alone (every row in
     each tile) when it is estimated faster, or as fast and moving no more
@@ -1238,10 +1243,10 @@ def _blocks_alone(op: NpuOp, tensors: dict[str, NpuTensor], sram: int, cost: Npu
     (`_channelwise_reader`), so it runs on those tiles where they were
     written (`_channel_chains`). Inception v2's 3x3 convolution at 56x56
     (2.3 MB out, then a max pool) at 1 MiB: 4 bands of 42 blocks, or 63
-    blocks alone at the same estimated cycles."""
+    blocks alone at the same estimated cycles. `split`: as `_chosen_tiling`'s."""
     flat = dataclasses.replace(op, row_windows=())  # an op no tiling splits by rows (`_row_candidates`)
     try:
-        alone = _choose_tiling(flat, tensors, sram, cost, bands)
+        alone = _choose_tiling(flat, tensors, sram, cost, bands, split=split)
     except PlanningError:
         return chosen
     was, now = _tiling_estimate(op, tensors, sram, cost, chosen), _tiling_estimate(flat, tensors, sram, cost, alone)
@@ -3649,7 +3654,7 @@ def _finished(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Schedul
     best, streamed = _stream_stalled(program, sram_size, cost, best,
                                      lambda streamed: scheduled(*choices, streamed=streamed))
     # then the ops still whole whose loads came late split, where that runs faster; both finished, the
-    # first kept: the steps after can turn the order
+    # faster kept (the unsplit one on a tie): the steps after can turn the order
     split_best, split = _split_late(program, sram_size, cost, best,
                                     lambda split: scheduled(*choices, streamed=streamed, split=split))
     return min([_finish(program, sram_size, cost, best, choices, scheduled, streamed, frozenset())]
@@ -3742,18 +3747,19 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
 def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
                 scheduled: Callable[[frozenset[str]], _Scheduled]) -> tuple[_Scheduled, frozenset[str]]:
     """The fastest simulated of `best` and the schedules `scheduled(split)`
-    makes with some of its ops on two tiles or more (`_units`' `split`):
-    the ops that ran whole, can be split by output channels, have more than
-    `STREAM_SLOW_WEIGHTS_SHARE` eighths of the SRAM of weights, and whose
-    compute waited for loads that came late (the stall less its port-bound
-    part, `NpuOpCost.port_bound_stall_cycles`: the port had idled since the
-    wait before, so loads started then would have shortened it, given room).
-    The `STREAM_SINGLES` that waited longest all at once first; where that
-    is no faster, each alone, keeping every one that is faster. Such an op's best tiling is one tile, so
-    `_stream_stalled` leaves it whole; on two tiles or more its first weight
-    block is smaller than its weights, finds room sooner and loads sooner,
-    and the next ones load while it computes (SqueezeNet's fire6 and fire7
-    expands, 331 KB each, at 1 MiB). Also returns the ops split."""
+    makes with some of its ops on their best tiling whose weights load in
+    blocks (`_units`' `split`): the ops that ran whole, can be split by
+    output channels, have more than `STREAM_SLOW_WEIGHTS_SHARE` eighths of
+    the SRAM of weights, and whose stall was late in part (any cycle of it:
+    the stall less its port-bound part, `NpuOpCost.port_bound_stall_cycles`;
+    the port had idled before it, so loads started then would have
+    shortened it, given room). The `STREAM_SINGLES` with the most late
+    cycles all at once first; where that is no faster, each alone, keeping
+    every one that is faster. Such an op's best tiling is one tile, so
+    `_stream_stalled` leaves it whole; split, its first weight block is
+    smaller than its weights, finds room sooner and loads sooner, and the
+    next ones load while it computes (SqueezeNet's fire7 expand, 332,544
+    bytes of weights, at 1 MiB). Also returns the ops split."""
     ops = {op.name: op for op in program.ops}
     simulated = _simulate(best.schedule, program, sram_size, cost)
     late = sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
@@ -4059,7 +4065,9 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
     fields = {op.name: dict.fromkeys(("tiles", "compute", "stall", "port_bound", "weights", "inputs", "outputs",
                                       "reread"), 0)
               for op in program.ops}
-    port_bound = iter(simulation.port_bound_stalls)
+    assert len(simulation.port_bound_stalls) == sum(isinstance(i, Compute) for i in instructions) + 1, \
+        "the simulation is of other instructions"
+    computes = 0  # so far: the index of the next compute's entry in `simulation.port_bound_stalls`
     seen: set[tuple[str, str]] = set()
     end = 0  # when the previous compute ended
     for index, ins in enumerate(instructions):
@@ -4070,7 +4078,8 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
             f["tiles"] += 1
             f["compute"] += cycles
             f["stall"] += start - end
-            f["port_bound"] += next(port_bound)
+            f["port_bound"] += simulation.port_bound_stalls[computes]
+            computes += 1
             end = start + cycles
         elif isinstance(ins, Load):
             uses = reader_at.get(ins.piece.tensor, [])
@@ -4086,7 +4095,7 @@ def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: S
     last = next((ins.op for ins in reversed(instructions) if isinstance(ins, Compute)), None)
     if last is not None:  # the stores drained after the last compute
         fields[last]["stall"] += simulation.cycles - end
-        fields[last]["port_bound"] += next(port_bound)
+        fields[last]["port_bound"] += simulation.port_bound_stalls[computes]
     out = []
     for op, floor in zip(program.ops, program.op_floor_cycles(cost), strict=True):
         f = fields[op.name]
