@@ -21,10 +21,10 @@ cascaded schedule only).
 `--per-op` prints instead, per model, where the schedule that runs spends
 its cycles and DRAM bytes op by op (pyocc.planning.scratchpad.op_costs):
 tiles, the op's compute floor, its compute, the stalls before its tiles
-and of those the port-bound ones (`port-bd`: no idle cycle of the DRAM
-port before them was left, so fewer bytes would shorten them, earlier
-transfers would not; the rest were late, npu_simulator.py), each over the
-model's bound (and in
+and of those the port-bound ones (`port-bd`: beyond the cycles the DRAM
+port idled since the stall before, so fewer bytes would shorten them;
+the rest were late, npu_simulator.py), each over the model's bound (and
+in
 the header, the cycles the DRAM port is busy and those it is idle while a
 compute runs: DMA that could still overlap compute), and the MiB of
 weights it loads (and

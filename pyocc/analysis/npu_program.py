@@ -497,10 +497,10 @@ def npu_summary(npu: dict[str, Any]) -> str:
         f"x{ratio(npu['cycles'], npu['bound_cycles'])})",
         f"  compute        {npu['compute_cycles']:>14,d}    ({npu['macs']:,d} MACs)",
         f"  stalls         {npu['stall_cycles']:>14,d}    (waiting for DMA)",
-        f"    port-bound   {npu['stall_port_bound_cycles']:>14,d}    (no idle DRAM port cycle before them left: "
+        f"    port-bound   {npu['stall_port_bound_cycles']:>14,d}    (the DRAM port busy since the stall before: "
         "fewer bytes would shorten these)",
         f"    late         {npu['stall_cycles'] - npu['stall_port_bound_cycles']:>14,d}    "
-        "(the port idled before: transfers started then would, data and SRAM room allowing)",
+        "(the port idled since: transfers started then would, data and SRAM room allowing)",
         f"  DMA transfers  {npu['dma_transfers']:>14,d}    ({len(npu['tiled_ops'])} ops tiled or cascaded)",
         f"  no prefetch    {base['cycles']:>14,d}    cycles, {base['dram_bytes']:,d} B DRAM "
         f"(copy in, compute, copy out; x{ratio(base['cycles'], npu['bound_cycles'])})",

@@ -22,14 +22,15 @@ Timing: the control processor issues instructions in order; a compute takes
 max(MACs / macs_per_cycle, SRAM bytes touched / sram_bytes_per_cycle) cycles
 and blocks it; transfers queue on one DRAM port (FIFO, dram_bytes_per_cycle)
 and run concurrently with compute; a `Wait` blocks until its transfer ends
-(those cycles are stall cycles). Each stall is split in two: *late*, at
-most the cycles the DRAM port idled before it that no earlier stall was
-counted against (a transfer started in that idle time would have
-shortened it, where its data existed by then, a store's once computed, and
-the SRAM had room for it), and the rest, *port-bound*: every cycle the
-port idled before it went to earlier stalls, so starting transfers
-earlier would not shorten it; moving fewer bytes would. No IR here:
-pyocc's planning layer.
+(those cycles are stall cycles). The stall before each compute (all the
+waits since the compute before it) is split in two: *late*, at most the
+cycles the DRAM port idled since the control processor last stopped
+waiting (a transfer started in that idle time would have shortened it,
+where its data existed by then, a store's once computed, and the SRAM had
+room for it), and the rest, *port-bound*: the port was busy all the
+rest of that time, so starting those transfers earlier since then would
+not shorten it; moving fewer bytes would. No IR here: pyocc's planning
+layer.
 """
 
 from __future__ import annotations
@@ -206,9 +207,9 @@ class SimulationResult:
 
     @property
     def stall_port_bound_cycles(self) -> int:
-        """Of `stall_cycles`, the port-bound ones: no idle cycle of the DRAM
-        port before them was left that earlier transfers could have used (the
-        rest: transfers started late; see the module docstring)."""
+        """Of `stall_cycles`, the port-bound ones: the DRAM port was busy
+        throughout since the stall before, but for the cycles the late rest
+        of the stall could have used (see the module docstring)."""
         return sum(self.port_bound_stalls)
 
 
@@ -319,8 +320,8 @@ def simulate(
     transfers: list[tuple[str, str, int, int, int]] = []
     issued: list[int] = []
     computes: list[tuple[str, int, int]] = []
-    idle = 0  # cycles the port idled so far that no stall was counted against yet
-    port_bound = 0  # port-bound cycles of the stalls since the last compute
+    idle = 0  # cycles the port idled since the control processor last stopped waiting
+    waited = 0  # stall cycles since the last compute
     port_bound_stalls: list[int] = []
 
     def fail(index: int, message: str) -> ScheduleError:
@@ -392,9 +393,7 @@ def simulate(
             r.pending.discard(ins.id)
             if end > now:
                 stall += end - now
-                late = min(end - now, idle)
-                port_bound += end - now - late
-                idle -= late
+                waited += end - now
                 now = end
             if direction == "load":
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
@@ -414,8 +413,9 @@ def simulate(
             cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
             compute += cycles
             computes.append((ins.op, now, now + cycles))
-            port_bound_stalls.append(port_bound)
-            port_bound = 0
+            port_bound_stalls.append(waited - min(waited, idle))
+            if waited:  # the control processor stopped waiting: the port's idle cycles count from here
+                idle = waited = 0
             now += cycles
         else:  # pragma: no cover - the union is closed
             raise fail(index, f"unknown instruction {ins!r}")
@@ -427,7 +427,7 @@ def simulate(
         if not in_dram(Piece(tensor, "all", tensor_bytes[tensor])):
             raise ScheduleError(f"graph output {tensor!r} is not in DRAM at the end")
     _check_spill_overlaps(spill_span, dram_offsets, tensor_bytes)
-    port_bound_stalls.append(port_bound)
+    port_bound_stalls.append(waited - min(waited, idle))
     return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers, issued, computes,
                             port_bound_stalls)
 
