@@ -3724,24 +3724,33 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
                       if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
                       and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                      key=lambda c: -c.stall_cycles)
-    streamed: frozenset[str] = frozenset()
     if not stalled:
-        return best, streamed
-    every = frozenset(c.op for c in stalled)
-    trials = [every] + ([frozenset([c.op]) for c in stalled[:STREAM_SINGLES]] if len(stalled) > 1 else [])
-    with progress.steps(f"streaming the weights of {plural(len(stalled), 'op')} that stalled", len(trials)) as step:
+        return best, frozenset()
+    return _kept_trials(best, [c.op for c in stalled], [c.op for c in stalled[:STREAM_SINGLES]], scheduled,
+                        f"streaming the weights of {plural(len(stalled), 'op')} that stalled")
+
+
+def _kept_trials(best: _Scheduled, every: list[str], singles: list[str],
+                 scheduled: Callable[[frozenset[str]], _Scheduled], what: str) -> tuple[_Scheduled, frozenset[str]]:
+    """`best`, or faster, `scheduled(ops)` for the ops kept: all of `every`
+    at once first; where that is no faster (and `every` holds more than
+    one), each of `singles` alone, keeping each that is faster by `_key`
+    (a progress block of `what`). Also returns the ops kept."""
+    kept: frozenset[str] = frozenset()
+    trials = [frozenset(every)] + ([frozenset([op]) for op in singles] if len(every) > 1 else [])
+    with progress.steps(what, len(trials)) as step:
         for trial in trials:
             try:
-                other = scheduled(streamed | trial)
+                other = scheduled(kept | trial)
             except PlanningError:
                 continue
             finally:
                 step()
             if other.key < best.key:
-                best, streamed = other, streamed | trial
-                if trial == every:
+                best, kept = other, kept | trial
+                if trial == trials[0]:
                     break
-    return best, streamed
+    return best, kept
 
 
 def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
@@ -3766,24 +3775,10 @@ def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Sched
                    if c.stall_cycles > c.port_bound_stall_cycles and c.tiles == 1 and ops[c.op].channels > 1
                    and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
                   key=lambda c: c.port_bound_stall_cycles - c.stall_cycles)[:STREAM_SINGLES]
-    split: frozenset[str] = frozenset()
     if not late:
-        return best, split
-    every = frozenset(c.op for c in late)
-    trials = ([every] if len(late) > 1 else []) + [frozenset([c.op]) for c in late]
-    with progress.steps(f"splitting {plural(len(late), 'op')} whose loads came late", len(trials)) as step:
-        for trial in trials:
-            try:
-                other = scheduled(split | trial)
-            except PlanningError:
-                continue
-            finally:
-                step()
-            if other.key < best.key:
-                best, split = other, split | trial
-                if trial == every:
-                    break
-    return best, split
+        return best, frozenset()
+    return _kept_trials(best, [c.op for c in late], [c.op for c in late], scheduled,
+                        f"splitting {plural(len(late), 'op')} whose loads came late")
 
 
 def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choices: Any,
