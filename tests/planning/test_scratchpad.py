@@ -1846,3 +1846,35 @@ def test_an_op_whose_weights_came_late_runs_on_weight_blocks_where_that_is_faste
     assert cost_of(whole, "r38").stall_cycles > cost_of(whole, "r38").port_bound_stall_cycles
     assert cost_of(split, "r38").tiles == 1
     assert kept.schedule.instructions == whole.schedule.instructions
+
+
+def test_trials_keep_all_at_once_where_faster_else_each_op_that_is():
+    # `_kept_trials` (`_stream_stalled`, `_split_late`): the ops all at once first; where that is no
+    # faster, each alone on top of those kept so far, kept where faster; a trial that does not fit
+    # (PlanningError) is skipped
+    from types import SimpleNamespace
+
+    def scheduled_by(cycles):
+        tried = []
+
+        def scheduled(ops):
+            tried.append(ops)
+            if "c" in ops and len(ops) < 3:  # c with some of the others: no room
+                raise PlanningError("does not fit")
+            return SimpleNamespace(key=(cycles(ops),))
+        return scheduled, tried
+
+    best = SimpleNamespace(key=(100,))
+    # all at once is faster: kept, nothing else tried
+    scheduled, tried = scheduled_by(lambda ops: 90)
+    kept, ops = scratchpad._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
+    assert (kept.key, ops, tried) == ((90,), frozenset("abc"), [frozenset("abc")])
+    # all at once is slower: a alone is faster (kept), then a+b is not, then a+c does not fit
+    scheduled, tried = scheduled_by(lambda ops: {frozenset("a"): 95}.get(ops, 120))
+    kept, ops = scratchpad._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
+    assert (kept.key, ops) == ((95,), frozenset("a"))
+    assert tried == [frozenset("abc"), frozenset("a"), frozenset("ab"), frozenset("ac")]
+    # one op: tried once
+    scheduled, tried = scheduled_by(lambda ops: 120)
+    assert scratchpad._kept_trials(best, ["a"], ["a"], scheduled, "trials") == (best, frozenset())
+    assert tried == [frozenset("a")]
