@@ -24,10 +24,9 @@ tiles, the op's compute floor, its compute, the stalls before its tiles
 and of those the port-bound ones (`port-bd`: beyond the cycles the DRAM
 port idled since the stall before, so fewer bytes would shorten them;
 the rest were late, npu_simulator.py), each over the model's bound (and
-in
-the header, the cycles the DRAM port is busy and those it is idle while a
-compute runs: DMA that could still overlap compute), and the MiB of
-weights it loads (and
+in the header, the cycles the DRAM port is busy and those it is idle
+while a compute runs: DMA that could still overlap compute), and the MiB
+of weights it loads (and
 their size), of activations it loads and stores, and loaded again; with
 the weight-stream floor (NpuProgram.weight_stream_floor_cycles: between
 two ops where the schedule is cut, what those ops read from outside them

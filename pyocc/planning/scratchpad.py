@@ -3518,8 +3518,8 @@ def _schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost, cas
     each finished apart where near (`_finished`, `PATH_MARGIN`): the
     weights of the ops that stalled streamed where that runs faster,
     `_stream_stalled`; then the ops still whole whose loads came late on
-    two tiles or more, where that runs faster, the rest finished with them
-    and without (`_split_late`); then ops that fit whole on the bands of
+    tilings whose weights load in blocks, where that runs faster, the rest
+    finished with them and without (`_split_late`); then ops that fit whole on the bands of
     rows of a sibling reader of their input, `_sibling_rows`, where that
     runs faster; then the fastest units
     scheduled with the other `RESERVES` and best fit, `_fastest_scheduler`;
@@ -3718,16 +3718,26 @@ def _stream_stalled(program: NpuProgram, sram_size: int, cost: NpuCost, best: _S
     convolutions over the growing concatenations; streaming every op
     above the share instead: 1.416, but Inception v1 1.671 -> 1.691).
     Also returns the ops whose weights the schedule kept streams."""
-    ops = {op.name: op for op in program.ops}
-    simulated = _simulate(best.schedule, program, sram_size, cost)
-    stalled = sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
-                      if c.stall_cycles > 0 and c.tiles == 1 and ops[c.op].channels > 1
-                      and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
-                     key=lambda c: -c.stall_cycles)
+    stalled = _waited_whole(program, sram_size, cost, best, lambda c: c.stall_cycles)
     if not stalled:
         return best, frozenset()
     return _kept_trials(best, [c.op for c in stalled], [c.op for c in stalled[:STREAM_SINGLES]], scheduled,
                         f"streaming the weights of {plural(len(stalled), 'op')} that stalled")
+
+
+def _waited_whole(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Scheduled,
+                  waited: Callable[[NpuOpCost], int]) -> list[NpuOpCost]:
+    """The ops of `best`'s simulated schedule that ran whole (one tile), can
+    be split by output channels, have more than `STREAM_SLOW_WEIGHTS_SHARE`
+    eighths of the SRAM of weights, and `waited` (their stall, or a part of
+    it) more than 0 cycles, the longest first: the candidates of
+    `_stream_stalled` and `_split_late`."""
+    ops = {op.name: op for op in program.ops}
+    simulated = _simulate(best.schedule, program, sram_size, cost)
+    return sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
+                   if waited(c) > 0 and c.tiles == 1 and ops[c.op].channels > 1
+                   and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
+                  key=lambda c: -waited(c))
 
 
 def _kept_trials(best: _Scheduled, every: list[str], singles: list[str],
@@ -3769,12 +3779,8 @@ def _split_late(program: NpuProgram, sram_size: int, cost: NpuCost, best: _Sched
     smaller than its weights, finds room sooner and loads sooner, and the
     next ones load while it computes (SqueezeNet's fire7 expand, 332,544
     bytes of weights, at 1 MiB). Also returns the ops split."""
-    ops = {op.name: op for op in program.ops}
-    simulated = _simulate(best.schedule, program, sram_size, cost)
-    late = sorted((c for c in op_costs(program, best.schedule.instructions, simulated, cost)
-                   if c.stall_cycles > c.port_bound_stall_cycles and c.tiles == 1 and ops[c.op].channels > 1
-                   and c.weight_bytes > sram_size * STREAM_SLOW_WEIGHTS_SHARE // 8),
-                  key=lambda c: c.port_bound_stall_cycles - c.stall_cycles)[:STREAM_SINGLES]
+    late = _waited_whole(program, sram_size, cost, best,
+                         lambda c: c.stall_cycles - c.port_bound_stall_cycles)[:STREAM_SINGLES]
     if not late:
         return best, frozenset()
     return _kept_trials(best, [c.op for c in late], [c.op for c in late], scheduled,
