@@ -201,18 +201,27 @@ func.func @conv_chain(%x: tensor<1x4x32x32xf32>) -> tensor<1x4x32x32xf32> {
 // -----
 
 // A residual unit as one chain: %x is read by rows twice per band, by %a
-// with the halo %b's 3x3 window needs and by %y (its residual) without it.
-// Each band of %x is loaded once; %y's rows are copied out of it, SRAM to
-// SRAM, by a strided dnn.memcpy (a chunk per channel, `npu.op` the reader:
-// the simulator runs it as a compute) into the buffer %y reads.
+// and by %y (its residual). Rolled, %a computes each row once, so each band
+// of %x is loaded once (rows 0..3, then 4..7), and %y reads its rows one row
+// behind %a's (for %b's halo between them). Its first band's rows are
+// copied out of %x's first band, SRAM to SRAM, by a strided dnn.memcpy (a
+// chunk per channel, `npu.op` the reader: the simulator runs it as a
+// compute) into the buffer %y reads; its second band's rows, 3..6, out of
+// two bands of %x, the one before and this one (two dnn.memcpy into one
+// buffer) instead of loaded again.
 // SRAM32-LABEL: func.func @residual_chain
-// SRAM32:       dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[XB:.*]] : memref<1x4x10x32xf32>) {{.*}}rows = array<i64: 7, 17>}
+// SRAM32:       dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[XB:.*]] : memref<1x4x4x32xf32>) {{.*}}rows = array<i64: 0, 4>}
+// SRAM32:       dnn.dma_start ins(%x : memref<1x4x32x32xf32>) outs(%[[XC:.*]] : memref<1x4x4x32xf32>) {{.*}}rows = array<i64: 4, 8>}
 // SRAM32:       dnn.conv ins(%[[XB]], %w_sram
-// SRAM32:       %[[R:.*]] = dnn.mem_offset {{.*}}npu.buffer = "b{{[0-9]+}}:x:rows8:16|copy"{{.*}} -> memref<1x4x8x32xf32>
-// SRAM32-NEXT:  %[[S:.*]] = dnn.subview %[[XB]] {offset = 128 : i64} : memref<1x4x10x32xf32> -> memref<4992xi8>
-// SRAM32-NEXT:  "dnn.memcpy"(%[[S]], %[[R]]) <{kind = "host_to_host", size = 1024 : i64, count = 4 : i64, source_stride = 1280 : i64, target_stride = 1024 : i64}> {npu.reads = {{\[}}["x", "rows7:17", 5120 : i64, 16384 : i64]], npu.writes = {{\[}}["x", "rows8:16|copy", 4096 : i64, 16384 : i64]], npu.op = "y"}
-// SRAM32-NOT:   dnn.dma_start ins(%x : memref<1x4x32x32xf32>) {{.*}}rows = array<i64: 8, 16>}
-// SRAM32:       dnn.conv ins(%{{.*}}, %u_sram, residual %[[R]] : memref<1x4x8x32xf32>, memref<4x4x1x1xf32>, memref<1x4x8x32xf32>)
+// SRAM32:       %[[R:.*]] = dnn.mem_offset {{.*}}npu.buffer = "b{{[0-9]+}}:x:rows0:3|copy"{{.*}} -> memref<1x4x3x32xf32>
+// SRAM32-NEXT:  %[[S:.*]] = dnn.subview %[[XB]] {offset = 0 : i64} : memref<1x4x4x32xf32> -> memref<2048xi8>
+// SRAM32-NEXT:  "dnn.memcpy"(%[[S]], %[[R]]) <{kind = "host_to_host", size = 384 : i64, count = 4 : i64, source_stride = 512 : i64, target_stride = 384 : i64}> {npu.reads = {{\[}}["x", "rows0:4", 2048 : i64, 16384 : i64]], npu.writes = {{\[}}["x", "rows0:3|copy", 1536 : i64, 16384 : i64]], npu.op = "y"}
+// SRAM32:       dnn.conv ins(%{{.*}}, %u_sram, residual %[[R]] : memref<1x4x3x32xf32>, memref<4x4x1x1xf32>, memref<1x4x3x32xf32>)
+// SRAM32:       %[[R2:.*]] = dnn.mem_offset {{.*}}npu.buffer = "b{{[0-9]+}}:x:rows3:7|copy"
+// SRAM32:       "dnn.memcpy"{{.*}}npu.reads = {{\[}}["x", "rows0:4"{{.*}}npu.writes = {{\[}}["x", "rows3:7|copy"
+// SRAM32:       "dnn.memcpy"{{.*}}npu.reads = {{\[}}["x", "rows4:8"{{.*}}npu.writes = {{\[}}["x", "rows3:7|copy"
+// SRAM32-NOT:   rows = array<i64: 3, 7>
+// SRAM32:       dnn.conv ins(%{{.*}}, %u_sram, residual %[[R2]] : memref<1x4x4x32xf32>, memref<4x4x1x1xf32>, memref<1x4x4x32xf32>)
 // Negative: at 64 KiB every tensor fits whole: no band, no copy.
 // CHECK-LABEL: func.func @residual_chain
 // CHECK-NOT:   dnn.memcpy

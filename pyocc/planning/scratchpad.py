@@ -1914,9 +1914,9 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
     tensors = program.by_name()
     loaded: dict[str, int] = {}  # outside input -> the end of the rows the band before loaded
     cycles = 0
-    for ranges in every:
+    for i, ranges in enumerate(every):
         ends: dict[str, int] = {}
-        for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges):
+        for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges, every[i - 1] if i else None):
             nbytes = row_bytes(tensors[op.outputs[0]], end - first)
             for t, lo, hi, how, read in reads:
                 nbytes += read
@@ -1930,21 +1930,30 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
     return cycles
 
 
-def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]]
+def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]],
+                 before: list[tuple[int, int]] | None = None
                  ) -> Iterator[tuple[int, NpuOp, tuple[int, int], list[tuple[NpuTensor, int, int, str, int]]]]:
     """Op by op of one band step of the rolled chain start..stop whose ops
-    compute the rows `ranges` (`_rolled_ranges_of`): (its index in the
-    chain, the op, its rows, what it reads: (tensor, rows lo, hi, how,
-    bytes)).
+    compute the rows `ranges` (`_rolled_ranges_of`; `before`: the band
+    step's before, None for the first): (its index in the chain, the op,
+    its rows, what it reads: (tensor, rows lo, hi, how, bytes)).
     How: "whole" (no window), "outside" (a band of an input from outside
     the chain, loaded with its halo), "copy" (the first reader of rows of
-    an inner tensor other than its producer's band: two readers of the same
-    rows share one copy) or "inside" (its producer's band itself, or rows
-    another reader's copy made)."""
+    an inner tensor other than its producer's band, or of an outside
+    input's rows out of the bands its first reader loaded this step and the
+    step before (`_outside_rolled`): two readers of the same rows share one
+    copy) or "inside" (its producer's band itself, or rows another reader's
+    copy made)."""
     ops = program.ops[start:stop]
     tensors = program.by_name()
     inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}  # -> its producer in the chain
     copies: set[tuple[str, int, int]] = set()
+    first_rows: dict[str, tuple[int, int]] = {}  # outside input -> its first reader's rows the step before
+    for op, rows in zip(ops, before or (), strict=False):
+        for n in dict.fromkeys(op.inputs):
+            if n not in inner and n not in first_rows and op.window(n) is not None:
+                first_rows[n] = op.in_rows(tensors[n], *rows)
+    loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> the rows loaded this step
     for j, (op, rows) in enumerate(zip(ops, ranges, strict=True)):
         reads: list[tuple[NpuTensor, int, int, str, int]] = []
         for n in dict.fromkeys(op.inputs):
@@ -1953,8 +1962,18 @@ def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[
                 reads.append((t, 0, t.rows, "whole", t.size))
                 continue
             lo, hi = op.in_rows(t, *rows)
-            if n not in inner:
-                how = "outside"
+            if n not in inner:  # as `_chain_units` reads it: the rows loaded, a copy of them or of two bands
+                here = loaded.get(n, [])
+                if any((a, b) == (lo, hi) for a, b, _ in here):
+                    how = "inside"
+                elif any(a <= lo and hi <= b for a, b, _ in here) or (
+                        n in first_rows and _outside_rolled(first_rows[n], here, lo, hi) is not None):
+                    how = "copy" if (n, lo, hi) not in copies else "inside"
+                    copies.add((n, lo, hi))
+                else:
+                    how = "outside"
+                    here.append((lo, hi, j))
+                    loaded[n] = here
             elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
                 copies.add((n, lo, hi))
                 how = "copy"
@@ -2036,21 +2055,26 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
     if every is None:
         return None
     roll = _roll_flags(program, start, stop, bands, cost)
+    inner_names = {op.outputs[0] for op in program.ops[start:stop - 1]}
     foot = macs = outside = copied = 0
     for i, ranges in enumerate(every):
         step = 0
-        for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges):
+        kept: set[str] = set()  # outside inputs whose band before stays for a copy
+        for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges, every[i - 1] if i else None):
             out = tensors[op.outputs[0]]
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
                                                    if i and roll[j] else 0)
             macs += math.ceil(op.macs * (end - first) / op.out_rows)
-            for _, _, _, how, nbytes in reads:
+            for t, _, _, how, nbytes in reads:
                 if how in ("whole", "outside"):  # loaded: the whole tensor, or a band with its halo
                     step += nbytes
                     outside += nbytes
                 elif how == "copy":
                     step += nbytes
                     copied += nbytes
+                    if t.name not in inner_names and t.name not in kept:  # and the band before it copies out of
+                        kept.add(t.name)
+                        step += nbytes
         foot = max(foot, weights + step)
         if limit is not None and foot > limit and not peak:
             return None
@@ -2328,19 +2352,26 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     `rolled` (`_rolled_ranges`), each op computes its new rows only, and a
     reader of other rows reads a copy made right before it, of those rows
     out of its producer's band before and this band (one copy unit reading
-    both: `rows{lo}:{hi}|copy`)."""
+    both: `rows{lo}:{hi}|copy`); so does a later reader of an outside
+    input whose rows lie in the band its first reader loaded the step
+    before and one loaded this step (`_outside_rolled`: a residual read one
+    row behind the unit's first convolution, for the halo of a 3x3 between
+    them), which is loaded once."""
     tensors = program.by_name()
     ops = program.ops[start:stop]
     producer = {op.outputs[0]: k for k, op in enumerate(ops[:-1])}
     units: list[_Unit] = []
     made: set[tuple[int, int, int]] = set()
     every = _rolled_ranges(program, start, stop, bands, cost) if rolled else None
+    loaded: dict[str, list[tuple[int, int, int]]] = {}
     for i in range(bands):
         ranges = [[r] for r in every[i]] if every is not None else _chain_ranges(program, start, stop, bands, i, wide)
         assert ranges is not None
         # each unit of the band step, then the copies made right after it (first: those made before it)
         step: list[list[_Unit]] = [[]]
-        loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> (lo, hi, unit in the step)
+        # outside input -> the rows its first reader loaded in the band step before (rolled: they stay for a copy)
+        before = {n: (a, b) for n, ((a, b, _), *_) in loaded.items()} if every is not None else {}
+        loaded = {}  # outside input -> (lo, hi, unit in the step)
         copies: set[Piece] = set()
         for k, (op, op_ranges) in enumerate(zip(ops, ranges, strict=True)):
             for first, end in op_ranges:
@@ -2365,6 +2396,12 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                     else:
                         source = next(((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b
                                        and (a, b) != (lo, hi)), None)
+                        if source is None and n in before and n not in kept and (
+                                rolled_copy := _outside_rolled(before[n], loaded.get(n, ()), lo, hi)) is not None:
+                            # rows of the band before and this one (a residual read one row behind its
+                            # unit's first convolution): copied out of both, loaded once
+                            reads.append(_Need(_two_band_copy(piece, rolled_copy, step, copies, op.name), True))
+                            continue
                     if source is not None and n not in kept:
                         a, b, at = source
                         copy = _copy_of(piece)
@@ -2386,6 +2423,36 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                                    i == bands - 1 and (first, end) == op_ranges[-1])])
         units += [unit for group in step for unit in group]
     return units
+
+
+def _outside_rolled(before: tuple[int, int], loaded: Iterable[tuple[int, int, int]], lo: int, hi: int
+                    ) -> list[tuple[int, int]] | None:
+    """The loaded bands of an outside input of a rolled chain whose rows
+    [lo, hi) a reader reads: `before` (its first reader's rows in the band
+    step before) and one of the bands `loaded` this step, where the two
+    hold [lo, hi) together and [lo, hi) is neither of them; else None."""
+    a, b = before
+    for first, end, _ in loaded:
+        if a <= lo < first <= b and hi <= end and (lo, hi) != (first, end):
+            return [(a, b), (first, end)]
+    return None
+
+
+def _two_band_copy(piece: Piece, bands: list[tuple[int, int]], step: list[list[_Unit]], copies: set[Piece],
+                   op: str) -> Piece:
+    """The copy of `piece` (rows of a tensor) made right before its reader
+    (a unit of `op`, the last group of `step`) out of the loaded `bands` of
+    that tensor, each at its rows (as `_rolled_read` copies an inner
+    tensor's rows out of two bands); two readers of the same rows share one."""
+    copy = _copy_of(piece)
+    if copy not in copies:
+        copies.add(copy)
+        lo, hi = band_rows(piece.part)  # type: ignore[misc]
+        per_row = piece.bytes // (hi - lo)
+        sources = tuple(_Need(Piece(piece.tensor, f"rows{a}:{b}", per_row * (b - a)), True)
+                        for a, b in bands if a < hi and lo < b)
+        step[-1].append(_Unit(op, 0, sources, (_Make(copy, KEEP),), False, 2 * copy.bytes))
+    return copy
 
 
 def _rolled_read(every: list[list[tuple[int, int]]], band: int, made_by: int, piece: Piece,
