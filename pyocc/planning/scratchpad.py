@@ -1906,9 +1906,9 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
                    cost: NpuCost) -> float:
     """The cycles the band steps `every` of a rolled chain
     (`_rolled_ranges_of`) cost: each op's compute on its rows, the copies
-    its readers read (a reader's rows other than its producer's band), and
-    the DMA of the rows of outside inputs that the band before loaded too
-    (a halo computed again reads its input's rows again); inf for None."""
+    its readers read (`_rolled_step`'s "copy" and "two bands"), and the DMA
+    of the rows of outside inputs that the band before loaded too (a halo
+    computed again reads its input's rows again); inf for None."""
     if every is None:
         return math.inf
     tensors = program.by_name()
@@ -1923,7 +1923,7 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
                 if how == "outside":
                     cycles += cost.dma_cycles(row_bytes(t, max(0, min(hi, loaded.get(t.name, 0)) - lo)))
                     ends[t.name] = max(ends.get(t.name, 0), hi)
-                elif how == "copy":
+                elif how in ("copy", "two bands"):
                     cycles += cost.compute_cycles(0, 2 * read)
             cycles += cost.compute_cycles(math.ceil(op.macs * (end - first) / op.out_rows), nbytes)
         loaded = ends
@@ -1936,24 +1936,25 @@ def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[
     """Op by op of one band step of the rolled chain start..stop whose ops
     compute the rows `ranges` (`_rolled_ranges_of`; `before`: the band
     step's before, None for the first): (its index in the chain, the op,
-    its rows, what it reads: (tensor, rows lo, hi, how, bytes)).
-    How: "whole" (no window), "outside" (a band of an input from outside
-    the chain, loaded with its halo), "copy" (the first reader of rows of
-    an inner tensor other than its producer's band, or of an outside
-    input's rows out of the bands its first reader loaded this step and the
-    step before (`_outside_rolled`): two readers of the same rows share one
-    copy) or "inside" (its producer's band itself, or rows another reader's
-    copy made)."""
+    its rows, what it reads: (tensor, rows lo, hi, how, bytes)), as
+    `_chain_units` serves it. How: "whole" (no window), "outside" (a band
+    of an input from outside the chain, loaded with its halo), "copy" (the
+    first reader of rows of an inner tensor other than its producer's band,
+    or of an outside input's rows inside a band loaded this step), "two
+    bands" (the first reader of an outside input's rows out of the band its
+    first reader loaded the step before and one loaded this step,
+    `_outside_rolled`: a copy, the band before held until then) or "inside"
+    (its producer's band itself, a band loaded this step read again, or
+    rows another reader's copy made). Nothing of an input that may live in
+    an in-place concat's output (`_homes`) is copied: `_chain_units` copies
+    none of those (`kept`)."""
     ops = program.ops[start:stop]
     tensors = program.by_name()
     inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}  # -> its producer in the chain
+    homed = _homed(program)
+    first_rows = _first_reads(program, start, stop, before) if before is not None else {}
     copies: set[tuple[str, int, int]] = set()
-    first_rows: dict[str, tuple[int, int]] = {}  # outside input -> its first reader's rows the step before
-    for op, rows in zip(ops, before or (), strict=False):
-        for n in dict.fromkeys(op.inputs):
-            if n not in inner and n not in first_rows and op.window(n) is not None:
-                first_rows[n] = op.in_rows(tensors[n], *rows)
-    loaded: dict[str, list[tuple[int, int, int]]] = {}  # outside input -> the rows loaded this step
+    loaded: dict[str, list[tuple[int, int]]] = {}  # outside input -> the bands loaded this step
     for j, (op, rows) in enumerate(zip(ops, ranges, strict=True)):
         reads: list[tuple[NpuTensor, int, int, str, int]] = []
         for n in dict.fromkeys(op.inputs):
@@ -1962,25 +1963,47 @@ def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[
                 reads.append((t, 0, t.rows, "whole", t.size))
                 continue
             lo, hi = op.in_rows(t, *rows)
-            if n not in inner:  # as `_chain_units` reads it: the rows loaded, a copy of them or of two bands
-                here = loaded.get(n, [])
-                if any((a, b) == (lo, hi) for a, b, _ in here):
-                    how = "inside"
-                elif any(a <= lo and hi <= b for a, b, _ in here) or (
-                        n in first_rows and _outside_rolled(first_rows[n], here, lo, hi) is not None):
-                    how = "copy" if (n, lo, hi) not in copies else "inside"
-                    copies.add((n, lo, hi))
-                else:
-                    how = "outside"
-                    here.append((lo, hi, j))
-                    loaded[n] = here
-            elif (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies:
-                copies.add((n, lo, hi))
-                how = "copy"
+            if n in inner:
+                how = "copy" if (lo, hi) != ranges[inner[n]] and (n, lo, hi) not in copies else "inside"
             else:
-                how = "inside"
+                here = loaded.setdefault(n, [])
+                how = ("inside" if (lo, hi) in here or (n, lo, hi) in copies
+                       else "outside" if n in homed
+                       else "copy" if any(a <= lo and hi <= b for a, b in here)
+                       else "two bands" if n in first_rows and _outside_rolled(first_rows[n], here, lo, hi)
+                       else "outside")
+                if how == "outside":
+                    here.append((lo, hi))
+            if how in ("copy", "two bands"):
+                copies.add((n, lo, hi))
             reads.append((t, lo, hi, how, row_bytes(t, hi - lo)))
         yield j, op, rows, reads
+
+
+def _first_reads(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]]
+                 ) -> dict[str, tuple[int, int]]:
+    """Each input from outside the rolled chain start..stop that an op of
+    it reads by a window -> the rows its first reader reads in the band
+    step whose ops compute `ranges` (the band that reader loads)."""
+    ops = program.ops[start:stop]
+    tensors = program.by_name()
+    inner = {op.outputs[0] for op in ops[:-1]}
+    first: dict[str, tuple[int, int]] = {}
+    for op, rows in zip(ops, ranges, strict=True):
+        for n in dict.fromkeys(op.inputs):
+            if n not in inner and n not in first and op.window(n) is not None:
+                first[n] = op.in_rows(tensors[n], *rows)
+    return first
+
+
+def _homed(program: NpuProgram) -> frozenset[str]:
+    """The tensors that live in an in-place concat's output where every
+    concat that can runs in place (`_homes`): its inputs and its output."""
+    memo = program.memo("homed")
+    if not memo:
+        homes = _homes(program, set())[0]
+        memo[None] = frozenset({*homes, *(home.tensor for home in homes.values())})
+    return memo[None]
 
 
 def _rolled_ranges_of(program: NpuProgram, start: int, stop: int, bands: int, roll: tuple[bool, ...],
@@ -2055,11 +2078,11 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
     if every is None:
         return None
     roll = _roll_flags(program, start, stop, bands, cost)
-    inner_names = {op.outputs[0] for op in program.ops[start:stop - 1]}
     foot = macs = outside = copied = 0
     for i, ranges in enumerate(every):
         step = 0
-        kept: set[str] = set()  # outside inputs whose band before stays for a copy
+        held: set[str] = set()  # outside inputs whose band before stays for a copy out of two bands
+        first_rows = _first_reads(program, start, stop, every[i - 1]) if i else {}
         for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges, every[i - 1] if i else None):
             out = tensors[op.outputs[0]]
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
@@ -2069,12 +2092,13 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
                 if how in ("whole", "outside"):  # loaded: the whole tensor, or a band with its halo
                     step += nbytes
                     outside += nbytes
-                elif how == "copy":
+                elif how in ("copy", "two bands"):
                     step += nbytes
                     copied += nbytes
-                    if t.name not in inner_names and t.name not in kept:  # and the band before it copies out of
-                        kept.add(t.name)
-                        step += nbytes
+                if how == "two bands" and t.name not in held:  # and the band before it copies out of
+                    held.add(t.name)
+                    a, b = first_rows[t.name]
+                    step += row_bytes(t, b - a)
         foot = max(foot, weights + step)
         if limit is not None and foot > limit and not peak:
             return None
@@ -2394,13 +2418,15 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
                             (a, b) for a, b in ranges[producer[n]] if a <= lo and hi <= b)
                         source = (a, b, len(step) - 1) if (a, b) != (lo, hi) else None
                     else:
-                        source = next(((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b
-                                       and (a, b) != (lo, hi)), None)
-                        if source is None and n in before and n not in kept and (
-                                rolled_copy := _outside_rolled(before[n], loaded.get(n, ()), lo, hi)) is not None:
+                        here = [(a, b) for a, b, _ in loaded.get(n, ())]
+                        # a band loaded this step read again as it is; rows inside one copied out of it
+                        source = None if (lo, hi) in here else next(
+                            ((a, b, at) for a, b, at in loaded.get(n, ()) if a <= lo and hi <= b), None)
+                        if (source is None and (lo, hi) not in here and n in before and n not in kept
+                                and (bands_of := _outside_rolled(before[n], here, lo, hi)) is not None):
                             # rows of the band before and this one (a residual read one row behind its
                             # unit's first convolution): copied out of both, loaded once
-                            reads.append(_Need(_two_band_copy(piece, rolled_copy, step, copies, op.name), True))
+                            reads.append(_Need(_copy_out_of(piece, bands_of, step, copies, op.name), True))
                             continue
                     if source is not None and n not in kept:
                         a, b, at = source
@@ -2425,25 +2451,27 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     return units
 
 
-def _outside_rolled(before: tuple[int, int], loaded: Iterable[tuple[int, int, int]], lo: int, hi: int
+def _outside_rolled(before: tuple[int, int], loaded: Iterable[tuple[int, int]], lo: int, hi: int
                     ) -> list[tuple[int, int]] | None:
-    """The loaded bands of an outside input of a rolled chain whose rows
-    [lo, hi) a reader reads: `before` (its first reader's rows in the band
-    step before) and one of the bands `loaded` this step, where the two
-    hold [lo, hi) together and [lo, hi) is neither of them; else None."""
+    """The bands of an outside input of a rolled chain that hold the rows
+    [lo, hi) a reader reads, where two do: `before` (the rows its first
+    reader loaded the band step before) and, right after it, one of the
+    bands `loaded` this step, [lo, hi) in neither alone; else None."""
     a, b = before
-    for first, end, _ in loaded:
-        if a <= lo < first <= b and hi <= end and (lo, hi) != (first, end):
+    for first, end in loaded:
+        if a <= lo < first == b < hi <= end:
             return [(a, b), (first, end)]
     return None
 
 
-def _two_band_copy(piece: Piece, bands: list[tuple[int, int]], step: list[list[_Unit]], copies: set[Piece],
-                   op: str) -> Piece:
+def _copy_out_of(piece: Piece, bands: list[tuple[int, int]], step: list[list[_Unit]], copies: set[Piece],
+                 op: str) -> Piece:
     """The copy of `piece` (rows of a tensor) made right before its reader
-    (a unit of `op`, the last group of `step`) out of the loaded `bands` of
-    that tensor, each at its rows (as `_rolled_read` copies an inner
-    tensor's rows out of two bands); two readers of the same rows share one."""
+    (a unit of `op`, the last group of `step`) out of the `bands` of that
+    tensor in SRAM that hold its rows, each at its rows (one copy unit: a
+    rolled reader's rows out of its producer's band before and this one,
+    `_rolled_read`; an outside input's out of two loaded bands); two
+    readers of the same rows share one copy."""
     copy = _copy_of(piece)
     if copy not in copies:
         copies.add(copy)
@@ -2466,16 +2494,8 @@ def _rolled_read(every: list[list[tuple[int, int]]], band: int, made_by: int, pi
     a, b = every[band][made_by]
     if (lo, hi) == (a, b):
         return Piece(piece.tensor, f"rows{a}:{b}", piece.bytes)
-    copy = _copy_of(piece)
-    if copy not in copies:  # two readers of the same rows share one copy
-        copies.add(copy)
-        per_row = piece.bytes // (hi - lo)
-        # the producer's band before and this (this alone where it holds them: a producer that does not roll)
-        made = ([every[band - 1][made_by]] if band and lo < a else []) + [(a, b)]
-        sources = tuple(_Need(Piece(piece.tensor, f"rows{first}:{end}", per_row * (end - first)), True)
-                        for first, end in made if first < hi and lo < end)
-        step[-1].append(_Unit(op, 0, sources, (_Make(copy, KEEP),), False, 2 * copy.bytes))
-    return copy
+    # the producer's band before and this (this alone where it holds them: a producer that does not roll)
+    return _copy_out_of(piece, ([every[band - 1][made_by]] if band and lo < a else []) + [(a, b)], step, copies, op)
 
 
 COPY = "copy"

@@ -994,6 +994,74 @@ def test_a_rolled_chain_copies_a_residual_out_of_two_bands_of_its_input():
     assert rolled is not None and rolled[2] == x.size  # x's rows read from outside: each once
 
 
+def test_the_two_bands_a_rolled_reader_copies_an_outside_input_out_of():
+    # the band its first reader loaded the step before, (4, 8), and one loaded this step right
+    # after it: only where the rows need both and the two meet (overlapping bands would copy rows
+    # twice; a gap leaves rows out)
+    rolled = scratchpad._outside_rolled
+    assert rolled((4, 8), [(8, 12)], 7, 11) == [(4, 8), (8, 12)]
+    assert rolled((4, 8), [(9, 12)], 7, 11) is None  # a gap: row 8 in neither
+    assert rolled((4, 8), [(6, 12)], 5, 11) is None  # overlapping bands: rows 6 and 7 in both
+    assert rolled((4, 8), [(8, 12)], 3, 11) is None  # row 3 in neither
+    assert rolled((4, 8), [(8, 12)], 8, 11) is None  # this step's band alone holds them
+    assert rolled((4, 8), [(8, 12)], 5, 8) is None  # the band before alone holds them
+    assert rolled((4, 8), [(8, 12)], 7, 13) is None  # row 12 in neither
+    assert rolled((4, 8), [(2, 4), (8, 12)], 7, 9) == [(4, 8), (8, 12)]
+
+
+def test_a_rolled_chain_copies_nothing_of_an_input_living_in_a_concat_in_place():
+    # an input in `kept` (its pieces are channel bands of a concat's output in place) is loaded
+    # by rows for each reader, as before copies out of two bands, never copied
+    program = _residual_unit()
+    units = scratchpad._chain_units(program, 0, 3, 8, 0, kept=frozenset({"x"}), rolled=True)
+    assert not any(m.piece.tensor == "x" for u in units for m in u.writes)
+    assert all(_plain_rows(n.piece.part) for u in units for n in u.reads if n.piece.tensor == "x")
+
+
+def _plain_rows(part: str) -> bool:
+    return part.startswith("rows") and "|" not in part
+
+
+@pytest.mark.parametrize("units", [1, 2])
+@pytest.mark.parametrize("bands", [2, 4, 8])
+def test_a_rolled_chains_estimate_loads_and_copies_what_its_units_do(units: int, bands: int):
+    # `_chain_cost` (through `_rolled_step`) counts the bytes of outside inputs the band steps
+    # load and the bytes they copy in SRAM as `_chain_units` makes them: a residual's rows out of
+    # two bands of its input are a copy, not a load
+    program, stop = (_residual_unit(), 3) if units == 1 else (_two_residual_units(), 6)
+    found = scratchpad._chain_cost(program, 0, stop, bands, rolled=True)
+    assert found is not None
+    made_units = scratchpad._chain_units(program, 0, stop, bands, 0, rolled=True)
+    made = {m.piece.tensor for u in made_units for m in u.writes if copy_rows(m.piece.part) is None}
+    loaded = {(n.piece.tensor, n.piece.part): n.piece.bytes for u in made_units for n in u.reads
+              if n.piece.tensor not in made and program.by_name()[n.piece.tensor].kind != "weight"
+              and copy_rows(n.piece.part) is None}
+    copied = {(m.piece.tensor, m.piece.part): m.piece.bytes for u in made_units for m in u.writes
+              if copy_rows(m.piece.part) is not None}
+    assert (found[2], found[3]) == (sum(loaded.values()), sum(copied.values()))
+
+
+def test_a_chain_reads_a_band_it_loaded_again_as_it_is():
+    # x is read by rows three times a band step: by a (1x1: its band, loaded), by b (3x3: its
+    # band and a halo row each side, loaded) and by y (1x1: a's band again). y reads the band a
+    # loaded, not a copy of those rows out of b's larger band
+    c, h, w = 8, 16, 16
+    size = c * h * w * 4
+    T = NpuTensor
+    program = NpuProgram(
+        (T("x", size, "input", h), T("wa", c * c * 4, "weight"), T("a", size, "activation", h),
+         T("wb", 2 * c * c * 9 * 4, "weight"), T("b", size, "activation", h), T("wy", c * c * 4, "weight"),
+         T("y", size, "output", h)),
+        (NpuOp("a", c * c * h * w, ("x",), ("wa",), ("a",), h, 0, c, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 18 * c * c * h * w, ("a", "x"), ("wb",), ("b",), h, 2, c, (), (("a", 1, 1, 0), ("x", 3, 1, 1))),
+         NpuOp("y", c * c * h * w, ("b", "x"), ("wy",), ("y",), h, 0, c, (), (("b", 1, 1, 0), ("x", 1, 1, 0)))),
+    )
+    units = scratchpad._chain_units(program, 0, 3, 4, 0)
+    reads = {u.op: [n.piece.part for n in u.reads if n.piece.tensor == "x"] for u in units if u.macs}
+    assert not any(m.piece.tensor == "x" for u in units for m in u.writes)  # no copy of x
+    assert reads["y"] == reads["a"] and reads["b"] != reads["a"]
+
+
 def _two_residual_units() -> NpuProgram:
     """Two units of `_residual_unit` one after the other: the second's input
     (and residual) is the first's output u."""
