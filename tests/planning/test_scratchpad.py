@@ -946,12 +946,7 @@ def test_a_chain_copies_a_residual_out_of_the_band_its_first_op_loaded():
     # compute of no MACs that reads and writes those bytes), so what x loads
     # is its size and the halos, not twice its size (the chain that computes
     # a's halo rows again, counted tight; rolled, see the test below)
-    program, sram = _residual_unit(), 128 << 10
-    units, tiling, _ = _units(program, sram, NpuCost(), False, tight_chains=True)
-    ins = _Scheduler(program, sram, units).run()
-    _simulated(program, sram, ins)  # raises on a broken rule
-    x = program.by_name()["x"]
-    bands = tiling["y"][0]
+    _, ins, x, bands = _scheduled_residual_unit(tight_chains=True)
     assert bands > 1
     loaded = sum(i.piece.bytes for i in ins if isinstance(i, Load) and i.piece.tensor == "x")
     assert loaded <= x.size + 2 * (bands - 1) * x.size // x.rows  # a halo row on each side of each inner edge
@@ -960,9 +955,26 @@ def test_a_chain_copies_a_residual_out_of_the_band_its_first_op_loaded():
     for c in copies:
         ((_, band),), ((_, rows),) = c.reads, c.writes
         assert c.macs == 0 and c.sram_bytes == 2 * rows.bytes and band.bytes > rows.bytes
-    residuals = [p for i in ins if isinstance(i, Compute) and i.op == "y" and i not in copies
+    assert _residuals_copied(ins, bands)
+
+
+def _scheduled_residual_unit(**counts: bool) -> tuple[NpuProgram, list, NpuTensor, int]:
+    """`_residual_unit` at 128 KiB, its chain counted as `counts` say
+    (`_units`' `tight_chains`, `rolled_chains`), scheduled and simulated
+    (which raises on a broken rule): the program, the instructions, x and
+    y's row bands."""
+    program, sram = _residual_unit(), 128 << 10
+    units, tiling, _ = _units(program, sram, NpuCost(), False, **counts)
+    ins = _Scheduler(program, sram, units).run()
+    _simulated(program, sram, ins)
+    return program, ins, program.by_name()["x"], tiling["y"][0]
+
+
+def _residuals_copied(ins: list, bands: int) -> bool:
+    """Whether each of y's `bands` computes reads x's rows as a copy made in SRAM."""
+    residuals = [p for i in ins if isinstance(i, Compute) and i.op == "y" and i.macs
                  for _, p in i.reads if p.tensor == "x"]
-    assert len(residuals) == bands and all(copy_rows(p.part) is not None for p in residuals)
+    return len(residuals) == bands and all(copy_rows(p.part) is not None for p in residuals)
 
 
 def test_a_rolled_chain_copies_a_residual_out_of_two_bands_of_its_input():
@@ -972,18 +984,11 @@ def test_a_rolled_chain_copies_a_residual_out_of_two_bands_of_its_input():
     # (as a rolled reader's rows of its producer are): x crosses the port
     # once, each row in one band; before, y loaded its rows again. The
     # chain's estimate counts those rows as a copy, not as a load
-    program, sram = _residual_unit(), 128 << 10
-    units, tiling, _ = _units(program, sram, NpuCost(), False, rolled_chains=True)
-    ins = _Scheduler(program, sram, units).run()
-    _simulated(program, sram, ins)  # raises on a broken rule
-    x = program.by_name()["x"]
-    bands = tiling["y"][0]
+    program, ins, x, bands = _scheduled_residual_unit(rolled_chains=True)
     assert bands > 2
     rows = sorted(band_rows(i.piece.part) for i in ins if isinstance(i, Load) and i.piece.tensor == "x")
     assert rows[0][0] == 0 and rows[-1][1] == x.rows and all(a[1] == b[0] for a, b in zip(rows, rows[1:]))
-    residuals = [p for i in ins if isinstance(i, Compute) and i.op == "y" and i.macs
-                 for _, p in i.reads if p.tensor == "x"]
-    assert len(residuals) == bands and all(copy_rows(p.part) is not None for p in residuals)
+    assert _residuals_copied(ins, bands)
     two = [i for i in ins if isinstance(i, Compute) and i.writes[0][1].tensor == "x" and len(i.reads) == 2]
     assert len(two) >= bands - 2
     for c in two:
