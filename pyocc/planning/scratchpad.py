@@ -2369,7 +2369,8 @@ def _chain_units(program: NpuProgram, start: int, stop: int, bands: int, sram: i
     the residual added by its last) is not loaded again: right after the
     earlier op, a copy unit (`copy_rows`) copies those rows out of the
     loaded band, in SRAM, into a buffer of their own that the later op
-    reads whole. Not for the tensors in `kept` (those living in an
+    reads whole (rows a band loaded this step holds exactly: that band, as
+    it is). Not for the tensors in `kept` (those living in an
     in-place concat's output, whose pieces are channel bands). With `wide`
     (`_chain_ranges`), an inner tensor's rows that a reader reads out of
     the larger range its producer computed are copied the same way. With
