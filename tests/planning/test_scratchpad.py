@@ -1046,6 +1046,27 @@ def test_a_rolled_chains_estimate_loads_and_copies_what_its_units_do(units: int,
     assert (found[2], found[3]) == (sum(loaded.values()), sum(copied.values()))
 
 
+@pytest.mark.parametrize("bands", [4, 8, 16])
+def test_a_rolled_chain_counts_the_band_before_its_residual_copy_holds(bands: int):
+    # y's residual rows copied out of two bands of x hold x's band before in SRAM until the copy:
+    # against the same chain whose residual is another tensor r (its rows loaded, nothing held),
+    # the footprint is larger by that band (the widest one held), x is loaded once and the
+    # residual's rows are copied instead of loaded
+    program = _residual_unit()
+    y = program.ops[2]
+    other = NpuProgram((*program.tensors, dataclasses.replace(program.by_name()["x"], name="r")),
+                       (*program.ops[:2], dataclasses.replace(y, inputs=("b", "r"), channel_inputs=("r",),
+                                                              row_windows=(("b", 1, 1, 0), ("r", 1, 1, 0)))))
+    own, apart = (scratchpad._chain_cost(p, 0, 3, bands, rolled=True) for p in (program, other))
+    assert own is not None and apart is not None
+    x = program.by_name()["x"]
+    every = scratchpad._rolled_ranges(program, 0, 3, bands, NpuCost())
+    assert every is not None
+    widest_before = max(end - first for (first, end), *_ in every[:-1])  # a's rows: x's band in that step
+    assert own[0] - apart[0] == scratchpad.row_bytes(x, widest_before)
+    assert (own[2], apart[2]) == (x.size, 2 * x.size) and own[3] - apart[3] == x.size
+
+
 def test_a_chain_reads_a_band_it_loaded_again_as_it_is():
     # x is read by rows three times a band step: by a (1x1: its band, loaded), by b (3x3: its
     # band and a halo row each side, loaded) and by y (1x1: a's band again). y reads the band a
