@@ -1916,7 +1916,8 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
     cycles = 0
     for i, ranges in enumerate(every):
         ends: dict[str, int] = {}
-        for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges, every[i - 1] if i else None):
+        first_rows = _first_reads(program, start, stop, every[i - 1]) if i else {}
+        for _, op, (first, end), reads in _rolled_step(program, start, stop, ranges, first_rows):
             nbytes = row_bytes(tensors[op.outputs[0]], end - first)
             for t, lo, hi, how, read in reads:
                 nbytes += read
@@ -1931,11 +1932,12 @@ def _rolled_cycles(program: NpuProgram, start: int, stop: int, every: list[list[
 
 
 def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[int, int]],
-                 before: list[tuple[int, int]] | None = None
+                 first_rows: dict[str, tuple[int, int]] | None = None
                  ) -> Iterator[tuple[int, NpuOp, tuple[int, int], list[tuple[NpuTensor, int, int, str, int]]]]:
     """Op by op of one band step of the rolled chain start..stop whose ops
-    compute the rows `ranges` (`_rolled_ranges_of`; `before`: the band
-    step's before, None for the first): (its index in the chain, the op,
+    compute the rows `ranges` (`_rolled_ranges_of`; `first_rows`: the band
+    its first reader loaded of each outside input the step before,
+    `_first_reads`, none for the first step): (its index in the chain, the op,
     its rows, what it reads: (tensor, rows lo, hi, how, bytes)), as
     `_chain_units` serves it. How: "whole" (no window), "outside" (a band
     of an input from outside the chain, loaded with its halo), "copy" (the
@@ -1952,7 +1954,7 @@ def _rolled_step(program: NpuProgram, start: int, stop: int, ranges: list[tuple[
     tensors = program.by_name()
     inner = {op.outputs[0]: j for j, op in enumerate(ops[:-1])}  # -> its producer in the chain
     homed = _homed(program)
-    first_rows = _first_reads(program, start, stop, before) if before is not None else {}
+    first_rows = first_rows or {}
     copies: set[tuple[str, int, int]] = set()
     loaded: dict[str, list[tuple[int, int]]] = {}  # outside input -> the bands loaded this step
     for j, (op, rows) in enumerate(zip(ops, ranges, strict=True)):
@@ -2083,7 +2085,7 @@ def _rolled_cost_of(program: NpuProgram, start: int, stop: int, bands: int,
         step = 0
         held: set[str] = set()  # outside inputs whose band before stays for a copy out of two bands
         first_rows = _first_reads(program, start, stop, every[i - 1]) if i else {}
-        for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges, every[i - 1] if i else None):
+        for j, op, (first, end), reads in _rolled_step(program, start, stop, ranges, first_rows):
             out = tensors[op.outputs[0]]
             step += row_bytes(out, end - first) + (row_bytes(out, every[i - 1][j][1] - every[i - 1][j][0])
                                                    if i and roll[j] else 0)
