@@ -381,7 +381,7 @@ def lower(
     that nothing reaches are an error naming the smallest size reached.
     `scratchpad` (bytes, or "1MiB") schedules the tensor-form program for
     an NPU whose compute reads only SRAM of that size (DMA from DRAM,
-    prefetch, tiling, cascades) and simulates it under `npu_cost`
+    prefetch, tiling, chain cascades) and simulates it under `npu_cost`
     ("macs_per_cycle=256,sram_bytes_per_cycle=64,dram_bytes_per_cycle=8"
     by default): the report's `npu`. `stage_dma=True` (what `compile` asks
     for with a scratchpad) also makes the program that schedule:
@@ -390,8 +390,8 @@ def lower(
     again from the IR) instead of the buffer and pool passes, and
     dnn-dma-to-memcpy turns the DMA into host copies. That schedule tiles
     op by op and in chain cascades (the IR does not run the scheduler's
-    byte-share cascades), so its `npu` report says
-    `"cascades": false` and differs from the report without `stage_dma`.
+    byte-share cascades), with `stage_dma` or without: the `npu` report
+    says `"cascades": false`, and what it reports is what runs.
     `threads` (host): the threads the model will run on; a convolution
     whose blocks are too small to split between them gets one copy of its
     fitted scratch per thread (dnn-memory-pool{threads}), in the plan and
@@ -460,9 +460,9 @@ def _lower(model: str | Path | onnx.ModelProto, shapes: Mapping[str, Sequence[in
         function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
         tensor_liveness = analyze_function(function)
         base_macs = module_macs(module)
-        # what runs is scheduled without byte-share cascades (the IR runs chains only);
-        # a report only (pyocc plan) simulates the schedule with them
-        npu_result = None if npu_machine is None else npu_run(function, *npu_machine, cascades=not stage_dma)
+        # the schedule that runs (without byte-share cascades: the IR runs chains only), also
+        # where it is only reported (pyocc plan): what the report says is what `pyocc run` runs
+        npu_result = None if npu_machine is None else npu_run(function, *npu_machine)
         npu = None if npu_result is None else npu_result.as_json()
         kept = _Searched()
         recompute_ops = 0

@@ -10,7 +10,8 @@ input's channel blocks), an op whose `reduction_split()` says how may sum
 over blocks of its input channels. Views share their source's
 tensor. The result is plain data for pyocc.planning.scratchpad.
 
-`npu_report` runs the scheduler and simulator on it for `--scratchpad`, and
+`npu_run` runs the scheduler and simulator on it for `--scratchpad` (the
+schedule that runs: `pyocc plan` reports it, `pyocc run` runs it), and
 `npu_summary` writes the report's text block in the manner of Arm Vela's
 summary (SRAM used, bytes per memory, cycles against the bound, the
 no-prefetch baseline).
@@ -413,12 +414,6 @@ def parse_scratchpad(size: int | str, cost: str | None) -> tuple[int, NpuCost]:
     return nbytes, model
 
 
-def npu_report(function: func.FuncOp, sram_size: int, cost: NpuCost) -> dict[str, Any]:
-    """Schedule and simulate `function` (tensor form) for the scratchpad;
-    the report's `npu` object. A program the SRAM cannot hold is one line."""
-    return npu_run(function, sram_size, cost).as_json()
-
-
 def unfold_untileable_shuffles(function: func.FuncOp, sram_size: int, cost: NpuCost) -> int:
     """Give back its channel shuffle as view, transpose, view (what dnn-fuse
     folded into it) to each shuffled conv (ConvOp.shuffle) of tensor-form
@@ -465,14 +460,17 @@ def _unfold_shuffle(conv: d.ConvOp) -> None:
     block.erase_op(conv)
 
 
-def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost, cascades: bool = True) -> NpuResult:
-    """`npu_report`'s schedule and simulation themselves (for the picture);
-    `cascades`: let the scheduler cascade (what runs as IR does not, yet).
+def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
+    """Schedule and simulate `function` (tensor form) for the scratchpad:
+    the schedule that `pyocc run --scratchpad` runs, without the
+    scheduler's byte-share cascades, which the IR does not run (its
+    `as_json()` is the report's `npu` object; the picture draws it). A
+    program the SRAM cannot hold is one line (a PyoccError).
     Shuffled convs that cannot be tiled are unfolded first
     (`unfold_untileable_shuffles`)."""
     try:
         unfold_untileable_shuffles(function, sram_size, cost)
-        return run_scratchpad(npu_program(function), sram_size, cost, cascades)
+        return run_scratchpad(npu_program(function), sram_size, cost, cascades=False)
     except PlanningError as e:
         raise PyoccError(str(e)) from None
     except ScheduleError as e:  # the simulator caught the scheduler: a bug, said plainly
