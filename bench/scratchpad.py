@@ -75,7 +75,7 @@ from pyocc.frontend.onnx_import import import_model  # noqa: E402
 from pyocc.pipelines import Options, run_passes, tensor_passes  # noqa: E402
 from pyocc.planning import PlanningError, parse_size  # noqa: E402
 from pyocc.planning.npu_simulator import NpuCost  # noqa: E402
-from pyocc.planning.scratchpad import NpuProgram, NpuResult, op_costs, run_scratchpad, schedule_cuts  # noqa: E402
+from pyocc.planning.scratchpad import NpuProgram, NpuResult, run_scratchpad, schedule_cuts  # noqa: E402
 from pyocc.rewrites.dnn_npu_schedule import schedule_function  # noqa: E402
 from tests.conftest import LIGHT_MODELS, light_model_path  # noqa: E402
 
@@ -176,8 +176,7 @@ def print_per_op(name: str, program: NpuProgram, result: NpuResult) -> None:
           f"weight-stream floor {floor / bound:.3f}")
     head = ("op", "tiles", "floor", "compute", "stall", "port-bd", "weights", "w loaded", "act in", "act out", "again")
     print(f"{head[0]:<24s}" + "".join(f"{h:>10s}" for h in head[1:]))
-    assert result.schedule is not None
-    for c in op_costs(program, result.schedule.instructions, result.simulation, result.cost):
+    for c in result.ops:
         cells = (f"{c.tiles:d}", *(f"{x / bound:.4f}" for x in (c.floor_cycles, c.compute_cycles, c.stall_cycles,
                                                                  c.port_bound_stall_cycles)),
                  *(f"{x / mib:.2f}" for x in (c.weight_bytes, c.weight_load_bytes, c.input_load_bytes,

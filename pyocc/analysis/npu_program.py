@@ -47,6 +47,7 @@ from pyocc.planning.npu_simulator import (
 )
 from pyocc.planning.pools import parse_size
 from pyocc.planning.scratchpad import NpuOp, NpuProgram, NpuResult, NpuTensor, copy_rows, fits_tiled, run_scratchpad
+from pyocc.units import plural
 
 
 def _rows(value: SSAValue) -> int:
@@ -477,8 +478,14 @@ def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
         raise PyoccError(f"scratchpad: internal error, the schedule breaks a rule: {e}") from None
 
 
+STALLED_OPS = 3
+"""How many of the ops that waited longest for DMA the text summary names
+(the report's `npu.ops` has every op)."""
+
+
 def npu_summary(npu: dict[str, Any]) -> str:
-    """A Vela-style text summary of the report's `npu` object."""
+    """A Vela-style text summary of the report's `npu` object, with the ops
+    that waited longest for DMA (`STALLED_OPS`), where to look first."""
     cost = npu["cost"]
     base = npu["baseline_no_prefetch"]
 
@@ -503,4 +510,10 @@ def npu_summary(npu: dict[str, Any]) -> str:
         f"  no prefetch    {base['cycles']:>14,d}    cycles, {base['dram_bytes']:,d} B DRAM "
         f"(copy in, compute, copy out; x{ratio(base['cycles'], npu['bound_cycles'])})",
     ]
+    stalled = sorted((op for op in npu.get("ops", ()) if op["stall_cycles"]), key=lambda op: -op["stall_cycles"])
+    for rank, op in enumerate(stalled[:STALLED_OPS]):
+        loaded = op["weight_load_bytes"] + op["input_load_bytes"]
+        lines.append(f"  {'stalled most' if rank == 0 else '':12s} {op['stall_cycles']:>16,d}    op {op['op']} "
+                     f"({op['port_bound_stall_cycles']:,d} port-bound; {plural(op['tiles'], 'compute')}, "
+                     f"{loaded:,d} B loaded for it, {op['output_store_bytes']:,d} B stored)")
     return "\n".join(lines)

@@ -683,8 +683,11 @@ class NpuResult:
     sizes: dict[str, int] = field(default_factory=dict)
     """Tensor -> its bytes, for pictures."""
     cascades: bool = True
-    """Whether the scheduler could cascade (False: each op tiled on its own,
-    what `pyocc run --scratchpad` runs so far)."""
+    """Whether the scheduler could cascade by byte shares (False: chain
+    cascades only, what `pyocc plan --scratchpad` reports and `pyocc run
+    --scratchpad` runs)."""
+    ops: list[NpuOpCost] = field(default_factory=list)
+    """Where the cycles and DRAM bytes went, op by op (`op_costs`)."""
 
     def as_json(self) -> dict:
         """The JSON form (the report's `npu` object)."""
@@ -712,6 +715,7 @@ class NpuResult:
                                      "stall_cycles": self.baseline.stall_cycles,
                                      "dram_bytes": self.baseline.dram_bytes,
                                      "sram_bytes": self.baseline.sram_peak_bytes},
+            "ops": [dataclasses.asdict(op) for op in self.ops],
         }
 
 
@@ -4061,8 +4065,8 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
 def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
                    chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
-    baseline, and report both against the bounds (`cascades`, `chains`: as
-    `schedule_scratchpad`)."""
+    baseline, and report both against the bounds, with the schedule's cost
+    op by op (`op_costs`; `cascades`, `chains`: as `schedule_scratchpad`)."""
     schedule = schedule_scratchpad(program, sram_size, cost, cascades, chains)
     result = _simulate(schedule, program, sram_size, cost)
     baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades, chains), program, sram_size, cost)
@@ -4073,6 +4077,7 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
+        op_costs(program, schedule.instructions, result, cost),
     )
 
 
@@ -4138,10 +4143,10 @@ class NpuOpCost:
 def op_costs(program: NpuProgram, instructions: list[Instruction], simulation: SimulationResult,
              cost: NpuCost) -> list[NpuOpCost]:
     """The per-op breakdown of `simulation`, the run of `instructions` (a
-    schedule of `program`) under `cost`, in program order (for an
-    `NpuResult` r: `op_costs(program, r.schedule.instructions, r.simulation,
-    r.cost)`). A load is the op's that next reads the
-    piece (of that tensor: the whole tensor serves any part); a store is
+    schedule of `program`) under `cost`, in program order (what
+    `run_scratchpad` keeps as its result's `ops`). A load is the op's that
+    next reads the piece (of that tensor: the whole tensor serves any
+    part); a store is
     the op's that produces the tensor; a stall is the op's whose compute
     the wait delayed (the last op's, the waits after the last compute).
     Compute, stall and port-bound stall cycles add up to the simulation's,

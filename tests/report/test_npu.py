@@ -82,6 +82,28 @@ def test_the_plan_reports_the_schedule_that_runs(tiny: Path, capsys: pytest.Capt
     assert (cascaded.cycles, cascaded.dram_bytes) != (planned["cycles"], planned["dram_bytes"])
 
 
+def test_the_report_says_where_the_cycles_and_bytes_went_op_by_op(tiny: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # `npu.ops`: every op of the program once, adding up to the totals; the text names the ops
+    # that waited longest, the longest first
+    args = ["plan", str(tiny), "--no-fuse", "--no-coalesce", "--scratchpad", "16KiB"]
+    assert main([*args, "--format", "json"]) == 0
+    npu = json.loads(capsys.readouterr().out)["npu"]
+    ops = npu["ops"]
+    assert [op["op"] for op in ops] == [op.name for op in _program(tiny, Options(fuse=False, coalesce=False)).ops]
+    assert sum(op["compute_cycles"] for op in ops) == npu["compute_cycles"]
+    assert sum(op["stall_cycles"] for op in ops) == npu["stall_cycles"] > 0
+    assert sum(op["port_bound_stall_cycles"] for op in ops) == npu["stall_port_bound_cycles"]
+    assert sum(op["weight_load_bytes"] + op["input_load_bytes"] + op["output_store_bytes"]
+               for op in ops) == npu["dram_bytes"]
+    assert main([*args, "--format", "text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(k for k, line in enumerate(lines) if line.startswith("  stalled most "))
+    named = [re.search(r"([\d,]+) +op (\S+) ", line).groups() for line in lines[at:at + 3]]
+    stalled = sorted((op for op in ops if op["stall_cycles"]), key=lambda op: -op["stall_cycles"])
+    assert named == [(f"{op['stall_cycles']:,d}", op["op"]) for op in stalled[:3]]
+
+
 def test_plan_text_has_the_summary(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", str(tiny), "--scratchpad", "1MiB", "--npu-cost", "dram_bytes_per_cycle=4",
                  "--format", "text"]) == 0
