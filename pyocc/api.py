@@ -611,14 +611,16 @@ def npu_schedule(
     shapes: Mapping[str, Sequence[int]] | None = None,
     fuse: bool = True,
     reorder: str = Options.reorder,
+    target: str = "host",
 ) -> NpuResult:
-    """The scratchpad schedule of `model` (fused and reordered as `lower`
-    does) and its simulation: what `pyocc plan --scratchpad SIZE --format
-    svg` draws (pyocc.report.npu_picture)."""
+    """The scratchpad schedule of `model` (fused for `target` and reordered
+    as `lower` does) and its simulation: what `pyocc plan --scratchpad SIZE
+    --format svg` draws (pyocc.report.npu_picture), the schedule the text
+    and JSON reports describe."""
     sram_size, cost = parse_scratchpad(scratchpad, npu_cost)
     module = import_model(model, shapes)
     try:
-        _run_tensor_passes(Context(), module, tensor_passes(Options(fuse=fuse, reorder=reorder)))
+        _run_tensor_passes(Context(), module, tensor_passes(Options(fuse=fuse, reorder=reorder, target=target)))
     except PassFailedException as e:
         raise PyoccError(str(e)) from None
     return npu_run(next(op for op in module.walk() if isinstance(op, func.FuncOp)), sram_size, cost)

@@ -14,7 +14,7 @@ tensor. The result is plain data for pyocc.planning.scratchpad.
 schedule that runs: `pyocc plan` reports it, `pyocc run` runs it), and
 `npu_summary` writes the report's text block in the manner of Arm Vela's
 summary (SRAM used, bytes per memory, cycles against the bound, the
-no-prefetch baseline).
+no-prefetch baseline, the ops that waited longest for DMA).
 """
 
 from __future__ import annotations
@@ -485,7 +485,8 @@ STALLED_OPS = 3
 
 def npu_summary(npu: dict[str, Any]) -> str:
     """A Vela-style text summary of the report's `npu` object, with the ops
-    that waited longest for DMA (`STALLED_OPS`), where to look first."""
+    that waited longest for DMA (`STALLED_OPS`), where to look first (the
+    last op's wait counts the stores drained after it too, `op_costs`)."""
     cost = npu["cost"]
     base = npu["baseline_no_prefetch"]
 

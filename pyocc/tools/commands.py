@@ -264,7 +264,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.scratchpad is not None and args.format in ("svg", "html") and not args.dim:
         # the schedule's picture: both memories and the DMA between them
         svg = render_npu_svg(npu_schedule(args.model, scratchpad=args.scratchpad, npu_cost=args.npu_cost,
-                                          shapes=_shapes(args.shape), fuse=args.fuse, reorder=args.reorder),
+                                          shapes=_shapes(args.shape), fuse=args.fuse, reorder=args.reorder,
+                                          target=args.target),
                              title=f"{Path(args.model).name}: scratchpad schedule")
         text = svg if args.format == "svg" else f"<!doctype html>\n<html><body>\n{svg}</body></html>\n"
         if args.output:
