@@ -511,7 +511,7 @@ def npu_summary(npu: dict[str, Any]) -> str:
         f"  no prefetch    {base['cycles']:>14,d}    cycles, {base['dram_bytes']:,d} B DRAM "
         f"(copy in, compute, copy out; x{ratio(base['cycles'], npu['bound_cycles'])})",
     ]
-    stalled = sorted((op for op in npu.get("ops", ()) if op["stall_cycles"]), key=lambda op: -op["stall_cycles"])
+    stalled = sorted((op for op in npu["ops"] if op["stall_cycles"]), key=lambda op: -op["stall_cycles"])
     for rank, op in enumerate(stalled[:STALLED_OPS]):
         loaded = op["weight_load_bytes"] + op["input_load_bytes"]
         lines.append(f"  {'stalled most' if rank == 0 else '':12s} {op['stall_cycles']:>16,d}    op {op['op']} "

@@ -160,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--at", action="append", default=[], metavar="NAME=VALUE",
                       help="with --dim: show the plan at this value of the symbol (repeatable)")
     plan.add_argument("-o", "--output", help="write to this file")
-    for command, what in ((plan, "report the simulated cycles of its schedule (on the host target, the one run --scratchpad runs)"),
+    for command, what in ((plan, "report the simulated cycles of its schedule "
+                                 "(on the host target, the one run --scratchpad runs)"),
                           (run, "run it staged through that SRAM by DMA (host copies), and report the simulation"),
                           (comp, "and write the code that runs it staged through that SRAM by DMA (host copies)")):
         command.add_argument("--scratchpad", default=None, metavar="SIZE",
