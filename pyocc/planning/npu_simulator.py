@@ -182,6 +182,58 @@ class Compute:
 Instruction = Alloc | Free | Load | Store | Wait | Compute
 
 
+class Clock:
+    """The timing rules of the module docstring, one instruction at a time:
+    the control processor's time (`now`), when the DRAM port is next free
+    (`port`), when each transfer ends (`ends`, by id) and the bytes moved
+    over the port (`moved`). `simulate` keeps time with it, and so does the
+    scheduler as it emits instructions (it ranks a schedule by the clock
+    after the last one, without simulating it again), so the two cannot
+    time a schedule differently. Alloc and Free take no time."""
+
+    def __init__(self, cost: NpuCost) -> None:
+        self.cost = cost
+        self.now = 0
+        self.port = 0
+        self.moved = 0
+        self.ends: dict[int, int] = {}
+
+    def transfer(self, transfer: int, nbytes: int) -> int:
+        """Queue transfer `transfer` of `nbytes` on the port (in order,
+        behind the transfers before it, and not before it is issued); the
+        cycle it starts. It ends at `ends[transfer]`."""
+        start = max(self.now, self.port)
+        self.port = start + self.cost.dma_cycles(nbytes)
+        self.ends[transfer] = self.port
+        self.moved += nbytes
+        return start
+
+    def wait(self, transfer: int) -> int:
+        """Block until `transfer` ends; the cycles stalled."""
+        stalled = max(0, self.ends[transfer] - self.now)
+        self.now += stalled
+        return stalled
+
+    def compute(self, macs: int, sram_bytes: int) -> int:
+        """Run a compute of `macs` touching `sram_bytes` of SRAM; its cycles."""
+        cycles = self.cost.compute_cycles(macs, sram_bytes)
+        self.now += cycles
+        return cycles
+
+    def issue(self, instruction: Instruction) -> None:
+        """Advance the times past `instruction`."""
+        if isinstance(instruction, (Load, Store)):
+            self.transfer(instruction.id, instruction.piece.bytes)
+        elif isinstance(instruction, Wait):
+            self.wait(instruction.id)
+        elif isinstance(instruction, Compute):
+            self.compute(instruction.macs, instruction.sram_bytes)
+
+    def done(self, transfer: int) -> bool:
+        """True when `transfer` has ended by now (waiting on it costs nothing)."""
+        return self.ends[transfer] <= self.now
+
+
 @dataclass
 class SimulationResult:
     """What a run of the schedule cost."""
@@ -312,10 +364,10 @@ def simulate(
     dram_offsets = dram_offsets or {}
     live: dict[str, _Resident] = {}
     order: list[tuple[int, str]] = []  # (offset, name) of the live buffers, sorted: neighbours tell overlaps
-    pending: dict[int, tuple[str, _Resident, Piece, int]] = {}
+    pending: dict[int, tuple[str, _Resident, Piece]] = {}
     dram_parts: dict[str, dict[str, int]] = {t: {"all": tensor_bytes[t]} for t in dram_resident}
     spill_span: dict[str, list[int]] = {}
-    now = port = 0
+    clock = Clock(cost)
     compute = stall = read = written = peak = 0
     transfers: list[tuple[str, str, int, int, int]] = []
     issued: list[int] = []
@@ -378,23 +430,22 @@ def simulate(
                 if ins.piece.tensor not in dram_resident and ins.piece.tensor not in outputs:
                     spill_span.setdefault(ins.piece.tensor, [index, index])[1] = index
                 direction = "store"
-            start = max(now, port)
-            idle += start - port  # the port idled since its last transfer ended
-            port = start + cost.dma_cycles(ins.piece.bytes)
+            free = clock.port
+            start = clock.transfer(ins.id, ins.piece.bytes)
+            idle += start - free  # the port idled since its last transfer ended
             r.pending.add(ins.id)
-            pending[ins.id] = (direction, r, ins.piece, port)
-            transfers.append((direction, f"{ins.piece.tensor}:{ins.piece.part}", ins.piece.bytes, start, port))
+            pending[ins.id] = (direction, r, ins.piece)
+            transfers.append((direction, f"{ins.piece.tensor}:{ins.piece.part}", ins.piece.bytes, start, clock.port))
             if direction == "load" and ins.piece.tensor in spill_span:
                 spill_span[ins.piece.tensor][1] = index
         elif isinstance(ins, Wait):
             if ins.id not in pending:
                 raise fail(index, f"transfer {ins.id} is not pending")
-            direction, r, piece, end = pending.pop(ins.id)
+            direction, r, piece = pending.pop(ins.id)
             r.pending.discard(ins.id)
-            if end > now:
-                stall += end - now
-                waited += end - now
-                now = end
+            stalled = clock.wait(ins.id)
+            stall += stalled
+            waited += stalled
             if direction == "load":
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
         elif isinstance(ins, Compute):
@@ -410,16 +461,16 @@ def simulate(
                 if any(t != piece.tensor for t in r.content) or buffer.size < extent_bytes(piece, tensor_bytes[piece.tensor]):
                     r.content = {}  # a buffer smaller than the tensor (its band) holds one part at a time
                 r.content.setdefault(piece.tensor, {})[piece.part] = piece.bytes
-            cycles = cost.compute_cycles(ins.macs, ins.sram_bytes)
+            start = clock.now
+            cycles = clock.compute(ins.macs, ins.sram_bytes)
             compute += cycles
-            computes.append((ins.op, now, now + cycles))
+            computes.append((ins.op, start, clock.now))
             port_bound_stalls.append(waited - min(waited, idle))
             if waited:  # the control processor stopped waiting: the port's idle cycles count from here
                 idle = waited = 0
-            now += cycles
         else:  # pragma: no cover - the union is closed
             raise fail(index, f"unknown instruction {ins!r}")
-        issued.append(now if not isinstance(ins, Compute) else now - cycles)
+        issued.append(clock.now if not isinstance(ins, Compute) else start)
 
     if pending:
         raise ScheduleError(f"transfers {sorted(pending)} are never waited on")
@@ -428,7 +479,7 @@ def simulate(
             raise ScheduleError(f"graph output {tensor!r} is not in DRAM at the end")
     _check_spill_overlaps(spill_span, dram_offsets, tensor_bytes)
     port_bound_stalls.append(waited - min(waited, idle))
-    return SimulationResult(now, compute, stall, read + written, read, written, peak, transfers, issued, computes,
+    return SimulationResult(clock.now, compute, stall, read + written, read, written, peak, transfers, issued, computes,
                             port_bound_stalls)
 
 

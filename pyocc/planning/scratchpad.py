@@ -57,7 +57,7 @@ npu_simulator.py:
    started, in the order they are needed, as long as they fit in free SRAM:
    while one weight block computes, the next one streams in, which is
    double buffering. The scheduler keeps the simulator's clock as it emits
-   (`_Clock`), so it knows which DMA has ended: the buffers of results
+   (`Clock`), so it knows which DMA has ended: the buffers of results
    whose store has ended are freed for the prefetch at no stall
    (`drain_ended`); a prefetch may evict clean pieces read much later
    (`make_room`, `EVICT_MARGIN`); and beyond the next unit it stops where
@@ -94,6 +94,7 @@ from pyocc.units import format_bytes, plural
 
 from .npu_simulator import (
     Alloc,
+    Clock,
     Compute,
     Free,
     Instruction,
@@ -2748,37 +2749,6 @@ class _Allocator:
         return found
 
 
-class _Clock:
-    """The timing rules of npu_simulator.py, kept as instructions are
-    emitted: the control processor's time, the DRAM port's, when each
-    transfer ends (Alloc and Free take no time) and the bytes moved over the
-    port. After the last instruction, `now` and `moved` are the simulation's
-    `cycles` and `dram_bytes` (tests/planning/test_scratchpad.py checks it),
-    so the search ranks a schedule by them without simulating it again."""
-
-    def __init__(self, cost: NpuCost):
-        self.cost = cost
-        self.now = 0
-        self.port = 0
-        self.moved = 0
-        self.ends: dict[int, int] = {}
-
-    def issue(self, instruction: Instruction) -> None:
-        """Advance the times past `instruction`."""
-        if isinstance(instruction, (Load, Store)):
-            self.port = max(self.now, self.port) + self.cost.dma_cycles(instruction.piece.bytes)
-            self.ends[instruction.id] = self.port
-            self.moved += instruction.piece.bytes
-        elif isinstance(instruction, Wait):
-            self.now = max(self.now, self.ends[instruction.id])
-        elif isinstance(instruction, Compute):
-            self.now += self.cost.compute_cycles(instruction.macs, instruction.sram_bytes)
-
-    def done(self, transfer: int) -> bool:
-        """True when `transfer` has ended by now (waiting on it costs nothing)."""
-        return self.ends[transfer] <= self.now
-
-
 @dataclass
 class _Entry:
     buffer: SramBuffer
@@ -2862,7 +2832,7 @@ class _Scheduler:
         self.band_uses, self.band_reads, self.last_into = facts.band_uses, facts.band_reads, facts.last_into
         self.alloc = _Allocator(sram, best_fit)
         self.out: list[Instruction] = []
-        self.clock = _Clock(cost)
+        self.clock = Clock(cost)
         """The simulator's timing of what was emitted so far: which stores
         have ended, so their buffers are freed without a stall."""
         self.resident: dict[tuple[str, str], _Entry] = {}
@@ -3922,7 +3892,7 @@ def _scheduled_units(program: NpuProgram, sram_size: int, cost: NpuCost, *choice
 
 def _ran(scheduler: _Scheduler) -> tuple[list[Instruction], _Key]:
     """The instructions `scheduler` emits and their rank (`_key`) by its
-    clock (`_Clock`), which times them as the simulator does: the search
+    clock (`Clock`), which times them as the simulator does: the search
     ranks its schedules without simulating each (that was a sixth of
     ResNet-50's at 1 MiB). Raises what `scheduler.run` raises."""
     instructions = scheduler.run()

@@ -13,7 +13,7 @@ import pytest
 
 from pyocc.planning import PlanningError, scratchpad
 from pyocc.planning.npu_simulator import (
-    Alloc, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
+    Alloc, Clock, Compute, Free, Load, NpuCost, Piece, ScheduleError, SramBuffer, Store, Wait, band_part, channel_band, covers,
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
@@ -50,6 +50,20 @@ def test_timing_by_hand():
     result = _run(_program())
     assert (result.cycles, result.compute_cycles, result.stall_cycles) == (166, 50, 116)
     assert (result.dram_read_bytes, result.dram_write_bytes, result.sram_peak_bytes) == (864, 64, 960)
+
+
+def test_the_clock_times_instructions_one_by_one_as_the_simulator_does():
+    # the same hand timing, kept by the clock the scheduler emits through
+    # (Alloc and Free take no time): after the loads (x 0..8, w 8..108) the
+    # gemm waits 108 cycles, computes 50, and y goes out 158..166
+    clock = Clock(NpuCost())
+    times = []
+    for instruction in _program():
+        clock.issue(instruction)
+        times.append(clock.now)
+    assert times == [0, 0, 0, 0, 0, 8, 108, 158, 158, 166, 166, 166, 166]
+    assert (clock.moved, clock.ends) == (928, {1: 8, 2: 108, 3: 166})
+    assert clock.done(3) and clock.port == 166
 
 
 def test_dma_overlaps_compute():
@@ -693,9 +707,10 @@ def test_no_prefetch_where_the_weight_does_not_fit_beside_the_op_before():
 @pytest.mark.parametrize("reserve", RESERVES)
 @pytest.mark.parametrize("best_fit, deadlines", [(False, False), (True, False), (False, True)])
 def test_the_schedulers_clock_is_the_simulators(sram, reserve, best_fit, deadlines):
-    # the scheduler times what it emits by the simulator's rules (which stores have
-    # ended decides what it frees for a prefetch): at the end both say the same time and
-    # the same bytes moved, in every way `_fastest_scheduler` ranks by the clock alone
+    # the scheduler times each instruction as it emits it, with the simulator's clock
+    # (which stores have ended decides what it frees for a prefetch): at the end both
+    # say the same time and the same bytes moved, in every way `_fastest_scheduler`
+    # ranks by the clock alone
     program = _small_net()
     units, _, _ = _units(program, sram, NpuCost(), False)
     scheduler = _Scheduler(program, sram, units, NpuCost(), reserve, best_fit, deadlines)
