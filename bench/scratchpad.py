@@ -224,7 +224,7 @@ def _main() -> int:
             for name, module in given.items():
                 program = sized(module, parse_size(size_text), cost)[1]
                 print(f"\nSRAM {size_text}", end="")
-                print_per_op(name, program, run_scratchpad(program, parse_size(size_text), cost, cascades=False))
+                print_per_op(name, program, run_scratchpad(program, parse_size(size_text), cost))
         return 0
     failed = False
     for size_text in args.sram:
@@ -237,7 +237,7 @@ def _main() -> int:
         for name, program in _counted(programs.items(), f"SRAM {size_text}"):
             start = time.perf_counter()
             try:
-                r = run_scratchpad(program, size, cost)
+                r = run_scratchpad(program, size, cost, cascades=True)
             except PlanningError as e:  # an op whose smallest tile does not fit: a row that says so
                 refused.append(f"{name}: {e}")
                 continue
@@ -245,7 +245,7 @@ def _main() -> int:
             run_cells = ("-", "-", "-", "-")
             if not args.no_run:
                 try:
-                    ran = run_scratchpad(program, size, cost, cascades=False)
+                    ran = run_scratchpad(program, size, cost)
                     run_cells = (f"{ran.cycles / ran.bound_cycles:.3f}", f"{ran.dram_bytes / ran.dram_lower_bound_bytes:.3f}",
                                  runs(modules[name], ran, size, cost), f"{stream_floor(program, ran) / ran.bound_cycles:.3f}")
                 except PlanningError as e:

@@ -471,7 +471,7 @@ def npu_run(function: func.FuncOp, sram_size: int, cost: NpuCost) -> NpuResult:
     (`unfold_untileable_shuffles`)."""
     try:
         unfold_untileable_shuffles(function, sram_size, cost)
-        return run_scratchpad(npu_program(function), sram_size, cost, cascades=False)
+        return run_scratchpad(npu_program(function), sram_size, cost)
     except PlanningError as e:
         raise PyoccError(str(e)) from None
     except ScheduleError as e:  # the simulator caught the scheduler: a bug, said plainly

@@ -683,7 +683,7 @@ class NpuResult:
     """Tensor -> its kind (weight, input, output, activation), for pictures."""
     sizes: dict[str, int] = field(default_factory=dict)
     """Tensor -> its bytes, for pictures."""
-    cascades: bool = True
+    cascades: bool = False
     """Whether the scheduler could cascade by byte shares (False: chain
     cascades only, what `pyocc plan --scratchpad` reports and `pyocc run
     --scratchpad` runs)."""
@@ -3551,7 +3551,7 @@ class _Scheduled(NamedTuple):
 
 @without_gc
 def schedule_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                        cascades: bool = True, chains: bool = True) -> NpuSchedule:
+                        cascades: bool = False, chains: bool = True) -> NpuSchedule:
     """The prefetching schedule of `program` for an SRAM of `sram_size` bytes
     (`_schedule_scratchpad`); where no way of it fits, the same search again
     with each tiling summed over input channel blocks counted at its largest
@@ -3964,7 +3964,7 @@ def _try_scheduler(program: NpuProgram, sram_size: int, cost: NpuCost, units: li
 
 @without_gc
 def schedule_no_prefetch(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(),
-                         cascades: bool = True, chains: bool = True) -> NpuSchedule:
+                         cascades: bool = False, chains: bool = True) -> NpuSchedule:
     """The baseline: per unit, load every operand, compute, store every
     result, all serially; nothing stays in SRAM between units."""
     _check_program(program)
@@ -4032,11 +4032,13 @@ def _simulate(schedule: NpuSchedule, program: NpuProgram, sram_size: int, cost: 
 
 
 @without_gc
-def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = True,
+def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(), cascades: bool = False,
                    chains: bool = True) -> NpuResult:
     """Schedule `program` for the scratchpad, simulate it and the no-prefetch
     baseline, and report both against the bounds, with the schedule's cost
-    op by op (`op_costs`; `cascades`, `chains`: as `schedule_scratchpad`)."""
+    op by op (`op_costs`; `cascades`, `chains`: as `schedule_scratchpad`).
+    The defaults give the schedule `pyocc run --scratchpad` runs; with
+    `cascades`, one the IR does not run (simulated only)."""
     schedule = schedule_scratchpad(program, sram_size, cost, cascades, chains)
     result = _simulate(schedule, program, sram_size, cost)
     baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades, chains), program, sram_size, cost)
