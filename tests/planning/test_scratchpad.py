@@ -1047,13 +1047,32 @@ def _plain_rows(part: str) -> bool:
     return part.startswith("rows") and "|" not in part
 
 
-@pytest.mark.parametrize("units", [1, 2])
+def _three_readers() -> NpuProgram:
+    """x read by rows by three ops a step: a (1x1), b (3x3, beside a's
+    output) and y (3x3, beside b's): a and b each load their band of x, and
+    y's rows lie across the band a loaded the step before and this step's."""
+    c, h, w = 8, 16, 16
+    size = c * h * w * 4
+    T = NpuTensor
+    return NpuProgram(
+        (T("x", size, "input", h), T("wa", c * c * 4, "weight"), T("a", size, "activation", h),
+         T("wb", 2 * c * c * 9 * 4, "weight"), T("b", size, "activation", h), T("wy", c * c * 4, "weight"),
+         T("y", size, "output", h)),
+        (NpuOp("a", c * c * h * w, ("x",), ("wa",), ("a",), h, 0, c, (), (("x", 1, 1, 0),)),
+         NpuOp("b", 18 * c * c * h * w, ("a", "x"), ("wb",), ("b",), h, 2, c, (), (("a", 1, 1, 0), ("x", 3, 1, 1))),
+         NpuOp("y", c * c * h * w, ("b", "x"), ("wy",), ("y",), h, 2, c, (), (("b", 1, 1, 0), ("x", 3, 1, 1)),
+               channel_inputs=("x",))),
+    )
+
+
+@pytest.mark.parametrize("units", [1, 2, 3])
 @pytest.mark.parametrize("bands", [2, 4, 8])
 def test_a_rolled_chains_estimate_loads_and_copies_what_its_units_do(units: int, bands: int):
     # `_chain_cost` (through `_rolled_step`) counts the bytes of outside inputs the band steps
     # load and the bytes they copy in SRAM as `_chain_units` makes them: a residual's rows out of
-    # two bands of its input are a copy, not a load
-    program, stop = (_residual_unit(), 3) if units == 1 else (_two_residual_units(), 6)
+    # two bands of its input are a copy, not a load; where two readers load bands of an input in
+    # one step (3: `_three_readers`), the band before is the first reader's, in both
+    program, stop = {1: (_residual_unit(), 3), 2: (_two_residual_units(), 6), 3: (_three_readers(), 3)}[units]
     found = scratchpad._chain_cost(program, 0, stop, bands, rolled=True)
     assert found is not None
     made_units = scratchpad._chain_units(program, 0, stop, bands, 0, rolled=True)
