@@ -46,7 +46,7 @@ with a cut before every op.
 
     python bench/scratchpad.py                        # 1 MiB, 256 KiB and 4 MiB, every light model
     python bench/scratchpad.py --sram 1MiB --models squeezenet resnet50
-    python bench/scratchpad.py --markdown             # the table of docs/memory.md
+    python bench/scratchpad.py --markdown             # the table of docs/scratchpad.md
     python bench/scratchpad.py --sram 1MiB --models resnet50 --per-op
 """
 

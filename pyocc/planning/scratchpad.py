@@ -521,7 +521,7 @@ class NpuProgram:
         op (VGG-19's fc6 summing pool5 row band by row band, its weights
         streaming while later rows of the convolutions before it compute,
         those convolutions' weights loaded again per band) hides those loads
-        under other ops' compute; docs/memory.md ("weight-stream floor")
+        under other ops' compute; docs/scratchpad.md ("weight-stream floor")
         gives a bound for any schedule."""
         tensors = self.by_name()
         homes = _homes(self, set())[0]
