@@ -235,21 +235,24 @@ def test_im2col_conv_without_planned_columns_runs_natively(name: str, room: str,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     # the plan for an NPU's scratchpad gives the host no scratch: such a site runs
     # natively, not the numpy kernel's temporaries: register tiles read from the
-    # input in place where their rule allows (a host without AVX-512), at any depth,
-    # else the direct loops
-    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: avx512)
+    # input in place where their rule allows, at any depth and on any host (the
+    # other choice is the direct loops, not sgemm), else the direct loops
     inputs, out_shape, kwargs = conv_case(CONVS[name])
+    geometry = Geometry.of(inputs[0].shape, inputs[1].shape, out_shape, kwargs)
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: not avx512)
+    on_the_other_host = tiled_spatial(geometry, kwargs, inputs[3] is not None, any_depth=True)
+    monkeypatch.setattr(conv_module, "host_has_avx512", lambda: avx512)
     row = im2col_row_bytes(inputs[1].shape, out_shape, 4)
     workspace = None if room == "none" else row - 4
     outputs = [(out_shape, "float32")]
     site = site_for("conv", inputs, outputs, workspace_bytes=workspace, **kwargs)
     assert native_kernel_for(site) is not None
     assert conv_row_sizes(site) is None, "it keeps its own function"
-    tiles = tiled_spatial(Geometry.of(inputs[0].shape, inputs[1].shape, out_shape, kwargs), kwargs,
-                          inputs[3] is not None, any_depth=True)
+    tiles = tiled_spatial(geometry, kwargs, inputs[3] is not None, any_depth=True)
+    assert tiles == on_the_other_host
     if name == "many_blocks":  # 64 x 9 deep: with planned columns sgemm, without them register tiles
-        assert tiles != avx512 and not register_tiles(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs))
-    if name in ("channel_blocks_residual", "three_d", "one_d") or avx512:  # a residual, 3-D, dilated: direct loops
+        assert tiles and not register_tiles(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs))
+    if name in ("channel_blocks_residual", "three_d", "one_d"):  # a residual, 3-D, dilated: direct loops
         assert not tiles
     want = np.empty(out_shape, np.float32)
     hk.conv(*inputs, out=want, **kwargs)
@@ -274,8 +277,8 @@ def test_preact_conv_without_planned_columns_runs_natively(name: str, room: str,
     assert native_kernel_for(site) is not None and preact_conv_sizes(site) is None
     tiles = tiled_spatial(Geometry.of(x.shape, w.shape, out_shape, kwargs), kwargs, residual is not None,
                           any_depth=True)
-    # (a residual, tanh or a dilation: the direct loops)
-    assert tiles == (not avx512 and name in ("3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric"))
+    # on any host (a residual, tanh or a dilation: the direct loops)
+    assert tiles == (name in ("3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric"))
     want = np.empty(out_shape, np.float32)
     hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)

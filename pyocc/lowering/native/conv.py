@@ -924,8 +924,11 @@ def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, any_depth
     through the cache for a short product), and the conditions of
     `tiled_pointwise` (no residual, relu or no activation, static sizes,
     a host without AVX-512). With `any_depth`, of any depth and stride 1
-    or 2: a convolution with no planned scratch for im2col
-    (`_without_columns`), where the tiles beat the direct loops."""
+    or 2, on any host: a convolution with no planned scratch for im2col
+    (`_without_columns`), where the other choice is the direct loops, not
+    sgemm, and the tiles beat them (on an AVX-512 host too: ResNet-50's
+    schedule for a 1 MiB scratchpad runs in 151 ms against 378 ms with
+    the direct loops, docs/scratchpad.md)."""
     static = all(isinstance(size, int) for size in (g.batch, g.channels, g.out_channels, g.out_positions))
     if not (static and len(g.kernel) == 2 and g.group == 1 and len(set(g.strides)) == 1
             and g.strides[0] in TILED_SPATIAL_STRIDES and set(g.dilations) == {1}):
@@ -934,7 +937,7 @@ def tiled_spatial(g: Geometry, kwargs: dict[str, Any], residual: bool, any_depth
     shallow = any_depth or depth <= TILED_SPATIAL_SHALLOW or (
         g.strides[0] == 1 and depth <= TILED_SPATIAL_DEPTH and depth * g.out_positions * 4 > TILED_SPATIAL_COLUMN_BYTES)
     return shallow and not residual and kwargs.get("activation") in (None, "relu") \
-        and not host_has_avx512()
+        and (any_depth or not host_has_avx512())
 
 
 def _read_in_place(k: Kernel, g: Geometry, x: ir.Value, w: ir.Value, bias: ir.Value | None,
