@@ -7,7 +7,8 @@ size, one row: cycles / bound_cycles and dram_bytes / dram_lower_bound_bytes
 for pyocc's schedule (cascades, tiling, prefetch) and for the baseline that
 copies in, computes and copies out serially; the SRAM used; the share of
 cycles spent stalled. The last rows give the geometric means and check the
-goals of issue 22 at 1 MiB: geomean cycles/bound <= 1.10 with no model above
+goals of issue 22 at 1 MiB (on the schedule that runs, the `run` columns;
+with `--no-run`, on the first columns): geomean cycles/bound <= 1.10 with no model above
 1.3, geomean DRAM/bound <= 1.25, SRAM <= the size. The `run` columns are the
 schedule `pyocc run --scratchpad` runs, made without the byte-share
 cascades (the IR does not run them) but with chain cascades: its
@@ -292,7 +293,11 @@ def _main() -> int:
             ran_floors = [float(r[8][3]) for r in rows if r[8][3] != "-"]
             print(f"weight-stream floors of what runs: geomean cycles/bound {geomean(ran_floors):.3f} "
                   f"(max {max(ran_floors, default=0):.3f}) over {len(ran_floors)} models")
-        goals = (not refused and geomean(cyc) <= 1.10 and max(cyc) <= 1.3 and geomean(dram) <= 1.25
+        # the goals judge the schedule that runs (its SRAM peak is checked by the simulator); with
+        # --no-run, the cascaded one of the first columns, which is all there is
+        judged = running if not args.no_run else list(zip(cyc, dram))
+        goals = (not refused and len(judged) == len(rows) and geomean([c for c, _ in judged]) <= 1.10
+                 and max(c for c, _ in judged) <= 1.3 and geomean([d for _, d in judged]) <= 1.25
                  and all(r[3] <= size for r in rows))
         if size == 1 << 20:
             print("goals of issue 22 at 1 MiB: " + ("met" if goals else "NOT met"))

@@ -1048,8 +1048,9 @@ def _plain_rows(part: str) -> bool:
 
 
 def _three_readers() -> NpuProgram:
-    """x read by rows by three ops a step: a (1x1), b (3x3, beside a's
-    output) and y (3x3, beside b's): a and b each load their band of x, and
+    """x read by rows by three ops a step: a (1x1), b (a 3-row window,
+    beside a's output) and y (a 3-row window, beside b's; its weights and
+    MACs 1x1-sized, which the bytes counted here do not read): a and b each load their band of x, and
     y's rows lie across the band a loaded the step before and this step's."""
     c, h, w = 8, 16, 16
     size = c * h * w * 4

@@ -250,6 +250,9 @@ def test_im2col_conv_without_planned_columns_runs_natively(name: str, room: str,
     assert conv_row_sizes(site) is None, "it keeps its own function"
     tiles = tiled_spatial(geometry, kwargs, inputs[3] is not None, any_depth=True)
     assert tiles == on_the_other_host
+    module = ir.Module()
+    emit_conv(module, "model_site_0", site)
+    assert ("llvm.masked.load" in str(module)) == tiles  # the tiles' loads at the padding: what is emitted
     if name == "many_blocks":  # 64 x 9 deep: with planned columns sgemm, without them register tiles
         assert tiles and not register_tiles(site_for("conv", inputs, outputs, workspace_bytes=row, **kwargs))
     if name in ("channel_blocks_residual", "three_d", "one_d"):  # a residual, 3-D, dilated: direct loops
@@ -279,6 +282,9 @@ def test_preact_conv_without_planned_columns_runs_natively(name: str, room: str,
                           any_depth=True)
     # on any host (a residual, tanh or a dilation: the direct loops)
     assert tiles == (name in ("3x3_padded", "one_by_one_padded", "spatial_tiles_stride2_asymmetric"))
+    module = ir.Module()
+    emit_preact_conv(module, "model_site_0", site)
+    assert ("llvm.masked.load" in str(module)) == tiles  # the tiles' loads at the padding: what is emitted
     want = np.empty(out_shape, np.float32)
     hk.preact_conv(x, scale, shift, w, bias, residual, out=want, **kwargs)
     got = np.full(out_shape, np.nan, np.float32)

@@ -13,7 +13,8 @@ the same rule that sized its planned scratch (`ConvOp.scratch_bytes`):
   row's columns up to a full block); without one (`_without_columns`: the
   plan for an NPU's scratchpad, `--scratchpad`, gives the host no scratch)
   the op runs the register tiles below at any depth where their other
-  conditions hold, else the direct loops.
+  conditions hold, on any host (there is no sgemm to keep), else the
+  direct loops.
   In a model compiled for several threads, a workspace
   whose blocks are too small to split between them holds one copy per
   thread (its spec's "copies", `im2col_copies`): the blocks of rows are
