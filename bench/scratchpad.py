@@ -212,7 +212,8 @@ def _main() -> int:
     """`main`, with or without a progress line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sram", nargs="+", default=["1MiB", "256KiB", "4MiB"])
-    parser.add_argument("--models", nargs="+", default=LIGHT_MODELS)
+    parser.add_argument("--models", nargs="+", default=LIGHT_MODELS, choices=LIGHT_MODELS, metavar="MODEL",
+                        help=f"light models to schedule (default: all of {', '.join(LIGHT_MODELS)})")
     parser.add_argument("--npu-cost", default="")
     parser.add_argument("--markdown", action="store_true", help="a markdown table")
     parser.add_argument("--no-run", action="store_true", help="only the cascaded schedule (no run columns)")
