@@ -198,12 +198,16 @@ class Clock:
         self.moved = 0
         self.ends: dict[int, int] = {}
 
+    def would_end(self, nbytes: int) -> int:
+        """When a transfer of `nbytes` issued now would end: queued on the
+        port behind the transfers before it, and not started before now."""
+        return max(self.now, self.port) + self.cost.dma_cycles(nbytes)
+
     def transfer(self, transfer: int, nbytes: int) -> int:
-        """Queue transfer `transfer` of `nbytes` on the port (in order,
-        behind the transfers before it, and not before it is issued); the
-        cycle it starts. It ends at `ends[transfer]`."""
+        """Queue transfer `transfer` of `nbytes` on the port (`would_end`);
+        the cycle it starts. It ends at `ends[transfer]`."""
         start = max(self.now, self.port)
-        self.port = start + self.cost.dma_cycles(nbytes)
+        self.port = self.would_end(nbytes)
         self.ends[transfer] = self.port
         self.moved += nbytes
         return start

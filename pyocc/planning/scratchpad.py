@@ -3359,7 +3359,7 @@ class _Scheduler:
                 if ahead and ahead + need.piece.bytes > self.sram * PREFETCH_SHARE // 8 and later >= due:
                     return
                 if (behind and later > index + 1
-                        and max(self.clock.port, self.clock.now) + self.cost.dma_cycles(need.piece.bytes) > computed):
+                        and self.clock.would_end(need.piece.bytes) > computed):
                     return  # it would end after the current compute: the next unit's load would wait behind it
                 top = self._clear_of_outputs(need.piece, later) if self.clear else False
                 if top is None and later > index + 1:
