@@ -836,7 +836,7 @@ class DnnNpuSchedulePass(ModulePass):
     chains: bool = True
     """Run chains of ops as chain cascades (band by band, each op computing
     the rows its readers' bands read into an SRAM buffer they read whole;
-    see pyocc.planning.scratchpad._chains); false: each op tiled on its own."""
+    see pyocc.planning.scratchpad.chains._chains); false: each op tiled on its own."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         require_form(op, self.name, "tensors")

@@ -13,7 +13,7 @@ that rule with explicit DMA, whole buffer by whole buffer:
 
 It is the staged form of the no-prefetch baseline (copy in, compute,
 copy out; activations stay in SRAM): each wait follows its start. The
-prefetching schedule of pyocc/planning/scratchpad.py is written as IR by
+prefetching schedule of pyocc/planning/scratchpad/ is written as IR by
 dnn-npu-schedule, which is what `pyocc run --scratchpad` runs.
 """
 

@@ -520,8 +520,8 @@ def test_tiles_assembled_in_sram_match_onnxruntime(monkeypatch: pytest.MonkeyPat
     from pyocc.planning import scratchpad
     from pyocc.testing.random_graphs import compile_and_compare
 
-    assembled = scratchpad._assembled
-    monkeypatch.setattr(scratchpad, "_assembled", lambda program, units, sram, slices=True, tiles=False:
+    assembled = scratchpad.units._assembled
+    monkeypatch.setattr(scratchpad.search, "_assembled", lambda program, units, sram, slices=True, tiles=False:
                         assembled(program, units, sram, slices, tiles=True))
     inputs = {"x": np.random.default_rng(14).standard_normal((1, 128, 8, 8)).astype(np.float32)}
     compiled, problem = compile_and_compare(_bottleneck_block(128, 16, 3, 8), inputs, scratchpad=64 << 10)

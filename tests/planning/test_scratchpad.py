@@ -4,10 +4,12 @@ small program at several SRAM sizes checked by it."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import gc
 import math
 import random
+from pathlib import Path
 
 import pytest
 
@@ -17,11 +19,15 @@ from pyocc.planning.npu_simulator import (
     simulate, without_gc,
 )
 from pyocc.planning.scratchpad import (
-    ALIGN, KEEP, RESERVES, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor, _Allocator, _cheapest_hole, _Entry, _Make, _Need, _plan_spills,
-    _key, _Scheduler, _Unit, _units,
+    ALIGN, KEEP, STREAM, WHOLE, NpuOp, NpuProgram, NpuTensor,
     band_rows, channel_range, copy_rows,
     input_block, op_costs, run_scratchpad, schedule_cuts, schedule_no_prefetch, schedule_scratchpad, split_range, tile_rows,
 )
+from pyocc.planning.scratchpad.program import _Make, _Need, _Unit
+from pyocc.planning.scratchpad.scheduler import _Allocator, _cheapest_hole, _Entry, _Scheduler
+from pyocc.planning.scratchpad.search import _key, _plan_spills
+from pyocc.planning.scratchpad.tuning import RESERVES
+from pyocc.planning.scratchpad.units import _units
 
 W = Piece("w", "all", 800)
 X = Piece("x", "all", 64)
@@ -42,6 +48,22 @@ def _gemm(macs=256 * 50):
 def _program():
     return [Alloc(BW), Alloc(BX), Alloc(BY), Load(1, BX, X), Load(2, BW, W), Wait(1), Wait(2),
             _gemm(), Store(3, BY, Y), Wait(3), Free(BW), Free(BX), Free(BY)]
+
+
+def test_the_tuned_numbers_are_read_through_the_tuning_module():
+    # the package's modules read each tuned number as `tuning.NAME`: a module that
+    # imported one by name would keep its own copy, which setting the number on
+    # `scratchpad.tuning` (a monkeypatch, an experiment) would not reach
+    package = Path(scratchpad.__file__).parent
+    tuned = {name for name in vars(scratchpad.tuning) if name.isupper()}
+    assert {"CHAIN_SHARE", "RESERVES", "DEADLINES"} <= tuned
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith("tuning"):
+                pytest.fail(f"{path.name} imports {[a.name for a in node.names]} from tuning by name")
+            if isinstance(node, ast.Name) and node.id in tuned and path.name != "tuning.py":
+                pytest.fail(f"{path.name}:{node.lineno} reads {node.id} without `tuning.`")
 
 
 def test_timing_by_hand():
@@ -343,17 +365,17 @@ def test_a_schedule_the_sram_cannot_hold_with_its_channel_chains_runs_without_th
     # without them, the same as with none found
     program, sram = _conv_sum(), 32 << 10
     plain = schedule_scratchpad(program, sram, cascades=False).instructions
-    found = scratchpad._channel_chains
+    found = scratchpad.units._channel_chains
 
     def too_big(*args):
         units = found(*args)
         huge = _Need(Piece("v", "all", 2 * sram), False)
         return [dataclasses.replace(u, reads=(*u.reads, huge)) if u.op == "sum" else u for u in units]
 
-    monkeypatch.setattr(scratchpad, "_channel_chains", lambda program, units, *args: units)
+    monkeypatch.setattr(scratchpad.units, "_channel_chains", lambda program, units, *args: units)
     without = schedule_scratchpad(program, sram, cascades=False).instructions
     assert without != plain
-    monkeypatch.setattr(scratchpad, "_channel_chains", too_big)
+    monkeypatch.setattr(scratchpad.units, "_channel_chains", too_big)
     assert schedule_scratchpad(program, sram, cascades=False).instructions == without
 
 
@@ -427,7 +449,7 @@ def _simulated(program: NpuProgram, sram: int, instructions: list):
     as `run_scratchpad` simulates its own: the inputs and weights in DRAM,
     the spills where `_plan_spills` places them. Raises on a broken rule."""
     schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), {})
-    return scratchpad._simulate(schedule, program, sram, NpuCost())
+    return scratchpad.search._simulate(schedule, program, sram, NpuCost())
 
 
 def _fragmenting_output() -> NpuProgram:
@@ -446,7 +468,7 @@ def test_best_fit_leaves_the_hole_a_prefetch_needs(monkeypatch: pytest.MonkeyPat
     # for it. Best fit puts a1 in the 640 B hole, and w2 loads at 0 while op1 computes
     # (148..244): 344 -> 316 cycles. `_fastest_scheduler` keeps the faster
     program = _fragmenting_output()
-    monkeypatch.setattr(scratchpad, "BEST_FIT_RESERVES", ())
+    monkeypatch.setattr(scratchpad.tuning, "BEST_FIT_RESERVES", ())
     first_fit = run_scratchpad(program, 1856, cascades=False)
     assert first_fit.cycles == 344 and ("load", "w2:all", 768, 176, 272) in first_fit.simulation.transfers
     monkeypatch.undo()
@@ -497,16 +519,16 @@ def test_a_prefetch_kept_clear_leaves_the_hole_its_readers_output_needs(clear, r
     assert result.cycles == cycles and result.dram_bytes == len(loads) * x + 64 + 3 * 64
 
 
-def _found_with_between() -> tuple[NpuProgram, int, scratchpad._Scheduled]:
+def _found_with_between() -> tuple[NpuProgram, int, scratchpad.search._Scheduled]:
     """`_fragmenting_output` at 1856 bytes scheduled with the reserve
     "between", as `_fastest_scheduler` is given a schedule to better."""
     program, sram = _fragmenting_output(), 1856
     units, tiling, _ = _units(program, sram, NpuCost(), False)
     instructions = _Scheduler(program, sram, units, reserve="between").run()
     schedule = scratchpad.NpuSchedule(instructions, _plan_spills(instructions, program.by_name()), tiling)
-    simulated = scratchpad._simulate(schedule, program, sram, NpuCost())
-    key = scratchpad._key(simulated.cycles, simulated.dram_bytes)
-    return program, sram, scratchpad._Scheduled(key, schedule, units, "between")
+    simulated = scratchpad.search._simulate(schedule, program, sram, NpuCost())
+    key = scratchpad.search._key(simulated.cycles, simulated.dram_bytes)
+    return program, sram, scratchpad.search._Scheduled(key, schedule, units, "between")
 
 
 def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_with(monkeypatch: pytest.MonkeyPatch):
@@ -522,10 +544,10 @@ def test_the_other_ways_are_tried_once_each_beside_the_reserve_a_schedule_came_w
             made.append((reserve, best_fit, deadlines, clear))
             super().__init__(program, sram, units, cost, reserve, best_fit, deadlines, facts, clear)
 
-    monkeypatch.setattr(scratchpad, "_Scheduler", Recorded)
-    scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
+    monkeypatch.setattr(scratchpad.search, "_Scheduler", Recorded)
+    scratchpad.search._fastest_scheduler(program, sram, NpuCost(), found)
     assert sorted(way[0] for way in made if not any(way[1:])) == sorted(set(RESERVES) - {"between"})
-    assert len(made) == len(set(made)) and sum(way[3] for way in made) == scratchpad.CLEAR_WAYS
+    assert len(made) == len(set(made)) and sum(way[3] for way in made) == scratchpad.tuning.CLEAR_WAYS
 
 
 def test_the_ways_share_their_units_facts_and_the_kept_one_simulates_to_its_rank(monkeypatch: pytest.MonkeyPatch):
@@ -533,23 +555,23 @@ def test_the_ways_share_their_units_facts_and_the_kept_one_simulates_to_its_rank
     # the units' facts (`_UnitFacts`) once for all its ways: the schedule it keeps, its spills
     # planned, simulates to the rank it gives
     program, sram, found = _found_with_between()
-    facts = scratchpad._UnitFacts.of
+    facts = scratchpad.scheduler._UnitFacts.of
     made: list[int] = []
-    monkeypatch.setattr(scratchpad._UnitFacts, "of", classmethod(lambda cls, u, c: made.append(len(u)) or facts(u, c)))
-    key, kept = scratchpad._fastest_scheduler(program, sram, NpuCost(), found)
+    monkeypatch.setattr(scratchpad.scheduler._UnitFacts, "of", classmethod(lambda cls, u, c: made.append(len(u)) or facts(u, c)))
+    key, kept = scratchpad.search._fastest_scheduler(program, sram, NpuCost(), found)
     assert made == [len(found.units)]
-    result = scratchpad._simulate(kept, program, sram, NpuCost())
-    assert key == scratchpad._key(result.cycles, result.dram_bytes)
+    result = scratchpad.search._simulate(kept, program, sram, NpuCost())
+    assert key == scratchpad.search._key(result.cycles, result.dram_bytes)
 
 
 def test_a_schedule_a_little_slower_moving_far_fewer_dram_bytes_ranks_first(monkeypatch: pytest.MonkeyPatch):
     # `_key` ranks the schedules `schedule_scratchpad` compares: cycles, the DRAM bytes weighed in
-    key = scratchpad._key
+    key = scratchpad.search._key
 
     assert key(1010, 900) < key(1000, 1000)  # 1% slower, 10% fewer bytes
     assert key(1000, 1000) < key(1010, 980)  # 1% slower, 2% fewer bytes
     assert key(1000, 990) < key(1000, 1000) < key(1001, 1000)
-    monkeypatch.setattr(scratchpad, "DRAM_WEIGHT", 0)  # cycles first, then DRAM bytes
+    monkeypatch.setattr(scratchpad.tuning, "DRAM_WEIGHT", 0)  # cycles first, then DRAM bytes
     assert key(1000, 1000) < key(1010, 900) and key(1000, 990) < key(1000, 1000)
 
 
@@ -610,7 +632,7 @@ def test_load_deadlines_by_hand():
     # 1654; c1's by min(1654, 2527) - 1000, c0's by 654 - 1000, and the weightless units
     # before them are due as early as c0's
     program, units = _weightless_then_weights()
-    starts, latest = scratchpad._load_deadlines(program.by_name(), units, NpuCost())
+    starts, latest = scratchpad.scheduler._load_deadlines(program.by_name(), units, NpuCost())
     assert starts[24:] == [2400, 2527, 2654, 2781]
     assert latest == [-346] * 25 + [654, 1654]
 
@@ -635,7 +657,7 @@ def test_weights_due_beyond_the_prefetch_units_load_from_the_start():
 def test_schedule_scratchpad_keeps_the_schedule_with_deadlines_where_it_is_faster(monkeypatch: pytest.MonkeyPatch):
     program, _ = _weightless_then_weights()
     assert run_scratchpad(program, 32 * 1024, cascades=False).cycles == 3143
-    monkeypatch.setattr(scratchpad, "DEADLINES", False)
+    monkeypatch.setattr(scratchpad.tuning, "DEADLINES", False)
     assert run_scratchpad(program, 32 * 1024, cascades=False).cycles == 3943
 
 
@@ -878,7 +900,7 @@ def test_a_chain_whose_weights_pass_a_quarter_of_the_sram_keeps_its_inner_bands_
     result = run_scratchpad(program, sram, cascades=False)  # simulates: raises on a broken rule
     assert not any(isinstance(i, (Load, Store)) and i.piece.tensor == "y" for i in result.schedule.instructions)
     assert result.tiled_ops["y"] == result.tiled_ops["z"]
-    monkeypatch.setattr(scratchpad, "CHAIN_WEIGHTS", (2,))
+    monkeypatch.setattr(scratchpad.tuning, "CHAIN_WEIGHTS", (2,))
     quarter = run_scratchpad(program, sram, cascades=False)
     assert any(isinstance(i, Store) and i.piece.tensor == "y" for i in quarter.schedule.instructions)
     assert result.cycles < quarter.cycles and result.dram_bytes < quarter.dram_bytes
@@ -1015,7 +1037,7 @@ def test_a_rolled_chain_copies_a_residual_out_of_two_bands_of_its_input():
         ((_, written),) = c.writes
         (lo, hi), ((a, b), (a2, b2)) = copy_rows(written.part), [band_rows(p.part) for _, p in c.reads]
         assert a <= lo < b == a2 < hi <= b2 and c.macs == 0 and c.sram_bytes == 2 * written.bytes
-    rolled = scratchpad._chain_cost(program, 0, 3, bands, rolled=True)
+    rolled = scratchpad.chains._chain_cost(program, 0, 3, bands, rolled=True)
     assert rolled is not None and rolled[2] == x.size  # x's rows read from outside: each once
 
 
@@ -1023,7 +1045,7 @@ def test_the_two_bands_a_rolled_reader_copies_an_outside_input_out_of():
     # the band its first reader loaded the step before, (4, 8), and one loaded this step right
     # after it: only where the rows need both and the two meet (overlapping bands would copy rows
     # twice; a gap leaves rows out)
-    rolled = scratchpad._outside_rolled
+    rolled = scratchpad.chains._outside_rolled
     assert rolled((4, 8), [(8, 12)], 7, 11) == [(4, 8), (8, 12)]
     assert rolled((4, 8), [(9, 12)], 7, 11) is None  # a gap: row 8 in neither
     assert rolled((4, 8), [(6, 12)], 5, 11) is None  # overlapping bands: rows 6 and 7 in both
@@ -1038,7 +1060,7 @@ def test_a_rolled_chain_copies_nothing_of_an_input_living_in_a_concat_in_place()
     # an input in `kept` (its pieces are channel bands of a concat's output in place) is loaded
     # by rows for each reader, as before copies out of two bands, never copied
     program = _residual_unit()
-    units = scratchpad._chain_units(program, 0, 3, 8, 0, kept=frozenset({"x"}), rolled=True)
+    units = scratchpad.chains._chain_units(program, 0, 3, 8, 0, kept=frozenset({"x"}), rolled=True)
     assert not any(m.piece.tensor == "x" for u in units for m in u.writes)
     assert all(_plain_rows(n.piece.part) for u in units for n in u.reads if n.piece.tensor == "x")
 
@@ -1074,9 +1096,9 @@ def test_a_rolled_chains_estimate_loads_and_copies_what_its_units_do(units: int,
     # two bands of its input are a copy, not a load; where two readers load bands of an input in
     # one step (3: `_three_readers`), the band before is the first reader's, in both
     program, stop = {1: (_residual_unit(), 3), 2: (_two_residual_units(), 6), 3: (_three_readers(), 3)}[units]
-    found = scratchpad._chain_cost(program, 0, stop, bands, rolled=True)
+    found = scratchpad.chains._chain_cost(program, 0, stop, bands, rolled=True)
     assert found is not None
-    made_units = scratchpad._chain_units(program, 0, stop, bands, 0, rolled=True)
+    made_units = scratchpad.chains._chain_units(program, 0, stop, bands, 0, rolled=True)
     made = {m.piece.tensor for u in made_units for m in u.writes if copy_rows(m.piece.part) is None}
     loaded = {(n.piece.tensor, n.piece.part): n.piece.bytes for u in made_units for n in u.reads
               if n.piece.tensor not in made and program.by_name()[n.piece.tensor].kind != "weight"
@@ -1097,10 +1119,10 @@ def test_a_rolled_chain_counts_the_band_before_its_residual_copy_holds(bands: in
     other = NpuProgram((*program.tensors, dataclasses.replace(program.by_name()["x"], name="r")),
                        (*program.ops[:2], dataclasses.replace(y, inputs=("b", "r"), channel_inputs=("r",),
                                                               row_windows=(("b", 1, 1, 0), ("r", 1, 1, 0)))))
-    own, apart = (scratchpad._chain_cost(p, 0, 3, bands, rolled=True) for p in (program, other))
+    own, apart = (scratchpad.chains._chain_cost(p, 0, 3, bands, rolled=True) for p in (program, other))
     assert own is not None and apart is not None
     x = program.by_name()["x"]
-    every = scratchpad._rolled_ranges(program, 0, 3, bands, NpuCost())
+    every = scratchpad.chains._rolled_ranges(program, 0, 3, bands, NpuCost())
     assert every is not None
     widest_before = max(end - first for (first, end), *_ in every[:-1])  # a's rows: x's band in that step
     assert own[0] - apart[0] == scratchpad.row_bytes(x, widest_before)
@@ -1122,7 +1144,7 @@ def test_a_chain_reads_a_band_it_loaded_again_as_it_is():
          NpuOp("b", 18 * c * c * h * w, ("a", "x"), ("wb",), ("b",), h, 2, c, (), (("a", 1, 1, 0), ("x", 3, 1, 1))),
          NpuOp("y", c * c * h * w, ("b", "x"), ("wy",), ("y",), h, 0, c, (), (("b", 1, 1, 0), ("x", 1, 1, 0)))),
     )
-    units = scratchpad._chain_units(program, 0, 3, 4, 0)
+    units = scratchpad.chains._chain_units(program, 0, 3, 4, 0)
     reads = {u.op: [n.piece.part for n in u.reads if n.piece.tensor == "x"] for u in units if u.macs}
     assert not any(m.piece.tensor == "x" for u in units for m in u.writes)  # no copy of x
     assert reads["y"] == reads["a"] and reads["b"] != reads["a"]
@@ -1192,14 +1214,14 @@ def test_a_chains_cost_with_a_limit_is_its_cost_where_it_fits_and_none_above():
         for stop in range(start + 2, len(program.ops) + 1):
             for bands in (1, 2, 3, 4, 6, 9, 32):
                 for tight, wide in ((False, False), (True, False), (True, True)):
-                    full = scratchpad._chain_cost_of(program, start, stop, bands, tight, wide, None)
+                    full = scratchpad.chains._chain_cost_of(program, start, stop, bands, tight, wide, None)
                     if full is None:
                         continue
                     for limit in (full[0] - 1, full[0], full[0] + 1, full[0] // 2):
-                        got = scratchpad._chain_cost(program, start, stop, bands, tight, wide, limit=limit)
+                        got = scratchpad.chains._chain_cost(program, start, stop, bands, tight, wide, limit=limit)
                         assert got == (full if full[0] <= limit else None), (start, stop, bands, limit)
                         asked += 1
-                    assert scratchpad._chain_cost(program, start, stop, bands, tight, wide) == full
+                    assert scratchpad.chains._chain_cost(program, start, stop, bands, tight, wide) == full
     assert asked > 100
     assert program.memo("chain_cost")
     assert _two_residual_units().memo("chain_cost") == {}  # each program its own
@@ -1330,9 +1352,9 @@ def test_no_chain_starts_at_a_concat_assembled_in_sram_without_concat_starts():
     # unit fits beside it, `_rehome`'s `fit`). At 7 KiB c is assembled in no SRAM: the chain
     # stays either way
     program, cost = _concat_then_window(), NpuCost()
-    assert scratchpad._chains(program, 12 << 10, cost) == [(2, 4, 3)]
-    assert scratchpad._chains(program, 12 << 10, cost, concat_starts=False) == []
-    assert scratchpad._chains(program, 7 << 10, cost, concat_starts=False) == scratchpad._chains(
+    assert scratchpad.chains._chains(program, 12 << 10, cost) == [(2, 4, 3)]
+    assert scratchpad.chains._chains(program, 12 << 10, cost, concat_starts=False) == []
+    assert scratchpad.chains._chains(program, 7 << 10, cost, concat_starts=False) == scratchpad.chains._chains(
         program, 7 << 10, cost) != []
 
     def simulated(concat_starts: bool):
@@ -1360,8 +1382,8 @@ def test_a_schedule_whose_partial_sums_fit_only_counted_at_the_largest_tile_is_f
         (NpuOp("y", channels * channels * 9 * rows * width, ("x",), ("w",), ("y",), rows, 2, channels, (),
                (("x", 3, 1, 1),), in_channels=channels, reduced_inputs=("x",), reduced_weights=("w",)),))
     tensors, op = program.by_name(), program.ops[0]
-    mean = scratchpad._choose_tiling(op, tensors, sram, NpuCost())
-    largest = scratchpad._choose_tiling(op, tensors, sram, NpuCost(), exact=True)
+    mean = scratchpad.tiling._choose_tiling(op, tensors, sram, NpuCost())
+    largest = scratchpad.tiling._choose_tiling(op, tensors, sram, NpuCost(), exact=True)
     assert rows % mean[0] and mean != largest
     units, _, _ = _units(program, sram, NpuCost(), False)
     with pytest.raises(PlanningError, match="does not fit"):
@@ -1673,7 +1695,7 @@ def test_weight_blocks_are_placed_from_the_top(monkeypatch: pytest.MonkeyPatch):
     # bottom, where input bands and tensors that later ops read stay); every other
     # buffer the lowest. First fit put the blocks low too, between them. (Best
     # fit, faster here, is left out: it places the other buffers elsewhere.)
-    monkeypatch.setattr(scratchpad, "BEST_FIT_RESERVES", ())
+    monkeypatch.setattr(scratchpad.tuning, "BEST_FIT_RESERVES", ())
     program = _resnet50_last_stage(with_r151=True)
     schedule = schedule_scratchpad(program, 1 << 20, cascades=False)
     live: dict[str, SramBuffer] = {}
@@ -1796,9 +1818,9 @@ def test_a_rolled_chain_computes_each_row_once_and_copies_its_halo():
     # once, band after band, and every band of the 3x3 after the first reads a
     # copy of its rows out of the 1x1's band before and this one
     program, cost, sram = _one_by_one_then_three_by_three(), NpuCost(), 48 << 10
-    chained = scratchpad._chains(program, sram, cost)
-    assert chained == scratchpad._chains(program, sram, cost, rolled=True) == [(0, 2, 9)]
-    produced = [ranges[0] for ranges in scratchpad._rolled_ranges(program, 0, 2, 9, cost)]
+    chained = scratchpad.chains._chains(program, sram, cost)
+    assert chained == scratchpad.chains._chains(program, sram, cost, rolled=True) == [(0, 2, 9)]
+    produced = [ranges[0] for ranges in scratchpad.chains._rolled_ranges(program, 0, 2, 9, cost)]
     assert produced[0][0] == 0 and all(a[1] == b[0] for a, b in zip(produced, produced[1:]))
 
     def scheduled(rolled: bool):
@@ -1813,7 +1835,7 @@ def test_a_rolled_chain_computes_each_row_once_and_copies_its_halo():
     assert all(copy_rows(u.writes[0].piece.part) and [n.piece.tensor for n in u.reads] == ["a", "a"] for u in copies)
     assert rolled.cycles < plain.cycles
     # at 32 KiB only the rolled chain saves more than it costs
-    assert scratchpad._chains(program, 32 << 10, cost) == [] != scratchpad._chains(program, 32 << 10, cost, rolled=True)
+    assert scratchpad.chains._chains(program, 32 << 10, cost) == [] != scratchpad.chains._chains(program, 32 << 10, cost, rolled=True)
 
 
 def test_no_op_rolls_where_a_halo_is_taller_than_a_band():
@@ -1822,11 +1844,11 @@ def test_no_op_rolls_where_a_halo_is_taller_than_a_band():
     # rows again, as a chain that does not roll does; on bands of two rows, the
     # band before computed them, and it rolls
     program, cost = _one_by_one_then_three_by_three(), NpuCost()
-    assert scratchpad._rolled_ranges_of(program, 0, 2, 32, (True, False)) is None
-    assert scratchpad._roll_flags(program, 0, 2, 32, cost) == (False, False)
-    assert scratchpad._rolled_ranges(program, 0, 2, 32, cost) == [
-        [ranges[0] for ranges in scratchpad._chain_ranges(program, 0, 2, 32, i)] for i in range(32)]
-    assert scratchpad._roll_flags(program, 0, 2, 16, cost) == (True, False)
+    assert scratchpad.chains._rolled_ranges_of(program, 0, 2, 32, (True, False)) is None
+    assert scratchpad.chains._roll_flags(program, 0, 2, 32, cost) == (False, False)
+    assert scratchpad.chains._rolled_ranges(program, 0, 2, 32, cost) == [
+        [ranges[0] for ranges in scratchpad.chains._chain_ranges(program, 0, 2, 32, i)] for i in range(32)]
+    assert scratchpad.chains._roll_flags(program, 0, 2, 16, cost) == (True, False)
 
 
 def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
@@ -1837,15 +1859,15 @@ def test_an_op_whose_rows_cost_less_than_their_copy_computes_its_halo_again():
     # the 3x3 reads its band whole and no copy is made
     cost = NpuCost()
     for program, roll in ((_one_by_one_then_three_by_three(), True), (_one_by_one_then_three_by_three(2), False)):
-        assert scratchpad._roll_flags(program, 0, 2, 8, cost) == (roll, False)
-        units = scratchpad._chain_units(program, 0, 2, 8, 1 << 20, rolled=True, cost=cost)
+        assert scratchpad.chains._roll_flags(program, 0, 2, 8, cost) == (roll, False)
+        units = scratchpad.chains._chain_units(program, 0, 2, 8, 1 << 20, rolled=True, cost=cost)
         copies = [u for u in units if copy_rows(u.writes[0].piece.part)]
         macs = sum(u.macs for u in units if u.op == "a")
         if roll:
             assert len(copies) == 7 and macs == program.ops[0].macs
         else:
             assert copies == [] and macs > program.ops[0].macs
-            ranges = scratchpad._rolled_ranges(program, 0, 2, 8, cost)
+            ranges = scratchpad.chains._rolled_ranges(program, 0, 2, 8, cost)
             assert all(r[0] == program.ops[1].in_rows(program.by_name()["a"], *r[1]) for r in ranges)
 
 
@@ -1858,8 +1880,8 @@ def test_two_ways_that_find_the_same_units_are_finished_once(monkeypatch):
     rolled, _, _ = _units(program, sram, cost, False, rolled_chains=True)
     assert rolled == _units(program, sram, cost, False, tight_chains=True)[0]
     finished = []
-    finish = scratchpad._finished
-    monkeypatch.setattr(scratchpad, "_finished", lambda *args: finished.append(args[4]) or finish(*args))
+    finish = scratchpad.search._finished
+    monkeypatch.setattr(scratchpad.search, "_finished", lambda *args: finished.append(args[4]) or finish(*args))
     schedule = scratchpad.schedule_scratchpad(program, sram, cost, cascades=False)
     assert len(finished) == 1
     _simulated(program, sram, schedule.instructions)  # raises on a broken rule
@@ -1892,8 +1914,8 @@ def test_a_rolled_chain_runs_through_a_concat_written_in_place():
     # one. Computing the halos again, the chain ends at the concat. The two 1x1s read the same
     # rows of x, one band loaded once (`_rolled_step` counts it once since stop 67: 9 bands, not 13)
     program, cost, sram = _two_convs_joined_then_window(), NpuCost(), 48 << 10
-    assert scratchpad._chains(program, sram, cost) == [(0, 3, 6)]
-    assert scratchpad._chains(program, sram, cost, rolled=True) == [(0, 4, 9)]
+    assert scratchpad.chains._chains(program, sram, cost) == [(0, 3, 6)]
+    assert scratchpad.chains._chains(program, sram, cost, rolled=True) == [(0, 4, 9)]
     units, _, _ = _units(program, sram, cost, False, rolled_chains=True)
     _simulated(program, sram, _Scheduler(program, sram, units).run())  # raises on a broken rule
     assert not any(u.op == "c" for u in units)
@@ -1910,13 +1932,13 @@ def test_a_rolled_chain_counted_by_its_peak_takes_fewer_bands():
     program, cost, limit = _one_by_one_then_three_by_three(), NpuCost(), 40 << 10
 
     def fewest(peak: bool) -> int:
-        return next(bands for bands in scratchpad._candidates(32) if scratchpad._chain_cost(
+        return next(bands for bands in scratchpad.tiling._candidates(32) if scratchpad.chains._chain_cost(
             program, 0, 2, bands, wide=peak, rolled=True, limit=limit, cost=cost) is not None)
 
     assert (fewest(False), fewest(True)) == (9, 4)
-    peak = scratchpad._chain_cost(program, 0, 2, 4, wide=True, rolled=True, cost=cost)
-    assert peak is not None and peak[0] == scratchpad._units_peak(
-        scratchpad._chain_units(program, 0, 2, 4, 0, rolled=True, cost=cost))
+    peak = scratchpad.chains._chain_cost(program, 0, 2, 4, wide=True, rolled=True, cost=cost)
+    assert peak is not None and peak[0] == scratchpad.chains._units_peak(
+        scratchpad.chains._chain_units(program, 0, 2, 4, 0, rolled=True, cost=cost))
 
 
 def test_units_peak_holds_each_piece_from_its_first_unit_to_its_last():
@@ -1929,9 +1951,9 @@ def test_units_peak_holds_each_piece_from_its_first_unit_to_its_last():
     units = [_Unit("p", 0, (piece("w", 10),), (make("a", 100),), True),
              _Unit("q", 0, (piece("a", 100),), (make("b", 50),), True),
              _Unit("r", 0, (piece("b", 50), piece("w", 10)), (make("c", 5),), True)]
-    assert scratchpad._units_peak(units) == 160  # q: a, b and w (read again by r)
-    assert scratchpad._units_peak(units[:1]) == 110
-    assert scratchpad._units_peak([]) == 0
+    assert scratchpad.chains._units_peak(units) == 160  # q: a, b and w (read again by r)
+    assert scratchpad.chains._units_peak(units[:1]) == 110
+    assert scratchpad.chains._units_peak([]) == 0
 
 
 @pytest.mark.parametrize("images", [1, 2])
@@ -1956,8 +1978,8 @@ def test_tiles_of_rows_and_channels_are_assembled_only_in_a_tensor_of_one_image(
              for i in range(2) for j in range(2)]
     units.append(_Unit("q", 64, (_Need(Piece("y", "all", y.size), False),), (_Make(Piece("z", "all", 64), WHOLE),),
                        True))
-    assert scratchpad._assembled(program, units, 1 << 20) is units  # without `tiles`: bands of every channel only
-    assembled = scratchpad._assembled(program, units, 1 << 20, tiles=True)
+    assert scratchpad.units._assembled(program, units, 1 << 20) is units  # without `tiles`: bands of every channel only
+    assembled = scratchpad.units._assembled(program, units, 1 << 20, tiles=True)
     if images == 2:
         assert assembled is units
         return
@@ -2004,16 +2026,16 @@ def test_an_op_whose_weights_came_late_runs_on_weight_blocks_where_that_is_faste
 
     split = run_scratchpad(program, 1 << 20, cascades=False)
     # a split that finishes slower is not kept: the schedule finished without it is
-    finish = scratchpad._finish
+    finish = scratchpad.search._finish
 
     def slower(program, sram, cost, best, choices, scheduled, streamed, split):
         key, schedule = finish(program, sram, cost, best, choices, scheduled, streamed, split)
         return ((key[0] + 1, *key[1:]) if split else key), schedule
 
-    monkeypatch.setattr(scratchpad, "_finish", slower)
+    monkeypatch.setattr(scratchpad.search, "_finish", slower)
     kept = run_scratchpad(program, 1 << 20, cascades=False)
-    monkeypatch.setattr(scratchpad, "_finish", finish)
-    monkeypatch.setattr(scratchpad, "_split_late", lambda program, sram, cost, best, scheduled: (best, frozenset()))
+    monkeypatch.setattr(scratchpad.search, "_finish", finish)
+    monkeypatch.setattr(scratchpad.search, "_split_late", lambda program, sram, cost, best, scheduled: (best, frozenset()))
     whole = run_scratchpad(program, 1 << 20, cascades=False)
     r45 = cost_of(whole, "r45")
     assert (r45.tiles, r45.stall_cycles) == (1, 23316) and r45.port_bound_stall_cycles < r45.stall_cycles // 100
@@ -2044,14 +2066,14 @@ def test_trials_keep_all_at_once_where_faster_else_each_op_that_is():
     best = SimpleNamespace(key=(100,))
     # all at once is faster: kept, nothing else tried
     scheduled, tried = scheduled_by(lambda ops: 90)
-    kept, ops = scratchpad._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
+    kept, ops = scratchpad.search._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
     assert (kept.key, ops, tried) == ((90,), frozenset("abc"), [frozenset("abc")])
     # all at once is slower: a alone is faster (kept), then a+b is not, then a+c does not fit
     scheduled, tried = scheduled_by(lambda ops: {frozenset("a"): 95}.get(ops, 120))
-    kept, ops = scratchpad._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
+    kept, ops = scratchpad.search._kept_trials(best, ["a", "b", "c"], ["a", "b", "c"], scheduled, "trials")
     assert (kept.key, ops) == ((95,), frozenset("a"))
     assert tried == [frozenset("abc"), frozenset("a"), frozenset("ab"), frozenset("ac")]
     # one op: tried once
     scheduled, tried = scheduled_by(lambda ops: 120)
-    assert scratchpad._kept_trials(best, ["a"], ["a"], scheduled, "trials") == (best, frozenset())
+    assert scratchpad.search._kept_trials(best, ["a"], ["a"], scheduled, "trials") == (best, frozenset())
     assert tried == [frozenset("a")]

@@ -75,7 +75,7 @@ def test_a_concats_bands_that_only_copies_read_are_written_as_ir(monkeypatch: py
     # through fire2's concat in place, whose bands after the first only the copies for the max
     # pool after it read (rows of the band before and this one). The IR writes those bands as
     # bands of rows of the concat's output and simulates to the schedule
-    monkeypatch.setattr(scratchpad, "PATH_MARGIN", 0.02)
+    monkeypatch.setattr(scratchpad.tuning, "PATH_MARGIN", 0.02)
     module = _light_module("squeezenet")
     function = _function(module)
     program = npu_program(function)
@@ -120,11 +120,11 @@ def test_the_search_ranked_by_the_reserve_largest_runs_faster(monkeypatch: pytes
     # both keep them in place.)
     program = npu_program(_function(_light_module("inception_v1")))
     largest = run_scratchpad(program, 1 << 20, cascades=False)
-    monkeypatch.setattr(scratchpad, "RESERVES", ("none", "largest", "between", "own"))
+    monkeypatch.setattr(scratchpad.tuning, "RESERVES", ("none", "largest", "between", "own"))
     none = run_scratchpad(program, 1 << 20, cascades=False)
     assert largest.cycles < 0.97 * none.cycles
-    assert (scratchpad._key(largest.simulation.cycles, largest.simulation.dram_bytes)
-            < scratchpad._key(none.simulation.cycles, none.simulation.dram_bytes))
+    assert (scratchpad.search._key(largest.simulation.cycles, largest.simulation.dram_bytes)
+            < scratchpad.search._key(none.simulation.cycles, none.simulation.dram_bytes))
 
 
 def test_deadlines_are_tried_on_the_way_that_ranks_third(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,7 +134,7 @@ def test_deadlines_are_tried_on_the_way_that_ranks_third(monkeypatch: pytest.Mon
     # concats, the same way ranks first with or without.)
     program = npu_program(_function(_light_module("bvlc_alexnet")))
     three = run_scratchpad(program, 1 << 20, cascades=False)
-    monkeypatch.setattr(scratchpad, "DEADLINE_WAYS", 2)
+    monkeypatch.setattr(scratchpad.tuning, "DEADLINE_WAYS", 2)
     two = run_scratchpad(program, 1 << 20, cascades=False)
     assert three.cycles < two.cycles and three.dram_bytes == two.dram_bytes
 
@@ -147,12 +147,13 @@ def test_squeezenets_fire8_concat_is_written_in_place_rather_than_a_chains_first
     # (`_chains`' `concat_starts`): the concat costs nothing, and the schedule runs faster and
     # moves fewer DRAM bytes. Without that try (every chain search as before), it is copied.
     program = npu_program(_function(_light_module("squeezenet")))
-    starts = {program.ops[start].name for start, _, _ in scratchpad._chains(program, 1 << 20, NpuCost())
+    starts = {program.ops[start].name for start, _, _ in scratchpad.chains._chains(program, 1 << 20, NpuCost())
               if program.ops[start].joins}
     assert starts  # fire8's concat
     with_try = run_scratchpad(program, 1 << 20, cascades=False)
-    chains = scratchpad._chains
-    monkeypatch.setattr(scratchpad, "_chains", lambda *args, **kw: chains(*args, **{**kw, "concat_starts": True}))
+    chains = scratchpad.chains._chains
+    for module in (scratchpad.units, scratchpad.search):  # both look chains up
+        monkeypatch.setattr(module, "_chains", lambda *args, **kw: chains(*args, **{**kw, "concat_starts": True}))
     without = run_scratchpad(program, 1 << 20, cascades=False)
 
     def computes(result) -> set[str]:

@@ -1,0 +1,71 @@
+""""""
+
+from __future__ import annotations
+
+from .program import (
+    ALIGN,
+    INTO,
+    KEEP,
+    KEEP_STORE,
+    KINDS,
+    STREAM,
+    WHOLE,
+    NpuOp,
+    NpuProgram,
+    NpuTensor,
+    assembled_channels,
+    assembled_rows,
+    band_rows,
+    channel_range,
+    copy_rows,
+    input_block,
+    partial_sums,
+    row_bytes,
+    split_range,
+    tile_rows,
+)
+from .search import (
+    NpuOpCost,
+    NpuResult,
+    NpuSchedule,
+    op_costs,
+    run_scratchpad,
+    schedule_cuts,
+    schedule_no_prefetch,
+    schedule_scratchpad,
+)
+from .tiling import (
+    fits_tiled,
+)
+
+__all__ = [
+    "ALIGN",
+    "INTO",
+    "KEEP",
+    "KEEP_STORE",
+    "KINDS",
+    "STREAM",
+    "WHOLE",
+    "NpuOp",
+    "NpuOpCost",
+    "NpuProgram",
+    "NpuResult",
+    "NpuSchedule",
+    "NpuTensor",
+    "assembled_channels",
+    "assembled_rows",
+    "band_rows",
+    "channel_range",
+    "copy_rows",
+    "fits_tiled",
+    "input_block",
+    "op_costs",
+    "partial_sums",
+    "row_bytes",
+    "run_scratchpad",
+    "schedule_cuts",
+    "schedule_no_prefetch",
+    "schedule_scratchpad",
+    "split_range",
+    "tile_rows",
+]
