@@ -47,7 +47,7 @@ bands of output rows run:
   before it (`acc{m-1}/{blocks}|{tile}`, an SRAM buffer, as its `residual`
   or `c`), and only the last block applies the activation.
 
-A concat run in place (pyocc.planning.scratchpad `_homes`) is not
+A concat run in place (pyocc.planning.scratchpad.program `_homes`) is not
 written: its inputs' pieces are channel bands of its output
 (`ch{lo}:{hi}/{channels}`, `|{part}` for a part of one), so a producer
 writes a `dnn.subview` of the output's SRAM buffer (or of its band of
@@ -583,7 +583,7 @@ class _Emitter:
                            self._root_type(local.tensor))
 
     def _copy(self, ins: Compute) -> None:
-        """A copy unit (pyocc.planning.scratchpad `_chain_units`, `_assembled`):
+        """A copy unit (pyocc.planning.scratchpad: chains `_chain_units`, units `_assembled`):
         rows [lo, hi) of a band of rows [a, b) in SRAM, or of the whole
         tensor's SRAM buffer, into their own SRAM buffer (`_rows_copy`); in
         a rolled chain, of two bands, the rows of each at theirs."""
@@ -604,7 +604,7 @@ class _Emitter:
                             band)
 
     def _assemble(self, ins: Compute) -> None:
-        """An assembling unit (pyocc.planning.scratchpad `_assembled`): the
+        """An assembling unit (pyocc.planning.scratchpad.units `_assembled`): the
         buffer of a band of rows [lo, hi) of every channel (of a tile: of
         its channels) into those rows of the whole tensor's SRAM buffer
         (`_rows_copy`)."""

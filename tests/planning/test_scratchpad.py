@@ -66,6 +66,23 @@ def test_the_tuned_numbers_are_read_through_the_tuning_module():
                 pytest.fail(f"{path.name}:{node.lineno} reads {node.id} without `tuning.`")
 
 
+def test_the_package_docstring_names_every_module_in_import_order():
+    # a newcomer reads pyocc/planning/scratchpad/__init__.py first: its list of modules
+    # says where each part of the scheduler lives, each module importing only those above it
+    package = Path(scratchpad.__file__).parent
+    modules = sorted(path.stem for path in package.glob("*.py") if path.stem != "__init__")
+    listed = [line[3:].split("`")[0] for line in scratchpad.__doc__.splitlines() if line.startswith("- `")]
+    assert sorted(listed) == modules
+    for path in package.glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        imported = {node.module for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
+        imported |= {a.name for node in ast.walk(ast.parse(path.read_text()))
+                     if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module for a in node.names}
+        assert all(listed.index(m) < listed.index(path.stem) for m in imported), (path.stem, imported)
+
+
 def test_timing_by_hand():
     # x: 8 cycles, w: 100 cycles on the port (8 B/cycle); gemm: max(50, ceil(928/64)=15)
     # = 50 cycles after both loads (108); y: 8 cycles out -> 166

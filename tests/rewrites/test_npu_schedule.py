@@ -114,15 +114,16 @@ def test_shufflenets_shuffled_convs_are_unfolded_only_where_no_tiling_fits() -> 
 
 def test_the_search_ranked_by_the_reserve_largest_runs_faster(monkeypatch: pytest.MonkeyPatch) -> None:
     # Inception v1 at 1 MiB: ranked by a schedule with the reserve "largest" (the first of
-    # `RESERVES`), the search keeps units that run 3.7% faster than ranked by "none" (the rule
-    # before stop 56), for 0.4% more DRAM bytes, and ranks them first by `_key`. (Until stop 61
-    # the units "none" ranked first copied the concats; since rolled chains run through concats,
-    # both keep them in place.)
+    # `RESERVES`), the search keeps units that run 1.7% faster than ranked by "none" (the rule
+    # before stop 56), and ranks them first by `_key`. (Until stop 61 the units "none" ranked
+    # first copied the concats; since rolled chains run through concats, both keep them in
+    # place. Until stop 70 the search's last way out, `_Scheduler`'s default reserve, stayed
+    # "largest" here, fixed when the module loaded: 3.7%.)
     program = npu_program(_function(_light_module("inception_v1")))
     largest = run_scratchpad(program, 1 << 20, cascades=False)
     monkeypatch.setattr(scratchpad.tuning, "RESERVES", ("none", "largest", "between", "own"))
     none = run_scratchpad(program, 1 << 20, cascades=False)
-    assert largest.cycles < 0.97 * none.cycles
+    assert largest.cycles < 0.99 * none.cycles
     assert (scratchpad.search._key(largest.simulation.cycles, largest.simulation.dram_bytes)
             < scratchpad.search._key(none.simulation.cycles, none.simulation.dram_bytes))
 

@@ -1,7 +1,7 @@
 """Chain cascades: consecutive ops run band by band, their tensors in between never in DRAM.
 
-`_chains` finds them (the ops, the bands, the cycles they are estimated to
-save); `_chain_units` writes one as units: band by band, each op computes
+`_chains` finds them (the ops and the bands of the chains estimated to
+save the most cycles); `_chain_units` writes one as units: band by band, each op computes
 the rows its readers' bands read, into a buffer they read whole. A chain
 that *rolls* computes each row once, the halo rows its readers need copied
 in SRAM out of the band before (`_rolled_ranges`, `_roll_flags`).
@@ -408,7 +408,7 @@ def _step_peak(program: NpuProgram, start: int, stop: int, ranges: list[list[tup
 
 
 def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[int] = frozenset(),
-            tight: bool = False, wide: bool = False, weights: int = tuning.CHAIN_WEIGHTS[0],
+            tight: bool = False, wide: bool = False, weights: int | None = None,
             concat_starts: bool = True, rolled: bool = False) -> list[tuple[int, int, int]]:
     """(first op, op after the last, row bands) of each chain cascade that
     runs as IR: consecutive ops that each run on a band of output rows,
@@ -428,7 +428,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     next looked for from its end; with `wide` (each op once per band step,
     the rows its other readers read copied out: `_chain_ranges`), the
     chains that save the most in all. The weights of a chain's ops take
-    at most `weights` eighths of the SRAM (`CHAIN_WEIGHTS`). Without
+    at most `weights` eighths of the SRAM (None: the first of
+    `CHAIN_WEIGHTS`). Without
     `concat_starts`, no chain starts at a concat whose output, in place, is
     assembled in SRAM (`_homes`; its home within `HOME_SHARE` of the SRAM):
     in place it costs nothing, where a chain starting at it copies its
@@ -443,6 +444,8 @@ def _chains(program: NpuProgram, sram: int, cost: NpuCost, outside: frozenset[in
     feeding a 3x3 one, DenseNet-121's layers) save more; with `rolled` and
     `wide`, the footprint of a band step is the most bytes live at once as
     the chain's units run (`_units_peak`)."""
+    if weights is None:
+        weights = tuning.CHAIN_WEIGHTS[0]
     ops = program.ops
     tensors = program.by_name()
     no_start: set[int] = set()  # the concats no chain starts at

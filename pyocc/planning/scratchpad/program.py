@@ -1,4 +1,4 @@
-"""What the scratchpad scheduler schedules, and the vocabulary of a schedule.
+"""What the scratchpad scheduler schedules, and the vocabulary of its units of work.
 
 An `NpuProgram` is plain data (pyocc/analysis/npu_program.py builds it
 from a function): ops in order (`NpuOp`: the tensors each reads and writes,

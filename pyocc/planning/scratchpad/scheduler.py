@@ -168,12 +168,12 @@ class _Scheduler:
     """The cache-managing, prefetching scheduler of the module docstring."""
 
     def __init__(self, program: NpuProgram, sram: int, units: list[_Unit], cost: NpuCost = NpuCost(),
-                 reserve: str = tuning.RESERVES[0], best_fit: bool = False, deadlines: bool = False,
+                 reserve: str | None = None, best_fit: bool = False, deadlines: bool = False,
                  facts: _UnitFacts | None = None, clear: bool = False):
         self.tensors = program.by_name()
-        self.reserve = reserve
+        self.reserve = tuning.RESERVES[0] if reserve is None else reserve
         """What a prefetch beyond the next unit leaves room for: one of
-        `RESERVES` (see `prefetch`); `best_fit`: the allocator's placement
+        `RESERVES` (see `prefetch`; None: the first); `best_fit`: the allocator's placement
         (`_Allocator`); `deadlines`: whether the prefetch looks as far ahead
         as weights are due (`_load_deadlines`); `facts`: those of `units`
         (`_UnitFacts`), made here where not given; `clear`: whether a

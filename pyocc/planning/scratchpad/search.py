@@ -1,12 +1,16 @@
 """The search over ways to schedule, and what it returns.
 
 `schedule_scratchpad` tries the ways to cut a program into units (units.py)
-and to schedule them (scheduler.py), ranks them by `_key` (cycles times DRAM
-bytes to a small power) and finishes the fastest: stalled weights streamed
-(`_stream_stalled`), sibling bands, outputs assembled (`_finish`).
+and to schedule them (scheduler.py; `_fastest_scheduler` tries its
+reserves, placements, deadlines), ranks them by `_key` (cycles times DRAM
+bytes to a small power) and finishes the fastest (`_finished`): stalled
+weights streamed (`_stream_stalled`, `_split_late`), sibling bands,
+outputs assembled (`_finish`). It returns an `NpuSchedule`: the
+instructions, and the DRAM offsets of the spills (`_plan_spills`).
 `schedule_no_prefetch` is the baseline; `run_scratchpad` schedules and
-simulates (`NpuResult`, the report's `npu` section), and `op_costs` says
-where a schedule spends its cycles and bytes, op by op.
+simulates (`NpuResult`, the report's `npu` section); `op_costs` says
+where a schedule spends its cycles and bytes, op by op, and
+`schedule_cuts` where it interleaves no two ops.
 """
 
 from __future__ import annotations

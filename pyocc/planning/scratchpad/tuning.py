@@ -134,7 +134,6 @@ HOME_SHARE = 4
 inputs' producers write their channel bands into it) when it fits this
 many eighths of the SRAM; otherwise each band has a buffer of its own and
 goes to its place in the output's DRAM home (see `_rehome`)."""
-
 STREAM_WEIGHTS_SHARE = 3
 """Without the (simulated) cascades, an op whose weights take more than
 this many eighths of the SRAM is tiled by blocks of output channels even
@@ -154,27 +153,22 @@ its load is the op's time, so the blocks after the first hide under it.
 convolutions, 0.28 MiB of filters each), geomean 1.475 -> 1.471, DRAM
 unchanged; at 4 MiB Inception v2 1.359 -> 1.334; 2 the same at 1 MiB,
 1.353 for Inception v2 at 4 MiB; 256 KiB unchanged either way."""
-
 STREAM_SINGLES = 8
 """How many of the ops that stalled `_stream_stalled` tries one by one,
 where streaming the weights of all of them is no faster (8: at 1 MiB,
 what runs; 4: Inception v2 1.570 -> 1.579 cycles/bound)."""
-
 SIBLING_SHARE = 6
 """Ops whose bands of rows are interleaved (`_sibling_bands`) keep their
 weights, a band and their output tiles in this many eighths of the SRAM."""
-
 SIBLING_JOIN_SHARE = 4
 """An op that fits whole runs on the bands of rows of an earlier reader of
 its input (`_sibling_rows`) where that input takes more than this many
 eighths of the SRAM, and the simulation runs it faster so."""
-
 ASSEMBLE_SHARE = 4
 """The output of an op run on bands of rows that later units read whole, or
 by bands of rows of their own, is assembled in SRAM (`_assembled`, where
 that schedule ranks first) when it fits this many eighths of the SRAM (6:
 the same schedules at 1 MiB; 2: Inception v1's DRAM 1.751 -> 1.768)."""
-
 DRAM_WEIGHT = 0.25
 """How much the DRAM bytes a schedule moves count against its cycles when
 `schedule_scratchpad` keeps one of two (`_key`): the least cycles times
@@ -185,12 +179,10 @@ out by rows: 1.285 -> 1.299 cycles/bound, 1.630 -> 1.150 DRAM/bound. At 1,
 Inception v2 kept a schedule 2.5% slower for 2% fewer bytes, at 0.5 one
 0.4% slower for 0.9% fewer; at 0 (cycles first, then DRAM: the rule before
 stop 54) SqueezeNet kept 1.285 / 1.630."""
-
 REDUCTION_CHAIN_SHARE = 4
 """A reader summing over its producer's blocks of output channels
 (`_channel_chains`) does so when its partial sums, two blocks of its
 filters and one tile fit in this many eighths of the SRAM."""
-
 PATH_MARGIN = 0.03
 """How near (in `_key`'s first term, a log: 3%) the fastest schedule with
 rolled chains and the fastest without must be for `schedule_scratchpad` to
@@ -204,12 +196,8 @@ concats in rolled chains, SqueezeNet, 0.028 apart: rolled it ends 1.170 /
 both always cost 1.7x the time to schedule at 1 MiB (stop 60: VGG-19, 34
 -> 62 s) for no other change. Two ways that found the same units are
 finished once (since stop 62: VGG-19 at 1 MiB, 40 -> 23 s)."""
-
-
 CHAIN_OPS = 12
 """The most ops one chain cascade may hold."""
-
-
 ROLL_BANDS = 3
 """Band steps of a rolled chain whose compute `_roll_flags` weighs: the
 first (no band before) and the steady ones after it (2: the same schedules

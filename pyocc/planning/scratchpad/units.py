@@ -51,7 +51,7 @@ from .tiling import _banded_block, _blocks_alone, _choose_tiling
 def _units(program: NpuProgram, sram: int, cost: NpuCost, cascades_too: bool = True,
            chains: bool = True, joins_first: bool = False, home_fit: int = 0, in_place: bool = True,
            sum_bands: bool = False, tight_chains: bool = False, wide_chains: bool = False,
-           rolled_chains: bool = False, chain_weights: int = tuning.CHAIN_WEIGHTS[0], concat_starts: bool = True,
+           rolled_chains: bool = False, chain_weights: int | None = None, concat_starts: bool = True,
            channel_chains: bool = True, stream_weights: bool = True,
            streamed: frozenset[str] = frozenset(), join_siblings: bool = False, exact_tiles: bool = False,
            split: frozenset[str] = frozenset(),
