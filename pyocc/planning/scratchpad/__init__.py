@@ -132,9 +132,7 @@ from .search import (
     schedule_no_prefetch,
     schedule_scratchpad,
 )
-from .tiling import (
-    fits_tiled,
-)
+from .tiling import fits_tiled
 
 __all__ = [
     "ALIGN",

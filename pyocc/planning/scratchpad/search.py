@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 from pyocc import progress
 from pyocc.units import format_bytes, plural
+
 from ..npu_simulator import (
     Alloc,
     Compute,
