@@ -73,14 +73,11 @@ def test_the_package_docstring_names_every_module_in_import_order():
     modules = sorted(path.stem for path in package.glob("*.py") if path.stem != "__init__")
     listed = [line[3:].split("`")[0] for line in scratchpad.__doc__.splitlines() if line.startswith("- `")]
     assert sorted(listed) == modules
-    for path in package.glob("*.py"):
-        if path.stem == "__init__":
-            continue
-        imported = {node.module for node in ast.walk(ast.parse(path.read_text()))
-                    if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module}
-        imported |= {a.name for node in ast.walk(ast.parse(path.read_text()))
-                     if isinstance(node, ast.ImportFrom) and node.level == 1 and not node.module for a in node.names}
-        assert all(listed.index(m) < listed.index(path.stem) for m in imported), (path.stem, imported)
+    for module in modules:
+        siblings = [node for node in ast.walk(ast.parse((package / f"{module}.py").read_text()))
+                    if isinstance(node, ast.ImportFrom) and node.level == 1]  # `from .x import` and `from . import x`
+        imported = {node.module or a.name for node in siblings for a in node.names}
+        assert all(listed.index(m) < listed.index(module) for m in imported), (module, imported)
 
 
 def test_timing_by_hand():
