@@ -57,6 +57,12 @@ def _rows(value: SSAValue) -> int:
     return int(shape[-2]) if len(shape) >= 4 else 1
 
 
+def _cols(value: SSAValue) -> int:
+    """Columns of an NCHW tensor (its last axis); 1 below rank 4."""
+    shape = value.type.get_shape()  # type: ignore[attr-defined]
+    return int(shape[-1]) if len(shape) >= 4 else 1
+
+
 def _images(value: SSAValue) -> int:
     """Images of an NCHW tensor (its axis 0; the axes before its last three
     at a higher rank); 1 below rank 4."""
@@ -81,11 +87,11 @@ def _halo_rows(op: d.DnnComputeOp) -> int:
     return max(0, k - stride)
 
 
-def _row_windows(op: d.DnnComputeOp, name_of: Callable[[SSAValue], str]) -> tuple[tuple[str, int, int, int], ...]:
-    """`NpuOp.row_windows` from the op's `row_windows` (operand fields ->
-    tensor names); empty when the op cannot run on bands, or reads one
-    tensor through two different windows."""
-    windows = op.row_windows()
+def _windows(op: d.DnnComputeOp, name_of: Callable[[SSAValue], str], axis: int) -> tuple[tuple[str, int, int, int], ...]:
+    """`NpuOp.row_windows` (axis -2) or `col_windows` (axis -1) from the
+    op's `axis_windows` (operand fields -> tensor names); empty when the op
+    cannot run on bands, or reads one tensor through two different windows."""
+    windows = op.axis_windows(axis)
     if not windows:
         return ()
     found: dict[str, tuple[int, int, int]] = {}
@@ -151,7 +157,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
     def add(value: SSAValue, kind: str) -> str:
         name = name_of(value)
         if name not in tensors:
-            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value), _images(value))
+            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value), _images(value), _cols(value))
         return name
 
     for arg in function.body.block.args:
@@ -181,6 +187,7 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         first = op.results[0]
         shape = first.type.get_shape()  # type: ignore[attr-defined]
         row_local = op.splits_by_rows() and len(shape) >= 4
+        col_local = op.splits_along(-1) and len(shape) >= 4 and len(op.results) == 1
         split = op.channel_split() if shape else None
         channels = split[0] if split is not None else 1
         split_values = {getattr(op, field) for field in (split[1] if split else ())} - {None}
@@ -195,16 +202,16 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
         ops.append(NpuOp(
             writes[0], op.macs(), tuple(dict.fromkeys(reads)), tuple(dict.fromkeys(weights)), tuple(writes),
             _rows(first) if row_local else 1, _halo_rows(op) if row_local else 0, channels,
-            whole if channels > 1 else (), _row_windows(op, name_of) if row_local and len(op.results) == 1 else (),
+            whole if channels > 1 else (), _windows(op, name_of, -2) if row_local and len(op.results) == 1 else (),
             _groups(op) if channels > 1 else 1, joins, blocked,
             *_reduction(op, reads, weights, name_of, tensors),
+            col_windows=_windows(op, name_of, -1) if col_local else (),
         ))
     # a returned view of an activation makes that activation a graph output
     for value in outputs:
         name = name_of(value)
         if tensors[name].kind == "activation":
-            t = tensors[name]
-            tensors[name] = NpuTensor(t.name, t.size, "output", t.rows, t.images)
+            tensors[name] = replace(tensors[name], kind="output")
     used = {n for op in ops for n in (*op.inputs, *op.weights, *op.outputs)}
     program = NpuProgram(tuple(t for t in tensors.values() if t.name in used and t.size > 0), tuple(ops))
     return NpuProgramOf(program, compute, seen, {name: value for value, name in names.items()})

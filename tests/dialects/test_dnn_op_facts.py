@@ -102,3 +102,20 @@ def test_row_band_of_a_strided_conv_adjusts_its_pads() -> None:
     gemm = d.GemmOp.build({"a": Block(arg_types=[TensorType(f32, [1, 8])]).args[0],
                            "b": Block(arg_types=[TensorType(f32, [8, 4])]).args[0]}, [TensorType(f32, [1, 4])])
     assert gemm.row_windows() is None and gemm.row_band(0, 1) is None
+
+
+def test_col_windows_read_the_kernels_second_axis():
+    """Along the columns a window has the kernel's, strides' and pads'
+    second entries: here a 3 x 5 kernel, strides (2, 1), pads (1, 2, 1, 2)."""
+    block = Block(arg_types=[TensorType(f32, [1, 3, 10, 12]), TensorType(f32, [8, 3, 3, 5]), TensorType(f32, [8])])
+    conv = d.ConvOp.build({"x": block.args[0], "w": block.args[1], "bias": block.args[2]},
+                          [TensorType(f32, [1, 8, 5, 12])],
+                          {"strides": DenseArrayBase.from_list(i64, [2, 1]),
+                           "pads": DenseArrayBase.from_list(i64, [1, 2, 1, 2])})
+    assert conv.row_windows() == {"x": (3, 2, 1)}  # the bias is per channel: read whole
+    assert conv.col_windows() == {"x": (5, 1, 2)}
+    # a concat along the columns joins whole columns: it runs on row bands, not on column bands
+    a, b = Block(arg_types=[TensorType(f32, [1, 2, 4, 3])] * 2).args
+    concat = d.ConcatOp.build({"inputs": [a, b]}, [TensorType(f32, [1, 2, 4, 6])],
+                              {"axis": d.IntegerAttr(3, i64)})
+    assert concat.row_windows() == {"inputs": (1, 1, 0)} and concat.col_windows() is None

@@ -213,7 +213,8 @@ def aliased_value(owner: Operation | Block) -> SSAValue | None:
 class RowLocal(OpTrait):
     """Each row (axis 2 of NCHW) of the result depends only on a band of rows
     of the data input `x` (or `a`/`b`, a concat's inputs; a fused conv's
-    `residual` row for row): dnn-tile may run the op on a band of
+    `residual` row for row), and each column (axis 3) on a band of its
+    columns: dnn-tile may run the op on a band of
     rows. `window`: the op slides a kernel along the rows (its `kernel_shape`
     or the weight `w`'s dim 2, with `strides`, `pads`, `dilations`); without
     it, row r of the result needs row r of the input (elementwise).
@@ -350,8 +351,14 @@ class DnnComputeOp(IRDLOperation):
         """True when a band of the result's rows (axis 2 of NCHW, the second
         to last of a higher rank) needs only
         a band of each input's rows, so the op may run band by band (the
-        scratchpad scheduler's row tiling): the `RowLocal` ops, and ops
-        that say so for their properties (a concat off the row axis)."""
+        scratchpad scheduler's row tiling): `splits_along(-2)`."""
+        return self.splits_along(-2)
+
+    def splits_along(self, axis: int) -> bool:
+        """True when a band of the result along `axis` (-2: the rows, -1:
+        the columns) needs only a band of each input along it: the
+        `RowLocal` ops (local along the columns too), and ops that say so
+        for their properties (a concat along another axis)."""
         return self.get_trait(RowLocal) is not None
 
     def row_windows(self) -> dict[str, tuple[int, int, int]] | None:
@@ -364,12 +371,22 @@ class DnnComputeOp(IRDLOperation):
         not named (weights, a broadcast along the rows) are read whole.
         None when the op cannot run on a band (`splits_by_rows` false, rank
         below 4, a window whose rows do not add up)."""
-        if not self.splits_by_rows():
+        return self.axis_windows(-2)
+
+    def col_windows(self) -> dict[str, tuple[int, int, int]] | None:
+        """As `row_windows`, along the columns (the last axis, W of NCHW):
+        operand name -> (extent, stride, pad_left). The scratchpad's floor
+        for every schedule reads it (`pyocc.planning.scratchpad.cones`)."""
+        return self.axis_windows(-1)
+
+    def axis_windows(self, axis: int) -> dict[str, tuple[int, int, int]] | None:
+        """`row_windows` (axis -2) or `col_windows` (axis -1)."""
+        if not self.splits_along(axis):
             return None
         out_shape = self.output_type().get_shape()
         if len(out_shape) < 4:
             return None
-        rows = out_shape[-2]
+        rows = out_shape[axis]
         windows: dict[str, tuple[int, int, int]] = {}
         sliding = "pads" in self.get_irdl_definition().properties
         for name, _ in self.get_irdl_definition().operands:
@@ -380,39 +397,41 @@ class DnnComputeOp(IRDLOperation):
             if not group:
                 continue
             if sliding and name == "x":
-                window = self._row_window()
+                window = self._window(axis)
                 if window is None:
                     return None
                 windows[name] = window
             elif sliding and name == "w":
                 continue  # the filter: read whole
-            elif all(len(v.type.get_shape()) == len(out_shape) and v.type.get_shape()[-2] == rows for v in group):
+            elif all(len(v.type.get_shape()) == len(out_shape) and v.type.get_shape()[axis] == rows for v in group):
                 windows[name] = (1, 1, 0)
-            elif any(len(v.type.get_shape()) >= 2 and v.type.get_shape()[-2] != 1 for v in group):
-                return None  # rows that are not the result's rows
+            elif any(len(v.type.get_shape()) >= 2 and v.type.get_shape()[axis] != 1 for v in group):
+                return None  # rows (columns) that are not the result's
         return windows or None
 
-    def _row_window(self) -> tuple[int, int, int] | None:
-        """(extent, stride, pad_top) of a sliding op's window over `x`'s rows."""
+    def _window(self, axis: int) -> tuple[int, int, int] | None:
+        """(extent, stride, pad before) of a sliding op's window over `x`
+        along `axis` (-2: rows, -1: columns)."""
         x = self.x  # type: ignore[attr-defined]
         w = getattr(self, "w", None)
+        index = axis + 2  # of the two spatial axes: 0 rows, 1 columns
         if w is not None:
             if len(w.type.get_shape()) != 4:
                 return None
-            kernel = w.type.get_shape()[2]
+            kernel = w.type.get_shape()[axis]
         else:
             shape = getattr(self, "kernel_shape", None)
             if shape is None or len(shape.get_values()) != 2:
                 return None
-            kernel = int(shape.get_values()[0])
+            kernel = int(shape.get_values()[index])
 
-        def first(name: str, default: int, index: int = 0) -> int:
+        def value(name: str, default: int, at: int) -> int:
             attr = getattr(self, name, None)
-            return int(attr.get_values()[index]) if attr is not None else default
+            return int(attr.get_values()[at]) if attr is not None else default
 
-        extent = (kernel - 1) * first("dilations", 1) + 1
-        stride, top, bottom = first("strides", 1), first("pads", 0, 0), first("pads", 0, 2)
-        rows_in, rows_out = x.type.get_shape()[-2], self.output_type().get_shape()[-2]
+        extent = (kernel - 1) * value("dilations", 1, index) + 1
+        stride, top, bottom = value("strides", 1, index), value("pads", 0, index), value("pads", 0, index + 2)
+        rows_in, rows_out = x.type.get_shape()[axis], self.output_type().get_shape()[axis]
         if (rows_in + top + bottom - extent) // stride + 1 != rows_out:
             ceil = getattr(self, "ceil_mode", None)
             counts_pad = getattr(self, "count_include_pad", None)
@@ -986,10 +1005,10 @@ class PreActConvOp(DnnComputeOp):
         """Output elements times the input channels and taps each one sums."""
         return math.prod(self.output_type().get_shape()) * math.prod(self.w.type.get_shape()[1:])
 
-    def splits_by_rows(self) -> bool:
-        """A band of output rows needs a band of input rows, as for `dnn.conv`
-        (the pre-activation is per element). Not `RowLocal`: dnn-tile does
-        not run it on patches."""
+    def splits_along(self, axis: int) -> bool:
+        """A band of output rows (columns) needs a band of input rows
+        (columns), as for `dnn.conv` (the pre-activation is per element).
+        Not `RowLocal`: dnn-tile does not run it on patches."""
         return True
 
     def channel_split(self) -> tuple[int, dict[str, int]] | None:
@@ -1469,11 +1488,12 @@ class ConcatOp(DnnComputeOp):
     traits = traits_def(KernelEffects(), HOST_AND_CUDA, RowLocal(joins_channels=True))
     axis = prop_def(IntegerAttr)
 
-    def splits_by_rows(self) -> bool:
-        """A concat along any axis but the rows (the second to last) copies
-        row bands into row bands."""
+    def splits_along(self, axis: int) -> bool:
+        """A concat along any axis but `axis` (the rows, the second to last;
+        or the columns, the last) copies row (column) bands into row
+        (column) bands."""
         rank = len(self.output_type().get_shape())
-        return rank >= 4 and self.axis.value.data % rank != rank - 2
+        return rank >= 4 and self.axis.value.data % rank != rank + axis
 
     def joined_channels(self) -> tuple[int, ...] | None:
         """The inputs' channel counts when the concat joins them along axis
@@ -1550,9 +1570,10 @@ class TransposeOp(UnaryKernelOp):
     traits = traits_def(HOST_AND_CUDA)
     perm = _ints()
 
-    def splits_by_rows(self) -> bool:
+    def splits_along(self, axis: int) -> bool:
         """A transpose that keeps the last two axes (rows, columns) in place
-        (a channel shuffle) copies row bands into row bands."""
+        (a channel shuffle) copies row (column) bands into row (column)
+        bands."""
         rank = len(self.output_type().get_shape())
         perm = list(self.perm.get_values()) if self.perm else list(reversed(range(rank)))
         return rank >= 4 and perm[-2:] == [rank - 2, rank - 1]

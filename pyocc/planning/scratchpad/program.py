@@ -44,6 +44,8 @@ class NpuTensor:
     images: int = 1
     """Images of an NCHW tensor (its batch): a band of rows of a block of
     channels is rows of one run of channels only in a tensor of one image."""
+    cols: int = 1
+    """Columns of an NCHW tensor (its width); 1: below rank 4."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,10 @@ class NpuOp:
     channels: strided, one chunk per output channel)."""
     first_only: tuple[str, ...] = ()
     """What only the first reduction block reads (a bias, a residual: added once)."""
+    col_windows: tuple[tuple[str, int, int, int], ...] = ()
+    """As `row_windows`, along the columns: (input, extent, stride,
+    pad_left). Only the floor for every schedule reads it (`cones`); no
+    schedule splits columns."""
     _windows: dict[str, tuple[int, int, int]] = field(init=False, repr=False, compare=False)
     """`row_windows` by input (a tensor's first): `window` is asked millions
     of times by the chain search."""
