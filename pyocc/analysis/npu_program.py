@@ -508,6 +508,9 @@ def npu_summary(npu: dict[str, Any]) -> str:
         f"weights once + graph I/O; x{ratio(npu['dram_bytes'], npu['dram_lower_bound_bytes'])})",
         f"  cycles         {npu['cycles']:>14,d}    (bound {npu['bound_cycles']:,d}; "
         f"x{ratio(npu['cycles'], npu['bound_cycles'])})",
+        f"  floor          {npu['floor_cycles']:>14,d}    (no schedule is faster: "
+        f"x{ratio(npu['floor_cycles'], npu['bound_cycles'])} the bound; this one x"
+        f"{ratio(npu['cycles'], npu['floor_cycles'])} the floor)",
         f"  compute        {npu['compute_cycles']:>14,d}    ({npu['macs']:,d} MACs)",
         f"  stalls         {npu['stall_cycles']:>14,d}    (waiting for DMA)",
         f"    port-bound   {npu['stall_port_bound_cycles']:>14,d}    (the DRAM port busy since the stall before: "

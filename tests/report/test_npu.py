@@ -24,7 +24,7 @@ from pyocc.tools.cli import main
 from tests.conftest import light_model_path
 
 KEYS = {"cycles", "compute_cycles", "stall_cycles", "stall_port_bound_cycles", "dram_bytes", "dram_lower_bound_bytes",
-        "bound_cycles", "sram_bytes", "macs", "baseline_no_prefetch"}
+        "bound_cycles", "floor_cycles", "sram_bytes", "macs", "baseline_no_prefetch"}
 
 
 @pytest.fixture
@@ -62,6 +62,8 @@ def test_plan_json_has_the_npu_report(tiny: Path, capsys: pytest.CaptureFixture[
     assert npu["sram_size"] == 16384 and npu["sram_bytes"] <= 16384
     assert npu["dram_bytes"] >= npu["dram_lower_bound_bytes"] and npu["cycles"] >= npu["bound_cycles"]
     assert npu["cycles"] == npu["compute_cycles"] + npu["stall_cycles"]
+    # the floor: above the bound (the computes alone are, on ops this small), and below what runs
+    assert npu["bound_cycles"] < npu["floor_cycles"] <= npu["cycles"]
     result = npu_schedule(str(tiny), scratchpad="16KiB")
     assert npu["stall_port_bound_cycles"] == result.simulation.stall_port_bound_cycles < npu["stall_cycles"]
     assert npu["cycles"] < npu["baseline_no_prefetch"]["cycles"]

@@ -92,14 +92,18 @@ The modules, each importing only those above it in this list:
   concats in place, sibling bands, outputs assembled in SRAM;
 - `scheduler`: one way of scheduling units, residency and prefetch
   (`_Scheduler`, steps 2 and 3);
+- `cones`: a floor for every schedule (`cone_floor`): a fully connected
+  layer's weights wait on the cones of its input;
 - `search`: the ways tried and the fastest kept (`schedule_scratchpad`),
   the schedule (`NpuSchedule`) and its spills' DRAM offsets, the baseline,
-  `run_scratchpad` (`NpuResult`), and where a schedule spends its cycles
-  and bytes (`op_costs`, `schedule_cuts`).
+  `run_scratchpad` (`NpuResult`, with the cycles no schedule beats:
+  `floor_cycles`), and where a schedule spends its cycles and bytes
+  (`op_costs`, `schedule_cuts`).
 """
 
 from __future__ import annotations
 
+from .cones import ConeFloor, cone_floor
 from .program import (
     ALIGN,
     INTO,
@@ -126,6 +130,7 @@ from .search import (
     NpuOpCost,
     NpuResult,
     NpuSchedule,
+    floor_cycles,
     op_costs,
     run_scratchpad,
     schedule_cuts,
@@ -136,6 +141,7 @@ from .tiling import fits_tiled
 
 __all__ = [
     "ALIGN",
+    "ConeFloor",
     "INTO",
     "KEEP",
     "KEEP_STORE",
@@ -152,8 +158,10 @@ __all__ = [
     "assembled_rows",
     "band_rows",
     "channel_range",
+    "cone_floor",
     "copy_rows",
     "fits_tiled",
+    "floor_cycles",
     "input_block",
     "op_costs",
     "partial_sums",

@@ -45,6 +45,7 @@ from ..problem import Buffer, PlanningError, Problem
 from ..verify import verify_plan
 from . import tuning
 from .chains import _chains
+from .cones import cone_floor
 from .program import ALIGN, KINDS, _Home, NpuProgram, NpuTensor, _Unit
 from .scheduler import _Scheduler, _UnitFacts
 from .units import _assembled, _input_blocks, _sibling_bands, _units
@@ -94,6 +95,9 @@ class NpuResult:
     --scratchpad` runs)."""
     ops: list[NpuOpCost] = field(default_factory=list)
     """Where the cycles and DRAM bytes went, op by op (`op_costs`)."""
+    floor_cycles: int = 0
+    """No schedule of the program is faster (`floor_cycles`): the bound,
+    the ops' compute floors, or the cone floor, whichever is largest."""
 
     def as_json(self) -> dict:
         """The JSON form (the report's `npu` object)."""
@@ -110,6 +114,7 @@ class NpuResult:
             "dram_bytes": self.dram_bytes,
             "dram_lower_bound_bytes": self.dram_lower_bound_bytes,
             "bound_cycles": self.bound_cycles,
+            "floor_cycles": self.floor_cycles,
             "sram_bytes": self.sram_bytes,
             "macs": self.macs,
             "tiled_ops": {op: {"row_bands": r, "channel_blocks": c,
@@ -655,8 +660,21 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
         lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
-        op_costs(program, schedule.instructions, result, cost),
+        op_costs(program, schedule.instructions, result, cost), floor_cycles(program, sram_size, cost),
     )
+
+
+def floor_cycles(program: NpuProgram, sram_size: int, cost: NpuCost) -> int:
+    """Cycles no schedule of `program` beats at `sram_size` bytes of SRAM:
+    the larger of its bound (max(MACs / macs_per_cycle, the DRAM lower
+    bound over the port)), the sum of its ops' compute floors
+    (`NpuProgram.compute_floor_cycles`: the computes run one at a time) and
+    the cone floor (`cone_floor`: a fully connected layer's weights wait
+    on its input's cones)."""
+    cone = cone_floor(program, cost, sram_size)
+    return max(math.ceil(program.macs() / cost.macs_per_cycle),
+               math.ceil(program.dram_lower_bound_bytes() / cost.dram_bytes_per_cycle),
+               program.compute_floor_cycles(cost), cone.cycles if cone is not None else 0)
 
 
 def schedule_cuts(program: NpuProgram, instructions: list[Instruction]) -> set[int]:
