@@ -63,6 +63,12 @@ def _cols(value: SSAValue) -> int:
     return int(shape[-1]) if len(shape) >= 4 else 1
 
 
+def _nchw(value: SSAValue) -> bool:
+    """One image of NCHW (rank 4, N = 1), or a [1, K] vector (`NpuTensor.nchw`)."""
+    shape = value.type.get_shape()  # type: ignore[attr-defined]
+    return len(shape) in (2, 4) and shape[0] == 1
+
+
 def _images(value: SSAValue) -> int:
     """Images of an NCHW tensor (its axis 0; the axes before its last three
     at a higher rank); 1 below rank 4."""
@@ -157,7 +163,8 @@ def npu_program_of(function: func.FuncOp) -> NpuProgramOf:
     def add(value: SSAValue, kind: str) -> str:
         name = name_of(value)
         if name not in tensors:
-            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value), _images(value), _cols(value))
+            tensors[name] = NpuTensor(name, d.type_bytes(value.type), kind, _rows(value), _images(value), _cols(value),
+                                      _nchw(value))
         return name
 
     for arg in function.body.block.args:

@@ -37,13 +37,13 @@ def _brute_fewest(rows: int, cols: int, cells: dict[tuple[int, int, int, int], i
 
 def test_the_fewest_cycles_of_m_positions_are_the_brute_force_minimum():
     rng = random.Random(71)
-    for rows, cols in ((1, 1), (1, 4), (2, 3), (3, 2), (3, 3), (4, 3), (2, 5)):
-        for _ in range(4):
+    for rows, cols in ((1, 1), (1, 4), (7, 1), (2, 3), (3, 2), (3, 3), (4, 3), (2, 5), (4, 4)):
+        for top in (1000, 1 << 40):  # the states in int32, and in int64
             cells = {}
-            for _ in range(rng.randint(1, 14)):
+            for _ in range(rng.randint(1, 40)):
                 a, b = sorted(rng.randrange(rows) for _ in range(2))
                 c, d = sorted(rng.randrange(cols) for _ in range(2))
-                cells[(a, b, c, d)] = rng.randint(0, 1000)
+                cells[(a, b, c, d)] = rng.randint(0, top)
             assert _fewest(rows, cols, cells) == _brute_fewest(rows, cols, cells), (rows, cols, cells)
 
 
@@ -90,13 +90,85 @@ def test_a_small_nets_floor_is_its_pixel_by_pixel_brute_force():
     assert {t.cols for t in tensors.values() if t.rows == 6} == {6}
 
 
-def test_no_schedule_beats_the_cone_floor():
-    cost = NpuCost(macs_per_cycle=1, sram_bytes_per_cycle=64, dram_bytes_per_cycle=2)
-    program = _small_net(classes=400)
-    for sram in (16 << 10, 32 << 10):
-        floor = cone_floor(program, cost, sram)
-        assert floor is not None
-        assert run_scratchpad(program, sram, cost).cycles >= floor.cycles
+def test_pyoccs_schedule_of_inception_v1_is_not_below_its_cone_floor():
+    """Where the cone floor is the one that binds (above the bound and the
+    ops' compute floors), what pyocc schedules takes longer."""
+    program = _light_program("inception_v1")
+    result = run_scratchpad(program, 1 << 20)
+    floor = cone_floor(program, result.cost, 1 << 20)
+    assert floor is not None and floor.grid == (1, 1)
+    assert floor.cycles > max(result.bound_cycles, program.compute_floor_cycles(result.cost))
+    assert result.floor_cycles == floor.cycles <= result.cycles
+
+
+def test_a_weight_two_ops_share_waits_once():
+    """Two fully connected layers after the gate read one weight: one load
+    of it, kept in SRAM, serves both, so it counts once in what waits."""
+    b = GraphBuilder("tied", seed=71)
+    x = b.input("x", TensorProto.FLOAT, [1, 64])
+    tied = b.weight([256, 256])
+    y = b.op("Gemm", x, b.weight([256, 64]), b.bias(256), transB=1)
+    for _ in range(2):
+        y = b.op("Gemm", b.op("Relu", y), tied, b.bias(256), transB=1)
+    module = import_model(b.model([(y, TensorProto.FLOAT)]))
+    run_passes(Context(), module, tensor_passes(Options()))
+    program = npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    cost, sram = NpuCost(), 300 << 10
+    floor = cone_floor(program, cost, sram)
+    waiting = 256 * 64 * 4 + 256 * 256 * 4 + 2 * 256 * 4  # the gate's matrix, the tied weight once, two biases
+    assert floor is not None and floor.port_cycles == (waiting - sram) // cost.dram_bytes_per_cycle
+    assert run_scratchpad(program, sram, cost).cycles >= floor.cycles
+
+
+def test_two_readers_of_one_tensor_need_no_more_than_their_union():
+    """T is read by a 3x1 and a 1x3 convolution whose sum the fully
+    connected layer reads: a position needs a cross of T (its union), not
+    the 3 x 3 square around it. The floor counts a part of the cross."""
+    rows, per_pixel, matrix = 3, 1000, 36 * 10 * 4
+    size = 4 * rows * rows * 4
+
+    def conv(name, read, macs, weight, row, col):
+        return NpuOp(name, macs, (read,), (weight,), (name,), rows, 0, 4, row_windows=((read, *row),),
+                     in_channels=4, reduced_inputs=(read,), reduced_weights=(weight,), col_windows=((read, *col),))
+
+    tensors = [NpuTensor("x", size, "input", rows, cols=rows, nchw=True)]
+    tensors += [NpuTensor(n, size, "activation", rows, cols=rows, nchw=True) for n in ("t", "a", "b", "s")]
+    tensors += [NpuTensor(n, 64, "weight") for n in ("wt", "wa", "wb")]
+    tensors += [NpuTensor("w", matrix, "weight"), NpuTensor("y", 40, "output", nchw=True)]
+    ops = [conv("t", "x", per_pixel * rows * rows, "wt", (1, 1, 0), (1, 1, 0)),
+           conv("a", "t", 1, "wa", (3, 1, 1), (1, 1, 0)), conv("b", "t", 1, "wb", (1, 1, 0), (3, 1, 1)),
+           NpuOp("s", 0, ("a", "b"), (), ("s",), rows, 0, 4, row_windows=(("a", 1, 1, 0), ("b", 1, 1, 0)),
+                 col_windows=(("a", 1, 1, 0), ("b", 1, 1, 0))),
+           NpuOp("y", 36 * 10, ("s",), ("w",), ("y",), 1, 0, 10, in_channels=36, reduced_inputs=("s",),
+                 reduced_weights=("w",))]
+    cost = NpuCost(macs_per_cycle=1, sram_bytes_per_cycle=1 << 20, dram_bytes_per_cycle=1)
+    floor = cone_floor(NpuProgram(tuple(tensors), tuple(ops)), cost, 0)
+
+    def cross(r, c):
+        return ({(y, c) for y in range(r - 1, r + 2) if 0 <= y < rows}
+                | {(r, x) for x in range(c - 1, c + 2) if 0 <= x < rows})
+
+    grid = [(r, c) for r in range(rows) for c in range(rows)]
+    exact = max(min(per_pixel * len(set().union(*(cross(*q) for q in picked)))
+                    for picked in itertools.combinations(grid, m)) + matrix - (m - 1) * (matrix // 9)
+                for m in range(1, 10))
+    assert floor is not None and 0 < floor.cone_cycles and floor.cycles <= exact
+
+
+def test_a_sequences_positions_are_not_told_from_its_channels():
+    """A 1-d convolution's [1, C, L] tensors are not NCHW: the floor follows
+    no cone through them (the first element of the flattened input needs
+    only the first columns of each, not all of them)."""
+    b = GraphBuilder("sequence", seed=71)
+    x = b.input("x", TensorProto.FLOAT, [1, 8, 64])
+    y = b.op("Relu", b.op("Conv", x, b.weight([16, 8, 3]), b.bias(16), kernel_shape=[3], pads=[1, 1]))
+    y = b.op("Conv", y, b.weight([16, 16, 3]), b.bias(16), kernel_shape=[3], pads=[1, 1])
+    y = b.op("Gemm", b.op("Flatten", y), b.weight([200, 16 * 64]), b.bias(200), transB=1)
+    module = import_model(b.model([(y, TensorProto.FLOAT)]))
+    run_passes(Context(), module, tensor_passes(Options()))
+    program = npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    assert not any(t.nchw for t in program.tensors if t.kind == "activation" and t.size > 200 * 4)
+    assert cone_floor(program, NpuCost(macs_per_cycle=1), 64 << 10) is None
 
 
 def _concat_net(p_macs: int, q_macs: int, rows: int) -> NpuProgram:
@@ -110,10 +182,10 @@ def _concat_net(p_macs: int, q_macs: int, rows: int) -> NpuProgram:
                      in_channels=4, reduced_inputs=(read,), reduced_weights=(weight,),
                      col_windows=((read, 1, 1, 0),))
 
-    tensors = [NpuTensor("x", 4 * f, "input", rows, cols=rows)]
-    tensors += [NpuTensor(n, 4 * f, "activation", rows, cols=rows) for n in "pqab"]
-    tensors += [NpuTensor("c", 8 * f, "activation", rows, cols=rows), NpuTensor("g", 32, "activation"),
-                NpuTensor("y", 500 * 4, "output")]
+    tensors = [NpuTensor("x", 4 * f, "input", rows, cols=rows, nchw=True)]
+    tensors += [NpuTensor(n, 4 * f, "activation", rows, cols=rows, nchw=True) for n in "pqab"]
+    tensors += [NpuTensor("c", 8 * f, "activation", rows, cols=rows, nchw=True), NpuTensor("g", 32, "activation", nchw=True),
+                NpuTensor("y", 500 * 4, "output", nchw=True)]
     tensors += [NpuTensor(n, 64, "weight") for n in ("wp", "wq", "wa", "wb")]
     tensors += [NpuTensor("w", 8 * 500 * 4, "weight")]
     ops = [conv("p", "x", p_macs, "wp"), conv("q", "x", q_macs, "wq"), conv("a", "p", 16, "wa"),
@@ -145,7 +217,8 @@ def test_a_grid_of_positions_behind_a_concat_has_no_cone_floor():
     ops = list(program.ops)
     ops[5] = NpuOp("g", 8 * 4, ("c",), (), ("g",), 2, 0, 8, row_windows=(("c", 2, 2, 0),),
                    col_windows=(("c", 2, 2, 0),))
-    tensors = [NpuTensor("g", 8 * 4 * 4, "activation", 2, cols=2) if t.name == "g" else t for t in program.tensors]
+    tensors = [NpuTensor("g", 8 * 4 * 4, "activation", 2, cols=2, nchw=True) if t.name == "g" else t
+               for t in program.tensors]
     ops[6] = NpuOp("y", 32 * 500, ("g",), ("w",), ("y",), 1, 0, 500, in_channels=32, reduced_inputs=("g",),
                    reduced_weights=("w",))
     tensors = [NpuTensor("w", 32 * 500 * 4, "weight") if t.name == "w" else t for t in tensors]

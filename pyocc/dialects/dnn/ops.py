@@ -381,6 +381,8 @@ class DnnComputeOp(IRDLOperation):
 
     def axis_windows(self, axis: int) -> dict[str, tuple[int, int, int]] | None:
         """`row_windows` (axis -2) or `col_windows` (axis -1)."""
+        if axis not in (-2, -1):
+            raise ValueError(f"axis_windows: axis {axis} is neither -2 (the rows) nor -1 (the columns)")
         if not self.splits_along(axis):
             return None
         out_shape = self.output_type().get_shape()

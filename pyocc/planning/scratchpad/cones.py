@@ -4,8 +4,11 @@ The other floors (`NpuProgram.compute_floor_cycles`, the DRAM bound,
 `NpuProgram.weight_stream_floor_cycles` with its cuts) either hold for
 every schedule but see no order between ops, or see the order but hold
 only for schedules that cut where they assume. `cone_floor` holds for
-every schedule the simulator accepts and sees the order that the data
-forces.
+every schedule that computes the program's ops, interleaved or not, and
+sees the order that the data forces. (The simulator checks what a
+compute reads and the port's queue, and takes each compute's MACs from
+the schedule: pyocc's own row bands are charged equal shares of the op's
+MACs though their rows differ by one, within a row's MACs of a band.)
 
 **The argument.** Take a *gate*: an op X each of whose outputs sums over
 every element of its input g (a fully connected layer), with weights W.
@@ -19,10 +22,11 @@ Its input g has a grid of positions (rows x columns of an NCHW tensor; 1 x
 - Every op after X whose inputs all descend from X's output (the *tail*)
   needs an output of X, so all of g: none of the tail's weights is
   consumed before every position exists.
-- Let F be W's bytes plus the tail's. At the moment t the m-th position
-  of g gets its first element, at most (m - 1) positions' W bytes have
-  been consumed, and at most the SRAM's bytes of F are resident. The rest
-  crosses the one DRAM port after t, at `dram_bytes_per_cycle`.
+- Let F be W's bytes plus the tail's (each tensor once). At the moment
+  t the m-th position of g gets its first element, at most (m - 1)
+  positions' W bytes have been consumed, and at most the SRAM's bytes of
+  F are resident. The rest crosses the one DRAM port after t, at
+  `dram_bytes_per_cycle`.
 - Before t, the computes (one at a time) made the *cone* of those m
   positions: every element of every tensor that an element of each of
   them depends on. That takes at least its MACs over `macs_per_cycle`,
@@ -37,6 +41,10 @@ it exactly by dynamic programming over the grid's rows.
 **What it counts of a cone, and what it leaves out** (each leaves the
 floor a floor):
 
+- Only tensors whose elements have a row, a column and a channel are
+  followed (`NpuTensor.nchw`: one image of NCHW, or a [1, K] vector), not
+  a rank-3 sequence's, whose positions a matrix product's sum would not
+  tell from its channels.
 - Along the rows and columns: the windows of the ops (`NpuOp.row_windows`,
   `col_windows`). An input read without a window (no band of it suffices)
   is left out, unless it has a single row and column.
@@ -50,7 +58,9 @@ floor a floor):
   input whose cone is cheapest; on a larger grid a schedule could take a
   different input per position, and there is no floor.
 - A tensor two readers need is needed on the union of what each needs
-  (on the longer of the two where they do not meet).
+  where the two agree along one axis (rows, or columns) and meet along
+  the other; otherwise on what one of them needs (the rows or columns of
+  a position are one span: a region is a rectangle per position).
 
 Tested in tests/planning/test_scratchpad_cones.py; measured in
 docs/scratchpad.md ("A floor for every schedule", stop 71).
@@ -70,7 +80,8 @@ Span = tuple[int, int]
 
 Region = tuple[tuple[Span, ...], tuple[Span, ...]]
 """Per row of the gate's grid the rows of a tensor one of its positions
-needs, and per column of the grid the columns."""
+needs, and per column of the grid the columns: position (r, c) needs the
+rectangle of rows `region[0][r]` and columns `region[1][c]`."""
 
 Cells = dict[tuple[int, int, int, int], int]
 """Cells of the gate's grid: (first row, last row, first column, last
@@ -78,8 +89,14 @@ column) -> compute cycles (MACs over `macs_per_cycle`, rounded down) that
 any position in that rectangle needs."""
 
 LARGEST_STATES = 1 << 22
-"""The most states of `_fewest` (a grid of G rows and columns has
-(G + 1)^G): 7 x 7 has 2,097,152 (VGG-19's pool5); larger grids get no floor."""
+"""The most states of `_fewest` (a grid of R rows and C columns has
+(max(R, C) + 1)^min(R, C)): 7 x 7 has 2,097,152 (VGG-19's pool5); larger
+grids get no floor."""
+
+LARGEST_CHOICES = 64
+"""The most cones `cone_floor` works out for one gate, one per choice of
+the inputs of the concats one channel of which is needed (Inception's
+last module: 4); beyond it, no floor."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,12 @@ class ConeFloor:
     """The fewest compute cycles of any m positions' cones."""
     port_cycles: int
     """What still crosses the DRAM port after that moment."""
+
+
+class _NoFloor(Exception):
+    """The cones cannot be read: a cone that does not slide along the grid
+    (`_cells`), a concat's choice on a grid of more than one position, or
+    more choices than `LARGEST_CHOICES`."""
 
 
 class _Join(Exception):
@@ -128,8 +151,8 @@ def _gates(program: NpuProgram) -> list[int]:
         if op.out_rows != 1 or len(op.reduced_inputs) != 1 or op.in_channels <= 1 or len(op.outputs) != 1:
             continue
         g, out = tensors[op.reduced_inputs[0]], tensors[op.outputs[0]]
-        matrix = sum(tensors[w].size for w in op.reduced_weights)
-        if g.images != 1 or out.images != 1 or op.channels <= 1 or matrix % (op.in_channels * op.channels):
+        matrix = sum(tensors[w].size for w in dict.fromkeys(op.reduced_weights))
+        if not g.nchw or out.images != 1 or op.channels <= 1 or matrix % (op.in_channels * op.channels):
             continue
         item = matrix // (op.in_channels * op.channels)
         whole = op.window(g.name) is None or (g.rows, g.cols) == (1, 1)
@@ -145,31 +168,37 @@ def _gate_floor(program: NpuProgram, k: int, cost: NpuCost, sram_size: int) -> C
     gate = program.ops[k]
     g = tensors[gate.reduced_inputs[0]]
     positions = g.rows * g.cols
-    matrix = sum(tensors[w].size for w in gate.reduced_weights)
+    matrix = sum(tensors[w].size for w in dict.fromkeys(gate.reduced_weights))
     per_position = -(-matrix // positions)  # rounded up: at most this many bytes wait on a position
-    weights = matrix + sum(tensors[w].size for op in _tail(program, k) for w in op.weights)
+    waiting = sum(tensors[w].size for w in dict.fromkeys(  # F: each tensor once (a weight may be tied)
+        (*gate.reduced_weights, *(w for op in _tail(program, k) for w in op.weights))))
     floors = program.op_floor_cycles(cost)
+    tried = 0
 
-    def cones(choices: dict[int, int]) -> tuple[int, Cells] | None:
+    def cones(choices: dict[int, int]) -> tuple[int, Cells]:
+        nonlocal tried
+        tried += 1
+        if tried > LARGEST_CHOICES:
+            raise _NoFloor
         try:
             return _cone(program, k, cost, floors, choices)
         except _Join as join:
             if positions > 1:
-                return None  # a schedule may pick another input per position
-            found = [c for i in range(join.inputs) if (c := cones({**choices, join.op: i})) is not None]
-            return min(found, key=lambda c: c[0] + sum(c[1].values()), default=None)
+                raise _NoFloor from None  # a schedule may pick another input per position
+            found = [cones({**choices, join.op: i}) for i in range(join.inputs)]
+            return min(found, key=lambda c: c[0] + sum(c[1].values()))
 
-    cone = cones({})
-    if cone is None:
+    try:
+        whole, cells = cones({})
+    except _NoFloor:
         return None
-    whole, cells = cone
     fewest = _fewest(g.rows, g.cols, cells)
     if fewest is None:
         return None
     best: ConeFloor | None = None
     for m in range(1, positions + 1):
         computed = whole + fewest[m]
-        port = max(0, weights - (m - 1) * per_position - sram_size) // cost.dram_bytes_per_cycle
+        port = max(0, waiting - (m - 1) * per_position - sram_size) // cost.dram_bytes_per_cycle
         if best is None or computed + port > best.cycles:
             best = ConeFloor(computed + port, gate.name, (g.rows, g.cols), m, computed, port)
     return best
@@ -188,13 +217,13 @@ def _tail(program: NpuProgram, k: int) -> list[NpuOp]:
 
 
 def _cone(program: NpuProgram, k: int, cost: NpuCost, floors: list[int],
-          choices: dict[int, int]) -> tuple[int, Cells] | None:
+          choices: dict[int, int]) -> tuple[int, Cells]:
     """What the positions of the gate `k`'s input need computed: the
     cycles of the ops every position needs whole (their compute floors),
-    and the cycles of the rest's MACs by cells of the grid; None when a cone does
-    not slide along the grid (`_cells`). `choices`: for the concats one
-    channel of which is needed, the input it comes from. Raises `_Join`
-    at a concat not in `choices`."""
+    and the cycles of the rest's MACs by cells of the grid. `choices`:
+    for the concats one channel of which is needed, the input it comes
+    from. Raises `_Join` at a concat not in `choices`, `_NoFloor` when a
+    cone does not slide along the grid (`_cells`)."""
     tensors = program.by_name()
     g = tensors[program.ops[k].reduced_inputs[0]]
     every: dict[str, Region] = {}  # every channel needed
@@ -208,10 +237,7 @@ def _cone(program: NpuProgram, k: int, cost: NpuCost, floors: list[int],
             if all(s == (0, out.rows - 1) for s in region[0]) and all(s == (0, out.cols - 1) for s in region[1]):
                 whole += floors[j]
             else:
-                pixels = _cells(region, out)
-                if pixels is None:
-                    return None
-                for cell, n in pixels.items():
+                for cell, n in _cells(region, out).items():
                     cells[cell] = cells.get(cell, 0) + op.macs * n // (out.rows * out.cols * cost.macs_per_cycle)
             for name in op.inputs:
                 _need(every, name, _read(op, tensors[name], region, out))
@@ -231,8 +257,12 @@ def _cone(program: NpuProgram, k: int, cost: NpuCost, floors: list[int],
 
 def _read(op: NpuOp, tensor: NpuTensor, region: Region, out: NpuTensor) -> Region | None:
     """What of input `tensor` the op reads to make `region` of its output
-    `out`: its windows applied to each span; None when a window is
-    missing along an axis the input has more than one of."""
+    `out`: its windows applied to each span; None when the input's
+    elements are not placed by row and column (`NpuTensor.nchw`), a window
+    is missing along an axis the input has more than one of, or a span
+    falls in the pads alone."""
+    if not tensor.nchw:
+        return None
     windows = {name: (e, s, p) for name, e, s, p in op.col_windows}
     spans = []
     for axis, (window, extent) in enumerate(((op.window(tensor.name), tensor.rows),
@@ -243,34 +273,48 @@ def _read(op: NpuOp, tensor: NpuTensor, region: Region, out: NpuTensor) -> Regio
             return None
         else:
             e, s, p = window
-            spans.append(tuple((max(0, lo * s - p), min(extent - 1, hi * s - p + e - 1)) for lo, hi in region[axis]))
+            read = tuple((max(0, lo * s - p), min(extent - 1, hi * s - p + e - 1)) for lo, hi in region[axis])
+            if any(lo > hi for lo, hi in read):
+                return None
+            spans.append(read)
     return spans[0], spans[1]
 
 
 def _need(needs: dict[str, Region], name: str, region: Region | None) -> None:
-    """Add `region` to what is needed of tensor `name`: per position the
-    union of two spans that meet, the longer of two that do not."""
+    """Add `region` to what is needed of tensor `name`. Two rectangles per
+    position make one only where they agree along one axis and meet along
+    the other (their union); otherwise what is kept is one of them, the
+    larger over all positions: a part of what is needed, never more."""
     if region is None:
         return
-    if name not in needs:
-        needs[name] = region
+    old = needs.setdefault(name, region)
+    if old == region:
         return
 
-    def union(a: Span, b: Span) -> Span:
-        if a[0] <= b[1] + 1 and b[0] <= a[1] + 1:
-            return min(a[0], b[0]), max(a[1], b[1])
-        return max(a, b, key=lambda s: s[1] - s[0])
+    def meet(a: tuple[Span, ...], b: tuple[Span, ...]) -> tuple[Span, ...] | None:
+        if any(x[0] > y[1] + 1 or y[0] > x[1] + 1 for x, y in zip(a, b)):
+            return None
+        return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b))
 
-    old = needs[name]
-    needs[name] = (tuple(map(union, old[0], region[0])), tuple(map(union, old[1], region[1])))
+    if old[0] == region[0] and (cols := meet(old[1], region[1])) is not None:
+        needs[name] = (old[0], cols)
+    elif old[1] == region[1] and (rows := meet(old[0], region[0])) is not None:
+        needs[name] = (rows, old[1])
+    else:
+        needs[name] = max(old, region, key=_area)
 
 
-def _cells(region: Region, out: NpuTensor) -> dict[tuple[int, int, int, int], int] | None:
+def _area(region: Region) -> int:
+    """The pixels a region's positions need, added up over the positions."""
+    return sum(hi - lo + 1 for lo, hi in region[0]) * sum(hi - lo + 1 for lo, hi in region[1])
+
+
+def _cells(region: Region, out: NpuTensor) -> dict[tuple[int, int, int, int], int]:
     """The pixels of `out` by the rectangle of grid positions that need
     them: a pixel row that the grid's rows a..b need (and no other) and a
     pixel column that its columns c..d need fall in cell (a, b, c, d).
-    None when the grid rows needing a pixel row are not consecutive (the
-    spans do not slide along the grid)."""
+    Raises `_NoFloor` when the grid rows needing a pixel row are not
+    consecutive (the spans do not slide along the grid)."""
     by_axis = []
     for axis, extent in ((0, out.rows), (1, out.cols)):
         counts: dict[Span, int] = {}
@@ -279,7 +323,7 @@ def _cells(region: Region, out: NpuTensor) -> dict[tuple[int, int, int, int], in
             if not which:
                 continue
             if which[-1] - which[0] + 1 != len(which):
-                return None
+                raise _NoFloor
             counts[(which[0], which[-1])] = counts.get((which[0], which[-1]), 0) + 1
         by_axis.append(counts)
     return {(a, b, c, d): n * m for (a, b), n in by_axis[0].items() for (c, d), m in by_axis[1].items()}
@@ -306,7 +350,8 @@ def _fewest(rows: int, cols: int, cells: Cells) -> list[int] | None:
     total = sum(cells.values())
     kind = np.int32 if total < 1 << 29 else np.int64  # VGG-19's 7 x 7: 283 MB of states in int64
     endless = np.iinfo(kind).max // 2 - total
-    tables: dict[int, dict[int, np.ndarray]] = {}  # last row b -> first row a -> cycles hit, by the columns picked in rows a..b
+    # last row b -> first row a -> the cycles hit, by the set of columns picked in rows a..b
+    tables: dict[int, dict[int, np.ndarray]] = {}
     for (a, b, c, d), cycles in cells.items():
         mask = (1 << (d + 1)) - (1 << c)
         table = tables.setdefault(b, {}).setdefault(a, np.zeros(subsets, kind))

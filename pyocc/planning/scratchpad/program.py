@@ -46,6 +46,11 @@ class NpuTensor:
     channels is rows of one run of channels only in a tensor of one image."""
     cols: int = 1
     """Columns of an NCHW tensor (its width); 1: below rank 4."""
+    nchw: bool = False
+    """True for one image of NCHW (rank 4, N = 1) and for a [1, K] vector
+    (as [1, K, 1, 1]): the tensors whose elements `cones` places by row,
+    column and channel (a rank-3 sequence's are not: a floor could not
+    tell its positions from its channels)."""
 
 
 @dataclass(frozen=True)
