@@ -8,6 +8,10 @@ from its first store to its last load, at its planned DRAM offset. The
 two lanes at the bottom are the DRAM port, loads (DRAM -> SRAM) above and
 write-backs (SRAM -> DRAM) below, and the compute unit: a bar per op or
 tile. Where the compute lane has gaps, the NPU waits for a transfer.
+Two dashed lines cross the lanes: the bound (the MACs or the DRAM lower
+bound alone) and the floor (the cycles no schedule beats,
+`NpuResult.floor_cycles`); what lies between the floor and the end is
+what a better schedule could still win.
 
 `render_npu_svg` returns a standalone SVG document built from a
 `pyocc.planning.scratchpad.NpuResult`; pure string building, every text
@@ -52,7 +56,7 @@ def render_npu_svg(result: NpuResult, title: str = "") -> str:
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
         f'<text x="{LEFT}" y="24" font-size="16">{escape(title or "npu scratchpad schedule")}</text>',
         f'<text x="{LEFT}" y="44">{result.sram_size:,d} B SRAM, {sim.cycles:,d} cycles '
-        f'(bound {result.bound_cycles:,d}), {sim.dram_bytes:,d} B over the DRAM port '
+        f'(bound {result.bound_cycles:,d}, floor {result.floor_cycles:,d}), {sim.dram_bytes:,d} B over the DRAM port '
         f'(bound {result.dram_lower_bound_bytes:,d}), {len(sim.transfers):,d} transfers</text>',
     ]
     # SRAM: buffers over time
@@ -118,6 +122,13 @@ def render_npu_svg(result: NpuResult, title: str = "") -> str:
         out.append(f'<rect x="{x(start):.1f}" y="{lanes_top + 2 * LANE + 4}" '
                    f'width="{max(0.5, x(stop) - x(start)):.1f}" height="{LANE - 8}" fill="{COMPUTE_COLOUR}" '
                    f'stroke="white" stroke-width="0.3"><title>{escape(op)}: cycles {start:,d}-{stop:,d}</title></rect>')
+    for name, cycle in (("bound", result.bound_cycles), ("floor", result.floor_cycles)):
+        if 0 < cycle <= end:
+            out.append(f'<line x1="{x(cycle):.1f}" y1="{lanes_top - 6}" x2="{x(cycle):.1f}" '
+                       f'y2="{lanes_top + 3 * LANE}" stroke="#333" stroke-dasharray="4 3">'
+                       f'<title>{name}: {cycle:,d} cycles</title></line>')
+            out.append(f'<text x="{x(cycle):.1f}" y="{lanes_top - 10 - 12 * (name == "floor")}" '
+                       f'text-anchor="middle">{name}</text>')
     axis = lanes_top + 3 * LANE + 18
     for k in range(5):
         cycle = end * k // 4

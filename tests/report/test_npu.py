@@ -183,3 +183,6 @@ def test_the_picture_draws_both_memories_and_every_transfer(tiny: Path, tmp_path
     assert svg.count("<title>store ") == sum(1 for t in result.simulation.transfers if t[0] == "store")
     assert svg.count("cycles") >= len(result.simulation.computes)
     assert f"{result.cycles:,d} cycles" in svg
+    # the bound and the floor, each a dashed line across the lanes
+    for name, cycle in (("bound", result.bound_cycles), ("floor", result.floor_cycles)):
+        assert f"<title>{name}: {cycle:,d} cycles</title>" in svg
