@@ -10,6 +10,7 @@ import itertools
 import math
 import random
 
+import onnx
 from onnx import TensorProto
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -47,6 +48,13 @@ def test_the_fewest_cycles_of_m_positions_are_the_brute_force_minimum():
             assert _fewest(rows, cols, cells) == _brute_fewest(rows, cols, cells), (rows, cols, cells)
 
 
+def _program_of(model: onnx.ModelProto) -> NpuProgram:
+    """The NPU program of `model`, in tensor form as pyocc compiles it."""
+    module = import_model(model)
+    run_passes(Context(), module, tensor_passes(Options()))
+    return npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+
+
 def _small_net(classes: int) -> NpuProgram:
     """x (1x2x6x6) -> 3x3 conv (4 channels) -> ReLU -> 3x3 conv (4) -> 2x2
     max pool (1x4x3x3) -> flatten -> fully connected (36 -> 18) -> ReLU ->
@@ -56,9 +64,7 @@ def _small_net(classes: int) -> NpuProgram:
     y = b.op("MaxPool", b.conv(b.op("Relu", b.conv(x, 2, 4, 3)), 4, 4, 3), kernel_shape=[2, 2], strides=[2, 2])
     y = b.op("Gemm", b.op("Flatten", y), b.weight([18, 36]), b.bias(18), transB=1)  # as the light models' are
     y = b.op("Gemm", b.op("Relu", y), b.weight([classes, 18]), b.bias(classes), transB=1)
-    module = import_model(b.model([(y, TensorProto.FLOAT)]))
-    run_passes(Context(), module, tensor_passes(Options()))
-    return npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    return _program_of(b.model([(y, TensorProto.FLOAT)]))
 
 
 def test_a_small_nets_floor_is_its_pixel_by_pixel_brute_force():
@@ -110,9 +116,7 @@ def test_a_weight_two_ops_share_waits_once():
     y = b.op("Gemm", x, b.weight([256, 64]), b.bias(256), transB=1)
     for _ in range(2):
         y = b.op("Gemm", b.op("Relu", y), tied, b.bias(256), transB=1)
-    module = import_model(b.model([(y, TensorProto.FLOAT)]))
-    run_passes(Context(), module, tensor_passes(Options()))
-    program = npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    program = _program_of(b.model([(y, TensorProto.FLOAT)]))
     cost, sram = NpuCost(), 300 << 10
     floor = cone_floor(program, cost, sram)
     waiting = 256 * 64 * 4 + 256 * 256 * 4 + 2 * 256 * 4  # the gate's matrix, the tied weight once, two biases
@@ -164,9 +168,7 @@ def test_a_sequences_positions_are_not_told_from_its_channels():
     y = b.op("Relu", b.op("Conv", x, b.weight([16, 8, 3]), b.bias(16), kernel_shape=[3], pads=[1, 1]))
     y = b.op("Conv", y, b.weight([16, 16, 3]), b.bias(16), kernel_shape=[3], pads=[1, 1])
     y = b.op("Gemm", b.op("Flatten", y), b.weight([200, 16 * 64]), b.bias(200), transB=1)
-    module = import_model(b.model([(y, TensorProto.FLOAT)]))
-    run_passes(Context(), module, tensor_passes(Options()))
-    program = npu_program(next(op for op in module.walk() if isinstance(op, func.FuncOp)))
+    program = _program_of(b.model([(y, TensorProto.FLOAT)]))
     assert not any(t.nchw for t in program.tensors if t.kind == "activation" and t.size > 200 * 4)
     assert cone_floor(program, NpuCost(macs_per_cycle=1), 64 << 10) is None
 
@@ -230,9 +232,6 @@ def test_vgg19_at_1mib_takes_more_than_1_3_times_its_bound_in_any_schedule():
     VGG-19 at 1 MiB: fc6's 411 MB of weights (8 MiB a position of pool5)
     wait on the convolutions' cones (docs/scratchpad.md, stop 71)."""
     program = _light_program("vgg19")
-    cost = NpuCost()
-    bound = max(math.ceil(program.macs() / cost.macs_per_cycle),
-                math.ceil(program.dram_lower_bound_bytes() / cost.dram_bytes_per_cycle))
-    floor = cone_floor(program, cost, 1 << 20)
+    floor = cone_floor(program, NpuCost(), 1 << 20)
     assert floor is not None and floor.gate == "r39" and floor.grid == (7, 7)
-    assert floor.cycles / bound > 1.3
+    assert floor.cycles / program.bound_cycles(NpuCost()) > 1.3

@@ -151,7 +151,7 @@ def _gates(program: NpuProgram) -> list[int]:
         if op.out_rows != 1 or len(op.reduced_inputs) != 1 or op.in_channels <= 1 or len(op.outputs) != 1:
             continue
         g, out = tensors[op.reduced_inputs[0]], tensors[op.outputs[0]]
-        matrix = sum(tensors[w].size for w in dict.fromkeys(op.reduced_weights))
+        matrix = _matrix_bytes(op, tensors)
         if not g.nchw or out.images != 1 or op.channels <= 1 or matrix % (op.in_channels * op.channels):
             continue
         item = matrix // (op.in_channels * op.channels)
@@ -168,7 +168,7 @@ def _gate_floor(program: NpuProgram, k: int, cost: NpuCost, sram_size: int) -> C
     gate = program.ops[k]
     g = tensors[gate.reduced_inputs[0]]
     positions = g.rows * g.cols
-    matrix = sum(tensors[w].size for w in dict.fromkeys(gate.reduced_weights))
+    matrix = _matrix_bytes(gate, tensors)
     per_position = -(-matrix // positions)  # rounded up: at most this many bytes wait on a position
     waiting = sum(tensors[w].size for w in dict.fromkeys(  # F: each tensor once (a weight may be tied)
         (*gate.reduced_weights, *(w for op in _tail(program, k) for w in op.weights))))
@@ -202,6 +202,11 @@ def _gate_floor(program: NpuProgram, k: int, cost: NpuCost, sram_size: int) -> C
         if best is None or computed + port > best.cycles:
             best = ConeFloor(computed + port, gate.name, (g.rows, g.cols), m, computed, port)
     return best
+
+
+def _matrix_bytes(op: NpuOp, tensors: dict[str, NpuTensor]) -> int:
+    """The bytes of the weights a gate sums its input with (each tensor once)."""
+    return sum(tensors[w].size for w in dict.fromkeys(op.reduced_weights))
 
 
 def _tail(program: NpuProgram, k: int) -> list[NpuOp]:

@@ -189,6 +189,11 @@ class NpuProgram:
         """Total multiply-accumulates."""
         return sum(op.macs for op in self.ops)
 
+    def bound_cycles(self, cost: NpuCost) -> int:
+        """max(MACs / macs_per_cycle, the DRAM lower bound's cycles on the
+        port): no schedule is faster than its MACs or its bytes alone."""
+        return max(math.ceil(self.macs() / cost.macs_per_cycle), cost.dma_cycles(self.dram_lower_bound_bytes()))
+
     def reader_counts(self) -> dict[str, int]:
         """Tensor -> how many ops read it (as an input)."""
         readers: dict[str, int] = {}

@@ -653,12 +653,9 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
     schedule = schedule_scratchpad(program, sram_size, cost, cascades, chains)
     result = _simulate(schedule, program, sram_size, cost)
     baseline = _simulate(schedule_no_prefetch(program, sram_size, cost, cascades, chains), program, sram_size, cost)
-    lower = program.dram_lower_bound_bytes()
-    macs = program.macs()
-    bound = max(math.ceil(macs / cost.macs_per_cycle), math.ceil(lower / cost.dram_bytes_per_cycle))
     return NpuResult(
         sram_size, cost, result.cycles, result.compute_cycles, result.stall_cycles, result.dram_bytes,
-        lower, bound, result.sram_peak_bytes, macs, schedule.tiling, baseline, result, schedule,
+        program.dram_lower_bound_bytes(), program.bound_cycles(cost), result.sram_peak_bytes, program.macs(), schedule.tiling, baseline, result, schedule,
         {t.name: t.kind for t in program.tensors}, {t.name: t.size for t in program.tensors}, cascades,
         op_costs(program, schedule.instructions, result, cost), floor_cycles(program, sram_size, cost),
     )
@@ -666,15 +663,12 @@ def run_scratchpad(program: NpuProgram, sram_size: int, cost: NpuCost = NpuCost(
 
 def floor_cycles(program: NpuProgram, sram_size: int, cost: NpuCost) -> int:
     """Cycles no schedule of `program` beats at `sram_size` bytes of SRAM:
-    the larger of its bound (max(MACs / macs_per_cycle, the DRAM lower
-    bound over the port)), the sum of its ops' compute floors
+    the larger of its bound (`NpuProgram.bound_cycles`), the sum of its ops' compute floors
     (`NpuProgram.compute_floor_cycles`: the computes run one at a time) and
     the cone floor (`cone_floor`: a fully connected layer's weights wait
     on its input's cones)."""
     cone = cone_floor(program, cost, sram_size)
-    return max(math.ceil(program.macs() / cost.macs_per_cycle),
-               math.ceil(program.dram_lower_bound_bytes() / cost.dram_bytes_per_cycle),
-               program.compute_floor_cycles(cost), cone.cycles if cone is not None else 0)
+    return max(program.bound_cycles(cost), program.compute_floor_cycles(cost), cone.cycles if cone is not None else 0)
 
 
 def schedule_cuts(program: NpuProgram, instructions: list[Instruction]) -> set[int]:
